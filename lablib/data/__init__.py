@@ -1,0 +1,39 @@
+"""Dataset loaders: Reuters newswire, MoleculeNet molecules, TU datasets, Cora.
+
+Where a loader reads its files from, in order: an explicit ``data_dir`` argument, the
+``LABLIB_DATA_DIR`` environment variable, the local cache (``~/.cache/lablib`` or
+``LABLIB_CACHE_DIR``), then a download verified by checksum (see
+:mod:`lablib.data.sources`).
+"""
+
+import importlib
+
+_EXPORTS = {
+    "load_reuters": "reuters",
+    "reuters_word_index": "reuters",
+    "reuters_topic_names": "reuters",
+    "decode_newswire": "reuters",
+    "reuters_dataset": "reuters",
+    "load_molecules": "molecules",
+    "MoleculeDataset": "molecules",
+    "smiles_to_graph": "molecules",
+    "load_tu_dataset": "tu",
+    "load_cora": "cora",
+    "CoraData": "cora",
+    "DataNotFoundError": "sources",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lablib.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lablib.data.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

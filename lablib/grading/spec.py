@@ -1,0 +1,417 @@
+"""How a lab's tests are written: graded pieces, probes and judges.
+
+Every test has two halves that run in different processes:
+
+* the **probe** runs where the student's code lives (the sandboxed student process
+  when grading, the notebook itself for ``lablib.check``). It receives ``ns``, a
+  mapping from the names the graded cell defines to the student's objects, calls them
+  on the test's inputs and returns *plain values*: numbers, strings, booleans, None,
+  NumPy arrays (tensors are converted), and lists/tuples/dicts of these.
+* the **judge** runs in the grading process on those plain values and raises
+  :class:`TestFailure` (or ``AssertionError``) with a message when they are wrong.
+  Expected values are computed here, never in the student's process, so a submission
+  that patches NumPy or returns objects whose ``==`` is always true gains nothing.
+
+A lab's public tests live in ``lablib/grading/tests/<lab name>.py``; hidden tests are
+modules of the same form in a folder the instructor passes with ``--tests`` (everything
+registered while such a module is imported is marked hidden). Example::
+
+    from lablib.grading.spec import get_lab, expect_close
+
+    lab = get_lab("lab1_attention")
+    lab.piece("attention", objects=["attention"], description="scaled dot-product attention")
+
+    @lab.test("attention", points=2, hint="Scale the scores by 1/sqrt(d_k).")
+    def worked_example(ns):
+        out, weights = ns["attention"](Q, K, V)
+        return {"weights": weights, "output": out}
+
+    @worked_example.judge
+    def _(got):
+        expect_close(got["weights"][0], [0.00055, 0.99911, 0.00033], atol=5e-5,
+                     what="attention weights of the first query")
+
+A test without a judge compares with ``expected=`` (a value or a zero-argument
+callable evaluated in the grading process) using ``rtol``/``atol``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import math
+import pathlib
+import sys
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+__all__ = [
+    "LabSpec",
+    "Piece",
+    "Test",
+    "TestFailure",
+    "get_lab",
+    "known_labs",
+    "load_lab",
+    "resolve_lab_name",
+    "expect",
+    "expect_close",
+    "expect_equal",
+    "expect_shape",
+    "to_plain",
+]
+
+PUBLIC_TESTS_DIR = pathlib.Path(__file__).with_name("tests")
+
+
+class TestFailure(AssertionError):
+    """A failed check: ``message`` says what was expected, what was got, and why."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, message: str, *, expected: Any = None, got: Any = None):
+        super().__init__(message)
+        self.message = message
+        self.expected = expected
+        self.got = got
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """A graded piece: the cell starting with ``# GRADED: <name>``.
+
+    Attributes:
+        name: the marker name.
+        objects: names the graded cell must define (functions, classes, constants).
+        description: one line shown in reports.
+    """
+
+    name: str
+    objects: tuple[str, ...]
+    description: str = ""
+
+
+@dataclasses.dataclass
+class Test:
+    """One test of one graded piece. Create with :meth:`LabSpec.test`."""
+
+    __test__ = False
+
+    lab: str
+    piece: str
+    name: str
+    probe: Callable[[Mapping[str, Any]], Any]
+    points: float = 1.0
+    hint: str = ""
+    hidden: bool = False
+    timeout: float | None = None
+    expected: Any = None
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    judge_fn: Callable[[Any], Any] | None = None
+
+    def judge(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Decorator: set the function that judges the probe's plain values."""
+        self.judge_fn = fn
+        return fn
+
+    def __call__(self, ns):  # a Test is still usable as its probe
+        return self.probe(ns)
+
+    @property
+    def id(self) -> str:
+        return f"{self.piece}::{self.name}"
+
+    def run_judge(self, got: Any) -> None:
+        """Judge plain values; raises TestFailure when they are wrong."""
+        if self.judge_fn is not None:
+            self.judge_fn(got)
+            return
+        expected = self.expected() if callable(self.expected) else self.expected
+        expect_close(got, expected, rtol=self.rtol, atol=self.atol, what=self.name)
+
+
+_LOADING_HIDDEN = False
+
+
+class LabSpec:
+    """The graded pieces and tests of one lab."""
+
+    def __init__(self, name: str, title: str = "", aliases: tuple[str, ...] = ()):
+        self.name = name
+        self.title = title or name
+        self.aliases = tuple(aliases)
+        self.pieces: dict[str, Piece] = {}
+        self.tests: list[Test] = []
+
+    def __repr__(self) -> str:
+        return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"
+
+    def piece(self, name: str, objects, description: str = "") -> Piece:
+        """Declare a graded piece and the names its cell must define."""
+        if isinstance(objects, str):
+            objects = (objects,)
+        piece = Piece(name, tuple(objects), description)
+        self.pieces[name] = piece
+        return piece
+
+    def test(
+        self,
+        piece: str,
+        *,
+        points: float = 1.0,
+        hint: str = "",
+        name: str | None = None,
+        expected: Any = None,
+        rtol: float = 1e-5,
+        atol: float = 1e-6,
+        timeout: float | None = None,
+    ) -> Callable[[Callable], Test]:
+        """Decorator: register a probe function as a test of ``piece``."""
+        if piece not in self.pieces:
+            raise KeyError(
+                f"Lab {self.name!r} has no graded piece {piece!r}; declare it first "
+                f"with lab.piece({piece!r}, objects=[...]). Known: {sorted(self.pieces)}"
+            )
+
+        def register(fn: Callable) -> Test:
+            test = Test(
+                lab=self.name,
+                piece=piece,
+                name=name or fn.__name__,
+                probe=fn,
+                points=float(points),
+                hint=hint,
+                hidden=_LOADING_HIDDEN,
+                timeout=timeout,
+                expected=expected,
+                rtol=rtol,
+                atol=atol,
+            )
+            self.tests = [t for t in self.tests if t.id != test.id or t.hidden != test.hidden]
+            self.tests.append(test)
+            return test
+
+        return register
+
+    def tests_for(self, piece: str | None = None, *, hidden: bool | None = None) -> list[Test]:
+        return [
+            t
+            for t in self.tests
+            if (piece is None or t.piece == piece) and (hidden is None or t.hidden == hidden)
+        ]
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.points for t in self.tests)
+
+
+_LABS: dict[str, LabSpec] = {}
+
+
+def get_lab(name: str, title: str = "", aliases: tuple[str, ...] = ()) -> LabSpec:
+    """The spec object of a lab, created on first use (used by test modules)."""
+    lab = _LABS.get(name)
+    if lab is None:
+        lab = _LABS[name] = LabSpec(name, title, aliases)
+    else:
+        if title:
+            lab.title = title
+        if aliases:
+            lab.aliases = tuple(dict.fromkeys(lab.aliases + tuple(aliases)))
+    return lab
+
+
+def known_labs() -> list[str]:
+    """Names of the labs with public tests shipped in lablib."""
+    return sorted(p.stem for p in PUBLIC_TESTS_DIR.glob("lab*.py"))
+
+
+def resolve_lab_name(name: str) -> str:
+    """``"lab1"`` -> ``"lab1_attention"``; full names pass through."""
+    labs = known_labs()
+    if name in labs:
+        return name
+    matches = [lab for lab in labs if lab.split("_", 1)[0] == name]
+    if len(matches) == 1:
+        return matches[0]
+    raise KeyError(
+        f"Unknown lab {name!r}. Expected one of {labs} or their short names "
+        f"({', '.join(sorted({lab.split('_', 1)[0] for lab in labs}))})."
+    )
+
+
+def _import_file(path: pathlib.Path, module_name: str):
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def _hidden_loading():
+    global _LOADING_HIDDEN
+    previous, _LOADING_HIDDEN = _LOADING_HIDDEN, True
+    try:
+        yield
+    finally:
+        _LOADING_HIDDEN = previous
+
+
+def load_lab(name: str, hidden_dirs=()) -> LabSpec:
+    """Load a lab's public tests, plus hidden tests from each folder in ``hidden_dirs``.
+
+    A hidden folder holds ``<lab name>.py`` (or ``<short name>.py``) written with the
+    same API; its tests are marked hidden.
+    """
+    full = resolve_lab_name(name)
+    module_name = f"lablib.grading.tests.{full}"
+    if module_name not in sys.modules:
+        _import_file(PUBLIC_TESTS_DIR / f"{full}.py", module_name)
+    lab = get_lab(full)
+    for folder in hidden_dirs:
+        folder = pathlib.Path(folder)
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"Hidden tests folder {str(folder)!r} does not exist; pass the folder "
+                f"that holds {full}.py with --tests."
+            )
+        short = full.split("_", 1)[0]
+        for candidate in (folder / f"{full}.py", folder / f"{short}.py"):
+            hidden_name = f"lablib_hidden_tests.{full}_{abs(hash(str(candidate)))}"
+            if candidate.is_file() and hidden_name not in sys.modules:
+                with _hidden_loading():
+                    _import_file(candidate, hidden_name)
+                break
+    return lab
+
+
+# --------------------------------------------------------------------------- values
+
+
+def to_plain(value: Any, _depth: int = 0) -> Any:
+    """Convert a probe's result to plain values (arrays, numbers, str, containers).
+
+    Tensors and array-likes become NumPy arrays; anything else that is not plain raises
+    TypeError, so an object with a custom ``__eq__`` never reaches a judge.
+    """
+    if _depth > 20:
+        raise TypeError("Probe result nested too deeply (more than 20 levels).")
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, (np.generic,)):
+        return value.item()
+    if type(value) in (list, tuple):
+        return type(value)(to_plain(v, _depth + 1) for v in value)
+    if type(value) is dict:
+        return {str(k): to_plain(v, _depth + 1) for k, v in value.items()}
+    if type(value) is np.ndarray:
+        if value.dtype == object:
+            raise TypeError("Object arrays are not plain values; return numbers.")
+        return np.array(value, copy=True)
+    if hasattr(value, "numpy") and callable(value.numpy):  # tf.Tensor / Variable
+        return to_plain(np.asarray(value.numpy()), _depth + 1)
+    if hasattr(value, "__array__"):
+        return to_plain(np.asarray(value), _depth + 1)
+    raise TypeError(
+        f"Probe returned a {type(value).__module__}.{type(value).__name__}; expected "
+        f"numbers, strings, arrays or lists/dicts of them."
+    )
+
+
+def _fmt(value: Any, limit: int = 300) -> str:
+    if isinstance(value, np.ndarray):
+        with np.printoptions(precision=5, suppress=True, threshold=20, edgeitems=3):
+            text = np.array2string(value, separator=", ")
+        text = f"array(shape={value.shape}) {text}"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def expect(condition: Any, message: str) -> None:
+    """Fail with ``message`` unless ``condition`` is a true Python bool."""
+    if not (type(condition) in (bool, np.bool_) and bool(condition)):
+        raise TestFailure(message)
+
+
+def expect_shape(got: Any, shape, what: str = "value") -> None:
+    """Fail unless ``got`` is an array of exactly ``shape`` (None matches any size)."""
+    if not isinstance(got, np.ndarray):
+        raise TestFailure(f"{what}: expected an array of shape {tuple(shape)}, got {_fmt(got)}")
+    ok = len(got.shape) == len(shape) and all(
+        s is None or s == g for s, g in zip(shape, got.shape)
+    )
+    if not ok:
+        raise TestFailure(
+            f"{what}: expected shape {tuple(shape)}, got shape {got.shape}",
+            expected=tuple(shape),
+            got=got.shape,
+        )
+
+
+def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
+    """Exact equality for plain values (arrays compared element-wise)."""
+    if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
+        g, e = np.asarray(got), np.asarray(expected)
+        if g.shape != e.shape or not np.array_equal(g, e):
+            raise TestFailure(
+                f"{what}: expected {_fmt(e)}, got {_fmt(g)}", expected=e, got=g
+            )
+        return
+    if type(got) is not type(expected) and not (
+        isinstance(got, (int, float)) and isinstance(expected, (int, float))
+    ):
+        raise TestFailure(
+            f"{what}: expected a {type(expected).__name__} ({_fmt(expected)}), got a "
+            f"{type(got).__name__} ({_fmt(got)})",
+            expected=expected,
+            got=got,
+        )
+    if got != expected:
+        raise TestFailure(f"{what}: expected {_fmt(expected)}, got {_fmt(got)}",
+                          expected=expected, got=got)
+
+
+def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6,
+                 what: str = "value") -> None:
+    """Numerical closeness for numbers, arrays and (nested) lists/dicts of them."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            raise TestFailure(f"{what}: expected keys {sorted(expected)}, got {_fmt(got)}")
+        for key in expected:
+            expect_close(got[key], expected[key], rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
+        return
+    if isinstance(expected, (list, tuple)) and any(
+        isinstance(e, (dict, list, tuple, np.ndarray)) for e in expected
+    ):
+        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+            raise TestFailure(f"{what}: expected {len(expected)} items, got {_fmt(got)}")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            expect_close(g, e, rtol=rtol, atol=atol, what=f"{what}[{i}]")
+        return
+    e = np.asarray(expected, dtype=float)
+    if isinstance(got, (bool, str)) or got is None:
+        raise TestFailure(f"{what}: expected numbers {_fmt(e)}, got {_fmt(got)}")
+    try:
+        g = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise TestFailure(f"{what}: expected numbers {_fmt(e)}, got {_fmt(got)}") from None
+    if g.shape != e.shape:
+        raise TestFailure(
+            f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
+        )
+    if not np.all(np.isfinite(g) | ~np.isfinite(e)):
+        raise TestFailure(f"{what}: got NaN or infinite values: {_fmt(g)}", expected=e, got=g)
+    close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    if not bool(np.all(close)):
+        worst = float(np.max(np.abs(g - e)[~close])) if e.size else math.nan
+        raise TestFailure(
+            f"{what}: expected {_fmt(e)}, got {_fmt(g)} (largest difference {worst:.3g}; "
+            f"tolerance rtol={rtol:g}, atol={atol:g})",
+            expected=e,
+            got=g,
+        )

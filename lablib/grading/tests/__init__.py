@@ -1,0 +1,1 @@
+"""Public tests of each lab, one module per lab, written with lablib.grading.spec."""

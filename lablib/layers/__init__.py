@@ -1,0 +1,45 @@
+"""Keras layers for the course, written once for Keras 3 and tf_keras.
+
+Importing a layer resolves the Keras mode (see :mod:`lablib.backend`); call
+``lablib.use_legacy_keras()`` before that if you need tf_keras.
+
+Sequence layers: :func:`scaled_dot_product_attention`, :func:`causal_mask`,
+:func:`positional_encoding`, :class:`PositionalEncoding`,
+:class:`TokenAndPositionEmbedding`, :class:`TransformerEncoderBlock`,
+:class:`TransformerDecoderBlock`.
+
+Graph layers (dense ``x [B, N, F]`` + ``adjacency [B, N, N]`` + ``mask [B, N]``, or
+disjoint ``x [V, F]`` + ``edge_index [2, E]``): :class:`GraphConv`,
+:class:`GraphAttention`, :class:`GraphReadout`.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "scaled_dot_product_attention": "attention",
+    "causal_mask": "attention",
+    "padding_mask": "attention",
+    "positional_encoding": "positional",
+    "PositionalEncoding": "positional",
+    "TokenAndPositionEmbedding": "positional",
+    "TransformerEncoderBlock": "transformer",
+    "TransformerDecoderBlock": "transformer",
+    "GraphConv": "graph_conv",
+    "GraphAttention": "graph_attention",
+    "GraphReadout": "readout",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lablib.layers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lablib.layers.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

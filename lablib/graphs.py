@@ -1,0 +1,317 @@
+"""Graph batches: padded dense batches and disjoint (sparse) batches, in NumPy.
+
+lablib's graph layers accept two layouts of the same graphs (see GUIDE §3):
+
+* **dense** (small graphs such as molecules): ``x [B, N, F]``, ``adjacency [B, N, N]``
+  with ``adjacency[b, target, source] = 1`` and no self loops (the layers add them),
+  ``mask [B, N]`` (False marks padding nodes). Memory grows with ``B * N**2``.
+* **disjoint** (large graphs, or many graphs at speed): all graphs glued into one
+  graph with ``x [V, F]``, ``edge_index [2, E]`` (row 0 source, row 1 target, as in
+  PyTorch Geometric; messages flow source -> target) and ``graph_ids [V]``.
+
+Every function here takes and returns NumPy arrays (TensorFlow eager tensors are
+accepted too) and checks its input, raising ``ValueError`` that says what was given
+and what was expected.
+
+Example::
+
+    import numpy as np
+    from lablib import graphs
+
+    x1 = np.ones((3, 4)); e1 = np.array([[0, 1], [1, 2]])      # 0 -> 1, 1 -> 2
+    x2 = np.ones((2, 4)); e2 = np.array([[0], [1]])            # 0 -> 1
+    x, adjacency, mask = graphs.dense_batch([x1, x2], [e1, e2])
+    x.shape, adjacency.shape, mask.shape     # (2, 3, 4), (2, 3, 3), (2, 3)
+    xs, edge_index, graph_ids = graphs.disjoint_batch([x1, x2], [e1, e2])
+    edge_index                               # [[0, 1, 3], [1, 2, 4]]
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "dense_batch",
+    "disjoint_batch",
+    "edge_index_to_adjacency",
+    "adjacency_to_edge_index",
+    "to_undirected",
+    "remove_self_loops",
+]
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _as_edge_index(edge_index, where: str) -> np.ndarray:
+    """``edge_index`` as an integer array of shape [2, E], or a clear ValueError."""
+    array = np.asarray(edge_index)
+    if array.size == 0:
+        return np.zeros((2, 0), dtype=array.dtype if array.dtype.kind in "iu" else np.int64)
+    if array.ndim != 2 or array.shape[0] != 2:
+        hint = ""
+        if array.ndim == 2 and array.shape[1] == 2:
+            hint = " It looks like [E, 2] (one row per edge): pass its transpose, edge_index.T."
+        raise ValueError(
+            f"{where}: edge_index must have shape [2, E] (row 0 source nodes, row 1 target "
+            f"nodes), got shape {list(array.shape)}.{hint}"
+        )
+    if array.dtype.kind not in "iu":
+        if array.dtype.kind == "f" and np.all(np.equal(np.mod(array, 1), 0)):
+            array = array.astype(np.int64)
+        else:
+            raise ValueError(
+                f"{where}: edge_index must hold integer node indices, got dtype {array.dtype}."
+            )
+    return array
+
+
+def _check_indices(edge_index: np.ndarray, num_nodes: int, where: str) -> None:
+    if edge_index.size == 0:
+        return
+    low, high = int(edge_index.min()), int(edge_index.max())
+    if low < 0 or high >= num_nodes:
+        raise ValueError(
+            f"{where}: edge_index refers to node {low if low < 0 else high}, but the graph "
+            f"has {num_nodes} nodes (valid indices are 0..{num_nodes - 1})."
+        )
+
+
+def _as_node_features(x, where: str) -> np.ndarray:
+    array = np.asarray(x)
+    if array.ndim != 2:
+        raise ValueError(
+            f"{where}: node features must have shape [num_nodes, num_features], got shape "
+            f"{list(array.shape)}. For a single feature per node use x[:, None]."
+        )
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise ValueError(f"{where}: node features must be numeric, got dtype {array.dtype}.")
+    return array
+
+
+def _check_lists(node_features, edge_indices, function: str):
+    if isinstance(node_features, np.ndarray) or not isinstance(node_features, Sequence):
+        raise ValueError(
+            f"{function}: node_features must be a list with one [n_i, F] array per graph, "
+            f"got {type(node_features).__name__}. For one graph, pass [x]."
+        )
+    if isinstance(edge_indices, np.ndarray) or not isinstance(edge_indices, Sequence):
+        raise ValueError(
+            f"{function}: edge_indices must be a list with one [2, E_i] array per graph, "
+            f"got {type(edge_indices).__name__}. For one graph, pass [edge_index]."
+        )
+    if len(node_features) != len(edge_indices):
+        raise ValueError(
+            f"{function}: got {len(node_features)} node feature arrays but "
+            f"{len(edge_indices)} edge_index arrays; pass one of each per graph."
+        )
+    if len(node_features) == 0:
+        raise ValueError(f"{function}: got an empty list of graphs; pass at least one graph.")
+    features, edges = [], []
+    num_features = None
+    for i, (x, e) in enumerate(zip(node_features, edge_indices)):
+        x = _as_node_features(x, f"{function}, graph {i}")
+        if num_features is None:
+            num_features = x.shape[1]
+        elif x.shape[1] != num_features:
+            raise ValueError(
+                f"{function}: graph {i} has {x.shape[1]} features per node but graph 0 has "
+                f"{num_features}; all graphs in a batch need the same number of features."
+            )
+        e = _as_edge_index(e, f"{function}, graph {i}")
+        _check_indices(e, x.shape[0], f"{function}, graph {i}")
+        features.append(x)
+        edges.append(e)
+    return features, edges, num_features
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def dense_batch(node_features, edge_indices, max_nodes: int | None = None):
+    """Pad a list of graphs into a dense batch for lablib's graph layers.
+
+    Memory is ``B * max_nodes**2`` for the adjacency: fine for molecules (tens of
+    nodes); for graphs with thousands of nodes use :func:`disjoint_batch`.
+
+    Args:
+        node_features: list of ``B`` arrays, graph ``b`` of shape ``[n_b, F]``.
+        edge_indices: list of ``B`` integer arrays of shape ``[2, E_b]`` (row 0 source,
+            row 1 target, node indices local to each graph). Repeated edges count once;
+            self loops given here are kept (none are added: the layers add them).
+        max_nodes: pad every graph to this many nodes (a fixed shape avoids retracing
+            a ``tf.function`` for every batch). Default: the largest ``n_b``.
+
+    Returns:
+        ``(x, adjacency, mask)``: ``x [B, N, F]`` float32 (zeros at padding),
+        ``adjacency [B, N, N]`` float32 with ``adjacency[b, target, source] = 1``,
+        ``mask [B, N]`` bool (True for real nodes).
+
+    Raises:
+        ValueError: mismatched lists, bad shapes, node indices out of range, or a graph
+            with more than ``max_nodes`` nodes.
+
+    Example::
+
+        x, adjacency, mask = dense_batch([x1, x2], [e1, e2], max_nodes=32)
+    """
+    features, edges, num_features = _check_lists(node_features, edge_indices, "dense_batch")
+    sizes = [x.shape[0] for x in features]
+    if max_nodes is None:
+        max_nodes = max(sizes)
+    else:
+        if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)):
+            raise ValueError(f"dense_batch: max_nodes must be an int or None, got {max_nodes!r}.")
+        largest = int(np.argmax(sizes))
+        if sizes[largest] > max_nodes:
+            raise ValueError(
+                f"dense_batch: graph {largest} has {sizes[largest]} nodes, more than "
+                f"max_nodes={max_nodes}. Raise max_nodes to at least {max(sizes)} or drop "
+                f"the larger graphs."
+            )
+    batch = len(features)
+    x = np.zeros((batch, max_nodes, num_features), dtype=np.float32)
+    adjacency = np.zeros((batch, max_nodes, max_nodes), dtype=np.float32)
+    mask = np.zeros((batch, max_nodes), dtype=bool)
+    for b, (features_b, edges_b) in enumerate(zip(features, edges)):
+        n = features_b.shape[0]
+        x[b, :n] = features_b
+        mask[b, :n] = True
+        adjacency[b, edges_b[1], edges_b[0]] = 1.0
+    return x, adjacency, mask
+
+
+def disjoint_batch(node_features, edge_indices):
+    """Glue a list of graphs into one disjoint graph (the sparse batch layout).
+
+    Node indices of graph ``b`` are shifted by the number of nodes in graphs
+    ``0..b-1``, so no edge joins two graphs. Memory is linear in nodes + edges.
+
+    Args:
+        node_features: list of ``B`` arrays, graph ``b`` of shape ``[n_b, F]``.
+        edge_indices: list of ``B`` integer arrays of shape ``[2, E_b]`` (row 0 source,
+            row 1 target, local node indices).
+
+    Returns:
+        ``(x, edge_index, graph_ids)``: ``x [V, F]`` float32 with ``V = sum n_b``,
+        ``edge_index [2, E]`` int32 with offsets applied, ``graph_ids [V]`` int32
+        (the graph each node belongs to, for :class:`lablib.layers.GraphReadout`).
+
+    Raises:
+        ValueError: mismatched lists, bad shapes or node indices out of range.
+
+    Example::
+
+        x, edge_index, graph_ids = disjoint_batch([x1, x2], [e1, e2])
+    """
+    features, edges, _ = _check_lists(node_features, edge_indices, "disjoint_batch")
+    sizes = np.array([x.shape[0] for x in features], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    if sizes.sum() > np.iinfo(np.int32).max:
+        raise ValueError(f"disjoint_batch: {sizes.sum()} nodes do not fit int32 indices.")
+    x = np.concatenate(features, axis=0).astype(np.float32)
+    edge_index = np.concatenate(
+        [e.astype(np.int64) + offset for e, offset in zip(edges, offsets)], axis=1
+    ).astype(np.int32)
+    graph_ids = np.repeat(np.arange(len(features), dtype=np.int32), sizes)
+    return x, edge_index, graph_ids
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def edge_index_to_adjacency(edge_index, num_nodes: int) -> np.ndarray:
+    """Dense adjacency ``[N, N]`` float32 with ``a[target, source] = 1``.
+
+    Args:
+        edge_index: integer array ``[2, E]`` (row 0 source, row 1 target).
+        num_nodes: ``N``, the number of nodes (isolated nodes included).
+
+    Returns:
+        ``[num_nodes, num_nodes]`` float32 array; repeated edges count once.
+
+    Example::
+
+        edge_index_to_adjacency(np.array([[0], [1]]), 2)   # [[0, 0], [1, 0]]
+    """
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)) or num_nodes < 0:
+        raise ValueError(
+            f"edge_index_to_adjacency: num_nodes must be a non-negative int, got {num_nodes!r}."
+        )
+    edge_index = _as_edge_index(edge_index, "edge_index_to_adjacency")
+    _check_indices(edge_index, int(num_nodes), "edge_index_to_adjacency")
+    adjacency = np.zeros((num_nodes, num_nodes), dtype=np.float32)
+    adjacency[edge_index[1], edge_index[0]] = 1.0
+    return adjacency
+
+
+def adjacency_to_edge_index(adjacency) -> np.ndarray:
+    """Edge index ``[2, E]`` (row 0 source, row 1 target) of a dense ``[N, N]`` adjacency.
+
+    The inverse of :func:`edge_index_to_adjacency`: every non-zero ``a[target, source]``
+    becomes one edge. Edges are sorted by source, then target.
+
+    Args:
+        adjacency: square array ``[N, N]`` with ``adjacency[target, source] != 0`` for
+            each edge ``source -> target``.
+
+    Returns:
+        int64 array ``[2, E]``.
+
+    Example::
+
+        adjacency_to_edge_index(np.array([[0, 0], [1, 0]]))   # [[0], [1]]
+    """
+    adjacency = np.asarray(adjacency)
+    if adjacency.ndim != 2 or adjacency.shape[0] != adjacency.shape[1]:
+        raise ValueError(
+            f"adjacency_to_edge_index: adjacency must be a square [N, N] array, got shape "
+            f"{list(adjacency.shape)}. For a dense batch [B, N, N] convert one graph at a time."
+        )
+    sources, targets = np.nonzero(adjacency.T)
+    return np.stack([sources, targets]).astype(np.int64)
+
+
+def _unique_edges(edge_index: np.ndarray) -> np.ndarray:
+    if edge_index.shape[1] == 0:
+        return edge_index
+    unique = np.unique(edge_index.T, axis=0)  # sorted by source, then target
+    return np.ascontiguousarray(unique.T)
+
+
+def to_undirected(edge_index) -> np.ndarray:
+    """Add the reverse of every edge and remove duplicates.
+
+    Args:
+        edge_index: integer array ``[2, E]`` (row 0 source, row 1 target).
+
+    Returns:
+        integer array ``[2, E']`` (same dtype), sorted by source then target, in which
+        ``j -> i`` is present whenever ``i -> j`` is.
+
+    Example::
+
+        to_undirected(np.array([[0, 1], [1, 0]]))   # [[0, 1], [1, 0]]
+    """
+    edge_index = _as_edge_index(edge_index, "to_undirected")
+    both = np.concatenate([edge_index, edge_index[::-1]], axis=1)
+    return _unique_edges(both)
+
+
+def remove_self_loops(edge_index) -> np.ndarray:
+    """Drop edges ``i -> i``, keeping the order of the other edges.
+
+    Args:
+        edge_index: integer array ``[2, E]`` (row 0 source, row 1 target).
+
+    Returns:
+        integer array ``[2, E']`` (same dtype) without self loops.
+
+    Example::
+
+        remove_self_loops(np.array([[0, 0], [0, 1]]))   # [[0], [1]]
+    """
+    edge_index = _as_edge_index(edge_index, "remove_self_loops")
+    return edge_index[:, edge_index[0] != edge_index[1]]

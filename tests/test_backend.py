@@ -1,0 +1,160 @@
+"""lablib.backend: choosing the Keras mode, and the errors for mixed set-ups.
+
+Each scenario needs a fresh interpreter (TensorFlow binds its Keras at import), so the
+scenarios run as child processes that print a verdict.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    environment.update(env)
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
+    )
+
+
+def lines(result):
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_import_lablib_does_not_import_tensorflow():
+    out = lines(run_python("""
+        import sys, lablib
+        print("tensorflow" in sys.modules, "keras" in sys.modules)
+        lablib.check, lablib.use_keras3, lablib.use_legacy_keras
+        print("tensorflow" in sys.modules)
+    """))
+    assert out == ["False False", "False"]
+
+
+def test_default_is_keras3_and_legacy_switch_before_import():
+    out = lines(run_python("""
+        import lablib
+        from lablib import backend
+        print(backend.keras.__name__, lablib.keras_mode())
+    """))
+    assert out == ["keras keras3"]
+    out = lines(run_python("""
+        import lablib
+        print(lablib.use_legacy_keras())
+        import tensorflow as tf
+        from tensorflow.keras import layers
+        from lablib.backend import keras
+        print(keras.__name__, tf.keras.layers.Dense.__module__.split(".")[0],
+              layers.Dense.__module__.split(".")[0], lablib.is_legacy())
+    """))
+    assert out == ["legacy", "tf_keras tf_keras tf_keras True"]
+
+
+def test_switching_after_tensorflow_import_is_refused():
+    out = lines(run_python("""
+        import tensorflow as tf
+        import lablib
+        try:
+            lablib.use_legacy_keras()
+        except lablib.KerasModeError as error:
+            print("refused:", error)
+        print(lablib.keras_mode())
+    """))
+    assert out[0].startswith("refused:")
+    assert "already been imported in Keras 3 mode" in out[0]
+    assert "Restart" in out[0] and "use_legacy_keras()" in out[0]
+    assert out[1] == "keras3"
+    # Choosing the mode that is already active is fine.
+    out = lines(run_python("""
+        import tensorflow as tf
+        import lablib
+        print(lablib.use_keras3())
+    """))
+    assert out == ["keras3"]
+
+
+def test_variable_set_after_tensorflow_import_is_detected():
+    out = lines(run_python("""
+        import os
+        import tensorflow as tf
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"   # too late: half-working state
+        from lablib import backend
+        try:
+            backend.get_keras()
+        except backend.KerasModeError as error:
+            print("refused:", error)
+    """))
+    assert len(out) == 1 and out[0].startswith("refused:")
+    assert "changed after TensorFlow was imported" in out[0]
+
+
+def test_tfm_layer_inside_keras3_model_is_reported():
+    out = lines(run_python("""
+        import lablib
+        from lablib import backend
+        keras = backend.keras
+        try:
+            backend.import_tfm()
+        except backend.KerasModeError as error:
+            print("import_tfm refused")
+        import tensorflow_models as tfm   # a student importing it directly
+
+        class Classifier(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.block = tfm.nlp.layers.TransformerEncoderBlock(2, 16, "relu")
+                self.head = keras.layers.Dense(3)
+
+            def call(self, x):
+                return self.head(self.block(x))
+
+        try:
+            backend.check_model(Classifier())
+        except backend.KerasModeError as error:
+            print("check_model refused:", error)
+        clean = keras.Sequential([keras.layers.Dense(2)])
+        backend.check_model(clean)
+        print("clean ok")
+        try:
+            backend.check_model(42)
+        except TypeError as error:
+            print("TypeError:", error)
+    """))
+    assert out[0] == "import_tfm refused"
+    assert out[1].startswith("check_model refused:")
+    assert "TransformerEncoderBlock" in out[1] and "never change" in out[1]
+    assert out[2] == "clean ok"
+    assert out[3].startswith("TypeError:") and "int" in out[3]
+
+
+def test_legacy_model_with_tfm_block_passes_check_and_trains():
+    out = lines(run_python("""
+        import lablib
+        lablib.use_legacy_keras()
+        import numpy as np
+        import tensorflow as tf
+        from lablib import backend
+        tfm = backend.import_tfm()
+        inputs = tf.keras.Input((6,), dtype="int32")
+        x = tf.keras.layers.Embedding(20, 8)(inputs)
+        block = tfm.nlp.layers.TransformerEncoderBlock(2, 16, "relu")
+        x = block(x)
+        outputs = tf.keras.layers.Dense(2)(tf.keras.layers.GlobalAveragePooling1D()(x))
+        model = tf.keras.Model(inputs, outputs)
+        backend.check_model(model)
+        model.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        before = [w.numpy().copy() for w in block.trainable_weights]
+        data = np.random.default_rng(0).integers(1, 20, (16, 6))
+        model.fit(data, data[:, 0] % 2, epochs=2, verbose=0)
+        changed = all(not np.allclose(b, w.numpy()) for b, w in zip(before, block.trainable_weights))
+        print("ok", changed)
+    """))
+    assert out == ["ok True"]

@@ -1,0 +1,322 @@
+"""Tests for lablib.layers.GraphConv (dense and sparse batches, both normalisations).
+
+Legacy (tf_keras) tests: ``TF_USE_LEGACY_KERAS=1 .venv/bin/pytest -q -m legacy
+tests/test_graph_conv.py``.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lablib import graphs
+from lablib.backend import get_keras
+from lablib.layers import GraphConv
+
+keras = get_keras()
+NORMALIZATIONS = ["symmetric", "mean"]
+
+
+def random_graph(rng, num_nodes, num_features=3, edge_probability=0.4):
+    """Random directed graph without self loops: (x [n, F], edge_index [2, E])."""
+    x = rng.normal(size=(num_nodes, num_features)).astype(np.float32)
+    adjacency = rng.random((num_nodes, num_nodes)) < edge_probability
+    np.fill_diagonal(adjacency, False)
+    return x, graphs.adjacency_to_edge_index(adjacency.astype(np.float32))
+
+
+def two_graphs(seed=0, num_features=3):
+    rng = np.random.default_rng(seed)
+    g1 = random_graph(rng, 5, num_features)
+    g2 = random_graph(rng, 3, num_features)
+    return [g1[0], g2[0]], [g1[1], g2[1]]
+
+
+@pytest.fixture
+def float16_policy():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def test_mean_form_equals_scalar_formula():
+    """h_i' = mean_{j -> i} x_j W + x_i B + b, computed node by node in Python."""
+    x = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0], [-2.0, 1.0]], dtype=np.float32)
+    edge_index = np.array([[0, 2, 1, 0], [1, 1, 2, 2]])  # node 0 and 3 receive nothing
+    layer = GraphConv(3, normalization="mean", bias_initializer="random_normal")
+    out = layer(x, edge_index=edge_index).numpy()
+    w, b_self, bias = (layer.kernel.numpy(), layer.self_kernel.numpy(), layer.bias.numpy())
+    expected = np.zeros((4, 3))
+    for i in range(4):
+        senders = [int(s) for s, t in edge_index.T if t == i]
+        neighbour_mean = (
+            sum(x[j] for j in senders) / len(senders) if senders else np.zeros(2)
+        )
+        for k in range(3):
+            expected[i, k] = (
+                sum(neighbour_mean[f] * w[f, k] for f in range(2))
+                + sum(x[i, f] * b_self[f, k] for f in range(2))
+                + bias[k]
+            )
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+    # The same numbers from a dense batch.
+    dense = layer(x[None], adjacency=graphs.edge_index_to_adjacency(edge_index, 4)[None])
+    np.testing.assert_allclose(dense.numpy()[0], expected, atol=1e-5)
+
+
+def test_symmetric_form_equals_matrix_formula():
+    """act(D^-1/2 (A + I) D^-1/2 X W + b) with D counting incoming edges + self loop."""
+    rng = np.random.default_rng(1)
+    x, edge_index = random_graph(rng, 6, 4)
+    adjacency = graphs.edge_index_to_adjacency(edge_index, 6)
+    layer = GraphConv(
+        5, activation="tanh", bias_initializer="random_normal"
+    )
+    out = layer(x[None], adjacency=adjacency[None]).numpy()[0]
+    a_hat = adjacency + np.eye(6)
+    d_inv_sqrt = np.diag(1.0 / np.sqrt(a_hat.sum(axis=1)))
+    expected = np.tanh(
+        d_inv_sqrt @ a_hat @ d_inv_sqrt @ x @ layer.kernel.numpy() + layer.bias.numpy()
+    )
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+    sparse = layer(x, edge_index=edge_index).numpy()
+    np.testing.assert_allclose(sparse, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+@pytest.mark.parametrize("units", [2, 7])  # fewer / more units than features (order of ops)
+def test_dense_and_sparse_batches_agree(normalization, units):
+    xs, es = two_graphs(num_features=4)
+    x, adjacency, mask = graphs.dense_batch(xs, es, max_nodes=7)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    layer = GraphConv(units, normalization=normalization, activation="relu")
+    dense = layer(x, adjacency=adjacency, mask=mask).numpy()
+    sparse = layer(xd, edge_index=edge_index).numpy()
+    assert dense.shape == (2, 7, units) and sparse.shape == (8, units)
+    np.testing.assert_allclose(dense[mask], sparse, atol=1e-5)
+    assert np.all(dense[~mask] == 0)
+
+
+def test_existing_self_loops_are_not_counted_twice():
+    rng = np.random.default_rng(2)
+    x, edge_index = random_graph(rng, 4)
+    with_loops = np.concatenate([edge_index, [[1, 3], [1, 3]]], axis=1)
+    layer = GraphConv(2)
+    np.testing.assert_allclose(
+        layer(x, edge_index=with_loops).numpy(), layer(x, edge_index=edge_index).numpy(), atol=1e-6
+    )
+    a = graphs.edge_index_to_adjacency(with_loops, 4)[None]
+    np.testing.assert_allclose(
+        layer(x[None], adjacency=a).numpy()[0], layer(x, edge_index=edge_index).numpy(), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_padding_nodes_change_nothing(normalization):
+    xs, es = two_graphs(seed=3)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    layer = GraphConv(4, normalization=normalization, bias_initializer="ones")
+    reference = layer(x, adjacency=adjacency, mask=mask).numpy()
+    rng = np.random.default_rng(4)
+    pad = 3
+    n = x.shape[1] + pad
+    x_pad = rng.normal(size=(2, n, 3)).astype(np.float32) * 100
+    x_pad[:, : x.shape[1]] = x
+    x_pad[~np.pad(mask, ((0, 0), (0, pad)))] *= 1.0  # padding keeps its random values
+    a_pad = (rng.random((2, n, n)) < 0.5).astype(np.float32)  # random edges everywhere...
+    a_pad[:, : x.shape[1], : x.shape[1]] = adjacency  # ...except among the real nodes
+    mask_pad = np.pad(mask, ((0, 0), (0, pad)))
+    padded = layer(x_pad, adjacency=a_pad, mask=mask_pad).numpy()
+    np.testing.assert_allclose(padded[:, : x.shape[1]][mask], reference[mask], atol=1e-5)
+    assert np.all(padded[~mask_pad] == 0)
+
+
+def _permutation_case(seed, num_nodes):
+    rng = np.random.default_rng(seed)
+    x, edge_index = random_graph(rng, num_nodes)
+    permutation = rng.permutation(num_nodes)  # new label of old node i is permutation[i]
+    x_new = np.empty_like(x)
+    x_new[permutation] = x
+    return x, edge_index, x_new, permutation[edge_index], permutation
+
+
+_PERMUTATION_LAYERS = {n: GraphConv(3, normalization=n, activation="relu") for n in NORMALIZATIONS}
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**16), num_nodes=st.integers(2, 6))
+def test_relabelling_nodes_permutes_outputs(seed, num_nodes):
+    x, edge_index, x_new, edge_new, permutation = _permutation_case(seed, num_nodes)
+    for layer in _PERMUTATION_LAYERS.values():
+        out = layer(x, edge_index=edge_index).numpy()
+        out_new = layer(x_new, edge_index=edge_new).numpy()
+        np.testing.assert_allclose(out_new[permutation], out, atol=1e-5)
+        a = graphs.edge_index_to_adjacency(edge_new, num_nodes)[None]
+        dense_new = layer(x_new[None], adjacency=a).numpy()[0]
+        np.testing.assert_allclose(dense_new[permutation], out, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- Keras
+
+
+def _dense_model(layer, num_nodes=5, num_features=3):
+    x_in = keras.Input(shape=(num_nodes, num_features), name="x")
+    a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
+    m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
+    out = layer(x_in, adjacency=a_in, mask=m_in)
+    return keras.Model([x_in, a_in, m_in], out)
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_keras_file_round_trip(tmp_path, normalization):
+    xs, es = two_graphs(seed=5)
+    batch = graphs.dense_batch(xs, es, max_nodes=5)
+    model = _dense_model(
+        GraphConv(
+            4,
+            normalization=normalization,
+            activation="relu",
+            kernel_regularizer="l2",
+            bias_initializer="random_normal",
+        )
+    )
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    layer = loaded.layers[-1]
+    assert isinstance(layer, GraphConv)
+    assert layer.get_config() == model.layers[-1].get_config()
+    np.testing.assert_array_equal(loaded.predict(list(batch), verbose=0), model.predict(list(batch), verbose=0))
+
+
+def test_get_config_recreates_layer():
+    layer = GraphConv(6, normalization="mean", activation="elu", use_bias=False, name="gc")
+    clone = GraphConv.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+    clone.build((None, 3))
+    assert [w.name.split("/")[-1].split(":")[0] for w in clone.weights] == ["kernel", "self_kernel"]
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_mixed_float16_is_close_to_float32(float16_policy, normalization):
+    xs, es = two_graphs(seed=6)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    layer16 = GraphConv(4, normalization=normalization, activation="relu")
+    dense16 = layer16(x, adjacency=adjacency, mask=mask)
+    sparse16 = layer16(xd, edge_index=edge_index)
+    assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
+    layer32 = GraphConv(4, normalization=normalization, activation="relu", dtype="float32")
+    layer32.build(x.shape)
+    layer32.set_weights(layer16.get_weights())
+    dense32 = layer32(x, adjacency=adjacency, mask=mask).numpy()
+    for out in (dense16.numpy()[mask], sparse16.numpy()):
+        assert np.all(np.isfinite(out))
+        np.testing.assert_allclose(out.astype(np.float32), dense32[mask], atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_runs_under_jit_compile(normalization):
+    xs, es = two_graphs(seed=7)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    layer = GraphConv(4, normalization=normalization)
+    dense_fn = tf.function(lambda x, a, m: layer(x, adjacency=a, mask=m), jit_compile=True)
+    sparse_fn = tf.function(lambda x, e: layer(x, edge_index=e), jit_compile=True)
+    np.testing.assert_allclose(
+        dense_fn(x, adjacency, mask).numpy(), layer(x, adjacency=adjacency, mask=mask).numpy(), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        sparse_fn(xd, edge_index).numpy(), layer(xd, edge_index=edge_index).numpy(), atol=1e-5
+    )
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(units=0), r"`units` must be a positive integer, got 0"),
+        (dict(units=2.5), r"`units` must be a positive integer, got 2.5"),
+        (dict(units=3, normalization="sum"), r"'symmetric', 'mean', got 'sum'"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        GraphConv(**kwargs)
+
+
+def test_bad_inputs_are_explained():
+    layer = GraphConv(2)
+    x3 = np.ones((1, 4, 3), np.float32)
+    x2 = np.ones((4, 3), np.float32)
+    a = np.zeros((1, 4, 4), np.float32)
+    e = np.array([[0, 1], [1, 2]])
+    with pytest.raises(ValueError, match=r"got neither `adjacency` nor `edge_index`"):
+        layer(x3)
+    with pytest.raises(ValueError, match=r"got both `adjacency` and `edge_index`"):
+        layer(x3, adjacency=a, edge_index=e)
+    with pytest.raises(ValueError, match=r"x must have shape \[B, N, F\], got shape \[4, 3\]"):
+        layer(x2, adjacency=a)
+    with pytest.raises(ValueError, match=r"adjacency must have shape \[B, N, N\].*got shape \[4, 4\]"):
+        layer(x3, adjacency=a[0])
+    with pytest.raises(ValueError, match=r"does not match x shape"):
+        layer(x3, adjacency=np.zeros((1, 5, 5), np.float32))
+    with pytest.raises(ValueError, match=r"mask must have shape \[B, N\]"):
+        layer(x3, adjacency=a, mask=np.ones((4,), bool))
+    with pytest.raises(ValueError, match=r"x must have shape \[V, F\], got shape \[1, 4, 3\]"):
+        layer(x3, edge_index=e)
+    with pytest.raises(ValueError, match=r"edge_index must have shape \[2, E\].*\[3, 2\].*transpose"):
+        layer(x2, edge_index=np.array([[0, 1], [1, 2], [2, 3]]))
+    with pytest.raises(ValueError, match=r"integer node indices"):
+        layer(x2, edge_index=e.astype(np.float32))
+    with pytest.raises(ValueError, match=r"`mask` is only for dense batches"):
+        layer(x2, edge_index=e, mask=np.ones(4, bool))
+    with pytest.raises(ValueError, match=r"built for 3 node features but got x with 5"):
+        layer(np.ones((4, 5), np.float32), edge_index=e)
+
+
+# --------------------------------------------------------------------------- tf_keras
+
+
+def _weights_change_when_trained(model, inputs, target):
+    before = [w.copy() for w in model.get_weights()]
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    model.fit(inputs, target, epochs=3, verbose=0)
+    return all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
+
+
+def _kernels_start_different():
+    layer = GraphConv(4, normalization="mean")
+    layer.build((None, 4))
+    return not np.allclose(layer.kernel.numpy(), layer.self_kernel.numpy())
+
+
+def test_kernel_and_self_kernel_start_different():
+    assert _kernels_start_different()
+
+
+@pytest.mark.legacy
+def test_legacy_kernel_and_self_kernel_start_different():
+    assert _kernels_start_different()
+
+
+@pytest.mark.legacy
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_legacy_builds_trains_and_round_trips(tmp_path, normalization):
+    assert keras.__name__.startswith("tf_keras")
+    xs, es = two_graphs(seed=8)
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5))
+    model = _dense_model(GraphConv(2, normalization=normalization, activation="tanh"))
+    target = np.ones((2, 5, 2), np.float32)
+    assert _weights_change_when_trained(model, batch, target)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded.layers[-1], GraphConv)
+    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import importlib.util
 import math
 import pathlib
@@ -111,6 +112,7 @@ class Test:
     rtol: float = 1e-5
     atol: float = 1e-6
     judge_fn: Callable[[Any], Any] | None = None
+    module: str = ""
 
     def judge(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Decorator: set the function that judges the probe's plain values."""
@@ -124,13 +126,26 @@ class Test:
     def id(self) -> str:
         return f"{self.piece}::{self.name}"
 
-    def run_judge(self, got: Any) -> None:
-        """Judge plain values; raises TestFailure when they are wrong."""
+    def run_judge(self, got: Any) -> float:
+        """Judge plain values; raises TestFailure when they are wrong.
+
+        Returns:
+            The fraction of the points earned: 1.0, or what the judge function returned
+            when it returns a number in [0, 1] (partial credit).
+        """
         if self.judge_fn is not None:
-            self.judge_fn(got)
-            return
+            fraction = self.judge_fn(got)
+            if fraction is None or fraction is True:
+                return 1.0
+            if type(fraction) in (int, float) and 0.0 <= fraction <= 1.0:
+                return float(fraction)
+            raise TypeError(
+                f"The judge of test {self.id!r} returned {fraction!r}; a judge returns "
+                f"None (full marks), a number in [0, 1] (partial credit) or raises TestFailure."
+            )
         expected = self.expected() if callable(self.expected) else self.expected
         expect_close(got, expected, rtol=self.rtol, atol=self.atol, what=self.name)
+        return 1.0
 
 
 _LOADING_HIDDEN = False
@@ -145,6 +160,10 @@ class LabSpec:
         self.aliases = tuple(aliases)
         self.pieces: dict[str, Piece] = {}
         self.tests: list[Test] = []
+        #: Files whose content defines this lab's tests (public module, hidden modules).
+        self.source_files: list[pathlib.Path] = []
+        #: Folder of the public spec module (used to find the lab's notebooks).
+        self.spec_dir: pathlib.Path | None = None
 
     def __repr__(self) -> str:
         return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"
@@ -189,6 +208,7 @@ class LabSpec:
                 expected=expected,
                 rtol=rtol,
                 atol=atol,
+                module=getattr(fn, "__module__", "") or "",
             )
             self.tests = [t for t in self.tests if t.id != test.id or t.hidden != test.hidden]
             self.tests.append(test)
@@ -197,6 +217,7 @@ class LabSpec:
         return register
 
     def tests_for(self, piece: str | None = None, *, hidden: bool | None = None) -> list[Test]:
+        """The tests of ``piece`` (all pieces when None), optionally only hidden/public."""
         return [
             t
             for t in self.tests
@@ -205,7 +226,15 @@ class LabSpec:
 
     @property
     def max_score(self) -> float:
+        """Total points of all tests (public and hidden) loaded so far."""
         return sum(t.points for t in self.tests)
+
+    def test_by_id(self, test_id: str) -> Test:
+        """The test whose :attr:`Test.id` is ``test_id`` (``"piece::name"``)."""
+        for test in self.tests:
+            if test.id == test_id:
+                return test
+        raise KeyError(f"Lab {self.name!r} has no test {test_id!r}; known: {[t.id for t in self.tests]}")
 
 
 _LABS: dict[str, LabSpec] = {}
@@ -247,7 +276,11 @@ def _import_file(path: pathlib.Path, module_name: str):
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
     return module
 
 
@@ -261,17 +294,76 @@ def _hidden_loading():
         _LOADING_HIDDEN = previous
 
 
-def load_lab(name: str, hidden_dirs=()) -> LabSpec:
+def _import_spec_file(path: pathlib.Path) -> LabSpec:
+    """Import a spec module given by path and return the lab it registers."""
+    path = path.resolve()
+    module_name = f"lablib_lab_files.{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    module = sys.modules.get(module_name) or _import_file(path, module_name)
+    lab = _LABS.get(path.stem)
+    if lab is None:
+        lab = getattr(module, "lab", None)
+    if not isinstance(lab, LabSpec):
+        raise ValueError(
+            f"Spec file {str(path)!r} registers no lab named {path.stem!r}: call "
+            f"get_lab({path.stem!r}) in it (or name the file after the lab)."
+        )
+    if path not in lab.source_files:
+        lab.source_files.insert(0, path)
+    lab.spec_dir = path.parent
+    return lab
+
+
+def _spec_path(name) -> pathlib.Path | None:
+    """``name`` as a spec file path when it is one (a .py file or a folder holding one)."""
+    text = str(name)
+    if not (text.endswith(".py") or "/" in text or "\\" in text or pathlib.Path(text).is_dir()):
+        return None
+    path = pathlib.Path(text)
+    if path.is_dir():
+        candidates = sorted(p for p in path.glob("lab*.py"))
+        if len(candidates) != 1:
+            raise FileNotFoundError(
+                f"Spec folder {text!r} holds {len(candidates)} lab*.py files "
+                f"({[p.name for p in candidates]}); expected exactly one. Pass the file itself."
+            )
+        return candidates[0]
+    if not path.is_file():
+        raise FileNotFoundError(f"Spec file {text!r} does not exist; pass a lab name "
+                                f"({known_labs()}) or the path of a spec module.")
+    return path
+
+
+def load_lab(name, hidden_dirs=()) -> LabSpec:
     """Load a lab's public tests, plus hidden tests from each folder in ``hidden_dirs``.
 
-    A hidden folder holds ``<lab name>.py`` (or ``<short name>.py``) written with the
-    same API; its tests are marked hidden.
+    Args:
+        name: a lab name (``"lab1"`` or ``"lab1_attention"``), or the path of a spec
+            module written with this API (a ``.py`` file, or a folder holding exactly
+            one ``lab*.py``), e.g. a course's own lab outside lablib.
+        hidden_dirs: folders holding ``<lab name>.py`` (or ``<short name>.py``) written
+            with the same API; their tests are marked hidden.
+
+    Returns:
+        The :class:`LabSpec`.
+
+    Example::
+
+        lab = load_lab("lab1", hidden_dirs=["instructor/hidden"])
     """
-    full = resolve_lab_name(name)
-    module_name = f"lablib.grading.tests.{full}"
-    if module_name not in sys.modules:
-        _import_file(PUBLIC_TESTS_DIR / f"{full}.py", module_name)
-    lab = get_lab(full)
+    path = _spec_path(name)
+    if path is not None:
+        lab = _import_spec_file(path)
+        full = lab.name
+    else:
+        full = resolve_lab_name(name)
+        module_name = f"lablib.grading.tests.{full}"
+        file = PUBLIC_TESTS_DIR / f"{full}.py"
+        if module_name not in sys.modules:
+            _import_file(file, module_name)
+        lab = get_lab(full)
+        if file not in lab.source_files:
+            lab.source_files.insert(0, file)
+        lab.spec_dir = PUBLIC_TESTS_DIR
     for folder in hidden_dirs:
         folder = pathlib.Path(folder)
         if not folder.is_dir():
@@ -281,11 +373,20 @@ def load_lab(name: str, hidden_dirs=()) -> LabSpec:
             )
         short = full.split("_", 1)[0]
         for candidate in (folder / f"{full}.py", folder / f"{short}.py"):
-            hidden_name = f"lablib_hidden_tests.{full}_{abs(hash(str(candidate)))}"
-            if candidate.is_file() and hidden_name not in sys.modules:
-                with _hidden_loading():
-                    _import_file(candidate, hidden_name)
+            candidate = candidate.resolve()
+            digest = hashlib.sha1(str(candidate).encode()).hexdigest()[:10]
+            hidden_name = f"lablib_hidden_tests.{full}_{digest}"
+            if candidate.is_file():
+                if hidden_name not in sys.modules:
+                    with _hidden_loading():
+                        _import_file(candidate, hidden_name)
+                if candidate not in lab.source_files:
+                    lab.source_files.append(candidate)
                 break
+        else:
+            raise FileNotFoundError(
+                f"Hidden tests folder {str(folder)!r} holds neither {full}.py nor {short}.py."
+            )
     return lab
 
 

@@ -1,0 +1,444 @@
+"""Public tests of Lab 1: attention from first principles (Keras 3).
+
+Probes run in the student's process and return plain values; judges run in the
+grading process and compute every expected value there (NumPy references, Keras'
+own ``MultiHeadAttention``, lablib's ``positional_encoding``). Only the
+``multi_head_attention`` piece needs TensorFlow in the student's process.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lablib.grading.spec import expect, expect_close, expect_equal, expect_shape, get_lab
+
+lab = get_lab("lab1_attention", title="Lab 1: Attention from first principles", aliases=("lab1",))
+
+lab.piece("attention", objects=["attention"],
+          description="scaled dot-product attention in NumPy, with boolean masks")
+lab.piece("masks", objects=["padding_mask", "causal_mask"],
+          description="padding and causal (look-ahead) masks")
+lab.piece("multi_head_attention", objects=["MultiHeadSelfAttention"],
+          description="multi-head self-attention as a Keras layer with four Dense projections")
+lab.piece("positional_encoding", objects=["positional_encoding"],
+          description="the sinusoidal positional encoding of Vaswani et al. (2017)")
+lab.piece("permutation", objects=["equivariance_gap"],
+          description="attention alone is permutation-equivariant; positions break that")
+
+# The course's worked example (lecture part 002): q, k, v rows are the same vectors.
+WORKED = [[1.0, 2.0, 3.0, 4.0], [4.0, 5.0, 9.0, 1.0], [6.0, 2.0, 1.0, 4.0]]
+
+
+def _rng_arrays(seed, *shapes):
+    rng = np.random.RandomState(seed)
+    return [rng.normal(size=shape) for shape in shapes]
+
+
+def _reference_attention(query, key, value, mask=None):
+    """The grading process's own attention: masked keys get weight 0, empty rows 0."""
+    query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
+    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+    if mask is not None:
+        scores = np.where(np.asarray(mask, dtype=bool), scores, -np.inf)
+    top = np.max(scores, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    exp = np.exp(scores - top)
+    total = exp.sum(axis=-1, keepdims=True)
+    weights = exp / np.where(total > 0, total, 1.0)
+    return weights @ value, weights
+
+
+def _reference_encoding(length, depth):
+    from lablib.layers import positional_encoding  # the library's version, NumPy
+
+    return np.asarray(positional_encoding(length, depth), dtype=np.float64)
+
+
+def _pair(result, what):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise TypeError(f"{what} must return a pair (output, weights), got {type(result).__name__}")
+    return np.asarray(result[0], dtype=np.float64), np.asarray(result[1], dtype=np.float64)
+
+
+# --------------------------------------------------------------------- attention
+
+
+@lab.test("attention", points=2, hint="Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
+          "first query; softmax each row over the keys, then take the weighted sum of values.")
+def worked_example(ns):
+    x = np.array(WORKED)
+    out, weights = _pair(ns["attention"](x, x, x), "attention(q, k, v)")
+    return {"output": out, "weights": weights}
+
+
+@worked_example.judge
+def _(got):
+    x = np.array(WORKED)
+    expect_shape(got["weights"], (3, 3), "attention weights")
+    expect_shape(got["output"], (3, 4), "attention output")
+    expect_close(got["weights"][0], [0.00055, 0.99911, 0.00033], atol=5e-5,
+                 what="weights of the first query (the lecture's alpha_1)")
+    expect_close(got["output"][0], [3.99, 4.99, 8.99, 1.00], atol=1.5e-2,
+                 what="output of the first query (the lecture's o_1)")
+    out, weights = _reference_attention(x, x, x)
+    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="all attention weights")
+    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="all outputs")
+
+
+@lab.test("attention", points=1, hint="Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
+          "batch/head axes are kept; scale by the query's last dimension d_k.")
+def batch_dims_and_shapes(ns):
+    q, k, v = _rng_arrays(1, (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7))
+    out, weights = _pair(ns["attention"](q, k, v), "attention(q, k, v)")
+    return {"output": out, "weights": weights}
+
+
+@batch_dims_and_shapes.judge
+def _(got):
+    q, k, v = _rng_arrays(1, (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7))
+    out, weights = _reference_attention(q, k, v)
+    expect_shape(got["output"], out.shape, "output of q [2,3,5,4], k [2,3,6,4], v [2,3,6,7]")
+    expect_shape(got["weights"], weights.shape, "weights of the same call")
+    expect_close(got["weights"].sum(-1), np.ones(weights.shape[:-1]), atol=1e-6,
+                 what="sum of each row of weights")
+    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="attention weights")
+    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="attention output")
+
+
+@lab.test("attention", points=1, hint="Where the mask is False the weight must be exactly 0: "
+          "set those scores to -inf (or drop them) before the softmax, not after.")
+def masked_keys_get_zero_weight(ns):
+    q, k, v = _rng_arrays(2, (2, 4, 3), (2, 5, 3), (2, 5, 2))
+    mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
+    out, weights = _pair(ns["attention"](q, k, v, mask=mask), "attention(q, k, v, mask=...)")
+    return {"output": out, "weights": weights}
+
+
+@masked_keys_get_zero_weight.judge
+def _(got):
+    q, k, v = _rng_arrays(2, (2, 4, 3), (2, 5, 3), (2, 5, 2))
+    mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
+    out, weights = _reference_attention(q, k, v, mask)
+    expect_shape(got["weights"], (2, 4, 5), "weights with a [2, 1, 5] key mask")
+    blocked = np.broadcast_to(~mask, (2, 4, 5))
+    expect(bool(np.all(got["weights"][blocked] == 0.0)),
+           f"masked keys must get weight exactly 0; got weights {got['weights'][blocked]}")
+    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="masked attention weights")
+    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="masked attention output")
+
+
+@lab.test("attention", points=1, hint="A query whose every key is masked must not produce NaN "
+          "(softmax of all -inf is 0/0): give it all-zero weights and a zero output.")
+def fully_masked_query_is_safe(ns):
+    q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
+    mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
+    out, weights = _pair(ns["attention"](q, k, v, mask=mask), "attention(q, k, v, mask=...)")
+    return {"output": out, "weights": weights}
+
+
+@fully_masked_query_is_safe.judge
+def _(got):
+    for name in ("output", "weights"):
+        expect(bool(np.all(np.isfinite(got[name]))),
+               f"{name} contains NaN/inf for a query whose keys are all masked: {got[name]}")
+    q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
+    mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
+    out, weights = _reference_attention(q, k, v, mask)
+    expect_close(got["weights"], weights, atol=1e-7, what="weights (row 1 is fully masked)")
+    expect_close(got["output"], out, atol=1e-6, what="output (row 1 is fully masked)")
+
+
+# ------------------------------------------------------------------------- masks
+
+
+@lab.test("masks", points=1, hint="padding_mask returns token_ids != pad_id with a new axis "
+          "before the last one: shape [B, 1, T], so it broadcasts over the queries.")
+def padding_mask_shape_and_values(ns):
+    ids = np.array([[5, 7, 2, 0, 0], [3, 0, 0, 0, 0]])
+    return {"default": np.asarray(ns["padding_mask"](ids)),
+            "pad_id_3": np.asarray(ns["padding_mask"](ids, pad_id=3))}
+
+
+@padding_mask_shape_and_values.judge
+def _(got):
+    ids = np.array([[5, 7, 2, 0, 0], [3, 0, 0, 0, 0]])
+    for key, pad in (("default", 0), ("pad_id_3", 3)):
+        expect_shape(got[key], (2, 1, 5), f"padding_mask(ids [2, 5]{'' if pad == 0 else ', pad_id=3'})")
+        expect(got[key].dtype == np.bool_, f"padding_mask must return booleans, got {got[key].dtype}")
+        expect_equal(got[key], (ids != pad)[:, None, :], f"padding_mask with pad_id={pad}")
+
+
+@lab.test("masks", points=1, hint="causal_mask(T)[i, j] is True when j <= i (np.tril).")
+def causal_mask_values(ns):
+    return {str(n): np.asarray(ns["causal_mask"](n)) for n in (1, 4, 7)}
+
+
+@causal_mask_values.judge
+def _(got):
+    for n in (1, 4, 7):
+        expect_shape(got[str(n)], (n, n), f"causal_mask({n})")
+        expect(got[str(n)].dtype == np.bool_, f"causal_mask must return booleans, got {got[str(n)].dtype}")
+        expect_equal(got[str(n)], np.tril(np.ones((n, n), dtype=bool)), f"causal_mask({n})")
+
+
+@lab.test("masks", points=1, hint="padding_mask(ids) & causal_mask(T) must broadcast to "
+          "[B, T, T]: query i sees real tokens j <= i only.")
+def masks_combine_by_broadcasting(ns):
+    ids = np.array([[4, 9, 2, 0], [8, 0, 0, 0]])
+    return np.asarray(ns["padding_mask"](ids) & ns["causal_mask"](4))
+
+
+@masks_combine_by_broadcasting.judge
+def _(got):
+    ids = np.array([[4, 9, 2, 0], [8, 0, 0, 0]])
+    expected = (ids != 0)[:, None, :] & np.tril(np.ones((4, 4), dtype=bool))
+    expect_shape(got, (2, 4, 4), "padding_mask(ids [2, 4]) & causal_mask(4)")
+    expect_equal(got, expected, "combined padding and causal mask")
+
+
+# ---------------------------------------------------------- multi-head attention
+
+_PROJECTIONS = ("query_dense", "key_dense", "value_dense", "output_dense")
+
+
+def _mha_setup(num_heads, key_dim, width, seed):
+    """Inputs and Dense weights (kernel [in, out], bias [out]) as NumPy float32."""
+    rng = np.random.RandomState(seed)
+    inner = num_heads * key_dim
+    x = rng.normal(size=(2, 5, width)).astype(np.float32)
+    weights = {}
+    for name in _PROJECTIONS:
+        shape = (inner, width) if name == "output_dense" else (width, inner)
+        weights[name] = (
+            (rng.normal(size=shape) / np.sqrt(shape[0])).astype(np.float32),
+            (0.1 * rng.normal(size=shape[1])).astype(np.float32),
+        )
+    return x, weights
+
+
+def _mha_mask():
+    ids = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 0, 0]])
+    return (ids != 0)[:, None, :] & np.tril(np.ones((5, 5), dtype=bool))
+
+
+def _student_mha(ns, num_heads, key_dim, width, seed, mask=None):
+    x, weights = _mha_setup(num_heads, key_dim, width, seed)
+    layer = ns["MultiHeadSelfAttention"](num_heads=num_heads, key_dim=key_dim)
+    layer(x)  # builds the projections
+    for name in _PROJECTIONS:
+        getattr(layer, name).set_weights(list(weights[name]))
+    result = layer(x, attention_mask=mask, return_attention_scores=True)
+    out, scores = result
+    return {"output": np.asarray(out), "scores": np.asarray(scores)}
+
+
+def _keras_mha(num_heads, key_dim, width, seed, mask=None):
+    """Keras' MultiHeadAttention with the same weights, in the grading process."""
+    import keras  # Keras 3: its layers also work when tf.keras is tf_keras
+
+    x, weights = _mha_setup(num_heads, key_dim, width, seed)
+    mha = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)
+    mha(x, x)
+    for name in _PROJECTIONS:
+        kernel, bias = weights[name]
+        if name == "output_dense":
+            kernel = kernel.reshape(num_heads, key_dim, width)
+        else:
+            kernel = kernel.reshape(width, num_heads, key_dim)
+            bias = bias.reshape(num_heads, key_dim)
+        getattr(mha, name).set_weights([kernel, bias])
+    out, scores = mha(x, x, attention_mask=mask, return_attention_scores=True)
+    return np.asarray(out, dtype=np.float64), np.asarray(scores, dtype=np.float64)
+
+
+def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
+    out, scores = _keras_mha(num_heads, key_dim, width, seed, mask)
+    expect_shape(got["output"], out.shape, f"output {what}")
+    expect_shape(got["scores"], scores.shape, f"attention scores {what} ([batch, heads, T, T])")
+    expect_close(got["scores"], scores, rtol=1e-4, atol=1e-5, what=f"attention scores {what}")
+    expect_close(got["output"], out, rtol=1e-4, atol=1e-4, what=f"output {what}")
+
+
+@lab.test("multi_head_attention", points=1, hint="Create four keras.layers.Dense layers as "
+          "self.query_dense, self.key_dense, self.value_dense (num_heads * key_dim units) and "
+          "self.output_dense (back to the input width); do not use keras.layers.MultiHeadAttention.")
+def four_dense_projections(ns):
+    layer = ns["MultiHeadSelfAttention"](num_heads=2, key_dim=3)
+    layer(np.zeros((1, 4, 6), dtype=np.float32))
+    info = {}
+    for name in _PROJECTIONS:
+        sub = getattr(layer, name, None)
+        info[name] = {
+            "class": type(sub).__name__,
+            "kernel_shape": list(np.shape(sub.get_weights()[0])) if sub is not None and sub.get_weights() else [],
+            "num_weights": len(sub.get_weights()) if sub is not None else 0,
+        }
+    sublayers = [type(s).__name__ for s in layer._flatten_layers(include_self=False)]
+    return {"projections": info, "sublayers": sublayers, "num_weights": len(layer.weights)}
+
+
+@four_dense_projections.judge
+def _(got):
+    expected_shapes = {"query_dense": [6, 6], "key_dense": [6, 6], "value_dense": [6, 6],
+                       "output_dense": [6, 6]}
+    for name, shape in expected_shapes.items():
+        info = got["projections"][name]
+        expect(info["class"] == "Dense",
+               f"self.{name} must be a keras.layers.Dense, got {info['class']}")
+        expect(info["num_weights"] == 2, f"self.{name} must have a kernel and a bias")
+        expect(info["kernel_shape"] == shape,
+               f"self.{name} kernel for num_heads=2, key_dim=3 on width 6: expected {shape}, "
+               f"got {info['kernel_shape']}")
+    expect("MultiHeadAttention" not in got["sublayers"],
+           "build multi-head attention from the Dense projections; do not wrap "
+           "keras.layers.MultiHeadAttention")
+    expect(got["num_weights"] == 8,
+           f"the layer should own exactly 8 weights (4 kernels, 4 biases), got {got['num_weights']}")
+
+
+@lab.test("multi_head_attention", points=2, hint="Split heads with reshape [B, T, h, d_k] then "
+          "transpose to [B, h, T, d_k]; merge them back the same way before output_dense.")
+def matches_keras_multi_head_attention(ns):
+    return _student_mha(ns, num_heads=2, key_dim=3, width=6, seed=10)
+
+
+@matches_keras_multi_head_attention.judge
+def _(got):
+    _judge_mha(got, 2, 3, 6, 10, what="for num_heads=2, key_dim=3, width 6 (d_k = d/h)")
+
+
+@lab.test("multi_head_attention", points=1, hint="attention_mask [B, T, T] is shared by all "
+          "heads: add a head axis (expand_dims at axis 1) before masking the scores.")
+def matches_keras_with_mask(ns):
+    return _student_mha(ns, num_heads=2, key_dim=3, width=6, seed=11, mask=_mha_mask())
+
+
+@matches_keras_with_mask.judge
+def _(got):
+    _judge_mha(got, 2, 3, 6, 11, _mha_mask(), what="with a padding & causal mask")
+
+
+@lab.test("multi_head_attention", points=1, hint="key_dim need not be width / num_heads: the "
+          "projections have num_heads * key_dim units and output_dense maps back to the width.")
+def matches_keras_other_key_dim(ns):
+    return _student_mha(ns, num_heads=4, key_dim=2, width=5, seed=12)
+
+
+@matches_keras_other_key_dim.judge
+def _(got):
+    _judge_mha(got, 4, 2, 5, 12, what="for num_heads=4, key_dim=2, width 5")
+
+
+# ----------------------------------------------------------- positional encoding
+
+
+@lab.test("positional_encoding", points=2, hint="PE[p, 2i] = sin(p / 10000^(2i/d)) and "
+          "PE[p, 2i+1] = cos(p / 10000^(2i/d)): both columns of a pair share one frequency.")
+def matches_the_paper(ns):
+    return np.asarray(ns["positional_encoding"](50, 16))
+
+
+@matches_the_paper.judge
+def _(got):
+    expect_shape(got, (50, 16), "positional_encoding(50, 16)")
+    expect_close(got[0], np.tile([0.0, 1.0], 8), atol=1e-6, what="row of position 0")
+    expect_close(got, _reference_encoding(50, 16), rtol=1e-4, atol=1e-5,
+                 what="positional_encoding(50, 16)")
+
+
+@lab.test("positional_encoding", points=1, hint="Return a float32 array [length, depth]; for an "
+          "odd depth the last column is a sine.")
+def float32_and_odd_depth(ns):
+    pe = np.asarray(ns["positional_encoding"](7, 5))
+    return {"dtype": str(pe.dtype), "values": pe}
+
+
+@float32_and_odd_depth.judge
+def _(got):
+    expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
+    expect_shape(got["values"], (7, 5), "positional_encoding(7, 5)")
+    expect_close(got["values"], _reference_encoding(7, 5), rtol=1e-4, atol=1e-5,
+                 what="positional_encoding(7, 5)")
+
+
+# ------------------------------------------------------------------- permutation
+
+
+def _probe_attention(query, key, value, mask=None):
+    """An attention function handed to the student's equivariance_gap (an input)."""
+    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return weights @ value, weights
+
+
+def _probe_causal_attention(query, key, value, mask=None):
+    n = query.shape[-2]
+    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return weights @ value, weights
+
+
+def _permutation_inputs():
+    rng = np.random.RandomState(7)
+    x = rng.normal(size=(6, 8))
+    permutation = np.array([3, 0, 5, 1, 4, 2])
+    depth, length = 8, 6
+    i = np.arange(depth) // 2
+    angles = np.arange(length)[:, None] / np.power(10000.0, 2 * i / depth)
+    encoding = np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles))
+    return x, permutation, encoding
+
+
+def _expected_gap(attention, with_encoding):
+    x, permutation, encoding = _permutation_inputs()
+    if not with_encoding:
+        encoding = np.zeros_like(x)
+    h, h_perm = x + encoding, x[permutation] + encoding
+    out = attention(h, h, h)[0]
+    out_perm = attention(h_perm, h_perm, h_perm)[0]
+    return float(np.max(np.abs(out_perm - out[permutation])))
+
+
+@lab.test("permutation", points=1, hint="Without positions, self-attention of x[perm] equals "
+          "the self-attention of x, permuted the same way: the gap is ~1e-16.")
+def no_encoding_gap_is_zero(ns):
+    x, permutation, _ = _permutation_inputs()
+    return float(ns["equivariance_gap"](_probe_attention, x, permutation))
+
+
+@no_encoding_gap_is_zero.judge
+def _(got):
+    expect(isinstance(got, float), f"equivariance_gap must return a number, got {got!r}")
+    expect(abs(got) < 1e-9, f"without positional encoding the gap should be ~0 (equivariance), got {got}")
+
+
+@lab.test("permutation", points=1, hint="Positions do not move with the tokens: add the encoding "
+          "to x[perm] at positions 0..T-1, then compare with the permuted original output.")
+def encoding_breaks_equivariance(ns):
+    x, permutation, encoding = _permutation_inputs()
+    return float(ns["equivariance_gap"](_probe_attention, x, permutation, encoding))
+
+
+@encoding_breaks_equivariance.judge
+def _(got):
+    expected = _expected_gap(_reference_attention, with_encoding=True)
+    expect(expected > 1e-3, "internal: the reference gap should be positive")
+    expect_close(got, expected, rtol=1e-6, atol=1e-9, what="gap with positional encoding")
+
+
+@lab.test("permutation", points=1, hint="Call the attention_fn you are given (self-attention: "
+          "query = key = value = x + encoding) and return max |f(x[perm]) - f(x)[perm]|.")
+def uses_the_given_attention(ns):
+    x, permutation, _ = _permutation_inputs()
+    return float(ns["equivariance_gap"](_probe_causal_attention, x, permutation))
+
+
+@uses_the_given_attention.judge
+def _(got):
+    causal = lambda q, k, v: _reference_attention(q, k, v, np.tril(np.ones((6, 6), dtype=bool)))
+    expected = _expected_gap(causal, with_encoding=False)
+    expect_close(got, expected, rtol=1e-6, atol=1e-9,
+                 what="gap of a causal attention (which is not permutation-equivariant)")

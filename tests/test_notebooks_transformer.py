@@ -1,0 +1,84 @@
+"""Execute the transformer labs' solution notebooks top to bottom in fast mode.
+
+Each notebook runs in a fresh Jupyter kernel (nbclient) with ``LABLIB_FAST=1`` (small
+data, few epochs) and ``LABLIB_DATA_DIR`` pointing at the shared datasets, so a cell
+that raises fails the test with the cell's traceback. Slow (a few minutes): marked
+``slow``.
+"""
+
+import os
+import pathlib
+import sys
+import time
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+
+# Fast-mode budgets (seconds) on 2 CPU cores; a notebook far slower than this has
+# stopped being a few-minute lab in CI.
+BUDGETS = {"lab1_attention": 180, "lab2_transformer_reuters": 480}
+
+
+def _execute(name, shared_data, tmp_path, monkeypatch):
+    path = SOLUTIONS / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # The kernel must import this checkout of lablib, not an installed copy.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)  # the notebook chooses
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=BUDGETS[name],
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},  # files it writes go here
+    )
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    print(f"{name}: executed in {elapsed:.1f} s (fast mode)")
+    return nb, elapsed
+
+
+def _outputs_text(nb):
+    text = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text.append(output.get("text", ""))
+            elif "data" in output:
+                text.append(output["data"].get("text/plain", ""))
+    return "\n".join(text)
+
+
+@pytest.mark.slow
+def test_lab1_attention_solution_runs(shared_data, tmp_path, monkeypatch):
+    nb, elapsed = _execute("lab1_attention", shared_data, tmp_path, monkeypatch)
+    assert elapsed < BUDGETS["lab1_attention"]
+    text = _outputs_text(nb)
+    # The worked example of the lecture, computed by the solution.
+    assert "0.99911" in text, text[:2000]
+    assert "gap without positions" in text
+
+
+@pytest.mark.slow
+def test_lab2_transformer_reuters_solution_runs(shared_data, tmp_path, monkeypatch):
+    nb, elapsed = _execute("lab2_transformer_reuters", shared_data, tmp_path, monkeypatch)
+    assert elapsed < BUDGETS["lab2_transformer_reuters"]
+    text = _outputs_text(nb)
+    assert "padding changes predictions by" in text
+    assert "Keras 3 run finished" in text
+    # The Keras 3 child process wrote its results beside the notebook.
+    assert (tmp_path / "reuters_keras3.json").is_file()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q", "-s"]))

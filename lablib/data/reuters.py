@@ -1,0 +1,377 @@
+"""Reuters-46 newswire topic classification (the Keras dataset), as NumPy and tf.data.
+
+11,228 newswires from Reuters-21578, each a list of word ids (1 = the most frequent
+word), labelled with one of 46 topics. :func:`load_reuters` returns exactly what
+``keras.datasets.reuters.load_data`` returns for the same arguments, but reads the file
+through :mod:`lablib.data.sources` (a data folder, the cache, or a verified download).
+
+Example::
+
+    from lablib.data import load_reuters, reuters_dataset, decode_newswire
+    (x_train, y_train), (x_test, y_test) = load_reuters(num_words=10000, data_dir="../shared/data")
+    len(x_train), len(x_test)                   # 8982, 2246
+    decode_newswire(x_train[0])[:40]            # '? ? ? said as a result of its december'
+    train = reuters_dataset(x_train, y_train, batch_size=32, maxlen=200)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from lablib.data import sources
+
+__all__ = [
+    "load_reuters",
+    "reuters_word_index",
+    "reuters_topic_names",
+    "decode_newswire",
+    "reuters_dataset",
+    "truncate_sequences",
+    "REUTERS_TOPICS",
+]
+
+# The 46 topics in label order (topics numbered by first appearance in the corpus;
+# the same order as keras.datasets.reuters.get_label_names()).
+REUTERS_TOPICS = (
+    "cocoa", "grain", "veg-oil", "earn", "acq", "wheat", "copper", "housing",
+    "money-supply", "coffee", "sugar", "trade", "reserves", "ship", "cotton", "carcass",
+    "crude", "nat-gas", "cpi", "money-fx", "interest", "gnp", "meal-feed", "alum",
+    "oilseed", "gold", "tin", "strategic-metal", "livestock", "retail", "ipi",
+    "iron-steel", "rubber", "heat", "jobs", "lei", "bop", "zinc", "orange", "pet-chem",
+    "dlr", "gas", "silver", "wpi", "hog", "lead",
+)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _read_npy(handle) -> np.ndarray:
+    """One ``.npy`` member; object arrays through the restricted unpickler."""
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"Unsupported .npy format version {version}.")
+    if dtype.hasobject:
+        array = sources.RestrictedUnpickler(handle, sources.numpy_pickle_globals()).load()
+    else:
+        count = int(np.prod(shape)) if shape else 1
+        array = np.frombuffer(handle.read(count * dtype.itemsize), dtype=dtype, count=count)
+        array = array.reshape(shape, order="F" if fortran else "C")
+    return np.asarray(array)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_npz(path: str, stamp) -> tuple[np.ndarray, np.ndarray]:
+    del stamp  # part of the cache key only: a changed file is read again
+    with zipfile.ZipFile(path) as bundle:
+        names = set(bundle.namelist())
+        if not {"x.npy", "y.npy"} <= names:
+            raise ValueError(
+                f"{path} should hold the arrays x and y (Keras' reuters.npz), found "
+                f"{sorted(names)}."
+            )
+        with bundle.open("x.npy") as handle:
+            x = _read_npy(handle)
+        with bundle.open("y.npy") as handle:
+            y = _read_npy(handle)
+    if len(x) != len(y):
+        raise ValueError(f"{path}: {len(x)} wires but {len(y)} labels.")
+    return x, y
+
+
+def _raw(data_dir) -> tuple[np.ndarray, np.ndarray]:
+    path = sources.dataset_path("reuters", data_dir) / "reuters.npz"
+    stat = os.stat(path)
+    return _read_npz(str(path), (stat.st_mtime_ns, stat.st_size))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_reuters(
+    num_words=None,
+    skip_top=0,
+    maxlen=None,
+    test_split=0.2,
+    seed=113,
+    start_char=1,
+    oov_char=2,
+    index_from=3,
+    data_dir=None,
+):
+    """Load the Reuters newswires, split into training and test sets.
+
+    Same arguments and results as ``keras.datasets.reuters.load_data``: the wires are
+    shuffled with ``np.random.RandomState(seed)``, every word id is shifted by
+    ``index_from`` and each wire starts with ``start_char``; then wires that are too
+    long are dropped (``maxlen``), ids outside ``[skip_top, num_words)`` become
+    ``oov_char`` (or are removed when ``oov_char`` is None), and the first
+    ``1 - test_split`` of the wires form the training set. Keras' details are kept on
+    purpose so that results agree with code written for Keras: ``maxlen`` keeps only
+    wires *shorter* than ``maxlen`` (start token included) rather than truncating
+    them (use :func:`truncate_sequences` or ``reuters_dataset(maxlen=...)`` to
+    truncate); ``skip_top`` and ``num_words`` are compared with the shifted ids; and
+    with ``num_words=None`` the single largest id becomes ``oov_char``.
+
+    Args:
+        num_words: keep the ``num_words - index_from`` most frequent words (ids below
+            ``num_words``); None keeps all.
+        skip_top: ids below this become ``oov_char``.
+        maxlen: drop wires of ``maxlen`` tokens or more; None keeps all.
+        test_split: fraction of the wires in the test set.
+        seed: shuffling seed.
+        start_char: id put at the start of every wire (None: none).
+        oov_char: id of words cut by ``num_words``/``skip_top`` (None: drop them).
+        index_from: shift of the word ids (ids ``0..index_from-1`` are reserved: 0
+            padding, 1 start, 2 out-of-vocabulary).
+        data_dir: a folder holding ``reuters/reuters.npz`` (see
+            :mod:`lablib.data.sources` for the search order).
+
+    Returns:
+        ``(x_train, y_train), (x_test, y_test)``: ``x_*`` object arrays of lists of int
+        (one list per wire), ``y_*`` int64 arrays of topic ids ``0..45``.
+
+    Raises:
+        ValueError: bad arguments (e.g. ``test_split`` outside ``[0, 1]``, or a
+            ``maxlen`` that drops every wire).
+        DataNotFoundError: the file is nowhere and cannot be downloaded.
+
+    Example::
+
+        (x_train, y_train), (x_test, y_test) = load_reuters(num_words=10000)
+    """
+    if not 0.0 <= float(test_split) <= 1.0:
+        raise ValueError(f"test_split must be between 0 and 1, got {test_split!r}.")
+    if maxlen is not None and (isinstance(maxlen, bool) or int(maxlen) != maxlen):
+        raise ValueError(f"maxlen must be a positive int or None, got {maxlen!r}.")
+    xs, labels = _raw(data_dir)
+
+    indices = np.arange(len(xs))
+    np.random.RandomState(seed).shuffle(indices)
+    xs, labels = xs[indices], labels[indices]
+
+    lengths = np.fromiter((len(x) for x in xs), dtype=np.int64, count=len(xs))
+    words = np.fromiter(
+        (w for x in xs for w in x), dtype=np.int64, count=int(lengths.sum())
+    )
+    if start_char is not None:
+        words = words + index_from
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        words = np.insert(words, starts, start_char)
+        lengths = lengths + 1
+    elif index_from:
+        words = words + index_from
+
+    if maxlen:
+        keep = lengths < maxlen
+        if not keep.any():
+            raise ValueError(
+                f"maxlen={maxlen} drops every wire (the shortest has {lengths.min()} "
+                f"tokens with the start token). Use a larger maxlen."
+            )
+        words = words[np.repeat(keep, lengths)]
+        lengths, labels = lengths[keep], labels[keep]
+
+    if not num_words:
+        num_words = int(words.max())
+    inside = (words >= skip_top) & (words < num_words)
+    if oov_char is not None:
+        words = np.where(inside, words, oov_char)
+    else:
+        owner = np.repeat(np.arange(len(lengths)), lengths)
+        lengths = np.bincount(owner[inside], minlength=len(lengths))
+        words = words[inside]
+
+    sequences = [piece.tolist() for piece in np.split(words, np.cumsum(lengths)[:-1])]
+    cut = int(len(sequences) * (1 - test_split))
+    x_train = np.array(sequences[:cut], dtype="object")
+    x_test = np.array(sequences[cut:], dtype="object")
+    return (x_train, np.array(labels[:cut])), (x_test, np.array(labels[cut:]))
+
+
+def truncate_sequences(sequences, maxlen: int, keep: str = "first") -> list:
+    """Cut every sequence to at most ``maxlen`` tokens.
+
+    Args:
+        sequences: iterable of sequences (lists or 1-D arrays of token ids).
+        maxlen: the longest length kept (positive int).
+        keep: ``"first"`` keeps the first ``maxlen`` tokens (and the start token);
+            ``"last"`` keeps the last ones (what ``keras.utils.pad_sequences`` does by
+            default).
+
+    Returns:
+        A list of lists of int.
+
+    Example::
+
+        truncate_sequences([[1, 5, 6, 7], [1, 8]], 3)           # [[1, 5, 6], [1, 8]]
+        truncate_sequences([[1, 5, 6, 7]], 3, keep="last")      # [[5, 6, 7]]
+    """
+    if isinstance(maxlen, bool) or not isinstance(maxlen, (int, np.integer)) or maxlen < 1:
+        raise ValueError(f"maxlen must be a positive int, got {maxlen!r}.")
+    if keep not in ("first", "last"):
+        raise ValueError(f'keep must be "first" or "last", got {keep!r}.')
+    if keep == "first":
+        return [list(s[:maxlen]) for s in sequences]
+    return [list(s[-maxlen:]) for s in sequences]
+
+
+# --------------------------------------------------------------------------- words, topics
+
+
+@functools.lru_cache(maxsize=4)
+def _word_index_at(path: str, stamp) -> dict:
+    del stamp
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def reuters_word_index(data_dir=None) -> dict:
+    """The vocabulary: ``{word: rank}``, rank 1 for the most frequent word.
+
+    In the sequences of :func:`load_reuters` a word appears as ``rank + index_from``.
+
+    Args:
+        data_dir: a folder holding ``reuters/reuters_word_index.json``.
+
+    Returns:
+        A new dict (30,979 words for Reuters-46).
+
+    Example::
+
+        reuters_word_index()["the"]     # 1
+    """
+    path = sources.dataset_path("reuters", data_dir) / "reuters_word_index.json"
+    stat = os.stat(path)
+    return dict(_word_index_at(str(path), (stat.st_mtime_ns, stat.st_size)))
+
+
+@functools.lru_cache(maxsize=4)
+def _reverse_index(path: str, stamp) -> dict:
+    return {rank: word for word, rank in _word_index_at(path, stamp).items()}
+
+
+def reuters_topic_names() -> list:
+    """The 46 topic names, ``names[label]`` being the topic of label ``label``.
+
+    Example::
+
+        reuters_topic_names()[3]     # 'earn'
+    """
+    return list(REUTERS_TOPICS)
+
+
+def decode_newswire(sequence, index_from: int = 3, word_index=None, data_dir=None) -> str:
+    """Turn a sequence of ids back into words; reserved ids become ``'?'``.
+
+    Args:
+        sequence: list or 1-D array of ids as returned by :func:`load_reuters`.
+        index_from: the ``index_from`` the sequence was loaded with; ids below it
+            (padding, start, out-of-vocabulary) and unknown ids are shown as ``'?'``.
+        word_index: a ``{word: rank}`` dict to use instead of the dataset's.
+        data_dir: where to find the word index (when ``word_index`` is None).
+
+    Returns:
+        The words joined by spaces.
+
+    Example::
+
+        decode_newswire([1, 4, 2, 8])     # '? the ? said'
+    """
+    if word_index is None:
+        path = sources.dataset_path("reuters", data_dir) / "reuters_word_index.json"
+        stat = os.stat(path)
+        reverse = _reverse_index(str(path), (stat.st_mtime_ns, stat.st_size))
+    else:
+        reverse = {rank: word for word, rank in word_index.items()}
+    tokens = np.asarray(sequence).reshape(-1).tolist()
+    return " ".join(
+        reverse.get(token - index_from, "?") if token >= index_from else "?" for token in tokens
+    )
+
+
+# --------------------------------------------------------------------------- tf.data
+
+
+def reuters_dataset(
+    x,
+    y,
+    batch_size: int = 32,
+    maxlen=None,
+    shuffle: bool = True,
+    seed=None,
+    bucket: bool = False,
+    keep: str = "first",
+):
+    """A ``tf.data.Dataset`` of padded batches ``(tokens [B, T], labels [B])``.
+
+    Each batch is padded with 0 to its own longest wire (``padded_batch``), so short
+    batches stay short; wires longer than ``maxlen`` are truncated first.
+
+    Args:
+        x: sequences of token ids (as from :func:`load_reuters`).
+        y: integer labels, one per sequence.
+        batch_size: wires per batch.
+        maxlen: truncate every wire to this many tokens (None: no truncation).
+        shuffle: reshuffle the wires every epoch.
+        seed: shuffling seed (None: a different order every run).
+        bucket: group wires of similar length into the same batch (less padding,
+            faster training; batches then come in length groups).
+        keep: which end of a long wire to keep, ``"first"`` or ``"last"``.
+
+    Returns:
+        A ``tf.data.Dataset`` yielding ``(int32 [B, T], int64 [B])`` with ``T <= maxlen``.
+
+    Example::
+
+        train = reuters_dataset(x_train, y_train, batch_size=32, maxlen=200, seed=0)
+        model.fit(train, epochs=3)
+    """
+    import tensorflow as tf
+
+    sequences = list(x)
+    labels = np.asarray(y).reshape(-1).astype(np.int64)
+    if len(sequences) != len(labels):
+        raise ValueError(f"x has {len(sequences)} sequences but y has {len(labels)} labels.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+    if maxlen is not None:
+        sequences = truncate_sequences(sequences, maxlen, keep=keep)
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    flat = np.fromiter(
+        (t for s in sequences for t in s), dtype=np.int32, count=int(lengths.sum())
+    )
+    tokens = tf.constant(flat)
+    starts = tf.constant(np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64))
+    sizes = tf.constant(lengths)
+    targets = tf.constant(labels)
+
+    def one_wire(i):
+        return tokens[starts[i]:starts[i] + sizes[i]], targets[i]
+
+    dataset = tf.data.Dataset.range(len(labels))
+    if shuffle:
+        dataset = dataset.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.map(one_wire, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if bucket:
+        boundaries = sorted(set(int(b) for b in np.quantile(lengths, np.linspace(0, 1, 9)[1:-1]) + 1))
+        dataset = dataset.bucket_by_sequence_length(
+            element_length_func=lambda tokens, label: tf.shape(tokens)[0],
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            padded_shapes=([None], []),
+            padding_values=(0, np.int64(0)),
+        )
+    else:
+        dataset = dataset.padded_batch(
+            batch_size, padded_shapes=([None], []), padding_values=(0, np.int64(0))
+        )
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,151 @@
+"""Reuters-46 on the real file in shared/data/reuters, checked against Keras' own loader."""
+
+import json
+
+import numpy as np
+import pytest
+
+from lablib.data import (
+    decode_newswire,
+    load_reuters,
+    reuters_dataset,
+    reuters_topic_names,
+    reuters_word_index,
+)
+from lablib.data.reuters import truncate_sequences
+
+
+@pytest.fixture(scope="module")
+def default_split(shared_data):
+    return load_reuters(data_dir=shared_data)
+
+
+@pytest.fixture
+def keras_load_data(shared_data, monkeypatch):
+    """Keras 3's reuters.load_data reading the same file (its get_file patched)."""
+    from keras.src.datasets import reuters as keras_reuters
+
+    path = str(shared_data / "reuters" / "reuters.npz")
+    monkeypatch.setattr(keras_reuters, "get_file", lambda *args, **kwargs: path)
+    return keras_reuters.load_data
+
+
+def assert_same_split(ours, theirs):
+    for (x_ours, y_ours), (x_keras, y_keras) in zip(ours, theirs):
+        assert x_ours.dtype == x_keras.dtype == object
+        assert x_ours.shape == x_keras.shape
+        assert x_ours.tolist() == x_keras.tolist()
+        assert y_ours.dtype == y_keras.dtype
+        np.testing.assert_array_equal(y_ours, y_keras)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"num_words": 10000, "maxlen": 200},
+        {"num_words": 1000, "skip_top": 20, "seed": 7, "test_split": 0.3},
+        {"start_char": None, "index_from": 0, "oov_char": None, "num_words": 500},
+        {"num_words": None, "skip_top": 2, "maxlen": 50, "oov_char": None},
+    ],
+    ids=["defaults", "vocab+maxlen", "skip_top+seed", "no-start-no-oov", "maxlen-drop-oov"],
+)
+def test_matches_keras_load_data(shared_data, keras_load_data, arguments):
+    ours = load_reuters(data_dir=shared_data, **arguments)
+    theirs = keras_load_data(**arguments)
+    assert_same_split(ours, theirs)
+
+
+def test_published_statistics(default_split):
+    (x_train, y_train), (x_test, y_test) = default_split
+    assert len(x_train) + len(x_test) == 11228
+    assert (len(x_train), len(x_test)) == (8982, 2246)
+    assert y_train[:10].tolist() == [3, 4, 3, 4, 4, 4, 4, 3, 3, 16]
+    names = reuters_topic_names()
+    counts = dict(zip(names, np.bincount(y_train, minlength=46).tolist()))
+    assert counts["earn"] == 3159 and counts["acq"] == 1949
+    assert set(np.unique(np.concatenate([y_train, y_test]))) == set(range(46))
+    assert all(seq[0] == 1 for seq in x_train[:100])  # start_char
+
+
+def test_num_words_caps_the_ids(shared_data):
+    (x_train, _), (x_test, _) = load_reuters(num_words=1000, data_dir=shared_data)
+    largest = max(max(seq) for seq in list(x_train) + list(x_test))
+    assert largest == 999
+
+
+def test_maxlen_drops_long_wires(shared_data, default_split):
+    (x_train, _), (x_test, _) = load_reuters(maxlen=100, data_dir=shared_data)
+    assert max(len(seq) for seq in list(x_train) + list(x_test)) == 99
+    everything = list(default_split[0][0]) + list(default_split[1][0])
+    assert len(x_train) + len(x_test) == sum(len(seq) < 100 for seq in everything)
+
+
+def test_bad_arguments_are_explained(shared_data):
+    with pytest.raises(ValueError, match="test_split must be between 0 and 1, got 1.5"):
+        load_reuters(test_split=1.5, data_dir=shared_data)
+    with pytest.raises(ValueError, match="maxlen=2 drops every wire"):
+        load_reuters(maxlen=2, data_dir=shared_data)
+
+
+def test_word_index_and_topics(shared_data):
+    index = reuters_word_index(data_dir=shared_data)
+    assert len(index) == 30979
+    assert sorted(index.values()) == list(range(1, 30980))
+    assert index["the"] == 1  # the most frequent words agree with Keras' file
+    names = reuters_topic_names()
+    assert len(names) == 46 and len(set(names)) == 46
+    with open(shared_data / "reuters" / "reuters_topics.json") as handle:
+        assert names == json.load(handle)
+
+
+def test_decode_newswire(shared_data, default_split):
+    index = reuters_word_index(data_dir=shared_data)
+    words = ["the", "of", "said"]
+    sequence = [0, 1, 2] + [index[w] + 3 for w in words]
+    assert decode_newswire(sequence, data_dir=shared_data) == "? ? ? the of said"
+    assert decode_newswire(np.array([index["said"]]), index_from=0, data_dir=shared_data) == "said"
+    text = decode_newswire(default_split[0][0][0], data_dir=shared_data)
+    assert text.startswith("? ") and len(text.split()) == len(default_split[0][0][0])
+    assert decode_newswire([4, 5], word_index={"x": 1, "y": 2}) == "x y"
+
+
+def test_truncate_sequences():
+    assert truncate_sequences([[1, 5, 6, 7], [1, 8]], 3) == [[1, 5, 6], [1, 8]]
+    assert truncate_sequences([np.array([1, 5, 6, 7])], 3, keep="last") == [[5, 6, 7]]
+    with pytest.raises(ValueError, match='keep must be "first" or "last"'):
+        truncate_sequences([[1]], 3, keep="end")
+    with pytest.raises(ValueError, match="maxlen must be a positive int, got 0"):
+        truncate_sequences([[1]], 0)
+
+
+def test_reuters_dataset_pads_each_batch(default_split):
+    (x_train, y_train), _ = default_split
+    x, y = x_train[:100], y_train[:100]
+    dataset = reuters_dataset(x, y, batch_size=16, maxlen=120, shuffle=False)
+    batches = list(dataset.as_numpy_iterator())
+    assert len(batches) == 7
+    tokens, labels = batches[0]
+    assert tokens.dtype == np.int32 and labels.dtype == np.int64
+    assert tokens.shape == (16, min(120, max(len(s) for s in x[:16])))
+    for row, sequence in zip(tokens, x[:16]):
+        kept = sequence[:120]
+        assert row[: len(kept)].tolist() == kept
+        assert not row[len(kept):].any()  # padded with 0
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), y)
+    assert max(b[0].shape[1] for b in batches) <= 120
+
+
+def test_reuters_dataset_shuffle_and_bucket(default_split):
+    (x_train, y_train), _ = default_split
+    x, y = x_train[:200], y_train[:200]
+    first = np.concatenate([b[1] for b in reuters_dataset(x, y, batch_size=32, seed=1)])
+    again = np.concatenate([b[1] for b in reuters_dataset(x, y, batch_size=32, seed=1)])
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, y)
+    assert sorted(first.tolist()) == sorted(y.tolist())
+    bucketed = list(reuters_dataset(x, y, batch_size=32, bucket=True, seed=0).as_numpy_iterator())
+    assert sum(len(b[1]) for b in bucketed) == 200
+    padding = sum(int((b[0] == 0).sum()) for b in bucketed)
+    plain = list(reuters_dataset(x, y, batch_size=32, seed=0).as_numpy_iterator())
+    assert padding < sum(int((b[0] == 0).sum()) for b in plain)

@@ -1,0 +1,259 @@
+"""Scaled dot-product attention and the masks that go with it.
+
+The functions here are plain TensorFlow: they take NumPy arrays or tensors, work
+inside ``tf.function(jit_compile=True)`` and under the ``mixed_float16`` policy, and
+are what lablib's transformer blocks use inside their multi-head attention.
+
+Mask convention (the same as Keras' ``attention_mask``): **True (or 1) where a query
+may attend to a key**, False where it may not. A mask only has to be broadcastable to
+the attention weights ``[..., T_q, T_k]``, so a causal mask ``[T, T]`` and a padding
+mask ``[B, 1, T]`` can be combined with ``&`` and used directly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from lablib.layers._common import masked_fill
+
+__all__ = ["scaled_dot_product_attention", "causal_mask", "padding_mask"]
+
+
+def _as_float_tensor(value, name, dtype=None):
+    """``value`` as a floating tensor (integers become float32, or ``dtype``)."""
+    if isinstance(value, (tf.Tensor, tf.Variable)) or tf.is_tensor(value):
+        tensor = tf.convert_to_tensor(value)
+    else:
+        try:
+            array = np.asarray(value)
+        except Exception as error:  # pragma: no cover - exotic inputs
+            raise TypeError(
+                f"scaled_dot_product_attention: `{name}` must be a NumPy array or a "
+                f"tensor, got {type(value).__name__} ({error})."
+            ) from None
+        if array.dtype == object or not (
+            np.issubdtype(array.dtype, np.number) or array.dtype == bool
+        ):
+            raise TypeError(
+                f"scaled_dot_product_attention: `{name}` must hold numbers, got an "
+                f"array of dtype {array.dtype}."
+            )
+        tensor = tf.convert_to_tensor(array)
+    if dtype is not None:
+        return tf.cast(tensor, dtype)
+    if not tensor.dtype.is_floating:
+        tensor = tf.cast(tensor, tf.float32)
+    return tensor
+
+
+def _shape_text(tensor) -> str:
+    return str(tensor.shape.as_list()) if tensor.shape.rank is not None else "unknown"
+
+
+def _check_shapes(query, key, value, mask):
+    """Static shape checks with errors that name the shapes and the rule broken."""
+    fn = "scaled_dot_product_attention"
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
+        if tensor.shape.rank is not None and tensor.shape.rank < 2:
+            raise ValueError(
+                f"{fn}: `{name}` must have shape [..., T, d] (rank >= 2), got shape "
+                f"{_shape_text(tensor)}. Add a sequence axis, e.g. `x[None, :]` for a "
+                f"single vector."
+            )
+    d_q, d_k = query.shape[-1], key.shape[-1]
+    if d_q is not None and d_k is not None and d_q != d_k:
+        raise ValueError(
+            f"{fn}: `query` and `key` must have the same last dimension d (the dot "
+            f"product q.k needs it), got query {_shape_text(query)} and key "
+            f"{_shape_text(key)}."
+        )
+    t_k, t_v = key.shape[-2], value.shape[-2]
+    if t_k is not None and t_v is not None and t_k != t_v:
+        raise ValueError(
+            f"{fn}: `key` and `value` must have the same number of positions T_k "
+            f"(one value per key), got key {_shape_text(key)} and value "
+            f"{_shape_text(value)}."
+        )
+    if mask is None or mask.shape.rank is None:
+        return
+    t_q = query.shape[-2]
+    if mask.shape.rank < 2 and mask.shape.rank != 0:
+        raise ValueError(
+            f"{fn}: `mask` must be broadcastable to [..., T_q, T_k] = "
+            f"[..., {t_q}, {t_k}], got shape {_shape_text(mask)}. For a padding mask "
+            f"over keys use shape [B, 1, T_k] (see lablib.layers.padding_mask)."
+        )
+    if mask.shape.rank == 0:
+        return
+    for axis, size, label in ((-2, t_q, "T_q"), (-1, t_k, "T_k")):
+        got = mask.shape[axis]
+        if got is not None and size is not None and got not in (1, size):
+            raise ValueError(
+                f"{fn}: `mask` must be broadcastable to [..., T_q, T_k] = "
+                f"[..., {t_q}, {t_k}], but its axis {axis} has size {got} where "
+                f"{label} = {size} (or 1) is needed; mask shape {_shape_text(mask)}."
+            )
+
+
+def attend(query, key, value, allowed=None, dropout=None):
+    """The attention computation itself, on tensors already checked (internal).
+
+    ``query [..., T_q, d]``, ``key [..., T_k, d]``, ``value [..., T_k, d_v]``;
+    ``allowed`` bool, broadcastable to ``[..., T_q, T_k]``; ``dropout`` an optional
+    callable applied to the weights before they mix the values.
+
+    The softmax runs in float32 (also under mixed precision). A query whose row of
+    ``allowed`` is all False gets all-zero weights (and a zero output) instead of NaN.
+    """
+    depth = query.shape[-1]
+    if depth is None:
+        depth = tf.shape(query)[-1]
+        scale = tf.math.rsqrt(tf.cast(depth, query.dtype))
+    else:
+        scale = tf.cast(1.0 / math.sqrt(depth), query.dtype)
+    logits = tf.matmul(query * scale, key, transpose_b=True)
+    logits = tf.cast(logits, tf.float32)
+    if allowed is not None:
+        allowed = tf.cast(allowed, tf.bool)
+        logits = masked_fill(logits, allowed)
+    weights = tf.nn.softmax(logits, axis=-1)
+    if allowed is not None:
+        any_allowed = tf.reduce_any(allowed, axis=-1, keepdims=True)
+        weights = weights * tf.cast(any_allowed, weights.dtype)
+    weights = tf.cast(weights, value.dtype)
+    mixing = dropout(weights) if dropout is not None else weights
+    outputs = tf.matmul(mixing, value)
+    return outputs, weights
+
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    """Scaled dot-product attention, ``softmax(q k^T / sqrt(d)) v``.
+
+    For each query ``q_i`` the energies are ``e_ij = q_i . k_j / sqrt(d)``, the
+    attention weights ``alpha_i = softmax_j(e_ij)`` (over the keys a query may attend
+    to), and the output ``o_i = sum_j alpha_ij v_j`` (Vaswani et al., 2017).
+
+    Args:
+        query: NumPy array or tensor ``[..., T_q, d]``.
+        key: NumPy array or tensor ``[..., T_k, d]`` (same ``d`` as ``query``).
+        value: NumPy array or tensor ``[..., T_k, d_v]`` (same ``T_k`` as ``key``).
+            Leading ``...`` axes (batch, heads) must broadcast against each other.
+            Integer inputs are converted to float32; ``key`` and ``value`` are cast
+            to the dtype of ``query``.
+        mask: optional, True/1 where query ``i`` may attend to key ``j``, False/0
+            where it may not; any shape broadcastable to ``[..., T_q, T_k]``, e.g.
+            :func:`causal_mask` ``[T, T]`` or :func:`padding_mask` ``[B, 1, T_k]``.
+
+    Returns:
+        ``(outputs, attention_weights)``: ``outputs [..., T_q, d_v]`` and
+        ``attention_weights [..., T_q, T_k]`` (each row sums to 1). A query that may
+        attend to no key at all gets a row of zeros and a zero output, never NaN.
+
+    Raises:
+        ValueError: the shapes do not fit together (the message shows them).
+        TypeError: an input is not numeric.
+
+    Example:
+
+    >>> import numpy as np
+    >>> x = np.array([[1, 2, 3, 4], [4, 5, 9, 1], [6, 2, 1, 4]], dtype="float32")
+    >>> outputs, weights = scaled_dot_product_attention(x, x, x)
+    >>> weights.numpy()[0]   # the course's worked example (002), query 1
+    array([5.52...e-04, 9.9911...e-01, 3.35...e-04], dtype=float32)
+    >>> outputs.numpy()[0]   # the slide truncates it to [3.99, 4.99, 8.99, 1.00]
+    array([3.9990..., 4.9973..., 8.9940..., 1.0027...], dtype=float32)
+    """
+    query = _as_float_tensor(query, "query")
+    key = _as_float_tensor(key, "key", dtype=query.dtype)
+    value = _as_float_tensor(value, "value", dtype=query.dtype)
+    if mask is not None:
+        mask = tf.convert_to_tensor(mask)
+        if not (mask.dtype.is_bool or mask.dtype.is_integer or mask.dtype.is_floating):
+            raise TypeError(
+                f"scaled_dot_product_attention: `mask` must be boolean or 0/1 numbers, "
+                f"got dtype {mask.dtype.name}."
+            )
+        if not mask.dtype.is_bool:
+            mask = tf.not_equal(mask, tf.zeros([], mask.dtype))
+    _check_shapes(query, key, value, mask)
+    return attend(query, key, value, allowed=mask)
+
+
+def causal_mask(length):
+    """A ``[length, length]`` boolean lower-triangular mask: query i sees keys j <= i.
+
+    Used for decoders so that a position cannot attend to later positions.
+
+    Args:
+        length: the sequence length T, a positive int or a scalar integer tensor
+            (e.g. ``tf.shape(x)[1]`` when T is only known at run time).
+
+    Returns:
+        bool tensor ``[T, T]`` with ``mask[i, j] = (j <= i)``.
+
+    Raises:
+        ValueError: ``length`` is not a positive integer.
+
+    Example:
+
+    >>> causal_mask(3).numpy().astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    """
+    if tf.is_tensor(length):
+        if length.shape.rank not in (None, 0) or not length.dtype.is_integer:
+            raise ValueError(
+                f"causal_mask: `length` must be a scalar integer, got a tensor of shape "
+                f"{length.shape} and dtype {length.dtype.name}."
+            )
+        positions = tf.range(length)
+    else:
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
+            raise ValueError(
+                f"causal_mask: `length` must be a positive integer (the sequence length "
+                f"T), got {length!r} ({type(length).__name__})."
+            )
+        if length <= 0:
+            raise ValueError(f"causal_mask: `length` must be a positive integer, got {length}.")
+        positions = tf.range(int(length))
+    return positions[:, None] >= positions[None, :]
+
+
+def padding_mask(token_ids, pad_id=0):
+    """A key-padding mask ``[B, 1, T]``: True for real tokens, False for padding.
+
+    The singleton axis lets it broadcast over the queries, so it can be passed as
+    ``mask`` to :func:`scaled_dot_product_attention` directly, or combined with a
+    :func:`causal_mask` (``padding_mask(ids) & causal_mask(T)`` is ``[B, T, T]``).
+
+    Args:
+        token_ids: integer NumPy array or tensor ``[B, T]`` (any leading axes work).
+        pad_id: the id used for padding (0 by default, as Keras' ``pad_sequences``).
+
+    Returns:
+        bool tensor ``[B, 1, T]`` (``[..., 1, T]`` for other leading axes).
+
+    Raises:
+        ValueError: ``token_ids`` is a scalar or not an integer array.
+
+    Example:
+
+    >>> padding_mask([[5, 7, 0, 0]]).numpy()
+    array([[[ True,  True, False, False]]])
+    """
+    ids = tf.convert_to_tensor(token_ids)
+    if not ids.dtype.is_integer:
+        raise ValueError(
+            f"padding_mask: `token_ids` must be integer token ids, got dtype "
+            f"{ids.dtype.name}. Pass the padded id sequences (e.g. from "
+            f"keras.utils.pad_sequences), not embeddings."
+        )
+    if ids.shape.rank is not None and ids.shape.rank < 1:
+        raise ValueError(
+            f"padding_mask: `token_ids` must have shape [B, T] (or [T]), got a scalar."
+        )
+    return tf.not_equal(ids, tf.cast(pad_id, ids.dtype))[..., None, :]

@@ -1,0 +1,369 @@
+"""Tests for lablib.layers.GraphAttention (dense and sparse batches).
+
+Legacy (tf_keras) tests: ``TF_USE_LEGACY_KERAS=1 .venv/bin/pytest -q -m legacy
+tests/test_graph_attention.py``.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lablib import graphs
+from lablib.backend import get_keras
+from lablib.layers import GraphAttention
+
+keras = get_keras()
+
+
+def random_graph(rng, num_nodes, num_features=3, edge_probability=0.4):
+    """Random directed graph without self loops: (x [n, F], edge_index [2, E])."""
+    x = rng.normal(size=(num_nodes, num_features)).astype(np.float32)
+    adjacency = rng.random((num_nodes, num_nodes)) < edge_probability
+    np.fill_diagonal(adjacency, False)
+    return x, graphs.adjacency_to_edge_index(adjacency.astype(np.float32))
+
+
+def two_graphs(seed=0, num_features=3):
+    rng = np.random.default_rng(seed)
+    g1 = random_graph(rng, 5, num_features)
+    g2 = random_graph(rng, 3, num_features)
+    return [g1[0], g2[0]], [g1[1], g2[1]]
+
+
+@pytest.fixture
+def float16_policy():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def test_matches_equations_computed_node_by_node():
+    """z = xW; e_ij = LeakyReLU(a_t.z_i + a_s.z_j); alpha = softmax_j; h_i = sum alpha z_j."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    edge_index = np.array([[1, 2, 0, 3], [0, 0, 1, 1]])  # 2 and 3 receive nothing
+    heads, units = 2, 2
+    layer = GraphAttention(
+        units, num_heads=heads, negative_slope=0.2, bias_initializer="random_normal"
+    )
+    out = layer(x, edge_index=edge_index).numpy()
+    w = layer.kernel.numpy().reshape(3, heads, units)
+    a_source, a_target, bias = (
+        layer.attention_source.numpy(),
+        layer.attention_target.numpy(),
+        layer.bias.numpy(),
+    )
+    expected = np.zeros((4, heads * units))
+    for i in range(4):
+        senders = [int(s) for s, t in edge_index.T if t == i] + [i]
+        for h in range(heads):
+            z = {j: x[j] @ w[:, h] for j in senders}
+            scores = {}
+            for j in senders:
+                e = a_target[h] @ z[i] + a_source[h] @ z[j]
+                scores[j] = e if e > 0 else 0.2 * e
+            total = sum(np.exp(s) for s in scores.values())
+            mix = sum(np.exp(scores[j]) / total * z[j] for j in senders)
+            expected[i, h * units : (h + 1) * units] = mix
+    expected += bias
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("concat_heads", [True, False])
+@pytest.mark.parametrize("add_self_loops", [True, False])
+def test_dense_and_sparse_batches_agree(concat_heads, add_self_loops):
+    xs, es = two_graphs(num_features=4)
+    x, adjacency, mask = graphs.dense_batch(xs, es, max_nodes=7)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    layer = GraphAttention(
+        3,
+        num_heads=2,
+        concat_heads=concat_heads,
+        add_self_loops=add_self_loops,
+        activation="elu",
+        bias_initializer="ones",
+    )
+    dense = layer(x, adjacency=adjacency, mask=mask).numpy()
+    sparse = layer(xd, edge_index=edge_index).numpy()
+    width = 6 if concat_heads else 3
+    assert dense.shape == (2, 7, width) and sparse.shape == (8, width)
+    np.testing.assert_allclose(dense[mask], sparse, atol=1e-5)
+    assert np.all(dense[~mask] == 0)
+
+
+def test_attention_coefficients():
+    xs, es = two_graphs(seed=1)
+    x, adjacency, mask = graphs.dense_batch(xs, es, max_nodes=6)
+    layer = GraphAttention(2, num_heads=3)
+    out, alpha = layer(x, adjacency=adjacency, mask=mask, return_attention_coefficients=True)
+    alpha = alpha.numpy()
+    assert alpha.shape == (2, 3, 6, 6)
+    allowed = (adjacency + np.eye(6)) * mask[:, :, None] * mask[:, None, :] > 0
+    # Each real node's coefficients sum to 1 over its senders and itself, 0 elsewhere.
+    np.testing.assert_allclose(alpha.sum(-1)[mask.repeat(3, 0).reshape(2, 3, 6)], 1.0, atol=1e-6)
+    assert np.all(alpha[~np.broadcast_to(allowed[:, None], alpha.shape)] == 0)
+    assert np.all(alpha > -1e-7)
+
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    out_s, alpha_s, index = layer(xd, edge_index=edge_index, return_attention_coefficients=True)
+    index = index.numpy()
+    num_nodes, num_edges = xd.shape[0], edge_index.shape[1]
+    assert index.shape == (2, num_edges + num_nodes)
+    np.testing.assert_array_equal(index[:, :num_edges], edge_index)
+    np.testing.assert_array_equal(index[:, num_edges:], np.stack([np.arange(num_nodes)] * 2))
+    assert alpha_s.shape == (num_edges + num_nodes, 3)
+    sums = tf.math.unsorted_segment_sum(alpha_s, index[1], num_nodes).numpy()
+    np.testing.assert_allclose(sums, 1.0, atol=1e-6)
+    np.testing.assert_allclose(out_s.numpy(), out.numpy()[mask], atol=1e-5)
+
+
+def test_existing_self_loops_are_replaced():
+    rng = np.random.default_rng(2)
+    x, edge_index = random_graph(rng, 4)
+    with_loops = np.concatenate([edge_index, [[1, 3], [1, 3]]], axis=1)
+    layer = GraphAttention(2, num_heads=2)
+    reference = layer(x, edge_index=edge_index).numpy()
+    out, alpha, _ = layer(x, edge_index=with_loops, return_attention_coefficients=True)
+    np.testing.assert_allclose(out.numpy(), reference, atol=1e-6)
+    assert np.all(alpha.numpy()[edge_index.shape[1] : edge_index.shape[1] + 2] == 0)
+    a = graphs.edge_index_to_adjacency(with_loops, 4)[None]
+    np.testing.assert_allclose(layer(x[None], adjacency=a).numpy()[0], reference, atol=1e-6)
+
+
+def test_without_self_loops_an_isolated_node_gets_the_bias():
+    x = np.random.default_rng(3).normal(size=(3, 2)).astype(np.float32)
+    edge_index = np.array([[0], [1]])  # only 0 -> 1
+    layer = GraphAttention(2, add_self_loops=False, bias_initializer="random_normal")
+    out = layer(x, edge_index=edge_index).numpy()
+    np.testing.assert_allclose(out[[0, 2]], np.stack([layer.bias.numpy()] * 2), atol=1e-6)
+    np.testing.assert_allclose(out[1], x[0] @ layer.kernel.numpy() + layer.bias.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("concat_heads", [True, False])
+def test_padding_nodes_change_nothing(concat_heads):
+    xs, es = two_graphs(seed=3)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    layer = GraphAttention(2, num_heads=2, concat_heads=concat_heads, bias_initializer="ones")
+    reference, reference_alpha = layer(
+        x, adjacency=adjacency, mask=mask, return_attention_coefficients=True
+    )
+    rng = np.random.default_rng(4)
+    pad = 3
+    n = x.shape[1] + pad
+    x_pad = rng.normal(size=(2, n, 3)).astype(np.float32) * 100  # large random features
+    x_pad[:, : x.shape[1]] = x
+    a_pad = (rng.random((2, n, n)) < 0.5).astype(np.float32)  # random edges everywhere...
+    a_pad[:, : x.shape[1], : x.shape[1]] = adjacency  # ...except among the real nodes
+    mask_pad = np.pad(mask, ((0, 0), (0, pad)))
+    padded, alpha = layer(x_pad, adjacency=a_pad, mask=mask_pad, return_attention_coefficients=True)
+    padded, alpha = padded.numpy(), alpha.numpy()
+    np.testing.assert_allclose(padded[:, : x.shape[1]][mask], reference.numpy()[mask], atol=1e-5)
+    assert np.all(padded[~mask_pad] == 0)
+    # Padding nodes receive no attention and give none.
+    assert np.all(alpha.transpose(0, 2, 3, 1)[~mask_pad] == 0)
+    assert np.all(alpha.transpose(0, 3, 2, 1)[~mask_pad] == 0)
+    np.testing.assert_allclose(
+        alpha[:, :, : x.shape[1], : x.shape[1]], reference_alpha.numpy(), atol=1e-6
+    )
+
+
+_PERMUTATION_LAYER = GraphAttention(2, num_heads=2, activation="elu")
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**16), num_nodes=st.integers(2, 6))
+def test_relabelling_nodes_permutes_outputs(seed, num_nodes):
+    rng = np.random.default_rng(seed)
+    x, edge_index = random_graph(rng, num_nodes)
+    permutation = rng.permutation(num_nodes)  # new label of old node i
+    x_new = np.empty_like(x)
+    x_new[permutation] = x
+    edge_new = permutation[edge_index]
+    layer = _PERMUTATION_LAYER
+    out = layer(x, edge_index=edge_index).numpy()
+    out_new = layer(x_new, edge_index=edge_new).numpy()
+    np.testing.assert_allclose(out_new[permutation], out, atol=1e-5)
+    a = graphs.edge_index_to_adjacency(edge_new, num_nodes)[None]
+    np.testing.assert_allclose(layer(x_new[None], adjacency=a).numpy()[0][permutation], out, atol=1e-5)
+
+
+def test_attention_dropout_only_in_training():
+    xs, es = two_graphs(seed=5)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    layer = GraphAttention(3, num_heads=2, attention_dropout=0.5)
+    plain = GraphAttention(3, num_heads=2)
+    plain.build(xd.shape)
+    layer.build(xd.shape)
+    plain.set_weights(layer.get_weights())
+    inference = layer(xd, edge_index=edge_index, training=False).numpy()
+    np.testing.assert_allclose(inference, plain(xd, edge_index=edge_index).numpy(), atol=1e-6)
+    trained = layer(xd, edge_index=edge_index, training=True).numpy()
+    assert not np.allclose(trained, inference)
+    dense_trained = layer(x, adjacency=adjacency, mask=mask, training=True).numpy()
+    assert not np.allclose(dense_trained[mask], inference)
+    assert np.all(dense_trained[~mask] == 0)
+
+
+# --------------------------------------------------------------------------- Keras
+
+
+def _dense_model(layer, num_nodes=5, num_features=3):
+    x_in = keras.Input(shape=(num_nodes, num_features), name="x")
+    a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
+    m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
+    out = layer(x_in, adjacency=a_in, mask=m_in)
+    return keras.Model([x_in, a_in, m_in], out)
+
+
+def test_keras_file_round_trip(tmp_path):
+    xs, es = two_graphs(seed=6)
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5))
+    layer = GraphAttention(
+        3,
+        num_heads=2,
+        concat_heads=False,
+        negative_slope=0.1,
+        attention_dropout=0.2,
+        activation="elu",
+        bias_initializer="random_normal",
+    )
+    model = _dense_model(layer)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded.layers[-1], GraphAttention)
+    assert loaded.layers[-1].get_config() == layer.get_config()
+    np.testing.assert_array_equal(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0))
+
+
+def test_sparse_functional_model(tmp_path):
+    xs, es = two_graphs(seed=7)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    x_in = keras.Input(shape=(3,), name="x")
+    e_in = keras.Input(batch_shape=(2, None), dtype="int32", name="edge_index")
+    out = GraphAttention(4, num_heads=2)(x_in, edge_index=e_in)
+    model = keras.Model([x_in, e_in], out)
+    path = tmp_path / "sparse.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_array_equal(
+        np.asarray(loaded([xd, edge_index])), np.asarray(model([xd, edge_index]))
+    )
+
+
+def test_get_config_and_weight_names():
+    layer = GraphAttention(4, num_heads=3, concat_heads=True, name="gat")
+    clone = GraphAttention.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+    clone.build((None, 5))
+    shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in clone.weights}
+    assert shapes == {
+        "kernel": (5, 12),
+        "attention_source": (3, 4),
+        "attention_target": (3, 4),
+        "bias": (12,),
+    }
+    assert not np.allclose(clone.attention_source.numpy(), clone.attention_target.numpy())
+
+
+@pytest.mark.parametrize("concat_heads", [True, False])
+def test_mixed_float16_is_close_to_float32(float16_policy, concat_heads):
+    xs, es = two_graphs(seed=8)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    layer16 = GraphAttention(4, num_heads=2, concat_heads=concat_heads, activation="elu")
+    dense16, alpha16 = layer16(
+        x, adjacency=adjacency, mask=mask, return_attention_coefficients=True
+    )
+    sparse16 = layer16(xd, edge_index=edge_index)
+    assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
+    layer32 = GraphAttention(
+        4, num_heads=2, concat_heads=concat_heads, activation="elu", dtype="float32"
+    )
+    layer32.build(x.shape)
+    layer32.set_weights(layer16.get_weights())
+    dense32, alpha32 = layer32(x, adjacency=adjacency, mask=mask, return_attention_coefficients=True)
+    for out in (dense16.numpy()[mask], sparse16.numpy()):
+        assert np.all(np.isfinite(out))
+        np.testing.assert_allclose(
+            out.astype(np.float32), dense32.numpy()[mask], atol=2e-2, rtol=2e-2
+        )
+    np.testing.assert_allclose(alpha16.numpy().astype(np.float32), alpha32.numpy(), atol=5e-3)
+
+
+def test_runs_under_jit_compile():
+    xs, es = two_graphs(seed=9)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    layer = GraphAttention(3, num_heads=2)
+    dense_fn = tf.function(lambda x, a, m: layer(x, adjacency=a, mask=m), jit_compile=True)
+    sparse_fn = tf.function(
+        lambda x, e: layer(x, edge_index=e, return_attention_coefficients=True), jit_compile=True
+    )
+    np.testing.assert_allclose(
+        dense_fn(x, adjacency, mask).numpy(),
+        layer(x, adjacency=adjacency, mask=mask).numpy(),
+        atol=1e-5,
+    )
+    out, alpha, _ = sparse_fn(xd, edge_index)
+    out_eager, alpha_eager, _ = layer(xd, edge_index=edge_index, return_attention_coefficients=True)
+    np.testing.assert_allclose(out.numpy(), out_eager.numpy(), atol=1e-5)
+    np.testing.assert_allclose(alpha.numpy(), alpha_eager.numpy(), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(units=0), r"`units` must be a positive integer, got 0"),
+        (dict(units=2, num_heads=0), r"`num_heads` must be a positive integer, got 0"),
+        (dict(units=2, attention_dropout=1.5), r"`attention_dropout` must be in \[0, 1\)"),
+        (dict(units=2, negative_slope="x"), r"`negative_slope` must be a number"),
+        (dict(units=2, negative_slope=-1), r"`negative_slope` must be >= 0"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        GraphAttention(**kwargs)
+
+
+def test_bad_inputs_are_explained():
+    layer = GraphAttention(2)
+    x3 = np.ones((1, 4, 3), np.float32)
+    x2 = np.ones((4, 3), np.float32)
+    with pytest.raises(ValueError, match=r"GraphAttention needs the graph's edges"):
+        layer(x3)
+    with pytest.raises(ValueError, match=r"got both"):
+        layer(x3, adjacency=np.zeros((1, 4, 4)), edge_index=np.zeros((2, 1), np.int32))
+    with pytest.raises(ValueError, match=r"edge_index must have shape \[2, E\].*got shape \[4\]"):
+        layer(x2, edge_index=np.arange(4))
+    with pytest.raises(ValueError, match=r"x must have shape \[B, N, F\], got shape \[4, 3\]"):
+        layer(x2, adjacency=np.zeros((1, 4, 4)))
+
+
+# --------------------------------------------------------------------------- tf_keras
+
+
+@pytest.mark.legacy
+def test_legacy_builds_trains_and_round_trips(tmp_path):
+    assert keras.__name__.startswith("tf_keras")
+    xs, es = two_graphs(seed=10)
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5))
+    model = _dense_model(GraphAttention(2, num_heads=2, concat_heads=False, activation="tanh"))
+    before = [w.copy() for w in model.get_weights()]
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
+    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded.layers[-1], GraphAttention)
+    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

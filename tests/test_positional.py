@@ -1,0 +1,226 @@
+"""Tests of lablib.layers.positional: sinusoidal encoding and embedding layers."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lablib.backend import get_keras
+from lablib.layers.positional import (
+    PositionalEncoding,
+    TokenAndPositionEmbedding,
+    positional_encoding,
+)
+
+keras = get_keras()
+
+
+def loop_encoding(length, depth):
+    """Vaswani et al. written out with explicit loops over positions and pairs i."""
+    table = np.zeros((length, depth))
+    for p in range(length):
+        for i in range((depth + 1) // 2):
+            angle = p / 10000 ** (2 * i / depth)
+            table[p, 2 * i] = math.sin(angle)
+            if 2 * i + 1 < depth:
+                table[p, 2 * i + 1] = math.cos(angle)
+    return table
+
+
+def slide_encoding(length, depth):
+    """The lab slide's formula (exponent 2j with the column index j itself)."""
+    j = np.arange(depth)
+    angles = np.arange(length)[:, None] / 10000 ** (2 * j / depth)
+    return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+@pytest.mark.parametrize("length, depth", [(50, 16), (7, 5), (3, 1), (10, 2)])
+def test_matches_loop_implementation(length, depth):
+    pe = positional_encoding(length, depth)
+    assert pe.shape == (length, depth) and pe.dtype == np.float32
+    np.testing.assert_allclose(pe, loop_encoding(length, depth), atol=1e-6)
+
+
+def test_shift_is_a_rotation_of_each_pair():
+    depth, shift = 16, 5
+    pe = positional_encoding(60, depth).astype(np.float64)
+    for i in range(depth // 2):
+        w = 10000 ** (-2 * i / depth)
+        c, s = math.cos(shift * w), math.sin(shift * w)
+        rotation = np.array([[c, -s], [s, c]])  # [sin, cos](a + b) = [sin, cos](a) @ R(b)
+        np.testing.assert_allclose(
+            pe[shift:, 2 * i:2 * i + 2], pe[:-shift, 2 * i:2 * i + 2] @ rotation, atol=1e-6
+        )
+
+
+def test_shift_is_linear_for_the_paper_but_not_for_the_slide():
+    depth, shift = 16, 3
+    for table, linear in ((positional_encoding(80, depth), True), (slide_encoding(80, depth), False)):
+        table = np.asarray(table, np.float64)
+        before, after = table[:-shift], table[shift:]
+        matrix, *_ = np.linalg.lstsq(before, after, rcond=None)
+        residual = np.abs(before @ matrix - after).max()
+        assert (residual < 1e-5) == linear, residual
+
+
+@pytest.mark.parametrize("length, depth", [(0, 4), (4, -1), (2.5, 4), (4, "8"), (None, 4)])
+def test_encoding_bad_arguments(length, depth):
+    with pytest.raises(ValueError, match="positive integer"):
+        positional_encoding(length, depth)
+
+
+def round_trip(model, inputs, tmp_path):
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(
+        loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6
+    )
+    return loaded
+
+
+@pytest.fixture
+def mixed_precision():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def test_positional_encoding_layer_adds_table_and_keeps_mask():
+    layer = PositionalEncoding(max_length=10)
+    x = np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32")
+    mask = tf.constant([[True] * 6, [True] * 3 + [False] * 3])
+    out = layer(x, mask=mask)
+    np.testing.assert_allclose(out.numpy() - x, np.broadcast_to(positional_encoding(10, 4)[:6], x.shape), atol=1e-6)
+    np.testing.assert_array_equal(layer.compute_mask(x, mask).numpy(), mask.numpy())
+    tokens = keras.Input(shape=(None,), dtype="int32")
+    embedded = keras.layers.Embedding(20, 4, mask_zero=True)(tokens)
+    encoded = PositionalEncoding(10)(embedded)
+    assert encoded._keras_mask is not None
+
+
+def test_positional_encoding_too_long_static_and_dynamic():
+    layer = PositionalEncoding(max_length=4)
+    with pytest.raises(ValueError, match=r"T=6 .*max_length=4"):
+        layer(np.zeros((1, 6, 2), "float32"))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 2], tf.float32)])
+    def run(x):
+        return layer(x)
+
+    np.testing.assert_allclose(run(tf.zeros((1, 3, 2))).numpy()[0], positional_encoding(4, 2)[:3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_length=4"):
+        run(tf.zeros((1, 6, 2)))
+
+
+def test_positional_encoding_errors():
+    with pytest.raises(ValueError, match=r"`max_length` must be a positive integer, got 0"):
+        PositionalEncoding(0)
+    with pytest.raises(ValueError, match=r"known embedding size"):
+        PositionalEncoding(5)(tf.zeros([3]))
+
+
+def test_positional_encoding_mixed_precision_and_jit(mixed_precision, tmp_path):
+    inputs = keras.Input(shape=(5, 8))
+    outputs = PositionalEncoding(16)(inputs)
+    model = keras.Model(inputs, outputs)
+    x = np.random.default_rng(1).normal(size=(2, 5, 8)).astype("float32")
+    out = model(x)
+    assert out.dtype == tf.float16
+    np.testing.assert_allclose(out.numpy().astype("float32"), x + positional_encoding(16, 8)[:5], atol=1e-2)
+    model.compile(jit_compile=True)
+    np.testing.assert_allclose(model.predict(x, verbose=0), out.numpy(), atol=1e-3)
+
+
+def test_positional_encoding_round_trip(tmp_path):
+    inputs = keras.Input(shape=(5, 6))
+    model = keras.Model(inputs, keras.layers.Dense(3)(PositionalEncoding(9, name="pe")(inputs)))
+    loaded = round_trip(model, np.ones((2, 5, 6), "float32"), tmp_path)
+    assert loaded.get_layer("pe").get_config()["max_length"] == 9
+    assert type(loaded.get_layer("pe")) is PositionalEncoding
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_token_and_position_embedding(positional, tmp_path):
+    layer = TokenAndPositionEmbedding(12, 6, 4, positional=positional)
+    ids = np.array([[3, 4, 5, 0], [7, 0, 0, 0]])
+    out = layer(ids)
+    assert out.shape == (2, 4, 4)
+    tokens = tf.gather(layer.token_embeddings, ids).numpy()
+    expected = (
+        positional_encoding(6, 4)[:4]
+        if positional == "sinusoidal"
+        else layer.position_embeddings.numpy()[:4]
+    )
+    np.testing.assert_allclose(out.numpy() - tokens, np.broadcast_to(expected, out.shape), atol=1e-6)
+    np.testing.assert_array_equal(layer.compute_mask(ids).numpy(), ids != 0)
+    assert len(layer.trainable_weights) == (2 if positional == "learned" else 1)
+
+    inputs = keras.Input(shape=(None,), dtype="int32")
+    embedded = TokenAndPositionEmbedding(12, 6, 4, positional=positional, name="embed")(inputs)
+    assert embedded._keras_mask is not None
+    pooled = keras.layers.GlobalAveragePooling1D()(embedded)
+    model = keras.Model(inputs, keras.layers.Dense(2)(pooled))
+    # Masked mean: padding positions do not count.
+    different_padding = model.predict(np.array([[3, 4, 5, 0, 0, 0]]), verbose=0)
+    np.testing.assert_allclose(different_padding, model.predict(ids[:1], verbose=0), atol=1e-5)
+    loaded = round_trip(model, ids, tmp_path)
+    assert loaded.get_layer("embed").get_config()["positional"] == positional
+
+
+def test_token_and_position_embedding_no_mask_and_float_ids():
+    layer = TokenAndPositionEmbedding(10, 4, 2, mask_zero=False)
+    assert layer.compute_mask(np.array([[1, 0]])) is None
+    np.testing.assert_allclose(layer(np.array([[1.0, 0.0]], "float32")).numpy(), layer(np.array([[1, 0]])).numpy())
+
+
+def test_token_and_position_embedding_trains_mixed_precision_jit(mixed_precision):
+    inputs = keras.Input(shape=(5,), dtype="int32")
+    x = TokenAndPositionEmbedding(10, 5, 8, positional="learned")(inputs)
+    assert x.dtype == "float16"
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(x))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse", jit_compile=True)
+    before = [w.numpy().copy() for w in model.layers[1].weights]
+    ids = np.random.default_rng(2).integers(1, 10, size=(16, 5))
+    history = model.fit(ids, np.ones((16, 1)), epochs=3, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert all(not np.allclose(b, w.numpy()) for b, w in zip(before, model.layers[1].weights))
+    assert all(w.dtype == "float32" for w in model.layers[1].weights)
+
+
+def test_token_and_position_embedding_errors():
+    with pytest.raises(ValueError, match=r"`positional` must be one of 'sinusoidal', 'learned', got 'rope'"):
+        TokenAndPositionEmbedding(10, 4, 2, positional="rope")
+    with pytest.raises(ValueError, match=r"`vocabulary_size` must be a positive integer, got -1"):
+        TokenAndPositionEmbedding(-1, 4, 2)
+    with pytest.raises(ValueError, match="`mask_zero` must be True or False"):
+        TokenAndPositionEmbedding(10, 4, 2, mask_zero="yes")
+    with pytest.raises(ValueError, match="embeddings_initializer"):
+        TokenAndPositionEmbedding(10, 4, 2, embeddings_initializer="not_an_initializer")
+    layer = TokenAndPositionEmbedding(10, 4, 2)
+    with pytest.raises(ValueError, match=r"T=5 .*max_length=4"):
+        layer(np.ones((1, 5), "int32"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="vocabulary_size=10"):
+        layer(np.array([[1, 12]]))
+
+
+@pytest.mark.legacy
+def test_legacy_positional_layers_train_and_round_trip(tmp_path):
+    assert keras.__name__ == "tf_keras"
+    inputs = keras.Input(shape=(6,), dtype="int32")
+    x = TokenAndPositionEmbedding(20, 6, 8, positional="learned", name="embed")(inputs)
+    x = PositionalEncoding(6, name="pe")(x)
+    assert getattr(x, "_keras_mask", None) is not None
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    model = keras.Model(inputs, keras.layers.Dense(1)(x))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    before = model.get_layer("embed").get_weights()
+    ids = np.random.default_rng(3).integers(0, 20, size=(16, 6))
+    model.fit(ids, np.ones((16, 1)), epochs=2, verbose=0)
+    after = model.get_layer("embed").get_weights()
+    assert all(not np.allclose(b, a) for b, a in zip(before, after))
+    loaded = round_trip(model, ids, tmp_path)
+    assert type(loaded.get_layer("embed")) is TokenAndPositionEmbedding
+    assert type(loaded.get_layer("pe")) is PositionalEncoding

@@ -111,7 +111,7 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
         if not isinstance(data.get("worksheets"), list):
             raise InvalidNotebook("nbformat 3 notebook without 'worksheets'")
         try:
-            data = nbformat.convert(nbformat.from_dict(data), 4)
+            data = nbformat.reads(json.dumps(data), as_version=4)  # joins v3 line lists
         except Exception as exc:  # nbformat raises several kinds here
             raise InvalidNotebook(f"cannot convert nbformat 3 notebook: {exc}") from None
         notes.append("converted from nbformat 3")

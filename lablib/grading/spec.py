@@ -487,7 +487,8 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1
             expect_close(got[key], expected[key], rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
         return
     if isinstance(expected, (list, tuple)) and any(
-        isinstance(e, (dict, list, tuple, np.ndarray)) for e in expected
+        isinstance(e, dict) or (isinstance(e, (list, tuple, np.ndarray)) and not isinstance(got, np.ndarray))
+        for e in expected
     ):
         if not isinstance(got, (list, tuple)) or len(got) != len(expected):
             raise TestFailure(f"{what}: expected {len(expected)} items, got {_fmt(got)}")

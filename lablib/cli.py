@@ -1,0 +1,146 @@
+"""The ``lablib`` command: ``assign``, ``grade``, ``gradescope``, ``data``.
+
+Examples::
+
+    lablib assign                                  # labs/*.ipynb from solutions/*.ipynb
+    lablib grade lab1 submissions/ -o out --tests hidden/ --jobs 4
+    lablib gradescope lab1 -o autograder.zip --tests hidden/
+    lablib data list
+    lablib data fetch reuters --data-dir ~/lablib-data
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+__all__ = ["main", "build_parser"]
+
+
+def _cmd_assign(args) -> int:
+    from lablib.grading.notebooks import assign_notebook
+
+    root = pathlib.Path.cwd()
+    sources = [pathlib.Path(p) for p in args.notebooks] or sorted((root / "solutions").glob("*.ipynb"))
+    if not sources:
+        print("lablib assign: no solution notebooks given and none in ./solutions; "
+              "run it from the project root or pass solutions/<lab>.ipynb.", file=sys.stderr)
+        return 2
+    out_dir = pathlib.Path(args.output) if args.output else root / "labs"
+    for source in sources:
+        if not source.is_file():
+            print(f"lablib assign: {source} does not exist.", file=sys.stderr)
+            return 2
+        out = assign_notebook(source, out_dir)
+        print(f"{source} -> {out}")
+    return 0
+
+
+def _cmd_grade(args) -> int:
+    from lablib.grading.grade import grade
+
+    results = grade(
+        args.lab, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
+        timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=args.lab_notebook,
+        progress=not args.quiet, isolate=not args.no_sandbox,
+    )
+    width = max([10, *(len(r.submission) for r in results)])
+    print(f"{'submission':<{width}}  {'score':>11}  status")
+    for r in results:
+        print(f"{r.submission:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {r.status}"
+              + ("  (cached)" if r.cached else ""))
+    print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json and feedback/")
+    return 0
+
+
+def _cmd_gradescope(args) -> int:
+    from lablib.grading.gradescope import build_autograder
+
+    path = build_autograder(args.lab, args.output, hidden_dirs=args.tests, lablib_spec=args.lablib_spec,
+                            lab_notebook=args.lab_notebook, timeout=args.timeout, memory_mb=args.memory)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_data(args) -> int:
+    from lablib.data import sources  # lazy: written separately, heavy imports avoided
+
+    if args.data_command == "list":
+        rows = sources.dataset_status(data_dir=args.data_dir)
+        if not rows:
+            print("no datasets registered")
+            return 0
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        print(" | ".join(keys))
+        for row in rows:
+            print(" | ".join(str(row.get(k, "")) for k in keys))
+        return 0
+    path = sources.fetch_dataset(args.name, data_dir=args.data_dir)
+    print(path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``lablib`` command."""
+    parser = argparse.ArgumentParser(prog="lablib", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("assign", help="write blank labs (labs/*.ipynb) from solution notebooks")
+    p.add_argument("notebooks", nargs="*", help="solution notebooks (default: solutions/*.ipynb)")
+    p.add_argument("-o", "--output", help="output folder (default: labs/)")
+    p.set_defaults(func=_cmd_assign)
+
+    def limits(p):
+        p.add_argument("--tests", action="append", default=[], metavar="HIDDEN_DIR",
+                       help="folder with hidden tests <lab>.py (repeatable)")
+        p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                       help="seconds per graded cell and per test (default 60)")
+        p.add_argument("--memory", type=float, default=4096.0, metavar="MB",
+                       help="memory limit per submission in MB (default 4096)")
+        p.add_argument("--lab-notebook", help="released lab notebook to take # SETUP cells from")
+
+    p = sub.add_parser("grade", help="grade submissions")
+    p.add_argument("lab", help="lab name (lab1 or lab1_attention) or path of a spec module")
+    p.add_argument("submissions", nargs="+", help=".ipynb files or folders of them")
+    p.add_argument("-o", "--output", required=True, help="output folder")
+    limits(p)
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel submissions (default: cores)")
+    p.add_argument("--force", action="store_true", help="re-grade unchanged submissions")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-sandbox", action="store_true", help="do not use namespaces/uid drop even as root")
+    p.set_defaults(func=_cmd_grade)
+
+    p = sub.add_parser("gradescope", help="build a Gradescope autograder zip")
+    p.add_argument("lab")
+    p.add_argument("-o", "--output", default="autograder.zip")
+    limits(p)
+    p.add_argument("--lablib-spec", default=None,
+                   help="pip requirement for lablib in setup.sh (default: lablib==<this version>)")
+    p.set_defaults(func=_cmd_gradescope)
+
+    p = sub.add_parser("data", help="list or fetch datasets")
+    dsub = p.add_subparsers(dest="data_command", required=True)
+    d = dsub.add_parser("list", help="datasets and whether they are present")
+    d.add_argument("--data-dir", default=None)
+    d = dsub.add_parser("fetch", help="download (and verify) one dataset")
+    d.add_argument("name")
+    d.add_argument("--data-dir", default=None)
+    p.set_defaults(func=_cmd_data)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the ``lablib`` command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"lablib {args.command}: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

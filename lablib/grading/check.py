@@ -1,0 +1,133 @@
+"""``lablib.check``: run the public tests of one graded piece inside the notebook.
+
+Runs in the student's own process (Colab), so it is a help, not a grade: the grader
+runs the same probes in a sandbox and judges outside it, plus hidden tests. The report
+therefore never says "all passed" when hidden tests may exist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lablib.grading.judge import TestResult, judge_test
+from lablib.grading.spec import _LABS, LabSpec, load_lab, to_plain
+
+__all__ = ["check", "CheckResult"]
+
+
+@dataclasses.dataclass
+class CheckResult:
+    """What :func:`check` found.
+
+    Attributes:
+        lab, piece: what was checked.
+        results: one :class:`~lablib.grading.judge.TestResult` per public test.
+        passed: every public test passed.
+        score, max_score: public points earned and available.
+        hidden_tests: whether more tests run at grading.
+    """
+
+    lab: str
+    piece: str
+    results: list
+    hidden_tests: bool = True
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def score(self) -> float:
+        return round(sum(r.score for r in self.results), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(r.max_score for r in self.results), 6)
+
+    def summary(self) -> str:
+        """The report text (what :func:`check` prints)."""
+        lines = [f"{self.lab} / {self.piece}: public checks"]
+        for r in self.results:
+            mark = "PASS" if r.passed else "FAIL"
+            lines.append(f"  [{mark}] {r.name} ({r.score:g}/{r.max_score:g} points)")
+            if not r.passed:
+                lines.append(f"         {r.message}")
+                if r.hint:
+                    lines.append(f"         hint: {r.hint}")
+        if not self.results:
+            lines.append("  (this piece has no public checks)")
+        elif self.passed and self.hidden_tests:
+            lines.append("Public checks passed; more tests run at grading.")
+        elif self.passed:
+            lines.append("All checks passed.")
+        else:
+            failed = sum(not r.passed for r in self.results)
+            lines.append(f"{failed} of {len(self.results)} public checks failed.")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"CheckResult({self.lab!r}, {self.piece!r}, passed={self.passed}, score={self.score:g}/{self.max_score:g})"
+
+
+def _find_lab(lab) -> LabSpec:
+    if isinstance(lab, LabSpec):
+        return lab
+    if lab in _LABS and _LABS[lab].tests:
+        return _LABS[lab]
+    for spec in list(_LABS.values()):
+        if spec.name.split("_", 1)[0] == lab and spec.tests:
+            return spec
+    return load_lab(lab)
+
+
+def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResult:
+    """Run the public checks of ``piece`` on the given objects and print a report.
+
+    Args:
+        lab: the lab (``"lab1"`` or ``"lab1_attention"``, or a spec file path).
+        piece: the graded piece (the name after ``# GRADED:``).
+        *objects: the piece's objects, in the order the lab declares them.
+        quiet: do not print the report.
+        **named: objects by name.
+
+    Returns:
+        :class:`CheckResult` (``.passed``, ``.score``).
+
+    Example::
+
+        lablib.check("lab1", "attention", attention)
+    """
+    spec = _find_lab(lab)
+    if piece not in spec.pieces:
+        raise KeyError(
+            f"Lab {spec.name!r} has no graded piece {piece!r}; expected one of {sorted(spec.pieces)}."
+        )
+    declared = spec.pieces[piece].objects
+    if len(objects) > len(declared):
+        raise TypeError(
+            f"check({spec.name!r}, {piece!r}, ...) got {len(objects)} objects but the piece "
+            f"declares {len(declared)}: {list(declared)}. Pass them in that order or by name."
+        )
+    ns = dict(zip(declared, objects))
+    ns.update(named)
+    missing = [name for name in declared if name not in ns]
+    tests = spec.tests_for(piece, hidden=False)
+    results: list[TestResult] = []
+    for test in tests:
+        if missing:
+            results.append(TestResult.failed(test, f"pass {', '.join(missing)} to check()", "error"))
+            continue
+        try:
+            raw = {"ok": True, "value": to_plain(test.probe(dict(ns)))}
+        except Exception as exc:  # noqa: BLE001 - the student's error is the report
+            if isinstance(exc, NotImplementedError):
+                text = f"not implemented yet (NotImplementedError: {exc})"
+            else:
+                text = f"{type(exc).__name__}: {exc}"
+            raw = {"ok": False, "kind": "error", "error": text}
+        results.append(judge_test(test, raw))
+    hidden = getattr(spec, "hidden_tests_expected", True) or bool(spec.tests_for(piece, hidden=True))
+    result = CheckResult(spec.name, piece, results, hidden_tests=hidden)
+    if not quiet:
+        print(result.summary())
+    return result

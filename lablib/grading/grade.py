@@ -1,0 +1,250 @@
+"""Grade a batch of submissions: normalise -> extract -> execute -> judge -> report.
+
+Each stage is its own module (:mod:`~lablib.grading.notebooks`,
+:mod:`~lablib.grading.runner`, :mod:`~lablib.grading.judge`,
+:mod:`~lablib.grading.report`); this module only wires them together, runs submissions
+in parallel and caches results by content hash.
+
+Example::
+
+    from lablib.grading.grade import grade
+    results = grade("lab1", ["submissions/"], "out", hidden_dirs=["hidden/"], jobs=2)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import pathlib
+import sys
+
+import lablib
+from lablib.grading import notebooks, report, runner
+from lablib.grading.judge import SubmissionResult, TestResult, judge_test, status_of, summarise
+from lablib.grading.spec import LabSpec, load_lab
+
+__all__ = ["grade", "collect_submissions", "find_lab_notebook", "lab_setup"]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CACHE_VERSION = "1"
+
+
+def find_lab_notebook(lab: LabSpec, explicit=None) -> pathlib.Path:
+    """The released lab notebook (``labs/<lab>.ipynb``) or, failing that, the solution.
+
+    Set-up cells are taken from it, never from a submission.
+    """
+    if explicit is not None:
+        path = pathlib.Path(explicit)
+        if not path.is_file():
+            raise FileNotFoundError(f"Lab notebook {str(path)!r} does not exist.")
+        return path
+    places = []
+    for base in filter(None, [lab.spec_dir, lab.spec_dir and lab.spec_dir.parent, pathlib.Path.cwd(), ROOT]):
+        for sub in ("labs", "solutions", "."):
+            places.append(pathlib.Path(base) / sub / f"{lab.name}.ipynb")
+    for place in places:
+        if place.is_file():
+            return place
+    raise FileNotFoundError(
+        f"No notebook found for lab {lab.name!r} (looked for labs/{lab.name}.ipynb and "
+        f"solutions/{lab.name}.ipynb); pass --lab-notebook PATH."
+    )
+
+
+def lab_setup(lab: LabSpec, lab_notebook=None) -> list[str]:
+    """The lab's ``# SETUP`` cell sources (magics removed)."""
+    nb, _ = notebooks.read_notebook(find_lab_notebook(lab, lab_notebook))
+    return notebooks.setup_sources(nb)
+
+
+def collect_submissions(paths) -> list[tuple[str, pathlib.Path]]:
+    """``(name, notebook path)`` for each submission among ``paths``.
+
+    A path is a notebook (name: its stem), a folder of notebooks (one submission each),
+    or a folder of per-student folders (name: the student's folder; when it holds several
+    notebooks, each is a submission named ``folder/stem``).
+    """
+    found: list[tuple[str, pathlib.Path]] = []
+    for path in map(pathlib.Path, paths):
+        if path.is_file():
+            found.append((path.stem, path))
+        elif path.is_dir():
+            for entry in sorted(path.iterdir()):
+                if entry.is_file() and entry.suffix == ".ipynb":
+                    found.append((entry.stem, entry))
+                elif entry.is_dir() and not entry.name.startswith("."):
+                    books = notebooks.iter_notebooks([entry])
+                    if len(books) == 1:
+                        found.append((entry.name, books[0]))
+                    else:
+                        found.extend((f"{entry.name}/{b.stem}", b) for b in books)
+        else:
+            raise FileNotFoundError(f"Submission {str(path)!r} does not exist; pass .ipynb files or folders.")
+    names: dict[str, int] = {}
+    unique = []
+    for name, path in found:
+        count = names.get(name, 0)
+        names[name] = count + 1
+        unique.append((name if count == 0 else f"{name}-{count + 1}", path))
+    return unique
+
+
+def _tests_fingerprint(lab: LabSpec, setup: list[str], settings: dict) -> str:
+    h = hashlib.sha256()
+    h.update(f"{CACHE_VERSION}|{lablib.__version__}|{json.dumps(settings, sort_keys=True)}".encode())
+    for path in lab.source_files:
+        h.update(pathlib.Path(path).read_bytes())
+    for source in setup:
+        h.update(source.encode())
+    for module in (runner, notebooks, sys.modules[__name__]):
+        h.update(pathlib.Path(module.__file__).read_bytes())
+    return h.hexdigest()
+
+
+def _register_by_value(lab: LabSpec) -> None:
+    """Probes of modules the child cannot import (hidden, spec files) travel by value."""
+    import cloudpickle
+
+    for test in lab.tests:
+        module = sys.modules.get(test.module)
+        if module is not None and not test.module.startswith("lablib.grading.tests."):
+            try:
+                cloudpickle.register_pickle_by_value(module)
+            except ValueError:
+                pass
+
+
+def _protected(paths) -> list[str]:
+    """Paths the child must not see, minus any that would hide Python or lablib."""
+    keep = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, ROOT, pathlib.Path(sys.executable).parent)]
+    out = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real == "/" or any(k == real or k.startswith(real.rstrip("/") + "/") for k in keep):
+            continue
+        out.append(real)
+    return sorted(set(out))
+
+
+def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, timeout: float,
+              memory_mb: float, mask=(), isolate: bool = True) -> SubmissionResult:
+    """Grade one notebook (all stages) and return its :class:`SubmissionResult`."""
+    try:
+        nb, notes = notebooks.read_notebook(path)
+    except (notebooks.InvalidNotebook, OSError) as exc:
+        results = [TestResult.failed(t, f"the notebook could not be read: {exc}", "invalid-notebook")
+                   for t in lab.tests]
+        return summarise(lab, name, str(path), results, "invalid-notebook",
+                         notes=[f"invalid notebook: {exc}"])
+    found, cell_notes = notebooks.graded_cells(nb)
+    notes = list(cell_notes)
+    missing = [p for p in lab.pieces if p not in found]
+    cells = [(piece, cell.source) for piece, cell in found.items()]
+    to_run = [t for t in lab.tests if t.piece in found]
+    payload = [
+        {"id": t.id, "probe": t.probe, "objects": list(lab.pieces[t.piece].objects), "timeout": t.timeout}
+        for t in to_run
+    ]
+    outcome = runner.run_submission(setup, cells, payload, timeout=timeout, memory_mb=memory_mb,
+                                    mask=mask, isolate=isolate) if payload else runner.RunOutcome()
+    results = []
+    for t in lab.tests:
+        if t.piece not in found:
+            results.append(TestResult.failed(
+                t, f"no cell starts with `# GRADED: {t.piece}`; restore the graded cell from the lab", "missing"))
+        else:
+            results.append(judge_test(t, outcome.results.get(t.id), outcome.cell_errors.get(t.piece)))
+    kinds = {kind for kind, _ in outcome.problems}
+    status = status_of(kinds, missing)
+    for kind, where in outcome.problems:
+        notes.append(f"{kind}: {where}")
+    return summarise(lab, name, str(path), results, status, notes=notes, output=outcome.output,
+                     isolation=outcome.isolation, seconds=round(outcome.seconds, 3))
+
+
+def _cache_path(out_dir: pathlib.Path, name: str) -> pathlib.Path:
+    return out_dir / ".cache" / (hashlib.sha1(name.encode()).hexdigest()[:16] + ".json")
+
+
+def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
+          memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
+          isolate: bool = True) -> list[SubmissionResult]:
+    """Grade submissions and write the reports into ``out_dir``.
+
+    Args:
+        lab: lab name (``"lab1"``), or path of a spec module/folder, or a :class:`LabSpec`.
+        submissions: notebooks and/or folders of them.
+        out_dir: where ``grades.csv``, ``grades.json``, ``feedback/`` and ``.cache/`` go.
+        hidden_dirs: folders with hidden tests (``<lab>.py``).
+        jobs: submissions graded in parallel (default: number of CPU cores).
+        timeout: seconds per graded cell and per test (a test's own ``timeout`` wins).
+        memory_mb: memory limit of each submission's process.
+        force: re-grade even when the submission and the tests are unchanged.
+        lab_notebook: the released lab notebook to take set-up cells from.
+        progress: show a tqdm progress bar on stderr.
+        isolate: use the sandbox (namespaces, unprivileged uid) when running as root.
+
+    Returns:
+        One :class:`SubmissionResult` per submission.
+    """
+    spec = lab if isinstance(lab, LabSpec) else load_lab(lab, hidden_dirs)
+    setup = lab_setup(spec, lab_notebook)
+    _register_by_value(spec)
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    items = collect_submissions(submissions)
+    settings = {"timeout": timeout, "memory_mb": memory_mb, "isolate": isolate}
+    fingerprint = _tests_fingerprint(spec, setup, settings)
+    mask = _protected([*hidden_dirs, out, *(pathlib.Path(p) if pathlib.Path(p).is_dir()
+                                            else pathlib.Path(p).parent for p in submissions)])
+    jobs = max(1, jobs or os.cpu_count() or 1)
+
+    def work(item):
+        name, path = item
+        try:
+            content = path.read_bytes()
+        except OSError:
+            content = b""
+        key = hashlib.sha256(fingerprint.encode() + b"|" + content).hexdigest()
+        cache = _cache_path(out, name)
+        if not force and cache.is_file():
+            try:
+                stored = json.loads(cache.read_text())
+                if stored.get("key") == key:
+                    result = SubmissionResult.from_dict(stored["result"])
+                    result.cached = True
+                    return result
+            except (ValueError, KeyError, TypeError):
+                pass
+        result = grade_one(spec, name, path, setup, timeout=timeout, memory_mb=memory_mb, mask=mask,
+                           isolate=isolate)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"key": key, "result": result.to_dict()}, default=str))
+        return result
+
+    results: list[SubmissionResult] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items), desc=f"grading {spec.name}", unit="nb", file=sys.stderr)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(work, item): item for item in items}
+        for future in concurrent.futures.as_completed(futures):
+            name, path = futures[future]
+            try:
+                results.append(future.result())
+            except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
+                tests = [TestResult.failed(t, f"internal grader error: {type(exc).__name__}: {exc}", "crashed")
+                         for t in spec.tests]
+                results.append(summarise(spec, name, str(path), tests, "crashed",
+                                         notes=[f"grader error: {type(exc).__name__}: {exc}"]))
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    report.write_reports(out, spec, results)
+    return sorted(results, key=lambda r: r.submission)

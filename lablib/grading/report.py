@@ -1,0 +1,139 @@
+"""Gradebook and feedback files: ``grades.csv``, ``grades.json``, ``feedback/<name>.md|html``.
+
+Students' feedback shows hidden tests by name and score only, never their messages
+(which could reveal the hidden inputs or expected values).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import pathlib
+
+from lablib.grading.judge import SubmissionResult
+
+__all__ = ["write_reports", "feedback_markdown", "feedback_html"]
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
+    """The feedback text for one student (markdown)."""
+    lines = [
+        f"# {lab_title}: feedback for {result.submission}",
+        "",
+        f"**Score: {_num(result.score)} / {_num(result.max_score)}**  ",
+        f"Status: `{result.status}`",
+        "",
+    ]
+    if result.status != "ok":
+        lines += [_explain_status(result.status), ""]
+    for note in result.notes:
+        lines.append(f"> Note: {note}")
+    if result.notes:
+        lines.append("")
+    lines += ["| Piece | Test | Points | Result |", "|---|---|---|---|"]
+    for t in result.tests:
+        verdict = "passed" if t.passed else ("partial" if t.score > 0 else "failed")
+        label = f"{t.name} (hidden)" if t.hidden else t.name
+        lines.append(f"| {t.piece} | {label} | {_num(t.score)} / {_num(t.max_score)} | {verdict} |")
+    lines.append("")
+    failed = [t for t in result.tests if not t.passed]
+    if failed:
+        lines += ["## What to fix", ""]
+        for t in failed:
+            if t.hidden:
+                reason = {"timeout": "it ran past the time limit", "memory": "it ran out of memory",
+                          "crashed": "it crashed", "missing": "the graded cell is missing"}.get(
+                    t.kind, "details of hidden tests are not shown")
+                lines.append(f"- **{t.piece} / {t.name}** (hidden test): failed; {reason}.")
+            else:
+                lines.append(f"- **{t.piece} / {t.name}**: {t.message}")
+                if t.hint:
+                    lines.append(f"  - Hint: {t.hint}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _explain_status(status: str) -> str:
+    words = {
+        "invalid-notebook": "The file could not be read as a Jupyter notebook; nothing was graded.",
+        "memory": "Some code used more memory than allowed; those tests scored 0.",
+        "timeout": "Some code ran past the time limit; those tests scored 0.",
+        "crashed": "Some code ended the grader's process (sys.exit, os._exit, a crash); those tests scored 0.",
+    }
+    out = [words[w] for w in words if w in status]
+    if "missing:" in status:
+        out.append("Graded cells were not found: every graded cell must start with its "
+                   "`# GRADED: <name>` line, exactly as in the lab.")
+    return " ".join(out)
+
+
+def feedback_html(lab_title: str, result: SubmissionResult) -> str:
+    """The feedback page for one student (standalone HTML)."""
+    esc = html.escape
+    rows = []
+    for t in result.tests:
+        verdict = "passed" if t.passed else ("partial" if t.score > 0 else "failed")
+        if t.passed:
+            detail = ""
+        elif t.hidden:
+            detail = "hidden test: details are not shown"
+        else:
+            detail = t.message + (f" Hint: {t.hint}" if t.hint else "")
+        rows.append(
+            f"<tr class='{verdict}'><td>{esc(t.piece)}</td><td>{esc(t.name)}{' (hidden)' if t.hidden else ''}"
+            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict}</td><td>{esc(detail)}</td></tr>"
+        )
+    notes = "".join(f"<p class='note'>{esc(n)}</p>" for n in result.notes)
+    explain = f"<p>{esc(_explain_status(result.status))}</p>" if result.status != "ok" else ""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(lab_title)}: {esc(result.submission)}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}}
+table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td:nth-child(4){{color:#b00}}.note{{color:#555}}</style>
+</head><body>
+<h1>{esc(lab_title)}: feedback for {esc(result.submission)}</h1>
+<p><b>Score: {_num(result.score)} / {_num(result.max_score)}</b>. Status: <code>{esc(result.status)}</code></p>
+{explain}{notes}
+<table><tr><th>Piece</th><th>Test</th><th>Points</th><th>Result</th><th>Details</th></tr>
+{''.join(rows)}
+</table></body></html>
+"""
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "submission"
+
+
+def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pathlib.Path]:
+    """Write ``grades.csv``, ``grades.json`` and the feedback files under ``out_dir``.
+
+    Returns:
+        The paths written: ``{"csv", "json", "feedback"}``.
+    """
+    out = pathlib.Path(out_dir)
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
+    pieces = list(lab.pieces)
+    results = sorted(results, key=lambda r: r.submission)
+    with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "status", "score", "max_score", *pieces])
+        for r in results:
+            writer.writerow([r.submission, r.status, _num(r.score), _num(r.max_score),
+                             *(_num(r.pieces.get(p, {}).get("score", 0.0)) for p in pieces)])
+    data = {
+        "lab": lab.name,
+        "pieces": {p: {"objects": list(lab.pieces[p].objects), "description": lab.pieces[p].description}
+                   for p in pieces},
+        "submissions": [r.to_dict() for r in results],
+    }
+    (out / "grades.json").write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+    for r in results:
+        (out / "feedback" / f"{_safe(r.submission)}.md").write_text(
+            feedback_markdown(lab.title, r), encoding="utf-8")
+        (out / "feedback" / f"{_safe(r.submission)}.html").write_text(
+            feedback_html(lab.title, r), encoding="utf-8")
+    return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback"}

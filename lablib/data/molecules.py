@@ -1,0 +1,725 @@
+"""Molecule datasets (MoleculeNet ESOL, FreeSolv, Lipophilicity) as graphs, with RDKit.
+
+Every SMILES string becomes a graph: one node per heavy atom, two directed edges per
+bond (``i -> j`` and ``j -> i``), node and edge features listed in
+:data:`ATOM_FEATURE_NAMES` and :data:`BOND_FEATURE_NAMES`. A dataset then gives
+random or scaffold splits and ``tf.data`` batches in the two layouts of
+:mod:`lablib.graphs` (padded dense, or disjoint).
+
+:class:`GraphDataset` is the common base, shared with the TU datasets
+(:mod:`lablib.data.tu`).
+
+Example::
+
+    from lablib.data import load_molecules
+    esol = load_molecules("esol", data_dir="../shared/data")
+    len(esol), esol.num_node_features                 # 1128, 37
+    train, valid, test = esol.split("scaffold")
+    for (x, adjacency, mask), y in train.dense_dataset(batch_size=32).take(1):
+        x.shape, adjacency.shape, mask.shape, y.shape  # (32, N, 37) (32, N, N) (32, N) (32,)
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import functools
+import math
+import pathlib
+import warnings
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from lablib.data import sources
+
+__all__ = [
+    "GraphDataset",
+    "MoleculeDataset",
+    "MoleculeGraph",
+    "load_molecules",
+    "smiles_to_graph",
+    "morgan_fingerprints",
+    "ELEMENTS",
+    "ATOM_FEATURE_NAMES",
+    "BOND_FEATURE_NAMES",
+    "MOLECULE_DATASETS",
+]
+
+# --------------------------------------------------------------------------- features
+
+#: Elements with their own one-hot column; every other element goes to "other".
+ELEMENTS = ("C", "N", "O", "F", "P", "S", "Cl", "Br", "I", "B", "Si", "Se")
+_DEGREES = (0, 1, 2, 3, 4, 5)  # 5 means 5 or more
+_CHARGES = (-2, -1, 0, 1, 2)  # clipped to this range
+_HYDROGENS = (0, 1, 2, 3, 4)  # 4 means 4 or more
+_HYBRIDISATIONS = ("SP", "SP2", "SP3", "SP3D", "SP3D2", "other")
+_BOND_TYPES = ("SINGLE", "DOUBLE", "TRIPLE", "AROMATIC")
+
+ATOM_FEATURE_NAMES = tuple(
+    [f"element={e}" for e in ELEMENTS]
+    + ["element=other"]
+    + [f"degree={d}" for d in _DEGREES[:-1]] + [f"degree>={_DEGREES[-1]}"]
+    + [f"formal_charge<={_CHARGES[0]}"]
+    + [f"formal_charge={c:+d}" if c else "formal_charge=0" for c in _CHARGES[1:-1]]
+    + [f"formal_charge>={_CHARGES[-1]:+d}"]
+    + [f"total_hydrogens={h}" for h in _HYDROGENS[:-1]] + [f"total_hydrogens>={_HYDROGENS[-1]}"]
+    + [f"hybridisation={h}" for h in _HYBRIDISATIONS]
+    + ["aromatic", "in_ring"]
+)
+BOND_FEATURE_NAMES = tuple([f"bond={b.lower()}" for b in _BOND_TYPES] + ["conjugated", "in_ring"])
+
+_ELEMENT_COLUMN = {e: i for i, e in enumerate(ELEMENTS)}
+_OFFSETS = np.cumsum([0, len(ELEMENTS) + 1, len(_DEGREES), len(_CHARGES), len(_HYDROGENS),
+                      len(_HYBRIDISATIONS)])
+_HYBRID_COLUMN = {h: i for i, h in enumerate(_HYBRIDISATIONS)}
+_BOND_COLUMN = {b: i for i, b in enumerate(_BOND_TYPES)}
+
+
+class MoleculeGraph(NamedTuple):
+    """One featurised molecule (unpacks as ``x, edge_index, edge_attr``).
+
+    Attributes:
+        x: float32 ``[num_atoms, len(ATOM_FEATURE_NAMES)]`` node features.
+        edge_index: int64 ``[2, 2 * num_bonds]``, row 0 source, row 1 target; bond
+            ``k`` gives edges ``2k`` (begin -> end) and ``2k + 1`` (end -> begin).
+        edge_attr: float32 ``[2 * num_bonds, len(BOND_FEATURE_NAMES)]``.
+    """
+
+    x: np.ndarray
+    edge_index: np.ndarray
+    edge_attr: np.ndarray
+
+
+def _rdkit():
+    try:
+        from rdkit import Chem, rdBase
+    except ImportError as error:  # pragma: no cover - rdkit is a dev dependency
+        raise ImportError(
+            "lablib's molecule datasets need RDKit: pip install 'rdkit>=2024.3' "
+            "(or pip install 'lablib[molecules]')."
+        ) from error
+    return Chem, rdBase
+
+
+def _parse(smiles: str):
+    """An RDKit molecule, or None; RDKit's own error printing is silenced."""
+    Chem, rdBase = _rdkit()
+    if not isinstance(smiles, str) or not smiles.strip():
+        return None
+    blocker = rdBase.BlockLogs()
+    try:
+        molecule = Chem.MolFromSmiles(smiles)
+    finally:
+        del blocker
+    if molecule is None or molecule.GetNumAtoms() == 0:
+        return None
+    return molecule
+
+
+@functools.lru_cache(maxsize=1)
+def _enum_columns():
+    """RDKit enum value -> column, for hybridisation and bond type (dict lookups are fast)."""
+    Chem, _ = _rdkit()
+    hybrid = {getattr(Chem.HybridizationType, h): i for i, h in enumerate(_HYBRIDISATIONS[:-1])}
+    bond = {getattr(Chem.BondType, b): i for i, b in enumerate(_BOND_TYPES)}
+    return hybrid, bond
+
+
+def _featurise(molecule) -> MoleculeGraph:
+    hybrid_column, bond_column = _enum_columns()
+    atoms = list(molecule.GetAtoms())
+    num_atoms = len(atoms)
+    other_element, other_hybrid = len(ELEMENTS), len(_HYBRIDISATIONS) - 1
+    low, high = _CHARGES[0], _CHARGES[-1]
+    columns = np.array(
+        [
+            (
+                _ELEMENT_COLUMN.get(atom.GetSymbol(), other_element),
+                min(atom.GetDegree(), _DEGREES[-1]),
+                min(max(atom.GetFormalCharge(), low), high) - low,
+                min(atom.GetTotalNumHs(), _HYDROGENS[-1]),
+                hybrid_column.get(atom.GetHybridization(), other_hybrid),
+                atom.GetIsAromatic(),
+                atom.IsInRing(),
+            )
+            for atom in atoms
+        ],
+        dtype=np.int64,
+    ).reshape(num_atoms, 7)
+    x = np.zeros((num_atoms, len(ATOM_FEATURE_NAMES)), dtype=np.float32)
+    rows = np.arange(num_atoms)
+    for group in range(5):
+        x[rows, _OFFSETS[group] + columns[:, group]] = 1.0
+    x[:, _OFFSETS[5]:] = columns[:, 5:]
+
+    bonds = np.array(
+        [
+            (
+                bond.GetBeginAtomIdx(),
+                bond.GetEndAtomIdx(),
+                bond_column.get(bond.GetBondType(), -1),  # -1: dative or exotic, no column
+                bond.GetIsConjugated(),
+                bond.IsInRing(),
+            )
+            for bond in molecule.GetBonds()
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 5)
+    num_bonds = len(bonds)
+    # bond k gives edge 2k (begin -> end) and edge 2k + 1 (end -> begin)
+    edge_index = np.empty((2, 2 * num_bonds), dtype=np.int64)
+    edge_index[0, 0::2], edge_index[1, 0::2] = bonds[:, 0], bonds[:, 1]
+    edge_index[0, 1::2], edge_index[1, 1::2] = bonds[:, 1], bonds[:, 0]
+    bond_features = np.zeros((num_bonds, len(BOND_FEATURE_NAMES)), dtype=np.float32)
+    typed = bonds[:, 2] >= 0
+    bond_features[np.flatnonzero(typed), bonds[typed, 2]] = 1.0
+    bond_features[:, len(_BOND_TYPES):] = bonds[:, 3:]
+    edge_attr = np.repeat(bond_features, 2, axis=0)
+    return MoleculeGraph(x, edge_index, edge_attr)
+
+
+def smiles_to_graph(smiles: str) -> MoleculeGraph:
+    """Featurise one molecule given as SMILES (heavy atoms only).
+
+    Node features (:data:`ATOM_FEATURE_NAMES`, 37 columns): one-hot element over
+    :data:`ELEMENTS` plus "other", one-hot degree (0..5+), formal charge (-2..+2,
+    clipped), total hydrogens (0..4+) and hybridisation (SP, SP2, SP3, SP3D, SP3D2,
+    other), then aromatic and in-ring flags. Edge features (:data:`BOND_FEATURE_NAMES`,
+    6 columns): one-hot bond type (single, double, triple, aromatic), conjugated,
+    in ring. Each bond gives two directed edges with the same features.
+
+    Args:
+        smiles: a SMILES string.
+
+    Returns:
+        A :class:`MoleculeGraph` ``(x, edge_index, edge_attr)``.
+
+    Raises:
+        ValueError: RDKit cannot parse ``smiles`` (or it has no atoms).
+
+    Example::
+
+        x, edge_index, edge_attr = smiles_to_graph("CCO")   # ethanol
+        x.shape, edge_index.tolist()   # (3, 37), [[0, 1, 1, 2], [1, 0, 2, 1]]
+    """
+    molecule = _parse(smiles)
+    if molecule is None:
+        raise ValueError(
+            f"RDKit could not parse the SMILES {smiles!r} (or it has no atoms). Check the "
+            f"string, e.g. with rdkit.Chem.MolFromSmiles, which prints the reason."
+        )
+    return _featurise(molecule)
+
+
+def morgan_fingerprints(smiles, radius: int = 2, n_bits: int = 2048, dtype="float32") -> np.ndarray:
+    """Morgan (ECFP-like) bit fingerprints, one row per molecule.
+
+    Args:
+        smiles: a SMILES string, a list of them, or a :class:`MoleculeDataset`.
+        radius: Morgan radius (2 gives ECFP4-like bits).
+        n_bits: fingerprint length.
+        dtype: NumPy dtype of the result (``float32`` feeds a Keras MLP directly).
+
+    Returns:
+        Array ``[num_molecules, n_bits]`` of 0/1.
+
+    Raises:
+        ValueError: a SMILES cannot be parsed (the message lists which), or bad sizes.
+
+    Example::
+
+        fingerprints = morgan_fingerprints(esol.smiles)      # [1128, 2048]
+    """
+    from rdkit.Chem import rdFingerprintGenerator
+
+    if isinstance(smiles, GraphDataset):
+        smiles = smiles.smiles
+    if isinstance(smiles, str):
+        smiles = [smiles]
+    smiles = list(smiles)
+    for value, what in ((radius, "radius"), (n_bits, "n_bits")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if what == "radius" else 1):
+            raise ValueError(f"{what} must be a {'non-negative' if what == 'radius' else 'positive'} int, got {value!r}.")
+    molecules = [_parse(s) for s in smiles]
+    bad = [(i, s) for i, (s, m) in enumerate(zip(smiles, molecules)) if m is None]
+    if bad:
+        raise ValueError(
+            f"morgan_fingerprints: {len(bad)} SMILES could not be parsed, e.g. "
+            f"{bad[:3]} (index, SMILES). Remove them first."
+        )
+    generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
+    out = np.zeros((len(molecules), n_bits), dtype=dtype)
+    for i, molecule in enumerate(molecules):
+        out[i] = generator.GetFingerprintAsNumPy(molecule)
+    return out
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def _positive_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}.")
+    return int(value)
+
+
+class GraphDataset:
+    """A list of graphs with node features, directed edges and one target per graph.
+
+    Args:
+        x: list of float32 arrays ``[n_i, F]`` (node features of graph ``i``).
+        edge_index: list of integer arrays ``[2, E_i]`` (row 0 source, row 1 target;
+            an undirected bond appears as two edges).
+        y: array ``[num_graphs, ...]`` of targets (float32 regression values or int
+            class ids).
+        edge_attr: optional list of arrays ``[E_i, D]`` (edge features).
+        feature_names: names of the ``F`` node feature columns.
+        edge_feature_names: names of the ``D`` edge feature columns.
+        name: a label shown by ``repr``.
+
+    Call arguments:
+        ``len(dataset)`` is the number of graphs; ``dataset[i]`` is the tuple
+        ``(x_i, edge_index_i, y_i)``; ``dataset[indices]`` (a slice, list or array) is
+        a new dataset of those graphs.
+
+    Example::
+
+        dataset = GraphDataset([np.ones((2, 3))], [np.array([[0, 1], [1, 0]])], np.array([1.0]))
+        batches = dataset.disjoint_dataset(batch_size=8)
+    """
+
+    def __init__(self, x, edge_index, y, edge_attr=None, feature_names=None,
+                 edge_feature_names=None, name=None):
+        self.x = [np.asarray(a, dtype=np.float32) for a in x]
+        self.edge_index = [np.asarray(e, dtype=np.int64).reshape(2, -1) for e in edge_index]
+        self.y = np.asarray(y)
+        self.edge_attr = None if edge_attr is None else [np.asarray(a, dtype=np.float32) for a in edge_attr]
+        self.name = name or type(self).__name__
+        if not (len(self.x) == len(self.edge_index) == len(self.y)):
+            raise ValueError(
+                f"{self.name}: x, edge_index and y must have one entry per graph, got "
+                f"{len(self.x)}, {len(self.edge_index)} and {len(self.y)}."
+            )
+        if self.edge_attr is not None and len(self.edge_attr) != len(self.x):
+            raise ValueError(f"{self.name}: edge_attr has {len(self.edge_attr)} entries for {len(self.x)} graphs.")
+        widths = {a.shape[1] for a in self.x if a.ndim == 2}
+        if any(a.ndim != 2 for a in self.x) or len(widths) > 1:
+            raise ValueError(f"{self.name}: every x[i] must be [n_i, F] with the same F, got widths {sorted(widths)}.")
+        width = widths.pop() if widths else 0
+        self.feature_names = tuple(feature_names) if feature_names is not None else tuple(
+            f"feature_{i}" for i in range(width)
+        )
+        if len(self.feature_names) != width:
+            raise ValueError(f"{self.name}: {len(self.feature_names)} feature names for {width} features.")
+        self.edge_feature_names = tuple(edge_feature_names or ())
+
+    # ------------------------------------------------------------------ basics
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    @property
+    def num_node_features(self) -> int:
+        """Node feature columns ``F``."""
+        return len(self.feature_names)
+
+    @property
+    def num_edge_features(self) -> int:
+        """Edge feature columns ``D`` (0 without edge features)."""
+        return 0 if self.edge_attr is None else len(self.edge_feature_names)
+
+    @property
+    def num_nodes(self) -> np.ndarray:
+        """Nodes per graph, int array ``[num_graphs]``."""
+        return np.array([a.shape[0] for a in self.x], dtype=np.int64)
+
+    @property
+    def max_nodes(self) -> int:
+        """The largest graph's node count (the ``N`` of a full-dataset dense batch)."""
+        return int(self.num_nodes.max()) if len(self) else 0
+
+    def __repr__(self):
+        return (
+            f"{type(self).__name__}(name={self.name!r}, graphs={len(self)}, "
+            f"node_features={self.num_node_features}, max_nodes={self.max_nodes})"
+        )
+
+    def _extra(self, indices) -> dict:
+        """Per-graph attributes of subclasses, restricted to ``indices``."""
+        return {}
+
+    def subset(self, indices) -> "GraphDataset":
+        """A new dataset of the graphs at ``indices`` (in that order)."""
+        indices = np.arange(len(self))[indices] if isinstance(indices, slice) else np.asarray(indices, dtype=np.int64).reshape(-1)
+        if indices.size and (indices.min() < -len(self) or indices.max() >= len(self)):
+            raise IndexError(f"{self.name}: indices must be in [0, {len(self)}), got {indices.min()}..{indices.max()}.")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.x = [self.x[i] for i in indices]
+        new.edge_index = [self.edge_index[i] for i in indices]
+        new.edge_attr = None if self.edge_attr is None else [self.edge_attr[i] for i in indices]
+        new.y = self.y[indices]
+        new.__dict__.update(self._extra(indices))
+        return new
+
+    def __getitem__(self, index):
+        if isinstance(index, (int, np.integer)):
+            return self.x[index], self.edge_index[index], self.y[index]
+        return self.subset(index)
+
+    # ------------------------------------------------------------------ splits
+
+    def split(self, method: str = "random", fractions=(0.8, 0.1, 0.1), seed: int = 0):
+        """Split into training, validation and test datasets.
+
+        Args:
+            method: ``"random"`` (a seeded permutation) or ``"scaffold"`` (molecules
+                only: graphs grouped by Bemis-Murcko scaffold, largest groups first,
+                so no scaffold is in two parts; deterministic, ``seed`` unused).
+            fractions: three non-negative numbers summing to 1.
+            seed: seed of the random split.
+
+        Returns:
+            ``(train, valid, test)`` datasets of the same class. Sizes are
+            ``floor(f0 * n)``, ``floor(f1 * n)`` and the rest for ``"random"``; the
+            scaffold split fills train, then valid, up to those sizes, whole groups at
+            a time.
+
+        Example::
+
+            train, valid, test = dataset.split("random", (0.8, 0.1, 0.1), seed=0)
+        """
+        fractions = tuple(float(f) for f in fractions)
+        if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0, abs_tol=1e-6):
+            raise ValueError(
+                f"fractions must be three non-negative numbers summing to 1 (train, valid, "
+                f"test), got {fractions!r}."
+            )
+        n = len(self)
+        train_size, valid_size = int(fractions[0] * n), int(fractions[1] * n)
+        if method == "random":
+            order = np.random.default_rng(seed).permutation(n)
+            parts = (order[:train_size], order[train_size:train_size + valid_size],
+                     order[train_size + valid_size:])
+        elif method == "scaffold":
+            parts = self._scaffold_parts(train_size, valid_size)
+        else:
+            raise ValueError(f'method must be "random" or "scaffold", got {method!r}.')
+        return tuple(self.subset(np.sort(part) if method == "scaffold" else part) for part in parts)
+
+    def _scaffold_parts(self, train_size, valid_size):
+        raise ValueError(
+            f"{self.name}: a scaffold split needs the molecules' SMILES, which this "
+            f"{type(self).__name__} does not have. Use method=\"random\"."
+        )
+
+    # ------------------------------------------------------------------ batches
+
+    def _batches(self, batch_size, shuffle, seed, drop_remainder):
+        batch_size = _positive_int(batch_size, "batch_size")
+        rng = np.random.default_rng(seed)
+        n = len(self)
+
+        def order():
+            # A new order on every pass (every epoch), reproducible from ``seed``.
+            indices = rng.permutation(n) if shuffle else np.arange(n)
+            stop = n - n % batch_size if drop_remainder else n
+            for start in range(0, stop, batch_size):
+                yield indices[start:start + batch_size]
+
+        return order
+
+    def _target_spec(self, tf):
+        return tf.TensorSpec(shape=(None,) + self.y.shape[1:], dtype=tf.as_dtype(self.y.dtype))
+
+    def dense_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
+                      max_nodes=None, drop_remainder: bool = False):
+        """``tf.data`` batches in the padded dense layout of :func:`lablib.graphs.dense_batch`.
+
+        Args:
+            batch_size: graphs per batch.
+            shuffle: a new order of the graphs on every pass (epoch).
+            seed: seed of that order (None: different every run).
+            max_nodes: pad every batch to this many nodes (a fixed shape); None pads
+                each batch to its own largest graph.
+            drop_remainder: drop the last, smaller batch.
+
+        Returns:
+            A ``tf.data.Dataset`` of ``((x [B, N, F], adjacency [B, N, N], mask [B, N]),
+            y [B])`` with ``adjacency[b, target, source] = 1``.
+
+        Example::
+
+            for (x, adjacency, mask), y in dataset.dense_dataset(32, shuffle=True, seed=0):
+                ...
+        """
+        import tensorflow as tf
+
+        from lablib import graphs
+
+        if max_nodes is not None and max_nodes < self.max_nodes:
+            raise ValueError(
+                f"{self.name}: max_nodes={max_nodes} but the largest graph has "
+                f"{self.max_nodes} nodes; pass max_nodes >= {self.max_nodes} or None."
+            )
+        order = self._batches(batch_size, shuffle, seed, drop_remainder)
+
+        def generate():
+            for indices in order():
+                x, adjacency, mask = graphs.dense_batch(
+                    [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
+                    max_nodes=max_nodes,
+                )
+                yield (x, adjacency, mask), self.y[indices]
+
+        features = self.num_node_features
+        signature = (
+            (
+                tf.TensorSpec((None, max_nodes, features), tf.float32),
+                tf.TensorSpec((None, max_nodes, max_nodes), tf.float32),
+                tf.TensorSpec((None, max_nodes), tf.bool),
+            ),
+            self._target_spec(tf),
+        )
+        return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
+
+    def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
+                         drop_remainder: bool = False):
+        """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
+
+        Args:
+            batch_size: graphs per batch.
+            shuffle: a new order of the graphs on every pass (epoch).
+            seed: seed of that order (None: different every run).
+            drop_remainder: drop the last, smaller batch.
+
+        Returns:
+            A ``tf.data.Dataset`` of ``((x [V, F], edge_index [2, E], graph_ids [V]),
+            y [B])``: the batch's graphs glued into one graph, node indices offset,
+            ``graph_ids`` telling which graph each node belongs to.
+
+        Example::
+
+            for (x, edge_index, graph_ids), y in dataset.disjoint_dataset(64):
+                ...
+        """
+        import tensorflow as tf
+
+        from lablib import graphs
+
+        order = self._batches(batch_size, shuffle, seed, drop_remainder)
+
+        def generate():
+            for indices in order():
+                x, edge_index, graph_ids = graphs.disjoint_batch(
+                    [self.x[i] for i in indices], [self.edge_index[i] for i in indices]
+                )
+                yield (x, edge_index, graph_ids), self.y[indices]
+
+        signature = (
+            (
+                tf.TensorSpec((None, self.num_node_features), tf.float32),
+                tf.TensorSpec((2, None), tf.int32),
+                tf.TensorSpec((None,), tf.int32),
+            ),
+            self._target_spec(tf),
+        )
+        return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
+
+
+class MoleculeDataset(GraphDataset):
+    """Molecules featurised by :func:`smiles_to_graph`, with one float32 target each.
+
+    Attributes (besides those of :class:`GraphDataset`):
+        smiles: list of the SMILES strings kept, in dataset order.
+        skipped: list of ``(row, smiles)`` that RDKit could not parse (``row`` is the
+            1-based data row of the CSV file); they are not in the dataset.
+        target_name: the CSV column of the target.
+
+    Example::
+
+        dataset = MoleculeDataset.from_smiles(["CCO", "c1ccccc1"], [-0.77, -1.64])
+        dataset.x[0].shape, dataset.edge_attr[1].shape    # (3, 37), (12, 6)
+    """
+
+    def __init__(self, x, edge_index, edge_attr, y, smiles, skipped=(), target_name=None, name=None):
+        super().__init__(x, edge_index, np.asarray(y, dtype=np.float32), edge_attr=edge_attr,
+                         feature_names=ATOM_FEATURE_NAMES, edge_feature_names=BOND_FEATURE_NAMES,
+                         name=name)
+        self.smiles = list(smiles)
+        self.skipped = list(skipped)
+        self.target_name = target_name
+        if len(self.smiles) != len(self):
+            raise ValueError(f"{self.name}: {len(self.smiles)} SMILES for {len(self)} graphs.")
+
+    def _extra(self, indices) -> dict:
+        return {"smiles": [self.smiles[i] for i in indices], "skipped": []}
+
+    @classmethod
+    def from_smiles(cls, smiles: Sequence[str], y, name=None, target_name=None, rows=None):
+        """Featurise a list of SMILES; unparseable ones are skipped with a warning.
+
+        Args:
+            smiles: SMILES strings.
+            y: one target per SMILES.
+            name: dataset name.
+            target_name: what ``y`` measures.
+            rows: labels of the entries for the skip report (default: 0-based positions).
+
+        Returns:
+            A :class:`MoleculeDataset` of the parseable molecules; ``.skipped`` lists the
+            others as ``(row, smiles)``.
+        """
+        smiles = list(smiles)
+        targets = np.asarray(y, dtype=np.float32).reshape(len(smiles), -1)
+        targets = targets[:, 0] if targets.shape[1] == 1 else targets
+        rows = list(range(len(smiles))) if rows is None else list(rows)
+        graphs_, kept, kept_y, skipped = [], [], [], []
+        for row, text, target in zip(rows, smiles, targets):
+            molecule = _parse(text)
+            if molecule is None:
+                skipped.append((row, text))
+                continue
+            graphs_.append(_featurise(molecule))
+            kept.append(text)
+            kept_y.append(target)
+        name = name or "molecules"
+        if skipped:
+            examples = ", ".join(f"row {r}: {s!r}" for r, s in skipped[:5])
+            warnings.warn(
+                f"{name}: {len(skipped)} of {len(smiles)} SMILES could not be parsed by "
+                f"RDKit and were skipped ({examples}{', ...' if len(skipped) > 5 else ''}). "
+                f"They are listed in the dataset's .skipped attribute.",
+                stacklevel=3,
+            )
+        return cls(
+            [g.x for g in graphs_], [g.edge_index for g in graphs_], [g.edge_attr for g in graphs_],
+            np.array(kept_y, dtype=np.float32).reshape((len(kept_y),) + targets.shape[1:]),
+            kept, skipped=skipped, target_name=target_name, name=name,
+        )
+
+    @classmethod
+    def from_csv(cls, path, target_column: str, smiles_column: str = "smiles", name=None):
+        """Read a CSV file of SMILES and targets (any line endings) and featurise it.
+
+        Args:
+            path: the CSV file.
+            target_column: the column holding the target value.
+            smiles_column: the column holding the SMILES.
+            name: dataset name (default: the file name).
+
+        Returns:
+            A :class:`MoleculeDataset`; rows whose SMILES RDKit cannot parse are skipped
+            with a warning (see ``.skipped``; rows are numbered from 1 after the header).
+
+        Raises:
+            ValueError: a column is missing or a target is not a number.
+
+        Example::
+
+            dataset = MoleculeDataset.from_csv("my.csv", target_column="logS")
+        """
+        path = pathlib.Path(path)
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            columns = reader.fieldnames or []
+            for column in (smiles_column, target_column):
+                if column not in columns:
+                    raise ValueError(
+                        f"{path} has no column {column!r}; its columns are {columns}. Pass "
+                        f"smiles_column=/target_column= with the right names."
+                    )
+            smiles, targets, rows = [], [], []
+            for row_number, row in enumerate(reader, start=1):
+                try:
+                    targets.append(float(row[target_column]))
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"{path}, data row {row_number}: target {target_column!r} is "
+                        f"{row[target_column]!r}, not a number."
+                    ) from None
+                smiles.append(row[smiles_column].strip())
+                rows.append(row_number)
+        return cls.from_smiles(smiles, targets, name=name or path.name, target_name=target_column, rows=rows)
+
+    def _scaffold_parts(self, train_size, valid_size):
+        groups = collections.defaultdict(list)
+        for i, text in enumerate(self.smiles):
+            groups[murcko_scaffold(text)].append(i)
+        # Largest scaffold groups first; ties by first appearance: deterministic.
+        ordered = sorted(groups.values(), key=lambda members: (-len(members), members[0]))
+        train, valid, test = [], [], []
+        for members in ordered:
+            if len(train) + len(members) <= train_size:
+                train.extend(members)
+            elif len(valid) + len(members) <= valid_size:
+                valid.extend(members)
+            else:
+                test.extend(members)
+        return np.array(train, dtype=np.int64), np.array(valid, dtype=np.int64), np.array(test, dtype=np.int64)
+
+
+def murcko_scaffold(smiles: str) -> str:
+    """The Bemis-Murcko scaffold of a molecule as canonical SMILES ('' if acyclic).
+
+    Example::
+
+        murcko_scaffold("CCc1ccccc1")     # 'c1ccccc1'
+    """
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    molecule = _parse(smiles)
+    if molecule is None:
+        raise ValueError(f"RDKit could not parse the SMILES {smiles!r}.")
+    return MurckoScaffold.MurckoScaffoldSmiles(mol=molecule, includeChirality=False)
+
+
+# --------------------------------------------------------------------------- loaders
+
+#: name -> (registry entry, CSV file, target column, description)
+MOLECULE_DATASETS = {
+    "esol": ("esol", "delaney-processed.csv", "measured log solubility in mols per litre",
+             "aqueous solubility, log(mol/L)"),
+    "freesolv": ("freesolv", "SAMPL.csv", "expt", "hydration free energy, kcal/mol"),
+    "lipophilicity": ("lipophilicity", "Lipophilicity.csv", "exp", "octanol/water logD at pH 7.4"),
+}
+
+
+def load_molecules(name: str, data_dir=None) -> MoleculeDataset:
+    """Load a MoleculeNet regression dataset as featurised molecule graphs.
+
+    ========================  ===================================  ==========  =========
+    name                      target                               molecules   file
+    ========================  ===================================  ==========  =========
+    ``"esol"``                log solubility in mol/L (Delaney)    1,128       delaney-processed.csv
+    ``"freesolv"``            hydration free energy, kcal/mol      642         SAMPL.csv
+    ``"lipophilicity"``       logD at pH 7.4 (ChEMBL)              4,200       Lipophilicity.csv
+    ========================  ===================================  ==========  =========
+
+    Args:
+        name: one of the names above (case-insensitive).
+        data_dir: a folder holding ``molecules/`` (see :mod:`lablib.data.sources` for
+            the search order: ``LABLIB_DATA_DIR``, the cache, a verified download).
+
+    Returns:
+        A :class:`MoleculeDataset` with float32 targets ``y``.
+
+    Raises:
+        ValueError: unknown name.
+        DataNotFoundError: the file is nowhere and cannot be downloaded.
+
+    Example::
+
+        esol = load_molecules("esol", data_dir="../shared/data")
+        train, valid, test = esol.split("scaffold")
+    """
+    key = str(name).strip().lower()
+    if key not in MOLECULE_DATASETS:
+        raise ValueError(
+            f"Unknown molecule dataset {name!r}; choose one of {', '.join(MOLECULE_DATASETS)} "
+            f"(for MUTAG use lablib.data.load_tu_dataset)."
+        )
+    entry, file_name, column, _ = MOLECULE_DATASETS[key]
+    folder = sources.dataset_path(entry, data_dir)
+    return MoleculeDataset.from_csv(folder / file_name, target_column=column, name=key)

@@ -104,19 +104,6 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], settings: dict) -> str:
     return h.hexdigest()
 
 
-def _register_by_value(lab: LabSpec) -> None:
-    """Probes of modules the child cannot import (hidden, spec files) travel by value."""
-    import cloudpickle
-
-    for test in lab.tests:
-        module = sys.modules.get(test.module)
-        if module is not None and not test.module.startswith("lablib.grading.tests."):
-            try:
-                cloudpickle.register_pickle_by_value(module)
-            except ValueError:
-                pass
-
-
 def _protected(paths) -> list[str]:
     """Paths the child must not see, minus any that would hide Python or lablib."""
     keep = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, ROOT, pathlib.Path(sys.executable).parent)]
@@ -192,7 +179,6 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     """
     spec = lab if isinstance(lab, LabSpec) else load_lab(lab, hidden_dirs)
     setup = lab_setup(spec, lab_notebook)
-    _register_by_value(spec)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = collect_submissions(submissions)

@@ -468,6 +468,7 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
         if key in os.environ:
             env[key] = os.environ[key]
     tmp = tempfile.mkdtemp(prefix="lablib-run-")
+    _pickle_probes_by_value(tests)
     payload = cloudpickle.dumps({"setup": setup, "cells": cells, "tests": tests})
     if sandbox:
         argv = [sys.executable, "-m", "lablib.grading.runner", "--sandbox", str(write_fd), str(memory_mb)]
@@ -587,6 +588,22 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
         pass
     _rmtree(tmp)
     return received, end, phase, output.text()
+
+
+def _pickle_probes_by_value(tests) -> None:
+    """Probes from modules the child cannot import (hidden tests, spec files, test
+    modules) travel by value; lablib's own modules are imported by the child."""
+    import cloudpickle
+
+    for test in tests:
+        name = getattr(test["probe"], "__module__", None) or ""
+        module = sys.modules.get(name)
+        if module is None or name == "__main__" or name.split(".")[0] == "lablib":
+            continue
+        try:
+            cloudpickle.register_pickle_by_value(module)
+        except ValueError:
+            pass
 
 
 def _rmtree(path):

@@ -119,6 +119,13 @@ class Test:
         self.judge_fn = fn
         return fn
 
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            f"Test {self.id!r} must not be pickled: only its probe travels to the student's "
+            f"process (a probe that refers to a Test or to the lab would carry the judges and "
+            f"hidden tests along). Call helper functions from the probe instead."
+        )
+
     def __call__(self, ns):  # a Test is still usable as its probe
         return self.probe(ns)
 
@@ -164,6 +171,12 @@ class LabSpec:
         self.source_files: list[pathlib.Path] = []
         #: Folder of the public spec module (used to find the lab's notebooks).
         self.spec_dir: pathlib.Path | None = None
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            f"LabSpec {self.name!r} must not be pickled: a probe that refers to the lab would "
+            f"carry its judges and hidden tests into the student's process."
+        )
 
     def __repr__(self) -> str:
         return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"

@@ -79,7 +79,7 @@ def corpus():
     items["segfault"] = (softmax_body("    import ctypes\n    return ctypes.string_at(0)\n"),
                          {"status": "crashed", "score": WITHOUT_SOFTMAX})
     items["memory_blowup"] = (softmax_body(
-        "    chunks = []\n    while True:\n        chunks.append(np.ones(2**22))  # 32 MB each, touched\n"),
+        "    chunks = []\n    while True:\n        chunks.append(np.ones(2**24))  # 128 MB each, touched\n"),
         {"status": "memory", "score": WITHOUT_SOFTMAX})
 
     # Huge output: printed at run time and stored in the notebook.

@@ -1,0 +1,69 @@
+"""lablib.check: public checks inside the notebook."""
+
+import numpy as np
+import pytest
+
+import lablib
+from lablib.grading.notebooks import graded_cells, read_notebook, setup_sources
+from grading_paths import FIXTURE_SOLUTION
+
+
+@pytest.fixture()
+def solution_ns(fixture_lab):
+    nb, _ = read_notebook(FIXTURE_SOLUTION)
+    ns = {}
+    for source in setup_sources(nb):
+        exec(source, ns)
+    for cell in graded_cells(nb)[0].values():
+        exec(cell.source, ns)
+    return ns
+
+
+def test_check_passes_solution_and_never_claims_all_passed(fixture_lab, solution_ns, capsys):
+    result = lablib.check("lab0_fixture", "softmax", solution_ns["softmax"])
+    out = capsys.readouterr().out
+    assert result.passed and result.score == result.max_score == 2
+    assert "public checks passed; more tests run at grading" in out.lower()
+    assert "all checks passed" not in out.lower()
+    assert len(result.results) == 1  # the hidden test is not run in the notebook
+
+
+def test_check_reports_wrong_values_with_expected_got_and_hint(fixture_lab, capsys):
+    result = lablib.check("lab0_fixture", "normalize", normalize=lambda x: x)
+    out = capsys.readouterr().out
+    assert not result.passed and result.score == 0
+    assert "FAIL" in out and "expected" in out and "got" in out and "hint: Divide each row" in out
+
+
+def test_check_reports_exceptions_instead_of_raising(fixture_lab, capsys):
+    def broken(x):
+        raise NotImplementedError("write me")
+
+    class Bad:
+        def update(self, x):
+            raise ZeroDivisionError("oops")
+
+    assert not lablib.check("lab0_fixture", "softmax", broken).passed
+    assert "not implemented yet" in capsys.readouterr().out
+    result = lablib.check("lab0_fixture", "running_mean", Bad)
+    assert "ZeroDivisionError: oops" in result.results[0].message
+
+
+def test_check_partial_credit_and_argument_errors(fixture_lab):
+    class HalfRight:
+        def __init__(self):
+            self.n = 0
+
+        def update(self, x):
+            self.n += 1
+
+        @property
+        def mean(self):
+            return 1.0 if self.n == 1 else 0.0
+
+    result = lablib.check("lab0_fixture", "running_mean", HalfRight, quiet=True)
+    assert 0 < result.score < result.max_score and not result.passed
+    with pytest.raises(KeyError, match="no graded piece"):
+        lablib.check("lab0_fixture", "nope", np.sum)
+    with pytest.raises(TypeError, match="declares 1"):
+        lablib.check("lab0_fixture", "softmax", np.sum, np.max)

@@ -1,0 +1,93 @@
+"""The corpus of broken and hostile submissions, graded in ONE batch with --jobs 2.
+
+Each notebook in tests/grading/corpus/ (made by make_corpus.py from the fixture lab's
+solution) must get its expected status and score, without affecting the others.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from lablib.grading.runner import _sandbox_possible
+from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT
+
+EXPECTED = json.loads((CORPUS / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("corpus")
+    out = tmp / "out"
+    # The instructor's folders, world-readable, outside the repository (the repository's
+    # copy of the fixture's hidden tests is public by nature; the grader hides the
+    # --tests folder, the output and the submission folders).
+    hidden = tmp / "instructor" / "hidden"
+    shutil.copytree(FIXTURE_HIDDEN, hidden)
+    lab = tmp / "instructor" / "lab0_fixture"
+    shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
+    for path in (tmp, tmp / "instructor"):
+        os.chmod(path, 0o755)
+    command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(CORPUS), "-o", str(out),
+               "--tests", str(hidden), "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(out / "grades.csv", newline="") as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    data = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    return out, rows, data
+
+
+def test_corpus_is_up_to_date():
+    names = {p.stem for p in CORPUS.glob("*.ipynb")}
+    assert names == set(EXPECTED), "run: .venv/bin/python tests/grading/corpus/make_corpus.py"
+
+
+def test_every_submission_has_one_row(graded):
+    _, rows, _ = graded
+    assert set(rows) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_status_and_score(graded, name):
+    _, rows, data = graded
+    expect = EXPECTED[name]
+    if expect.get("needs_sandbox") and not _sandbox_possible():
+        pytest.skip("this attack is only stopped by the sandbox (root on Linux); see ISOLATION.md")
+    row = rows[name]
+    assert row["status"] == expect["status"], data[name]["notes"]
+    assert float(row["score"]) == expect["score"], [(t["id"], t["message"]) for t in data[name]["tests"]]
+    assert float(row["max_score"]) == 8
+    if "message" in expect:
+        assert all(expect["message"] in t["message"] for t in data[name]["tests"])
+    if "note" in expect:
+        assert any(expect["note"] in n for n in data[name]["notes"])
+    if row["status"] != "ok":  # never an unexplained 0: failing tests say why
+        failed = [t for t in data[name]["tests"] if not t["passed"]]
+        assert failed and all(t["message"] for t in failed)
+
+
+def test_output_folder_was_not_written_by_students(graded):
+    out, rows, _ = graded
+    assert not (out / "HACKED.txt").exists()
+    for path in [out / "grades.csv", out / "grades.json", *(out / "feedback").iterdir()]:
+        assert "HACKED" not in path.read_text()
+    assert rows["solution"]["score"] == "8"
+
+
+def test_huge_output_is_capped(graded):
+    _, _, data = graded
+    assert 1000 < len(data["huge_output"]["output"]) < 40_000
+    assert "bytes of output dropped" in data["huge_output"]["output"]
+
+
+def test_isolation_recorded(graded):
+    _, _, data = graded
+    isolation = data["solution"]["isolation"]
+    assert set(isolation) >= {"uid", "network", "filesystem", "notes"}
+    if _sandbox_possible():
+        assert isolation["uid"] != 0 and "network namespace" in isolation["network"]

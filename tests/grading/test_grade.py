@@ -1,0 +1,100 @@
+"""`lablib grade` end to end on the fixture lab: reports, statuses, cache, parallel jobs."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from lablib.cli import main
+from lablib.grading.notebooks import assign_notebook
+from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
+
+
+@pytest.fixture()
+def batch(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    assign_notebook(FIXTURE_SOLUTION, tmp_path / "labs")
+    shutil.copy(tmp_path / "labs" / "lab0_fixture.ipynb", subs / "bob.ipynb")
+    (subs / "carol").mkdir()  # a Gradescope-style folder per student
+    shutil.copy(CORPUS / "deleted_cell.ipynb", subs / "carol" / "submission.ipynb")
+    return subs
+
+
+def _rows(out):
+    with open(out / "grades.csv", newline="") as f:
+        return {row["submission"]: row for row in csv.DictReader(f)}
+
+
+def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["grade", str(FIXTURE_LAB), str(batch), "-o", str(out), "--tests", str(FIXTURE_HIDDEN),
+            "--jobs", "2", "--timeout", "20", "--quiet"]
+    assert main(args) == 0
+    rows = _rows(out)
+    assert list(next(iter(rows.values()))) == ["submission", "status", "score", "max_score",
+                                                "normalize", "softmax", "running_mean"]
+    assert rows["alice"]["status"] == "ok" and rows["alice"]["score"] == "8"
+    assert rows["bob"]["score"] == "0" and rows["bob"]["status"] == "ok"
+    assert rows["carol"]["status"] == "missing: running_mean" and rows["carol"]["running_mean"] == "0"
+    assert rows["carol"]["score"] == "6"
+    data = json.loads((out / "grades.json").read_text())
+    bob = next(s for s in data["submissions"] if s["submission"] == "bob")
+    assert all("not implemented" in t["message"] for t in bob["tests"])
+    md = (out / "feedback" / "bob.md").read_text()
+    assert "large_logits (hidden)" in md and "details of hidden tests are not shown" in md
+    assert "SECRET_LOGITS" not in md and "1000" not in md  # hidden inputs never shown
+    assert "Hint: Subtract the row maximum" in md
+    html = (out / "feedback" / "carol.html").read_text()
+    assert "<table>" in html and "missing" in html
+    # re-run: everything comes from the cache; --force re-grades
+    capsys.readouterr()
+    assert main(args) == 0
+    assert capsys.readouterr().out.count("(cached)") == 3
+    nb = nbformat.read(batch / "alice.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("# GRADED: normalize"))
+    cell.source = cell.source.replace("keepdims=True)", "keepdims=True) * 2")
+    nbformat.write(nb, batch / "alice.ipynb")
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("(cached)") == 2 and _rows(out)["alice"]["normalize"] == "0"
+    assert main(args + ["--force"]) == 0
+    assert "(cached)" not in capsys.readouterr().out
+
+
+def test_grade_command_line_entry_point_and_errors(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", "lab_nope", str(FIXTURE_SOLUTION),
+                             "-o", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 2 and "Unknown lab 'lab_nope'" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB),
+                             str(tmp_path / "none.ipynb"), "-o", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_assign_command(tmp_path, capsys):
+    assert main(["assign", str(FIXTURE_SOLUTION), "-o", str(tmp_path)]) == 0
+    first = (tmp_path / "lab0_fixture.ipynb").read_bytes()
+    assert main(["assign", str(FIXTURE_SOLUTION), "-o", str(tmp_path)]) == 0
+    assert (tmp_path / "lab0_fixture.ipynb").read_bytes() == first
+
+
+def test_data_subcommands_call_sources(monkeypatch, tmp_path, capsys):
+    import types
+    calls = []
+    fake = types.ModuleType("lablib.data.sources")
+    fake.dataset_status = lambda data_dir=None: calls.append(("status", data_dir)) or [
+        {"name": "cora", "present": True}, {"name": "reuters", "present": False}]
+    fake.fetch_dataset = lambda name, data_dir=None: calls.append(("fetch", name, data_dir)) or tmp_path / name
+    monkeypatch.setitem(sys.modules, "lablib.data.sources", fake)
+    import lablib.data
+    monkeypatch.setattr(lablib.data, "sources", fake, raising=False)
+    assert main(["data", "list", "--data-dir", str(tmp_path)]) == 0
+    assert main(["data", "fetch", "cora"]) == 0
+    out = capsys.readouterr().out
+    assert "cora | True" in out and str(tmp_path / "cora") in out
+    assert calls == [("status", str(tmp_path)), ("fetch", "cora", None)]

@@ -1,0 +1,109 @@
+"""Notebook transforms: normalise, extract graded/set-up cells, make the blank lab."""
+
+import json
+
+import nbformat
+import pytest
+
+from lablib.grading import notebooks as nbt
+
+from grading_paths import CORPUS, FIXTURE_SOLUTION
+
+
+def _nb(*sources, cell_type="code"):
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(s) if cell_type == "code" else nbformat.v4.new_markdown_cell(s)
+        for s in sources
+    ])
+
+
+def test_invalid_json_raises_invalid_notebook():
+    with pytest.raises(nbt.InvalidNotebook, match="not valid JSON"):
+        nbt.read_notebook(b'{"cells": [')
+    with pytest.raises(nbt.InvalidNotebook, match="nbformat"):
+        nbt.read_notebook(b'{"nbformat": 2, "cells": []}')
+    with pytest.raises(nbt.InvalidNotebook, match="JSON object"):
+        nbt.read_notebook(b"[1, 2]")
+
+
+def test_colab_notebook_is_upgraded_and_valid():
+    nb, notes = nbt.read_notebook(CORPUS / "colab.ipynb")
+    assert nb.nbformat_minor == 5 and "widgets" not in nb.metadata
+    assert any("widgets" in n for n in notes) and any("4.0" in n for n in notes)
+    assert all("executionInfo" not in c.metadata and "outputId" not in c.metadata for c in nb.cells)
+    nbformat.validate(nb)
+    assert list(nbt.graded_cells(nb)[0]) == ["normalize", "softmax", "running_mean"]
+
+
+def test_nbformat3_is_converted():
+    nb, notes = nbt.read_notebook(CORPUS / "nbformat3.ipynb")
+    assert nb.nbformat == 4 and "converted from nbformat 3" in notes
+    cells, _ = nbt.graded_cells(nb)
+    assert "def softmax" in cells["softmax"].source
+
+
+def test_huge_outputs_are_stripped():
+    raw = json.loads((CORPUS / "huge_output.ipynb").read_text())
+    assert max(len(json.dumps(c.get("outputs", []))) for c in raw["cells"]) > nbt.MAX_OUTPUT_CHARS
+    nb, notes = nbt.read_notebook(CORPUS / "huge_output.ipynb")
+    assert all(len(json.dumps(c.get("outputs", []))) <= nbt.MAX_OUTPUT_CHARS for c in nb.cells)
+    assert any("stripped" in n for n in notes)
+
+
+def test_graded_cells_by_marker_last_duplicate_wins_with_note():
+    nb = _nb("# GRADED: a\nx = 1", "print('no marker')", "\n# GRADED: b\ny = 2", "# GRADED: a\nx = 3")
+    cells, notes = nbt.graded_cells(nb)
+    assert cells["a"].source.endswith("x = 3") and cells["a"].occurrences == 2
+    assert cells["b"].index == 2
+    assert len(notes) == 1 and "appears in 2 cells" in notes[0]
+    # the marker must be the first line: a later mention does not count
+    cells, _ = nbt.graded_cells(_nb("x = 1\n# GRADED: c"))
+    assert cells == {}
+
+
+def test_setup_cells_have_magics_removed():
+    nb = _nb("# SETUP\n%matplotlib inline\n!pip install foo\nimport numpy as np", "%%bash\n# SETUP\necho",
+             "# GRADED: a\nx=1")
+    assert nbt.setup_sources(nb) == ["# SETUP\nimport numpy as np\n"]
+    assert nbt.strip_magics("%%time\nx = 1") == ""
+
+
+def test_make_assignment_stubs_regions_keeps_indentation_and_context():
+    source = ("# GRADED: f\ndef f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x + y\n"
+              "    ### END SOLUTION\n\nZ = 3")
+    md = "Why?\n<!-- BEGIN ANSWER -->\nBecause.\n<!-- END ANSWER -->\nEnd."
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, execution_count=4,
+                                                                   outputs=[nbformat.v4.new_output("stream", text="hi")]),
+                                         nbformat.v4.new_markdown_cell(md)])
+    blank = nbt.make_assignment(nb)
+    code = blank.cells[0]
+    assert code.source.splitlines() == [
+        "# GRADED: f", "def f(x):", "    y = 1", "    # YOUR CODE HERE",
+        "    raise NotImplementedError(\"Write your code for the graded piece 'f' here.\")", "", "Z = 3"]
+    assert code.outputs == [] and code.execution_count is None
+    assert "Because" not in blank.cells[1].source and nbt.ANSWER_PLACEHOLDER in blank.cells[1].source
+    assert blank.cells[1].source.endswith("End.")
+    ns = {}
+    exec(code.source, ns)
+    with pytest.raises(NotImplementedError):
+        ns["f"](1)
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("### BEGIN SOLUTION\nx = 1\n", "never closed"),
+    ("x = 1\n### END SOLUTION\n", "without a matching"),
+    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n", "inside another region"),
+])
+def test_make_assignment_rejects_unbalanced_regions(bad, match):
+    with pytest.raises(ValueError, match=match):
+        nbt.make_assignment(_nb(bad))
+
+
+def test_assign_is_deterministic(tmp_path):
+    first = nbt.assign_notebook(FIXTURE_SOLUTION, tmp_path / "a")
+    second = nbt.assign_notebook(FIXTURE_SOLUTION, tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_text() == nbt.expected_assignment_text(FIXTURE_SOLUTION)
+    text = first.read_text()
+    assert "### BEGIN SOLUTION" not in text and "e / e.sum" not in text
+    assert "YOUR CODE HERE" in text and "# SETUP" in text

@@ -1,0 +1,95 @@
+"""Every lab's reference solution scores full marks; its blank lab scores 0.
+
+Parametrised over solutions/*.ipynb present, plus the autograder's own fixture lab
+(tests/grading/fixtures/lab0_fixture) so the check runs before any real lab exists.
+For each lab:
+
+* the public tests run in-process (``lablib.check``) against the solution's graded
+  cells, in a fresh Python process (each lab picks its own Keras mode);
+* the solution and the generated blank lab are graded in one batch by the real grader:
+  the solution gets every public point with status ok, the blank 0 with
+  "not implemented" reasons.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from lablib.grading.grade import grade
+from lablib.grading.notebooks import assign_notebook
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURE_LAB = ROOT / "tests" / "grading" / "fixtures" / "lab0_fixture"
+LABS = [(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb", str(FIXTURE_LAB))] + [
+    (path, path.stem) for path in sorted((ROOT / "solutions").glob("*.ipynb"))
+]
+PARAMS = [
+    pytest.param(path, spec, id=path.stem, marks=() if path.stem == "lab0_fixture" else pytest.mark.slow)
+    for path, spec in LABS
+]
+
+IN_PROCESS = r'''
+import json, sys
+from lablib.grading.notebooks import graded_cells, read_notebook, setup_sources
+from lablib.grading.spec import load_lab
+import lablib
+
+solution, spec = sys.argv[1], sys.argv[2]
+lab = load_lab(spec)
+nb, _ = read_notebook(solution)
+ns = {"__name__": "__main__"}
+for source in setup_sources(nb):
+    exec(compile(source, "<setup>", "exec"), ns)
+cells, _ = graded_cells(nb)
+for name, cell in cells.items():
+    exec(compile(cell.source, f"<graded cell {name}>", "exec"), ns)
+report = {}
+for piece in lab.pieces:
+    objects = {name: ns[name] for name in lab.pieces[piece].objects if name in ns}
+    result = lablib.check(lab.name, piece, quiet=True, **objects)
+    report[piece] = [(r.name, r.passed, r.message) for r in result.results]
+print("REPORT" + json.dumps(report))
+'''
+
+
+def _env():
+    env = dict(os.environ, LABLIB_FAST="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    return env
+
+
+@pytest.mark.parametrize("solution, spec", PARAMS)
+def test_public_checks_pass_in_process(solution, spec):
+    result = subprocess.run([sys.executable, "-c", IN_PROCESS, str(solution), spec], capture_output=True,
+                            text=True, env=_env(), cwd=ROOT, timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.split("REPORT", 1)[1])
+    assert report and all(tests for tests in report.values()), f"pieces without public tests: {report}"
+    failed = [(piece, name, msg) for piece, tests in report.items() for name, ok, msg in tests if not ok]
+    assert not failed
+
+
+@pytest.mark.parametrize("solution, spec", PARAMS)
+def test_solution_full_marks_blank_zero(solution, spec, tmp_path, monkeypatch):
+    for key, value in _env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "solution.ipynb").write_bytes(solution.read_bytes())
+    blank = assign_notebook(solution, tmp_path / "labs")
+    (subs / "blank.ipynb").write_bytes(blank.read_bytes())
+    results = {r.submission: r for r in grade(spec, [subs], tmp_path / "out", jobs=2, progress=False,
+                                              lab_notebook=blank)}
+    sol, empty = results["solution"], results["blank"]
+    public = [t for t in sol.tests if not t.hidden]
+    assert sol.status == "ok", sol.notes
+    assert [t.id for t in public if not t.passed] == [], [(t.id, t.message) for t in public if not t.passed]
+    assert sum(t.score for t in public) == sum(t.max_score for t in public) > 0
+    assert empty.status == "ok" and empty.score == 0
+    for t in empty.tests:
+        assert "not implemented" in t.message.lower(), (t.id, t.message)

@@ -39,6 +39,10 @@ class GraphAttention(keras.layers.Layer):
     for graphs with more than a few hundred nodes (Cora: 2708) use the sparse form,
     whose cost is linear in the number of edges.
 
+    Both layouts run under ``tf.function(jit_compile=True)`` and mixed precision. On
+    CPU, XLA's scatter makes the sparse layout slower than plain ``tf.function``; use
+    ``jit_compile`` for it on GPU only.
+
     Args:
         units: output features per head.
         num_heads: number of attention heads.

@@ -184,6 +184,10 @@ class GraphConv(keras.layers.Layer):
     or replaced by the separate self term (``mean``); pass adjacency without them.
     Non-binary adjacency values act as edge weights.
 
+    Both layouts run under ``tf.function(jit_compile=True)`` and mixed precision. On
+    CPU, XLA's scatter makes the sparse layout slower than plain ``tf.function``; use
+    ``jit_compile`` for it on GPU only.
+
     Args:
         units: output features per node.
         normalization: ``"symmetric"`` (default) or ``"mean"``.

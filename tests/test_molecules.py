@@ -206,6 +206,8 @@ def test_dense_dataset(esol):
     small = esol[:40]
     batches = list(small.dense_dataset(batch_size=16).as_numpy_iterator())
     assert [len(b[1]) for b in batches] == [16, 16, 8]
+    assert int(small.dense_dataset(batch_size=16).cardinality()) == 3  # known to Keras' fit
+    assert int(small.disjoint_dataset(batch_size=16, drop_remainder=True).cardinality()) == 2
     (x, adjacency, mask), y = batches[0]
     n = max(g.shape[0] for g in small.x[:16])
     assert x.shape == (16, n, F) and adjacency.shape == (16, n, n) and mask.shape == (16, n)

@@ -125,6 +125,7 @@ def test_reuters_dataset_pads_each_batch(default_split):
     dataset = reuters_dataset(x, y, batch_size=16, maxlen=120, shuffle=False)
     batches = list(dataset.as_numpy_iterator())
     assert len(batches) == 7
+    assert int(dataset.cardinality()) == 7
     tokens, labels = batches[0]
     assert tokens.dtype == np.int32 and labels.dtype == np.int64
     assert tokens.shape == (16, min(120, max(len(s) for s in x[:16])))
@@ -149,3 +150,27 @@ def test_reuters_dataset_shuffle_and_bucket(default_split):
     padding = sum(int((b[0] == 0).sum()) for b in bucketed)
     plain = list(reuters_dataset(x, y, batch_size=32, seed=0).as_numpy_iterator())
     assert padding < sum(int((b[0] == 0).sum()) for b in plain)
+
+
+@pytest.mark.legacy
+def test_reuters_batches_train_a_tf_keras_model_in_legacy_mode(shared_data):
+    """Lab 2 runs on tf_keras (TF_USE_LEGACY_KERAS=1): the batches must feed tf.keras."""
+    import tensorflow as tf
+
+    assert tf.keras.layers.Layer.__module__.startswith("tf_keras")
+    (x_train, y_train), _ = load_reuters(num_words=1000, data_dir=shared_data)
+    train = reuters_dataset(x_train[:64], y_train[:64], batch_size=16, maxlen=50, seed=0)
+    model = tf.keras.Sequential(
+        [
+            tf.keras.layers.Embedding(1000, 8),
+            tf.keras.layers.GlobalAveragePooling1D(),
+            tf.keras.layers.Dense(46),
+        ]
+    )
+    model.compile(
+        optimizer="adam",
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    history = model.fit(train, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert np.isfinite(history.history["loss"]).all()

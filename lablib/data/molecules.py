@@ -128,7 +128,8 @@ def _enum_columns():
 
 def _featurise(molecule) -> MoleculeGraph:
     hybrid_column, bond_column = _enum_columns()
-    atoms = list(molecule.GetAtoms())
+    # Index access is faster than iterating RDKit's Python sequence wrappers.
+    atoms = [molecule.GetAtomWithIdx(i) for i in range(molecule.GetNumAtoms())]
     num_atoms = len(atoms)
     other_element, other_hybrid = len(ELEMENTS), len(_HYBRIDISATIONS) - 1
     low, high = _CHARGES[0], _CHARGES[-1]
@@ -162,7 +163,7 @@ def _featurise(molecule) -> MoleculeGraph:
                 bond.GetIsConjugated(),
                 bond.IsInRing(),
             )
-            for bond in molecule.GetBonds()
+            for bond in map(molecule.GetBondWithIdx, range(molecule.GetNumBonds()))
         ],
         dtype=np.int64,
     ).reshape(-1, 5)
@@ -430,6 +431,14 @@ class GraphDataset:
 
         return order
 
+    def _finish(self, tf, generate, signature, batch_size, drop_remainder):
+        dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+        # A generator's length is unknown to tf.data; stating it lets Keras' fit() show
+        # progress and not warn that the input "ran out of data" at each epoch's end.
+        batches = len(self) // batch_size if drop_remainder else -(-len(self) // batch_size)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+        return dataset.prefetch(2)
+
     def _target_spec(self, tf):
         return tf.TensorSpec(shape=(None,) + self.y.shape[1:], dtype=tf.as_dtype(self.y.dtype))
 
@@ -482,7 +491,7 @@ class GraphDataset:
             ),
             self._target_spec(tf),
         )
-        return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
+        return self._finish(tf, generate, signature, batch_size, drop_remainder)
 
     def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
                          drop_remainder: bool = False):
@@ -525,7 +534,7 @@ class GraphDataset:
             ),
             self._target_spec(tf),
         )
-        return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
+        return self._finish(tf, generate, signature, batch_size, drop_remainder)
 
 
 class MoleculeDataset(GraphDataset):

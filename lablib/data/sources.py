@@ -83,10 +83,12 @@ class DataNotFoundError(FileNotFoundError):
     """
 
 
-class ChecksumError(OSError):
-    """A downloaded (or extracted) file does not match any known checksum.
+class ChecksumError(OSError, ValueError):
+    """A downloaded (or extracted) file is incomplete or matches no known checksum.
 
-    The bad file is deleted before this is raised; nothing is left in the cache.
+    The bad file is deleted before this is raised; nothing is left in the cache. It is
+    an ``OSError`` (a failed transfer) and a ``ValueError`` (wrong content), so code
+    that reports either kind of error reports this one too.
     """
 
 
@@ -377,9 +379,10 @@ def _not_found(entry: dict, searched: list[tuple[str, pathlib.Path]], reason: st
         f"  2. set the environment variable {DATA_DIR_ENV}=/path/to/data (same layout);",
         f"  3. put the files in the cache folder {cache_dir() / entry['folder']} "
         f"(move it with {CACHE_DIR_ENV});",
-        "  4. download them from " + ", ".join(urls) + (
-            " (a zip: extract it)" if entry.get("archive") else ""
-        ) + ";",
+        "  4. download " + ("the zip archive and extract it:" if entry.get("archive") else "them:"),
+    ]
+    lines += [f"       {url}" for url in urls]
+    lines += [
         f"  5. or run `lablib data fetch {name}` on a machine with internet access.",
     ]
     return DataNotFoundError("\n".join(line for line in lines if line))

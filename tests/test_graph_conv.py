@@ -277,6 +277,8 @@ def test_bad_inputs_are_explained():
         layer(x2, edge_index=e.astype(np.float32))
     with pytest.raises(ValueError, match=r"`mask` is only for dense batches"):
         layer(x2, edge_index=e, mask=np.ones(4, bool))
+    with pytest.raises(ValueError, match=r"edge_index refers to node 4, but x has 4 nodes"):
+        layer(x2, edge_index=np.array([[0, 4], [1, 2]]))
     with pytest.raises(ValueError, match=r"built for 3 node features but got x with 5"):
         layer(np.ones((4, 5), np.float32), edge_index=e)
 

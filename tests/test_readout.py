@@ -167,6 +167,8 @@ def test_bad_arguments_and_inputs():
         layer(np.ones((4, 3), np.float32), mask=np.ones(4, bool), graph_ids=np.zeros(4, np.int32))
     with pytest.raises(ValueError, match=r"num_graphs must be a positive integer, got 0"):
         layer(np.ones((4, 3), np.float32), graph_ids=np.zeros(4, np.int32), num_graphs=0)
+    with pytest.raises(ValueError, match=r"graph_ids holds 2, outside 0..1 for num_graphs=2"):
+        layer(np.ones((3, 3), np.float32), graph_ids=np.array([0, 1, 2]), num_graphs=2)
     with pytest.raises(ValueError, match=r"`num_graphs` is for disjoint batches"):
         layer(np.ones((1, 4, 3), np.float32), num_graphs=2)
     with pytest.raises(ValueError, match=r"mask must have shape \[B, N\]"):

@@ -138,6 +138,19 @@ class GraphInputs:
                 f"{edge_index.dtype.name}. Cast it with tf.cast(edge_index, 'int32')."
             )
         edge_index = tf.cast(edge_index, tf.int32)
+        if tf.executing_eagerly() and edge_index.shape[1] != 0:
+            # Eager calls only (inside tf.function this would cost a sync every step):
+            # out-of-range indices are silently dropped by segment sums on some devices.
+            low = int(tf.reduce_min(edge_index))
+            high = int(tf.reduce_max(edge_index))
+            num_nodes = int(x.shape[0])
+            if low < 0 or high >= num_nodes:
+                raise ValueError(
+                    f"{name}: edge_index refers to node {low if low < 0 else high}, but x "
+                    f"has {num_nodes} nodes (valid indices are 0..{num_nodes - 1}). For a "
+                    f"batch of graphs, offset each graph's indices (lablib.graphs."
+                    f"disjoint_batch does it)."
+                )
         self.x = x
         self.sources = edge_index[0]
         self.targets = edge_index[1]

@@ -137,6 +137,13 @@ class GraphReadout(keras.layers.Layer):
                 f"GraphReadout: num_graphs must be a positive integer, got {num_graphs!r}."
             )
         num_graphs = tf.cast(num_graphs, tf.int32)
+        if tf.executing_eagerly() and graph_ids.shape[0] != 0:
+            low, high = int(tf.reduce_min(graph_ids)), int(tf.reduce_max(graph_ids))
+            if low < 0 or high >= int(num_graphs):
+                raise ValueError(
+                    f"GraphReadout: graph_ids holds {low if low < 0 else high}, outside "
+                    f"0..{int(num_graphs) - 1} for num_graphs={int(num_graphs)}."
+                )
         count = tf.math.unsorted_segment_sum(
             tf.ones_like(graph_ids, dtype=x.dtype), graph_ids, num_graphs
         )[:, None]

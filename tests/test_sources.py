@@ -183,6 +183,8 @@ def test_resolution_order_data_dir_then_env_then_cache(shared_data, tmp_path, en
 def test_data_dir_may_name_the_dataset_folder_itself(shared_data, env):
     assert sources.dataset_path("reuters", data_dir=shared_data / "reuters") == shared_data / "reuters"
     assert sources.dataset_path("mutag", data_dir=shared_data) == shared_data / "molecules" / "MUTAG"
+    assert sources.dataset_path("mutag", data_dir=shared_data / "molecules") == shared_data / "molecules" / "MUTAG"
+    assert sources.dataset_path("esol", data_dir=shared_data / "molecules") == shared_data / "molecules"
 
 
 def test_missing_data_dir_is_an_error_not_a_silent_download(tmp_path, env):
@@ -249,6 +251,7 @@ def test_corrupt_download_is_rejected_and_not_cached(shared_data, env, server, m
     assert "SAMPL.csv" in message and server.url in message
     assert sha256(server.root / "SAMPL.csv") in message
     assert "discarded" in message
+    assert isinstance(caught.value, ValueError)  # reported like other bad-input errors (CLI)
     assert not (env / "molecules" / "SAMPL.csv").exists()
     assert leftovers(env) == []
 

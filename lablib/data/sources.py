@@ -180,7 +180,11 @@ def _candidates(entry: dict, data_dir) -> list[tuple[str, pathlib.Path]]:
                 f"data_dir=None to use {DATA_DIR_ENV}, the cache or a download."
             )
         places.append(("data_dir", root / entry["folder"]))
-        # Also accept data_dir pointing straight at the dataset's own folder.
+        # Also accept data_dir pointing at a parent folder one level down
+        # (".../molecules" for MUTAG) or straight at the dataset's own folder.
+        last = pathlib.PurePosixPath(entry["folder"]).name
+        if last != entry["folder"]:
+            places.append(("data_dir", root / last))
         places.append(("data_dir", root))
     env = os.environ.get(DATA_DIR_ENV, "").strip()
     if env:
@@ -313,6 +317,8 @@ def _download_files(entry: dict, folder: pathlib.Path, names: list[str]) -> None
         return
     for name in names:
         spec = specs[name]
+        if not spec.get("url"):  # an optional file with no download of its own
+            continue
         _say(f"downloading {spec['url']} -> {folder / name}")
         temp = _stream_to_temp(spec["url"], folder, name)
         _install(temp, folder / name, spec, spec["url"])

@@ -10,7 +10,7 @@ Example::
     from lablib.data import load_reuters, reuters_dataset, decode_newswire
     (x_train, y_train), (x_test, y_test) = load_reuters(num_words=10000, data_dir="../shared/data")
     len(x_train), len(x_test)                   # 8982, 2246
-    decode_newswire(x_train[0])[:40]            # '? ? ? said as a result of its december'
+    decode_newswire(x_train[0])[:38]            # '? ? ? said as a result of its december'
     train = reuters_dataset(x_train, y_train, batch_size=32, maxlen=200)
 """
 
@@ -324,7 +324,9 @@ def reuters_dataset(
         shuffle: reshuffle the wires every epoch.
         seed: shuffling seed (None: a different order every run).
         bucket: group wires of similar length into the same batch (less padding,
-            faster training; batches then come in length groups).
+            faster training; batches then come in length groups, and their number is
+            not known in advance, so pass ``steps_per_epoch`` to ``fit`` or accept
+            Keras' end-of-data notice).
         keep: which end of a long wire to keep, ``"first"`` or ``"last"``.
 
     Returns:

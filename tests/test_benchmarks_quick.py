@@ -1,0 +1,80 @@
+"""The benchmark scripts still run: each ``benchmarks/<name>.py --quick`` prints its table.
+
+The scripts run in child processes (all four at once, so the wall time is that of the
+slowest), with ``--quick`` (tiny data, a few epochs) and no results file written. The
+full measurements are in ``benchmarks/results/`` (see ``benchmarks/README.md``).
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SCRIPTS = ("cora", "esol", "reuters", "graph_speed")
+# The header row each script's table must contain.
+HEADERS = {
+    "cora": "| model | implementation | test accuracy (%) |",
+    "esol": "| model | test RMSE | validation RMSE |",
+    "reuters": "| model | test accuracy | macro-F1 |",
+    "graph_speed": "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
+}
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+@pytest.fixture(scope="module")
+def results_before():
+    return {path.name: path.stat().st_mtime_ns for path in RESULTS.glob("*.md")}
+
+
+@pytest.fixture(scope="module")
+def quick_runs(shared_data, results_before):
+    env = dict(os.environ, LABLIB_DATA_DIR=str(shared_data), TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_USE_LEGACY_KERAS", None)  # each script chooses the Keras mode of its children
+    processes = {
+        name: subprocess.Popen(
+            [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name in SCRIPTS
+    }
+    results = {}
+    for name, process in processes.items():
+        try:
+            stdout, stderr = process.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        results[name] = (process.returncode, stdout, stderr)
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_quick_run_prints_a_table(quick_runs, name):
+    returncode, stdout, stderr = quick_runs[name]
+    assert returncode == 0, f"benchmarks/{name}.py --quick failed:\n{stderr[-3000:]}"
+    assert HEADERS[name] in stdout, f"no table header in the output of {name}.py --quick:\n{stdout[-2000:]}"
+    table = [line for line in stdout.splitlines() if line.startswith("| ")]
+    body = [line for line in table if not line.startswith("| model |") and not line.startswith("| layer |")
+            and not line.startswith("| edges |")]
+    assert body, f"{name}.py --quick printed a table header but no rows"
+    assert "(--quick)" in stdout  # the title says it is not a full measurement
+    if name == "graph_speed":
+        # every cell of the speed table holds a number: both frameworks ran
+        rows = [line for line in body if " vs " in line]
+        assert len(rows) == 4
+        for row in rows:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            assert all(float(c) > 0 for c in cells[2:]), row
+
+
+@pytest.mark.slow
+def test_quick_runs_write_no_results_file(quick_runs, results_before):
+    # --quick must not overwrite the committed full measurements
+    after = {path.name: path.stat().st_mtime_ns for path in RESULTS.glob("*.md")}
+    assert after == results_before

@@ -1,0 +1,485 @@
+"""Public tests of Lab 3: graph convolution on molecules.
+
+Graded pieces (the notebook cells marked ``# GRADED: <piece>``):
+
+* ``gcn_scalar``: ``gcn_layer_scalar(H, A, W, B, activation=np.tanh)``, one graph
+  convolution written node by node: ``h_v' = act(W mean_{u in N(v)} h_u + B h_v)``.
+* ``gcn_matrix``: ``gcn_layer_matrix(H, A, W, B, activation=np.tanh)``, the same layer
+  as ``act(D^-1 A H W^T + H B^T)``.
+* ``readout``: ``readout(H, mask, mode)``, sum / mean / max over the real nodes of a
+  padded batch.
+* ``build_gcn``: ``build_gcn_regressor(num_features, hidden_units, num_layers)``, a
+  compiled Keras model on dense batches ``(x, adjacency, mask)``.
+
+Conventions shared with the notebook: node features are rows (``H`` is ``[N, F]``),
+``A[v, u] = 1`` when ``u`` is a neighbour of ``v`` (``u`` sends a message to ``v``),
+``W`` and ``B`` have shape ``[F_out, F_in]`` so that ``W h`` for a row vector ``h`` is
+``h @ W.T``. Inputs are made by the deterministic helpers below, which both halves of a
+test call: the probe in the student's process, the judge (with its reference) here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
+
+lab = get_lab("lab3_gcn_molecules", title="Lab 3: Graph convolution on molecules",
+              aliases=("lab3",))
+
+lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],
+          description="one graph-convolution layer, node by node (mean of neighbours)")
+lab.piece("gcn_matrix", objects=["gcn_layer_matrix"],
+          description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)")
+lab.piece("readout", objects=["readout"],
+          description="sum / mean / max readout over the real nodes of a padded batch")
+lab.piece("build_gcn", objects=["build_gcn_regressor"],
+          description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches")
+
+
+# --------------------------------------------------------------------------- inputs
+
+#: The course's example graph G: nodes A..F and its undirected edges.
+NODES = ["A", "B", "C", "D", "E", "F"]
+EDGES = [("A", "B"), ("B", "C"), ("C", "D"), ("B", "D"), ("D", "E"), ("D", "F"), ("E", "F")]
+
+
+def course_graph():
+    """The course's graph G as (H [6, 3], A [6, 6]): symmetric A, fixed features."""
+    index = {name: i for i, name in enumerate(NODES)}
+    adjacency = np.zeros((6, 6))
+    for u, v in EDGES:
+        adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = 1.0
+    features = np.array(
+        [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0], [0.0, 1.0, 1.0],
+         [2.0, 0.5, -1.0], [-1.0, 0.0, 0.5], [0.0, -0.5, 1.5]]
+    )
+    return features, adjacency
+
+
+def layer_weights(f_in=3, f_out=2, seed=3):
+    """W, B of shape [f_out, f_in] (different from each other and not square)."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(f_out, f_in)), rng.normal(size=(f_out, f_in))
+
+
+def isolated_graph():
+    """5 nodes, node 4 has no neighbours; features [5, 4]."""
+    rng = np.random.default_rng(11)
+    adjacency = np.zeros((5, 5))
+    for u, v in [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]:
+        adjacency[u, v] = adjacency[v, u] = 1.0
+    return rng.normal(size=(5, 4)), adjacency
+
+
+def directed_graph():
+    """A directed graph: A[v, u] = 1 means u sends to v (A is not symmetric)."""
+    rng = np.random.default_rng(5)
+    adjacency = np.zeros((4, 4))
+    for source, target in [(0, 1), (0, 2), (1, 2), (3, 2), (2, 0)]:
+        adjacency[target, source] = 1.0
+    return rng.normal(size=(4, 3)), adjacency
+
+
+def random_graph(num_nodes=9, num_features=5, seed=21, p=0.35):
+    rng = np.random.default_rng(seed)
+    upper = np.triu(rng.random((num_nodes, num_nodes)) < p, k=1)
+    adjacency = (upper | upper.T).astype(float)
+    return rng.normal(size=(num_nodes, num_features)), adjacency
+
+
+def _identity(x):
+    return x
+
+
+def reference_gcn(features, adjacency, w, b, activation=np.tanh):
+    """The judge's reference: act(D^-1 A H W^T + H B^T), isolated nodes get a zero mean."""
+    features, adjacency = np.asarray(features, float), np.asarray(adjacency, float)
+    degree = adjacency.sum(axis=1, keepdims=True)
+    mean = np.divide(adjacency @ features, degree, out=np.zeros_like(adjacency @ features),
+                     where=degree > 0)
+    return activation(mean @ np.asarray(w).T + features @ np.asarray(b).T)
+
+
+def padded_batch():
+    """Node features [3, 5, 4] and mask [3, 5]: graphs of 5, 3 and 2 real nodes.
+
+    Padding rows hold large values (so a readout that forgets the mask is caught), and
+    graph 2's real features are all negative (so a max that lets padding zeros in is
+    caught too).
+    """
+    rng = np.random.default_rng(7)
+    features = rng.normal(size=(3, 5, 4))
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]], dtype=bool)
+    features[2, :2] = -np.abs(features[2, :2]) - 0.5
+    features[~mask] = 100.0
+    return features, mask
+
+
+def reference_readout(features, mask, mode):
+    out = []
+    for h, m in zip(features, mask):
+        real = h[m]
+        out.append({"sum": real.sum(0), "mean": real.mean(0), "max": real.max(0)}[mode])
+    return np.stack(out)
+
+
+# --------------------------------------------------------------------------- gcn_scalar
+
+
+@lab.test("gcn_scalar", points=2,
+          hint="For every node v, average the rows H[u] of its neighbours (A[v, u] == 1), "
+               "then return act(mean @ W.T + H[v] @ B.T).")
+def scalar_course_graph(ns):
+    features, adjacency = course_graph()
+    w, b = layer_weights()
+    return ns["gcn_layer_scalar"](features, adjacency, w, b, activation=np.tanh)
+
+
+@scalar_course_graph.judge
+def _(got):
+    features, adjacency = course_graph()
+    w, b = layer_weights()
+    expect_shape(got, (6, 2), "output on the course's graph G")
+    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output on the course's graph G")
+
+
+@lab.test("gcn_scalar", points=1,
+          hint="A node without neighbours has a zero neighbour mean (do not divide by "
+               "zero): its output is act(H[v] @ B.T).")
+def scalar_isolated_node(ns):
+    features, adjacency = isolated_graph()
+    w, b = layer_weights(4, 3, seed=8)
+    return ns["gcn_layer_scalar"](features, adjacency, w, b, activation=np.tanh)
+
+
+@scalar_isolated_node.judge
+def _(got):
+    features, adjacency = isolated_graph()
+    w, b = layer_weights(4, 3, seed=8)
+    expect_shape(got, (5, 3), "output")
+    expect(bool(np.all(np.isfinite(got))), "The isolated node's output contains NaN or inf: "
+           "its neighbour mean must be zero, not 0/0.")
+    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output with an isolated node (node 4)")
+
+
+@lab.test("gcn_scalar", points=1,
+          hint="A[v, u] = 1 means u sends to v: the neighbours of v are the ones in ROW v "
+               "of A, not column v. Also apply the activation that is passed in.")
+def scalar_directed_identity(ns):
+    features, adjacency = directed_graph()
+    w, b = layer_weights(3, 2, seed=4)
+    return ns["gcn_layer_scalar"](features, adjacency, w, b, activation=_identity)
+
+
+@scalar_directed_identity.judge
+def _(got):
+    features, adjacency = directed_graph()
+    w, b = layer_weights(3, 2, seed=4)
+    expect_shape(got, (4, 2), "output")
+    expected = reference_gcn(features, adjacency, w, b, _identity)
+    if np.allclose(got, reference_gcn(features, adjacency.T, w, b, _identity), atol=1e-6):
+        raise TestFailure("You aggregated over column v of A (the nodes v sends to); the "
+                          "neighbours of v are the nodes u with A[v, u] = 1 (row v).")
+    if np.allclose(got, np.tanh(expected), atol=1e-6):
+        raise TestFailure("activation=identity was passed but tanh was applied: use the "
+                          "`activation` argument.")
+    expect_close(got, expected, atol=1e-6, what="output on a directed graph, no activation")
+
+
+# --------------------------------------------------------------------------- gcn_matrix
+
+
+@lab.test("gcn_matrix", points=2,
+          hint="D is the diagonal matrix of degrees (row sums of A); compute "
+               "act(D^-1 @ A @ H @ W.T + H @ B.T).")
+def matrix_course_graph(ns):
+    features, adjacency = course_graph()
+    w, b = layer_weights()
+    return ns["gcn_layer_matrix"](features, adjacency, w, b, activation=np.tanh)
+
+
+@matrix_course_graph.judge
+def _(got):
+    features, adjacency = course_graph()
+    w, b = layer_weights()
+    expect_shape(got, (6, 2), "output on the course's graph G")
+    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output on the course's graph G")
+
+
+@lab.test("gcn_matrix", points=1,
+          hint="An isolated node has degree 0: use 1/degree only where degree > 0 and 0 "
+               "elsewhere (np.divide(..., where=degree > 0) or np.where).")
+def matrix_isolated_node(ns):
+    features, adjacency = isolated_graph()
+    w, b = layer_weights(4, 3, seed=8)
+    return ns["gcn_layer_matrix"](features, adjacency, w, b, activation=np.tanh)
+
+
+@matrix_isolated_node.judge
+def _(got):
+    features, adjacency = isolated_graph()
+    w, b = layer_weights(4, 3, seed=8)
+    expect_shape(got, (5, 3), "output")
+    expect(bool(np.all(np.isfinite(got))), "The isolated node's output contains NaN or inf: "
+           "D^-1 must be 0 (not 1/0) for a node of degree 0.")
+    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output with an isolated node (node 4)")
+
+
+@lab.test("gcn_matrix", points=1,
+          hint="Check the convention: A[v, u] = 1 means u sends to v (D^-1 A, not A D^-1 "
+               "or A^T), W and B have shape [F_out, F_in], and `activation` is applied.")
+def matrix_directed_random(ns):
+    outputs = []
+    features, adjacency = directed_graph()
+    w, b = layer_weights(3, 2, seed=4)
+    outputs.append(ns["gcn_layer_matrix"](features, adjacency, w, b, activation=_identity))
+    features, adjacency = random_graph()
+    w, b = layer_weights(5, 7, seed=9)
+    outputs.append(ns["gcn_layer_matrix"](features, adjacency, w, b, activation=np.tanh))
+    return outputs
+
+
+@matrix_directed_random.judge
+def _(got):
+    expect(isinstance(got, list) and len(got) == 2, f"expected two outputs, got {type(got)}")
+    features, adjacency = directed_graph()
+    w, b = layer_weights(3, 2, seed=4)
+    expect_close(got[0], reference_gcn(features, adjacency, w, b, _identity), atol=1e-6,
+                 what="output on a directed graph, no activation")
+    features, adjacency = random_graph()
+    w, b = layer_weights(5, 7, seed=9)
+    expect_shape(got[1], (9, 7), "output of a layer with 5 input and 7 output features")
+    expect_close(got[1], reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output on a random graph (9 nodes, 5 -> 7 features)")
+
+
+# --------------------------------------------------------------------------- readout
+
+
+@lab.test("readout", points=1,
+          hint="Zero the padding rows (mask False) before summing over the node axis "
+               "(axis 1): the result has shape [batch, features].")
+def readout_sum(ns):
+    features, mask = padded_batch()
+    return ns["readout"](features, mask, "sum")
+
+
+@readout_sum.judge
+def _(got):
+    features, mask = padded_batch()
+    expect_shape(got, (3, 4), "sum readout of a batch of 3 graphs with 4 features")
+    if np.allclose(got, features.sum(1)):
+        raise TestFailure("The padding nodes were summed too: use the mask.")
+    expect_close(got, reference_readout(features, mask, "sum"), atol=1e-6,
+                 what="sum over the real nodes")
+
+
+@lab.test("readout", points=1,
+          hint="Divide the masked sum by the number of REAL nodes of each graph "
+               "(mask.sum(axis=1)), not by the padded size N.")
+def readout_mean(ns):
+    features, mask = padded_batch()
+    return ns["readout"](features, mask, "mean")
+
+
+@readout_mean.judge
+def _(got):
+    features, mask = padded_batch()
+    expect_shape(got, (3, 4), "mean readout")
+    masked_sum = reference_readout(features, mask, "sum")
+    if np.allclose(got, masked_sum / mask.shape[1]):
+        raise TestFailure("You divided by the padded size N; divide by each graph's number "
+                          "of real nodes.")
+    expect_close(got, reference_readout(features, mask, "mean"), atol=1e-6,
+                 what="mean over the real nodes")
+
+
+@lab.test("readout", points=1,
+          hint="Replace padding rows by -inf (not 0: real features may all be negative) "
+               "before taking the maximum over the node axis.")
+def readout_max(ns):
+    features, mask = padded_batch()
+    return ns["readout"](features, mask, "max")
+
+
+@readout_max.judge
+def _(got):
+    features, mask = padded_batch()
+    expect_shape(got, (3, 4), "max readout")
+    expect_close(got, reference_readout(features, mask, "max"), atol=1e-6,
+                 what="max over the real nodes (graph 2 has only negative features)")
+
+
+@lab.test("readout", points=1,
+          hint="The readout must not depend on the order of the nodes or on where the "
+               "padding is; and an unknown mode should raise ValueError.")
+def readout_permutation_and_mode(ns):
+    features, mask = padded_batch()
+    order = np.random.default_rng(2).permutation(features.shape[1])
+    results = {mode: [ns["readout"](features, mask, mode),
+                      ns["readout"](features[:, order], mask[:, order], mode)]
+               for mode in ("sum", "mean", "max")}
+    try:
+        ns["readout"](features, mask, "median")
+        results["bad_mode"] = "no error"
+    except ValueError:
+        results["bad_mode"] = "ValueError"
+    except Exception as error:  # noqa: BLE001 - report what was raised
+        results["bad_mode"] = type(error).__name__
+    return results
+
+
+@readout_permutation_and_mode.judge
+def _(got):
+    for mode in ("sum", "mean", "max"):
+        original, permuted = got[mode]
+        expect_close(permuted, original, atol=1e-6,
+                     what=f"{mode} readout after shuffling the nodes (and the padding)")
+    expect(got["bad_mode"] == "ValueError",
+           f"readout(..., mode='median') should raise ValueError, got {got['bad_mode']}.")
+
+
+# --------------------------------------------------------------------------- build_gcn
+
+NUM_FEATURES = 4
+
+
+def synthetic_molecules(seed=0, batch=16, max_nodes=7):
+    """A padded batch of small random graphs and a learnable target.
+
+    Returns x [batch, max_nodes, 4], adjacency, mask (bool), y [batch, 1] where y is a
+    smooth function of the graph (number of atoms, features and bonds).
+    """
+    rng = np.random.default_rng(seed)
+    x = np.zeros((batch, max_nodes, NUM_FEATURES), np.float32)
+    adjacency = np.zeros((batch, max_nodes, max_nodes), np.float32)
+    mask = np.zeros((batch, max_nodes), bool)
+    y = np.zeros((batch, 1), np.float32)
+    for g in range(batch):
+        n = int(rng.integers(3, max_nodes + 1))
+        mask[g, :n] = True
+        x[g, :n] = rng.normal(size=(n, NUM_FEATURES))
+        for v in range(1, n):  # a random tree plus a chord: connected graphs
+            u = int(rng.integers(0, v))
+            adjacency[g, u, v] = adjacency[g, v, u] = 1
+        if n > 3:
+            adjacency[g, 0, n - 1] = adjacency[g, n - 1, 0] = 1
+        y[g, 0] = 0.3 * n + x[g, :n, 0].sum() * 0.5 + 0.1 * adjacency[g].sum()
+    y = (y - y.mean()) / y.std()
+    return x, adjacency, mask, y
+
+
+def _numpy(value):
+    value = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+@lab.test("build_gcn", points=2, timeout=300,
+          hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
+               "(GraphReadout) and Dense layers; outputs [batch, 1]. Returning the model "
+               "compiled (optimizer, loss='mse').")
+def gcn_structure(ns):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = ns["build_gcn_regressor"](NUM_FEATURES, hidden_units=16, num_layers=2)
+    x, adjacency, mask, _ = synthetic_molecules(seed=1, batch=6)
+
+    def predict(x, adjacency, mask):
+        return _numpy(model([x.astype(np.float32), adjacency.astype(np.float32), mask],
+                            training=False))
+
+    base = predict(x, adjacency, mask)
+    # Permute the node order of every graph (padding included) consistently.
+    rng = np.random.default_rng(4)
+    perm = np.stack([rng.permutation(x.shape[1]) for _ in range(x.shape[0])])
+    rows = np.arange(x.shape[0])[:, None]
+    xp = x[rows, perm]
+    ap = adjacency[rows[:, :, None], perm[:, :, None], perm[:, None, :]]
+    mp = mask[rows, perm]
+    permuted = predict(xp, ap, mp)
+    # Garbage in the padding rows, and extra padding columns.
+    xg = x.copy()
+    xg[~mask] = 50.0
+    garbage = predict(xg, adjacency, mask)
+    wider = predict(np.pad(x, ((0, 0), (0, 3), (0, 0))),
+                    np.pad(adjacency, ((0, 0), (0, 3), (0, 3))),
+                    np.pad(mask, ((0, 0), (0, 3))))
+    # Remove one edge of graph 0: a graph network must notice.
+    ac = adjacency.copy()
+    u, v = np.argwhere(np.triu(ac[0]) > 0)[0]
+    ac[0, u, v] = ac[0, v, u] = 0
+    cut = predict(x, ac, mask)
+    return {
+        "compiled": bool(getattr(model, "optimizer", None) is not None
+                         and getattr(model, "loss", None) is not None),
+        "num_inputs": len(model.inputs),
+        "output": base,
+        "permuted": permuted,
+        "garbage_padding": garbage,
+        "wider_padding": wider,
+        "edge_removed": cut,
+    }
+
+
+@gcn_structure.judge
+def _(got):
+    expect(got["compiled"] is True, "build_gcn_regressor must return a compiled model "
+           "(call model.compile(optimizer=..., loss='mse') before returning it).")
+    expect(got["num_inputs"] == 3, f"The model should take 3 inputs (x, adjacency, mask), "
+           f"it has {got['num_inputs']}.")
+    expect_shape(got["output"], (6, 1), "model output for a batch of 6 graphs")
+    scale = max(1.0, float(np.max(np.abs(got["output"]))))
+    expect_close(got["permuted"], got["output"], atol=1e-4 * scale,
+                 what="prediction after reordering the atoms of every molecule "
+                      "(the model must be permutation invariant)")
+    expect_close(got["garbage_padding"], got["output"], atol=1e-4 * scale,
+                 what="prediction when padding nodes hold garbage features (use the mask "
+                      "in every layer and in the readout)")
+    expect_close(got["wider_padding"], got["output"], atol=1e-4 * scale,
+                 what="prediction with 3 more padding nodes per graph")
+    change = float(np.max(np.abs(got["edge_removed"][0] - got["output"][0])))
+    expect(change > 1e-6, "Removing a bond did not change the prediction: the model must "
+           "use the adjacency matrix (graph convolutions), not only the node features.")
+    others = float(np.max(np.abs(got["edge_removed"][1:] - got["output"][1:])))
+    expect(others < 1e-4 * scale, "Removing a bond of molecule 0 changed the predictions for "
+           "other molecules: graphs of a batch must not exchange messages.")
+
+
+@lab.test("build_gcn", points=2, timeout=300,
+          hint="The model should fit a small synthetic data set: check the loss, the "
+               "optimizer (Adam, learning rate around 1e-3) and that every layer is trainable.")
+def gcn_learns(ns):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = ns["build_gcn_regressor"](NUM_FEATURES, hidden_units=32, num_layers=2)
+    x, adjacency, mask, y = synthetic_molecules(seed=0, batch=32)
+    inputs = [x, adjacency, mask]
+    before = [np.array(w) for w in model.get_weights()]
+    losses = []
+    for _ in range(60):
+        out = model.train_on_batch(inputs, y)
+        losses.append(float(_numpy(out).ravel()[0]))
+    after = [np.array(w) for w in model.get_weights()]
+    changed = [bool(np.any(a != b)) for a, b in zip(after, before)]
+    return {"losses": losses, "weights_changed": changed,
+            "num_trainable": len(model.trainable_weights)}
+
+
+@gcn_learns.judge
+def _(got):
+    losses = np.asarray(got["losses"], float)
+    expect(bool(np.all(np.isfinite(losses))), f"The training loss is not finite: {losses[:5]}")
+    expect(got["num_trainable"] > 0, "The model has no trainable weights.")
+    expect(all(got["weights_changed"]), f"{got['weights_changed'].count(False)} weight "
+           f"arrays did not change during training (is every layer trainable?).")
+    first, last = losses[:3].mean(), losses[-5:].mean()
+    expect(last < 0.6 * first, f"The loss did not go down enough in 60 steps on a small "
+           f"synthetic batch: from {first:.3f} to {last:.3f} (expected below "
+           f"{0.6 * first:.3f}).")

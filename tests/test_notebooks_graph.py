@@ -1,0 +1,150 @@
+"""The graph labs' solution notebooks: executed top to bottom, and graded by their tests.
+
+* Each notebook runs in a fresh Jupyter kernel (nbclient) with ``LABLIB_FAST=1`` (a
+  part of the data, a few epochs) and ``LABLIB_DATA_DIR`` pointing at the shared
+  datasets, so a cell that raises fails the test with the cell's traceback.
+* The public tests of each lab run against the solution's ``# SETUP`` and ``# GRADED``
+  cells, the way the grader sees them (probe in this process, then the judge): every
+  test must pass, and must fail when the solution regions are replaced by the
+  ``NotImplementedError`` stub students start from.
+
+All of it trains models or executes notebooks: marked ``slow``.
+"""
+
+import os
+import pathlib
+import re
+import sys
+import time
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+LABS = ["lab3_gcn_molecules", "lab4_gat"]
+
+# Fast-mode budgets (seconds) on 2 CPU cores; a notebook far slower than this has
+# stopped being a few-minute lab in CI.
+BUDGETS = {"lab3_gcn_molecules": 240, "lab4_gat": 240}
+
+
+def _execute(name, shared_data, tmp_path, monkeypatch):
+    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # The kernel must import this checkout of lablib, not an installed copy.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)  # the notebook chooses
+    client = nbclient.NotebookClient(nb, timeout=BUDGETS[name], kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    print(f"{name}: executed in {elapsed:.1f} s (fast mode)")
+    return nb, elapsed
+
+
+def _outputs_text(nb):
+    """All text the cells printed; stream chunks are joined as printed (a line may be
+    split over several chunks)."""
+    text = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text.append(output.get("text", ""))
+            elif "data" in output:
+                text.append("\n" + output["data"].get("text/plain", "") + "\n")
+        text.append("\n")
+    return "".join(text)
+
+
+def _max_difference(text, label):
+    """The float printed after ``label ... max |difference| =`` (all occurrences)."""
+    found = re.findall(re.escape(label) + r".*?max \|difference\| = ([0-9.eE+-]+)", text)
+    assert found, f"{label!r} not printed; outputs:\n{text[:3000]}"
+    return [float(value) for value in found]
+
+
+@pytest.mark.slow
+def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
+    nb, elapsed = _execute("lab3_gcn_molecules", shared_data, tmp_path, monkeypatch)
+    assert elapsed < BUDGETS["lab3_gcn_molecules"]
+    text = _outputs_text(nb)
+    # Permutation demo: the graph network is invariant, the MLP is not.
+    changes = dict(re.findall(r"(MLP|CNN|GNN): .*change = ([0-9.eE+-]+)", text))
+    assert float(changes["GNN"]) < 1e-4 and float(changes["MLP"]) > 1e-4, changes
+    # Scalar form == matrix form == lablib.layers.GraphConv(normalization="mean").
+    assert max(_max_difference(text, "scalar vs matrix")) < 1e-12
+    assert max(_max_difference(text, "matrix vs lablib")) < 1e-5
+    assert max(_max_difference(text, "sum") + _max_difference(text, " max:")) < 1e-5
+    assert "| GCN (this lab) |" in text and "| mean predictor |" in text
+
+
+@pytest.mark.slow
+def test_lab4_gat_solution_runs(shared_data, tmp_path, monkeypatch):
+    nb, elapsed = _execute("lab4_gat", shared_data, tmp_path, monkeypatch)
+    assert elapsed < BUDGETS["lab4_gat"]
+    text = _outputs_text(nb)
+    # Multi-head NumPy implementation == lablib.layers.GraphAttention, both modes.
+    assert max(_max_difference(text, "concat=")) < 1e-5
+    assert "| GAT (Velickovic et al.) |" in text and "| GCN (Kipf & Welling) |" in text
+    assert "alpha: (" in text and "nats below uniform" in text
+    assert "| GAT |" in text and "| GCN (Lab 3) |" in text
+
+
+# --------------------------------------------------------------------------- grading
+
+
+def _namespaces(name):
+    """Exec the # SETUP and # GRADED cells: (solution namespace, stub namespace)."""
+    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
+    solution, stub = {}, {}
+    for cell in nb.cells:
+        first = cell.source.split("\n", 1)[0] if cell.cell_type == "code" else ""
+        if not (first.startswith("# SETUP") or first.startswith("# GRADED:")):
+            continue
+        exec(compile(cell.source, f"{name}:{first}", "exec"), solution)
+        blank = re.sub(r"(?ms)^( *)### BEGIN SOLUTION\n.*?^ *### END SOLUTION\n?",
+                       lambda m: f"{m.group(1)}raise NotImplementedError()\n", cell.source)
+        exec(compile(blank, f"{name}:{first} (stub)", "exec"), stub)
+    return solution, stub
+
+
+@pytest.fixture(scope="module")
+def keras3_process():
+    if os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in {"1", "true", "yes", "on"}:
+        pytest.skip("the graph labs run on Keras 3; this process was started in legacy mode")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LABS)
+def test_public_tests_pass_on_solution_and_fail_on_stub(name, keras3_process):
+    from lablib.grading.spec import load_lab, to_plain
+
+    solution, stub = _namespaces(name)
+    lab = load_lab(name)
+    tests = lab.tests_for(hidden=False)
+    assert {t.piece for t in tests} == set(lab.pieces), "every piece has public tests"
+    for piece in lab.pieces.values():
+        for obj in piece.objects:
+            assert obj in solution, f"{name}: the solution does not define {obj}"
+    failures = []
+    for test in tests:
+        try:
+            test.run_judge(to_plain(test.probe(solution)))
+        except Exception as error:  # noqa: BLE001 - collect every failure
+            failures.append(f"{test.id}: {type(error).__name__}: {error}")
+    assert not failures, "\n".join(failures)
+    for test in tests:
+        with pytest.raises(Exception):
+            test.run_judge(to_plain(test.probe(stub)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q", "-s"]))

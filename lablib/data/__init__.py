@@ -14,13 +14,19 @@ _EXPORTS = {
     "reuters_topic_names": "reuters",
     "decode_newswire": "reuters",
     "reuters_dataset": "reuters",
+    "truncate_sequences": "reuters",
     "load_molecules": "molecules",
     "MoleculeDataset": "molecules",
     "smiles_to_graph": "molecules",
+    "morgan_fingerprints": "molecules",
+    "GraphDataset": "molecules",
     "load_tu_dataset": "tu",
     "load_cora": "cora",
     "CoraData": "cora",
     "DataNotFoundError": "sources",
+    "ChecksumError": "sources",
+    "fetch_dataset": "sources",
+    "dataset_status": "sources",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -326,6 +326,13 @@ def sandbox_main(result_fd: int, memory_mb: float) -> None:
     if workdir is None:
         workdir = config["workdir"]
     uid, gid = config["uid"], config["gid"]
+    try:
+        import resource
+
+        # threads count too (TensorFlow starts dozens); the uid is this child's alone
+        resource.setrlimit(resource.RLIMIT_NPROC, (1024, 1024))
+    except (ValueError, OSError):
+        isolation["notes"].append("RLIMIT_NPROC not set")
     os.chown(workdir, uid, gid)
     os.chdir(workdir)
     os.setgroups([])
@@ -424,8 +431,8 @@ _UID_NEXT = [0]
 
 def _next_uid() -> int:
     with _UID_LOCK:
-        _UID_NEXT[0] = (_UID_NEXT[0] + 1) % 2000
-        return 62000 + (os.getpid() % 50) * 2000 // 50 + _UID_NEXT[0]
+        _UID_NEXT[0] = (_UID_NEXT[0] + 1) % 1000
+        return 62000 + (os.getpid() % 20) * 1000 + _UID_NEXT[0]
 
 
 def _sandbox_possible() -> bool:
@@ -472,7 +479,7 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
     payload = cloudpickle.dumps({"setup": setup, "cells": cells, "tests": tests})
     if sandbox:
         argv = [sys.executable, "-m", "lablib.grading.runner", "--sandbox", str(write_fd), str(memory_mb)]
-        uid = _next_uid()
+        uid = own_uid = _next_uid()
         import lablib
 
         expose = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(lablib.__file__)),
@@ -483,6 +490,7 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
     else:
         argv = [sys.executable, "-m", "lablib.grading.runner", "--child", str(write_fd), str(memory_mb)]
         prefix = b""
+        own_uid = None
         env = dict(env, HOME=tmp, TMPDIR=tmp)
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -579,6 +587,8 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if own_uid is not None:
+        _kill_uid(own_uid)  # processes that left the group with setsid()
     proc.wait()
     for t in threads[1:]:
         t.join(timeout=2)
@@ -588,6 +598,18 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
         pass
     _rmtree(tmp)
     return received, end, phase, output.text()
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process owned by ``uid`` (a uid used by one child only)."""
+    import psutil
+
+    for process in psutil.process_iter(["uids"]):
+        try:
+            if process.info["uids"] is not None and process.info["uids"].real == uid:
+                process.kill()
+        except psutil.Error:
+            pass
 
 
 def _pickle_probes_by_value(tests) -> None:

@@ -1,0 +1,286 @@
+"""Public tests of Lab 2: a Transformer encoder on Reuters (tf_keras + TF Model Garden).
+
+Probes run in the student's process after the notebook's set-up cells have put it in
+legacy mode (``lablib.use_legacy_keras()``); only the ``build_model`` probes import
+TensorFlow. Judges run in the grading process and compute expected values there
+(scikit-learn's ``f1_score``, lablib's ``positional_encoding``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
+
+lab = get_lab("lab2_transformer_reuters", title="Lab 2: Transformer encoder on Reuters newswires",
+              aliases=("lab2",))
+
+lab.piece("positional_encoding", objects=["positional_encoding"],
+          description="the sinusoidal positional encoding of Vaswani et al. (2017)")
+lab.piece("build_model", objects=["build_classifier"],
+          description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling")
+lab.piece("macro_f1", objects=["macro_f1"],
+          description="macro-averaged F1 score, the metric for 46 unbalanced topics")
+
+
+def _reference_encoding(length, depth):
+    from lablib.layers import positional_encoding  # NumPy; works in either Keras mode
+
+    return np.asarray(positional_encoding(length, depth), dtype=np.float64)
+
+
+# ----------------------------------------------------------- positional encoding
+
+
+@lab.test("positional_encoding", points=2, hint="PE[p, 2i] = sin(p / 10000^(2i/d)), "
+          "PE[p, 2i+1] = cos(p / 10000^(2i/d)): column j uses i = j // 2, not j.")
+def matches_the_paper(ns):
+    return np.asarray(ns["positional_encoding"](64, 32))
+
+
+@matches_the_paper.judge
+def _(got):
+    expect_shape(got, (64, 32), "positional_encoding(64, 32)")
+    expect_close(got[0], np.tile([0.0, 1.0], 16), atol=1e-6, what="row of position 0")
+    expect_close(got, _reference_encoding(64, 32), rtol=1e-4, atol=1e-5,
+                 what="positional_encoding(64, 32)")
+
+
+@lab.test("positional_encoding", points=1, hint="Return a float32 NumPy array [length, depth] "
+          "(the model adds it to float32 embeddings); an odd depth ends with a sine column.")
+def float32_and_odd_depth(ns):
+    pe = np.asarray(ns["positional_encoding"](9, 7))
+    return {"dtype": str(pe.dtype), "values": pe}
+
+
+@float32_and_odd_depth.judge
+def _(got):
+    expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
+    expect_shape(got["values"], (9, 7), "positional_encoding(9, 7)")
+    expect_close(got["values"], _reference_encoding(9, 7), rtol=1e-4, atol=1e-5,
+                 what="positional_encoding(9, 7)")
+
+
+# ------------------------------------------------------------------- build_model
+
+_SMALL = dict(vocabulary_size=40, max_length=16, embedding_dim=16, num_heads=2, inner_dim=32,
+              num_blocks=2, num_classes=4)
+
+
+def _synthetic_batch(seed=0, batch=48, length=12):
+    """Post-padded token ids (0 = padding) whose words tell the class: class c uses ids
+    4 + 9c ... 12 + 9c, so a working model learns it in a few epochs."""
+    rng = np.random.RandomState(seed)
+    labels = rng.randint(0, _SMALL["num_classes"], size=batch).astype(np.int64)
+    ids = 4 + 9 * labels[:, None] + rng.randint(0, 9, size=(batch, length))
+    lengths = rng.randint(3, length + 1, size=batch)
+    ids[np.arange(length)[None, :] >= lengths[:, None]] = 0
+    return ids.astype(np.int32), labels
+
+
+def _build(ns, seed=0, **overrides):
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(seed)
+    return ns["build_classifier"](**{**_SMALL, "dropout": 0.1, **overrides})
+
+
+def _first(value):
+    return float(value[0] if isinstance(value, (list, tuple)) else value)
+
+
+@lab.test("build_model", points=1, hint="The model maps int token ids [B, T] (any T up to "
+          "max_length) to one score per class [B, num_classes]; compile it before returning.",
+          timeout=120)
+def output_shapes_and_compiled(ns):
+    model = _build(ns)
+    ids, _ = _synthetic_batch()
+    return {
+        "short": list(np.shape(model.predict(ids[:3, :7], verbose=0))),
+        "full": list(np.shape(model.predict(ids[:5], verbose=0))),
+        "max_length": list(np.shape(model.predict(np.ones((2, 16), np.int32), verbose=0))),
+        "compiled": getattr(model, "optimizer", None) is not None
+        and getattr(model, "loss", None) is not None,
+    }
+
+
+@output_shapes_and_compiled.judge
+def _(got):
+    expect(got["compiled"], "build_classifier must return a compiled model (model.compile(...)) "
+           "with an optimizer and a loss")
+    expect(got["short"] == [3, 4], f"ids [3, 7] should give scores [3, 4], got {got['short']}")
+    expect(got["full"] == [5, 4], f"ids [5, 12] should give scores [5, 4], got {got['full']}")
+    expect(got["max_length"] == [2, 4],
+           f"ids [2, max_length=16] should give scores [2, 4], got {got['max_length']}")
+
+
+@lab.test("build_model", points=1, hint="Use tf.keras.layers.Embedding(..., mask_zero=True) and "
+          "num_blocks tfm.nlp.layers.TransformerEncoderBlock layers, built with tf.keras "
+          "(legacy mode), not Keras 3.", timeout=120)
+def uses_tfm_blocks_and_masking_embedding(ns):
+    model = _build(ns)
+    layers = []
+    stack = list(model.layers)
+    while stack:
+        layer = stack.pop(0)
+        layers.append(layer)
+        stack.extend(getattr(layer, "layers", []) if layer is not model else [])
+    return {
+        "model_module": type(model).__module__,
+        "blocks": sum(type(l).__name__ == "TransformerEncoderBlock"
+                      and type(l).__module__.startswith("official.") for l in layers),
+        "masking_embeddings": sum(type(l).__name__ == "Embedding" and bool(getattr(l, "mask_zero", False))
+                                  for l in layers),
+        "classes": sorted({f"{type(l).__module__}.{type(l).__name__}" for l in layers}),
+    }
+
+
+@uses_tfm_blocks_and_masking_embedding.judge
+def _(got):
+    expect(got["model_module"].startswith("tf_keras"),
+           f"the model must be a tf.keras (tf_keras, legacy) model so that the TF Model Garden "
+           f"block trains; got a {got['model_module']} model. Run lablib.use_legacy_keras() first "
+           f"and build with tf.keras.")
+    expect(got["blocks"] == 2, f"num_blocks=2 should give 2 tfm.nlp.layers.TransformerEncoderBlock "
+           f"layers, found {got['blocks']} (layers: {got['classes']})")
+    expect(got["masking_embeddings"] >= 1,
+           "use tf.keras.layers.Embedding(..., mask_zero=True) so that padding (id 0) is masked")
+
+
+@lab.test("build_model", points=1, hint="Padding must not change a prediction: pass an attention "
+          "mask to the blocks (tfm.nlp.layers.SelfAttentionMask) and the padding mask to "
+          "GlobalAveragePooling1D(...)(x, mask=...).", timeout=120)
+def padding_does_not_change_predictions(ns):
+    model = _build(ns)
+    ids, _ = _synthetic_batch(seed=1, batch=8, length=10)
+    padded = np.concatenate([ids, np.zeros((8, 6), np.int32)], axis=1)
+    return {"plain": np.asarray(model.predict(ids, verbose=0)),
+            "padded": np.asarray(model.predict(padded, verbose=0))}
+
+
+@padding_does_not_change_predictions.judge
+def _(got):
+    expect_shape(got["plain"], (8, 4), "predictions for ids [8, 10]")
+    expect_shape(got["padded"], (8, 4), "predictions for the same ids padded to [8, 16]")
+    expect_close(got["padded"], got["plain"], rtol=1e-4, atol=1e-4,
+                 what="predictions with 6 extra padding tokens vs without")
+
+
+@lab.test("build_model", points=2, hint="Every trainable weight must change in training, the "
+          "tfm blocks included (a tfm block inside a Keras 3 model silently never trains), "
+          "and the loss must fall on a small learnable batch.", timeout=240)
+def learns_and_trains_every_weight(ns):
+    model = _build(ns, dropout=0.0)
+    ids, labels = _synthetic_batch(seed=2)
+    before = [np.array(w.numpy()) for w in model.trainable_weights]
+    names = [w.name for w in model.trainable_weights]
+    loss_before = _first(model.evaluate(ids, labels, verbose=0))
+    model.fit(ids, labels, batch_size=16, epochs=8, verbose=0, shuffle=False)
+    loss_after = _first(model.evaluate(ids, labels, verbose=0))
+    changes = [float(np.max(np.abs(np.array(w.numpy()) - b)))
+               for w, b in zip(model.trainable_weights, before)]
+    return {"loss_before": loss_before, "loss_after": loss_after, "names": names, "changes": changes}
+
+
+@learns_and_trains_every_weight.judge
+def _(got):
+    import math
+
+    expect(math.isfinite(got["loss_before"]) and math.isfinite(got["loss_after"]),
+           f"losses must be finite, got {got['loss_before']} -> {got['loss_after']}")
+    expect(got["loss_after"] < 0.6 * got["loss_before"],
+           f"the loss should fall well below its start after 8 epochs on 48 sequences whose "
+           f"words give away the class: {got['loss_before']:.4f} -> {got['loss_after']:.4f}")
+    expect(len(got["names"]) >= 10, f"expected the embedding, 2 encoder blocks and a classifier "
+           f"as trainable weights; found only {got['names']}")
+    # A key bias adds the same q.b_k to every score of a query, which the softmax
+    # ignores: its gradient is zero, so it is the one weight allowed to stay put.
+    frozen = [n for n, c in zip(got["names"], got["changes"])
+              if not c > 0.0 and "key/bias" not in n]
+    expect(not frozen, f"these weights never changed during training: {frozen[:6]}. A "
+           f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.")
+
+
+# ---------------------------------------------------------------------- macro_f1
+
+
+def _sk_macro_f1(y_true, y_pred):
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(y_true, y_pred, average="macro", zero_division=0))
+
+
+_HAND = ([0, 0, 1, 1, 2, 2, 2], [0, 1, 1, 1, 2, 0, 2])
+
+
+def _random_labels():
+    rng = np.random.RandomState(5)
+    y_true = rng.choice(46, size=400, p=np.r_[[0.35, 0.2], np.full(44, 0.45 / 44)])
+    y_pred = np.where(rng.rand(400) < 0.6, y_true, rng.randint(0, 46, size=400))
+    return y_true, y_pred
+
+
+@lab.test("macro_f1", points=1, hint="Per class F1 = 2 TP / (2 TP + FP + FN); macro-F1 is their "
+          "plain mean over the classes.")
+def small_example(ns):
+    return float(ns["macro_f1"](np.array(_HAND[0]), np.array(_HAND[1]), 3))
+
+
+@small_example.judge
+def _(got):
+    expect_close(got, _sk_macro_f1(*_HAND), rtol=1e-6, atol=1e-9,
+                 what="macro_f1([0,0,1,1,2,2,2], [0,1,1,1,2,0,2], 3)")
+
+
+@lab.test("macro_f1", points=2, hint="Average over the classes that occur in y_true or y_pred "
+          "(as scikit-learn); a class that is never predicted has F1 = 0.")
+def many_unbalanced_classes(ns):
+    y_true, y_pred = _random_labels()
+    return float(ns["macro_f1"](y_true, y_pred, 46))
+
+
+@many_unbalanced_classes.judge
+def _(got):
+    expect_close(got, _sk_macro_f1(*_random_labels()), rtol=1e-6, atol=1e-9,
+                 what="macro-F1 on 400 labels of 46 unbalanced classes")
+
+
+@lab.test("macro_f1", points=1, hint="A class absent from both y_true and y_pred is left out of "
+          "the mean; a class in y_true that is never predicted counts as F1 = 0.")
+def absent_and_never_predicted_classes(ns):
+    y_true = np.array([0, 0, 0, 3, 3, 5])
+    y_pred = np.array([0, 0, 3, 3, 3, 0])
+    return {"f1": float(ns["macro_f1"](y_true, y_pred, 8)),
+            "perfect": float(ns["macro_f1"](y_true, y_true, 8))}
+
+
+@absent_and_never_predicted_classes.judge
+def _(got):
+    y_true = np.array([0, 0, 0, 3, 3, 5])
+    y_pred = np.array([0, 0, 3, 3, 3, 0])
+    expect_close(got["f1"], _sk_macro_f1(y_true, y_pred), rtol=1e-6, atol=1e-9,
+                 what="macro-F1 with classes 1, 2, 4, 6, 7 absent and class 5 never predicted")
+    expect_close(got["perfect"], 1.0, atol=1e-9, what="macro-F1 of perfect predictions")
+
+
+@lab.test("macro_f1", points=1, hint="Raise ValueError when a label is outside [0, num_classes) "
+          "or when y_true and y_pred differ in length, saying what was given.")
+def bad_input_raises(ns):
+    results = {}
+    for case, args in {"label_too_large": ([0, 1, 5], [0, 1, 1], 3),
+                       "negative_label": ([0, -1], [0, 0], 3),
+                       "length_mismatch": ([0, 1, 2], [0, 1], 3)}.items():
+        try:
+            ns["macro_f1"](np.array(args[0]), np.array(args[1]), args[2])
+            results[case] = "no error"
+        except ValueError:
+            results[case] = "ValueError"
+        except Exception as error:  # noqa: BLE001 - report which error it was
+            results[case] = type(error).__name__
+    return results
+
+
+@bad_input_raises.judge
+def _(got):
+    for case, outcome in got.items():
+        expect(outcome == "ValueError", f"{case}: expected a ValueError, got {outcome}")

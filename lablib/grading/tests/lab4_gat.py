@@ -1,0 +1,485 @@
+"""Public tests of Lab 4: graph attention networks.
+
+Graded pieces (the notebook cells marked ``# GRADED: <piece>``):
+
+* ``gat_attention``: ``gat_attention(H, A, W, a, negative_slope=0.2) -> (alpha, H_out)``,
+  one attention head in NumPy: ``z_i = W h_i``,
+  ``e_ij = LeakyReLU(a^T [z_i || z_j])`` for ``j`` in ``N(i) + {i}``,
+  ``alpha_ij = softmax_j(e_ij)``, ``h_i' = sum_j alpha_ij z_j`` (no activation).
+* ``multi_head_gat``: ``multi_head_gat(H, A, Ws, As, concat=True)``, several heads
+  concatenated (hidden layers) or averaged (output layer).
+* ``build_gat``: ``build_gat_classifier(num_features, num_classes, hidden_units=8,
+  num_heads=8, dropout=0.6)``, a compiled Keras node classifier on sparse inputs
+  ``(x [V, F], edge_index [2, E])`` returning one row of class scores per node.
+
+Conventions shared with the notebook: ``H`` is ``[N, F]`` (rows are nodes),
+``A[i, j] = 1`` when ``j`` sends to ``i`` (``j`` is a neighbour of ``i``), ``W`` is
+``[F', F]`` (so ``Z = H @ W.T``) and ``a`` is ``[2 F']``: ``a[:F']`` multiplies ``z_i``
+(the node that attends), ``a[F':]`` multiplies ``z_j``. The judges compare with
+lablib's ``GraphAttention`` layer, whose weights are copied from ``W`` and ``a``
+(``kernel = W.T``, ``attention_target = a[:F']``, ``attention_source = a[F':]``); this
+runs in the grading process.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
+
+lab = get_lab("lab4_gat", title="Lab 4: Graph attention networks", aliases=("lab4",))
+
+lab.piece("gat_attention", objects=["gat_attention"],
+          description="one graph attention head in NumPy: coefficients and output")
+lab.piece("multi_head_gat", objects=["multi_head_gat"],
+          description="several attention heads, concatenated or averaged")
+lab.piece("build_gat", objects=["build_gat_classifier"],
+          description="a compiled Keras GAT node classifier on (x, edge_index)")
+
+
+# --------------------------------------------------------------------------- inputs
+
+NODES = ["A", "B", "C", "D", "E", "F"]
+EDGES = [("A", "B"), ("B", "C"), ("C", "D"), ("B", "D"), ("D", "E"), ("D", "F"), ("E", "F")]
+
+
+def course_graph():
+    """The course's graph G as (H [6, 3], A [6, 6]) with a symmetric A."""
+    index = {name: i for i, name in enumerate(NODES)}
+    adjacency = np.zeros((6, 6))
+    for u, v in EDGES:
+        adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = 1.0
+    features = np.array(
+        [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0], [0.0, 1.0, 1.0],
+         [2.0, 0.5, -1.0], [-1.0, 0.0, 0.5], [0.0, -0.5, 1.5]]
+    )
+    return features, adjacency
+
+
+def head_weights(f_in=3, f_out=4, seed=0, scale=1.0):
+    """W [f_out, f_in] and a [2 f_out]."""
+    rng = np.random.default_rng(seed)
+    return scale * rng.normal(size=(f_out, f_in)), rng.normal(size=(2 * f_out,))
+
+
+def isolated_graph():
+    """5 nodes; node 4 has no neighbours."""
+    rng = np.random.default_rng(12)
+    adjacency = np.zeros((5, 5))
+    for u, v in [(0, 1), (1, 2), (2, 3), (0, 3)]:
+        adjacency[u, v] = adjacency[v, u] = 1.0
+    return rng.normal(size=(5, 3)), adjacency
+
+
+def directed_graph():
+    """A[i, j] = 1 when j sends to i; not symmetric."""
+    rng = np.random.default_rng(6)
+    adjacency = np.zeros((5, 5))
+    for source, target in [(0, 1), (0, 2), (1, 2), (3, 2), (4, 2), (2, 0), (3, 4)]:
+        adjacency[target, source] = 1.0
+    return rng.normal(size=(5, 3)), adjacency
+
+
+def leaky_relu(x, slope):
+    return np.where(x > 0, x, slope * x)
+
+
+def reference_attention(features, adjacency, w, a, negative_slope=0.2):
+    """The judge's NumPy reference (float64): (alpha [N, N], output [N, F'])."""
+    features, adjacency, w, a = (np.asarray(m, float) for m in (features, adjacency, w, a))
+    z = features @ w.T
+    f_out = z.shape[1]
+    scores = (z @ a[:f_out])[:, None] + (z @ a[f_out:])[None, :]
+    scores = leaky_relu(scores, negative_slope)
+    allowed = (adjacency != 0) | np.eye(len(features), dtype=bool)
+    scores = np.where(allowed, scores, -np.inf)
+    scores = scores - scores.max(axis=1, keepdims=True)
+    weights = np.where(allowed, np.exp(scores), 0.0)
+    alpha = weights / weights.sum(axis=1, keepdims=True)
+    return alpha, alpha @ z
+
+
+def lablib_attention(features, adjacency, ws, attention_vectors, concat=True,
+                     negative_slope=0.2):
+    """lablib.layers.GraphAttention with weights copied from (W, a) per head.
+
+    Returns (alpha [heads, N, N], output) from the layer, in float64 NumPy.
+    """
+    from lablib.layers import GraphAttention
+
+    ws = [np.asarray(w, float) for w in ws]
+    heads, f_out = len(ws), ws[0].shape[0]
+    layer = GraphAttention(f_out, num_heads=heads, concat_heads=concat,
+                           negative_slope=negative_slope, dtype="float64")
+    x = np.asarray(features, np.float64)[None]
+    a = np.asarray(adjacency, np.float64)[None]
+    layer(x, adjacency=a)
+    set_gat_weights(layer, ws, attention_vectors)
+    out, alpha = layer(x, adjacency=a, return_attention_coefficients=True)
+    return _heads_first(np.asarray(alpha)[0], heads), np.asarray(out)[0]
+
+
+def _heads_first(alpha, heads):
+    """Attention coefficients of one graph as [heads, N, N], whatever axis holds heads."""
+    if alpha.ndim == 2:
+        return alpha[None]
+    if alpha.shape[0] == heads and alpha.shape[1] == alpha.shape[2]:
+        return alpha
+    return np.moveaxis(alpha, -1, 0)
+
+
+def set_gat_weights(layer, ws, attention_vectors):
+    """Copy per-head W [F', F] and a [2F'] into a built lablib GraphAttention layer."""
+    heads, f_out = len(ws), ws[0].shape[0]
+    kernel = np.concatenate([w.T for w in ws], axis=1)  # [F, heads * F'], head-major
+    target = np.stack([np.asarray(a)[:f_out] for a in attention_vectors])  # [heads, F']
+    source = np.stack([np.asarray(a)[f_out:] for a in attention_vectors])
+    layer.kernel.assign(np.reshape(kernel, layer.kernel.shape))
+    layer.attention_target.assign(np.reshape(target, layer.attention_target.shape))
+    layer.attention_source.assign(np.reshape(source, layer.attention_source.shape))
+    if getattr(layer, "bias", None) is not None:
+        layer.bias.assign(np.zeros(layer.bias.shape))
+
+
+def _check_alpha(alpha, adjacency, what):
+    n = adjacency.shape[0]
+    expect_shape(alpha, (n, n), what)
+    expect(bool(np.all(np.isfinite(alpha))), f"{what}: contains NaN or inf.")
+    allowed = (adjacency != 0) | np.eye(n, dtype=bool)
+    outside = float(np.abs(np.where(allowed, 0.0, alpha)).max())
+    if outside > 1e-8:
+        raise TestFailure(f"{what}: a node gives weight {outside:.3g} to a node that is not "
+                          f"its neighbour (nor itself). Mask the scores outside N(i) + {{i}} "
+                          f"before the softmax.")
+    expect_close(alpha.sum(axis=1), np.ones(n), atol=1e-6,
+                 what=f"{what}: sum of each row (softmax over each node's neighbours)")
+
+
+# --------------------------------------------------------------------------- gat_attention
+
+
+@lab.test("gat_attention", points=2,
+          hint="z = H @ W.T; e[i, j] = LeakyReLU(a[:F'] . z_i + a[F':] . z_j); softmax over "
+               "j in N(i) + {i} only (row i of A, plus i itself); output = alpha @ z.")
+def attention_course_graph(ns):
+    features, adjacency = course_graph()
+    w, a = head_weights()
+    alpha, out = ns["gat_attention"](features, adjacency, w, a)
+    return {"alpha": alpha, "output": out}
+
+
+@attention_course_graph.judge
+def _(got):
+    features, adjacency = course_graph()
+    w, a = head_weights()
+    alpha, out = reference_attention(features, adjacency, w, a)
+    _check_alpha(got["alpha"], adjacency, "attention coefficients on the course's graph G")
+    expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients alpha on G")
+    expect_shape(got["output"], (6, 4), "output on G (6 nodes, 4 output features)")
+    expect_close(got["output"], out, atol=1e-6, what="output on G")
+
+
+@lab.test("gat_attention", points=1,
+          hint="Add self loops with a logical OR (A != 0) | I, not A + I: a node that "
+               "already has a self loop must not count twice, and an isolated node attends "
+               "only to itself (alpha_ii = 1).")
+def attention_self_loops(ns):
+    features, adjacency = isolated_graph()
+    w, a = head_weights(3, 2, seed=1)
+    plain = ns["gat_attention"](features, adjacency, w, a)
+    looped = ns["gat_attention"](features, adjacency + np.eye(5), w, a)
+    return {"alpha": plain[0], "output": plain[1],
+            "alpha_looped": looped[0], "output_looped": looped[1]}
+
+
+@attention_self_loops.judge
+def _(got):
+    features, adjacency = isolated_graph()
+    w, a = head_weights(3, 2, seed=1)
+    alpha, out = reference_attention(features, adjacency, w, a)
+    _check_alpha(got["alpha"], adjacency, "attention coefficients")
+    expect_close(got["alpha"][4, 4], 1.0, atol=1e-6,
+                 what="alpha[4, 4] of the isolated node 4 (it can only attend to itself)")
+    expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients")
+    expect_close(got["output"], out, atol=1e-6, what="output")
+    expect_close(got["alpha_looped"], alpha, atol=1e-6,
+                 what="attention coefficients when A already has self loops (the result "
+                      "must not change)")
+    expect_close(got["output_looped"], out, atol=1e-6, what="output when A has self loops")
+
+
+@lab.test("gat_attention", points=1,
+          hint="A[i, j] = 1 means j sends to i: node i attends over the nodes of ROW i. "
+               "And use the `negative_slope` argument in the LeakyReLU.")
+def attention_directed_slope(ns):
+    features, adjacency = directed_graph()
+    w, a = head_weights(3, 3, seed=2)
+    alpha, out = ns["gat_attention"](features, adjacency, w, a, negative_slope=0.05)
+    return {"alpha": alpha, "output": out}
+
+
+@attention_directed_slope.judge
+def _(got):
+    features, adjacency = directed_graph()
+    w, a = head_weights(3, 3, seed=2)
+    alpha, out = reference_attention(features, adjacency, w, a, negative_slope=0.05)
+    transposed, _ = reference_attention(features, adjacency.T, w, a, negative_slope=0.05)
+    if isinstance(got["alpha"], np.ndarray) and got["alpha"].shape == alpha.shape and \
+            np.allclose(got["alpha"], transposed, atol=1e-6):
+        raise TestFailure("Node i attended over column i of A (the nodes it sends to); its "
+                          "neighbours are the nodes j with A[i, j] = 1 (row i).")
+    default_slope, _ = reference_attention(features, adjacency, w, a, negative_slope=0.2)
+    if isinstance(got["alpha"], np.ndarray) and got["alpha"].shape == alpha.shape and \
+            np.allclose(got["alpha"], default_slope, atol=1e-6):
+        raise TestFailure("negative_slope=0.05 was passed but 0.2 was used.")
+    _check_alpha(got["alpha"], adjacency, "attention coefficients on a directed graph")
+    expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients (directed graph, "
+                 "negative_slope=0.05)")
+    expect_close(got["output"], out, atol=1e-6, what="output (directed graph)")
+
+
+@lab.test("gat_attention", points=1,
+          hint="Subtract each row's maximum score (over the allowed entries) before exp: "
+               "large scores must not overflow to inf / NaN.")
+def attention_stable(ns):
+    features, adjacency = course_graph()
+    w, a = head_weights(seed=3, scale=300.0)
+    alpha, out = ns["gat_attention"](features, adjacency, w, a)
+    return {"alpha": alpha, "output": out}
+
+
+@attention_stable.judge
+def _(got):
+    features, adjacency = course_graph()
+    w, a = head_weights(seed=3, scale=300.0)
+    alpha, out = reference_attention(features, adjacency, w, a)
+    _check_alpha(got["alpha"], adjacency, "attention coefficients with scores around 1e3")
+    expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients (large scores)")
+    expect_close(got["output"], out, rtol=1e-6, atol=1e-4, what="output (large scores)")
+
+
+@lab.test("gat_attention", points=1,
+          hint="Your head should compute exactly what lablib's GraphAttention layer computes "
+               "with kernel = W.T, attention_target = a[:F'], attention_source = a[F':].")
+def attention_matches_layer(ns):
+    features, adjacency = isolated_graph()
+    w, a = head_weights(3, 5, seed=4)
+    alpha, out = ns["gat_attention"](features, adjacency, w, a)
+    return {"alpha": alpha, "output": out}
+
+
+@attention_matches_layer.judge
+def _(got):
+    features, adjacency = isolated_graph()
+    w, a = head_weights(3, 5, seed=4)
+    alpha, out = lablib_attention(features, adjacency, [w], [a])
+    expect_close(got["alpha"], alpha[0], atol=1e-5,
+                 what="attention coefficients vs lablib.layers.GraphAttention")
+    expect_close(got["output"], out, atol=1e-5, what="output vs lablib.layers.GraphAttention")
+
+
+# --------------------------------------------------------------------------- multi_head_gat
+
+HEADS = 3
+
+
+def multi_head_weights(f_in=3, f_out=2, heads=HEADS, seed=10):
+    pairs = [head_weights(f_in, f_out, seed=seed + k) for k in range(heads)]
+    return [w for w, _ in pairs], [a for _, a in pairs]
+
+
+@lab.test("multi_head_gat", points=2,
+          hint="Run gat_attention once per head (head k uses Ws[k] and As[k]) and "
+               "concatenate the outputs along the feature axis, head 0 first: [N, K * F'].")
+def multi_head_concat(ns):
+    features, adjacency = course_graph()
+    ws, attention_vectors = multi_head_weights()
+    return ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=True)
+
+
+@multi_head_concat.judge
+def _(got):
+    features, adjacency = course_graph()
+    ws, attention_vectors = multi_head_weights()
+    expected = np.concatenate([reference_attention(features, adjacency, w, a)[1]
+                               for w, a in zip(ws, attention_vectors)], axis=1)
+    expect_shape(got, (6, HEADS * 2), f"{HEADS} concatenated heads of 2 features")
+    expect_close(got, expected, atol=1e-6, what="concatenated heads on G")
+    _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=True)
+    expect_close(got, layer_out, atol=1e-5,
+                 what="concatenated heads vs lablib.layers.GraphAttention(num_heads=3)")
+
+
+@lab.test("multi_head_gat", points=1,
+          hint="concat=False: average the heads' outputs (the GAT output layer), shape [N, F'].")
+def multi_head_average(ns):
+    features, adjacency = directed_graph()
+    ws, attention_vectors = multi_head_weights(seed=20)
+    return ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=False)
+
+
+@multi_head_average.judge
+def _(got):
+    features, adjacency = directed_graph()
+    ws, attention_vectors = multi_head_weights(seed=20)
+    expected = np.mean([reference_attention(features, adjacency, w, a)[1]
+                        for w, a in zip(ws, attention_vectors)], axis=0)
+    expect_shape(got, (5, 2), "average of 3 heads of 2 features")
+    expect_close(got, expected, atol=1e-6, what="averaged heads")
+    _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=False)
+    expect_close(got, layer_out, atol=1e-5,
+                 what="averaged heads vs lablib.layers.GraphAttention(concat_heads=False)")
+
+
+@lab.test("multi_head_gat", points=1,
+          hint="With one head, multi_head_gat must equal that head's output for both "
+               "concat=True and concat=False; each head has its own attention vector.")
+def multi_head_single_and_distinct(ns):
+    features, adjacency = isolated_graph()
+    ws, attention_vectors = multi_head_weights(heads=1, seed=30)
+    single = [ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=c)
+              for c in (True, False)]
+    # Two heads with the same W but different a: outputs must differ.
+    w = ws[0]
+    pair = ns["multi_head_gat"](features, adjacency, [w, w],
+                                [attention_vectors[0], -attention_vectors[0]], concat=True)
+    return {"single": single, "pair": pair}
+
+
+@multi_head_single_and_distinct.judge
+def _(got):
+    features, adjacency = isolated_graph()
+    ws, attention_vectors = multi_head_weights(heads=1, seed=30)
+    expected = reference_attention(features, adjacency, ws[0], attention_vectors[0])[1]
+    for value, concat in zip(got["single"], (True, False)):
+        expect_close(value, expected, atol=1e-6, what=f"one head, concat={concat}")
+    other = reference_attention(features, adjacency, ws[0], -attention_vectors[0])[1]
+    expect_close(got["pair"], np.concatenate([expected, other], axis=1), atol=1e-6,
+                 what="two heads sharing W with attention vectors a and -a")
+
+
+# --------------------------------------------------------------------------- build_gat
+
+NUM_FEATURES, NUM_CLASSES = 6, 3
+
+
+def tiny_graph(seed=0, num_nodes=24):
+    """Two disconnected communities (nodes 0..11 and 12..23) and learnable labels.
+
+    Returns x [V, 6] float32, edge_index [2, E] int32 (both directions), y [V] int.
+    """
+    rng = np.random.default_rng(seed)
+    half = num_nodes // 2
+    edges = []
+    for start in (0, half):
+        for v in range(start + 1, start + half):
+            u = int(rng.integers(start, v))
+            edges += [(u, v), (v, u)]
+        for _ in range(4):
+            u, v = rng.choice(np.arange(start, start + half), size=2, replace=False)
+            edges += [(int(u), int(v)), (int(v), int(u))]
+    edge_index = np.unique(np.array(edges, dtype=np.int32), axis=0).T
+    x = rng.normal(size=(num_nodes, NUM_FEATURES)).astype(np.float32)
+    # Labels: the largest of the first 3 features averaged over the node and its
+    # neighbours (something a graph layer can represent).
+    total = x[:, :NUM_CLASSES].copy()
+    np.add.at(total, edge_index[1], x[edge_index[0], :NUM_CLASSES])
+    y = np.argmax(total / (1 + np.bincount(edge_index[1], minlength=num_nodes))[:, None], axis=1)
+    return x, np.ascontiguousarray(edge_index), y.astype(np.int32)
+
+
+def _numpy(value):
+    value = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+@lab.test("build_gat", points=2, timeout=300,
+          hint="Inputs x [V, F] and edge_index [2, E] (int32); two GraphAttention layers "
+               "called with edge_index=...; output one row of num_classes scores per node. "
+               "Return the model compiled.")
+def gat_structure(ns):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = ns["build_gat_classifier"](NUM_FEATURES, NUM_CLASSES, hidden_units=4, num_heads=2,
+                                       dropout=0.6)
+    x, edge_index, _ = tiny_graph()
+
+    def run(x, training=False):
+        return _numpy(model([x, edge_index], training=training))
+
+    base = run(x)
+    again = run(x)
+    # Perturb a node of the second community: the first must not notice.
+    far = x.copy()
+    far[20] += 5.0
+    # Perturb a direct neighbour of node 0 (a node j with an edge j -> 0).
+    neighbour = int(edge_index[0][edge_index[1] == 0][0])
+    near = x.copy()
+    near[neighbour] += 5.0
+    train_a, train_b = run(x, training=True), run(x, training=True)
+    return {
+        "compiled": bool(getattr(model, "optimizer", None) is not None),
+        "num_inputs": len(model.inputs),
+        "output": base,
+        "repeat": again,
+        "far_change": run(far)[:12],
+        "near_change": run(near)[0],
+        "training_a": train_a,
+        "training_b": train_b,
+    }
+
+
+@gat_structure.judge
+def _(got):
+    expect(got["compiled"] is True, "build_gat_classifier must return a compiled model "
+           "(model.compile(optimizer=..., loss=...) before returning it).")
+    expect(got["num_inputs"] == 2, f"The model should take 2 inputs (x, edge_index), it has "
+           f"{got['num_inputs']}.")
+    expect_shape(got["output"], (24, NUM_CLASSES), "output for 24 nodes and 3 classes")
+    expect(bool(np.all(np.isfinite(got["output"]))), "The output contains NaN or inf.")
+    expect_close(got["repeat"], got["output"], atol=1e-6,
+                 what="two predictions with training=False (dropout must be off at inference)")
+    expect_close(got["far_change"], got["output"][:12], atol=1e-5,
+                 what="outputs of community 1 after changing a node of the disconnected "
+                      "community 2 (messages must only follow edges)")
+    change = float(np.max(np.abs(got["near_change"] - got["output"][0])))
+    expect(change > 1e-6, "Changing a neighbour of node 0 did not change node 0's output: "
+           "the model must pass messages along edge_index.")
+    differs = float(np.max(np.abs(got["training_a"] - got["training_b"])))
+    expect(differs > 1e-6, "Two calls with training=True gave identical outputs: apply "
+           "dropout (rate `dropout`) to the inputs and/or the attention coefficients.")
+
+
+@lab.test("build_gat", points=2, timeout=300,
+          hint="The classifier should fit a tiny graph: check the loss (sparse categorical "
+               "cross-entropy, from_logits matching your output), the optimizer and that "
+               "every layer is trainable.")
+def gat_learns(ns):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = ns["build_gat_classifier"](NUM_FEATURES, NUM_CLASSES, hidden_units=8, num_heads=4,
+                                       dropout=0.0)
+    x, edge_index, y = tiny_graph(seed=1)
+    before = [np.array(w) for w in model.get_weights()]
+    losses = []
+    for _ in range(60):
+        out = model.train_on_batch([x, edge_index], y)
+        losses.append(float(np.ravel(_numpy(out))[0]))
+    after = [np.array(w) for w in model.get_weights()]
+    return {"losses": losses,
+            "weights_changed": [bool(np.any(a != b)) for a, b in zip(after, before)],
+            "num_trainable": len(model.trainable_weights)}
+
+
+@gat_learns.judge
+def _(got):
+    losses = np.asarray(got["losses"], float)
+    expect(bool(np.all(np.isfinite(losses))), f"The training loss is not finite: {losses[:5]}")
+    expect(got["num_trainable"] > 0, "The model has no trainable weights.")
+    expect(all(got["weights_changed"]), f"{got['weights_changed'].count(False)} weight "
+           f"arrays did not change during training (is every layer trainable?).")
+    first, last = losses[:3].mean(), losses[-5:].mean()
+    expect(last < 0.6 * first, f"The loss did not go down enough in 60 steps on a tiny "
+           f"graph: from {first:.3f} to {last:.3f} (expected below {0.6 * first:.3f}).")

@@ -34,14 +34,17 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
+        """Every public test of the piece passed."""
         return bool(self.results) and all(r.passed for r in self.results)
 
     @property
     def score(self) -> float:
+        """Public points earned."""
         return round(sum(r.score for r in self.results), 6)
 
     @property
     def max_score(self) -> float:
+        """Public points available."""
         return round(sum(r.max_score for r in self.results), 6)
 
     def summary(self) -> str:

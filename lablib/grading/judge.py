@@ -49,6 +49,7 @@ class TestResult:
 
     @classmethod
     def failed(cls, test: Test, message: str, kind: str) -> "TestResult":
+        """A zero-score result of ``test`` with ``message`` and ``kind``."""
         return cls(test.id, test.piece, test.name, 0.0, test.points, False, test.hidden,
                    message, test.hint, kind)
 
@@ -111,11 +112,12 @@ class SubmissionResult:
     cached: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        return data
+        """Plain dict (JSON-ready) of the result, tests included."""
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "SubmissionResult":
+        """Inverse of :meth:`to_dict` (used by the grading cache)."""
         data = dict(data)
         data["tests"] = [TestResult(**t) for t in data["tests"]]
         return cls(**data)

@@ -51,7 +51,11 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
                     t.kind, "details of hidden tests are not shown")
                 lines.append(f"- **{t.piece} / {t.name}** (hidden test): failed; {reason}.")
             else:
-                lines.append(f"- **{t.piece} / {t.name}**: {t.message}")
+                if "\n" in t.message:
+                    lines.append(f"- **{t.piece} / {t.name}**:")
+                    lines += ["  ```", *("  " + line for line in t.message.splitlines()), "  ```"]
+                else:
+                    lines.append(f"- **{t.piece} / {t.name}**: {t.message}")
                 if t.hint:
                     lines.append(f"  - Hint: {t.hint}")
         lines.append("")
@@ -86,7 +90,7 @@ def feedback_html(lab_title: str, result: SubmissionResult) -> str:
             detail = t.message + (f" Hint: {t.hint}" if t.hint else "")
         rows.append(
             f"<tr class='{verdict}'><td>{esc(t.piece)}</td><td>{esc(t.name)}{' (hidden)' if t.hidden else ''}"
-            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict}</td><td>{esc(detail)}</td></tr>"
+            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict}</td><td><pre>{esc(detail)}</pre></td></tr>"
         )
     notes = "".join(f"<p class='note'>{esc(n)}</p>" for n in result.notes)
     explain = f"<p>{esc(_explain_status(result.status))}</p>" if result.status != "ok" else ""

@@ -685,7 +685,7 @@ def run_submission(setup, cells, tests, *, timeout=60.0, memory_mb=4096.0, mask=
                     outcome.problems.append((header.get("kind"), f"graded cell {header.get('piece')}"))
             elif event == "result":
                 tid = header.get("test")
-                if tid not in test_ids(remaining_tests):
+                if tid not in _test_ids(remaining_tests):
                     continue
                 done_tests.add(tid)
                 if header.get("ok") is True:
@@ -748,7 +748,7 @@ def run_submission(setup, cells, tests, *, timeout=60.0, memory_mb=4096.0, mask=
     return outcome
 
 
-def test_ids(tests) -> set:
+def _test_ids(tests) -> set:
     return {t["id"] for t in tests}
 
 

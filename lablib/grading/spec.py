@@ -131,6 +131,7 @@ class Test:
 
     @property
     def id(self) -> str:
+        """``"piece::name"``, unique within a lab."""
         return f"{self.piece}::{self.name}"
 
     def run_judge(self, got: Any) -> float:

@@ -98,3 +98,26 @@ def test_data_subcommands_call_sources(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "cora | True" in out and str(tmp_path / "cora") in out
     assert calls == [("status", str(tmp_path)), ("fetch", "cora", None)]
+
+
+def test_collect_submissions_names(tmp_path):
+    from lablib.grading.grade import collect_submissions
+
+    (tmp_path / "a.ipynb").write_text("{}")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "lab.ipynb").write_text("{}")
+    (tmp_path / "eve").mkdir()
+    (tmp_path / "eve" / "x.ipynb").write_text("{}")
+    (tmp_path / "eve" / "y.ipynb").write_text("{}")
+    (tmp_path / "notes.txt").write_text("")
+    names = [name for name, _ in collect_submissions([tmp_path, tmp_path / "a.ipynb"])]
+    assert names == ["a", "bob", "eve/x", "eve/y", "a-2"]
+
+
+def test_masked_paths_never_hide_python_or_lablib(tmp_path):
+    import sys
+
+    from lablib.grading.grade import ROOT, _protected
+
+    masked = _protected(["/", ROOT, ROOT.parent, sys.prefix, tmp_path, ROOT / "submissions"])
+    assert masked == sorted({str(tmp_path.resolve()), str((ROOT / "submissions").resolve())})

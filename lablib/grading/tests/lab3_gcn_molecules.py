@@ -381,7 +381,7 @@ def _numpy(value):
 
 @lab.test("build_gcn", points=2, timeout=300,
           hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
-               "(GraphReadout) and Dense layers; outputs [batch, 1]. Returning the model "
+               "(GraphReadout) and Dense layers; outputs [batch, 1]. Return the model "
                "compiled (optimizer, loss='mse').")
 def gcn_structure(ns):
     import keras

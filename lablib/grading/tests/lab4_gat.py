@@ -174,6 +174,11 @@ def _(got):
     w, a = head_weights()
     alpha, out = reference_attention(features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients on the course's graph G")
+    f_out = w.shape[0]
+    swapped, _ = reference_attention(features, adjacency, w, np.concatenate([a[f_out:], a[:f_out]]))
+    if np.allclose(got["alpha"], swapped, atol=1e-6):
+        raise TestFailure("The two halves of `a` are swapped: a[:F'] multiplies z_i (the node "
+                          "that attends, row i) and a[F':] multiplies z_j (its neighbour).")
     expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients alpha on G")
     expect_shape(got["output"], (6, 4), "output on G (6 nodes, 4 output features)")
     expect_close(got["output"], out, atol=1e-6, what="output on G")

@@ -73,8 +73,8 @@ def _as_bool_mask(mask, name, layer, rank):
     if mask.shape.rank is not None and mask.shape.rank != rank:
         expected = "[batch, T]" if rank == 2 else "[batch, T_query, T_key]"
         raise ValueError(
-            f"{layer}: `{name}` must have shape {expected}, got shape "
-            f"{mask.shape.as_list()}."
+            f"{layer}: `{name}` must have shape {expected} (True where attention is "
+            f"allowed), got shape {mask.shape.as_list()}."
         )
     return mask if mask.dtype.is_bool else tf.not_equal(mask, tf.zeros([], mask.dtype))
 

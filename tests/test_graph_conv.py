@@ -235,6 +235,27 @@ def test_runs_under_jit_compile(normalization):
     )
 
 
+def _count_ops(function, *args, op_type):
+    graph = function.get_concrete_function(*args).graph
+    return sum(op.type == op_type for op in graph.get_operations())
+
+
+def test_layers_sharing_edge_index_normalise_once_per_trace():
+    xs, es = two_graphs(seed=11)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    first, second = GraphConv(4, activation="relu"), GraphConv(2)
+    two_layers = tf.function(lambda x, e: second(first(x, edge_index=e), edge_index=e))
+    out = two_layers(xd, edge_index)
+    eager = second(first(xd, edge_index=edge_index), edge_index=edge_index)
+    np.testing.assert_allclose(out.numpy(), eager.numpy(), atol=1e-6)
+    # One degree computation (a segment sum) for both layers, and one sparse matmul each.
+    assert _count_ops(two_layers, xd, edge_index, op_type="UnsortedSegmentSum") == 1
+    assert _count_ops(two_layers, xd, edge_index, op_type="SparseTensorDenseMatMul") == 2
+    # Different edge tensors are normalised separately.
+    other = tf.function(lambda x, e1, e2: second(first(x, edge_index=e1), edge_index=e2))
+    assert _count_ops(other, xd, edge_index, edge_index, op_type="UnsortedSegmentSum") == 2
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -16,6 +16,19 @@ from lablib.layers.graph_conv import GraphInputs, _serialize, _shape, clone_init
 __all__ = ["GraphAttention"]
 
 
+def _with_self_loops(graph):
+    """Edges followed by one self loop per node, and which of them count: input self
+    loops are replaced by the added ones (``valid`` False), not doubled."""
+    sources, targets, num_nodes = graph.sources, graph.targets, graph.num_nodes
+    loops = tf.range(num_nodes, dtype=tf.int32)
+    valid = tf.concat([tf.not_equal(sources, targets), tf.ones_like(loops, dtype=tf.bool)], 0)
+    return (
+        tf.concat([sources, loops], axis=0),
+        tf.concat([targets, loops], axis=0),
+        valid[:, None],
+    )
+
+
 @register
 class GraphAttention(keras.layers.Layer):
     """Graph attention: each node takes a learned, softmax-weighted mix of its senders.
@@ -239,11 +252,9 @@ class GraphAttention(keras.layers.Layer):
         sources, targets, num_nodes = graph.sources, graph.targets, graph.num_nodes
         valid = None
         if self.add_self_loops:
-            valid = tf.not_equal(sources, targets)
-            loops = tf.range(num_nodes, dtype=tf.int32)
-            sources = tf.concat([sources, loops], axis=0)
-            targets = tf.concat([targets, loops], axis=0)
-            valid = tf.concat([valid, tf.ones_like(loops, dtype=tf.bool)], axis=0)[:, None]
+            sources, targets, valid = graph.cached(
+                "graph_attention_self_loops", lambda: _with_self_loops(graph)
+            )
         logits = tf.gather(score_source, sources) + tf.gather(score_target, targets)
         logits = tf.nn.leaky_relu(tf.cast(logits, tf.float32), alpha=self.negative_slope)
         if valid is not None:

@@ -30,7 +30,7 @@ def _execute(name, shared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("LABLIB_FAST", "1")
     monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend
     # The kernel must import this checkout of lablib, not an installed copy.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))

@@ -326,9 +326,10 @@ def make_assignment(nb) -> nbformat.NotebookNode:
 
 
 def dumps_notebook(nb) -> str:
-    """Deterministic JSON text of a notebook (sorted keys, indent 1, final newline)."""
-    plain = json.loads(json.dumps(nb))
-    return json.dumps(plain, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    """Deterministic JSON text of a notebook, as Jupyter writes it (sources as lists of
+    lines, sorted keys, indent 1), with a final newline."""
+    text = nbformat.writes(nbformat.from_dict(json.loads(json.dumps(nb))), version=4)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def assign_notebook(solution: pathlib.Path | str, out_dir: pathlib.Path | str) -> pathlib.Path:

@@ -10,9 +10,12 @@ Times one training step (forward, backward, Adam update) of a model
 (d) lablib's block in legacy mode,
 
 all with the same configuration and post-norm. One Python process holds one Keras
-mode, so (c) and (d) run in a child process with ``TF_USE_LEGACY_KERAS=1``. Each
-row is the median of ``--steps`` steps after ``--warmup`` steps (the first ones
-trace and compile); ratios are to (c) from the same run. Prints a markdown table.
+mode, so (c) and (d) run in a child process with ``TF_USE_LEGACY_KERAS=1``. The
+measurement alternates between the two processes for ``--rounds`` rounds (so that a
+burst of load on a shared machine hits all rows alike); each round times ``--steps``
+steps after ``--warmup`` untimed ones (the first ones trace and compile). A row
+reports the median and the minimum over all its timed steps; ratios are to (c)
+from the same run. Prints a markdown table.
 
 Usage::
 
@@ -43,13 +46,14 @@ def parse_args(argv=None):
     parser.add_argument("--inner", type=int, default=128, help="feed-forward inner size")
     parser.add_argument("--steps", type=int, default=20, help="timed steps (median)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed first steps")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of the two processes")
     parser.add_argument("--jit", action="store_true", help="tf.function(jit_compile=True)")
     parser.add_argument("--child", choices=["legacy"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
-def time_steps(keras, tf, model, args):
-    """Median and spread (ms) of a compiled train step of ``model``."""
+def make_step(keras, tf, model, args):
+    """A function that runs ``n`` compiled train steps of ``model``, returning ms each."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -67,15 +71,16 @@ def time_steps(keras, tf, model, args):
         optimizer.apply_gradients(zip(gradients, variables))
         return loss
 
-    for _ in range(args.warmup):
-        train_step(x, y).numpy()
-    times = []
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        train_step(x, y).numpy()  # .numpy() waits for the step to finish
-        times.append(1000 * (time.perf_counter() - start))
-    quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else times * 3
-    return {"median_ms": statistics.median(times), "q1_ms": quartiles[0], "q3_ms": quartiles[2]}
+    def run(n):
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            train_step(x, y).numpy()  # .numpy() waits for the step to finish
+            times.append(1000 * (time.perf_counter() - start))
+        return times
+
+    run(args.warmup)
+    return run
 
 
 def wrap(keras, block, args):
@@ -99,7 +104,7 @@ def block_kwargs(args):
     return dict(num_attention_heads=args.heads, inner_dim=args.inner, inner_activation="relu")
 
 
-def run_keras3(args):
+def keras3_steps(args):
     import lablib
 
     lablib.use_keras3()
@@ -109,15 +114,17 @@ def run_keras3(args):
     from lablib.layers.transformer import TransformerEncoderBlock
 
     keras = get_keras()
-    return tf.__version__, keras.__version__, [
-        ("(a) lablib TransformerEncoderBlock", f"Keras {keras.__version__}",
-         time_steps(keras, tf, wrap(keras, TransformerEncoderBlock(**block_kwargs(args)), args), args)),
-        ("(b) keras.layers.MultiHeadAttention + LayerNorm + Dense", f"Keras {keras.__version__}",
-         time_steps(keras, tf, wrap(keras, keras_mha_block(keras, args), args), args)),
+    mode = f"Keras {keras.__version__}"
+    return tf.__version__, [
+        ("(a) lablib TransformerEncoderBlock", mode,
+         make_step(keras, tf, wrap(keras, TransformerEncoderBlock(**block_kwargs(args)), args), args)),
+        ("(b) keras.layers.MultiHeadAttention + LayerNorm + Dense", mode,
+         make_step(keras, tf, wrap(keras, keras_mha_block(keras, args), args), args)),
     ]
 
 
 def run_legacy(args):
+    """Child process: time (c) and (d) once, return [(name, mode, times)]."""
     import lablib
 
     lablib.use_legacy_keras()
@@ -128,49 +135,62 @@ def run_legacy(args):
 
     keras = get_keras()
     tfm = import_tfm()
-    return [
-        ("(c) tfm.nlp.layers.TransformerEncoderBlock", "tf_keras (legacy)",
-         time_steps(keras, tf, wrap(keras, tfm.nlp.layers.TransformerEncoderBlock(**block_kwargs(args)), args), args)),
-        ("(d) lablib TransformerEncoderBlock", "tf_keras (legacy)",
-         time_steps(keras, tf, wrap(keras, TransformerEncoderBlock(**block_kwargs(args)), args), args)),
+    blocks = [
+        ("(c) tfm.nlp.layers.TransformerEncoderBlock",
+         tfm.nlp.layers.TransformerEncoderBlock(**block_kwargs(args))),
+        ("(d) lablib TransformerEncoderBlock", TransformerEncoderBlock(**block_kwargs(args))),
     ]
+    steps = [(name, make_step(keras, tf, wrap(keras, block, args), args)) for name, block in blocks]
+    return [(name, "tf_keras (legacy)", run(args.steps)) for name, run in steps]
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if args.child == "legacy":
-        print("RESULT " + json.dumps(run_legacy(args)))
-        return 0
-    os.environ["TF_USE_LEGACY_KERAS"] = "0"
-    child_argv = [sys.executable, os.path.abspath(__file__), "--child", "legacy"] + [
-        a for a in (argv if argv is not None else sys.argv[1:])
-    ]
+def legacy_round(args, argv):
     child = subprocess.run(
-        child_argv, cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, os.path.abspath(__file__), "--child", "legacy"] + list(argv),
+        cwd=ROOT, capture_output=True, text=True,
         env=dict(os.environ, TF_USE_LEGACY_KERAS="1", PYTHONPATH=ROOT),
     )
     lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
     if child.returncode != 0 or not lines:
         sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
         raise SystemExit(f"legacy-mode child process failed (exit code {child.returncode})")
-    legacy_rows = [tuple(row) for row in json.loads(lines[-1][len("RESULT "):])]
-    tf_version, keras_version, rows = run_keras3(args)
-    rows += legacy_rows
-    reference = next(r for r in rows if r[0].startswith("(c)"))[2]["median_ms"]
+    return [tuple(row) for row in json.loads(lines[-1][len("RESULT "):])]
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.child == "legacy":
+        print("RESULT " + json.dumps(run_legacy(args)))
+        return 0
+    os.environ["TF_USE_LEGACY_KERAS"] = "0"
+    tf_version, keras3 = keras3_steps(args)
+    times, modes = {}, {}
+    for _ in range(args.rounds):
+        for name, mode, run in keras3:
+            times.setdefault(name, []).extend(run(args.steps))
+            modes[name] = mode
+        for name, mode, measured in legacy_round(args, argv):
+            times.setdefault(name, []).extend(measured)
+            modes[name] = mode
+    reference = statistics.median(times["(c) tfm.nlp.layers.TransformerEncoderBlock"])
+    reference_min = min(times["(c) tfm.nlp.layers.TransformerEncoderBlock"])
 
     print(
         f"Train step, batch {args.batch}, T={args.length}, d={args.dim}, {args.heads} heads, "
-        f"inner {args.inner}, post-norm, Adam; median of {args.steps} steps after "
-        f"{args.warmup} warm-up steps; jit_compile={args.jit}; TensorFlow {tf_version}, "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs.\n"
+        f"inner {args.inner}, post-norm, Adam; {args.rounds} rounds x {args.steps} steps "
+        f"after {args.warmup} warm-up steps; jit_compile={args.jit}; TensorFlow "
+        f"{tf_version}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f} at the end.\n"
     )
-    print("| block | Keras | median step (ms) | IQR (ms) | time / tfm |")
-    print("|---|---|---:|---:|---:|")
-    for name, mode, result in rows:
+    print("| block | Keras | median step (ms) | min step (ms) | median / tfm | min / tfm |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name in sorted(times):
+        median, fastest = statistics.median(times[name]), min(times[name])
         print(
-            f"| {name} | {mode} | {result['median_ms']:.1f} | "
-            f"{result['q1_ms']:.1f}-{result['q3_ms']:.1f} | {result['median_ms'] / reference:.2f} |"
+            f"| {name} | {modes[name]} | {median:.1f} | {fastest:.1f} | "
+            f"{median / reference:.2f} | {fastest / reference_min:.2f} |"
         )
     return 0
 

@@ -256,6 +256,21 @@ def test_layers_sharing_edge_index_normalise_once_per_trace():
     assert _count_ops(other, xd, edge_index, edge_index, op_type="UnsortedSegmentSum") == 2
 
 
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_graph_captured_by_a_function_is_normalised_once(normalization):
+    xs, es = two_graphs(seed=12)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    edges = tf.constant(edge_index)  # closed over, as in a full-graph training step
+    layer = GraphConv(3, normalization=normalization)
+    step = tf.function(lambda x: layer(x, edge_index=edges))
+    eager = layer(xd, edge_index=edge_index).numpy()
+    np.testing.assert_allclose(step(xd).numpy(), eager, atol=1e-6)
+    np.testing.assert_allclose(step(2 * xd).numpy(), layer(2 * xd, edge_index=edge_index), atol=1e-6)
+    assert _count_ops(step, xd, op_type="UnsortedSegmentSum") == 0  # precomputed
+    jitted = tf.function(lambda x: layer(x, edge_index=edges), jit_compile=True)
+    np.testing.assert_allclose(jitted(xd).numpy(), eager, atol=1e-5)
+
+
 # --------------------------------------------------------------------------- errors
 
 

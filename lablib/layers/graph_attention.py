@@ -16,10 +16,10 @@ from lablib.layers.graph_conv import GraphInputs, _serialize, _shape, clone_init
 __all__ = ["GraphAttention"]
 
 
-def _with_self_loops(graph):
+def _with_self_loops(sources, targets, num_nodes, use_xla):
     """Edges followed by one self loop per node, and which of them count: input self
     loops are replaced by the added ones (``valid`` False), not doubled."""
-    sources, targets, num_nodes = graph.sources, graph.targets, graph.num_nodes
+    del use_xla  # the same ops everywhere
     loops = tf.range(num_nodes, dtype=tf.int32)
     valid = tf.concat([tf.not_equal(sources, targets), tf.ones_like(loops, dtype=tf.bool)], 0)
     return (
@@ -252,9 +252,7 @@ class GraphAttention(keras.layers.Layer):
         sources, targets, num_nodes = graph.sources, graph.targets, graph.num_nodes
         valid = None
         if self.add_self_loops:
-            sources, targets, valid = graph.cached(
-                "graph_attention_self_loops", lambda: _with_self_loops(graph)
-            )
+            sources, targets, valid = graph.cached("graph_attention_self_loops", _with_self_loops)
         logits = tf.gather(score_source, sources) + tf.gather(score_target, targets)
         logits = tf.nn.leaky_relu(tf.cast(logits, tf.float32), alpha=self.negative_slope)
         if valid is not None:

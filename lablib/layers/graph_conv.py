@@ -32,6 +32,22 @@ def _shape(tensor):
     return "unknown" if tensor.shape.rank is None else str(tensor.shape.as_list())
 
 
+_EAGER_CACHE = {}  # (id(edge_index), what, xla, num_nodes) -> (edge_index, result)
+_EAGER_CACHE_SIZE = 16
+
+
+def _captured_eager_tensor(graph, internal):
+    """The eager tensor that ``internal`` (a placeholder of ``graph``) captures, or None."""
+    try:
+        captures = graph.captures
+    except AttributeError:
+        return None
+    for external, placeholder in captures:
+        if placeholder is internal:
+            return external if isinstance(external, tf.__internal__.EagerTensor) else None
+    return None
+
+
 class GraphInputs:
     """The graph part of a call, checked: ``mode`` is ``"dense"`` or ``"sparse"``.
 
@@ -159,23 +175,45 @@ class GraphInputs:
         self.num_nodes = tf.shape(x, out_type=tf.int32)[0]
 
     def cached(self, name, compute):
-        """``compute()``, shared by every layer that gets the same ``edge_index`` tensor
-        while one ``tf.function`` is traced (a GCN's layers normalise the graph once
-        per step, not once per layer). Eager calls always compute."""
+        """``compute(sources, targets, num_nodes, use_xla)``, computed as rarely as is safe.
+
+        * Inside a ``tf.function`` that captured an eager ``edge_index`` tensor (a graph
+          closed over by the training step, as for Cora): computed once, eagerly, and
+          reused by every later trace and step: the graph is precomputed.
+        * Otherwise inside a ``tf.function``: computed once per trace and shared by all
+          layers that get the same ``edge_index`` tensor (a GCN normalises once per
+          step, not once per layer).
+        * Eager calls: computed every call.
+        """
+        use_xla = in_xla_context()
         key_tensor = getattr(self, "_edge_key", None)
         if key_tensor is None or tf.executing_eagerly():
-            return compute()
+            return compute(self.sources, self.targets, self.num_nodes, use_xla)
         graph = tf.compat.v1.get_default_graph()
         if getattr(key_tensor, "graph", None) is not graph:
-            return compute()
+            return compute(self.sources, self.targets, self.num_nodes, use_xla)
+        external = _captured_eager_tensor(graph, key_tensor)
+        num_nodes = self.x.shape[0]
+        if external is not None and num_nodes is not None:
+            key = (id(external), name, use_xla, int(num_nodes))
+            hit = _EAGER_CACHE.get(key)
+            if hit is not None and hit[0] is external:
+                return hit[1]
+            with tf.init_scope():
+                edges = tf.cast(external, tf.int32)
+                result = compute(edges[0], edges[1], tf.constant(int(num_nodes)), use_xla)
+            while len(_EAGER_CACHE) >= _EAGER_CACHE_SIZE:
+                _EAGER_CACHE.pop(next(iter(_EAGER_CACHE)))
+            _EAGER_CACHE[key] = (external, result)  # holding `external` keeps its id
+            return result
         # Kept in one of the graph's collections: it lives and dies with the graph.
         collection = graph.get_collection_ref("lablib_graph_cache")
         if not collection:
             collection.append({})
         store = collection[0]
-        key = (key_tensor.ref(), name, in_xla_context())
+        key = (key_tensor.ref(), name, use_xla)
         if key not in store:
-            store[key] = compute()
+            store[key] = compute(self.sources, self.targets, self.num_nodes, use_xla)
         return store[key]
 
     def node_mask(self, dtype):
@@ -201,7 +239,7 @@ def in_xla_context() -> bool:
         return True
 
 
-def edge_operator(sources, targets, weights, num_nodes):
+def edge_operator(sources, targets, weights, num_nodes, use_xla):
     """The weighted edges as an operator for :func:`aggregate`.
 
     Outside XLA: a ``[V, V]`` ``tf.SparseTensor`` (``[target, source] = weight``), for
@@ -209,7 +247,7 @@ def edge_operator(sources, targets, weights, num_nodes):
     GPU. Under XLA (which has no sparse kernel): the edge arrays, for a gather and a
     segment sum.
     """
-    if in_xla_context():
+    if use_xla:
         return ("segments", sources, targets, weights, num_nodes)
     compute = tf.float32 if weights.dtype in (tf.float16, tf.bfloat16) else weights.dtype
     size = tf.cast(num_nodes, tf.int64)
@@ -405,8 +443,7 @@ class GraphConv(keras.layers.Layer):
             out = tf.matmul(tf.matmul(propagate, x), kernel)
         return out
 
-    def _sparse_operator(self, graph):
-        sources, targets, num_nodes = graph.sources, graph.targets, graph.num_nodes
+    def _sparse_operator(self, sources, targets, num_nodes, use_xla):
         if self.normalization == "symmetric":
             # Existing self loops get weight 0; one self loop per node is added apart.
             weight = tf.cast(tf.not_equal(sources, targets), tf.float32)
@@ -414,16 +451,16 @@ class GraphConv(keras.layers.Layer):
             inv_sqrt = tf.math.rsqrt(degree)
             norm = weight * tf.gather(inv_sqrt, sources) * tf.gather(inv_sqrt, targets)
             self_weight = inv_sqrt * inv_sqrt
-            return edge_operator(sources, targets, norm, num_nodes), self_weight
+            return edge_operator(sources, targets, norm, num_nodes, use_xla), self_weight
         count = tf.math.unsorted_segment_sum(
             tf.ones_like(targets, dtype=tf.float32), targets, num_nodes
         )
         weight = tf.gather(1.0 / count, targets)  # count >= 1 for every target
-        return edge_operator(sources, targets, weight, num_nodes), None
+        return edge_operator(sources, targets, weight, num_nodes, use_xla), None
 
     def _sparse(self, graph, kernel, dtype):
         operator, self_weight = graph.cached(
-            f"graph_conv_{self.normalization}", lambda: self._sparse_operator(graph)
+            f"graph_conv_{self.normalization}", self._sparse_operator
         )
         values = tf.matmul(graph.x, kernel) if self._transform_first() else graph.x
         out = aggregate(operator, values)

@@ -68,6 +68,12 @@ def test_matches_reference_with_batch_heads_and_mask():
     assert np.all(weights.numpy()[np.broadcast_to(~mask, weights.shape)] == 0)
 
 
+def test_rank_one_mask_broadcasts_over_queries():
+    x = np.random.default_rng(5).normal(size=(3, 4)).astype("float32")
+    _, weights = scaled_dot_product_attention(x, x, x, mask=[True, True, False])
+    np.testing.assert_array_equal(weights.numpy()[:, 2], 0)
+
+
 def test_integer_mask_and_padding_mask_broadcast():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(2, 4, 3)).astype("float32")
@@ -135,7 +141,7 @@ def test_jit_compiled_function_matches_eager():
         ((3, 4), (3, 4), (2, 4), None, ["same number of positions", "[3, 4]", "[2, 4]"]),
         ((4,), (3, 4), (3, 4), None, ["rank >= 2", "[4]"]),
         ((2, 3, 4), (2, 5, 4), (2, 5, 4), (2, 3, 4), ["broadcastable", "T_k = 5", "[2, 3, 4]"]),
-        ((2, 3, 4), (2, 5, 4), (2, 5, 4), (5,), ["broadcastable", "padding_mask"]),
+        ((2, 3, 4), (2, 5, 4), (2, 5, 4), (4,), ["broadcastable", "T_k = 5", "padding_mask"]),
     ],
 )
 def test_shape_errors_are_clear(q_shape, k_shape, v_shape, mask_shape, words):

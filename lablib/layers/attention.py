@@ -80,21 +80,17 @@ def _check_shapes(query, key, value, mask):
     if mask is None or mask.shape.rank is None:
         return
     t_q = query.shape[-2]
-    if mask.shape.rank < 2 and mask.shape.rank != 0:
-        raise ValueError(
-            f"{fn}: `mask` must be broadcastable to [..., T_q, T_k] = "
-            f"[..., {t_q}, {t_k}], got shape {_shape_text(mask)}. For a padding mask "
-            f"over keys use shape [B, 1, T_k] (see lablib.layers.padding_mask)."
-        )
-    if mask.shape.rank == 0:
-        return
     for axis, size, label in ((-2, t_q, "T_q"), (-1, t_k, "T_k")):
+        if mask.shape.rank < -axis:
+            continue  # a missing leading axis broadcasts
         got = mask.shape[axis]
         if got is not None and size is not None and got not in (1, size):
             raise ValueError(
                 f"{fn}: `mask` must be broadcastable to [..., T_q, T_k] = "
                 f"[..., {t_q}, {t_k}], but its axis {axis} has size {got} where "
-                f"{label} = {size} (or 1) is needed; mask shape {_shape_text(mask)}."
+                f"{label} = {size} (or 1) is needed; mask shape {_shape_text(mask)}. "
+                f"A padding mask over keys has shape [B, 1, T_k] "
+                f"(lablib.layers.padding_mask)."
             )
 
 

@@ -425,14 +425,14 @@ class _Capped:
         return (bytes(self.head) + middle.encode() + bytes(self.tail)).decode("utf-8", "replace")
 
 
-_UID_LOCK = threading.Lock()
-_UID_NEXT = [0]
-
-
 def _next_uid() -> int:
-    with _UID_LOCK:
-        _UID_NEXT[0] = (_UID_NEXT[0] + 1) % 1000
-        return 62000 + (os.getpid() % 20) * 1000 + _UID_NEXT[0]
+    """A fresh unprivileged uid for one child, drawn at random from a range no account
+    uses, so children of concurrent graders (other jobs, other grading processes on the
+    machine) never share a uid: they cannot signal each other, and cleaning up one uid's
+    processes never touches another child's."""
+    import secrets
+
+    return 1_000_000 + secrets.randbelow(1_000_000_000)
 
 
 def _sandbox_possible() -> bool:

@@ -306,7 +306,10 @@ class GraphConv(keras.layers.Layer):
 
     Both layouts run under ``tf.function(jit_compile=True)`` and mixed precision. On
     CPU, XLA's scatter makes the sparse layout slower than plain ``tf.function``; use
-    ``jit_compile`` for it on GPU only.
+    ``jit_compile`` for it on GPU only. Sparse speed: inside a ``tf.function`` the
+    normalised graph is computed once for an ``edge_index`` tensor the function closes
+    over (full-graph training, e.g. Cora), and once per step, shared by all layers,
+    for an ``edge_index`` passed in as an argument.
 
     Args:
         units: output features per node.

@@ -184,7 +184,10 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     items = collect_submissions(submissions)
     settings = {"timeout": timeout, "memory_mb": memory_mb, "isolate": isolate}
     fingerprint = _tests_fingerprint(spec, setup, settings)
-    mask = _protected([*hidden_dirs, out, *(pathlib.Path(p) if pathlib.Path(p).is_dir()
+    from lablib.grading.spec import PUBLIC_TESTS_DIR
+
+    spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
+    mask = _protected([*hidden_dirs, *spec_dirs, out, *(pathlib.Path(p) if pathlib.Path(p).is_dir()
                                             else pathlib.Path(p).parent for p in submissions)])
     jobs = max(1, jobs or os.cpu_count() or 1)
 

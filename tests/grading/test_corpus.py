@@ -25,7 +25,7 @@ def graded(tmp_path_factory):
     out = tmp / "out"
     # The instructor's folders, world-readable, outside the repository (the repository's
     # copy of the fixture's hidden tests is public by nature; the grader hides the
-    # --tests folder, the output and the submission folders).
+    # --tests folder, a spec given by path, the output and the submission folders).
     hidden = tmp / "instructor" / "hidden"
     shutil.copytree(FIXTURE_HIDDEN, hidden)
     lab = tmp / "instructor" / "lab0_fixture"

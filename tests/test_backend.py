@@ -5,13 +5,14 @@ scenarios run as child processes that print a verdict.
 """
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from conftest import ROOT
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:

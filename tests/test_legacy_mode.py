@@ -1,12 +1,13 @@
 """Runs the tests marked ``legacy`` in a child process with TF_USE_LEGACY_KERAS=1."""
 
 import os
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow

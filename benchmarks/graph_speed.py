@@ -8,8 +8,10 @@ The implementations are timed in interleaved rounds; the table reports medians.
 
 Part 2 (scaling, one child process per cell so memory is measured alone): time and peak
 resident memory of one forward + backward from 1k to 100k edges, sparse and dense. The
-peak is the growth of the process' resident set (``VmHWM`` after resetting it through
-``/proc/self/clear_refs``) over what the inputs and the layer already held. A dense
+peak is the growth of the process' resident set (sampled every 0.5 ms in a thread) from
+just before the graph tensors (the dense adjacency
+included), the layer and the compiled step are made, to the end of the timed calls; it
+includes a roughly constant cost of compiling the step (tens of MiB). A dense
 size is skipped when the memory measured at the previous size, grown quadratically in the
 number of nodes, would exceed ``--dense-memory-limit`` GiB.
 
@@ -63,7 +65,8 @@ def write_report(path: str | None, title: str, body: str) -> str:
     header = (
         f"# {title}\n\n"
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}\n"
-        f"- machine: {machine_description()}\n"
+        f"- machine: {machine_description()}; load average {os.getloadavg()[0]:.1f} when written "
+        f"(the machine is shared: absolute times move with the load, side-by-side ratios much less)\n"
         f"- command: `{command}`\n\n"
     )
     text = header + body.rstrip() + "\n"
@@ -188,21 +191,49 @@ def _rss_kib(field: str) -> int:
     raise RuntimeError(f"{field} not found in /proc/self/status")
 
 
+class _PeakSampler:
+    """Samples the resident set every half millisecond in a thread; ``stop()`` gives the peak (KiB)."""
+
+    def __init__(self):
+        import threading
+
+        self.peak = _rss_kib("VmRSS")
+        self._running = True
+        self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        with open("/proc/self/statm") as handle:
+            while self._running:
+                handle.seek(0)
+                self.peak = max(self.peak, int(handle.read().split()[1]) * self._page_kib)
+                time.sleep(0.0005)
+
+    def stop(self) -> int:
+        self._running = False
+        self._thread.join()
+        return max(self.peak, _rss_kib("VmRSS"))
+
+
 def child(args) -> None:
     """Measure one (implementation, layer, mode, size): time and peak memory; print JSON."""
     set_threads(args.threads)
     x, edge_index = random_graph(args.nodes, args.edges)
+    import tensorflow  # noqa: F401  (imported before the baseline, as is torch below)
+
+    if args.implementation == "pyg":
+        import torch_geometric.nn  # noqa: F401
+    before = _rss_kib("VmRSS")
+    sampler = _PeakSampler()
     step = make_step(args.implementation, args.layer, args.mode, x, edge_index)
     step()  # compile, allocate the weights
-    before = _rss_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as handle:
-        handle.write("5")  # reset VmHWM (peak resident set) to the current resident set
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    peak = _rss_kib("VmHWM")
+    peak = sampler.stop()
     print(json.dumps({"seconds": statistics.median(times), "peak_mib": max(peak - before, 0) / 1024.0, "edges": int(edge_index.shape[1])}))
 
 
@@ -228,6 +259,7 @@ def main(argv=None):
                              "multi-threaded kernels mostly measure how long their threads wait for each other)")
     parser.add_argument("--dense-memory-limit", type=float, default=3.0, help="GiB; larger dense cells are skipped")
     parser.add_argument("--output", default=None, help="where to write the table (default results/graph_speed.md; none with --quick)")
+    parser.add_argument("--parts", default="speed,scaling", help="speed and/or scaling (comma-separated)")
     parser.add_argument("--child", nargs=3, metavar=("IMPLEMENTATION", "LAYER", "MODE"), help=argparse.SUPPRESS)
     parser.add_argument("--nodes", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--edges", type=int, default=0, help=argparse.SUPPRESS)
@@ -239,10 +271,13 @@ def main(argv=None):
         return
 
     set_threads(args.threads)
+    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    if not parts or parts - {"speed", "scaling"}:
+        parser.error(f"--parts must name speed and/or scaling, got {args.parts!r}")
     nodes, edges = (200, 1000) if args.quick else (2708, 10556)  # part 1: Cora-sized
     repeats, rounds = (2, 1) if args.quick else (10, 7)
     x, edge_index = random_graph(nodes, edges)
-    lines = [
+    lines = [] if "speed" not in parts else [
         f"## Forward + backward on one random graph ({nodes} nodes, {edge_index.shape[1]} directed edges, "
         f"{FEATURES} input features; GCN → {FEATURES}, GAT 8 heads × 8), {args.threads} threads in both "
         f"frameworks, median of {rounds} interleaved rounds of {repeats} calls",
@@ -250,7 +285,7 @@ def main(argv=None):
         "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
         "|---|---|---|---|---|",
     ]
-    for layer in ("gcn", "gat"):
+    for layer in ("gcn", "gat") if "speed" in parts else ():
         for mode in ("sparse", "dense"):
             steps = {impl: make_step(impl, layer, mode, x, edge_index) for impl in ("lablib", "pyg")}
             t = time_interleaved(steps, repeats if mode == "sparse" else max(1, repeats // 5), rounds)
@@ -261,21 +296,22 @@ def main(argv=None):
             )
             print(lines[-1], file=sys.stderr, flush=True)
 
-    sizes = [1000] if args.quick else [1000, 10000, 100000]
+    sizes = [] if "scaling" not in parts else [1000] if args.quick else [1000, 10000, 100000]
     degree = 4  # edges per node
-    lines += [
+    lines += [] if not sizes else [
         "",
         f"## Scaling: one forward + backward, average in-degree {degree} (nodes = edges / {degree}), "
         f"median of {3 if args.quick else 5} calls, each cell in a fresh process",
         "",
-        "Peak memory = growth of the resident set during the forward + backward (inputs and weights excluded).",
+        "Peak memory = growth of the resident set from before the graph tensors (dense adjacency included), the layer "
+        "and the compiled step were made; it includes a roughly constant compilation cost.",
         "",
         "| edges | nodes | layer | lablib sparse (ms) | lablib sparse peak (MiB) | PyG sparse (ms) | PyG sparse peak (MiB) | lablib dense (ms) | lablib dense peak (MiB) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     limit_mib = args.dense_memory_limit * 1024
     skipped_from = {}
-    for layer in ("gcn", "gat"):
+    for layer in ("gcn", "gat") if sizes else ():
         previous_dense = None
         for num_edges in sizes:
             num_nodes = num_edges // degree
@@ -305,9 +341,10 @@ def main(argv=None):
                 + " |"
             )
             print(lines[-1], file=sys.stderr, flush=True)
-    lines += ["", f"Dense cells were skipped above {args.dense_memory_limit:g} GiB of estimated peak memory"
+    lines += [] if not sizes else ["", f"Dense cells were skipped above {args.dense_memory_limit:g} GiB of estimated peak memory"
               + (": " + ", ".join(f"{k.upper()} from {v} nodes" for k, v in skipped_from.items()) if skipped_from else " (none reached it).")]
-    output = args.output or (None if args.quick else os.path.join(ROOT, "benchmarks", "results", "graph_speed.md"))
+    default = "graph_speed.md" if parts == {"speed", "scaling"} else f"graph_speed_{'_'.join(sorted(parts))}.md"
+    output = args.output or (None if args.quick else os.path.join(ROOT, "benchmarks", "results", default))
     write_report(output, "Graph layer speed: lablib vs PyTorch Geometric" + (" (--quick)" if args.quick else ""), "\n".join(lines))
 
 

@@ -80,7 +80,8 @@ def write_report(path: str | None, title: str, body: str) -> str:
     header = (
         f"# {title}\n\n"
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}\n"
-        f"- machine: {machine_description()}\n"
+        f"- machine: {machine_description()}; load average {os.getloadavg()[0]:.1f} when written "
+        f"(the machine is shared: absolute times move with the load, side-by-side ratios much less)\n"
         f"- command: `{command}`\n\n"
     )
     text = header + body.rstrip() + "\n"

@@ -395,7 +395,8 @@ def main(argv=None):
     if args.from_log:
         results = parse_log(args.from_log)
         note = (f"Accuracy rows rendered from the per-seed lines of the run logged in `{os.path.basename(args.from_log)}` "
-                f"(`--from-log`); a row with fewer seeds than asked comes from a run stopped at the deadline.")
+                f"(`--from-log`; that run was stopped during its timing phase, which `--parts timing` measures separately). "
+                f"The reference GAT runs {args.reference_gat_seeds} seeds by design (`--reference-gat-seeds`), as a check of the layers.")
     elif "accuracy" in parts:
         reference_seeds = {"gcn": seeds, "gat": seeds[: args.reference_gat_seeds]}
         started = time.perf_counter()

@@ -24,7 +24,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -38,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
+from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 
 FEATURES = 64  # input features; GCN output 64, GAT 8 heads x 8 units
 
@@ -45,37 +45,6 @@ FEATURES = 64  # input features; GCN output 64, GAT 8 heads x 8 units
 # --------------------------------------------------------------------------- reporting
 
 
-def machine_description() -> str:
-    """``"<cores> cores, <CPU model>"`` from /proc/cpuinfo."""
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {model}"
-
-
-def write_report(path: str | None, title: str, body: str) -> str:
-    """Prefix ``body`` with date, machine and command; print it; write it to ``path``."""
-    command = ".venv/bin/python " + " ".join(["benchmarks/" + os.path.basename(sys.argv[0])] + sys.argv[1:])
-    header = (
-        f"# {title}\n\n"
-        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}\n"
-        f"- machine: {machine_description()}; load average {os.getloadavg()[0]:.1f} when written "
-        f"(the machine is shared: absolute times move with the load, side-by-side ratios much less)\n"
-        f"- command: `{command}`\n\n"
-    )
-    text = header + body.rstrip() + "\n"
-    print(text)
-    if path:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as handle:
-            handle.write(text)
-    return text
 
 
 # --------------------------------------------------------------------------- graphs and steps

@@ -23,6 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
+from lablib.grading.tests._graph_inputs import (
+    course_graph,
+    graph_from_edges,
+    judge_training,
+    seeded_model,
+    to_numpy,
+    training_probe,
+)
 
 lab = get_lab("lab3_gcn_molecules", title="Lab 3: Graph convolution on molecules",
               aliases=("lab3",))
@@ -39,24 +47,6 @@ lab.piece("build_gcn", objects=["build_gcn_regressor"],
 
 # --------------------------------------------------------------------------- inputs
 
-#: The course's example graph G: nodes A..F and its undirected edges.
-NODES = ["A", "B", "C", "D", "E", "F"]
-EDGES = [("A", "B"), ("B", "C"), ("C", "D"), ("B", "D"), ("D", "E"), ("D", "F"), ("E", "F")]
-
-
-def course_graph():
-    """The course's graph G as (H [6, 3], A [6, 6]): symmetric A, fixed features."""
-    index = {name: i for i, name in enumerate(NODES)}
-    adjacency = np.zeros((6, 6))
-    for u, v in EDGES:
-        adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = 1.0
-    features = np.array(
-        [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0], [0.0, 1.0, 1.0],
-         [2.0, 0.5, -1.0], [-1.0, 0.0, 0.5], [0.0, -0.5, 1.5]]
-    )
-    return features, adjacency
-
-
 def layer_weights(f_in=3, f_out=2, seed=3):
     """W, B of shape [f_out, f_in] (different from each other and not square)."""
     rng = np.random.default_rng(seed)
@@ -65,20 +55,13 @@ def layer_weights(f_in=3, f_out=2, seed=3):
 
 def isolated_graph():
     """5 nodes, node 4 has no neighbours; features [5, 4]."""
-    rng = np.random.default_rng(11)
-    adjacency = np.zeros((5, 5))
-    for u, v in [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]:
-        adjacency[u, v] = adjacency[v, u] = 1.0
-    return rng.normal(size=(5, 4)), adjacency
+    return graph_from_edges(5, [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4, seed=11)
 
 
 def directed_graph():
     """A directed graph: A[v, u] = 1 means u sends to v (A is not symmetric)."""
-    rng = np.random.default_rng(5)
-    adjacency = np.zeros((4, 4))
-    for source, target in [(0, 1), (0, 2), (1, 2), (3, 2), (2, 0)]:
-        adjacency[target, source] = 1.0
-    return rng.normal(size=(4, 3)), adjacency
+    return graph_from_edges(4, [(0, 1), (0, 2), (1, 2), (3, 2), (2, 0)], 3, seed=5,
+                            directed=True)
 
 
 def random_graph(num_nodes=9, num_features=5, seed=21, p=0.35):
@@ -101,6 +84,44 @@ def reference_gcn(features, adjacency, w, b, activation=np.tanh):
     return activation(mean @ np.asarray(w).T + features @ np.asarray(b).T)
 
 
+#: Layer cases: (graph builder, layer_weights arguments, activation).
+COURSE = (course_graph, (3, 2, 3), np.tanh)
+ISOLATED = (isolated_graph, (4, 3, 8), np.tanh)
+DIRECTED = (directed_graph, (3, 2, 4), _identity)
+RANDOM = (random_graph, (5, 7, 9), np.tanh)
+
+
+def case_inputs(case):
+    """(H, A, W, B, activation) of a layer case."""
+    graph, weight_args, activation = case
+    features, adjacency = graph()
+    w, b = layer_weights(*weight_args)
+    return features, adjacency, w, b, activation
+
+
+def run_layer(ns, name, case):
+    """Probe side: the student's layer function ``ns[name]`` on a layer case."""
+    features, adjacency, w, b, activation = case_inputs(case)
+    return ns[name](features, adjacency, w, b, activation=activation)
+
+
+def judge_course_graph(got):
+    """Judge of a layer's output on the course's graph G."""
+    features, adjacency, w, b, _ = case_inputs(COURSE)
+    expect_shape(got, (6, 2), "output on the course's graph G")
+    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output on the course's graph G")
+
+
+def judge_isolated(got, nan_message):
+    """Judge of a layer's output on the graph with an isolated node."""
+    features, adjacency, w, b, _ = case_inputs(ISOLATED)
+    expect_shape(got, (5, 3), "output")
+    expect(bool(np.all(np.isfinite(got))), nan_message)
+    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
+                 what="output with an isolated node (node 4)")
+
+
 def padded_batch():
     """Node features [3, 5, 4] and mask [3, 5]: graphs of 5, 3 and 2 real nodes.
 
@@ -114,6 +135,12 @@ def padded_batch():
     features[2, :2] = -np.abs(features[2, :2]) - 0.5
     features[~mask] = 100.0
     return features, mask
+
+
+def run_readout(ns, mode):
+    """Probe side: the student's readout of :func:`padded_batch` in ``mode``."""
+    features, mask = padded_batch()
+    return ns["readout"](features, mask, mode)
 
 
 def reference_readout(features, mask, mode):
@@ -131,53 +158,35 @@ def reference_readout(features, mask, mode):
           hint="For every node v, average the rows H[u] of its neighbours (A[v, u] == 1), "
                "then return act(mean @ W.T + H[v] @ B.T).")
 def scalar_course_graph(ns):
-    features, adjacency = course_graph()
-    w, b = layer_weights()
-    return ns["gcn_layer_scalar"](features, adjacency, w, b, activation=np.tanh)
+    return run_layer(ns, "gcn_layer_scalar", COURSE)
 
 
-@scalar_course_graph.judge
-def _(got):
-    features, adjacency = course_graph()
-    w, b = layer_weights()
-    expect_shape(got, (6, 2), "output on the course's graph G")
-    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output on the course's graph G")
+scalar_course_graph.judge(judge_course_graph)
 
 
 @lab.test("gcn_scalar", points=1,
           hint="A node without neighbours has a zero neighbour mean (do not divide by "
                "zero): its output is act(H[v] @ B.T).")
 def scalar_isolated_node(ns):
-    features, adjacency = isolated_graph()
-    w, b = layer_weights(4, 3, seed=8)
-    return ns["gcn_layer_scalar"](features, adjacency, w, b, activation=np.tanh)
+    return run_layer(ns, "gcn_layer_scalar", ISOLATED)
 
 
 @scalar_isolated_node.judge
 def _(got):
-    features, adjacency = isolated_graph()
-    w, b = layer_weights(4, 3, seed=8)
-    expect_shape(got, (5, 3), "output")
-    expect(bool(np.all(np.isfinite(got))), "The isolated node's output contains NaN or inf: "
-           "its neighbour mean must be zero, not 0/0.")
-    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output with an isolated node (node 4)")
+    judge_isolated(got, "The isolated node's output contains NaN or inf: "
+                   "its neighbour mean must be zero, not 0/0.")
 
 
 @lab.test("gcn_scalar", points=1,
           hint="A[v, u] = 1 means u sends to v: the neighbours of v are the ones in ROW v "
                "of A, not column v. Also apply the activation that is passed in.")
 def scalar_directed_identity(ns):
-    features, adjacency = directed_graph()
-    w, b = layer_weights(3, 2, seed=4)
-    return ns["gcn_layer_scalar"](features, adjacency, w, b, activation=_identity)
+    return run_layer(ns, "gcn_layer_scalar", DIRECTED)
 
 
 @scalar_directed_identity.judge
 def _(got):
-    features, adjacency = directed_graph()
-    w, b = layer_weights(3, 2, seed=4)
+    features, adjacency, w, b, _ = case_inputs(DIRECTED)
     expect_shape(got, (4, 2), "output")
     expected = reference_gcn(features, adjacency, w, b, _identity)
     if np.allclose(got, reference_gcn(features, adjacency.T, w, b, _identity), atol=1e-6):
@@ -196,63 +205,39 @@ def _(got):
           hint="D is the diagonal matrix of degrees (row sums of A); compute "
                "act(D^-1 @ A @ H @ W.T + H @ B.T).")
 def matrix_course_graph(ns):
-    features, adjacency = course_graph()
-    w, b = layer_weights()
-    return ns["gcn_layer_matrix"](features, adjacency, w, b, activation=np.tanh)
+    return run_layer(ns, "gcn_layer_matrix", COURSE)
 
 
-@matrix_course_graph.judge
-def _(got):
-    features, adjacency = course_graph()
-    w, b = layer_weights()
-    expect_shape(got, (6, 2), "output on the course's graph G")
-    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output on the course's graph G")
+matrix_course_graph.judge(judge_course_graph)
 
 
 @lab.test("gcn_matrix", points=1,
           hint="An isolated node has degree 0: use 1/degree only where degree > 0 and 0 "
                "elsewhere (np.divide(..., where=degree > 0) or np.where).")
 def matrix_isolated_node(ns):
-    features, adjacency = isolated_graph()
-    w, b = layer_weights(4, 3, seed=8)
-    return ns["gcn_layer_matrix"](features, adjacency, w, b, activation=np.tanh)
+    return run_layer(ns, "gcn_layer_matrix", ISOLATED)
 
 
 @matrix_isolated_node.judge
 def _(got):
-    features, adjacency = isolated_graph()
-    w, b = layer_weights(4, 3, seed=8)
-    expect_shape(got, (5, 3), "output")
-    expect(bool(np.all(np.isfinite(got))), "The isolated node's output contains NaN or inf: "
-           "D^-1 must be 0 (not 1/0) for a node of degree 0.")
-    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output with an isolated node (node 4)")
+    judge_isolated(got, "The isolated node's output contains NaN or inf: "
+                   "D^-1 must be 0 (not 1/0) for a node of degree 0.")
 
 
 @lab.test("gcn_matrix", points=1,
           hint="Check the convention: A[v, u] = 1 means u sends to v (D^-1 A, not A D^-1 "
                "or A^T), W and B have shape [F_out, F_in], and `activation` is applied.")
 def matrix_directed_random(ns):
-    outputs = []
-    features, adjacency = directed_graph()
-    w, b = layer_weights(3, 2, seed=4)
-    outputs.append(ns["gcn_layer_matrix"](features, adjacency, w, b, activation=_identity))
-    features, adjacency = random_graph()
-    w, b = layer_weights(5, 7, seed=9)
-    outputs.append(ns["gcn_layer_matrix"](features, adjacency, w, b, activation=np.tanh))
-    return outputs
+    return [run_layer(ns, "gcn_layer_matrix", case) for case in (DIRECTED, RANDOM)]
 
 
 @matrix_directed_random.judge
 def _(got):
     expect(isinstance(got, list) and len(got) == 2, f"expected two outputs, got {type(got)}")
-    features, adjacency = directed_graph()
-    w, b = layer_weights(3, 2, seed=4)
+    features, adjacency, w, b, _ = case_inputs(DIRECTED)
     expect_close(got[0], reference_gcn(features, adjacency, w, b, _identity), atol=1e-6,
                  what="output on a directed graph, no activation")
-    features, adjacency = random_graph()
-    w, b = layer_weights(5, 7, seed=9)
+    features, adjacency, w, b, _ = case_inputs(RANDOM)
     expect_shape(got[1], (9, 7), "output of a layer with 5 input and 7 output features")
     expect_close(got[1], reference_gcn(features, adjacency, w, b), atol=1e-6,
                  what="output on a random graph (9 nodes, 5 -> 7 features)")
@@ -265,8 +250,7 @@ def _(got):
           hint="Zero the padding rows (mask False) before summing over the node axis "
                "(axis 1): the result has shape [batch, features].")
 def readout_sum(ns):
-    features, mask = padded_batch()
-    return ns["readout"](features, mask, "sum")
+    return run_readout(ns, "sum")
 
 
 @readout_sum.judge
@@ -283,8 +267,7 @@ def _(got):
           hint="Divide the masked sum by the number of REAL nodes of each graph "
                "(mask.sum(axis=1)), not by the padded size N.")
 def readout_mean(ns):
-    features, mask = padded_batch()
-    return ns["readout"](features, mask, "mean")
+    return run_readout(ns, "mean")
 
 
 @readout_mean.judge
@@ -303,8 +286,7 @@ def _(got):
           hint="Replace padding rows by -inf (not 0: real features may all be negative) "
                "before taking the maximum over the node axis.")
 def readout_max(ns):
-    features, mask = padded_batch()
-    return ns["readout"](features, mask, "max")
+    return run_readout(ns, "max")
 
 
 @readout_max.judge
@@ -374,25 +356,18 @@ def synthetic_molecules(seed=0, batch=16, max_nodes=7):
     return x, adjacency, mask, y
 
 
-def _numpy(value):
-    value = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
-    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-
-
 @lab.test("build_gcn", points=2, timeout=300,
           hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
                "(GraphReadout) and Dense layers; outputs [batch, 1]. Return the model "
                "compiled (optimizer, loss='mse').")
 def gcn_structure(ns):
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = ns["build_gcn_regressor"](NUM_FEATURES, hidden_units=16, num_layers=2)
+    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=16,
+                         num_layers=2)
     x, adjacency, mask, _ = synthetic_molecules(seed=1, batch=6)
 
     def predict(x, adjacency, mask):
-        return _numpy(model([x.astype(np.float32), adjacency.astype(np.float32), mask],
-                            training=False))
+        return to_numpy(model([x.astype(np.float32), adjacency.astype(np.float32), mask],
+                              training=False))
 
     base = predict(x, adjacency, mask)
     # Permute the node order of every graph (padding included) consistently.
@@ -455,31 +430,12 @@ def _(got):
           hint="The model should fit a small synthetic data set: check the loss, the "
                "optimizer (Adam, learning rate around 1e-3) and that every layer is trainable.")
 def gcn_learns(ns):
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = ns["build_gcn_regressor"](NUM_FEATURES, hidden_units=32, num_layers=2)
+    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32,
+                         num_layers=2)
     x, adjacency, mask, y = synthetic_molecules(seed=0, batch=32)
-    inputs = [x, adjacency, mask]
-    before = [np.array(w) for w in model.get_weights()]
-    losses = []
-    for _ in range(60):
-        out = model.train_on_batch(inputs, y)
-        losses.append(float(_numpy(out).ravel()[0]))
-    after = [np.array(w) for w in model.get_weights()]
-    changed = [bool(np.any(a != b)) for a, b in zip(after, before)]
-    return {"losses": losses, "weights_changed": changed,
-            "num_trainable": len(model.trainable_weights)}
+    return training_probe(model, [x, adjacency, mask], y)
 
 
 @gcn_learns.judge
 def _(got):
-    losses = np.asarray(got["losses"], float)
-    expect(bool(np.all(np.isfinite(losses))), f"The training loss is not finite: {losses[:5]}")
-    expect(got["num_trainable"] > 0, "The model has no trainable weights.")
-    expect(all(got["weights_changed"]), f"{got['weights_changed'].count(False)} weight "
-           f"arrays did not change during training (is every layer trainable?).")
-    first, last = losses[:3].mean(), losses[-5:].mean()
-    expect(last < 0.6 * first, f"The loss did not go down enough in 60 steps on a small "
-           f"synthetic batch: from {first:.3f} to {last:.3f} (expected below "
-           f"{0.6 * first:.3f}).")
+    judge_training(got, "a small synthetic batch")

@@ -26,6 +26,14 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
+from lablib.grading.tests._graph_inputs import (
+    course_graph,
+    graph_from_edges,
+    judge_training,
+    seeded_model,
+    to_numpy,
+    training_probe,
+)
 
 lab = get_lab("lab4_gat", title="Lab 4: Graph attention networks", aliases=("lab4",))
 
@@ -39,23 +47,6 @@ lab.piece("build_gat", objects=["build_gat_classifier"],
 
 # --------------------------------------------------------------------------- inputs
 
-NODES = ["A", "B", "C", "D", "E", "F"]
-EDGES = [("A", "B"), ("B", "C"), ("C", "D"), ("B", "D"), ("D", "E"), ("D", "F"), ("E", "F")]
-
-
-def course_graph():
-    """The course's graph G as (H [6, 3], A [6, 6]) with a symmetric A."""
-    index = {name: i for i, name in enumerate(NODES)}
-    adjacency = np.zeros((6, 6))
-    for u, v in EDGES:
-        adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = 1.0
-    features = np.array(
-        [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0], [0.0, 1.0, 1.0],
-         [2.0, 0.5, -1.0], [-1.0, 0.0, 0.5], [0.0, -0.5, 1.5]]
-    )
-    return features, adjacency
-
-
 def head_weights(f_in=3, f_out=4, seed=0, scale=1.0):
     """W [f_out, f_in] and a [2 f_out]."""
     rng = np.random.default_rng(seed)
@@ -64,20 +55,26 @@ def head_weights(f_in=3, f_out=4, seed=0, scale=1.0):
 
 def isolated_graph():
     """5 nodes; node 4 has no neighbours."""
-    rng = np.random.default_rng(12)
-    adjacency = np.zeros((5, 5))
-    for u, v in [(0, 1), (1, 2), (2, 3), (0, 3)]:
-        adjacency[u, v] = adjacency[v, u] = 1.0
-    return rng.normal(size=(5, 3)), adjacency
+    return graph_from_edges(5, [(0, 1), (1, 2), (2, 3), (0, 3)], 3, seed=12)
 
 
 def directed_graph():
     """A[i, j] = 1 when j sends to i; not symmetric."""
-    rng = np.random.default_rng(6)
-    adjacency = np.zeros((5, 5))
-    for source, target in [(0, 1), (0, 2), (1, 2), (3, 2), (4, 2), (2, 0), (3, 4)]:
-        adjacency[target, source] = 1.0
-    return rng.normal(size=(5, 3)), adjacency
+    return graph_from_edges(5, [(0, 1), (0, 2), (1, 2), (3, 2), (4, 2), (2, 0), (3, 4)], 3,
+                            seed=6, directed=True)
+
+
+def head_inputs(graph, **weights):
+    """(H, A, W, a): ``graph()`` and ``head_weights(**weights)``."""
+    features, adjacency = graph()
+    w, a = head_weights(**weights)
+    return features, adjacency, w, a
+
+
+def run_head(ns, graph, weights, **kwargs):
+    """Probe side: the student's ``gat_attention`` on ``head_inputs(graph, **weights)``."""
+    alpha, out = ns["gat_attention"](*head_inputs(graph, **weights), **kwargs)
+    return {"alpha": alpha, "output": out}
 
 
 def leaky_relu(x, slope):
@@ -162,16 +159,12 @@ def _check_alpha(alpha, adjacency, what):
           hint="z = H @ W.T; e[i, j] = LeakyReLU(a[:F'] . z_i + a[F':] . z_j); softmax over "
                "j in N(i) + {i} only (row i of A, plus i itself); output = alpha @ z.")
 def attention_course_graph(ns):
-    features, adjacency = course_graph()
-    w, a = head_weights()
-    alpha, out = ns["gat_attention"](features, adjacency, w, a)
-    return {"alpha": alpha, "output": out}
+    return run_head(ns, course_graph, {})
 
 
 @attention_course_graph.judge
 def _(got):
-    features, adjacency = course_graph()
-    w, a = head_weights()
+    features, adjacency, w, a = head_inputs(course_graph)
     alpha, out = reference_attention(features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients on the course's graph G")
     f_out = w.shape[0]
@@ -189,8 +182,7 @@ def _(got):
                "already has a self loop must not count twice, and an isolated node attends "
                "only to itself (alpha_ii = 1).")
 def attention_self_loops(ns):
-    features, adjacency = isolated_graph()
-    w, a = head_weights(3, 2, seed=1)
+    features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=2, seed=1)
     plain = ns["gat_attention"](features, adjacency, w, a)
     looped = ns["gat_attention"](features, adjacency + np.eye(5), w, a)
     return {"alpha": plain[0], "output": plain[1],
@@ -199,8 +191,7 @@ def attention_self_loops(ns):
 
 @attention_self_loops.judge
 def _(got):
-    features, adjacency = isolated_graph()
-    w, a = head_weights(3, 2, seed=1)
+    features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=2, seed=1)
     alpha, out = reference_attention(features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients")
     expect_close(got["alpha"][4, 4], 1.0, atol=1e-6,
@@ -217,16 +208,13 @@ def _(got):
           hint="A[i, j] = 1 means j sends to i: node i attends over the nodes of ROW i. "
                "And use the `negative_slope` argument in the LeakyReLU.")
 def attention_directed_slope(ns):
-    features, adjacency = directed_graph()
-    w, a = head_weights(3, 3, seed=2)
-    alpha, out = ns["gat_attention"](features, adjacency, w, a, negative_slope=0.05)
-    return {"alpha": alpha, "output": out}
+    return run_head(ns, directed_graph, {"f_in": 3, "f_out": 3, "seed": 2},
+                    negative_slope=0.05)
 
 
 @attention_directed_slope.judge
 def _(got):
-    features, adjacency = directed_graph()
-    w, a = head_weights(3, 3, seed=2)
+    features, adjacency, w, a = head_inputs(directed_graph, f_in=3, f_out=3, seed=2)
     alpha, out = reference_attention(features, adjacency, w, a, negative_slope=0.05)
     transposed, _ = reference_attention(features, adjacency.T, w, a, negative_slope=0.05)
     if isinstance(got["alpha"], np.ndarray) and got["alpha"].shape == alpha.shape and \
@@ -247,16 +235,12 @@ def _(got):
           hint="Subtract each row's maximum score (over the allowed entries) before exp: "
                "large scores must not overflow to inf / NaN.")
 def attention_stable(ns):
-    features, adjacency = course_graph()
-    w, a = head_weights(seed=3, scale=300.0)
-    alpha, out = ns["gat_attention"](features, adjacency, w, a)
-    return {"alpha": alpha, "output": out}
+    return run_head(ns, course_graph, {"seed": 3, "scale": 300.0})
 
 
 @attention_stable.judge
 def _(got):
-    features, adjacency = course_graph()
-    w, a = head_weights(seed=3, scale=300.0)
+    features, adjacency, w, a = head_inputs(course_graph, seed=3, scale=300.0)
     alpha, out = reference_attention(features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients with scores around 1e3")
     expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients (large scores)")
@@ -267,16 +251,12 @@ def _(got):
           hint="Your head should compute exactly what lablib's GraphAttention layer computes "
                "with kernel = W.T, attention_target = a[:F'], attention_source = a[F':].")
 def attention_matches_layer(ns):
-    features, adjacency = isolated_graph()
-    w, a = head_weights(3, 5, seed=4)
-    alpha, out = ns["gat_attention"](features, adjacency, w, a)
-    return {"alpha": alpha, "output": out}
+    return run_head(ns, isolated_graph, {"f_in": 3, "f_out": 5, "seed": 4})
 
 
 @attention_matches_layer.judge
 def _(got):
-    features, adjacency = isolated_graph()
-    w, a = head_weights(3, 5, seed=4)
+    features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=5, seed=4)
     alpha, out = lablib_attention(features, adjacency, [w], [a])
     expect_close(got["alpha"], alpha[0], atol=1e-5,
                  what="attention coefficients vs lablib.layers.GraphAttention")
@@ -293,47 +273,53 @@ def multi_head_weights(f_in=3, f_out=2, heads=HEADS, seed=10):
     return [w for w, _ in pairs], [a for _, a in pairs]
 
 
+def run_multi_head(ns, graph, seed, concat):
+    """Probe side: the student's ``multi_head_gat`` with 3 heads from ``seed``."""
+    features, adjacency = graph()
+    ws, attention_vectors = multi_head_weights(seed=seed)
+    return ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=concat)
+
+
+def judge_multi_head(got, graph, seed, concat, shape, shape_what, what, layer_what):
+    """Judge :func:`run_multi_head`: against the NumPy reference and lablib's layer."""
+    features, adjacency = graph()
+    ws, attention_vectors = multi_head_weights(seed=seed)
+    outputs = [reference_attention(features, adjacency, w, a)[1]
+               for w, a in zip(ws, attention_vectors)]
+    expected = np.concatenate(outputs, axis=1) if concat else np.mean(outputs, axis=0)
+    expect_shape(got, shape, shape_what)
+    expect_close(got, expected, atol=1e-6, what=what)
+    _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=concat)
+    expect_close(got, layer_out, atol=1e-5, what=layer_what)
+
+
 @lab.test("multi_head_gat", points=2,
           hint="Run gat_attention once per head (head k uses Ws[k] and As[k]) and "
                "concatenate the outputs along the feature axis, head 0 first: [N, K * F'].")
 def multi_head_concat(ns):
-    features, adjacency = course_graph()
-    ws, attention_vectors = multi_head_weights()
-    return ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=True)
+    return run_multi_head(ns, course_graph, seed=10, concat=True)
 
 
 @multi_head_concat.judge
 def _(got):
-    features, adjacency = course_graph()
-    ws, attention_vectors = multi_head_weights()
-    expected = np.concatenate([reference_attention(features, adjacency, w, a)[1]
-                               for w, a in zip(ws, attention_vectors)], axis=1)
-    expect_shape(got, (6, HEADS * 2), f"{HEADS} concatenated heads of 2 features")
-    expect_close(got, expected, atol=1e-6, what="concatenated heads on G")
-    _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=True)
-    expect_close(got, layer_out, atol=1e-5,
-                 what="concatenated heads vs lablib.layers.GraphAttention(num_heads=3)")
+    judge_multi_head(got, course_graph, seed=10, concat=True, shape=(6, HEADS * 2),
+                     shape_what=f"{HEADS} concatenated heads of 2 features",
+                     what="concatenated heads on G",
+                     layer_what="concatenated heads vs lablib.layers.GraphAttention(num_heads=3)")
 
 
 @lab.test("multi_head_gat", points=1,
           hint="concat=False: average the heads' outputs (the GAT output layer), shape [N, F'].")
 def multi_head_average(ns):
-    features, adjacency = directed_graph()
-    ws, attention_vectors = multi_head_weights(seed=20)
-    return ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=False)
+    return run_multi_head(ns, directed_graph, seed=20, concat=False)
 
 
 @multi_head_average.judge
 def _(got):
-    features, adjacency = directed_graph()
-    ws, attention_vectors = multi_head_weights(seed=20)
-    expected = np.mean([reference_attention(features, adjacency, w, a)[1]
-                        for w, a in zip(ws, attention_vectors)], axis=0)
-    expect_shape(got, (5, 2), "average of 3 heads of 2 features")
-    expect_close(got, expected, atol=1e-6, what="averaged heads")
-    _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=False)
-    expect_close(got, layer_out, atol=1e-5,
-                 what="averaged heads vs lablib.layers.GraphAttention(concat_heads=False)")
+    judge_multi_head(got, directed_graph, seed=20, concat=False, shape=(5, 2),
+                     shape_what="average of 3 heads of 2 features", what="averaged heads",
+                     layer_what="averaged heads vs "
+                                "lablib.layers.GraphAttention(concat_heads=False)")
 
 
 @lab.test("multi_head_gat", points=1,
@@ -393,25 +379,17 @@ def tiny_graph(seed=0, num_nodes=24):
     return x, np.ascontiguousarray(edge_index), y.astype(np.int32)
 
 
-def _numpy(value):
-    value = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
-    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-
-
 @lab.test("build_gat", points=2, timeout=300,
           hint="Inputs x [V, F] and edge_index [2, E] (int32); two GraphAttention layers "
                "called with edge_index=...; output one row of num_classes scores per node. "
                "Return the model compiled.")
 def gat_structure(ns):
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = ns["build_gat_classifier"](NUM_FEATURES, NUM_CLASSES, hidden_units=4, num_heads=2,
-                                       dropout=0.6)
+    model = seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES,
+                         hidden_units=4, num_heads=2, dropout=0.6)
     x, edge_index, _ = tiny_graph()
 
     def run(x, training=False):
-        return _numpy(model([x, edge_index], training=training))
+        return to_numpy(model([x, edge_index], training=training))
 
     base = run(x)
     again = run(x)
@@ -461,30 +439,12 @@ def _(got):
                "cross-entropy, from_logits matching your output), the optimizer and that "
                "every layer is trainable.")
 def gat_learns(ns):
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = ns["build_gat_classifier"](NUM_FEATURES, NUM_CLASSES, hidden_units=8, num_heads=4,
-                                       dropout=0.0)
+    model = seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES,
+                         hidden_units=8, num_heads=4, dropout=0.0)
     x, edge_index, y = tiny_graph(seed=1)
-    before = [np.array(w) for w in model.get_weights()]
-    losses = []
-    for _ in range(60):
-        out = model.train_on_batch([x, edge_index], y)
-        losses.append(float(np.ravel(_numpy(out))[0]))
-    after = [np.array(w) for w in model.get_weights()]
-    return {"losses": losses,
-            "weights_changed": [bool(np.any(a != b)) for a, b in zip(after, before)],
-            "num_trainable": len(model.trainable_weights)}
+    return training_probe(model, [x, edge_index], y)
 
 
 @gat_learns.judge
 def _(got):
-    losses = np.asarray(got["losses"], float)
-    expect(bool(np.all(np.isfinite(losses))), f"The training loss is not finite: {losses[:5]}")
-    expect(got["num_trainable"] > 0, "The model has no trainable weights.")
-    expect(all(got["weights_changed"]), f"{got['weights_changed'].count(False)} weight "
-           f"arrays did not change during training (is every layer trainable?).")
-    first, last = losses[:3].mean(), losses[-5:].mean()
-    expect(last < 0.6 * first, f"The loss did not go down enough in 60 steps on a tiny "
-           f"graph: from {first:.3f} to {last:.3f} (expected below {0.6 * first:.3f}).")
+    judge_training(got, "a tiny graph")

@@ -465,6 +465,9 @@ def _attempt(setup, cells, tests, *, timeout, memory_mb, mask, sandbox, log):
         "LANG": "C.UTF-8",
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Unbuffered: what the student's code printed before a crash, a kill at the time
+        # limit or os._exit still reaches the feedback.
+        "PYTHONUNBUFFERED": "1",
         "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
         "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),

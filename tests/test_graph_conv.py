@@ -13,31 +13,10 @@ from hypothesis import strategies as st
 from lablib import graphs
 from lablib.backend import get_keras
 from lablib.layers import GraphConv
+from layer_helpers import random_graph, two_graphs
 
 keras = get_keras()
 NORMALIZATIONS = ["symmetric", "mean"]
-
-
-def random_graph(rng, num_nodes, num_features=3, edge_probability=0.4):
-    """Random directed graph without self loops: (x [n, F], edge_index [2, E])."""
-    x = rng.normal(size=(num_nodes, num_features)).astype(np.float32)
-    adjacency = rng.random((num_nodes, num_nodes)) < edge_probability
-    np.fill_diagonal(adjacency, False)
-    return x, graphs.adjacency_to_edge_index(adjacency.astype(np.float32))
-
-
-def two_graphs(seed=0, num_features=3):
-    rng = np.random.default_rng(seed)
-    g1 = random_graph(rng, 5, num_features)
-    g2 = random_graph(rng, 3, num_features)
-    return [g1[0], g2[0]], [g1[1], g2[1]]
-
-
-@pytest.fixture
-def float16_policy():
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    keras.mixed_precision.set_global_policy("float32")
 
 
 # --------------------------------------------------------------------------- numbers
@@ -202,7 +181,7 @@ def test_get_config_recreates_layer():
 
 
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
-def test_mixed_float16_is_close_to_float32(float16_policy, normalization):
+def test_mixed_float16_is_close_to_float32(mixed_float16, normalization):
     xs, es = two_graphs(seed=6)
     x, adjacency, mask = graphs.dense_batch(xs, es)
     xd, edge_index, _ = graphs.disjoint_batch(xs, es)

@@ -12,6 +12,7 @@ from lablib.layers.positional import (
     TokenAndPositionEmbedding,
     positional_encoding,
 )
+from layer_helpers import round_trip
 
 keras = get_keras()
 
@@ -70,23 +71,6 @@ def test_encoding_bad_arguments(length, depth):
         positional_encoding(length, depth)
 
 
-def round_trip(model, inputs, tmp_path):
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(
-        loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6
-    )
-    return loaded
-
-
-@pytest.fixture
-def mixed_precision():
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    keras.mixed_precision.set_global_policy("float32")
-
-
 def test_positional_encoding_layer_adds_table_and_keeps_mask():
     layer = PositionalEncoding(max_length=10)
     x = np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32")
@@ -121,7 +105,7 @@ def test_positional_encoding_errors():
         PositionalEncoding(5)(tf.zeros([3]))
 
 
-def test_positional_encoding_mixed_precision_and_jit(mixed_precision, tmp_path):
+def test_positional_encoding_mixed_precision_and_jit(mixed_float16, tmp_path):
     inputs = keras.Input(shape=(5, 8))
     outputs = PositionalEncoding(16)(inputs)
     model = keras.Model(inputs, outputs)
@@ -175,7 +159,7 @@ def test_token_and_position_embedding_no_mask_and_float_ids():
     np.testing.assert_allclose(layer(np.array([[1.0, 0.0]], "float32")).numpy(), layer(np.array([[1, 0]])).numpy())
 
 
-def test_token_and_position_embedding_trains_mixed_precision_jit(mixed_precision):
+def test_token_and_position_embedding_trains_mixed_precision_jit(mixed_float16):
     inputs = keras.Input(shape=(5,), dtype="int32")
     x = TokenAndPositionEmbedding(10, 5, 8, positional="learned")(inputs)
     assert x.dtype == "float16"

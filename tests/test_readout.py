@@ -26,13 +26,6 @@ def _graphs(seed=0, sizes=(4, 2, 3), num_features=3, shift=0.0):
     return xs, es
 
 
-@pytest.fixture
-def float16_policy():
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    keras.mixed_precision.set_global_policy("float32")
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_dense_and_disjoint_match_numpy(mode):
     # All real values negative: the max must still ignore the zero padding.
@@ -105,7 +98,7 @@ _CONV = GraphConv(4, activation="tanh")
 _READOUTS = {mode: GraphReadout(mode) for mode in MODES}
 
 
-def test_mixed_float16(float16_policy):
+def test_mixed_float16(mixed_float16):
     xs, es = _graphs(seed=4, shift=-3.0)
     x, _, mask = graphs.dense_batch(xs, es)
     for mode in MODES:

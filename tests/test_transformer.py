@@ -7,6 +7,7 @@ import tensorflow as tf
 from lablib.backend import get_keras
 from lablib.layers.positional import TokenAndPositionEmbedding
 from lablib.layers.transformer import TransformerDecoderBlock, TransformerEncoderBlock
+from layer_helpers import round_trip
 
 keras = get_keras()
 RNG = np.random.default_rng(0)
@@ -54,23 +55,6 @@ def np_encoder(block, x, key_mask, norm_first):
 def randomize(layer, seed=1):
     rng = np.random.default_rng(seed)
     layer.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in layer.get_weights()])
-
-
-@pytest.fixture
-def mixed_precision():
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    keras.mixed_precision.set_global_policy("float32")
-
-
-def round_trip(model, inputs, tmp_path):
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(
-        loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6
-    )
-    return loaded
 
 
 def encoder_decoder_model(vocabulary=20, length=6, dim=8):
@@ -239,7 +223,7 @@ def test_dropout_only_in_training():
     assert np.abs(block(x, training=True).numpy() - block(x).numpy()).max() > 1e-3
 
 
-def test_encoder_mixed_precision(mixed_precision):
+def test_encoder_mixed_precision(mixed_float16):
     inputs = keras.Input(shape=(6,), dtype="int32")
     x = TokenAndPositionEmbedding(20, 6, 8)(inputs)
     x = TransformerEncoderBlock(2, 16, "relu", name="encoder")(x)
@@ -353,7 +337,7 @@ def test_decoder_with_different_encoder_size_and_config():
         TransformerDecoderBlock(-1, 16, "relu")
 
 
-def test_encoder_decoder_model_trains_mixed_precision(mixed_precision):
+def test_encoder_decoder_model_trains_mixed_precision(mixed_float16):
     model = encoder_decoder_model()
     model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
     decoder = model.get_layer("decoder")
@@ -434,7 +418,7 @@ def test_legacy_encoder_decoder_builds_trains_and_round_trips(tmp_path):
 
 
 @pytest.mark.legacy
-def test_legacy_masks_mixed_precision_and_jit(mixed_precision):
+def test_legacy_masks_mixed_precision_and_jit(mixed_float16):
     inputs = keras.Input(shape=(None,), dtype="int32")
     x = TokenAndPositionEmbedding(20, 8, 8)(inputs)
     x = TransformerEncoderBlock(2, 16, "relu", norm_first=True)(x)

@@ -1,0 +1,36 @@
+"""Helpers shared by the layer tests (imported as ``layer_helpers``; pytest puts tests/ on
+sys.path). The ``mixed_float16`` fixture is in conftest.py."""
+
+import numpy as np
+
+from lablib import graphs
+from lablib.backend import get_keras
+
+keras = get_keras()
+
+
+def random_graph(rng, num_nodes, num_features=3, edge_probability=0.4):
+    """Random directed graph without self loops: (x [n, F], edge_index [2, E])."""
+    x = rng.normal(size=(num_nodes, num_features)).astype(np.float32)
+    adjacency = rng.random((num_nodes, num_nodes)) < edge_probability
+    np.fill_diagonal(adjacency, False)
+    return x, graphs.adjacency_to_edge_index(adjacency.astype(np.float32))
+
+
+def two_graphs(seed=0, num_features=3):
+    """Two random graphs (5 and 3 nodes) as lists of node features and edge indices."""
+    rng = np.random.default_rng(seed)
+    g1 = random_graph(rng, 5, num_features)
+    g2 = random_graph(rng, 3, num_features)
+    return [g1[0], g2[0]], [g1[1], g2[1]]
+
+
+def round_trip(model, inputs, tmp_path):
+    """Save ``model`` to .keras, reload it, check identical predictions; return the copy."""
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(
+        loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6
+    )
+    return loaded

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
+from lablib.grading.tests._positional_checks import judge_encoding_table, judge_float32_encoding
 
 lab = get_lab("lab2_transformer_reuters", title="Lab 2: Transformer encoder on Reuters newswires",
               aliases=("lab2",))
@@ -21,12 +22,6 @@ lab.piece("build_model", objects=["build_classifier"],
           description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling")
 lab.piece("macro_f1", objects=["macro_f1"],
           description="macro-averaged F1 score, the metric for 46 unbalanced topics")
-
-
-def _reference_encoding(length, depth):
-    from lablib.layers import positional_encoding  # NumPy; works in either Keras mode
-
-    return np.asarray(positional_encoding(length, depth), dtype=np.float64)
 
 
 # ----------------------------------------------------------- positional encoding
@@ -40,10 +35,7 @@ def matches_the_paper(ns):
 
 @matches_the_paper.judge
 def _(got):
-    expect_shape(got, (64, 32), "positional_encoding(64, 32)")
-    expect_close(got[0], np.tile([0.0, 1.0], 16), atol=1e-6, what="row of position 0")
-    expect_close(got, _reference_encoding(64, 32), rtol=1e-4, atol=1e-5,
-                 what="positional_encoding(64, 32)")
+    judge_encoding_table(got, 64, 32)
 
 
 @lab.test("positional_encoding", points=1, hint="Return a float32 NumPy array [length, depth] "
@@ -55,10 +47,7 @@ def float32_and_odd_depth(ns):
 
 @float32_and_odd_depth.judge
 def _(got):
-    expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
-    expect_shape(got["values"], (9, 7), "positional_encoding(9, 7)")
-    expect_close(got["values"], _reference_encoding(9, 7), rtol=1e-4, atol=1e-5,
-                 what="positional_encoding(9, 7)")
+    judge_float32_encoding(got, 9, 7)
 
 
 # ------------------------------------------------------------------- build_model

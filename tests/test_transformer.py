@@ -198,6 +198,10 @@ def test_encoder_bad_inputs():
 
 
 def test_encoder_trains_in_keras_model():
+    # Seeded, and judged on the loss in inference mode before and after training: the
+    # per-epoch training loss of a 3-epoch run with dropout is too noisy to compare (it
+    # once rose by 4e-4 in CI).
+    keras.utils.set_random_seed(0)
     inputs = keras.Input(shape=(6,), dtype="int32")
     x = TokenAndPositionEmbedding(20, 6, 8)(inputs)
     x = TransformerEncoderBlock(2, 16, "relu", output_dropout=0.1, attention_dropout=0.1,
@@ -209,11 +213,13 @@ def test_encoder_trains_in_keras_model():
     labels = (ids[:, 0] > 10).astype(int)
     block = model.get_layer("encoder")
     before = [w.numpy().copy() for w in block.trainable_weights]
-    history = model.fit(ids, labels, epochs=3, batch_size=8, verbose=0)
+    loss_before = model.evaluate(ids, labels, verbose=0)
+    model.fit(ids, labels, epochs=30, batch_size=8, verbose=0)
+    loss_after = model.evaluate(ids, labels, verbose=0)
     assert len(block.trainable_weights) == 16
     changed = [not np.allclose(b, w.numpy()) for b, w in zip(before, block.trainable_weights)]
     assert all(changed), changed
-    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert loss_after < 0.5 * loss_before, (loss_before, loss_after)
 
 
 def test_dropout_only_in_training():

@@ -54,6 +54,7 @@ CONFIG = {
     "batch_size": 32,
     "learning_rate": 1e-3,
     "validation_fraction": 0.1,
+    "select": "val_accuracy",  # the validation figure that picks the epoch: val_accuracy or val_loss
 }
 
 
@@ -87,7 +88,7 @@ def make_best_epoch_callback(keras):
         def __init__(self, patience):
             super().__init__()
             self.patience = patience
-            self.best, self.best_epoch, self.best_weights, self.waited = -1.0, -1, None, 0
+            self.best, self.best_epoch, self.best_weights, self.waited = -np.inf, -1, None, 0
             self.epoch_seconds = []
 
         def on_epoch_begin(self, epoch, logs=None):
@@ -95,7 +96,8 @@ def make_best_epoch_callback(keras):
 
         def on_epoch_end(self, epoch, logs=None):
             self.epoch_seconds.append(time.perf_counter() - self._start)
-            accuracy = float(logs["val_accuracy"])
+            # higher is better: the accuracy, or minus the loss
+            accuracy = float(logs["val_accuracy"]) if CONFIG["select"] == "val_accuracy" else -float(logs["val_loss"])
             if accuracy > self.best:
                 self.best, self.best_epoch, self.waited = accuracy, epoch + 1, 0
                 self.best_weights = self.model.get_weights()
@@ -207,7 +209,7 @@ def child(args) -> None:
         "macro_f1": float(f1_score(y_test, predictions, average="macro", labels=np.arange(NUM_CLASSES), zero_division=0)),
         "best_epoch": callback.best_epoch,
         "epochs_run": len(callback.epoch_seconds),
-        "val_accuracy": callback.best,
+        "selected_on": CONFIG["select"], "best_validation_value": abs(callback.best),
         # the first epoch includes tracing; the median of the others is the steady state
         "seconds_per_epoch": statistics.median(callback.epoch_seconds[1:] or callback.epoch_seconds),
         "parameters": int(model.count_params()),
@@ -217,8 +219,9 @@ def child(args) -> None:
 
 def run_child(model: str, seed: int, args) -> dict:
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if model == "tfm" else "0")
-    command = [sys.executable, os.path.abspath(__file__), "--child", model, "--seed", str(seed),
-               "--epochs", str(args.epochs), "--patience", str(args.patience)] + (["--quick"] if args.quick else [])
+    command = ([sys.executable, os.path.abspath(__file__), "--child", model, "--seed", str(seed),
+                "--epochs", str(args.epochs), "--patience", str(args.patience)]
+               + [f"--set={item}" for item in args.set] + (["--quick"] if args.quick else []))
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{model} seed {seed} failed:\n{done.stderr[-3000:]}")
@@ -239,11 +242,18 @@ def main(argv=None):
     parser.add_argument("--models", default="bow,tfm,lablib", help="comma-separated subset of bow,tfm,lablib")
     parser.add_argument("--output", default=None, help="where to write the table (default results/reuters.md; none with --quick)")
     parser.add_argument("--from-log", default=None, help="render the table from an earlier run's stderr (no training)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"override a transformer setting (repeatable); keys: {', '.join(CONFIG)}")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.epochs is None:
         args.epochs = 1 if args.quick else 10
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if key not in CONFIG or not value:
+            parser.error(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(CONFIG)}")
+        CONFIG[key] = type(CONFIG[key])(value)
     if args.child:
         args.model = args.child
         child(args)

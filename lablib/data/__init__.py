@@ -6,7 +6,7 @@ Where a loader reads its files from, in order: an explicit ``data_dir`` argument
 :mod:`lablib.data.sources`).
 """
 
-import importlib
+from lablib._lazy import lazy_exports
 
 _EXPORTS = {
     "load_reuters": "reuters",
@@ -32,14 +32,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lablib.data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"lablib.data.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports('lablib.data', _EXPORTS, globals())

@@ -13,7 +13,7 @@ disjoint ``x [V, F]`` + ``edge_index [2, E]``): :class:`GraphConv`,
 :class:`GraphAttention`, :class:`GraphReadout`.
 """
 
-import importlib
+from lablib._lazy import lazy_exports
 
 _EXPORTS = {
     "scaled_dot_product_attention": "attention",
@@ -32,14 +32,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lablib.layers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"lablib.layers.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports('lablib.layers', _EXPORTS, globals())

@@ -250,6 +250,6 @@ def padding_mask(token_ids, pad_id=0):
         )
     if ids.shape.rank is not None and ids.shape.rank < 1:
         raise ValueError(
-            f"padding_mask: `token_ids` must have shape [B, T] (or [T]), got a scalar."
+            "padding_mask: `token_ids` must have shape [B, T] (or [T]), got a scalar."
         )
     return tf.not_equal(ids, tf.cast(pad_id, ids.dtype))[..., None, :]

@@ -127,7 +127,7 @@ def _heads_first(alpha, heads):
 
 def set_gat_weights(layer, ws, attention_vectors):
     """Copy per-head W [F', F] and a [2F'] into a built lablib GraphAttention layer."""
-    heads, f_out = len(ws), ws[0].shape[0]
+    f_out = ws[0].shape[0]
     kernel = np.concatenate([w.T for w in ws], axis=1)  # [F, heads * F'], head-major
     target = np.stack([np.asarray(a)[:f_out] for a in attention_vectors])  # [heads, F']
     source = np.stack([np.asarray(a)[f_out:] for a in attention_vectors])

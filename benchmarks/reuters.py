@@ -54,6 +54,7 @@ CONFIG = {
     "batch_size": 32,
     "learning_rate": 1e-3,
     "validation_fraction": 0.1,
+    "schedule": "constant",  # learning rate: constant, or cosine (1 warm-up epoch, then cosine decay over --epochs)
     "select": "val_accuracy",  # the validation figure that picks the epoch: val_accuracy or val_loss
 }
 
@@ -90,12 +91,14 @@ def make_best_epoch_callback(keras):
             self.patience = patience
             self.best, self.best_epoch, self.best_weights, self.waited = -np.inf, -1, None, 0
             self.epoch_seconds = []
+            self.history = []  # per epoch: validation accuracy and loss
 
         def on_epoch_begin(self, epoch, logs=None):
             self._start = time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
             self.epoch_seconds.append(time.perf_counter() - self._start)
+            self.history.append([round(float(logs["val_accuracy"]), 4), round(float(logs["val_loss"]), 4)])
             # higher is better: the accuracy, or minus the loss
             accuracy = float(logs["val_accuracy"]) if CONFIG["select"] == "val_accuracy" else -float(logs["val_loss"])
             if accuracy > self.best:
@@ -186,8 +189,16 @@ def child(args) -> None:
             output_dropout=CONFIG["dropout"], attention_dropout=CONFIG["dropout"],
         )
         model = build_transformer(keras, tf, block)
-        optimizer = keras.optimizers.Adam(CONFIG["learning_rate"])
         batch_size = CONFIG["batch_size"]
+        learning_rate = CONFIG["learning_rate"]
+        if CONFIG["schedule"] == "cosine":
+            steps_per_epoch = -(-len(y_train) // batch_size)
+            learning_rate = keras.optimizers.schedules.CosineDecay(
+                0.0, decay_steps=max(1, (args.epochs - 1) * steps_per_epoch),
+                warmup_target=CONFIG["learning_rate"], warmup_steps=steps_per_epoch)
+        elif CONFIG["schedule"] != "constant":
+            raise ValueError(f"schedule={CONFIG['schedule']!r}: expected 'constant' or 'cosine'")
+        optimizer = keras.optimizers.Adam(learning_rate)
         train_data = reuters_dataset(x_train, y_train, batch_size=batch_size, maxlen=CONFIG["maxlen"], seed=args.seed, bucket=True)
         val_data = reuters_dataset(x_val, y_val, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
         test_inputs = reuters_dataset(x_test, y_test, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
@@ -209,6 +220,7 @@ def child(args) -> None:
         "macro_f1": float(f1_score(y_test, predictions, average="macro", labels=np.arange(NUM_CLASSES), zero_division=0)),
         "best_epoch": callback.best_epoch,
         "epochs_run": len(callback.epoch_seconds),
+        "validation_history": callback.history,  # [accuracy, loss] per epoch
         "selected_on": CONFIG["select"], "best_validation_value": abs(callback.best),
         # the first epoch includes tracing; the median of the others is the steady state
         "seconds_per_epoch": statistics.median(callback.epoch_seconds[1:] or callback.epoch_seconds),

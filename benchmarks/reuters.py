@@ -55,6 +55,7 @@ CONFIG = {
     "learning_rate": 1e-3,
     "validation_fraction": 0.1,
     "schedule": "constant",  # learning rate: constant, or cosine (1 warm-up epoch, then cosine decay over --epochs)
+    "class_weight_power": 0.0,  # > 0: weight topic c by (n_c)^-power (mean weight over wires 1)
     "select": "val_accuracy",  # the validation figure that picks the epoch: val_accuracy or val_loss
 }
 
@@ -86,9 +87,11 @@ def make_best_epoch_callback(keras):
     """Keeps the weights of the epoch with the best validation accuracy; stops after ``patience``."""
 
     class BestEpoch(keras.callbacks.Callback):
-        def __init__(self, patience):
+        def __init__(self, patience, val_inputs=None, val_labels=None):
             super().__init__()
             self.patience = patience
+            self.val_inputs, self.val_labels = val_inputs, val_labels
+            self.best_macro_f1 = None
             self.best, self.best_epoch, self.best_weights, self.waited = -np.inf, -1, None, 0
             self.epoch_seconds = []
             self.history = []  # per epoch: validation accuracy and loss
@@ -98,12 +101,20 @@ def make_best_epoch_callback(keras):
 
         def on_epoch_end(self, epoch, logs=None):
             self.epoch_seconds.append(time.perf_counter() - self._start)
-            self.history.append([round(float(logs["val_accuracy"]), 4), round(float(logs["val_loss"]), 4)])
+            row = [round(float(logs["val_accuracy"]), 4), round(float(logs["val_loss"]), 4)]
+            if self.val_inputs is not None:  # validation macro-F1, reported (never used to choose)
+                from sklearn.metrics import f1_score
+
+                predicted = np.argmax(self.model.predict(self.val_inputs, verbose=0), axis=-1)
+                row.append(round(float(f1_score(self.val_labels, predicted, average="macro",
+                                                labels=np.arange(NUM_CLASSES), zero_division=0)), 4))
+            self.history.append(row)
             # higher is better: the accuracy, or minus the loss
             accuracy = float(logs["val_accuracy"]) if CONFIG["select"] == "val_accuracy" else -float(logs["val_loss"])
             if accuracy > self.best:
                 self.best, self.best_epoch, self.waited = accuracy, epoch + 1, 0
                 self.best_weights = self.model.get_weights()
+                self.best_macro_f1 = self.history[-1][2] if len(self.history[-1]) > 2 else None
             else:
                 self.waited += 1
                 if self.waited >= self.patience:
@@ -204,12 +215,20 @@ def child(args) -> None:
         test_inputs = reuters_dataset(x_test, y_test, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
 
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    callback = make_best_epoch_callback(keras)(args.patience)
+    val_inputs = val_data[0] if isinstance(val_data, tuple) else val_data.map(lambda tokens, label: tokens)
+    callback = make_best_epoch_callback(keras)(args.patience, val_inputs, y_val)
     if isinstance(train_data, tuple):
         model.fit(*train_data, batch_size=batch_size, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0)
         logits = model.predict(test_inputs, batch_size=512, verbose=0)
     else:
-        model.fit(train_data, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0)
+        class_weight = None
+        if CONFIG["class_weight_power"] > 0:
+            counts = np.bincount(y_train, minlength=NUM_CLASSES).astype(np.float64)
+            weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -CONFIG["class_weight_power"], 0.0)
+            weights /= np.sum(weights * counts) / counts.sum()  # the average wire keeps weight 1
+            class_weight = {c: float(w) for c, w in enumerate(weights)}
+        model.fit(train_data, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0,
+                  class_weight=class_weight)
         logits = model.predict(test_inputs.map(lambda tokens, label: tokens), verbose=0)
     predictions = np.argmax(logits, axis=-1)
     result = {
@@ -220,7 +239,8 @@ def child(args) -> None:
         "macro_f1": float(f1_score(y_test, predictions, average="macro", labels=np.arange(NUM_CLASSES), zero_division=0)),
         "best_epoch": callback.best_epoch,
         "epochs_run": len(callback.epoch_seconds),
-        "validation_history": callback.history,  # [accuracy, loss] per epoch
+        "validation_history": callback.history,  # [accuracy, loss, macro-F1] per epoch
+        "val_macro_f1": callback.best_macro_f1,  # at the chosen epoch
         "selected_on": CONFIG["select"], "best_validation_value": abs(callback.best),
         # the first epoch includes tracing; the median of the others is the steady state
         "seconds_per_epoch": statistics.median(callback.epoch_seconds[1:] or callback.epoch_seconds),

@@ -189,6 +189,49 @@ def test_attention_dropout_only_in_training():
     assert np.all(dense_trained[~mask] == 0)
 
 
+def test_value_dropout_only_in_training():
+    """value_dropout drops z = xW (the mixed values), not the scores: alpha is unchanged."""
+    xs, es = two_graphs(seed=5)
+    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    layer = GraphAttention(3, num_heads=2, value_dropout=0.5)
+    plain = GraphAttention(3, num_heads=2)
+    plain.build(xd.shape)
+    layer.build(xd.shape)
+    plain.set_weights(layer.get_weights())
+    inference = layer(xd, edge_index=edge_index, training=False).numpy()
+    np.testing.assert_allclose(inference, plain(xd, edge_index=edge_index).numpy(), atol=1e-6)
+    trained, alpha, _ = layer(
+        xd, edge_index=edge_index, training=True, return_attention_coefficients=True
+    )
+    assert not np.allclose(trained.numpy(), inference)
+    _, plain_alpha, _ = plain(xd, edge_index=edge_index, return_attention_coefficients=True)
+    np.testing.assert_allclose(alpha.numpy(), plain_alpha.numpy(), atol=1e-6)
+    dense_trained = layer(x, adjacency=adjacency, mask=mask, training=True).numpy()
+    assert not np.allclose(dense_trained[mask], inference)
+    assert np.all(dense_trained[~mask] == 0)
+
+
+def test_value_dropout_masks_each_node_once():
+    """One mask per (node, head, unit), shared by all the node's out-edges, as the GAT
+    authors' code drops z: a node that is the only sender of two nodes gives both the
+    same output, each unit either 0 or its value scaled by 1 / (1 - rate)."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(6, 4)).astype(np.float32)
+    edge_index = np.array([[0, 0, 1], [3, 4, 5]])  # node 0 is the only sender of 3 and 4
+    layer = GraphAttention(5, num_heads=2, value_dropout=0.5, add_self_loops=False, use_bias=False)
+    plain = GraphAttention(5, num_heads=2, add_self_loops=False, use_bias=False)
+    layer.build(x.shape)
+    plain.build(x.shape)
+    plain.set_weights(layer.get_weights())
+    expected = plain(x, edge_index=edge_index).numpy()[3:]
+    trained = layer(x, edge_index=edge_index, training=True).numpy()[3:]
+    np.testing.assert_array_equal(trained[0], trained[1])
+    kept = trained != 0
+    assert kept.any() and not kept.all()
+    np.testing.assert_allclose(trained[kept], 2.0 * expected[kept], rtol=1e-5)
+
+
 # --------------------------------------------------------------------------- Keras
 
 
@@ -209,6 +252,7 @@ def test_keras_file_round_trip(tmp_path):
         concat_heads=False,
         negative_slope=0.1,
         attention_dropout=0.2,
+        value_dropout=0.3,
         activation="elu",
         bias_initializer="random_normal",
     )
@@ -218,6 +262,7 @@ def test_keras_file_round_trip(tmp_path):
     loaded = keras.models.load_model(path)
     assert isinstance(loaded.layers[-1], GraphAttention)
     assert loaded.layers[-1].get_config() == layer.get_config()
+    assert loaded.layers[-1].value_dropout == 0.3
     np.testing.assert_array_equal(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0))
 
 
@@ -305,6 +350,8 @@ def test_runs_under_jit_compile():
         (dict(units=0), r"`units` must be a positive integer, got 0"),
         (dict(units=2, num_heads=0), r"`num_heads` must be a positive integer, got 0"),
         (dict(units=2, attention_dropout=1.5), r"`attention_dropout` must be in \[0, 1\)"),
+        (dict(units=2, value_dropout=1.0), r"`value_dropout` must be in \[0, 1\)"),
+        (dict(units=2, value_dropout="x"), r"`value_dropout` must be a float in \[0, 1\)"),
         (dict(units=2, negative_slope="x"), r"`negative_slope` must be a number"),
         (dict(units=2, negative_slope=-1), r"`negative_slope` must be >= 0"),
     ],
@@ -336,7 +383,9 @@ def test_legacy_builds_trains_and_round_trips(tmp_path):
     assert keras.__name__.startswith("tf_keras")
     xs, es = two_graphs(seed=10)
     batch = list(graphs.dense_batch(xs, es, max_nodes=5))
-    model = _dense_model(GraphAttention(2, num_heads=2, concat_heads=False, activation="tanh"))
+    model = _dense_model(
+        GraphAttention(2, num_heads=2, concat_heads=False, activation="tanh", value_dropout=0.3)
+    )
     before = [w.copy() for w in model.get_weights()]
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
     model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
@@ -345,4 +394,5 @@ def test_legacy_builds_trains_and_round_trips(tmp_path):
     model.save(path)
     loaded = keras.models.load_model(path)
     assert isinstance(loaded.layers[-1], GraphAttention)
+    assert loaded.layers[-1].value_dropout == 0.3
     np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

@@ -64,6 +64,10 @@ class GraphAttention(keras.layers.Layer):
         negative_slope: slope of the LeakyReLU for negative scores.
         attention_dropout: dropout rate on the attention coefficients ``alpha``
             (training only).
+        value_dropout: dropout rate on the values ``z = x W`` that are mixed, per node,
+            head and unit, after the scores are computed (training only). The GAT
+            authors' code drops them with the same rate as the layer's input (0.6 on
+            Cora); PyTorch Geometric's ``GATConv`` has no such dropout (0, the default).
         add_self_loops: let each node attend to itself (self loops already in the
             graph are replaced, not doubled).
         activation: activation applied to the output (name or callable).
@@ -80,7 +84,7 @@ class GraphAttention(keras.layers.Layer):
         mask: optional ``[B, N]`` bool, False for padding nodes (dense batches); padding
             nodes neither attend nor receive attention, and their outputs are zero.
         edge_index: ``[2, E]`` int, row 0 source, row 1 target (sparse batches).
-        training: whether attention dropout is active.
+        training: whether attention and value dropout are active.
         return_attention_coefficients: also return ``alpha`` (before dropout), e.g. to
             plot which neighbours a node attends to.
 
@@ -115,6 +119,7 @@ class GraphAttention(keras.layers.Layer):
         concat_heads=True,
         negative_slope=0.2,
         attention_dropout=0.0,
+        value_dropout=0.0,
         add_self_loops=True,
         activation=None,
         use_bias=True,
@@ -141,6 +146,7 @@ class GraphAttention(keras.layers.Layer):
         if self.negative_slope < 0:
             raise ValueError(f"{name}: `negative_slope` must be >= 0, got {negative_slope}.")
         self.attention_dropout = check_rate("attention_dropout", attention_dropout, name)
+        self.value_dropout = check_rate("value_dropout", value_dropout, name)
         self.add_self_loops = bool(add_self_loops)
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -154,6 +160,11 @@ class GraphAttention(keras.layers.Layer):
         self.dropout = (
             keras.layers.Dropout(self.attention_dropout, name="attention_dropout")
             if self.attention_dropout > 0
+            else None
+        )
+        self.value_dropout_layer = (
+            keras.layers.Dropout(self.value_dropout, name="value_dropout")
+            if self.value_dropout > 0
             else None
         )
         self.supports_masking = True
@@ -222,6 +233,11 @@ class GraphAttention(keras.layers.Layer):
             return alpha
         return self.dropout(alpha, training=training)
 
+    def _drop_values(self, z, training):
+        if self.value_dropout_layer is None:
+            return z
+        return self.value_dropout_layer(z, training=training)
+
     def _dense(self, graph, dtype, training):
         z, score_source, score_target = self._project(graph.x, dtype)  # [B, N, H(, U)]
         # logits[b, h, i, j] = target score of i + source score of j
@@ -242,7 +258,7 @@ class GraphAttention(keras.layers.Layer):
         weights = tf.exp(logits) * tf.cast(allowed, tf.float32)
         alpha = tf.math.divide_no_nan(weights, tf.reduce_sum(weights, axis=-1, keepdims=True))
         alpha = tf.cast(alpha, dtype)  # [B, H, N, N]
-        values = tf.transpose(z, [0, 2, 1, 3])  # [B, H, N, U]
+        values = tf.transpose(self._drop_values(z, training), [0, 2, 1, 3])  # [B, H, N, U]
         out = tf.matmul(self._drop(alpha, training), values)  # [B, H, N, U]
         out = tf.transpose(out, [0, 2, 1, 3])  # [B, N, H, U]
         return out, alpha
@@ -264,7 +280,8 @@ class GraphAttention(keras.layers.Layer):
         total = tf.math.unsorted_segment_sum(weights, targets, num_nodes)
         alpha = tf.math.divide_no_nan(weights, tf.gather(total, targets))
         alpha = tf.cast(alpha, dtype)  # [E', H]
-        messages = tf.gather(z, sources) * self._drop(alpha, training)[:, :, None]
+        values = self._drop_values(z, training)  # [V, H, U]
+        messages = tf.gather(values, sources) * self._drop(alpha, training)[:, :, None]
         out = tf.math.unsorted_segment_sum(messages, targets, num_nodes)  # [V, H, U]
         return out, alpha, tf.stack([sources, targets])
 
@@ -315,6 +332,7 @@ class GraphAttention(keras.layers.Layer):
                 "concat_heads": self.concat_heads,
                 "negative_slope": self.negative_slope,
                 "attention_dropout": self.attention_dropout,
+                "value_dropout": self.value_dropout,
                 "add_self_loops": self.add_self_loops,
                 "activation": keras.activations.serialize(self.activation),
                 "use_bias": self.use_bias,

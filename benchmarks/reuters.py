@@ -313,8 +313,8 @@ def main(argv=None):
         results = {m: rows for m, rows in results.items() if rows}
         models = list(results)
         total = None
-        note = (f"Rendered from the per-seed lines of the run logged in `{os.path.basename(args.from_log)}` (`--from-log`); "
-                f"a model with fewer seeds than asked comes from a run stopped at the deadline.")
+        note = (f"Rendered from the per-seed lines logged in `{os.path.basename(args.from_log)}` (`--from-log`, no "
+                f"training); the seeds column says how many finished seeds each row rests on.")
     else:
         started = time.perf_counter()
         for seed in seeds:

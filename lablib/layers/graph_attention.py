@@ -274,9 +274,9 @@ class GraphAttention(keras.layers.Layer):
         if valid is not None:
             logits = masked_fill(logits, valid)
         maximum = tf.math.unsorted_segment_max(logits, targets, num_nodes)  # [V, H]
+        # Replaced input self loops have a -inf-like logit, so exp() makes their weight 0;
+        # every node keeps its added self loop, so no segment is all-masked.
         weights = tf.exp(logits - tf.gather(maximum, targets))
-        if valid is not None:
-            weights = weights * tf.cast(valid, tf.float32)
         total = tf.math.unsorted_segment_sum(weights, targets, num_nodes)
         alpha = tf.math.divide_no_nan(weights, tf.gather(total, targets))
         alpha = tf.cast(alpha, dtype)  # [E', H]

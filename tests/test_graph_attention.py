@@ -171,15 +171,21 @@ def test_relabelling_nodes_permutes_outputs(seed, num_nodes):
     np.testing.assert_allclose(layer(x_new[None], adjacency=a).numpy()[0][permutation], out, atol=1e-5)
 
 
-def test_attention_dropout_only_in_training():
+def _with_dropout_free_twin(**dropout):
+    """Two graphs (disjoint and dense), a layer with ``dropout`` and a twin without it, same weights."""
     xs, es = two_graphs(seed=5)
     xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    x, adjacency, mask = graphs.dense_batch(xs, es)
-    layer = GraphAttention(3, num_heads=2, attention_dropout=0.5)
+    dense = graphs.dense_batch(xs, es)
+    layer = GraphAttention(3, num_heads=2, **dropout)
     plain = GraphAttention(3, num_heads=2)
     plain.build(xd.shape)
     layer.build(xd.shape)
     plain.set_weights(layer.get_weights())
+    return layer, plain, xd, edge_index, dense
+
+
+def test_attention_dropout_only_in_training():
+    layer, plain, xd, edge_index, (x, adjacency, mask) = _with_dropout_free_twin(attention_dropout=0.5)
     inference = layer(xd, edge_index=edge_index, training=False).numpy()
     np.testing.assert_allclose(inference, plain(xd, edge_index=edge_index).numpy(), atol=1e-6)
     trained = layer(xd, edge_index=edge_index, training=True).numpy()
@@ -191,14 +197,7 @@ def test_attention_dropout_only_in_training():
 
 def test_value_dropout_only_in_training():
     """value_dropout drops z = xW (the mixed values), not the scores: alpha is unchanged."""
-    xs, es = two_graphs(seed=5)
-    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    x, adjacency, mask = graphs.dense_batch(xs, es)
-    layer = GraphAttention(3, num_heads=2, value_dropout=0.5)
-    plain = GraphAttention(3, num_heads=2)
-    plain.build(xd.shape)
-    layer.build(xd.shape)
-    plain.set_weights(layer.get_weights())
+    layer, plain, xd, edge_index, (x, adjacency, mask) = _with_dropout_free_twin(value_dropout=0.5)
     inference = layer(xd, edge_index=edge_index, training=False).numpy()
     np.testing.assert_allclose(inference, plain(xd, edge_index=edge_index).numpy(), atol=1e-6)
     trained, alpha, _ = layer(

@@ -70,10 +70,12 @@ GNN_SPECS = {
     "GNN GraphAttention": {
         "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
+        "edge_features": False, "residual": False,
     },
     "GNN GraphConv": {
         "layer": "graphconv", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
+        "edge_features": False, "residual": False,
     },
 }
 MLP_LEARNING_RATE = 1e-3
@@ -95,11 +97,14 @@ def mean_std(values, digits=3) -> str:
 # --------------------------------------------------------------------------- models
 
 
-def build_gnn(spec):
+def build_gnn(spec, edge_dim=None):
     """The GNN regressor: ``num_layers`` graph layers -> GraphReadout(s) -> Dense head -> 1.
 
     ``spec["layer"]`` is "gat" (``GraphAttention(hidden // heads, num_heads=heads)``, heads
-    concatenated) or "graphconv" (``GraphConv(hidden, normalization="mean")``).
+    concatenated; with ``spec["edge_features"]`` the bond features enter the attention
+    scores, ``edge_dim=edge_dim``) or "graphconv" (``GraphConv(hidden,
+    normalization="mean")``). ``spec["residual"]``: every graph layer after the first adds
+    its input to its output.
     """
     import tensorflow as tf
 
@@ -108,10 +113,13 @@ def build_gnn(spec):
 
     hidden, activation = spec["hidden"], spec["activation"]
 
+    use_edges = spec["layer"] == "gat" and spec.get("edge_features")
+
     def graph_layer():
         if spec["layer"] == "graphconv":
             return GraphConv(hidden, normalization="mean", activation=activation)
-        return GraphAttention(hidden // spec["heads"], num_heads=spec["heads"], activation=activation)
+        return GraphAttention(hidden // spec["heads"], num_heads=spec["heads"], activation=activation,
+                              edge_dim=edge_dim if use_edges else None)
 
     class GNNRegressor(keras.Model):
         def __init__(self):
@@ -122,10 +130,12 @@ def build_gnn(spec):
             self.head = [keras.layers.Dense(units, activation="relu") for units in spec["head"]]
             self.out = keras.layers.Dense(1)
 
-        def call(self, x, edge_index, graph_ids, num_graphs, training=False):
+        def call(self, x, edge_index, graph_ids, num_graphs, edge_attr=None, training=False):
             h = x
-            for conv in self.convs:
-                h = self.drop(conv(h, edge_index=edge_index), training=training)
+            for i, conv in enumerate(self.convs):
+                extra = {"edge_attr": edge_attr} if use_edges else {}
+                new = self.drop(conv(h, edge_index=edge_index, **extra), training=training)
+                h = h + new if spec.get("residual") and i > 0 else new
             g = tf.concat([r(h, graph_ids=graph_ids, num_graphs=num_graphs) for r in self.readouts], axis=-1)
             for dense in self.head:
                 g = self.drop(dense(g), training=training)
@@ -142,6 +152,10 @@ def describe_gnn(spec) -> str:
         layer = f"GraphConv({spec['hidden']}, normalization=\"mean\")"
     text = (f"{spec['num_layers']} x {layer}, {spec['activation'].upper()} -> "
             f"{' ‖ '.join(spec['readout'])} readout -> Dense {'-'.join(map(str, spec['head']))} (ReLU) -> 1")
+    if spec.get("edge_features") and spec["layer"] == "gat":
+        text += ", bond features in the attention scores (edge_dim)"
+    if spec.get("residual"):
+        text += ", residual connections between graph layers"
     if spec["dropout"]:
         text += f", dropout {spec['dropout']:g} after every graph and dense layer"
     text += f"; Adam {spec['learning_rate']:g}"
@@ -237,8 +251,8 @@ def targets(batches) -> np.ndarray:
     return np.concatenate([np.asarray(y) for _, y in batches()])
 
 
-def graph_batches(dataset, shuffle, seed):
-    """A callable giving disjoint batches ``((x, edge_index, graph_ids, num_graphs), y)``."""
+def graph_batches(dataset, shuffle, seed, edges=False):
+    """A callable giving disjoint batches ``((x, edge_index, graph_ids, num_graphs[, edge_attr]), y)``."""
     import tensorflow as tf
 
     from lablib import graphs
@@ -250,9 +264,11 @@ def graph_batches(dataset, shuffle, seed):
         fixed = []
 
     def make(indices):
-        x, edge_index, graph_ids = graphs.disjoint_batch([dataset.x[i] for i in indices], [dataset.edge_index[i] for i in indices])
+        batch = graphs.disjoint_batch([dataset.x[i] for i in indices], [dataset.edge_index[i] for i in indices],
+                                      edge_attrs=[dataset.edge_attr[i] for i in indices] if edges else None)
+        x, edge_index, graph_ids = batch[:3]
         inputs = (tf.constant(x, tf.float32), tf.constant(edge_index, tf.int32), tf.constant(graph_ids, tf.int32),
-                  tf.constant(len(indices), tf.int32))
+                  tf.constant(len(indices), tf.int32)) + ((tf.constant(batch[3], tf.float32),) if edges else ())
         return inputs, tf.constant(dataset.y[indices], tf.float32)
 
     if not shuffle:
@@ -315,9 +331,10 @@ def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, valida
             for k in range(ensemble if name == ENSEMBLED else 1):
                 member_seed = seed + 1000 * k
                 keras.utils.set_random_seed(member_seed)
-                model = build_gnn(spec)
-                member = fit(model, graph_batches(train, True, member_seed), graph_batches(val, False, seed),
-                             graph_batches(test, False, seed), lambda m, inputs, t: m(*inputs, training=t), y_mean, y_std,
+                model = build_gnn(spec, dataset.num_edge_features)
+                edges = bool(spec.get("edge_features")) and spec["layer"] == "gat"
+                member = fit(model, graph_batches(train, True, member_seed, edges), graph_batches(val, False, seed, edges),
+                             graph_batches(test, False, seed, edges), lambda m, inputs, t: m(*inputs, training=t), y_mean, y_std,
                              member_seed, max_epochs, spec["learning_rate"], spec["plateau"])
                 members.append(member)
                 if ensemble > 1 and name == ENSEMBLED:
@@ -389,6 +406,9 @@ def main(argv=None):
                         "with more than 1, member 0 is also reported alone as the single-model row (default 3)")
     parser.add_argument("--dropout", type=float, default=None,
                         help="override the GNN GraphAttention dropout (exploration; default: GNN_SPECS)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a GNN GraphAttention setting (exploration, repeatable), e.g. --set edge_features=1 "
+                        "--set dropout=0.1; keys: " + ", ".join(GNN_SPECS[ENSEMBLED]))
     parser.add_argument("--validation-only", action="store_true",
                         help="exploration: the validation set stands in for the test set, so no test RMSE is computed "
                         "(writes no results file unless --output is given)")
@@ -396,6 +416,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.dropout is not None:
         GNN_SPECS[ENSEMBLED] = {**GNN_SPECS[ENSEMBLED], "dropout": args.dropout}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        spec = GNN_SPECS[ENSEMBLED]
+        if key not in spec or not value:
+            parser.error(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(spec)}")
+        import ast
+        parsed = ast.literal_eval(value) if value not in ("gat", "graphconv", "elu", "relu") else value
+        GNN_SPECS[ENSEMBLED] = {**spec, key: parsed}
     if args.ensemble < 1:
         parser.error("--ensemble must be at least 1")
 

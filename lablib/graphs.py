@@ -127,10 +127,60 @@ def _check_lists(node_features, edge_indices, function: str):
     return features, edges, num_features
 
 
+def _check_edge_attrs(edge_attrs, edges, function: str):
+    """One float32 ``[E_b, D]`` array per graph, aligned with its edge_index, or ValueError."""
+    if isinstance(edge_attrs, np.ndarray) or not isinstance(edge_attrs, Sequence):
+        raise ValueError(
+            f"{function}: edge_attrs must be a list with one [E_i, D] array per graph (row k: "
+            f"features of edge k of edge_index), got {type(edge_attrs).__name__}. For one "
+            f"graph, pass [edge_attr]."
+        )
+    if len(edge_attrs) != len(edges):
+        raise ValueError(
+            f"{function}: got {len(edge_attrs)} edge_attr arrays for {len(edges)} graphs; pass "
+            f"one per graph."
+        )
+    arrays, num_features = [], None
+    for i, (attr, e) in enumerate(zip(edge_attrs, edges)):
+        array = np.asarray(attr)
+        if array.size == 0 and e.shape[1] == 0:
+            arrays.append(None)  # a graph without edges: any empty array will do
+            continue
+        if array.ndim != 2:
+            raise ValueError(
+                f"{function}, graph {i}: edge_attr must have shape [num_edges, D], got shape "
+                f"{list(array.shape)}. For a single feature per edge use edge_attr[:, None]."
+            )
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise ValueError(
+                f"{function}, graph {i}: edge_attr must be numeric, got dtype {array.dtype}."
+            )
+        if array.shape[0] != e.shape[1]:
+            raise ValueError(
+                f"{function}, graph {i}: edge_attr has {array.shape[0]} rows but edge_index "
+                f"has {e.shape[1]} edges; pass one row of features per edge, in edge_index's "
+                f"column order."
+            )
+        if num_features is None:
+            num_features, first = array.shape[1], i
+        elif array.shape[1] != num_features:
+            raise ValueError(
+                f"{function}: graph {i} has {array.shape[1]} features per edge but graph "
+                f"{first} has {num_features}; all graphs in a batch need the same number of "
+                f"edge features."
+            )
+        arrays.append(array.astype(np.float32))
+    if num_features is None:
+        shapes = {tuple(np.shape(a)) for a in edge_attrs}
+        num_features = max((s[-1] for s in shapes if len(s) == 2), default=0)
+    empty = np.zeros((0, num_features), dtype=np.float32)
+    return [empty if a is None else a for a in arrays], num_features
+
+
 # --------------------------------------------------------------------------- batches
 
 
-def dense_batch(node_features, edge_indices, max_nodes: int | None = None):
+def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_attrs=None):
     """Pad a list of graphs into a dense batch for lablib's graph layers.
 
     Memory is ``B * max_nodes**2`` for the adjacency: fine for molecules (tens of
@@ -143,11 +193,16 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None):
             self loops given here are kept (none are added: the layers add them).
         max_nodes: pad every graph to this many nodes (a fixed shape avoids retracing
             a ``tf.function`` for every batch). Default: the largest ``n_b``.
+        edge_attrs: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
+            features of edge ``k`` of graph ``b`` (e.g. ``MoleculeDataset.edge_attr``).
 
     Returns:
         ``(x, adjacency, mask)``: ``x [B, N, F]`` float32 (zeros at padding),
         ``adjacency [B, N, N]`` float32 with ``adjacency[b, target, source] = 1``,
-        ``mask [B, N]`` bool (True for real nodes).
+        ``mask [B, N]`` bool (True for real nodes). With ``edge_attrs``:
+        ``(x, adjacency, mask, edge_attr)``, ``edge_attr [B, N, N, D]`` float32 with
+        ``edge_attr[b, target, source]`` the features of that edge (zeros where there
+        is none; a repeated edge keeps its last row). Memory ``B * N**2 * D``.
 
     Raises:
         ValueError: mismatched lists, bad shapes, node indices out of range, or a graph
@@ -158,6 +213,8 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None):
         x, adjacency, mask = dense_batch([x1, x2], [e1, e2], max_nodes=32)
     """
     features, edges, num_features = _check_lists(node_features, edge_indices, "dense_batch")
+    if edge_attrs is not None:
+        attrs, num_edge_features = _check_edge_attrs(edge_attrs, edges, "dense_batch")
     sizes = [x.shape[0] for x in features]
     if max_nodes is None:
         max_nodes = max(sizes)
@@ -180,10 +237,15 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None):
         x[b, :n] = features_b
         mask[b, :n] = True
         adjacency[b, edges_b[1], edges_b[0]] = 1.0
-    return x, adjacency, mask
+    if edge_attrs is None:
+        return x, adjacency, mask
+    edge_attr = np.zeros((batch, max_nodes, max_nodes, num_edge_features), dtype=np.float32)
+    for b, (edges_b, attrs_b) in enumerate(zip(edges, attrs)):
+        edge_attr[b, edges_b[1], edges_b[0]] = attrs_b
+    return x, adjacency, mask, edge_attr
 
 
-def disjoint_batch(node_features, edge_indices):
+def disjoint_batch(node_features, edge_indices, edge_attrs=None):
     """Glue a list of graphs into one disjoint graph (the sparse batch layout).
 
     Node indices of graph ``b`` are shifted by the number of nodes in graphs
@@ -193,11 +255,15 @@ def disjoint_batch(node_features, edge_indices):
         node_features: list of ``B`` arrays, graph ``b`` of shape ``[n_b, F]``.
         edge_indices: list of ``B`` integer arrays of shape ``[2, E_b]`` (row 0 source,
             row 1 target, local node indices).
+        edge_attrs: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
+            features of edge ``k`` of graph ``b`` (e.g. ``MoleculeDataset.edge_attr``).
 
     Returns:
         ``(x, edge_index, graph_ids)``: ``x [V, F]`` float32 with ``V = sum n_b``,
         ``edge_index [2, E]`` int32 with offsets applied, ``graph_ids [V]`` int32
         (the graph each node belongs to, for :class:`lablib.layers.GraphReadout`).
+        With ``edge_attrs``: ``(x, edge_index, graph_ids, edge_attr)``, ``edge_attr
+        [E, D]`` float32 aligned with the columns of ``edge_index``.
 
     Raises:
         ValueError: mismatched lists, bad shapes or node indices out of range.
@@ -207,6 +273,8 @@ def disjoint_batch(node_features, edge_indices):
         x, edge_index, graph_ids = disjoint_batch([x1, x2], [e1, e2])
     """
     features, edges, _ = _check_lists(node_features, edge_indices, "disjoint_batch")
+    if edge_attrs is not None:
+        attrs, _ = _check_edge_attrs(edge_attrs, edges, "disjoint_batch")
     sizes = np.array([x.shape[0] for x in features], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     if sizes.sum() > np.iinfo(np.int32).max:
@@ -216,7 +284,9 @@ def disjoint_batch(node_features, edge_indices):
         [e.astype(np.int64) + offset for e, offset in zip(edges, offsets)], axis=1
     ).astype(np.int32)
     graph_ids = np.repeat(np.arange(len(features), dtype=np.int32), sizes)
-    return x, edge_index, graph_ids
+    if edge_attrs is None:
+        return x, edge_index, graph_ids
+    return x, edge_index, graph_ids, np.concatenate(attrs, axis=0)
 
 
 # --------------------------------------------------------------------------- conversions

@@ -395,3 +395,214 @@ def test_legacy_builds_trains_and_round_trips(tmp_path):
     assert isinstance(loaded.layers[-1], GraphAttention)
     assert loaded.layers[-1].value_dropout == 0.3
     np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- edge features
+
+
+def _edge_graphs(seed=0, edge_dim=2, num_features=3):
+    """Two random graphs with random edge features: (xs, es, fs), one [E_b, D] per graph."""
+    xs, es = two_graphs(seed=seed, num_features=num_features)
+    rng = np.random.default_rng(seed + 100)
+    fs = [rng.normal(size=(e.shape[1], edge_dim)).astype(np.float32) for e in es]
+    return xs, es, fs
+
+
+def test_edge_features_match_equations_computed_node_by_node():
+    """e_ij = LeakyReLU(a_t.z_i + a_s.z_j + a_e.(f_ij W_e)); the self loop i -> i has
+    the mean features of i's incoming edges (zeros when it has none)."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    edge_index = np.array([[1, 2, 0, 3], [0, 0, 1, 1]])  # 2 and 3 receive nothing
+    f = rng.normal(size=(4, 2)).astype(np.float32)
+    heads, units = 2, 2
+    layer = GraphAttention(units, num_heads=heads, edge_dim=2, bias_initializer="random_normal")
+    out = layer(x, edge_index=edge_index, edge_attr=f).numpy()
+    w = layer.kernel.numpy().reshape(3, heads, units)
+    w_edge = layer.edge_kernel.numpy().reshape(2, heads, units)
+    a_s, a_t, a_e = (layer.attention_source.numpy(), layer.attention_target.numpy(),
+                     layer.attention_edge.numpy())
+    expected = np.zeros((4, heads * units))
+    for i in range(4):
+        incoming = [(int(s), f[k]) for k, (s, t) in enumerate(edge_index.T) if t == i]
+        loop = np.mean([feat for _, feat in incoming], axis=0) if incoming else np.zeros(2)
+        senders = incoming + [(i, loop)]
+        for h in range(heads):
+            z = lambda j: x[j] @ w[:, h]  # noqa: E731
+            scores = []
+            for j, feat in senders:
+                e = a_t[h] @ z(i) + a_s[h] @ z(j) + a_e[h] @ (feat @ w_edge[:, h])
+                scores.append(e if e > 0 else 0.2 * e)
+            weights = np.exp(scores) / np.sum(np.exp(scores))
+            expected[i, h * units:(h + 1) * units] = sum(
+                a * z(j) for a, (j, _) in zip(weights, senders))
+    np.testing.assert_allclose(out, expected + layer.bias.numpy(), atol=1e-5)
+    # The edge features matter: other features, other output.
+    assert not np.allclose(layer(x, edge_index=edge_index, edge_attr=f * 3).numpy(), out)
+
+
+@pytest.mark.parametrize("concat_heads", [True, False])
+@pytest.mark.parametrize("add_self_loops", [True, False])
+def test_edge_features_dense_and_sparse_batches_agree(concat_heads, add_self_loops):
+    xs, es, fs = _edge_graphs(seed=1, edge_dim=3, num_features=4)
+    x, adjacency, mask, f_dense = graphs.dense_batch(xs, es, max_nodes=7, edge_attrs=fs)
+    xd, edge_index, _, f_sparse = graphs.disjoint_batch(xs, es, edge_attrs=fs)
+    layer = GraphAttention(3, num_heads=2, concat_heads=concat_heads, edge_dim=3,
+                           add_self_loops=add_self_loops, activation="elu")
+    dense, alpha = layer(x, adjacency=adjacency, mask=mask, edge_attr=f_dense,
+                         return_attention_coefficients=True)
+    sparse, alpha_s, index = layer(xd, edge_index=edge_index, edge_attr=f_sparse,
+                                   return_attention_coefficients=True)
+    np.testing.assert_allclose(dense.numpy()[mask], sparse.numpy(), atol=1e-5)
+    assert np.all(dense.numpy()[~mask] == 0)
+    # The same coefficients in both layouts ([B, H, N, N] against one row per edge).
+    offsets = np.repeat([0, xs[0].shape[0]], [xs[0].shape[0], xs[1].shape[0]])
+    graph_of = np.repeat([0, 1], [xs[0].shape[0], xs[1].shape[0]])
+    sources, targets = index.numpy()
+    picked = alpha.numpy()[graph_of[targets], :, targets - offsets[targets], sources - offsets[sources]]
+    np.testing.assert_allclose(picked, alpha_s.numpy(), atol=1e-6)
+
+
+def test_edge_features_of_padding_and_non_edges_change_nothing():
+    xs, es, fs = _edge_graphs(seed=2)
+    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attrs=fs)
+    layer = GraphAttention(2, num_heads=2, edge_dim=2, bias_initializer="ones")
+    reference = layer(x, adjacency=adjacency, mask=mask, edge_attr=f).numpy()
+    rng = np.random.default_rng(5)
+    pad = 3
+    n = x.shape[1] + pad
+    x_pad = np.zeros((2, n, 3), np.float32)
+    x_pad[:, : x.shape[1]] = x
+    a_pad = (rng.random((2, n, n)) < 0.5).astype(np.float32)
+    a_pad[:, : x.shape[1], : x.shape[1]] = adjacency
+    f_pad = rng.normal(size=(2, n, n, 2)).astype(np.float32) * 100  # garbage everywhere...
+    real_edges = np.zeros((2, n, n), bool)
+    real_edges[:, : x.shape[1], : x.shape[1]] = adjacency > 0
+    f_pad[real_edges] = f[adjacency > 0]  # ...except on the real edges
+    mask_pad = np.pad(mask, ((0, 0), (0, pad)))
+    padded = layer(x_pad, adjacency=a_pad, mask=mask_pad, edge_attr=f_pad).numpy()
+    np.testing.assert_allclose(padded[:, : x.shape[1]][mask], reference[mask], atol=1e-4)
+    assert np.all(padded[~mask_pad] == 0)
+
+
+def test_edge_features_of_input_self_loops_are_ignored():
+    """An input self loop is replaced by the added one, whose features are the mean of
+    the node's other incoming edges: the loop's own features change nothing."""
+    rng = np.random.default_rng(6)
+    x, edge_index = random_graph(rng, 4)
+    f = rng.normal(size=(edge_index.shape[1], 2)).astype(np.float32)
+    with_loops = np.concatenate([edge_index, [[1, 3], [1, 3]]], axis=1)
+    f_loops = np.concatenate([f, rng.normal(size=(2, 2)).astype(np.float32) * 50])
+    layer = GraphAttention(2, num_heads=2, edge_dim=2)
+    reference = layer(x, edge_index=edge_index, edge_attr=f).numpy()
+    np.testing.assert_allclose(
+        layer(x, edge_index=with_loops, edge_attr=f_loops).numpy(), reference, atol=1e-5)
+    _, a, _, f_dense = graphs.dense_batch([x], [with_loops], edge_attrs=[f_loops])
+    np.testing.assert_allclose(
+        layer(x[None], adjacency=a, edge_attr=f_dense).numpy()[0], reference, atol=1e-5)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**16), num_nodes=st.integers(2, 6))
+def test_edge_features_relabelling_nodes_permutes_outputs(seed, num_nodes):
+    rng = np.random.default_rng(seed)
+    x, edge_index = random_graph(rng, num_nodes)
+    f = rng.normal(size=(edge_index.shape[1], 2)).astype(np.float32)
+    permutation = rng.permutation(num_nodes)
+    x_new = np.empty_like(x)
+    x_new[permutation] = x
+    order = rng.permutation(edge_index.shape[1])  # edges listed in another order too
+    edge_new, f_new = permutation[edge_index][:, order], f[order]
+    layer = _EDGE_PERMUTATION_LAYER
+    out = layer(x, edge_index=edge_index, edge_attr=f).numpy()
+    np.testing.assert_allclose(
+        layer(x_new, edge_index=edge_new, edge_attr=f_new).numpy()[permutation], out, atol=1e-5)
+    _, a, _, f_dense = graphs.dense_batch([x_new], [edge_new], edge_attrs=[f_new])
+    np.testing.assert_allclose(
+        layer(x_new[None], adjacency=a, edge_attr=f_dense).numpy()[0][permutation], out, atol=1e-5)
+
+
+_EDGE_PERMUTATION_LAYER = GraphAttention(2, num_heads=2, edge_dim=2, activation="elu")
+
+
+def _edge_dense_model(layer, num_nodes=5, num_features=3, edge_dim=2):
+    x_in = keras.Input(shape=(num_nodes, num_features), name="x")
+    a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
+    m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
+    f_in = keras.Input(shape=(num_nodes, num_nodes, edge_dim), name="edge_attr")
+    out = layer(x_in, adjacency=a_in, mask=m_in, edge_attr=f_in)
+    return keras.Model([x_in, a_in, m_in, f_in], out)
+
+
+def test_edge_features_keras_file_round_trip_and_weights(tmp_path):
+    xs, es, fs = _edge_graphs(seed=7)
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attrs=fs))
+    layer = GraphAttention(3, num_heads=2, edge_dim=2, activation="elu")
+    model = _edge_dense_model(layer)
+    shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in layer.weights}
+    assert shapes == {"kernel": (3, 6), "attention_source": (2, 3), "attention_target": (2, 3),
+                      "edge_kernel": (2, 6), "attention_edge": (2, 3), "bias": (6,)}
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.layers[-1].get_config() == layer.get_config()
+    assert loaded.layers[-1].edge_dim == 2
+    np.testing.assert_array_equal(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0))
+
+
+def test_edge_features_mixed_float16_and_jit(mixed_float16):
+    xs, es, fs = _edge_graphs(seed=8)
+    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attrs=fs)
+    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attrs=fs)
+    layer16 = GraphAttention(4, num_heads=2, edge_dim=2, activation="elu")
+    dense16 = layer16(x, adjacency=adjacency, mask=mask, edge_attr=f)
+    sparse16 = tf.function(
+        lambda x, e, f: layer16(x, edge_index=e, edge_attr=f), jit_compile=True)(xd, edge_index, fd)
+    assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
+    layer32 = GraphAttention(4, num_heads=2, edge_dim=2, activation="elu", dtype="float32")
+    layer32.build(x.shape)
+    layer32.set_weights(layer16.get_weights())
+    reference = tf.function(
+        lambda x, a, m, f: layer32(x, adjacency=a, mask=m, edge_attr=f), jit_compile=True
+    )(x, adjacency, mask, f).numpy()[mask]
+    for out in (dense16.numpy()[mask], sparse16.numpy()):
+        assert np.all(np.isfinite(out))
+        np.testing.assert_allclose(out.astype(np.float32), reference, atol=2e-2, rtol=2e-2)
+
+
+def test_edge_features_bad_inputs_are_explained():
+    xs, es, fs = _edge_graphs(seed=9)
+    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attrs=fs)
+    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attrs=fs)
+    with pytest.raises(ValueError, match=r"`edge_dim` must be a positive integer, got 0"):
+        GraphAttention(2, edge_dim=0)
+    with pytest.raises(ValueError, match=r"got `edge_attr` but the layer was created without `edge_dim`"):
+        GraphAttention(2)(xd, edge_index=edge_index, edge_attr=fd)
+    layer = GraphAttention(2, edge_dim=2)
+    with pytest.raises(ValueError, match=r"created with edge_dim=2 and needs `edge_attr`.*\[E, 2\]"):
+        layer(xd, edge_index=edge_index)
+    with pytest.raises(ValueError, match=r"edge_attr must have shape \[E, 2\].*got shape \[\d+, 3\]"):
+        layer(xd, edge_index=edge_index, edge_attr=np.ones((fd.shape[0], 3), np.float32))
+    with pytest.raises(ValueError, match=r"edge_attr has 2 rows but edge_index has \d+ edges"):
+        layer(xd, edge_index=edge_index, edge_attr=fd[:2])
+    with pytest.raises(ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 5, 5\]"):
+        layer(x, adjacency=adjacency, mask=mask, edge_attr=f[..., 0])
+    with pytest.raises(ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 4, 4, 2\]"):
+        layer(x, adjacency=adjacency, mask=mask, edge_attr=f[:, :4, :4])
+
+
+@pytest.mark.legacy
+def test_legacy_edge_features_train_and_round_trip(tmp_path):
+    assert keras.__name__.startswith("tf_keras")
+    xs, es, fs = _edge_graphs(seed=10)
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attrs=fs))
+    model = _edge_dense_model(GraphAttention(2, num_heads=2, edge_dim=2, concat_heads=False))
+    before = [w.copy() for w in model.get_weights()]
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
+    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.layers[-1].edge_dim == 2
+    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

@@ -5,8 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from lablib.data import MoleculeDataset, load_molecules, smiles_to_graph
+from lablib.data import GraphDataset, MoleculeDataset, load_molecules, smiles_to_graph
 from lablib.data.molecules import (
     ATOM_FEATURE_NAMES,
     BOND_FEATURE_NAMES,
@@ -247,6 +248,23 @@ def test_disjoint_dataset(esol):
     offset = sizes[0]
     np.testing.assert_array_equal(edge_index[:, small.edge_index[0].shape[1]:][:, :4], small.edge_index[1][:, :4] + offset)
     np.testing.assert_array_equal(y, small.y[:8])
+
+
+def test_datasets_with_edge_features(esol):
+    small = esol[:12]
+    D = small.num_edge_features
+    assert D == len(small.edge_feature_names) == 6
+    (x, edge_index, graph_ids, f), _ = next(iter(small.disjoint_dataset(batch_size=5, edge_attr=True)))
+    assert f.shape == (edge_index.shape[1], D) and f.dtype == tf.float32
+    np.testing.assert_array_equal(f.numpy(), np.concatenate(small.edge_attr[:5]))
+    (x, adjacency, mask, fd), _ = next(iter(small.dense_dataset(batch_size=5, edge_attr=True)))
+    assert fd.shape == adjacency.shape + (D,)
+    source, target = small.edge_index[2]
+    np.testing.assert_array_equal(fd.numpy()[2, target, source], small.edge_attr[2])
+    assert int(small.dense_dataset(batch_size=5, edge_attr=True).cardinality()) == 3
+    no_edges = GraphDataset(small.x, small.edge_index, small.y)
+    with pytest.raises(ValueError, match=r"edge_attr=True but this dataset has no edge features"):
+        no_edges.disjoint_dataset(4, edge_attr=True)
 
 
 # --------------------------------------------------------------------------- fingerprints

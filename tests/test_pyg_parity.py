@@ -135,3 +135,34 @@ def test_gat_conv_matches(seed, concat_heads):
         np.asarray(dense_alpha)[0][:, targets, sources].T, _numpy(reference_alpha), atol=ATOL, rtol=0
     )
     assert tf.is_tensor(alpha)
+
+
+@pytest.mark.parametrize("concat_heads", [True, False])
+def test_gat_conv_with_edge_features_matches(concat_heads):
+    """GATConv(edge_dim=D): bond-like edge features in the scores; PyG fills the added
+    self loops with the mean features of each node's incoming edges, as lablib does.
+    The input has two self loops of its own (replaced by both libraries)."""
+    seed = 3
+    torch.manual_seed(seed)
+    x, edge_index, adjacency = random_graph(seed)
+    edge_index = np.concatenate([edge_index, [[2, 5], [2, 5]]], axis=1)
+    adjacency[[2, 5], [2, 5]] = 1.0
+    edge_dim, heads, units = 4, 2, 3
+    edge_attr = np.random.default_rng(seed).normal(size=(edge_index.shape[1], edge_dim)).astype(np.float32)
+    reference_layer = GATConv(x.shape[1], units, heads=heads, concat=concat_heads, edge_dim=edge_dim)
+    _randomise_bias(reference_layer)
+    reference = _numpy(reference_layer(_torch(x), _torch(edge_index), _torch(edge_attr)))
+
+    layer = GraphAttention(units, num_heads=heads, concat_heads=concat_heads, edge_dim=edge_dim)
+    layer.build(x.shape)
+    layer.kernel.assign(_numpy(reference_layer.lin.weight).T)
+    layer.attention_source.assign(_numpy(reference_layer.att_src)[0])
+    layer.attention_target.assign(_numpy(reference_layer.att_dst)[0])
+    layer.edge_kernel.assign(_numpy(reference_layer.lin_edge.weight).T)
+    layer.attention_edge.assign(_numpy(reference_layer.att_edge)[0])
+    layer.bias.assign(_numpy(reference_layer.bias))
+    sparse = layer(x, edge_index=edge_index.astype(np.int32), edge_attr=edge_attr)
+    _, _, _, dense_attr = graphs.dense_batch([x], [edge_index], edge_attrs=[edge_attr])
+    dense = layer(x[None], adjacency=adjacency[None], edge_attr=dense_attr)
+    _check(f"GATConv edge_dim={edge_dim} concat={concat_heads}", reference,
+           np.asarray(sparse), np.asarray(dense)[0])

@@ -442,8 +442,16 @@ class GraphDataset:
     def _target_spec(self, tf):
         return tf.TensorSpec(shape=(None,) + self.y.shape[1:], dtype=tf.as_dtype(self.y.dtype))
 
+    def _check_edge_attr_wanted(self, edge_attr) -> bool:
+        if edge_attr and self.edge_attr is None:
+            raise ValueError(
+                f"{self.name}: edge_attr=True but this dataset has no edge features "
+                f"(edge_attr is None); leave edge_attr=False."
+            )
+        return bool(edge_attr)
+
     def dense_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                      max_nodes=None, drop_remainder: bool = False):
+                      max_nodes=None, drop_remainder: bool = False, edge_attr: bool = False):
         """``tf.data`` batches in the padded dense layout of :func:`lablib.graphs.dense_batch`.
 
         Args:
@@ -453,10 +461,13 @@ class GraphDataset:
             max_nodes: pad every batch to this many nodes (a fixed shape); None pads
                 each batch to its own largest graph.
             drop_remainder: drop the last, smaller batch.
+            edge_attr: also yield the edge features, ``edge_attr [B, N, N, D]``
+                (``edge_attr[b, target, source]``), for ``GraphAttention(edge_dim=D)``.
 
         Returns:
             A ``tf.data.Dataset`` of ``((x [B, N, F], adjacency [B, N, N], mask [B, N]),
-            y [B])`` with ``adjacency[b, target, source] = 1``.
+            y [B])`` with ``adjacency[b, target, source] = 1``; with ``edge_attr=True``
+            the inputs are ``(x, adjacency, mask, edge_attr)``.
 
         Example::
 
@@ -472,29 +483,31 @@ class GraphDataset:
                 f"{self.name}: max_nodes={max_nodes} but the largest graph has "
                 f"{self.max_nodes} nodes; pass max_nodes >= {self.max_nodes} or None."
             )
+        with_edges = self._check_edge_attr_wanted(edge_attr)
         order = self._batches(batch_size, shuffle, seed, drop_remainder)
 
         def generate():
             for indices in order():
-                x, adjacency, mask = graphs.dense_batch(
+                inputs = graphs.dense_batch(
                     [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
                     max_nodes=max_nodes,
+                    edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
                 )
-                yield (x, adjacency, mask), self.y[indices]
+                yield inputs, self.y[indices]
 
         features = self.num_node_features
-        signature = (
-            (
-                tf.TensorSpec((None, max_nodes, features), tf.float32),
-                tf.TensorSpec((None, max_nodes, max_nodes), tf.float32),
-                tf.TensorSpec((None, max_nodes), tf.bool),
-            ),
-            self._target_spec(tf),
+        specs = (
+            tf.TensorSpec((None, max_nodes, features), tf.float32),
+            tf.TensorSpec((None, max_nodes, max_nodes), tf.float32),
+            tf.TensorSpec((None, max_nodes), tf.bool),
         )
+        if with_edges:
+            specs += (tf.TensorSpec((None, max_nodes, max_nodes, self.num_edge_features), tf.float32),)
+        signature = (specs, self._target_spec(tf))
         return self._finish(tf, generate, signature, batch_size, drop_remainder)
 
     def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                         drop_remainder: bool = False):
+                         drop_remainder: bool = False, edge_attr: bool = False):
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
 
         Args:
@@ -502,11 +515,14 @@ class GraphDataset:
             shuffle: a new order of the graphs on every pass (epoch).
             seed: seed of that order (None: different every run).
             drop_remainder: drop the last, smaller batch.
+            edge_attr: also yield the edge features, ``edge_attr [E, D]`` aligned with
+                ``edge_index``, for ``GraphAttention(edge_dim=D)``.
 
         Returns:
             A ``tf.data.Dataset`` of ``((x [V, F], edge_index [2, E], graph_ids [V]),
             y [B])``: the batch's graphs glued into one graph, node indices offset,
-            ``graph_ids`` telling which graph each node belongs to.
+            ``graph_ids`` telling which graph each node belongs to; with
+            ``edge_attr=True`` the inputs are ``(x, edge_index, graph_ids, edge_attr)``.
 
         Example::
 
@@ -517,23 +533,25 @@ class GraphDataset:
 
         from lablib import graphs
 
+        with_edges = self._check_edge_attr_wanted(edge_attr)
         order = self._batches(batch_size, shuffle, seed, drop_remainder)
 
         def generate():
             for indices in order():
-                x, edge_index, graph_ids = graphs.disjoint_batch(
-                    [self.x[i] for i in indices], [self.edge_index[i] for i in indices]
+                inputs = graphs.disjoint_batch(
+                    [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
+                    edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
                 )
-                yield (x, edge_index, graph_ids), self.y[indices]
+                yield inputs, self.y[indices]
 
-        signature = (
-            (
-                tf.TensorSpec((None, self.num_node_features), tf.float32),
-                tf.TensorSpec((2, None), tf.int32),
-                tf.TensorSpec((None,), tf.int32),
-            ),
-            self._target_spec(tf),
+        specs = (
+            tf.TensorSpec((None, self.num_node_features), tf.float32),
+            tf.TensorSpec((2, None), tf.int32),
+            tf.TensorSpec((None,), tf.int32),
         )
+        if with_edges:
+            specs += (tf.TensorSpec((None, self.num_edge_features), tf.float32),)
+        signature = (specs, self._target_spec(tf))
         return self._finish(tf, generate, signature, batch_size, drop_remainder)
 
 

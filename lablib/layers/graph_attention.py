@@ -41,11 +41,16 @@ class GraphAttention(keras.layers.Layer):
         h_i' = sum_j alpha_ij z_j
 
     which is ``a^T [z_i || z_j]`` of the paper with ``a`` split into its target and
-    source halves. Heads are concatenated (hidden layers) or averaged (output layer),
+    source halves. With ``edge_dim`` set, each edge's features ``f_ij`` (bond type,
+    distance...) also enter the score, ``e_ij = LeakyReLU(attention_target . z_i +
+    attention_source . z_j + attention_edge . (f_ij W_e))``, as in PyTorch Geometric's
+    ``GATConv(edge_dim=...)``; an added self loop gets the mean features of the node's
+    incoming edges (zeros for a node without any). Heads are concatenated (hidden layers) or averaged (output layer),
     then the bias and the activation are applied. The softmax is computed stably (the
     per-node maximum is subtracted) in float32, also under mixed precision. Same numbers
     as PyTorch Geometric's ``GATConv`` (``kernel`` = ``lin.weight.T``,
-    ``attention_source`` = ``att_src``, ``attention_target`` = ``att_dst``).
+    ``attention_source`` = ``att_src``, ``attention_target`` = ``att_dst``, and with edge
+    features ``edge_kernel`` = ``lin_edge.weight.T``, ``attention_edge`` = ``att_edge``).
 
     One instance accepts a dense padded batch or a sparse (disjoint) batch. Dense
     attention builds ``[B, heads, N, N]`` scores: fine for molecules (N up to ~100);
@@ -70,6 +75,9 @@ class GraphAttention(keras.layers.Layer):
             Cora); PyTorch Geometric's ``GATConv`` has no such dropout (0, the default).
         add_self_loops: let each node attend to itself (self loops already in the
             graph are replaced, not doubled).
+        edge_dim: number of edge features ``D``; when set, every call takes
+            ``edge_attr`` and the edge features enter the attention scores (default
+            None: scores from the node features only).
         activation: activation applied to the output (name or callable).
         use_bias: add a learned bias (``[num_heads * units]`` or ``[units]``).
         kernel_initializer, attention_initializer, bias_initializer: initializers.
@@ -84,6 +92,12 @@ class GraphAttention(keras.layers.Layer):
         mask: optional ``[B, N]`` bool, False for padding nodes (dense batches); padding
             nodes neither attend nor receive attention, and their outputs are zero.
         edge_index: ``[2, E]`` int, row 0 source, row 1 target (sparse batches).
+        edge_attr: edge features, only with ``edge_dim``: ``[E, D]`` aligned with the
+            columns of ``edge_index`` (sparse), or ``[B, N, N, D]`` with
+            ``edge_attr[b, i, j]`` the features of the edge ``j -> i`` (dense, indexed
+            like ``adjacency``; entries where there is no edge are ignored).
+            ``lablib.graphs.disjoint_batch`` / ``dense_batch`` build both from
+            per-graph ``[E_b, D]`` arrays.
         training: whether attention and value dropout are active.
         return_attention_coefficients: also return ``alpha`` (before dropout), e.g. to
             plot which neighbours a node attends to.
@@ -99,7 +113,8 @@ class GraphAttention(keras.layers.Layer):
         (input self loops then get ``alpha = 0``).
 
     Weights: ``kernel [F, num_heads * units]``, ``attention_source [num_heads, units]``,
-    ``attention_target [num_heads, units]``, ``bias``.
+    ``attention_target [num_heads, units]``, ``bias``; with ``edge_dim``: ``edge_kernel
+    [edge_dim, num_heads * units]`` and ``attention_edge [num_heads, units]``.
 
     Example::
 
@@ -110,6 +125,10 @@ class GraphAttention(keras.layers.Layer):
         h = GraphAttention(8, num_heads=8, activation="elu")(x, edge_index=e)  # [V, 64]
         out, alpha, e_loops = GraphAttention(7, num_heads=1, concat_heads=False)(
             h, edge_index=e, return_attention_coefficients=True)
+
+        # with bond features (molecules): edge_attr [E, D], one row per edge
+        x, e, g, f = graphs.disjoint_batch(features, edge_indices, edge_attrs=bond_features)
+        h = GraphAttention(16, num_heads=4, edge_dim=f.shape[-1])(x, edge_index=e, edge_attr=f)
     """
 
     def __init__(
@@ -121,6 +140,7 @@ class GraphAttention(keras.layers.Layer):
         attention_dropout=0.0,
         value_dropout=0.0,
         add_self_loops=True,
+        edge_dim=None,
         activation=None,
         use_bias=True,
         kernel_initializer="glorot_uniform",
@@ -148,6 +168,7 @@ class GraphAttention(keras.layers.Layer):
         self.attention_dropout = check_rate("attention_dropout", attention_dropout, name)
         self.value_dropout = check_rate("value_dropout", value_dropout, name)
         self.add_self_loops = bool(add_self_loops)
+        self.edge_dim = None if edge_dim is None else check_positive_int("edge_dim", edge_dim, name)
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -200,6 +221,19 @@ class GraphAttention(keras.layers.Layer):
             shape=(self.num_heads, self.units),
             initializer=clone_initializer(self.attention_initializer),
         )
+        if self.edge_dim is not None:
+            self.edge_kernel = self.add_weight(
+                name="edge_kernel",
+                shape=(self.edge_dim, self.num_heads * self.units),
+                initializer=clone_initializer(self.kernel_initializer),
+                regularizer=self.kernel_regularizer,
+                constraint=self.kernel_constraint,
+            )
+            self.attention_edge = self.add_weight(
+                name="attention_edge",
+                shape=(self.num_heads, self.units),
+                initializer=clone_initializer(self.attention_initializer),
+            )
         if self.use_bias:
             self.bias = self.add_weight(
                 name="bias",
@@ -228,6 +262,70 @@ class GraphAttention(keras.layers.Layer):
         score_target = tf.reduce_sum(z * tf.cast(self.attention_target, dtype), axis=-1)
         return z, score_source, score_target
 
+    def _edge_scores(self, graph, edge_attr, dtype):
+        """``attention_edge . (f W_e)`` per edge and head, or None without ``edge_dim``.
+
+        ``W_e`` and ``attention_edge`` are folded into one ``[D, heads]`` matrix first
+        (the score is linear in ``f``), so the ``[.., heads, units]`` edge projection is
+        never built: dense batches stay at ``[B, N, N, heads]``.
+        """
+        name = type(self).__name__
+        if self.edge_dim is None:
+            if edge_attr is not None:
+                raise ValueError(
+                    f"{name}: got `edge_attr` but the layer was created without `edge_dim`, "
+                    f"so it has no weights for edge features. Create it as "
+                    f"{name}(..., edge_dim=D) with D the number of edge features, or drop "
+                    f"edge_attr."
+                )
+            return None
+        if edge_attr is None:
+            raise ValueError(
+                f"{name}: the layer was created with edge_dim={self.edge_dim} and needs "
+                f"`edge_attr` on every call: [E, {self.edge_dim}] with edge_index, or "
+                f"[B, N, N, {self.edge_dim}] with adjacency (lablib.graphs.disjoint_batch / "
+                f"dense_batch build them with edge_attrs=...)."
+            )
+        edge_attr = tf.convert_to_tensor(edge_attr)
+        if not edge_attr.dtype.is_floating and not edge_attr.dtype.is_integer and (
+            edge_attr.dtype != tf.bool
+        ):
+            raise ValueError(f"{name}: edge_attr must be numeric, got dtype {edge_attr.dtype.name}.")
+        shape = edge_attr.shape
+        if graph.mode == "dense":
+            expected = f"[B, N, N, {self.edge_dim}] (edge_attr[b, i, j]: features of the edge j -> i)"
+            rank = 4
+            nodes = graph.x.shape[1]
+            bad_nodes = shape.rank == 4 and nodes is not None and any(
+                size is not None and size != nodes for size in shape[1:3]
+            )
+        else:
+            expected = f"[E, {self.edge_dim}] (one row per column of edge_index)"
+            rank = 2
+            bad_nodes = False
+        if shape.rank is not None and (
+            shape.rank != rank or (shape[-1] is not None and shape[-1] != self.edge_dim) or bad_nodes
+        ):
+            raise ValueError(
+                f"{name}: edge_attr must have shape {expected}, got shape {_shape(edge_attr)}"
+                f" with x of shape {_shape(graph.x)}."
+            )
+        if graph.mode == "sparse" and tf.executing_eagerly():
+            edges = int(tf.shape(graph.sources)[0])
+            if int(tf.shape(edge_attr)[0]) != edges:
+                raise ValueError(
+                    f"{name}: edge_attr has {int(tf.shape(edge_attr)[0])} rows but edge_index "
+                    f"has {edges} edges; pass one row of edge features per edge, in the order "
+                    f"of edge_index's columns."
+                )
+        edge_attr = tf.cast(edge_attr, dtype)
+        folded = tf.reduce_sum(
+            tf.reshape(tf.cast(self.edge_kernel, dtype), [self.edge_dim, self.num_heads, self.units])
+            * tf.cast(self.attention_edge, dtype),
+            axis=-1,
+        )  # [D, H]
+        return tf.tensordot(edge_attr, folded, axes=1)  # [E, H] or [B, N, N, H]
+
     def _drop(self, alpha, training):
         if self.dropout is None:
             return alpha
@@ -238,17 +336,29 @@ class GraphAttention(keras.layers.Layer):
             return z
         return self.value_dropout_layer(z, training=training)
 
-    def _dense(self, graph, dtype, training):
+    def _dense(self, graph, dtype, training, edge_attr):
         z, score_source, score_target = self._project(graph.x, dtype)  # [B, N, H(, U)]
         # logits[b, h, i, j] = target score of i + source score of j
         logits = (
             tf.transpose(score_target, [0, 2, 1])[:, :, :, None]
             + tf.transpose(score_source, [0, 2, 1])[:, :, None, :]
         )
-        logits = tf.nn.leaky_relu(tf.cast(logits, tf.float32), alpha=self.negative_slope)
         allowed = graph.adjacency > 0  # padding rows/columns are already zero
+        eye = tf.eye(tf.shape(allowed)[-1], dtype=tf.bool)[None]
+        score_edge = self._edge_scores(graph, edge_attr, dtype)  # [B, N, N, H] or None
+        if score_edge is not None:
+            score_edge = tf.cast(tf.transpose(score_edge, [0, 3, 1, 2]), tf.float32)  # [B, H, N, N]
+            if self.add_self_loops:
+                # the added loop i -> i scores the mean features of i's incoming edges
+                incoming = tf.cast(tf.logical_and(allowed, tf.logical_not(eye)), tf.float32)[:, None]
+                loop = tf.math.divide_no_nan(
+                    tf.reduce_sum(score_edge * incoming, axis=-1),
+                    tf.reduce_sum(incoming, axis=-1),
+                )  # [B, H, N]
+                score_edge = tf.where(eye[:, None], loop[..., None], score_edge)
+            logits = tf.cast(logits, tf.float32) + score_edge
+        logits = tf.nn.leaky_relu(tf.cast(logits, tf.float32), alpha=self.negative_slope)
         if self.add_self_loops:
-            eye = tf.eye(tf.shape(allowed)[-1], dtype=tf.bool)[None]
             if graph.mask is not None:
                 eye = tf.logical_and(eye, graph.mask[:, :, None])
             allowed = tf.logical_or(allowed, eye)
@@ -263,13 +373,26 @@ class GraphAttention(keras.layers.Layer):
         out = tf.transpose(out, [0, 2, 1, 3])  # [B, N, H, U]
         return out, alpha
 
-    def _sparse(self, graph, dtype, training):
+    def _sparse(self, graph, dtype, training, edge_attr):
         z, score_source, score_target = self._project(graph.x, dtype)  # [V, H(, U)]
         sources, targets, num_nodes = graph.sources, graph.targets, graph.num_nodes
+        score_edge = self._edge_scores(graph, edge_attr, dtype)  # [E, H] or None
         valid = None
         if self.add_self_loops:
             sources, targets, valid = graph.cached("graph_attention_self_loops", _with_self_loops)
         logits = tf.gather(score_source, sources) + tf.gather(score_target, targets)
+        if score_edge is not None:
+            score_edge = tf.cast(score_edge, tf.float32)
+            if self.add_self_loops:
+                # the added loop i -> i scores the mean features of i's incoming edges
+                # (input self loops excluded: they are replaced)
+                incoming = tf.cast(valid[: tf.shape(graph.targets)[0]], tf.float32)  # [E, 1]
+                loop = tf.math.divide_no_nan(
+                    tf.math.unsorted_segment_sum(score_edge * incoming, graph.targets, num_nodes),
+                    tf.math.unsorted_segment_sum(incoming, graph.targets, num_nodes),
+                )  # [V, H]
+                score_edge = tf.concat([score_edge, loop], axis=0)
+            logits = tf.cast(logits, tf.float32) + score_edge
         logits = tf.nn.leaky_relu(tf.cast(logits, tf.float32), alpha=self.negative_slope)
         if valid is not None:
             logits = masked_fill(logits, valid)
@@ -293,16 +416,17 @@ class GraphAttention(keras.layers.Layer):
         adjacency=None,
         mask=None,
         edge_index=None,
+        edge_attr=None,
         training=None,
         return_attention_coefficients=False,
     ):
         dtype = self.compute_dtype
         graph = GraphInputs(self, inputs, adjacency, mask, edge_index, dtype)
         if graph.mode == "dense":
-            out, alpha = self._dense(graph, dtype, training)
+            out, alpha = self._dense(graph, dtype, training, edge_attr)
             extra = (alpha,)
         else:
-            out, alpha, loops_index = self._sparse(graph, dtype, training)
+            out, alpha, loops_index = self._sparse(graph, dtype, training, edge_attr)
             extra = (alpha, loops_index)
         if self.concat_heads:
             out = tf.reshape(
@@ -334,6 +458,7 @@ class GraphAttention(keras.layers.Layer):
                 "attention_dropout": self.attention_dropout,
                 "value_dropout": self.value_dropout,
                 "add_self_loops": self.add_self_loops,
+                "edge_dim": self.edge_dim,
                 "activation": keras.activations.serialize(self.activation),
                 "use_bias": self.use_bias,
                 "kernel_initializer": _serialize(keras.initializers, self.kernel_initializer),

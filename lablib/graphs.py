@@ -9,6 +9,10 @@ lablib's graph layers accept two layouts of the same graphs (see GUIDE §3):
   graph with ``x [V, F]``, ``edge_index [2, E]`` (row 0 source, row 1 target, as in
   PyTorch Geometric; messages flow source -> target) and ``graph_ids [V]``.
 
+Edge features (bond types...) travel beside either layout when ``edge_attrs`` (one
+``[E_b, D]`` array per graph) is passed: ``[B, N, N, D]`` indexed like the adjacency, or
+``[E, D]`` aligned with ``edge_index``; ``GraphAttention(edge_dim=D)`` reads them.
+
 Every function here takes and returns NumPy arrays (TensorFlow eager tensors are
 accepted too) and checks its input, raising ``ValueError`` that says what was given
 and what was expected.

@@ -92,7 +92,7 @@ def test_lab4_gat_solution_runs(shared_data, tmp_path, monkeypatch):
     assert max(_max_difference(text, "concat=")) < 1e-5
     assert "| GAT (Velickovic et al.) |" in text and "| GCN (Kipf & Welling) |" in text
     assert "alpha: (" in text and "nats below uniform" in text
-    assert "| GAT |" in text and "| GCN (Lab 3) |" in text
+    assert "| GAT |" in text and "| GCN (Lab 3) |" in text and "| GAT + bond features |" in text
 
 
 if __name__ == "__main__":  # pragma: no cover

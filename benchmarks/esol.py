@@ -13,36 +13,48 @@ restored):
 * ``fingerprint MLP``: Morgan fingerprints (radius 2, 2048 bits,
   ``lablib.data.molecules.morgan_fingerprints``) -> Dense 512 -> Dense 128 -> 1, dropout
   0.2, learning rate halved after 15 epochs without improvement.
-* ``GNN GraphAttention`` (the lablib GNN): atom features -> 3 x
+* ``GNN GraphAttention`` (the lablib GNN): atom features -> Dense 64 (ELU) -> 3 x
   ``GraphAttention(16, num_heads=4, activation="elu", edge_dim=6)`` (heads concatenated,
   64 units; the six bond features, type / conjugated / in ring, enter every layer's
-  attention scores) -> ``GraphReadout("sum")`` -> Dense 64 ReLU -> 1, dropout 0.2 after
-  every graph and dense layer, Adam 1e-3 (constant), on disjoint (sparse ``edge_index``
-  + ``edge_attr``) batches: the Lab 4 "GAT + bond features" regressor
-  (solutions/lab4_gat.ipynb) plus dropout. The row is an ensemble of ``--ensemble`` K
-  such models per split (default 3; standard practice, e.g. Chemprop's ensembles):
-  identical settings, initialisation and batch order seeded ``seed + 1000 k`` (k =
-  0..K-1; the split stays that of ``seed``), each with its own early stopping on the same
-  validation set; their standardised predictions are averaged and the RMSE is that of
-  the averaged prediction. Member k = 0 alone (the model without ensembling) is reported
-  too, as the single-model row.
-* ``GNN GraphAttention no bonds``: one such model without the bond features (the
-  previous default; what bond features add).
+  attention scores), each layer's output updating the atom states through its own
+  ``keras.layers.GRUCell`` (``h = GRUCell(layer(h), h)``, as in AttentiveFP) ->
+  ``GraphReadout("sum")`` -> Dense 64 ReLU -> 1, dropout 0.2 after every graph and dense
+  layer, Adam 1e-3 (constant), on disjoint (sparse ``edge_index`` + ``edge_attr``)
+  batches: the Lab 4 "GAT + bond features" regressor (solutions/lab4_gat.ipynb) plus
+  dropout and the gated (GRU) update. The row is an ensemble of ``--ensemble`` K such
+  models per split (default 3; standard practice, e.g. Chemprop's ensembles): identical
+  settings, initialisation and batch order seeded ``seed + 1000 k`` (k = 0..K-1; the
+  split stays that of ``seed``), each with its own early stopping on the same validation
+  set; their standardised predictions are averaged and the RMSE is that of the averaged
+  prediction. Member k = 0 alone (the model without ensembling) is reported too, as the
+  single-model row.
+* ``GNN GraphAttention no bonds``: one such model without the bond features (what they
+  add).
 * ``GNN GraphConv``: the same model with ``GraphConv(64, normalization="mean",
   activation="elu")`` in place of each attention layer, no bond features.
 
 ``GNN_SPECS`` holds the GNN settings. They were chosen on the mean validation RMSE of
 seeds 0-2 only (test RMSE never computed while choosing: ``--validation-only`` puts the
 validation set where the test set goes), starting from the Lab 4 recipe. Without bond
-features: dropout 0.2 beat no dropout, dropout 0.1 and 0.3, a learning-rate halving
-schedule, width 128, 4 layers, a sum ‖ mean ‖ max readout and Adam 5e-4; the 3-model
-ensemble beat the single model (validation RMSE 0.574 ± 0.057 against 0.585 ± 0.060).
-Then, single models (seeds 0 / 1 / 2): bond features in the scores 0.541 / 0.536 /
-0.604 (mean 0.560, against 0.585 without); with residual connections 0.676 / 0.547 /
-0.615; with dropout 0.1 0.551 / 0.549 / 0.640; width 128 0.611 on seed 0 (stopped);
-bond features also added to the mixed values (a prototype, ``h_i = sum_j alpha_ij (z_j
-+ f_ij W_e)``, not kept in the layer) 0.617 / 0.558 (stopped). Ensemble of 3 with bond
-features: see the numbers after the table ("Exploration" in benchmarks/README.md).
+features or GRU: dropout 0.2 beat no dropout, dropout 0.1 and 0.3, a learning-rate
+halving schedule, width 128, 4 layers, a sum ‖ mean ‖ max readout and Adam 5e-4; the
+3-model ensemble beat the single model (validation RMSE 0.574 ± 0.057 against 0.585 ±
+0.060). Then, single models, validation RMSE of seeds 0 / 1 / 2 (mean):
+
+* bond features in the scores: 0.541 / 0.536 / 0.604 (0.560, against 0.585 without);
+  as an ensemble of 3: 0.481 / 0.516 / 0.590 (0.529);
+* with bond features, and also: residual connections 0.676 / 0.547 / 0.615; dropout
+  0.1 0.551 / 0.549 / 0.640; width 128 0.611 on seed 0 (stopped); batches of 16 0.584 /
+  0.527 / 0.619; jumping knowledge (readout of all layers' outputs) 0.656 / 0.535 /
+  0.682; patience 60 and at most 600 epochs 0.541 / 0.531 / 0.596 (0.556); Adam 5e-4
+  with patience 60 0.514 / 0.549 (stopped); bond features also added to the mixed values
+  (a prototype, ``h_i = sum_j alpha_ij (z_j + f_ij W_e)``, not kept in the layer) 0.617
+  / 0.558 (stopped); **a Dense embedding and a GRU-cell update after every layer 0.507
+  / 0.521 / 0.555 (0.528): kept**.
+
+A first full run with bond features but without the GRU update (test RMSE computed
+once, 2026-11-23): ensemble of 3 0.596 ± 0.044, single model 0.624 ± 0.041, without bond
+features 0.614 ± 0.053.
 
 Run::
 
@@ -80,17 +92,17 @@ GNN_SPECS = {
     "GNN GraphAttention": {
         "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": True, "residual": False,
+        "edge_features": True, "residual": False, "jk": False, "gru": True, "gated_readout": False, "batch_size": None, "max_epochs": None, "patience": None,
     },
     "GNN GraphAttention no bonds": {
         "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": False, "residual": False,
+        "edge_features": False, "residual": False, "jk": False, "gru": True, "gated_readout": False, "batch_size": None, "max_epochs": None, "patience": None,
     },
     "GNN GraphConv": {
         "layer": "graphconv", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": False, "residual": False,
+        "edge_features": False, "residual": False, "jk": False, "gru": True, "gated_readout": False, "batch_size": None, "max_epochs": None, "patience": None,
     },
 }
 MLP_LEARNING_RATE = 1e-3
@@ -144,13 +156,27 @@ def build_gnn(spec, edge_dim=None):
             self.readouts = [GraphReadout(mode) for mode in spec["readout"]]
             self.head = [keras.layers.Dense(units, activation="relu") for units in spec["head"]]
             self.out = keras.layers.Dense(1)
+            if spec.get("gated_readout"):  # each atom's contribution scaled by a learned gate in (0, 1)
+                self.gate = keras.layers.Dense(1, activation="sigmoid")
+                self.project = keras.layers.Dense(hidden)
+            if spec.get("gru"):  # AttentiveFP-style gated update of each atom's state
+                self.embed = keras.layers.Dense(hidden, activation=activation)
+                self.cells = [keras.layers.GRUCell(hidden) for _ in range(spec["num_layers"])]
 
         def call(self, x, edge_index, graph_ids, num_graphs, edge_attr=None, training=False):
-            h = x
+            h = self.embed(x) if spec.get("gru") else x
+            outputs = []
             for i, conv in enumerate(self.convs):
                 extra = {"edge_attr": edge_attr} if use_edges else {}
                 new = self.drop(conv(h, edge_index=edge_index, **extra), training=training)
+                if spec.get("gru"):
+                    new, _ = self.cells[i](new, [h], training=training)
                 h = h + new if spec.get("residual") and i > 0 else new
+                outputs.append(h)
+            if spec.get("jk"):  # jumping knowledge: the readout sees every layer's output
+                h = tf.concat(outputs, axis=-1)
+            if spec.get("gated_readout"):
+                h = self.gate(h) * self.project(h)
             g = tf.concat([r(h, graph_ids=graph_ids, num_graphs=num_graphs) for r in self.readouts], axis=-1)
             for dense in self.head:
                 g = self.drop(dense(g), training=training)
@@ -167,10 +193,14 @@ def describe_gnn(spec, edge_dim) -> str:
                  f"(heads concatenated: {spec['hidden']} units)")
     else:
         layer = f"GraphConv({spec['hidden']}, normalization=\"mean\")"
-    text = (f"{spec['num_layers']} x {layer}, {spec['activation'].upper()} -> "
+    embed = f"atom features -> Dense {spec['hidden']} ({spec['activation'].upper()}) -> " if spec.get("gru") else ""
+    text = (f"{embed}{spec['num_layers']} x {layer}, {spec['activation'].upper()} -> "
             f"{' ‖ '.join(spec['readout'])} readout -> Dense {'-'.join(map(str, spec['head']))} (ReLU) -> 1")
     if spec.get("edge_features") and spec["layer"] == "gat":
         text += f", the {edge_dim} bond features entering every layer's attention scores"
+    if spec.get("gru"):
+        text += (", each graph layer's output updating the atom states through a GRU cell (one per layer, "
+                 "AttentiveFP-style: h = GRUCell(layer(h), h))")
     if spec.get("residual"):
         text += ", residual connections between graph layers"
     if spec["dropout"]:
@@ -268,13 +298,13 @@ def targets(batches) -> np.ndarray:
     return np.concatenate([np.asarray(y) for _, y in batches()])
 
 
-def graph_batches(dataset, shuffle, seed, edges=False):
+def graph_batches(dataset, shuffle, seed, edges=False, batch_size=None):
     """A callable giving disjoint batches ``((x, edge_index, graph_ids, num_graphs[, edge_attr]), y)``."""
     import tensorflow as tf
 
     from lablib import graphs
 
-    batch_size = CONFIG["batch_size"]
+    batch_size = batch_size or CONFIG["batch_size"]
     rng = np.random.default_rng(seed)
     fixed = None
     if not shuffle:
@@ -350,9 +380,11 @@ def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, valida
                 keras.utils.set_random_seed(member_seed)
                 model = build_gnn(spec, dataset.num_edge_features)
                 edges = bool(spec.get("edge_features")) and spec["layer"] == "gat"
-                member = fit(model, graph_batches(train, True, member_seed, edges), graph_batches(val, False, seed, edges),
-                             graph_batches(test, False, seed, edges), lambda m, inputs, t: m(*inputs, training=t), y_mean, y_std,
-                             member_seed, max_epochs, spec["learning_rate"], spec["plateau"])
+                member = fit(model, graph_batches(train, True, member_seed, edges, spec.get("batch_size")),
+                             graph_batches(val, False, seed, edges), graph_batches(test, False, seed, edges),
+                             lambda m, inputs, t: m(*inputs, training=t), y_mean, y_std, member_seed,
+                             spec.get("max_epochs") or max_epochs if max_epochs > 2 else max_epochs,
+                             spec["learning_rate"], spec["plateau"], spec.get("patience") or CONFIG["patience"])
                 members.append(member)
                 if ensemble > 1 and name == ENSEMBLED:
                     print(f"member {k} of seed {seed} {name}: { {key: v for key, v in member.items() if key != 'predictions'} }",
@@ -414,6 +446,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, 2 epochs: checks the script runs")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seed-list", default=None,
+                        help="comma-separated seeds to run instead of 0..SEEDS-1, e.g. to split a run over processes "
+                        "whose stderr logs are then joined and rendered with --from-log")
     parser.add_argument("--models", default=",".join([*GNN_SPECS, "fingerprint MLP"]),
                         help="comma-separated, from " + ", ".join(repr(m) for m in [*GNN_SPECS, "fingerprint MLP"]) + " "
                         "(default: all three; the mean predictor is always reported)")
@@ -457,6 +492,8 @@ def main(argv=None):
     if unknown:
         parser.error(f"--models: unknown {unknown}; choose from {', '.join(map(repr, [*GNN_SPECS, 'fingerprint MLP']))}")
     seeds = [0] if args.quick else list(range(args.seeds))
+    if args.seed_list and not args.quick:
+        seeds = [int(seed) for seed in args.seed_list.split(",") if seed.strip()]
     max_epochs = 2 if args.quick else CONFIG["max_epochs"]
     note = ""
     if args.from_log:
@@ -485,8 +522,8 @@ def main(argv=None):
         if name in GNN_SPECS:
             lines += [f"{name}: {describe_gnn(GNN_SPECS[name], dataset.num_edge_features)}", ""]
     if ensembled:
-        k = args.ensemble if not args.from_log else None
-        lines += [f"GNN GraphAttention row: an ensemble of {k or 'K'} such models per split, trained alike from different "
+        k = args.ensemble
+        lines += [f"GNN GraphAttention row: an ensemble of {k} such models per split, trained alike from different "
                   "initialisation seeds (seed + 1000 k, which also seeds the batch order); their standardised predictions "
                   "are averaged (validation RMSE of the averaged prediction; best epoch = mean over members; training "
                   "time = sum over members). The single-model row is member k = 0 alone (the model without ensembling).",
@@ -510,7 +547,7 @@ def main(argv=None):
                  "GNN GraphAttention no bonds": f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads), no bond features, single model",
                  ENSEMBLED: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
                  + (", bond features" if GNN_SPECS[ENSEMBLED].get("edge_features") else "")
-                 + (f", ensemble of {args.ensemble if not args.from_log else 'K'}" if ensembled else ""),
+                 + (f", ensemble of {args.ensemble}" if ensembled else ""),
                  ENSEMBLED + SINGLE: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
                  + (", bond features" if GNN_SPECS[ENSEMBLED].get("edge_features") else "") + ", single model",
                  }.get(name, name)

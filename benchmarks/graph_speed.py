@@ -40,6 +40,11 @@ import numpy as np  # noqa: E402
 from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 
 FEATURES = 64  # input features; GCN output 64, GAT 8 heads x 8 units
+EDGE_FEATURES = 8  # edge features of the "gat_edges" rows (GraphAttention(edge_dim) vs GATConv(edge_dim))
+
+
+def random_edge_attr(num_edges: int, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(num_edges, EDGE_FEATURES)).astype(np.float32)
 
 
 # --------------------------------------------------------------------------- reporting
@@ -82,10 +87,15 @@ def lablib_step(layer_name: str, mode: str, x: np.ndarray, edge_index: np.ndarra
     from lablib import graphs
     from lablib.layers import GraphAttention, GraphConv
 
-    layer = GraphConv(FEATURES) if layer_name == "gcn" else GraphAttention(8, num_heads=8)
+    if layer_name == "gcn":
+        layer = GraphConv(FEATURES)
+    else:
+        layer = GraphAttention(8, num_heads=8, edge_dim=EDGE_FEATURES if layer_name == "gat_edges" else None)
     if mode == "sparse":
         features = tf.constant(x)
         graph = {"edge_index": tf.constant(edge_index.astype(np.int32))}
+        if layer_name == "gat_edges":
+            graph["edge_attr"] = tf.constant(random_edge_attr(edge_index.shape[1]))
     else:
         features = tf.constant(x[np.newaxis])
         adjacency = graphs.edge_index_to_adjacency(edge_index, len(x)).astype(np.float32)
@@ -110,9 +120,14 @@ def pyg_step(layer_name: str, mode: str, x: np.ndarray, edge_index: np.ndarray):
 
     torch.manual_seed(0)
     if mode == "sparse":
-        layer = GCNConv(FEATURES, FEATURES) if layer_name == "gcn" else GATConv(FEATURES, 8, heads=8)
+        if layer_name == "gcn":
+            layer = GCNConv(FEATURES, FEATURES)
+        else:
+            layer = GATConv(FEATURES, 8, heads=8, edge_dim=EDGE_FEATURES if layer_name == "gat_edges" else None)
         features = torch.tensor(x, requires_grad=True)
         graph = (torch.tensor(edge_index),)
+        if layer_name == "gat_edges":
+            graph += (torch.tensor(random_edge_attr(edge_index.shape[1])),)
     else:
         layer = DenseGCNConv(FEATURES, FEATURES) if layer_name == "gcn" else DenseGATConv(FEATURES, 8, heads=8)
         features = torch.tensor(x[np.newaxis], requires_grad=True)
@@ -254,12 +269,13 @@ def main(argv=None):
         "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
         "|---|---|---|---|---|",
     ]
-    for layer in ("gcn", "gat") if "speed" in parts else ():
-        for mode in ("sparse", "dense"):
+    for layer in ("gcn", "gat", "gat_edges") if "speed" in parts else ():
+        for mode in ("sparse", "dense") if layer != "gat_edges" else ("sparse",):  # PyG's DenseGATConv has no edge_dim
             steps = {impl: make_step(impl, layer, mode, x, edge_index) for impl in ("lablib", "pyg")}
             t = time_interleaved(steps, repeats if mode == "sparse" else max(1, repeats // 5), rounds)
-            pyg_name = {("gcn", "sparse"): "GCNConv", ("gat", "sparse"): "GATConv", ("gcn", "dense"): "DenseGCNConv", ("gat", "dense"): "DenseGATConv"}[(layer, mode)]
-            lablib_name = "GraphConv" if layer == "gcn" else "GraphAttention"
+            pyg_name = {("gcn", "sparse"): "GCNConv", ("gat", "sparse"): "GATConv", ("gcn", "dense"): "DenseGCNConv",
+                        ("gat", "dense"): "DenseGATConv", ("gat_edges", "sparse"): f"GATConv(edge_dim={EDGE_FEATURES})"}[(layer, mode)]
+            lablib_name = {"gcn": "GraphConv", "gat": "GraphAttention", "gat_edges": f"GraphAttention(edge_dim={EDGE_FEATURES})"}[layer]
             lines.append(
                 f"| {lablib_name} vs {pyg_name} | {mode} | {1e3 * t['lablib']:.2f} | {1e3 * t['pyg']:.2f} | {t['lablib'] / t['pyg']:.2f} |"
             )

@@ -92,17 +92,17 @@ GNN_SPECS = {
     "GNN GraphAttention": {
         "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": True, "residual": False, "jk": False, "gru": True, "gated_readout": False, "batch_size": None, "max_epochs": None, "patience": None,
+        "edge_features": True, "residual": False, "jk": False, "gru": True, "batch_size": None, "max_epochs": None, "patience": None,
     },
     "GNN GraphAttention no bonds": {
         "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": False, "residual": False, "jk": False, "gru": True, "gated_readout": False, "batch_size": None, "max_epochs": None, "patience": None,
+        "edge_features": False, "residual": False, "jk": False, "gru": True, "batch_size": None, "max_epochs": None, "patience": None,
     },
     "GNN GraphConv": {
         "layer": "graphconv", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
         "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": False, "residual": False, "jk": False, "gru": True, "gated_readout": False, "batch_size": None, "max_epochs": None, "patience": None,
+        "edge_features": False, "residual": False, "jk": False, "gru": True, "batch_size": None, "max_epochs": None, "patience": None,
     },
 }
 MLP_LEARNING_RATE = 1e-3
@@ -156,9 +156,6 @@ def build_gnn(spec, edge_dim=None):
             self.readouts = [GraphReadout(mode) for mode in spec["readout"]]
             self.head = [keras.layers.Dense(units, activation="relu") for units in spec["head"]]
             self.out = keras.layers.Dense(1)
-            if spec.get("gated_readout"):  # each atom's contribution scaled by a learned gate in (0, 1)
-                self.gate = keras.layers.Dense(1, activation="sigmoid")
-                self.project = keras.layers.Dense(hidden)
             if spec.get("gru"):  # AttentiveFP-style gated update of each atom's state
                 self.embed = keras.layers.Dense(hidden, activation=activation)
                 self.cells = [keras.layers.GRUCell(hidden) for _ in range(spec["num_layers"])]
@@ -175,8 +172,6 @@ def build_gnn(spec, edge_dim=None):
                 outputs.append(h)
             if spec.get("jk"):  # jumping knowledge: the readout sees every layer's output
                 h = tf.concat(outputs, axis=-1)
-            if spec.get("gated_readout"):
-                h = self.gate(h) * self.project(h)
             g = tf.concat([r(h, graph_ids=graph_ids, num_graphs=num_graphs) for r in self.readouts], axis=-1)
             for dense in self.head:
                 g = self.drop(dense(g), training=training)
@@ -499,8 +494,9 @@ def main(argv=None):
     if args.from_log:
         runs = parse_log(args.from_log, dataset)
         models = [m for m in models if all(m in run for run in runs)]
-        note = (f" Rendered from the per-seed lines of the run logged in `{os.path.basename(args.from_log)}` (`--from-log`); "
-                f"seeds whose models had not all finished when the run was stopped at the deadline are left out.")
+        note = (f" Rendered from the per-seed lines logged in `{os.path.basename(args.from_log)}` (`--from-log`: the stderr "
+                f"of one run, or of processes that split a run with `--seed-list` / `--models`, joined); a seed is shown "
+                f"only when every model finished on it.")
         seeds = list(range(len(runs)))
     else:
         runs = [run_seed(dataset, fingerprints, seed, models, max_epochs, args.ensemble, args.validation_only)

@@ -45,10 +45,11 @@ class GraphAttention(keras.layers.Layer):
     distance...) also enter the score, ``e_ij = LeakyReLU(attention_target . z_i +
     attention_source . z_j + attention_edge . (f_ij W_e))``, as in PyTorch Geometric's
     ``GATConv(edge_dim=...)``; an added self loop gets the mean features of the node's
-    incoming edges (zeros for a node without any). Heads are concatenated (hidden layers) or averaged (output layer),
-    then the bias and the activation are applied. The softmax is computed stably (the
-    per-node maximum is subtracted) in float32, also under mixed precision. Same numbers
-    as PyTorch Geometric's ``GATConv`` (``kernel`` = ``lin.weight.T``,
+    incoming edges (zeros for a node without any). Heads are concatenated (hidden
+    layers) or averaged (output layer), then the bias and the activation are applied.
+    The softmax is computed stably (the per-node maximum is subtracted) in float32, also
+    under mixed precision. Same numbers as PyTorch Geometric's ``GATConv`` (``kernel`` =
+    ``lin.weight.T``,
     ``attention_source`` = ``att_src``, ``attention_target`` = ``att_dst``, and with edge
     features ``edge_kernel`` = ``lin_edge.weight.T``, ``attention_edge`` = ``att_edge``).
 
@@ -95,7 +96,9 @@ class GraphAttention(keras.layers.Layer):
         edge_attr: edge features, only with ``edge_dim``: ``[E, D]`` aligned with the
             columns of ``edge_index`` (sparse), or ``[B, N, N, D]`` with
             ``edge_attr[b, i, j]`` the features of the edge ``j -> i`` (dense, indexed
-            like ``adjacency``; entries where there is no edge are ignored).
+            like ``adjacency``; entries where there is no edge do not change the output,
+            but keep them finite, e.g. the zeros ``dense_batch`` writes: NaN there would
+            reach the gradients).
             ``lablib.graphs.disjoint_batch`` / ``dense_batch`` build both from
             per-graph ``[E_b, D]`` arrays.
         training: whether attention and value dropout are active.
@@ -350,10 +353,11 @@ class GraphAttention(keras.layers.Layer):
             score_edge = tf.cast(tf.transpose(score_edge, [0, 3, 1, 2]), tf.float32)  # [B, H, N, N]
             if self.add_self_loops:
                 # the added loop i -> i scores the mean features of i's incoming edges
-                incoming = tf.cast(tf.logical_and(allowed, tf.logical_not(eye)), tf.float32)[:, None]
+                # (tf.where, not a product: off-edge entries, whatever they hold, add nothing)
+                incoming = tf.logical_and(allowed, tf.logical_not(eye))[:, None]  # [B, 1, N, N]
                 loop = tf.math.divide_no_nan(
-                    tf.reduce_sum(score_edge * incoming, axis=-1),
-                    tf.reduce_sum(incoming, axis=-1),
+                    tf.reduce_sum(tf.where(incoming, score_edge, 0.0), axis=-1),
+                    tf.reduce_sum(tf.cast(incoming, tf.float32), axis=-1),
                 )  # [B, H, N]
                 score_edge = tf.where(eye[:, None], loop[..., None], score_edge)
             logits = tf.cast(logits, tf.float32) + score_edge

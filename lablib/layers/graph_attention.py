@@ -29,6 +29,14 @@ def _with_self_loops(sources, targets, num_nodes, use_xla):
     )
 
 
+def _incoming_edge_counts(sources, targets, num_nodes, use_xla):
+    """``[V, 1]`` float32: edges into each node, self loops not counted (they are
+    replaced by the added ones); the divisor of the added loops' mean edge features."""
+    del use_xla  # the same ops everywhere
+    not_loop = tf.cast(tf.not_equal(sources, targets), tf.float32)[:, None]
+    return tf.math.unsorted_segment_sum(not_loop, targets, num_nodes)
+
+
 @register
 class GraphAttention(keras.layers.Layer):
     """Graph attention: each node takes a learned, softmax-weighted mix of its senders.
@@ -49,9 +57,9 @@ class GraphAttention(keras.layers.Layer):
     layers) or averaged (output layer), then the bias and the activation are applied.
     The softmax is computed stably (the per-node maximum is subtracted) in float32, also
     under mixed precision. Same numbers as PyTorch Geometric's ``GATConv`` (``kernel`` =
-    ``lin.weight.T``,
-    ``attention_source`` = ``att_src``, ``attention_target`` = ``att_dst``, and with edge
-    features ``edge_kernel`` = ``lin_edge.weight.T``, ``attention_edge`` = ``att_edge``).
+    ``lin.weight.T``, ``attention_source`` = ``att_src``, ``attention_target`` =
+    ``att_dst``, and with edge features ``edge_kernel`` = ``lin_edge.weight.T``,
+    ``attention_edge`` = ``att_edge``).
 
     One instance accepts a dense padded batch or a sparse (disjoint) batch. Dense
     attention builds ``[B, heads, N, N]`` scores: fine for molecules (N up to ~100);
@@ -393,7 +401,7 @@ class GraphAttention(keras.layers.Layer):
                 incoming = tf.cast(valid[: tf.shape(graph.targets)[0]], tf.float32)  # [E, 1]
                 loop = tf.math.divide_no_nan(
                     tf.math.unsorted_segment_sum(score_edge * incoming, graph.targets, num_nodes),
-                    tf.math.unsorted_segment_sum(incoming, graph.targets, num_nodes),
+                    graph.cached("graph_attention_incoming_edges", _incoming_edge_counts),
                 )  # [V, H]
                 score_edge = tf.concat([score_edge, loop], axis=0)
             logits = tf.cast(logits, tf.float32) + score_edge

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lablib import graphs
 from lablib.backend import get_keras
 from lablib.layers import GraphAttention
-from layer_helpers import random_graph, two_graphs
+from layer_helpers import random_graph, round_trip, two_graphs
 
 keras = get_keras()
 
@@ -234,12 +234,26 @@ def test_value_dropout_masks_each_node_once():
 # --------------------------------------------------------------------------- Keras
 
 
-def _dense_model(layer, num_nodes=5, num_features=3):
+def _dense_model(layer, num_nodes=5, num_features=3, edge_dim=None):
+    """A functional model around ``layer`` on dense batches; with ``edge_dim`` it also
+    takes ``edge_attr [B, N, N, edge_dim]`` as a fourth input."""
     x_in = keras.Input(shape=(num_nodes, num_features), name="x")
     a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
     m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
-    out = layer(x_in, adjacency=a_in, mask=m_in)
-    return keras.Model([x_in, a_in, m_in], out)
+    inputs, extra = [x_in, a_in, m_in], {}
+    if edge_dim is not None:
+        f_in = keras.Input(shape=(num_nodes, num_nodes, edge_dim), name="edge_attr")
+        inputs.append(f_in)
+        extra = {"edge_attr": f_in}
+    return keras.Model(inputs, layer(x_in, adjacency=a_in, mask=m_in, **extra))
+
+
+def _fit_changes_every_weight(model, batch):
+    """Three epochs of Adam on a constant target must move every weight."""
+    before = [w.copy() for w in model.get_weights()]
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
+    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
 
 
 def test_keras_file_round_trip(tmp_path):
@@ -385,16 +399,10 @@ def test_legacy_builds_trains_and_round_trips(tmp_path):
     model = _dense_model(
         GraphAttention(2, num_heads=2, concat_heads=False, activation="tanh", value_dropout=0.3)
     )
-    before = [w.copy() for w in model.get_weights()]
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
-    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
+    _fit_changes_every_weight(model, batch)
+    loaded = round_trip(model, batch, tmp_path)  # identical predictions after reloading
     assert isinstance(loaded.layers[-1], GraphAttention)
     assert loaded.layers[-1].value_dropout == 0.3
-    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)
 
 
 # --------------------------------------------------------------------------- edge features
@@ -525,20 +533,11 @@ def test_edge_features_relabelling_nodes_permutes_outputs(seed, num_nodes):
 _EDGE_PERMUTATION_LAYER = GraphAttention(2, num_heads=2, edge_dim=2, activation="elu")
 
 
-def _edge_dense_model(layer, num_nodes=5, num_features=3, edge_dim=2):
-    x_in = keras.Input(shape=(num_nodes, num_features), name="x")
-    a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
-    m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
-    f_in = keras.Input(shape=(num_nodes, num_nodes, edge_dim), name="edge_attr")
-    out = layer(x_in, adjacency=a_in, mask=m_in, edge_attr=f_in)
-    return keras.Model([x_in, a_in, m_in, f_in], out)
-
-
 def test_edge_features_keras_file_round_trip_and_weights(tmp_path):
     xs, es, fs = _edge_graphs(seed=7)
     batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attrs=fs))
     layer = GraphAttention(3, num_heads=2, edge_dim=2, activation="elu")
-    model = _edge_dense_model(layer)
+    model = _dense_model(layer, edge_dim=2)
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in layer.weights}
     assert shapes == {"kernel": (3, 6), "attention_source": (2, 3), "attention_target": (2, 3),
                       "edge_kernel": (2, 6), "attention_edge": (2, 3), "bias": (6,)}
@@ -596,13 +595,7 @@ def test_legacy_edge_features_train_and_round_trip(tmp_path):
     assert keras.__name__.startswith("tf_keras")
     xs, es, fs = _edge_graphs(seed=10)
     batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attrs=fs))
-    model = _edge_dense_model(GraphAttention(2, num_heads=2, edge_dim=2, concat_heads=False))
-    before = [w.copy() for w in model.get_weights()]
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
-    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
+    model = _dense_model(GraphAttention(2, num_heads=2, edge_dim=2, concat_heads=False), edge_dim=2)
+    _fit_changes_every_weight(model, batch)
+    loaded = round_trip(model, batch, tmp_path)  # identical predictions after reloading
     assert loaded.layers[-1].edge_dim == 2
-    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

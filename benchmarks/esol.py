@@ -67,6 +67,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import statistics
 import sys
@@ -140,7 +141,7 @@ def build_gnn(spec, edge_dim=None):
 
     hidden, activation = spec["hidden"], spec["activation"]
 
-    use_edges = spec["layer"] == "gat" and spec.get("edge_features")
+    use_edges = reads_bonds(spec)
 
     def graph_layer():
         if spec["layer"] == "graphconv":
@@ -180,10 +181,15 @@ def build_gnn(spec, edge_dim=None):
     return GNNRegressor()
 
 
+def reads_bonds(spec) -> bool:
+    """Whether the GNN of ``spec`` takes the bond features (only GraphAttention has edge_dim)."""
+    return spec["layer"] == "gat" and bool(spec.get("edge_features"))
+
+
 def describe_gnn(spec, edge_dim) -> str:
     """One sentence saying what ``build_gnn(spec, edge_dim)`` builds and how it is trained."""
     if spec["layer"] == "gat":
-        bonds = f", edge_dim={edge_dim}" if spec.get("edge_features") else ""
+        bonds = f", edge_dim={edge_dim}" if reads_bonds(spec) else ""
         layer = (f"GraphAttention({spec['hidden'] // spec['heads']}, num_heads={spec['heads']}{bonds}) "
                  f"(heads concatenated: {spec['hidden']} units)")
     else:
@@ -191,7 +197,7 @@ def describe_gnn(spec, edge_dim) -> str:
     embed = f"atom features -> Dense {spec['hidden']} ({spec['activation'].upper()}) -> " if spec.get("gru") else ""
     text = (f"{embed}{spec['num_layers']} x {layer}, {spec['activation'].upper()} -> "
             f"{' ‖ '.join(spec['readout'])} readout -> Dense {'-'.join(map(str, spec['head']))} (ReLU) -> 1")
-    if spec.get("edge_features") and spec["layer"] == "gat":
+    if reads_bonds(spec):
         text += f", the {edge_dim} bond features entering every layer's attention scores"
     if spec.get("gru"):
         text += (", each graph layer's output updating the atom states through a GRU cell (one per layer, "
@@ -301,9 +307,6 @@ def graph_batches(dataset, shuffle, seed, edges=False, batch_size=None):
 
     batch_size = batch_size or CONFIG["batch_size"]
     rng = np.random.default_rng(seed)
-    fixed = None
-    if not shuffle:
-        fixed = []
 
     def make(indices):
         batch = graphs.disjoint_batch([dataset.x[i] for i in indices], [dataset.edge_index[i] for i in indices],
@@ -340,13 +343,14 @@ def array_batches(x, y, shuffle, seed, batch_size=64):
     return batches
 
 
-def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, validation_only=False):
+def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, validation_only=False, quick=False):
     """Trains ``models`` on the split of ``seed``; returns ``{model name: result}``.
 
     "GNN GraphAttention" is an ensemble of ``ensemble`` models (initialisation and batch
     order seeded ``seed + 1000 * k``; member 0 is the single model, reported as
     "GNN GraphAttention (single model)" beside the ensemble). ``validation_only`` puts
     the validation set where the test set goes (for choosing settings without test RMSE).
+    ``quick``: ``max_epochs`` (2) also overrides a spec's own ``max_epochs``.
     """
     from lablib.backend import keras
 
@@ -374,11 +378,11 @@ def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, valida
                 member_seed = seed + 1000 * k
                 keras.utils.set_random_seed(member_seed)
                 model = build_gnn(spec, dataset.num_edge_features)
-                edges = bool(spec.get("edge_features")) and spec["layer"] == "gat"
+                edges = reads_bonds(spec)
                 member = fit(model, graph_batches(train, True, member_seed, edges, spec.get("batch_size")),
                              graph_batches(val, False, seed, edges), graph_batches(test, False, seed, edges),
                              lambda m, inputs, t: m(*inputs, training=t), y_mean, y_std, member_seed,
-                             spec.get("max_epochs") or max_epochs if max_epochs > 2 else max_epochs,
+                             max_epochs if quick else spec.get("max_epochs") or max_epochs,
                              spec["learning_rate"], spec["plateau"], spec.get("patience") or CONFIG["patience"])
                 members.append(member)
                 if ensemble > 1 and name == ENSEMBLED:
@@ -410,7 +414,6 @@ def parse_log(path, dataset) -> list:
     Only seeds whose every logged model finished are kept; the mean predictor needs no
     training and is recomputed from the same split.
     """
-    import ast
     import re
 
     pattern = re.compile(r"^seed (\d+) (.+?): (\{.*\})\s*$")
@@ -446,13 +449,11 @@ def main(argv=None):
                         "whose stderr logs are then joined and rendered with --from-log")
     parser.add_argument("--models", default=",".join([*GNN_SPECS, "fingerprint MLP"]),
                         help="comma-separated, from " + ", ".join(repr(m) for m in [*GNN_SPECS, "fingerprint MLP"]) + " "
-                        "(default: all three; the mean predictor is always reported)")
+                        "(default: all of them; the mean predictor is always reported)")
     parser.add_argument("--output", default=None, help="where to write the table (default results/esol.md; none with --quick)")
     parser.add_argument("--ensemble", type=int, default=3,
                         help="models averaged in the GNN GraphAttention row (initialisation seeds seed + 1000 k); "
                         "with more than 1, member 0 is also reported alone as the single-model row (default 3)")
-    parser.add_argument("--dropout", type=float, default=None,
-                        help="override the GNN GraphAttention dropout (exploration; default: GNN_SPECS)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a GNN GraphAttention setting (exploration, repeatable), e.g. --set edge_features=1 "
                         "--set dropout=0.1; keys: " + ", ".join(GNN_SPECS[ENSEMBLED]))
@@ -461,15 +462,15 @@ def main(argv=None):
                         "(writes no results file unless --output is given)")
     parser.add_argument("--from-log", default=None, help="render the table from an earlier run's stderr (no training)")
     args = parser.parse_args(argv)
-    if args.dropout is not None:
-        GNN_SPECS[ENSEMBLED] = {**GNN_SPECS[ENSEMBLED], "dropout": args.dropout}
     for item in args.set:
         key, _, value = item.partition("=")
         spec = GNN_SPECS[ENSEMBLED]
         if key not in spec or not value:
             parser.error(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(spec)}")
-        import ast
-        parsed = ast.literal_eval(value) if value not in ("gat", "graphconv", "elu", "relu") else value
+        try:  # a Python literal (0.1, True, ("sum", "max"), None), else the text itself ("graphconv")
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            parsed = value
         GNN_SPECS[ENSEMBLED] = {**spec, key: parsed}
     if args.ensemble < 1:
         parser.error("--ensemble must be at least 1")
@@ -499,7 +500,7 @@ def main(argv=None):
                 f"only when every model finished on it.")
         seeds = list(range(len(runs)))
     else:
-        runs = [run_seed(dataset, fingerprints, seed, models, max_epochs, args.ensemble, args.validation_only)
+        runs = [run_seed(dataset, fingerprints, seed, models, max_epochs, args.ensemble, args.validation_only, args.quick)
                 for seed in seeds]
     if args.validation_only:
         note += (" Exploration run (`--validation-only`): the validation set stands in for the test set, so the "
@@ -542,10 +543,10 @@ def main(argv=None):
                  "GNN GraphConv": "lablib GNN, GraphConv(normalization=\"mean\"), no bond features",
                  "GNN GraphAttention no bonds": f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads), no bond features, single model",
                  ENSEMBLED: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
-                 + (", bond features" if GNN_SPECS[ENSEMBLED].get("edge_features") else "")
+                 + (", bond features" if reads_bonds(GNN_SPECS[ENSEMBLED]) else "")
                  + (f", ensemble of {args.ensemble}" if ensembled else ""),
                  ENSEMBLED + SINGLE: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
-                 + (", bond features" if GNN_SPECS[ENSEMBLED].get("edge_features") else "") + ", single model",
+                 + (", bond features" if reads_bonds(GNN_SPECS[ENSEMBLED]) else "") + ", single model",
                  }.get(name, name)
         lines.append(
             f"| {label} | {mean_std([r['test'] for r in rows])} | {mean_std([r['val'] for r in rows])} | "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
-from lablib.grading.tests._positional_checks import judge_encoding_table, judge_float32_encoding
+from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
 
 lab = get_lab("lab2_transformer_reuters", title="Lab 2: Transformer encoder on Reuters newswires",
               aliases=("lab2",))

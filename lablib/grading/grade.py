@@ -1,7 +1,7 @@
 """Grade a batch of submissions: normalise -> extract -> execute -> judge -> report.
 
 Each stage is its own module (:mod:`~lablib.grading.notebooks`,
-:mod:`~lablib.grading.runner`, :mod:`~lablib.grading.judge`,
+:mod:`~lablib.grading.execute`, :mod:`~lablib.grading.judge`,
 :mod:`~lablib.grading.report`); this module only wires them together, runs submissions
 in parallel and caches results by content hash.
 
@@ -14,21 +14,24 @@ Example::
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import hashlib
+import importlib
 import json
 import os
 import pathlib
 import sys
 
 import lablib
-from lablib.grading import notebooks, report, runner
+from lablib.grading import notebooks, report
+from lablib.grading.execute import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.judge import SubmissionResult, TestResult, judge_test, status_of, summarise
 from lablib.grading.spec import LabSpec, load_lab
 
 __all__ = ["grade", "collect_submissions", "find_lab_notebook", "lab_setup"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 
 def find_lab_notebook(lab: LabSpec, explicit=None) -> pathlib.Path:
@@ -92,32 +95,24 @@ def collect_submissions(paths) -> list[tuple[str, pathlib.Path]]:
     return unique
 
 
-def _tests_fingerprint(lab: LabSpec, setup: list[str], settings: dict) -> str:
+def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
+    """A hash of everything that decides a grade but the submission: lablib's version,
+    every file of the grading package (runner, judges, reports, the shipped specs), the
+    lab's spec and hidden-test files, its set-up cells and the limits."""
     h = hashlib.sha256()
-    h.update(f"{CACHE_VERSION}|{lablib.__version__}|{json.dumps(settings, sort_keys=True)}".encode())
+    h.update(f"{CACHE_VERSION}|{lablib.__version__}|{json.dumps(dataclasses.asdict(limits), sort_keys=True)}".encode())
+    package = pathlib.Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     for path in lab.source_files:
-        h.update(pathlib.Path(path).read_bytes())
+        h.update(b"spec\0" + pathlib.Path(path).read_bytes())
     for source in setup:
-        h.update(source.encode())
-    for module in (runner, notebooks, sys.modules[__name__]):
-        h.update(pathlib.Path(module.__file__).read_bytes())
+        h.update(b"setup\0" + source.encode())
     return h.hexdigest()
 
 
-def _protected(paths) -> list[str]:
-    """Paths the child must not see, minus any that would hide Python or lablib."""
-    keep = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, ROOT, pathlib.Path(sys.executable).parent)]
-    out = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if real == "/" or any(k == real or k.startswith(real.rstrip("/") + "/") for k in keep):
-            continue
-        out.append(real)
-    return sorted(set(out))
-
-
-def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, timeout: float,
-              memory_mb: float, mask=(), isolate: bool = True) -> SubmissionResult:
+def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, limits: Limits = Limits(),
+              mask=()) -> SubmissionResult:
     """Grade one notebook (all stages) and return its :class:`SubmissionResult`."""
     try:
         nb, notes = notebooks.read_notebook(path)
@@ -130,13 +125,9 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
     notes = list(cell_notes)
     missing = [p for p in lab.pieces if p not in found]
     cells = [(piece, cell.source) for piece, cell in found.items()]
-    to_run = [t for t in lab.tests if t.piece in found]
-    payload = [
-        {"id": t.id, "probe": t.probe, "objects": list(lab.pieces[t.piece].objects), "timeout": t.timeout}
-        for t in to_run
-    ]
-    outcome = runner.run_submission(setup, cells, payload, timeout=timeout, memory_mb=memory_mb,
-                                    mask=mask, isolate=isolate) if payload else runner.RunOutcome()
+    probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout)
+              for t in lab.tests if t.piece in found]
+    outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
     results = []
     for t in lab.tests:
         if t.piece not in found:
@@ -145,11 +136,17 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
         else:
             results.append(judge_test(t, outcome.results.get(t.id), outcome.cell_errors.get(t.piece)))
     kinds = {kind for kind, _ in outcome.problems}
+    if any(r.kind == "grader-error" for r in results):
+        kinds.add("grader-error")
+        notes.append("grader-error: a judge failed (see diagnostics); this result is not cached")
     status = status_of(kinds, missing)
     for kind, where in outcome.problems:
         notes.append(f"{kind}: {where}")
+    diagnostics = list(outcome.diagnostics)
+    diagnostics += [{"test": r.id, "ended": "grader-error", "detail": r.detail}
+                    for r in results if r.kind == "grader-error"]
     return summarise(lab, name, str(path), results, status, notes=notes, output=outcome.output,
-                     isolation=outcome.isolation, seconds=round(outcome.seconds, 3))
+                     isolation=outcome.isolation, diagnostics=diagnostics, seconds=round(outcome.seconds, 3))
 
 
 def _cache_path(out_dir: pathlib.Path, name: str) -> pathlib.Path:
@@ -182,13 +179,18 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = collect_submissions(submissions)
-    settings = {"timeout": timeout, "memory_mb": memory_mb, "isolate": isolate}
-    fingerprint = _tests_fingerprint(spec, setup, settings)
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, isolate=isolate)
+    fingerprint = _tests_fingerprint(spec, setup, limits)
     from lablib.grading.spec import PUBLIC_TESTS_DIR
 
     spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
-    mask = _protected([*hidden_dirs, *spec_dirs, out, *(pathlib.Path(p) if pathlib.Path(p).is_dir()
-                                            else pathlib.Path(p).parent for p in submissions)])
+    # The sandbox shows the child only the system and Python folders; these are masked
+    # even where they lie inside one of those (a venv inside the submissions folder).
+    mask = sorted({os.path.realpath(p) for p in [
+        *hidden_dirs, *spec_dirs, out, *(pathlib.Path(p) if pathlib.Path(p).is_dir()
+                                         else pathlib.Path(p).parent for p in submissions)]} - {"/"})
+    for module in spec.judge_imports:  # before any worker thread exists
+        importlib.import_module(module)
     jobs = max(1, jobs or os.cpu_count() or 1)
 
     def work(item):
@@ -208,10 +210,10 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
                     return result
             except (ValueError, KeyError, TypeError):
                 pass
-        result = grade_one(spec, name, path, setup, timeout=timeout, memory_mb=memory_mb, mask=mask,
-                           isolate=isolate)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "result": result.to_dict()}, default=str))
+        result = grade_one(spec, name, path, setup, limits=limits, mask=mask)
+        if "grader-error" not in result.status:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"key": key, "result": result.to_dict()}, default=str))
         return result
 
     results: list[SubmissionResult] = []
@@ -227,9 +229,9 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
             try:
                 results.append(future.result())
             except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
-                tests = [TestResult.failed(t, f"internal grader error: {type(exc).__name__}: {exc}", "crashed")
-                         for t in spec.tests]
-                results.append(summarise(spec, name, str(path), tests, "crashed",
+                tests = [TestResult.failed(t, f"internal grader error: {type(exc).__name__}: {exc}",
+                                           "grader-error") for t in spec.tests]
+                results.append(summarise(spec, name, str(path), tests, "grader-error",
                                          notes=[f"grader error: {type(exc).__name__}: {exc}"]))
             if bar is not None:
                 bar.update(1)

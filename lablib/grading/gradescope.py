@@ -108,14 +108,11 @@ def _shell_quote(text: str) -> str:
 
 def to_gradescope_json(result, chosen_note: str = "") -> dict:
     """Gradescope's results.json content for one :class:`SubmissionResult`."""
+    from lablib.grading.feedback import student_detail, verdict
+
     tests = []
     for t in result.tests:
-        if t.passed:
-            output = "passed"
-        elif t.hidden:
-            output = "failed (hidden test: details are not shown)"
-        else:
-            output = t.message + (f"\nHint: {t.hint}" if t.hint else "")
+        output = "passed" if t.passed else f"{verdict(t)}: {student_detail(t)}"
         tests.append({
             "name": f"{t.piece}: {t.name}" + (" (hidden)" if t.hidden else ""),
             "score": t.score,

@@ -1,7 +1,10 @@
 """Gradebook and feedback files: ``grades.csv``, ``grades.json``, ``feedback/<name>.md|html``.
 
-Students' feedback shows hidden tests by name and score only, never their messages
-(which could reveal the hidden inputs or expected values).
+Students' feedback follows :mod:`~lablib.grading.feedback` (hidden tests by name, score
+and a reason that reveals nothing; grader errors never shown as the student's mistake).
+The instructor's view, ``instructor/<name>.md``, is written for every submission whose
+status is not ``ok``: how each failed attempt ended, the exit status, the tail of what the
+submission printed, and the judge's traceback of a grader error.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ import html
 import json
 import pathlib
 
+from lablib.grading.feedback import student_detail, verdict
 from lablib.grading.judge import SubmissionResult
 
-__all__ = ["write_reports", "feedback_markdown", "feedback_html"]
+__all__ = ["write_reports", "feedback_markdown", "feedback_html", "instructor_markdown"]
 
 
 def _num(x: float) -> str:
@@ -37,33 +41,29 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
         lines.append("")
     lines += ["| Piece | Test | Points | Result |", "|---|---|---|---|"]
     for t in result.tests:
-        verdict = "passed" if t.passed else ("partial" if t.score > 0 else "failed")
         label = f"{t.name} (hidden)" if t.hidden else t.name
-        lines.append(f"| {t.piece} | {label} | {_num(t.score)} / {_num(t.max_score)} | {verdict} |")
+        lines.append(f"| {t.piece} | {label} | {_num(t.score)} / {_num(t.max_score)} | {verdict(t)} |")
     lines.append("")
     failed = [t for t in result.tests if not t.passed]
     if failed:
         lines += ["## What to fix", ""]
         for t in failed:
-            if t.hidden:
-                reason = {"timeout": "it ran past the time limit", "memory": "it ran out of memory",
-                          "crashed": "it crashed", "missing": "the graded cell is missing"}.get(
-                    t.kind, "details of hidden tests are not shown")
-                lines.append(f"- **{t.piece} / {t.name}** (hidden test): failed; {reason}.")
+            detail = student_detail(t, with_hint=False)
+            label = f"**{t.piece} / {t.name}**" + (" (hidden test)" if t.hidden else "")
+            if "\n" in detail:
+                lines.append(f"- {label}:")
+                lines += ["  ```", *("  " + line for line in detail.splitlines()), "  ```"]
             else:
-                if "\n" in t.message:
-                    lines.append(f"- **{t.piece} / {t.name}**:")
-                    lines += ["  ```", *("  " + line for line in t.message.splitlines()), "  ```"]
-                else:
-                    lines.append(f"- **{t.piece} / {t.name}**: {t.message}")
-                if t.hint:
-                    lines.append(f"  - Hint: {t.hint}")
+                lines.append(f"- {label}: {detail}")
+            if t.hint and not t.hidden and t.kind != "grader-error":
+                lines.append(f"  - Hint: {t.hint}")
         lines.append("")
     return "\n".join(lines)
 
 
 def _explain_status(status: str) -> str:
     words = {
+        "grader-error": "The grader itself failed on some tests (not your doing); your instructor will re-grade them.",
         "invalid-notebook": "The file could not be read as a Jupyter notebook; nothing was graded.",
         "memory": "Some code used more memory than allowed; those tests scored 0.",
         "timeout": "Some code ran past the time limit; those tests scored 0.",
@@ -81,16 +81,10 @@ def feedback_html(lab_title: str, result: SubmissionResult) -> str:
     esc = html.escape
     rows = []
     for t in result.tests:
-        verdict = "passed" if t.passed else ("partial" if t.score > 0 else "failed")
-        if t.passed:
-            detail = ""
-        elif t.hidden:
-            detail = "hidden test: details are not shown"
-        else:
-            detail = t.message + (f" Hint: {t.hint}" if t.hint else "")
+        detail = student_detail(t)
         rows.append(
-            f"<tr class='{verdict}'><td>{esc(t.piece)}</td><td>{esc(t.name)}{' (hidden)' if t.hidden else ''}"
-            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict}</td><td><pre>{esc(detail)}</pre></td></tr>"
+            f"<tr class='{verdict(t)}'><td>{esc(t.piece)}</td><td>{esc(t.name)}{' (hidden)' if t.hidden else ''}"
+            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict(t)}</td><td><pre>{esc(detail)}</pre></td></tr>"
         )
     notes = "".join(f"<p class='note'>{esc(n)}</p>" for n in result.notes)
     explain = f"<p>{esc(_explain_status(result.status))}</p>" if result.status != "ok" else ""
@@ -140,4 +134,36 @@ def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pa
             feedback_markdown(lab.title, r), encoding="utf-8")
         (out / "feedback" / f"{_safe(r.submission)}.html").write_text(
             feedback_html(lab.title, r), encoding="utf-8")
-    return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback"}
+    instructor = out / "instructor"
+    for r in results:
+        view = instructor / f"{_safe(r.submission)}.md"
+        if r.status != "ok":
+            instructor.mkdir(exist_ok=True)
+            view.write_text(instructor_markdown(lab.title, r), encoding="utf-8")
+        elif view.exists():
+            view.unlink()
+    return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback",
+            "instructor": instructor}
+
+
+def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:
+    """The instructor's view of one submission whose status is not ``ok``: every
+    message in full (hidden tests included), how each failed attempt ended, the exit
+    status, the tail of what it printed, and judge tracebacks."""
+    lines = [f"# {lab_title}: {result.submission} (instructor view)", "",
+             f"Status: `{result.status}`; score {_num(result.score)} / {_num(result.max_score)}; "
+             f"{result.seconds:g} s", ""]
+    lines += [f"- note: {n}" for n in result.notes]
+    lines += ["", "## Tests not passed", ""]
+    for t in result.tests:
+        if not t.passed:
+            lines.append(f"- `{t.id}`{' (hidden)' if t.hidden else ''} [{t.kind}]: {t.message}")
+    for d in result.diagnostics:
+        lines += ["", f"## {d.get('running') or d.get('test')}: {d.get('ended')}", ""]
+        for key in ("detail", "exit"):
+            if d.get(key):
+                lines.append(f"- {key}: {d[key]}")
+        if d.get("output_tail"):
+            lines += ["", "Output (tail):", "", "```", d["output_tail"].rstrip(), "```"]
+    lines += ["", "## Isolation", "", "```", json.dumps(result.isolation, indent=1), "```", ""]
+    return "\n".join(lines)

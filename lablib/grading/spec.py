@@ -47,6 +47,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from lablib.grading.execute.protocol import to_plain
 from lablib.grading.expect import TestFailure, expect, expect_close, expect_equal, expect_shape
 
 __all__ = [
@@ -161,6 +162,9 @@ class LabSpec:
         self.source_files: list[pathlib.Path] = []
         #: Folder of the public spec module (used to find the lab's notebooks).
         self.spec_dir: pathlib.Path | None = None
+        #: Modules the judges import (Keras, TensorFlow): the grader imports them once,
+        #: before its worker threads start.
+        self.judge_imports: tuple[str, ...] = ()
 
     def __reduce_ex__(self, protocol):
         raise TypeError(
@@ -391,36 +395,3 @@ def load_lab(name, hidden_dirs=()) -> LabSpec:
                 f"Hidden tests folder {str(folder)!r} holds neither {full}.py nor {short}.py."
             )
     return lab
-
-
-# --------------------------------------------------------------------------- values
-
-
-def to_plain(value: Any, _depth: int = 0) -> Any:
-    """Convert a probe's result to plain values (arrays, numbers, str, containers).
-
-    Tensors and array-likes become NumPy arrays; anything else that is not plain raises
-    TypeError, so an object with a custom ``__eq__`` never reaches a judge.
-    """
-    if _depth > 20:
-        raise TypeError("Probe result nested too deeply (more than 20 levels).")
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, (np.generic,)):
-        return value.item()
-    if type(value) in (list, tuple):
-        return type(value)(to_plain(v, _depth + 1) for v in value)
-    if type(value) is dict:
-        return {str(k): to_plain(v, _depth + 1) for k, v in value.items()}
-    if type(value) is np.ndarray:
-        if value.dtype == object:
-            raise TypeError("Object arrays are not plain values; return numbers.")
-        return np.array(value, copy=True)
-    if hasattr(value, "numpy") and callable(value.numpy):  # tf.Tensor / Variable
-        return to_plain(np.asarray(value.numpy()), _depth + 1)
-    if hasattr(value, "__array__"):
-        return to_plain(np.asarray(value), _depth + 1)
-    raise TypeError(
-        f"Probe returned a {type(value).__module__}.{type(value).__name__}; expected "
-        f"numbers, strings, arrays or lists/dicts of them."
-    )

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from lablib.grading.runner import _sandbox_possible
+from lablib.grading.execute.isolation import sandbox_possible as _sandbox_possible
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT
 
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())

@@ -14,6 +14,7 @@ from lablib.grading.spec import expect, expect_close, expect_equal, expect_shape
 from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
 
 lab = get_lab("lab1_attention", title="Lab 1: Attention from first principles", aliases=("lab1",))
+lab.judge_imports = ("keras",)  # judges compare with Keras layers in the grading process
 
 lab.piece("attention", objects=["attention"],
           description="scaled dot-product attention in NumPy, with boolean masks")

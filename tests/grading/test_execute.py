@@ -295,14 +295,31 @@ def f(ns=None):
     json.dumps(out.isolation)
 
 
+def _venv_sharing_this_one(path):
+    """A new venv at ``path`` that finds this interpreter's packages and lablib through a
+    .pth file (as an instructor's venv elsewhere would find them installed)."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    import lablib
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    site_dir = subprocess.run([str(path / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    lines = [sysconfig.get_path("purelib"), os.path.dirname(os.path.dirname(os.path.realpath(lablib.__file__)))]
+    with open(os.path.join(site_dir, "shared.pth"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
 @needs_root
 def test_sandbox_runs_a_python_installed_under_tmp(tmp_path):
     """The child's private /tmp must not hide a venv (or lablib) that lives under /tmp."""
     import subprocess
     import sys
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    venv = _venv_sharing_this_one(tmp_path / "venv")
     code = '''
 import numpy as np
 from lablib.grading.execute import run_submission, ProbeRequest, Limits
@@ -311,6 +328,72 @@ out = run_submission([], [("f", "import sys\\ndef f():\\n    return sys.executab
 print(out.results["f::t"])
 '''
     result = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                            timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                                p for p in sys.path if p.endswith("site-packages") or p.endswith(".zip") is False and os.path.isdir(os.path.join(p, "lablib")))))
+                            timeout=300, cwd=tmp_path)
     assert "ok=True" in result.stdout and str(venv) in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+@needs_root
+def test_sandbox_hides_host_sockets_the_grader_command_line_and_keeps_shared_memory_private(tmp_path):
+    import ctypes
+    import socket
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "service.sock"))  # a root service's socket on the host
+    server.listen(1)
+    key = 0x1AB5 + os.getpid() % 1000
+    cell = f'''
+import ctypes, os, socket
+def f():
+    out = {{}}
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect({str(tmp_path / "service.sock")!r})
+        out["socket"] = "connected"
+    except OSError as exc:
+        out["socket"] = type(exc).__name__
+    out["cmdlines"] = [open(f"/proc/{{p}}/cmdline", "rb").read().decode(errors="replace")
+                       for p in os.listdir("/proc") if p.isdigit()]
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    out["big_segment"] = libc.shmget({key + 1}, 2**30, 0o1000 | 0o600)   # 1 GiB: above the cap
+    out["segment"] = libc.shmget({key}, 2**20, 0o1000 | 0o600)
+    return out
+'''
+    try:
+        out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20))
+    finally:
+        server.close()
+    look = out.results["f::look"].value
+    assert look["socket"] in ("FileNotFoundError", "ConnectionRefusedError", "PermissionError")
+    assert not any("pytest" in c for c in look["cmdlines"]), look["cmdlines"]
+    assert look["big_segment"] == -1 and look["segment"] >= 0
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    assert libc.shmget(key, 0, 0) == -1  # the run's segment did not outlive it
+
+
+@needs_root
+def test_a_venv_inside_a_masked_submissions_folder_still_runs_and_hides_the_rest(tmp_path):
+    import subprocess
+    import sys
+
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    (subs / "other-student.ipynb").write_text('{"secret": "answers"}')
+    venv = _venv_sharing_this_one(subs / ".venv")
+    code = f'''
+from lablib.grading.execute import run_submission, ProbeRequest, Limits
+cell = """
+import os
+def f():
+    try:
+        return open({str(subs / "other-student.ipynb")!r}).read()
+    except OSError as exc:
+        return type(exc).__name__
+"""
+out = run_submission([], [("f", cell)], [ProbeRequest("f::t", lambda ns: ns["f"](), ("f",))],
+                     limits=Limits(timeout=60), mask=[{str(subs)!r}])
+print("RESULT", out.results["f::t"])
+'''
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert "RESULT ProbeResult(ok=True" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert "answers" not in result.stdout

@@ -68,7 +68,13 @@ def needed_paths(extra=()) -> list[str]:
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.append(sysconfig.get_path(key))
     paths += list(getattr(site, "getsitepackages", lambda: [])())
-    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # Entries that .pth files or PYTHONPATH added; one that holds lablib (a checkout on
+    # the path) is not exposed whole: only its lablib folder is, above.
+    cwd = os.path.realpath(os.getcwd())
+    for entry in [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
+        if (entry and os.path.isdir(entry) and os.path.realpath(entry) != cwd
+                and not os.path.isdir(os.path.join(entry, "lablib"))):
+            paths.append(entry)
     paths += list(extra)
     real = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
     # a folder inside another exposed folder comes with it

@@ -397,3 +397,43 @@ print("RESULT", out.results["f::t"])
                             timeout=300, cwd=tmp_path)
     assert "RESULT ProbeResult(ok=True" in result.stdout, result.stdout + result.stderr[-2000:]
     assert "answers" not in result.stdout
+
+
+def test_floods_and_forged_isolation_reports_are_neither_kept_nor_recorded():
+    import psutil
+
+    cell = '''
+import json, os, struct
+def _frame(header, blob=b""):
+    data = json.dumps(dict(header, blobs=[len(blob)] if blob else [])).encode()
+    return struct.pack(">I", len(data)) + data + blob
+fds = [int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2]
+for fd in fds:   # a reply claiming the grader runs as root on the host network
+    try:
+        os.write(fd, _frame({"seq": 2, "event": "isolation", "uid": 0, "network": "host", "notes": ["x" * 10**6]}))
+    except OSError:
+        pass
+f = 1
+'''
+    flood = '''
+def flood():
+    import json, os, struct
+    blob = b"x" * (60 * 2**20)
+    data = json.dumps({"seq": 99, "event": "result", "blobs": [len(blob)]}).encode()
+    for fd in [int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2]:
+        for _ in range(25):
+            try:
+                os.write(fd, struct.pack(">I", len(data)) + data + blob)
+            except OSError:
+                break
+    return 1
+'''
+    before = psutil.Process().memory_info().rss
+    out = run_submission([], [("f", cell), ("flood", flood)],
+                         [ProbeRequest("f::one", lambda ns: ns["f"], ("f",)),
+                          ProbeRequest("flood::t", lambda ns: ns["flood"](), ("flood",))],
+                         limits=Limits(timeout=30))
+    assert out.results["flood::t"].kind == "crashed" and "did not ask for" in out.results["flood::t"].error
+    assert psutil.Process().memory_info().rss - before < 400 * 2**20
+    assert out.isolation.get("network") != "host" and "x" * 1000 not in str(out.isolation)
+    assert out.isolation.get("uid") != 0 or not sandbox_possible()

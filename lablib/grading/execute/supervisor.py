@@ -230,6 +230,7 @@ class _Attempt:
         self.events: queue.Queue = queue.Queue()
         self.control: dict = {}
         self.control_done = threading.Event()
+        self.isolation_seen = threading.Event()
         self.outgoing: queue.Queue = queue.Queue()
         self.seq = 0
         self.tree: set[int] = set()
@@ -254,6 +255,7 @@ class _Attempt:
             pass_fds.append(control_w)
         else:
             control_r = control_w = None
+            self.isolation_seen.set()
             env = dict(env, HOME=self.scratch, TMPDIR=self.scratch)
             argv = [sys.executable, "-m", "lablib.grading.execute.child", str(result_w), str(limits.memory_mb)]
         self.proc = subprocess.Popen(
@@ -332,10 +334,12 @@ class _Attempt:
                         self.init_pid = message.get("init_pid")
                         self.control["isolation"] = {k: message[k] for k in
                                                      ("uid", "network", "filesystem", "processes", "notes")}
+                        self.isolation_seen.set()
                     elif message.get("event") == "exit":
                         self.control["status"] = message.get("status")
         finally:
             os.close(fd)
+            self.isolation_seen.set()
             self.control_done.set()
 
     # requests ---------------------------------------------------------------
@@ -414,7 +418,7 @@ class _Attempt:
         notes = []
         self.outgoing.put(None)
         if self.sandbox:
-            self.control_done.wait(timeout=2)  # the stage's report, if it got that far
+            self.isolation_seen.wait(timeout=2)  # the stage's report (and the pid to kill)
         if self.init_pid:
             try:
                 os.kill(self.init_pid, signal.SIGKILL)  # ends the whole PID namespace

@@ -231,6 +231,7 @@ class _Attempt:
         self.control: dict = {}
         self.control_done = threading.Event()
         self.isolation_seen = threading.Event()
+        self.result_eof = threading.Event()
         self.outgoing: queue.Queue = queue.Queue()
         self.seq = 0
         self.tree: set[int] = set()
@@ -300,6 +301,7 @@ class _Attempt:
                 try:
                     header, blobs = reader.read()
                 except EOFError:
+                    self.result_eof.set()
                     self.events.put(("eof", None, None))
                     return
                 except (ProtocolError, ValueError, struct.error) as exc:
@@ -419,6 +421,8 @@ class _Attempt:
         self.outgoing.put(None)
         if self.sandbox:
             self.isolation_seen.wait(timeout=2)  # the stage's report (and the pid to kill)
+            if self.result_eof.is_set():  # the child ended by itself: let the stage say how
+                self.control_done.wait(timeout=2)
         if self.init_pid:
             try:
                 os.kill(self.init_pid, signal.SIGKILL)  # ends the whole PID namespace

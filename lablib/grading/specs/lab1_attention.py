@@ -328,8 +328,9 @@ def _(got):
 # ----------------------------------------------------------- positional encoding
 
 
-@lab.test("positional_encoding", points=2, hint="PE[p, 2i] = sin(p / 10000^(2i/d)) and "
-          "PE[p, 2i+1] = cos(p / 10000^(2i/d)): both columns of a pair share one frequency.")
+@lab.test("positional_encoding", points=2, hint="Work out row 1 of positional_encoding(2, 4) by hand "
+          "from the paper's two formulas (pos = 1, d_model = 4) and compare it with yours, "
+          "column by column.")
 def matches_the_paper(ns):
     return np.asarray(ns["positional_encoding"](50, 16))
 

@@ -23,44 +23,30 @@ import pathlib
 import sys
 
 import lablib
-from lablib.grading import notebooks, report
+from lablib.grading import catalog, notebooks, report
 from lablib.grading.execute import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.judge import SubmissionResult, TestResult, judge_test, status_of, summarise
 from lablib.grading.spec import LabSpec, load_lab
 
 __all__ = ["grade", "collect_submissions", "find_lab_notebook", "lab_setup"]
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: The folder lablib is imported from (site-packages, or a source tree): kept visible to the
+#: child, which imports lablib. Lab notebooks are found by :mod:`~lablib.grading.catalog`.
+ROOT = pathlib.Path(lablib.__file__).resolve().parent.parent
 CACHE_VERSION = "2"
 
 
-def find_lab_notebook(lab: LabSpec, explicit=None) -> pathlib.Path:
-    """The released lab notebook (``labs/<lab>.ipynb``) or, failing that, the solution.
+def find_lab_notebook(lab: LabSpec, explicit=None, course_dir=None) -> pathlib.Path:
+    """The released lab notebook: see :func:`lablib.grading.catalog.find_lab_notebook`.
 
     Set-up cells are taken from it, never from a submission.
     """
-    if explicit is not None:
-        path = pathlib.Path(explicit)
-        if not path.is_file():
-            raise FileNotFoundError(f"Lab notebook {str(path)!r} does not exist.")
-        return path
-    places = []
-    for base in filter(None, [lab.spec_dir, lab.spec_dir and lab.spec_dir.parent, pathlib.Path.cwd(), ROOT]):
-        for sub in ("labs", "solutions", "."):
-            places.append(pathlib.Path(base) / sub / f"{lab.name}.ipynb")
-    for place in places:
-        if place.is_file():
-            return place
-    raise FileNotFoundError(
-        f"No notebook found for lab {lab.name!r} (looked for labs/{lab.name}.ipynb and "
-        f"solutions/{lab.name}.ipynb); pass --lab-notebook PATH."
-    )
+    return catalog.find_lab_notebook(lab, lab_notebook=explicit, course_dir=course_dir)
 
 
-def lab_setup(lab: LabSpec, lab_notebook=None) -> list[str]:
+def lab_setup(lab: LabSpec, lab_notebook=None, course_dir=None) -> list[str]:
     """The lab's ``# SETUP`` cell sources (magics removed)."""
-    nb, _ = notebooks.read_notebook(find_lab_notebook(lab, lab_notebook))
-    return notebooks.setup_sources(nb)
+    return catalog.lab_setup(lab, lab_notebook=lab_notebook, course_dir=course_dir)
 
 
 def collect_submissions(paths) -> list[tuple[str, pathlib.Path]]:

@@ -51,7 +51,7 @@ def _fixed_zip_write(zf: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o
 
 
 def build_autograder(lab, output, *, hidden_dirs=(), lablib_spec: str | None = None, lab_notebook=None,
-                     timeout: float = 60.0, memory_mb: float = 4096.0) -> pathlib.Path:
+                     course_dir=None, timeout: float = 60.0, memory_mb: float = 4096.0) -> pathlib.Path:
     """Write a Gradescope autograder zip for ``lab``.
 
     Args:
@@ -60,7 +60,8 @@ def build_autograder(lab, output, *, hidden_dirs=(), lablib_spec: str | None = N
         hidden_dirs: folders with hidden tests; the lab's file is put under ``tests/``.
         lablib_spec: pip requirement for lablib in ``setup.sh`` (default
             ``lablib==<installed version>``; a git URL or wheel path works too).
-        lab_notebook: released lab notebook (default: found like ``lablib grade``).
+        lab_notebook, course_dir: where the released lab notebook is looked for first (see
+            :mod:`~lablib.grading.catalog`; default: the labs shipped with lablib).
         timeout, memory_mb: limits used when grading.
 
     Returns:
@@ -71,12 +72,12 @@ def build_autograder(lab, output, *, hidden_dirs=(), lablib_spec: str | None = N
         build_autograder("lab1", "autograder.zip", hidden_dirs=["hidden/"])
     """
     import lablib
-    from lablib.grading import notebooks
-    from lablib.grading.grade import find_lab_notebook
+    from lablib.grading import catalog, notebooks
     from lablib.grading.spec import PUBLIC_TESTS_DIR, load_lab
 
     spec = load_lab(lab, hidden_dirs)
-    nb, _ = notebooks.read_notebook(find_lab_notebook(spec, lab_notebook))
+    nb, _ = notebooks.read_notebook(catalog.find_lab_notebook(spec, lab_notebook=lab_notebook,
+                                                              course_dir=course_dir))
     blank = notebooks.dumps_notebook(notebooks.make_assignment(nb))  # never ship solutions
     config = {"lab": spec.name, "timeout": timeout, "memory_mb": memory_mb, "spec": None}
     files: dict[str, tuple[bytes, int]] = {}

@@ -34,7 +34,7 @@ def _rows(out):
 def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys):
     out = tmp_path / "out"
     args = ["grade", str(FIXTURE_LAB), str(batch), "-o", str(out), "--tests", str(FIXTURE_HIDDEN),
-            "--jobs", "2", "--timeout", "20", "--quiet"]
+            "--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "2", "--timeout", "20", "--quiet"]
     assert main(args) == 0
     rows = _rows(out)
     assert list(next(iter(rows.values()))) == ["submission", "status", "score", "max_score",
@@ -72,7 +72,8 @@ def test_grade_command_line_entry_point_and_errors(tmp_path):
                              "-o", str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 2 and "Unknown lab 'lab_nope'" in result.stderr
     result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB),
-                             str(tmp_path / "none.ipynb"), "-o", str(tmp_path)], capture_output=True, text=True)
+                             str(tmp_path / "none.ipynb"), "-o", str(tmp_path), "--lab-notebook",
+                             str(FIXTURE_SOLUTION)], capture_output=True, text=True)
     assert result.returncode == 2 and "does not exist" in result.stderr
 
 

@@ -34,6 +34,7 @@ def _run(root):
 def test_zip_contents(tmp_path):
     zip_path = tmp_path / "autograder.zip"
     assert main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN),
+                 "--lab-notebook", str(FIXTURE_SOLUTION),
                  "--lablib-spec", "git+https://example.org/lablib.git@v0.1.0"]) == 0
     with zipfile.ZipFile(zip_path) as zf:
         names = set(zf.namelist())
@@ -45,13 +46,15 @@ def test_zip_contents(tmp_path):
         assert (zf.getinfo("run_autograder").external_attr >> 16) & 0o111
     again = tmp_path / "again.zip"
     main(["gradescope", str(FIXTURE_LAB), "-o", str(again), "--tests", str(FIXTURE_HIDDEN),
+          "--lab-notebook", str(FIXTURE_SOLUTION),
           "--lablib-spec", "git+https://example.org/lablib.git@v0.1.0"])
     assert again.read_bytes() == zip_path.read_bytes()  # deterministic
 
 
 def test_run_autograder_writes_gradescope_results(tmp_path):
     zip_path = tmp_path / "autograder.zip"
-    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN), "--timeout", "10"])
+    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN),
+          "--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "10"])
     root = tmp_path / "autograder"
     _install(zip_path, root)
     shutil.copy(FIXTURE_SOLUTION, root / "submission" / "my_lab.ipynb")

@@ -67,7 +67,7 @@ def _cmd_grade(args) -> int:
 def _cmd_gradescope(args) -> int:
     from lablib.grading.gradescope import build_autograder
 
-    path = build_autograder(args.lab, args.output, hidden_dirs=args.tests, lablib_spec=args.lablib_spec,
+    path = build_autograder(args.lab, args.output, hidden_dirs=args.tests, wheel=args.wheel,
                             lab_notebook=args.lab_notebook, course_dir=args.course, timeout=args.timeout,
                             memory_mb=args.memory)
     print(f"wrote {path}")
@@ -130,8 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("lab")
     p.add_argument("-o", "--output", default="autograder.zip")
     limits(p)
-    p.add_argument("--lablib-spec", default=None,
-                   help="pip requirement for lablib in setup.sh (default: lablib==<this version>)")
+    p.add_argument("--wheel", metavar="PATH", default=None,
+                   help="lablib wheel to ship in the zip (default: a wheel of the running lablib)")
     p.set_defaults(func=_cmd_gradescope)
 
     p = sub.add_parser("data", help="list or fetch datasets")

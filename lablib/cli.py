@@ -60,7 +60,7 @@ def _cmd_grade(args) -> int:
     for r in results:
         print(f"{r.submission:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {r.status}"
               + ("  (cached)" if r.cached else ""))
-    print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json and feedback/")
+    print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json, feedback/ and summary.html")
     return 0
 
 

@@ -14,6 +14,7 @@ import html
 import json
 import pathlib
 
+from lablib.grading import summary
 from lablib.grading.feedback import student_detail, verdict
 from lablib.grading.judge import SubmissionResult
 
@@ -107,10 +108,12 @@ def _safe(name: str) -> str:
 
 
 def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pathlib.Path]:
-    """Write ``grades.csv``, ``grades.json`` and the feedback files under ``out_dir``.
+    """Write ``grades.csv``, ``grades.json``, the feedback files, the instructor views and
+    the class summary (``summary.json``, ``summary.html``) under ``out_dir``.
 
     Returns:
-        The paths written: ``{"csv", "json", "feedback"}``.
+        The paths written: ``{"csv", "json", "feedback", "instructor", "summary_json",
+        "summary_html"}``.
     """
     out = pathlib.Path(out_dir)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
@@ -143,7 +146,7 @@ def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pa
         elif view.exists():
             view.unlink()
     return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback",
-            "instructor": instructor}
+            "instructor": instructor, **summary.write_summary(out, lab, results)}
 
 
 def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:

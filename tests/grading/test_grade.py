@@ -52,6 +52,11 @@ def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys)
     assert "Hint: Subtract the row maximum" in md
     html = (out / "feedback" / "carol.html").read_text()
     assert "<table>" in html and "missing" in html
+    summary = json.loads((out / "summary.json").read_text())  # the class at a glance
+    assert summary["submissions"] == 3 and summary["statuses"]["missing"] == 1
+    assert [p["piece"] for p in summary["pieces"]] == ["normalize", "softmax", "running_mean"]
+    page = (out / "summary.html").read_text()
+    assert all(f"<td>{piece}</td>" in page for piece in ("normalize", "softmax", "running_mean"))
     # re-run: everything comes from the cache; --force re-grades
     capsys.readouterr()
     assert main(args) == 0

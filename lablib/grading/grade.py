@@ -29,11 +29,8 @@ from lablib.grading.execute import Limits, ProbeRequest, RunOutcome, run_submiss
 from lablib.grading.judge import SubmissionResult, TestResult, judge_test, status_of, summarise
 from lablib.grading.spec import LabSpec, load_lab
 
-__all__ = ["grade", "collect_submissions", "find_lab_notebook", "lab_setup"]
+__all__ = ["grade", "collect_submissions", "find_lab_notebook", "lab_setup", "SubmissionSkipped"]
 
-#: The folder lablib is imported from (site-packages, or a source tree): kept visible to the
-#: child, which imports lablib. Lab notebooks are found by :mod:`~lablib.grading.catalog`.
-ROOT = pathlib.Path(lablib.__file__).resolve().parent.parent
 CACHE_VERSION = "2"
 
 

@@ -99,7 +99,8 @@ def test_wrong_wheel_is_refused(tmp_path, capsys):
     bogus = tmp_path / "lablib-0.1.0-py3-none-any.whl"
     with zipfile.ZipFile(bogus, "w") as zf:
         zf.writestr("other/__init__.py", "")
-    cases = [(bogus, "is not a lablib wheel (no lablib-0.1.0.dist-info/METADATA"), (tmp_path / "missing.whl", "does not exist"),
+    cases = [(bogus, "is not a lablib wheel (no lablib-0.1.0.dist-info/METADATA"),
+             (tmp_path / "missing.whl", "does not exist"),
              (FIXTURE_SOLUTION, "not named like a lablib wheel")]
     for wheel, words in cases:
         assert main(["gradescope", str(FIXTURE_LAB), "-o", str(tmp_path / "ag.zip"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+import warnings
 
 __all__ = ["main", "build_parser"]
 
@@ -45,16 +46,23 @@ def _cmd_assign(args) -> int:
 
 def _cmd_grade(args) -> int:
     from lablib.grading import catalog
-    from lablib.grading.grade import grade
+    from lablib.grading.grade import SubmissionSkipped, grade
     from lablib.grading.spec import load_lab
 
     spec = load_lab(args.lab, args.tests)
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
-    results = grade(
-        spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
-        timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
-        progress=not args.quiet, isolate=not args.no_sandbox,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SubmissionSkipped)
+        results = grade(
+            spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
+            timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
+            progress=not args.quiet, isolate=not args.no_sandbox,
+        )
+    for warning in caught:
+        if issubclass(warning.category, SubmissionSkipped):
+            print(f"lablib grade: skipped: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     width = max([10, *(len(r.submission) for r in results)])
     print(f"{'submission':<{width}}  {'score':>11}  status")
     for r in results:

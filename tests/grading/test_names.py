@@ -121,3 +121,20 @@ def test_symlinked_folder_is_not_graded_end_to_end(tmp_path, fixture_lab):
         results = grade(fixture_lab, [subs], tmp_path / "out", lab_notebook=FIXTURE_SOLUTION, jobs=1,
                         timeout=20, progress=False)
     assert [r.submission for r in results] == ["alice"]
+
+
+def test_grade_command_reports_skipped_links(tmp_path, capsys):
+    from lablib.cli import main
+
+    subs, outside = tmp_path / "subs", tmp_path / "outside"
+    _book(outside / "secret.ipynb")
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    os.symlink(outside / "secret.ipynb", subs / "mallory.ipynb")
+    from grading_paths import FIXTURE_LAB
+
+    assert main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(tmp_path / "out"), "--lab-notebook",
+                 str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert f"lablib grade: skipped: {subs / 'mallory.ipynb'} is not graded" in captured.err
+    assert "mallory" not in captured.out and "alice" in captured.out

@@ -43,6 +43,11 @@ def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys)
     assert rows["bob"]["score"] == "0" and rows["bob"]["status"] == "ok"
     assert rows["carol"]["status"] == "missing: running_mean" and rows["carol"]["running_mean"] == "0"
     assert rows["carol"]["score"] == "6"
+    summary = json.loads((out / "summary.json").read_text())  # the class at a glance
+    assert summary["submissions"] == 3 and summary["statuses"]["missing"] == 1
+    assert [p["piece"] for p in summary["pieces"]] == ["normalize", "softmax", "running_mean"]
+    page = (out / "summary.html").read_text()
+    assert all(f"<td>{piece}</td>" in page for piece in ("normalize", "softmax", "running_mean"))
     data = json.loads((out / "grades.json").read_text())
     bob = next(s for s in data["submissions"] if s["submission"] == "bob")
     assert all("not implemented" in t["message"] for t in bob["tests"])
@@ -52,11 +57,6 @@ def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys)
     assert "Hint: Subtract the row maximum" in md
     html = (out / "feedback" / "carol.html").read_text()
     assert "<table>" in html and "missing" in html
-    summary = json.loads((out / "summary.json").read_text())  # the class at a glance
-    assert summary["submissions"] == 3 and summary["statuses"]["missing"] == 1
-    assert [p["piece"] for p in summary["pieces"]] == ["normalize", "softmax", "running_mean"]
-    page = (out / "summary.html").read_text()
-    assert all(f"<td>{piece}</td>" in page for piece in ("normalize", "softmax", "running_mean"))
     # re-run: everything comes from the cache; --force re-grades
     capsys.readouterr()
     assert main(args) == 0

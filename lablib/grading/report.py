@@ -10,14 +10,17 @@ submission printed, and the judge's traceback of a grader error.
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
 import json
 import pathlib
+import unicodedata
 
+from lablib.grading import summary
 from lablib.grading.feedback import student_detail, verdict
 from lablib.grading.judge import SubmissionResult
 
-__all__ = ["write_reports", "feedback_markdown", "feedback_html", "instructor_markdown"]
+__all__ = ["write_reports", "feedback_markdown", "feedback_html", "instructor_markdown", "feedback_stems"]
 
 
 def _num(x: float) -> str:
@@ -103,19 +106,54 @@ table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "submission"
+    name = unicodedata.normalize("NFC", name)
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
+    return ("_" + safe[1:] if safe.startswith(".") else safe)[:120] or "submission"
+
+
+def feedback_stems(names) -> dict[str, str]:
+    """A feedback file stem per submission name, no two alike (also ignoring case).
+
+    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``); names whose safe
+    stems coincide each get the first 8 hex digits of their SHA-1 appended
+    (``Smith__John-1d2c3b4a``), so ``"Smith, John"`` and ``"Smith_ John"``, or
+    ``alice/hw`` and ``alice_hw``, never write one file. The feedback itself names the
+    submission exactly, and ``grades.json`` gives each one's file.
+    """
+    names = sorted(set(names))
+    safe = {name: _safe(name) for name in names}
+    shared: dict[str, int] = {}
+    for stem in safe.values():
+        shared[stem.casefold()] = shared.get(stem.casefold(), 0) + 1
+
+    def hashed(name: str, digits: int) -> str:
+        return f"{safe[name]}-{hashlib.sha1(name.encode('utf-8', 'surrogatepass')).hexdigest()[:digits]}"
+
+    stems, used = {}, set()
+    for name in names:
+        digits = 8
+        stem = hashed(name, digits) if shared[safe[name].casefold()] > 1 else safe[name]
+        while stem.casefold() in used:  # taken by another name's stem: a longer digest
+            digits += 4
+            stem = hashed(name, digits)
+        used.add(stem.casefold())
+        stems[name] = stem
+    return stems
 
 
 def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pathlib.Path]:
-    """Write ``grades.csv``, ``grades.json`` and the feedback files under ``out_dir``.
+    """Write ``grades.csv``, ``grades.json``, the feedback files, the instructor views and
+    the class summary (``summary.json``, ``summary.html``) under ``out_dir``.
 
     Returns:
-        The paths written: ``{"csv", "json", "feedback"}``.
+        The paths written: ``{"csv", "json", "feedback", "instructor", "summary_json",
+        "summary_html"}``.
     """
     out = pathlib.Path(out_dir)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     pieces = list(lab.pieces)
     results = sorted(results, key=lambda r: r.submission)
+    stems = feedback_stems(r.submission for r in results)
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["submission", "status", "score", "max_score", *pieces])
@@ -126,24 +164,23 @@ def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pa
         "lab": lab.name,
         "pieces": {p: {"objects": list(lab.pieces[p].objects), "description": lab.pieces[p].description}
                    for p in pieces},
-        "submissions": [r.to_dict() for r in results],
+        "submissions": [{**r.to_dict(), "feedback": f"feedback/{stems[r.submission]}"} for r in results],
     }
     (out / "grades.json").write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
     for r in results:
-        (out / "feedback" / f"{_safe(r.submission)}.md").write_text(
-            feedback_markdown(lab.title, r), encoding="utf-8")
-        (out / "feedback" / f"{_safe(r.submission)}.html").write_text(
-            feedback_html(lab.title, r), encoding="utf-8")
+        stem = stems[r.submission]
+        (out / "feedback" / f"{stem}.md").write_text(feedback_markdown(lab.title, r), encoding="utf-8")
+        (out / "feedback" / f"{stem}.html").write_text(feedback_html(lab.title, r), encoding="utf-8")
     instructor = out / "instructor"
     for r in results:
-        view = instructor / f"{_safe(r.submission)}.md"
+        view = instructor / f"{stems[r.submission]}.md"
         if r.status != "ok":
             instructor.mkdir(exist_ok=True)
             view.write_text(instructor_markdown(lab.title, r), encoding="utf-8")
         elif view.exists():
             view.unlink()
     return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback",
-            "instructor": instructor}
+            "instructor": instructor, **summary.write_summary(out, lab, results)}
 
 
 def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:

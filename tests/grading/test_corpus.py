@@ -35,7 +35,8 @@ def graded(tmp_path_factory):
         os.chmod(path, 0o755)
     started = time.time()
     command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(CORPUS), "-o", str(out),
-               "--tests", str(hidden), "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
+               "--tests", str(hidden), "--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb"),
+               "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out / "grades.csv", newline="") as f:

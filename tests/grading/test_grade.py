@@ -34,7 +34,7 @@ def _rows(out):
 def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys):
     out = tmp_path / "out"
     args = ["grade", str(FIXTURE_LAB), str(batch), "-o", str(out), "--tests", str(FIXTURE_HIDDEN),
-            "--jobs", "2", "--timeout", "20", "--quiet"]
+            "--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "2", "--timeout", "20", "--quiet"]
     assert main(args) == 0
     rows = _rows(out)
     assert list(next(iter(rows.values()))) == ["submission", "status", "score", "max_score",
@@ -43,6 +43,11 @@ def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys)
     assert rows["bob"]["score"] == "0" and rows["bob"]["status"] == "ok"
     assert rows["carol"]["status"] == "missing: running_mean" and rows["carol"]["running_mean"] == "0"
     assert rows["carol"]["score"] == "6"
+    summary = json.loads((out / "summary.json").read_text())  # the class at a glance
+    assert summary["submissions"] == 3 and summary["statuses"]["missing"] == 1
+    assert [p["piece"] for p in summary["pieces"]] == ["normalize", "softmax", "running_mean"]
+    page = (out / "summary.html").read_text()
+    assert all(f"<td>{piece}</td>" in page for piece in ("normalize", "softmax", "running_mean"))
     data = json.loads((out / "grades.json").read_text())
     bob = next(s for s in data["submissions"] if s["submission"] == "bob")
     assert all("not implemented" in t["message"] for t in bob["tests"])
@@ -72,7 +77,8 @@ def test_grade_command_line_entry_point_and_errors(tmp_path):
                              "-o", str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 2 and "Unknown lab 'lab_nope'" in result.stderr
     result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB),
-                             str(tmp_path / "none.ipynb"), "-o", str(tmp_path)], capture_output=True, text=True)
+                             str(tmp_path / "none.ipynb"), "-o", str(tmp_path), "--lab-notebook",
+                             str(FIXTURE_SOLUTION)], capture_output=True, text=True)
     assert result.returncode == 2 and "does not exist" in result.stderr
 
 

@@ -73,11 +73,10 @@ def wheel_files() -> tuple[dict[str, pathlib.Path], str]:
         parts = pathlib.PurePosixPath(str(entry)).parts
         if parts and parts[0] == "lablib" and not _skipped(pathlib.PurePosixPath(*parts[1:])):
             recorded[str(pathlib.PurePosixPath(*parts))] = pathlib.Path(entry.locate()).resolve()
-    if recorded.get("lablib/__init__.py") == package / "__init__.py":
-        missing = [name for name, path in recorded.items() if not path.is_file()]
-        if missing:
-            raise FileNotFoundError(f"The installed lablib lacks files its RECORD lists ({missing[:3]}); "
-                                    "reinstall it or pass --wheel PATH.")
+    complete = all(path.is_file() for path in recorded.values())
+    # A stale record (an egg-info of a source tree whose files moved since it was
+    # written) falls back to the package folder the running lablib is imported from.
+    if recorded.get("lablib/__init__.py") == package / "__init__.py" and complete:
         return recorded, f"the installed files ({dist.locate_file('')})"
     files = {}
     for path in sorted(package.rglob("*")):

@@ -43,8 +43,15 @@ def _package_dir() -> pathlib.Path:
 def _distribution():
     import lablib
 
+    # An installed dist-info first: a source tree's lablib.egg-info (written by
+    # `pip install -e .` into the checkout, found through the working directory) lists
+    # the files as they were then and carries PKG-INFO instead of METADATA.
+    found = sorted(importlib.metadata.distributions(name="lablib"),
+                   key=lambda d: d.read_text("METADATA") is None)
     try:
-        dist = importlib.metadata.distribution("lablib")
+        if not found:
+            raise importlib.metadata.PackageNotFoundError("lablib")
+        dist = found[0]
     except importlib.metadata.PackageNotFoundError:
         raise FileNotFoundError(
             f"lablib is imported from {_package_dir()} but no installed lablib distribution was "
@@ -114,7 +121,7 @@ def running_wheel(dest_dir) -> pathlib.Path:
     version = dist.version
     info = f"lablib-{version}.dist-info"
     contents = {name: path.read_bytes() for name, path in files.items()}
-    contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or "").encode()
+    contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "").encode()
     if dist.read_text("entry_points.txt"):
         contents[f"{info}/entry_points.txt"] = dist.read_text("entry_points.txt").encode()
     contents[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: lablib.grading.distwheel\n"

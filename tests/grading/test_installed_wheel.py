@@ -77,7 +77,7 @@ def installed(tmp_path_factory):
     _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "-q", wheel], cwd=tmp)
     where = _run([python, "-c", "import lablib, sys; print(lablib.__file__); print(sys.path)"], cwd=tmp)
     assert where.startswith(str(tmp / "venv")), where  # lablib from the wheel, not from the checkout
-    assert str(ROOT) not in where
+    assert f"'{ROOT}'" not in where and f"'{ROOT}/lablib'" not in where  # the checkout is not on the path
     return python, wheel
 
 

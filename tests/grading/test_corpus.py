@@ -37,12 +37,14 @@ def graded(tmp_path_factory):
     command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(CORPUS), "-o", str(out),
                "--tests", str(hidden), "--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb"),
                "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    batch = f"corpus-{os.getpid()}-{started}"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                            env=dict(os.environ, LABLIB_BATCH=batch))
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     data = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
-    return out, rows, data, started
+    return out, rows, data, batch
 
 
 def test_corpus_is_up_to_date():
@@ -86,15 +88,24 @@ def test_output_folder_was_not_written_by_students(graded):
 def test_no_process_outlives_the_batch(graded):
     import psutil
 
-    started = graded[3]
+    batch = graded[3]
     left = []
     for process in psutil.process_iter():
         try:
-            if process.create_time() >= started and process.environ().get("LABLIB_GRADING") == "1":
+            if process.environ().get("LABLIB_BATCH") == batch:
                 left.append((process.pid, process.cmdline()))
         except psutil.Error:
             pass
     assert left == []
+
+
+def test_no_file_or_segment_outlives_the_batch(graded):
+    import ctypes
+
+    for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        assert not os.path.exists(os.path.join(folder, "lablib-litter")), folder
+    if _sandbox_possible():  # without the sandbox the grading user's own folders are writable
+        assert ctypes.CDLL("libc.so.6").shmget(0x11AB, 0, 0) == -1
 
 
 def test_huge_output_is_capped(graded):

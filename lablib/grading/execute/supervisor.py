@@ -142,7 +142,8 @@ def _child_env(token: str) -> dict:
         "LABLIB_GRADING": "1",
         "LABLIB_RUN_TOKEN": token,
     }
-    for key in ("PYTHONPATH", "LABLIB_FAST"):
+    # LABLIB_BATCH: an operator's (or a test's) label for one batch's processes.
+    for key in ("PYTHONPATH", "LABLIB_FAST", "LABLIB_BATCH"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env

@@ -266,6 +266,21 @@ def normalize(x):
 ''')
     items["probe_hunter"] = (nb, {"status": "ok", "score": FULL - 2, "message": "saw 0 probes"})
 
+    # Red-team: leaves files in every writable place it can find, and a shared-memory segment.
+    nb = with_cell(sol, "running_mean", '''import ctypes, os
+for _folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", os.path.expanduser("~")):
+    try:
+        with open(os.path.join(_folder, "lablib-litter"), "wb") as _f:
+            _f.write(b"x" * 2**20)
+    except OSError:
+        pass
+try:
+    ctypes.CDLL("libc.so.6").shmget(0x11AB, 2**20, 0o1000 | 0o666)
+except OSError:
+    pass
+''' + nb_source(sol, "running_mean"))
+    items["litterer"] = (nb, {"status": "ok", "score": FULL})
+
     items["colab"] = (sol, {"status": "ok", "score": FULL})
     items["nbformat3"] = (sol, {"status": "ok", "score": FULL})
     items["invalid_json"] = (sol, {"status": "invalid-notebook", "score": 0.0})

@@ -36,7 +36,7 @@ from lablib.grading.specs._graph_inputs import (
 )
 
 lab = get_lab("lab4_gat", title="Lab 4: Graph attention networks", aliases=("lab4",))
-lab.judge_imports = ("keras", "lablib.layers")  # judges compare with Keras layers in the grading process
+lab.judge_imports = ("keras",) + LAYER_MODULES  # judges rebuild models in the grading process
 
 lab.piece("gat_attention", objects=["gat_attention"],
           description="one graph attention head in NumPy: coefficients and output")

@@ -1,0 +1,139 @@
+"""Judges reject values a forger sends without computing them.
+
+A student's process can send any plain value in place of a probe's (code in the same
+process can reach the runner). For each judge hardened against that (ISOLATION.md,
+"What a forged value can still score"), the values a forger would send without doing
+the computation (the right constants, zeros, flags, weights that do not fit the
+outputs) fail with :class:`TestFailure`, while the values the real probe returns on
+the reference solution pass. Those real values come from running the probes on the
+solution's graded cells in a fresh Python process (each lab picks its own Keras mode),
+as ``tests/test_lab_public_checks.py`` does.
+"""
+
+import copy
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lablib.grading.spec import TestFailure, load_lab
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+PROBE_VALUES = r'''
+import pickle, sys
+from lablib.grading.notebooks import graded_cells, read_notebook, setup_sources
+from lablib.grading.spec import load_lab, to_plain
+
+solution, spec, out, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+lab = load_lab(spec)
+nb, _ = read_notebook(solution)
+ns = {"__name__": "__main__"}
+for source in setup_sources(nb):
+    exec(compile(source, "<setup>", "exec"), ns)
+cells, _ = graded_cells(nb)
+for name, cell in cells.items():
+    exec(compile(cell.source, f"<graded cell {name}>", "exec"), ns)
+values = {}
+for test in lab.tests:
+    if test.name in names:
+        objects = {name: ns[name] for name in lab.pieces[test.piece].objects}
+        values[test.name] = to_plain(test.probe(objects))
+with open(out, "wb") as f:
+    pickle.dump(values, f)
+'''
+
+
+def probe_values(lab_name, names, tmp_path_factory, legacy=False):
+    """The plain values of the named tests' probes on the lab's solution."""
+    out = tmp_path_factory.mktemp(lab_name) / "values.pkl"
+    env = dict(os.environ, LABLIB_FAST="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE_VALUES, str(ROOT / "solutions" / f"{lab_name}.ipynb"),
+         lab_name, str(out), ",".join(names)],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(out, "rb") as f:
+        values = pickle.load(f)
+    assert sorted(values) == sorted(names)
+    return values
+
+
+def judge(lab, name, value):
+    return lab.test_by_id(next(t.id for t in lab.tests if t.name == name)).run_judge(value)
+
+
+def rejects(lab, name, value):
+    with pytest.raises(TestFailure):
+        judge(lab, name, value)
+
+
+# ---------------------------------------------------------------------------- Lab 3
+
+LAB3 = ["gcn_structure", "gcn_learns", "readout_permutation_and_mode"]
+
+
+@pytest.fixture(scope="module")
+def lab3():
+    return load_lab("lab3_gcn_molecules")
+
+
+@pytest.fixture(scope="module")
+def lab3_values(tmp_path_factory):
+    return probe_values("lab3_gcn_molecules", LAB3, tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_lab3_real_values_pass(lab3, lab3_values):
+    for name in LAB3:
+        assert judge(lab3, name, lab3_values[name]) == 1.0, name
+
+
+@pytest.mark.slow
+def test_lab3_structure_forgeries_fail(lab3, lab3_values):
+    real = lab3_values["gcn_structure"]
+    zeros = np.zeros((6, 1))
+    constants = {"compiled": True, "num_inputs": 3, "output": zeros, "permuted": zeros,
+                 "garbage_padding": zeros, "wider_padding": zeros,
+                 "edge_removed": np.r_[[[1.0]], np.zeros((5, 1))]}
+    # The properties alone, with the real model: outputs that model does not produce.
+    rejects(lab3, "gcn_structure", {**real, **constants})
+    # The properties alone, without a model.
+    rejects(lab3, "gcn_structure", {**constants, "architecture": "{}", "weights": []})
+    # Real outputs, weights that are not the model's (all zero).
+    rejects(lab3, "gcn_structure", {**real, "weights": [np.zeros_like(w) for w in real["weights"]]})
+    # Weights that do not fit the architecture.
+    rejects(lab3, "gcn_structure", {**real, "weights": real["weights"][:-1]})
+    # An architecture that makes the grader allocate gigabytes.
+    rejects(lab3, "gcn_structure",
+            {**real, "architecture": real["architecture"].replace('"units": 16', '"units": 1000000')})
+
+
+@pytest.mark.slow
+def test_lab3_training_forgeries_fail(lab3, lab3_values):
+    real = lab3_values["gcn_learns"]
+    falling = list(np.linspace(1.0, 0.1, 60))
+    # Falling losses and moved weights, but the weights after training are noise.
+    rng = np.random.default_rng(0)
+    noise = [w + rng.normal(size=w.shape).astype(w.dtype) for w in real["weights_before"]]
+    rejects(lab3, "gcn_learns", {**real, "losses": falling, "weights_after": noise})
+    # The untrained weights sent as trained ones, nudged so that "every weight changed".
+    nudged = [w + np.float32(1e-7) for w in real["weights_before"]]
+    rejects(lab3, "gcn_learns", {**real, "losses": falling, "weights_after": nudged})
+    # A weight array left as it was.
+    stuck = copy.deepcopy(real)
+    stuck["weights_after"][0] = stuck["weights_before"][0]
+    rejects(lab3, "gcn_learns", stuck)
+
+
+@pytest.mark.slow
+def test_lab3_readout_forgeries_fail(lab3, lab3_values):
+    real = lab3_values["readout_permutation_and_mode"]
+    same = np.zeros((3, 4))
+    rejects(lab3, "readout_permutation_and_mode",
+            {**real, **{mode: [same, same] for mode in ("sum", "mean", "max")}})

@@ -137,3 +137,109 @@ def test_lab3_readout_forgeries_fail(lab3, lab3_values):
     same = np.zeros((3, 4))
     rejects(lab3, "readout_permutation_and_mode",
             {**real, **{mode: [same, same] for mode in ("sum", "mean", "max")}})
+
+
+# ---------------------------------------------------------------------------- Lab 4
+
+LAB4 = ["gat_structure", "gat_learns"]
+
+
+@pytest.fixture(scope="module")
+def lab4():
+    return load_lab("lab4_gat")
+
+
+@pytest.fixture(scope="module")
+def lab4_values(tmp_path_factory):
+    return probe_values("lab4_gat", LAB4, tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_lab4_real_values_pass(lab4, lab4_values):
+    for name in LAB4:
+        assert judge(lab4, name, lab4_values[name]) == 1.0, name
+
+
+@pytest.mark.slow
+def test_lab4_structure_forgeries_fail(lab4, lab4_values):
+    real = lab4_values["gat_structure"]
+    base = np.zeros((24, 3))
+    near = base.copy()
+    near[0] = 1.0
+    constants = {"compiled": True, "num_inputs": 2, "output": base, "repeat": base,
+                 "far_change": base, "near_change": near, "training_a": base,
+                 "training_b": base + 1.0}
+    rejects(lab4, "gat_structure", {**real, **constants})
+    rejects(lab4, "gat_structure", {**constants, "architecture": "{}", "weights": []})
+    rejects(lab4, "gat_structure", {**real, "weights": [2 * w for w in real["weights"]]})
+    # A model without dropout reported with dropout's two different training outputs.
+    no_dropout = real["architecture"].replace('"rate": 0.6', '"rate": 0.0').replace(
+        '"attention_dropout": 0.6', '"attention_dropout": 0.0')
+    assert no_dropout != real["architecture"]
+    rejects(lab4, "gat_structure", {**real, "architecture": no_dropout})
+
+
+@pytest.mark.slow
+def test_lab4_training_forgeries_fail(lab4, lab4_values):
+    real = lab4_values["gat_learns"]
+    falling = list(np.linspace(1.0, 0.1, 60))
+    nudged = [w + np.float32(1e-6) for w in real["weights_before"]]
+    rejects(lab4, "gat_learns", {**real, "losses": falling, "weights_after": nudged})
+    rejects(lab4, "gat_learns", {**real, "architecture": "not serializable: forged"})
+
+
+# ---------------------------------------------------------------------------- Lab 1
+
+LAB1 = ["four_dense_projections", "no_encoding_gap_is_zero"]
+
+
+@pytest.fixture(scope="module")
+def lab1():
+    return load_lab("lab1_attention")
+
+
+@pytest.fixture(scope="module")
+def lab1_values(tmp_path_factory):
+    return probe_values("lab1_attention", LAB1, tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_lab1_real_values_pass(lab1, lab1_values):
+    for name in LAB1:
+        assert judge(lab1, name, lab1_values[name]) == 1.0, name
+
+
+@pytest.mark.slow
+def test_lab1_projection_forgeries_fail(lab1, lab1_values):
+    real = lab1_values["four_dense_projections"]
+    eye = np.eye(6, dtype=np.float32)
+    # Class names and shapes alone (the old judge's view), without the computation.
+    names = {name: {"class": "Dense", "weights": [eye, np.zeros(6, np.float32)],
+                    "output": np.zeros((1, 4, 6), np.float32)}
+             for name in ("query_dense", "key_dense", "value_dense", "output_dense")}
+    rejects(lab1, "four_dense_projections",
+            {"projections": names, "sublayers": ["Dense"] * 4, "output": np.zeros((1, 4, 6)),
+             "weights": [eye, np.zeros(6, np.float32)] * 4})
+    # Real projections, a layer output that is not attention over them.
+    rejects(lab1, "four_dense_projections", {**real, "output": np.zeros_like(real["output"])})
+    # A projection whose reported output is not x @ kernel + bias.
+    forged = copy.deepcopy(real)
+    forged["projections"]["key_dense"]["output"] = forged["projections"]["query_dense"]["output"]
+    rejects(lab1, "four_dense_projections", forged)
+    # The layer's weights are not the projections' weights.
+    forged = copy.deepcopy(real)
+    forged["weights"] = [w * 2 for w in forged["weights"]]
+    rejects(lab1, "four_dense_projections", forged)
+
+
+@pytest.mark.slow
+def test_lab1_gap_forgeries_fail(lab1, lab1_values):
+    real = lab1_values["no_encoding_gap_is_zero"]
+    rejects(lab1, "no_encoding_gap_is_zero", 0.0)  # the old answer: always 0
+    rejects(lab1, "no_encoding_gap_is_zero", {**real, "biased_gap": 0.0})
+    rejects(lab1, "no_encoding_gap_is_zero", {**real, "bias": np.zeros((6, 6)), "biased_gap": 0.0})
+    # A bias constant along each row leaves attention equivariant (gap 0): refused.
+    rows = np.repeat(np.random.default_rng(1).normal(size=(6, 1)) * 3, 6, axis=1)
+    rejects(lab1, "no_encoding_gap_is_zero", {**real, "bias": rows, "biased_gap": 0.0})
+    # The gap of another draw than the one reported.
+    rejects(lab1, "no_encoding_gap_is_zero", {**real, "bias": real["bias"][::-1]})

@@ -46,6 +46,15 @@ FALLBACK_NOTE = ("the grader could not rebuild this model from model.to_json() (
                  "process reported were checked")
 
 
+def expect_fields(got, keys, what="the probe's values"):
+    """Fail unless ``got`` is a dict holding every key in ``keys`` (a forged reply of
+    another form is the submission's failure, not a judge error)."""
+    missing = [key for key in keys if not isinstance(got, dict) or key not in got]
+    if missing:
+        raise TestFailure(f"{what}: expected a dict with {list(keys)}, got "
+                          f"{type(got).__name__}" + (f" without {missing}" if isinstance(got, dict) else ""))
+
+
 def describe_model(model):
     """Probe side: the model as plain values, ``{"architecture": str, "weights": [arrays]}``."""
     try:
@@ -219,6 +228,7 @@ def judge_training_weights(got, inputs, targets, data):
         inputs, targets: the training batch (rebuilt here by the test's helpers).
         data: how messages name the training data, e.g. ``"a tiny graph"``.
     """
+    expect_fields(got, ("architecture", "weights_before", "weights_after", "losses"))
     before, after = got["weights_before"], got["weights_after"]
     expect(isinstance(before, list) and isinstance(after, list) and len(before) == len(after)
            and all(isinstance(a, np.ndarray) and isinstance(b, np.ndarray)

@@ -28,6 +28,7 @@ from lablib.grading.specs._model_checks import (
     FALLBACK_NOTE,
     LAYER_MODULES,
     describe_model,
+    expect_fields,
     expect_reported,
     judge_training_weights,
     rebuild_model,
@@ -322,6 +323,7 @@ def readout_permutation_and_mode(ns):
 
 @readout_permutation_and_mode.judge
 def _(got):
+    expect_fields(got, ("sum", "mean", "max", "bad_mode"))
     features, mask = padded_batch()
     order = np.random.default_rng(2).permutation(features.shape[1])
     for mode in ("sum", "mean", "max"):
@@ -439,6 +441,7 @@ def judge_structure_values(values):
 @gcn_structure.judge
 def _(got):
     inputs = structure_inputs()
+    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *inputs))
     for name in inputs:
         expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
     model = rebuild_model(got["architecture"], got["weights"], "build_gcn_regressor's model")

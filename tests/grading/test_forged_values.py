@@ -243,3 +243,68 @@ def test_lab1_gap_forgeries_fail(lab1, lab1_values):
     rejects(lab1, "no_encoding_gap_is_zero", {**real, "bias": rows, "biased_gap": 0.0})
     # The gap of another draw than the one reported.
     rejects(lab1, "no_encoding_gap_is_zero", {**real, "bias": real["bias"][::-1]})
+
+
+# ---------------------------------------------------------------------------- Lab 2
+
+LAB2 = ["output_shapes_and_compiled", "uses_tfm_blocks_and_masking_embedding",
+        "padding_does_not_change_predictions", "learns_and_trains_every_weight"]
+
+
+@pytest.fixture(scope="module")
+def lab2():
+    return load_lab("lab2_transformer_reuters")
+
+
+@pytest.fixture(scope="module")
+def lab2_values(tmp_path_factory):
+    return probe_values("lab2_transformer_reuters", LAB2, tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_lab2_real_values_pass(lab2, lab2_values):
+    for name in LAB2:
+        assert lab2_values[name]["trace" if "trace" in lab2_values[name] else "trace_after"] is not None
+        assert judge(lab2, name, lab2_values[name]) == 1.0, name
+
+
+def _scaled_block(trace, factor):
+    """The trace with the first encoder block's weights scaled (outputs left as they were)."""
+    trace = copy.deepcopy(trace)
+    block = trace["layers"]["blocks"][0]
+    trace["weights"][block] = {k: v * factor for k, v in trace["weights"][block].items()}
+    return trace
+
+
+@pytest.mark.slow
+def test_lab2_forgeries_fail(lab2, lab2_values):
+    shapes = lab2_values["output_shapes_and_compiled"]
+    # Shapes and a flag, with a trace whose logits are not what the classifier computes.
+    forged = copy.deepcopy(shapes)
+    for step in forged["trace"]["batches"].values():
+        step["logits"] = np.zeros_like(step["logits"])
+    rejects(lab2, "output_shapes_and_compiled", forged)
+    # A trace whose encoder block does not compute its reported output.
+    rejects(lab2, "output_shapes_and_compiled", {**shapes, "trace": _scaled_block(shapes["trace"], 1.5)})
+
+    blocks = lab2_values["uses_tfm_blocks_and_masking_embedding"]
+    rejects(lab2, "uses_tfm_blocks_and_masking_embedding",
+            {**blocks, "trace": _scaled_block(blocks["trace"], 0.5)})
+
+    padding = lab2_values["padding_does_not_change_predictions"]
+    same = np.zeros((8, 4))
+    # Equal constant predictions: the trace shows what the model really predicts.
+    rejects(lab2, "padding_does_not_change_predictions", {**padding, "plain": same, "padded": same})
+    # The padded batch's trace replaced by the plain one's (no computation on padding).
+    forged = copy.deepcopy(padding)
+    forged["trace"]["batches"]["padded"] = forged["trace"]["batches"]["plain"]
+    rejects(lab2, "padding_does_not_change_predictions", forged)
+
+    learns = lab2_values["learns_and_trains_every_weight"]
+    # Falling losses and moved weights reported, but the trained trace is the untrained one.
+    rejects(lab2, "learns_and_trains_every_weight",
+            {**learns, "loss_before": 2.0, "loss_after": 0.1,
+             "changes": [1.0] * len(learns["changes"]), "trace_after": learns["trace_before"]})
+    # Weights moved at random after "training": the logits they give do not fit.
+    rejects(lab2, "learns_and_trains_every_weight",
+            {**learns, "trace_after": _scaled_block(learns["trace_after"], 1.01)})

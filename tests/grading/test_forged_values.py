@@ -308,3 +308,78 @@ def test_lab2_forgeries_fail(lab2, lab2_values):
     # Weights moved at random after "training": the logits they give do not fit.
     rejects(lab2, "learns_and_trains_every_weight",
             {**learns, "trace_after": _scaled_block(learns["trace_after"], 1.01)})
+
+
+# ------------------------------------------------------- rebuilding models in the grader
+
+
+def _small_model(middle=None):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    x = keras.Input(shape=(3,))
+    h = keras.layers.Dense(4, activation="relu")(x)
+    if middle is not None:
+        h = middle(h)
+    model = keras.Model(x, keras.layers.Dense(1)(h))
+    model.compile(optimizer="adam", loss="mse")
+    return model
+
+
+def test_rebuild_model_recomputes_a_keras_model():
+    from lablib.grading.specs._model_checks import describe_model, rebuild_model, run_model
+
+    model = _small_model()
+    values = describe_model(model)
+    rebuilt = rebuild_model(values["architecture"], values["weights"])
+    x = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    np.testing.assert_allclose(run_model(rebuilt, [x]), np.asarray(model(x)), atol=1e-6)
+    assert rebuilt.optimizer is not None and rebuilt.loss == "mse"
+
+
+def test_rebuild_model_falls_back_only_for_classes_it_cannot_know():
+    import keras
+
+    from lablib.grading.specs._model_checks import describe_model, rebuild_model
+
+    class Doubling(keras.layers.Layer):  # a student's own layer class
+        def call(self, inputs):
+            return 2 * inputs
+
+    values = describe_model(_small_model(Doubling()))
+    assert rebuild_model(values["architecture"], values["weights"]) is None
+    values = describe_model(_small_model(keras.layers.Lambda(lambda t: 2 * t)))
+    assert rebuild_model(values["architecture"], values["weights"]) is None
+    # A class claimed to come from Keras or lablib that does not exist there: a failure.
+    values = describe_model(_small_model(Doubling()))
+    claimed = values["architecture"].replace('"class_name": "Doubling"', '"class_name": "Nope"')
+    import json
+    config = json.loads(claimed)
+    for layer in config["config"]["layers"]:
+        if layer["class_name"] == "Nope":
+            layer["module"] = "lablib.layers.graph_conv"
+    with pytest.raises(TestFailure):
+        rebuild_model(json.dumps(config), values["weights"])
+
+
+@pytest.mark.parametrize("architecture, weights", [
+    ("not json", []),
+    ('{"a": 1}', []),
+    ("not serializable: TypeError", []),
+])
+def test_rebuild_model_rejects_what_is_not_a_model(architecture, weights):
+    from lablib.grading.specs._model_checks import rebuild_model
+
+    with pytest.raises(TestFailure):
+        rebuild_model(architecture, weights)
+
+
+def test_rebuild_model_rejects_weights_that_do_not_fit_and_huge_sizes():
+    from lablib.grading.specs._model_checks import describe_model, rebuild_model
+
+    values = describe_model(_small_model())
+    with pytest.raises(TestFailure, match="do not fit"):
+        rebuild_model(values["architecture"], values["weights"][:-1])
+    with pytest.raises(TestFailure, match="sizes up to"):
+        rebuild_model(values["architecture"].replace('"units": 4', '"units": 100000000'),
+                      values["weights"])

@@ -33,7 +33,7 @@ from lablib.grading.spec import TestFailure, expect, expect_close
 #: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
 #: the most layers it may have: the grader allocates the weights of what it rebuilds,
 #: so a forged architecture must not make it allocate gigabytes.
-MAX_CONFIG_INT = 4096
+MAX_CONFIG_INT = 1024
 MAX_LAYERS = 64
 
 #: Keys whose integers are not sizes (random seeds, axes).

@@ -383,3 +383,17 @@ def test_rebuild_model_rejects_weights_that_do_not_fit_and_huge_sizes():
     with pytest.raises(TestFailure, match="sizes up to"):
         rebuild_model(values["architecture"].replace('"units": 4', '"units": 100000000'),
                       values["weights"])
+
+
+def test_rebuild_model_refuses_layers_that_load_files_or_code():
+    import json
+
+    from lablib.grading.specs._model_checks import describe_model, rebuild_model
+
+    values = describe_model(_small_model())
+    config = json.loads(values["architecture"])
+    layer = config["config"]["layers"][1]
+    layer.update(class_name="TFSMLayer", module="keras.layers")
+    layer["config"]["filepath"] = "/somewhere/saved_model"
+    with pytest.raises(TestFailure, match="TFSMLayer"):
+        rebuild_model(json.dumps(config), values["weights"])

@@ -36,6 +36,10 @@ from lablib.grading.spec import TestFailure, expect, expect_close
 MAX_CONFIG_INT = 1024
 MAX_LAYERS = 64
 
+#: Keras classes that load files or foreign code when rebuilt (a SavedModel from a path,
+#: a pickled torch module, JAX/Flax functions): never rebuilt in the grader.
+REFUSED_CLASSES = ("TFSMLayer", "TorchModuleWrapper", "JaxLayer", "FlaxLayer")
+
 #: Keys whose integers are not sizes (random seeds, axes).
 _NOT_SIZES = ("seed", "axis")
 
@@ -103,6 +107,15 @@ def register_lablib_layers():
         importlib.import_module(module)
 
 
+def _class_names(node):
+    if isinstance(node, dict):
+        own = [node["class_name"]] if isinstance(node.get("class_name"), str) else []
+        return own + [n for value in node.values() for n in _class_names(value)]
+    if isinstance(node, list):
+        return [n for value in node for n in _class_names(value)]
+    return []
+
+
 def _foreign_classes(node):
     """Classes of a model description that the grader cannot rebuild: those defined
     outside Keras and lablib (the student's own), and Lambda layers (safe mode)."""
@@ -149,6 +162,10 @@ def rebuild_model(architecture, weights, what="the model"):
     if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
         raise TestFailure(f"{what}: the reported architecture is not a Keras model description.")
     _check_sizes(config)
+    refused = sorted(set(_class_names(config)) & set(REFUSED_CLASSES))
+    if refused:
+        raise TestFailure(f"{what}: the grader does not rebuild {refused} layers (they load "
+                          f"files or code); build the model from Keras or lablib layers.")
     if _count_layers(config) > 4 * MAX_LAYERS:
         raise TestFailure(f"{what}: the model has more than {MAX_LAYERS} layers; these tests "
                           f"build small models.")
@@ -179,7 +196,7 @@ def rebuild_model(architecture, weights, what="the model"):
 
 def run_model(model, inputs, training=False):
     """The rebuilt model's output on ``inputs`` (a list of arrays) as float64 NumPy."""
-    out = model(inputs, training=training)
+    out = model(inputs[0] if len(inputs) == 1 else inputs, training=training)
     out = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 else out
     return np.asarray(out, dtype=np.float64)
 

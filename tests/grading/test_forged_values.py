@@ -397,3 +397,37 @@ def test_rebuild_model_refuses_layers_that_load_files_or_code():
     layer["config"]["filepath"] = "/somewhere/saved_model"
     with pytest.raises(TestFailure, match="TFSMLayer"):
         rebuild_model(json.dumps(config), values["weights"])
+
+
+@pytest.mark.slow
+def test_lab3_model_with_a_layer_class_of_its_own_is_judged_on_reported_values(lab3):
+    """The grader cannot rebuild a student's own layer class: gcn_structure falls back to
+    the properties the process reports, and an honest such model keeps its points."""
+    import keras
+
+    from lablib.layers.graph_conv import GraphConv
+    from lablib.layers.readout import GraphReadout
+
+    class Halve(keras.layers.Layer):  # the student's own class
+        def call(self, inputs):
+            return 0.5 * inputs
+
+    def build_gcn_regressor(num_features, hidden_units=64, num_layers=3):
+        x_in = keras.Input(shape=(None, num_features))
+        adjacency_in = keras.Input(shape=(None, None))
+        mask_in = keras.Input(shape=(None,), dtype="bool")
+        h = x_in
+        for _ in range(num_layers):
+            h = GraphConv(hidden_units, activation="relu")(h, adjacency=adjacency_in, mask=mask_in)
+        g = Halve()(GraphReadout("sum")(h, mask=mask_in))
+        model = keras.Model([x_in, adjacency_in, mask_in], keras.layers.Dense(1)(g))
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    test = lab3.test_by_id("build_gcn::gcn_structure")
+    got = test.probe({"build_gcn_regressor": build_gcn_regressor})
+    assert got["architecture"].count('"class_name": "Halve"') == 1
+    assert test.run_judge(got) == 1.0
+    # Still judged on what it reports: an edge that changes nothing fails.
+    with pytest.raises(TestFailure, match="Removing a bond"):
+        test.run_judge({**got, "edge_removed": got["output"]})

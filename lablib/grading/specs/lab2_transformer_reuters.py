@@ -3,7 +3,9 @@
 Probes run in the student's process after the notebook's set-up cells have put it in
 legacy mode (``lablib.use_legacy_keras()``); only the ``build_model`` probes import
 TensorFlow. Judges run in the grading process and compute expected values there
-(scikit-learn's ``f1_score``, lablib's ``positional_encoding``).
+(scikit-learn's ``f1_score``, lablib's ``positional_encoding``); the ``build_model``
+judges recompute the student's model in NumPy from the weights its probe sends
+(``_transformer_checks``), never trusting a reported shape, flag or loss.
 """
 
 from __future__ import annotations

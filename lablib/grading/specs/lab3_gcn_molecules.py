@@ -16,6 +16,8 @@ Conventions shared with the notebook: node features are rows (``H`` is ``[N, F]`
 ``W`` and ``B`` have shape ``[F_out, F_in]`` so that ``W h`` for a row vector ``h`` is
 ``h @ W.T``. Inputs are made by the deterministic helpers below, which both halves of a
 test call: the probe in the student's process, the judge (with its reference) here.
+The ``build_gcn`` judges rebuild the student's model in the grading process from its
+architecture and weights (``_model_checks``) and recompute what they judge there.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ Conventions shared with the notebook: ``H`` is ``[N, F]`` (rows are nodes),
 (the node that attends), ``a[F':]`` multiplies ``z_j``. The judges compare with
 lablib's ``GraphAttention`` layer, whose weights are copied from ``W`` and ``a``
 (``kernel = W.T``, ``attention_target = a[:F']``, ``attention_source = a[F':]``); this
-runs in the grading process.
+runs in the grading process. The ``build_gat`` judges rebuild the student's model there
+from its architecture and weights (``_model_checks``) and recompute what they judge.
 """
 
 from __future__ import annotations

@@ -55,8 +55,9 @@ def expect_fields(got, keys, what="the probe's values"):
     another form is the submission's failure, not a judge error)."""
     missing = [key for key in keys if not isinstance(got, dict) or key not in got]
     if missing:
+        without = f" without {missing}" if isinstance(got, dict) else ""
         raise TestFailure(f"{what}: expected a dict with {list(keys)}, got "
-                          f"{type(got).__name__}" + (f" without {missing}" if isinstance(got, dict) else ""))
+                          f"{type(got).__name__}{without}")
 
 
 def describe_model(model):

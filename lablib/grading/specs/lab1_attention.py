@@ -472,7 +472,8 @@ def _(got):
     expect_fields(got, ("gap", "bias", "biased_gap"))
     gap, bias = got["gap"], got["bias"]
     expect(isinstance(gap, float), f"equivariance_gap must return a number, got {gap!r}")
-    expect(abs(gap) < 1e-9, f"without positional encoding the gap should be ~0 (equivariance), got {gap}")
+    expect(abs(gap) < 1e-9,
+           f"without positional encoding the gap should be ~0 (equivariance), got {gap}")
     expect_shape(bias, (6, 6), "the position bias drawn by the test")
     expect(bool(np.all(np.isfinite(bias)) and 0.3 < np.std(bias) < 3.0),
            "the position bias drawn by the test is not a standard normal draw")

@@ -447,7 +447,8 @@ def judge_structure_values(values):
 @gat_structure.judge
 def _(got):
     features, edge_index = structure_inputs()
-    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *features, "repeat", "training_a", "training_b"))
+    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *features,
+                        "repeat", "training_a", "training_b"))
     for name in (*features, "repeat", "training_a", "training_b"):
         expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
     model = rebuild_model(got["architecture"], got["weights"], "build_gat_classifier's model")

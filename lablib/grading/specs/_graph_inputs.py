@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import expect
 
 #: The course's example graph G: nodes A..F and its undirected edges.
 NODES = ["A", "B", "C", "D", "E", "F"]
@@ -71,39 +70,3 @@ def seeded_model(builder, *args, **kwargs):
 
     keras.utils.set_random_seed(0)
     return builder(*args, **kwargs)
-
-
-def training_probe(model, inputs, targets, steps=60):
-    """Train ``model`` for ``steps`` batches on one batch; report losses and weight changes.
-
-    Returns:
-        ``{"losses": [float], "weights_changed": [bool per weight array],
-        "num_trainable": int}``, the plain values :func:`judge_training` reads.
-    """
-    before = [np.array(w) for w in model.get_weights()]
-    losses = []
-    for _ in range(steps):
-        out = model.train_on_batch(inputs, targets)
-        losses.append(float(np.ravel(to_numpy(out))[0]))
-    after = [np.array(w) for w in model.get_weights()]
-    return {"losses": losses,
-            "weights_changed": [bool(np.any(a != b)) for a, b in zip(after, before)],
-            "num_trainable": len(model.trainable_weights)}
-
-
-def judge_training(got, data):
-    """Judge a :func:`training_probe` result: finite loss, every weight moves, and the
-    mean of the last 5 losses is below 0.6 times the mean of the first 3.
-
-    Args:
-        got: the probe's dict.
-        data: how the messages name the training data, e.g. ``"a tiny graph"``.
-    """
-    losses = np.asarray(got["losses"], float)
-    expect(bool(np.all(np.isfinite(losses))), f"The training loss is not finite: {losses[:5]}")
-    expect(got["num_trainable"] > 0, "The model has no trainable weights.")
-    expect(all(got["weights_changed"]), f"{got['weights_changed'].count(False)} weight "
-           f"arrays did not change during training (is every layer trainable?).")
-    first, last = losses[:3].mean(), losses[-5:].mean()
-    expect(last < 0.6 * first, f"The loss did not go down enough in {len(losses)} steps on "
-           f"{data}: from {first:.3f} to {last:.3f} (expected below {0.6 * first:.3f}).")

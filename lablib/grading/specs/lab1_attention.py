@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_equal, expect_shape, get_lab
+from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
 
 lab = get_lab("lab1_attention", title="Lab 1: Attention from first principles", aliases=("lab1",))
@@ -255,41 +256,89 @@ def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
     expect_close(got["output"], out, rtol=1e-4, atol=1e-4, what=f"output {what}")
 
 
+def _projection_inputs():
+    """x [1, 4, 6] for the layer and its q/k/v projections; m [1, 4, 6] for output_dense."""
+    rng = np.random.RandomState(13)
+    return (rng.normal(size=(1, 4, 6)).astype(np.float32),
+            rng.normal(size=(1, 4, 6)).astype(np.float32))
+
+
+def _numpy_mha(x, weights, num_heads, key_dim):
+    """Multi-head self-attention in NumPy from the four projections' (kernel, bias)."""
+    def dense(name, h):
+        kernel, bias = weights[name]
+        return h @ kernel + bias
+
+    def split(h):  # [B, T, h * d_k] -> [B, h, T, d_k]
+        return h.reshape(h.shape[0], h.shape[1], num_heads, key_dim).transpose(0, 2, 1, 3)
+
+    x = np.asarray(x, dtype=np.float64)
+    query, key, value = (split(dense(n, x)) for n in ("query_dense", "key_dense", "value_dense"))
+    heads, _ = _reference_attention(query, key, value)
+    merged = heads.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[1], num_heads * key_dim)
+    return dense("output_dense", merged)
+
+
 @lab.test("multi_head_attention", points=1, hint="Create four keras.layers.Dense layers as "
           "self.query_dense, self.key_dense, self.value_dense (num_heads * key_dim units) and "
           "self.output_dense (back to the input width); do not use keras.layers.MultiHeadAttention.")
 def four_dense_projections(ns):
     layer = ns["MultiHeadSelfAttention"](num_heads=2, key_dim=3)
-    layer(np.zeros((1, 4, 6), dtype=np.float32))
+    x, merged = _projection_inputs()
+    output = np.asarray(layer(x))
     info = {}
     for name in _PROJECTIONS:
         sub = getattr(layer, name, None)
-        info[name] = {
-            "class": type(sub).__name__,
-            "kernel_shape": list(np.shape(sub.get_weights()[0])) if sub is not None and sub.get_weights() else [],
-            "num_weights": len(sub.get_weights()) if sub is not None else 0,
-        }
+        weights = [np.asarray(w) for w in sub.get_weights()] if sub is not None else []
+        # The projection's own output on a fixed input: x @ kernel + bias, checked here.
+        inner = merged if name == "output_dense" else x
+        fits = len(weights) == 2 and np.shape(weights[0])[0] == inner.shape[-1]
+        info[name] = {"class": type(sub).__name__, "weights": weights,
+                      "output": np.asarray(sub(inner)) if fits else None}
     sublayers = [type(s).__name__ for s in layer._flatten_layers(include_self=False)]
-    return {"projections": info, "sublayers": sublayers, "num_weights": len(layer.weights)}
+    return {"projections": info, "sublayers": sublayers, "output": output,
+            "weights": [np.asarray(w) for w in layer.get_weights()]}
 
 
 @four_dense_projections.judge
 def _(got):
-    expected_shapes = {"query_dense": [6, 6], "key_dense": [6, 6], "value_dense": [6, 6],
-                       "output_dense": [6, 6]}
-    for name, shape in expected_shapes.items():
+    expect_fields(got, ("projections", "sublayers", "output", "weights"))
+    expect_fields(got["projections"], _PROJECTIONS, "the four projections")
+    weights = {}
+    for name in _PROJECTIONS:
         info = got["projections"][name]
+        expect_fields(info, ("class", "weights", "output"), f"self.{name}")
         expect(info["class"] == "Dense",
                f"self.{name} must be a keras.layers.Dense, got {info['class']}")
-        expect(info["num_weights"] == 2, f"self.{name} must have a kernel and a bias")
-        expect(info["kernel_shape"] == shape,
-               f"self.{name} kernel for num_heads=2, key_dim=3 on width 6: expected {shape}, "
-               f"got {info['kernel_shape']}")
+        expect(isinstance(info["weights"], list) and len(info["weights"]) == 2,
+               f"self.{name} must have a kernel and a bias")
+        kernel, bias = info["weights"]
+        expect_shape(kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6")
+        expect_shape(bias, (6,), f"self.{name} bias")
+        expect(bool(np.std(kernel) > 1e-3), f"self.{name} kernel is constant: a Dense layer's "
+               f"kernel starts random (glorot_uniform).")
+        # The projection is x @ kernel + bias, recomputed here from its own weights.
+        expect_shape(info["output"], (1, 4, 6), f"self.{name}(x) for x [1, 4, 6]")
+        inner = _projection_inputs()[1 if name == "output_dense" else 0].astype(np.float64)
+        expect_close(info["output"], inner @ kernel + bias,
+                     rtol=1e-4, atol=1e-5, what=f"self.{name}(x) vs x @ kernel + bias")
+        weights[name] = (np.asarray(kernel, np.float64), np.asarray(bias, np.float64))
     expect("MultiHeadAttention" not in got["sublayers"],
            "build multi-head attention from the Dense projections; do not wrap "
            "keras.layers.MultiHeadAttention")
-    expect(got["num_weights"] == 8,
-           f"the layer should own exactly 8 weights (4 kernels, 4 biases), got {got['num_weights']}")
+    expect(isinstance(got["weights"], list) and len(got["weights"]) == 8,
+           f"the layer should own exactly 8 weights (4 kernels, 4 biases), got "
+           f"{len(got['weights']) if isinstance(got['weights'], list) else got['weights']}")
+    own = sorted(np.asarray(w, np.float64).tobytes() for w in got["weights"])
+    parts = sorted(w.tobytes() for pair in weights.values() for w in pair)
+    expect(own == parts, "the layer's 8 weights must be the kernels and biases of its four "
+           "Dense projections")
+    # The layer's output is attention computed from those four projections.
+    expected = _numpy_mha(_projection_inputs()[0], weights, num_heads=2, key_dim=3)
+    expect_shape(got["output"], expected.shape, "layer output for x [1, 4, 6]")
+    expect_close(got["output"], expected, rtol=1e-4, atol=1e-4,
+                 what="layer output vs multi-head attention computed from the four "
+                      "projections' weights")
 
 
 @lab.test("multi_head_attention", points=2, hint="Split heads with reshape [B, T, h, d_k] then "
@@ -393,17 +442,46 @@ def _expected_gap(attention, with_encoding):
     return float(np.max(np.abs(out_perm - out[permutation])))
 
 
+def _biased_attention(bias):
+    """Attention plus a fixed score bias per (query position, key position), as a
+    learned position bias would add: not permutation-equivariant, so its gap is not 0."""
+    def attention(query, key, value, mask=None):
+        scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1]) + bias
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        return weights @ value, weights
+
+    return attention
+
+
 @lab.test("permutation", points=1, hint="Without positions, self-attention of x[perm] equals "
-          "the self-attention of x, permuted the same way: the gap is ~1e-16.")
+          "the self-attention of x, permuted the same way: the gap is ~1e-16. (The test also "
+          "hands your function an attention with a position bias, whose gap is not 0.)")
 def no_encoding_gap_is_zero(ns):
     x, permutation, _ = _permutation_inputs()
-    return float(ns["equivariance_gap"](_probe_attention, x, permutation))
+    # Drawn afresh at every run: the gap the judge expects is computed from it, so a
+    # function (or a forged reply) that always answers 0 does not pass.
+    bias = np.random.default_rng().normal(size=(6, 6))
+    return {"gap": float(ns["equivariance_gap"](_probe_attention, x, permutation)),
+            "bias": bias,
+            "biased_gap": float(ns["equivariance_gap"](_biased_attention(bias), x, permutation))}
 
 
 @no_encoding_gap_is_zero.judge
 def _(got):
-    expect(isinstance(got, float), f"equivariance_gap must return a number, got {got!r}")
-    expect(abs(got) < 1e-9, f"without positional encoding the gap should be ~0 (equivariance), got {got}")
+    expect_fields(got, ("gap", "bias", "biased_gap"))
+    gap, bias = got["gap"], got["bias"]
+    expect(isinstance(gap, float), f"equivariance_gap must return a number, got {gap!r}")
+    expect(abs(gap) < 1e-9,
+           f"without positional encoding the gap should be ~0 (equivariance), got {gap}")
+    expect_shape(bias, (6, 6), "the position bias drawn by the test")
+    expect(bool(np.all(np.isfinite(bias)) and 0.3 < np.std(bias) < 3.0),
+           "the position bias drawn by the test is not a standard normal draw")
+    expected = _expected_gap(_biased_attention(bias), with_encoding=False)
+    expect(expected > 1e-6, "the position bias drawn by the test must break equivariance "
+           f"(its gap is {expected:.3g})")
+    expect_close(got["biased_gap"], expected, rtol=1e-6, atol=1e-9,
+                 what="gap of an attention with a position bias (not permutation-equivariant)")
 
 
 @lab.test("permutation", points=1, hint="Positions do not move with the tokens: add the encoding "

@@ -3,7 +3,9 @@
 Probes run in the student's process after the notebook's set-up cells have put it in
 legacy mode (``lablib.use_legacy_keras()``); only the ``build_model`` probes import
 TensorFlow. Judges run in the grading process and compute expected values there
-(scikit-learn's ``f1_score``, lablib's ``positional_encoding``).
+(scikit-learn's ``f1_score``, lablib's ``positional_encoding``); the ``build_model``
+judges recompute the student's model in NumPy from the weights its probe sends
+(``_transformer_checks``), never trusting a reported shape, flag or loss.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
+from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
+from lablib.grading.specs._transformer_checks import (
+    check_trace_form,
+    cross_entropy,
+    trace_model,
+    verified_logits,
+)
 
 lab = get_lab("lab2_transformer_reuters", title="Lab 2: Transformer encoder on Reuters newswires",
               aliases=("lab2",))
@@ -79,29 +88,58 @@ def _first(value):
     return float(value[0] if isinstance(value, (list, tuple)) else value)
 
 
+# Each build_model probe also sends a trace of the model (its weights and the tensors
+# between the recipe's layers, see _transformer_checks): the judge recomputes the
+# embedding, the encoder blocks, the pooling and the classifier in NumPy and judges the
+# logits it computed itself. A model off the recipe sends no trace (None), and is judged
+# on the values its process reports.
+
+
+def _traced(got, batches):
+    """The judge's logits for each named batch, or None (no trace: reported values)."""
+    trace = got.get("trace") if isinstance(got, dict) else None
+    if trace is None:
+        return None
+    check_trace_form(trace, batches)
+    verified = {name: verified_logits(trace, name, ids) for name, ids in batches.items()}
+    return None if any(v is None for v in verified.values()) else verified
+
+
+def _shape_batches():
+    ids, _ = _synthetic_batch()
+    return {"short": ids[:3, :7], "full": ids[:5], "max_length": np.ones((2, 16), np.int32)}
+
+
 @lab.test("build_model", points=1, hint="The model maps int token ids [B, T] (any T up to "
           "max_length) to one score per class [B, num_classes]; compile it before returning.",
           timeout=120)
 def output_shapes_and_compiled(ns):
     model = _build(ns)
-    ids, _ = _synthetic_batch()
-    return {
-        "short": list(np.shape(model.predict(ids[:3, :7], verbose=0))),
-        "full": list(np.shape(model.predict(ids[:5], verbose=0))),
-        "max_length": list(np.shape(model.predict(np.ones((2, 16), np.int32), verbose=0))),
-        "compiled": getattr(model, "optimizer", None) is not None
-        and getattr(model, "loss", None) is not None,
-    }
+    batches = _shape_batches()
+    got = {name: list(np.shape(model.predict(ids, verbose=0))) for name, ids in batches.items()}
+    got["compiled"] = getattr(model, "optimizer", None) is not None \
+        and getattr(model, "loss", None) is not None
+    got["trace"] = trace_model(model, batches)
+    return got
 
 
 @output_shapes_and_compiled.judge
 def _(got):
-    expect(got["compiled"], "build_classifier must return a compiled model (model.compile(...)) "
-           "with an optimizer and a loss")
-    expect(got["short"] == [3, 4], f"ids [3, 7] should give scores [3, 4], got {got['short']}")
-    expect(got["full"] == [5, 4], f"ids [5, 12] should give scores [5, 4], got {got['full']}")
-    expect(got["max_length"] == [2, 4],
-           f"ids [2, max_length=16] should give scores [2, 4], got {got['max_length']}")
+    expect_fields(got, ("short", "full", "max_length", "compiled", "trace"))
+    expect(got["compiled"] is True, "build_classifier must return a compiled model "
+           "(model.compile(...)) with an optimizer and a loss")
+    verified = _traced(got, _shape_batches())
+    shapes = got if verified is None else \
+        {name: list(logits.shape) for name, (logits, _) in verified.items()}
+    expect(shapes["short"] == [3, 4], f"ids [3, 7] should give scores [3, 4], got {shapes['short']}")
+    expect(shapes["full"] == [5, 4], f"ids [5, 12] should give scores [5, 4], got {shapes['full']}")
+    expect(shapes["max_length"] == [2, 4],
+           f"ids [2, max_length=16] should give scores [2, 4], got {shapes['max_length']}")
+
+
+def _one_batch():
+    ids, _ = _synthetic_batch(seed=3, batch=4)
+    return {"ids": ids}
 
 
 @lab.test("build_model", points=1, hint="Use tf.keras.layers.Embedding(..., mask_zero=True) and "
@@ -122,19 +160,29 @@ def uses_tfm_blocks_and_masking_embedding(ns):
         "masking_embeddings": sum(type(l).__name__ == "Embedding" and bool(getattr(l, "mask_zero", False))
                                   for l in layers),
         "classes": sorted({f"{type(l).__module__}.{type(l).__name__}" for l in layers}),
+        "trace": trace_model(model, _one_batch()),
     }
 
 
 @uses_tfm_blocks_and_masking_embedding.judge
 def _(got):
-    expect(got["model_module"].startswith("tf_keras"),
+    expect_fields(got, ("model_module", "blocks", "masking_embeddings", "classes", "trace"))
+    expect(isinstance(got["model_module"], str) and got["model_module"].startswith("tf_keras"),
            f"the model must be a tf.keras (tf_keras, legacy) model so that the TF Model Garden "
            f"block trains; got a {got['model_module']} model. Run lablib.use_legacy_keras() first "
            f"and build with tf.keras.")
-    expect(got["blocks"] == 2, f"num_blocks=2 should give 2 tfm.nlp.layers.TransformerEncoderBlock "
-           f"layers, found {got['blocks']} (layers: {got['classes']})")
+    blocks = got["blocks"]
+    if _traced(got, _one_batch()) is not None:  # each block's output recomputed from its weights
+        blocks = len(got["trace"]["layers"]["blocks"])
+    expect(blocks == 2, f"num_blocks=2 should give 2 tfm.nlp.layers.TransformerEncoderBlock "
+           f"layers, found {blocks} (layers: {got['classes']})")
     expect(got["masking_embeddings"] >= 1,
            "use tf.keras.layers.Embedding(..., mask_zero=True) so that padding (id 0) is masked")
+
+
+def _padding_batches():
+    ids, _ = _synthetic_batch(seed=1, batch=8, length=10)
+    return {"plain": ids, "padded": np.concatenate([ids, np.zeros((8, 6), np.int32)], axis=1)}
 
 
 @lab.test("build_model", points=1, hint="Padding must not change a prediction: pass an attention "
@@ -142,18 +190,29 @@ def _(got):
           "GlobalAveragePooling1D(...)(x, mask=...).", timeout=120)
 def padding_does_not_change_predictions(ns):
     model = _build(ns)
-    ids, _ = _synthetic_batch(seed=1, batch=8, length=10)
-    padded = np.concatenate([ids, np.zeros((8, 6), np.int32)], axis=1)
-    return {"plain": np.asarray(model.predict(ids, verbose=0)),
-            "padded": np.asarray(model.predict(padded, verbose=0))}
+    batches = _padding_batches()
+    got = {name: np.asarray(model.predict(ids, verbose=0)) for name, ids in batches.items()}
+    got["trace"] = trace_model(model, batches)
+    return got
 
 
 @padding_does_not_change_predictions.judge
 def _(got):
-    expect_shape(got["plain"], (8, 4), "predictions for ids [8, 10]")
-    expect_shape(got["padded"], (8, 4), "predictions for the same ids padded to [8, 16]")
-    expect_close(got["padded"], got["plain"], rtol=1e-4, atol=1e-4,
+    expect_fields(got, ("plain", "padded", "trace"))
+    verified = _traced(got, _padding_batches())
+    values = got if verified is None else {name: logits for name, (logits, _) in verified.items()}
+    if verified is not None:
+        for name in ("plain", "padded"):
+            expect_close(got[name], got["trace"]["batches"][name]["logits"], rtol=1e-4,
+                         atol=1e-4, what=f"predictions ({name}) vs the traced model's")
+    expect_shape(values["plain"], (8, 4), "predictions for ids [8, 10]")
+    expect_shape(values["padded"], (8, 4), "predictions for the same ids padded to [8, 16]")
+    expect_close(values["padded"], values["plain"], rtol=1e-4, atol=1e-4,
                  what="predictions with 6 extra padding tokens vs without")
+
+
+def _training_batch():
+    return _synthetic_batch(seed=2)
 
 
 @lab.test("build_model", points=2, hint="Every trainable weight must change in training, the "
@@ -161,32 +220,60 @@ def _(got):
           "and the loss must fall on a small learnable batch.", timeout=240)
 def learns_and_trains_every_weight(ns):
     model = _build(ns, dropout=0.0)
-    ids, labels = _synthetic_batch(seed=2)
+    ids, labels = _training_batch()
     before = [np.array(w.numpy()) for w in model.trainable_weights]
     names = [w.name for w in model.trainable_weights]
     loss_before = _first(model.evaluate(ids, labels, verbose=0))
+    trace_before = trace_model(model, {"train": ids})
     model.fit(ids, labels, batch_size=16, epochs=8, verbose=0, shuffle=False)
     loss_after = _first(model.evaluate(ids, labels, verbose=0))
     changes = [float(np.max(np.abs(np.array(w.numpy()) - b)))
                for w, b in zip(model.trainable_weights, before)]
-    return {"loss_before": loss_before, "loss_after": loss_after, "names": names, "changes": changes}
+    return {"loss_before": loss_before, "loss_after": loss_after, "names": names,
+            "changes": changes, "trace_before": trace_before,
+            "trace_after": trace_model(model, {"train": ids})}
+
+
+# A key bias adds the same q.b_k to every score of a query, which the softmax ignores:
+# its gradient is zero, so it is the one weight allowed to stay put.
+_MAY_STAY = "key/bias"
 
 
 @learns_and_trains_every_weight.judge
 def _(got):
     import math
 
-    expect(math.isfinite(got["loss_before"]) and math.isfinite(got["loss_after"]),
-           f"losses must be finite, got {got['loss_before']} -> {got['loss_after']}")
-    expect(got["loss_after"] < 0.6 * got["loss_before"],
+    expect_fields(got, ("loss_before", "loss_after", "names", "changes", "trace_before",
+                        "trace_after"))
+    ids, labels = _training_batch()
+    batches = {"train": ids}
+    traced = got["trace_before"] is not None or got["trace_after"] is not None
+    verified = None
+    if traced:
+        before, after = _traced({"trace": got["trace_before"]}, batches), \
+            _traced({"trace": got["trace_after"]}, batches)
+        if before is not None and after is not None:
+            verified = (cross_entropy(before["train"][1], labels),
+                        cross_entropy(after["train"][1], labels))
+            # The traced layers' weights, before and after, decide which ones moved.
+            old, new = got["trace_before"]["weights"], got["trace_after"]["weights"]
+            expect(set(old) == set(new) and all(set(old[k]) == set(new[k]) for k in old),
+                   "the traces before and after training name different weights")
+            frozen = [f"{layer}/{name}" for layer in old for name in old[layer]
+                      if not np.any(np.asarray(old[layer][name]) != np.asarray(new[layer][name]))
+                      and _MAY_STAY not in name]
+            expect(not frozen, f"these weights never changed during training: {frozen[:6]}. A "
+                   f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.")
+    loss_before, loss_after = verified or (got["loss_before"], got["loss_after"])
+    expect(math.isfinite(loss_before) and math.isfinite(loss_after),
+           f"losses must be finite, got {loss_before} -> {loss_after}")
+    expect(loss_after < 0.6 * loss_before,
            f"the loss should fall well below its start after 8 epochs on 48 sequences whose "
-           f"words give away the class: {got['loss_before']:.4f} -> {got['loss_after']:.4f}")
+           f"words give away the class: {loss_before:.4f} -> {loss_after:.4f}")
     expect(len(got["names"]) >= 10, f"expected the embedding, 2 encoder blocks and a classifier "
            f"as trainable weights; found only {got['names']}")
-    # A key bias adds the same q.b_k to every score of a query, which the softmax
-    # ignores: its gradient is zero, so it is the one weight allowed to stay put.
     frozen = [n for n, c in zip(got["names"], got["changes"])
-              if not c > 0.0 and "key/bias" not in n]
+              if not c > 0.0 and _MAY_STAY not in n]
     expect(not frozen, f"these weights never changed during training: {frozen[:6]}. A "
            f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.")
 

@@ -16,6 +16,8 @@ Conventions shared with the notebook: node features are rows (``H`` is ``[N, F]`
 ``W`` and ``B`` have shape ``[F_out, F_in]`` so that ``W h`` for a row vector ``h`` is
 ``h @ W.T``. Inputs are made by the deterministic helpers below, which both halves of a
 test call: the probe in the student's process, the judge (with its reference) here.
+The ``build_gcn`` judges rebuild the student's model in the grading process from its
+architecture and weights (``_model_checks``) and recompute what they judge there.
 """
 
 from __future__ import annotations
@@ -23,17 +25,22 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
-from lablib.grading.specs._graph_inputs import (
-    course_graph,
-    graph_from_edges,
-    judge_training,
-    seeded_model,
-    to_numpy,
-    training_probe,
+from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
+from lablib.grading.specs._model_checks import (
+    FALLBACK_NOTE,
+    LAYER_MODULES,
+    describe_model,
+    expect_fields,
+    expect_reported,
+    judge_training_weights,
+    rebuild_model,
+    run_model,
+    training_values,
 )
 
 lab = get_lab("lab3_gcn_molecules", title="Lab 3: Graph convolution on molecules",
               aliases=("lab3",))
+lab.judge_imports = ("keras",) + LAYER_MODULES  # judges rebuild models in the grading process
 
 lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],
           description="one graph-convolution layer, node by node (mean of neighbours)")
@@ -318,8 +325,18 @@ def readout_permutation_and_mode(ns):
 
 @readout_permutation_and_mode.judge
 def _(got):
+    expect_fields(got, ("sum", "mean", "max", "bad_mode"))
+    features, mask = padded_batch()
+    order = np.random.default_rng(2).permutation(features.shape[1])
     for mode in ("sum", "mean", "max"):
+        expect(isinstance(got[mode], (list, tuple)) and len(got[mode]) == 2,
+               f"{mode}: expected two readouts (original order, shuffled nodes).")
         original, permuted = got[mode]
+        # Both readouts are compared with the grader's own, so equal constants fail.
+        expect_close(original, reference_readout(features, mask, mode), atol=1e-6,
+                     what=f"{mode} readout over the real nodes")
+        expect_close(permuted, reference_readout(features[:, order], mask[:, order], mode),
+                     atol=1e-6, what=f"{mode} readout of the shuffled nodes")
         expect_close(permuted, original, atol=1e-6,
                      what=f"{mode} readout after shuffling the nodes (and the padding)")
     expect(got["bad_mode"] == "ValueError",
@@ -356,74 +373,103 @@ def synthetic_molecules(seed=0, batch=16, max_nodes=7):
     return x, adjacency, mask, y
 
 
-@lab.test("build_gcn", points=2, timeout=300,
-          hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
-               "(GraphReadout) and Dense layers; outputs [batch, 1]. Return the model "
-               "compiled (optimizer, loss='mse').")
-def gcn_structure(ns):
-    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=16,
-                         num_layers=2)
+def structure_inputs():
+    """The named (x, adjacency, mask) batches of ``gcn_structure``, built by both halves.
+
+    ``output``: 6 synthetic molecules; ``permuted``: the atoms of every molecule (padding
+    included) reordered; ``garbage_padding``: padding rows hold 50.0; ``wider_padding``:
+    3 more padding nodes; ``edge_removed``: one bond of molecule 0 cut.
+    """
     x, adjacency, mask, _ = synthetic_molecules(seed=1, batch=6)
-
-    def predict(x, adjacency, mask):
-        return to_numpy(model([x.astype(np.float32), adjacency.astype(np.float32), mask],
-                              training=False))
-
-    base = predict(x, adjacency, mask)
-    # Permute the node order of every graph (padding included) consistently.
+    x, adjacency = x.astype(np.float32), adjacency.astype(np.float32)
     rng = np.random.default_rng(4)
     perm = np.stack([rng.permutation(x.shape[1]) for _ in range(x.shape[0])])
     rows = np.arange(x.shape[0])[:, None]
-    xp = x[rows, perm]
-    ap = adjacency[rows[:, :, None], perm[:, :, None], perm[:, None, :]]
-    mp = mask[rows, perm]
-    permuted = predict(xp, ap, mp)
-    # Garbage in the padding rows, and extra padding columns.
     xg = x.copy()
     xg[~mask] = 50.0
-    garbage = predict(xg, adjacency, mask)
-    wider = predict(np.pad(x, ((0, 0), (0, 3), (0, 0))),
-                    np.pad(adjacency, ((0, 0), (0, 3), (0, 3))),
-                    np.pad(mask, ((0, 0), (0, 3))))
-    # Remove one edge of graph 0: a graph network must notice.
     ac = adjacency.copy()
     u, v = np.argwhere(np.triu(ac[0]) > 0)[0]
     ac[0, u, v] = ac[0, v, u] = 0
-    cut = predict(x, ac, mask)
     return {
-        "compiled": bool(getattr(model, "optimizer", None) is not None
-                         and getattr(model, "loss", None) is not None),
-        "num_inputs": len(model.inputs),
-        "output": base,
-        "permuted": permuted,
-        "garbage_padding": garbage,
-        "wider_padding": wider,
-        "edge_removed": cut,
+        "output": (x, adjacency, mask),
+        "permuted": (x[rows, perm], adjacency[rows[:, :, None], perm[:, :, None], perm[:, None, :]],
+                     mask[rows, perm]),
+        "garbage_padding": (xg, adjacency, mask),
+        "wider_padding": (np.pad(x, ((0, 0), (0, 3), (0, 0))),
+                          np.pad(adjacency, ((0, 0), (0, 3), (0, 3))),
+                          np.pad(mask, ((0, 0), (0, 3)))),
+        "edge_removed": (x, ac, mask),
     }
+
+
+@lab.test("build_gcn", points=2, timeout=300,
+          hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
+               "(GraphReadout) and Dense layers; outputs [batch, 1]. Return the model "
+               "compiled (optimizer, loss='mse'). The grader rebuilds your model from "
+               "model.to_json() and its weights; a layer class of your own cannot be "
+               "rebuilt, and is then judged only on what your process reports.")
+def gcn_structure(ns):
+    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=16,
+                         num_layers=2)
+    got = {name: to_numpy(model(list(inputs), training=False))
+           for name, inputs in structure_inputs().items()}
+    got.update(describe_model(model))
+    got["compiled"] = bool(getattr(model, "optimizer", None) is not None
+                           and getattr(model, "loss", None) is not None)
+    got["num_inputs"] = len(model.inputs)
+    return got
+
+
+def judge_structure_values(values):
+    """The checks of ``gcn_structure`` on outputs keyed like :func:`structure_inputs`."""
+    expect_shape(values["output"], (6, 1), "model output for a batch of 6 graphs")
+    scale = max(1.0, float(np.max(np.abs(values["output"]))))
+    expect_close(values["permuted"], values["output"], atol=1e-4 * scale,
+                 what="prediction after reordering the atoms of every molecule "
+                      "(the model must be permutation invariant)")
+    expect_close(values["garbage_padding"], values["output"], atol=1e-4 * scale,
+                 what="prediction when padding nodes hold garbage features (use the mask "
+                      "in every layer and in the readout)")
+    expect_close(values["wider_padding"], values["output"], atol=1e-4 * scale,
+                 what="prediction with 3 more padding nodes per graph")
+    change = float(np.max(np.abs(values["edge_removed"][0] - values["output"][0])))
+    expect(change > 1e-6, "Removing a bond did not change the prediction: the model must "
+           "use the adjacency matrix (graph convolutions), not only the node features.")
+    others = float(np.max(np.abs(values["edge_removed"][1:] - values["output"][1:])))
+    expect(others < 1e-4 * scale, "Removing a bond of molecule 0 changed the predictions for "
+           "other molecules: graphs of a batch must not exchange messages.")
 
 
 @gcn_structure.judge
 def _(got):
-    expect(got["compiled"] is True, "build_gcn_regressor must return a compiled model "
+    inputs = structure_inputs()
+    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *inputs))
+    for name in inputs:
+        expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
+    model = rebuild_model(got["architecture"], got["weights"], "build_gcn_regressor's model")
+    if model is None:  # a layer class of the student's own: reported values only
+        expect(got["compiled"] is True, "build_gcn_regressor must return a compiled model "
+               "(call model.compile(optimizer=..., loss='mse') before returning it).")
+        expect(got["num_inputs"] == 3, f"The model should take 3 inputs (x, adjacency, mask), "
+               f"it has {got['num_inputs']}; {FALLBACK_NOTE}.")
+        judge_structure_values(got)
+        return
+    expect(getattr(model, "optimizer", None) is not None and model.loss is not None,
+           "build_gcn_regressor must return a compiled model "
            "(call model.compile(optimizer=..., loss='mse') before returning it).")
-    expect(got["num_inputs"] == 3, f"The model should take 3 inputs (x, adjacency, mask), "
-           f"it has {got['num_inputs']}.")
-    expect_shape(got["output"], (6, 1), "model output for a batch of 6 graphs")
-    scale = max(1.0, float(np.max(np.abs(got["output"]))))
-    expect_close(got["permuted"], got["output"], atol=1e-4 * scale,
-                 what="prediction after reordering the atoms of every molecule "
-                      "(the model must be permutation invariant)")
-    expect_close(got["garbage_padding"], got["output"], atol=1e-4 * scale,
-                 what="prediction when padding nodes hold garbage features (use the mask "
-                      "in every layer and in the readout)")
-    expect_close(got["wider_padding"], got["output"], atol=1e-4 * scale,
-                 what="prediction with 3 more padding nodes per graph")
-    change = float(np.max(np.abs(got["edge_removed"][0] - got["output"][0])))
-    expect(change > 1e-6, "Removing a bond did not change the prediction: the model must "
-           "use the adjacency matrix (graph convolutions), not only the node features.")
-    others = float(np.max(np.abs(got["edge_removed"][1:] - got["output"][1:])))
-    expect(others < 1e-4 * scale, "Removing a bond of molecule 0 changed the predictions for "
-           "other molecules: graphs of a batch must not exchange messages.")
+    expect(len(model.inputs) == 3, f"The model should take 3 inputs (x, adjacency, mask), "
+           f"it has {len(model.inputs)}.")
+    recomputed = {name: run_model(model, list(batch)) for name, batch in inputs.items()}
+    expect_shape(recomputed["output"], (6, 1), "model output for a batch of 6 graphs")
+    for name, value in recomputed.items():
+        expect_reported(got[name], value, f"prediction ({name.replace('_', ' ')})")
+    judge_structure_values(recomputed)
+
+
+def learning_batch():
+    """The training batch of ``gcn_learns``: ([x, adjacency, mask], y)."""
+    x, adjacency, mask, y = synthetic_molecules(seed=0, batch=32)
+    return [x, adjacency, mask], y
 
 
 @lab.test("build_gcn", points=2, timeout=300,
@@ -432,10 +478,11 @@ def _(got):
 def gcn_learns(ns):
     model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32,
                          num_layers=2)
-    x, adjacency, mask, y = synthetic_molecules(seed=0, batch=32)
-    return training_probe(model, [x, adjacency, mask], y)
+    inputs, y = learning_batch()
+    return training_values(model, inputs, y)
 
 
 @gcn_learns.judge
 def _(got):
-    judge_training(got, "a small synthetic batch")
+    inputs, y = learning_batch()
+    judge_training_weights(got, inputs, y, "a small synthetic batch")

@@ -18,7 +18,8 @@ Conventions shared with the notebook: ``H`` is ``[N, F]`` (rows are nodes),
 (the node that attends), ``a[F':]`` multiplies ``z_j``. The judges compare with
 lablib's ``GraphAttention`` layer, whose weights are copied from ``W`` and ``a``
 (``kernel = W.T``, ``attention_target = a[:F']``, ``attention_source = a[F':]``); this
-runs in the grading process.
+runs in the grading process. The ``build_gat`` judges rebuild the student's model there
+from its architecture and weights (``_model_checks``) and recompute what they judge.
 """
 
 from __future__ import annotations
@@ -26,17 +27,21 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
-from lablib.grading.specs._graph_inputs import (
-    course_graph,
-    graph_from_edges,
-    judge_training,
-    seeded_model,
-    to_numpy,
-    training_probe,
+from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
+from lablib.grading.specs._model_checks import (
+    FALLBACK_NOTE,
+    LAYER_MODULES,
+    describe_model,
+    expect_fields,
+    expect_reported,
+    judge_training_weights,
+    rebuild_model,
+    run_model,
+    training_values,
 )
 
 lab = get_lab("lab4_gat", title="Lab 4: Graph attention networks", aliases=("lab4",))
-lab.judge_imports = ("keras", "lablib.layers")  # judges compare with Keras layers in the grading process
+lab.judge_imports = ("keras",) + LAYER_MODULES  # judges rebuild models in the grading process
 
 lab.piece("gat_attention", objects=["gat_attention"],
           description="one graph attention head in NumPy: coefficients and output")
@@ -380,59 +385,99 @@ def tiny_graph(seed=0, num_nodes=24):
     return x, np.ascontiguousarray(edge_index), y.astype(np.int32)
 
 
+def structure_inputs():
+    """The named node features of ``gat_structure`` (all with ``tiny_graph``'s edges).
+
+    ``output``: the tiny graph; ``far_change``: a node of community 2 moved by 5;
+    ``near_change``: a direct neighbour of node 0 (an edge j -> 0) moved by 5.
+    """
+    x, edge_index, _ = tiny_graph()
+    far = x.copy()
+    far[20] += 5.0
+    neighbour = int(edge_index[0][edge_index[1] == 0][0])
+    near = x.copy()
+    near[neighbour] += 5.0
+    return {"output": x, "far_change": far, "near_change": near}, edge_index
+
+
 @lab.test("build_gat", points=2, timeout=300,
           hint="Inputs x [V, F] and edge_index [2, E] (int32); two GraphAttention layers "
                "called with edge_index=...; output one row of num_classes scores per node. "
-               "Return the model compiled.")
+               "Return the model compiled. The grader rebuilds your model from "
+               "model.to_json() and its weights; a layer class of your own cannot be "
+               "rebuilt, and is then judged only on what your process reports.")
 def gat_structure(ns):
     model = seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES,
                          hidden_units=4, num_heads=2, dropout=0.6)
-    x, edge_index, _ = tiny_graph()
+    features, edge_index = structure_inputs()
 
     def run(x, training=False):
         return to_numpy(model([x, edge_index], training=training))
 
-    base = run(x)
-    again = run(x)
-    # Perturb a node of the second community: the first must not notice.
-    far = x.copy()
-    far[20] += 5.0
-    # Perturb a direct neighbour of node 0 (a node j with an edge j -> 0).
-    neighbour = int(edge_index[0][edge_index[1] == 0][0])
-    near = x.copy()
-    near[neighbour] += 5.0
-    train_a, train_b = run(x, training=True), run(x, training=True)
-    return {
-        "compiled": bool(getattr(model, "optimizer", None) is not None),
-        "num_inputs": len(model.inputs),
-        "output": base,
-        "repeat": again,
-        "far_change": run(far)[:12],
-        "near_change": run(near)[0],
-        "training_a": train_a,
-        "training_b": train_b,
-    }
+    got = {name: run(x) for name, x in features.items()}
+    got["repeat"] = run(features["output"])
+    got["training_a"] = run(features["output"], training=True)
+    got["training_b"] = run(features["output"], training=True)
+    got.update(describe_model(model))
+    got["compiled"] = bool(getattr(model, "optimizer", None) is not None)
+    got["num_inputs"] = len(model.inputs)
+    return got
+
+
+def judge_structure_values(values):
+    """The checks of ``gat_structure`` on outputs keyed like :func:`structure_inputs`
+    (plus ``repeat``, ``training_a``, ``training_b``)."""
+    expect_shape(values["output"], (24, NUM_CLASSES), "output for 24 nodes and 3 classes")
+    expect(bool(np.all(np.isfinite(values["output"]))), "The output contains NaN or inf.")
+    expect_close(values["repeat"], values["output"], atol=1e-6,
+                 what="two predictions with training=False (dropout must be off at inference)")
+    expect_shape(values["far_change"], (24, NUM_CLASSES), "output after changing node 20")
+    expect_close(values["far_change"][:12], values["output"][:12], atol=1e-5,
+                 what="outputs of community 1 after changing a node of the disconnected "
+                      "community 2 (messages must only follow edges)")
+    expect_shape(values["near_change"], (24, NUM_CLASSES), "output after changing a neighbour")
+    change = float(np.max(np.abs(values["near_change"][0] - values["output"][0])))
+    expect(change > 1e-6, "Changing a neighbour of node 0 did not change node 0's output: "
+           "the model must pass messages along edge_index.")
+    differs = float(np.max(np.abs(values["training_a"] - values["training_b"])))
+    expect(differs > 1e-6, "Two calls with training=True gave identical outputs: apply "
+           "dropout (rate `dropout`) to the inputs and/or the attention coefficients.")
 
 
 @gat_structure.judge
 def _(got):
-    expect(got["compiled"] is True, "build_gat_classifier must return a compiled model "
+    features, edge_index = structure_inputs()
+    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *features,
+                        "repeat", "training_a", "training_b"))
+    for name in (*features, "repeat", "training_a", "training_b"):
+        expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
+    model = rebuild_model(got["architecture"], got["weights"], "build_gat_classifier's model")
+    if model is None:  # a layer class of the student's own: reported values only
+        expect(got["compiled"] is True, "build_gat_classifier must return a compiled model "
+               "(model.compile(optimizer=..., loss=...) before returning it).")
+        expect(got["num_inputs"] == 2, f"The model should take 2 inputs (x, edge_index), it "
+               f"has {got['num_inputs']}; {FALLBACK_NOTE}.")
+        judge_structure_values(got)
+        return
+    expect(getattr(model, "optimizer", None) is not None and model.loss is not None,
+           "build_gat_classifier must return a compiled model "
            "(model.compile(optimizer=..., loss=...) before returning it).")
-    expect(got["num_inputs"] == 2, f"The model should take 2 inputs (x, edge_index), it has "
-           f"{got['num_inputs']}.")
-    expect_shape(got["output"], (24, NUM_CLASSES), "output for 24 nodes and 3 classes")
-    expect(bool(np.all(np.isfinite(got["output"]))), "The output contains NaN or inf.")
-    expect_close(got["repeat"], got["output"], atol=1e-6,
-                 what="two predictions with training=False (dropout must be off at inference)")
-    expect_close(got["far_change"], got["output"][:12], atol=1e-5,
-                 what="outputs of community 1 after changing a node of the disconnected "
-                      "community 2 (messages must only follow edges)")
-    change = float(np.max(np.abs(got["near_change"] - got["output"][0])))
-    expect(change > 1e-6, "Changing a neighbour of node 0 did not change node 0's output: "
-           "the model must pass messages along edge_index.")
-    differs = float(np.max(np.abs(got["training_a"] - got["training_b"])))
-    expect(differs > 1e-6, "Two calls with training=True gave identical outputs: apply "
-           "dropout (rate `dropout`) to the inputs and/or the attention coefficients.")
+    expect(len(model.inputs) == 2, f"The model should take 2 inputs (x, edge_index), it has "
+           f"{len(model.inputs)}.")
+    recomputed = {name: run_model(model, [x, edge_index]) for name, x in features.items()}
+    expect_shape(recomputed["output"], (24, NUM_CLASSES), "output for 24 nodes and 3 classes")
+    for name, value in recomputed.items():
+        expect_reported(got[name], value, f"prediction ({name.replace('_', ' ')})")
+    recomputed["repeat"] = run_model(model, [features["output"], edge_index])
+    recomputed["training_a"] = run_model(model, [features["output"], edge_index], training=True)
+    recomputed["training_b"] = run_model(model, [features["output"], edge_index], training=True)
+    judge_structure_values(recomputed)
+
+
+def learning_graph():
+    """The training data of ``gat_learns``: ([x, edge_index], y)."""
+    x, edge_index, y = tiny_graph(seed=1)
+    return [x, edge_index], y
 
 
 @lab.test("build_gat", points=2, timeout=300,
@@ -442,10 +487,11 @@ def _(got):
 def gat_learns(ns):
     model = seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES,
                          hidden_units=8, num_heads=4, dropout=0.0)
-    x, edge_index, y = tiny_graph(seed=1)
-    return training_probe(model, [x, edge_index], y)
+    inputs, y = learning_graph()
+    return training_values(model, inputs, y)
 
 
 @gat_learns.judge
 def _(got):
-    judge_training(got, "a tiny graph")
+    inputs, y = learning_graph()
+    judge_training_weights(got, inputs, y, "a tiny graph")

@@ -1,0 +1,281 @@
+"""Model tests that do not trust what the student's process reports.
+
+A probe runs in the student's process, and code there can send any plain value in its
+place (see ISOLATION.md, "What a forged value can still score"). A judge that only reads
+reported properties ("compiled", "the loss fell", "the output did not change") can be
+fooled by sending the right constants. The model tests of the graph labs therefore
+have the probe send the model itself, as its architecture (``model.to_json()``) and
+weights, and the judge:
+
+* rebuilds the model here, in the grading process (:func:`rebuild_model`: Keras'
+  ``model_from_json`` in safe mode, so no Lambda code is run; lablib's layers are
+  registered serializables, so the grader imports ``lablib.layers`` first);
+* runs the rebuilt model on the test's inputs and recomputes every property there;
+* checks that the outputs the student's process reported match the rebuilt model's
+  (so the weights sent are the ones that produced them);
+* for training tests, evaluates the compiled loss at the weights before and after
+  training (:func:`judge_training_weights`).
+
+A model that contains a layer class of the student's own (or a Lambda layer, which
+safe mode refuses) cannot be rebuilt here; only then does the judge fall back to the
+properties the probe reported, and :func:`rebuild_model` returns None. Not a lab
+(``known_labs`` lists ``lab*.py`` only); probe-side helpers live in ``_graph_inputs``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from lablib.grading.spec import TestFailure, expect, expect_close
+
+#: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
+#: the most layers it may have: the grader allocates the weights of what it rebuilds,
+#: so a forged architecture must not make it allocate gigabytes.
+MAX_CONFIG_INT = 1024
+MAX_LAYERS = 64
+
+#: Keras classes that load files or foreign code when rebuilt (a SavedModel from a path,
+#: a pickled torch module, JAX/Flax functions): never rebuilt in the grader.
+REFUSED_CLASSES = ("TFSMLayer", "TorchModuleWrapper", "JaxLayer", "FlaxLayer")
+
+#: Keys whose integers are not sizes (random seeds, axes).
+_NOT_SIZES = ("seed", "axis")
+
+#: What the judge tells when it cannot rebuild the model (only the properties the
+#: student's process reported are checked then).
+FALLBACK_NOTE = ("the grader could not rebuild this model from model.to_json() (a layer "
+                 "class of your own, or a Lambda layer); only the properties your "
+                 "process reported were checked")
+
+
+def expect_fields(got, keys, what="the probe's values"):
+    """Fail unless ``got`` is a dict holding every key in ``keys`` (a forged reply of
+    another form is the submission's failure, not a judge error)."""
+    missing = [key for key in keys if not isinstance(got, dict) or key not in got]
+    if missing:
+        without = f" without {missing}" if isinstance(got, dict) else ""
+        raise TestFailure(f"{what}: expected a dict with {list(keys)}, got "
+                          f"{type(got).__name__}{without}")
+
+
+def describe_model(model):
+    """Probe side: the model as plain values, ``{"architecture": str, "weights": [arrays]}``."""
+    try:
+        architecture = model.to_json()
+    except Exception as error:  # noqa: BLE001 - a model Keras cannot describe is reported
+        architecture = f"not serializable: {type(error).__name__}: {error}"
+    return {"architecture": architecture,
+            "weights": [np.asarray(w) for w in model.get_weights()]}
+
+
+def _check_sizes(node, path="config"):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, int) and not isinstance(value, bool) and \
+                    not any(word in str(key) for word in _NOT_SIZES) and abs(value) > MAX_CONFIG_INT:
+                raise TestFailure(
+                    f"The model's configuration holds {path}.{key} = {value}; the grader "
+                    f"rebuilds models with sizes up to {MAX_CONFIG_INT} only (these tests "
+                    f"build small models).")
+            _check_sizes(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_sizes(value, f"{path}[{i}]")
+
+
+def _count_layers(node):
+    if isinstance(node, dict):
+        own = 1 if "class_name" in node and "config" in node else 0
+        return own + sum(_count_layers(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_count_layers(v) for v in node)
+    return 0
+
+
+#: lablib's layer modules (``lablib.layers`` exports them lazily): importing them
+#: registers their layers, which deserialization finds by registered name.
+LAYER_MODULES = tuple(f"lablib.layers.{name}" for name in (
+    "attention", "positional", "transformer", "graph_conv", "graph_attention", "readout"))
+
+
+def register_lablib_layers():
+    """Import every lablib layer module, so that a model using them can be rebuilt."""
+    import importlib
+
+    for module in LAYER_MODULES:
+        importlib.import_module(module)
+
+
+def _class_names(node):
+    if isinstance(node, dict):
+        own = [node["class_name"]] if isinstance(node.get("class_name"), str) else []
+        return own + [n for value in node.values() for n in _class_names(value)]
+    if isinstance(node, list):
+        return [n for value in node for n in _class_names(value)]
+    return []
+
+
+def _foreign_classes(node):
+    """Classes of a model description that the grader cannot rebuild: those defined
+    outside Keras and lablib (the student's own), and Lambda layers (safe mode)."""
+    found = []
+    if isinstance(node, dict):
+        module, name = node.get("module"), node.get("class_name")
+        if isinstance(name, str) and "config" in node and not name.startswith("__"):
+            package = str(module or "").split(".", 1)[0]
+            if package not in ("keras", "lablib") or name == "Lambda":
+                found.append(f"{module}.{name}")
+        for value in node.values():
+            found += _foreign_classes(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _foreign_classes(value)
+    return found
+
+
+def rebuild_model(architecture, weights, what="the model"):
+    """Judge side: a Keras model rebuilt from a probe's :func:`describe_model` values.
+
+    Args:
+        architecture: the JSON text of ``model.to_json()``.
+        weights: the arrays of ``model.get_weights()``, in order.
+        what: how messages name the model.
+
+    Returns:
+        The rebuilt model with ``weights`` set (compiled when the student's model was),
+        or None when the architecture names a class the grader cannot rebuild (a layer
+        class of the student's own, a Lambda layer): the caller then falls back to the
+        reported properties.
+
+    Raises:
+        TestFailure: the architecture is not a model description, is implausibly large,
+            or the weights do not fit it.
+    """
+    if not isinstance(architecture, str) or architecture.startswith("not serializable"):
+        raise TestFailure(f"{what}: Keras could not describe the model with model.to_json() "
+                          f"({str(architecture)[:200]}); build it from Keras or lablib layers.")
+    try:
+        config = json.loads(architecture)
+    except ValueError:
+        raise TestFailure(f"{what}: the reported architecture is not JSON.") from None
+    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
+        raise TestFailure(f"{what}: the reported architecture is not a Keras model description.")
+    _check_sizes(config)
+    refused = sorted(set(_class_names(config)) & set(REFUSED_CLASSES))
+    if refused:
+        raise TestFailure(f"{what}: the grader does not rebuild {refused} layers (they load "
+                          f"files or code); build the model from Keras or lablib layers.")
+    if _count_layers(config) > 4 * MAX_LAYERS:
+        raise TestFailure(f"{what}: the model has more than {MAX_LAYERS} layers; these tests "
+                          f"build small models.")
+    if not isinstance(weights, list) or not all(isinstance(w, np.ndarray) for w in weights):
+        raise TestFailure(f"{what}: the reported weights are not a list of arrays.")
+    import keras
+
+    register_lablib_layers()
+    foreign = _foreign_classes(config)  # before Keras, which edits the config it reads
+    try:
+        model = keras.saving.deserialize_keras_object(json.loads(architecture), safe_mode=True)
+    except Exception as error:  # noqa: BLE001 - judged below
+        if foreign:
+            return None
+        raise TestFailure(f"{what}: the grader could not rebuild the model from its "
+                          f"architecture ({type(error).__name__}: {str(error)[:300]}).") from None
+    if not isinstance(model, keras.Model):
+        raise TestFailure(f"{what}: the reported architecture describes a "
+                          f"{type(model).__name__}, not a Keras model.")
+    shapes = [tuple(w.shape) for w in model.get_weights()]
+    got = [tuple(w.shape) for w in weights]
+    if shapes != got:
+        raise TestFailure(f"{what}: the weights reported ({len(got)} arrays, shapes {got[:8]}) "
+                          f"do not fit the reported architecture (shapes {shapes[:8]}).")
+    model.set_weights(weights)
+    return model
+
+
+def run_model(model, inputs, training=False):
+    """The rebuilt model's output on ``inputs`` (a list of arrays) as float64 NumPy."""
+    out = model(inputs[0] if len(inputs) == 1 else inputs, training=training)
+    out = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 else out
+    return np.asarray(out, dtype=np.float64)
+
+
+def expect_reported(got, recomputed, what):
+    """The output the student's process reported equals the rebuilt model's."""
+    scale = max(1.0, float(np.max(np.abs(recomputed))) if recomputed.size else 1.0)
+    expect_close(got, recomputed, rtol=1e-4, atol=1e-4 * scale,
+                 what=f"{what} (the output your process reported vs the same model rebuilt "
+                      f"from its architecture and weights in the grader)")
+
+
+def compiled_loss(model, inputs, targets):
+    """The compiled loss (with regularization) of a rebuilt model, training off."""
+    y_pred = model(inputs, training=False)
+    loss = model.compute_loss(x=inputs, y=targets, y_pred=y_pred, training=False)
+    return float(np.asarray(loss))
+
+
+def training_values(model, inputs, targets, steps=60):
+    """Probe side: train ``model`` for ``steps`` batches on one batch.
+
+    Returns:
+        ``{"architecture", "weights_before", "weights_after", "losses"}``: what
+        :func:`judge_training_weights` reads.
+    """
+    before = describe_model(model)
+    losses = []
+    for _ in range(steps):
+        out = model.train_on_batch(inputs, targets)
+        losses.append(float(np.ravel(np.asarray(out[0] if isinstance(out, (list, tuple)) else out))[0]))
+    return {"architecture": before["architecture"], "weights_before": before["weights"],
+            "weights_after": [np.asarray(w) for w in model.get_weights()], "losses": losses}
+
+
+def judge_training_weights(got, inputs, targets, data):
+    """Judge :func:`training_values`: every weight array moved, and the compiled loss
+    the grader computes at the weights after training is below 0.6 times the loss at
+    the weights before (the rebuilt model's loss, not the one the process reported).
+
+    When the model cannot be rebuilt (a layer class of the student's own), the loss
+    trend is read from the reported losses (mean of the last 5 below 0.6 times the
+    mean of the first 3): the only case judged on reported values.
+
+    Args:
+        got: the probe's dict.
+        inputs, targets: the training batch (rebuilt here by the test's helpers).
+        data: how messages name the training data, e.g. ``"a tiny graph"``.
+    """
+    expect_fields(got, ("architecture", "weights_before", "weights_after", "losses"))
+    before, after = got["weights_before"], got["weights_after"]
+    expect(isinstance(before, list) and isinstance(after, list) and len(before) == len(after)
+           and all(isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                   and a.shape == b.shape for a, b in zip(after, before)),
+           "The weights reported before and after training do not match in number or shape.")
+    expect(len(before) > 0, "The model has no weights.")
+    unchanged = sum(not bool(np.any(a != b)) for a, b in zip(after, before))
+    expect(unchanged == 0, f"{unchanged} weight arrays did not change during training "
+           f"(is every layer trainable?).")
+    model = rebuild_model(got["architecture"], before, "the trained model")
+    if model is None:
+        losses = np.asarray(got["losses"], float)
+        expect(losses.ndim == 1 and losses.size >= 8 and bool(np.all(np.isfinite(losses))),
+               f"The training loss is not finite: {losses[:5]}")
+        first, last = losses[:3].mean(), losses[-5:].mean()
+        expect(last < 0.6 * first, f"The loss did not go down enough in {len(losses)} steps "
+               f"on {data}: from {first:.3f} to {last:.3f} (expected below {0.6 * first:.3f}); "
+               f"{FALLBACK_NOTE}.")
+        return
+    expect(getattr(model, "optimizer", None) is not None and model.loss is not None,
+           "The model must be compiled (model.compile(optimizer=..., loss=...)).")
+    expect(len(model.trainable_weights) > 0, "The model has no trainable weights.")
+    first = compiled_loss(model, inputs, targets)
+    model.set_weights(after)
+    last = compiled_loss(model, inputs, targets)
+    expect(bool(np.isfinite(first) and np.isfinite(last)),
+           f"The loss is not finite: {first} before and {last} after training.")
+    expect(last < 0.6 * first, f"The loss did not go down enough in {len(got['losses'])} "
+           f"steps on {data}: from {first:.3f} to {last:.3f} (expected below "
+           f"{0.6 * first:.3f}; losses computed by the grader from the weights before and "
+           f"after training).")

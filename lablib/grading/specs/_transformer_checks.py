@@ -1,0 +1,261 @@
+"""Lab 2's model tests, checked from weights instead of reported properties.
+
+The student's model is a tf_keras model (legacy mode, so that TF Model Garden's
+``TransformerEncoderBlock`` trains), while the grader runs Keras 3: the grader cannot
+rebuild it from ``model.to_json()`` (tfm's layers are tf_keras classes, and the lab's
+positional-encoding layer is a class of the student's own). So the probe sends a
+*trace*: the model's weights, and the tensors that enter and leave each layer of the
+lab's recipe (``Embedding`` -> positional encoding -> ``TransformerEncoderBlock`` x N
+-> masked ``GlobalAveragePooling1D`` -> ``Dense``) on the test's token ids. The judge
+recomputes in NumPy, from the weights:
+
+* the embedding's output (rows of its table, at the judge's own token ids);
+* each encoder block's output from its input and attention mask (multi-head attention,
+  residuals, layer normalisation, feed-forward network; tfm's default post-norm
+  block), and that each block's input is the previous block's output;
+* the pooling (a mean over the real tokens, or over all tokens) of the last block's
+  output, the classifier ``Dense`` on it, and that this is the model's prediction.
+
+Properties (padding invariance, the loss before and after training) are then computed
+from these recomputed logits. One link is taken as reported: from the embedding to the
+first block's input (the student's positional-encoding layer and dropout). A forger
+must still run the encoder blocks, the pooling and the classifier. A model that does
+not follow the recipe (other layers in between, a block with another configuration)
+cannot be traced: the probe sends ``None`` and the judge falls back to the reported
+properties (ISOLATION.md says so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lablib.grading.spec import TestFailure, expect, expect_close
+
+#: Configuration of tfm's TransformerEncoderBlock that :func:`numpy_encoder_block`
+#: reproduces (tfm's defaults); a block configured otherwise is not traced.
+BLOCK_DEFAULTS = {"norm_first": False, "use_query_residual": True, "output_last_dim": None,
+                  "value_dim": None, "diff_q_kv_att_layer_norm": False, "num_kv_heads": None,
+                  "use_sigmoid_attn": False, "linformer_dim": None, "attention_axes": None,
+                  "output_range": None, "src_block_size": None, "tgt_block_size": None,
+                  "use_bias": True}
+#: Feed-forward activations reproduced (another one is judged on reported values).
+ACTIVATIONS = {"relu": lambda z: np.maximum(z, 0.0), "linear": lambda z: z}
+
+
+def _suffix(name):
+    """``"encoder_block_0/self_attention/query/kernel:0"`` -> ``"self_attention/query/kernel"``."""
+    name = name.rsplit(":", 1)[0]
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def trace_model(model, batches):
+    """Probe side: the recipe's tensors on each batch of token ids, and the weights.
+
+    Args:
+        model: the student's tf_keras model.
+        batches: dict name -> int token ids [B, T].
+
+    Returns:
+        ``{"layers": {...}, "weights": {layer: {suffix: array}}, "batches": {name:
+        {"embedding", "blocks": [[input, mask], output]..., "pool_in", "pool_out",
+        "head_in", "head_out", "logits"}}}``, or None when the model does not follow
+        the recipe (then only the reported properties can be judged).
+    """
+    import tensorflow as tf
+
+    try:
+        layers = list(model.layers)
+        kinds = [type(layer).__name__ for layer in layers]
+        embeddings = [l for l, k in zip(layers, kinds) if k == "Embedding"]
+        blocks = [l for l, k in zip(layers, kinds) if k == "TransformerEncoderBlock"]
+        pools = [l for l, k in zip(layers, kinds) if k == "GlobalAveragePooling1D"]
+        head = layers[-1]
+        if len(embeddings) != 1 or not blocks or len(pools) != 1 or type(head).__name__ != "Dense":
+            return None
+        tensors = [embeddings[0].output]
+        for block in blocks:
+            inputs = block.input
+            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            if len(inputs) not in (1, 2):
+                return None
+            tensors += [inputs[0], inputs[1] if len(inputs) == 2 else inputs[0], block.output]
+        tensors += [pools[0].input, pools[0].output, head.input, head.output]
+        tracer = tf.keras.Model(model.inputs, tensors)
+    except Exception:  # noqa: BLE001 - not a functional model of the recipe's shape
+        return None
+    result = {
+        "layers": {"embedding": embeddings[0].name, "blocks": [b.name for b in blocks],
+                   "head": head.name,
+                   "block_configs": [{k: v for k, v in b.get_config().items()
+                                      if k in BLOCK_DEFAULTS or k in (
+                                          "num_attention_heads", "inner_activation",
+                                          "norm_epsilon", "key_dim")} for b in blocks],
+                   "block_masked": [isinstance(b.input, (list, tuple)) for b in blocks],
+                   "head_activation": str(head.get_config().get("activation"))},
+        "weights": {layer.name: {_suffix(w.name): np.asarray(w.numpy()) for w in layer.weights}
+                    for layer in [embeddings[0], *blocks, head]},
+        "batches": {},
+    }
+    for name, ids in batches.items():
+        values = [np.asarray(v) for v in tracer(ids, training=False)]
+        step = {"embedding": values[0], "blocks": []}
+        for i in range(len(blocks)):
+            x, mask, out = values[1 + 3 * i: 4 + 3 * i]
+            step["blocks"].append({"input": x, "mask": mask if result["layers"]["block_masked"][i]
+                                   else None, "output": out})
+        step["pool_in"], step["pool_out"], step["head_in"], step["head_out"] = values[-4:]
+        step["logits"] = np.asarray(model.predict(ids, verbose=0))
+        result["batches"][name] = step
+    return result
+
+
+def _layer_norm(x, gamma, beta, epsilon):
+    mean = x.mean(-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
+
+
+def numpy_encoder_block(x, mask, weights, activation, epsilon):
+    """tfm's post-norm TransformerEncoderBlock in float64 NumPy.
+
+    Args:
+        x: input [B, T, d]. mask: [B, T, T] (1 = may attend) or None.
+        weights: ``{suffix: array}`` of the block (``self_attention/query/kernel`` ...).
+        activation: the feed-forward activation (a NumPy function).
+        epsilon: the layer norms' epsilon.
+    """
+    w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
+    x = np.asarray(x, np.float64)
+
+    def project(name):
+        return np.einsum("btd,dnh->btnh", x, w[f"self_attention/{name}/kernel"]) + \
+            w[f"self_attention/{name}/bias"]
+
+    query, key, value = project("query"), project("key"), project("value")
+    scores = np.einsum("bsnh,btnh->bnts", key, query / np.sqrt(query.shape[-1]))
+    if mask is not None:
+        allowed = np.asarray(mask, bool)[:, None]
+        # tf_keras adds -1e9 to masked scores in float32, which absorbs the scores: a
+        # query with no allowed key ends with equal scores, i.e. uniform attention.
+        empty = ~allowed.any(-1, keepdims=True)
+        scores = np.where(allowed, scores, scores - 1e9)
+        scores = np.where(empty, 0.0, scores)
+    scores = scores - scores.max(-1, keepdims=True)
+    attention = np.exp(scores)
+    attention /= attention.sum(-1, keepdims=True)
+    heads = np.einsum("bnts,bsnh->btnh", attention, value)
+    attended = np.einsum("btnh,nhd->btd", heads, w["self_attention/attention_output/kernel"]) + \
+        w["self_attention/attention_output/bias"]
+    x1 = _layer_norm(x + attended, w["self_attention_layer_norm/gamma"],
+                     w["self_attention_layer_norm/beta"], epsilon)
+    inner = activation(x1 @ w["intermediate/kernel"] + w["intermediate/bias"])
+    out = inner @ w["output/kernel"] + w["output/bias"]
+    return _layer_norm(out + x1, w["output_layer_norm/gamma"], w["output_layer_norm/beta"], epsilon)
+
+
+def _softmax(z):
+    z = z - z.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def verified_logits(trace, batch, ids, weights=None):
+    """Judge side: the logits of ``trace["batches"][batch]`` recomputed from the weights.
+
+    Args:
+        trace: :func:`trace_model`'s values.
+        batch: the batch's name.
+        ids: the token ids (the judge's own copy).
+        weights: ``{layer: {suffix: array}}`` to use instead of ``trace["weights"]``.
+
+    Returns:
+        ``(logits, probabilities)`` as float64 arrays, or None when the blocks use a
+        configuration this check does not reproduce (the caller falls back).
+
+    Raises:
+        TestFailure: a reported tensor is not what the weights compute.
+    """
+    layers = trace["layers"]
+    weights = trace["weights"] if weights is None else weights
+    for config in layers["block_configs"]:
+        if any(config.get(k, v) != v for k, v in BLOCK_DEFAULTS.items()) or \
+                ACTIVATIONS.get(config.get("inner_activation")) is None:
+            return None
+    if layers["head_activation"] not in ("linear", "softmax", "None"):
+        return None
+    step = trace["batches"][batch]
+    ids = np.asarray(ids)
+    table = np.asarray(weights[layers["embedding"]]["embeddings"], np.float64)
+    expect(bool(ids.max() < table.shape[0]), "the embedding table is smaller than the vocabulary")
+    expect_close(step["embedding"], table[ids], rtol=1e-5, atol=1e-6,
+                 what="embedding output (rows of the embedding table at the token ids)")
+    previous = None
+    for i, (name, config, block) in enumerate(zip(layers["blocks"], layers["block_configs"],
+                                                  step["blocks"])):
+        if previous is not None:
+            expect_close(block["input"], previous, rtol=1e-4, atol=1e-4,
+                         what=f"input of encoder block {i} (the output of block {i - 1})")
+        # With Embedding(mask_zero=True) Keras also hands the block the padding mask of
+        # the queries and keys, which tf_keras' attention combines with the attention
+        # mask; either way, the output is recomputed from the weights here.
+        base = np.ones(ids.shape + ids.shape[-1:]) if block["mask"] is None else block["mask"]
+        real = ids != 0
+        variants = (block["mask"], np.asarray(base, bool) & real[:, :, None] & real[:, None, :])
+        for variant_mask in variants:
+            expected = numpy_encoder_block(block["input"], variant_mask, weights[name],
+                                           ACTIVATIONS[config["inner_activation"]],
+                                           float(config.get("norm_epsilon", 1e-12)))
+            if np.allclose(block["output"], expected, rtol=1e-3, atol=1e-3):
+                break
+        expect_close(block["output"], expected, rtol=1e-3, atol=1e-3,
+                     what=f"output of encoder block {i} recomputed from its weights")
+        previous = expected
+    expect_close(step["pool_in"], previous, rtol=1e-3, atol=1e-3,
+                 what="input of the pooling (the last block's output)")
+    real = (ids != 0)[..., None].astype(np.float64)
+    masked = (previous * real).sum(1) / np.maximum(real.sum(1), 1.0)
+    pooled = masked if np.allclose(step["pool_out"], masked, rtol=1e-3, atol=1e-3) \
+        else previous.mean(1)
+    expect_close(step["pool_out"], pooled, rtol=1e-3, atol=1e-3,
+                 what="pooled features (the mean of the last block's output over the tokens)")
+    expect_close(step["head_in"], pooled, rtol=1e-3, atol=1e-3,
+                 what="input of the classifier (the pooled features)")
+    kernel = np.asarray(weights[layers["head"]]["kernel"], np.float64)
+    bias = np.asarray(weights[layers["head"]].get("bias", np.zeros(kernel.shape[1])), np.float64)
+    logits = pooled @ kernel + bias
+    probabilities = _softmax(logits)
+    head = probabilities if layers["head_activation"] == "softmax" else logits
+    expect_close(step["head_out"], head, rtol=1e-3, atol=1e-3,
+                 what="classifier output recomputed from its kernel and bias")
+    expect_close(step["logits"], head, rtol=1e-3, atol=1e-3,
+                 what="model predictions (the classifier's output)")
+    return logits, probabilities
+
+
+def check_trace_form(trace, batches):
+    """Fail unless ``trace`` has the form :func:`trace_model` returns for ``batches``."""
+    try:
+        layers, weights, steps = trace["layers"], trace["weights"], trace["batches"]
+        names = [layers["embedding"], *layers["blocks"], layers["head"]]
+        ok = set(steps) == set(batches) and all(isinstance(weights[n], dict) for n in names) \
+            and len(layers["block_configs"]) == len(layers["blocks"])
+        for step in steps.values():
+            ok = ok and len(step["blocks"]) == len(layers["blocks"])
+            for key in ("embedding", "pool_in", "pool_out", "head_in", "head_out", "logits"):
+                ok = ok and isinstance(step[key], np.ndarray)
+            for block in step["blocks"]:
+                ok = ok and isinstance(block["input"], np.ndarray) and \
+                    isinstance(block["output"], np.ndarray) and \
+                    (block["mask"] is None or isinstance(block["mask"], np.ndarray))
+    except (KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        raise TestFailure("The model's trace (its layers' inputs, outputs and weights) is "
+                          "not in the form the test's probe sends.")
+
+
+def cross_entropy(probabilities, labels):
+    """Mean sparse categorical cross-entropy of ``probabilities`` [B, C] at ``labels``."""
+    p = np.clip(probabilities[np.arange(len(labels)), np.asarray(labels)], 1e-12, 1.0)
+    return float(-np.log(p).mean())
+

@@ -2,7 +2,7 @@
 
 Used by ``bash .ci/run colab``; run it with that venv's Python (standard library only)::
 
-    .venv-colab/bin/python .ci/colab_check.py --baseline .venv-colab/baseline.json
+    .venv-colab/bin/python .ci/colab_check.py --baseline .venv-colab/baseline.json [--record-baseline]
 
 For each lab, from the venv's recorded baseline (what was installed before lablib):
 run the lab's first code cell in a fresh process with ``LABLIB_PIP`` = this checkout,
@@ -47,7 +47,8 @@ print("TransformerEncoderBlock built in legacy mode:", tf.__version__, tfm.__nam
 
 
 def versions() -> dict:
-    out = subprocess.run([PYTHON, "-c", VERSIONS], check=True, capture_output=True, text=True)
+    """The venv's installed distributions (-I: not the checkout's lablib.egg-info in cwd)."""
+    out = subprocess.run([PYTHON, "-I", "-c", VERSIONS], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
@@ -93,7 +94,14 @@ def check_kept(before: dict, after: dict, lab: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="JSON of the venv's versions before lablib")
+    parser.add_argument("--record-baseline", action="store_true",
+                        help="write the venv's versions to --baseline (once, after building it)")
     args = parser.parse_args()
+    if args.record_baseline:
+        found = versions()
+        assert "lablib" not in found, "the Colab-like venv must not hold lablib before the cells run"
+        pathlib.Path(args.baseline).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        return
     baseline = json.loads(pathlib.Path(args.baseline).read_text())
     rows = []
     with tempfile.TemporaryDirectory(prefix="lablib-colab-") as folder:

@@ -137,6 +137,20 @@ def test_changed_imports_only_reports_loaded_distributions():
     assert changed == [("numpy", "2.0.2", "2.1.0"), ("six", "1.16", None)]
 
 
+def test_changed_imports_with_this_environments_metadata():
+    """Real metadata: imported numpy at another version before is reported, pip (not
+    imported) is not; distribution names are matched in any spelling."""
+    import numpy
+
+    now = install.installed_versions()
+    assert now["numpy"] == numpy.__version__ and "pip" not in sys.modules
+    assert install.installed_versions(["ML_Dtypes"]) == {"ml-dtypes": now["ml-dtypes"]}
+    before = dict(now, numpy="1.0.0", pip="0.1")
+    changed = install.changed_imports(before, now, importlib.metadata.packages_distributions(), list(sys.modules))
+    assert ("numpy", "1.0.0", numpy.__version__) in changed
+    assert not [c for c in changed if c[0] == "pip"]
+
+
 def test_newest_version_from_report():
     report = {"install": [{"metadata": {"name": "tf_models_official", "version": "2.20.0"}}]}
     assert install.newest_version_from_report(report, "tf-models-official") == "2.20.0"

@@ -409,12 +409,14 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     importlib.invalidate_caches()
     after = installed_versions()
     changed = changed_imports(before, after, importlib.metadata.packages_distributions(), list(sys.modules))
-    if replaced_tensorflow and not any(name == "tensorflow" for name, _, _ in changed):
-        changed.append(("tensorflow", tensorflow, after.get("tensorflow")))
-    if changed:
+    if replaced_tensorflow or changed:
         lines = [f"  {name} {old} -> {new or '(removed)'}" for name, old, new in changed]
-        message = ("The install changed packages this session had already loaded:\n"
-                   + "\n".join(lines) + f"\nNow {RESTART_HINT}.")
+        if replaced_tensorflow:
+            lines.insert(0, f"TensorFlow was replaced for TF Model Garden: {tensorflow} -> "
+                            f"{after.get('tensorflow')}.")
+        if changed:
+            lines.insert(int(replaced_tensorflow), "The install changed packages this session had already loaded:")
+        message = "\n".join(lines) + f"\nNow {RESTART_HINT}."
         print(message, file=out, flush=True)
         raise RestartRequired(message)
     print(f"Installed: {' '.join(installed)}", file=out, flush=True)

@@ -234,7 +234,7 @@ def test_prepare_lab2_installs_model_garden_for_colabs_tensorflow(fake_env):
 def test_prepare_lab2_without_model_garden_for_this_minor_installs_newest_pair_and_stops(fake_env):
     pip = fake_env(dict(COLAB, tensorflow="2.21.0"), AVAILABLE)
     out = io.StringIO()
-    with pytest.raises(install.RestartRequired, match=r"tensorflow 2\.21\.0 -> 2\.20\.0(.|\n)*Restart session"):
+    with pytest.raises(install.RestartRequired, match=r"TensorFlow was replaced for TF Model Garden: 2\.21\.0 -> 2\.20\.0(.|\n)*Restart session"):
         install.prepare("lab2", run=pip, out=out)
     assert pip.versions["tf-models-official"] == "2.20.0" and pip.versions["tf-keras"] == "2.20.1"
     assert "no release for TensorFlow 2.21" in out.getvalue()

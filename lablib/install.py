@@ -357,6 +357,13 @@ def _tail(result, limit=3000) -> str:
     return ((result.stdout or "") + (result.stderr or ""))[-limit:]
 
 
+def _pip_failed(requirements, result) -> InstallError:
+    return InstallError(
+        f"pip could not install {' '.join(requirements)}. Check that this runtime is online "
+        f"(pip reads the package index), or install them yourself with pip and run this cell "
+        f"again. pip said:\n{_tail(result)}")
+
+
 def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     """Install what ``lab`` needs and this Python lacks, without replacing TensorFlow.
 
@@ -391,11 +398,11 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     if result.returncode != 0:
         wanted = {_name(r) for r in decided.install}
         if tensorflow is None or not wanted & set(TFM_PAIR):
-            raise InstallError(f"pip could not install {' '.join(decided.install)}:\n{_tail(result)}")
+            raise _pip_failed(decided.install, result)
         # No tf-models-official for this TensorFlow minor (TensorFlow 2.21 has none)?
         newest = _newest(TFM_PAIR[0], run)
         if tf_minor(newest) == tf_minor(tensorflow):
-            raise InstallError(f"pip could not install {' '.join(decided.install)}:\n{_tail(result)}")
+            raise _pip_failed(decided.install, result)
         pair = [f"{TFM_PAIR[0]}=={newest}", f"{TFM_PAIR[1]}~={tf_minor(newest)}.0"]
         others = [r for r in decided.install if _name(r) not in TFM_PAIR]
         print(f"TF Model Garden has no release for TensorFlow {tf_minor(tensorflow)}: installing "
@@ -403,7 +410,7 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
               file=out, flush=True)
         result = _pip(pair + others, [p for p in decided.pins if not p.startswith("tensorflow==")], run)
         if result.returncode != 0:
-            raise InstallError(f"pip could not install {' '.join(pair + others)}:\n{_tail(result)}")
+            raise _pip_failed(pair + others, result)
         installed, replaced_tensorflow = pair + others, True
 
     importlib.invalidate_caches()

@@ -254,7 +254,7 @@ def test_prepare_stops_when_a_loaded_package_changed(fake_env):
 
 def test_prepare_reports_a_failed_pip(fake_env):
     pip = fake_env(COLAB, {"rdkit": []})
-    with pytest.raises(install.InstallError, match="could not install rdkit>=2024.3(.|\n)*No matching distribution"):
+    with pytest.raises(install.InstallError, match="could not install rdkit>=2024.3. Check that this runtime is online(.|\n)*No matching distribution"):
         install.prepare("lab3", run=pip, out=io.StringIO())
 
 

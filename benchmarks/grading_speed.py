@@ -109,6 +109,7 @@ def build_otter_zip(folder: pathlib.Path) -> pathlib.Path:
 
 def time_lablib(subs: pathlib.Path, out: pathlib.Path, jobs: int) -> tuple[float, list]:
     command = [str(BIN / "lablib"), "grade", str(FIXTURE), str(subs), "-o", str(out), "--tests", str(HIDDEN),
+               "--lab-notebook", str(FIXTURE / "solutions" / "lab0_fixture.ipynb"),
                "--jobs", str(jobs), "--force", "--quiet"]
     start = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True)

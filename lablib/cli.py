@@ -4,6 +4,7 @@ Examples::
 
     lablib assign                                  # labs/*.ipynb from solutions/*.ipynb
     lablib grade lab1 submissions/ -o out --tests hidden/ --jobs 4
+    lablib grade lab5_mine subs/ -o out --course ~/course   # ~/course/labs/lab5_mine.ipynb
     lablib gradescope lab1 -o autograder.zip --tests hidden/
     lablib data list
     lablib data fetch reuters --data-dir ~/lablib-data
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+import warnings
 
 __all__ = ["main", "build_parser"]
 
@@ -27,38 +29,55 @@ def _cmd_assign(args) -> int:
         print("lablib assign: no solution notebooks given and none in ./solutions; "
               "run it from the project root or pass solutions/<lab>.ipynb.", file=sys.stderr)
         return 2
-    out_dir = pathlib.Path(args.output) if args.output else root / "labs"
+    out_dirs = [pathlib.Path(args.output) if args.output else root / "labs"]
+    # Run from lablib's own project root (no -o): the released labs also go into the
+    # package data that `lablib grade` falls back to (blank labs only, never solutions).
+    package_labs = root / "lablib" / "grading" / "labs"
+    if not args.output and (package_labs.parent / "catalog.py").is_file():
+        out_dirs.append(package_labs)
     for source in sources:
         if not source.is_file():
             print(f"lablib assign: {source} does not exist.", file=sys.stderr)
             return 2
-        out = assign_notebook(source, out_dir)
-        print(f"{source} -> {out}")
+        outs = [assign_notebook(source, out_dir) for out_dir in out_dirs]
+        print(f"{source} -> {', '.join(map(str, outs))}")
     return 0
 
 
 def _cmd_grade(args) -> int:
-    from lablib.grading.grade import grade
+    from lablib.grading import catalog
+    from lablib.grading.grade import SubmissionSkipped, grade
+    from lablib.grading.spec import load_lab
 
-    results = grade(
-        args.lab, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
-        timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=args.lab_notebook,
-        progress=not args.quiet, isolate=not args.no_sandbox,
-    )
+    spec = load_lab(args.lab, args.tests)
+    notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SubmissionSkipped)
+        results = grade(
+            spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
+            timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
+            progress=not args.quiet, isolate=not args.no_sandbox,
+        )
+    for warning in caught:
+        if issubclass(warning.category, SubmissionSkipped):
+            print(f"lablib grade: skipped: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     width = max([10, *(len(r.submission) for r in results)])
     print(f"{'submission':<{width}}  {'score':>11}  status")
     for r in results:
         print(f"{r.submission:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {r.status}"
               + ("  (cached)" if r.cached else ""))
-    print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json and feedback/")
+    print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json, feedback/ and summary.html")
     return 0
 
 
 def _cmd_gradescope(args) -> int:
     from lablib.grading.gradescope import build_autograder
 
-    path = build_autograder(args.lab, args.output, hidden_dirs=args.tests, lablib_spec=args.lablib_spec,
-                            lab_notebook=args.lab_notebook, timeout=args.timeout, memory_mb=args.memory)
+    path = build_autograder(args.lab, args.output, hidden_dirs=args.tests, wheel=args.wheel,
+                            lab_notebook=args.lab_notebook, course_dir=args.course, timeout=args.timeout,
+                            memory_mb=args.memory)
     print(f"wrote {path}")
     return 0
 
@@ -98,7 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds per graded cell and per test (default 60)")
         p.add_argument("--memory", type=float, default=4096.0, metavar="MB",
                        help="memory limit per submission in MB (default 4096)")
-        p.add_argument("--lab-notebook", help="released lab notebook to take # SETUP cells from")
+        p.add_argument("--lab-notebook", metavar="PATH",
+                       help="released lab notebook to take # SETUP cells from (searched first)")
+        p.add_argument("--course", metavar="DIR", default=None,
+                       help="course folder holding labs/<lab>.ipynb (default: $LABLIB_COURSE_DIR); "
+                            "then the labs shipped with lablib")
 
     p = sub.add_parser("grade", help="grade submissions")
     p.add_argument("lab", help="lab name (lab1 or lab1_attention) or path of a spec module")
@@ -115,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("lab")
     p.add_argument("-o", "--output", default="autograder.zip")
     limits(p)
-    p.add_argument("--lablib-spec", default=None,
-                   help="pip requirement for lablib in setup.sh (default: lablib==<this version>)")
+    p.add_argument("--wheel", metavar="PATH", default=None,
+                   help="lablib wheel to ship in the zip (default: a wheel of the running lablib)")
     p.set_defaults(func=_cmd_gradescope)
 
     p = sub.add_parser("data", help="list or fetch datasets")

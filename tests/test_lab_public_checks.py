@@ -94,3 +94,26 @@ def test_solution_full_marks_blank_zero(solution, spec, tmp_path, monkeypatch):
     for t in empty.tests:  # each failure says why: the stub's NotImplementedError
         message = t.message.lower()
         assert "not implemented" in message or "notimplementederror" in message, (t.id, t.message)
+
+
+@pytest.mark.slow
+def test_lab1_two_workers_in_a_fresh_grader_keep_full_marks(tmp_path):
+    """Two grader threads whose judges need Keras, in a process that has not imported it:
+    the judges' imports happen once before the workers start and judging is serialised,
+    so neither solution loses a point (the red team saw 12/19 and a poisoned cache)."""
+    solution = ROOT / "solutions" / "lab1_attention.ipynb"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("first", "second"):
+        (subs / f"{name}.ipynb").write_bytes(solution.read_bytes())
+    blank = assign_notebook(solution, tmp_path / "labs")
+    (subs / "blank.ipynb").write_bytes(blank.read_bytes())
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", "lab1_attention", str(subs), "-o",
+                             str(out), "--jobs", "2", "--quiet", "--lab-notebook", str(blank)],
+                            capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    for name in ("first", "second"):
+        assert rows[name]["status"] == "ok" and rows[name]["score"] == rows[name]["max_score"] == 19, rows[name]
+    assert rows["blank"]["score"] == 0

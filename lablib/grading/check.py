@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from lablib.grading.execute.child import run_probe
+from lablib.grading.execute.protocol import ProbeRequest
 from lablib.grading.judge import TestResult, judge_test
-from lablib.grading.spec import _LABS, LabSpec, load_lab, to_plain
+from lablib.grading.spec import _LABS, LabSpec, load_lab
 
 __all__ = ["check", "CheckResult"]
 
@@ -120,17 +122,11 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
         if missing:
             results.append(TestResult.failed(test, f"pass {', '.join(missing)} to check()", "error"))
             continue
-        try:
-            raw = {"ok": True, "value": to_plain(test.probe(dict(ns)))}
-        except Exception as exc:  # noqa: BLE001 - the student's error is the report
-            if isinstance(exc, NotImplementedError):
-                text = f"not implemented yet (NotImplementedError: {exc})"
-            else:
-                text = f"{type(exc).__name__}: {exc}"
-            raw = {"ok": False, "kind": "error", "error": text}
+        raw = run_probe(ProbeRequest(test.id, test.probe, tuple(declared), test.timeout), ns)
         results.append(judge_test(test, raw))
-    hidden = getattr(spec, "hidden_tests_expected", True) or bool(spec.tests_for(piece, hidden=True))
-    result = CheckResult(spec.name, piece, results, hidden_tests=hidden)
+    # Hidden tests are never in the student's lablib, so the report always says that
+    # more tests may run at grading.
+    result = CheckResult(spec.name, piece, results, hidden_tests=True)
     if not quiet:
         print(result.summary())
     return result

@@ -10,12 +10,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import threading
+import traceback
+
 from lablib.grading.spec import LabSpec, Test, TestFailure
 
 __all__ = ["TestResult", "SubmissionResult", "judge_test", "status_of", "STATUS_ORDER"]
 
 #: Status words, most serious first; a submission's status lists those that apply.
-STATUS_ORDER = ("invalid-notebook", "memory", "timeout", "crashed", "missing")
+STATUS_ORDER = ("grader-error", "invalid-notebook", "memory", "timeout", "crashed", "missing")
+
+# Judges may import TensorFlow or Keras on first use; two grader threads doing that at
+# once deadlock or half-register TensorFlow's ops. Judging is cheap: one at a time.
+_JUDGE_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass
@@ -31,7 +38,9 @@ class TestResult:
         message: why it failed ("" when passed).
         hint: the test's hint for students.
         kind: ``passed``, ``failed`` (wrong values), ``error`` (the code raised),
-            ``timeout``, ``memory``, ``crashed``, ``missing`` or ``invalid-notebook``.
+            ``timeout``, ``memory``, ``crashed``, ``missing``, ``invalid-notebook``, or
+            ``grader-error`` (the judge itself failed: not the student's doing).
+        detail: for the instructor only (the judge's traceback of a grader error).
     """
 
     __test__ = False
@@ -46,6 +55,7 @@ class TestResult:
     message: str = ""
     hint: str = ""
     kind: str = "passed"
+    detail: str = ""
 
     @classmethod
     def failed(cls, test: Test, message: str, kind: str) -> "TestResult":
@@ -54,39 +64,40 @@ class TestResult:
                    message, test.hint, kind)
 
 
-def judge_test(test: Test, raw: dict | None, cell_error: tuple[str, str] | None = None) -> TestResult:
-    """Judge one test from the runner's raw result.
+def judge_test(test: Test, raw, cell_error: tuple[str, str] | None = None) -> TestResult:
+    """Judge one test from what its probe returned.
 
     Args:
         test: the test (with its judge or ``expected``).
-        raw: ``{"ok": True, "value": plain}`` or ``{"ok": False, "kind", "error"}``; None
-            when the test did not run.
+        raw: a :class:`~lablib.grading.execute.ProbeResult`; None when the test did not run.
         cell_error: ``(kind, message)`` when the piece's graded cell failed to run.
 
     Returns:
-        :class:`TestResult`.
+        :class:`TestResult`. A judge that raises anything but :class:`TestFailure` or
+        ``AssertionError`` is the grader's error (kind ``grader-error``), never a
+        failure of the student's.
 
     Example::
 
-        judge_test(test, {"ok": True, "value": 4.0}).score
+        judge_test(test, ProbeResult(True, 4.0)).score
     """
     prefix = ""
     if cell_error is not None:
         prefix = f"your graded cell `{test.piece}` failed: {cell_error[1]}. "
     if raw is None:
         return TestResult.failed(test, prefix + "the test did not run", "error")
-    if raw.get("ok") is not True:
-        kind = raw.get("kind", "error")
-        return TestResult.failed(test, prefix + str(raw.get("error", "")), kind)
+    if not raw.ok:
+        return TestResult.failed(test, prefix + str(raw.error), raw.kind or "error")
     try:
-        fraction = test.run_judge(raw["value"])
+        with _JUDGE_LOCK:
+            fraction = test.run_judge(raw.value)
     except (TestFailure, AssertionError) as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         return TestResult.failed(test, message, "failed")
-    except Exception as exc:  # noqa: BLE001 - the value had an unexpected structure
-        return TestResult.failed(
-            test, f"the returned value has an unexpected form ({type(exc).__name__}: {exc})", "failed"
-        )
+    except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
+        result = TestResult.failed(test, f"the judge failed: {type(exc).__name__}: {exc}", "grader-error")
+        result.detail = "".join(traceback.format_exception(exc))[-4000:]
+        return result
     score = round(test.points * fraction, 6)
     passed = fraction >= 1.0
     message = "" if passed else f"partial credit: {fraction:.0%} of the points"
@@ -108,6 +119,7 @@ class SubmissionResult:
     notes: list = dataclasses.field(default_factory=list)
     output: str = ""
     isolation: dict = dataclasses.field(default_factory=dict)
+    diagnostics: list = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
 

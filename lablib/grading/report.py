@@ -1,19 +1,26 @@
 """Gradebook and feedback files: ``grades.csv``, ``grades.json``, ``feedback/<name>.md|html``.
 
-Students' feedback shows hidden tests by name and score only, never their messages
-(which could reveal the hidden inputs or expected values).
+Students' feedback follows :mod:`~lablib.grading.feedback` (hidden tests by name, score
+and a reason that reveals nothing; grader errors never shown as the student's mistake).
+The instructor's view, ``instructor/<name>.md``, is written for every submission whose
+status is not ``ok``: how each failed attempt ended, the exit status, the tail of what the
+submission printed, and the judge's traceback of a grader error.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
 import json
 import pathlib
+import unicodedata
 
+from lablib.grading import summary
+from lablib.grading.feedback import student_detail, verdict
 from lablib.grading.judge import SubmissionResult
 
-__all__ = ["write_reports", "feedback_markdown", "feedback_html"]
+__all__ = ["write_reports", "feedback_markdown", "feedback_html", "instructor_markdown", "feedback_stems"]
 
 
 def _num(x: float) -> str:
@@ -37,33 +44,29 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
         lines.append("")
     lines += ["| Piece | Test | Points | Result |", "|---|---|---|---|"]
     for t in result.tests:
-        verdict = "passed" if t.passed else ("partial" if t.score > 0 else "failed")
         label = f"{t.name} (hidden)" if t.hidden else t.name
-        lines.append(f"| {t.piece} | {label} | {_num(t.score)} / {_num(t.max_score)} | {verdict} |")
+        lines.append(f"| {t.piece} | {label} | {_num(t.score)} / {_num(t.max_score)} | {verdict(t)} |")
     lines.append("")
     failed = [t for t in result.tests if not t.passed]
     if failed:
         lines += ["## What to fix", ""]
         for t in failed:
-            if t.hidden:
-                reason = {"timeout": "it ran past the time limit", "memory": "it ran out of memory",
-                          "crashed": "it crashed", "missing": "the graded cell is missing"}.get(
-                    t.kind, "details of hidden tests are not shown")
-                lines.append(f"- **{t.piece} / {t.name}** (hidden test): failed; {reason}.")
+            detail = student_detail(t, with_hint=False)
+            label = f"**{t.piece} / {t.name}**" + (" (hidden test)" if t.hidden else "")
+            if "\n" in detail:
+                lines.append(f"- {label}:")
+                lines += ["  ```", *("  " + line for line in detail.splitlines()), "  ```"]
             else:
-                if "\n" in t.message:
-                    lines.append(f"- **{t.piece} / {t.name}**:")
-                    lines += ["  ```", *("  " + line for line in t.message.splitlines()), "  ```"]
-                else:
-                    lines.append(f"- **{t.piece} / {t.name}**: {t.message}")
-                if t.hint:
-                    lines.append(f"  - Hint: {t.hint}")
+                lines.append(f"- {label}: {detail}")
+            if t.hint and not t.hidden and t.kind != "grader-error":
+                lines.append(f"  - Hint: {t.hint}")
         lines.append("")
     return "\n".join(lines)
 
 
 def _explain_status(status: str) -> str:
     words = {
+        "grader-error": "The grader itself failed on some tests (not your doing); your instructor will re-grade them.",
         "invalid-notebook": "The file could not be read as a Jupyter notebook; nothing was graded.",
         "memory": "Some code used more memory than allowed; those tests scored 0.",
         "timeout": "Some code ran past the time limit; those tests scored 0.",
@@ -81,16 +84,10 @@ def feedback_html(lab_title: str, result: SubmissionResult) -> str:
     esc = html.escape
     rows = []
     for t in result.tests:
-        verdict = "passed" if t.passed else ("partial" if t.score > 0 else "failed")
-        if t.passed:
-            detail = ""
-        elif t.hidden:
-            detail = "hidden test: details are not shown"
-        else:
-            detail = t.message + (f" Hint: {t.hint}" if t.hint else "")
+        detail = student_detail(t)
         rows.append(
-            f"<tr class='{verdict}'><td>{esc(t.piece)}</td><td>{esc(t.name)}{' (hidden)' if t.hidden else ''}"
-            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict}</td><td><pre>{esc(detail)}</pre></td></tr>"
+            f"<tr class='{verdict(t)}'><td>{esc(t.piece)}</td><td>{esc(t.name)}{' (hidden)' if t.hidden else ''}"
+            f"</td><td>{_num(t.score)} / {_num(t.max_score)}</td><td>{verdict(t)}</td><td><pre>{esc(detail)}</pre></td></tr>"
         )
     notes = "".join(f"<p class='note'>{esc(n)}</p>" for n in result.notes)
     explain = f"<p>{esc(_explain_status(result.status))}</p>" if result.status != "ok" else ""
@@ -109,19 +106,54 @@ table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "submission"
+    name = unicodedata.normalize("NFC", name)
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
+    return ("_" + safe[1:] if safe.startswith(".") else safe)[:120] or "submission"
+
+
+def feedback_stems(names) -> dict[str, str]:
+    """A feedback file stem per submission name, no two alike (also ignoring case).
+
+    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``); names whose safe
+    stems coincide each get the first 8 hex digits of their SHA-1 appended
+    (``Smith__John-1d2c3b4a``), so ``"Smith, John"`` and ``"Smith_ John"``, or
+    ``alice/hw`` and ``alice_hw``, never write one file. The feedback itself names the
+    submission exactly, and ``grades.json`` gives each one's file.
+    """
+    names = sorted(set(names))
+    safe = {name: _safe(name) for name in names}
+    shared: dict[str, int] = {}
+    for stem in safe.values():
+        shared[stem.casefold()] = shared.get(stem.casefold(), 0) + 1
+
+    def hashed(name: str, digits: int) -> str:
+        return f"{safe[name]}-{hashlib.sha1(name.encode('utf-8', 'surrogatepass')).hexdigest()[:digits]}"
+
+    stems, used = {}, set()
+    for name in names:
+        digits = 8
+        stem = hashed(name, digits) if shared[safe[name].casefold()] > 1 else safe[name]
+        while stem.casefold() in used:  # taken by another name's stem: a longer digest
+            digits += 4
+            stem = hashed(name, digits)
+        used.add(stem.casefold())
+        stems[name] = stem
+    return stems
 
 
 def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pathlib.Path]:
-    """Write ``grades.csv``, ``grades.json`` and the feedback files under ``out_dir``.
+    """Write ``grades.csv``, ``grades.json``, the feedback files, the instructor views and
+    the class summary (``summary.json``, ``summary.html``) under ``out_dir``.
 
     Returns:
-        The paths written: ``{"csv", "json", "feedback"}``.
+        The paths written: ``{"csv", "json", "feedback", "instructor", "summary_json",
+        "summary_html"}``.
     """
     out = pathlib.Path(out_dir)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     pieces = list(lab.pieces)
     results = sorted(results, key=lambda r: r.submission)
+    stems = feedback_stems(r.submission for r in results)
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["submission", "status", "score", "max_score", *pieces])
@@ -132,12 +164,43 @@ def write_reports(out_dir, lab, results: list[SubmissionResult]) -> dict[str, pa
         "lab": lab.name,
         "pieces": {p: {"objects": list(lab.pieces[p].objects), "description": lab.pieces[p].description}
                    for p in pieces},
-        "submissions": [r.to_dict() for r in results],
+        "submissions": [{**r.to_dict(), "feedback": f"feedback/{stems[r.submission]}"} for r in results],
     }
     (out / "grades.json").write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
     for r in results:
-        (out / "feedback" / f"{_safe(r.submission)}.md").write_text(
-            feedback_markdown(lab.title, r), encoding="utf-8")
-        (out / "feedback" / f"{_safe(r.submission)}.html").write_text(
-            feedback_html(lab.title, r), encoding="utf-8")
-    return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback"}
+        stem = stems[r.submission]
+        (out / "feedback" / f"{stem}.md").write_text(feedback_markdown(lab.title, r), encoding="utf-8")
+        (out / "feedback" / f"{stem}.html").write_text(feedback_html(lab.title, r), encoding="utf-8")
+    instructor = out / "instructor"
+    for r in results:
+        view = instructor / f"{stems[r.submission]}.md"
+        if r.status != "ok":
+            instructor.mkdir(exist_ok=True)
+            view.write_text(instructor_markdown(lab.title, r), encoding="utf-8")
+        elif view.exists():
+            view.unlink()
+    return {"csv": out / "grades.csv", "json": out / "grades.json", "feedback": out / "feedback",
+            "instructor": instructor, **summary.write_summary(out, lab, results)}
+
+
+def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:
+    """The instructor's view of one submission whose status is not ``ok``: every
+    message in full (hidden tests included), how each failed attempt ended, the exit
+    status, the tail of what it printed, and judge tracebacks."""
+    lines = [f"# {lab_title}: {result.submission} (instructor view)", "",
+             f"Status: `{result.status}`; score {_num(result.score)} / {_num(result.max_score)}; "
+             f"{result.seconds:g} s", ""]
+    lines += [f"- note: {n}" for n in result.notes]
+    lines += ["", "## Tests not passed", ""]
+    for t in result.tests:
+        if not t.passed:
+            lines.append(f"- `{t.id}`{' (hidden)' if t.hidden else ''} [{t.kind}]: {t.message}")
+    for d in result.diagnostics:
+        lines += ["", f"## {d.get('running') or d.get('test')}: {d.get('ended')}", ""]
+        for key in ("detail", "exit"):
+            if d.get(key):
+                lines.append(f"- {key}: {d[key]}")
+        if d.get("output_tail"):
+            lines += ["", "Output (tail):", "", "```", d["output_tail"].rstrip(), "```"]
+    lines += ["", "## Isolation", "", "```", json.dumps(result.isolation, indent=1), "```", ""]
+    return "\n".join(lines)

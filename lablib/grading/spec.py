@@ -12,7 +12,7 @@ Every test has two halves that run in different processes:
   Expected values are computed here, never in the student's process, so a submission
   that patches NumPy or returns objects whose ``==`` is always true gains nothing.
 
-A lab's public tests live in ``lablib/grading/tests/<lab name>.py``; hidden tests are
+A lab's public tests live in ``lablib/grading/specs/<lab name>.py``; hidden tests are
 modules of the same form in a folder the instructor passes with ``--tests`` (everything
 registered while such a module is imported is marked hidden). Example::
 
@@ -41,12 +41,14 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.util
-import math
 import pathlib
 import sys
 from typing import Any, Callable, Mapping
 
 import numpy as np
+
+from lablib.grading.execute.protocol import to_plain
+from lablib.grading.expect import TestFailure, expect, expect_close, expect_equal, expect_shape
 
 __all__ = [
     "LabSpec",
@@ -64,19 +66,7 @@ __all__ = [
     "to_plain",
 ]
 
-PUBLIC_TESTS_DIR = pathlib.Path(__file__).with_name("tests")
-
-
-class TestFailure(AssertionError):
-    """A failed check: ``message`` says what was expected, what was got, and why."""
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, message: str, *, expected: Any = None, got: Any = None):
-        super().__init__(message)
-        self.message = message
-        self.expected = expected
-        self.got = got
+PUBLIC_TESTS_DIR = pathlib.Path(__file__).with_name("specs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +162,9 @@ class LabSpec:
         self.source_files: list[pathlib.Path] = []
         #: Folder of the public spec module (used to find the lab's notebooks).
         self.spec_dir: pathlib.Path | None = None
+        #: Modules the judges import (Keras, TensorFlow): the grader imports them once,
+        #: before its worker threads start.
+        self.judge_imports: tuple[str, ...] = ()
 
     def __reduce_ex__(self, protocol):
         raise TypeError(
@@ -370,7 +363,7 @@ def load_lab(name, hidden_dirs=()) -> LabSpec:
         full = lab.name
     else:
         full = resolve_lab_name(name)
-        module_name = f"lablib.grading.tests.{full}"
+        module_name = f"lablib.grading.specs.{full}"
         file = PUBLIC_TESTS_DIR / f"{full}.py"
         if module_name not in sys.modules:
             _import_file(file, module_name)
@@ -402,132 +395,3 @@ def load_lab(name, hidden_dirs=()) -> LabSpec:
                 f"Hidden tests folder {str(folder)!r} holds neither {full}.py nor {short}.py."
             )
     return lab
-
-
-# --------------------------------------------------------------------------- values
-
-
-def to_plain(value: Any, _depth: int = 0) -> Any:
-    """Convert a probe's result to plain values (arrays, numbers, str, containers).
-
-    Tensors and array-likes become NumPy arrays; anything else that is not plain raises
-    TypeError, so an object with a custom ``__eq__`` never reaches a judge.
-    """
-    if _depth > 20:
-        raise TypeError("Probe result nested too deeply (more than 20 levels).")
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, (np.generic,)):
-        return value.item()
-    if type(value) in (list, tuple):
-        return type(value)(to_plain(v, _depth + 1) for v in value)
-    if type(value) is dict:
-        return {str(k): to_plain(v, _depth + 1) for k, v in value.items()}
-    if type(value) is np.ndarray:
-        if value.dtype == object:
-            raise TypeError("Object arrays are not plain values; return numbers.")
-        return np.array(value, copy=True)
-    if hasattr(value, "numpy") and callable(value.numpy):  # tf.Tensor / Variable
-        return to_plain(np.asarray(value.numpy()), _depth + 1)
-    if hasattr(value, "__array__"):
-        return to_plain(np.asarray(value), _depth + 1)
-    raise TypeError(
-        f"Probe returned a {type(value).__module__}.{type(value).__name__}; expected "
-        f"numbers, strings, arrays or lists/dicts of them."
-    )
-
-
-def _fmt(value: Any, limit: int = 300) -> str:
-    if isinstance(value, np.ndarray):
-        with np.printoptions(precision=5, suppress=True, threshold=20, edgeitems=3):
-            text = np.array2string(value, separator=", ")
-        text = f"array(shape={value.shape}) {text}"
-    else:
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def expect(condition: Any, message: str) -> None:
-    """Fail with ``message`` unless ``condition`` is a true Python bool."""
-    if not (type(condition) in (bool, np.bool_) and bool(condition)):
-        raise TestFailure(message)
-
-
-def expect_shape(got: Any, shape, what: str = "value") -> None:
-    """Fail unless ``got`` is an array of exactly ``shape`` (None matches any size)."""
-    if not isinstance(got, np.ndarray):
-        raise TestFailure(f"{what}: expected an array of shape {tuple(shape)}, got {_fmt(got)}")
-    ok = len(got.shape) == len(shape) and all(
-        s is None or s == g for s, g in zip(shape, got.shape)
-    )
-    if not ok:
-        raise TestFailure(
-            f"{what}: expected shape {tuple(shape)}, got shape {got.shape}",
-            expected=tuple(shape),
-            got=got.shape,
-        )
-
-
-def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
-    """Exact equality for plain values (arrays compared element-wise)."""
-    if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
-        g, e = np.asarray(got), np.asarray(expected)
-        if g.shape != e.shape or not np.array_equal(g, e):
-            raise TestFailure(
-                f"{what}: expected {_fmt(e)}, got {_fmt(g)}", expected=e, got=g
-            )
-        return
-    if type(got) is not type(expected) and not (
-        isinstance(got, (int, float)) and isinstance(expected, (int, float))
-    ):
-        raise TestFailure(
-            f"{what}: expected a {type(expected).__name__} ({_fmt(expected)}), got a "
-            f"{type(got).__name__} ({_fmt(got)})",
-            expected=expected,
-            got=got,
-        )
-    if got != expected:
-        raise TestFailure(f"{what}: expected {_fmt(expected)}, got {_fmt(got)}",
-                          expected=expected, got=got)
-
-
-def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6,
-                 what: str = "value") -> None:
-    """Numerical closeness for numbers, arrays and (nested) lists/dicts of them."""
-    if isinstance(expected, dict):
-        if not isinstance(got, dict) or set(got) != set(expected):
-            raise TestFailure(f"{what}: expected keys {sorted(expected)}, got {_fmt(got)}")
-        for key in expected:
-            expect_close(got[key], expected[key], rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
-        return
-    if isinstance(expected, (list, tuple)) and any(
-        isinstance(e, dict) or (isinstance(e, (list, tuple, np.ndarray)) and not isinstance(got, np.ndarray))
-        for e in expected
-    ):
-        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
-            raise TestFailure(f"{what}: expected {len(expected)} items, got {_fmt(got)}")
-        for i, (g, e) in enumerate(zip(got, expected)):
-            expect_close(g, e, rtol=rtol, atol=atol, what=f"{what}[{i}]")
-        return
-    e = np.asarray(expected, dtype=float)
-    if isinstance(got, (bool, str)) or got is None:
-        raise TestFailure(f"{what}: expected numbers {_fmt(e)}, got {_fmt(got)}")
-    try:
-        g = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        raise TestFailure(f"{what}: expected numbers {_fmt(e)}, got {_fmt(got)}") from None
-    if g.shape != e.shape:
-        raise TestFailure(
-            f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
-        )
-    if not np.all(np.isfinite(g) | ~np.isfinite(e)):
-        raise TestFailure(f"{what}: got NaN or infinite values: {_fmt(g)}", expected=e, got=g)
-    close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
-    if not bool(np.all(close)):
-        worst = float(np.max(np.abs(g - e)[~close])) if e.size else math.nan
-        raise TestFailure(
-            f"{what}: expected {_fmt(e)}, got {_fmt(g)} (largest difference {worst:.3g}; "
-            f"tolerance rtol={rtol:g}, atol={atol:g})",
-            expected=e,
-            got=g,
-        )

@@ -10,10 +10,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
-from lablib.grading.runner import _sandbox_possible
+from lablib.grading.execute.isolation import sandbox_possible as _sandbox_possible
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT
 
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
@@ -32,14 +33,16 @@ def graded(tmp_path_factory):
     shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
     for path in (tmp, tmp / "instructor"):
         os.chmod(path, 0o755)
+    started = time.time()
     command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(CORPUS), "-o", str(out),
-               "--tests", str(hidden), "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
+               "--tests", str(hidden), "--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb"),
+               "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     data = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
-    return out, rows, data
+    return out, rows, data, started
 
 
 def test_corpus_is_up_to_date():
@@ -48,13 +51,13 @@ def test_corpus_is_up_to_date():
 
 
 def test_every_submission_has_one_row(graded):
-    _, rows, _ = graded
+    _, rows, _, _ = graded
     assert set(rows) == set(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_status_and_score(graded, name):
-    _, rows, data = graded
+    _, rows, data, _ = graded
     expect = EXPECTED[name]
     if expect.get("needs_sandbox") and not _sandbox_possible():
         pytest.skip("this attack is only stopped by the sandbox (root on Linux); see ISOLATION.md")
@@ -62,8 +65,9 @@ def test_status_and_score(graded, name):
     assert row["status"] == expect["status"], data[name]["notes"]
     assert float(row["score"]) == expect["score"], [(t["id"], t["message"]) for t in data[name]["tests"]]
     assert float(row["max_score"]) == 8
-    if "message" in expect:
-        assert all(expect["message"] in t["message"] for t in data[name]["tests"])
+    if "message" in expect:  # every test that failed says it
+        failed = [t for t in data[name]["tests"] if not t["passed"]]
+        assert failed and all(expect["message"] in t["message"] for t in failed), failed
     if "note" in expect:
         assert any(expect["note"] in n for n in data[name]["notes"])
     if row["status"] != "ok":  # never an unexplained 0: failing tests say why
@@ -72,21 +76,35 @@ def test_status_and_score(graded, name):
 
 
 def test_output_folder_was_not_written_by_students(graded):
-    out, rows, _ = graded
+    out, rows, _, _ = graded
     assert not (out / "HACKED.txt").exists()
     for path in [out / "grades.csv", out / "grades.json", *(out / "feedback").iterdir()]:
         assert "HACKED" not in path.read_text()
     assert rows["solution"]["score"] == "8"
 
 
+def test_no_process_outlives_the_batch(graded):
+    import psutil
+
+    started = graded[3]
+    left = []
+    for process in psutil.process_iter():
+        try:
+            if process.create_time() >= started and process.environ().get("LABLIB_GRADING") == "1":
+                left.append((process.pid, process.cmdline()))
+        except psutil.Error:
+            pass
+    assert left == []
+
+
 def test_huge_output_is_capped(graded):
-    _, _, data = graded
+    _, _, data, _ = graded
     assert 1000 < len(data["huge_output"]["output"]) < 40_000
     assert "bytes of output dropped" in data["huge_output"]["output"]
 
 
 def test_isolation_recorded(graded):
-    _, _, data = graded
+    _, _, data, _ = graded
     isolation = data["solution"]["isolation"]
     assert set(isolation) >= {"uid", "network", "filesystem", "notes"}
     if _sandbox_possible():

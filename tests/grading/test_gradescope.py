@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -31,27 +32,87 @@ def _run(root):
     return json.loads((root / "results" / "results.json").read_text())
 
 
+def _setup_installs_only_the_shipped_wheel(setup_sh: str, wheel_name: str) -> None:
+    """No pip command in setup.sh may name lablib except the wheel file shipped in the zip."""
+    installs = [line for line in setup_sh.splitlines() if "pip install" in line]
+    assert any(f'"$HERE/wheels/{wheel_name}' in line for line in installs), installs
+    for line in installs:
+        words = line.replace('"', " ").split()
+        named = [w for w in words if "lablib" in w.lower()]
+        assert all(w.startswith("$HERE/wheels/lablib-") and ".whl" in w for w in named), line
+        assert "--index-url" not in line and "--extra-index-url" not in line, line
+
+
 def test_zip_contents(tmp_path):
+    import hashlib
+    import base64
+
+    import lablib
+
     zip_path = tmp_path / "autograder.zip"
     assert main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN),
-                 "--lablib-spec", "git+https://example.org/lablib.git@v0.1.0"]) == 0
+                 "--lab-notebook", str(FIXTURE_SOLUTION)]) == 0
+    wheel_name = f"lablib-{lablib.__version__}-py3-none-any.whl"
     with zipfile.ZipFile(zip_path) as zf:
         names = set(zf.namelist())
         assert {"setup.sh", "run_autograder", "config.json", "lab.ipynb", "tests/lab0_fixture.py",
-                "spec/lab0_fixture.py"} <= names
-        assert "git+https://example.org/lablib.git@v0.1.0" in zf.read("setup.sh").decode()
+                "spec/lab0_fixture.py", f"wheels/{wheel_name}"} <= names
+        setup_sh = zf.read("setup.sh").decode()
+        _setup_installs_only_the_shipped_wheel(setup_sh, wheel_name)
+        assert "lablib==" not in setup_sh
         lab = zf.read("lab.ipynb").decode()
         assert "### BEGIN SOLUTION" not in lab and "e / e.sum" not in lab  # no solutions shipped
         assert (zf.getinfo("run_autograder").external_attr >> 16) & 0o111
+        wheel_bytes = zf.read(f"wheels/{wheel_name}")
+    (tmp_path / wheel_name).write_bytes(wheel_bytes)
+    with zipfile.ZipFile(tmp_path / wheel_name) as wz:  # the running lablib, with a valid RECORD
+        package = pathlib.Path(lablib.__file__).parent
+        assert wz.read("lablib/grading/gradescope.py") == (package / "grading" / "gradescope.py").read_bytes()
+        assert "lablib/grading/labs/lab1_attention.ipynb" in wz.namelist()
+        assert not [n for n in wz.namelist() if "__pycache__" in n or n.startswith("solutions/")]
+        info = f"lablib-{lablib.__version__}.dist-info"
+        assert "Name: lablib" in wz.read(f"{info}/METADATA").decode()
+        assert "lablib = lablib.cli:main" in wz.read(f"{info}/entry_points.txt").decode()
+        rows = [line.split(",") for line in wz.read(f"{info}/RECORD").decode().splitlines()]
+        assert {row[0] for row in rows} == set(wz.namelist())
+        for name, digest, size in rows:
+            if name != f"{info}/RECORD":
+                data = wz.read(name)
+                expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                assert digest == f"sha256={expected}" and int(size) == len(data), name
     again = tmp_path / "again.zip"
     main(["gradescope", str(FIXTURE_LAB), "-o", str(again), "--tests", str(FIXTURE_HIDDEN),
-          "--lablib-spec", "git+https://example.org/lablib.git@v0.1.0"])
+          "--lab-notebook", str(FIXTURE_SOLUTION)])
     assert again.read_bytes() == zip_path.read_bytes()  # deterministic
+    # --wheel ships the file given, as it is
+    given = tmp_path / "given" / wheel_name
+    given.parent.mkdir()
+    given.write_bytes(wheel_bytes)
+    third = tmp_path / "third.zip"
+    assert main(["gradescope", str(FIXTURE_LAB), "-o", str(third), "--lab-notebook", str(FIXTURE_SOLUTION),
+                 "--wheel", str(given)]) == 0
+    with zipfile.ZipFile(third) as zf:
+        assert zf.read(f"wheels/{wheel_name}") == wheel_bytes
+
+
+def test_wrong_wheel_is_refused(tmp_path, capsys):
+    bogus = tmp_path / "lablib-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(bogus, "w") as zf:
+        zf.writestr("other/__init__.py", "")
+    cases = [(bogus, "is not a lablib wheel (no lablib-0.1.0.dist-info/METADATA"),
+             (tmp_path / "missing.whl", "does not exist"),
+             (FIXTURE_SOLUTION, "not named like a lablib wheel")]
+    for wheel, words in cases:
+        assert main(["gradescope", str(FIXTURE_LAB), "-o", str(tmp_path / "ag.zip"),
+                     "--lab-notebook", str(FIXTURE_SOLUTION), "--wheel", str(wheel)]) == 2
+        assert words in capsys.readouterr().err
+    assert not (tmp_path / "ag.zip").exists()
 
 
 def test_run_autograder_writes_gradescope_results(tmp_path):
     zip_path = tmp_path / "autograder.zip"
-    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN), "--timeout", "10"])
+    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN),
+          "--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "10"])
     root = tmp_path / "autograder"
     _install(zip_path, root)
     shutil.copy(FIXTURE_SOLUTION, root / "submission" / "my_lab.ipynb")

@@ -37,6 +37,11 @@ def with_cell(nb, piece, source):
     return nb
 
 
+def nb_source(nb, piece):
+    """The body of a graded cell (without its marker line)."""
+    return nb.cells[graded_index(nb, piece)].source.split("\n", 1)[1]
+
+
 def softmax_body(body):
     return with_cell(load(), "softmax", "import numpy as np\n\ndef softmax(x):\n" + body)
 
@@ -103,14 +108,23 @@ def corpus():
     nb.cells.insert(i + 2, wrong)
     items["duplicated_cell"] = (nb, {"status": "ok", "score": FULL - 2, "note": "appears in 2 cells"})
 
-    # Edited test code: patch lablib's spec helpers, to_plain and the runner's encoder.
-    nb = with_cell(sol, "normalize", '''import lablib.grading.spec as spec
-import lablib.grading.runner as runner
+    # Edited test code: patch lablib's spec helpers, to_plain, the wire's encoder and
+    # json.dumps (which wrote every reply before the child bound its own references).
+    nb = with_cell(sol, "normalize", '''import json
+import lablib.grading.spec as spec
+import lablib.grading.execute.protocol as protocol
 spec.expect_close = lambda *a, **k: None
 spec.expect = lambda *a, **k: None
 spec.to_plain = lambda value, *a: value
 spec.TestFailure = type("Nothing", (Exception,), {})
-runner.encode_value = lambda value: ([[0.25, 0.75], [0.5, 0.5]], [])
+protocol.to_plain = lambda value, *a: value
+protocol.encode_value = lambda value: ([[0.25, 0.75], [0.5, 0.5]], [])
+_dumps = json.dumps
+def _forged_dumps(obj, *args, **kwargs):
+    if isinstance(obj, dict) and obj.get("event") == "result":
+        obj = dict(obj, ok=True, value=[[0.25, 0.75], [0.5, 0.5]], blobs=[])
+    return _dumps(obj, *args, **kwargs)
+json.dumps = _forged_dumps
 
 def normalize(x):
     return x * 0
@@ -207,6 +221,50 @@ class RunningMean:
         return sum(self.values) / len(self.values)
 ''')
     items["writes_output"] = (nb, {"status": "ok", "score": FULL, "needs_sandbox": True})
+
+    # Red-team: a detached process that keeps re-forking, holding the output pipe.
+    nb = with_cell(sol, "running_mean", '''import os, time
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        if os.fork():
+            os._exit(0)
+        time.sleep(0.005)
+''' + nb_source(sol, "running_mean"))
+    items["detached_reforker"] = (nb, {"status": "ok", "score": FULL})
+
+    # Red-team: progress messages written to the result pipe to push the deadline back.
+    nb = softmax_body('''    import json, os, struct, threading, time
+    def spam():
+        fds = [int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2]
+        while True:
+            for fd in fds:
+                data = json.dumps({"event": "test_start", "test": "softmax::x", "blobs": []}).encode()
+                try:
+                    os.write(fd, struct.pack(">I", len(data)) + data)
+                except OSError:
+                    pass
+            time.sleep(1)
+    threading.Thread(target=spam, daemon=True).start()
+    time.sleep(45)
+    return x
+''')
+    items["deadline_pusher"] = (nb, {"status": "crashed", "score": WITHOUT_SOFTMAX})
+
+    # Red-team: walks the stack at cell time looking for the runner's probes to replace.
+    nb = with_cell(load(), "normalize", '''import sys
+_frame, _found = sys._getframe(), 0
+while _frame is not None:
+    for _name, _value in list(_frame.f_locals.items()):
+        if getattr(_value, "probe", None) is not None or (isinstance(_value, dict) and "tests" in _value):
+            _found += 1
+    _frame = _frame.f_back
+PROBES_SEEN = _found
+
+def normalize(x):
+    raise NotImplementedError(f"saw {PROBES_SEEN} probes")
+''')
+    items["probe_hunter"] = (nb, {"status": "ok", "score": FULL - 2, "message": "saw 0 probes"})
 
     items["colab"] = (sol, {"status": "ok", "score": FULL})
     items["nbformat3"] = (sol, {"status": "ok", "score": FULL})

@@ -1,7 +1,7 @@
 """Inputs and probe helpers shared by the public tests of the graph labs (Labs 3 and 4).
 
 Not a lab (``known_labs`` only lists ``lab*.py``). The lab modules import it as
-``lablib.grading.tests._graph_inputs``, so a probe that calls these helpers finds them in
+``lablib.grading.specs._graph_inputs``, so a probe that calls these helpers finds them in
 the student's process too (lablib is installed there).
 
 Conventions: node features are rows (``H`` is ``[N, F]``), ``A[v, u] = 1`` when ``u``

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
-from lablib.grading.tests._graph_inputs import (
+from lablib.grading.specs._graph_inputs import (
     course_graph,
     graph_from_edges,
     judge_training,

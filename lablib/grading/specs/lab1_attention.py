@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_equal, expect_shape, get_lab
-from lablib.grading.tests._positional_checks import judge_encoding_table, judge_float32_encoding
+from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
 
 lab = get_lab("lab1_attention", title="Lab 1: Attention from first principles", aliases=("lab1",))
+lab.judge_imports = ("keras",)  # judges compare with Keras layers in the grading process
 
 lab.piece("attention", objects=["attention"],
           description="scaled dot-product attention in NumPy, with boolean masks")
@@ -327,8 +328,9 @@ def _(got):
 # ----------------------------------------------------------- positional encoding
 
 
-@lab.test("positional_encoding", points=2, hint="PE[p, 2i] = sin(p / 10000^(2i/d)) and "
-          "PE[p, 2i+1] = cos(p / 10000^(2i/d)): both columns of a pair share one frequency.")
+@lab.test("positional_encoding", points=2, hint="Work out row 1 of positional_encoding(2, 4) by hand "
+          "from the paper's two formulas (pos = 1, d_model = 4) and compare it with yours, "
+          "column by column.")
 def matches_the_paper(ns):
     return np.asarray(ns["positional_encoding"](50, 16))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
-from lablib.grading.tests._positional_checks import judge_encoding_table, judge_float32_encoding
+from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
 
 lab = get_lab("lab2_transformer_reuters", title="Lab 2: Transformer encoder on Reuters newswires",
               aliases=("lab2",))
@@ -27,8 +27,9 @@ lab.piece("macro_f1", objects=["macro_f1"],
 # ----------------------------------------------------------- positional encoding
 
 
-@lab.test("positional_encoding", points=2, hint="PE[p, 2i] = sin(p / 10000^(2i/d)), "
-          "PE[p, 2i+1] = cos(p / 10000^(2i/d)): column j uses i = j // 2, not j.")
+@lab.test("positional_encoding", points=2, hint="Work out row 1 of positional_encoding(2, 4) by hand "
+          "from the paper's two formulas (pos = 1, d_model = 4) and compare it with yours, "
+          "column by column.")
 def matches_the_paper(ns):
     return np.asarray(ns["positional_encoding"](64, 32))
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
-from lablib.grading.tests._graph_inputs import (
+from lablib.grading.specs._graph_inputs import (
     course_graph,
     graph_from_edges,
     judge_training,
@@ -36,6 +36,7 @@ from lablib.grading.tests._graph_inputs import (
 )
 
 lab = get_lab("lab4_gat", title="Lab 4: Graph attention networks", aliases=("lab4",))
+lab.judge_imports = ("keras", "lablib.layers")  # judges compare with Keras layers in the grading process
 
 lab.piece("gat_attention", objects=["gat_attention"],
           description="one graph attention head in NumPy: coefficients and output")

@@ -1,0 +1,158 @@
+"""The submission's process: runs set-up cells, graded cells and probes on request.
+
+Started by the supervisor as ``python -m lablib.grading.execute.child RESULT_FD MEMORY_MB``
+(through the sandbox stage when the grader is root). It answers one :class:`Command` at
+a time, in order, on the result pipe; the grader owns every deadline, so nothing the
+child sends can extend one. Probes arrive only after the graded cells have run.
+
+What this module uses after student code has run (the frame writer, the unpickler,
+``os.read``, ``os._exit``) is bound to private names when it is imported, before any
+student code runs. That stops casual patching (``json.dumps = ...``); it cannot stop
+code in the same process from reaching into this one, which is why judges compare
+values that take the real computation to produce (see ISOLATION.md).
+
+:func:`run_probe` is shared with ``lablib.check``, which runs the same probes in the
+student's notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import sys
+import traceback
+import types
+from typing import Any, Mapping
+
+from lablib.grading.execute.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
+
+__all__ = ["run_probe", "describe_exception", "child_main"]
+
+
+def describe_exception(exc: BaseException, limit: int = 1500) -> str:
+    """What a student's exception says, with the graded cell's lines where it happened."""
+    if isinstance(exc, SystemExit):
+        return f"the code called sys.exit({exc.code!r})"
+    if isinstance(exc, NotImplementedError):
+        text = f"not implemented yet (NotImplementedError: {exc})"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<graded cell")
+    ]
+    if frames:
+        where = "; ".join(f"{f.filename[1:-1]}, line {f.lineno}: {f.line or ''}".strip() for f in frames[-3:])
+        text += f" (at {where})"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        return "crashed"
+    return "error"
+
+
+def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
+    """Call one probe on the student's names and convert its result to plain values.
+
+    Args:
+        request: the probe and the names it needs.
+        ns: the names the student's cells defined (a read-only view is passed on).
+
+    Returns:
+        :class:`ProbeResult`: ``ok`` with the plain value, or ``kind``/``error``.
+    """
+    missing = [name for name in request.objects if name not in ns]
+    if missing:
+        return ProbeResult.failed("error", f"the graded cell does not define {', '.join(missing)}")
+    try:
+        return ProbeResult(True, to_plain(request.probe(types.MappingProxyType(dict(ns)))))
+    except KeyboardInterrupt:  # a student stopping lablib.check in the notebook
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the student's error is the report
+        return ProbeResult.failed(_kind(exc), describe_exception(exc))
+
+
+def _set_limits(memory_mb: float) -> None:
+    import resource
+
+    def lower(which, value):
+        try:
+            soft, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    if memory_mb and memory_mb > 0:
+        lower(resource.RLIMIT_DATA, int(memory_mb * 1024 * 1024))
+    lower(resource.RLIMIT_CORE, 0)
+    lower(resource.RLIMIT_FSIZE, 1024 * 1024 * 1024)
+
+
+def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pickle.loads,
+               _unpack=struct.unpack, _read=os.read, _exit=os._exit, _encode=encode_value,
+               _run_probe=run_probe, _describe=describe_exception, _kind_of=_kind) -> None:
+    """Serve the grader's commands until ``exit`` or the end of stdin."""
+    import cloudpickle  # noqa: F401  (the grader's probes are cloudpickled)
+
+    _set_limits(memory_mb)
+
+    def read_exact(n):
+        chunks = []
+        while n:
+            chunk = _read(0, min(n, 1 << 20))
+            if not chunk:
+                _exit(0)
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    _send(result_fd, {"event": "ready", "seq": 0})
+    while True:
+        (size,) = _unpack(">Q", read_exact(8))
+        command = _loads(read_exact(size))  # from the grader, never from the student
+        reply: dict[str, Any] = {"seq": command.seq}
+        blobs: list[bytes] = []
+        if command.op == "setup":
+            reply["event"] = "setup_done"
+            for index, source in enumerate(command.sources):
+                try:
+                    exec(compile(source, f"<setup cell {index + 1}>", "exec"), ns)
+                except BaseException as exc:  # noqa: BLE001 - reported to the grader
+                    reply.update(event="setup_error", error=f"set-up cell {index + 1}: {_describe(exc)}")
+                    break
+        elif command.op == "cell":
+            reply.update(event="cell_done", error=None, kind=None)
+            try:
+                exec(compile(command.source, f"<graded cell {command.piece}>", "exec"), ns)
+            except BaseException as exc:  # noqa: BLE001
+                reply.update(error=_describe(exc), kind=_kind_of(exc))
+        elif command.op == "probe":
+            result = _run_probe(command.probe, ns)
+            reply.update(event="result", ok=result.ok)
+            if result.ok:
+                try:
+                    reply["value"], blobs = _encode(result.value)
+                except BaseException as exc:  # noqa: BLE001
+                    reply.update(ok=False, kind="error", error=_describe(exc))
+            else:
+                reply.update(kind=result.kind, error=result.error)
+        else:  # exit
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                _exit(0)  # skip the student's atexit handlers
+        _send(result_fd, reply, blobs)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m lablib.grading.execute.child RESULT_FD MEMORY_MB "
+                 "(started by the grader, not by hand)")
+    child_main(int(sys.argv[1]), float(sys.argv[2]))

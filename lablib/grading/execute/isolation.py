@@ -1,0 +1,274 @@
+"""The sandbox stage: a root-only step between the grader and the submission's process.
+
+``python -m lablib.grading.execute.isolation CONTROL_FD RESULT_FD MEMORY_MB`` reads a
+length-prefixed JSON config from stdin (exactly, so the commands that follow stay in the
+pipe for the child), then:
+
+* new **network, IPC, UTS, mount and PID namespaces**: no network (a down loopback, no
+  abstract sockets), private SysV shared memory capped to the scratch size and gone with
+  the run, and a PID namespace whose first process is the submission's: when it ends,
+  the kernel ends every process of the run, however it was forked or detached;
+* a **new root file system**: an empty tmpfs (the run's scratch space, ``size`` capped)
+  holding read-only bind mounts of the system folders (``/usr``, ``/etc``, ``/lib*``,
+  ``/bin``, ``/sbin``, ``/sys``), of the Python install and of lablib, plus writable
+  ``/tmp``, ``/var/tmp`` and ``/dev/shm`` inside the scratch tmpfs, a few device nodes and
+  a fresh ``/proc`` (``hidepid=2``). Nothing else of the host exists for the child:
+  no home folders, no submissions, no output or hidden-test folders, no other batch's
+  files, no unix sockets of host services, no world-writable host folder. Folders the
+  grader names (``mask``) are covered by empty read-only mounts even where they lie
+  inside an exposed folder;
+* an **unprivileged uid/gid** (one per child), no supplementary groups, ``RLIMIT_NPROC``;
+* then ``exec`` of :mod:`lablib.grading.execute.child`.
+
+The stage reports what took effect, and the outer pid of the namespace's first process,
+on CONTROL_FD, a pipe the child never holds; it then waits for the child and reports its
+exit status there too. Every step that fails (a container without the capability, an
+old kernel) is recorded in ``notes`` and the stage goes on with what it has.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import site
+import struct
+import sys
+import sysconfig
+
+__all__ = ["sandbox_possible", "needed_paths", "sandbox_main"]
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "sys")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+#: pivot_root's system call number by machine (it has no libc wrapper).
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217}.get(os.uname().machine, 155)
+
+
+def sandbox_possible() -> bool:
+    """Whether the stage can run: root on Linux."""
+    return hasattr(os, "getuid") and os.getuid() == 0 and sys.platform.startswith("linux")
+
+
+def needed_paths(extra=()) -> list[str]:
+    """Folders the child needs to see: the Python install, its site folders, lablib.
+
+    Only these (and the system folders) are bound into the child's root; a folder that
+    holds them is not exposed as a whole.
+    """
+    import lablib
+
+    paths = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)),
+             os.path.dirname(os.path.realpath(lablib.__file__))]
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.append(sysconfig.get_path(key))
+    paths += list(getattr(site, "getsitepackages", lambda: [])())
+    # Entries that .pth files or PYTHONPATH added; one that holds lablib (a checkout on
+    # the path) is not exposed whole: only its lablib folder is, above.
+    cwd = os.path.realpath(os.getcwd())
+    for entry in [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
+        if (entry and os.path.isdir(entry) and os.path.realpath(entry) != cwd
+                and not os.path.isdir(os.path.join(entry, "lablib"))):
+            paths.append(entry)
+    paths += list(extra)
+    real = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
+    # a folder inside another exposed folder comes with it
+    return [p for p in real if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in real)]
+
+
+def _libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+class _Mounts:
+    def __init__(self, libc):
+        self.libc = libc
+
+    def mount(self, src, target, fstype, flags, data=None):
+        rc = self.libc.mount(src and src.encode(), target.encode(), fstype and fstype.encode(),
+                             ctypes.c_ulong(flags), data and data.encode())
+        if rc != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+    def bind_readonly(self, source, target):
+        self.mount(source, target, None, MS_BIND | MS_REC)
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        try:
+            self.mount(None, target, None, flags)
+        except OSError:
+            # A mount inherited from a more privileged namespace keeps its locked flags.
+            st = os.statvfs(target)
+            keep = st.f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048)
+            self.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+
+
+def _mkdirs(path, mode=0o755):
+    os.makedirs(path, mode=mode, exist_ok=True)
+    os.chmod(path, mode)
+
+
+def _build_root(m: _Mounts, config: dict) -> int:
+    """Fill ``config['root']`` (already a tmpfs) with what the child may see; returns the
+    number of masked folders."""
+    root = config["root"]
+    for name in SYSTEM_DIRS:
+        host = "/" + name
+        inside = os.path.join(root, name)
+        if os.path.islink(host):
+            os.symlink(os.readlink(host), inside)
+        elif os.path.isdir(host):
+            _mkdirs(inside)
+            m.bind_readonly(host, inside)
+    for path in config["expose"]:
+        inside = root + path
+        if not os.path.lexists(inside):  # else already visible through a system folder
+            _mkdirs(inside)
+            m.bind_readonly(path, inside)
+    hidden = 0
+    for path in config["mask"]:
+        inside = root + path
+        if os.path.isdir(inside):
+            m.mount("tmpfs", inside, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=711")
+            for needed in config["expose"]:  # a needed folder inside a masked one stays
+                if needed.startswith(path.rstrip("/") + "/"):
+                    _mkdirs(root + needed)
+                    m.bind_readonly(needed, root + needed)
+            m.mount(None, inside, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=711")
+            hidden += 1
+        elif os.path.isfile(inside):
+            m.mount("/dev/null", inside, None, MS_BIND)
+            hidden += 1
+    for name in ("tmp", "var/tmp", "dev/shm"):
+        _mkdirs(os.path.join(root, name), 0o1777)
+    for name in DEVICES:
+        node = os.path.join(root, "dev", name)
+        open(node, "w").close()
+        m.mount("/dev/" + name, node, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, os.path.join(root, "dev", name))
+    _mkdirs(os.path.join(root, "proc"))
+    return hidden
+
+
+def _write(fd, obj):
+    data = json.dumps(obj).encode()
+    os.write(fd, struct.pack(">I", len(data)) + data)
+
+
+def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
+    """Entry point of the stage (see the module docstring)."""
+    (size,) = struct.unpack(">I", os.read(0, 4))
+    raw = b""
+    while len(raw) < size:
+        raw += os.read(0, size - len(raw))
+    config = json.loads(raw)
+    libc = _libc()
+    m = _Mounts(libc)
+    notes: list[str] = []
+    isolation = {"uid": 0, "network": "shared", "filesystem": "shared", "processes": "shared",
+                 "notes": notes}
+    for flag, what in ((CLONE_NEWNET, "network"), (CLONE_NEWIPC, "ipc"), (CLONE_NEWUTS, "uts"),
+                       (CLONE_NEWNS, "mount"), (CLONE_NEWPID, "pid")):
+        if libc.unshare(flag) != 0:
+            notes.append(f"no {what} namespace: {os.strerror(ctypes.get_errno())}")
+        elif what == "network":
+            isolation["network"] = "none (new network namespace)"
+        elif what == "pid":
+            isolation["processes"] = "private (new PID namespace: the run's processes end with it)"
+    new_root = None
+    scratch_mb = int(config["tmpfs_mb"])
+    if not any(n.startswith("no mount") for n in notes):
+        try:
+            m.mount(None, "/", None, MS_REC | MS_PRIVATE)
+            m.mount("tmpfs", config["root"], "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=755")
+            hidden = _build_root(m, config)
+            new_root = config["root"]
+            isolation["filesystem"] = (
+                f"new root: system folders and the Python install read-only, private /tmp, "
+                f"/var/tmp and /dev/shm ({scratch_mb} MB in all); {hidden} grader folder(s) masked")
+        except OSError as exc:
+            notes.append(f"no private root file system: {exc}")
+    uid = gid = int(config["uid"])
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the namespace's first process: finish the root, drop root, exec
+        os.close(report_r)
+        os.close(control_fd)
+        child_notes = []
+        workdir = config["root"]
+        try:
+            if new_root is not None:
+                try:
+                    m.mount("proc", os.path.join(new_root, "proc"), "proc",
+                            MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+                except OSError as exc:
+                    child_notes.append(f"no /proc: {exc}")
+                old = os.path.join(new_root, ".old-root")
+                os.mkdir(old)
+                if libc.syscall(_PIVOT_ROOT, new_root.encode(), old.encode()) != 0:
+                    raise OSError(ctypes.get_errno(), "pivot_root failed")
+                os.chdir("/")
+                libc.umount2(b"/.old-root", MNT_DETACH)
+                os.rmdir("/.old-root")
+                workdir = "/tmp/work"
+                os.mkdir(workdir, 0o700)
+                for name, value in (("shmmax", scratch_mb << 20), ("shmall", scratch_mb << 8), ("shmmni", 64)):
+                    try:
+                        with open(f"/proc/sys/kernel/{name}", "w") as f:
+                            f.write(str(value))
+                    except OSError:
+                        child_notes.append(f"kernel.{name} not set")
+            import resource
+
+            try:
+                resource.setrlimit(resource.RLIMIT_NPROC, (1024, 1024))
+            except (ValueError, OSError):
+                child_notes.append("RLIMIT_NPROC not set")
+            os.chown(workdir, uid, gid)
+            os.chdir(workdir)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            _write(report_w, {"ok": True, "uid": os.getuid(), "notes": child_notes})
+        except BaseException as exc:  # noqa: BLE001 - reported, then the run ends
+            _write(report_w, {"ok": False, "notes": child_notes + [f"sandbox failed: {exc}"]})
+            os._exit(120)
+        os.close(report_w)
+        env = dict(config["env"], HOME=workdir, TMPDIR=workdir)
+        try:
+            os.execve(sys.executable, [sys.executable, "-m", "lablib.grading.execute.child",
+                                       str(result_fd), str(memory_mb)], env)
+        finally:
+            os._exit(127)
+    os.close(report_w)
+    os.close(result_fd)
+    os.close(0)
+    data = b""
+    while chunk := os.read(report_r, 65536):
+        data += chunk
+    os.close(report_r)
+    try:
+        report = json.loads(data[4:]) if len(data) > 4 else {"ok": False, "notes": ["sandbox gave no report"]}
+    except ValueError:
+        report = {"ok": False, "notes": ["sandbox gave an unreadable report"]}
+    notes += report.get("notes", [])
+    isolation["uid"] = report.get("uid", 0)
+    _write(control_fd, {"event": "isolation", "init_pid": pid, "ok": bool(report.get("ok")), **isolation})
+    _, status = os.waitpid(pid, 0)
+    _write(control_fd, {"event": "exit", "status": status})
+    os.close(control_fd)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("usage: python -m lablib.grading.execute.isolation CONTROL_FD RESULT_FD MEMORY_MB "
+                 "(started by the grader, not by hand)")
+    sandbox_main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]))

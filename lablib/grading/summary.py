@@ -1,0 +1,262 @@
+"""The class at a glance: ``summary.json`` and ``summary.html`` of one graded batch.
+
+Written by every ``lablib grade`` next to ``grades.csv``: total and per-piece score
+histograms, each test's pass rate (the tests the class fails most first), status counts
+and the slowest submissions. The page is static and self-contained (no network, no
+script): the plots are inline SVG drawn with matplotlib's SVG backend (no display needed).
+It is the instructor's view: hidden tests are named there.
+
+Example::
+
+    from lablib.grading.summary import class_summary, write_summary
+    data = class_summary(lab, results)          # plain dict, as in summary.json
+    write_summary("out", lab, results)          # out/summary.json, out/summary.html
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import pathlib
+
+import numpy as np
+
+__all__ = ["class_summary", "summary_html", "write_summary"]
+
+#: How many of the slowest submissions are listed.
+SLOWEST = 10
+_STATUS_WORDS = ("ok", "invalid-notebook", "memory", "timeout", "crashed", "missing")
+
+
+def _histogram(scores, max_score: float) -> dict:
+    """Counts of ``scores`` in bins over ``[0, max_score]`` (one bin per point when points
+    are whole and few, else 10 equal bins); ``labels`` name the bins."""
+    scores = np.asarray(scores, dtype=float)
+    whole = max_score == int(max_score) and 0 < max_score <= 30
+    if whole:
+        edges = np.arange(int(max_score) + 2) - 0.5
+        labels = [f"{k}" for k in range(int(max_score) + 1)]
+    else:
+        top = max_score if max_score > 0 else 1.0
+        edges = np.linspace(0.0, top, 11)
+        labels = [f"{a:g}-{b:g}" for a, b in zip(edges[:-1], edges[1:])]
+    clipped = np.clip(scores, edges[0], edges[-1]) if scores.size else scores
+    counts, _ = np.histogram(clipped, bins=edges)
+    return {"edges": [round(float(e), 6) for e in edges], "labels": labels, "counts": [int(c) for c in counts]}
+
+
+def _stats(scores) -> dict:
+    scores = np.asarray(scores, dtype=float)
+    if not scores.size:
+        return {"mean": None, "median": None, "min": None, "max": None}
+    return {"mean": round(float(scores.mean()), 3), "median": round(float(np.median(scores)), 3),
+            "min": round(float(scores.min()), 3), "max": round(float(scores.max()), 3)}
+
+
+def _status_words(status: str) -> list[str]:
+    words = [part.split(":", 1)[0].strip() for part in status.split(";") if part.strip()]
+    return words or ["ok"]
+
+
+def class_summary(lab, results) -> dict:
+    """The batch's summary as plain values (the content of ``summary.json``).
+
+    Args:
+        lab: the :class:`~lablib.grading.spec.LabSpec` graded.
+        results: the :class:`~lablib.grading.judge.SubmissionResult` of each submission.
+
+    Returns:
+        ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
+        "tests", "statuses", "slowest"}``; ``tests`` is sorted by failure rate, highest first.
+    """
+    results = sorted(results, key=lambda r: r.submission)
+    n = len(results)
+    max_score = max([r.max_score for r in results] or [float(lab.max_score)])
+    totals = [r.score for r in results]
+    pieces = []
+    for piece in lab.pieces:
+        got = [r.pieces.get(piece, {}).get("score", 0.0) for r in results]
+        top = max([r.pieces.get(piece, {}).get("max_score", 0.0) for r in results]
+                  or [sum(t.points for t in lab.tests if t.piece == piece)])
+        pieces.append({
+            "piece": piece, "description": lab.pieces[piece].description, "max_score": top,
+            **_stats(got), "full_marks": sum(1 for s in got if top > 0 and s >= top),
+            "zero": sum(1 for s in got if s <= 0), "histogram": _histogram(got, top),
+        })
+    order = {t.id: i for i, t in enumerate(lab.tests)}
+    tests: dict[str, dict] = {}
+    for r in results:
+        for t in r.tests:
+            row = tests.setdefault(t.id, {"id": t.id, "piece": t.piece, "name": t.name, "hidden": t.hidden,
+                                          "points": t.max_score, "runs": 0, "passed": 0, "score_sum": 0.0,
+                                          "failures": {}})
+            row["runs"] += 1
+            row["passed"] += bool(t.passed)
+            row["score_sum"] += t.score
+            if not t.passed:
+                row["failures"][t.kind] = row["failures"].get(t.kind, 0) + 1
+    test_rows = []
+    for row in tests.values():
+        runs = row.pop("runs")
+        score_sum = row.pop("score_sum")
+        row["failed"] = runs - row["passed"]
+        row["pass_rate"] = round(row["passed"] / runs, 4) if runs else None
+        row["mean_score"] = round(score_sum / runs, 4) if runs else None
+        row["failures"] = dict(sorted(row["failures"].items(), key=lambda kv: (-kv[1], kv[0])))
+        test_rows.append(row)
+    test_rows.sort(key=lambda row: (row["pass_rate"], order.get(row["id"], len(order)), row["id"]))
+    statuses = {word: 0 for word in _STATUS_WORDS}
+    for r in results:
+        for word in set(_status_words(r.status)):
+            statuses[word] = statuses.get(word, 0) + 1
+    slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
+    return {
+        "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,
+        "score": _stats(totals), "histogram": _histogram(totals, max_score), "pieces": pieces,
+        "tests": test_rows, "statuses": statuses,
+        "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": r.status, "cached": r.cached}
+                    for r in slowest],
+    }
+
+
+# --------------------------------------------------------------------------- page
+
+
+def _svg(fig) -> str:
+    """``fig`` as inline SVG text (no XML prolog), ids stable from run to run."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": "lablib-summary", "svg.fonttype": "path"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _bars(ax, hist: dict, color: str) -> None:
+    x = np.arange(len(hist["counts"]))
+    ax.bar(x, hist["counts"], color=color, width=0.85)
+    step = max(1, len(x) // 10)
+    ax.set_xticks(x[::step], hist["labels"][::step])
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _plots(summary: dict) -> dict[str, str]:
+    from matplotlib.figure import Figure
+
+    plots = {}
+    fig = Figure(figsize=(7, 2.8))
+    ax = fig.subplots()
+    _bars(ax, summary["histogram"], "#3b6ea8")
+    ax.set_xlabel("total score")
+    ax.set_ylabel("submissions")
+    ax.set_title(f"Total score (out of {summary['max_score']:g})", fontsize=11)
+    plots["total"] = _svg(fig)
+
+    pieces = summary["pieces"]
+    if pieces:
+        cols = min(3, len(pieces))
+        rows = -(-len(pieces) // cols)
+        fig = Figure(figsize=(3.2 * cols, 2.3 * rows))
+        axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+        for ax, piece in zip(axes, pieces):
+            _bars(ax, piece["histogram"], "#5a9e6f")
+            ax.set_title(f"{piece['piece']} (/{piece['max_score']:g})", fontsize=10)
+            ax.tick_params(labelsize=8)
+        for ax in axes[len(pieces):]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        plots["pieces"] = _svg(fig)
+
+    tests = [t for t in summary["tests"] if t["pass_rate"] is not None]
+    if tests:
+        fig = Figure(figsize=(7, 0.3 * len(tests) + 1.0))
+        ax = fig.subplots()
+        y = np.arange(len(tests))[::-1]  # hardest at the top
+        rates = [100 * t["pass_rate"] for t in tests]
+        colors = ["#c0504d" if r < 50 else "#e0a030" if r < 80 else "#5a9e6f" for r in rates]
+        ax.barh(y, rates, color=colors)
+        ax.set_yticks(y, [f"{t['piece']}: {t['name']}" + (" (hidden)" if t["hidden"] else "") for t in tests],
+                      fontsize=8)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("submissions passing (%)")
+        ax.set_title("Pass rate per test, hardest first", fontsize=11)
+        ax.spines[["top", "right"]].set_visible(False)
+        plots["tests"] = _svg(fig)
+    return plots
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+def _table(header, rows) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def summary_html(summary: dict) -> str:
+    """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG."""
+    esc = html.escape
+    plots = _plots(summary) if summary["submissions"] else {}
+    score = summary["score"]
+    pieces = _table(["piece", "points", "mean", "median", "full marks", "zero", "what it is"],
+                    [[p["piece"], p["max_score"], p["mean"], p["median"], p["full_marks"], p["zero"],
+                      p["description"]] for p in summary["pieces"]])
+    tests = _table(["piece", "test", "points", "pass rate", "passed", "failed", "failures by kind"],
+                   [[t["piece"], t["name"] + (" (hidden)" if t["hidden"] else ""), t["points"],
+                     "-" if t["pass_rate"] is None else f"{100 * t['pass_rate']:.0f}%", t["passed"], t["failed"],
+                     ", ".join(f"{k}: {v}" for k, v in t["failures"].items())] for t in summary["tests"]])
+    statuses = _table(["status", "submissions"], [[k, v] for k, v in summary["statuses"].items()])
+    slowest = _table(["submission", "seconds", "status", "cached"],
+                     [[s["submission"], s["seconds"], s["status"], "yes" if s["cached"] else ""]
+                      for s in summary["slowest"]])
+    empty = "" if summary["submissions"] else "<p class='empty'>No submissions were graded.</p>"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(summary['title'])}: class summary</title>
+<style>
+body{{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#222}}
+h2{{margin-top:1.6em;border-bottom:1px solid #ddd}}
+table{{border-collapse:collapse;margin:0.6em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}
+th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{margin-right:2em}}
+</style></head><body>
+<h1>{esc(summary['title'])}: class summary</h1>
+<p class="facts"><span><b>{summary['submissions']}</b> submissions</span>
+<span>mean <b>{_fmt(score['mean'])}</b> / {_fmt(summary['max_score'])}</span>
+<span>median {_fmt(score['median'])}</span><span>min {_fmt(score['min'])}</span>
+<span>max {_fmt(score['max'])}</span></p>
+{empty}
+<h2>Scores</h2>
+<div class="plot">{plots.get('total', '')}</div>
+<h2>Graded pieces</h2>
+{pieces}
+<div class="plot">{plots.get('pieces', '')}</div>
+<h2>Tests, most failed first</h2>
+<div class="plot">{plots.get('tests', '')}</div>
+{tests}
+<h2>Statuses</h2>
+{statuses}
+<h2>Slowest submissions</h2>
+{slowest}
+</body></html>
+"""
+
+
+def write_summary(out_dir, lab, results) -> dict[str, pathlib.Path]:
+    """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
+
+    Returns:
+        ``{"summary_json": path, "summary_html": path}``.
+    """
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = class_summary(lab, results)
+    (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
+    return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}

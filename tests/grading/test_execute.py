@@ -1,0 +1,439 @@
+"""Running submissions: the plain-value wire, the child, the sandbox, the supervisor.
+
+The hostile cases here are the red-team attacks on the execution layer (each would
+have hung a batch, outlived it, moved a deadline or forged a result before); the
+notebook-level ones are in the corpus (test_corpus.py).
+"""
+
+import io
+import os
+import time
+
+import numpy as np
+import pytest
+
+from lablib.grading.execute import Limits, ProbeRequest, ProbeResult, run_submission
+from lablib.grading.execute import protocol
+from lablib.grading.execute.isolation import sandbox_possible
+
+needs_root = pytest.mark.skipif(not sandbox_possible(), reason="the sandbox stage needs root on Linux")
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 3, -2.5, float("nan"), float("inf"), "text",
+    [1, [2.0, "x"]], (1, (2, 3)), {"a": np.arange(3), "b": (np.ones((2, 2), np.float32), None)},
+    {"a": 1, "d": 2, "t": 3},  # keys that look like the format's own tags
+    np.array([True, False]), np.array(["ab", "c"]),
+])
+def test_encode_decode_round_trip(value):
+    tree, blobs = protocol.encode_value(value)
+    back = protocol.decode_value(tree, blobs)
+    assert repr(back) == repr(value) if not isinstance(value, dict) else True
+    if isinstance(value, dict):
+        assert set(back) == set(value)
+        np.testing.assert_equal(back["a"], value["a"])
+
+
+def test_encode_rejects_non_plain_values():
+    class Sneaky(float):
+        def __eq__(self, other):
+            return True
+    for bad in (Sneaky(1.0), np.array([object()], dtype=object), {1, 2}, np.float32(1.0)):
+        with pytest.raises(TypeError):
+            protocol.encode_value(bad)
+
+
+def test_decode_is_strict_and_never_unpickles():
+    import pickle
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_value({"a": 0}, [pickle.dumps(object())])
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_value({"a": 0}, [buf.getvalue()])
+    for bad in ({"zz": 1}, {"a": 5}, {"d": [[1, 2]]}, {"t": 3, "a": 0}, {"f": "1e400"}):
+        with pytest.raises(protocol.ProtocolError):
+            protocol.decode_value(bad, [])
+
+
+def test_frame_reader_caps_each_message_and_the_total():
+    r, w = os.pipe()
+    protocol.write_frame(w, {"seq": 1}, [b"x" * 10])
+    os.close(w)
+    reader = protocol.FrameReader(r)
+    header, blobs = reader.read()
+    assert header["seq"] == 1 and blobs == [b"x" * 10]
+    with pytest.raises(EOFError):
+        reader.read()
+    os.close(r)
+    r, w = os.pipe()
+    os.write(w, (protocol.MAX_MESSAGE_BYTES + 1).to_bytes(4, "big"))
+    os.close(w)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.FrameReader(r).read()
+    os.close(r)
+    reader = protocol.FrameReader(-1)
+    reader.total = protocol.MAX_TOTAL_BYTES
+    reader._exact = lambda n, data=iter([b"\0\0\0\x0c", b'{"blobs":[]}']): next(data)
+    with pytest.raises(protocol.ProtocolError, match="in all"):
+        reader.read()
+
+
+def _t(name, probe, timeout=None):
+    return ProbeRequest(f"f::{name}", probe, ("f",), timeout)
+
+
+def _double(ns):
+    return ns["f"](np.arange(3.0))
+
+
+def _whoami(ns):
+    import socket
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=1).close()
+        net = "up"
+    except OSError:
+        net = "down"
+    return {"uid": os.getuid(), "cwd": os.getcwd(), "net": net}
+
+
+def _segfault(ns):
+    import ctypes
+    return ctypes.string_at(0)
+
+
+def _loop(ns):
+    while True:
+        pass
+
+
+def _exit(ns):
+    os._exit(7)
+
+
+def test_run_submission_recovers_from_each_failure_and_keeps_later_results():
+    tests = [_t("double", _double), _t("segfault", _segfault), _t("loop", _loop, timeout=1.5),
+             _t("exit", _exit), _t("again", _double)]
+    out = run_submission(["import numpy as np\n"], [("f", "def f(x):\n    return 2 * x\nprint('hello')")],
+                         tests, limits=Limits(timeout=5, memory_mb=1024))
+    assert out.results["f::double"].ok and np.array_equal(out.results["f::double"].value, [0, 2, 4])
+    assert out.results["f::segfault"].kind == "crashed" and "SIGSEGV" in out.results["f::segfault"].error
+    assert out.results["f::loop"].kind == "timeout"
+    assert out.results["f::exit"].kind == "crashed" and "code 7" in out.results["f::exit"].error
+    assert out.results["f::again"].ok
+    assert out.attempts == 4 and "hello" in out.output
+    assert sorted(k for k, _ in out.problems) == ["crashed", "crashed", "timeout"]
+    # the instructor learns how each attempt ended
+    assert [d["running"] for d in out.diagnostics] == ["test f::segfault", "test f::loop", "test f::exit"]
+    assert out.diagnostics[2]["exit"] == "exited with code 7" and "hello" in out.diagnostics[2]["output_tail"]
+
+
+def test_cell_errors_and_missing_objects_are_reported_not_raised():
+    out = run_submission([], [("f", "raise ValueError('boom')")], [_t("double", _double)],
+                         limits=Limits(timeout=5))
+    assert out.cell_errors["f"][0] == "error" and "ValueError: boom" in out.cell_errors["f"][1]
+    assert out.results["f::double"] == ProbeResult(False, None, "error", "the graded cell does not define f")
+
+
+def test_a_cell_printing_then_exiting_leaves_its_output_and_exit_code_for_the_instructor():
+    out = run_submission([], [("f", "print('last words', flush=True)\nimport os\nos._exit(3)")],
+                         [_t("double", _double)], limits=Limits(timeout=10))
+    assert out.cell_errors["f"][0] == "crashed" and "code 3" in out.cell_errors["f"][1]
+    assert out.diagnostics[0]["exit"] == "exited with code 3"
+    assert "last words" in out.diagnostics[0]["output_tail"] and "last words" in out.output
+
+
+def test_messages_from_the_child_never_move_a_deadline():
+    # A graded cell that keeps writing old-style progress messages to the result pipe
+    # while it runs for 60 s: the grader ends it at its own deadline, or at the first
+    # message it did not ask for, never later.
+    cell = '''
+import json, os, struct, threading, time
+def _spam():
+    fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    while True:
+        for fd in fds:
+            for event in ({"event": "cell_start", "piece": "f"}, {"event": "test_start", "test": "f::double"}):
+                data = json.dumps(dict(event, blobs=[])).encode()
+                try:
+                    os.write(fd, struct.pack(">I", len(data)) + data) if fd > 2 else None
+                except OSError:
+                    pass
+        time.sleep(1)
+threading.Thread(target=_spam, daemon=True).start()
+time.sleep(60)
+def f(x):
+    return 2 * x
+'''
+    started = time.monotonic()
+    out = run_submission([], [("f", cell)], [_t("double", _double)], limits=Limits(timeout=4))
+    assert time.monotonic() - started < 30
+    assert out.cell_errors["f"][0] in ("timeout", "crashed")
+    assert not out.results["f::double"].ok
+
+
+def test_a_cell_ending_at_its_limit_costs_only_its_own_piece():
+    cells = [("slow", "import time\ntime.sleep(3.0)\nslow = 1"), ("f", "def f(x):\n    return 2 * x")]
+    probes = [ProbeRequest("slow::t", lambda ns: ns["slow"], ("slow",)), _t("double", _double)]
+    out = run_submission([], cells, probes, limits=Limits(timeout=3.0))
+    assert out.results["f::double"].ok, out.results
+    assert not out.results["slow::t"].ok or out.results["slow::t"].value == 1
+
+
+def test_memory_limit_reports_memory():
+    def hog(ns):
+        chunks = []
+        while True:
+            chunks.append(np.ones(2**22))
+    out = run_submission(["import numpy as np\n"], [("f", "f = 1")], [_t("hog", hog)],
+                         limits=Limits(timeout=20, memory_mb=300))
+    assert out.results["f::hog"].kind == "memory"
+    assert [k for k, _ in out.problems] == ["memory"]
+
+
+def _own_leftovers():
+    """Processes started for grading (their environment says so) still alive."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid != os.getpid() and process.environ().get("LABLIB_GRADING") == "1":
+                found.append(process.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_a_detached_process_that_keeps_forking_neither_hangs_the_run_nor_outlives_it():
+    cell = '''
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    while True:          # a new pid every few ms, holding the output pipe
+        if os.fork():
+            os._exit(0)
+        time.sleep(0.005)
+def f(x):
+    return 2 * x
+'''
+    started = time.monotonic()
+    out = run_submission([], [("f", cell)], [_t("double", _double)], limits=Limits(timeout=10))
+    assert out.results["f::double"].ok
+    assert time.monotonic() - started < 60
+    time.sleep(0.5)
+    assert _own_leftovers() == []
+
+
+@needs_root
+def test_memory_counts_detached_helpers_and_scratch_space():
+    # Double-forked helpers leave the child's process tree; the sandbox counts the uid.
+    cell = '''
+import os, time
+for _ in range(3):
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+            block = bytearray(200 * 2**20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(60)
+        os._exit(0)
+time.sleep(30)
+f = 1
+'''
+    out = run_submission([], [("f", cell)], [_t("one", lambda ns: ns["f"])],
+                         limits=Limits(timeout=25, memory_mb=450))
+    assert out.cell_errors["f"][0] == "memory", out.cell_errors
+    scratch = '''
+import time
+with open("/tmp/fill", "wb") as f:
+    for _ in range(450):
+        f.write(b"x" * 2**20)
+time.sleep(30)
+f = 1
+'''
+    out = run_submission([], [("f", scratch)], [_t("one", lambda ns: ns["f"])],
+                         limits=Limits(timeout=25, memory_mb=400))
+    assert out.cell_errors["f"][0] in ("memory", "error"), out.cell_errors  # killed, or the tmpfs was full
+
+
+@needs_root
+def test_sandbox_drops_privileges_network_and_hides_the_host(tmp_path):
+    import json
+    secret = tmp_path.parent / f"{tmp_path.name}-secret"
+    secret.mkdir()
+    (secret / "answers.py").write_text("SECRET = 42")
+    probe_cell = f'''
+import os, glob
+def f(ns=None):
+    out = {{}}
+    try:
+        out["read"] = open({str(secret / "answers.py")!r}).read()
+    except OSError as exc:
+        out["read"] = type(exc).__name__
+    out["root"] = sorted(os.listdir("/"))
+    out["procs"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    out["lock"] = os.path.exists("/run/lock")
+    try:
+        open("/usr/lablib-was-here", "w")
+        out["usr"] = "writable"
+    except OSError as exc:
+        out["usr"] = type(exc).__name__
+    return out
+'''
+    out = run_submission([], [("f", probe_cell)], [_t("who", _whoami), _t("look", lambda ns: ns["f"]())],
+                         limits=Limits(timeout=20), mask=[str(secret)])
+    who, look = out.results["f::who"].value, out.results["f::look"].value
+    assert who["uid"] != 0 and who["net"] == "down" and who["cwd"] == "/tmp/work"
+    assert look["read"] == "FileNotFoundError"
+    assert not look["lock"] and "run" not in look["root"] and "home" not in look["root"]
+    assert look["usr"] in ("OSError", "PermissionError")
+    assert max(look["procs"]) < 50  # its own PID namespace
+    assert out.isolation["uid"] == who["uid"] and "network namespace" in out.isolation["network"]
+    assert "PID namespace" in out.isolation["processes"] and "new root" in out.isolation["filesystem"]
+    json.dumps(out.isolation)
+
+
+def _venv_sharing_this_one(path):
+    """A new venv at ``path`` that finds this interpreter's packages and lablib through a
+    .pth file (as an instructor's venv elsewhere would find them installed)."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    import lablib
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    site_dir = subprocess.run([str(path / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    lines = [sysconfig.get_path("purelib"), os.path.dirname(os.path.dirname(os.path.realpath(lablib.__file__)))]
+    with open(os.path.join(site_dir, "shared.pth"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+@needs_root
+def test_sandbox_runs_a_python_installed_under_tmp(tmp_path):
+    """The child's private /tmp must not hide a venv (or lablib) that lives under /tmp."""
+    import subprocess
+    import sys
+
+    venv = _venv_sharing_this_one(tmp_path / "venv")
+    code = '''
+import numpy as np
+from lablib.grading.execute import run_submission, ProbeRequest, Limits
+out = run_submission([], [("f", "import sys\\ndef f():\\n    return sys.executable")],
+                     [ProbeRequest("f::t", lambda ns: ns["f"](), ("f",))], limits=Limits(timeout=30))
+print(out.results["f::t"])
+'''
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert "ok=True" in result.stdout and str(venv) in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+@needs_root
+def test_sandbox_hides_host_sockets_the_grader_command_line_and_keeps_shared_memory_private(tmp_path):
+    import ctypes
+    import socket
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "service.sock"))  # a root service's socket on the host
+    server.listen(1)
+    key = 0x1AB5 + os.getpid() % 1000
+    cell = f'''
+import ctypes, os, socket
+def f():
+    out = {{}}
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect({str(tmp_path / "service.sock")!r})
+        out["socket"] = "connected"
+    except OSError as exc:
+        out["socket"] = type(exc).__name__
+    out["cmdlines"] = [open(f"/proc/{{p}}/cmdline", "rb").read().decode(errors="replace")
+                       for p in os.listdir("/proc") if p.isdigit()]
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    out["big_segment"] = libc.shmget({key + 1}, 2**30, 0o1000 | 0o600)   # 1 GiB: above the cap
+    out["segment"] = libc.shmget({key}, 2**20, 0o1000 | 0o600)
+    return out
+'''
+    try:
+        out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20))
+    finally:
+        server.close()
+    look = out.results["f::look"].value
+    assert look["socket"] in ("FileNotFoundError", "ConnectionRefusedError", "PermissionError")
+    assert not any("pytest" in c for c in look["cmdlines"]), look["cmdlines"]
+    assert look["big_segment"] == -1 and look["segment"] >= 0
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    assert libc.shmget(key, 0, 0) == -1  # the run's segment did not outlive it
+
+
+@needs_root
+def test_a_venv_inside_a_masked_submissions_folder_still_runs_and_hides_the_rest(tmp_path):
+    import subprocess
+    import sys
+
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    (subs / "other-student.ipynb").write_text('{"secret": "answers"}')
+    venv = _venv_sharing_this_one(subs / ".venv")
+    code = f'''
+from lablib.grading.execute import run_submission, ProbeRequest, Limits
+cell = """
+import os
+def f():
+    try:
+        return open({str(subs / "other-student.ipynb")!r}).read()
+    except OSError as exc:
+        return type(exc).__name__
+"""
+out = run_submission([], [("f", cell)], [ProbeRequest("f::t", lambda ns: ns["f"](), ("f",))],
+                     limits=Limits(timeout=60), mask=[{str(subs)!r}])
+print("RESULT", out.results["f::t"])
+'''
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert "RESULT ProbeResult(ok=True" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert "answers" not in result.stdout
+
+
+def test_floods_and_forged_isolation_reports_are_neither_kept_nor_recorded():
+    import psutil
+
+    cell = '''
+import json, os, struct
+def _frame(header, blob=b""):
+    data = json.dumps(dict(header, blobs=[len(blob)] if blob else [])).encode()
+    return struct.pack(">I", len(data)) + data + blob
+fds = [int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2]
+for fd in fds:   # a reply claiming the grader runs as root on the host network
+    try:
+        os.write(fd, _frame({"seq": 2, "event": "isolation", "uid": 0, "network": "host", "notes": ["x" * 10**6]}))
+    except OSError:
+        pass
+f = 1
+'''
+    flood = '''
+def flood():
+    import json, os, struct
+    blob = b"x" * (60 * 2**20)
+    data = json.dumps({"seq": 99, "event": "result", "blobs": [len(blob)]}).encode()
+    for fd in [int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2]:
+        for _ in range(25):
+            try:
+                os.write(fd, struct.pack(">I", len(data)) + data + blob)
+            except OSError:
+                break
+    return 1
+'''
+    before = psutil.Process().memory_info().rss
+    out = run_submission([], [("f", cell), ("flood", flood)],
+                         [ProbeRequest("f::one", lambda ns: ns["f"], ("f",)),
+                          ProbeRequest("flood::t", lambda ns: ns["flood"](), ("flood",))],
+                         limits=Limits(timeout=30))
+    assert out.results["flood::t"].kind == "crashed" and "did not ask for" in out.results["flood::t"].error
+    assert psutil.Process().memory_info().rss - before < 400 * 2**20
+    assert out.isolation.get("network") != "host" and "x" * 1000 not in str(out.isolation)
+    assert out.isolation.get("uid") != 0 or not sandbox_possible()

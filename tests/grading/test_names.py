@@ -1,0 +1,140 @@
+"""Submission names and feedback file names: unique, collision-free, symlinks kept inside."""
+
+import os
+import shutil
+
+import pytest
+
+from lablib.grading.grade import SubmissionSkipped, collect_submissions
+from lablib.grading.report import feedback_stems, write_reports
+from grading_paths import FIXTURE_SOLUTION
+
+
+def _book(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    return path
+
+
+def test_names_unique_across_folders(tmp_path):
+    _book(tmp_path / "d1" / "alice.ipynb")
+    _book(tmp_path / "d2" / "alice.ipynb")
+    _book(tmp_path / "d3" / "alice-2.ipynb")
+    _book(tmp_path / "d4" / "Alice.ipynb")
+    found = collect_submissions([tmp_path / "d1", tmp_path / "d2", tmp_path / "d3", tmp_path / "d4"])
+    names = [name for name, _ in found]
+    assert names == ["alice", "alice-3", "alice-2", "Alice-4"]  # alice-2 keeps its own name
+    assert len({n.casefold() for n in names}) == len(names)
+    assert [p.parent.name for _, p in found] == ["d1", "d2", "d3", "d4"]
+
+
+def test_feedback_stems_never_collide():
+    names = ["Smith, John", "Smith_ John", "alice/hw", "alice_hw", "bob", "Bob", "carol", ".hidden",
+             "x" * 300, "x" * 300 + "y"]
+    stems = feedback_stems(names)
+    assert len({s.casefold() for s in stems.values()}) == len(names)
+    assert stems["carol"] == "carol"  # a safe, unshared name is kept as it is
+    assert stems["Smith, John"].startswith("Smith__John-") and stems["Smith_ John"].startswith("Smith__John-")
+    assert stems["alice/hw"] != stems["alice_hw"]
+    assert not stems[".hidden"].startswith(".")
+    assert all("/" not in s and len(s) < 140 for s in stems.values())
+    assert feedback_stems(reversed(names)) == stems  # independent of the order
+
+
+def test_write_reports_one_file_per_submission(fixture_lab, tmp_path):
+    from lablib.grading.judge import TestResult, summarise
+
+    names = ["Smith, John", "Smith_ John", "alice/hw", "alice_hw"]
+    results = []
+    for i, name in enumerate(names):
+        tests = [TestResult(t.id, t.piece, t.name, t.points if i % 2 else 0.0, t.points, bool(i % 2), t.hidden)
+                 for t in fixture_lab.tests]
+        results.append(summarise(fixture_lab, name, f"/subs/{i}.ipynb", tests, "ok"))
+    write_reports(tmp_path, fixture_lab, results)
+    files = sorted(p.name for p in (tmp_path / "feedback").glob("*.md"))
+    assert len(files) == 4
+    import json
+
+    data = json.loads((tmp_path / "grades.json").read_text())
+    for entry in data["submissions"]:  # each entry names its own file, which is about it
+        text = (tmp_path / (entry["feedback"] + ".md")).read_text()
+        assert f"feedback for {entry['submission']}" in text
+
+
+@pytest.fixture()
+def tree(tmp_path):
+    """subs/ (given to the grader) and outside/ (must never be graded through a link)."""
+    subs, outside = tmp_path / "subs", tmp_path / "outside"
+    _book(subs / "alice.ipynb")
+    _book(subs / "bob" / "lab.ipynb")
+    _book(outside / "solutions" / "lab1.ipynb")
+    _book(outside / "secret.ipynb")
+    return subs, outside
+
+
+def test_symlinks_leading_outside_are_refused(tree):
+    subs, outside = tree
+    os.symlink(outside / "solutions", subs / "eve")  # a folder
+    os.symlink(outside / "secret.ipynb", subs / "mallory.ipynb")  # a notebook
+    os.symlink(outside / "secret.ipynb", subs / "bob" / "extra.ipynb")  # one level down
+    os.symlink(subs / "nowhere.ipynb", subs / "broken.ipynb")
+    refused = []
+    found = collect_submissions([subs], refused=refused)
+    assert [name for name, _ in found] == ["alice", "bob"]
+    assert all(str(outside) not in str(path) for _, path in found)
+    reasons = {path.name: reason for path, reason in refused}
+    assert set(reasons) == {"eve", "mallory.ipynb", "extra.ipynb", "broken.ipynb"}
+    assert "outside the submissions folder" in reasons["eve"] and "broken" in reasons["broken.ipynb"]
+    with pytest.warns(SubmissionSkipped) as caught:  # without a list to fill: one warning each
+        collect_submissions([subs])
+    assert sorted(str(w.message).split(" is not graded")[0] for w in caught) == sorted(str(p) for p, _ in refused)
+    # a notebook given by path: its own folder is the limit
+    refused = []
+    assert collect_submissions([subs / "mallory.ipynb"], refused=refused) == []
+    assert refused and refused[0][0] == subs / "mallory.ipynb"
+
+
+def test_symlinks_inside_the_folder_are_resolved(tree):
+    subs, _ = tree
+    os.symlink(subs / "alice.ipynb", subs / "carol.ipynb")
+    os.symlink(subs / "bob", subs / "dave")
+    os.symlink(subs, subs / "bob" / "loop")  # a link back up the tree
+    os.symlink(subs, subs / "everyone")
+    refused = []
+    found = dict(collect_submissions([subs], refused=refused))
+    assert found == {"alice": subs / "alice.ipynb", "bob": subs / "bob" / "lab.ipynb",
+                     "carol": (subs / "alice.ipynb").resolve(), "dave": (subs / "bob" / "lab.ipynb").resolve()}
+    assert [(p.name, r) for p, r in refused] == [("everyone", "a symbolic link to the submissions folder itself")]
+
+
+def test_symlinked_folder_is_not_graded_end_to_end(tmp_path, fixture_lab):
+    """The red-team case: a symlinked folder made other notebooks graded as submissions."""
+    from lablib.grading.grade import grade
+
+    subs, outside = tmp_path / "subs", tmp_path / "outside"
+    subs.mkdir()
+    outside.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, outside / "solution.ipynb")
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    os.symlink(outside, subs / "eve")
+    with pytest.warns(SubmissionSkipped, match="eve is not graded"):
+        results = grade(fixture_lab, [subs], tmp_path / "out", lab_notebook=FIXTURE_SOLUTION, jobs=1,
+                        timeout=20, progress=False)
+    assert [r.submission for r in results] == ["alice"]
+
+
+def test_grade_command_reports_skipped_links(tmp_path, capsys):
+    from lablib.cli import main
+
+    subs, outside = tmp_path / "subs", tmp_path / "outside"
+    _book(outside / "secret.ipynb")
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    os.symlink(outside / "secret.ipynb", subs / "mallory.ipynb")
+    from grading_paths import FIXTURE_LAB
+
+    assert main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(tmp_path / "out"), "--lab-notebook",
+                 str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert f"lablib grade: skipped: {subs / 'mallory.ipynb'} is not graded" in captured.err
+    assert "mallory" not in captured.out and "alice" in captured.out

@@ -1,0 +1,117 @@
+"""The class summary (summary.json, summary.html), rendered by a real headless browser."""
+
+import json
+import random
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from lablib.grading.judge import TestResult, status_of, summarise
+from lablib.grading.summary import SLOWEST, class_summary, write_summary
+
+#: Debian packages the browser test needs (CI installs them).
+CHROMIUM_PACKAGES = "chromium"
+
+
+def _class(lab, n=14, seed=0):
+    """``n`` seeded submissions: each test passes with its own rate, some time out or miss a piece."""
+    rng = random.Random(seed)
+    rates = {t.id: 0.15 + 0.8 * i / max(1, len(lab.tests) - 1) for i, t in enumerate(lab.tests)}
+    results = []
+    for k in range(n):
+        missing = ["running_mean"] if k % 7 == 3 else []
+        kinds = {"timeout"} if k % 5 == 1 else set()
+        tests = []
+        for t in lab.tests:
+            if t.piece in missing:
+                tests.append(TestResult.failed(t, "no cell", "missing"))
+            elif rng.random() < rates[t.id]:
+                tests.append(TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden))
+            else:
+                tests.append(TestResult.failed(t, "wrong", "timeout" if kinds else "failed"))
+        results.append(summarise(lab, f"student{k:02d}", f"/subs/student{k:02d}.ipynb", tests,
+                                 status_of(kinds, missing), seconds=round(rng.uniform(1, 30), 3)))
+    return results
+
+
+def test_summary_counts(fixture_lab):
+    results = _class(fixture_lab)
+    data = class_summary(fixture_lab, results)
+    n = len(results)
+    assert data["submissions"] == n and data["max_score"] == fixture_lab.max_score
+    assert sum(data["histogram"]["counts"]) == n
+    totals = sorted(r.score for r in results)
+    assert data["score"]["median"] == pytest.approx(float(np.median(totals)))
+    assert [p["piece"] for p in data["pieces"]] == list(fixture_lab.pieces)
+    for piece in data["pieces"]:
+        assert sum(piece["histogram"]["counts"]) == n
+        got = [r.pieces[piece["piece"]]["score"] for r in results]
+        assert piece["mean"] == pytest.approx(np.mean(got), abs=1e-3)
+        assert piece["full_marks"] == sum(s >= piece["max_score"] for s in got)
+    rates = [t["pass_rate"] for t in data["tests"]]
+    assert rates == sorted(rates) and len(rates) == len(fixture_lab.tests)  # most failed first
+    for row in data["tests"]:
+        passed = sum(t.passed for r in results for t in r.tests if t.id == row["id"])
+        assert row["passed"] == passed and row["failed"] == n - passed
+        assert sum(row["failures"].values()) == n - passed
+    assert any(row["hidden"] for row in data["tests"])
+    assert data["statuses"]["timeout"] == sum("timeout" in r.status for r in results) > 0
+    assert data["statuses"]["missing"] == sum("missing" in r.status for r in results) > 0
+    assert data["statuses"]["ok"] == sum(r.status == "ok" for r in results) > 0
+    seconds = [s["seconds"] for s in data["slowest"]]
+    assert len(seconds) == min(SLOWEST, n) and seconds == sorted((r.seconds for r in results), reverse=True)[:SLOWEST]
+    empty = class_summary(fixture_lab, [])
+    assert empty["submissions"] == 0 and empty["score"]["mean"] is None and empty["slowest"] == []
+
+
+def test_summary_page_is_static_and_names_every_piece(fixture_lab, tmp_path):
+    paths = write_summary(tmp_path, fixture_lab, _class(fixture_lab))
+    page = paths["summary_html"].read_text()
+    assert json.loads(paths["summary_json"].read_text())["lab"] == fixture_lab.name
+    for piece in fixture_lab.pieces:
+        assert f"<td>{piece}</td>" in page
+    for test in fixture_lab.tests:
+        assert test.name in page
+    assert page.count("<svg") == 3  # total, per-piece and per-test plots, inline
+    assert not re.search(r"<script|<link|<img|<iframe|@import|url\((?!#)", page, re.I)
+    assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!#)", page)  # only in-page references
+    assert "No submissions" in write_summary(tmp_path / "none", fixture_lab, [])["summary_html"].read_text()
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail(f"No Chromium found on PATH: the summary page is checked in a real headless browser. "
+                f"Install the Debian package(s) `{CHROMIUM_PACKAGES}` (apt-get install -y {CHROMIUM_PACKAGES}).")
+
+
+def test_summary_page_renders_in_headless_chromium(fixture_lab, tmp_path):
+    from PIL import Image
+
+    page = write_summary(tmp_path / "out", fixture_lab, _class(fixture_lab))["summary_html"]
+    shot = tmp_path / "summary.png"
+    width, height = 1200, 2200
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--no-first-run", "--disable-extensions", "--host-resolver-rules=MAP * ~NOTFOUND",
+               f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+               f"--window-size={width},{height}", page.resolve().as_uri()]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0 and shot.is_file(), result.stderr[-2000:]
+    image = np.asarray(Image.open(shot).convert("RGB"))
+    assert image.shape == (height, width, 3)
+    colours = np.unique(image.reshape(-1, 3), axis=0)
+    assert len(colours) > 50, f"only {len(colours)} colours: the page looks blank"
+    ink = (image.sum(axis=2) < 600).mean()
+    assert 0.01 < ink < 0.6, f"{ink:.1%} of the pixels are not near white"
+
+    def pixels(rgb):
+        return int(np.all(np.abs(image.astype(int) - rgb) <= 8, axis=2).sum())
+
+    # the plots' bars are drawn: the total histogram's blue and the pieces' green
+    assert pixels((0x3B, 0x6E, 0xA8)) > 500, "the total score histogram (inline SVG) was not rendered"
+    assert pixels((0x5A, 0x9E, 0x6F)) > 500, "the per-piece histograms (inline SVG) were not rendered"

@@ -1,0 +1,65 @@
+"""Every lab's header tells the student the same things, and tells them right.
+
+The header (the first markdown cell of each solution notebook; labs/ is generated from
+it) must list every graded piece with the points of its public tests as the lab's spec
+defines them, their total, one row per written answer of the notebook, the rule that
+only ``# SETUP`` and ``# GRADED`` cells run at grading, that hidden tests run at grading,
+and the measured run time in fast mode.
+"""
+
+import json
+import pathlib
+import re
+
+import pytest
+
+from lablib.grading.notebooks import BEGIN_ANSWER
+from lablib.grading.spec import load_lab
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+PIECE_ROW = re.compile(r"^\| `(\w+)` \| .* \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)
+TOTAL_ROW = re.compile(r"^\| all graded pieces \| public tests \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)
+ANSWER_ROW = re.compile(r"^\| written answer, .* \| graded by a person \|$", re.MULTILINE)
+
+
+def _cells(path):
+    return [(cell["cell_type"], "".join(cell["source"])) for cell in json.loads(path.read_text())["cells"]]
+
+
+def _header(path):
+    return next(text for kind, text in _cells(path) if kind == "markdown")
+
+
+def test_every_lab_is_checked():
+    assert len(SOLUTIONS) >= 4, [p.name for p in SOLUTIONS]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_header_points_match_the_spec(path):
+    header = _header(path)
+    spec = load_lab(path.stem)
+    expected = {}
+    for test in spec.tests_for(hidden=False):
+        expected[test.piece] = expected.get(test.piece, 0.0) + test.points
+    stated = {piece: float(points) for piece, points in PIECE_ROW.findall(header)}
+    assert stated == expected, f"{path.name}: the header's points table says {stated}, the spec {expected}"
+    total = TOTAL_ROW.findall(header)
+    assert total and float(total[0]) == sum(expected.values()), (total, expected)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_header_lists_every_written_answer(path):
+    answers = sum(BEGIN_ANSWER in text for kind, text in _cells(path) if kind == "markdown")
+    rows = len(ANSWER_ROW.findall(_header(path)))
+    assert rows == answers, f"{path.name}: {answers} answer cells, {rows} written-answer rows in the header"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_header_states_the_grading_rules_and_run_time(path):
+    header = " ".join(_header(path).split())  # phrases may wrap across lines
+    for phrase in ("`# SETUP` cells", "`# GRADED` cells", "hidden tests run", "in fast mode",
+                   "GPU", "of work"):
+        assert phrase in header, f"{path.name}: the header does not say {phrase!r}"
+    assert re.search(r"took [\d.]+ (to [\d.]+ )?min.{0,60}? in fast mode", header), header
+    assert not re.search(r"\{LAB\d_\w+\}", header), "an unfilled placeholder is left in the header"

@@ -44,10 +44,12 @@ __all__ = [
     "CORE",
     "EXTRAS",
     "LABS",
+    "LAB_NOTEBOOKS",
     "InstallError",
     "RestartRequired",
     "Plan",
     "lablib_pip",
+    "lab_extras",
     "lab_requirements",
     "plan",
     "constraints",
@@ -103,6 +105,10 @@ LABS = {
     "lab4": LabNeeds(extras=("molecules",), imports=("matplotlib>=3.7",)),
 }
 
+#: The notebooks' names (solutions/ and labs/); a test keeps them equal to the files.
+LAB_NOTEBOOKS = {"lab1": "lab1_attention", "lab2": "lab2_transformer_reuters",
+                 "lab3": "lab3_gcn_molecules", "lab4": "lab4_gat"}
+
 RESTART_HINT = "restart the session (Colab: Runtime > Restart session), then run this notebook again from the top"
 
 
@@ -115,6 +121,20 @@ class RestartRequired(RuntimeError):
 
 
 # -- pure logic ---------------------------------------------------------------------
+
+
+def lab_extras(name: str) -> tuple:
+    """The lablib extras a lab needs, by short name (``"lab2"``) or notebook name
+    (``"lab2_transformer_reuters"``); ``()`` for a lab this course does not ship.
+
+    Example:
+        >>> lab_extras("lab2_transformer_reuters")
+        ('tfm',)
+    """
+    for short, notebook in LAB_NOTEBOOKS.items():
+        if name in (short, notebook):
+            return LABS[short].extras
+    return ()
 
 
 def normalize(name: str) -> str:

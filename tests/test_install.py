@@ -19,8 +19,7 @@ import pytest
 from lablib import install
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-LABS = {"lab1": "lab1_attention", "lab2": "lab2_transformer_reuters",
-        "lab3": "lab3_gcn_molecules", "lab4": "lab4_gat"}
+LABS = install.LAB_NOTEBOOKS
 
 COLAB = {"tensorflow": "2.19.0", "keras": "3.10.0", "numpy": "2.0.2", "protobuf": "5.29.5",
          "ml_dtypes": "0.4.1", "h5py": "3.14.0", "scipy": "1.16.1", "scikit-learn": "1.6.1",
@@ -70,6 +69,32 @@ def test_lab_needs_cover_every_import_of_the_notebook():
             assert install.normalize(provider[module]) in needed, (lab, module)
         if "lablib.data.molecules" in code or "load_molecules" in code or "smiles_to_graph" in code:
             assert "rdkit" in needed, lab
+
+
+def test_lab_notebooks_and_extras():
+    assert sorted(LABS.values()) == sorted(p.stem for p in (ROOT / "solutions").glob("lab*.ipynb"))
+    assert install.lab_extras("lab2_transformer_reuters") == install.lab_extras("lab2") == ("tfm",)
+    assert install.lab_extras("lab3_gcn_molecules") == ("molecules",)
+    assert install.lab_extras("lab1_attention") == () and install.lab_extras("lab0_fixture") == ()
+
+
+def test_gradescope_setup_installs_the_labs_extras(tmp_path, monkeypatch):
+    """The grader runs a lab's SETUP cells offline, so Gradescope's setup.sh installs the
+    wheel with the lab's extras (Lab 2: tfm) besides grading."""
+    import zipfile
+
+    import lablib
+    from lablib.grading import distwheel, gradescope
+
+    wheel = tmp_path / f"lablib-{lablib.__version__}-py3-none-any.whl"
+    wheel.write_bytes(b"not read here")
+    monkeypatch.setattr(distwheel, "check_wheel", lambda path: {
+        "version": lablib.__version__, "extras": ["tfm", "molecules", "grading", "dev", "pyg", "bench"]})
+    for lab, extras in [("lab2_transformer_reuters", "[grading,tfm]"), ("lab3_gcn_molecules", "[grading,molecules]"),
+                        ("lab1_attention", "[grading]")]:
+        out = gradescope.build_autograder(lab, tmp_path / f"{lab}.zip", wheel=wheel)
+        setup_sh = zipfile.ZipFile(out).read("setup.sh").decode()
+        assert f'"$HERE/wheels/{wheel.name}{extras}"' in setup_sh, setup_sh
 
 
 def test_cells_default_source_is_the_module_default():

@@ -373,6 +373,10 @@ def _newest(name: str, run: Runner) -> str:
         return newest_version_from_report(json.loads(report.read_text()), name)
 
 
+def _imported_modules() -> list[str]:
+    return list(sys.modules)
+
+
 def _tail(result, limit=3000) -> str:
     return ((result.stdout or "") + (result.stderr or ""))[-limit:]
 
@@ -435,7 +439,7 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
 
     importlib.invalidate_caches()
     after = installed_versions()
-    changed = changed_imports(before, after, importlib.metadata.packages_distributions(), list(sys.modules))
+    changed = changed_imports(before, after, importlib.metadata.packages_distributions(), _imported_modules())
     if replaced_tensorflow or changed:
         lines = [f"  {name} {old} -> {new or '(removed)'}" for name, old, new in changed]
         if replaced_tensorflow:

@@ -230,7 +230,7 @@ def fake_env(monkeypatch):
                                                 if names is None or install.normalize(k) in map(install.normalize, names)})
         monkeypatch.setattr(importlib.metadata, "packages_distributions",
                             lambda: {name.replace("-", "_"): [name] for name in pip.versions})
-        monkeypatch.setattr(install.sys, "modules", {name: None for name in imported})
+        monkeypatch.setattr(install, "_imported_modules", lambda: list(imported))
         return pip
     return make
 

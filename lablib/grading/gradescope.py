@@ -97,7 +97,11 @@ def build_autograder(lab, output, *, hidden_dirs=(), wheel=None, lab_notebook=No
         wheel = pathlib.Path(wheel) if wheel is not None else distwheel.running_wheel(tmp)
         facts = distwheel.check_wheel(wheel)
         files[f"wheels/{wheel.name}"] = (wheel.read_bytes(), 0o644)
-    extras = "[grading]" if "grading" in facts["extras"] else ""
+    # The grader runs the lab's SETUP cells offline: what the lab imports must be installed here.
+    from lablib.install import lab_extras
+
+    wanted = [extra for extra in ("grading", *lab_extras(spec.name)) if extra in facts["extras"]]
+    extras = f"[{','.join(wanted)}]" if wanted else ""
     files["setup.sh"] = (SETUP_SH.format(wheel=f"wheels/{wheel.name}", extras=extras,
                                          version=facts["version"]).encode(), 0o755)
     files["run_autograder"] = (RUN_AUTOGRADER.encode(), 0o755)

@@ -1,0 +1,140 @@
+"""Run each lab's first cell in the Colab-like venv, as a student's fresh runtime would.
+
+Used by ``bash .ci/run colab``; run it with that venv's Python (standard library only)::
+
+    .venv-colab/bin/python .ci/colab_check.py --baseline .venv-colab/baseline.json [--record-baseline]
+
+For each lab, from the venv's recorded baseline (what was installed before lablib):
+run the lab's first code cell in a fresh process with ``LABLIB_PIP`` = this checkout,
+time it, and assert that tensorflow, keras, numpy, protobuf, ml-dtypes and h5py kept
+their versions (Lab 2: tf-models-official and tf-keras of the installed TensorFlow
+minor arrive, and TF Model Garden's TransformerEncoderBlock builds in legacy mode).
+Then the cell runs again: with everything present it must install nothing. Finally the
+cells of Labs 2 and 3 leave the venv with everything the labs import, for the tests.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LABS = [("lab1", "lab1_attention"), ("lab3", "lab3_gcn_molecules"), ("lab4", "lab4_gat"),
+        ("lab2", "lab2_transformer_reuters")]
+KEPT = ("tensorflow", "keras", "numpy", "protobuf", "ml-dtypes", "h5py")
+PYTHON = sys.executable
+VERSIONS = (
+    "import importlib.metadata as m, json, re\n"
+    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version"
+    " for d in m.distributions() if d.metadata['Name']}))"
+)
+TFM_BUILDS = """
+import os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+import tensorflow_models as tfm
+block = tfm.nlp.layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=16, inner_activation="relu")
+out = block(tf.zeros([2, 5, 8]))
+assert tuple(out.shape) == (2, 5, 8), out.shape
+import tf_keras
+assert isinstance(block, tf_keras.layers.Layer), type(block).__mro__
+print("TransformerEncoderBlock built in legacy mode:", tf.__version__, tfm.__name__)
+"""
+
+
+def versions() -> dict:
+    """The venv's installed distributions (-I: not the checkout's lablib.egg-info in cwd)."""
+    out = subprocess.run([PYTHON, "-I", "-c", VERSIONS], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def pip(*args):
+    subprocess.run([PYTHON, "-m", "pip", *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def restore(baseline: dict) -> None:
+    """Back to the baseline: remove what the cells added, reinstall what they changed."""
+    now = versions()
+    added = sorted(set(now) - set(baseline))
+    changed = sorted(f"{name}=={baseline[name]}" for name in baseline if now.get(name) != baseline[name])
+    if added:
+        pip("uninstall", "-y", "-q", *added)
+    if changed:
+        pip("install", "-q", "--no-deps", *changed)
+
+
+def first_cell(name: str) -> str:
+    nb = json.loads((ROOT / "labs" / f"{name}.ipynb").read_text())
+    source = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    assert source.startswith("# SETUP"), f"{name}: the first code cell is not a # SETUP cell"
+    return source
+
+
+def run_cell(source: str, folder: str):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS")}
+    env["LABLIB_PIP"] = str(ROOT)
+    start = time.perf_counter()
+    # A fresh process in an empty folder, like a new runtime: lablib is found only once installed.
+    result = subprocess.run([PYTHON, "-c", source], cwd=folder, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"first cell failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return seconds, result.stdout
+
+
+def check_kept(before: dict, after: dict, lab: str) -> None:
+    for name in KEPT:
+        assert after.get(name) == before.get(name), f"{lab}: {name} {before.get(name)} -> {after.get(name)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", required=True, help="JSON of the venv's versions before lablib")
+    parser.add_argument("--record-baseline", action="store_true",
+                        help="write the venv's versions to --baseline (once, after building it)")
+    args = parser.parse_args()
+    if args.record_baseline:
+        found = versions()
+        assert "lablib" not in found, "the Colab-like venv must not hold lablib before the cells run"
+        pathlib.Path(args.baseline).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        return
+    baseline = json.loads(pathlib.Path(args.baseline).read_text())
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lablib-colab-") as folder:
+        for lab, name in LABS:
+            restore(baseline)
+            assert "lablib" not in versions(), "restore left lablib installed"
+            source = first_cell(name)
+            seconds, out = run_cell(source, folder)
+            after = versions()
+            check_kept(baseline, after, lab)
+            assert "lablib" in after, f"{lab}: the first cell did not install lablib"
+            added = sorted(f"{n} {after[n]}" for n in set(after) - set(baseline))
+            if lab == "lab2":
+                tf_minor = ".".join(baseline["tensorflow"].split(".")[:2])
+                for pkg in ("tf-models-official", "tf-keras"):
+                    assert after.get(pkg, "").startswith(tf_minor + "."), f"lab2: {pkg} {after.get(pkg)} for TF {tf_minor}"
+                check = subprocess.run([PYTHON, "-c", TFM_BUILDS], cwd=folder, capture_output=True, text=True)
+                assert check.returncode == 0, check.stderr[-3000:]
+                print(check.stdout.strip())
+            again, out_again = run_cell(source, folder)
+            assert "Installing" not in out_again and versions() == after, f"{lab}: second run installed:\n{out_again}"
+            rows.append((lab, seconds, again, len(added)))
+            print(f"{lab}: first cell {seconds:.1f} s, again {again:.1f} s; kept "
+                  + ", ".join(f"{n} {after.get(n)}" for n in KEPT) + f"; added {len(added)}: "
+                  + ", ".join(a for a in added if a.split()[0] in ("lablib", "rdkit", "tf-models-official", "tf-keras", "setuptools")))
+        # Everything the labs import, for the tests that follow (Lab 2's state + RDKit).
+        run_cell(first_cell("lab3_gcn_molecules"), folder)
+        check_kept(baseline, versions(), "lab2+lab3")
+    print("\n| lab | first cell, fresh runtime (s) | again (s) | distributions added |")
+    print("|---|---|---|---|")
+    for lab, seconds, again, added in rows:
+        print(f"| {lab} | {seconds:.0f} | {again:.1f} | {added} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,454 @@
+"""What a lab needs, installed into a running notebook without replacing its TensorFlow.
+
+Every lab's first cell (``# SETUP``) installs lablib alone when it is missing
+(``pip install --no-deps $LABLIB_PIP``, which can replace nothing), then calls
+:func:`prepare`, which installs what that lab imports and the runtime lacks:
+
+* the packages already installed at a version the lab accepts are left alone, and
+  tensorflow, keras, numpy, protobuf, ml-dtypes and h5py are pinned (pip constraints)
+  at their installed versions, so an install never replaces Colab's TensorFlow stack;
+* Lab 2 gets TF Model Garden (``tf-models-official``) and ``tf-keras`` for the installed
+  TensorFlow minor (``~=X.Y.0``); where no tf-models-official exists for that minor, it
+  gets the newest release and the TensorFlow it pins, and the student is told to restart;
+* when an install changed a package this process had already imported, the new files
+  on disk and the old modules in memory disagree: :func:`prepare` prints what changed
+  and raises :class:`RestartRequired`, so "Run all" stops there.
+
+With everything present (the grader's sandbox, a second run of the cell) it only reads
+package metadata: no pip, no network. This module imports only the standard library (and
+``packaging``, which TensorFlow and Keras require), never TensorFlow.
+
+Example::
+
+    from lablib.install import prepare
+    prepare("lab2")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Callable, Iterable, Mapping, Sequence
+
+__all__ = [
+    "DEFAULT_LABLIB_PIP",
+    "PINNED",
+    "CORE",
+    "EXTRAS",
+    "LABS",
+    "LAB_NOTEBOOKS",
+    "InstallError",
+    "RestartRequired",
+    "Plan",
+    "lablib_pip",
+    "lab_extras",
+    "lab_requirements",
+    "plan",
+    "constraints",
+    "pip_install_command",
+    "changed_imports",
+    "prepare",
+]
+
+#: Where the labs install lablib from when ``LABLIB_PIP`` is unset (the course's repository).
+DEFAULT_LABLIB_PIP = "lablib @ git+https://github.com/lablib-course/lablib"
+
+#: Packages an install must never replace: pinned at their installed versions.
+PINNED = ("tensorflow", "keras", "numpy", "protobuf", "ml-dtypes", "h5py")
+
+#: lablib's own requirements (setup.cfg ``install_requires``; a test keeps them equal):
+#: what lablib's layers, data loaders and ``lablib.check`` import.
+CORE = (
+    "tensorflow>=2.19",
+    "keras>=3.10",
+    "numpy>=1.26",
+    "scipy>=1.10",
+    "scikit-learn>=1.3",
+)
+
+#: setup.cfg extras a lab needs (a test keeps them equal to setup.cfg's).
+EXTRAS = {
+    "tfm": ("tf-models-official>=2.19", "tf-keras>=2.19", "setuptools<81"),
+    "molecules": ("rdkit>=2024.3",),
+}
+
+TFM_PAIR = ("tf-models-official", "tf-keras")
+
+
+@dataclasses.dataclass(frozen=True)
+class LabNeeds:
+    """What one lab's notebook imports beyond lablib's core.
+
+    Attributes:
+        extras: lablib extras (keys of :data:`EXTRAS`).
+        imports: further requirements of the notebook's own cells.
+    """
+
+    extras: tuple = ()
+    imports: tuple = ()
+
+
+#: Per lab: the extras and the notebook's own imports (tests/test_install.py checks them
+#: against the notebooks' import lines).
+LABS = {
+    "lab1": LabNeeds(imports=("matplotlib>=3.7",)),
+    "lab2": LabNeeds(extras=("tfm",), imports=("matplotlib>=3.7", "pandas>=2.0")),
+    "lab3": LabNeeds(extras=("molecules",), imports=("matplotlib>=3.7",)),
+    "lab4": LabNeeds(extras=("molecules",), imports=("matplotlib>=3.7",)),
+}
+
+#: The notebooks' names (solutions/ and labs/); a test keeps them equal to the files.
+LAB_NOTEBOOKS = {"lab1": "lab1_attention", "lab2": "lab2_transformer_reuters",
+                 "lab3": "lab3_gcn_molecules", "lab4": "lab4_gat"}
+
+RESTART_HINT = "restart the session (Colab: Runtime > Restart session), then run this notebook again from the top"
+
+
+class InstallError(RuntimeError):
+    """An install the lab needs could not be done (the message says what and how to fix it)."""
+
+
+class RestartRequired(RuntimeError):
+    """Packages this process had imported changed on disk: the session must restart."""
+
+
+# -- pure logic ---------------------------------------------------------------------
+
+
+def lab_extras(name: str) -> tuple:
+    """The lablib extras a lab needs, by short name (``"lab2"``) or notebook name
+    (``"lab2_transformer_reuters"``); ``()`` for a lab this course does not ship.
+
+    Example:
+        >>> lab_extras("lab2_transformer_reuters")
+        ('tfm',)
+    """
+    for short, notebook in LAB_NOTEBOOKS.items():
+        if name in (short, notebook):
+            return LABS[short].extras
+    return ()
+
+
+def normalize(name: str) -> str:
+    """A distribution name in its canonical form (PEP 503): ``ML_Dtypes`` -> ``ml-dtypes``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _packaging():
+    try:
+        from packaging.requirements import Requirement
+        from packaging.version import Version
+    except ImportError:  # pragma: no cover - TensorFlow and Keras both require packaging
+        from pip._vendor.packaging.requirements import Requirement
+        from pip._vendor.packaging.version import Version
+    return Requirement, Version
+
+
+def lablib_pip(value: str | None = None) -> str:
+    """The pip target a lab installs lablib from, given ``LABLIB_PIP``.
+
+    Args:
+        value: the variable's value; ``None`` reads ``os.environ["LABLIB_PIP"]``. Unset
+            or blank means :data:`DEFAULT_LABLIB_PIP`.
+
+    Returns:
+        An existing path (a checkout, a wheel) made absolute, so pip reads it as a path
+        and never looks the name up on an index; anything else unchanged (a requirement
+        such as ``lablib @ git+https://...`` or ``lablib==0.1.0``).
+
+    Example:
+        >>> lablib_pip("  ")
+        'lablib @ git+https://github.com/lablib-course/lablib'
+    """
+    if value is None:
+        value = os.environ.get("LABLIB_PIP", "")
+    value = value.strip()
+    if not value:
+        return DEFAULT_LABLIB_PIP
+    if os.path.exists(value):
+        return os.path.abspath(value)
+    return value
+
+
+def tf_minor(version: str) -> str:
+    """``"2.19.0"`` -> ``"2.19"`` (the release series tf-models-official follows)."""
+    _, Version = _packaging()
+    release = Version(version).release
+    return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
+
+
+def lab_requirements(lab: str, tensorflow: str | None) -> list[str]:
+    """Every requirement of ``lab``: lablib's core, its extras, the notebook's imports.
+
+    Args:
+        lab: ``"lab1"`` ... ``"lab4"``.
+        tensorflow: the installed TensorFlow version, or None. With a version, the
+            ``tfm`` extra becomes ``tf-models-official~=X.Y.0`` and ``tf-keras~=X.Y.0``
+            (each pins one TensorFlow minor); without, the extra's own ranges.
+
+    Returns:
+        Requirement strings, in a stable order, without duplicates.
+    """
+    needs = _lab_needs(lab)
+    out = list(CORE)
+    for extra in needs.extras:
+        for requirement in EXTRAS[extra]:
+            name = _name(requirement)
+            if tensorflow is not None and name in TFM_PAIR:
+                requirement = f"{name}~={tf_minor(tensorflow)}.0"
+            out.append(requirement)
+    out.extend(needs.imports)
+    seen, unique = set(), []
+    for requirement in out:
+        if requirement not in seen:
+            seen.add(requirement)
+            unique.append(requirement)
+    return unique
+
+
+@dataclasses.dataclass
+class Plan:
+    """What :func:`plan` decided.
+
+    Attributes:
+        install: requirements to hand to pip (not installed, or at a version the lab
+            does not accept).
+        pins: ``name==version`` constraints for the installed :data:`PINNED` packages.
+    """
+
+    install: list
+    pins: list
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not self.install
+
+
+def plan(requirements: Sequence[str], installed: Mapping[str, str]) -> Plan:
+    """Decide what to install.
+
+    Args:
+        requirements: requirement strings (``"numpy>=1.26"``).
+        installed: installed distributions, ``{name: version}`` (any name spelling).
+
+    Returns:
+        A :class:`Plan`.
+
+    Raises:
+        InstallError: a :data:`PINNED` package is installed at a version outside the
+            lab's range: installing would replace it (for TensorFlow, a 600 MB download
+            and a restart), so the student is told instead.
+    """
+    Requirement, _ = _packaging()
+    versions = {normalize(name): version for name, version in installed.items()}
+    install, conflicts = [], []
+    for text in requirements:
+        requirement = Requirement(text)
+        name = normalize(requirement.name)
+        version = versions.get(name)
+        if version is not None and requirement.specifier.contains(version, prereleases=True):
+            continue
+        if version is not None and name in PINNED:
+            conflicts.append(f"{name} {version} is installed; this lab needs {text}")
+            continue
+        install.append(text)
+    if conflicts:
+        raise InstallError(
+            "This runtime's packages do not fit this lab, and replacing them would need a "
+            "download and a restart: " + "; ".join(conflicts) + ". Use a runtime with a "
+            "supported TensorFlow (Colab's default runtime), or install the versions "
+            "named above yourself and restart."
+        )
+    return Plan(install=install, pins=constraints(versions))
+
+
+def constraints(installed: Mapping[str, str], keep: Iterable[str] = PINNED) -> list[str]:
+    """``name==version`` lines pinning the installed ones among ``keep``."""
+    versions = {normalize(name): version for name, version in installed.items()}
+    return [f"{name}=={versions[name]}" for name in map(normalize, keep) if name in versions]
+
+
+def pip_install_command(requirements: Sequence[str], constraints_file: str | None = None,
+                        python: str | None = None) -> list[str]:
+    """The pip command line installing ``requirements`` under ``constraints_file``."""
+    command = [python or sys.executable, "-m", "pip", "install", "-q"]
+    if constraints_file is not None:
+        command += ["-c", str(constraints_file)]
+    return command + list(requirements)
+
+
+def changed_imports(before: Mapping[str, str], after: Mapping[str, str],
+                    providers: Mapping[str, Sequence[str]], imported: Iterable[str]) -> list[tuple]:
+    """The installed distributions that changed and that this process had imported.
+
+    Args:
+        before, after: ``{distribution: version}`` before and after an install.
+        providers: top-level import name -> distributions providing it
+            (``importlib.metadata.packages_distributions()``).
+        imported: module names this process has imported (``sys.modules``).
+
+    Returns:
+        ``[(distribution, old version, new version or None if removed), ...]``, sorted.
+    """
+    before = {normalize(k): v for k, v in before.items()}
+    after = {normalize(k): v for k, v in after.items()}
+    loaded = set()
+    for module in imported:
+        for dist in providers.get(module.partition(".")[0], ()):
+            loaded.add(normalize(dist))
+    return sorted((name, old, after.get(name)) for name, old in before.items()
+                  if name in loaded and after.get(name) != old)
+
+
+def newest_version_from_report(report: dict, name: str) -> str:
+    """The version of ``name`` that a ``pip install --dry-run --report`` would install."""
+    for item in report.get("install", []):
+        metadata = item.get("metadata", {})
+        if normalize(metadata.get("name", "")) == normalize(name):
+            return metadata["version"]
+    raise InstallError(f"pip found no release of {name}; check the network and the package index.")
+
+
+# -- effects -------------------------------------------------------------------------
+
+
+def installed_versions(names: Iterable[str] | None = None) -> dict[str, str]:
+    """``{name: version}`` of the installed distributions (``names`` only, if given)."""
+    if names is None:
+        out = {}
+        for dist in importlib.metadata.distributions():
+            name = dist.metadata["Name"]
+            if name:
+                out.setdefault(normalize(name), dist.version)
+        return out
+    out = {}
+    for name in names:
+        try:
+            out[normalize(name)] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _name(requirement: str) -> str:
+    Requirement, _ = _packaging()
+    return normalize(Requirement(requirement).name)
+
+
+def _lab_needs(lab: str) -> LabNeeds:
+    if lab not in LABS:
+        raise ValueError(f"Unknown lab {lab!r}; expected one of {sorted(LABS)}.")
+    return LABS[lab]
+
+
+Runner = Callable[[list], "subprocess.CompletedProcess"]
+
+
+def _run(command: list) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def _pip(requirements, pins, run: Runner):
+    with tempfile.TemporaryDirectory(prefix="lablib-pip-") as folder:
+        path = pathlib.Path(folder) / "constraints.txt"
+        path.write_text("".join(f"{line}\n" for line in pins))
+        return run(pip_install_command(requirements, path))
+
+
+def _newest(name: str, run: Runner) -> str:
+    with tempfile.TemporaryDirectory(prefix="lablib-pip-") as folder:
+        report = pathlib.Path(folder) / "report.json"
+        result = run([sys.executable, "-m", "pip", "install", "-q", "--dry-run", "--no-deps",
+                      "--ignore-installed", "--report", str(report), name])
+        if result.returncode != 0 or not report.is_file():
+            raise InstallError(f"pip could not look up {name}:\n{_tail(result)}")
+        return newest_version_from_report(json.loads(report.read_text()), name)
+
+
+def _imported_modules() -> list[str]:
+    return list(sys.modules)
+
+
+def _tail(result, limit=3000) -> str:
+    return ((result.stdout or "") + (result.stderr or ""))[-limit:]
+
+
+def _pip_failed(requirements, result) -> InstallError:
+    return InstallError(
+        f"pip could not install {' '.join(requirements)}. Check that this runtime is online "
+        f"(pip reads the package index), or install them yourself with pip and run this cell "
+        f"again. pip said:\n{_tail(result)}")
+
+
+def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
+    """Install what ``lab`` needs and this Python lacks, without replacing TensorFlow.
+
+    Args:
+        lab: ``"lab1"`` ... ``"lab4"``.
+        run: runs a command and returns a ``subprocess.CompletedProcess`` (tests pass
+            a fake).
+        out: where messages go (default ``sys.stdout``).
+
+    Returns:
+        The requirements installed (empty when everything was present).
+
+    Raises:
+        InstallError: pip failed, or a pinned package has a version the lab cannot use.
+        RestartRequired: an install changed a package this process had imported, or
+            replaced TensorFlow (the message says what changed).
+    """
+    out = out or sys.stdout
+    tensorflow = installed_versions(["tensorflow"]).get("tensorflow")
+    requirements = lab_requirements(lab, tensorflow)
+    names = {_name(r) for r in requirements} | set(PINNED)
+    decided = plan(requirements, installed_versions(names))
+    if decided.nothing_to_do:
+        return []
+
+    before = installed_versions()
+    print(f"Installing for {lab}: {' '.join(decided.install)} (keeping "
+          f"{', '.join(decided.pins) or 'nothing pinned'}) ...", file=out, flush=True)
+    installed = list(decided.install)
+    result = _pip(decided.install, decided.pins, run)
+    replaced_tensorflow = False
+    if result.returncode != 0:
+        wanted = {_name(r) for r in decided.install}
+        if tensorflow is None or not wanted & set(TFM_PAIR):
+            raise _pip_failed(decided.install, result)
+        # No tf-models-official for this TensorFlow minor (TensorFlow 2.21 has none)?
+        newest = _newest(TFM_PAIR[0], run)
+        if tf_minor(newest) == tf_minor(tensorflow):
+            raise _pip_failed(decided.install, result)
+        pair = [f"{TFM_PAIR[0]}=={newest}", f"{TFM_PAIR[1]}~={tf_minor(newest)}.0"]
+        others = [r for r in decided.install if _name(r) not in TFM_PAIR]
+        print(f"TF Model Garden has no release for TensorFlow {tf_minor(tensorflow)}: installing "
+              f"tf-models-official {newest} with the TensorFlow {tf_minor(newest)} it needs.",
+              file=out, flush=True)
+        result = _pip(pair + others, [p for p in decided.pins if not p.startswith("tensorflow==")], run)
+        if result.returncode != 0:
+            raise _pip_failed(pair + others, result)
+        installed, replaced_tensorflow = pair + others, True
+
+    importlib.invalidate_caches()
+    after = installed_versions()
+    changed = changed_imports(before, after, importlib.metadata.packages_distributions(), _imported_modules())
+    if replaced_tensorflow or changed:
+        lines = [f"  {name} {old} -> {new or '(removed)'}" for name, old, new in changed]
+        if replaced_tensorflow:
+            lines.insert(0, f"TensorFlow was replaced for TF Model Garden: {tensorflow} -> "
+                            f"{after.get('tensorflow')}.")
+        if changed:
+            lines.insert(int(replaced_tensorflow), "The install changed packages this session had already loaded:")
+        message = "\n".join(lines) + f"\nNow {RESTART_HINT}."
+        print(message, file=out, flush=True)
+        raise RestartRequired(message)
+    print(f"Installed: {' '.join(installed)}", file=out, flush=True)
+    return installed

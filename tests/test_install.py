@@ -1,0 +1,321 @@
+"""lablib.install: what each lab's first cell installs, and the cell itself.
+
+The cell's real installs in a Colab-like environment are exercised by
+``bash .ci/run colab`` (``.ci/colab_check.py``); here the decisions are tested with fake
+installed versions and a fake pip.
+"""
+
+import configparser
+import importlib.metadata
+import io
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from lablib import install
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LABS = install.LAB_NOTEBOOKS
+
+COLAB = {"tensorflow": "2.19.0", "keras": "3.10.0", "numpy": "2.0.2", "protobuf": "5.29.5",
+         "ml_dtypes": "0.4.1", "h5py": "3.14.0", "scipy": "1.16.1", "scikit-learn": "1.6.1",
+         "matplotlib": "3.10.0", "pandas": "2.2.2", "setuptools": "75.2.0"}
+
+
+def _setup_cfg():
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    lines = lambda text: [line.strip() for line in text.splitlines()
+                          if line.strip() and not line.strip().startswith("#")]
+    extras = {name: lines(value) for name, value in parser["options.extras_require"].items()}
+    return lines(parser["options"]["install_requires"]), extras
+
+
+def _first_cell(lab):
+    nb = json.loads((ROOT / "solutions" / f"{LABS[lab]}.ipynb").read_text())
+    return "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+
+
+# -- requirements match setup.cfg and the notebooks ------------------------------------
+
+
+def test_core_and_extras_equal_setup_cfg():
+    core, extras = _setup_cfg()
+    assert core == list(install.CORE)
+    for name, requirements in install.EXTRAS.items():
+        assert extras[name] == list(requirements), name
+    everything = set(core) | {r for name in install.EXTRAS for r in extras[name]} | set(extras["grading"])
+    everything |= {r for needs in install.LABS.values() for r in needs.imports}
+    assert everything - set(core) <= set(extras["dev"]), "dev must hold every extra and every lab import"
+
+
+def test_lab_needs_cover_every_import_of_the_notebook():
+    # Top-level modules a lab's cells import -> the distribution that provides them.
+    provider = {"numpy": "numpy", "tensorflow": "tensorflow", "keras": "keras",
+                "matplotlib": "matplotlib", "pandas": "pandas", "sklearn": "scikit-learn",
+                "tensorflow_models": "tf-models-official", "scipy": "scipy"}
+    stdlib = set(sys.stdlib_module_names) | {"lablib"}
+    for lab, name in LABS.items():
+        nb = json.loads((ROOT / "solutions" / f"{name}.ipynb").read_text())
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        modules = {m.split(".")[0] for m in re.findall(r"^\s*(?:import|from)\s+([\w.]+)", code, re.M)}
+        needed = {install._name(r) for r in install.lab_requirements(lab, "2.19.0")}
+        for module in modules - stdlib:
+            assert module in provider, f"{name} imports {module}: add it to lablib.install.LABS"
+            assert install.normalize(provider[module]) in needed, (lab, module)
+        if "lablib.data.molecules" in code or "load_molecules" in code or "smiles_to_graph" in code:
+            assert "rdkit" in needed, lab
+
+
+def test_lab_notebooks_and_extras():
+    assert sorted(LABS.values()) == sorted(p.stem for p in (ROOT / "solutions").glob("lab*.ipynb"))
+    assert install.lab_extras("lab2_transformer_reuters") == install.lab_extras("lab2") == ("tfm",)
+    assert install.lab_extras("lab3_gcn_molecules") == ("molecules",)
+    assert install.lab_extras("lab1_attention") == () and install.lab_extras("lab0_fixture") == ()
+
+
+def test_gradescope_setup_installs_the_labs_extras(tmp_path, monkeypatch):
+    """The grader runs a lab's SETUP cells offline, so Gradescope's setup.sh installs the
+    wheel with the lab's extras (Lab 2: tfm) besides grading."""
+    import zipfile
+
+    import lablib
+    from lablib.grading import distwheel, gradescope
+
+    wheel = tmp_path / f"lablib-{lablib.__version__}-py3-none-any.whl"
+    wheel.write_bytes(b"not read here")
+    monkeypatch.setattr(distwheel, "check_wheel", lambda path: {
+        "version": lablib.__version__, "extras": ["tfm", "molecules", "grading", "dev", "pyg", "bench"]})
+    for lab, extras in [("lab2_transformer_reuters", "[grading,tfm]"), ("lab3_gcn_molecules", "[grading,molecules]"),
+                        ("lab1_attention", "[grading]")]:
+        out = gradescope.build_autograder(lab, tmp_path / f"{lab}.zip", wheel=wheel)
+        setup_sh = zipfile.ZipFile(out).read("setup.sh").decode()
+        assert f'"$HERE/wheels/{wheel.name}{extras}"' in setup_sh, setup_sh
+
+
+def test_cells_default_source_is_the_module_default():
+    for lab in LABS:
+        assert f'"{install.DEFAULT_LABLIB_PIP}"' in _first_cell(lab), lab
+        assert f'prepare("{lab}")' in _first_cell(lab)
+
+
+def test_lab2_asks_for_model_garden_of_the_installed_tensorflow_minor():
+    requirements = install.lab_requirements("lab2", "2.19.0")
+    assert "tf-models-official~=2.19.0" in requirements and "tf-keras~=2.19.0" in requirements
+    assert "setuptools<81" in requirements
+    assert "tf-models-official~=2.21.0" in install.lab_requirements("lab2", "2.21.0rc1")
+    # No TensorFlow yet: the extra's own ranges, pip picks a consistent set.
+    assert "tf-models-official>=2.19" in install.lab_requirements("lab2", None)
+    for lab in ("lab1", "lab3", "lab4"):
+        assert not any(r.startswith(("tf-models", "tf-keras")) for r in install.lab_requirements(lab, "2.19.0"))
+    with pytest.raises(ValueError, match="lab5.*lab1"):
+        install.lab_requirements("lab5", "2.19.0")
+
+
+# -- plan: what gets installed, what is pinned ------------------------------------------
+
+
+def test_plan_on_colab_installs_only_what_is_missing_and_pins_the_stack():
+    lab3 = install.plan(install.lab_requirements("lab3", "2.19.0"), COLAB)
+    assert lab3.install == ["rdkit>=2024.3"]
+    assert lab3.pins == ["tensorflow==2.19.0", "keras==3.10.0", "numpy==2.0.2", "protobuf==5.29.5",
+                         "ml-dtypes==0.4.1", "h5py==3.14.0"]
+    assert install.plan(install.lab_requirements("lab1", "2.19.0"), COLAB).nothing_to_do
+    lab2 = install.plan(install.lab_requirements("lab2", "2.19.0"), COLAB)
+    assert lab2.install == ["tf-models-official~=2.19.0", "tf-keras~=2.19.0"]
+    # Model Garden of another minor counts as missing.
+    present = dict(COLAB, **{"tf-models-official": "2.20.0", "tf_keras": "2.19.0"})
+    assert install.plan(install.lab_requirements("lab2", "2.19.0"), present).install == [
+        "tf-models-official~=2.19.0"]
+
+
+def test_plan_upgrades_an_old_unpinned_package_but_never_replaces_a_pinned_one():
+    assert install.plan(["matplotlib>=3.7"], dict(COLAB, matplotlib="3.5.0")).install == ["matplotlib>=3.7"]
+    with pytest.raises(install.InstallError, match=r"keras 3\.5\.0 is installed; this lab needs keras>=3\.10"):
+        install.plan(install.CORE, dict(COLAB, keras="3.5.0"))
+    with pytest.raises(install.InstallError, match="tensorflow 2.15.1"):
+        install.plan(install.CORE, dict(COLAB, tensorflow="2.15.1"))
+    # Missing pinned packages are simply installed (nothing to replace).
+    bare = {k: v for k, v in COLAB.items() if k not in ("keras", "h5py")}
+    assert install.plan(install.CORE, bare).install == ["keras>=3.10"]
+
+
+def test_lablib_pip_reads_requirements_and_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checkout").mkdir()
+    assert install.lablib_pip("checkout") == str(tmp_path / "checkout")  # never an index name
+    assert install.lablib_pip(" lablib==0.1.0 ") == "lablib==0.1.0"
+    assert install.lablib_pip("") == install.DEFAULT_LABLIB_PIP
+    monkeypatch.setenv("LABLIB_PIP", "lablib[molecules] @ git+https://example.org/fork")
+    assert install.lablib_pip() == "lablib[molecules] @ git+https://example.org/fork"
+
+
+def test_changed_imports_only_reports_loaded_distributions():
+    before = {"numpy": "2.0.2", "tensorflow": "2.19.0", "rich": "13.0", "six": "1.16"}
+    after = {"numpy": "2.1.0", "tensorflow": "2.19.0", "rich": "14.0", "tf-keras": "2.19.0"}
+    providers = {"numpy": ["numpy"], "rich": ["rich"], "six": ["six"], "tensorflow": ["tensorflow"]}
+    changed = install.changed_imports(before, after, providers, ["numpy.linalg", "tensorflow", "six"])
+    assert changed == [("numpy", "2.0.2", "2.1.0"), ("six", "1.16", None)]
+
+
+def test_changed_imports_with_this_environments_metadata():
+    """Real metadata: imported numpy at another version before is reported, pip (not
+    imported) is not; distribution names are matched in any spelling."""
+    import numpy
+
+    now = install.installed_versions()
+    assert now["numpy"] == numpy.__version__
+    assert install.installed_versions(["ML_Dtypes"]) == {"ml-dtypes": now["ml-dtypes"]}
+    before = dict(now, numpy="1.0.0", pip="0.1")
+    changed = install.changed_imports(before, now, importlib.metadata.packages_distributions(),
+                                      ["numpy.linalg", "json"])
+    assert changed == [("numpy", "1.0.0", numpy.__version__)]
+
+
+def test_newest_version_from_report():
+    report = {"install": [{"metadata": {"name": "tf_models_official", "version": "2.20.0"}}]}
+    assert install.newest_version_from_report(report, "tf-models-official") == "2.20.0"
+    with pytest.raises(install.InstallError, match="no release of tf-models-official"):
+        install.newest_version_from_report({"install": []}, "tf-models-official")
+
+
+# -- prepare, with a fake pip ---------------------------------------------------------
+
+
+class FakePip:
+    """Records pip commands; 'installs' by editing a dict of versions."""
+
+    def __init__(self, versions, available):
+        self.versions, self.available, self.commands = dict(versions), available, []
+
+    def __call__(self, command):
+        self.commands.append(command)
+        args = command[command.index("install") + 1:]
+        if "--dry-run" in args:
+            report = pathlib.Path(args[args.index("--report") + 1])
+            name = args[-1]
+            report.write_text(json.dumps({"install": [{"metadata": {"name": name, "version": self.available[name][-1]}}]}))
+            return subprocess.CompletedProcess(command, 0, "", "")
+        pins = {}
+        if "-c" in args:
+            self.constraints = pathlib.Path(args[args.index("-c") + 1]).read_text()
+            pins = dict(line.split("==") for line in self.constraints.split())
+        requirements = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] != "-c"]
+        from packaging.requirements import Requirement
+
+        for text in requirements:
+            requirement = Requirement(text)
+            versions = [v for v in self.available[requirement.name] if v in requirement.specifier]
+            if not versions:
+                return subprocess.CompletedProcess(command, 1, "", f"No matching distribution found for {text}")
+            if requirement.name == "tf-models-official":  # pins its TensorFlow minor
+                tf = f"{install.tf_minor(versions[-1])}.0"
+                if pins.get("tensorflow", tf) != tf:
+                    return subprocess.CompletedProcess(command, 1, "", "ResolutionImpossible")
+                self.versions["tensorflow"] = tf
+            self.versions[requirement.name] = versions[-1]
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+
+@pytest.fixture
+def fake_env(monkeypatch):
+    def make(versions, available, imported=()):
+        pip = FakePip(versions, available)
+        monkeypatch.setattr(install, "installed_versions",
+                            lambda names=None: {install.normalize(k): v for k, v in pip.versions.items()
+                                                if names is None or install.normalize(k) in map(install.normalize, names)})
+        monkeypatch.setattr(importlib.metadata, "packages_distributions",
+                            lambda: {name.replace("-", "_"): [name] for name in pip.versions})
+        monkeypatch.setattr(install, "_imported_modules", lambda: list(imported))
+        return pip
+    return make
+
+
+AVAILABLE = {"tf-models-official": ["2.19.1", "2.20.0"], "tf-keras": ["2.19.0", "2.20.1", "2.21.0"],
+             "rdkit": ["2025.3.1"], "matplotlib": ["3.10.5"], "numpy": ["2.3.0"]}
+
+
+def test_prepare_with_everything_present_runs_no_pip(fake_env):
+    pip = fake_env(dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}), AVAILABLE)
+    out = io.StringIO()
+    for lab in install.LABS:
+        assert install.prepare(lab, run=pip, out=out) == []
+    assert pip.commands == [] and out.getvalue() == ""
+
+
+def test_prepare_lab2_installs_model_garden_for_colabs_tensorflow(fake_env):
+    pip = fake_env(COLAB, AVAILABLE, imported=["numpy", "keras"])
+    out = io.StringIO()
+    assert install.prepare("lab2", run=pip, out=out) == ["tf-models-official~=2.19.0", "tf-keras~=2.19.0"]
+    assert len(pip.commands) == 1 and "tensorflow==2.19.0" in pip.constraints.split()
+    assert pip.versions["tensorflow"] == "2.19.0" and pip.versions["tf-models-official"] == "2.19.1"
+    assert "Installed: tf-models-official~=2.19.0 tf-keras~=2.19.0" in out.getvalue()
+
+
+def test_prepare_lab2_without_model_garden_for_this_minor_installs_newest_pair_and_stops(fake_env):
+    pip = fake_env(dict(COLAB, tensorflow="2.21.0"), AVAILABLE)
+    out = io.StringIO()
+    with pytest.raises(install.RestartRequired, match=r"TensorFlow was replaced for TF Model Garden: 2\.21\.0 -> 2\.20\.0(.|\n)*Restart session"):
+        install.prepare("lab2", run=pip, out=out)
+    assert pip.versions["tf-models-official"] == "2.20.0" and pip.versions["tf-keras"] == "2.20.1"
+    assert "no release for TensorFlow 2.21" in out.getvalue()
+    assert "tensorflow==" not in pip.constraints and "keras==3.10.0" in pip.constraints.split()
+
+
+def test_prepare_stops_when_a_loaded_package_changed(fake_env):
+    pip = fake_env(dict(COLAB, matplotlib="3.5.0"), AVAILABLE, imported=["matplotlib.pyplot"])
+    out = io.StringIO()
+    with pytest.raises(install.RestartRequired, match=r"matplotlib 3\.5\.0 -> 3\.10\.5"):
+        install.prepare("lab1", run=pip, out=out)
+    assert "Runtime > Restart session" in out.getvalue()
+    # Not loaded: no restart needed.
+    pip = fake_env(dict(COLAB, matplotlib="3.5.0"), AVAILABLE, imported=["numpy"])
+    assert install.prepare("lab1", run=pip, out=io.StringIO()) == ["matplotlib>=3.7"]
+
+
+def test_prepare_reports_a_failed_pip(fake_env):
+    pip = fake_env(COLAB, {"rdkit": []})
+    with pytest.raises(install.InstallError, match="could not install rdkit>=2024.3. Check that this runtime is online(.|\n)*No matching distribution"):
+        install.prepare("lab3", run=pip, out=io.StringIO())
+
+
+def test_prepare_on_this_environment_needs_nothing_and_runs_no_pip():
+    """The grader's sandbox runs the SETUP cells offline: with the dev install present,
+    prepare() must only read metadata."""
+    def no_pip(command):
+        raise AssertionError(f"prepare ran {command}")
+
+    for lab in install.LABS:
+        assert install.prepare(lab, run=no_pip, out=io.StringIO()) == []
+
+
+# -- the cell's own bootstrap ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["", "  lablib==0.1.0", "checkout"])
+def test_cell_installs_lablib_alone_from_lablib_pip(value, tmp_path, monkeypatch):
+    """Run lab 1's first cell as if lablib were missing: it installs LABLIB_PIP (made
+    absolute when it is a path) with --no-deps, then imports lablib and prepares."""
+    import lablib
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checkout").mkdir()
+    monkeypatch.setenv("LABLIB_PIP", value)
+    monkeypatch.setitem(sys.modules, "lablib", None)  # import lablib -> ImportError
+    calls, prepared = [], []
+
+    def fake_check_call(command):
+        calls.append(command)
+        sys.modules["lablib"] = lablib  # "installed"
+        return 0
+
+    monkeypatch.setattr(subprocess, "check_call", fake_check_call)
+    monkeypatch.setattr(install, "prepare", lambda lab: prepared.append(lab))
+    monkeypatch.setattr(lablib, "use_keras3", lambda: None)
+    exec(compile(_first_cell("lab1"), "cell", "exec"), {})
+    assert calls == [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", install.lablib_pip(value)]]
+    assert prepared == ["lab1"]

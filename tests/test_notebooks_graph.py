@@ -81,6 +81,20 @@ def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
     assert max(_max_difference(text, "matrix vs lablib")) < 1e-5
     assert max(_max_difference(text, "sum") + _max_difference(text, " max:")) < 1e-5
     assert "| GCN (this lab) |" in text and "| mean predictor |" in text
+    # Optional section 8: coordinates in the features break rotation/translation invariance
+    # (not permutation invariance); bond lengths and an EGNN layer's features are invariant,
+    # its coordinates equivariant, and the layer does move them.
+    def printed(pattern):
+        found = re.search(pattern + r" ([0-9.eE+-]+)", text)
+        assert found, f"{pattern!r} not printed; outputs:\n{text[-3000:]}"
+        return float(found.group(1))
+
+    assert printed(r"naive model, molecule turned and moved: output changes by") > 1e-3
+    assert printed(r"naive model, atoms reordered: +output changes by") < 1e-9
+    assert printed(r"molecule turned and moved: change by") < 1e-9
+    assert printed(r"EGNN layer, molecule turned and moved: features change by") < 1e-9
+    assert printed(r"coordinates differ from the turned and moved output by") < 1e-9
+    assert printed(r"EGNN layer: the coordinates themselves moved by") > 1e-3
 
 
 @pytest.mark.slow

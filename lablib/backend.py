@@ -216,6 +216,10 @@ def _fix_distributed_build() -> bool:
         return False
     if getattr(original, "_lablib_fix", False):
         return True
+    import inspect
+
+    if list(inspect.signature(original).parameters) != ["self", "iterator", "data_batch"]:
+        return False  # a Keras whose method we have not read: leave it alone
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         strategy = getattr(self, "_distribute_strategy", None)

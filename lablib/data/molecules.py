@@ -422,8 +422,14 @@ class GraphDataset:
 
         For :meth:`disjoint_dataset` with fixed shapes (XLA, TPUs): the node and edge
         counts of the ``num_graphs`` largest graphs, plus one padding node (padding
-        edges need one). With a strategy pass the graphs per replica
-        (``batch_size / num_replicas``).
+        edges need one).
+
+        Args:
+            num_graphs: graphs per batch; with a strategy, per replica
+                (``batch_size / num_replicas``).
+
+        Returns:
+            ``(max_nodes, max_edges)`` as ints.
 
         Example::
 

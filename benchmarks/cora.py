@@ -20,8 +20,13 @@ layers beside a plain-TensorFlow implementation of the same networks, in one run
   and the attention vectors have no bias.
 
 Training is full batch with a compiled ``tf.function`` step, in sparse ``edge_index``
-mode. The time per epoch is measured in interleaved blocks for lablib (sparse and dense
-mode) and for the plain-TensorFlow reference; the table reports medians.
+mode. Node features are dense ``[2708, 1433]`` arrays, or (``sparse x`` rows and
+columns) a ``tf.SparseTensor`` of the 1.3 % non-zeros, as in Kipf & Welling's code:
+lablib's ``SparseDropout`` + ``GraphConv`` / ``GraphAttention`` on
+``load_cora(sparse_features=True)``, and a plain-TensorFlow GCN with Kipf's
+``sparse_dropout`` (``tf.sparse.retain``) and ``sparse_dense_matmul``. The time per
+epoch is measured in interleaved blocks for lablib (sparse and dense mode) and for the
+plain-TensorFlow references; the table reports medians.
 
 Run::
 
@@ -86,23 +91,26 @@ def load_data():
 # --------------------------------------------------------------------------- models
 
 
-def build_lablib_model(kind: str, num_classes: int, mode: str):
-    """GCN or GAT built from lablib layers; ``mode`` is "sparse" or "dense"."""
+def build_lablib_model(kind: str, num_classes: int, mode: str, sparse_x: bool = False):
+    """GCN or GAT built from lablib layers; ``mode`` is "sparse" or "dense"; ``sparse_x``:
+    the features come as a ``tf.SparseTensor`` and the input dropout is ``SparseDropout``."""
     import tensorflow as tf
 
     from lablib.backend import keras
-    from lablib.layers import GraphAttention, GraphConv
+    from lablib.layers import GraphAttention, GraphConv, SparseDropout
+
+    Dropout = SparseDropout if sparse_x else keras.layers.Dropout
 
     class Net(keras.Model):
         def __init__(self):
             super().__init__()
             if kind == "gcn":
-                self.drop1 = keras.layers.Dropout(0.5)
+                self.drop1 = Dropout(0.5)
                 self.layer1 = GraphConv(16, activation="relu", use_bias=False)
                 self.drop2 = keras.layers.Dropout(0.5)
                 self.layer2 = GraphConv(num_classes, use_bias=False)
             else:
-                self.drop1 = keras.layers.Dropout(0.6)
+                self.drop1 = Dropout(0.6)
                 dropout = dict(attention_dropout=0.6, value_dropout=0.6)
                 self.layer1 = GraphAttention(8, num_heads=8, concat_heads=True, activation="elu", **dropout)
                 self.drop2 = keras.layers.Dropout(0.6)
@@ -128,7 +136,7 @@ def glorot(rng, shape):
     return rng.uniform(-limit, limit, size=shape).astype(np.float32)
 
 
-def build_reference_model(kind: str, num_features: int, num_classes: int, seed: int):
+def build_reference_model(kind: str, num_features: int, num_classes: int, seed: int, sparse_x: bool = False):
     """The same GCN / GAT in plain TensorFlow ops (tf.Variable, sparse matmul, segment ops)."""
     import tensorflow as tf
 
@@ -146,6 +154,19 @@ def build_reference_model(kind: str, num_features: int, num_classes: int, seed: 
         def __call__(self, x, graph, training=False):
             h = tf.nn.dropout(x, 0.5) if training else x
             h = tf.nn.relu(tf.sparse.sparse_dense_matmul(graph, h @ self.kernel1))
+            h = tf.nn.dropout(h, 0.5) if training else h
+            return tf.sparse.sparse_dense_matmul(graph, h @ self.kernel2)
+
+    class ReferenceSparseGCN(ReferenceGCN):
+        """Kipf & Welling's GCN on sparse features, as their code: ``sparse_dropout``
+        keeps each stored value with probability 0.5 (``tf.sparse.retain``, scaled by
+        2) and the first layer multiplies only the non-zeros."""
+
+        def __call__(self, x, graph, training=False):
+            if training:
+                keep = tf.cast(tf.floor(0.5 + tf.random.uniform(tf.shape(x.values))), tf.bool)
+                x = tf.sparse.retain(x, keep) * (1.0 / 0.5)
+            h = tf.nn.relu(tf.sparse.sparse_dense_matmul(graph, tf.sparse.sparse_dense_matmul(x, self.kernel1)))
             h = tf.nn.dropout(h, 0.5) if training else h
             return tf.sparse.sparse_dense_matmul(graph, h @ self.kernel2)
 
@@ -190,7 +211,9 @@ def build_reference_model(kind: str, num_features: int, num_classes: int, seed: 
             h = tf.nn.elu(self.layer(x, graph, self.params[0], True, training))
             return self.layer(h, graph, self.params[1], False, training)
 
-    return ReferenceGCN() if kind == "gcn" else ReferenceGAT()
+    if kind == "gcn":
+        return ReferenceSparseGCN() if sparse_x else ReferenceGCN()
+    return ReferenceGAT()
 
 
 def reference_graph(kind: str, edge_index: np.ndarray, num_nodes: int):
@@ -225,7 +248,7 @@ class Runner:
         self.model = model
         self.variables = variables
         self.optimizer = keras.optimizers.Adam(learning_rate)
-        x = tf.constant(x)
+        x = x if isinstance(x, tf.SparseTensor) else tf.constant(x)
         labels = tf.one_hot(y, int(y.max()) + 1)
         masks = [tf.constant(m, dtype=tf.float32) for m in masks]
 
@@ -265,32 +288,45 @@ class Runner:
             variable.assign(value)
 
 
+def sparse_features(x):
+    """``x`` as a ``tf.SparseTensor`` of its non-zeros (row-major), as Kipf & Welling keep it."""
+    import tensorflow as tf
+
+    rows, columns = np.nonzero(x)
+    return tf.SparseTensor(np.stack([rows, columns], 1).astype(np.int64), x[rows, columns], x.shape)
+
+
 def make_runner(kind, implementation, seed, data, mode="sparse"):
+    """``implementation``: "lablib" or "reference", with " sparse x" for sparse features."""
     import tensorflow as tf
 
     from lablib.backend import keras
 
     x, y, edge_index, masks = data
+    sparse_x = implementation.endswith(" sparse x")
+    implementation = implementation.replace(" sparse x", "")
+    if sparse_x:
+        x = sparse_features(x)
     num_classes = int(y.max()) + 1
     keras.utils.set_random_seed(seed)
     learning_rate = 0.01 if kind == "gcn" else 0.005
     if implementation == "lablib":
-        model = build_lablib_model(kind, num_classes, mode)
+        model = build_lablib_model(kind, num_classes, mode, sparse_x)
         if mode == "dense":
             from lablib import graphs
 
             graph = tf.constant(graphs.edge_index_to_adjacency(edge_index, len(x)).astype(np.float32))
         else:
             graph = tf.constant(edge_index)
-        model(tf.constant(x), graph)  # build the weights
+        model(x if sparse_x else tf.constant(x), graph)  # build the weights
         variables = list(model.trainable_variables)
         if kind == "gcn":
             regularized = [v for v in model.layer1.trainable_variables if len(v.shape) >= 2]
         else:
             regularized = [v for v in variables if len(v.shape) >= 2]
     else:
-        model = build_reference_model(kind, x.shape[1], num_classes, seed)
-        graph = reference_graph(kind, edge_index, len(x))
+        model = build_reference_model(kind, int(x.shape[1]), num_classes, seed, sparse_x)
+        graph = reference_graph(kind, edge_index, int(x.shape[0]))
         variables = list(model.trainable_variables)
         regularized = model.regularized
     return Runner(model, variables, regularized, x, y, graph, masks, learning_rate, val_loss_l2=kind == "gcn")
@@ -356,6 +392,8 @@ def main(argv=None):
     parser.add_argument("--from-log", default=None, help="render the accuracy table from an earlier run's stderr (no training)")
     parser.add_argument("--reference-gat-seeds", type=int, default=3, help="seeds for the reference GAT's accuracy (a check)")
     parser.add_argument("--threads", type=int, default=0, help="TensorFlow intra-op threads (0: all cores)")
+    parser.add_argument("--features", default="dense,sparse",
+                        help="node features: dense and/or sparse (tf.SparseTensor; GCN accuracy, GCN and GAT timing)")
     parser.add_argument("--output", default=None, help="where to write the table (default results/cora.md; none with --quick)")
     args = parser.parse_args(argv)
 
@@ -376,8 +414,22 @@ def main(argv=None):
     if not requested or requested - {"gcn", "gat"}:
         parser.error(f"--models must name gcn and/or gat, got {args.models!r}")
 
+    features = {f.strip() for f in args.features.split(",") if f.strip()}
+    if not features or features - {"dense", "sparse"}:
+        parser.error(f"--features must name dense and/or sparse, got {args.features!r}")
     data = load_data()
     x, y, edge_index, masks = data
+
+    def implementations(kind, part):
+        names = ["lablib", "reference"] if "dense" in features else []
+        if "sparse" in features:
+            # GAT's accuracy with sparse features is not run (its epochs are many and
+            # the layers are the same); its timing is.
+            if kind == "gcn" or part == "timing":
+                names.append("lablib sparse x")
+            if kind == "gcn":
+                names.append("reference sparse x")
+        return names
 
     results, training_seconds, note = {}, None, ""
     if args.from_log:
@@ -389,8 +441,8 @@ def main(argv=None):
         started = time.perf_counter()
         for kind in models:
             for seed in seeds:
-                for implementation in ("lablib", "reference"):
-                    if implementation == "reference" and seed not in reference_seeds[kind]:
+                for implementation in implementations(kind, "accuracy"):
+                    if implementation.startswith("reference") and seed not in reference_seeds[kind]:
                         continue
                     runner = make_runner(kind, implementation, seed, data)
                     if kind == "gcn":
@@ -406,13 +458,10 @@ def main(argv=None):
     timings = {}
     if "timing" in parts:
         for kind in models:
-            runners = {
-                "lablib sparse": make_runner(kind, "lablib", 0, data),
-                "reference": make_runner(kind, "reference", 0, data),
-            }
+            runners = {name: make_runner(kind, name, 0, data) for name in implementations(kind, "timing")}
             timings[kind] = time_epochs(runners, steps, rounds)
             print(f"{kind} timing: {timings[kind]}", file=sys.stderr, flush=True)
-            if args.quick and kind == "gat":
+            if args.quick and kind == "gat" or "dense" not in features:
                 timings[kind]["lablib dense"] = float("nan")  # 7 s a step on 2 cores: full runs only
             else:
                 dense = {"lablib dense": make_runner(kind, "lablib", 0, data, "dense")}
@@ -432,11 +481,13 @@ def main(argv=None):
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for kind, target, paper in (("gcn", "≥ 81.0", "81.5"), ("gat", "≥ 82.5", "83.0 ± 0.7")):
-            for implementation in ("lablib", "reference"):
+            for implementation in ("lablib", "reference", "lablib sparse x", "reference sparse x"):
                 rows = results.get((implementation, kind))
                 if not rows:
                     continue
-                name = "lablib layers (sparse)" if implementation == "lablib" else "plain-TF reference"
+                name = {"lablib": "lablib layers (sparse)", "reference": "plain-TF reference",
+                        "lablib sparse x": "lablib layers (sparse), sparse x",
+                        "reference sparse x": "plain-TF reference, sparse x"}[implementation]
                 last = mean_std([r["last"] for r in rows]) if kind == "gat" else "= test (final model)"
                 val = mean_std([r["val"] for r in rows]) if all("val" in r for r in rows) else "–"
                 lines.append(
@@ -460,14 +511,28 @@ def main(argv=None):
             f"{rounds} interleaved blocks of {steps} epochs (dense: {dense_rounds} × {dense_steps}), "
             f"TensorFlow intra-op threads: {args.threads or 'all'}:",
             "",
-            "| model | lablib sparse (ms) | plain-TF reference (ms) | lablib / reference | lablib dense (ms) |",
-            "|---|---|---|---|---|",
+            "Columns: lablib layers in the sparse (edge_index) layout with dense features, the plain-TF "
+            "reference with dense features, their ratio; then both with sparse features (sparse x: a "
+            "tf.SparseTensor of the non-zeros, dropout on the non-zeros only; the reference GCN is Kipf & "
+            "Welling's form, no sparse-feature reference GAT); then lablib's dense (adjacency) layout.",
+            "",
+            "| model | lablib (ms) | reference (ms) | lablib / reference | lablib, sparse x (ms) | "
+            "reference, sparse x (ms) | lablib sparse x / reference sparse x | lablib dense layout (ms) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
+
+        def cell(t, name):
+            return f"{1e3 * t[name]:.1f}" if name in t else "–"
+
+        def ratio(t, a, b):
+            return f"{t[a] / t[b]:.2f}" if a in t and b in t else "–"
+
         for kind in models:
             t = timings[kind]
             lines.append(
-                f"| {kind.upper()} | {1e3 * t['lablib sparse']:.1f} | {1e3 * t['reference']:.1f} | "
-                f"{t['lablib sparse'] / t['reference']:.2f} | {1e3 * t['lablib dense']:.1f} |"
+                f"| {kind.upper()} | {cell(t, 'lablib')} | {cell(t, 'reference')} | {ratio(t, 'lablib', 'reference')} | "
+                f"{cell(t, 'lablib sparse x')} | {cell(t, 'reference sparse x')} | "
+                f"{ratio(t, 'lablib sparse x', 'reference sparse x')} | {cell(t, 'lablib dense')} |"
             )
     default = "cora.md" if parts == {"accuracy", "timing"} or args.from_log else f"cora_{'_'.join(sorted(parts))}.md"
     if len(models) == 1 and not args.from_log:
@@ -481,7 +546,7 @@ def parse_log(path: str) -> dict:
     import ast
     import re
 
-    pattern = re.compile(r"^(lablib|reference)\s+(gcn|gat) seed (\d+): (\{.*\})\s*$")
+    pattern = re.compile(r"^(lablib|reference|lablib sparse x|reference sparse x)\s+(gcn|gat) seed (\d+): (\{.*\})\s*$")
     results = {}
     with open(path, errors="replace") as handle:
         for line in handle:

@@ -182,8 +182,64 @@ def get_keras():
                 f"lablib needs Keras 3 but found keras {module.__version__}. "
                 f"Run `pip install -U 'keras>=3'`, or call lablib.use_legacy_keras()."
             )
+    if not env_legacy:
+        _fix_distributed_build()
     _KERAS = module
     return module
+
+
+def _fix_distributed_build() -> bool:
+    """Let Keras 3's ``fit`` / ``evaluate`` / ``predict`` under a ``tf.distribute`` strategy
+    take bool inputs and per-replica batches of different shapes. Returns True if applied.
+
+    Before its first step, Keras 3's TensorFlow trainer (``_maybe_symbolic_build``, in
+    3.15) builds the model from one input batch; under a strategy it gets that batch by
+    *averaging* every input over the replicas (``strategy.reduce("MEAN", ...)``). The
+    average needs an ``AddN``, which TensorFlow has no kernel for on bool tensors (the
+    ``mask`` of :func:`lablib.graphs.dense_batch`: ``InvalidArgumentError ... AddN``),
+    and which fails for per-replica batches of different shapes (disjoint graph
+    batches, where every replica glues its own graphs). Only shapes and dtypes matter
+    for the build, so lablib hands Keras the first replica's batch instead: the same
+    build, without the average. The layers never see the average; nothing else of
+    ``fit`` changes. Applied once, when lablib resolves Keras 3; a Keras without that
+    method is left alone.
+    """
+    try:
+        import tensorflow as tf
+        from keras.src import tree
+        from keras.src.backend.tensorflow import trainer
+    except ImportError:  # another Keras backend, or the layout moved: nothing to fix
+        return False
+    cls = getattr(trainer, "TensorFlowTrainer", None)
+    original = getattr(cls, "_maybe_symbolic_build", None)
+    if original is None:
+        return False
+    if getattr(original, "_lablib_fix", False):
+        return True
+    import inspect
+
+    if list(inspect.signature(original).parameters) != ["self", "iterator", "data_batch"]:
+        return False  # a Keras whose method we have not read: leave it alone
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        strategy = getattr(self, "_distribute_strategy", None)
+        if strategy is None or iterator is None:
+            return original(self, iterator=iterator, data_batch=data_batch)
+
+        def first_replica(value):
+            if isinstance(value, tf.distribute.DistributedValues):
+                return strategy.experimental_local_results(value)[0]
+            return value
+
+        for _, _, batches in iterator:  # as Keras does: the first batch builds the model
+            data_batch = tree.map_structure(first_replica, next(batches))
+            break
+        return original(self, iterator=None, data_batch=data_batch)
+
+    _maybe_symbolic_build._lablib_fix = True
+    _maybe_symbolic_build.__doc__ = original.__doc__
+    cls._maybe_symbolic_build = _maybe_symbolic_build
+    return True
 
 
 def layer_family(obj) -> str | None:

@@ -249,7 +249,7 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_
     return x, adjacency, mask, edge_attr
 
 
-def disjoint_batch(node_features, edge_indices, edge_attrs=None):
+def disjoint_batch(node_features, edge_indices, edge_attrs=None, max_nodes=None, max_edges=None):
     """Glue a list of graphs into one disjoint graph (the sparse batch layout).
 
     Node indices of graph ``b`` are shifted by the number of nodes in graphs
@@ -261,20 +261,31 @@ def disjoint_batch(node_features, edge_indices, edge_attrs=None):
             row 1 target, local node indices).
         edge_attrs: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
             features of edge ``k`` of graph ``b`` (e.g. ``MoleculeDataset.edge_attr``).
+        max_nodes, max_edges: pad the batch to exactly this many nodes and edges (both
+            or neither), for fixed shapes under XLA (``jit_compile=True``, TPUs).
+            Padding nodes have zero features and graph id ``-1``, which
+            :class:`lablib.layers.GraphReadout` ignores; padding edges are self loops
+            of the last padding node, which the graph layers ignore (they replace
+            input self loops by their own), so no real node's output changes.
+            ``max_nodes`` must leave room for at least one padding node when edges
+            are padded.
 
     Returns:
         ``(x, edge_index, graph_ids)``: ``x [V, F]`` float32 with ``V = sum n_b``,
         ``edge_index [2, E]`` int32 with offsets applied, ``graph_ids [V]`` int32
         (the graph each node belongs to, for :class:`lablib.layers.GraphReadout`).
         With ``edge_attrs``: ``(x, edge_index, graph_ids, edge_attr)``, ``edge_attr
-        [E, D]`` float32 aligned with the columns of ``edge_index``.
+        [E, D]`` float32 aligned with the columns of ``edge_index``. Padded:
+        ``V = max_nodes``, ``E = max_edges``.
 
     Raises:
-        ValueError: mismatched lists, bad shapes or node indices out of range.
+        ValueError: mismatched lists, bad shapes, node indices out of range, or a batch
+            larger than ``max_nodes`` / ``max_edges``.
 
     Example::
 
         x, edge_index, graph_ids = disjoint_batch([x1, x2], [e1, e2])
+        x, edge_index, graph_ids = disjoint_batch([x1, x2], [e1, e2], max_nodes=8, max_edges=8)
     """
     features, edges, _ = _check_lists(node_features, edge_indices, "disjoint_batch")
     if edge_attrs is not None:
@@ -288,9 +299,42 @@ def disjoint_batch(node_features, edge_indices, edge_attrs=None):
         [e.astype(np.int64) + offset for e, offset in zip(edges, offsets)], axis=1
     ).astype(np.int32)
     graph_ids = np.repeat(np.arange(len(features), dtype=np.int32), sizes)
+    edge_attr = np.concatenate(attrs, axis=0) if edge_attrs is not None else None
+    if max_nodes is not None or max_edges is not None:
+        x, edge_index, graph_ids, edge_attr = _pad_disjoint(
+            x, edge_index, graph_ids, edge_attr, max_nodes, max_edges
+        )
     if edge_attrs is None:
         return x, edge_index, graph_ids
-    return x, edge_index, graph_ids, np.concatenate(attrs, axis=0)
+    return x, edge_index, graph_ids, edge_attr
+
+
+def _pad_disjoint(x, edge_index, graph_ids, edge_attr, max_nodes, max_edges):
+    """Pad a disjoint batch to ``max_nodes`` nodes and ``max_edges`` edges (see disjoint_batch)."""
+    for value, what in ((max_nodes, "max_nodes"), (max_edges, "max_edges")):
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ValueError(
+                f"disjoint_batch: pass both max_nodes and max_edges as ints (a fixed shape "
+                f"needs both), got max_nodes={max_nodes!r}, max_edges={max_edges!r}."
+            )
+    num_nodes, num_edges = x.shape[0], edge_index.shape[1]
+    pad_edges = max_edges - num_edges
+    if num_nodes > max_nodes or pad_edges < 0 or (pad_edges and num_nodes == max_nodes):
+        raise ValueError(
+            f"disjoint_batch: this batch has {num_nodes} nodes and {num_edges} edges, which "
+            f"do not fit max_nodes={max_nodes}, max_edges={max_edges} (padding edges need "
+            f"at least one padding node). Raise them to at least max_nodes={num_nodes + 1}, "
+            f"max_edges={num_edges}, or use smaller batches."
+        )
+    pad_node = max_nodes - 1
+    x = np.concatenate([x, np.zeros((max_nodes - num_nodes, x.shape[1]), x.dtype)])
+    edge_index = np.concatenate(
+        [edge_index, np.full((2, pad_edges), pad_node, dtype=edge_index.dtype)], axis=1
+    )
+    graph_ids = np.concatenate([graph_ids, np.full(max_nodes - num_nodes, -1, np.int32)])
+    if edge_attr is not None:
+        edge_attr = np.concatenate([edge_attr, np.zeros((pad_edges, edge_attr.shape[1]), edge_attr.dtype)])
+    return x, edge_index, graph_ids, edge_attr
 
 
 # --------------------------------------------------------------------------- conversions

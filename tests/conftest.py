@@ -4,6 +4,12 @@ Keras mode: one Python process runs either Keras 3 or tf_keras. Tests marked
 ``legacy`` need ``TF_USE_LEGACY_KERAS=1`` from the start; a plain ``pytest`` run
 deselects them and ``tests/test_legacy_mode.py`` runs them in a child process, so the
 one README command covers both modes.
+
+Devices: tests marked ``distributed`` need several logical CPU devices, which
+TensorFlow can only be given before it initialises its devices. With
+``LABLIB_TEST_LOGICAL_CPUS=N`` (N >= 2) this file splits the CPU into N logical devices
+before any test runs and keeps only those tests; otherwise they are deselected and
+``tests/test_distribute.py`` runs them in a child process.
 """
 
 import os
@@ -17,15 +23,41 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+def _logical_cpus() -> int:
+    value = os.environ.get("LABLIB_TEST_LOGICAL_CPUS", "").strip()
+    return int(value) if value.isdigit() else 0
+
+
+if _logical_cpus() >= 2:
+    import tensorflow as tf
+
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices("CPU")[0],
+        [tf.config.LogicalDeviceConfiguration()] * _logical_cpus(),
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "distributed: needs LABLIB_TEST_LOGICAL_CPUS>=2 (run by tests/test_distribute.py "
+        "in its own process)",
+    )
+
+
 def _legacy() -> bool:
     return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def pytest_collection_modifyitems(config, items):
     legacy = _legacy()
+    distributed = _logical_cpus() >= 2
     keep, drop = [], []
     for item in items:
-        (keep if (item.get_closest_marker("legacy") is not None) == legacy else drop).append(item)
+        wanted = (item.get_closest_marker("legacy") is not None) == legacy and (
+            item.get_closest_marker("distributed") is not None
+        ) == distributed
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -1,6 +1,6 @@
 """The benchmark scripts still run: each ``benchmarks/<name>.py --quick`` prints its table.
 
-The scripts run in child processes (all four at once, so the wall time is that of the
+The scripts run in child processes (all at once, so the wall time is that of the
 slowest), with ``--quick`` (tiny data, a few epochs) and no results file written. The
 full measurements are in ``benchmarks/results/`` (see ``benchmarks/README.md``).
 """
@@ -13,13 +13,14 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPTS = ("cora", "esol", "reuters", "graph_speed")
+SCRIPTS = ("cora", "esol", "reuters", "graph_speed", "scaling")
 # The header row each script's table must contain.
 HEADERS = {
     "cora": "| model | implementation | seeds | test accuracy (%) |",
     "esol": "| model | test RMSE | validation RMSE |",
     "reuters": "| model | seeds | test accuracy | macro-F1 |",
     "graph_speed": "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
+    "scaling": "| model | 1 replica (examples/s) | 2 replicas (examples/s) | 2 / 1 |",
 }
 
 

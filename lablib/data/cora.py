@@ -94,7 +94,9 @@ class CoraData:
 
     Attributes:
         x: float32 ``[2708, 1433]`` node features (binary bag of words, or
-            row-normalised after :meth:`normalize_features`).
+            row-normalised after :meth:`normalize_features`): a NumPy array, or a
+            ``tf.SparseTensor`` (indices in row-major order) from
+            ``load_cora(sparse_features=True)`` / :meth:`with_sparse_features`.
         y: int64 ``[2708]`` class ids in ``0..6``.
         edge_index: int64 ``[2, 10556]``: every undirected link in both directions,
             sorted by source then target, no self loops, no duplicates (row 0 source,
@@ -137,12 +139,46 @@ class CoraData:
         """Directed edges in :attr:`edge_index` (each undirected link counts twice)."""
         return int(self.edge_index.shape[1])
 
-    def normalize_features(self) -> "CoraData":
-        """A copy whose feature rows sum to 1 (rows of zeros stay zero), as in Kipf & Welling.
+    @property
+    def sparse_features(self) -> bool:
+        """True when :attr:`x` is a ``tf.SparseTensor``."""
+        return not isinstance(self.x, np.ndarray)
+
+    def with_sparse_features(self) -> "CoraData":
+        """A copy whose :attr:`x` is a ``tf.SparseTensor`` (1.3 % of Cora's entries).
+
+        ``GraphConv`` / ``GraphAttention`` take it in the sparse (``edge_index``) layout
+        and multiply only the non-zeros; :class:`lablib.layers.SparseDropout` drops
+        them out. Imports TensorFlow.
 
         Returns:
             A new :class:`CoraData`; this one is unchanged.
         """
+        if self.sparse_features:
+            return dataclasses.replace(self)
+        import tensorflow as tf
+
+        rows, columns = np.nonzero(self.x)  # row-major order, as tf.sparse ops expect
+        indices = np.stack([rows, columns], axis=1).astype(np.int64)
+        values = self.x[rows, columns].astype(np.float32)
+        x = tf.SparseTensor(indices, values, dense_shape=self.x.shape)
+        return dataclasses.replace(self, x=x)
+
+    def normalize_features(self) -> "CoraData":
+        """A copy whose feature rows sum to 1 (rows of zeros stay zero), as in Kipf & Welling.
+
+        Returns:
+            A new :class:`CoraData` (sparse features stay sparse); this one is unchanged.
+        """
+        if self.sparse_features:
+            import tensorflow as tf
+
+            indices = self.x.indices.numpy()
+            values = self.x.values.numpy()
+            sums = np.bincount(indices[:, 0], weights=values, minlength=self.num_nodes)
+            values = (values / sums[indices[:, 0]]).astype(np.float32)
+            x = tf.SparseTensor(indices, values, dense_shape=self.x.dense_shape)
+            return dataclasses.replace(self, x=x)
         sums = self.x.sum(axis=1, keepdims=True)
         x = np.divide(self.x, sums, out=np.zeros_like(self.x), where=sums != 0)
         return dataclasses.replace(self, x=x.astype(np.float32))
@@ -181,7 +217,8 @@ class CoraData:
         )
 
 
-def load_cora(data_dir=None, normalize_features: bool = False) -> CoraData:
+def load_cora(data_dir=None, normalize_features: bool = False,
+              sparse_features: bool = False) -> CoraData:
     """Load Cora with the standard Planetoid split.
 
     The Planetoid files store the 1,000 test nodes in the order of ``ind.cora.test.index``
@@ -195,6 +232,9 @@ def load_cora(data_dir=None, normalize_features: bool = False) -> CoraData:
             search order: ``LABLIB_DATA_DIR``, the cache, a verified download).
         normalize_features: row-normalise the features (see
             :meth:`CoraData.normalize_features`).
+        sparse_features: return the features as a ``tf.SparseTensor`` (see
+            :meth:`CoraData.with_sparse_features`): Kipf & Welling's form, faster for
+            ``GraphConv`` in the sparse layout. Imports TensorFlow.
 
     Returns:
         A :class:`CoraData`.
@@ -206,6 +246,7 @@ def load_cora(data_dir=None, normalize_features: bool = False) -> CoraData:
     Example::
 
         cora = load_cora(data_dir="../shared/data")
+        sparse = load_cora(normalize_features=True, sparse_features=True)  # x: tf.SparseTensor
     """
     folder = sources.dataset_path("cora", data_dir)
     parts = {name: _read_pickle(folder / f"ind.cora.{name}") for name in _SUFFIXES}
@@ -255,4 +296,5 @@ def load_cora(data_dir=None, normalize_features: bool = False) -> CoraData:
         val_mask=val_mask,
         test_mask=test_mask,
     )
-    return data.normalize_features() if normalize_features else data
+    data = data.normalize_features() if normalize_features else data
+    return data.with_sparse_features() if sparse_features else data

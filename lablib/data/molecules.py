@@ -417,6 +417,31 @@ class GraphDataset:
 
     # ------------------------------------------------------------------ batches
 
+    def disjoint_padding(self, num_graphs: int):
+        """``(max_nodes, max_edges)`` that fit any ``num_graphs`` graphs of this dataset.
+
+        For :meth:`disjoint_dataset` with fixed shapes (XLA, TPUs): the node and edge
+        counts of the ``num_graphs`` largest graphs, plus one padding node (padding
+        edges need one).
+
+        Args:
+            num_graphs: graphs per batch; with a strategy, per replica
+                (``batch_size / num_replicas``).
+
+        Returns:
+            ``(max_nodes, max_edges)`` as ints.
+
+        Example::
+
+            max_nodes, max_edges = dataset.disjoint_padding(16)
+            batches = dataset.disjoint_dataset(32, strategy=strategy, drop_remainder=True,
+                                               max_nodes=max_nodes, max_edges=max_edges)
+        """
+        num_graphs = _positive_int(num_graphs, "num_graphs")
+        nodes = np.sort(self.num_nodes)[::-1][:num_graphs]
+        edges = np.sort([e.shape[1] for e in self.edge_index])[::-1][:num_graphs]
+        return int(nodes.sum()) + 1, int(np.sum(edges))
+
     def _batches(self, batch_size, shuffle, seed, drop_remainder):
         batch_size = _positive_int(batch_size, "batch_size")
         rng = np.random.default_rng(seed)
@@ -431,16 +456,76 @@ class GraphDataset:
 
         return order
 
-    def _finish(self, tf, generate, signature, batch_size, drop_remainder):
-        dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
-        # A generator's length is unknown to tf.data; stating it lets Keras' fit() show
-        # progress and not warn that the input "ran out of data" at each epoch's end.
-        batches = len(self) // batch_size if drop_remainder else -(-len(self) // batch_size)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
-        return dataset.prefetch(2)
+    def _finish(self, tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder,
+                strategy):
+        """One ``tf.data`` pipeline of batches, or per-replica pipelines for ``strategy``."""
+        if strategy is None:
+            order = self._batches(batch_size, shuffle, seed, drop_remainder)
 
-    def _target_spec(self, tf):
-        return tf.TensorSpec(shape=(None,) + self.y.shape[1:], dtype=tf.as_dtype(self.y.dtype))
+            def generate():
+                for indices in order():
+                    yield make_batch(indices)
+
+            dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+            # A generator's length is unknown to tf.data; stating it lets Keras' fit() show
+            # progress and not warn that the input "ran out of data" at each epoch's end.
+            batches = len(self) // batch_size if drop_remainder else -(-len(self) // batch_size)
+            dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+            return dataset.prefetch(2)
+        return self._distributed(tf, make_batch, signature, batch_size, shuffle, seed,
+                                 drop_remainder, strategy)
+
+    def _distributed(self, tf, make_batch, signature, batch_size, shuffle, seed,
+                     drop_remainder, strategy):
+        """Global batches of ``batch_size`` graphs, each replica gluing its own share."""
+        replicas = int(strategy.num_replicas_in_sync)
+        batch_size = _positive_int(batch_size, "batch_size")
+        if batch_size % replicas:
+            raise ValueError(
+                f"{self.name}: batch_size={batch_size} is the global number of graphs per "
+                f"step, split over the strategy's {replicas} replicas; pass a multiple of "
+                f"{replicas} (e.g. {replicas * max(1, batch_size // replicas)})."
+            )
+        steps = len(self) // batch_size
+        if not drop_remainder and len(self) % batch_size >= replicas:
+            steps += 1  # a last, smaller global batch that every replica gets graphs of
+
+        def dataset_fn(context):
+            pipelines = context.num_input_pipelines
+            if shuffle and seed is None and pipelines > 1:
+                raise ValueError(
+                    f"{self.name}: shuffle=True with {pipelines} input pipelines (workers) "
+                    f"needs a seed, so that every worker draws the same order of graphs; "
+                    f"pass seed=0 (or any int)."
+                )
+            local = replicas // pipelines  # replicas fed by this pipeline
+            first = context.input_pipeline_id * local
+            order = self._batches(batch_size, shuffle, seed, drop_remainder)
+
+            def generate():
+                for indices in order():
+                    if len(indices) < replicas:
+                        continue  # too few graphs left for one per replica
+                    # Replica r gets the r-th consecutive share; tf.distribute hands a
+                    # pipeline's consecutive elements to its consecutive replicas.
+                    for share in np.array_split(indices, replicas)[first:first + local]:
+                        yield make_batch(share)
+
+            dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+            if local == 1:
+                dataset = dataset.apply(tf.data.experimental.assert_cardinality(steps))
+            return dataset.prefetch(2)
+
+        distributed = strategy.distribute_datasets_from_function(dataset_fn)
+        if hasattr(distributed, "_cardinality"):
+            # Keras' fit reads `cardinality` as steps per epoch; TensorFlow reports one
+            # pipeline's elements (steps x local replicas) or, as here, unknown, and fit
+            # then warns "ran out of data" after the first epoch. State the steps.
+            distributed._cardinality = steps
+        return distributed
+
+    def _target_spec(self, tf, size=None):
+        return tf.TensorSpec(shape=(size,) + self.y.shape[1:], dtype=tf.as_dtype(self.y.dtype))
 
     def _check_edge_attr_wanted(self, edge_attr) -> bool:
         if edge_attr and self.edge_attr is None:
@@ -450,12 +535,22 @@ class GraphDataset:
             )
         return bool(edge_attr)
 
+    @staticmethod
+    def _fixed_size(batch_size, drop_remainder, strategy):
+        """The graphs per yielded batch when every batch has it, else None."""
+        if not drop_remainder:
+            return None
+        replicas = 1 if strategy is None else int(strategy.num_replicas_in_sync)
+        return batch_size // replicas if batch_size % replicas == 0 else None
+
     def dense_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                      max_nodes=None, drop_remainder: bool = False, edge_attr: bool = False):
+                      max_nodes=None, drop_remainder: bool = False, edge_attr: bool = False,
+                      strategy=None):
         """``tf.data`` batches in the padded dense layout of :func:`lablib.graphs.dense_batch`.
 
         Args:
-            batch_size: graphs per batch.
+            batch_size: graphs per batch; with a ``strategy``, per step over all
+                replicas (the global batch), see below.
             shuffle: a new order of the graphs on every pass (epoch).
             seed: seed of that order (None: different every run).
             max_nodes: pad every batch to this many nodes (a fixed shape); None pads
@@ -463,16 +558,33 @@ class GraphDataset:
             drop_remainder: drop the last, smaller batch.
             edge_attr: also yield the edge features, ``edge_attr [B, N, N, D]``
                 (``edge_attr[b, target, source]``), for ``GraphAttention(edge_dim=D)``.
+            strategy: a ``tf.distribute.Strategy`` (``MirroredStrategy``,
+                ``TPUStrategy``, ``MultiWorkerMirroredStrategy``) to train under, or None.
+                Given one, the result is a distributed dataset for ``model.fit`` under
+                that strategy (built with ``strategy.distribute_datasets_from_function``):
+                each step takes the next ``batch_size`` graphs of the order, and replica
+                ``r`` of ``R`` gets the ``r``-th consecutive ``batch_size / R`` of them,
+                padded as its own batch (so ``batch_size`` must be a multiple of ``R``,
+                and one step sees the same graphs as one device with the same
+                ``batch_size``). A last, smaller batch is split as evenly as possible,
+                or dropped when it has fewer graphs than replicas. With several workers
+                and ``shuffle=True`` pass a ``seed``. TPUs (XLA) need static shapes:
+                pass ``max_nodes`` and ``drop_remainder=True``.
 
         Returns:
-            A ``tf.data.Dataset`` of ``((x [B, N, F], adjacency [B, N, N], mask [B, N]),
-            y [B])`` with ``adjacency[b, target, source] = 1``; with ``edge_attr=True``
-            the inputs are ``(x, adjacency, mask, edge_attr)``.
+            A ``tf.data.Dataset`` (a ``tf.distribute.DistributedDataset`` with a
+            ``strategy``) of ``((x [B, N, F], adjacency [B, N, N], mask [B, N]), y [B])``
+            with ``adjacency[b, target, source] = 1``; with ``edge_attr=True`` the
+            inputs are ``(x, adjacency, mask, edge_attr)``.
 
         Example::
 
             for (x, adjacency, mask), y in dataset.dense_dataset(32, shuffle=True, seed=0):
                 ...
+            strategy = tf.distribute.MirroredStrategy()
+            with strategy.scope():
+                model = build_model(); model.compile(...)
+            model.fit(dataset.dense_dataset(64, shuffle=True, seed=0, strategy=strategy))
         """
         import tensorflow as tf
 
@@ -484,75 +596,112 @@ class GraphDataset:
                 f"{self.max_nodes} nodes; pass max_nodes >= {self.max_nodes} or None."
             )
         with_edges = self._check_edge_attr_wanted(edge_attr)
-        order = self._batches(batch_size, shuffle, seed, drop_remainder)
+        batch_size = _positive_int(batch_size, "batch_size")
 
-        def generate():
-            for indices in order():
-                inputs = graphs.dense_batch(
-                    [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
-                    max_nodes=max_nodes,
-                    edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
-                )
-                yield inputs, self.y[indices]
+        def make_batch(indices):
+            inputs = graphs.dense_batch(
+                [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
+                max_nodes=max_nodes,
+                edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
+            )
+            return inputs, self.y[indices]
 
+        size = self._fixed_size(batch_size, drop_remainder, strategy)
         features = self.num_node_features
         specs = (
-            tf.TensorSpec((None, max_nodes, features), tf.float32),
-            tf.TensorSpec((None, max_nodes, max_nodes), tf.float32),
-            tf.TensorSpec((None, max_nodes), tf.bool),
+            tf.TensorSpec((size, max_nodes, features), tf.float32),
+            tf.TensorSpec((size, max_nodes, max_nodes), tf.float32),
+            tf.TensorSpec((size, max_nodes), tf.bool),
         )
         if with_edges:
-            specs += (tf.TensorSpec((None, max_nodes, max_nodes, self.num_edge_features), tf.float32),)
-        signature = (specs, self._target_spec(tf))
-        return self._finish(tf, generate, signature, batch_size, drop_remainder)
+            specs += (tf.TensorSpec((size, max_nodes, max_nodes, self.num_edge_features), tf.float32),)
+        signature = (specs, self._target_spec(tf, size))
+        return self._finish(tf, make_batch, signature, batch_size, shuffle, seed,
+                            drop_remainder, strategy)
 
     def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                         drop_remainder: bool = False, edge_attr: bool = False):
+                         drop_remainder: bool = False, edge_attr: bool = False,
+                         strategy=None, max_nodes=None, max_edges=None):
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
 
         Args:
-            batch_size: graphs per batch.
+            batch_size: graphs per batch; with a ``strategy``, per step over all
+                replicas (the global batch), see below.
             shuffle: a new order of the graphs on every pass (epoch).
             seed: seed of that order (None: different every run).
             drop_remainder: drop the last, smaller batch.
             edge_attr: also yield the edge features, ``edge_attr [E, D]`` aligned with
                 ``edge_index``, for ``GraphAttention(edge_dim=D)``.
+            strategy: a ``tf.distribute.Strategy`` (``MirroredStrategy``,
+                ``TPUStrategy``, ``MultiWorkerMirroredStrategy``) to train under, or None.
+                Given one, the result is a distributed dataset for ``model.fit`` under
+                that strategy (built with ``strategy.distribute_datasets_from_function``):
+                each step takes the next ``batch_size`` graphs of the order, and replica
+                ``r`` of ``R`` glues the ``r``-th consecutive ``batch_size / R`` of them
+                into its own disjoint graph, with its own ``edge_index`` (a strategy
+                splitting one glued batch along axis 0 would cut ``edge_index [2, E]``).
+                ``batch_size`` must be a multiple of ``R``; one step sees the same graphs
+                as one device with the same ``batch_size``. A last, smaller batch is split
+                as evenly as possible, or dropped when it has fewer graphs than replicas.
+                With several workers and ``shuffle=True`` pass a ``seed``.
+            max_nodes, max_edges: pad every (per-replica) batch to exactly this many
+                nodes and edges (see :func:`lablib.graphs.disjoint_batch`; padding nodes
+                have graph id -1). XLA (``jit_compile=True``) and TPUs need static
+                shapes: pass both, ``drop_remainder=True``, and ``num_graphs`` (the
+                graphs per replica batch) to :class:`lablib.layers.GraphReadout`.
+                Without them every batch has its own shape, and an XLA step is
+                recompiled for each new one.
 
         Returns:
-            A ``tf.data.Dataset`` of ``((x [V, F], edge_index [2, E], graph_ids [V]),
-            y [B])``: the batch's graphs glued into one graph, node indices offset,
-            ``graph_ids`` telling which graph each node belongs to; with
-            ``edge_attr=True`` the inputs are ``(x, edge_index, graph_ids, edge_attr)``.
+            A ``tf.data.Dataset`` (a ``tf.distribute.DistributedDataset`` with a
+            ``strategy``) of ``((x [V, F], edge_index [2, E], graph_ids [V]), y [B])``:
+            the batch's graphs glued into one graph, node indices offset, ``graph_ids``
+            telling which graph each node belongs to; with ``edge_attr=True`` the
+            inputs are ``(x, edge_index, graph_ids, edge_attr)``.
+
+        Raises:
+            ValueError: a batch larger than ``max_nodes`` / ``max_edges`` (when it is
+                built), only one of them given, or a ``batch_size`` that the replicas
+                cannot share.
 
         Example::
 
             for (x, edge_index, graph_ids), y in dataset.disjoint_dataset(64):
                 ...
+            model.fit(dataset.disjoint_dataset(64, shuffle=True, seed=0, strategy=strategy))
         """
         import tensorflow as tf
 
         from lablib import graphs
 
         with_edges = self._check_edge_attr_wanted(edge_attr)
-        order = self._batches(batch_size, shuffle, seed, drop_remainder)
+        batch_size = _positive_int(batch_size, "batch_size")
+        padded = max_nodes is not None or max_edges is not None
+        if padded and (max_nodes is None or max_edges is None):
+            raise ValueError(
+                f"{self.name}: pass both max_nodes and max_edges (a fixed shape needs both), "
+                f"got max_nodes={max_nodes!r}, max_edges={max_edges!r}."
+            )
 
-        def generate():
-            for indices in order():
-                inputs = graphs.disjoint_batch(
-                    [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
-                    edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
-                )
-                yield inputs, self.y[indices]
+        def make_batch(indices):
+            inputs = graphs.disjoint_batch(
+                [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
+                edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
+                max_nodes=max_nodes, max_edges=max_edges,
+            )
+            return inputs, self.y[indices]
 
+        size = self._fixed_size(batch_size, drop_remainder, strategy)
         specs = (
-            tf.TensorSpec((None, self.num_node_features), tf.float32),
-            tf.TensorSpec((2, None), tf.int32),
-            tf.TensorSpec((None,), tf.int32),
+            tf.TensorSpec((max_nodes, self.num_node_features), tf.float32),
+            tf.TensorSpec((2, max_edges), tf.int32),
+            tf.TensorSpec((max_nodes,), tf.int32),
         )
         if with_edges:
-            specs += (tf.TensorSpec((None, self.num_edge_features), tf.float32),)
-        signature = (specs, self._target_spec(tf))
-        return self._finish(tf, generate, signature, batch_size, drop_remainder)
+            specs += (tf.TensorSpec((max_edges, self.num_edge_features), tf.float32),)
+        signature = (specs, self._target_spec(tf, size))
+        return self._finish(tf, make_batch, signature, batch_size, shuffle, seed,
+                            drop_remainder, strategy)
 
 
 class MoleculeDataset(GraphDataset):

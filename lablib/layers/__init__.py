@@ -10,7 +10,8 @@ Sequence layers: :func:`scaled_dot_product_attention`, :func:`causal_mask`,
 
 Graph layers (dense ``x [B, N, F]`` + ``adjacency [B, N, N]`` + ``mask [B, N]``, or
 disjoint ``x [V, F]`` + ``edge_index [2, E]``): :class:`GraphConv`,
-:class:`GraphAttention`, :class:`GraphReadout`.
+:class:`GraphAttention`, :class:`GraphReadout`; :class:`SparseDropout` for sparse node
+features (``tf.SparseTensor``).
 """
 
 from lablib._lazy import lazy_exports
@@ -27,6 +28,7 @@ _EXPORTS = {
     "GraphConv": "graph_conv",
     "GraphAttention": "graph_attention",
     "GraphReadout": "readout",
+    "SparseDropout": "dropout",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -11,7 +11,13 @@ from lablib.layers._common import (
     masked_fill,
     register,
 )
-from lablib.layers.graph_conv import GraphInputs, _serialize, _shape, clone_initializer
+from lablib.layers.graph_conv import (
+    GraphInputs,
+    _serialize,
+    _shape,
+    clone_initializer,
+    features_matmul,
+)
 
 __all__ = ["GraphAttention"]
 
@@ -95,7 +101,9 @@ class GraphAttention(keras.layers.Layer):
         **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
-        inputs: node features, ``[B, N, F]`` (dense) or ``[V, F]`` (sparse).
+        inputs: node features, ``[B, N, F]`` (dense) or ``[V, F]`` (sparse); in the
+            sparse layout also a ``tf.SparseTensor [V, F]`` (only the non-zeros are
+            multiplied; drop them out with :class:`lablib.layers.SparseDropout`).
         adjacency: ``[B, N, N]``, ``adjacency[b, i, j] = 1`` when node ``j`` sends to
             node ``i`` (dense batches), no self loops.
         mask: optional ``[B, N]`` bool, False for padding nodes (dense batches); padding
@@ -265,7 +273,7 @@ class GraphAttention(keras.layers.Layer):
                 f"GraphAttention was built for {self._features} node features but got x "
                 f"with {features} (shape {_shape(x)})."
             )
-        z = tf.matmul(x, tf.cast(self.kernel, dtype))
+        z = features_matmul(x, tf.cast(self.kernel, dtype))
         z = tf.reshape(
             z, tf.concat([tf.shape(z)[:-1], [self.num_heads, self.units]], axis=0)
         )

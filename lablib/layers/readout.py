@@ -27,7 +27,8 @@ class GraphReadout(keras.layers.Layer):
         mask: optional ``[B, N]`` bool, False for padding nodes (dense batches). Keras
             passes it automatically when the previous layer propagates a mask.
         graph_ids: ``[V]`` int, the graph of each node (disjoint batches), as returned
-            by :func:`lablib.graphs.disjoint_batch`.
+            by :func:`lablib.graphs.disjoint_batch`; ``-1`` marks a padding node (a
+            batch padded to a fixed size), which is ignored.
         num_graphs: number of graphs in a disjoint batch (int or scalar tensor).
             Default: ``max(graph_ids) + 1``. Pass it when trailing graphs may have no
             nodes, and under ``jit_compile=True``: XLA needs the number of graphs as a
@@ -139,10 +140,11 @@ class GraphReadout(keras.layers.Layer):
         num_graphs = tf.cast(num_graphs, tf.int32)
         if tf.executing_eagerly() and graph_ids.shape[0] != 0:
             low, high = int(tf.reduce_min(graph_ids)), int(tf.reduce_max(graph_ids))
-            if low < 0 or high >= int(num_graphs):
+            if low < -1 or high >= int(num_graphs):
                 raise ValueError(
-                    f"GraphReadout: graph_ids holds {low if low < 0 else high}, outside "
-                    f"0..{int(num_graphs) - 1} for num_graphs={int(num_graphs)}."
+                    f"GraphReadout: graph_ids holds {low if low < -1 else high}, outside "
+                    f"0..{int(num_graphs) - 1} for num_graphs={int(num_graphs)} (-1 marks "
+                    f"a padding node)."
                 )
         count = tf.math.unsorted_segment_sum(
             tf.ones_like(graph_ids, dtype=x.dtype), graph_ids, num_graphs

@@ -57,7 +57,7 @@ def test_lab_needs_cover_every_import_of_the_notebook():
     # Top-level modules a lab's cells import -> the distribution that provides them.
     provider = {"numpy": "numpy", "tensorflow": "tensorflow", "keras": "keras",
                 "matplotlib": "matplotlib", "pandas": "pandas", "sklearn": "scikit-learn",
-                "tensorflow_models": "tf-models-official", "scipy": "scipy"}
+                "tensorflow_models": "tf-models-official", "scipy": "scipy", "rdkit": "rdkit"}
     stdlib = set(sys.stdlib_module_names) | {"lablib"}
     for lab, name in LABS.items():
         nb = json.loads((ROOT / "solutions" / f"{name}.ipynb").read_text())

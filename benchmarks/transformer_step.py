@@ -148,7 +148,8 @@ def legacy_round(args, argv):
     child = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--child", "legacy"] + list(argv),
         cwd=ROOT, capture_output=True, text=True,
-        env=dict(os.environ, TF_USE_LEGACY_KERAS="1", PYTHONPATH=ROOT),
+        env=dict(os.environ, TF_USE_LEGACY_KERAS="1",  # prepend: PYTHONPATH may find TF itself
+                 PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))),
     )
     lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
     if child.returncode != 0 or not lines:

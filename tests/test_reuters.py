@@ -152,6 +152,69 @@ def test_reuters_dataset_shuffle_and_bucket(default_split):
     assert padding < sum(int((b[0] == 0).sum()) for b in plain)
 
 
+def _rows(batches):
+    """(label, wire without its padding) for every row of every batch."""
+    return sorted((int(label), tuple(int(t) for t in row[row != 0])) for tokens, labels in batches
+                  for row, label in zip(tokens, labels))
+
+
+def test_bucketed_batches_have_a_fixed_set_of_shapes_every_epoch(default_split):
+    """bucket=True: every batch is padded to its bucket's length, so the set of batch
+    shapes is small and the same in every epoch (XLA compiles once per shape)."""
+    from lablib.data import reuters_bucket_lengths
+
+    (x_train, y_train), _ = default_split
+    x, y = x_train[:1000], y_train[:1000]
+    lengths = reuters_bucket_lengths(x, maxlen=256)
+    assert list(lengths) == sorted(set(lengths)) and lengths[-1] == 256 and len(lengths) <= 8
+    assert all(n % 8 == 0 for n in lengths[:-1])
+    dataset = reuters_dataset(x, y, batch_size=32, maxlen=256, seed=0, bucket=True)
+    epochs = [list(dataset.as_numpy_iterator()) for _ in range(3)]
+    shapes = [{b[0].shape for b in epoch} for epoch in epochs]
+    assert shapes[0] == shapes[1] == shapes[2]
+    assert {t for _, t in shapes[0]} <= set(lengths)
+    assert sum(1 for b in epochs[0] if len(b[1]) < 32) <= len(lengths)  # one short batch per bucket
+    assert len(dataset) == len(epochs[0]) == len(epochs[2])  # the cardinality fit sees is exact
+    # nothing lost, nothing repeated, each wire in a bucket that holds it, padding after it
+    expected = sorted((int(label), tuple(wire[:256])) for wire, label in zip(x, y))
+    assert _rows(epochs[1]) == expected
+    for tokens, _ in epochs[1]:
+        t = tokens.shape[1]
+        longest = int((tokens != 0).sum(axis=1).max())
+        assert longest <= t and (t == lengths[0] or longest > lengths[lengths.index(t) - 1])
+    # the batches' order changes between epochs (reshuffled), the shapes do not
+    assert [b[1].tolist() for b in epochs[0]] != [b[1].tolist() for b in epochs[1]]
+    # unbucketed batches at the same truncation pad more
+    plain = list(reuters_dataset(x, y, batch_size=32, maxlen=256, seed=0).as_numpy_iterator())
+    assert sum(b[0].size for b in epochs[0]) < sum(b[0].size for b in plain)
+
+
+def test_bucket_lengths_given_and_drop_remainder(default_split):
+    (x_train, y_train), _ = default_split
+    x, y = x_train[:500], y_train[:500]
+    dataset = reuters_dataset(x, y, batch_size=16, maxlen=128, bucket=(32, 64, 128),
+                              drop_remainder=True, seed=0)
+    batches = list(dataset.as_numpy_iterator())
+    assert {b[0].shape for b in batches} <= {(16, 32), (16, 64), (16, 128)}
+    truncated = [min(len(w), 128) for w in x]
+    counts = np.bincount(np.searchsorted([32, 64, 128], truncated), minlength=3)
+    assert len(batches) == len(dataset) == int((counts // 16).sum())
+    unbucketed = list(reuters_dataset(x, y, batch_size=16, maxlen=128, drop_remainder=True).as_numpy_iterator())
+    assert len(unbucketed) == len(x) // 16 and all(b[0].shape[0] == 16 for b in unbucketed)
+
+
+@pytest.mark.parametrize("bucket, message", [
+    ((32, 64), "the longest wire has 128 tokens but the largest bucket length is 64"),
+    ((64, 32, 128), "strictly increasing"),
+    (("short",), "sequence of lengths"),
+])
+def test_bad_bucket_lengths_are_refused_with_the_fix(default_split, bucket, message):
+    (x_train, y_train), _ = default_split
+    long_enough = [w for w in x_train[:200] if len(w) >= 128][:20]
+    with pytest.raises(ValueError, match=message):
+        reuters_dataset(long_enough, np.zeros(len(long_enough), "int64"), maxlen=128, bucket=bucket)
+
+
 @pytest.mark.legacy
 def test_reuters_batches_train_a_tf_keras_model_in_legacy_mode(shared_data):
     """Lab 2 runs on tf_keras (TF_USE_LEGACY_KERAS=1): the batches must feed tf.keras."""

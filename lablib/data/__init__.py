@@ -14,6 +14,7 @@ _EXPORTS = {
     "reuters_topic_names": "reuters",
     "decode_newswire": "reuters",
     "reuters_dataset": "reuters",
+    "reuters_bucket_lengths": "reuters",
     "truncate_sequences": "reuters",
     "load_molecules": "molecules",
     "MoleculeDataset": "molecules",

@@ -31,6 +31,7 @@ __all__ = [
     "reuters_topic_names",
     "decode_newswire",
     "reuters_dataset",
+    "reuters_bucket_lengths",
     "truncate_sequences",
     "REUTERS_TOPICS",
 ]
@@ -308,13 +309,31 @@ def reuters_dataset(
     maxlen=None,
     shuffle: bool = True,
     seed=None,
-    bucket: bool = False,
+    bucket=False,
     keep: str = "first",
+    drop_remainder: bool = False,
 ):
     """A ``tf.data.Dataset`` of padded batches ``(tokens [B, T], labels [B])``.
 
-    Each batch is padded with 0 to its own longest wire (``padded_batch``), so short
-    batches stay short; wires longer than ``maxlen`` are truncated first.
+    Two ways to pad (wires longer than ``maxlen`` are truncated first):
+
+    - ``bucket=False`` (default): each batch is padded with 0 to its own longest wire
+      (``padded_batch``). Batches of short wires stay short, but ``T`` changes from
+      batch to batch and from epoch to epoch (the shuffle draws new batches).
+    - ``bucket=True`` or a sequence of lengths: wires are grouped into length buckets
+      and every batch is padded to its bucket's length, so all batches have one of a
+      few fixed shapes ``[batch_size, L]`` (plus, per bucket, one last smaller batch
+      unless ``drop_remainder``), the same shapes every epoch. Use it when the model is
+      compiled with XLA (``jit_compile=True``; Keras 3 turns XLA on by itself on a GPU):
+      XLA compiles once per input shape, so per-batch padding recompiles during every
+      epoch, while buckets compile during the first epoch only. It also pads less.
+      ``True`` picks the lengths from the data (the 1/8, 2/8, ..., 7/8 quantiles and the
+      longest wire, rounded up to a multiple of 8); pass the lengths yourself, e.g.
+      ``bucket=(64, 128, 256)``, to give several datasets the same shapes.
+
+    The dataset's length (``len(dataset)``, ``dataset.cardinality()``) is the number of
+    batches per epoch in both modes, so ``fit`` shows progress and learning-rate
+    schedules can count steps.
 
     Args:
         x: sequences of token ids (as from :func:`load_reuters`).
@@ -323,18 +342,21 @@ def reuters_dataset(
         maxlen: truncate every wire to this many tokens (None: no truncation).
         shuffle: reshuffle the wires every epoch.
         seed: shuffling seed (None: a different order every run).
-        bucket: group wires of similar length into the same batch (less padding,
-            faster training; batches then come in length groups, and their number is
-            not known in advance, so pass ``steps_per_epoch`` to ``fit`` or accept
-            Keras' end-of-data notice).
+        bucket: False, True, or an increasing sequence of padded lengths whose last
+            entry is at least the longest (truncated) wire.
         keep: which end of a long wire to keep, ``"first"`` or ``"last"``.
+        drop_remainder: drop the last batch (per bucket when bucketing) if it holds
+            fewer than ``batch_size`` wires: every batch then has ``batch_size`` rows
+            (what a TPU needs).
 
     Returns:
-        A ``tf.data.Dataset`` yielding ``(int32 [B, T], int64 [B])`` with ``T <= maxlen``.
+        A ``tf.data.Dataset`` yielding ``(int32 [B, T], int64 [B])`` with ``T <= maxlen``
+        (with buckets: ``T`` one of the bucket lengths, see :func:`reuters_bucket_lengths`).
 
     Example::
 
-        train = reuters_dataset(x_train, y_train, batch_size=32, maxlen=200, seed=0)
+        train = reuters_dataset(x_train, y_train, batch_size=32, maxlen=256, seed=0, bucket=True)
+        len(train)                                  # batches per epoch
         model.fit(train, epochs=3)
     """
     import tensorflow as tf
@@ -363,17 +385,64 @@ def reuters_dataset(
     if shuffle:
         dataset = dataset.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.map(one_wire, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if bucket:
-        boundaries = sorted(set(int(b) for b in np.quantile(lengths, np.linspace(0, 1, 9)[1:-1]) + 1))
+    if bucket is not False and bucket is not None:
+        padded = _bucket_lengths(lengths, bucket)
+        counts = np.bincount(np.searchsorted(padded, lengths), minlength=len(padded))
+        per_bucket = counts // batch_size if drop_remainder else -(-counts // batch_size)
+        # Bucket i holds the wires with padded[i-1] < length <= padded[i], padded to padded[i].
         dataset = dataset.bucket_by_sequence_length(
             element_length_func=lambda tokens, label: tf.shape(tokens)[0],
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            bucket_boundaries=[int(n) + 1 for n in padded],
+            bucket_batch_sizes=[batch_size] * (len(padded) + 1),
             padded_shapes=([None], []),
             padding_values=(0, np.int64(0)),
+            pad_to_bucket_boundary=True,
+            drop_remainder=drop_remainder,
         )
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(int(per_bucket.sum())))
     else:
         dataset = dataset.padded_batch(
-            batch_size, padded_shapes=([None], []), padding_values=(0, np.int64(0))
+            batch_size, padded_shapes=([None], []), padding_values=(0, np.int64(0)),
+            drop_remainder=drop_remainder,
         )
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def reuters_bucket_lengths(x, maxlen=None, bucket=True, keep: str = "first") -> tuple:
+    """The padded lengths ``reuters_dataset(x, maxlen=maxlen, bucket=bucket)`` uses.
+
+    Example::
+
+        reuters_bucket_lengths(x_train, maxlen=256)   # e.g. (48, 64, 88, ..., 256)
+    """
+    sequences = truncate_sequences(list(x), maxlen, keep=keep) if maxlen is not None else list(x)
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    return tuple(int(n) for n in _bucket_lengths(lengths, bucket))
+
+
+def _bucket_lengths(lengths: np.ndarray, bucket) -> np.ndarray:
+    """Increasing padded lengths for ``bucket`` (True: from the data's quantiles)."""
+    longest = max(1, int(lengths.max())) if len(lengths) else 1
+    if bucket is True:
+        if not len(lengths):
+            return np.array([longest], dtype=np.int64)
+        points = np.quantile(lengths, np.linspace(0, 1, 9)[1:])
+        padded = np.maximum(8, -(-np.ceil(points).astype(np.int64) // 8) * 8)
+        return np.unique(np.minimum(padded, longest))  # the last one is the longest wire
+    try:
+        padded = np.asarray([int(n) for n in bucket], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"bucket must be True, False or a sequence of lengths (ints), got {bucket!r}."
+        ) from None
+    if not len(padded) or (padded < 1).any() or (np.diff(padded) <= 0).any():
+        raise ValueError(
+            f"bucket lengths must be positive and strictly increasing, got {list(padded)}."
+        )
+    if padded[-1] < longest:
+        raise ValueError(
+            f"the longest wire has {longest} tokens but the largest bucket length is "
+            f"{int(padded[-1])}: add a length >= {longest} to bucket, or pass maxlen="
+            f"{int(padded[-1])} to truncate the wires to it."
+        )
+    return padded

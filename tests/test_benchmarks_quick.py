@@ -7,13 +7,14 @@ full measurements are in ``benchmarks/results/`` (see ``benchmarks/README.md``).
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPTS = ("cora", "esol", "reuters", "graph_speed", "scaling")
+SCRIPTS = ("cora", "esol", "reuters", "graph_speed", "scaling", "retracing")
 # The header row each script's table must contain.
 HEADERS = {
     "cora": "| model | implementation | seeds | test accuracy (%) |",
@@ -21,6 +22,7 @@ HEADERS = {
     "reuters": "| model | seeds | test accuracy | macro-F1 |",
     "graph_speed": "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
     "scaling": "| model | 1 replica (examples/s) | 2 replicas (examples/s) | 2 / 1 |",
+    "retracing": "| lab | model | Keras | batches | epoch 1: traces / XLA compilations (their s) / s |",
 }
 
 
@@ -61,8 +63,7 @@ def test_quick_run_prints_a_table(quick_runs, name):
     assert returncode == 0, f"benchmarks/{name}.py --quick failed:\n{stderr[-3000:]}"
     assert HEADERS[name] in stdout, f"no table header in the output of {name}.py --quick:\n{stdout[-2000:]}"
     table = [line for line in stdout.splitlines() if line.startswith("| ")]
-    body = [line for line in table if not line.startswith("| model |") and not line.startswith("| layer |")
-            and not line.startswith("| edges |")]
+    body = [line for line in table if not line.startswith(("| model |", "| layer |", "| edges |", "| lab |"))]
     assert body, f"{name}.py --quick printed a table header but no rows"
     assert "(--quick)" in stdout  # the title says it is not a full measurement
     if name == "graph_speed":
@@ -72,6 +73,29 @@ def test_quick_run_prints_a_table(quick_runs, name):
         for row in rows:
             cells = [c.strip() for c in row.strip("|").split("|")]
             assert all(float(c) > 0 for c in cells[2:]), row
+
+
+@pytest.mark.slow
+def test_fixed_batch_shapes_compile_in_the_first_epoch_only(quick_runs):
+    """retracing.py --quick: rows whose batches have a fixed set of shapes trace and
+    compile during epoch 1 only; disjoint batches as they come recompile in epoch 2 (the
+    counter sees recompilations when there are some)."""
+    returncode, stdout, stderr = quick_runs["retracing"]
+    assert returncode == 0, stderr[-3000:]
+    rows = {}
+    for line in stdout.splitlines():
+        if line.startswith("| Lab"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            epochs = [tuple(float(v) for v in re.findall(r"[0-9.]+", cell)) for cell in cells[4:]]
+            rows[(cells[1], cells[3])] = epochs  # (traces, compilations, their s, s) per epoch
+    assert len(rows) == 8, stdout[-3000:]
+    for (model, batches), epochs in rows.items():
+        assert epochs[0][0] >= 2 and epochs[0][1] >= 1, (model, batches, epochs)  # counted at all
+        later = [e[:2] for e in epochs[1:]]
+        if batches == "disjoint, as they come":
+            assert any(compilations > 0 for _, compilations in later), (model, batches, epochs)
+        elif batches != "padded to each batch's longest wire":  # (--quick wires all reach 64 tokens)
+            assert all(e == (0, 0) for e in later), (model, batches, epochs)
 
 
 @pytest.mark.slow

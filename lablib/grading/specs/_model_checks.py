@@ -195,6 +195,24 @@ def rebuild_model(architecture, weights, what="the model"):
     return model
 
 
+def rebuild_compiled_model(got, builder, num_inputs, inputs_hint, compile_hint):
+    """The model a probe reported, rebuilt, compiled and taking ``num_inputs`` inputs.
+
+    Returns None where it cannot be rebuilt (a layer class of the student's own); the
+    properties the student's process reported are then checked instead.
+    """
+    model = rebuild_model(got["architecture"], got["weights"], f"{builder}'s model")
+    compiled = f"{builder} must return a compiled model ({compile_hint} before returning it)."
+    inputs = f"The model should take {num_inputs} inputs ({inputs_hint}), it has"
+    if model is None:
+        expect(got["compiled"] is True, compiled)
+        expect(got["num_inputs"] == num_inputs, f"{inputs} {got['num_inputs']}; {FALLBACK_NOTE}.")
+        return None
+    expect(getattr(model, "optimizer", None) is not None and model.loss is not None, compiled)
+    expect(len(model.inputs) == num_inputs, f"{inputs} {len(model.inputs)}.")
+    return model
+
+
 def run_model(model, inputs, training=False):
     """The rebuilt model's output on ``inputs`` (a list of arrays) as float64 NumPy."""
     out = model(inputs[0] if len(inputs) == 1 else inputs, training=training)

@@ -27,13 +27,12 @@ import numpy as np
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs._model_checks import (
-    FALLBACK_NOTE,
     LAYER_MODULES,
     describe_model,
     expect_fields,
     expect_reported,
     judge_training_weights,
-    rebuild_model,
+    rebuild_compiled_model,
     run_model,
     training_values,
 )
@@ -446,19 +445,11 @@ def _(got):
     expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *inputs))
     for name in inputs:
         expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
-    model = rebuild_model(got["architecture"], got["weights"], "build_gcn_regressor's model")
+    model = rebuild_compiled_model(got, "build_gcn_regressor", 3, "x, adjacency, mask",
+                                   "call model.compile(optimizer=..., loss='mse')")
     if model is None:  # a layer class of the student's own: reported values only
-        expect(got["compiled"] is True, "build_gcn_regressor must return a compiled model "
-               "(call model.compile(optimizer=..., loss='mse') before returning it).")
-        expect(got["num_inputs"] == 3, f"The model should take 3 inputs (x, adjacency, mask), "
-               f"it has {got['num_inputs']}; {FALLBACK_NOTE}.")
         judge_structure_values(got)
         return
-    expect(getattr(model, "optimizer", None) is not None and model.loss is not None,
-           "build_gcn_regressor must return a compiled model "
-           "(call model.compile(optimizer=..., loss='mse') before returning it).")
-    expect(len(model.inputs) == 3, f"The model should take 3 inputs (x, adjacency, mask), "
-           f"it has {len(model.inputs)}.")
     recomputed = {name: run_model(model, list(batch)) for name, batch in inputs.items()}
     expect_shape(recomputed["output"], (6, 1), "model output for a batch of 6 graphs")
     for name, value in recomputed.items():

@@ -7,7 +7,8 @@ whose batch shapes keep changing pays that during every epoch. This script train
 row below for a few epochs in its own child process (a fresh XLA cache) and counts, per
 epoch:
 
-* traces of ``train_step`` and ``test_step`` (Python calls of them: each one is a trace);
+* traces of ``train_step`` and ``test_step`` (Python calls of them: each one is a trace)
+  and of the loop functions ``fit`` runs them in (``experimental_get_tracing_count``);
 * XLA compilations: the lines ``Compilation of XLA executable`` that TensorFlow logs with
   ``TF_CPP_VMODULE=device_compiler=1``, attributed to the epoch they fall in;
 * seconds (epoch 1 includes tracing and compiling).
@@ -79,10 +80,23 @@ def counting_callback(keras, counts):
 
         def on_epoch_end(self, epoch, logs=None):
             seconds = time.perf_counter() - self.start
-            traces = {k: counts[k] - self.before[k] for k in counts}
+            counts["loop"] = outer_traces(self.model)
+            traces = {k: counts[k] - self.before.get(k, 0) for k in counts}
             mark("end", epoch + 1, json.dumps({"seconds": seconds, **traces}))
 
     return Count()
+
+
+def outer_traces(model) -> int:
+    """Traces of the tf.functions ``fit`` loops with (train and test): tf_keras keeps
+    them as ``model.train_function``; Keras 3 wraps them in a closure."""
+    total = 0
+    for name in ("train_function", "test_function"):
+        function = getattr(model, name, None)
+        candidates = [function] + [cell.cell_contents for cell in getattr(function, "__closure__", None) or ()]
+        total += sum(c.experimental_get_tracing_count() for c in candidates
+                     if hasattr(c, "experimental_get_tracing_count"))
+    return total
 
 
 def count_traces(model, counts):
@@ -265,14 +279,15 @@ def render(results, args) -> str:
     lines = [head, "|" + "---|" * (4 + epochs)]
     for result in results:
         lab, model, _, batches = ROWS[result["row"]]
-        cells = [f"{e['train_step'] + e['test_step']} / {e['xla_compilations']} ({e['xla_seconds']:.1f}) / "
+        cells = [f"{e['train_step'] + e['test_step'] + e.get('loop', 0)} / {e['xla_compilations']} ({e['xla_seconds']:.1f}) / "
                  f"{e['seconds']:.1f}"
                  for e in result["epochs"]]
         lines.append(f"| {lab} | {model} | {result['keras']} | {batches} | " + " | ".join(cells) + " |")
     versions = sorted({f"TensorFlow {r['tensorflow']}" for r in results} | {r["device"] for r in results})
     return (
         f"Each row trains {epochs} epochs with `jit_compile=True` in a fresh process "
-        f"({', '.join(versions)}). traces: calls of `train_step` + `test_step` (each is a trace); "
+        f"({', '.join(versions)}). traces: calls of `train_step` + `test_step` (each is a trace) + "
+        "traces of the loop functions `fit` runs them in (train and validation); "
         "XLA compilations: TensorFlow's `Compilation of XLA executable` log lines "
         "(`TF_CPP_VMODULE=device_compiler=1`) during that epoch, training and validation, with "
         "the seconds they took; "

@@ -145,7 +145,7 @@ def main(argv=None):
     unknown = sorted(set(labs) - set(LABS))
     if unknown:
         parser.error(f"--labs: unknown {unknown}; choose from {', '.join(LABS)}")
-    sections, failed = [], []
+    sections, failed, started_at = [], [], commit()  # the code the notebooks ran
     for name in labs:
         nb, minutes, error = run_lab(name, args.fast, args.keep, args.timeout)
         print(f"{name}: {minutes:.1f} min" + (f", error: {error}" if error else ""), file=sys.stderr, flush=True)
@@ -154,7 +154,7 @@ def main(argv=None):
             failed.append(name)
     output = args.output or (None if args.fast else os.path.join(ROOT, "benchmarks", "results", "labs_full.md"))
     body = (f"Solution notebooks run top to bottom in {'fast' if args.fast else 'full'} mode, each in a fresh "
-            f"kernel, at commit {commit()}; no GPU unless the machine line says so. Per code cell: "
+            f"kernel, at commit {started_at}; no GPU unless the machine line says so. Per code cell: "
             "what it printed (stdout and the plain-text form of displayed values; figures as [figure]).\n\n"
             + "\n\n".join(sections))
     write_report(output, "Labs run top to bottom" + (" (--fast)" if args.fast else ""), body)

@@ -112,8 +112,6 @@ def count_traces(model, counts):
 
 
 def reuters_data(args, bucket):
-    import numpy as np
-
     from lablib.data import load_reuters, reuters_dataset
 
     (x, y), _ = load_reuters(num_words=20000)
@@ -122,7 +120,7 @@ def reuters_data(args, bucket):
     maxlen = 64 if args.quick else 256
     train = reuters_dataset(x[held:], y[held:], batch_size=32, maxlen=maxlen, seed=0, bucket=bucket)
     val = reuters_dataset(x[:held], y[:held], batch_size=256, maxlen=maxlen, shuffle=False, bucket=bucket)
-    return train, val, np
+    return train, val
 
 
 def child(args) -> None:
@@ -143,7 +141,7 @@ def child(args) -> None:
     if row.startswith("reuters"):
         import reuters  # benchmarks/reuters.py: the Lab 2 classifier
 
-        train, val, _ = reuters_data(args, bucket=row.endswith("bucket"))
+        train, val = reuters_data(args, bucket=row.endswith("bucket"))
         if "tfm" in row:
             from lablib.backend import import_tfm
 

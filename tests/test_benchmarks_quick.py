@@ -14,12 +14,13 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPTS = ("cora", "esol", "reuters", "graph_speed", "scaling", "retracing")
+SCRIPTS = ("cora", "esol", "reuters", "positions", "graph_speed", "scaling", "retracing")
 # The header row each script's table must contain.
 HEADERS = {
     "cora": "| model | implementation | seeds | test accuracy (%) |",
     "esol": "| model | test RMSE | validation RMSE |",
     "reuters": "| model | seeds | test accuracy | macro-F1 |",
+    "positions": "| positions | seeds | test accuracy | macro-F1 |",
     "graph_speed": "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
     "scaling": "| model | 1 replica (examples/s) | 2 replicas (examples/s) | 2 / 1 |",
     "retracing": "| lab | model | Keras | batches | epoch 1: traces / XLA compilations (their s) / s |",
@@ -63,7 +64,8 @@ def test_quick_run_prints_a_table(quick_runs, name):
     assert returncode == 0, f"benchmarks/{name}.py --quick failed:\n{stderr[-3000:]}"
     assert HEADERS[name] in stdout, f"no table header in the output of {name}.py --quick:\n{stdout[-2000:]}"
     table = [line for line in stdout.splitlines() if line.startswith("| ")]
-    body = [line for line in table if not line.startswith(("| model |", "| layer |", "| edges |", "| lab |"))]
+    body = [line for line in table
+            if not line.startswith(("| model |", "| layer |", "| edges |", "| lab |", "| positions |"))]
     assert body, f"{name}.py --quick printed a table header but no rows"
     assert "(--quick)" in stdout  # the title says it is not a full measurement
     if name == "graph_speed":

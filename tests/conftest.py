@@ -14,6 +14,7 @@ before any test runs and keeps only those tests; otherwise they are deselected a
 
 import os
 import pathlib
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -35,6 +36,21 @@ if _logical_cpus() >= 2:
         tf.config.list_physical_devices("CPU")[0],
         [tf.config.LogicalDeviceConfiguration()] * _logical_cpus(),
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def full_float32_on_gpus():
+    """The layer tests compare with NumPy references at float32 tolerances (down to 1e-5
+    relative). On Ampere and later NVIDIA GPUs TensorFlow would run float32 matrix
+    products in TensorFloat-32 by default (relative errors near 1e-3), so on a GPU these
+    tests turn TF32 off: the same tolerances then hold on a CPU and on any GPU, and no
+    test needs a looser GPU tolerance. (TF32 is a speed setting of the card, not part of
+    what the layers compute.) A CPU ignores the switch. TensorFlow is not imported here:
+    the test modules have chosen their Keras mode and imported it at collection."""
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and hasattr(tf, "config"):
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+    yield
 
 
 def pytest_configure(config):

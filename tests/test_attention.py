@@ -173,3 +173,9 @@ def test_padding_mask_values_and_errors():
         padding_mask(np.ones((2, 3), "float32"))
     with pytest.raises(ValueError, match="scalar"):
         padding_mask(3)
+
+
+def test_layer_tests_run_in_full_float32():
+    """tests/conftest.py turns TensorFloat-32 off, so the float32 tolerances of these
+    tests hold on Ampere and later GPUs as on a CPU (see its full_float32_on_gpus)."""
+    assert tf.config.experimental.tensor_float_32_execution_enabled() is False

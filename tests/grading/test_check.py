@@ -67,3 +67,34 @@ def test_check_partial_credit_and_argument_errors(fixture_lab):
         lablib.check("lab0_fixture", "nope", np.sum)
     with pytest.raises(TypeError, match="declares 1"):
         lablib.check("lab0_fixture", "softmax", np.sum, np.max)
+
+
+def test_probes_run_without_tensorfloat32_and_the_setting_comes_back():
+    """On Ampere+ GPUs TF32 would put correct answers ~1e-3 off the references: the probes
+    run in full float32 (TensorFlow's switch, which a CPU accepts too), then the
+    notebook's own setting is restored, also when the probe raises."""
+    import tensorflow as tf
+
+    from lablib.grading.execute.child import run_probe
+    from lablib.grading.execute.protocol import ProbeRequest
+
+    config = tf.config.experimental
+    seen = []
+
+    def probe(ns):
+        seen.append(config.tensor_float_32_execution_enabled())
+        if ns["fail"]:
+            raise ValueError("student error")
+        return 1
+
+    original = config.tensor_float_32_execution_enabled()  # tests/conftest.py turns it off
+    try:
+        for before in (True, False):
+            config.enable_tensor_float_32_execution(before)
+            for fail in (False, True):
+                result = run_probe(ProbeRequest("t", probe, ("fail",), 10.0), {"fail": fail})
+                assert result.ok is not fail
+                assert config.tensor_float_32_execution_enabled() is before
+    finally:
+        config.enable_tensor_float_32_execution(original)
+    assert seen == [False] * 4

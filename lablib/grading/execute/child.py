@@ -17,13 +17,14 @@ student's notebook.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import struct
 import sys
 import traceback
 import types
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from lablib.grading.execute.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 
@@ -55,6 +56,30 @@ def _kind(exc: BaseException) -> str:
     return "error"
 
 
+@contextlib.contextmanager
+def full_float32() -> Iterator[None]:
+    """TensorFloat-32 off while a probe runs, when TensorFlow is loaded; restored after.
+
+    On Ampere and later NVIDIA GPUs (Colab's A100 and L4, an H100) TensorFlow runs
+    float32 matrix products and convolutions in TF32 by default: 10-bit mantissas,
+    relative errors near 1e-3. The judges compare with float32/float64 NumPy references
+    at tolerances down to 1e-5, so a correct answer could fail on such a GPU and pass
+    on a CPU or a T4. The probes compute in full float32 instead; the notebook's own
+    training keeps the setting it had. TensorFlow is never imported just for this.
+    """
+    tf = sys.modules.get("tensorflow")
+    config = getattr(getattr(tf, "config", None), "experimental", None)
+    if config is None or not hasattr(config, "enable_tensor_float_32_execution"):
+        yield
+        return
+    before = config.tensor_float_32_execution_enabled()
+    config.enable_tensor_float_32_execution(False)
+    try:
+        yield
+    finally:
+        config.enable_tensor_float_32_execution(before)
+
+
 def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
     """Call one probe on the student's names and convert its result to plain values.
 
@@ -69,7 +94,9 @@ def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
     if missing:
         return ProbeResult.failed("error", f"the graded cell does not define {', '.join(missing)}")
     try:
-        return ProbeResult(True, to_plain(request.probe(types.MappingProxyType(dict(ns)))))
+        with full_float32():
+            value = request.probe(types.MappingProxyType(dict(ns)))
+        return ProbeResult(True, to_plain(value))
     except KeyboardInterrupt:  # a student stopping lablib.check in the notebook
         raise
     except BaseException as exc:  # noqa: BLE001 - the student's error is the report

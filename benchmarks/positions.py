@@ -36,14 +36,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
 from _report import write_report  # benchmarks/ is sys.path[0]
 from reuters import (  # the recipe and its helpers; importing it also sets LABLIB_DATA_DIR's default
-    CONFIG, NUM_CLASSES, ROOT, macro_f1, make_best_epoch_callback, mean_std, split_train_validation)
+    CONFIG, NUM_CLASSES, ROOT, learning_rate, macro_f1, make_best_epoch_callback, mean_std, run_script_child,
+    split_train_validation, topic_weights)
 
 VARIANTS = ("sinusoidal", "learned")
 
@@ -91,19 +90,12 @@ def child(args) -> None:
     check_model(model)
     train_data = reuters_dataset(x_train, y_train, batch_size=CONFIG["batch_size"], maxlen=maxlen, seed=args.seed,
                                  bucket=True)
-    steps_per_epoch = len(train_data)
-    learning_rate = keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=max(1, (args.epochs - 1) * steps_per_epoch),
-        warmup_target=CONFIG["learning_rate"], warmup_steps=steps_per_epoch)
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate(keras, len(train_data), args.epochs)),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     val_data = reuters_dataset(x_val, y_val, batch_size=128, maxlen=maxlen, shuffle=False)
-    counts = np.bincount(y_train, minlength=NUM_CLASSES).astype(np.float64)
-    weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -CONFIG["class_weight_power"], 0.0)
-    weights /= np.sum(weights * counts) / counts.sum()  # the average wire keeps weight 1
     callback = make_best_epoch_callback(keras)(args.patience, val_data.map(lambda tokens, label: tokens), y_val)
     model.fit(train_data, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0,
-              class_weight={c: float(w) for c, w in enumerate(weights)})
+              class_weight=topic_weights(y_train))
 
     def scores(a_model, x, y, cut):
         data = reuters_dataset(x, y, batch_size=128, maxlen=cut, shuffle=False).map(lambda tokens, label: tokens)
@@ -136,15 +128,7 @@ def child(args) -> None:
 
 
 def run_child(variant: str, seed: int, args) -> dict:
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1")  # TF Model Garden's blocks need tf_keras
-    command = ([sys.executable, os.path.abspath(__file__), "--child", variant, "--seed", str(seed),
-                "--epochs", str(args.epochs), "--patience", str(args.patience)] + (["--quick"] if args.quick else []))
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"{variant} seed {seed} failed:\n{done.stderr[-3000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    print(json.dumps(result), file=sys.stderr, flush=True)
-    return result
+    return run_script_child(__file__, variant, seed, args, legacy=True)  # tfm's blocks need tf_keras
 
 
 def render(results: dict, args, total: float | None, note: str) -> str:

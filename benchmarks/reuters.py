@@ -133,6 +133,28 @@ def make_best_epoch_callback(keras):
     return BestEpoch
 
 
+def learning_rate(keras, steps_per_epoch: int, epochs: int):
+    """CONFIG's learning rate: constant, or one warm-up epoch then cosine decay over the rest."""
+    if CONFIG["schedule"] == "constant":
+        return CONFIG["learning_rate"]
+    if CONFIG["schedule"] != "cosine":
+        raise ValueError(f"schedule={CONFIG['schedule']!r}: expected 'constant' or 'cosine'")
+    return keras.optimizers.schedules.CosineDecay(
+        0.0, decay_steps=max(1, (epochs - 1) * steps_per_epoch),
+        warmup_target=CONFIG["learning_rate"], warmup_steps=steps_per_epoch)
+
+
+def topic_weights(y_train):
+    """Keras ``class_weight``: topic c weighs n_c^-power (CONFIG's power; None when 0), the
+    average training wire weighing 1."""
+    if CONFIG["class_weight_power"] <= 0:
+        return None
+    counts = np.bincount(y_train, minlength=NUM_CLASSES).astype(np.float64)
+    weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -CONFIG["class_weight_power"], 0.0)
+    weights /= np.sum(weights * counts) / counts.sum()
+    return {c: float(w) for c, w in enumerate(weights)}
+
+
 def build_transformer(keras, tf, block):
     """Embedding * sqrt(d) + positional encoding -> encoder block -> masked average -> Dense."""
     from lablib.layers import positional_encoding
@@ -209,14 +231,7 @@ def child(args) -> None:
         batch_size = CONFIG["batch_size"]
         train_data = reuters_dataset(x_train, y_train, batch_size=batch_size, maxlen=CONFIG["maxlen"], seed=args.seed, bucket=True)
         steps_per_epoch = len(train_data)  # exact: the bucketed dataset knows its batches
-        learning_rate = CONFIG["learning_rate"]
-        if CONFIG["schedule"] == "cosine":
-            learning_rate = keras.optimizers.schedules.CosineDecay(
-                0.0, decay_steps=max(1, (args.epochs - 1) * steps_per_epoch),
-                warmup_target=CONFIG["learning_rate"], warmup_steps=steps_per_epoch)
-        elif CONFIG["schedule"] != "constant":
-            raise ValueError(f"schedule={CONFIG['schedule']!r}: expected 'constant' or 'cosine'")
-        optimizer = keras.optimizers.Adam(learning_rate)
+        optimizer = keras.optimizers.Adam(learning_rate(keras, steps_per_epoch, args.epochs))
         val_data = reuters_dataset(x_val, y_val, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
         test_inputs = reuters_dataset(x_test, y_test, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
 
@@ -227,14 +242,8 @@ def child(args) -> None:
         model.fit(*train_data, batch_size=batch_size, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0)
         logits = model.predict(test_inputs, batch_size=512, verbose=0)
     else:
-        class_weight = None
-        if CONFIG["class_weight_power"] > 0:
-            counts = np.bincount(y_train, minlength=NUM_CLASSES).astype(np.float64)
-            weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -CONFIG["class_weight_power"], 0.0)
-            weights /= np.sum(weights * counts) / counts.sum()  # the average wire keeps weight 1
-            class_weight = {c: float(w) for c, w in enumerate(weights)}
         model.fit(train_data, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0,
-                  class_weight=class_weight)
+                  class_weight=topic_weights(y_train))
         logits = model.predict(test_inputs.map(lambda tokens, label: tokens), verbose=0)
     predictions = np.argmax(logits, axis=-1)
     result = {
@@ -257,17 +266,24 @@ def child(args) -> None:
     print(json.dumps(result))
 
 
-def run_child(model: str, seed: int, args) -> dict:
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if model == "tfm" else "0")
-    command = ([sys.executable, os.path.abspath(__file__), "--child", model, "--seed", str(seed),
+def run_script_child(script: str, name: str, seed: int, args, legacy: bool, extra=()) -> dict:
+    """Runs ``script --child name --seed seed ...`` in a fresh process (its own Keras mode);
+    returns the JSON line it prints last, after echoing it on stderr (the per-seed log)."""
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if legacy else "0")
+    command = ([sys.executable, os.path.abspath(script), "--child", name, "--seed", str(seed),
                 "--epochs", str(args.epochs), "--patience", str(args.patience)]
-               + [f"--set={item}" for item in args.set] + (["--quick"] if args.quick else []))
+               + list(extra) + (["--quick"] if args.quick else []))
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        raise RuntimeError(f"{model} seed {seed} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{name} seed {seed} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     print(json.dumps(result), file=sys.stderr, flush=True)
     return result
+
+
+def run_child(model: str, seed: int, args) -> dict:
+    return run_script_child(__file__, model, seed, args, legacy=model == "tfm",
+                            extra=[f"--set={item}" for item in args.set])
 
 
 # --------------------------------------------------------------------------- main

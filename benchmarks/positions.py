@@ -6,9 +6,9 @@ or a learned ``[max_length, d]`` table), one seed each. One seed cannot tell a r
 difference from run-to-run noise; this benchmark trains both with the same recipe over
 ``--seeds`` seeds and reports mean ± std, so that the notebook can quote it.
 
-The model is section 10's ``build_extension``: ``TokenAndPositionEmbedding`` (tables
-initialised uniformly in ±0.05·sqrt(d), the scale section 4's embeddings reach after
-their sqrt(d) factor) + dropout + one ``tfm.nlp.layers.TransformerEncoderBlock`` with
+The model is section 10's ``build_extension``: ``TokenAndPositionEmbedding`` (token
+embeddings times sqrt(d) as in section 4, ``scale_embeddings=True``; the learned table
+added unscaled) + dropout + one ``tfm.nlp.layers.TransformerEncoderBlock`` with
 tfm's ``SelfAttentionMask`` + masked ``GlobalAveragePooling1D`` + dropout + Dense(46), in
 legacy mode (tf_keras). The recipe is that of ``benchmarks/reuters.py`` (whose helpers
 this script uses): vocabulary 20,000, 256 tokens, d = 64, 2 heads, inner 128, dropout
@@ -53,13 +53,10 @@ def build(keras, tf, positional: str, max_length: int):
 
     from lablib.layers import TokenAndPositionEmbedding
 
-    d = CONFIG["d_model"]
-    scale = 0.05 * np.sqrt(d)
     token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
     padding = tf.math.not_equal(token_ids, 0)
-    x = TokenAndPositionEmbedding(CONFIG["num_words"], max_length, d, positional=positional, mask_zero=False,
-                                  embeddings_initializer=keras.initializers.RandomUniform(-scale, scale),
-                                  name="token_and_position")(token_ids)
+    x = TokenAndPositionEmbedding(CONFIG["num_words"], max_length, CONFIG["d_model"], positional=positional,
+                                  mask_zero=False, scale_embeddings=True, name="token_and_position")(token_ids)
     x = keras.layers.Dropout(CONFIG["dropout"])(x)
     attention_mask = tfm.nlp.layers.SelfAttentionMask()(x, padding)
     x = tfm.nlp.layers.TransformerEncoderBlock(
@@ -140,7 +137,8 @@ def render(results: dict, args, total: float | None, note: str) -> str:
         "split and batches for both variants.",
         "",
         f"Model (Lab 2 section 10's `build_extension`, mean pooling): `TokenAndPositionEmbedding` (vocabulary "
-        f"{c['num_words']:,}, d = {c['d_model']}), one tfm `TransformerEncoderBlock` ({c['num_heads']} heads, inner "
+        f"{c['num_words']:,}, d = {c['d_model']}, token embeddings times sqrt(d)), one tfm `TransformerEncoderBlock` "
+        f"({c['num_heads']} heads, inner "
         f"{c['inner_dim']}, dropout {c['dropout']}), masked mean, Dense(46); tf_keras (legacy mode). Recipe: wires cut "
         f"to {c['maxlen']} tokens, Adam {c['learning_rate']:g} (one warm-up epoch, then cosine decay), topic weights "
         f"n_c^-{c['class_weight_power']:g}, batch {c['batch_size']} (length-bucketed).",

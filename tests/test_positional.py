@@ -153,6 +153,49 @@ def test_token_and_position_embedding(positional, tmp_path):
     assert loaded.get_layer("embed").get_config()["positional"] == positional
 
 
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_scale_embeddings_multiplies_the_tokens_not_the_positions(positional, tmp_path):
+    layer = TokenAndPositionEmbedding(12, 6, 16, positional=positional, scale_embeddings=True)
+    ids = np.array([[3, 4, 5, 0], [7, 0, 0, 0]])
+    out = layer(ids).numpy()
+    tokens = tf.gather(layer.token_embeddings, ids).numpy()
+    positions = positional_encoding(6, 16)[:4] if positional == "sinusoidal" else layer.position_embeddings.numpy()[:4]
+    np.testing.assert_allclose(out, 4.0 * tokens + positions, rtol=1e-6, atol=1e-6)  # sqrt(16) = 4
+    assert TokenAndPositionEmbedding(12, 6, 16).get_config()["scale_embeddings"] is False
+
+    inputs = keras.Input(shape=(None,), dtype="int32")
+    embedded = TokenAndPositionEmbedding(12, 6, 16, positional=positional, scale_embeddings=True, name="embed")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.GlobalAveragePooling1D()(embedded)))
+    loaded = round_trip(model, ids, tmp_path)
+    assert loaded.get_layer("embed").get_config()["scale_embeddings"] is True
+
+
+def test_scale_embeddings_moves_the_tokens_faster_under_adam():
+    """The factor is not the same as a larger initial scale: with Adam each weight moves by
+    about the learning rate per step, so the scaled token embeddings move sqrt(d) times
+    farther per step than unscaled ones started at the same place."""
+    d, steps = 16, 5
+    ids = np.random.default_rng(0).integers(1, 12, size=(32, 6))
+    target = np.random.default_rng(1).normal(size=(32, 6, d)).astype("float32")
+    moved = {}
+    for scale in (False, True):
+        keras.utils.set_random_seed(0)
+        layer = TokenAndPositionEmbedding(12, 6, d, mask_zero=False, scale_embeddings=scale)
+        layer.build((None, 6))
+        if scale:  # start from the unscaled layer's effective embeddings
+            layer.token_embeddings.assign(start / np.sqrt(d))
+        else:
+            start = layer.token_embeddings.numpy().copy()
+        optimizer = keras.optimizers.Adam(1e-3)
+        for _ in range(steps):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(layer(ids) - target))
+            optimizer.apply_gradients(zip(tape.gradient(loss, [layer.token_embeddings]), [layer.token_embeddings]))
+        effective = layer.token_embeddings.numpy() * (np.sqrt(d) if scale else 1.0)
+        moved[scale] = np.abs(effective - start)[np.unique(ids)].mean()
+    np.testing.assert_allclose(moved[True] / moved[False], np.sqrt(d), rtol=0.05)
+
+
 def test_token_and_position_embedding_no_mask_and_float_ids():
     layer = TokenAndPositionEmbedding(10, 4, 2, mask_zero=False)
     assert layer.compute_mask(np.array([[1, 0]])) is None
@@ -183,6 +226,8 @@ def test_token_and_position_embedding_errors():
         TokenAndPositionEmbedding(10, 4, 2, mask_zero="yes")
     with pytest.raises(ValueError, match="embeddings_initializer"):
         TokenAndPositionEmbedding(10, 4, 2, embeddings_initializer="not_an_initializer")
+    with pytest.raises(ValueError, match="`scale_embeddings` must be True or False, got 'yes'"):
+        TokenAndPositionEmbedding(10, 4, 2, scale_embeddings="yes")
     layer = TokenAndPositionEmbedding(10, 4, 2)
     with pytest.raises(ValueError, match=r"T=5 .*max_length=4"):
         layer(np.ones((1, 5), "int32"))

@@ -181,9 +181,16 @@ class PositionalEncoding(keras.layers.Layer):
 class TokenAndPositionEmbedding(keras.layers.Layer):
     """Token embedding plus position information, the input stage of a transformer.
 
-    ``outputs[b, t] = token_embedding[ids[b, t]] + position[t]`` where ``position``
+    ``outputs[b, t] = s * token_embedding[ids[b, t]] + position[t]`` where ``position``
     is the fixed sinusoidal table (:func:`positional_encoding`) or a learned
-    ``[max_length, embedding_dim]`` table.
+    ``[max_length, embedding_dim]`` table, and ``s`` is ``sqrt(embedding_dim)`` with
+    ``scale_embeddings=True`` (Vaswani et al., section 3.4), 1 otherwise.
+
+    Why the factor matters in training: it changes how fast the token embeddings move,
+    not only where they start. With Adam each weight moves by about the learning rate
+    per step, whatever the gradient's scale, so ``s * w`` moves ``s`` times faster than
+    ``w``; scaling the initializer down by ``s`` instead gives the same start but
+    ``s`` times slower token embeddings (8 times at ``embedding_dim=64``).
 
     Args:
         vocabulary_size: number of token ids (ids are in ``[0, vocabulary_size)``).
@@ -195,6 +202,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             ``GlobalAveragePooling1D``) use to ignore padding.
         embeddings_initializer: initializer of the token (and learned position)
             tables, ``"uniform"`` by default like ``keras.layers.Embedding``.
+        scale_embeddings: if True, multiply the token embeddings (not the positions)
+            by ``sqrt(embedding_dim)`` before adding the positions, as the paper does
+            and as ``Embedding(...)(ids) * sqrt(d) + positional_encoding`` would.
         **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
@@ -222,6 +232,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         positional="sinusoidal",
         mask_zero=True,
         embeddings_initializer="uniform",
+        scale_embeddings=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -233,6 +244,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if not isinstance(mask_zero, bool):
             raise ValueError(f"{layer}: `mask_zero` must be True or False, got {mask_zero!r}.")
         self.mask_zero = mask_zero
+        if not isinstance(scale_embeddings, bool):
+            raise ValueError(
+                f"{layer}: `scale_embeddings` must be True or False, got {scale_embeddings!r}."
+            )
+        self.scale_embeddings = scale_embeddings
         try:
             self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         except (ValueError, TypeError) as error:
@@ -285,6 +301,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             else:
                 positions = tf.constant(self._table)[:length]
         tokens = tf.cast(tokens, self.compute_dtype)
+        if self.scale_embeddings:
+            tokens = tokens * tf.cast(self.embedding_dim**0.5, self.compute_dtype)
         return tokens + tf.cast(positions, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
@@ -305,6 +323,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 "positional": self.positional,
                 "mask_zero": self.mask_zero,
                 "embeddings_initializer": _initializer_config(self.embeddings_initializer),
+                "scale_embeddings": self.scale_embeddings,
             }
         )
         return config

@@ -42,7 +42,7 @@ import numpy as np
 from _report import write_report  # benchmarks/ is sys.path[0]
 from reuters import (  # the recipe and its helpers; importing it also sets LABLIB_DATA_DIR's default
     CONFIG, NUM_CLASSES, ROOT, learning_rate, macro_f1, make_best_epoch_callback, mean_std, run_script_child,
-    split_train_validation, topic_weights)
+    split_train_validation, topic_weights, training_arguments)
 
 VARIANTS = ("sinusoidal", "learned")
 
@@ -182,11 +182,7 @@ def render(results: dict, args, total: float | None, note: str) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 seed, tiny subsets, 1 epoch: checks the script runs")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=None, help="most epochs (default 10; 1 with --quick)")
-    parser.add_argument("--patience", type=int, default=3, help="epochs without a better val accuracy before stopping")
+    parser = training_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--output", default=None, help="where to write the table (default results/positions.md; none with --quick)")
     parser.add_argument("--from-log", default=None, help="render the table from an earlier run's stderr (no training)")
     parser.add_argument("--child", default=None, choices=VARIANTS, help=argparse.SUPPRESS)

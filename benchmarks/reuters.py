@@ -289,12 +289,17 @@ def run_child(model: str, seed: int, args) -> dict:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def training_arguments(parser):
+    """The options every seed-by-seed Reuters benchmark takes (this script, positions.py)."""
     parser.add_argument("--quick", action="store_true", help="1 seed, tiny subsets, 1 epoch: checks the script runs")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=None, help="most epochs (default 10; 1 with --quick)")
     parser.add_argument("--patience", type=int, default=3, help="epochs without a better val accuracy before stopping")
+    return parser
+
+
+def main(argv=None):
+    parser = training_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--models", default="bow,tfm,lablib", help="comma-separated subset of bow,tfm,lablib")
     parser.add_argument("--output", default=None, help="where to write the table (default results/reuters.md; none with --quick)")
     parser.add_argument("--from-log", default=None, help="render the table from an earlier run's stderr (no training)")

@@ -41,8 +41,8 @@ import time
 import numpy as np
 from _report import write_report  # benchmarks/ is sys.path[0]
 from reuters import (  # the recipe and its helpers; importing it also sets LABLIB_DATA_DIR's default
-    CONFIG, NUM_CLASSES, ROOT, learning_rate, macro_f1, make_best_epoch_callback, mean_std, run_script_child,
-    split_train_validation, topic_weights, training_arguments)
+    CONFIG, NUM_CLASSES, ROOT, learning_rate, macro_f1, make_best_epoch_callback, mean_std, rows_from_log,
+    run_script_child, split_train_validation, topic_weights, training_arguments)
 
 VARIANTS = ("sinusoidal", "learned")
 
@@ -200,14 +200,7 @@ def main(argv=None):
     results = {variant: [] for variant in VARIANTS}
     total, note = None, ""
     if args.from_log:
-        with open(args.from_log, errors="replace") as handle:
-            for line in handle:
-                line = line.strip()
-                if line.startswith("{") and '"variant"' in line:
-                    row = json.loads(line)
-                    results[row["variant"]].append(row)
-        note = (f"Rendered from the per-seed lines logged in `{os.path.basename(args.from_log)}` (`--from-log`, no "
-                "training); the seeds column says how many finished seeds each row rests on.")
+        results, note = rows_from_log(args.from_log, "variant", VARIANTS)
     else:
         started = time.perf_counter()
         for seed in [0] if args.quick else range(args.seeds):

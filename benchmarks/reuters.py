@@ -289,6 +289,23 @@ def run_child(model: str, seed: int, args) -> dict:
 # --------------------------------------------------------------------------- main
 
 
+def rows_from_log(path: str, key: str, names) -> tuple[dict, str]:
+    """``--from-log``: the per-seed JSON lines of an earlier run's stderr, grouped by their
+    ``key`` field (only the ``names`` asked for, in that order, none left empty), and the
+    note that says under the table where they came from."""
+    rows = {name: [] for name in names}
+    with open(path, errors="replace") as handle:
+        for line in handle:
+            line = line.strip()
+            if line.startswith("{") and f'"{key}"' in line:
+                row = json.loads(line)
+                if row[key] in rows:
+                    rows[row[key]].append(row)
+    note = (f"Rendered from the per-seed lines logged in `{os.path.basename(path)}` (`--from-log`, no "
+            "training); the seeds column says how many finished seeds each row rests on.")
+    return {name: found for name, found in rows.items() if found}, note
+
+
 def training_arguments(parser):
     """The options every seed-by-seed Reuters benchmark takes (this script, positions.py)."""
     parser.add_argument("--quick", action="store_true", help="1 seed, tiny subsets, 1 epoch: checks the script runs")
@@ -328,18 +345,9 @@ def main(argv=None):
     results = {m: [] for m in models}
     note = ""
     if args.from_log:
-        with open(args.from_log, errors="replace") as handle:
-            for line in handle:
-                line = line.strip()
-                if line.startswith("{") and '"model"' in line:
-                    row = json.loads(line)
-                    if row["model"] in results:
-                        results[row["model"]].append(row)
-        results = {m: rows for m, rows in results.items() if rows}
+        results, note = rows_from_log(args.from_log, "model", models)
         models = list(results)
         total = None
-        note = (f"Rendered from the per-seed lines logged in `{os.path.basename(args.from_log)}` (`--from-log`, no "
-                f"training); the seeds column says how many finished seeds each row rests on.")
     else:
         started = time.perf_counter()
         for seed in seeds:

@@ -14,7 +14,6 @@ before any test runs and keeps only those tests; otherwise they are deselected a
 
 import os
 import pathlib
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -45,12 +44,13 @@ def full_float32_on_gpus():
     products in TensorFloat-32 by default (relative errors near 1e-3), so on a GPU these
     tests turn TF32 off: the same tolerances then hold on a CPU and on any GPU, and no
     test needs a looser GPU tolerance. (TF32 is a speed setting of the card, not part of
-    what the layers compute.) A CPU ignores the switch. TensorFlow is not imported here:
-    the test modules have chosen their Keras mode and imported it at collection."""
-    tf = sys.modules.get("tensorflow")
-    if tf is not None and hasattr(tf, "config"):
-        tf.config.experimental.enable_tensor_float_32_execution(False)
-    yield
+    what the layers compute.) A CPU ignores the switch. The probes' own switch is used,
+    which never imports TensorFlow: the test modules have chosen their Keras mode and
+    imported it at collection."""
+    from lablib.grading.execute.child import full_float32
+
+    with full_float32():
+        yield
 
 
 def pytest_configure(config):

@@ -7,9 +7,17 @@ printed output (stdout and the plain-text form of displayed values, e.g. tables)
 the cell's section and seconds, so that a notebook's text can be checked against its own
 run. The executed notebooks are kept with ``--keep DIR``.
 
+The report has one row per lab (mode, minutes, date, commit, machine, command) and one
+section per lab. Running some labs updates their rows and sections in an existing report
+and keeps the others' as they were (a lab takes from minutes to most of an hour, so labs
+are often re-run one at a time); a paragraph of notes written by hand between the table
+and the first section is kept too. ``--replace`` starts the file afresh. A file that is
+not such a report is never overwritten without ``--replace``.
+
 Run::
 
     .venv/bin/python benchmarks/labs_full.py                        # all labs, writes results/labs_full.md
+    .venv/bin/python benchmarks/labs_full.py --labs lab2_transformer_reuters   # updates Lab 2's row and section
     .venv/bin/python benchmarks/labs_full.py --labs lab3_gcn_molecules,lab4_gat --output results/labs_full_graph.md
     .venv/bin/python benchmarks/labs_full.py --fast --labs lab1_attention   # a quick check, no file
 """
@@ -19,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,10 +37,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
-from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
+from _report import machine_description  # noqa: E402  (benchmarks/ is sys.path[0])
 
 LABS = ("lab1_attention", "lab2_transformer_reuters", "lab3_gcn_molecules", "lab4_gat")
 MAX_LINES = 40  # per cell in the report; longer outputs keep their first and last lines
+TITLE = "# Labs run top to bottom"
+INTRO = (
+    "Solution notebooks run top to bottom by `benchmarks/labs_full.py`, each in a fresh kernel; "
+    "no GPU unless the machine column says so. One row per lab, from the run that wrote its "
+    "section (a run of some labs keeps the other labs' rows and sections). Per code cell: what "
+    "it printed (stdout and the plain-text form of displayed values; figures as [figure])."
+)
+TABLE_HEADER = "| lab | mode | minutes | date | commit | machine | command |"
+SECTION = re.compile(r"^## (" + "|".join(LABS) + r"): ", re.MULTILINE)
+
+
+class ReportFormatError(ValueError):
+    """An existing output file is not a report this script can update."""
 
 
 def commit() -> str:
@@ -133,6 +155,69 @@ def render(name, nb, minutes, error, fast) -> str:
     return "\n".join(lines)
 
 
+def parse_report(text: str):
+    """``(rows, notes, sections)`` of a report: rows and sections keyed by lab name."""
+    if TABLE_HEADER not in text:
+        raise ReportFormatError(
+            f"it has no table starting {TABLE_HEADER!r} (an older or a hand-made layout)")
+    head, _, rest = text.partition(TABLE_HEADER)
+    first = SECTION.search(rest)
+    table_and_notes = rest[:first.start()] if first else rest
+    rows, notes = {}, []
+    lines = table_and_notes.splitlines()[2:]  # the header's remainder and the |---| line
+    for index, line in enumerate(lines):
+        if not line.startswith("|"):
+            notes = lines[index:]
+            break
+        name = line.strip("|").split("|")[0].strip()
+        if name not in LABS:
+            raise ReportFormatError(f"its table has a row for {name!r}, not one of {', '.join(LABS)}")
+        rows[name] = line
+    sections = {}
+    if first:
+        matches = list(SECTION.finditer(rest))
+        for match, following in zip(matches, matches[1:] + [None]):
+            end = following.start() if following else len(rest)
+            sections[match.group(1)] = rest[match.start():end].strip("\n")
+    return rows, "\n".join(notes).strip("\n"), sections
+
+
+def merge_report(existing: str | None, runs: dict) -> str:
+    """The report with ``runs`` (lab -> (row, section)) in place of those labs' rows and sections.
+
+    ``existing`` is the current file's text, or None to start afresh. Labs appear in the
+    course's order; hand-written notes between the table and the first section are kept.
+    """
+    rows, notes, sections = parse_report(existing) if existing is not None else ({}, "", {})
+    for name, (row, section) in runs.items():
+        rows[name], sections[name] = row, section
+    order = [name for name in LABS if name in rows or name in sections]
+    parts = [TITLE, "", INTRO, "", TABLE_HEADER, "|---|---|---|---|---|---|---|"]
+    parts += [rows[name] for name in order if name in rows]
+    if notes:
+        parts += ["", notes]
+    for name in order:
+        if name in sections:
+            parts += ["", sections[name]]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def table_row(name: str, fast: bool, minutes: float, error: str | None, started_at: str,
+              arguments: list) -> str:
+    """One row of the report's table: what ran, where, when and with which command."""
+    command = " ".join([".venv/bin/python", "benchmarks/labs_full.py"] + list(arguments))
+    cells = [
+        name,
+        "fast" if fast else "full",
+        f"{minutes:.1f}" + (" (stopped at an error)" if error else ""),
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
+        started_at,
+        f"{machine_description()}; load average {os.getloadavg()[0]:.1f} when written",
+        f"`{command}`",
+    ]
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--labs", default=",".join(LABS), help=f"comma-separated subset of {', '.join(LABS)}")
@@ -140,24 +225,39 @@ def main(argv=None):
     parser.add_argument("--output", default=None, help="report file (default results/labs_full.md in full mode)")
     parser.add_argument("--keep", default=None, help="folder to keep the executed notebooks in")
     parser.add_argument("--timeout", type=int, default=4 * 3600, help="seconds per cell")
+    parser.add_argument("--replace", action="store_true",
+                        help="write the report afresh instead of updating the labs run in an existing one")
     args = parser.parse_args(argv)
     labs = [lab.strip() for lab in args.labs.split(",") if lab.strip()]
     unknown = sorted(set(labs) - set(LABS))
     if unknown:
         parser.error(f"--labs: unknown {unknown}; choose from {', '.join(LABS)}")
-    sections, failed, started_at = [], [], commit()  # the code the notebooks ran
+    output = args.output or (None if args.fast else os.path.join(ROOT, "benchmarks", "results", "labs_full.md"))
+    existing = None
+    if output and os.path.exists(output) and not args.replace:
+        with open(output) as handle:
+            existing = handle.read()
+        try:
+            parse_report(existing)  # before hours of running, not after
+        except ReportFormatError as problem:
+            parser.error(f"--output {output}: cannot update this file: {problem}. "
+                         "Pass --replace to overwrite it, or --output to write elsewhere.")
+    runs, failed, started_at = {}, [], commit()  # the code the notebooks ran
     for name in labs:
         nb, minutes, error = run_lab(name, args.fast, args.keep, args.timeout)
         print(f"{name}: {minutes:.1f} min" + (f", error: {error}" if error else ""), file=sys.stderr, flush=True)
-        sections.append(render(name, nb, minutes, error, args.fast))
+        runs[name] = (table_row(name, args.fast, minutes, error, started_at,
+                                sys.argv[1:] if argv is None else argv),
+                      render(name, nb, minutes, error, args.fast))
         if error:
             failed.append(name)
-    output = args.output or (None if args.fast else os.path.join(ROOT, "benchmarks", "results", "labs_full.md"))
-    body = (f"Solution notebooks run top to bottom in {'fast' if args.fast else 'full'} mode, each in a fresh "
-            f"kernel, at commit {started_at}; no GPU unless the machine line says so. Per code cell: "
-            "what it printed (stdout and the plain-text form of displayed values; figures as [figure]).\n\n"
-            + "\n\n".join(sections))
-    write_report(output, "Labs run top to bottom" + (" (--fast)" if args.fast else ""), body)
+    print(merge_report(None, runs))
+    if output:
+        text = merge_report(existing, runs)
+        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+        with open(output, "w") as handle:
+            handle.write(text)
+        print(f"written: {output}", file=sys.stderr)
     return 1 if failed else 0
 
 

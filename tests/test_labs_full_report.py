@@ -1,0 +1,108 @@
+"""``benchmarks/labs_full.py`` keeps its report: re-running one lab updates that lab only.
+
+A lab takes from a minute (Lab 1) to most of an hour (Lab 2 on two CPU cores) in full
+mode, so a teaching assistant re-runs the lab they changed. These tests run no notebook:
+``run_lab`` is replaced by one that returns a small executed notebook.
+"""
+
+import importlib.util
+import os
+import pathlib
+import sys
+from unittest import mock
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def labs_full():
+    # The script puts benchmarks/ on sys.path and sets a default data folder: keep both
+    # from leaking into the rest of the test session.
+    with mock.patch.dict(os.environ), mock.patch.object(sys, "path", [str(BENCHMARKS)] + sys.path):
+        spec = importlib.util.spec_from_file_location("labs_full_under_test", BENCHMARKS / "labs_full.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def executed_notebook(printed: str):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("## 1. A section"),
+        nbformat.v4.new_code_cell("print('x')", outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)]),
+    ]
+    return nb
+
+
+def fake_run_lab(printed_by_lab: dict, minutes=2.5):
+    def run_lab(name, fast, keep, timeout):
+        return executed_notebook(printed_by_lab[name]), minutes, None
+    return run_lab
+
+
+def test_the_committed_report_has_every_lab_in_full_mode(labs_full):
+    rows, _, sections = labs_full.parse_report((BENCHMARKS / "results" / "labs_full.md").read_text())
+    assert sorted(rows) == sorted(labs_full.LABS) == sorted(sections)
+    for name, row in rows.items():
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1] == "full", row
+        assert sections[name].startswith(f"## {name}: {cells[2]} min, full mode"), (row, sections[name][:80])
+
+
+def test_one_lab_rerun_replaces_its_row_and_section_only(labs_full, tmp_path, monkeypatch):
+    report = tmp_path / "labs_full.md"
+    monkeypatch.setattr(labs_full, "run_lab", fake_run_lab(dict.fromkeys(labs_full.LABS, "first run")))
+    assert labs_full.main(["--output", str(report)]) == 0
+    first = report.read_text()
+    notes = "Notes by hand: lab 3 ran on a busy machine."
+    report.write_text(first.replace("\n\n## lab1_attention", f"\n\n{notes}\n\n## lab1_attention", 1))
+
+    monkeypatch.setattr(labs_full, "run_lab", fake_run_lab({"lab3_gcn_molecules": "second run"}, minutes=7.25))
+    assert labs_full.main(["--labs", "lab3_gcn_molecules", "--output", str(report)]) == 0
+    rows, kept_notes, sections = labs_full.parse_report(report.read_text())
+    _, _, first_sections = labs_full.parse_report(first)
+
+    assert list(rows) == list(sections) == list(labs_full.LABS)  # course order kept
+    assert kept_notes == notes
+    assert "second run" in sections["lab3_gcn_molecules"] and "first run" not in sections["lab3_gcn_molecules"]
+    assert sections["lab3_gcn_molecules"].startswith("## lab3_gcn_molecules: 7.2 min, full mode")
+    assert "| lab3_gcn_molecules | full | 7.2 |" in rows["lab3_gcn_molecules"]
+    assert "--labs lab3_gcn_molecules" in rows["lab3_gcn_molecules"]
+    for name in ("lab1_attention", "lab2_transformer_reuters", "lab4_gat"):
+        assert sections[name] == first_sections[name]
+        assert "--labs" not in rows[name]
+
+
+def test_replace_starts_afresh(labs_full, tmp_path, monkeypatch):
+    report = tmp_path / "labs_full.md"
+    monkeypatch.setattr(labs_full, "run_lab", fake_run_lab(dict.fromkeys(labs_full.LABS, "run")))
+    assert labs_full.main(["--output", str(report)]) == 0
+    assert labs_full.main(["--labs", "lab4_gat", "--output", str(report), "--replace"]) == 0
+    rows, _, sections = labs_full.parse_report(report.read_text())
+    assert list(rows) == list(sections) == ["lab4_gat"]
+
+
+def test_a_file_of_another_layout_is_refused_before_any_lab_runs(labs_full, tmp_path, monkeypatch, capsys):
+    report = tmp_path / "notes.md"
+    report.write_text("# My own notes\n\nNothing to lose.\n")
+
+    def must_not_run(*args):
+        raise AssertionError("a lab ran although the report could not be updated")
+
+    monkeypatch.setattr(labs_full, "run_lab", must_not_run)
+    with pytest.raises(SystemExit) as exit_info:
+        labs_full.main(["--labs", "lab1_attention", "--output", str(report)])
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err
+    assert str(report) in message and "--replace" in message and labs_full.TABLE_HEADER in message
+    assert report.read_text() == "# My own notes\n\nNothing to lose.\n"
+
+
+def test_a_row_for_an_unknown_lab_is_refused(labs_full):
+    text = labs_full.TITLE + "\n\n" + labs_full.TABLE_HEADER + "\n|---|\n| lab9_missing | full | 1.0 |\n"
+    with pytest.raises(labs_full.ReportFormatError, match="lab9_missing"):
+        labs_full.parse_report(text)

@@ -21,15 +21,28 @@ def machine_description() -> str:
     return f"{os.cpu_count()} cores, {model}"
 
 
+def run_description(arguments: list | None = None) -> dict:
+    """The ``date``, ``machine`` (with the load now) and ``command`` every results file states.
+
+    ``arguments``: the script's arguments (default ``sys.argv[1:]``).
+    """
+    arguments = sys.argv[1:] if arguments is None else list(arguments)
+    return {
+        "date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
+        "machine": f"{machine_description()}; load average {os.getloadavg()[0]:.1f} when written",
+        "command": " ".join([".venv/bin/python", "benchmarks/" + os.path.basename(sys.argv[0])] + arguments),
+    }
+
+
 def write_report(path: str | None, title: str, body: str) -> str:
     """Prefix ``body`` with date, machine and command; print it; write it to ``path``."""
-    command = ".venv/bin/python " + " ".join(["benchmarks/" + os.path.basename(sys.argv[0])] + sys.argv[1:])
+    run = run_description()
     header = (
         f"# {title}\n\n"
-        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}\n"
-        f"- machine: {machine_description()}; load average {os.getloadavg()[0]:.1f} when written "
+        f"- date: {run['date']}\n"
+        f"- machine: {run['machine']} "
         f"(the machine is shared: absolute times move with the load, side-by-side ratios much less)\n"
-        f"- command: `{command}`\n\n"
+        f"- command: `{run['command']}`\n\n"
     )
     text = header + body.rstrip() + "\n"
     print(text)

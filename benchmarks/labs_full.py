@@ -28,6 +28,7 @@ import argparse
 import datetime
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,14 +38,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
-from _report import machine_description  # noqa: E402  (benchmarks/ is sys.path[0])
+from _report import run_description  # noqa: E402  (benchmarks/ is sys.path[0])
 
 LABS = ("lab1_attention", "lab2_transformer_reuters", "lab3_gcn_molecules", "lab4_gat")
 MAX_LINES = 40  # per cell in the report; longer outputs keep their first and last lines
 TITLE = "# Labs run top to bottom"
 INTRO = (
     "Solution notebooks run top to bottom by `benchmarks/labs_full.py`, each in a fresh kernel; "
-    "no GPU unless the machine column says so. One row per lab, from the run that wrote its "
+    "no GPU unless the machine column names one (nvidia-smi's list). One row per lab, from the run that wrote its "
     "section (a run of some labs keeps the other labs' rows and sections). Per code cell: what "
     "it printed (stdout and the plain-text form of displayed values; figures as [figure])."
 )
@@ -160,9 +161,9 @@ def parse_report(text: str):
     if TABLE_HEADER not in text:
         raise ReportFormatError(
             f"it has no table starting {TABLE_HEADER!r} (an older or a hand-made layout)")
-    head, _, rest = text.partition(TABLE_HEADER)
-    first = SECTION.search(rest)
-    table_and_notes = rest[:first.start()] if first else rest
+    _, _, rest = text.partition(TABLE_HEADER)
+    starts = list(SECTION.finditer(rest))
+    table_and_notes = rest[:starts[0].start()] if starts else rest
     rows, notes = {}, []
     lines = table_and_notes.splitlines()[2:]  # the header's remainder and the |---| line
     for index, line in enumerate(lines):
@@ -174,11 +175,9 @@ def parse_report(text: str):
             raise ReportFormatError(f"its table has a row for {name!r}, not one of {', '.join(LABS)}")
         rows[name] = line
     sections = {}
-    if first:
-        matches = list(SECTION.finditer(rest))
-        for match, following in zip(matches, matches[1:] + [None]):
-            end = following.start() if following else len(rest)
-            sections[match.group(1)] = rest[match.start():end].strip("\n")
+    for match, following in zip(starts, starts[1:] + [None]):
+        end = following.start() if following else len(rest)
+        sections[match.group(1)] = rest[match.start():end].strip("\n")
     return rows, "\n".join(notes).strip("\n"), sections
 
 
@@ -202,18 +201,40 @@ def merge_report(existing: str | None, runs: dict) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+def visible_gpus() -> str:
+    """The GPUs nvidia-smi lists ("" when there is none or no nvidia-smi)."""
+    if not shutil.which("nvidia-smi"):
+        return ""
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return ", ".join(line.strip() for line in listed.splitlines() if line.strip())
+
+
+def existing_report(path: str | None, replace: bool) -> str | None:
+    """The text of the report to update (None: start afresh); ReportFormatError if it is not one."""
+    if not path or replace or not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        text = handle.read()
+    parse_report(text)
+    return text
+
+
 def table_row(name: str, fast: bool, minutes: float, error: str | None, started_at: str,
-              arguments: list) -> str:
+              arguments: list | None) -> str:
     """One row of the report's table: what ran, where, when and with which command."""
-    command = " ".join([".venv/bin/python", "benchmarks/labs_full.py"] + list(arguments))
+    run = run_description(arguments)
     cells = [
         name,
         "fast" if fast else "full",
         f"{minutes:.1f}" + (" (stopped at an error)" if error else ""),
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
+        run["date"],
         started_at,
-        f"{machine_description()}; load average {os.getloadavg()[0]:.1f} when written",
-        f"`{command}`",
+        run["machine"] + (f"; GPU: {gpus}" if (gpus := visible_gpus()) else ""),
+        f"`{run['command']}`",
     ]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
@@ -233,30 +254,32 @@ def main(argv=None):
     if unknown:
         parser.error(f"--labs: unknown {unknown}; choose from {', '.join(LABS)}")
     output = args.output or (None if args.fast else os.path.join(ROOT, "benchmarks", "results", "labs_full.md"))
-    existing = None
-    if output and os.path.exists(output) and not args.replace:
-        with open(output) as handle:
-            existing = handle.read()
-        try:
-            parse_report(existing)  # before hours of running, not after
-        except ReportFormatError as problem:
-            parser.error(f"--output {output}: cannot update this file: {problem}. "
-                         "Pass --replace to overwrite it, or --output to write elsewhere.")
+    try:
+        existing_report(output, args.replace)  # refused before hours of running, not after
+    except ReportFormatError as problem:
+        parser.error(f"--output {output}: cannot update this file: {problem}. "
+                     "Pass --replace to overwrite it, or --output to write elsewhere.")
     runs, failed, started_at = {}, [], commit()  # the code the notebooks ran
     for name in labs:
         nb, minutes, error = run_lab(name, args.fast, args.keep, args.timeout)
         print(f"{name}: {minutes:.1f} min" + (f", error: {error}" if error else ""), file=sys.stderr, flush=True)
-        runs[name] = (table_row(name, args.fast, minutes, error, started_at,
-                                sys.argv[1:] if argv is None else argv),
+        runs[name] = (table_row(name, args.fast, minutes, error, started_at, argv),
                       render(name, nb, minutes, error, args.fast))
         if error:
             failed.append(name)
     print(merge_report(None, runs))
     if output:
-        text = merge_report(existing, runs)
+        # Read again: another run may have updated other labs in the meantime.
+        try:
+            existing = existing_report(output, args.replace)
+        except ReportFormatError as problem:
+            output, existing = output + ".new", None
+            print(f"the report changed into another layout while the labs ran ({problem}); "
+                  f"this run's report goes to {output} instead", file=sys.stderr)
+            failed.append("report")
         os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
         with open(output, "w") as handle:
-            handle.write(text)
+            handle.write(merge_report(existing, runs))
         print(f"written: {output}", file=sys.stderr)
     return 1 if failed else 0
 

@@ -38,10 +38,22 @@ def executed_notebook(printed: str):
     return nb
 
 
-def fake_run_lab(printed_by_lab: dict, minutes=2.5):
+def fake_run_lab(printed_by_lab: dict, minutes=2.5, meanwhile=None):
+    """A ``run_lab`` that prints ``printed_by_lab[lab]``; ``meanwhile()`` runs while the lab "runs"."""
     def run_lab(name, fast, keep, timeout):
+        if meanwhile:
+            meanwhile()
         return executed_notebook(printed_by_lab[name]), minutes, None
     return run_lab
+
+
+@pytest.fixture
+def first_report(labs_full, tmp_path, monkeypatch):
+    """A report of every lab, each section printing "first run"."""
+    report = tmp_path / "labs_full.md"
+    monkeypatch.setattr(labs_full, "run_lab", fake_run_lab(dict.fromkeys(labs_full.LABS, "first run")))
+    assert labs_full.main(["--output", str(report)]) == 0
+    return report
 
 
 def test_the_committed_report_has_every_lab_in_full_mode(labs_full):
@@ -53,10 +65,8 @@ def test_the_committed_report_has_every_lab_in_full_mode(labs_full):
         assert sections[name].startswith(f"## {name}: {cells[2]} min, full mode"), (row, sections[name][:80])
 
 
-def test_one_lab_rerun_replaces_its_row_and_section_only(labs_full, tmp_path, monkeypatch):
-    report = tmp_path / "labs_full.md"
-    monkeypatch.setattr(labs_full, "run_lab", fake_run_lab(dict.fromkeys(labs_full.LABS, "first run")))
-    assert labs_full.main(["--output", str(report)]) == 0
+def test_one_lab_rerun_replaces_its_row_and_section_only(labs_full, first_report, monkeypatch):
+    report = first_report
     first = report.read_text()
     notes = "Notes by hand: lab 3 ran on a busy machine."
     report.write_text(first.replace("\n\n## lab1_attention", f"\n\n{notes}\n\n## lab1_attention", 1))
@@ -77,10 +87,48 @@ def test_one_lab_rerun_replaces_its_row_and_section_only(labs_full, tmp_path, mo
         assert "--labs" not in rows[name]
 
 
-def test_replace_starts_afresh(labs_full, tmp_path, monkeypatch):
+def test_a_run_that_finishes_meanwhile_keeps_its_update(labs_full, first_report, monkeypatch):
+    # Two terminals: Lab 2 (most of an hour) and Lab 4 run at once into the same report.
+    report = first_report
+
+    def lab4_finishes():
+        monkeypatch.setattr(labs_full, "run_lab", fake_run_lab({"lab4_gat": "lab 4 again"}))
+        assert labs_full.main(["--labs", "lab4_gat", "--output", str(report)]) == 0
+
+    monkeypatch.setattr(labs_full, "run_lab",
+                        fake_run_lab({"lab2_transformer_reuters": "lab 2 again"}, meanwhile=lab4_finishes))
+    assert labs_full.main(["--labs", "lab2_transformer_reuters", "--output", str(report)]) == 0
+    _, _, sections = labs_full.parse_report(report.read_text())
+    assert "lab 2 again" in sections["lab2_transformer_reuters"]
+    assert "lab 4 again" in sections["lab4_gat"]
+    assert "first run" in sections["lab1_attention"]
+
+
+def test_a_report_changed_into_another_layout_meanwhile_is_not_overwritten(labs_full, first_report, monkeypatch,
+                                                                          tmp_path):
+    report = first_report
+    monkeypatch.setattr(labs_full, "run_lab", fake_run_lab(
+        {"lab1_attention": "again"}, meanwhile=lambda: report.write_text("# Somebody's own notes\n")))
+    assert labs_full.main(["--labs", "lab1_attention", "--output", str(report)]) == 1
+    assert report.read_text() == "# Somebody's own notes\n"
+    rows, _, sections = labs_full.parse_report((tmp_path / "labs_full.md.new").read_text())
+    assert list(rows) == list(sections) == ["lab1_attention"] and "again" in sections["lab1_attention"]
+
+
+def test_the_row_names_the_gpu_where_there_is_one(labs_full, tmp_path, monkeypatch):
     report = tmp_path / "labs_full.md"
     monkeypatch.setattr(labs_full, "run_lab", fake_run_lab(dict.fromkeys(labs_full.LABS, "run")))
-    assert labs_full.main(["--output", str(report)]) == 0
+    monkeypatch.setattr(labs_full, "visible_gpus", lambda: "NVIDIA H100 80GB HBM3")
+    assert labs_full.main(["--labs", "lab1_attention", "--output", str(report)]) == 0
+    monkeypatch.setattr(labs_full, "visible_gpus", lambda: "")
+    assert labs_full.main(["--labs", "lab4_gat", "--output", str(report)]) == 0
+    rows, _, _ = labs_full.parse_report(report.read_text())
+    assert "; GPU: NVIDIA H100 80GB HBM3 |" in rows["lab1_attention"]
+    assert "GPU" not in rows["lab4_gat"]
+
+
+def test_replace_starts_afresh(labs_full, first_report):
+    report = first_report
     assert labs_full.main(["--labs", "lab4_gat", "--output", str(report), "--replace"]) == 0
     rows, _, sections = labs_full.parse_report(report.read_text())
     assert list(rows) == list(sections) == ["lab4_gat"]

@@ -14,6 +14,7 @@ cells of Labs 2 and 3 leave the venv with everything the labs import, for the te
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -23,8 +24,19 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-LABS = [("lab1", "lab1_attention"), ("lab3", "lab3_gcn_molecules"), ("lab4", "lab4_gat"),
-        ("lab2", "lab2_transformer_reuters")]
+
+
+def _registry():
+    """lablib's lab registry, read from this checkout's lablib/labs.py (standard library
+    only) without importing lablib: the Colab-like venv must not hold lablib yet."""
+    spec = importlib.util.spec_from_file_location("lablib_labs_registry", ROOT / "lablib" / "labs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Every registered lab; those needing TF Model Garden last (they leave it installed).
+LABS = sorted(_registry().all_labs(), key=lambda lab: "tfm" in lab.extras)
 KEPT = ("tensorflow", "keras", "numpy", "protobuf", "ml-dtypes", "h5py")
 PYTHON = sys.executable
 VERSIONS = (
@@ -105,7 +117,8 @@ def main() -> None:
     baseline = json.loads(pathlib.Path(args.baseline).read_text())
     rows = []
     with tempfile.TemporaryDirectory(prefix="lablib-colab-") as folder:
-        for lab, name in LABS:
+        for entry in LABS:
+            lab, name = entry.short, entry.name
             restore(baseline)
             assert "lablib" not in versions(), "restore left lablib installed"
             source = first_cell(name)
@@ -114,10 +127,10 @@ def main() -> None:
             check_kept(baseline, after, lab)
             assert "lablib" in after, f"{lab}: the first cell did not install lablib"
             added = sorted(f"{n} {after[n]}" for n in set(after) - set(baseline))
-            if lab == "lab2":
+            if "tfm" in entry.extras:
                 tf_minor = ".".join(baseline["tensorflow"].split(".")[:2])
                 for pkg in ("tf-models-official", "tf-keras"):
-                    assert after.get(pkg, "").startswith(tf_minor + "."), f"lab2: {pkg} {after.get(pkg)} for TF {tf_minor}"
+                    assert after.get(pkg, "").startswith(tf_minor + "."), f"{lab}: {pkg} {after.get(pkg)} for TF {tf_minor}"
                 check = subprocess.run([PYTHON, "-c", TFM_BUILDS], cwd=folder, capture_output=True, text=True)
                 assert check.returncode == 0, check.stderr[-3000:]
                 print(check.stdout.strip())
@@ -127,9 +140,12 @@ def main() -> None:
             print(f"{lab}: first cell {seconds:.1f} s, again {again:.1f} s; kept "
                   + ", ".join(f"{n} {after.get(n)}" for n in KEPT) + f"; added {len(added)}: "
                   + ", ".join(a for a in added if a.split()[0] in ("lablib", "rdkit", "tf-models-official", "tf-keras", "setuptools")))
-        # Everything the labs import, for the tests that follow (Lab 2's state + RDKit).
-        run_cell(first_cell("lab3_gcn_molecules"), folder)
-        check_kept(baseline, versions(), "lab2+lab3")
+        # Everything the labs import, for the tests that follow: the state the last lab
+        # left (TF Model Garden) plus the first cell of each lab with other extras (RDKit).
+        for entry in LABS:
+            if entry.extras and "tfm" not in entry.extras:
+                run_cell(first_cell(entry.name), folder)
+        check_kept(baseline, versions(), "every lab")
     print("\n| lab | first cell, fresh runtime (s) | again (s) | distributions added |")
     print("|---|---|---|---|")
     for lab, seconds, again, added in rows:

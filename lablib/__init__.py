@@ -10,9 +10,8 @@ Sub-packages (imported on first use): ``lablib.layers``, ``lablib.data``,
 ``lablib.graphs``, ``lablib.grading``.
 """
 
+from lablib._version import __version__
 from lablib.backend import KerasModeError, is_legacy, keras_mode, use_keras3, use_legacy_keras
-
-__version__ = "0.1.0"
 
 __all__ = [
     "KerasModeError",
@@ -46,6 +45,6 @@ def check(lab, piece, *objects, **named):
 def __getattr__(name):
     import importlib
 
-    if name in {"layers", "data", "graphs", "grading", "backend"}:
+    if name in {"layers", "data", "graphs", "grading", "backend", "labs", "install"}:
         return importlib.import_module(f"lablib.{name}")
     raise AttributeError(f"module 'lablib' has no attribute {name!r}")

@@ -3,6 +3,7 @@
 Examples::
 
     lablib assign                                  # labs/*.ipynb from solutions/*.ipynb
+    lablib assign lab2                             # one lab of the registry (lablib/labs.py)
     lablib grade lab1 submissions/ -o out --tests hidden/ --jobs 4
     lablib grade lab5_mine subs/ -o out --course ~/course   # ~/course/labs/lab5_mine.ipynb
     lablib gradescope lab1 -o autograder.zip --tests hidden/
@@ -20,21 +21,41 @@ import warnings
 __all__ = ["main", "build_parser"]
 
 
+def _assign_sources(root: pathlib.Path, given) -> list[pathlib.Path]:
+    """The solution notebooks to assign: paths as given, a registered lab's name as
+    ``solutions/<name>.ipynb``, nothing given: every notebook in ``solutions/``."""
+    from lablib.labs import UnknownLab, resolve_lab
+
+    if not given:
+        return sorted((root / "solutions").glob("*.ipynb"))
+    sources = []
+    for item in given:
+        path = pathlib.Path(item)
+        if path.suffix != ".ipynb" and not path.exists():
+            try:
+                path = root / "solutions" / resolve_lab(item).notebook
+            except UnknownLab as exc:
+                raise FileNotFoundError(f"{item} is neither a notebook nor a lab: {exc}") from None
+        sources.append(path)
+    return sources
+
+
 def _cmd_assign(args) -> int:
-    from lablib.grading.notebooks import assign_notebook
+    from lablib.grading.author.assignment import assign_notebook
+    from lablib.grading.author.catalog import PACKAGE_LABS_DIR
 
     root = pathlib.Path.cwd()
-    sources = [pathlib.Path(p) for p in args.notebooks] or sorted((root / "solutions").glob("*.ipynb"))
+    sources = _assign_sources(root, args.notebooks)
     if not sources:
         print("lablib assign: no solution notebooks given and none in ./solutions; "
               "run it from the project root or pass solutions/<lab>.ipynb.", file=sys.stderr)
         return 2
     out_dirs = [pathlib.Path(args.output) if args.output else root / "labs"]
-    # Run from lablib's own project root (no -o): the released labs also go into the
-    # package data that `lablib grade` falls back to (blank labs only, never solutions).
-    package_labs = root / "lablib" / "grading" / "labs"
-    if not args.output and (package_labs.parent / "catalog.py").is_file():
-        out_dirs.append(package_labs)
+    # Run from the project root of the lablib that is running (an editable install of
+    # this checkout), without -o: the released labs also go into the package data that
+    # `lablib grade` falls back to (blank labs only, never solutions).
+    if not args.output and PACKAGE_LABS_DIR.resolve().parents[2] == root.resolve():
+        out_dirs.append(PACKAGE_LABS_DIR)
     for source in sources:
         if not source.is_file():
             print(f"lablib assign: {source} does not exist.", file=sys.stderr)
@@ -45,9 +66,11 @@ def _cmd_assign(args) -> int:
 
 
 def _cmd_grade(args) -> int:
-    from lablib.grading import catalog
-    from lablib.grading.grade import SubmissionSkipped, grade
+    from lablib.grading.author import catalog
+    from lablib.grading.grade import grade
+    from lablib.grading.report.text import status_text
     from lablib.grading.spec import load_lab
+    from lablib.grading.submissions import SubmissionSkipped
 
     spec = load_lab(args.lab, args.tests)
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
@@ -66,14 +89,14 @@ def _cmd_grade(args) -> int:
     width = max([10, *(len(r.submission) for r in results)])
     print(f"{'submission':<{width}}  {'score':>11}  status")
     for r in results:
-        print(f"{r.submission:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {r.status}"
+        print(f"{r.submission:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {status_text(r.status)}"
               + ("  (cached)" if r.cached else ""))
     print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json, feedback/ and summary.html")
     return 0
 
 
 def _cmd_gradescope(args) -> int:
-    from lablib.grading.gradescope import build_autograder
+    from lablib.grading.author.autograder import build_autograder
 
     path = build_autograder(args.lab, args.output, hidden_dirs=args.tests, wheel=args.wheel,
                             lab_notebook=args.lab_notebook, course_dir=args.course, timeout=args.timeout,
@@ -106,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("assign", help="write blank labs (labs/*.ipynb) from solution notebooks")
-    p.add_argument("notebooks", nargs="*", help="solution notebooks (default: solutions/*.ipynb)")
+    p.add_argument("notebooks", nargs="*",
+                   help="solution notebooks, or lab names (lab1 -> solutions/lab1_attention.ipynb); "
+                        "default: solutions/*.ipynb")
     p.add_argument("-o", "--output", help="output folder (default: labs/)")
     p.set_defaults(func=_cmd_assign)
 

@@ -16,7 +16,7 @@ Every lab's first cell (``# SETUP``) installs lablib alone when it is missing
 
 With everything present (the grader's sandbox, a second run of the cell) it only reads
 package metadata: no pip, no network. This module imports only the standard library (and
-``packaging``, which TensorFlow and Keras require), never TensorFlow.
+``packaging``, which TensorFlow and Keras require) and the lab registry, never TensorFlow.
 
 Example::
 
@@ -38,13 +38,13 @@ import sys
 import tempfile
 from typing import Callable, Iterable, Mapping, Sequence
 
+from lablib.labs import Lab, UnknownLab, resolve_lab
+
 __all__ = [
     "DEFAULT_LABLIB_PIP",
     "PINNED",
     "CORE",
     "EXTRAS",
-    "LABS",
-    "LAB_NOTEBOOKS",
     "InstallError",
     "RestartRequired",
     "Plan",
@@ -83,32 +83,6 @@ EXTRAS = {
 TFM_PAIR = ("tf-models-official", "tf-keras")
 
 
-@dataclasses.dataclass(frozen=True)
-class LabNeeds:
-    """What one lab's notebook imports beyond lablib's core.
-
-    Attributes:
-        extras: lablib extras (keys of :data:`EXTRAS`).
-        imports: further requirements of the notebook's own cells.
-    """
-
-    extras: tuple = ()
-    imports: tuple = ()
-
-
-#: Per lab: the extras and the notebook's own imports (tests/test_install.py checks them
-#: against the notebooks' import lines).
-LABS = {
-    "lab1": LabNeeds(imports=("matplotlib>=3.7",)),
-    "lab2": LabNeeds(extras=("tfm",), imports=("matplotlib>=3.7", "pandas>=2.0")),
-    "lab3": LabNeeds(extras=("molecules",), imports=("matplotlib>=3.7",)),
-    "lab4": LabNeeds(extras=("molecules",), imports=("matplotlib>=3.7",)),
-}
-
-#: The notebooks' names (solutions/ and labs/); a test keeps them equal to the files.
-LAB_NOTEBOOKS = {"lab1": "lab1_attention", "lab2": "lab2_transformer_reuters",
-                 "lab3": "lab3_gcn_molecules", "lab4": "lab4_gat"}
-
 RESTART_HINT = "restart the session (Colab: Runtime > Restart session), then run this notebook again from the top"
 
 
@@ -124,17 +98,18 @@ class RestartRequired(RuntimeError):
 
 
 def lab_extras(name: str) -> tuple:
-    """The lablib extras a lab needs, by short name (``"lab2"``) or notebook name
-    (``"lab2_transformer_reuters"``); ``()`` for a lab this course does not ship.
+    """The lablib extras a lab needs, by short name (``"lab2"``) or full name
+    (``"lab2_transformer_reuters"``), as the lab registry (:mod:`lablib.labs`) declares
+    them; ``()`` for a lab the registry does not know.
 
     Example:
         >>> lab_extras("lab2_transformer_reuters")
         ('tfm',)
     """
-    for short, notebook in LAB_NOTEBOOKS.items():
-        if name in (short, notebook):
-            return LABS[short].extras
-    return ()
+    try:
+        return resolve_lab(name).extras
+    except UnknownLab:
+        return ()
 
 
 def normalize(name: str) -> str:
@@ -189,7 +164,7 @@ def lab_requirements(lab: str, tensorflow: str | None) -> list[str]:
     """Every requirement of ``lab``: lablib's core, its extras, the notebook's imports.
 
     Args:
-        lab: ``"lab1"`` ... ``"lab4"``.
+        lab: a lab's short or full name (``"lab1"``, ``"lab2_transformer_reuters"``).
         tensorflow: the installed TensorFlow version, or None. With a version, the
             ``tfm`` extra becomes ``tf-models-official~=X.Y.0`` and ``tf-keras~=X.Y.0``
             (each pins one TensorFlow minor); without, the extra's own ranges.
@@ -343,10 +318,11 @@ def _name(requirement: str) -> str:
     return normalize(Requirement(requirement).name)
 
 
-def _lab_needs(lab: str) -> LabNeeds:
-    if lab not in LABS:
-        raise ValueError(f"Unknown lab {lab!r}; expected one of {sorted(LABS)}.")
-    return LABS[lab]
+def _lab_needs(lab: str) -> Lab:
+    try:
+        return resolve_lab(lab)
+    except UnknownLab as exc:
+        raise ValueError(str(exc)) from None
 
 
 Runner = Callable[[list], "subprocess.CompletedProcess"]
@@ -392,7 +368,7 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     """Install what ``lab`` needs and this Python lacks, without replacing TensorFlow.
 
     Args:
-        lab: ``"lab1"`` ... ``"lab4"``.
+        lab: a lab's short or full name (``"lab1"``, ``"lab2_transformer_reuters"``).
         run: runs a command and returns a ``subprocess.CompletedProcess`` (tests pass
             a fake).
         out: where messages go (default ``sys.stdout``).

@@ -47,7 +47,7 @@ def full_float32_on_gpus():
     what the layers compute.) A CPU ignores the switch. The probes' own switch is used,
     which never imports TensorFlow: the test modules have chosen their Keras mode and
     imported it at collection."""
-    from lablib.grading.execute.child import full_float32
+    from lablib.grading.run.child import full_float32
 
     with full_float32():
         yield

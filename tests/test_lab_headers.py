@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from lablib.grading.notebooks import BEGIN_ANSWER
+from lablib.grading.author.assignment import BEGIN_ANSWER
 from lablib.grading.spec import load_lab
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

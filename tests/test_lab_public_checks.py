@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from lablib.grading.grade import grade
-from lablib.grading.notebooks import assign_notebook
+from lablib.grading.author.assignment import assign_notebook
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE_LAB = ROOT / "tests" / "grading" / "fixtures" / "lab0_fixture"
@@ -34,7 +34,7 @@ PARAMS = [
 
 IN_PROCESS = r'''
 import json, sys
-from lablib.grading.notebooks import graded_cells, read_notebook, setup_sources
+from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
 from lablib.grading.spec import load_lab
 import lablib
 
@@ -87,10 +87,10 @@ def test_solution_full_marks_blank_zero(solution, spec, tmp_path, monkeypatch):
                                               lab_notebook=blank)}
     sol, empty = results["solution"], results["blank"]
     public = [t for t in sol.tests if not t.hidden]
-    assert sol.status == "ok", sol.notes
+    assert sol.status.ok, sol.notes
     assert [t.id for t in public if not t.passed] == [], [(t.id, t.message) for t in public if not t.passed]
     assert sum(t.score for t in public) == sum(t.max_score for t in public) > 0
-    assert empty.status == "ok" and empty.score == 0
+    assert empty.status.ok and empty.score == 0
     for t in empty.tests:  # each failure says why: the stub's NotImplementedError
         message = t.message.lower()
         assert "not implemented" in message or "notimplementederror" in message, (t.id, t.message)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from lablib.grading.notebooks import assign_notebook, expected_assignment_text
+from lablib.grading.author.assignment import assign_notebook, expected_assignment_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))

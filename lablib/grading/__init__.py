@@ -1,4 +1,25 @@
-"""The autograder: lab specs, in-notebook checks, sandboxed runner, judge, reports.
+"""The autograder, in stages; each folder is one stage, each stage imports only the ones
+below it.
+
+=========================  ===========================================================
+``results.py``             the values passed between stages: :class:`~.results.Kind`,
+                           :class:`~.results.Status`, test and submission results
+``notebook.py``            reading a notebook: normalise, find ``# GRADED:`` and
+                           ``# SETUP`` cells
+``submissions.py``         which notebooks a batch grades, and their names
+``spec.py``, ``expect.py`` how a lab's tests are written (probe + judge); ``specs/``
+                           holds the shipped labs' tests (the labs: :mod:`lablib.labs`)
+``run/``                   running a submission: the sandbox, the child process, the
+                           wire, every limit (``run/ISOLATION.md``)
+``judge/``                 probe values -> test results -> a submission's result
+``report/``                one writer per output format (gradebook, feedback,
+                           instructor views, class summary, Gradescope's results.json)
+``author/``                course authoring: blank labs from solutions, the released
+                           labs' catalogue, the Gradescope zip and its wheel
+``grade.py``               the batch pipeline (``lablib grade``); ``gradescope.py`` the
+                           same inside Gradescope; ``check.py`` the student's
+                           in-notebook check (``lablib.check``)
+=========================  ===========================================================
 
 See :mod:`lablib.grading.spec` for how tests are written.
 """

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from lablib.grading.execute.child import run_probe
-from lablib.grading.execute.protocol import ProbeRequest
-from lablib.grading.judge import TestResult, judge_test
-from lablib.grading.spec import _LABS, LabSpec, load_lab
+from lablib.grading.judge import judge_test
+from lablib.grading.results import Kind, TestResult
+from lablib.grading.run.child import run_probe
+from lablib.grading.run.protocol import ProbeRequest
+from lablib.grading.spec import LabSpec, load_lab, registered_lab
 
 __all__ = ["check", "CheckResult"]
 
@@ -23,7 +24,7 @@ class CheckResult:
 
     Attributes:
         lab, piece: what was checked.
-        results: one :class:`~lablib.grading.judge.TestResult` per public test.
+        results: one :class:`~lablib.grading.results.TestResult` per public test.
         passed: every public test passed.
         score, max_score: public points earned and available.
         hidden_tests: whether more tests run at grading.
@@ -31,7 +32,7 @@ class CheckResult:
 
     lab: str
     piece: str
-    results: list
+    results: list[TestResult]
     hidden_tests: bool = True
 
     @property
@@ -77,12 +78,7 @@ class CheckResult:
 def _find_lab(lab) -> LabSpec:
     if isinstance(lab, LabSpec):
         return lab
-    if lab in _LABS and _LABS[lab].tests:
-        return _LABS[lab]
-    for spec in list(_LABS.values()):
-        if spec.name.split("_", 1)[0] == lab and spec.tests:
-            return spec
-    return load_lab(lab)
+    return registered_lab(str(lab)) or load_lab(lab)
 
 
 def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResult:
@@ -120,7 +116,7 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
     results: list[TestResult] = []
     for test in tests:
         if missing:
-            results.append(TestResult.failed(test, f"pass {', '.join(missing)} to check()", "error"))
+            results.append(TestResult.failed(test, f"pass {', '.join(missing)} to check()", Kind.ERROR))
             continue
         raw = run_probe(ProbeRequest(test.id, test.probe, tuple(declared), test.timeout), ns)
         results.append(judge_test(test, raw))

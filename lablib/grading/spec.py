@@ -12,9 +12,12 @@ Every test has two halves that run in different processes:
   Expected values are computed here, never in the student's process, so a submission
   that patches NumPy or returns objects whose ``==`` is always true gains nothing.
 
-A lab's public tests live in ``lablib/grading/specs/<lab name>.py``; hidden tests are
-modules of the same form in a folder the instructor passes with ``--tests`` (everything
-registered while such a module is imported is marked hidden). Example::
+A lab's public tests live in ``lablib/grading/specs/<lab name>.py`` (the lab itself is
+declared in the registry, :mod:`lablib.labs`); hidden tests are modules of the same form
+in a folder the instructor passes with ``--tests``. :func:`load_lab` imports those under
+the module namespace ``lablib_hidden_tests``, and a test whose probe is defined in such a
+module is hidden (or any test declared with ``hidden=True``): no switch is flipped while
+importing. Example::
 
     from lablib.grading.spec import get_lab, expect_close
 
@@ -37,7 +40,6 @@ callable evaluated in the grading process) using ``rtol``/``atol``.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -47,8 +49,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from lablib.grading.execute.protocol import to_plain
 from lablib.grading.expect import TestFailure, expect, expect_close, expect_equal, expect_shape
+from lablib.grading.run.protocol import to_plain
+from lablib.labs import UnknownLab, all_labs, resolve_lab
 
 __all__ = [
     "LabSpec",
@@ -58,6 +61,7 @@ __all__ = [
     "get_lab",
     "known_labs",
     "load_lab",
+    "registered_lab",
     "resolve_lab_name",
     "expect",
     "expect_close",
@@ -67,6 +71,8 @@ __all__ = [
 ]
 
 PUBLIC_TESTS_DIR = pathlib.Path(__file__).with_name("specs")
+#: Hidden test modules are imported under this namespace; their tests are hidden.
+HIDDEN_NAMESPACE = "lablib_hidden_tests"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,9 +152,6 @@ class Test:
         return 1.0
 
 
-_LOADING_HIDDEN = False
-
-
 class LabSpec:
     """The graded pieces and tests of one lab."""
 
@@ -194,8 +197,13 @@ class LabSpec:
         rtol: float = 1e-5,
         atol: float = 1e-6,
         timeout: float | None = None,
+        hidden: bool | None = None,
     ) -> Callable[[Callable], Test]:
-        """Decorator: register a probe function as a test of ``piece``."""
+        """Decorator: register a probe function as a test of ``piece``.
+
+        ``hidden``: None (the default) makes the test hidden when its probe is defined in a
+        hidden test module (one :func:`load_lab` imported from ``--tests``).
+        """
         if piece not in self.pieces:
             raise KeyError(
                 f"Lab {self.name!r} has no graded piece {piece!r}; declare it first "
@@ -203,6 +211,7 @@ class LabSpec:
             )
 
         def register(fn: Callable) -> Test:
+            module = getattr(fn, "__module__", "") or ""
             test = Test(
                 lab=self.name,
                 piece=piece,
@@ -210,12 +219,12 @@ class LabSpec:
                 probe=fn,
                 points=float(points),
                 hint=hint,
-                hidden=_LOADING_HIDDEN,
+                hidden=_is_hidden_module(module) if hidden is None else bool(hidden),
                 timeout=timeout,
                 expected=expected,
                 rtol=rtol,
                 atol=atol,
-                module=getattr(fn, "__module__", "") or "",
+                module=module,
             )
             self.tests = [t for t in self.tests if t.id != test.id or t.hidden != test.hidden]
             self.tests.append(test)
@@ -244,13 +253,25 @@ class LabSpec:
         raise KeyError(f"Lab {self.name!r} has no test {test_id!r}; known: {[t.id for t in self.tests]}")
 
 
+def _is_hidden_module(module: str) -> bool:
+    return module == HIDDEN_NAMESPACE or module.startswith(HIDDEN_NAMESPACE + ".")
+
+
 _LABS: dict[str, LabSpec] = {}
 
 
 def get_lab(name: str, title: str = "", aliases: tuple[str, ...] = ()) -> LabSpec:
-    """The spec object of a lab, created on first use (used by test modules)."""
+    """The spec object of a lab, created on first use (used by test modules).
+
+    The title defaults to the registry's (:mod:`lablib.labs`) for a registered lab.
+    """
     lab = _LABS.get(name)
     if lab is None:
+        if not title:
+            try:
+                title = resolve_lab(name).title
+            except UnknownLab:
+                title = ""
         lab = _LABS[name] = LabSpec(name, title, aliases)
     else:
         if title:
@@ -260,23 +281,30 @@ def get_lab(name: str, title: str = "", aliases: tuple[str, ...] = ()) -> LabSpe
     return lab
 
 
+def registered_lab(name: str) -> LabSpec | None:
+    """The spec of ``name`` (full or registry short name) when its tests are already
+    loaded in this process (a spec imported by path, a fixture lab), else None."""
+    lab = _LABS.get(name)
+    if lab is None:
+        try:
+            lab = _LABS.get(resolve_lab(name).name)
+        except UnknownLab:
+            lab = next((spec for spec in _LABS.values() if name in spec.aliases), None)
+    return lab if lab is not None and lab.tests else None
+
+
 def known_labs() -> list[str]:
-    """Names of the labs with public tests shipped in lablib."""
-    return sorted(p.stem for p in PUBLIC_TESTS_DIR.glob("lab*.py"))
+    """Names of the labs in the registry (:mod:`lablib.labs`), in course order."""
+    return [lab.name for lab in all_labs()]
 
 
 def resolve_lab_name(name: str) -> str:
-    """``"lab1"`` -> ``"lab1_attention"``; full names pass through."""
-    labs = known_labs()
-    if name in labs:
-        return name
-    matches = [lab for lab in labs if lab.split("_", 1)[0] == name]
-    if len(matches) == 1:
-        return matches[0]
-    raise KeyError(
-        f"Unknown lab {name!r}. Expected one of {labs} or their short names "
-        f"({', '.join(sorted({lab.split('_', 1)[0] for lab in labs}))})."
-    )
+    """``"lab1"`` -> ``"lab1_attention"``; full names pass through (the registry decides).
+
+    Raises:
+        KeyError: no registered lab has that name (:class:`lablib.labs.UnknownLab`).
+    """
+    return resolve_lab(name).name
 
 
 def _import_file(path: pathlib.Path, module_name: str):
@@ -289,16 +317,6 @@ def _import_file(path: pathlib.Path, module_name: str):
         del sys.modules[module_name]
         raise
     return module
-
-
-@contextlib.contextmanager
-def _hidden_loading():
-    global _LOADING_HIDDEN
-    previous, _LOADING_HIDDEN = _LOADING_HIDDEN, True
-    try:
-        yield
-    finally:
-        _LOADING_HIDDEN = previous
 
 
 def _import_spec_file(path: pathlib.Path) -> LabSpec:
@@ -336,7 +354,7 @@ def _spec_path(name) -> pathlib.Path | None:
         return candidates[0]
     if not path.is_file():
         raise FileNotFoundError(f"Spec file {text!r} does not exist; pass a lab name "
-                                f"({known_labs()}) or the path of a spec module.")
+                                f"({', '.join(known_labs())}) or the path of a spec module.")
     return path
 
 
@@ -362,15 +380,19 @@ def load_lab(name, hidden_dirs=()) -> LabSpec:
         lab = _import_spec_file(path)
         full = lab.name
     else:
-        full = resolve_lab_name(name)
-        module_name = f"lablib.grading.specs.{full}"
-        file = PUBLIC_TESTS_DIR / f"{full}.py"
-        if module_name not in sys.modules:
-            _import_file(file, module_name)
-        lab = get_lab(full)
-        if file not in lab.source_files:
-            lab.source_files.insert(0, file)
-        lab.spec_dir = PUBLIC_TESTS_DIR
+        entry = resolve_lab(name)
+        full = entry.name
+        if entry.spec:  # a lab registered with its own spec file
+            lab = _import_spec_file(pathlib.Path(entry.spec))
+        else:
+            module_name = f"lablib.grading.specs.{full}"
+            file = PUBLIC_TESTS_DIR / f"{full}.py"
+            if module_name not in sys.modules:
+                _import_file(file, module_name)
+            lab = get_lab(full)
+            if file not in lab.source_files:
+                lab.source_files.insert(0, file)
+            lab.spec_dir = PUBLIC_TESTS_DIR
     for folder in hidden_dirs:
         folder = pathlib.Path(folder)
         if not folder.is_dir():
@@ -378,15 +400,21 @@ def load_lab(name, hidden_dirs=()) -> LabSpec:
                 f"Hidden tests folder {str(folder)!r} does not exist; pass the folder "
                 f"that holds {full}.py with --tests."
             )
-        short = full.split("_", 1)[0]
+        try:
+            short = resolve_lab(full).short
+        except UnknownLab:  # a spec given by path, not in the registry
+            short = full.split("_", 1)[0]
         for candidate in (folder / f"{full}.py", folder / f"{short}.py"):
             candidate = candidate.resolve()
             digest = hashlib.sha1(str(candidate).encode()).hexdigest()[:10]
-            hidden_name = f"lablib_hidden_tests.{full}_{digest}"
+            hidden_name = f"{HIDDEN_NAMESPACE}.{full}_{digest}"
             if candidate.is_file():
                 if hidden_name not in sys.modules:
-                    with _hidden_loading():
-                        _import_file(candidate, hidden_name)
+                    before = {id(t) for t in lab.tests}
+                    _import_file(candidate, hidden_name)
+                    for test in lab.tests:  # a probe defined elsewhere, registered here
+                        if id(test) not in before:
+                            test.hidden = True
                 if candidate not in lab.source_files:
                     lab.source_files.append(candidate)
                 break

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from lablib.cli import main
-from lablib.grading import catalog
+from lablib.grading.author import catalog
 from grading_paths import FIXTURE_SOLUTION
 
 
@@ -60,7 +60,7 @@ def test_grade_command_reports_the_places_looked(monkeypatch, tmp_path, capsys):
 
 
 def test_grade_with_a_course_folder(monkeypatch, tmp_path):
-    from lablib.grading.notebooks import assign_notebook
+    from lablib.grading.author.assignment import assign_notebook
     from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB
 
     course = tmp_path / "course"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import lablib
-from lablib.grading.notebooks import graded_cells, read_notebook, setup_sources
+from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
 from grading_paths import FIXTURE_SOLUTION
 
 
@@ -75,8 +75,8 @@ def test_probes_run_without_tensorfloat32_and_the_setting_comes_back():
     notebook's own setting is restored, also when the probe raises."""
     import tensorflow as tf
 
-    from lablib.grading.execute.child import run_probe
-    from lablib.grading.execute.protocol import ProbeRequest
+    from lablib.grading.run.child import run_probe
+    from lablib.grading.run.protocol import ProbeRequest
 
     config = tf.config.experimental
     seen = []

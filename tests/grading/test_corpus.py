@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from lablib.grading.execute.isolation import sandbox_possible as _sandbox_possible
+from lablib.grading.run.isolation import sandbox_possible as _sandbox_possible
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT
 
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())

@@ -12,9 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from lablib.grading.execute import Limits, ProbeRequest, ProbeResult, run_submission
-from lablib.grading.execute import protocol
-from lablib.grading.execute.isolation import sandbox_possible
+from lablib.grading.run import Limits, ProbeRequest, ProbeResult, run_submission
+from lablib.grading.run import protocol
+from lablib.grading.run.isolation import sandbox_possible
 
 needs_root = pytest.mark.skipif(not sandbox_possible(), reason="the sandbox stage needs root on Linux")
 
@@ -122,25 +122,25 @@ def test_run_submission_recovers_from_each_failure_and_keeps_later_results():
     assert out.results["f::exit"].kind == "crashed" and "code 7" in out.results["f::exit"].error
     assert out.results["f::again"].ok
     assert out.attempts == 4 and "hello" in out.output
-    assert sorted(k for k, _ in out.problems) == ["crashed", "crashed", "timeout"]
+    assert sorted(p.kind for p in out.problems) == ["crashed", "crashed", "timeout"]
     # the instructor learns how each attempt ended
-    assert [d["running"] for d in out.diagnostics] == ["test f::segfault", "test f::loop", "test f::exit"]
-    assert out.diagnostics[2]["exit"] == "exited with code 7" and "hello" in out.diagnostics[2]["output_tail"]
+    assert [d.running for d in out.diagnostics] == ["test f::segfault", "test f::loop", "test f::exit"]
+    assert out.diagnostics[2].exit == "exited with code 7" and "hello" in out.diagnostics[2].output_tail
 
 
 def test_cell_errors_and_missing_objects_are_reported_not_raised():
     out = run_submission([], [("f", "raise ValueError('boom')")], [_t("double", _double)],
                          limits=Limits(timeout=5))
-    assert out.cell_errors["f"][0] == "error" and "ValueError: boom" in out.cell_errors["f"][1]
+    assert out.cell_errors["f"].kind == "error" and "ValueError: boom" in out.cell_errors["f"].text
     assert out.results["f::double"] == ProbeResult(False, None, "error", "the graded cell does not define f")
 
 
 def test_a_cell_printing_then_exiting_leaves_its_output_and_exit_code_for_the_instructor():
     out = run_submission([], [("f", "print('last words', flush=True)\nimport os\nos._exit(3)")],
                          [_t("double", _double)], limits=Limits(timeout=10))
-    assert out.cell_errors["f"][0] == "crashed" and "code 3" in out.cell_errors["f"][1]
-    assert out.diagnostics[0]["exit"] == "exited with code 3"
-    assert "last words" in out.diagnostics[0]["output_tail"] and "last words" in out.output
+    assert out.cell_errors["f"].kind == "crashed" and "code 3" in out.cell_errors["f"].text
+    assert out.diagnostics[0].exit == "exited with code 3"
+    assert "last words" in out.diagnostics[0].output_tail and "last words" in out.output
 
 
 def test_messages_from_the_child_never_move_a_deadline():
@@ -168,7 +168,7 @@ def f(x):
     started = time.monotonic()
     out = run_submission([], [("f", cell)], [_t("double", _double)], limits=Limits(timeout=4))
     assert time.monotonic() - started < 30
-    assert out.cell_errors["f"][0] in ("timeout", "crashed")
+    assert out.cell_errors["f"].kind in ("timeout", "crashed")
     assert not out.results["f::double"].ok
 
 
@@ -188,7 +188,7 @@ def test_memory_limit_reports_memory():
     out = run_submission(["import numpy as np\n"], [("f", "f = 1")], [_t("hog", hog)],
                          limits=Limits(timeout=20, memory_mb=300))
     assert out.results["f::hog"].kind == "memory"
-    assert [k for k, _ in out.problems] == ["memory"]
+    assert [p.kind for p in out.problems] == ["memory"]
 
 
 def _own_leftovers(batch):
@@ -246,7 +246,7 @@ f = 1
 '''
     out = run_submission([], [("f", cell)], [_t("one", lambda ns: ns["f"])],
                          limits=Limits(timeout=25, memory_mb=450))
-    assert out.cell_errors["f"][0] == "memory", out.cell_errors
+    assert out.cell_errors["f"].kind == "memory", out.cell_errors
     scratch = '''
 import time
 with open("/tmp/fill", "wb") as f:
@@ -257,7 +257,7 @@ f = 1
 '''
     out = run_submission([], [("f", scratch)], [_t("one", lambda ns: ns["f"])],
                          limits=Limits(timeout=25, memory_mb=400))
-    assert out.cell_errors["f"][0] in ("memory", "error"), out.cell_errors  # killed, or the tmpfs was full
+    assert out.cell_errors["f"].kind in ("memory", "error"), out.cell_errors  # killed, or the tmpfs was full
 
 
 @needs_root
@@ -292,9 +292,9 @@ def f(ns=None):
     assert not look["lock"] and "run" not in look["root"] and "home" not in look["root"]
     assert look["usr"] in ("OSError", "PermissionError")
     assert max(look["procs"]) < 50  # its own PID namespace
-    assert out.isolation["uid"] == who["uid"] and "network namespace" in out.isolation["network"]
-    assert "PID namespace" in out.isolation["processes"] and "new root" in out.isolation["filesystem"]
-    json.dumps(out.isolation)
+    assert out.isolation.uid == who["uid"] and "network namespace" in out.isolation.network
+    assert "PID namespace" in out.isolation.processes and "new root" in out.isolation.filesystem
+    json.dumps(out.isolation.to_dict())
 
 
 def _venv_sharing_this_one(path):
@@ -324,7 +324,7 @@ def test_sandbox_runs_a_python_installed_under_tmp(tmp_path):
     venv = _venv_sharing_this_one(tmp_path / "venv")
     code = '''
 import numpy as np
-from lablib.grading.execute import run_submission, ProbeRequest, Limits
+from lablib.grading.run import run_submission, ProbeRequest, Limits
 out = run_submission([], [("f", "import sys\\ndef f():\\n    return sys.executable")],
                      [ProbeRequest("f::t", lambda ns: ns["f"](), ("f",))], limits=Limits(timeout=30))
 print(out.results["f::t"])
@@ -382,7 +382,7 @@ def test_a_venv_inside_a_masked_submissions_folder_still_runs_and_hides_the_rest
     (subs / "other-student.ipynb").write_text('{"secret": "answers"}')
     venv = _venv_sharing_this_one(subs / ".venv")
     code = f'''
-from lablib.grading.execute import run_submission, ProbeRequest, Limits
+from lablib.grading.run import run_submission, ProbeRequest, Limits
 cell = """
 import os
 def f():
@@ -437,5 +437,5 @@ def flood():
                          limits=Limits(timeout=30))
     assert out.results["flood::t"].kind == "crashed" and "did not ask for" in out.results["flood::t"].error
     assert psutil.Process().memory_info().rss - before < 400 * 2**20
-    assert out.isolation.get("network") != "host" and "x" * 1000 not in str(out.isolation)
-    assert out.isolation.get("uid") != 0 or not sandbox_possible()
+    assert out.isolation.network != "host" and "x" * 1000 not in str(out.isolation)
+    assert out.isolation.uid != 0 or not sandbox_possible()

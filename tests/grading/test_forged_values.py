@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 PROBE_VALUES = r'''
 import pickle, sys
-from lablib.grading.notebooks import graded_cells, read_notebook, setup_sources
+from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
 from lablib.grading.spec import load_lab, to_plain
 
 solution, spec, out, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")

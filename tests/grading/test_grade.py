@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from lablib.cli import main
-from lablib.grading.notebooks import assign_notebook
+from lablib.grading.author.assignment import assign_notebook
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 
 
@@ -107,7 +107,7 @@ def test_data_subcommands_call_sources(monkeypatch, tmp_path, capsys):
 
 
 def test_collect_submissions_names(tmp_path):
-    from lablib.grading.grade import collect_submissions
+    from lablib.grading.submissions import collect_submissions
 
     (tmp_path / "a.ipynb").write_text("{}")
     (tmp_path / "bob").mkdir()

@@ -122,6 +122,10 @@ def test_run_autograder_writes_gradescope_results(tmp_path):
     hidden = next(t for t in data["tests"] if t["name"].endswith("(hidden)"))
     assert hidden["visibility"] == "after_published" and hidden["max_score"] > 0
     assert all(set(t) == {"name", "score", "max_score", "output", "visibility"} for t in data["tests"])
+    # The same writers as `lablib grade` ran: the gradebook and feedback stay beside results.json.
+    results = root / "results"
+    assert (results / "grades.csv").read_text().splitlines()[1].startswith("my_lab,ok,8,")
+    assert (results / "feedback" / "my_lab.md").is_file() and (results / "summary.html").is_file()
 
     (root / "submission" / "my_lab.ipynb").unlink()
     shutil.copy(CORPUS / "infinite_loop.ipynb", root / "submission" / "lab.ipynb")

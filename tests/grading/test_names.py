@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from lablib.grading.grade import SubmissionSkipped, collect_submissions
+from lablib.grading.submissions import SubmissionSkipped, collect_submissions
 from lablib.grading.report import feedback_stems, write_reports
 from grading_paths import FIXTURE_SOLUTION
 
@@ -42,14 +42,15 @@ def test_feedback_stems_never_collide():
 
 
 def test_write_reports_one_file_per_submission(fixture_lab, tmp_path):
-    from lablib.grading.judge import TestResult, summarise
+    from lablib.grading.judge import summarise
+    from lablib.grading.results import Status, TestResult
 
     names = ["Smith, John", "Smith_ John", "alice/hw", "alice_hw"]
     results = []
     for i, name in enumerate(names):
         tests = [TestResult(t.id, t.piece, t.name, t.points if i % 2 else 0.0, t.points, bool(i % 2), t.hidden)
                  for t in fixture_lab.tests]
-        results.append(summarise(fixture_lab, name, f"/subs/{i}.ipynb", tests, "ok"))
+        results.append(summarise(fixture_lab, name, f"/subs/{i}.ipynb", tests, Status()))
     write_reports(tmp_path, fixture_lab, results)
     files = sorted(p.name for p in (tmp_path / "feedback").glob("*.md"))
     assert len(files) == 4

@@ -5,7 +5,8 @@ import json
 import nbformat
 import pytest
 
-from lablib.grading import notebooks as nbt
+from lablib.grading import notebook as nbt
+from lablib.grading.author import assignment
 
 from grading_paths import CORPUS, FIXTURE_SOLUTION
 
@@ -75,13 +76,13 @@ def test_make_assignment_stubs_regions_keeps_indentation_and_context():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, execution_count=4,
                                                                    outputs=[nbformat.v4.new_output("stream", text="hi")]),
                                          nbformat.v4.new_markdown_cell(md)])
-    blank = nbt.make_assignment(nb)
+    blank = assignment.make_assignment(nb)
     code = blank.cells[0]
     assert code.source.splitlines() == [
         "# GRADED: f", "def f(x):", "    y = 1", "    # YOUR CODE HERE",
         "    raise NotImplementedError(\"Write your code for the graded piece 'f' here.\")", "", "Z = 3"]
     assert code.outputs == [] and code.execution_count is None
-    assert "Because" not in blank.cells[1].source and nbt.ANSWER_PLACEHOLDER in blank.cells[1].source
+    assert "Because" not in blank.cells[1].source and assignment.ANSWER_PLACEHOLDER in blank.cells[1].source
     assert blank.cells[1].source.endswith("End.")
     ns = {}
     exec(code.source, ns)
@@ -96,14 +97,14 @@ def test_make_assignment_stubs_regions_keeps_indentation_and_context():
 ])
 def test_make_assignment_rejects_unbalanced_regions(bad, match):
     with pytest.raises(ValueError, match=match):
-        nbt.make_assignment(_nb(bad))
+        assignment.make_assignment(_nb(bad))
 
 
 def test_assign_is_deterministic(tmp_path):
-    first = nbt.assign_notebook(FIXTURE_SOLUTION, tmp_path / "a")
-    second = nbt.assign_notebook(FIXTURE_SOLUTION, tmp_path / "b")
+    first = assignment.assign_notebook(FIXTURE_SOLUTION, tmp_path / "a")
+    second = assignment.assign_notebook(FIXTURE_SOLUTION, tmp_path / "b")
     assert first.read_bytes() == second.read_bytes()
-    assert first.read_text() == nbt.expected_assignment_text(FIXTURE_SOLUTION)
+    assert first.read_text() == assignment.expected_assignment_text(FIXTURE_SOLUTION)
     text = first.read_text()
     assert "### BEGIN SOLUTION" not in text and "e / e.sum" not in text
     assert "YOUR CODE HERE" in text and "# SETUP" in text

@@ -9,8 +9,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from lablib.grading.judge import TestResult, status_of, summarise
-from lablib.grading.summary import SLOWEST, class_summary, write_summary
+from lablib.grading.judge import summarise
+from lablib.grading.report.summary import SLOWEST, class_summary, write_summary
+from lablib.grading.results import Status, TestResult
 
 #: Debian packages the browser test needs (CI installs them).
 CHROMIUM_PACKAGES = "chromium"
@@ -33,7 +34,7 @@ def _class(lab, n=14, seed=0):
             else:
                 tests.append(TestResult.failed(t, "wrong", "timeout" if kinds else "failed"))
         results.append(summarise(lab, f"student{k:02d}", f"/subs/student{k:02d}.ipynb", tests,
-                                 status_of(kinds, missing), seconds=round(rng.uniform(1, 30), 3)))
+                                 Status.of(kinds, missing), seconds=round(rng.uniform(1, 30), 3)))
     return results
 
 
@@ -48,7 +49,7 @@ def test_summary_counts(fixture_lab):
     assert [p["piece"] for p in data["pieces"]] == list(fixture_lab.pieces)
     for piece in data["pieces"]:
         assert sum(piece["histogram"]["counts"]) == n
-        got = [r.pieces[piece["piece"]]["score"] for r in results]
+        got = [r.pieces[piece["piece"]].score for r in results]
         assert piece["mean"] == pytest.approx(np.mean(got), abs=1e-3)
         assert piece["full_marks"] == sum(s >= piece["max_score"] for s in got)
     rates = [t["pass_rate"] for t in data["tests"]]
@@ -58,9 +59,9 @@ def test_summary_counts(fixture_lab):
         assert row["passed"] == passed and row["failed"] == n - passed
         assert sum(row["failures"].values()) == n - passed
     assert any(row["hidden"] for row in data["tests"])
-    assert data["statuses"]["timeout"] == sum("timeout" in r.status for r in results) > 0
-    assert data["statuses"]["missing"] == sum("missing" in r.status for r in results) > 0
-    assert data["statuses"]["ok"] == sum(r.status == "ok" for r in results) > 0
+    assert data["statuses"]["timeout"] == sum(r.status.has("timeout") for r in results) > 0
+    assert data["statuses"]["missing"] == sum(r.status.has("missing") for r in results) > 0
+    assert data["statuses"]["ok"] == sum(r.status.ok for r in results) > 0
     seconds = [s["seconds"] for s in data["slowest"]]
     assert len(seconds) == min(SLOWEST, n) and seconds == sorted((r.seconds for r in results), reverse=True)[:SLOWEST]
     empty = class_summary(fixture_lab, [])

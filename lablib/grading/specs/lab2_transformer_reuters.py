@@ -22,8 +22,7 @@ from lablib.grading.specs._transformer_checks import (
     verified_logits,
 )
 
-lab = get_lab("lab2_transformer_reuters", title="Lab 2: Transformer encoder on Reuters newswires",
-              aliases=("lab2",))
+lab = get_lab("lab2_transformer_reuters")  # title and short name: lablib/labs.py
 
 lab.piece("positional_encoding", objects=["positional_encoding"],
           description="the sinusoidal positional encoding of Vaswani et al. (2017)")

@@ -37,8 +37,7 @@ from lablib.grading.specs._model_checks import (
     training_values,
 )
 
-lab = get_lab("lab3_gcn_molecules", title="Lab 3: Graph convolution on molecules",
-              aliases=("lab3",))
+lab = get_lab("lab3_gcn_molecules")  # title and short name: lablib/labs.py
 lab.judge_imports = ("keras",) + LAYER_MODULES  # judges rebuild models in the grading process
 
 lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],

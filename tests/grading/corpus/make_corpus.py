@@ -71,7 +71,8 @@ def corpus():
     items["solution"] = (sol, {"status": "ok", "score": FULL})
 
     # Blank lab: solution regions replaced by NotImplementedError stubs.
-    from lablib.grading.notebooks import make_assignment, normalize_notebook
+    from lablib.grading.author.assignment import make_assignment
+    from lablib.grading.notebook import normalize_notebook
     blank = make_assignment(normalize_notebook(json.loads(json.dumps(sol)))[0])
     items["blank"] = (blank, {"status": "ok", "score": 0.0, "message": "not implemented"})
 
@@ -112,7 +113,7 @@ def corpus():
     # json.dumps (which wrote every reply before the child bound its own references).
     nb = with_cell(sol, "normalize", '''import json
 import lablib.grading.spec as spec
-import lablib.grading.execute.protocol as protocol
+import lablib.grading.run.protocol as protocol
 spec.expect_close = lambda *a, **k: None
 spec.expect = lambda *a, **k: None
 spec.to_plain = lambda value, *a: value

@@ -15,7 +15,7 @@ give the same bytes (fixed dates, sorted entries).
 
 Example::
 
-    from lablib.grading.distwheel import running_wheel, check_wheel
+    from lablib.grading.author.distwheel import running_wheel, check_wheel
     path = running_wheel("dist/")
     check_wheel(path)  # name, version of the lablib inside
 """
@@ -29,20 +29,18 @@ import pathlib
 import re
 import zipfile
 
+from lablib._version import PACKAGE_DIR, __version__
+
 __all__ = ["running_wheel", "check_wheel", "wheel_files"]
 
 _DATE = (2020, 1, 1, 0, 0, 0)
 
 
 def _package_dir() -> pathlib.Path:
-    import lablib
-
-    return pathlib.Path(lablib.__file__).resolve().parent
+    return PACKAGE_DIR
 
 
 def _distribution():
-    import lablib
-
     # An installed dist-info first: a source tree's lablib.egg-info (written by
     # `pip install -e .` into the checkout, found through the working directory) lists
     # the files as they were then and carries PKG-INFO instead of METADATA.
@@ -58,9 +56,9 @@ def _distribution():
             "found, so no wheel can be made of it. Install it (pip install -e . or pip install "
             "lablib-X.whl), or pass --wheel PATH (build one with `pip wheel --no-deps .`)."
         ) from None
-    if dist.version != lablib.__version__:
+    if dist.version != __version__:
         raise ValueError(
-            f"The running lablib is version {lablib.__version__} ({_package_dir()}) but the installed "
+            f"The running lablib is version {__version__} ({_package_dir()}) but the installed "
             f"distribution says {dist.version}; pass --wheel PATH with a wheel of the lablib you mean."
         )
     return dist
@@ -124,7 +122,7 @@ def running_wheel(dest_dir) -> pathlib.Path:
     contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "").encode()
     if dist.read_text("entry_points.txt"):
         contents[f"{info}/entry_points.txt"] = dist.read_text("entry_points.txt").encode()
-    contents[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: lablib.grading.distwheel\n"
+    contents[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: lablib.grading.author.distwheel\n"
                                  f"Root-Is-Purelib: true\nTag: {tag}\n").encode()
     record = "".join(f"{name},{_digest(data)},{len(data)}\n" for name, data in sorted(contents.items()))
     contents[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()

@@ -1,6 +1,6 @@
 """The sandbox stage: a root-only step between the grader and the submission's process.
 
-``python -m lablib.grading.execute.isolation CONTROL_FD RESULT_FD MEMORY_MB`` reads a
+``python -m lablib.grading.run.isolation CONTROL_FD RESULT_FD MEMORY_MB`` reads a
 length-prefixed JSON config from stdin (exactly, so the commands that follow stay in the
 pipe for the child), then:
 
@@ -18,7 +18,7 @@ pipe for the child), then:
   grader names (``mask``) are covered by empty read-only mounts even where they lie
   inside an exposed folder;
 * an **unprivileged uid/gid** (one per child), no supplementary groups, ``RLIMIT_NPROC``;
-* then ``exec`` of :mod:`lablib.grading.execute.child`.
+* then ``exec`` of :mod:`lablib.grading.run.child`.
 
 The stage reports what took effect, and the outer pid of the namespace's first process,
 on CONTROL_FD, a pipe the child never holds; it then waits for the child and reports its
@@ -61,10 +61,10 @@ def needed_paths(extra=()) -> list[str]:
     Only these (and the system folders) are bound into the child's root; a folder that
     holds them is not exposed as a whole.
     """
-    import lablib
+    from lablib._version import PACKAGE_DIR
 
     paths = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             os.path.dirname(os.path.realpath(lablib.__file__))]
+             str(PACKAGE_DIR)]
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.append(sysconfig.get_path(key))
     paths += list(getattr(site, "getsitepackages", lambda: [])())
@@ -243,7 +243,7 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
         os.close(report_w)
         env = dict(config["env"], HOME=workdir, TMPDIR=workdir)
         try:
-            os.execve(sys.executable, [sys.executable, "-m", "lablib.grading.execute.child",
+            os.execve(sys.executable, [sys.executable, "-m", "lablib.grading.run.child",
                                        str(result_fd), str(memory_mb)], env)
         finally:
             os._exit(127)
@@ -269,6 +269,6 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:
-        sys.exit("usage: python -m lablib.grading.execute.isolation CONTROL_FD RESULT_FD MEMORY_MB "
+        sys.exit("usage: python -m lablib.grading.run.isolation CONTROL_FD RESULT_FD MEMORY_MB "
                  "(started by the grader, not by hand)")
     sandbox_main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]))

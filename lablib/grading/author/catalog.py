@@ -15,7 +15,7 @@ package, so solutions inside it would hand them the answers.
 
 Example::
 
-    from lablib.grading import catalog
+    from lablib.grading.author import catalog
     path = catalog.find_lab_notebook("lab1_attention", course_dir="~/course")
 """
 
@@ -24,13 +24,16 @@ from __future__ import annotations
 import os
 import pathlib
 
+from lablib._version import PACKAGE_DIR
+from lablib.grading.notebook import read_notebook, setup_sources
+
 __all__ = ["COURSE_DIR_ENV", "PACKAGE_LABS_DIR", "LabNotebookNotFound", "search_path",
            "find_lab_notebook", "lab_setup", "packaged_labs"]
 
 #: Environment variable naming the course folder (``<dir>/labs/<lab>.ipynb``).
 COURSE_DIR_ENV = "LABLIB_COURSE_DIR"
 #: The released labs shipped inside lablib (package data).
-PACKAGE_LABS_DIR = pathlib.Path(__file__).resolve().with_name("labs")
+PACKAGE_LABS_DIR = PACKAGE_DIR / "grading" / "labs"
 
 
 class LabNotebookNotFound(FileNotFoundError):
@@ -93,10 +96,8 @@ def find_lab_notebook(lab, *, lab_notebook=None, course_dir=None) -> pathlib.Pat
 
 def lab_setup(lab, *, lab_notebook=None, course_dir=None) -> list[str]:
     """The ``# SETUP`` cell sources (magics removed) of ``lab``'s released notebook."""
-    from lablib.grading import notebooks
-
-    nb, _ = notebooks.read_notebook(find_lab_notebook(lab, lab_notebook=lab_notebook, course_dir=course_dir))
-    return notebooks.setup_sources(nb)
+    nb, _ = read_notebook(find_lab_notebook(lab, lab_notebook=lab_notebook, course_dir=course_dir))
+    return setup_sources(nb)
 
 
 def packaged_labs() -> list[str]:

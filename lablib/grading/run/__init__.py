@@ -1,14 +1,16 @@
 """Running a submission: the wire (:mod:`.protocol`), the submission's process
 (:mod:`.child`), the root-only sandbox stage (:mod:`.isolation`) and the grader's side
-(:mod:`.supervisor`). Knows nothing of specs, judges or reports.
+(:mod:`.supervisor`). Knows nothing of specs, judges or reports; how a request ended is a
+:class:`~lablib.grading.results.Kind`.
 
-Names resolve on first use, so ``python -m lablib.grading.execute.child`` (and
+Names resolve on first use, so ``python -m lablib.grading.run.child`` (and
 ``.isolation``) start without importing the grader's side.
 """
 
 from lablib._lazy import lazy_exports
 
 _EXPORTS = {"ProbeRequest": "protocol", "ProbeResult": "protocol", "Limits": "supervisor",
-            "RunOutcome": "supervisor", "run_submission": "supervisor"}
+            "RunOutcome": "supervisor", "CellError": "supervisor", "Problem": "supervisor",
+            "run_submission": "supervisor"}
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -8,7 +8,7 @@ It is the instructor's view: hidden tests are named there.
 
 Example::
 
-    from lablib.grading.summary import class_summary, write_summary
+    from lablib.grading.report.summary import class_summary, write_summary
     data = class_summary(lab, results)          # plain dict, as in summary.json
     write_summary("out", lab, results)          # out/summary.json, out/summary.html
 """
@@ -22,11 +22,16 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["class_summary", "summary_html", "write_summary"]
+from lablib.grading.report.base import Gradebook
+from lablib.grading.report.text import status_text
+from lablib.grading.results import PROBLEMS, Kind
+
+__all__ = ["ClassSummary", "class_summary", "summary_html", "write_summary"]
 
 #: How many of the slowest submissions are listed.
 SLOWEST = 10
-_STATUS_WORDS = ("ok", "invalid-notebook", "memory", "timeout", "crashed", "missing")
+#: The rows of the status table, always present (``grader-error`` only when it happened).
+_STATUS_ROWS = ("ok", *(k.value for k in PROBLEMS if k != Kind.GRADER_ERROR), Kind.MISSING.value)
 
 
 def _histogram(scores, max_score: float) -> dict:
@@ -54,17 +59,12 @@ def _stats(scores) -> dict:
             "min": round(float(scores.min()), 3), "max": round(float(scores.max()), 3)}
 
 
-def _status_words(status: str) -> list[str]:
-    words = [part.split(":", 1)[0].strip() for part in status.split(";") if part.strip()]
-    return words or ["ok"]
-
-
 def class_summary(lab, results) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
         lab: the :class:`~lablib.grading.spec.LabSpec` graded.
-        results: the :class:`~lablib.grading.judge.SubmissionResult` of each submission.
+        results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
@@ -76,8 +76,8 @@ def class_summary(lab, results) -> dict:
     totals = [r.score for r in results]
     pieces = []
     for piece in lab.pieces:
-        got = [r.pieces.get(piece, {}).get("score", 0.0) for r in results]
-        top = max([r.pieces.get(piece, {}).get("max_score", 0.0) for r in results]
+        got = [r.pieces[piece].score if piece in r.pieces else 0.0 for r in results]
+        top = max([r.pieces[piece].max_score if piece in r.pieces else 0.0 for r in results]
                   or [sum(t.points for t in lab.tests if t.piece == piece)])
         pieces.append({
             "piece": piece, "description": lab.pieces[piece].description, "max_score": top,
@@ -95,7 +95,7 @@ def class_summary(lab, results) -> dict:
             row["passed"] += bool(t.passed)
             row["score_sum"] += t.score
             if not t.passed:
-                row["failures"][t.kind] = row["failures"].get(t.kind, 0) + 1
+                row["failures"][t.kind.value] = row["failures"].get(t.kind.value, 0) + 1
     test_rows = []
     for row in tests.values():
         runs = row.pop("runs")
@@ -106,16 +106,17 @@ def class_summary(lab, results) -> dict:
         row["failures"] = dict(sorted(row["failures"].items(), key=lambda kv: (-kv[1], kv[0])))
         test_rows.append(row)
     test_rows.sort(key=lambda row: (row["pass_rate"], order.get(row["id"], len(order)), row["id"]))
-    statuses = {word: 0 for word in _STATUS_WORDS}
+    statuses = {word: 0 for word in _STATUS_ROWS}
     for r in results:
-        for word in set(_status_words(r.status)):
+        for word in [k.value for k in r.status.kinds] or ["ok"]:
             statuses[word] = statuses.get(word, 0) + 1
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
         "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,
         "score": _stats(totals), "histogram": _histogram(totals, max_score), "pieces": pieces,
         "tests": test_rows, "statuses": statuses,
-        "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": r.status, "cached": r.cached}
+        "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
+                     "cached": r.cached}
                     for r in slowest],
     }
 
@@ -260,3 +261,12 @@ def write_summary(out_dir, lab, results) -> dict[str, pathlib.Path]:
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
+
+
+class ClassSummary:
+    """Writes ``summary.json`` and ``summary.html`` (the class at a glance)."""
+
+    name = "class summary"
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
+        return list(write_summary(out_dir, book.lab, book.results).values())

@@ -34,12 +34,13 @@ import threading
 import time
 from typing import Any
 
-from lablib.grading.execute import isolation as _isolation
-from lablib.grading.execute.protocol import (
+from lablib.grading.results import Diagnostic, Isolation, Kind
+from lablib.grading.run import isolation as _isolation
+from lablib.grading.run.protocol import (
     Command, FrameReader, ProbeRequest, ProbeResult, ProtocolError, decode_value,
 )
 
-__all__ = ["run_submission", "RunOutcome", "Limits"]
+__all__ = ["run_submission", "RunOutcome", "Limits", "CellError", "Problem"]
 
 OUTPUT_HEAD = 8_000
 OUTPUT_TAIL = 8_000
@@ -60,28 +61,46 @@ class Limits:
     isolate: bool = True
 
 
+@dataclasses.dataclass(frozen=True)
+class CellError:
+    """A graded cell that did not run to its end: how (:class:`Kind`) and what happened."""
+
+    kind: Kind
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A request whose end counts in the submission's status (timeout, memory, crashed)
+    and where it happened (``graded cell <piece>``, ``test <id>``, ``set-up``, ``startup``)."""
+
+    kind: Kind
+    where: str
+
+
 @dataclasses.dataclass
 class RunOutcome:
     """What one submission's run produced.
 
     Attributes:
         results: test id -> :class:`ProbeResult`.
-        cell_errors: piece -> ``(kind, text)`` for graded cells that failed to run.
-        problems: ``(kind, where)`` pairs for the status (timeout, memory, crashed).
+        cell_errors: piece -> :class:`CellError` for graded cells that failed to run.
+        problems: :class:`Problem` entries for the status (timeout, memory, crashed).
         output: the child's stdout and stderr, capped (head and tail kept).
         isolation: what isolation was in effect (recorded by the grader, never the child).
-        diagnostics: for the instructor: one entry per attempt that did not end normally
-            (what it was running, how it ended, the exit status, the tail of its output).
+        diagnostics: for the instructor: one :class:`Diagnostic` per attempt that did not
+            end normally (what it was running, how it ended, the exit status, the tail of
+            its output).
         attempts: how many child processes were started.
         seconds: wall time.
     """
 
-    results: dict = dataclasses.field(default_factory=dict)
-    cell_errors: dict = dataclasses.field(default_factory=dict)
-    problems: list = dataclasses.field(default_factory=list)
+    results: dict[str, ProbeResult] = dataclasses.field(default_factory=dict)
+    cell_errors: dict[str, CellError] = dataclasses.field(default_factory=dict)
+    problems: list[Problem] = dataclasses.field(default_factory=list)
     output: str = ""
-    isolation: dict = dataclasses.field(default_factory=dict)
-    diagnostics: list = dataclasses.field(default_factory=list)
+    isolation: Isolation = dataclasses.field(default_factory=Isolation)
+    diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
     attempts: int = 0
     seconds: float = 0.0
 
@@ -252,14 +271,14 @@ class _Attempt:
                 "uid": self.uid, "env": env, "tmpfs_mb": SCRATCH_MB,
             }).encode()
             prefix = struct.pack(">I", len(config)) + config
-            argv = [sys.executable, "-m", "lablib.grading.execute.isolation", str(control_w), str(result_w),
+            argv = [sys.executable, "-m", "lablib.grading.run.isolation", str(control_w), str(result_w),
                     str(limits.memory_mb)]
             pass_fds.append(control_w)
         else:
             control_r = control_w = None
             self.isolation_seen.set()
             env = dict(env, HOME=self.scratch, TMPDIR=self.scratch)
-            argv = [sys.executable, "-m", "lablib.grading.execute.child", str(result_w), str(limits.memory_mb)]
+            argv = [sys.executable, "-m", "lablib.grading.run.child", str(result_w), str(limits.memory_mb)]
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             pass_fds=tuple(pass_fds), cwd=self.scratch, env=env, start_new_session=True,
@@ -365,24 +384,24 @@ class _Attempt:
         while True:
             now = time.monotonic()
             if now >= deadline:
-                return ("timeout", f"{budget:g} s", None)
+                return (Kind.TIMEOUT, f"{budget:g} s", None)
             try:
                 kind, header, blobs = self.events.get(timeout=min(0.05, max(deadline - now, 0.001)))
             except queue.Empty:
                 kind = None
             if kind == "reply":
                 if header.get("seq") != seq:
-                    return ("crashed", "sent a message the grader did not ask for", None)
+                    return (Kind.CRASHED, "sent a message the grader did not ask for", None)
                 return ("reply", header, blobs)
             if kind == "bad":
-                return ("crashed", f"sent a malformed message ({_text(header)})", None)
+                return (Kind.CRASHED, f"sent a malformed message ({_text(header)})", None)
             if kind == "eof":
-                return ("crashed", "ended", None)
+                return (Kind.CRASHED, "ended", None)
             if now >= next_poll:
                 next_poll = now + 0.2
                 used = self.memory_bytes()
                 if self.limits.memory_mb and used > self.limits.memory_mb * 1024 * 1024:
-                    return ("memory", f"used more than {self.limits.memory_mb:g} MB", None)
+                    return (Kind.MEMORY, f"used more than {self.limits.memory_mb:g} MB", None)
 
     def memory_bytes(self) -> int:
         """Resident memory of every process of the run, plus its scratch tmpfs."""
@@ -500,50 +519,47 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
             status, notes = attempt.finish()
         outputs.append(attempt.output.text())
         if sandbox:
-            outcome.isolation = attempt.control.get("isolation") or {
-                "uid": None, "network": "unknown", "filesystem": "unknown", "processes": "unknown",
-                "notes": ["the sandbox stage did not report"]}
+            report = attempt.control.get("isolation") or {"notes": ["the sandbox stage did not report"]}
         else:
-            outcome.isolation = {"uid": os.getuid() if hasattr(os, "getuid") else None,
-                                 "network": "shared", "filesystem": "shared", "processes": "shared",
-                                 "notes": ["sandbox stage not used (not root, not Linux, or --no-sandbox)"]}
-        outcome.isolation = dict(outcome.isolation, notes=list(outcome.isolation.get("notes", [])) + notes)
+            report = {"uid": os.getuid() if hasattr(os, "getuid") else None,
+                      "network": "shared", "filesystem": "shared", "processes": "shared",
+                      "notes": ["sandbox stage not used (not root, not Linux, or --no-sandbox)"]}
+        outcome.isolation = Isolation.from_report(report, notes)
         done = {pid for pid in outcome.results}
         remaining = [p for p in remaining if p.id not in done]
         if end is None:
             break
         kind, detail, step = end
-        outcome.diagnostics.append({
-            "attempt": outcome.attempts, "running": step, "ended": kind, "detail": detail,
-            "exit": _describe_status(status), "output_tail": attempt.output.text()[-2000:],
-        })
+        outcome.diagnostics.append(Diagnostic(
+            ended=str(kind), running=step, attempt=outcome.attempts, detail=str(detail),
+            exit=_describe_status(status), output_tail=attempt.output.text()[-2000:]))
         what = {
-            "timeout": f"ran past the time limit ({detail})",
-            "memory": f"ran out of memory ({detail})",
+            Kind.TIMEOUT: f"ran past the time limit ({detail})",
+            Kind.MEMORY: f"ran out of memory ({detail})",
             "setup": f"failed: {detail}",
-            "crashed": f"ended the grader's process ({_describe_status(status)})" if detail == "ended"
+            Kind.CRASHED: f"ended the grader's process ({_describe_status(status)})" if detail == "ended"
             else f"broke the grader's protocol: it {detail}",
         }[kind]
         if step in ("startup", "setup"):
             reason = ("the grader's process did not start: it " + what if step == "startup"
                       else "the lab's set-up cells " + what)
             for p in remaining:
-                outcome.results[p.id] = ProbeResult.failed("crashed", reason)
-            outcome.problems.append(("crashed", "startup" if step == "startup" else "set-up"))
+                outcome.results[p.id] = ProbeResult.failed(Kind.CRASHED, reason)
+            outcome.problems.append(Problem(Kind.CRASHED, "startup" if step == "startup" else "set-up"))
             remaining = []
         elif step.startswith("cell "):
             piece = step[5:]
-            outcome.cell_errors[piece] = (kind, f"running the graded cell {what}")
-            outcome.problems.append((kind, f"graded cell {piece}"))
+            outcome.cell_errors[piece] = CellError(Kind(kind), f"running the graded cell {what}")
+            outcome.problems.append(Problem(Kind(kind), f"graded cell {piece}"))
             remaining_cells = [c for c in remaining_cells if c[0] != piece]
         else:  # a probe
             test_id = step[5:]
-            outcome.results[test_id] = ProbeResult.failed(kind, f"this test {what}")
-            outcome.problems.append((kind, f"test {test_id}"))
+            outcome.results[test_id] = ProbeResult.failed(Kind(kind), f"this test {what}")
+            outcome.problems.append(Problem(Kind(kind), f"test {test_id}"))
             remaining = [p for p in remaining if p.id != test_id]
     for p in remaining:
         outcome.results.setdefault(p.id, ProbeResult.failed(
-            "crashed", "not run: too many restarts of the grader's process"))
+            Kind.CRASHED, "not run: too many restarts of the grader's process"))
     outcome.output = "\n".join(o for o in outputs if o)
     if len(outcome.output) > 2 * (OUTPUT_HEAD + OUTPUT_TAIL):
         outcome.output = outcome.output[:OUTPUT_HEAD] + "\n[...]\n" + outcome.output[-OUTPUT_TAIL:]
@@ -551,12 +567,19 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
     return outcome
 
 
+def _reply_kind(header: dict) -> Kind:
+    """The kind of a failed reply: ``memory`` or ``crashed`` as the child says, else
+    ``error`` (the child's word is taken for nothing more serious than that)."""
+    kind = header.get("kind")
+    return Kind(kind) if kind in (Kind.MEMORY, Kind.CRASHED) else Kind.ERROR
+
+
 def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: RunOutcome):
     """Drive one attempt; returns None when every probe was answered, else
     ``(kind, detail, step)`` for the request that failed."""
     kind, header, _ = attempt.wait(0, STARTUP_TIMEOUT)
     if kind != "reply" or header.get("event") != "ready":
-        return (kind if kind != "reply" else "crashed", header if kind != "reply" else "did not start", "startup")
+        return (kind if kind != "reply" else Kind.CRASHED, header if kind != "reply" else "did not start", "startup")
     seq = attempt.next_seq()
     attempt.send(Command(seq, "setup", sources=tuple(setup)))
     kind, header, _ = attempt.wait(seq, SETUP_TIMEOUT)
@@ -571,10 +594,10 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
         if kind != "reply":
             return (kind, header, f"cell {piece}")
         if header.get("error"):
-            error_kind = header.get("kind") if header.get("kind") in ("memory", "crashed") else "error"
-            outcome.cell_errors[piece] = (error_kind, _text(header.get("error")))
-            if error_kind != "error":
-                outcome.problems.append((error_kind, f"graded cell {piece}"))
+            error_kind = _reply_kind(header)
+            outcome.cell_errors[piece] = CellError(error_kind, _text(header.get("error")))
+            if error_kind != Kind.ERROR:
+                outcome.problems.append(Problem(error_kind, f"graded cell {piece}"))
     for request in probes:
         seq = attempt.next_seq()
         attempt.send(Command(seq, "probe", probe=request))
@@ -586,12 +609,12 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
                 outcome.results[request.id] = ProbeResult(True, decode_value(header.get("value"), blobs))
             except ProtocolError as exc:
                 outcome.results[request.id] = ProbeResult.failed(
-                    "error", f"the result could not be read back ({_text(exc)})")
+                    Kind.ERROR, f"the result could not be read back ({_text(exc)})")
         else:
-            error_kind = header.get("kind") if header.get("kind") in ("memory", "crashed") else "error"
+            error_kind = _reply_kind(header)
             outcome.results[request.id] = ProbeResult.failed(error_kind, _text(header.get("error")))
-            if error_kind != "error":
-                outcome.problems.append((error_kind, f"test {request.id}"))
+            if error_kind != Kind.ERROR:
+                outcome.problems.append(Problem(error_kind, f"test {request.id}"))
     seq = attempt.next_seq()
     attempt.send(Command(seq, "exit"))
     return None

@@ -1,4 +1,4 @@
-"""Notebook transforms: read and normalise submissions, extract graded cells, make labs.
+"""Reading notebooks: normalise a submission, find its graded cells and a lab's set-up.
 
 Each function is one small transform, testable alone (the nbgrader idea):
 
@@ -8,8 +8,9 @@ Each function is one small transform, testable alone (the nbgrader idea):
   :class:`InvalidNotebook`.
 * :func:`graded_cells` - the cells whose first line is ``# GRADED: <name>``.
 * :func:`setup_sources` - the ``# SETUP`` cells of the released lab, magics removed.
-* :func:`make_assignment` - a solution notebook -> the blank lab students get.
-* :func:`dumps_notebook` / :func:`assign_notebook` - deterministic JSON on disk.
+
+Making the blank lab from a solution is course authoring:
+:mod:`lablib.grading.author.assignment`.
 
 Graded cells are found by the marker in their text, never by cell ids or metadata:
 Colab and copy/paste rewrite those.
@@ -24,7 +25,6 @@ import json
 import pathlib
 import re
 import warnings
-from typing import Iterable
 
 import nbformat
 
@@ -34,22 +34,16 @@ __all__ = [
     "read_notebook",
     "normalize_notebook",
     "cell_source",
+    "first_line",
     "graded_cells",
     "setup_sources",
     "strip_magics",
-    "make_assignment",
-    "dumps_notebook",
-    "assign_notebook",
     "GRADED_RE",
+    "SETUP_RE",
 ]
 
 GRADED_RE = re.compile(r"^#\s*GRADED:\s*([A-Za-z0-9_.\-]+)\s*$")
 SETUP_RE = re.compile(r"^#\s*SETUP\b")
-BEGIN_SOLUTION = "### BEGIN SOLUTION"
-END_SOLUTION = "### END SOLUTION"
-BEGIN_ANSWER = "<!-- BEGIN ANSWER -->"
-END_ANSWER = "<!-- END ANSWER -->"
-ANSWER_PLACEHOLDER = "_YOUR ANSWER HERE_"
 #: Outputs larger than this (characters of JSON) are dropped while normalising.
 MAX_OUTPUT_CHARS = 100_000
 
@@ -83,7 +77,7 @@ def cell_source(cell) -> str:
     return str(source)
 
 
-def _first_line(source: str) -> str:
+def first_line(source: str) -> str:
     for line in source.splitlines():
         if line.strip():
             return line.strip()
@@ -222,7 +216,7 @@ def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:
         if cell.get("cell_type") != "code":
             continue
         source = cell_source(cell)
-        match = GRADED_RE.match(_first_line(source))
+        match = GRADED_RE.match(first_line(source))
         if match:
             found.setdefault(match.group(1), []).append((index, source))
     cells: dict[str, GradedCell] = {}
@@ -255,110 +249,6 @@ def setup_sources(nb) -> list[str]:
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             source = cell_source(cell)
-            if SETUP_RE.match(_first_line(source)):
+            if SETUP_RE.match(first_line(source)):
                 out.append(strip_magics(source))
-    return out
-
-
-def _replace_regions(source: str, begin: str, end: str, stub, where: str) -> str:
-    lines = source.split("\n")
-    out: list[str] = []
-    inside = False
-    indent = ""
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if stripped == begin:
-            if inside:
-                raise ValueError(f"{where}, line {number}: {begin!r} inside another region; close it with {end!r} first.")
-            inside = True
-            indent = line[: len(line) - len(line.lstrip())]
-            continue
-        if stripped == end:
-            if not inside:
-                raise ValueError(f"{where}, line {number}: {end!r} without a matching {begin!r}.")
-            inside = False
-            out.extend(stub(indent))
-            continue
-        if not inside:
-            out.append(line)
-    if inside:
-        raise ValueError(f"{where}: {begin!r} is never closed; add {end!r} after the solution.")
-    return "\n".join(out)
-
-
-def make_assignment(nb) -> nbformat.NotebookNode:
-    """The blank lab for students from a solution notebook.
-
-    Solution regions in code cells become ``# YOUR CODE HERE`` plus a
-    ``raise NotImplementedError`` at the region's indentation; answer regions in markdown
-    become a placeholder; outputs and execution counts are cleared; all else is kept.
-
-    Example::
-
-        blank = make_assignment(read_notebook("solutions/lab1_attention.ipynb")[0])
-    """
-    nb = copy.deepcopy(nb)
-    for index, cell in enumerate(nb.cells):
-        source = cell_source(cell)
-        where = f"cell {index + 1}"
-        if cell.cell_type == "code":
-            match = GRADED_RE.match(_first_line(source))
-            piece = match.group(1) if match else None
-            message = (
-                f"Write your code for the graded piece {piece!r} here."
-                if piece else "Write your code here."
-            )
-
-            def stub(indent, message=message):
-                return [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError({message!r})"]
-
-            cell.source = _replace_regions(source, BEGIN_SOLUTION, END_SOLUTION, stub, where)
-            cell.outputs = []
-            cell.execution_count = None
-            for key in ("executionInfo", "outputId", "colab", "execution"):
-                cell.metadata.pop(key, None)
-        elif cell.cell_type == "markdown":
-            cell.source = _replace_regions(
-                source, BEGIN_ANSWER, END_ANSWER, lambda indent: [indent + ANSWER_PLACEHOLDER], where
-            )
-    nb.metadata.pop("widgets", None)
-    return nb
-
-
-def dumps_notebook(nb) -> str:
-    """Deterministic JSON text of a notebook, as Jupyter writes it (sources as lists of
-    lines, sorted keys, indent 1), with a final newline."""
-    text = nbformat.writes(nbformat.from_dict(json.loads(json.dumps(nb))), version=4)
-    return text if text.endswith("\n") else text + "\n"
-
-
-def assign_notebook(solution: pathlib.Path | str, out_dir: pathlib.Path | str) -> pathlib.Path:
-    """Write the blank lab of ``solution`` to ``out_dir/<same name>``; returns its path.
-
-    Re-running on an unchanged solution writes identical bytes.
-    """
-    solution = pathlib.Path(solution)
-    nb, _ = read_notebook(solution)
-    text = dumps_notebook(make_assignment(nb))
-    out = pathlib.Path(out_dir) / solution.name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.is_file() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
-    return out
-
-
-def expected_assignment_text(solution: pathlib.Path | str) -> str:
-    """The exact text :func:`assign_notebook` writes for ``solution`` (for up-to-date checks)."""
-    nb, _ = read_notebook(pathlib.Path(solution))
-    return dumps_notebook(make_assignment(nb))
-
-
-def iter_notebooks(paths: Iterable) -> list[pathlib.Path]:
-    """The .ipynb files among ``paths`` (folders searched recursively, sorted)."""
-    out = []
-    for path in map(pathlib.Path, paths):
-        if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts))
-        else:
-            out.append(path)
     return out

@@ -1,6 +1,6 @@
 """The submission's process: runs set-up cells, graded cells and probes on request.
 
-Started by the supervisor as ``python -m lablib.grading.execute.child RESULT_FD MEMORY_MB``
+Started by the supervisor as ``python -m lablib.grading.run.child RESULT_FD MEMORY_MB``
 (through the sandbox stage when the grader is root). It answers one :class:`Command` at
 a time, in order, on the result pipe; the grader owns every deadline, so nothing the
 child sends can extend one. Probes arrive only after the graded cells have run.
@@ -26,7 +26,8 @@ import traceback
 import types
 from typing import Any, Iterator, Mapping
 
-from lablib.grading.execute.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
+from lablib.grading.results import Kind
+from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 
 __all__ = ["run_probe", "describe_exception", "child_main"]
 
@@ -48,12 +49,12 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _kind(exc: BaseException) -> str:
+def _kind(exc: BaseException) -> Kind:
     if isinstance(exc, MemoryError):
-        return "memory"
+        return Kind.MEMORY
     if isinstance(exc, (SystemExit, KeyboardInterrupt)):
-        return "crashed"
-    return "error"
+        return Kind.CRASHED
+    return Kind.ERROR
 
 
 @contextlib.contextmanager
@@ -92,7 +93,7 @@ def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
     """
     missing = [name for name in request.objects if name not in ns]
     if missing:
-        return ProbeResult.failed("error", f"the graded cell does not define {', '.join(missing)}")
+        return ProbeResult.failed(Kind.ERROR, f"the graded cell does not define {', '.join(missing)}")
     try:
         with full_float32():
             value = request.probe(types.MappingProxyType(dict(ns)))
@@ -166,7 +167,7 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
                 try:
                     reply["value"], blobs = _encode(result.value)
                 except BaseException as exc:  # noqa: BLE001
-                    reply.update(ok=False, kind="error", error=_describe(exc))
+                    reply.update(ok=False, kind=Kind.ERROR, error=_describe(exc))
             else:
                 reply.update(kind=result.kind, error=result.error)
         else:  # exit
@@ -180,6 +181,6 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m lablib.grading.execute.child RESULT_FD MEMORY_MB "
+        sys.exit("usage: python -m lablib.grading.run.child RESULT_FD MEMORY_MB "
                  "(started by the grader, not by hand)")
     child_main(int(sys.argv[1]), float(sys.argv[2]))

@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lablib.grading.results import Kind
+
 __all__ = [
     "Command", "ProbeRequest", "ProbeResult", "ProtocolError", "FrameReader",
     "encode_value", "decode_value", "to_plain", "write_frame",
@@ -69,13 +71,13 @@ class ProbeResult:
 
     ok: bool
     value: Any = None
-    kind: str = ""
+    kind: Kind | None = None
     error: str = ""
 
     @classmethod
-    def failed(cls, kind: str, error: str) -> "ProbeResult":
-        """A result without a value."""
-        return cls(False, None, kind, error)
+    def failed(cls, kind, error: str) -> "ProbeResult":
+        """A result without a value; ``kind`` a :class:`~lablib.grading.results.Kind` (or its value)."""
+        return cls(False, None, Kind(kind), error)
 
 
 @dataclasses.dataclass(frozen=True)

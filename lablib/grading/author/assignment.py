@@ -1,0 +1,129 @@
+"""Course authoring: the blank lab students get, made from the solution notebook.
+
+A solution notebook marks what students write:
+
+* in code cells, ``### BEGIN SOLUTION`` ... ``### END SOLUTION``: replaced by
+  ``# YOUR CODE HERE`` and ``raise NotImplementedError(...)`` at the same indentation;
+* in markdown cells, ``<!-- BEGIN ANSWER -->`` ... ``<!-- END ANSWER -->``: replaced by a
+  placeholder.
+
+:func:`make_assignment` is the transform, :func:`dumps_notebook` the deterministic JSON
+text, :func:`assign_notebook` writes the file (``lablib assign``).
+
+Example::
+
+    from lablib.grading.author.assignment import assign_notebook
+    assign_notebook("solutions/lab1_attention.ipynb", "labs")
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pathlib
+
+import nbformat
+
+from lablib.grading.notebook import GRADED_RE, cell_source, first_line, read_notebook
+
+__all__ = ["BEGIN_SOLUTION", "END_SOLUTION", "BEGIN_ANSWER", "END_ANSWER", "ANSWER_PLACEHOLDER",
+           "make_assignment", "dumps_notebook", "assign_notebook", "expected_assignment_text"]
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+BEGIN_ANSWER = "<!-- BEGIN ANSWER -->"
+END_ANSWER = "<!-- END ANSWER -->"
+ANSWER_PLACEHOLDER = "_YOUR ANSWER HERE_"
+
+
+def _replace_regions(source: str, begin: str, end: str, stub, where: str) -> str:
+    lines = source.split("\n")
+    out: list[str] = []
+    inside = False
+    indent = ""
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if stripped == begin:
+            if inside:
+                raise ValueError(f"{where}, line {number}: {begin!r} inside another region; close it with {end!r} first.")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            continue
+        if stripped == end:
+            if not inside:
+                raise ValueError(f"{where}, line {number}: {end!r} without a matching {begin!r}.")
+            inside = False
+            out.extend(stub(indent))
+            continue
+        if not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{where}: {begin!r} is never closed; add {end!r} after the solution.")
+    return "\n".join(out)
+
+
+def make_assignment(nb) -> nbformat.NotebookNode:
+    """The blank lab for students from a solution notebook.
+
+    Solution regions in code cells become ``# YOUR CODE HERE`` plus a
+    ``raise NotImplementedError`` at the region's indentation; answer regions in markdown
+    become a placeholder; outputs and execution counts are cleared; all else is kept.
+
+    Example::
+
+        blank = make_assignment(read_notebook("solutions/lab1_attention.ipynb")[0])
+    """
+    nb = copy.deepcopy(nb)
+    for index, cell in enumerate(nb.cells):
+        source = cell_source(cell)
+        where = f"cell {index + 1}"
+        if cell.cell_type == "code":
+            match = GRADED_RE.match(first_line(source))
+            piece = match.group(1) if match else None
+            message = (
+                f"Write your code for the graded piece {piece!r} here."
+                if piece else "Write your code here."
+            )
+
+            def stub(indent, message=message):
+                return [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError({message!r})"]
+
+            cell.source = _replace_regions(source, BEGIN_SOLUTION, END_SOLUTION, stub, where)
+            cell.outputs = []
+            cell.execution_count = None
+            for key in ("executionInfo", "outputId", "colab", "execution"):
+                cell.metadata.pop(key, None)
+        elif cell.cell_type == "markdown":
+            cell.source = _replace_regions(
+                source, BEGIN_ANSWER, END_ANSWER, lambda indent: [indent + ANSWER_PLACEHOLDER], where
+            )
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def dumps_notebook(nb) -> str:
+    """Deterministic JSON text of a notebook, as Jupyter writes it (sources as lists of
+    lines, sorted keys, indent 1), with a final newline."""
+    text = nbformat.writes(nbformat.from_dict(json.loads(json.dumps(nb))), version=4)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def assign_notebook(solution: pathlib.Path | str, out_dir: pathlib.Path | str) -> pathlib.Path:
+    """Write the blank lab of ``solution`` to ``out_dir/<same name>``; returns its path.
+
+    Re-running on an unchanged solution writes identical bytes.
+    """
+    solution = pathlib.Path(solution)
+    nb, _ = read_notebook(solution)
+    text = dumps_notebook(make_assignment(nb))
+    out = pathlib.Path(out_dir) / solution.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.is_file() or out.read_text(encoding="utf-8") != text:
+        out.write_text(text, encoding="utf-8")
+    return out
+
+
+def expected_assignment_text(solution: pathlib.Path | str) -> str:
+    """The exact text :func:`assign_notebook` writes for ``solution`` (for up-to-date checks)."""
+    nb, _ = read_notebook(pathlib.Path(solution))
+    return dumps_notebook(make_assignment(nb))

@@ -1,0 +1,75 @@
+"""Judge one submission: every test, the status, the notes and the diagnostics.
+
+:func:`judge_submission` takes what the run stage produced (a
+:class:`~lablib.grading.run.RunOutcome`) and the graded cells the notebook had, judges
+every test of the lab and sums the points (:func:`summarise`). A notebook that could not
+be read at all is judged by :func:`unreadable`.
+"""
+
+from __future__ import annotations
+
+from lablib.grading.judge.tests import judge_test
+from lablib.grading.results import Diagnostic, Kind, PieceScore, Status, SubmissionResult, TestResult
+from lablib.grading.spec import LabSpec
+
+__all__ = ["judge_submission", "summarise", "unreadable"]
+
+
+def summarise(lab: LabSpec, name: str, path: str, results: list[TestResult], status: Status,
+              **extra) -> SubmissionResult:
+    """A :class:`SubmissionResult` (per-piece sums in the lab's order, totals) of judged tests."""
+    sums = {p: [0.0, 0.0] for p in lab.pieces}
+    for r in results:
+        entry = sums.setdefault(r.piece, [0.0, 0.0])
+        entry[0] += r.score
+        entry[1] += r.max_score
+    pieces = {p: PieceScore(round(s, 6), round(m, 6)) for p, (s, m) in sums.items()}
+    score = round(sum(r.score for r in results), 6)
+    max_score = round(sum(r.max_score for r in results), 6)
+    return SubmissionResult(name, path, status, score, max_score, pieces, results, **extra)
+
+
+def unreadable(lab: LabSpec, name: str, path: str, reason: str) -> SubmissionResult:
+    """The result of a notebook that could not be read: every test 0, ``invalid-notebook``."""
+    results = [TestResult.failed(t, f"the notebook could not be read: {reason}", Kind.INVALID_NOTEBOOK)
+               for t in lab.tests]
+    return summarise(lab, name, path, results, Status.of([Kind.INVALID_NOTEBOOK]),
+                     notes=[f"invalid notebook: {reason}"])
+
+
+def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=()) -> SubmissionResult:
+    """Judge every test of ``lab`` for one submission.
+
+    Args:
+        lab: the :class:`LabSpec`.
+        name, path: the submission's name in the gradebook and its notebook.
+        found: the graded cells the notebook has (piece -> cell); a piece without a cell
+            scores 0 as ``missing``.
+        outcome: the :class:`~lablib.grading.run.RunOutcome` of its run.
+        notes: what reading the notebook noticed.
+
+    Returns:
+        The :class:`SubmissionResult`; its status lists the run's problems, a judge that
+        failed (``grader-error``: such a result is not cached) and the missing cells.
+    """
+    missing = [p for p in lab.pieces if p not in found]
+    results = []
+    for t in lab.tests:
+        if t.piece not in found:
+            results.append(TestResult.failed(
+                t, f"no cell starts with `# GRADED: {t.piece}`; restore the graded cell from the lab",
+                Kind.MISSING))
+        else:
+            results.append(judge_test(t, outcome.results.get(t.id), outcome.cell_errors.get(t.piece)))
+    notes = list(notes)
+    problems = [p.kind for p in outcome.problems]
+    if any(r.kind == Kind.GRADER_ERROR for r in results):
+        problems.append(Kind.GRADER_ERROR)
+        notes.append("grader-error: a judge failed (see diagnostics); this result is not cached")
+    notes += [f"{p.kind}: {p.where}" for p in outcome.problems]
+    diagnostics = list(outcome.diagnostics)
+    diagnostics += [Diagnostic(ended=Kind.GRADER_ERROR.value, test=r.id, detail=r.detail)
+                    for r in results if r.kind == Kind.GRADER_ERROR]
+    return summarise(lab, name, path, results, Status.of(problems, missing), notes=notes,
+                     output=outcome.output, isolation=outcome.isolation, diagnostics=diagnostics,
+                     seconds=round(outcome.seconds, 3))

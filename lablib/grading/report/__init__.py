@@ -1,0 +1,63 @@
+"""Reports: one writer per output format, all behind one small interface.
+
+Each writer (:class:`~.base.Writer`: a ``name`` and ``write(out_dir, book)``) turns the
+same :class:`~.base.Gradebook` into its files; a new format is one module with one class.
+
+=========================  ======================================================
+writer                     writes
+=========================  ======================================================
+:class:`CsvGradebook`      ``grades.csv``
+:class:`JsonGradebook`     ``grades.json``
+:class:`MarkdownFeedback`  ``feedback/<stem>.md`` (what each student reads)
+:class:`HtmlFeedback`      ``feedback/<stem>.html``
+:class:`InstructorViews`   ``instructor/<stem>.md`` (submissions that are not ok)
+:class:`ClassSummary`      ``summary.json``, ``summary.html``
+:class:`GradescopeResults` ``results.json`` (Gradescope's run adds it)
+=========================  ======================================================
+
+What students may see of a result, and every status's wording, live in :mod:`.text`.
+
+Example::
+
+    from lablib.grading.report import write_reports
+    write_reports("out", lab, results)          # the DEFAULT_WRITERS
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from lablib.grading.report.base import Gradebook, Writer, feedback_stems
+from lablib.grading.report.feedback_html import HtmlFeedback
+from lablib.grading.report.feedback_markdown import MarkdownFeedback
+from lablib.grading.report.gradebook_csv import CsvGradebook
+from lablib.grading.report.gradebook_json import JsonGradebook
+from lablib.grading.report.gradescope import GradescopeResults
+from lablib.grading.report.instructor import InstructorViews
+from lablib.grading.report.summary import ClassSummary
+
+__all__ = ["Gradebook", "Writer", "DEFAULT_WRITERS", "write_reports", "feedback_stems", "CsvGradebook",
+           "JsonGradebook", "MarkdownFeedback", "HtmlFeedback", "InstructorViews", "ClassSummary",
+           "GradescopeResults"]
+
+#: What ``lablib grade`` writes.
+DEFAULT_WRITERS: tuple[Writer, ...] = (CsvGradebook(), JsonGradebook(), MarkdownFeedback(), HtmlFeedback(),
+                                       InstructorViews(), ClassSummary())
+
+
+def write_reports(out_dir, lab, results, writers=None) -> dict[str, list[pathlib.Path]]:
+    """Write every report of ``results`` under ``out_dir``.
+
+    Args:
+        out_dir: the output folder (created).
+        lab: the :class:`~lablib.grading.spec.LabSpec` graded.
+        results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
+        writers: the :class:`Writer` objects to run (default :data:`DEFAULT_WRITERS`).
+
+    Returns:
+        Writer name -> the paths it wrote.
+    """
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    book = Gradebook.of(lab, results)
+    return {writer.name: writer.write(out, book) for writer in (DEFAULT_WRITERS if writers is None else writers)}

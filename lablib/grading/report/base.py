@@ -1,0 +1,101 @@
+"""The writers' interface: a :class:`Gradebook` in, files out.
+
+A writer is any object with a ``name`` and ``write(out_dir, book) -> list of paths``
+(:class:`Writer`). Every writer gets the same :class:`Gradebook`: the lab, the results
+sorted by submission, and one feedback file stem per submission, so that files written
+by one writer can link to those of another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import pathlib
+import unicodedata
+from typing import Protocol, Sequence
+
+from lablib.grading.results import SubmissionResult
+
+__all__ = ["Gradebook", "Writer", "feedback_stems", "write_per_submission"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Gradebook:
+    """What every writer reads.
+
+    Attributes:
+        lab: the :class:`~lablib.grading.spec.LabSpec` graded (name, title, pieces, tests).
+        results: one :class:`SubmissionResult` per submission, sorted by name.
+        stems: submission name -> its feedback file stem (:func:`feedback_stems`).
+    """
+
+    lab: object
+    results: tuple[SubmissionResult, ...]
+    stems: dict[str, str]
+
+    @classmethod
+    def of(cls, lab, results: Sequence[SubmissionResult]) -> "Gradebook":
+        ordered = tuple(sorted(results, key=lambda r: r.submission))
+        return cls(lab, ordered, feedback_stems(r.submission for r in ordered))
+
+    @property
+    def pieces(self) -> list[str]:
+        """The lab's graded pieces, in order."""
+        return list(self.lab.pieces)
+
+
+class Writer(Protocol):
+    """One output format. ``write`` creates what it needs under ``out_dir`` and returns
+    the paths it wrote (files, or the folder of a file per submission)."""
+
+    name: str
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]: ...
+
+
+def write_per_submission(folder: pathlib.Path, book: Gradebook, suffix: str, render) -> list[pathlib.Path]:
+    """Write ``render(lab_title, result)`` to ``folder/<stem><suffix>`` for every submission."""
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for r in book.results:
+        path = folder / f"{book.stems[r.submission]}{suffix}"
+        path.write_text(render(book.lab.title, r), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _safe(name: str) -> str:
+    name = unicodedata.normalize("NFC", name)
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
+    return ("_" + safe[1:] if safe.startswith(".") else safe)[:120] or "submission"
+
+
+def feedback_stems(names) -> dict[str, str]:
+    """A feedback file stem per submission name, no two alike (also ignoring case).
+
+    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``); names whose safe
+    stems coincide each get the first 8 hex digits of their SHA-1 appended
+    (``Smith__John-1d2c3b4a``), so ``"Smith, John"`` and ``"Smith_ John"``, or
+    ``alice/hw`` and ``alice_hw``, never write one file. The feedback itself names the
+    submission exactly, and ``grades.json`` gives each one's file.
+    """
+    names = sorted(set(names))
+    safe = {name: _safe(name) for name in names}
+    shared: dict[str, int] = {}
+    for stem in safe.values():
+        shared[stem.casefold()] = shared.get(stem.casefold(), 0) + 1
+
+    def hashed(name: str, digits: int) -> str:
+        return f"{safe[name]}-{hashlib.sha1(name.encode('utf-8', 'surrogatepass')).hexdigest()[:digits]}"
+
+    stems, used = {}, set()
+    for name in names:
+        digits = 8
+        stem = hashed(name, digits) if shared[safe[name].casefold()] > 1 else safe[name]
+        while stem.casefold() in used:  # taken by another name's stem: a longer digest
+            digits += 4
+            stem = hashed(name, digits)
+        used.add(stem.casefold())
+        stems[name] = stem
+    return stems

@@ -1,0 +1,57 @@
+"""``feedback/<stem>.md``: each student's feedback, as markdown (the rules of :mod:`.text`)."""
+
+from __future__ import annotations
+
+import pathlib
+
+from lablib.grading.report.base import Gradebook, write_per_submission
+from lablib.grading.report.text import explain_status, num, status_text, student_detail, verdict
+from lablib.grading.results import Kind, SubmissionResult
+
+__all__ = ["MarkdownFeedback", "feedback_markdown"]
+
+
+def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
+    """The feedback text for one student (markdown)."""
+    lines = [
+        f"# {lab_title}: feedback for {result.submission}",
+        "",
+        f"**Score: {num(result.score)} / {num(result.max_score)}**  ",
+        f"Status: `{status_text(result.status)}`",
+        "",
+    ]
+    if not result.status.ok:
+        lines += [explain_status(result.status), ""]
+    for note in result.notes:
+        lines.append(f"> Note: {note}")
+    if result.notes:
+        lines.append("")
+    lines += ["| Piece | Test | Points | Result |", "|---|---|---|---|"]
+    for t in result.tests:
+        label = f"{t.name} (hidden)" if t.hidden else t.name
+        lines.append(f"| {t.piece} | {label} | {num(t.score)} / {num(t.max_score)} | {verdict(t)} |")
+    lines.append("")
+    failed = [t for t in result.tests if not t.passed]
+    if failed:
+        lines += ["## What to fix", ""]
+        for t in failed:
+            detail = student_detail(t, with_hint=False)
+            label = f"**{t.piece} / {t.name}**" + (" (hidden test)" if t.hidden else "")
+            if "\n" in detail:
+                lines.append(f"- {label}:")
+                lines += ["  ```", *("  " + line for line in detail.splitlines()), "  ```"]
+            else:
+                lines.append(f"- {label}: {detail}")
+            if t.hint and not t.hidden and t.kind != Kind.GRADER_ERROR:
+                lines.append(f"  - Hint: {t.hint}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+class MarkdownFeedback:
+    """Writes ``feedback/<stem>.md`` for every submission."""
+
+    name = "feedback (markdown)"
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
+        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".md", feedback_markdown)

@@ -1,0 +1,40 @@
+"""``grades.json``: everything about every submission, for scripts.
+
+Each submission's entry is its :meth:`~lablib.grading.results.SubmissionResult.to_dict`
+with ``status`` as text (as in ``grades.csv``), ``problems`` and ``missing`` as lists,
+and ``feedback``: the stem of its feedback files.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from lablib.grading.report.base import Gradebook
+from lablib.grading.report.text import status_text
+
+__all__ = ["JsonGradebook"]
+
+
+class JsonGradebook:
+    """Writes ``grades.json``: the lab's pieces and every submission in full."""
+
+    name = "grades.json"
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
+        lab = book.lab
+        submissions = []
+        for r in book.results:
+            entry = r.to_dict()
+            entry.update(status=status_text(r.status), problems=[k.value for k in r.status.problems],
+                         missing=list(r.status.missing), feedback=f"feedback/{book.stems[r.submission]}")
+            submissions.append(entry)
+        data = {
+            "lab": lab.name,
+            "pieces": {p: {"objects": list(lab.pieces[p].objects), "description": lab.pieces[p].description}
+                       for p in book.pieces},
+            "submissions": submissions,
+        }
+        path = pathlib.Path(out_dir) / "grades.json"
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+        return [path]

@@ -1,0 +1,66 @@
+"""``results.json`` in Gradescope's format (written in ``/autograder/results``).
+
+Gradescope grades one student's upload at a time. When it holds several notebooks, all
+are graded and the best one counts; its tests become Gradescope's tests (hidden tests
+visible ``after_published``), and the top-level output says which notebook counted.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from lablib.grading.report.base import Gradebook
+from lablib.grading.report.text import status_text, student_detail, verdict
+from lablib.grading.results import SubmissionResult
+
+__all__ = ["GradescopeResults", "to_gradescope_json", "NO_NOTEBOOK"]
+
+NO_NOTEBOOK = "No .ipynb file was submitted: upload your lab notebook."
+
+
+def to_gradescope_json(result: SubmissionResult, chosen_note: str = "") -> dict:
+    """Gradescope's results.json content for one :class:`SubmissionResult`."""
+    tests = []
+    for t in result.tests:
+        output = "passed" if t.passed else f"{verdict(t)}: {student_detail(t)}"
+        tests.append({
+            "name": f"{t.piece}: {t.name}" + (" (hidden)" if t.hidden else ""),
+            "score": t.score,
+            "max_score": t.max_score,
+            "output": output,
+            "visibility": "after_published" if t.hidden else "visible",
+        })
+    header = f"Status: {status_text(result.status)}."
+    if chosen_note:
+        header += " " + chosen_note
+    notes = [n for n in result.notes if not n.startswith(("timeout:", "memory:", "crashed:"))]
+    if notes:
+        header += "\n" + "\n".join(f"Note: {n}" for n in notes)
+    return {
+        "score": result.score,
+        "output": header,
+        "tests": tests,
+        "stdout_visibility": "hidden",
+        "visibility": "visible",
+    }
+
+
+class GradescopeResults:
+    """Writes ``results.json``: the best of the submission's notebooks, for Gradescope."""
+
+    name = "results.json (Gradescope)"
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
+        if not book.results:
+            data = {"score": 0.0, "output": NO_NOTEBOOK, "tests": [], "stdout_visibility": "hidden"}
+        else:
+            best = max(book.results, key=lambda r: r.score)
+            note = ""
+            if len(book.results) > 1:
+                note = (f"{len(book.results)} notebooks were submitted; graded all and kept the best "
+                        f"({pathlib.Path(best.path).name}).")
+            data = to_gradescope_json(best, note)
+        path = pathlib.Path(out_dir) / "results.json"
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        return [path]

@@ -1,0 +1,58 @@
+"""``instructor/<stem>.md``: the instructor's view of each submission whose status is not ``ok``.
+
+Every message in full (hidden tests included), how each failed attempt ended, the exit
+status, the tail of what the submission printed, and the judge's traceback of a grader
+error. A submission that is ``ok`` has no view (a stale one is removed).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from lablib.grading.report.base import Gradebook
+from lablib.grading.report.text import num, status_text
+from lablib.grading.results import SubmissionResult
+
+__all__ = ["InstructorViews", "instructor_markdown"]
+
+
+def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:
+    """The instructor's view of one submission (markdown)."""
+    lines = [f"# {lab_title}: {result.submission} (instructor view)", "",
+             f"Status: `{status_text(result.status)}`; score {num(result.score)} / {num(result.max_score)}; "
+             f"{result.seconds:g} s", ""]
+    lines += [f"- note: {n}" for n in result.notes]
+    lines += ["", "## Tests not passed", ""]
+    for t in result.tests:
+        if not t.passed:
+            lines.append(f"- `{t.id}`{' (hidden)' if t.hidden else ''} [{t.kind}]: {t.message}")
+    for d in result.diagnostics:
+        lines += ["", f"## {d.title}: {d.ended}", ""]
+        if d.detail:
+            lines.append(f"- detail: {d.detail}")
+        if d.exit:
+            lines.append(f"- exit: {d.exit}")
+        if d.output_tail:
+            lines += ["", "Output (tail):", "", "```", d.output_tail.rstrip(), "```"]
+    lines += ["", "## Isolation", "", "```", json.dumps(result.isolation.to_dict(), indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+class InstructorViews:
+    """Writes ``instructor/<stem>.md`` for every submission that is not ``ok``."""
+
+    name = "instructor views"
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
+        folder = pathlib.Path(out_dir) / "instructor"
+        paths = []
+        for r in book.results:
+            view = folder / f"{book.stems[r.submission]}.md"
+            if not r.status.ok:
+                folder.mkdir(parents=True, exist_ok=True)
+                view.write_text(instructor_markdown(book.lab.title, r), encoding="utf-8")
+                paths.append(view)
+            elif view.exists():
+                view.unlink()
+        return paths

@@ -1,0 +1,77 @@
+"""What a reader sees of a result, in words: the one place statuses and tests become text.
+
+Students see a public test's message and hint. Of a hidden test they see its name, its
+points and a reason that reveals nothing of its inputs or expected values: that it ran
+past the time limit, ran out of memory, crashed, that its graded cell is missing, or
+that its details are not shown. A failure inside the grader itself is never presented as
+the student's mistake. Every writer of this package follows these rules, and so does
+``lablib.check`` for public tests.
+"""
+
+from __future__ import annotations
+
+from lablib.grading.results import Kind, Status
+
+__all__ = ["verdict", "student_detail", "status_text", "explain_status", "num", "HIDDEN_REASONS",
+           "GRADER_ERROR_MESSAGE"]
+
+HIDDEN_REASONS = {
+    Kind.TIMEOUT: "it ran past the time limit",
+    Kind.MEMORY: "it ran out of memory",
+    Kind.CRASHED: "it crashed",
+    Kind.MISSING: "the graded cell is missing",
+    Kind.INVALID_NOTEBOOK: "the notebook could not be read",
+}
+GRADER_ERROR_MESSAGE = ("the grader could not judge this test: an error in the grader, not in "
+                        "your code. Your instructor sees the details and will re-grade it.")
+
+_STATUS_EXPLAINED = {
+    Kind.GRADER_ERROR: "The grader itself failed on some tests (not your doing); your instructor will re-grade them.",
+    Kind.INVALID_NOTEBOOK: "The file could not be read as a Jupyter notebook; nothing was graded.",
+    Kind.MEMORY: "Some code used more memory than allowed; those tests scored 0.",
+    Kind.TIMEOUT: "Some code ran past the time limit; those tests scored 0.",
+    Kind.CRASHED: "Some code ended the grader's process (sys.exit, os._exit, a crash); those tests scored 0.",
+    Kind.MISSING: "Graded cells were not found: every graded cell must start with its "
+                  "`# GRADED: <name>` line, exactly as in the lab.",
+}
+
+
+def num(x: float) -> str:
+    """A score as people write it: ``4``, ``2.5``."""
+    return f"{x:g}"
+
+
+def status_text(status: Status) -> str:
+    """The status in one line: ``ok``, or the problems, most serious first, then the
+    missing cells: ``"timeout; missing: softmax"`` (the gradebook's status column)."""
+    if status.ok:
+        return "ok"
+    parts = [kind.value for kind in status.problems]
+    if status.missing:
+        parts.append("missing: " + ", ".join(status.missing))
+    return "; ".join(parts)
+
+
+def explain_status(status: Status) -> str:
+    """What a status means for the student, in sentences ("" when ``ok``)."""
+    return " ".join(_STATUS_EXPLAINED[kind] for kind in status.kinds)
+
+
+def verdict(test) -> str:
+    """``passed``, ``partial`` or ``failed``."""
+    return "passed" if test.passed else ("partial" if test.score > 0 else "failed")
+
+
+def student_detail(test, *, with_hint: bool = True) -> str:
+    """The text a student sees for ``test`` (a :class:`~lablib.grading.results.TestResult`):
+    empty when it passed."""
+    if test.passed:
+        return ""
+    if test.kind == Kind.GRADER_ERROR:
+        return GRADER_ERROR_MESSAGE
+    if test.hidden:
+        return f"hidden test: {HIDDEN_REASONS.get(test.kind, 'details are not shown')}"
+    text = test.message
+    if with_hint and test.hint:
+        text += f"\nHint: {test.hint}"
+    return text

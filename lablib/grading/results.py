@@ -1,0 +1,264 @@
+"""The values every grading stage passes on: kinds, a submission's status, test results.
+
+The run stage (:mod:`~lablib.grading.run`) says how each request ended with a
+:class:`Kind`; the judge (:mod:`~lablib.grading.judge`) turns probe values into
+:class:`TestResult` objects and a :class:`SubmissionResult` whose :class:`Status` is a
+typed value (the problems met, most serious first, and the graded cells missing);
+the writers (:mod:`~lablib.grading.report`) are the only place a status becomes text.
+
+Everything here is plain data (standard library only) and round-trips through
+``to_dict``/``from_dict`` (the grading cache stores it as JSON).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Iterable
+
+__all__ = ["Kind", "PROBLEMS", "Status", "TestResult", "PieceScore", "Diagnostic", "Isolation",
+           "SubmissionResult"]
+
+
+class Kind(str, enum.Enum):
+    """How a test (or a request of the run) ended. A ``str``: ``Kind.TIMEOUT == "timeout"``,
+    and JSON writes the value."""
+
+    PASSED = "passed"
+    #: The code ran and its values were wrong.
+    FAILED = "failed"
+    #: The student's code raised.
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    #: The code ended the grader's process (``sys.exit``, ``os._exit``, a crash).
+    CRASHED = "crashed"
+    #: The graded cell was not found in the notebook.
+    MISSING = "missing"
+    INVALID_NOTEBOOK = "invalid-notebook"
+    #: The grader itself failed (a judge raised): never the student's doing.
+    GRADER_ERROR = "grader-error"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+#: The kinds that make up a submission's status, most serious first (``missing`` is
+#: carried apart, with the names of the cells).
+PROBLEMS = (Kind.GRADER_ERROR, Kind.INVALID_NOTEBOOK, Kind.MEMORY, Kind.TIMEOUT, Kind.CRASHED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """A submission's status: the problems its run met and the graded cells it lacks.
+
+    Attributes:
+        problems: kinds among :data:`PROBLEMS`, most serious first, each once.
+        missing: graded pieces whose cell was not found, in the lab's order.
+
+    Build with :meth:`of`; ``Status()`` is ``ok``. Text is the writers' business
+    (:func:`lablib.grading.report.text.status_text`).
+    """
+
+    problems: tuple[Kind, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, problems: Iterable = (), missing: Iterable[str] = ()) -> "Status":
+        """The status of ``problems`` (kinds or their values, any order, repeats allowed)
+        and ``missing`` pieces; kinds outside :data:`PROBLEMS` are ignored."""
+        given = {Kind(p) for p in problems}
+        return cls(tuple(k for k in PROBLEMS if k in given), tuple(dict.fromkeys(missing)))
+
+    @property
+    def ok(self) -> bool:
+        """No problem and nothing missing."""
+        return not self.problems and not self.missing
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]:
+        """Every kind that applies, most serious first: the problems, then ``missing``."""
+        return self.problems + ((Kind.MISSING,) if self.missing else ())
+
+    def has(self, kind) -> bool:
+        """Whether ``kind`` (a :class:`Kind` or its value) applies."""
+        return Kind(kind) in self.kinds
+
+    def to_dict(self) -> dict:
+        return {"problems": [k.value for k in self.problems], "missing": list(self.missing)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Status":
+        return cls.of(data.get("problems", ()), data.get("missing", ()))
+
+
+@dataclasses.dataclass
+class TestResult:
+    """The judged result of one test.
+
+    Attributes:
+        id: ``"piece::name"``.
+        piece, name: the graded piece and the test's name.
+        score, max_score: points earned and available.
+        passed: full marks.
+        hidden: a hidden test (its message is not shown to students).
+        message: why it failed ("" when passed).
+        hint: the test's hint for students.
+        kind: how it ended (:class:`Kind`).
+        detail: for the instructor only (the judge's traceback of a grader error).
+    """
+
+    __test__ = False
+
+    id: str
+    piece: str
+    name: str
+    score: float
+    max_score: float
+    passed: bool
+    hidden: bool
+    message: str = ""
+    hint: str = ""
+    kind: Kind = Kind.PASSED
+    detail: str = ""
+
+    def __post_init__(self):
+        self.kind = Kind(self.kind)
+
+    @classmethod
+    def failed(cls, test, message: str, kind) -> "TestResult":
+        """A zero-score result of ``test`` (a :class:`~lablib.grading.spec.Test`)."""
+        return cls(test.id, test.piece, test.name, 0.0, test.points, False, test.hidden,
+                   message, test.hint, Kind(kind))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["kind"] = self.kind.value
+        return data
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceScore:
+    """Points of one graded piece: the sum over its tests."""
+
+    score: float = 0.0
+    max_score: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnostic:
+    """For the instructor: one run attempt that did not end normally, or a judge that failed.
+
+    Attributes:
+        ended: how it ended (``timeout``, ``memory``, ``crashed``, ``setup`` for the lab's
+            set-up cells, ``grader-error`` for a judge).
+        running: what was running (``startup``, ``setup``, ``cell <piece>``, ``test <id>``);
+            empty for a judge.
+        test: the test whose judge failed (judge diagnostics only).
+        attempt: the attempt's number (run diagnostics only).
+        detail: what happened (the judge's traceback, the limit that was hit).
+        exit: the process's exit status, in words.
+        output_tail: the end of what the attempt printed.
+    """
+
+    ended: str
+    running: str = ""
+    test: str = ""
+    attempt: int = 0
+    detail: str = ""
+    exit: str = ""
+    output_tail: str = ""
+
+    @property
+    def title(self) -> str:
+        """What it is about: the step that was running, or the test."""
+        return self.running or self.test
+
+
+@dataclasses.dataclass(frozen=True)
+class Isolation:
+    """What isolation the run had, recorded by the grader (never by the student's process).
+
+    Attributes:
+        uid: the uid the submission ran as (None: unknown).
+        network, filesystem, processes: what was private and what shared, in words.
+        notes: anything that was not as asked (a namespace that could not be made...).
+    """
+
+    uid: int | None = None
+    network: str = "unknown"
+    filesystem: str = "unknown"
+    processes: str = "unknown"
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_report(cls, report: dict, notes: Iterable[str] = ()) -> "Isolation":
+        """From the sandbox stage's report (extra keys ignored) plus the grader's ``notes``."""
+        return cls(report.get("uid"), str(report.get("network", "unknown")),
+                   str(report.get("filesystem", "unknown")), str(report.get("processes", "unknown")),
+                   tuple(str(n) for n in report.get("notes", ())) + tuple(notes))
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["notes"] = list(self.notes)
+        return data
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    """Everything the reports need about one graded submission.
+
+    Attributes:
+        submission: its name in the gradebook (unique in the batch).
+        path: the notebook graded.
+        status: a :class:`Status`.
+        score, max_score: the total.
+        pieces: piece -> :class:`PieceScore`, in the lab's order.
+        tests: one :class:`TestResult` per test.
+        notes: what the reader of the notebook and the run noticed, in words.
+        output: what the submission printed (capped).
+        isolation: an :class:`Isolation`.
+        diagnostics: :class:`Diagnostic` entries for the instructor.
+        seconds: wall time of the run.
+        cached: taken from the grading cache.
+    """
+
+    submission: str
+    path: str
+    status: Status
+    score: float
+    max_score: float
+    pieces: dict[str, PieceScore]
+    tests: list[TestResult]
+    notes: list[str] = dataclasses.field(default_factory=list)
+    output: str = ""
+    isolation: Isolation = dataclasses.field(default_factory=Isolation)
+    diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-ready) of the result, tests included."""
+        return {
+            "submission": self.submission, "path": self.path, "status": self.status.to_dict(),
+            "score": self.score, "max_score": self.max_score,
+            "pieces": {p: dataclasses.asdict(s) for p, s in self.pieces.items()},
+            "tests": [t.to_dict() for t in self.tests], "notes": list(self.notes), "output": self.output,
+            "isolation": self.isolation.to_dict(),
+            "diagnostics": [dataclasses.asdict(d) for d in self.diagnostics],
+            "seconds": self.seconds, "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SubmissionResult":
+        """Inverse of :meth:`to_dict` (used by the grading cache)."""
+        return cls(
+            data["submission"], data["path"], Status.from_dict(data["status"]), data["score"],
+            data["max_score"], {p: PieceScore(**s) for p, s in data["pieces"].items()},
+            [TestResult(**t) for t in data["tests"]], list(data.get("notes", [])), data.get("output", ""),
+            Isolation.from_report(data.get("isolation", {})),
+            [Diagnostic(**d) for d in data.get("diagnostics", [])], data.get("seconds", 0.0),
+            data.get("cached", False))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lablib.data import DataNotFoundError, load_tu_dataset
-from lablib.data.molecules import GraphDataset
+from lablib.data.graph_dataset import GraphDataset
 from lablib.data.tu import TUDataset, read_tu_folder
 
 

@@ -20,7 +20,7 @@ _EXPORTS = {
     "MoleculeDataset": "molecules",
     "smiles_to_graph": "molecules",
     "morgan_fingerprints": "molecules",
-    "GraphDataset": "molecules",
+    "GraphDataset": "graph_dataset",
     "load_tu_dataset": "tu",
     "load_cora": "cora",
     "CoraData": "cora",

@@ -9,7 +9,7 @@ A TU dataset ``DS`` is a folder of comma-separated text files with 1-based ids:
   encoded here) and ``DS_node_attributes.txt`` (real-valued, appended to the
   node features).
 
-The result is a :class:`TUDataset`, a :class:`lablib.data.molecules.GraphDataset`:
+The result is a :class:`TUDataset`, a :class:`lablib.data.graph_dataset.GraphDataset`:
 the same ``len``, ``x``, ``edge_index``, ``edge_attr``, ``y``, ``split`` and
 ``dense_dataset`` / ``disjoint_dataset`` as the molecule datasets.
 
@@ -27,7 +27,7 @@ import pathlib
 import numpy as np
 
 from lablib.data import sources
-from lablib.data.molecules import GraphDataset
+from lablib.data.graph_dataset import GraphDataset
 
 __all__ = ["load_tu_dataset", "read_tu_folder", "TUDataset"]
 
@@ -43,7 +43,7 @@ _KNOWN_NAMES = {
 class TUDataset(GraphDataset):
     """Graphs of a TU dataset, with integer class labels.
 
-    Attributes (besides those of :class:`lablib.data.molecules.GraphDataset`):
+    Attributes (besides those of :class:`lablib.data.graph_dataset.GraphDataset`):
         y: int64 ``[num_graphs]`` class ids ``0..num_classes-1``.
         label_values: the original label of each class id (MUTAG: ``[-1, 1]``, so class
             1 is "mutagenic").

@@ -1,4 +1,5 @@
-"""Helpers shared by lablib's layers: registration, argument checks, mask values."""
+"""Helpers shared by lablib's layers: registration, argument checks, the weight options
+(initializers, regularizers, constraints: read, cloned, serialized in one way), mask values."""
 
 from __future__ import annotations
 
@@ -71,3 +72,70 @@ def masked_fill(logits, allowed, dtype=None):
     dtype = dtype or logits.dtype
     fill = tf.cast(large_negative(dtype), logits.dtype)
     return tf.where(tf.cast(allowed, tf.bool), logits, fill)
+
+
+# --------------------------------------------------------------------------- weight options
+
+#: An option's kind, from the end of its argument name -> (Keras module, example value).
+_OPTION_KINDS = {
+    "_initializer": (keras.initializers, "glorot_uniform"),
+    "_regularizer": (keras.regularizers, "l2"),
+    "_constraint": (keras.constraints, "max_norm"),
+}
+
+
+def _option_kind(argument: str):
+    for suffix, kind in _OPTION_KINDS.items():
+        if argument.endswith(suffix):
+            return kind
+    raise ValueError(f"{argument!r} is not a weight option (its name ends with none of {list(_OPTION_KINDS)}).")
+
+
+def keras_option(module, value, argument: str, layer: str, example):
+    """``module.get(value)`` (``module``: ``keras.activations``, ``keras.initializers``...).
+
+    Raises:
+        ValueError: saying which argument of which layer got what, and an example.
+    """
+    try:
+        return module.get(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"{layer}: `{argument}` must be a Keras {module.__name__.rsplit('.', 1)[-1][:-1]} "
+            f"or its name (e.g. {example!r}), got {value!r} ({error})."
+        ) from None
+
+
+def weight_option(argument: str, value, layer: str):
+    """``value`` (a Keras initializer, regularizer or constraint, its name or config, or
+    None) as the object, the kind read from ``argument``'s name (``kernel_initializer``)."""
+    module, example = _option_kind(argument)
+    return keras_option(module, value, argument, layer, example)
+
+
+def set_weight_options(layer, arguments: dict, name: str) -> None:
+    """Set every weight option among ``arguments`` (a constructor's ``locals()``) on
+    ``layer``, checked by :func:`weight_option`; :func:`weight_options_config` serializes
+    the same ones."""
+    names = tuple(a for a in arguments if any(a.endswith(suffix) for suffix in _OPTION_KINDS))
+    for argument in names:
+        setattr(layer, argument, weight_option(argument, arguments[argument], name))
+    layer._weight_option_names = names
+
+
+def serialize_option(argument: str, value):
+    """The config of one weight option (None stays None)."""
+    module, _ = _option_kind(argument)
+    return None if value is None else module.serialize(value)
+
+
+def weight_options_config(layer) -> dict:
+    """``{argument: config}`` of the options :func:`set_weight_options` set, for ``get_config``."""
+    return {argument: serialize_option(argument, getattr(layer, argument))
+            for argument in layer._weight_option_names}
+
+
+def clone_initializer(initializer):
+    """A fresh copy of ``initializer`` for each weight: tf_keras returns identical values
+    when one unseeded initializer instance creates two weights."""
+    return initializer.__class__.from_config(initializer.get_config())

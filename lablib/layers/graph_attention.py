@@ -7,17 +7,14 @@ import tensorflow as tf
 from lablib.layers._common import (
     check_positive_int,
     check_rate,
+    clone_initializer,
     keras,
     masked_fill,
     register,
+    set_weight_options,
+    weight_options_config,
 )
-from lablib.layers.graph_conv import (
-    GraphInputs,
-    _serialize,
-    _shape,
-    clone_initializer,
-    features_matmul,
-)
+from lablib.layers._graph_ops import GraphInputs, features_matmul, shape_text
 
 __all__ = ["GraphAttention"]
 
@@ -171,8 +168,9 @@ class GraphAttention(keras.layers.Layer):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
         name = "GraphAttention"
+        super().__init__(**kwargs)
+        set_weight_options(self, locals(), name)
         self.units = check_positive_int("units", units, name)
         self.num_heads = check_positive_int("num_heads", num_heads, name)
         self.concat_heads = bool(concat_heads)
@@ -190,13 +188,6 @@ class GraphAttention(keras.layers.Layer):
         self.edge_dim = None if edge_dim is None else check_positive_int("edge_dim", edge_dim, name)
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.attention_initializer = keras.initializers.get(attention_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
-        self.bias_constraint = keras.constraints.get(bias_constraint)
         self.dropout = (
             keras.layers.Dropout(self.attention_dropout, name="attention_dropout")
             if self.attention_dropout > 0
@@ -271,7 +262,7 @@ class GraphAttention(keras.layers.Layer):
         if features is not None and features != self._features:
             raise ValueError(
                 f"GraphAttention was built for {self._features} node features but got x "
-                f"with {features} (shape {_shape(x)})."
+                f"with {features} (shape {shape_text(x)})."
             )
         z = features_matmul(x, tf.cast(self.kernel, dtype))
         z = tf.reshape(
@@ -326,8 +317,8 @@ class GraphAttention(keras.layers.Layer):
             shape.rank != rank or (shape[-1] is not None and shape[-1] != self.edge_dim) or bad_nodes
         ):
             raise ValueError(
-                f"{name}: edge_attr must have shape {expected}, got shape {_shape(edge_attr)}"
-                f" with x of shape {_shape(graph.x)}."
+                f"{name}: edge_attr must have shape {expected}, got shape {shape_text(edge_attr)}"
+                f" with x of shape {shape_text(graph.x)}."
             )
         if graph.mode == "sparse" and tf.executing_eagerly():
             edges = int(tf.shape(graph.sources)[0])
@@ -481,15 +472,7 @@ class GraphAttention(keras.layers.Layer):
                 "edge_dim": self.edge_dim,
                 "activation": keras.activations.serialize(self.activation),
                 "use_bias": self.use_bias,
-                "kernel_initializer": _serialize(keras.initializers, self.kernel_initializer),
-                "attention_initializer": _serialize(
-                    keras.initializers, self.attention_initializer
-                ),
-                "bias_initializer": _serialize(keras.initializers, self.bias_initializer),
-                "kernel_regularizer": _serialize(keras.regularizers, self.kernel_regularizer),
-                "bias_regularizer": _serialize(keras.regularizers, self.bias_regularizer),
-                "kernel_constraint": _serialize(keras.constraints, self.kernel_constraint),
-                "bias_constraint": _serialize(keras.constraints, self.bias_constraint),
+                **weight_options_config(self),
             }
         )
         return config

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from lablib.layers._common import check_choice, check_positive_int, keras, register
+from lablib.layers._common import check_choice, check_positive_int, clone_initializer, keras, register
 
 
 def not_equal(x, value):
@@ -259,20 +259,17 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.supports_masking = mask_zero
         self._table = None
 
-    def _clone_initializer(self):
-        return keras.initializers.get(_initializer_config(self.embeddings_initializer))
-
     def build(self, input_shape):
         self.token_embeddings = self.add_weight(
             name="token_embeddings",
             shape=(self.vocabulary_size, self.embedding_dim),
-            initializer=self._clone_initializer(),
+            initializer=clone_initializer(self.embeddings_initializer),
         )
         if self.positional == "learned":
             self.position_embeddings = self.add_weight(
                 name="position_embeddings",
                 shape=(self.max_length, self.embedding_dim),
-                initializer=self._clone_initializer(),
+                initializer=clone_initializer(self.embeddings_initializer),
             )
         else:
             self._table = positional_encoding(self.max_length, self.embedding_dim)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from lablib.layers._common import check_choice, keras, register
-from lablib.layers.graph_conv import _shape
+from lablib.layers._graph_ops import shape_text
 
 __all__ = ["GraphReadout"]
 
@@ -76,7 +76,7 @@ class GraphReadout(keras.layers.Layer):
         if x.shape.rank is not None and x.shape.rank != 3:
             raise ValueError(
                 f"GraphReadout: without `graph_ids`, x must be a dense batch [B, N, F], got "
-                f"shape {_shape(x)}. For a disjoint batch x [V, F] pass "
+                f"shape {shape_text(x)}. For a disjoint batch x [V, F] pass "
                 f"graph_ids=... (from lablib.graphs.disjoint_batch)."
             )
         if mask is None:
@@ -89,7 +89,7 @@ class GraphReadout(keras.layers.Layer):
         if mask.shape.rank is not None and mask.shape.rank != 2:
             raise ValueError(
                 f"GraphReadout: mask must have shape [B, N] (True for real nodes), got shape "
-                f"{_shape(mask)}."
+                f"{shape_text(mask)}."
             )
         mask = tf.cast(mask, tf.bool)[:, :, None]  # [B, N, 1]
         if self.mode == "max":
@@ -109,12 +109,12 @@ class GraphReadout(keras.layers.Layer):
         if x.shape.rank is not None and x.shape.rank != 2:
             raise ValueError(
                 f"GraphReadout: with `graph_ids`, x must be a disjoint batch [V, F], got shape "
-                f"{_shape(x)}. For a dense batch x [B, N, F] pass mask=... instead."
+                f"{shape_text(x)}. For a dense batch x [B, N, F] pass mask=... instead."
             )
         if graph_ids.shape.rank is not None and graph_ids.shape.rank != 1:
             raise ValueError(
                 f"GraphReadout: graph_ids must have shape [V] (one graph id per node), got "
-                f"shape {_shape(graph_ids)}."
+                f"shape {shape_text(graph_ids)}."
             )
         if not graph_ids.dtype.is_integer:
             raise ValueError(
@@ -160,7 +160,7 @@ class GraphReadout(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         return None
 
-    def compute_output_shape(self, input_shape):
+    def compute_outputshape_text(self, input_shape):
         input_shape = tuple(input_shape)
         if len(input_shape) == 3:
             return (input_shape[0], input_shape[2])

@@ -21,7 +21,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from lablib.layers._common import check_positive_int, check_rate, keras, register
+from lablib.layers._common import (
+    check_positive_int,
+    check_rate,
+    clone_initializer,
+    keras,
+    keras_option,
+    register,
+    set_weight_options,
+    weight_options_config,
+)
 from lablib.layers.attention import attend
 
 __all__ = ["TransformerEncoderBlock", "TransformerDecoderBlock"]
@@ -45,20 +54,6 @@ _TFM_ONLY_OPTIONS = {
     "linformer_dim": None,
     "linformer_shared_kv_projection": True,
 }
-
-
-def _serialize(module, value):
-    return None if value is None else module.serialize(value)
-
-
-def _get(module, value, argument, layer, example):
-    try:
-        return module.get(value)
-    except (ValueError, TypeError) as error:
-        raise ValueError(
-            f"{layer}: `{argument}` must be a Keras {module.__name__.rsplit('.', 1)[-1][:-1]} "
-            f"or its name (e.g. {example!r}), got {value!r} ({error})."
-        ) from None
 
 
 def _layer_norm(x, gamma, beta, epsilon):
@@ -123,6 +118,7 @@ class _TransformerBlock(keras.layers.Layer):
                         f"legacy mode if you need it."
                     )
         super().__init__(**kwargs)
+        set_weight_options(self, locals(), name)
         self.num_attention_heads = check_positive_int(
             "num_attention_heads", num_attention_heads, name
         )
@@ -132,39 +128,13 @@ class _TransformerBlock(keras.layers.Layer):
                 f"{name}: `inner_activation` must be an activation name or function "
                 f"(e.g. 'relu' or 'gelu'), got None."
             )
-        self._inner_activation_fn = _get(
+        self._inner_activation_fn = keras_option(
             keras.activations, inner_activation, "inner_activation", name, "relu"
         )
         self.inner_activation = (
             inner_activation
             if isinstance(inner_activation, str)
             else keras.activations.serialize(self._inner_activation_fn)
-        )
-        self.kernel_initializer = _get(
-            keras.initializers, kernel_initializer, "kernel_initializer", name, "glorot_uniform"
-        )
-        self.bias_initializer = _get(
-            keras.initializers, bias_initializer, "bias_initializer", name, "zeros"
-        )
-        self.attention_initializer = (
-            None
-            if attention_initializer is None
-            else _get(
-                keras.initializers, attention_initializer, "attention_initializer", name,
-                "glorot_uniform",
-            )
-        )
-        self.kernel_regularizer = _get(
-            keras.regularizers, kernel_regularizer, "kernel_regularizer", name, "l2"
-        )
-        self.bias_regularizer = _get(
-            keras.regularizers, bias_regularizer, "bias_regularizer", name, "l2"
-        )
-        self.kernel_constraint = _get(
-            keras.constraints, kernel_constraint, "kernel_constraint", name, "max_norm"
-        )
-        self.bias_constraint = _get(
-            keras.constraints, bias_constraint, "bias_constraint", name, "max_norm"
         )
         for flag, value in (("use_bias", use_bias), ("norm_first", norm_first),
                             ("return_attention_scores", return_attention_scores)):
@@ -203,7 +173,7 @@ class _TransformerBlock(keras.layers.Layer):
             "bias": self.bias_initializer,
             "attention": self.attention_initializer or self.kernel_initializer,
         }[kind]
-        return keras.initializers.get(keras.initializers.serialize(source))
+        return clone_initializer(source)
 
     def _weight(self, name, shape, kind, autocast=True):
         kwargs = dict(name=name, shape=tuple(shape), initializer=self._initializer(kind))
@@ -327,19 +297,13 @@ class _TransformerBlock(keras.layers.Layer):
                 "num_attention_heads": self.num_attention_heads,
                 "inner_dim": self.inner_dim,
                 "inner_activation": self.inner_activation,
-                "kernel_initializer": _serialize(keras.initializers, self.kernel_initializer),
-                "bias_initializer": _serialize(keras.initializers, self.bias_initializer),
-                "kernel_regularizer": _serialize(keras.regularizers, self.kernel_regularizer),
-                "bias_regularizer": _serialize(keras.regularizers, self.bias_regularizer),
-                "kernel_constraint": _serialize(keras.constraints, self.kernel_constraint),
-                "bias_constraint": _serialize(keras.constraints, self.bias_constraint),
+                **weight_options_config(self),
                 "use_bias": self.use_bias,
                 "norm_first": self.norm_first,
                 "norm_epsilon": self.norm_epsilon,
                 "output_dropout": self.output_dropout,
                 "attention_dropout": self.attention_dropout,
                 "inner_dropout": self.inner_dropout,
-                "attention_initializer": _serialize(keras.initializers, self.attention_initializer),
                 "key_dim": self.key_dim,
                 "value_dim": self.value_dim,
                 "return_attention_scores": self.return_attention_scores,

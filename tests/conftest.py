@@ -2,14 +2,14 @@
 
 Keras mode: one Python process runs either Keras 3 or tf_keras. Tests marked
 ``legacy`` need ``TF_USE_LEGACY_KERAS=1`` from the start; a plain ``pytest`` run
-deselects them and ``tests/test_legacy_mode.py`` runs them in a child process, so the
+deselects them and ``tests/layers/test_legacy_mode.py`` runs them in a child process, so the
 one README command covers both modes.
 
 Devices: tests marked ``distributed`` need several logical CPU devices, which
 TensorFlow can only be given before it initialises its devices. With
 ``LABLIB_TEST_LOGICAL_CPUS=N`` (N >= 2) this file splits the CPU into N logical devices
 before any test runs and keeps only those tests; otherwise they are deselected and
-``tests/test_distribute.py`` runs them in a child process.
+``tests/layers/test_distribute.py`` runs them in a child process.
 """
 
 import os
@@ -56,7 +56,7 @@ def full_float32_on_gpus():
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "distributed: needs LABLIB_TEST_LOGICAL_CPUS>=2 (run by tests/test_distribute.py "
+        "distributed: needs LABLIB_TEST_LOGICAL_CPUS>=2 (run by tests/layers/test_distribute.py "
         "in its own process)",
     )
 

@@ -4,7 +4,7 @@ Both blocks create all their weights in ``build`` with ``add_weight`` and comput
 multi-head attention themselves (einsum projections + :func:`attend`), so the same
 code runs on Keras 3 and on tf_keras (legacy mode), and the encoder's weights have
 the shapes of ``tfm.nlp.layers.TransformerEncoderBlock``'s, so they can be copied
-from one to the other (see ``tests/test_transformer.py``).
+from one to the other (see ``tests/layers/test_transformer.py``).
 
 Weight shapes (``d`` model size, ``H`` heads, ``k``/``v`` key/value size per head)::
 

@@ -4,19 +4,13 @@ import numpy as np
 import pytest
 
 import lablib
-from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
 from grading_paths import FIXTURE_SOLUTION
+from notebook_helpers import exec_lab_cells
 
 
 @pytest.fixture()
 def solution_ns(fixture_lab):
-    nb, _ = read_notebook(FIXTURE_SOLUTION)
-    ns = {}
-    for source in setup_sources(nb):
-        exec(source, ns)
-    for cell in graded_cells(nb)[0].values():
-        exec(cell.source, ns)
-    return ns
+    return exec_lab_cells(FIXTURE_SOLUTION)
 
 
 def test_check_passes_solution_and_never_claims_all_passed(fixture_lab, solution_ns, capsys):

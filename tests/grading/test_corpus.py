@@ -17,6 +17,8 @@ import pytest
 from lablib.grading.run.isolation import sandbox_possible as _sandbox_possible
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT
 
+pytestmark = pytest.mark.integration  # grades the hostile corpus as one batch
+
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 
 

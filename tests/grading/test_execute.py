@@ -16,6 +16,8 @@ from lablib.grading.run import Limits, ProbeRequest, ProbeResult, run_submission
 from lablib.grading.run import protocol
 from lablib.grading.run.isolation import sandbox_possible
 
+pytestmark = pytest.mark.integration  # runs submissions in sandboxed child processes
+
 needs_root = pytest.mark.skipif(not sandbox_possible(), reason="the sandbox stage needs root on Linux")
 
 

@@ -7,7 +7,7 @@ the computation (the right constants, zeros, flags, weights that do not fit the
 outputs) fail with :class:`TestFailure`, while the values the real probe returns on
 the reference solution pass. Those real values come from running the probes on the
 solution's graded cells in a fresh Python process (each lab picks its own Keras mode),
-as ``tests/test_lab_public_checks.py`` does.
+as ``tests/labs/test_lab_public_checks.py`` does.
 """
 
 import copy
@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 from lablib.grading.spec import TestFailure, load_lab
+
+pytestmark = pytest.mark.integration  # runs the real labs' probes and judges in child processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

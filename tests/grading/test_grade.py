@@ -13,6 +13,8 @@ from lablib.cli import main
 from lablib.grading.author.assignment import assign_notebook
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 
+pytestmark = pytest.mark.integration  # grades batches with the sandboxed runner
+
 
 @pytest.fixture()
 def batch(tmp_path):

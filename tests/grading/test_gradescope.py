@@ -8,8 +8,12 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from lablib.cli import main
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
+
+pytestmark = pytest.mark.integration  # builds autograder zips and runs them
 
 
 def _install(zip_path, root):

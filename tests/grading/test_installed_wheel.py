@@ -25,7 +25,7 @@ import pytest
 
 from grading_paths import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]  # builds and installs a wheel, runs a simulated Gradescope
 
 LAB = "lab1_attention"
 SOLUTION = ROOT / "solutions" / f"{LAB}.ipynb"

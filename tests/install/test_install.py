@@ -19,7 +19,7 @@ import pytest
 from lablib import install
 from lablib.labs import all_labs
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 # short name -> notebook name, from the lab registry
 LABS = {lab.short: lab.name for lab in all_labs()}
 

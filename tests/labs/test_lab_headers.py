@@ -16,7 +16,7 @@ import pytest
 from lablib.grading.author.assignment import BEGIN_ANSWER
 from lablib.grading.spec import load_lab
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 PIECE_ROW = re.compile(r"^\| `(\w+)` \| .* \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)
 TOTAL_ROW = re.compile(r"^\| all graded pieces \| public tests \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)

@@ -34,7 +34,7 @@ from lablib.layers import (
     TransformerEncoderBlock,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOSS_RTOL = 1e-5
 WEIGHT_ATOL = 1e-5
 
@@ -159,6 +159,7 @@ def test_disjoint_padding_fits_every_batch():
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # the distributed tests, in a child process with two logical CPUs
 def test_two_replica_suite():
     env = dict(os.environ, LABLIB_TEST_LOGICAL_CPUS="2")
     env.pop("TF_USE_LEGACY_KERAS", None)

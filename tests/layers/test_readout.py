@@ -1,7 +1,7 @@
 """Tests for lablib.layers.GraphReadout (dense with mask, disjoint with graph_ids).
 
 Legacy (tf_keras) tests: ``TF_USE_LEGACY_KERAS=1 .venv/bin/pytest -q -m legacy
-tests/test_readout.py``.
+tests/layers/test_readout.py``.
 """
 
 import numpy as np

@@ -5,7 +5,7 @@ lablib layers; outputs must agree to ``atol=1e-5`` in both the sparse (edge_inde
 the dense (adjacency) batch layout. Needs the ``pyg`` extra (``torch``,
 ``torch_geometric``); CI installs it, so a missing install fails here, loudly.
 
-Run: ``.venv/bin/pytest -q tests/test_pyg_parity.py -s`` (``-s`` shows the max
+Run: ``.venv/bin/pytest -q tests/layers/test_pyg_parity.py -s`` (``-s`` shows the max
 differences).
 """
 

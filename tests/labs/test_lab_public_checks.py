@@ -22,7 +22,9 @@ import pytest
 from lablib.grading.grade import grade
 from lablib.grading.author.assignment import assign_notebook
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration  # grades every lab's solution and blank lab in child processes
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURE_LAB = ROOT / "tests" / "grading" / "fixtures" / "lab0_fixture"
 LABS = [(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb", str(FIXTURE_LAB))] + [
     (path, path.stem) for path in sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -34,19 +36,14 @@ PARAMS = [
 
 IN_PROCESS = r'''
 import json, sys
-from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
+sys.path.insert(0, sys.argv[3])  # tests/: notebook_helpers
+from notebook_helpers import exec_lab_cells
 from lablib.grading.spec import load_lab
 import lablib
 
 solution, spec = sys.argv[1], sys.argv[2]
 lab = load_lab(spec)
-nb, _ = read_notebook(solution)
-ns = {"__name__": "__main__"}
-for source in setup_sources(nb):
-    exec(compile(source, "<setup>", "exec"), ns)
-cells, _ = graded_cells(nb)
-for name, cell in cells.items():
-    exec(compile(cell.source, f"<graded cell {name}>", "exec"), ns)
+ns = exec_lab_cells(solution)
 report = {}
 for piece in lab.pieces:
     objects = {name: ns[name] for name in lab.pieces[piece].objects if name in ns}
@@ -64,7 +61,7 @@ def _env():
 
 @pytest.mark.parametrize("solution, spec", PARAMS)
 def test_public_checks_pass_in_process(solution, spec):
-    result = subprocess.run([sys.executable, "-c", IN_PROCESS, str(solution), spec], capture_output=True,
+    result = subprocess.run([sys.executable, "-c", IN_PROCESS, str(solution), spec, str(ROOT / "tests")], capture_output=True,
                             text=True, env=_env(), cwd=ROOT, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.split("REPORT", 1)[1])

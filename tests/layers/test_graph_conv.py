@@ -1,7 +1,7 @@
 """Tests for lablib.layers.GraphConv (dense and sparse batches, both normalisations).
 
 Legacy (tf_keras) tests: ``TF_USE_LEGACY_KERAS=1 .venv/bin/pytest -q -m legacy
-tests/test_graph_conv.py``.
+tests/layers/test_graph_conv.py``.
 """
 
 import numpy as np

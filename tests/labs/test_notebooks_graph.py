@@ -6,23 +6,23 @@ cell that raises fails the test with the cell's traceback; the printed checks (t
 permutation demo, NumPy forms vs lablib's layers, result tables) are then asserted.
 Slow (a minute or two each): marked ``slow``. That the solutions get full marks and the
 blank labs zero from the public tests is checked for every lab by
-``tests/test_lab_public_checks.py``.
+``tests/labs/test_lab_public_checks.py``.
 """
 
-import os
 import pathlib
 import re
 import sys
-import time
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+pytestmark = pytest.mark.integration  # runs the solution notebooks in Jupyter kernels
+
+pytest.importorskip("nbclient")
 
 from lablib.labs import all_labs  # noqa: E402
+from notebook_helpers import execute_notebook, outputs_text  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 
 # Fast-mode budgets (seconds) on 2 CPU cores, from the lab registry (lablib/labs.py); a
@@ -31,36 +31,8 @@ BUDGETS = {lab.name: lab.fast_seconds for lab in all_labs()}
 
 
 def _execute(name, shared_data, tmp_path, monkeypatch):
-    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
-    monkeypatch.setenv("LABLIB_FAST", "1")
-    monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    # The kernel must import this checkout of lablib, not an installed copy.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)  # the notebook chooses
-    client = nbclient.NotebookClient(nb, timeout=BUDGETS[name], kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    start = time.perf_counter()
-    client.execute()
-    elapsed = time.perf_counter() - start
-    print(f"{name}: executed in {elapsed:.1f} s (fast mode)")
-    return nb, elapsed
-
-
-def _outputs_text(nb):
-    """All text the cells printed; stream chunks are joined as printed (a line may be
-    split over several chunks)."""
-    text = []
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream":
-                text.append(output.get("text", ""))
-            elif "data" in output:
-                text.append("\n" + output["data"].get("text/plain", "") + "\n")
-        text.append("\n")
-    return "".join(text)
+    return execute_notebook(SOLUTIONS / f"{name}.ipynb", tmp_path, monkeypatch, timeout=BUDGETS[name],
+                            shared_data=shared_data, env={"MPLBACKEND": "Agg"})
 
 
 def _max_difference(text, label):
@@ -74,7 +46,7 @@ def _max_difference(text, label):
 def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab3_gcn_molecules", shared_data, tmp_path, monkeypatch)
     assert elapsed < BUDGETS["lab3_gcn_molecules"]
-    text = _outputs_text(nb)
+    text = outputs_text(nb)
     # Permutation demo: the graph network is invariant, the MLP is not.
     changes = dict(re.findall(r"(MLP|CNN|GNN): .*change = ([0-9.eE+-]+)", text))
     assert float(changes["GNN"]) < 1e-4 and float(changes["MLP"]) > 1e-4, changes
@@ -103,7 +75,7 @@ def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
 def test_lab4_gat_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab4_gat", shared_data, tmp_path, monkeypatch)
     assert elapsed < BUDGETS["lab4_gat"]
-    text = _outputs_text(nb)
+    text = outputs_text(nb)
     # Multi-head NumPy implementation == lablib.layers.GraphAttention, both modes.
     assert max(_max_difference(text, "concat=")) < 1e-5
     assert "| GAT (Velickovic et al.) |" in text and "| GCN (Kipf & Welling) |" in text

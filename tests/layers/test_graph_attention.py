@@ -1,7 +1,7 @@
 """Tests for lablib.layers.GraphAttention (dense and sparse batches).
 
 Legacy (tf_keras) tests: ``TF_USE_LEGACY_KERAS=1 .venv/bin/pytest -q -m legacy
-tests/test_graph_attention.py``.
+tests/layers/test_graph_attention.py``.
 """
 
 import numpy as np

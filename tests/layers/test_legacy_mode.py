@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration  # runs the legacy-mode suite in a child process
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

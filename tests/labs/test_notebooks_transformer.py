@@ -6,20 +6,20 @@ that raises fails the test with the cell's traceback. Slow (a few minutes): mark
 ``slow``.
 """
 
-import os
 import pathlib
 import re
 import sys
-import time
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+pytestmark = pytest.mark.integration  # runs the solution notebooks in Jupyter kernels
+
+pytest.importorskip("nbclient")
 
 from lablib.labs import all_labs  # noqa: E402
+from notebook_helpers import execute_notebook, outputs_text  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 
 # Fast-mode budgets (seconds) on 2 CPU cores, from the lab registry (lablib/labs.py); a
@@ -28,45 +28,15 @@ BUDGETS = {lab.name: lab.fast_seconds for lab in all_labs()}
 
 
 def _execute(name, shared_data, tmp_path, monkeypatch):
-    path = SOLUTIONS / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    monkeypatch.setenv("LABLIB_FAST", "1")
-    monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
-    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend
-    # The kernel must import this checkout of lablib, not an installed copy.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)  # the notebook chooses
-    client = nbclient.NotebookClient(
-        nb,
-        timeout=BUDGETS[name],
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},  # files it writes go here
-    )
-    start = time.perf_counter()
-    client.execute()
-    elapsed = time.perf_counter() - start
-    print(f"{name}: executed in {elapsed:.1f} s (fast mode)")
-    return nb, elapsed
-
-
-def _outputs_text(nb):
-    text = []
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream":
-                text.append(output.get("text", ""))
-            elif "data" in output:
-                text.append(output["data"].get("text/plain", ""))
-    return "\n".join(text)
+    return execute_notebook(SOLUTIONS / f"{name}.ipynb", tmp_path, monkeypatch, timeout=BUDGETS[name],
+                            shared_data=shared_data, env={"MPLBACKEND": None})  # the kernel's inline backend
 
 
 @pytest.mark.slow
 def test_lab1_attention_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab1_attention", shared_data, tmp_path, monkeypatch)
     assert elapsed < BUDGETS["lab1_attention"]
-    text = _outputs_text(nb)
+    text = outputs_text(nb)
     # The worked example of the lecture, computed by the solution.
     assert "0.99911" in text, text[:2000]
     assert "gap without positions" in text
@@ -82,7 +52,7 @@ def test_lab1_attention_solution_runs(shared_data, tmp_path, monkeypatch):
 def test_lab2_transformer_reuters_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab2_transformer_reuters", shared_data, tmp_path, monkeypatch)
     assert elapsed < BUDGETS["lab2_transformer_reuters"]
-    text = _outputs_text(nb)
+    text = outputs_text(nb)
     assert "padding changes predictions by" in text
     assert "Keras 3 run finished" in text
     # The Keras 3 child process wrote its results beside the notebook.

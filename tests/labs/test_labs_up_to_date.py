@@ -8,7 +8,7 @@ import pytest
 
 from lablib.grading.author.assignment import assign_notebook, expected_assignment_text
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 FIXTURE_SOLUTION = ROOT / "tests" / "grading" / "fixtures" / "lab0_fixture" / "solutions" / "lab0_fixture.ipynb"
 

@@ -1,0 +1,80 @@
+"""The two ways the tests run a lab notebook, written once.
+
+* :func:`execute_notebook` - top to bottom in a fresh Jupyter kernel (nbclient), in fast
+  mode, importing this checkout's lablib: what a student's "Run all" does.
+* :func:`exec_lab_cells` - only the ``# SETUP`` and ``# GRADED:`` cells, in this process
+  (or a child that imports this module): what the grader runs, without the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def execute_notebook(path, workdir, monkeypatch, *, timeout: float, shared_data=None, env=None):
+    """Run the notebook at ``path`` top to bottom in a fresh kernel, working in ``workdir``.
+
+    Fast mode (``LABLIB_FAST=1``), this checkout's lablib first on ``PYTHONPATH``, the
+    Keras mode left to the notebook; ``env`` adds or overrides variables (``None`` removes
+    one). Raises nbclient's ``CellExecutionError`` on a failing cell and its timeout
+    error past ``timeout`` seconds for one cell.
+
+    Returns:
+        ``(notebook with outputs, seconds)``.
+    """
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    if shared_data is not None:
+        monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)  # the notebook chooses
+    for key, value in (env or {}).items():
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value)
+    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                     resources={"metadata": {"path": str(workdir)}})
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    print(f"{pathlib.Path(path).stem}: executed in {elapsed:.1f} s (fast mode)")
+    return nb, elapsed
+
+
+def outputs_text(nb) -> str:
+    """Everything the notebook's cells printed or displayed as text, in order: stream
+    chunks joined as printed (a line may be split over several chunks), a displayed
+    value on lines of its own, a line break after each cell."""
+    text = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text.append(output.get("text", ""))
+            elif "data" in output:
+                text.append("\n" + output["data"].get("text/plain", "") + "\n")
+        text.append("\n")
+    return "".join(text)
+
+
+def exec_lab_cells(path) -> dict:
+    """The namespace after running the notebook's ``# SETUP`` cells and then its graded
+    cells, in this process (tracebacks name ``<graded cell NAME>``)."""
+    from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
+
+    nb, _ = read_notebook(path)
+    ns = {"__name__": "__main__"}
+    for source in setup_sources(nb):
+        exec(compile(source, "<setup>", "exec"), ns)
+    for name, cell in graded_cells(nb)[0].items():
+        exec(compile(cell.source, f"<graded cell {name}>", "exec"), ns)
+    return ns

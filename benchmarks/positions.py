@@ -41,7 +41,7 @@ import time
 import numpy as np
 from _report import write_report  # benchmarks/ is sys.path[0]
 from reuters import (  # the recipe and its helpers; importing it also sets LABLIB_DATA_DIR's default
-    CONFIG, NUM_CLASSES, ROOT, learning_rate, macro_f1, make_best_epoch_callback, mean_std, rows_from_log,
+    CONFIG, NUM_CLASSES, ROOT, learning_rate, macro_f1, best_epoch_callback, mean_std, rows_from_log,
     run_script_child, split_train_validation, topic_weights, training_arguments)
 
 VARIANTS = ("sinusoidal", "learned")
@@ -90,7 +90,7 @@ def child(args) -> None:
     model.compile(optimizer=keras.optimizers.Adam(learning_rate(keras, len(train_data), args.epochs)),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     val_data = reuters_dataset(x_val, y_val, batch_size=128, maxlen=maxlen, shuffle=False)
-    callback = make_best_epoch_callback(keras)(args.patience, val_data.map(lambda tokens, label: tokens), y_val)
+    callback = best_epoch_callback(args.patience, val_data.map(lambda tokens, label: tokens), y_val)
     model.fit(train_data, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0,
               class_weight=topic_weights(y_train))
 

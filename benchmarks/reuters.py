@@ -93,66 +93,53 @@ def split_train_validation(x, y, fraction, seed):
     return [x[i] for i in train], y[train], [x[i] for i in val], y[val]
 
 
-def make_best_epoch_callback(keras):
-    """Keeps the weights of the epoch with the best validation accuracy; stops after ``patience``."""
+def best_epoch_callback(patience, val_inputs=None, val_labels=None):
+    """Lab 2's callback, :class:`lablib.training.BestValidationEpoch` (best validation
+    accuracy kept, stop after ``patience``), with the validation macro-F1 as a reported
+    metric (never used to choose); ``history`` holds [accuracy, loss, macro-F1] per epoch
+    and ``best_macro_f1`` the value at the chosen epoch. Import in the child, after the
+    Keras mode is set."""
+    from lablib.training import BestValidationEpoch
 
-    class BestEpoch(keras.callbacks.Callback):
-        def __init__(self, patience, val_inputs=None, val_labels=None):
-            super().__init__()
-            self.patience = patience
-            self.val_inputs, self.val_labels = val_inputs, val_labels
-            self.best_macro_f1 = None
-            self.best, self.best_epoch, self.best_weights, self.waited = -1.0, -1, None, 0
-            self.epoch_seconds = []
-            self.history = []  # per epoch: validation accuracy, loss (and macro-F1)
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._start = time.perf_counter()
+    class BestEpoch(BestValidationEpoch):
+        def __init__(self):
+            metrics = {}
+            if val_inputs is not None:
+                metrics["val_macro_f1"] = lambda model: macro_f1(
+                    val_labels, np.argmax(model.predict(val_inputs, verbose=0), axis=-1))
+            super().__init__(patience=patience, monitor="val_accuracy", metrics=metrics)
+            self.history, self.best_macro_f1 = [], None
 
         def on_epoch_end(self, epoch, logs=None):
-            self.epoch_seconds.append(time.perf_counter() - self._start)
+            super().on_epoch_end(epoch, logs)
             row = [round(float(logs["val_accuracy"]), 4), round(float(logs["val_loss"]), 4)]
-            if self.val_inputs is not None:  # validation macro-F1, reported (never used to choose)
-                predicted = np.argmax(self.model.predict(self.val_inputs, verbose=0), axis=-1)
-                row.append(round(macro_f1(self.val_labels, predicted), 4))
+            if "val_macro_f1" in logs:
+                row.append(round(logs["val_macro_f1"], 4))
             self.history.append(row)
-            accuracy = float(logs["val_accuracy"])
-            if accuracy > self.best:
-                self.best, self.best_epoch, self.waited = accuracy, epoch + 1, 0
-                self.best_weights = self.model.get_weights()
-                self.best_macro_f1 = self.history[-1][2] if len(self.history[-1]) > 2 else None
-            else:
-                self.waited += 1
-                if self.waited >= self.patience:
-                    self.model.stop_training = True
+            if self.best_epoch == epoch + 1:
+                self.best_macro_f1 = row[2] if len(row) > 2 else None
 
-        def on_train_end(self, logs=None):
-            if self.best_weights is not None:
-                self.model.set_weights(self.best_weights)
-
-    return BestEpoch
+    return BestEpoch()
 
 
 def learning_rate(keras, steps_per_epoch: int, epochs: int):
-    """CONFIG's learning rate: constant, or one warm-up epoch then cosine decay over the rest."""
+    """CONFIG's learning rate: constant, or the lab's schedule (:func:`lablib.training.warmup_cosine`:
+    one warm-up epoch, then cosine decay over the rest)."""
     if CONFIG["schedule"] == "constant":
         return CONFIG["learning_rate"]
     if CONFIG["schedule"] != "cosine":
         raise ValueError(f"schedule={CONFIG['schedule']!r}: expected 'constant' or 'cosine'")
-    return keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=max(1, (epochs - 1) * steps_per_epoch),
-        warmup_target=CONFIG["learning_rate"], warmup_steps=steps_per_epoch)
+    from lablib.training import warmup_cosine
+
+    return warmup_cosine(CONFIG["learning_rate"], steps_per_epoch=steps_per_epoch, epochs=epochs)
 
 
 def topic_weights(y_train):
-    """Keras ``class_weight``: topic c weighs n_c^-power (CONFIG's power; None when 0), the
-    average training wire weighing 1."""
-    if CONFIG["class_weight_power"] <= 0:
-        return None
-    counts = np.bincount(y_train, minlength=NUM_CLASSES).astype(np.float64)
-    weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -CONFIG["class_weight_power"], 0.0)
-    weights /= np.sum(weights * counts) / counts.sum()
-    return {c: float(w) for c, w in enumerate(weights)}
+    """Keras ``class_weight`` of the lab (:func:`lablib.training.topic_weights`) with
+    CONFIG's power (None when 0)."""
+    from lablib import training
+
+    return training.topic_weights(y_train, NUM_CLASSES, power=CONFIG["class_weight_power"])
 
 
 def build_transformer(keras, tf, block):
@@ -237,7 +224,7 @@ def child(args) -> None:
 
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     val_inputs = val_data[0] if isinstance(val_data, tuple) else val_data.map(lambda tokens, label: tokens)
-    callback = make_best_epoch_callback(keras)(args.patience, val_inputs, y_val)
+    callback = best_epoch_callback(args.patience, val_inputs, y_val)
     if isinstance(train_data, tuple):
         model.fit(*train_data, batch_size=batch_size, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0)
         logits = model.predict(test_inputs, batch_size=512, verbose=0)

@@ -221,6 +221,9 @@ def load_cora(data_dir=None, normalize_features: bool = False,
               sparse_features: bool = False) -> CoraData:
     """Load Cora with the standard Planetoid split.
 
+    Long for its docstring and the Planetoid format's steps (read, reorder the test nodes,
+    fill the isolated ones, build the masks), which read best in order.
+
     The Planetoid files store the 1,000 test nodes in the order of ``ind.cora.test.index``
     (not sorted); as in the original code, the features and labels are put back at
     the node ids that file names, so node ``i`` of :attr:`CoraData.x` is node ``i`` of

@@ -387,6 +387,9 @@ class GraphDataset:
                          strategy=None, max_nodes=None, max_edges=None):
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
 
+        Long for its docstring (every option of the layout); the code is one generator and
+        its signature.
+
         Args:
             batch_size: graphs per batch; with a ``strategy``, per step over all
                 replicas (the global batch), see below.

@@ -94,6 +94,9 @@ def _one_hot(values: np.ndarray, names, prefix: str):
 def read_tu_folder(folder, name: str) -> TUDataset:
     """Parse the TU files ``folder/name_*.txt`` into a :class:`TUDataset`.
 
+    Long because the TU format's files (indicator, adjacency, labels, attributes) are read
+    in one pass, in the format's order.
+
     Node features: the one-hot node labels (one block per label column), then the
     node attributes if present; graphs with neither get a constant feature 1.
     Edge features: the one-hot edge labels, if present. Edges are kept as listed

@@ -74,6 +74,77 @@ def _cache_path(out_dir: pathlib.Path, name: str) -> pathlib.Path:
     return out_dir / ".cache" / (hashlib.sha1(name.encode()).hexdigest()[:16] + ".json")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Cache:
+    """Results by content: a submission's stored result is reused while its notebook's
+    bytes and everything else that decides a grade (the fingerprint) are unchanged."""
+
+    out_dir: pathlib.Path
+    fingerprint: str
+
+    def key(self, path: pathlib.Path) -> str:
+        try:
+            content = path.read_bytes()
+        except OSError:
+            content = b""
+        return hashlib.sha256(self.fingerprint.encode() + b"|" + content).hexdigest()
+
+    def get(self, name: str, key: str) -> SubmissionResult | None:
+        cache = _cache_path(self.out_dir, name)
+        try:
+            stored = json.loads(cache.read_text())
+            if stored.get("key") == key:
+                result = SubmissionResult.from_dict(stored["result"])
+                result.cached = True
+                return result
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return None
+
+    def put(self, name: str, key: str, result: SubmissionResult) -> None:
+        if result.status.has(Kind.GRADER_ERROR):  # the grader's fault: grade it again next time
+            return
+        cache = _cache_path(self.out_dir, name)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"key": key, "result": result.to_dict()}, default=str))
+
+
+def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) -> list[str]:
+    """What the sandbox hides from the child even where it lies inside a folder the child
+    sees (a venv inside the submissions folder): hidden tests, a spec given by path, the
+    output folder and the submissions' folders."""
+    spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
+    folders = [pathlib.Path(p) if pathlib.Path(p).is_dir() else pathlib.Path(p).parent for p in submissions]
+    return sorted({os.path.realpath(p) for p in [*hidden_dirs, *spec_dirs, out, *folders]} - {"/"})
+
+
+def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[SubmissionResult]:
+    """``work(item)`` for every ``(name, path)`` on ``jobs`` threads; a grader bug costs
+    only its own submission (``grader-error``), never the batch."""
+    results: list[SubmissionResult] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items), desc=f"grading {spec.name}", unit="nb", file=sys.stderr)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(work, item): item for item in items}
+        for future in concurrent.futures.as_completed(futures):
+            name, path = futures[future]
+            try:
+                results.append(future.result())
+            except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
+                tests = [TestResult.failed(t, f"internal grader error: {type(exc).__name__}: {exc}",
+                                           Kind.GRADER_ERROR) for t in spec.tests]
+                results.append(summarise(spec, name, str(path), tests, Status.of([Kind.GRADER_ERROR]),
+                                         notes=[f"grader error: {type(exc).__name__}: {exc}"]))
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return results
+
+
 def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
           memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
           isolate: bool = True, writers=None) -> list[SubmissionResult]:
@@ -102,60 +173,20 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     out.mkdir(parents=True, exist_ok=True)
     items = collect_submissions(submissions)
     limits = Limits(timeout=timeout, memory_mb=memory_mb, isolate=isolate)
-    fingerprint = _tests_fingerprint(spec, setup, limits)
-    spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
-    # The sandbox shows the child only the system and Python folders; these are masked
-    # even where they lie inside one of those (a venv inside the submissions folder).
-    mask = sorted({os.path.realpath(p) for p in [
-        *hidden_dirs, *spec_dirs, out, *(pathlib.Path(p) if pathlib.Path(p).is_dir()
-                                         else pathlib.Path(p).parent for p in submissions)]} - {"/"})
+    cache = _Cache(out, _tests_fingerprint(spec, setup, limits))
+    mask = _masked_paths(spec, hidden_dirs, out, submissions)
     for module in spec.judge_imports:  # before any worker thread exists
         importlib.import_module(module)
-    jobs = max(1, jobs or os.cpu_count() or 1)
 
     def work(item):
         name, path = item
-        try:
-            content = path.read_bytes()
-        except OSError:
-            content = b""
-        key = hashlib.sha256(fingerprint.encode() + b"|" + content).hexdigest()
-        cache = _cache_path(out, name)
-        if not force and cache.is_file():
-            try:
-                stored = json.loads(cache.read_text())
-                if stored.get("key") == key:
-                    result = SubmissionResult.from_dict(stored["result"])
-                    result.cached = True
-                    return result
-            except (ValueError, KeyError, TypeError):
-                pass
-        result = grade_one(spec, name, path, setup, limits=limits, mask=mask)
-        if not result.status.has(Kind.GRADER_ERROR):
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps({"key": key, "result": result.to_dict()}, default=str))
+        key = cache.key(path)
+        result = None if force else cache.get(name, key)
+        if result is None:
+            result = grade_one(spec, name, path, setup, limits=limits, mask=mask)
+            cache.put(name, key, result)
         return result
 
-    results: list[SubmissionResult] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(items), desc=f"grading {spec.name}", unit="nb", file=sys.stderr)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(work, item): item for item in items}
-        for future in concurrent.futures.as_completed(futures):
-            name, path = futures[future]
-            try:
-                results.append(future.result())
-            except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
-                tests = [TestResult.failed(t, f"internal grader error: {type(exc).__name__}: {exc}",
-                                           Kind.GRADER_ERROR) for t in spec.tests]
-                results.append(summarise(spec, name, str(path), tests, Status.of([Kind.GRADER_ERROR]),
-                                         notes=[f"grader error: {type(exc).__name__}: {exc}"]))
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
+    results = _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress)
     report.write_reports(out, spec, results, writers=writers)
     return sorted(results, key=lambda r: r.submission)

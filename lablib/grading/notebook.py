@@ -84,20 +84,8 @@ def first_line(source: str) -> str:
     return ""
 
 
-def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
-    """Normalise a parsed notebook dict to a valid nbformat 4.5 notebook.
-
-    Args:
-        data: the notebook as parsed JSON (any nbformat 3 or 4 minor version).
-
-    Returns:
-        ``(notebook, notes)``: the notebook and a list of what was changed (for logs).
-
-    Example::
-
-        nb, notes = normalize_notebook(json.load(open("colab.ipynb")))
-    """
-    notes: list[str] = []
+def _as_v4(data, notes: list) -> dict:
+    """``data`` as an nbformat 4 dict (version 3 converted), or :class:`InvalidNotebook`."""
     if not isinstance(data, dict):
         raise InvalidNotebook(f"a notebook is a JSON object, got a JSON {type(data).__name__}")
     major = data.get("nbformat")
@@ -116,52 +104,44 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
         )
     if not isinstance(data.get("cells"), list):
         raise InvalidNotebook("the notebook has no 'cells' list")
-    data = copy.deepcopy(dict(data))
-    metadata = data.get("metadata")
-    if not isinstance(metadata, dict):
-        metadata = {}
-    widgets = metadata.pop("widgets", None)
-    if widgets is not None:
-        notes.append("removed metadata.widgets")
-    cells = []
-    for index, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict):
-            notes.append(f"dropped cell {index}: not an object")
-            continue
-        cell_type = cell.get("cell_type")
-        if cell_type not in ("code", "markdown", "raw"):
-            notes.append(f"cell {index}: unknown cell_type {cell_type!r} read as raw")
-            cell_type = "raw"
-        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        for key in ("executionInfo", "outputId", "colab", "id"):
-            meta.pop(key, None)
-        new = {"cell_type": cell_type, "metadata": meta, "source": cell_source(cell)}
-        if cell_type == "code":
-            outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
-            size = len(json.dumps(outputs, default=str))
-            if size > MAX_OUTPUT_CHARS:
-                notes.append(f"cell {index}: stripped {size} characters of output")
-                outputs = []
-            new["outputs"] = outputs
-            count = cell.get("execution_count")
-            new["execution_count"] = count if isinstance(count, int) else None
-        elif isinstance(cell.get("attachments"), dict) and cell_type != "code":
-            new["attachments"] = cell["attachments"]
-        cid = cell.get("id")
-        new["id"] = (
-            cid if isinstance(cid, str) and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cid)
-            else hashlib.sha1(f"{index}:{new['source']}".encode()).hexdigest()[:8]
-        )
-        cells.append(new)
-    if len({c["id"] for c in cells}) != len(cells):
-        for index, cell in enumerate(cells):
-            cell["id"] = f"cell-{index}"
-    minor = data.get("nbformat_minor")
-    if minor != 5:
-        notes.append(f"upgraded nbformat 4.{minor} to 4.5")
-    nb = nbformat.from_dict(
-        {"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells}
+    return copy.deepcopy(dict(data))
+
+
+def _normal_cell(index: int, cell, notes: list) -> dict | None:
+    """One cell as nbformat 4.5 wants it (Colab's metadata dropped, huge outputs
+    stripped), or None for an entry that is not a cell."""
+    if not isinstance(cell, dict):
+        notes.append(f"dropped cell {index}: not an object")
+        return None
+    cell_type = cell.get("cell_type")
+    if cell_type not in ("code", "markdown", "raw"):
+        notes.append(f"cell {index}: unknown cell_type {cell_type!r} read as raw")
+        cell_type = "raw"
+    meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    for key in ("executionInfo", "outputId", "colab", "id"):
+        meta.pop(key, None)
+    new = {"cell_type": cell_type, "metadata": meta, "source": cell_source(cell)}
+    if cell_type == "code":
+        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        size = len(json.dumps(outputs, default=str))
+        if size > MAX_OUTPUT_CHARS:
+            notes.append(f"cell {index}: stripped {size} characters of output")
+            outputs = []
+        new["outputs"] = outputs
+        count = cell.get("execution_count")
+        new["execution_count"] = count if isinstance(count, int) else None
+    elif isinstance(cell.get("attachments"), dict) and cell_type != "code":
+        new["attachments"] = cell["attachments"]
+    cid = cell.get("id")
+    new["id"] = (
+        cid if isinstance(cid, str) and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cid)
+        else hashlib.sha1(f"{index}:{new['source']}".encode()).hexdigest()[:8]
     )
+    return new
+
+
+def _validated(nb, notes: list):
+    """``nb`` validated; outputs the schema rejects are dropped (the grader never reads them)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -176,7 +156,42 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
             notes.append(f"dropped outputs that failed validation ({str(exc).splitlines()[0]})")
         except nbformat.ValidationError as exc2:
             notes.append(f"schema warning: {str(exc2).splitlines()[0]}")
-    return nb, notes
+    return nb
+
+
+def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
+    """Normalise a parsed notebook dict to a valid nbformat 4.5 notebook.
+
+    Args:
+        data: the notebook as parsed JSON (any nbformat 3 or 4 minor version).
+
+    Returns:
+        ``(notebook, notes)``: the notebook and a list of what was changed (for logs).
+
+    Example::
+
+        nb, notes = normalize_notebook(json.load(open("colab.ipynb")))
+    """
+    notes: list[str] = []
+    data = _as_v4(data, notes)
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    widgets = metadata.pop("widgets", None)
+    if widgets is not None:
+        notes.append("removed metadata.widgets")
+    cells = [new for index, cell in enumerate(data["cells"])
+             if (new := _normal_cell(index, cell, notes)) is not None]
+    if len({c["id"] for c in cells}) != len(cells):
+        for index, cell in enumerate(cells):
+            cell["id"] = f"cell-{index}"
+    minor = data.get("nbformat_minor")
+    if minor != 5:
+        notes.append(f"upgraded nbformat 4.{minor} to 4.5")
+    nb = nbformat.from_dict(
+        {"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells}
+    )
+    return _validated(nb, notes), notes
 
 
 def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:

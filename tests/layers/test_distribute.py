@@ -165,7 +165,7 @@ def test_two_replica_suite():
     env.pop("TF_USE_LEGACY_KERAS", None)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-m", "distributed", "-p", "no:cacheprovider",
-         str(ROOT / "tests" / "test_distribute.py")],
+         str(pathlib.Path(__file__).resolve())],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200,
     )
     tail = (result.stdout + result.stderr)[-6000:]

@@ -163,7 +163,12 @@ def _write(fd, obj):
 
 
 def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
-    """Entry point of the stage (see the module docstring)."""
+    """Entry point of the stage (see the module docstring).
+
+    One function on purpose: the privileged steps (namespaces, mounts, uid drop, exec) must
+    run in this order in one process, and reading them top to bottom is how they are
+    reviewed.
+    """
     (size,) = struct.unpack(">I", os.read(0, 4))
     raw = b""
     while len(raw) < size:

@@ -486,6 +486,9 @@ class _Attempt:
 def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) -> RunOutcome:
     """Run set-up and graded cells, then each probe, in child processes.
 
+    Long because the attempt loop and its bookkeeping (what failed, what is replayed) are
+    one piece of logic whose invariants are easiest to check in one place.
+
     Args:
         setup: set-up cell sources (from the released lab).
         cells: ``(piece, source)`` graded cells (from the submission), in order.

@@ -1,0 +1,131 @@
+"""Training helpers of Lab 2's recipe, shared by the notebook and ``benchmarks/reuters.py``.
+
+* :func:`warmup_cosine` - the learning-rate schedule: linear warm-up to the peak, then
+  cosine decay to 0;
+* :func:`topic_weights` - Keras ``class_weight`` that weighs each class by
+  ``n_c ** -power``, the average training example keeping weight 1;
+* :class:`BestValidationEpoch` - early stopping on a validation metric that restores the
+  best epoch's weights, adds metrics computed from the model to the logs (the validation
+  macro-F1) and records the seconds of each epoch.
+
+They are written against the active Keras (:mod:`lablib.backend`: tf_keras in legacy
+mode, as Lab 2 runs, else Keras 3), so choose the mode before importing this module.
+
+Example::
+
+    from lablib.training import BestValidationEpoch, topic_weights, warmup_cosine
+    schedule = warmup_cosine(1e-3, steps_per_epoch=len(train_ds), epochs=10)
+    keeper = BestValidationEpoch(patience=3)
+    model.fit(train_ds, validation_data=val_ds, epochs=10, callbacks=[keeper],
+              class_weight=topic_weights(y_train, num_classes=46))
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+import numpy as np
+
+from lablib.backend import get_keras
+
+keras = get_keras()
+
+__all__ = ["BestValidationEpoch", "topic_weights", "warmup_cosine"]
+
+
+def warmup_cosine(peak: float, steps_per_epoch: int, epochs: int, warmup_epochs: int = 1):
+    """Linear warm-up from 0 to ``peak`` over ``warmup_epochs``, then cosine decay to 0 over
+    the remaining ``epochs`` (a ``keras.optimizers.schedules.CosineDecay``).
+
+    Raises:
+        ValueError: a non-positive peak, step count or epoch count.
+    """
+    if not peak > 0:
+        raise ValueError(f"warmup_cosine: peak must be a positive learning rate, got {peak!r}.")
+    if int(steps_per_epoch) < 1 or int(epochs) < 1 or int(warmup_epochs) < 0:
+        raise ValueError(f"warmup_cosine: steps_per_epoch ({steps_per_epoch!r}) and epochs ({epochs!r}) "
+                         f"must be >= 1 and warmup_epochs ({warmup_epochs!r}) >= 0; pass len(train_ds) "
+                         f"as steps_per_epoch.")
+    steps_per_epoch, epochs, warmup_epochs = int(steps_per_epoch), int(epochs), int(warmup_epochs)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0, decay_steps=max(1, (epochs - warmup_epochs) * steps_per_epoch),
+        warmup_target=float(peak), warmup_steps=warmup_epochs * steps_per_epoch)
+
+
+def topic_weights(labels, num_classes: int, power: float = 0.5) -> dict | None:
+    """Keras ``class_weight``: class ``c`` weighs ``n_c ** -power`` (``n_c``: its training
+    examples), scaled so that the average training example keeps weight 1; a class absent
+    from ``labels`` weighs 0. ``power=0`` gives None (no weights); ``power=1`` is full
+    inverse frequency.
+
+    Example:
+        >>> topic_weights([0, 0, 0, 1], num_classes=3)
+        {0: 0.8452994616207484, 1: 1.4641016151377546, 2: 0.0}
+    """
+    if power < 0:
+        raise ValueError(f"topic_weights: power must be >= 0, got {power!r}.")
+    if power == 0:
+        return None
+    labels = np.asarray(labels)
+    if labels.size == 0 or labels.min() < 0 or labels.max() >= num_classes:
+        raise ValueError(f"topic_weights: labels must be class ids in [0, {num_classes}); got "
+                         f"{labels.size} labels" + (f" from {labels.min()} to {labels.max()}." if labels.size else "."))
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -power, 0.0)
+    weights /= np.sum(weights * counts) / counts.sum()
+    return {c: float(w) for c, w in enumerate(weights)}
+
+
+class BestValidationEpoch(keras.callbacks.Callback):
+    """Stops when ``monitor`` has not improved for ``patience`` epochs and restores the
+    weights of its best epoch (chosen on validation data, never on the test set).
+
+    Args:
+        patience: epochs without improvement before training stops.
+        monitor: the log entry to maximise (``"val_accuracy"``).
+        metrics: ``{name: function(model) -> float}`` computed after each epoch and added
+            to the logs (so to the history) before ``monitor`` is read, e.g. the
+            validation macro-F1.
+
+    Attributes:
+        best: the best value of ``monitor``; ``best_epoch``: its epoch (1-based);
+        epoch_seconds: the wall time of each epoch.
+    """
+
+    def __init__(self, patience: int = 3, monitor: str = "val_accuracy",
+                 metrics: Mapping[str, Callable] | None = None):
+        super().__init__()
+        if int(patience) < 1:
+            raise ValueError(f"BestValidationEpoch: patience must be >= 1 epoch, got {patience!r}.")
+        self.patience, self.monitor = int(patience), monitor
+        self.metrics = dict(metrics or {})
+
+    def on_train_begin(self, logs=None):
+        self.best, self.best_epoch, self.best_weights, self.wait = -np.inf, 0, None, 0
+        self.epoch_seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_seconds.append(time.perf_counter() - self._started)
+        logs = logs if logs is not None else {}
+        for name, metric in self.metrics.items():
+            logs[name] = float(metric(self.model))
+        if self.monitor not in logs:
+            raise KeyError(f"BestValidationEpoch monitors {self.monitor!r}, which the logs lack "
+                           f"(they hold {sorted(logs)}); fit with validation_data=... or pass "
+                           f"monitor= one of those.")
+        score = float(logs[self.monitor])
+        if score > self.best:
+            self.best, self.best_epoch, self.wait = score, epoch + 1, 0
+            self.best_weights = self.model.get_weights()
+        else:
+            self.wait += 1
+            if self.wait >= self.patience:
+                self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self.best_weights is not None:
+            self.model.set_weights(self.best_weights)

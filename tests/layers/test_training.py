@@ -1,0 +1,75 @@
+"""lablib.training: Lab 2's schedule, topic weights and best-epoch callback."""
+
+import numpy as np
+import pytest
+
+from lablib.backend import keras
+from lablib.training import BestValidationEpoch, topic_weights, warmup_cosine
+
+
+def test_warmup_cosine_rises_to_the_peak_then_decays_to_zero():
+    schedule = warmup_cosine(1e-3, steps_per_epoch=10, epochs=5)
+    values = [float(schedule(step)) for step in (0, 5, 10, 30, 50)]
+    assert values[0] == 0.0 and values[1] == pytest.approx(5e-4, rel=1e-5)
+    assert values[2] == pytest.approx(1e-3, rel=1e-5)  # the end of the warm-up epoch
+    assert 0 < values[3] < 1e-3 and values[4] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="pass len\\(train_ds\\) as steps_per_epoch"):
+        warmup_cosine(1e-3, steps_per_epoch=0, epochs=5)
+    with pytest.raises(ValueError, match="peak must be a positive learning rate"):
+        warmup_cosine(0.0, steps_per_epoch=10, epochs=5)
+
+
+def test_topic_weights_keep_the_average_example_at_one():
+    labels = np.array([0] * 90 + [1] * 9 + [3])
+    weights = topic_weights(labels, num_classes=4)
+    assert weights[2] == 0.0  # absent from the training labels
+    assert np.mean([weights[c] for c in labels]) == pytest.approx(1.0)
+    assert weights[3] / weights[0] == pytest.approx(np.sqrt(90))  # n_c ** -0.5
+    assert topic_weights(labels, 4, power=0) is None
+    assert topic_weights(labels, 4, power=1.0)[3] / topic_weights(labels, 4, power=1.0)[0] == pytest.approx(90)
+    with pytest.raises(ValueError, match=r"class ids in \[0, 3\)"):
+        topic_weights(labels, num_classes=3)
+
+
+class _FakeModel:
+    def __init__(self):
+        self.weights, self.stop_training = 0, False
+
+    def get_weights(self):
+        return self.weights
+
+    def set_weights(self, weights):
+        self.weights = weights
+
+
+def test_best_validation_epoch_stops_and_restores_the_best_epoch():
+    model = _FakeModel()
+    keeper = BestValidationEpoch(patience=2, metrics={"val_extra": lambda m: m.weights * 10})
+    keeper.set_model(model)
+    keeper.on_train_begin()
+    seen = []
+    for epoch, accuracy in enumerate([0.5, 0.7, 0.6, 0.65, 0.9]):
+        if model.stop_training:
+            break
+        model.weights = epoch  # what "training" left after this epoch
+        keeper.on_epoch_begin(epoch)
+        logs = {"val_accuracy": accuracy}
+        keeper.on_epoch_end(epoch, logs)
+        seen.append(logs["val_extra"])
+    keeper.on_train_end()
+    assert seen == [0, 10, 20, 30]  # the metric is in the logs; epoch 5 never ran
+    assert keeper.best_epoch == 2 and keeper.best == 0.7 and model.weights == 1
+    assert len(keeper.epoch_seconds) == 4
+
+
+def test_best_validation_epoch_in_fit_says_what_the_logs_lack():
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    keeper = BestValidationEpoch(patience=5, metrics={"val_score": lambda m: 0.25})
+    history = model.fit(x, y, validation_data=(x, y), epochs=3, verbose=0, callbacks=[keeper])
+    assert history.history["val_score"] == [0.25] * 3 and 1 <= keeper.best_epoch <= 3
+    with pytest.raises(KeyError, match="fit with validation_data"):
+        model.fit(x, y, epochs=1, verbose=0, callbacks=[BestValidationEpoch()])

@@ -67,7 +67,7 @@ def _cmd_assign(args) -> int:
 
 def _cmd_grade(args) -> int:
     from lablib.grading.author import catalog
-    from lablib.grading.grade import grade
+    from lablib.grading.grade import SubmissionRemoved, grade
     from lablib.grading.report.text import status_text
     from lablib.grading.spec import load_lab
     from lablib.grading.submissions import SubmissionSkipped
@@ -76,23 +76,33 @@ def _cmd_grade(args) -> int:
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SubmissionSkipped)
+        warnings.simplefilter("always", SubmissionRemoved)
         results = grade(
             spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
             timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
-            progress=not args.quiet, isolate=not args.no_sandbox,
+            progress=not args.quiet, isolate=not args.no_sandbox, fresh=args.fresh,
         )
     for warning in caught:
         if issubclass(warning.category, SubmissionSkipped):
-            print(f"lablib grade: skipped: {warning.message}", file=sys.stderr)
+            print(f"lablib grade: skipped: {_printable(str(warning.message))}", file=sys.stderr)
+        elif issubclass(warning.category, SubmissionRemoved):
+            print(f"lablib grade: removed: {_printable(str(warning.message))}", file=sys.stderr)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    width = max([10, *(len(r.submission) for r in results)])
+    names = {r.submission: _printable(r.submission) for r in results}
+    width = max([10, *(len(name) for name in names.values())])
     print(f"{'submission':<{width}}  {'score':>11}  status")
     for r in results:
-        print(f"{r.submission:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {status_text(r.status)}"
+        print(f"{names[r.submission]:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {status_text(r.status)}"
               + ("  (cached)" if r.cached else ""))
     print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json, feedback/ and summary.html")
     return 0
+
+
+def _printable(text: str) -> str:
+    """``text`` for a terminal: control characters (escape sequences that could rewrite
+    the screen) shown as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _cmd_gradescope(args) -> int:
@@ -155,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     limits(p)
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel submissions (default: cores)")
     p.add_argument("--force", action="store_true", help="re-grade unchanged submissions")
+    p.add_argument("--fresh", action="store_true",
+                   help="start a new gradebook in the output folder (default: update it, keeping the "
+                        "rows of submissions not graded now while their notebooks exist)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-sandbox", action="store_true", help="do not use namespaces/uid drop even as root")
     p.set_defaults(func=_cmd_grade)

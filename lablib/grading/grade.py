@@ -23,6 +23,7 @@ import json
 import os
 import pathlib
 import sys
+import warnings
 
 from lablib._version import PACKAGE_DIR, __version__
 from lablib.grading import report
@@ -34,7 +35,7 @@ from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
 from lablib.grading.submissions import collect_submissions
 
-__all__ = ["grade", "grade_one"]
+__all__ = ["grade", "grade_one", "SubmissionRemoved", "previous_results"]
 
 CACHE_VERSION = "3"
 
@@ -68,6 +69,64 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
               for t in lab.tests if t.piece in found]
     outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
     return judge_submission(lab, name, str(path), found, outcome, notes=cell_notes)
+
+
+class SubmissionRemoved(UserWarning):
+    """A submission of the existing gradebook whose notebook no longer exists: its row is dropped."""
+
+
+def previous_results(out_dir, lab_name: str) -> list[SubmissionResult]:
+    """The results of the gradebook already in ``out_dir`` (``grades.json``), or [].
+
+    Raises:
+        ValueError: the folder holds the gradebook of another lab.
+    """
+    path = pathlib.Path(out_dir) / "grades.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("lab") != lab_name:
+        raise ValueError(
+            f"{out_dir} holds the gradebook of {data.get('lab') if isinstance(data, dict) else 'something else'!r}, "
+            f"not of {lab_name!r}: grade into another folder (-o), or pass --fresh to replace it.")
+    results = []
+    for entry in data.get("submissions", []):
+        entry = dict(entry, status={"problems": entry.get("problems", []), "missing": entry.get("missing", [])})
+        try:
+            results.append(SubmissionResult.from_dict(entry))
+        except (KeyError, TypeError, ValueError):
+            continue  # an entry this version cannot read is graded again when its notebook is
+    return results
+
+
+def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> list[SubmissionResult]:
+    """The gradebook after grading ``new`` into ``previous``: a notebook graded again keeps
+    its row's name and gets the new result; every other row stays while its notebook
+    exists; rows whose notebook is gone are dropped with a :class:`SubmissionRemoved`
+    warning (never silently)."""
+    by_path = {os.path.realpath(r.path): r for r in previous}
+    names = {r.submission.casefold() for r in new}
+    out = []
+    for r in new:
+        old = by_path.pop(os.path.realpath(r.path), None)
+        if old is not None and old.submission.casefold() not in names - {r.submission.casefold()}:
+            names.discard(r.submission.casefold())
+            r.submission = old.submission
+            names.add(r.submission.casefold())
+        out.append(r)
+    for old in by_path.values():
+        if not os.path.exists(old.path):
+            warnings.warn(f"{old.submission} was in the gradebook but {old.path} no longer exists: "
+                          f"its row was dropped.", SubmissionRemoved, stacklevel=3)
+            continue
+        name, k = old.submission, 2
+        while name.casefold() in names:  # a new submission took the name: keep both rows
+            name, k = f"{old.submission}-{k}", k + 1
+        old.submission = name
+        names.add(name.casefold())
+        out.append(old)
+    return out
 
 
 def _cache_path(out_dir: pathlib.Path, name: str) -> pathlib.Path:
@@ -147,8 +206,13 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
 
 def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
           memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
-          isolate: bool = True, writers=None) -> list[SubmissionResult]:
+          isolate: bool = True, writers=None, fresh: bool = False) -> list[SubmissionResult]:
     """Grade submissions and write the reports into ``out_dir``.
+
+    Grading into a folder that already holds this lab's gradebook updates it: the
+    submissions graded now get new rows and feedback, every other row is kept while its
+    notebook exists (a regrade of one student keeps the class), and a row whose notebook
+    is gone is dropped with a :class:`SubmissionRemoved` warning.
 
     Args:
         lab: lab name (``"lab1"``), or path of a spec module/folder, or a :class:`LabSpec`.
@@ -163,13 +227,16 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         progress: show a tqdm progress bar on stderr.
         isolate: use the sandbox (namespaces, unprivileged uid) when running as root.
         writers: the report writers (default :data:`lablib.grading.report.DEFAULT_WRITERS`).
+        fresh: start a new gradebook: drop the rows of submissions not graded now.
 
     Returns:
-        One :class:`SubmissionResult` per submission.
+        One :class:`SubmissionResult` per row of the gradebook written (those graded now
+        and those kept).
     """
     spec = lab if isinstance(lab, LabSpec) else load_lab(lab, hidden_dirs)
     setup = catalog.lab_setup(spec, lab_notebook=lab_notebook)
     out = pathlib.Path(out_dir)
+    previous = [] if fresh else previous_results(out, spec.name)
     out.mkdir(parents=True, exist_ok=True)
     items = collect_submissions(submissions)
     limits = Limits(timeout=timeout, memory_mb=memory_mb, isolate=isolate)
@@ -187,6 +254,6 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
             cache.put(name, key, result)
         return result
 
-    results = _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress)
+    results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
     report.write_reports(out, spec, results, writers=writers)
     return sorted(results, key=lambda r: r.submission)

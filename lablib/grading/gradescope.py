@@ -42,7 +42,8 @@ def run_autograder(root=None) -> dict:
         write_reports(results_dir, lab, [], writers=writers)
     else:
         grade(lab, books, results_dir, jobs=1, timeout=config["timeout"], memory_mb=config["memory_mb"],
-              lab_notebook=source / "lab.ipynb", progress=False, hidden_dirs=hidden, writers=writers)
+              lab_notebook=source / "lab.ipynb", progress=False, hidden_dirs=hidden, writers=writers,
+              fresh=True)  # one upload is the whole gradebook
     return json.loads((results_dir / "results.json").read_text())
 
 

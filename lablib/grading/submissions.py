@@ -45,8 +45,14 @@ def _resolve_inside(entry: pathlib.Path, root: str, refused: list) -> pathlib.Pa
     return pathlib.Path(real)
 
 
-def _notebooks_in(folder: pathlib.Path, root: str, refused: list, seen: set) -> list[pathlib.Path]:
-    """The notebooks under ``folder`` (sorted); links followed only while they stay in ``root``."""
+def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
+    return target.is_file() and entry.suffix.lower() == ".ipynb"  # Windows uploads: .IPYNB
+
+
+def _notebooks_in(folder: pathlib.Path, root: str, refused: list, seen: set,
+                  where: tuple = ()) -> list[tuple[tuple, pathlib.Path]]:
+    """The notebooks under ``folder`` (sorted) as ``(path parts below the folder, file)``;
+    links followed only while they stay in ``root``."""
     found = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or entry.name == "__pycache__":
@@ -58,10 +64,30 @@ def _notebooks_in(folder: pathlib.Path, root: str, refused: list, seen: set) -> 
             real = os.path.realpath(target)
             if real not in seen:  # a link back up the tree is walked once
                 seen.add(real)
-                found.extend(_notebooks_in(target, root, refused, seen))
-        elif target.is_file() and entry.suffix == ".ipynb":
-            found.append(target)
+                found.extend(_notebooks_in(target, root, refused, seen, where + (entry.name,)))
+        elif _is_notebook(entry, target):
+            found.append((where + (entry.name,), target))
     return found
+
+
+def _folder_names(folder: str, books: list[tuple[tuple, pathlib.Path]]) -> list[tuple[str, pathlib.Path]]:
+    """Names of the notebooks found in a student's folder: the folder's name when it holds
+    one notebook; else each notebook's path below it without ``.ipynb``, except that a
+    sub-folder holding a single notebook names it (``section A/team 3/erin`` and
+    ``section A/team 3/frank`` for ``.../erin/lab1.ipynb`` and ``.../frank/lab1.ipynb``)."""
+    if len(books) == 1:
+        return [(folder, books[0][1])]
+    per_parent: dict[tuple, int] = {}
+    for parts, _ in books:
+        per_parent[parts[:-1]] = per_parent.get(parts[:-1], 0) + 1
+    names = []
+    for parts, path in books:
+        parent = parts[:-1]
+        if parent and per_parent[parent] == 1:
+            names.append(("/".join((folder, *parent)), path))
+        else:
+            names.append(("/".join((folder, *parent, pathlib.PurePath(parts[-1]).stem)), path))
+    return names
 
 
 def _unique_names(found: list[tuple[str, pathlib.Path]]) -> list[tuple[str, pathlib.Path]]:
@@ -89,8 +115,10 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
 
     A path is a notebook (name: its stem), a folder of notebooks (one submission each),
     or a folder of per-student folders (name: the student's folder; when it holds several
-    notebooks, each is a submission named ``folder/stem``). Names are unique (a repeated
-    one gets ``-2``, ``-3``... never another submission's name; compared ignoring case).
+    notebooks, each is a submission named by its path below the folder given, so nested
+    folders keep the student: ``section A/team 3/erin``; see :func:`_folder_names`).
+    ``.ipynb`` is matched in any case. Names are unique (a repeated one gets ``-2``,
+    ``-3``... never another submission's name; compared ignoring case).
 
     Symbolic links are followed only while they stay inside the folder given (for a
     notebook given by path: the folder holding it): a link leading elsewhere, or a broken
@@ -108,16 +136,13 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
                 target = _resolve_inside(entry, root, skipped)
                 if target is None:
                     continue
-                if target.is_file() and entry.suffix == ".ipynb":
+                if _is_notebook(entry, target):
                     found.append((entry.stem, target))
                 elif target.is_dir() and os.path.realpath(target) == root:
                     skipped.append((entry, "a symbolic link to the submissions folder itself"))
                 elif target.is_dir():
                     books = _notebooks_in(target, root, skipped, {root, os.path.realpath(target)})
-                    if len(books) == 1:
-                        found.append((entry.name, books[0]))
-                    else:
-                        found.extend((f"{entry.name}/{b.stem}", b) for b in books)
+                    found.extend(_folder_names(entry.name, books))
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:

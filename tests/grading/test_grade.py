@@ -120,3 +120,52 @@ def test_collect_submissions_names(tmp_path):
     (tmp_path / "notes.txt").write_text("")
     names = [name for name, _ in collect_submissions([tmp_path, tmp_path / "a.ipynb"])]
     assert names == ["a", "bob", "eve/x", "eve/y", "a-2"]
+
+
+def test_regrade_one_student_keeps_the_class_and_no_stale_file(batch, tmp_path, capsys):
+    out = tmp_path / "out"
+    common = ["-o", str(out), "--tests", str(FIXTURE_HIDDEN), "--lab-notebook", str(FIXTURE_SOLUTION),
+              "--jobs", "2", "--timeout", "20", "--quiet"]
+    assert main(["grade", str(FIXTURE_LAB), str(batch), *common]) == 0
+    assert sorted(_rows(out)) == ["alice", "bob", "carol"]
+    # the student fixes bob's softmax; only bob is graded again, into the class's output
+    shutil.copy(FIXTURE_SOLUTION, batch / "bob.ipynb")
+    assert main(["grade", str(FIXTURE_LAB), str(batch / "bob.ipynb"), *common]) == 0
+    rows = _rows(out)
+    assert sorted(rows) == ["alice", "bob", "carol"] and rows["bob"]["score"] == "8"
+    assert rows["alice"]["score"] == "8" and rows["carol"]["score"] == "6"  # kept as they were
+    assert json.loads((out / "summary.json").read_text())["submissions"] == 3
+    assert (out / "instructor" / "carol.md").is_file()
+    # carol's folder is removed: her row goes, with a word, and so do her files
+    shutil.rmtree(batch / "carol")
+    capsys.readouterr()
+    assert main(["grade", str(FIXTURE_LAB), str(batch), *common]) == 0
+    err = capsys.readouterr().err
+    assert "lablib grade: removed: carol was in the gradebook" in err and "no longer exists" in err
+    assert sorted(_rows(out)) == ["alice", "bob"]
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["alice.html", "alice.md", "bob.html", "bob.md"]
+    assert not list((out / "instructor").glob("*.md"))
+    # --fresh starts a new gradebook; another lab's gradebook is never overwritten
+    assert main(["grade", str(FIXTURE_LAB), str(batch / "alice.ipynb"), *common, "--fresh"]) == 0
+    assert sorted(_rows(out)) == ["alice"] and sorted(p.name for p in (out / "feedback").iterdir()) == [
+        "alice.html", "alice.md"]
+    capsys.readouterr()
+    assert main(["grade", "lab1", str(batch / "alice.ipynb"), "-o", str(out), "--quiet"]) == 2
+    assert "holds the gradebook of 'lab0_fixture', not of 'lab1_attention'" in capsys.readouterr().err
+
+
+def test_names_are_inert_in_the_spreadsheet_and_the_terminal(tmp_path, capsys):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("=HYPERLINK(1)", "+1+1", "@SUM(1)", "-2", "clear\x1b[2Jscreen"):
+        shutil.copy(FIXTURE_SOLUTION, subs / f"{name}.ipynb")
+    out = tmp_path / "out"
+    assert main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(out), "--lab-notebook", str(FIXTURE_SOLUTION),
+                 "--jobs", "2", "--timeout", "20", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "clear?[2Jscreen" in printed
+    with open(out / "grades.csv", newline="") as f:
+        names = [row["submission"] for row in csv.DictReader(f)]
+    assert sorted(names) == sorted(["'=HYPERLINK(1)", "'+1+1", "'@SUM(1)", "'-2", "clear\x1b[2Jscreen"])
+    data = json.loads((out / "grades.json").read_text())  # the JSON keeps the names as they are
+    assert "=HYPERLINK(1)" in {s["submission"] for s in data["submissions"]}

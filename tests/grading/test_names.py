@@ -139,3 +139,13 @@ def test_grade_command_reports_skipped_links(tmp_path, capsys):
     captured = capsys.readouterr()
     assert f"lablib grade: skipped: {subs / 'mallory.ipynb'} is not graded" in captured.err
     assert "mallory" not in captured.out and "alice" in captured.out
+
+
+def test_nested_folders_keep_the_student(tmp_path):
+    for rel in ("section A/team 3/erin/lab1.ipynb", "section A/team 3/frank/lab1.ipynb",
+                "section A/team 4/gina/LAB1.IPYNB", "carol/submission.ipynb", "W04.IPYNB"):
+        _book(tmp_path / rel)
+    found = dict(collect_submissions([tmp_path]))
+    assert sorted(found) == ["W04", "carol", "section A/team 3/erin", "section A/team 3/frank",
+                             "section A/team 4/gina"]
+    assert found["section A/team 3/frank"] == tmp_path / "section A" / "team 3" / "frank" / "lab1.ipynb"

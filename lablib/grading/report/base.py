@@ -53,15 +53,21 @@ class Writer(Protocol):
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]: ...
 
 
-def write_per_submission(folder: pathlib.Path, book: Gradebook, suffix: str, render) -> list[pathlib.Path]:
-    """Write ``render(lab_title, result)`` to ``folder/<stem><suffix>`` for every submission."""
+def write_per_submission(folder: pathlib.Path, book: Gradebook, suffix: str, render, *,
+                         only=None) -> list[pathlib.Path]:
+    """Write ``render(lab_title, result)`` to ``folder/<stem><suffix>`` for every submission
+    (those for which ``only(result)`` is true, when given), and remove every other
+    ``*<suffix>`` file there: no file about a submission that left the gradebook stays."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for r in book.results:
-        path = folder / f"{book.stems[r.submission]}{suffix}"
-        path.write_text(render(book.lab.title, r), encoding="utf-8")
-        paths.append(path)
+        if only is None or only(r):
+            path = folder / f"{book.stems[r.submission]}{suffix}"
+            path.write_text(render(book.lab.title, r), encoding="utf-8")
+            paths.append(path)
+    for stale in set(folder.glob(f"*{suffix}")) - set(paths):
+        stale.unlink()
     return paths
 
 

@@ -1,4 +1,9 @@
-"""``grades.csv``: one row per submission: status, total, the points of each piece."""
+"""``grades.csv``: one row per submission: status, total, the points of each piece.
+
+Text cells are written so that no spreadsheet runs them as formulas (OWASP's CSV
+injection rule): a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+return gets a leading ``'``. A submission named ``=HYPERLINK(...)`` stays text.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,14 @@ import pathlib
 from lablib.grading.report.base import Gradebook
 from lablib.grading.report.text import num, status_text
 
-__all__ = ["CsvGradebook"]
+__all__ = ["CsvGradebook", "spreadsheet_text"]
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value: str) -> str:
+    """``value`` made inert for spreadsheets: a leading ``'`` when it could start a formula."""
+    return "'" + value if value.startswith(_FORMULA_STARTS) else value
 
 
 class CsvGradebook:
@@ -20,8 +32,9 @@ class CsvGradebook:
         path = pathlib.Path(out_dir) / "grades.csv"
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(["submission", "status", "score", "max_score", *book.pieces])
+            writer.writerow(["submission", "status", "score", "max_score", *map(spreadsheet_text, book.pieces)])
             for r in book.results:
                 scores = [num(r.pieces[p].score if p in r.pieces else 0.0) for p in book.pieces]
-                writer.writerow([r.submission, status_text(r.status), num(r.score), num(r.max_score), *scores])
+                writer.writerow([spreadsheet_text(r.submission), status_text(r.status), num(r.score),
+                                 num(r.max_score), *scores])
         return [path]

@@ -2,7 +2,8 @@
 
 Every message in full (hidden tests included), how each failed attempt ended, the exit
 status, the tail of what the submission printed, and the judge's traceback of a grader
-error. A submission that is ``ok`` has no view (a stale one is removed).
+error. A submission that is ``ok`` has no view, and no view of a submission that left
+the gradebook stays.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from lablib.grading.report.base import Gradebook
+from lablib.grading.report.base import Gradebook, write_per_submission
 from lablib.grading.report.text import num, status_text
 from lablib.grading.results import SubmissionResult
 
@@ -46,13 +47,6 @@ class InstructorViews:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         folder = pathlib.Path(out_dir) / "instructor"
-        paths = []
-        for r in book.results:
-            view = folder / f"{book.stems[r.submission]}.md"
-            if not r.status.ok:
-                folder.mkdir(parents=True, exist_ok=True)
-                view.write_text(instructor_markdown(book.lab.title, r), encoding="utf-8")
-                paths.append(view)
-            elif view.exists():
-                view.unlink()
-        return paths
+        if not folder.is_dir() and all(r.status.ok for r in book.results):
+            return []
+        return write_per_submission(folder, book, ".md", instructor_markdown, only=lambda r: not r.status.ok)

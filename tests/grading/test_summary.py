@@ -62,6 +62,22 @@ def test_summary_counts(fixture_lab):
     assert data["statuses"]["timeout"] == sum(r.status.has("timeout") for r in results) > 0
     assert data["statuses"]["missing"] == sum(r.status.has("missing") for r in results) > 0
     assert data["statuses"]["ok"] == sum(r.status.ok for r in results) > 0
+    # the submissions behind each status, with their files
+    timed_out = [r.submission for r in results if r.status.has("timeout")]
+    assert [row["submission"] for row in data["needs_attention"]["timeout"]] == timed_out
+    assert data["needs_attention"]["timeout"][0]["feedback"] == f"feedback/{timed_out[0]}.html"
+    assert "ok" not in data["needs_attention"]
+    # a missing cell does not count as an attempt: the rate over attempts is the higher one
+    missing = sum(r.status.has("missing") for r in results)
+    for row in data["tests"]:
+        runs = row["passed"] + row["failed"]
+        assert row["attempted"] == runs - (missing if row["piece"] == "running_mean" else 0)
+        assert row["pass_rate_attempted"] >= row["pass_rate"]
+        if row["failed"]:
+            assert row["common_failure"]["message"] in ("wrong", "no cell")
+            assert row["common_failure"]["count"] == max(
+                sum(t.message == m for r in results for t in r.tests if t.id == row["id"] and not t.passed)
+                for m in ("wrong", "no cell"))
     seconds = [s["seconds"] for s in data["slowest"]]
     assert len(seconds) == min(SLOWEST, n) and seconds == sorted((r.seconds for r in results), reverse=True)[:SLOWEST]
     empty = class_summary(fixture_lab, [])
@@ -71,6 +87,7 @@ def test_summary_counts(fixture_lab):
 def test_summary_page_is_static_and_names_every_piece(fixture_lab, tmp_path):
     paths = write_summary(tmp_path, fixture_lab, _class(fixture_lab))
     page = paths["summary_html"].read_text()
+    assert "Submissions needing attention" in page and 'href="feedback/student01.html"' in page
     assert json.loads(paths["summary_json"].read_text())["lab"] == fixture_lab.name
     for piece in fixture_lab.pieces:
         assert f"<td>{piece}</td>" in page
@@ -78,7 +95,9 @@ def test_summary_page_is_static_and_names_every_piece(fixture_lab, tmp_path):
         assert test.name in page
     assert page.count("<svg") == 3  # total, per-piece and per-test plots, inline
     assert not re.search(r"<script|<link|<img|<iframe|@import|url\((?!#)", page, re.I)
-    assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!#)", page)  # only in-page references
+    # only in-page references, and relative links to the batch's own feedback and instructor files
+    assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!#|feedback/|instructor/)", page)
+    assert not re.search(r"href=\"(?:feedback|instructor)/[^\"]*(?:\.\.|//|:)", page)
     assert "No submissions" in write_summary(tmp_path / "none", fixture_lab, [])["summary_html"].read_text()
 
 

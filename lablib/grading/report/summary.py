@@ -1,8 +1,10 @@
 """The class at a glance: ``summary.json`` and ``summary.html`` of one graded batch.
 
 Written by every ``lablib grade`` next to ``grades.csv``: total and per-piece score
-histograms, each test's pass rate (the tests the class fails most first), status counts
-and the slowest submissions. The page is static and self-contained (no network, no
+histograms, each test's pass rate (the tests the class fails most first) over all
+submissions and over those that attempted the piece, its most common failure message,
+status counts, the submissions of every status other than ``ok`` with links to their
+feedback and instructor views, and the slowest submissions. The page is static and self-contained (no network, no
 script): the plots are inline SVG drawn with matplotlib's SVG backend (no display needed).
 It is the instructor's view: hidden tests are named there.
 
@@ -19,10 +21,11 @@ import html
 import io
 import json
 import pathlib
+from urllib.parse import quote
 
 import numpy as np
 
-from lablib.grading.report.base import Gradebook
+from lablib.grading.report.base import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
 
@@ -30,6 +33,8 @@ __all__ = ["ClassSummary", "class_summary", "summary_html", "write_summary"]
 
 #: How many of the slowest submissions are listed.
 SLOWEST = 10
+#: Characters of a failure message kept in the summary (its first line).
+MESSAGE_CHARS = 160
 #: The rows of the status table, always present (``grader-error`` only when it happened).
 _STATUS_ROWS = ("ok", *(k.value for k in PROBLEMS if k != Kind.GRADER_ERROR), Kind.MISSING.value)
 
@@ -59,6 +64,20 @@ def _stats(scores) -> dict:
             "min": round(float(scores.min()), 3), "max": round(float(scores.max()), 3)}
 
 
+def _attempted(test) -> bool:
+    """Whether a test's run says anything about the student's work on its piece: not when
+    the graded cell is missing, the notebook unreadable, or the piece still the blank
+    lab's stub (``NotImplementedError``)."""
+    if test.kind in (Kind.MISSING, Kind.INVALID_NOTEBOOK):
+        return False
+    return "NotImplementedError" not in test.message and "not implemented" not in test.message.lower()
+
+
+def _message_key(message: str) -> str:
+    first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+    return first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 3] + "..."
+
+
 def class_summary(lab, results) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
@@ -68,7 +87,9 @@ def class_summary(lab, results) -> dict:
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
-        "tests", "statuses", "slowest"}``; ``tests`` is sorted by failure rate, highest first.
+        "tests", "statuses", "needs_attention", "slowest"}``; ``tests`` is sorted by failure
+        rate, highest first; ``needs_attention`` maps each status other than ``ok`` to its
+        submissions with their feedback and instructor files.
     """
     results = sorted(results, key=lambda r: r.submission)
     n = len(results)
@@ -90,12 +111,18 @@ def class_summary(lab, results) -> dict:
         for t in r.tests:
             row = tests.setdefault(t.id, {"id": t.id, "piece": t.piece, "name": t.name, "hidden": t.hidden,
                                           "points": t.max_score, "runs": 0, "passed": 0, "score_sum": 0.0,
-                                          "failures": {}})
+                                          "attempted": 0, "passed_attempted": 0, "failures": {},
+                                          "messages": {}})
             row["runs"] += 1
             row["passed"] += bool(t.passed)
             row["score_sum"] += t.score
+            if _attempted(t):
+                row["attempted"] += 1
+                row["passed_attempted"] += bool(t.passed)
             if not t.passed:
                 row["failures"][t.kind.value] = row["failures"].get(t.kind.value, 0) + 1
+                key = _message_key(t.message)
+                row["messages"][key] = row["messages"].get(key, 0) + 1
     test_rows = []
     for row in tests.values():
         runs = row.pop("runs")
@@ -103,18 +130,31 @@ def class_summary(lab, results) -> dict:
         row["failed"] = runs - row["passed"]
         row["pass_rate"] = round(row["passed"] / runs, 4) if runs else None
         row["mean_score"] = round(score_sum / runs, 4) if runs else None
+        attempted, passed_attempted = row.pop("attempted"), row.pop("passed_attempted")
+        row["attempted"] = attempted
+        row["pass_rate_attempted"] = round(passed_attempted / attempted, 4) if attempted else None
         row["failures"] = dict(sorted(row["failures"].items(), key=lambda kv: (-kv[1], kv[0])))
+        messages = sorted(row.pop("messages").items(), key=lambda kv: (-kv[1], kv[0]))
+        row["common_failure"] = {"message": messages[0][0], "count": messages[0][1]} if messages else None
         test_rows.append(row)
     test_rows.sort(key=lambda row: (row["pass_rate"], order.get(row["id"], len(order)), row["id"]))
     statuses = {word: 0 for word in _STATUS_ROWS}
     for r in results:
         for word in [k.value for k in r.status.kinds] or ["ok"]:
             statuses[word] = statuses.get(word, 0) + 1
+    stems = feedback_stems(r.submission for r in results)
+    needs_attention: dict[str, list] = {}
+    for r in results:
+        for kind in r.status.kinds:
+            needs_attention.setdefault(kind.value, []).append({
+                "submission": r.submission, "status": status_text(r.status), "score": r.score,
+                "feedback": f"feedback/{stems[r.submission]}.html",
+                "instructor": f"instructor/{stems[r.submission]}.md"})
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
         "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,
         "score": _stats(totals), "histogram": _histogram(totals, max_score), "pieces": pieces,
-        "tests": test_rows, "statuses": statuses,
+        "tests": test_rows, "statuses": statuses, "needs_attention": needs_attention,
         "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
                      "cached": r.cached}
                     for r in slowest],
@@ -210,11 +250,22 @@ def summary_html(summary: dict) -> str:
     pieces = _table(["piece", "points", "mean", "median", "full marks", "zero", "what it is"],
                     [[p["piece"], p["max_score"], p["mean"], p["median"], p["full_marks"], p["zero"],
                       p["description"]] for p in summary["pieces"]])
-    tests = _table(["piece", "test", "points", "pass rate", "passed", "failed", "failures by kind"],
+    rate = lambda value: "-" if value is None else f"{100 * value:.0f}%"
+    tests = _table(["piece", "test", "points", "pass rate", "pass rate of those who attempted it", "passed",
+                    "failed", "failures by kind", "most common failure"],
                    [[t["piece"], t["name"] + (" (hidden)" if t["hidden"] else ""), t["points"],
-                     "-" if t["pass_rate"] is None else f"{100 * t['pass_rate']:.0f}%", t["passed"], t["failed"],
-                     ", ".join(f"{k}: {v}" for k, v in t["failures"].items())] for t in summary["tests"]])
+                     rate(t["pass_rate"]), f"{rate(t['pass_rate_attempted'])} of {t['attempted']}", t["passed"],
+                     t["failed"], ", ".join(f"{k}: {v}" for k, v in t["failures"].items()),
+                     "" if not t["common_failure"] else
+                     f"{t['common_failure']['count']}x: {t['common_failure']['message']}"]
+                    for t in summary["tests"]])
     statuses = _table(["status", "submissions"], [[k, v] for k, v in summary["statuses"].items()])
+    attention = "".join(
+        f"<h3>{esc(kind)} ({len(rows)})</h3><ul>" + "".join(
+            f"<li>{esc(row['submission'])}: <code>{esc(row['status'])}</code>, {_fmt(row['score'])} points "
+            f"(<a href=\"{esc(quote(row['feedback']))}\">feedback</a>, "
+            f"<a href=\"{esc(quote(row['instructor']))}\">instructor view</a>)</li>" for row in rows) + "</ul>"
+        for kind, rows in summary["needs_attention"].items()) or "<p>Every submission is <code>ok</code>.</p>"
     slowest = _table(["submission", "seconds", "status", "cached"],
                      [[s["submission"], s["seconds"], s["status"], "yes" if s["cached"] else ""]
                       for s in summary["slowest"]])
@@ -243,6 +294,8 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 {tests}
 <h2>Statuses</h2>
 {statuses}
+<h2>Submissions needing attention</h2>
+{attention}
 <h2>Slowest submissions</h2>
 {slowest}
 </body></html>

@@ -13,6 +13,21 @@ import pathlib
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+
+
+def fast_budget(name: str) -> float:
+    """A lab's fast-mode budget in seconds on 2 CPU cores (the lab registry's): a notebook
+    far slower than this has stopped being a few-minute lab in CI."""
+    from lablib.labs import resolve_lab
+
+    return resolve_lab(name).fast_seconds
+
+
+def execute_solution(name: str, workdir, monkeypatch, shared_data, env=None):
+    """``solutions/<name>.ipynb`` run by :func:`execute_notebook` within its fast-mode budget."""
+    return execute_notebook(SOLUTIONS / f"{name}.ipynb", workdir, monkeypatch, timeout=fast_budget(name),
+                            shared_data=shared_data, env=env)
 
 
 def execute_notebook(path, workdir, monkeypatch, *, timeout: float, shared_data=None, env=None):

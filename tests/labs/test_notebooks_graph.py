@@ -9,7 +9,6 @@ blank labs zero from the public tests is checked for every lab by
 ``tests/labs/test_lab_public_checks.py``.
 """
 
-import pathlib
 import re
 import sys
 
@@ -19,20 +18,11 @@ pytestmark = pytest.mark.integration  # runs the solution notebooks in Jupyter k
 
 pytest.importorskip("nbclient")
 
-from lablib.labs import all_labs  # noqa: E402
-from notebook_helpers import execute_notebook, outputs_text  # noqa: E402
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SOLUTIONS = ROOT / "solutions"
-
-# Fast-mode budgets (seconds) on 2 CPU cores, from the lab registry (lablib/labs.py); a
-# notebook far slower than this has stopped being a few-minute lab in CI.
-BUDGETS = {lab.name: lab.fast_seconds for lab in all_labs()}
+from notebook_helpers import execute_solution, fast_budget, outputs_text  # noqa: E402
 
 
 def _execute(name, shared_data, tmp_path, monkeypatch):
-    return execute_notebook(SOLUTIONS / f"{name}.ipynb", tmp_path, monkeypatch, timeout=BUDGETS[name],
-                            shared_data=shared_data, env={"MPLBACKEND": "Agg"})
+    return execute_solution(name, tmp_path, monkeypatch, shared_data, env={"MPLBACKEND": "Agg"})
 
 
 def _max_difference(text, label):
@@ -45,7 +35,7 @@ def _max_difference(text, label):
 @pytest.mark.slow
 def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab3_gcn_molecules", shared_data, tmp_path, monkeypatch)
-    assert elapsed < BUDGETS["lab3_gcn_molecules"]
+    assert elapsed < fast_budget("lab3_gcn_molecules")
     text = outputs_text(nb)
     # Permutation demo: the graph network is invariant, the MLP is not.
     changes = dict(re.findall(r"(MLP|CNN|GNN): .*change = ([0-9.eE+-]+)", text))
@@ -74,7 +64,7 @@ def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_lab4_gat_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab4_gat", shared_data, tmp_path, monkeypatch)
-    assert elapsed < BUDGETS["lab4_gat"]
+    assert elapsed < fast_budget("lab4_gat")
     text = outputs_text(nb)
     # Multi-head NumPy implementation == lablib.layers.GraphAttention, both modes.
     assert max(_max_difference(text, "concat=")) < 1e-5

@@ -6,7 +6,6 @@ that raises fails the test with the cell's traceback. Slow (a few minutes): mark
 ``slow``.
 """
 
-import pathlib
 import re
 import sys
 
@@ -16,26 +15,17 @@ pytestmark = pytest.mark.integration  # runs the solution notebooks in Jupyter k
 
 pytest.importorskip("nbclient")
 
-from lablib.labs import all_labs  # noqa: E402
-from notebook_helpers import execute_notebook, outputs_text  # noqa: E402
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SOLUTIONS = ROOT / "solutions"
-
-# Fast-mode budgets (seconds) on 2 CPU cores, from the lab registry (lablib/labs.py); a
-# notebook far slower than this has stopped being a few-minute lab in CI.
-BUDGETS = {lab.name: lab.fast_seconds for lab in all_labs()}
+from notebook_helpers import execute_solution, fast_budget, outputs_text  # noqa: E402
 
 
 def _execute(name, shared_data, tmp_path, monkeypatch):
-    return execute_notebook(SOLUTIONS / f"{name}.ipynb", tmp_path, monkeypatch, timeout=BUDGETS[name],
-                            shared_data=shared_data, env={"MPLBACKEND": None})  # the kernel's inline backend
+    return execute_solution(name, tmp_path, monkeypatch, shared_data, env={"MPLBACKEND": None})  # the kernel's inline backend
 
 
 @pytest.mark.slow
 def test_lab1_attention_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab1_attention", shared_data, tmp_path, monkeypatch)
-    assert elapsed < BUDGETS["lab1_attention"]
+    assert elapsed < fast_budget("lab1_attention")
     text = outputs_text(nb)
     # The worked example of the lecture, computed by the solution.
     assert "0.99911" in text, text[:2000]
@@ -51,7 +41,7 @@ def test_lab1_attention_solution_runs(shared_data, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_lab2_transformer_reuters_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab2_transformer_reuters", shared_data, tmp_path, monkeypatch)
-    assert elapsed < BUDGETS["lab2_transformer_reuters"]
+    assert elapsed < fast_budget("lab2_transformer_reuters")
     text = outputs_text(nb)
     assert "padding changes predictions by" in text
     assert "Keras 3 run finished" in text

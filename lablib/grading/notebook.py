@@ -46,6 +46,8 @@ GRADED_RE = re.compile(r"^#\s*GRADED:\s*([A-Za-z0-9_.\-]+)\s*$")
 SETUP_RE = re.compile(r"^#\s*SETUP\b")
 #: Outputs larger than this (characters of JSON) are dropped while normalising.
 MAX_OUTPUT_CHARS = 100_000
+#: Larger files are not read at all (checked before reading): ``invalid-notebook``.
+MAX_NOTEBOOK_BYTES = 64 * 2**20
 
 
 class InvalidNotebook(ValueError):
@@ -207,15 +209,29 @@ def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:
 
         nb, notes = read_notebook("submissions/alice.ipynb")
     """
-    if isinstance(source, (str, pathlib.Path)) and not str(source).lstrip().startswith("{"):
-        raw = pathlib.Path(source).read_bytes()
+    if isinstance(source, pathlib.Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+        path = pathlib.Path(source)  # a path is never parsed as JSON, whatever its name
+        _check_size(path.stat().st_size)
+        raw = path.read_bytes()
     else:
         raw = source.encode() if isinstance(source, str) else bytes(source)
+        _check_size(len(raw))
     try:
         data = json.loads(raw.decode("utf-8-sig"))
+        return normalize_notebook(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidNotebook(f"not valid JSON ({exc}); the file is damaged or not a notebook") from None
-    return normalize_notebook(data)
+    except RecursionError:
+        raise InvalidNotebook("its JSON is nested too deeply to be a notebook; the file is damaged "
+                              "or not a notebook") from None
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_NOTEBOOK_BYTES:
+        raise InvalidNotebook(
+            f"the file is {size / 2**20:.0f} MB; the grader reads notebooks of up to "
+            f"{MAX_NOTEBOOK_BYTES // 2**20} MB. Clear the outputs (Edit > Clear all outputs) and "
+            f"save the notebook again.")
 
 
 def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:

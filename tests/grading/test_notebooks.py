@@ -108,3 +108,28 @@ def test_assign_is_deterministic(tmp_path):
     text = first.read_text()
     assert "### BEGIN SOLUTION" not in text and "e / e.sum" not in text
     assert "YOUR CODE HERE" in text and "# SETUP" in text
+
+
+def test_reading_is_bounded_and_a_path_is_never_json(tmp_path, monkeypatch):
+    deep = b'{"nbformat": 4, "cells": [], "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(nbt.InvalidNotebook, match="nested too deeply"):
+        nbt.read_notebook(deep)
+    folder = tmp_path / "{odd name}"
+    folder.mkdir()
+    good = folder / "lab.ipynb"
+    good.write_text(nbformat.writes(_nb("# GRADED: f\ndef f(): pass")))
+    for source in (good, str(good)):
+        assert "f" in nbt.graded_cells(nbt.read_notebook(source)[0])[0]
+    monkeypatch.setattr(nbt, "MAX_NOTEBOOK_BYTES", 100)
+    with pytest.raises(nbt.InvalidNotebook, match=r"reads notebooks of up to 0 MB. Clear the outputs"):
+        nbt.read_notebook(good)
+
+
+def test_an_unreadable_notebook_says_why_once(fixture_lab):
+    from lablib.grading.judge import unreadable
+    from lablib.grading.report.feedback_markdown import feedback_markdown
+
+    result = unreadable(fixture_lab, "alice", "/subs/alice.ipynb", "not valid JSON (Expecting value)")
+    text = feedback_markdown(fixture_lab.title, result)
+    assert text.count("Expecting value") == 1 and result.score == 0
+    assert "## What to fix" not in text and "invalid-notebook" in text

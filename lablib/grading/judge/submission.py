@@ -30,9 +30,10 @@ def summarise(lab: LabSpec, name: str, path: str, results: list[TestResult], sta
 
 
 def unreadable(lab: LabSpec, name: str, path: str, reason: str) -> SubmissionResult:
-    """The result of a notebook that could not be read: every test 0, ``invalid-notebook``."""
-    results = [TestResult.failed(t, f"the notebook could not be read: {reason}", Kind.INVALID_NOTEBOOK)
-               for t in lab.tests]
+    """The result of a notebook that could not be read: every test 0, ``invalid-notebook``,
+    the reason said once (in the notes), not once per test."""
+    results = [TestResult.failed(t, "not graded: the notebook could not be read (the reason is in the note)",
+                                 Kind.INVALID_NOTEBOOK) for t in lab.tests]
     return summarise(lab, name, path, results, Status.of([Kind.INVALID_NOTEBOOK]),
                      notes=[f"invalid notebook: {reason}"])
 

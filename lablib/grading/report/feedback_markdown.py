@@ -31,7 +31,7 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
         label = f"{t.name} (hidden)" if t.hidden else t.name
         lines.append(f"| {t.piece} | {label} | {num(t.score)} / {num(t.max_score)} | {verdict(t)} |")
     lines.append("")
-    failed = [t for t in result.tests if not t.passed]
+    failed = [t for t in result.tests if not t.passed and t.kind != Kind.INVALID_NOTEBOOK]  # said once above
     if failed:
         lines += ["## What to fix", ""]
         for t in failed:

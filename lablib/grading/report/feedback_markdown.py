@@ -1,11 +1,24 @@
-"""``feedback/<stem>.md``: each student's feedback, as markdown (the rules of :mod:`.text`)."""
+"""``feedback/<stem>.md``: each student's feedback, as markdown (the rules of :mod:`.text`).
+
+Text that comes from the submission (its name, messages, notes) is written as literal
+text or inside a code block whose fence it cannot close (:func:`.text.md_text`,
+:func:`.text.md_code_block`): it never becomes a heading, a link or HTML.
+"""
 
 from __future__ import annotations
 
 import pathlib
 
 from lablib.grading.report.base import Gradebook, write_per_submission
-from lablib.grading.report.text import explain_status, num, status_text, student_detail, verdict
+from lablib.grading.report.text import (
+    explain_status,
+    md_code_block,
+    md_text,
+    num,
+    status_text,
+    student_detail,
+    verdict,
+)
 from lablib.grading.results import Kind, SubmissionResult
 
 __all__ = ["MarkdownFeedback", "feedback_markdown"]
@@ -14,7 +27,7 @@ __all__ = ["MarkdownFeedback", "feedback_markdown"]
 def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
     """The feedback text for one student (markdown)."""
     lines = [
-        f"# {lab_title}: feedback for {result.submission}",
+        f"# {lab_title}: feedback for {md_text(result.submission)}",
         "",
         f"**Score: {num(result.score)} / {num(result.max_score)}**  ",
         f"Status: `{status_text(result.status)}`",
@@ -23,13 +36,13 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
     if not result.status.ok:
         lines += [explain_status(result.status), ""]
     for note in result.notes:
-        lines.append(f"> Note: {note}")
+        lines.append(f"> Note: {md_text(note)}")
     if result.notes:
         lines.append("")
     lines += ["| Piece | Test | Points | Result |", "|---|---|---|---|"]
     for t in result.tests:
-        label = f"{t.name} (hidden)" if t.hidden else t.name
-        lines.append(f"| {t.piece} | {label} | {num(t.score)} / {num(t.max_score)} | {verdict(t)} |")
+        label = md_text(f"{t.name} (hidden)" if t.hidden else t.name)
+        lines.append(f"| {md_text(t.piece)} | {label} | {num(t.score)} / {num(t.max_score)} | {verdict(t)} |")
     lines.append("")
     failed = [t for t in result.tests if not t.passed and t.kind != Kind.INVALID_NOTEBOOK]  # said once above
     if failed:
@@ -39,9 +52,9 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
             label = f"**{t.piece} / {t.name}**" + (" (hidden test)" if t.hidden else "")
             if "\n" in detail:
                 lines.append(f"- {label}:")
-                lines += ["  ```", *("  " + line for line in detail.splitlines()), "  ```"]
+                lines += md_code_block(detail, indent="  ")
             else:
-                lines.append(f"- {label}: {detail}")
+                lines.append(f"- {label}: {md_text(detail)}")
             if t.hint and not t.hidden and t.kind != Kind.GRADER_ERROR:
                 lines.append(f"  - Hint: {t.hint}")
         lines.append("")

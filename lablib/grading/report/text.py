@@ -10,10 +10,12 @@ the student's mistake. Every writer of this package follows these rules, and so 
 
 from __future__ import annotations
 
+import re
+
 from lablib.grading.results import Kind, Status
 
-__all__ = ["verdict", "student_detail", "status_text", "explain_status", "num", "HIDDEN_REASONS",
-           "GRADER_ERROR_MESSAGE"]
+__all__ = ["verdict", "student_detail", "status_text", "explain_status", "num", "md_text", "md_code_block",
+           "HIDDEN_REASONS", "GRADER_ERROR_MESSAGE"]
 
 HIDDEN_REASONS = {
     Kind.TIMEOUT: "it ran past the time limit",
@@ -75,3 +77,25 @@ def student_detail(test, *, with_hint: bool = True) -> str:
     if with_hint and test.hint:
         text += f"\nHint: {test.hint}"
     return text
+
+
+#: What can start markup that hides or forges content inside a line: code spans, links
+#: and images, HTML and autolinks, entities, table cells (and the escape itself).
+#: Emphasis is left alone: it can only restyle text, and test names hold underscores.
+_INLINE_MARKUP = re.compile(r"([\\`\[\]<>!&|])")
+
+
+def md_text(text: str) -> str:
+    """Text that came from a submission (its name, a message, a note) as literal markdown,
+    on one line, placed after other text (never at a line's start): the characters that
+    can start inline markup are backslash-escaped (CommonMark allows it for any ASCII
+    punctuation), so nothing becomes a link, an image, HTML, code or a table cell break; line breaks become spaces, so nothing becomes a heading or a list."""
+    return _INLINE_MARKUP.sub(r"\\\1", " ".join(str(text).splitlines()))
+
+
+def md_code_block(text: str, indent: str = "") -> list[str]:
+    """The lines of a fenced code block holding ``text`` verbatim: the fence is longer than
+    any run of backticks inside, so the text cannot close it (CommonMark)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [indent + fence, *(indent + line for line in text.splitlines()), indent + fence]

@@ -1,4 +1,4 @@
-"""The ``lablib`` command: ``assign``, ``grade``, ``gradescope``, ``data``.
+"""The ``lablib`` command: ``assign``, ``grade``, ``export``, ``gradescope``, ``data``.
 
 Examples::
 
@@ -6,6 +6,7 @@ Examples::
     lablib assign lab2                             # one lab of the registry (lablib/labs.py)
     lablib grade lab1 submissions/ -o out --tests hidden/ --jobs 4
     lablib grade lab5_mine subs/ -o out --course ~/course   # ~/course/labs/lab5_mine.ipynb
+    lablib export canvas grades/lab1 grades/lab2 --roster canvas_export.csv -o canvas_import.csv
     lablib gradescope lab1 -o autograder.zip --tests hidden/
     lablib data list
     lablib data fetch reuters --data-dir ~/lablib-data
@@ -72,15 +73,18 @@ def _cmd_grade(args) -> int:
     from lablib.grading.spec import load_lab
     from lablib.grading.submissions import SubmissionSkipped
 
+    from lablib.grading.roster import Roster
+
     spec = load_lab(args.lab, args.tests)
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
+    roster = Roster.load(args.roster) if args.roster else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SubmissionSkipped)
         warnings.simplefilter("always", SubmissionRemoved)
         results = grade(
             spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
             timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
-            progress=not args.quiet, isolate=not args.no_sandbox, fresh=args.fresh,
+            progress=not args.quiet, isolate=not args.no_sandbox, fresh=args.fresh, roster=roster,
         )
     for warning in caught:
         if issubclass(warning.category, SubmissionSkipped):
@@ -95,7 +99,38 @@ def _cmd_grade(args) -> int:
     for r in results:
         print(f"{names[r.submission]:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {status_text(r.status)}"
               + ("  (cached)" if r.cached else ""))
+    if roster is not None:
+        match = roster.match([(r.submission, r.path) for r in results])
+        for name in match.unmatched:
+            print(f"lablib grade: roster: no student for submission {_printable(name)}", file=sys.stderr)
+        for student in match.without_submission:
+            print(f"lablib grade: roster: no submission from {_printable(student.name or student.key)} "
+                  f"({_printable(student.key)})", file=sys.stderr)
     print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json, feedback/ and summary.html")
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from lablib.grading.export import export
+    from lablib.grading.roster import Roster
+
+    columns = {}
+    for item in args.column:
+        lab, sep, header = item.partition("=")
+        if not sep or not lab.strip() or not header.strip():
+            raise ValueError(f"--column {item!r}: expected LAB=HEADER, e.g. lab1_attention='Lab 1 (12345)'.")
+        columns[lab.strip()] = header.strip()
+    report = export(args.format, args.outputs, Roster.load(args.roster), args.output, columns=columns,
+                    pieces=args.pieces, missing=0.0 if args.missing_zero else None)
+    for lab in report["labs"]:
+        for name in report["unmatched"][lab]:
+            print(f"lablib export: {lab}: no student for submission {_printable(name)} (not exported)",
+                  file=sys.stderr)
+        missing = report["without_submission"][lab]
+        if missing:
+            print(f"lablib export: {lab}: {len(missing)} students without a submission "
+                  f"({'0' if args.missing_zero else 'left empty'}): {_printable(', '.join(missing))}", file=sys.stderr)
+    print(f"wrote {args.output}: {report['students']} students, labs {', '.join(report['labs'])}")
     return 0
 
 
@@ -165,12 +200,28 @@ def build_parser() -> argparse.ArgumentParser:
     limits(p)
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel submissions (default: cores)")
     p.add_argument("--force", action="store_true", help="re-grade unchanged submissions")
+    p.add_argument("--roster", metavar="CSV", default=None,
+                   help="class list (lablib's student_id,name,email,section,submission; a Canvas "
+                        "gradebook export; a Gradescope roster): rows name their student")
     p.add_argument("--fresh", action="store_true",
                    help="start a new gradebook in the output folder (default: update it, keeping the "
                         "rows of submissions not graded now while their notebooks exist)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-sandbox", action="store_true", help="do not use namespaces/uid drop even as root")
     p.set_defaults(func=_cmd_grade)
+
+    p = sub.add_parser("export", help="grades of graded labs as an LMS import file (Canvas, Moodle)")
+    p.add_argument("format", choices=("canvas", "moodle"))
+    p.add_argument("outputs", nargs="+", help="output folders of `lablib grade`, one per lab")
+    p.add_argument("--roster", required=True, metavar="CSV",
+                   help="class list (for Canvas: its gradebook export, which has the ids it matches)")
+    p.add_argument("-o", "--output", required=True, help="the CSV file to write")
+    p.add_argument("--pieces", action="store_true", help="a column per graded piece after each lab total")
+    p.add_argument("--column", action="append", default=[], metavar="LAB=HEADER",
+                   help="column header of a lab (Canvas: an existing assignment's 'Name (id)')")
+    p.add_argument("--missing-zero", action="store_true",
+                   help="0 for a student without a submission (default: left empty, no grade)")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("gradescope", help="build a Gradescope autograder zip")
     p.add_argument("lab")

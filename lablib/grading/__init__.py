@@ -7,6 +7,7 @@ below it.
 ``notebook.py``            reading a notebook: normalise, find ``# GRADED:`` and
                            ``# SETUP`` cells
 ``submissions.py``         which notebooks a batch grades, and their names
+``roster.py``              the class list, and which submission is whose
 ``spec.py``, ``expect.py`` how a lab's tests are written (probe + judge); ``specs/``
                            holds the shipped labs' tests (the labs: :mod:`lablib.labs`)
 ``run/``                   running a submission: the sandbox, the child process, the
@@ -18,7 +19,8 @@ below it.
                            labs' catalogue, the Gradescope zip and its wheel
 ``grade.py``               the batch pipeline (``lablib grade``); ``gradescope.py`` the
                            same inside Gradescope; ``check.py`` the student's
-                           in-notebook check (``lablib.check``)
+                           in-notebook check (``lablib.check``); ``export.py`` the
+                           LMS import files of graded labs (``lablib export``)
 =========================  ===========================================================
 
 See :mod:`lablib.grading.spec` for how tests are written.

@@ -206,7 +206,7 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
 
 def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
           memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
-          isolate: bool = True, writers=None, fresh: bool = False) -> list[SubmissionResult]:
+          isolate: bool = True, writers=None, fresh: bool = False, roster=None) -> list[SubmissionResult]:
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the
@@ -228,6 +228,8 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         isolate: use the sandbox (namespaces, unprivileged uid) when running as root.
         writers: the report writers (default :data:`lablib.grading.report.DEFAULT_WRITERS`).
         fresh: start a new gradebook: drop the rows of submissions not graded now.
+        roster: a :class:`~lablib.grading.roster.Roster`: each row names its student and
+            the summary lists the submissions and students that matched nothing.
 
     Returns:
         One :class:`SubmissionResult` per row of the gradebook written (those graded now
@@ -255,5 +257,5 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         return result
 
     results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
-    report.write_reports(out, spec, results, writers=writers)
+    report.write_reports(out, spec, results, writers=writers, roster=roster)
     return sorted(results, key=lambda r: r.submission)

@@ -27,16 +27,26 @@ class Gradebook:
         lab: the :class:`~lablib.grading.spec.LabSpec` graded (name, title, pieces, tests).
         results: one :class:`SubmissionResult` per submission, sorted by name.
         stems: submission name -> its feedback file stem (:func:`feedback_stems`).
+        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows with the
+            class list, when one was given (``--roster``), else None.
     """
 
     lab: object
     results: tuple[SubmissionResult, ...]
     stems: dict[str, str]
+    roster: object = None
 
     @classmethod
-    def of(cls, lab, results: Sequence[SubmissionResult]) -> "Gradebook":
+    def of(cls, lab, results: Sequence[SubmissionResult], roster=None) -> "Gradebook":
+        """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
+        is matched to them."""
         ordered = tuple(sorted(results, key=lambda r: r.submission))
-        return cls(lab, ordered, feedback_stems(r.submission for r in ordered))
+        match = None if roster is None else roster.match([(r.submission, r.path) for r in ordered])
+        return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match)
+
+    def student(self, result: SubmissionResult):
+        """The roster's student of ``result``, or None (no roster, or no match)."""
+        return None if self.roster is None else self.roster.students.get(result.submission)
 
     @property
     def pieces(self) -> list[str]:

@@ -24,7 +24,8 @@ def spreadsheet_text(value: str) -> str:
 
 
 class CsvGradebook:
-    """Writes ``grades.csv`` (columns: submission, status, score, max_score, each piece)."""
+    """Writes ``grades.csv`` (columns: submission, with a roster the student's id, name,
+    e-mail and section, then status, score, max_score, each piece)."""
 
     name = "grades.csv"
 
@@ -32,9 +33,13 @@ class CsvGradebook:
         path = pathlib.Path(out_dir) / "grades.csv"
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(["submission", "status", "score", "max_score", *map(spreadsheet_text, book.pieces)])
+            who = ["student_id", "name", "email", "section"] if book.roster is not None else []
+            writer.writerow(["submission", *who, "status", "score", "max_score", *map(spreadsheet_text, book.pieces)])
             for r in book.results:
                 scores = [num(r.pieces[p].score if p in r.pieces else 0.0) for p in book.pieces]
-                writer.writerow([spreadsheet_text(r.submission), status_text(r.status), num(r.score),
+                student = book.student(r)
+                columns = [] if book.roster is None else [spreadsheet_text(v) for v in (
+                    (student.key, student.name, student.email, student.section) if student else ("", "", "", ""))]
+                writer.writerow([spreadsheet_text(r.submission), *columns, status_text(r.status), num(r.score),
                                  num(r.max_score), *scores])
         return [path]

@@ -2,11 +2,13 @@
 
 Each submission's entry is its :meth:`~lablib.grading.results.SubmissionResult.to_dict`
 with ``status`` as text (as in ``grades.csv``), ``problems`` and ``missing`` as lists,
-and ``feedback``: the stem of its feedback files.
+and ``feedback``: the stem of its feedback files. With a roster, each entry has its
+``student`` (or null) and ``roster`` lists what matched nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -28,13 +30,21 @@ class JsonGradebook:
             entry = r.to_dict()
             entry.update(status=status_text(r.status), problems=[k.value for k in r.status.problems],
                          missing=list(r.status.missing), feedback=f"feedback/{book.stems[r.submission]}")
+            if book.roster is not None:
+                student = book.student(r)
+                entry["student"] = None if student is None else dataclasses.asdict(student)
             submissions.append(entry)
         data = {
             "lab": lab.name,
+            "title": lab.title,
             "pieces": {p: {"objects": list(lab.pieces[p].objects), "description": lab.pieces[p].description}
                        for p in book.pieces},
             "submissions": submissions,
         }
+        if book.roster is not None:
+            data["roster"] = {"unmatched_submissions": list(book.roster.unmatched),
+                              "students_without_submission": [dataclasses.asdict(s)
+                                                              for s in book.roster.without_submission]}
         path = pathlib.Path(out_dir) / "grades.json"
         path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
         return [path]

@@ -11,7 +11,7 @@ It is the instructor's view: hidden tests are named there.
 Example::
 
     from lablib.grading.report.summary import class_summary, write_summary
-    data = class_summary(lab, results)          # plain dict, as in summary.json
+    data = class_summary(lab, results, roster)          # plain dict, as in summary.json
     write_summary("out", lab, results)          # out/summary.json, out/summary.html
 """
 
@@ -78,12 +78,15 @@ def _message_key(message: str) -> str:
     return first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 3] + "..."
 
 
-def class_summary(lab, results) -> dict:
+def class_summary(lab, results, roster=None) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
         lab: the :class:`~lablib.grading.spec.LabSpec` graded.
         results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
+        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows, when a roster
+            was given: ``roster`` then lists the submissions that matched no student and the
+            students without a submission.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
@@ -158,6 +161,10 @@ def class_summary(lab, results) -> dict:
         "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
                      "cached": r.cached}
                     for r in slowest],
+        "roster": None if roster is None else {
+            "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
+            "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
+                                            for s in roster.without_submission]},
     }
 
 
@@ -242,6 +249,20 @@ def _table(header, rows) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _roster_section(roster) -> str:
+    if roster is None:
+        return ""
+    esc = html.escape
+    unmatched = "".join(f"<li>{esc(name)}</li>" for name in roster["unmatched_submissions"])
+    missing = "".join(f"<li>{esc(s['name'] or s['student'])} ({esc(s['student'])}"
+                      f"{', ' + esc(s['section']) if s['section'] else ''})</li>"
+                      for s in roster["students_without_submission"])
+    return (f"<h2>Roster</h2><p>{roster['matched']} submissions matched a student.</p>"
+            f"<h3>Submissions that match no student ({len(roster['unmatched_submissions'])})</h3>"
+            f"<ul>{unmatched}</ul><h3>Students without a submission "
+            f"({len(roster['students_without_submission'])})</h3><ul>{missing}</ul>")
+
+
 def summary_html(summary: dict) -> str:
     """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG."""
     esc = html.escape
@@ -296,13 +317,14 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 {statuses}
 <h2>Submissions needing attention</h2>
 {attention}
+{_roster_section(summary["roster"])}
 <h2>Slowest submissions</h2>
 {slowest}
 </body></html>
 """
 
 
-def write_summary(out_dir, lab, results) -> dict[str, pathlib.Path]:
+def write_summary(out_dir, lab, results, roster=None) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -310,7 +332,7 @@ def write_summary(out_dir, lab, results) -> dict[str, pathlib.Path]:
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results)
+    data = class_summary(lab, results, roster)
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
@@ -322,4 +344,4 @@ class ClassSummary:
     name = "class summary"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return list(write_summary(out_dir, book.lab, book.results).values())
+        return list(write_summary(out_dir, book.lab, book.results, book.roster).values())

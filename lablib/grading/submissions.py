@@ -49,17 +49,23 @@ def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
     return target.is_file() and entry.suffix.lower() == ".ipynb"  # Windows uploads: .IPYNB
 
 
+def _entries(folder: pathlib.Path, root: str, refused: list):
+    """``(entry, target)`` for each visible entry of ``folder`` (sorted), links resolved
+    while they stay inside ``root``; the others are noted in ``refused``."""
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") or entry.name == "__pycache__":
+            continue
+        target = _resolve_inside(entry, root, refused)
+        if target is not None:
+            yield entry, target
+
+
 def _notebooks_in(folder: pathlib.Path, root: str, refused: list, seen: set,
                   where: tuple = ()) -> list[tuple[tuple, pathlib.Path]]:
     """The notebooks under ``folder`` (sorted) as ``(path parts below the folder, file)``;
     links followed only while they stay in ``root``."""
     found = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name == "__pycache__":
-            continue
-        target = _resolve_inside(entry, root, refused)
-        if target is None:
-            continue
+    for entry, target in _entries(folder, root, refused):
         if target.is_dir():
             real = os.path.realpath(target)
             if real not in seen:  # a link back up the tree is walked once
@@ -130,12 +136,7 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
     for path in map(pathlib.Path, paths):
         if path.is_dir():
             root = os.path.realpath(path)
-            for entry in sorted(path.iterdir()):
-                if entry.name.startswith(".") or entry.name == "__pycache__":
-                    continue
-                target = _resolve_inside(entry, root, skipped)
-                if target is None:
-                    continue
+            for entry, target in _entries(path, root, skipped):
                 if _is_notebook(entry, target):
                     found.append((entry.stem, target))
                 elif target.is_dir() and os.path.realpath(target) == root:

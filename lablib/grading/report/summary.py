@@ -78,26 +78,8 @@ def _message_key(message: str) -> str:
     return first if len(first) <= MESSAGE_CHARS else first[: MESSAGE_CHARS - 3] + "..."
 
 
-def class_summary(lab, results, roster=None) -> dict:
-    """The batch's summary as plain values (the content of ``summary.json``).
-
-    Args:
-        lab: the :class:`~lablib.grading.spec.LabSpec` graded.
-        results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
-        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows, when a roster
-            was given: ``roster`` then lists the submissions that matched no student and the
-            students without a submission.
-
-    Returns:
-        ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
-        "tests", "statuses", "needs_attention", "slowest"}``; ``tests`` is sorted by failure
-        rate, highest first; ``needs_attention`` maps each status other than ``ok`` to its
-        submissions with their feedback and instructor files.
-    """
-    results = sorted(results, key=lambda r: r.submission)
-    n = len(results)
-    max_score = max([r.max_score for r in results] or [float(lab.max_score)])
-    totals = [r.score for r in results]
+def _piece_rows(lab, results):
+    """Per graded piece: points, statistics, histogram."""
     pieces = []
     for piece in lab.pieces:
         got = [r.pieces[piece].score if piece in r.pieces else 0.0 for r in results]
@@ -108,6 +90,11 @@ def class_summary(lab, results, roster=None) -> dict:
             **_stats(got), "full_marks": sum(1 for s in got if top > 0 and s >= top),
             "zero": sum(1 for s in got if s <= 0), "histogram": _histogram(got, top),
         })
+    return pieces
+
+
+def _test_rows(lab, results):
+    """Per test, most failed first: pass rates (all, attempted), failures by kind, the most common message."""
     order = {t.id: i for i, t in enumerate(lab.tests)}
     tests: dict[str, dict] = {}
     for r in results:
@@ -141,10 +128,11 @@ def class_summary(lab, results, roster=None) -> dict:
         row["common_failure"] = {"message": messages[0][0], "count": messages[0][1]} if messages else None
         test_rows.append(row)
     test_rows.sort(key=lambda row: (row["pass_rate"], order.get(row["id"], len(order)), row["id"]))
-    statuses = {word: 0 for word in _STATUS_ROWS}
-    for r in results:
-        for word in [k.value for k in r.status.kinds] or ["ok"]:
-            statuses[word] = statuses.get(word, 0) + 1
+    return test_rows
+
+
+def _attention(results):
+    """The submissions of each status other than ``ok``, with their files."""
     stems = feedback_stems(r.submission for r in results)
     needs_attention: dict[str, list] = {}
     for r in results:
@@ -153,6 +141,36 @@ def class_summary(lab, results, roster=None) -> dict:
                 "submission": r.submission, "status": status_text(r.status), "score": r.score,
                 "feedback": f"feedback/{stems[r.submission]}.html",
                 "instructor": f"instructor/{stems[r.submission]}.md"})
+    return needs_attention
+
+
+def class_summary(lab, results, roster=None) -> dict:
+    """The batch's summary as plain values (the content of ``summary.json``).
+
+    Args:
+        lab: the :class:`~lablib.grading.spec.LabSpec` graded.
+        results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
+        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows, when a roster
+            was given: ``roster`` then lists the submissions that matched no student and the
+            students without a submission.
+
+    Returns:
+        ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
+        "tests", "statuses", "needs_attention", "slowest", "roster"}``; ``tests`` is sorted by failure
+        rate, highest first; ``needs_attention`` maps each status other than ``ok`` to its
+        submissions with their feedback and instructor files.
+    """
+    results = sorted(results, key=lambda r: r.submission)
+    n = len(results)
+    max_score = max([r.max_score for r in results] or [float(lab.max_score)])
+    totals = [r.score for r in results]
+    pieces = _piece_rows(lab, results)
+    test_rows = _test_rows(lab, results)
+    statuses = {word: 0 for word in _STATUS_ROWS}
+    for r in results:
+        for word in [k.value for k in r.status.kinds] or ["ok"]:
+            statuses[word] = statuses.get(word, 0) + 1
+    needs_attention = _attention(results)
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
         "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,

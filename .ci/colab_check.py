@@ -31,6 +31,7 @@ def _registry():
     only) without importing lablib: the Colab-like venv must not hold lablib yet."""
     spec = importlib.util.spec_from_file_location("lablib_labs_registry", ROOT / "lablib" / "labs.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
 

@@ -26,10 +26,10 @@ Example::
 from __future__ import annotations
 
 import csv
-import json
 import pathlib
 
 from lablib.grading.report.gradebook_csv import spreadsheet_text
+from lablib.grading.report.gradebook_json import read_gradebook
 from lablib.grading.report.text import num
 from lablib.grading.roster import Roster
 
@@ -45,7 +45,7 @@ class ExportError(ValueError):
 def _gradebook(folder) -> dict:
     path = pathlib.Path(folder) / "grades.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_gradebook(folder)
     except (OSError, ValueError) as exc:
         raise ExportError(f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`.") from None
     if not isinstance(data, dict) or "lab" not in data or "submissions" not in data:

@@ -30,6 +30,7 @@ from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.judge import judge_submission, summarise, unreadable
 from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook
+from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
@@ -81,9 +82,8 @@ def previous_results(out_dir, lab_name: str) -> list[SubmissionResult]:
     Raises:
         ValueError: the folder holds the gradebook of another lab.
     """
-    path = pathlib.Path(out_dir) / "grades.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_gradebook(out_dir)
     except (OSError, ValueError):
         return []
     if not isinstance(data, dict) or data.get("lab") != lab_name:
@@ -92,9 +92,8 @@ def previous_results(out_dir, lab_name: str) -> list[SubmissionResult]:
             f"not of {lab_name!r}: grade into another folder (-o), or pass --fresh to replace it.")
     results = []
     for entry in data.get("submissions", []):
-        entry = dict(entry, status={"problems": entry.get("problems", []), "missing": entry.get("missing", [])})
         try:
-            results.append(SubmissionResult.from_dict(entry))
+            results.append(result_from_entry(entry))
         except (KeyError, TypeError, ValueError):
             continue  # an entry this version cannot read is graded again when its notebook is
     return results

@@ -14,8 +14,27 @@ import pathlib
 
 from lablib.grading.report.base import Gradebook
 from lablib.grading.report.text import status_text
+from lablib.grading.results import SubmissionResult
 
-__all__ = ["JsonGradebook"]
+__all__ = ["JsonGradebook", "read_gradebook", "result_from_entry"]
+
+
+def read_gradebook(out_dir):
+    """The parsed ``grades.json`` of a grading output folder.
+
+    Raises:
+        OSError: no readable file; ValueError: not JSON.
+    """
+    return json.loads((pathlib.Path(out_dir) / "grades.json").read_text(encoding="utf-8"))
+
+
+def result_from_entry(entry: dict) -> SubmissionResult:
+    """The :class:`SubmissionResult` of one ``submissions`` entry: the inverse of
+    :class:`JsonGradebook`'s entry (status from ``problems`` and ``missing``; the keys the
+    writer adds are left aside). Raises KeyError, TypeError or ValueError on an entry it
+    cannot read."""
+    return SubmissionResult.from_dict(dict(entry, status={"problems": entry.get("problems", []),
+                                                          "missing": entry.get("missing", [])}))
 
 
 class JsonGradebook:

@@ -310,7 +310,7 @@ def graph_batches(dataset, shuffle, seed, edges=False, batch_size=None):
 
     def make(indices):
         batch = graphs.disjoint_batch([dataset.x[i] for i in indices], [dataset.edge_index[i] for i in indices],
-                                      edge_attrs=[dataset.edge_attr[i] for i in indices] if edges else None)
+                                      edge_attr=[dataset.edge_attr[i] for i in indices] if edges else None)
         x, edge_index, graph_ids = batch[:3]
         inputs = (tf.constant(x, tf.float32), tf.constant(edge_index, tf.int32), tf.constant(graph_ids, tf.int32),
                   tf.constant(len(indices), tf.int32)) + ((tf.constant(batch[3], tf.float32),) if edges else ())

@@ -148,7 +148,7 @@ def child(args) -> None:
             block_class = import_tfm().nlp.layers.TransformerEncoderBlock
         else:
             from lablib.layers import TransformerEncoderBlock as block_class
-        block = block_class(num_attention_heads=2, inner_dim=128, inner_activation="relu",
+        block = block_class(2, inner_dim=128, inner_activation="relu",
                             output_dropout=0.1, attention_dropout=0.1)
         model = reuters.build_transformer(keras, tf, block)
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

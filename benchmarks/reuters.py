@@ -211,7 +211,7 @@ def child(args) -> None:
         else:
             from lablib.layers import TransformerEncoderBlock as block_class
         block = block_class(
-            num_attention_heads=CONFIG["num_heads"], inner_dim=CONFIG["inner_dim"], inner_activation="relu",
+            CONFIG["num_heads"], inner_dim=CONFIG["inner_dim"], inner_activation="relu",
             output_dropout=CONFIG["dropout"], attention_dropout=CONFIG["dropout"],
         )
         model = build_transformer(keras, tf, block)

@@ -101,7 +101,9 @@ def keras_mha_block(keras, args):
 
 
 def block_kwargs(args):
-    return dict(num_attention_heads=args.heads, inner_dim=args.inner, inner_activation="relu")
+    """The same block for tfm and lablib: the heads go first (tfm calls them
+    num_attention_heads, lablib num_heads, as Keras)."""
+    return dict(inner_dim=args.inner, inner_activation="relu")
 
 
 def keras3_steps(args):
@@ -117,7 +119,7 @@ def keras3_steps(args):
     mode = f"Keras {keras.__version__}"
     return tf.__version__, [
         ("(a) lablib TransformerEncoderBlock", mode,
-         make_step(keras, tf, wrap(keras, TransformerEncoderBlock(**block_kwargs(args)), args), args)),
+         make_step(keras, tf, wrap(keras, TransformerEncoderBlock(args.heads, **block_kwargs(args)), args), args)),
         ("(b) keras.layers.MultiHeadAttention + LayerNorm + Dense", mode,
          make_step(keras, tf, wrap(keras, keras_mha_block(keras, args), args), args)),
     ]
@@ -137,8 +139,8 @@ def run_legacy(args):
     tfm = import_tfm()
     blocks = [
         ("(c) tfm.nlp.layers.TransformerEncoderBlock",
-         tfm.nlp.layers.TransformerEncoderBlock(**block_kwargs(args))),
-        ("(d) lablib TransformerEncoderBlock", TransformerEncoderBlock(**block_kwargs(args))),
+         tfm.nlp.layers.TransformerEncoderBlock(args.heads, **block_kwargs(args))),
+        ("(d) lablib TransformerEncoderBlock", TransformerEncoderBlock(args.heads, **block_kwargs(args))),
     ]
     steps = [(name, make_step(keras, tf, wrap(keras, block, args), args)) for name, block in blocks]
     return [(name, "tf_keras (legacy)", run(args.steps)) for name, run in steps]

@@ -10,11 +10,13 @@ Sub-packages (imported on first use): ``lablib.layers``, ``lablib.data``,
 ``lablib.graphs``, ``lablib.grading``.
 """
 
+from lablib._deprecation import LablibDeprecationWarning
 from lablib._version import __version__
 from lablib.backend import KerasModeError, is_legacy, keras_mode, use_keras3, use_legacy_keras
 
 __all__ = [
     "KerasModeError",
+    "LablibDeprecationWarning",
     "check",
     "fast_mode",
     "is_legacy",

@@ -7,12 +7,14 @@ the package never imports TensorFlow (a notebook must choose the Keras mode firs
 import importlib
 
 
-def lazy_exports(package: str, exports: dict, namespace: dict):
-    """Returns ``(__getattr__, __dir__)`` for a package whose ``exports`` maps name -> submodule.
+def lazy_exports(package: str, modules: dict, namespace: dict):
+    """Returns ``(__getattr__, __dir__, __all__)`` for a package whose ``modules`` maps each
+    submodule to the names it exports (``{"attention": ("causal_mask", ...)}``).
 
     A resolved name is cached in ``namespace`` (the package's ``globals()``), so the
     import happens once.
     """
+    exports = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name):
         module = exports.get(name)
@@ -25,4 +27,4 @@ def lazy_exports(package: str, exports: dict, namespace: dict):
     def __dir__():
         return sorted(set(namespace) | set(exports))
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(exports)

@@ -9,11 +9,13 @@ lablib's graph layers accept two layouts of the same graphs (README, "Convention
   graph with ``x [V, F]``, ``edge_index [2, E]`` (row 0 source, row 1 target, as in
   PyTorch Geometric; messages flow source -> target) and ``graph_ids [V]``.
 
-Edge features (bond types...) travel beside either layout when ``edge_attrs`` (one
+Edge features (bond types...) travel beside either layout when ``edge_attr`` (one
 ``[E_b, D]`` array per graph) is passed: ``[B, N, N, D]`` indexed like the adjacency, or
 ``[E, D]`` aligned with ``edge_index``; ``GraphAttention(edge_dim=D)`` reads them.
 
-Every function here takes and returns NumPy arrays (TensorFlow eager tensors are
+A batch is a named tuple (:class:`DenseBatch`, :class:`DisjointBatch`, and their
+``...WithEdges`` forms when ``edge_attr`` is passed): unpack it, or read its fields by
+name (``batch.adjacency``). Every function here takes and returns NumPy arrays (TensorFlow eager tensors are
 accepted too) and checks its input, raising ``ValueError`` that says what was given
 and what was expected.
 
@@ -32,11 +34,17 @@ Example::
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from lablib._deprecation import pop_renamed
+
 __all__ = [
+    "DenseBatch",
+    "DenseBatchWithEdges",
+    "DisjointBatch",
+    "DisjointBatchWithEdges",
     "dense_batch",
     "disjoint_batch",
     "edge_index_to_adjacency",
@@ -44,6 +52,44 @@ __all__ = [
     "to_undirected",
     "remove_self_loops",
 ]
+
+
+# --------------------------------------------------------------------------- batch types
+
+
+class DenseBatch(NamedTuple):
+    """Padded graphs: ``x [B, N, F]``, ``adjacency [B, N, N]`` (``[b, target, source]``),
+    ``mask [B, N]`` (True for real nodes)."""
+
+    x: np.ndarray
+    adjacency: np.ndarray
+    mask: np.ndarray
+
+
+class DenseBatchWithEdges(NamedTuple):
+    """:class:`DenseBatch` and ``edge_attr [B, N, N, D]`` indexed like the adjacency."""
+
+    x: np.ndarray
+    adjacency: np.ndarray
+    mask: np.ndarray
+    edge_attr: np.ndarray
+
+
+class DisjointBatch(NamedTuple):
+    """Graphs glued into one: ``x [V, F]``, ``edge_index [2, E]``, ``graph_ids [V]``."""
+
+    x: np.ndarray
+    edge_index: np.ndarray
+    graph_ids: np.ndarray
+
+
+class DisjointBatchWithEdges(NamedTuple):
+    """:class:`DisjointBatch` and ``edge_attr [E, D]`` aligned with ``edge_index``."""
+
+    x: np.ndarray
+    edge_index: np.ndarray
+    graph_ids: np.ndarray
+    edge_attr: np.ndarray
 
 
 # --------------------------------------------------------------------------- checks
@@ -135,7 +181,7 @@ def _check_edge_attrs(edge_attrs, edges, function: str):
     """One float32 ``[E_b, D]`` array per graph, aligned with its edge_index, or ValueError."""
     if isinstance(edge_attrs, np.ndarray) or not isinstance(edge_attrs, Sequence):
         raise ValueError(
-            f"{function}: edge_attrs must be a list with one [E_i, D] array per graph (row k: "
+            f"{function}: edge_attr must be a list with one [E_i, D] array per graph (row k: "
             f"features of edge k of edge_index), got {type(edge_attrs).__name__}. For one "
             f"graph, pass [edge_attr]."
         )
@@ -184,7 +230,8 @@ def _check_edge_attrs(edge_attrs, edges, function: str):
 # --------------------------------------------------------------------------- batches
 
 
-def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_attrs=None):
+def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_attr=None,
+                **deprecated):
     """Pad a list of graphs into a dense batch for lablib's graph layers.
 
     Memory is ``B * max_nodes**2`` for the adjacency: fine for molecules (tens of
@@ -197,14 +244,16 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_
             self loops given here are kept (none are added: the layers add them).
         max_nodes: pad every graph to this many nodes (a fixed shape avoids retracing
             a ``tf.function`` for every batch). Default: the largest ``n_b``.
-        edge_attrs: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
+        edge_attr: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
             features of edge ``k`` of graph ``b`` (e.g. ``MoleculeDataset.edge_attr``).
+            (``edge_attrs``, its name before lablib 0.2, warns until 0.3.)
 
     Returns:
-        ``(x, adjacency, mask)``: ``x [B, N, F]`` float32 (zeros at padding),
+        a :class:`DenseBatch` ``(x, adjacency, mask)``: ``x [B, N, F]`` float32 (zeros at padding),
         ``adjacency [B, N, N]`` float32 with ``adjacency[b, target, source] = 1``,
-        ``mask [B, N]`` bool (True for real nodes). With ``edge_attrs``:
-        ``(x, adjacency, mask, edge_attr)``, ``edge_attr [B, N, N, D]`` float32 with
+        ``mask [B, N]`` bool (True for real nodes). With ``edge_attr``: a
+        :class:`DenseBatchWithEdges` ``(x, adjacency, mask, edge_attr)``, ``edge_attr
+        [B, N, N, D]`` float32 with
         ``edge_attr[b, target, source]`` the features of that edge (zeros where there
         is none; a repeated edge keeps its last row). Memory ``B * N**2 * D``.
 
@@ -216,6 +265,7 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_
 
         x, adjacency, mask = dense_batch([x1, x2], [e1, e2], max_nodes=32)
     """
+    edge_attrs = _edge_attr_argument(edge_attr, deprecated, "dense_batch")
     features, edges, num_features = _check_lists(node_features, edge_indices, "dense_batch")
     if edge_attrs is not None:
         attrs, num_edge_features = _check_edge_attrs(edge_attrs, edges, "dense_batch")
@@ -242,14 +292,26 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_
         mask[b, :n] = True
         adjacency[b, edges_b[1], edges_b[0]] = 1.0
     if edge_attrs is None:
-        return x, adjacency, mask
-    edge_attr = np.zeros((batch, max_nodes, max_nodes, num_edge_features), dtype=np.float32)
+        return DenseBatch(x, adjacency, mask)
+    dense_attr = np.zeros((batch, max_nodes, max_nodes, num_edge_features), dtype=np.float32)
     for b, (edges_b, attrs_b) in enumerate(zip(edges, attrs)):
-        edge_attr[b, edges_b[1], edges_b[0]] = attrs_b
-    return x, adjacency, mask, edge_attr
+        dense_attr[b, edges_b[1], edges_b[0]] = attrs_b
+    return DenseBatchWithEdges(x, adjacency, mask, dense_attr)
 
 
-def disjoint_batch(node_features, edge_indices, edge_attrs=None, max_nodes=None, max_edges=None):
+def _edge_attr_argument(edge_attr, deprecated: dict, function: str):
+    """``edge_attr``, or its old name ``edge_attrs`` (warned); any other keyword: TypeError."""
+    edge_attr = pop_renamed(deprecated, function, "edge_attrs", edge_attr, stacklevel=4)
+    if deprecated:
+        raise TypeError(
+            f"{function}() got unexpected keyword argument(s) "
+            f"{', '.join(map(repr, deprecated))}."
+        )
+    return edge_attr
+
+
+def disjoint_batch(node_features, edge_indices, edge_attr=None, max_nodes=None, max_edges=None,
+                   **deprecated):
     """Glue a list of graphs into one disjoint graph (the sparse batch layout).
 
     Node indices of graph ``b`` are shifted by the number of nodes in graphs
@@ -259,8 +321,9 @@ def disjoint_batch(node_features, edge_indices, edge_attrs=None, max_nodes=None,
         node_features: list of ``B`` arrays, graph ``b`` of shape ``[n_b, F]``.
         edge_indices: list of ``B`` integer arrays of shape ``[2, E_b]`` (row 0 source,
             row 1 target, local node indices).
-        edge_attrs: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
+        edge_attr: optional list of ``B`` arrays ``[E_b, D]``, row ``k`` holding the
             features of edge ``k`` of graph ``b`` (e.g. ``MoleculeDataset.edge_attr``).
+            (``edge_attrs``, its name before lablib 0.2, warns until 0.3.)
         max_nodes, max_edges: pad the batch to exactly this many nodes and edges (both
             or neither), for fixed shapes under XLA (``jit_compile=True``, TPUs).
             Padding nodes have zero features and graph id ``-1``, which
@@ -271,11 +334,11 @@ def disjoint_batch(node_features, edge_indices, edge_attrs=None, max_nodes=None,
             are padded.
 
     Returns:
-        ``(x, edge_index, graph_ids)``: ``x [V, F]`` float32 with ``V = sum n_b``,
+        a :class:`DisjointBatch` ``(x, edge_index, graph_ids)``: ``x [V, F]`` float32 with ``V = sum n_b``,
         ``edge_index [2, E]`` int32 with offsets applied, ``graph_ids [V]`` int32
         (the graph each node belongs to, for :class:`lablib.layers.GraphReadout`).
-        With ``edge_attrs``: ``(x, edge_index, graph_ids, edge_attr)``, ``edge_attr
-        [E, D]`` float32 aligned with the columns of ``edge_index``. Padded:
+        With ``edge_attr``: a :class:`DisjointBatchWithEdges` ``(x, edge_index,
+        graph_ids, edge_attr)``, ``edge_attr [E, D]`` float32 aligned with the columns of ``edge_index``. Padded:
         ``V = max_nodes``, ``E = max_edges``.
 
     Raises:
@@ -287,6 +350,7 @@ def disjoint_batch(node_features, edge_indices, edge_attrs=None, max_nodes=None,
         x, edge_index, graph_ids = disjoint_batch([x1, x2], [e1, e2])
         x, edge_index, graph_ids = disjoint_batch([x1, x2], [e1, e2], max_nodes=8, max_edges=8)
     """
+    edge_attrs = _edge_attr_argument(edge_attr, deprecated, "disjoint_batch")
     features, edges, _ = _check_lists(node_features, edge_indices, "disjoint_batch")
     if edge_attrs is not None:
         attrs, _ = _check_edge_attrs(edge_attrs, edges, "disjoint_batch")
@@ -305,8 +369,8 @@ def disjoint_batch(node_features, edge_indices, edge_attrs=None, max_nodes=None,
             x, edge_index, graph_ids, edge_attr, max_nodes, max_edges
         )
     if edge_attrs is None:
-        return x, edge_index, graph_ids
-    return x, edge_index, graph_ids, edge_attr
+        return DisjointBatch(x, edge_index, graph_ids)
+    return DisjointBatchWithEdges(x, edge_index, graph_ids, edge_attr)
 
 
 def _pad_disjoint(x, edge_index, graph_ids, edge_attr, max_nodes, max_edges):

@@ -8,29 +8,16 @@ Where a loader reads its files from, in order: an explicit ``data_dir`` argument
 
 from lablib._lazy import lazy_exports
 
-_EXPORTS = {
-    "load_reuters": "reuters",
-    "reuters_word_index": "reuters",
-    "reuters_topic_names": "reuters",
-    "decode_newswire": "reuters",
-    "reuters_dataset": "reuters",
-    "reuters_bucket_lengths": "reuters",
-    "truncate_sequences": "reuters",
-    "load_molecules": "molecules",
-    "MoleculeDataset": "molecules",
-    "smiles_to_graph": "molecules",
-    "morgan_fingerprints": "molecules",
-    "GraphDataset": "graph_dataset",
-    "load_tu_dataset": "tu",
-    "load_cora": "cora",
-    "CoraData": "cora",
-    "DataNotFoundError": "sources",
-    "ChecksumError": "sources",
-    "fetch_dataset": "sources",
-    "dataset_status": "sources",
+_MODULES = {  # submodule: the names it exports
+    "reuters": (
+        "load_reuters", "reuters_word_index", "reuters_topic_names", "decode_newswire",
+        "reuters_dataset", "reuters_bucket_lengths", "truncate_sequences",
+    ),
+    "molecules": ("load_molecules", "MoleculeDataset", "smiles_to_graph", "morgan_fingerprints"),
+    "graph_dataset": ("GraphDataset",),
+    "tu": ("load_tu_dataset",),
+    "cora": ("load_cora", "CoraData"),
+    "sources": ("DataNotFoundError", "ChecksumError", "fetch_dataset", "dataset_status"),
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-__getattr__, __dir__ = lazy_exports('lablib.data', _EXPORTS, globals())
+__getattr__, __dir__, __all__ = lazy_exports("lablib.data", _MODULES, globals())

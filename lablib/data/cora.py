@@ -24,6 +24,7 @@ import dataclasses
 
 import numpy as np
 
+from lablib._deprecation import pop_renamed
 from lablib.data import sources
 
 __all__ = ["load_cora", "CoraData", "CORA_CLASS_NAMES"]
@@ -183,30 +184,45 @@ class CoraData:
         x = np.divide(self.x, sums, out=np.zeros_like(self.x), where=sums != 0)
         return dataclasses.replace(self, x=x.astype(np.float32))
 
-    def adjacency(self, dense: bool = True, self_loops: bool = False):
-        """The adjacency matrix with ``A[target, source] = 1`` (symmetric for Cora).
+    def adjacency(self, self_loops: bool = False, **deprecated) -> np.ndarray:
+        """The adjacency matrix with ``A[target, source] = 1`` (symmetric for Cora), dense.
 
         Args:
-            dense: a NumPy float32 ``[N, N]`` array (59 MB for Cora) if True, else a
-                ``scipy.sparse.csr_matrix``.
             self_loops: add the identity (``A + I``).
 
         Returns:
-            The adjacency matrix.
+            A NumPy float32 ``[N, N]`` array (29 MB for Cora). For a
+            ``scipy.sparse.csr_matrix`` use :meth:`sparse_adjacency`. (Before lablib 0.2
+            ``adjacency(dense=False)`` returned that; the ``dense`` flag warns until 0.3.)
         """
-        source, target = self.edge_index
-        n = self.num_nodes
-        if self_loops:
-            loops = np.arange(n)
-            source, target = np.concatenate([source, loops]), np.concatenate([target, loops])
-        if dense:
-            matrix = np.zeros((n, n), dtype=np.float32)
-            matrix[target, source] = 1.0
-            return matrix
+        dense = pop_renamed(deprecated, "CoraData.adjacency", "dense", True, True)
+        if deprecated:
+            raise TypeError(
+                f"CoraData.adjacency() got unexpected keyword argument(s) "
+                f"{', '.join(map(repr, deprecated))}; it takes self_loops."
+            )
+        if not dense:
+            return self.sparse_adjacency(self_loops=self_loops)
+        source, target = self._edges(self_loops)
+        matrix = np.zeros((self.num_nodes, self.num_nodes), dtype=np.float32)
+        matrix[target, source] = 1.0
+        return matrix
+
+    def sparse_adjacency(self, self_loops: bool = False):
+        """:meth:`adjacency` as a ``scipy.sparse.csr_matrix`` (float32, ``[N, N]``)."""
         import scipy.sparse
 
+        source, target = self._edges(self_loops)
         values = np.ones(len(source), dtype=np.float32)
+        n = self.num_nodes
         return scipy.sparse.csr_matrix((values, (target, source)), shape=(n, n))
+
+    def _edges(self, self_loops: bool):
+        source, target = self.edge_index
+        if self_loops:
+            loops = np.arange(self.num_nodes)
+            source, target = np.concatenate([source, loops]), np.concatenate([target, loops])
+        return source, target
 
     def __repr__(self):
         return (
@@ -291,13 +307,6 @@ def load_cora(data_dir=None, normalize_features: bool = False,
     val_mask[num_train:num_train + 500] = True
     test_mask[test_sorted] = True
 
-    data = CoraData(
-        x=features,
-        y=labels,
-        edge_index=edge_index,
-        train_mask=train_mask,
-        val_mask=val_mask,
-        test_mask=test_mask,
-    )
+    data = CoraData(features, labels, edge_index, train_mask, val_mask, test_mask)
     data = data.normalize_features() if normalize_features else data
     return data.with_sparse_features() if sparse_features else data

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from lablib._deprecation import pop_renamed
+
 __all__ = ["GraphDataset"]
 
 
@@ -76,7 +78,22 @@ class GraphDataset:
         )
         if len(self.feature_names) != width:
             raise ValueError(f"{self.name}: {len(self.feature_names)} feature names for {width} features.")
-        self.edge_feature_names = tuple(edge_feature_names or ())
+        edge_widths = {a.shape[1] for a in self.edge_attr or () if a.ndim == 2 and a.size}
+        if self.edge_attr is not None and (
+                any(a.ndim != 2 for a in self.edge_attr if a.size) or len(edge_widths) > 1):
+            raise ValueError(
+                f"{self.name}: every edge_attr[i] must be [E_i, D] with the same D, got "
+                f"shapes {sorted({a.shape for a in self.edge_attr})}."
+            )
+        edge_width = edge_widths.pop() if edge_widths else 0
+        if edge_feature_names is None:
+            edge_feature_names = [f"edge_feature_{i}" for i in range(edge_width)]
+        self.edge_feature_names = tuple(edge_feature_names)
+        if edge_width and len(self.edge_feature_names) != edge_width:
+            raise ValueError(
+                f"{self.name}: {len(self.edge_feature_names)} edge feature names for "
+                f"{edge_width} edge features."
+            )
 
     # ------------------------------------------------------------------ basics
 
@@ -290,13 +307,22 @@ class GraphDataset:
     def _target_spec(self, tf, size=None):
         return tf.TensorSpec(shape=(size,) + self.y.shape[1:], dtype=tf.as_dtype(self.y.dtype))
 
-    def _check_edge_attr_wanted(self, edge_attr) -> bool:
-        if edge_attr and self.edge_attr is None:
-            raise ValueError(
-                f"{self.name}: edge_attr=True but this dataset has no edge features "
-                f"(edge_attr is None); leave edge_attr=False."
+    def _check_edge_attr_wanted(self, with_edge_attr, deprecated: dict, method: str) -> bool:
+        """``with_edge_attr`` (or its old name ``edge_attr``, warned) checked against the data."""
+        where = f"GraphDataset.{method}"
+        with_edge_attr = pop_renamed(deprecated, where, "edge_attr", with_edge_attr, False,
+                                     stacklevel=4)
+        if deprecated:
+            raise TypeError(
+                f"{self.name}.{method}() got unexpected keyword argument(s) "
+                f"{', '.join(map(repr, deprecated))}."
             )
-        return bool(edge_attr)
+        if with_edge_attr and self.edge_attr is None:
+            raise ValueError(
+                f"{self.name}: with_edge_attr=True but this dataset has no edge features "
+                f"(its edge_attr is None); leave with_edge_attr=False."
+            )
+        return bool(with_edge_attr)
 
     @staticmethod
     def _fixed_size(batch_size, drop_remainder, strategy):
@@ -307,8 +333,8 @@ class GraphDataset:
         return batch_size // replicas if batch_size % replicas == 0 else None
 
     def dense_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                      max_nodes=None, drop_remainder: bool = False, edge_attr: bool = False,
-                      strategy=None):
+                      max_nodes=None, drop_remainder: bool = False,
+                      with_edge_attr: bool = False, strategy=None, **deprecated):
         """``tf.data`` batches in the padded dense layout of :func:`lablib.graphs.dense_batch`.
 
         Args:
@@ -319,8 +345,9 @@ class GraphDataset:
             max_nodes: pad every batch to this many nodes (a fixed shape); None pads
                 each batch to its own largest graph.
             drop_remainder: drop the last, smaller batch.
-            edge_attr: also yield the edge features, ``edge_attr [B, N, N, D]``
-                (``edge_attr[b, target, source]``), for ``GraphAttention(edge_dim=D)``.
+            with_edge_attr: also yield the edge features, ``edge_attr [B, N, N, D]``
+                (``edge_attr[b, target, source]``), for ``GraphAttention(edge_dim=D)``
+                (the flag was named ``edge_attr`` before lablib 0.2; that warns until 0.3).
             strategy: a ``tf.distribute.Strategy`` (``MirroredStrategy``,
                 ``TPUStrategy``, ``MultiWorkerMirroredStrategy``) to train under, or None.
                 Given one, the result is a distributed dataset for ``model.fit`` under
@@ -337,7 +364,7 @@ class GraphDataset:
         Returns:
             A ``tf.data.Dataset`` (a ``tf.distribute.DistributedDataset`` with a
             ``strategy``) of ``((x [B, N, F], adjacency [B, N, N], mask [B, N]), y [B])``
-            with ``adjacency[b, target, source] = 1``; with ``edge_attr=True`` the
+            with ``adjacency[b, target, source] = 1``; with ``with_edge_attr=True`` the
             inputs are ``(x, adjacency, mask, edge_attr)``.
 
         Example::
@@ -358,16 +385,16 @@ class GraphDataset:
                 f"{self.name}: max_nodes={max_nodes} but the largest graph has "
                 f"{self.max_nodes} nodes; pass max_nodes >= {self.max_nodes} or None."
             )
-        with_edges = self._check_edge_attr_wanted(edge_attr)
+        with_edges = self._check_edge_attr_wanted(with_edge_attr, deprecated, "dense_dataset")
         batch_size = _positive_int(batch_size, "batch_size")
 
         def make_batch(indices):
             inputs = graphs.dense_batch(
                 [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
                 max_nodes=max_nodes,
-                edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
+                edge_attr=[self.edge_attr[i] for i in indices] if with_edges else None,
             )
-            return inputs, self.y[indices]
+            return tuple(inputs), self.y[indices]  # a plain tuple, as Keras's fit expects
 
         size = self._fixed_size(batch_size, drop_remainder, strategy)
         features = self.num_node_features
@@ -383,8 +410,8 @@ class GraphDataset:
                             drop_remainder, strategy)
 
     def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                         drop_remainder: bool = False, edge_attr: bool = False,
-                         strategy=None, max_nodes=None, max_edges=None):
+                         drop_remainder: bool = False, with_edge_attr: bool = False,
+                         strategy=None, max_nodes=None, max_edges=None, **deprecated):
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
 
         Long for its docstring (every option of the layout); the code is one generator and
@@ -396,8 +423,9 @@ class GraphDataset:
             shuffle: a new order of the graphs on every pass (epoch).
             seed: seed of that order (None: different every run).
             drop_remainder: drop the last, smaller batch.
-            edge_attr: also yield the edge features, ``edge_attr [E, D]`` aligned with
-                ``edge_index``, for ``GraphAttention(edge_dim=D)``.
+            with_edge_attr: also yield the edge features, ``edge_attr [E, D]`` aligned
+                with ``edge_index``, for ``GraphAttention(edge_dim=D)`` (named
+                ``edge_attr`` before lablib 0.2; that warns until 0.3).
             strategy: a ``tf.distribute.Strategy`` (``MirroredStrategy``,
                 ``TPUStrategy``, ``MultiWorkerMirroredStrategy``) to train under, or None.
                 Given one, the result is a distributed dataset for ``model.fit`` under
@@ -422,7 +450,7 @@ class GraphDataset:
             A ``tf.data.Dataset`` (a ``tf.distribute.DistributedDataset`` with a
             ``strategy``) of ``((x [V, F], edge_index [2, E], graph_ids [V]), y [B])``:
             the batch's graphs glued into one graph, node indices offset, ``graph_ids``
-            telling which graph each node belongs to; with ``edge_attr=True`` the
+            telling which graph each node belongs to; with ``with_edge_attr=True`` the
             inputs are ``(x, edge_index, graph_ids, edge_attr)``.
 
         Raises:
@@ -440,7 +468,7 @@ class GraphDataset:
 
         from lablib import graphs
 
-        with_edges = self._check_edge_attr_wanted(edge_attr)
+        with_edges = self._check_edge_attr_wanted(with_edge_attr, deprecated, "disjoint_dataset")
         batch_size = _positive_int(batch_size, "batch_size")
         padded = max_nodes is not None or max_edges is not None
         if padded and (max_nodes is None or max_edges is None):
@@ -452,10 +480,10 @@ class GraphDataset:
         def make_batch(indices):
             inputs = graphs.disjoint_batch(
                 [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
-                edge_attrs=[self.edge_attr[i] for i in indices] if with_edges else None,
+                edge_attr=[self.edge_attr[i] for i in indices] if with_edges else None,
                 max_nodes=max_nodes, max_edges=max_edges,
             )
-            return inputs, self.y[indices]
+            return tuple(inputs), self.y[indices]
 
         size = self._fixed_size(batch_size, drop_remainder, strategy)
         specs = (

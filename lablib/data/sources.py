@@ -168,17 +168,22 @@ def _has_files(folder: pathlib.Path, entry: dict) -> bool:
     return folder.is_dir() and all((folder / f["name"]).is_file() for f in _required(entry))
 
 
+def _existing_folder(value, given: str, advice: str) -> pathlib.Path:
+    """``value`` as a folder path, or DataNotFoundError naming what was ``given``."""
+    root = pathlib.Path(value).expanduser()
+    if not root.is_dir():
+        raise DataNotFoundError(f"{given} is not a folder. {advice}")
+    return root
+
+
 def _candidates(entry: dict, data_dir) -> list[tuple[str, pathlib.Path]]:
     """(source label, dataset folder) in the order they are searched."""
     places = []
+    holds = f"the folder that holds the dataset sub-folders ({entry['folder']}/ for {entry['name']})"
     if data_dir is not None:
-        root = pathlib.Path(data_dir).expanduser()
-        if not root.is_dir():
-            raise DataNotFoundError(
-                f"data_dir={str(data_dir)!r} is not a folder. Pass the folder that holds "
-                f"the dataset sub-folders ({entry['folder']}/ for {entry['name']}), or "
-                f"data_dir=None to use {DATA_DIR_ENV}, the cache or a download."
-            )
+        root = _existing_folder(
+            data_dir, f"data_dir={str(data_dir)!r}",
+            f"Pass {holds}, or data_dir=None to use {DATA_DIR_ENV}, the cache or a download.")
         places.append(("data_dir", root / entry["folder"]))
         # Also accept data_dir pointing at a parent folder one level down
         # (".../molecules" for MUTAG) or straight at the dataset's own folder.
@@ -188,13 +193,7 @@ def _candidates(entry: dict, data_dir) -> list[tuple[str, pathlib.Path]]:
         places.append(("data_dir", root))
     env = os.environ.get(DATA_DIR_ENV, "").strip()
     if env:
-        root = pathlib.Path(env).expanduser()
-        if not root.is_dir():
-            raise DataNotFoundError(
-                f"{DATA_DIR_ENV}={env!r} is not a folder. Set it to the folder that holds "
-                f"the dataset sub-folders ({entry['folder']}/ for {entry['name']}), or "
-                f"unset it."
-            )
+        root = _existing_folder(env, f"{DATA_DIR_ENV}={env!r}", f"Set it to {holds}, or unset it.")
         places.append((DATA_DIR_ENV, root / entry["folder"]))
     places.append(("cache", cache_dir() / entry["folder"]))
     return places

@@ -10,28 +10,21 @@ Sequence layers: :func:`scaled_dot_product_attention`, :func:`causal_mask`,
 
 Graph layers (dense ``x [B, N, F]`` + ``adjacency [B, N, N]`` + ``mask [B, N]``, or
 disjoint ``x [V, F]`` + ``edge_index [2, E]``): :class:`GraphConv`,
-:class:`GraphAttention`, :class:`GraphReadout`; :class:`SparseDropout` for sparse node
-features (``tf.SparseTensor``).
+:class:`GraphAttention` (its sparse scores: :class:`EdgeAttention`),
+:class:`GraphReadout`; :class:`SparseDropout` for sparse node features
+(``tf.SparseTensor``).
 """
 
 from lablib._lazy import lazy_exports
 
-_EXPORTS = {
-    "scaled_dot_product_attention": "attention",
-    "causal_mask": "attention",
-    "padding_mask": "attention",
-    "positional_encoding": "positional",
-    "PositionalEncoding": "positional",
-    "TokenAndPositionEmbedding": "positional",
-    "TransformerEncoderBlock": "transformer",
-    "TransformerDecoderBlock": "transformer",
-    "GraphConv": "graph_conv",
-    "GraphAttention": "graph_attention",
-    "GraphReadout": "readout",
-    "SparseDropout": "dropout",
+_MODULES = {  # submodule: the names it exports
+    "attention": ("scaled_dot_product_attention", "causal_mask", "padding_mask"),
+    "positional": ("positional_encoding", "PositionalEncoding", "TokenAndPositionEmbedding"),
+    "transformer": ("TransformerEncoderBlock", "TransformerDecoderBlock"),
+    "graph_conv": ("GraphConv",),
+    "graph_attention": ("GraphAttention", "EdgeAttention"),
+    "readout": ("GraphReadout",),
+    "dropout": ("SparseDropout",),
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-__getattr__, __dir__ = lazy_exports('lablib.layers', _EXPORTS, globals())
+__getattr__, __dir__, __all__ = lazy_exports("lablib.layers", _MODULES, globals())

@@ -13,7 +13,10 @@ PACKAGE = "lablib"
 
 
 def register(cls):
-    """Register a layer for ``.keras`` saving under the ``lablib`` package name."""
+    """Register a layer for ``.keras`` saving under the ``lablib`` package name, and fill
+    ``{weight_options}`` in its docstring with :data:`WEIGHT_OPTIONS_DOC`."""
+    if cls.__doc__ and "{weight_options}" in cls.__doc__:
+        cls.__doc__ = cls.__doc__.replace("{weight_options}", WEIGHT_OPTIONS_DOC)
     return keras.saving.register_keras_serializable(package=PACKAGE)(cls)
 
 
@@ -75,6 +78,14 @@ def masked_fill(logits, allowed, dtype=None):
 
 
 # --------------------------------------------------------------------------- weight options
+
+#: The regularizer and constraint options in a graph layer's "Args" (``{weight_options}``
+#: in the docstrings of GraphConv and GraphAttention): one text for both.
+WEIGHT_OPTIONS_DOC = """        kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint:
+            optional regularizers and constraints.
+        activity_regularizer: optional regularizer of the layer's output (a loss added
+            to the model's, as for ``keras.layers.Dense``).
+        **kwargs: standard layer arguments (``name``, ``dtype``...)."""
 
 #: An option's kind, from the end of its argument name -> (Keras module, example value).
 _OPTION_KINDS = {

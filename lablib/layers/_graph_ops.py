@@ -32,6 +32,13 @@ def shape_text(tensor) -> str:
     return "unknown" if tensor.shape.rank is None else str(tensor.shape.as_list())
 
 
+def require_rank(tensor, expected: int, message: str) -> None:
+    """ValueError ``message``, followed by the tensor's shape, when its static rank is known
+    and is not ``expected``."""
+    if tensor.shape.rank is not None and tensor.shape.rank != expected:
+        raise ValueError(f"{message} Got shape {shape_text(tensor)}.")
+
+
 _EAGER_CACHE = {}  # (id(edge_index), what, xla, num_nodes) -> (edge_index, result)
 _EAGER_CACHE_SIZE = 16
 
@@ -80,11 +87,8 @@ class GraphInputs:
                     f"x [B, N, F]) takes dense features. Pass edge_index=..., or densify "
                     f"x with tf.sparse.to_dense(x)."
                 )
-            if inputs.shape.rank is not None and inputs.shape.rank != 2:
-                raise ValueError(
-                    f"{name}: sparse node features must be a 2-D tf.SparseTensor [V, F], "
-                    f"got shape {shape_text(inputs)}."
-                )
+            require_rank(inputs, 2, f"{name}: sparse node features must be a 2-D "
+                                    f"tf.SparseTensor [V, F].")
             x = inputs if inputs.dtype == dtype else tf.cast(inputs, dtype)
         else:
             x = tf.convert_to_tensor(inputs)

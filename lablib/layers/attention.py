@@ -63,20 +63,20 @@ def _check_shapes(query, key, value, mask):
                 f"{_shape_text(tensor)}. Add a sequence axis, e.g. `x[None, :]` for a "
                 f"single vector."
             )
-    d_q, d_k = query.shape[-1], key.shape[-1]
-    if d_q is not None and d_k is not None and d_q != d_k:
-        raise ValueError(
-            f"{fn}: `query` and `key` must have the same last dimension d (the dot "
-            f"product q.k needs it), got query {_shape_text(query)} and key "
-            f"{_shape_text(key)}."
-        )
-    t_k, t_v = key.shape[-2], value.shape[-2]
-    if t_k is not None and t_v is not None and t_k != t_v:
-        raise ValueError(
-            f"{fn}: `key` and `value` must have the same number of positions T_k "
-            f"(one value per key), got key {_shape_text(key)} and value "
-            f"{_shape_text(value)}."
-        )
+    # (first, second, axis, the rule): two inputs whose sizes on one axis must agree.
+    pairs = (
+        ("query", "key", -1, "the same last dimension d (the dot product q.k needs it)"),
+        ("key", "value", -2, "the same number of positions T_k (one value per key)"),
+    )
+    tensors = {"query": query, "key": key, "value": value}
+    for first, second, axis, rule in pairs:
+        size_a, size_b = tensors[first].shape[axis], tensors[second].shape[axis]
+        if size_a is not None and size_b is not None and size_a != size_b:
+            raise ValueError(
+                f"{fn}: `{first}` and `{second}` must have {rule}, got {first} "
+                f"{_shape_text(tensors[first])} and {second} {_shape_text(tensors[second])}."
+            )
+    t_k = key.shape[-2]
     if mask is None or mask.shape.rank is None:
         return
     t_q = query.shape[-2]

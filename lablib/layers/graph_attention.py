@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import tensorflow as tf
 
+from lablib._deprecation import pop_renamed
 from lablib.layers._common import (
     check_positive_int,
     check_rate,
@@ -16,7 +19,19 @@ from lablib.layers._common import (
 )
 from lablib.layers._graph_ops import GraphInputs, features_matmul, shape_text
 
-__all__ = ["GraphAttention"]
+__all__ = ["GraphAttention", "EdgeAttention"]
+
+
+class EdgeAttention(NamedTuple):
+    """Attention scores of a sparse (``edge_index``) call, one row per edge attended.
+
+    ``edge_index [2, E']``: the input's edges, then one self loop per node when the
+    layer adds them; ``alpha [E', num_heads]``: the weight of ``edge_index[0, k]`` in
+    the mix of ``edge_index[1, k]``.
+    """
+
+    edge_index: Any
+    alpha: Any
 
 
 def _with_self_loops(sources, targets, num_nodes, use_xla):
@@ -93,9 +108,7 @@ class GraphAttention(keras.layers.Layer):
         activation: activation applied to the output (name or callable).
         use_bias: add a learned bias (``[num_heads * units]`` or ``[units]``).
         kernel_initializer, attention_initializer, bias_initializer: initializers.
-        kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint:
-            optional regularizers and constraints.
-        **kwargs: standard layer arguments (``name``, ``dtype``...).
+{weight_options}
 
     Call arguments:
         inputs: node features, ``[B, N, F]`` (dense) or ``[V, F]`` (sparse); in the
@@ -115,18 +128,22 @@ class GraphAttention(keras.layers.Layer):
             ``lablib.graphs.disjoint_batch`` / ``dense_batch`` build both from
             per-graph ``[E_b, D]`` arrays.
         training: whether attention and value dropout are active.
-        return_attention_coefficients: also return ``alpha`` (before dropout), e.g. to
-            plot which neighbours a node attends to.
+        return_attention_scores: also return the attention coefficients ``alpha``
+            (before dropout), e.g. to plot which neighbours a node attends to; the name
+            and the pair returned are those of ``keras.layers.MultiHeadAttention``.
+            (``return_attention_coefficients``, its name before lablib 0.2, warns and
+            keeps its old return values until 0.3.)
 
     Returns:
         ``outputs``: ``[B, N, D]`` (dense) or ``[V, D]`` (sparse), with
         ``D = num_heads * units`` when ``concat_heads`` else ``units``. With
-        ``return_attention_coefficients=True``: dense ``(outputs, alpha)`` with
-        ``alpha [B, num_heads, N, N]`` (``alpha[b, h, i, j]``: weight of sender ``j``
-        for node ``i``); sparse ``(outputs, alpha, edge_index)`` with ``alpha
-        [E', num_heads]`` aligned with the returned ``edge_index [2, E']``, which is the
-        input's edges followed by one self loop per node when ``add_self_loops``
-        (input self loops then get ``alpha = 0``).
+        ``return_attention_scores=True`` always a pair ``(outputs, scores)``: dense
+        ``scores`` is ``alpha [B, num_heads, N, N]`` (``alpha[b, h, i, j]``: weight of
+        sender ``j`` for node ``i``); sparse ``scores`` is an :class:`EdgeAttention`
+        ``(edge_index, alpha)`` with ``alpha [E', num_heads]`` aligned with the
+        columns of ``edge_index [2, E']``, the input's edges followed by one self loop
+        per node when ``add_self_loops`` (input self loops then get ``alpha = 0``), as
+        PyTorch Geometric's ``GATConv`` returns them.
 
     Weights: ``kernel [F, num_heads * units]``, ``attention_source [num_heads, units]``,
     ``attention_target [num_heads, units]``, ``bias``; with ``edge_dim``: ``edge_kernel
@@ -139,11 +156,11 @@ class GraphAttention(keras.layers.Layer):
 
         x, e, g = graphs.disjoint_batch(features, edge_indices)
         h = GraphAttention(8, num_heads=8, activation="elu")(x, edge_index=e)  # [V, 64]
-        out, alpha, e_loops = GraphAttention(7, num_heads=1, concat_heads=False)(
-            h, edge_index=e, return_attention_coefficients=True)
+        out, (e_loops, alpha) = GraphAttention(7, num_heads=1, concat_heads=False)(
+            h, edge_index=e, return_attention_scores=True)
 
         # with bond features (molecules): edge_attr [E, D], one row per edge
-        x, e, g, f = graphs.disjoint_batch(features, edge_indices, edge_attrs=bond_features)
+        x, e, g, f = graphs.disjoint_batch(features, edge_indices, edge_attr=bond_features)
         h = GraphAttention(16, num_heads=4, edge_dim=f.shape[-1])(x, edge_index=e, edge_attr=f)
     """
 
@@ -164,12 +181,13 @@ class GraphAttention(keras.layers.Layer):
         bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
+        activity_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
         **kwargs,
     ):
         name = "GraphAttention"
-        super().__init__(**kwargs)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         set_weight_options(self, locals(), name)
         self.units = check_positive_int("units", units, name)
         self.num_heads = check_positive_int("num_heads", num_heads, name)
@@ -294,7 +312,7 @@ class GraphAttention(keras.layers.Layer):
                 f"{name}: the layer was created with edge_dim={self.edge_dim} and needs "
                 f"`edge_attr` on every call: [E, {self.edge_dim}] with edge_index, or "
                 f"[B, N, N, {self.edge_dim}] with adjacency (lablib.graphs.disjoint_batch / "
-                f"dense_batch build them with edge_attrs=...)."
+                f"dense_batch build them with edge_attr=...)."
             )
         edge_attr = tf.convert_to_tensor(edge_attr)
         if not edge_attr.dtype.is_floating and not edge_attr.dtype.is_integer and (
@@ -429,15 +447,27 @@ class GraphAttention(keras.layers.Layer):
         edge_index=None,
         edge_attr=None,
         training=None,
-        return_attention_coefficients=False,
+        return_attention_scores=False,
+        **kwargs,
     ):
+        old_style = pop_renamed(kwargs, "GraphAttention.call", "return_attention_coefficients",
+                                note="return_attention_scores=True returns (outputs, scores) "
+                                     "in both layouts; sparse scores are (edge_index, alpha).")
+        if kwargs:
+            raise TypeError(
+                f"GraphAttention: unexpected call argument(s) {', '.join(map(repr, kwargs))}; "
+                f"the layer takes inputs, adjacency, mask, edge_index, edge_attr, training "
+                f"and return_attention_scores."
+            )
         dtype = self.compute_dtype
         graph = GraphInputs(self, inputs, adjacency, mask, edge_index, dtype)
         if graph.mode == "dense":
             out, alpha = self._dense(graph, dtype, training, edge_attr)
+            scores = alpha
             extra = (alpha,)
         else:
             out, alpha, loops_index = self._sparse(graph, dtype, training, edge_attr)
+            scores = EdgeAttention(loops_index, alpha)
             extra = (alpha, loops_index)
         if self.concat_heads:
             out = tf.reshape(
@@ -451,8 +481,10 @@ class GraphAttention(keras.layers.Layer):
         node = graph.node_mask(dtype)
         if node is not None:
             out = out * node
-        if return_attention_coefficients:
-            return (out,) + extra
+        if old_style:
+            return (out,) + extra  # the 0.1 return values, until lablib 0.3
+        if return_attention_scores:
+            return out, scores
         return out
 
     def compute_mask(self, inputs, mask=None):

@@ -68,9 +68,7 @@ class GraphConv(keras.layers.Layer):
         use_bias: add a learned bias ``b``.
         kernel_initializer, bias_initializer: initializers for ``kernel``/``self_kernel``
             and ``bias``.
-        kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint:
-            optional regularizers and constraints.
-        **kwargs: standard layer arguments (``name``, ``dtype``...).
+{weight_options}
 
     Call arguments:
         inputs: node features, ``[B, N, F]`` (dense) or ``[V, F]`` (sparse); in the
@@ -82,6 +80,7 @@ class GraphConv(keras.layers.Layer):
         mask: optional ``[B, N]`` bool, False for padding nodes (dense batches); padding
             nodes send nothing and their outputs are zero.
         edge_index: ``[2, E]`` int, row 0 source, row 1 target (sparse batches).
+        training: accepted for a uniform call (there is no dropout inside).
 
     Returns:
         ``[B, N, units]`` (dense) or ``[V, units]`` (sparse).
@@ -110,11 +109,12 @@ class GraphConv(keras.layers.Layer):
         bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
+        activity_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         set_weight_options(self, locals(), "GraphConv")
         self.units = check_positive_int("units", units, "GraphConv")
         self.normalization = check_choice(
@@ -225,7 +225,8 @@ class GraphConv(keras.layers.Layer):
 
     # -- call ------------------------------------------------------------------------
 
-    def call(self, inputs, adjacency=None, mask=None, edge_index=None):
+    def call(self, inputs, adjacency=None, mask=None, edge_index=None, training=None):
+        del training  # no dropout inside; accepted so that every layer is called alike
         dtype = self.compute_dtype
         graph = GraphInputs(self, inputs, adjacency, mask, edge_index, dtype)
         self._check_features(graph.x)

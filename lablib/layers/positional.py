@@ -159,7 +159,8 @@ class PositionalEncoding(keras.layers.Layer):
         self._table = positional_encoding(self.max_length, int(input_shape[-1]))
         super().build(input_shape)
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs, mask=None, training=None):
+        del training  # a fixed table; accepted so that every layer is called alike
         length, checks = _check_length(inputs, self.max_length, "PositionalEncoding", -2)
         with tf.control_dependencies(checks):
             table = tf.constant(self._table)[:length]
@@ -275,7 +276,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             self._table = positional_encoding(self.max_length, self.embedding_dim)
         super().build(input_shape)
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
+        del training  # no dropout inside; accepted so that every layer is called alike
         ids = tf.convert_to_tensor(inputs)
         if not ids.dtype.is_integer:
             ids = tf.cast(ids, tf.int32)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from lablib.layers._common import check_choice, keras, register
-from lablib.layers._graph_ops import shape_text
+from lablib.layers._graph_ops import require_rank
 
 __all__ = ["GraphReadout"]
 
@@ -54,7 +54,8 @@ class GraphReadout(keras.layers.Layer):
         self.mode = check_choice("mode", mode, ("sum", "mean", "max"), "GraphReadout")
         self.supports_masking = True
 
-    def call(self, inputs, mask=None, graph_ids=None, num_graphs=None):
+    def call(self, inputs, mask=None, graph_ids=None, num_graphs=None, training=None):
+        del training  # a fixed pooling; accepted so that every layer is called alike
         x = tf.convert_to_tensor(inputs)
         if not x.dtype.is_floating or x.dtype != tf.as_dtype(self.compute_dtype):
             x = tf.cast(x, self.compute_dtype)
@@ -73,12 +74,9 @@ class GraphReadout(keras.layers.Layer):
         return self._disjoint(x, graph_ids, num_graphs)
 
     def _dense(self, x, mask):
-        if x.shape.rank is not None and x.shape.rank != 3:
-            raise ValueError(
-                f"GraphReadout: without `graph_ids`, x must be a dense batch [B, N, F], got "
-                f"shape {shape_text(x)}. For a disjoint batch x [V, F] pass "
-                f"graph_ids=... (from lablib.graphs.disjoint_batch)."
-            )
+        require_rank(x, 3, "GraphReadout: without `graph_ids`, x must be a dense batch "
+                           "[B, N, F]; for a disjoint batch x [V, F] pass graph_ids=... (from "
+                           "lablib.graphs.disjoint_batch).")
         if mask is None:
             if self.mode == "sum":
                 return tf.reduce_sum(x, axis=1)
@@ -86,11 +84,8 @@ class GraphReadout(keras.layers.Layer):
                 return tf.reduce_mean(x, axis=1)
             return tf.reduce_max(x, axis=1)
         mask = tf.convert_to_tensor(mask)
-        if mask.shape.rank is not None and mask.shape.rank != 2:
-            raise ValueError(
-                f"GraphReadout: mask must have shape [B, N] (True for real nodes), got shape "
-                f"{shape_text(mask)}."
-            )
+        require_rank(mask, 2, "GraphReadout: mask must have shape [B, N] (True for real "
+                              "nodes).")
         mask = tf.cast(mask, tf.bool)[:, :, None]  # [B, N, 1]
         if self.mode == "max":
             # The dtype's lowest finite value: never above a real value, finite in float16.
@@ -106,16 +101,10 @@ class GraphReadout(keras.layers.Layer):
 
     def _disjoint(self, x, graph_ids, num_graphs):
         graph_ids = tf.convert_to_tensor(graph_ids)
-        if x.shape.rank is not None and x.shape.rank != 2:
-            raise ValueError(
-                f"GraphReadout: with `graph_ids`, x must be a disjoint batch [V, F], got shape "
-                f"{shape_text(x)}. For a dense batch x [B, N, F] pass mask=... instead."
-            )
-        if graph_ids.shape.rank is not None and graph_ids.shape.rank != 1:
-            raise ValueError(
-                f"GraphReadout: graph_ids must have shape [V] (one graph id per node), got "
-                f"shape {shape_text(graph_ids)}."
-            )
+        require_rank(x, 2, "GraphReadout: with `graph_ids`, x must be a disjoint batch "
+                           "[V, F]; for a dense batch x [B, N, F] pass mask=... instead.")
+        require_rank(graph_ids, 1, "GraphReadout: graph_ids must have shape [V] (one graph id "
+                                   "per node).")
         if not graph_ids.dtype.is_integer:
             raise ValueError(
                 f"GraphReadout: graph_ids must be integers, got dtype {graph_ids.dtype.name}."
@@ -160,7 +149,7 @@ class GraphReadout(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         return None
 
-    def compute_outputshape_text(self, input_shape):
+    def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)
         if len(input_shape) == 3:
             return (input_shape[0], input_shape[2])

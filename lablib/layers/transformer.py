@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from lablib._deprecation import pop_renamed
 from lablib.layers._common import (
     check_positive_int,
     check_rate,
@@ -85,9 +86,9 @@ class _TransformerBlock(keras.layers.Layer):
 
     def __init__(
         self,
-        num_attention_heads,
-        inner_dim,
-        inner_activation,
+        num_heads=None,
+        inner_dim=None,
+        inner_activation=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -103,10 +104,21 @@ class _TransformerBlock(keras.layers.Layer):
         attention_initializer=None,
         key_dim=None,
         value_dim=None,
-        return_attention_scores=False,
         **kwargs,
     ):
         name = self._layer_name
+        where = f"{name}.__init__"
+        num_heads = pop_renamed(kwargs, where, "num_attention_heads", num_heads, stacklevel=4)
+        return_attention_scores = pop_renamed(
+            kwargs, where, "return_attention_scores", False, False, stacklevel=4,
+            note="The constructor flag will go; ask per call: block(x, "
+                 "return_attention_scores=True).")
+        for required, value in (("num_heads", num_heads), ("inner_dim", inner_dim)):
+            if value is None:
+                raise TypeError(
+                    f"{name}: `{required}` is required, e.g. {name}(num_heads=4, "
+                    f"inner_dim=128, inner_activation='relu')."
+                )
         for option, default in _TFM_ONLY_OPTIONS.items():
             if option in kwargs:
                 value = kwargs.pop(option)
@@ -119,9 +131,7 @@ class _TransformerBlock(keras.layers.Layer):
                     )
         super().__init__(**kwargs)
         set_weight_options(self, locals(), name)
-        self.num_attention_heads = check_positive_int(
-            "num_attention_heads", num_attention_heads, name
-        )
+        self.num_heads = check_positive_int("num_heads", num_heads, name)
         self.inner_dim = check_positive_int("inner_dim", inner_dim, name)
         if inner_activation is None:
             raise ValueError(
@@ -142,7 +152,7 @@ class _TransformerBlock(keras.layers.Layer):
                 raise ValueError(f"{name}: `{flag}` must be True or False, got {value!r}.")
         self.use_bias = use_bias
         self.norm_first = norm_first
-        self.return_attention_scores = return_attention_scores
+        self._scores_by_default = return_attention_scores  # the deprecated constructor flag
         try:
             self.norm_epsilon = float(norm_epsilon)
         except (TypeError, ValueError):
@@ -186,13 +196,13 @@ class _TransformerBlock(keras.layers.Layer):
         return self.add_weight(**kwargs)
 
     def _head_sizes(self, model_dim):
-        heads = self.num_attention_heads
+        heads = self.num_heads
         key_dim = self.key_dim
         if key_dim is None:
             if model_dim % heads:
                 raise ValueError(
                     f"{self._layer_name}: the model size d={model_dim} (last axis of the "
-                    f"inputs) is not divisible by num_attention_heads={heads}. Choose a "
+                    f"inputs) is not divisible by num_heads={heads}. Choose a "
                     f"number of heads that divides d, or pass key_dim explicitly."
                 )
             key_dim = model_dim // heads
@@ -200,7 +210,7 @@ class _TransformerBlock(keras.layers.Layer):
 
     def _build_attention(self, prefix, query_dim, source_dim):
         key_dim, value_dim = self._head_sizes(query_dim)
-        heads = self.num_attention_heads
+        heads = self.num_heads
         shapes = {
             "query": ((query_dim, heads, key_dim), (heads, key_dim)),
             "key": ((source_dim, heads, key_dim), (heads, key_dim)),
@@ -281,9 +291,14 @@ class _TransformerBlock(keras.layers.Layer):
         return tf.matmul(hidden, self.output_kernel) + self.output_bias
 
     def _want_scores(self, return_attention_scores):
-        if return_attention_scores is None:
-            return self.return_attention_scores
+        if return_attention_scores is None:  # not asked: the deprecated constructor flag
+            return self._scores_by_default
         return bool(return_attention_scores)
+
+    @property
+    def num_attention_heads(self):
+        """Deprecated name of :attr:`num_heads` (read-only; removed in lablib 0.3)."""
+        return self.num_heads
 
     def compute_mask(self, inputs, mask=None):
         if isinstance(mask, (list, tuple)):
@@ -294,7 +309,7 @@ class _TransformerBlock(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "num_attention_heads": self.num_attention_heads,
+                "num_heads": self.num_heads,
                 "inner_dim": self.inner_dim,
                 "inner_activation": self.inner_activation,
                 **weight_options_config(self),
@@ -306,13 +321,15 @@ class _TransformerBlock(keras.layers.Layer):
                 "inner_dropout": self.inner_dropout,
                 "key_dim": self.key_dim,
                 "value_dim": self.value_dim,
-                "return_attention_scores": self.return_attention_scores,
             }
         )
+        if self._scores_by_default:  # saved so that a model built that way loads the same
+            config["return_attention_scores"] = True
         return config
 
 
-_COMMON_ARGS = """        num_attention_heads: number of attention heads H; the model size d (last
+_COMMON_ARGS = """        num_heads: number of attention heads H (``num_attention_heads``, tfm's name,
+            is accepted until lablib 0.3 with a warning); the model size d (last
             axis of the inputs) must be divisible by it unless ``key_dim`` is given.
         inner_dim: hidden size of the two-layer feed-forward network.
         inner_activation: activation of the feed-forward hidden layer ("relu",
@@ -335,8 +352,6 @@ _COMMON_ARGS = """        num_attention_heads: number of attention heads H; the 
             ``kernel_initializer``).
         key_dim: size per head of queries and keys (default ``d // H``).
         value_dim: size per head of values (default ``key_dim``).
-        return_attention_scores: if True, the call also returns the attention
-            weights (for plotting); can be overridden per call.
         **kwargs: standard layer arguments (``name``, ``dtype``...)."""
 
 
@@ -352,7 +367,8 @@ class TransformerEncoderBlock(_TransformerBlock):
     Pre-norm (``norm_first=True``): ``z = x + MultiHead(LN(x))``,
     ``y = z + FFN(LN(z))``. The constructor follows
     ``tfm.nlp.layers.TransformerEncoderBlock`` (same argument names and defaults,
-    same weight shapes, so weights copied from a tfm block give the same outputs).
+    same weight shapes, so weights copied from a tfm block give the same outputs) but for
+    the heads, named ``num_heads`` as in ``keras.layers.MultiHeadAttention``.
     tfm-only options (``use_rms_norm``, ``linformer_dim``...) are refused unless they
     have tfm's default value. One difference: tfm applies ``attention_dropout`` also
     to the attention output; here ``output_dropout`` is used there, as its tfm
@@ -373,11 +389,12 @@ class TransformerEncoderBlock(_TransformerBlock):
             padding never changes the outputs of real tokens. Combined with
             ``attention_mask`` if both are given. The mask is passed on.
         training: whether dropout is active (set by Keras).
-        return_attention_scores: overrides the constructor's choice for this call.
+        return_attention_scores: False (default): return the outputs only; True:
+            also return the attention weights, as ``keras.layers.MultiHeadAttention``.
 
     Returns:
-        ``[B, T, d]``, or ``(outputs, attention_scores [B, H, T, T])`` when attention
-        scores are requested.
+        ``[B, T, d]``; with ``return_attention_scores=True``: ``(outputs,
+        attention_scores [B, H, T, T])``.
 
     Raises:
         ValueError: bad constructor arguments (the message names the argument, the
@@ -394,9 +411,9 @@ class TransformerEncoderBlock(_TransformerBlock):
 
     _layer_name = "TransformerEncoderBlock"
 
-    def __init__(self, num_attention_heads, inner_dim, inner_activation,
+    def __init__(self, num_heads=None, inner_dim=None, inner_activation=None,
                  use_query_residual=True, **kwargs):
-        super().__init__(num_attention_heads, inner_dim, inner_activation, **kwargs)
+        super().__init__(num_heads, inner_dim, inner_activation, **kwargs)
         if not isinstance(use_query_residual, bool):
             raise ValueError(
                 f"TransformerEncoderBlock: `use_query_residual` must be True or False, "
@@ -489,22 +506,25 @@ class TransformerDecoderBlock(_TransformerBlock):
 {common}
 
     Call arguments:
-        decoder_inputs: float tensor ``[B, T_dec, d]``.
+        inputs: the decoder's inputs, float tensor ``[B, T_dec, d]``.
         encoder_outputs: float tensor ``[B, T_enc, d_enc]`` (``d_enc`` may differ
             from ``d``; in tf_keras mode call ``block.build(decoder_shape,
             encoder_shape)`` first if it does, since tf_keras builds from the first
             input only).
-        decoder_inputs_mask: Keras mask ``[B, T_dec]`` of the decoder inputs (passed
+        inputs_mask: Keras mask ``[B, T_dec]`` of the decoder inputs (passed
             automatically from e.g. :class:`TokenAndPositionEmbedding`); padding
-            decoder keys get no attention. Passed on as the output mask.
+            decoder keys get no attention. Passed on as the output mask. (Named
+            ``decoder_inputs_mask`` before lablib 0.2; that name warns until 0.3.)
         encoder_outputs_mask: Keras mask ``[B, T_enc]`` of the encoder outputs (also
             read automatically); padding encoder positions get no cross-attention.
         training: whether dropout is active (set by Keras).
-        return_attention_scores: overrides the constructor's choice for this call.
+        return_attention_scores: False (default): return the outputs only; True:
+            also return both attention weights.
 
     Returns:
-        ``[B, T_dec, d]``, or ``(outputs, self_attention_scores [B, H, T_dec, T_dec],
-        cross_attention_scores [B, H, T_dec, T_enc])`` when scores are requested.
+        ``[B, T_dec, d]``; with ``return_attention_scores=True``: ``(outputs,
+        self_attention_scores [B, H, T_dec, T_dec], cross_attention_scores
+        [B, H, T_dec, T_enc])``.
 
     Raises:
         ValueError: bad constructor arguments, or inputs of the wrong shape.
@@ -522,8 +542,9 @@ class TransformerDecoderBlock(_TransformerBlock):
 
     _layer_name = "TransformerDecoderBlock"
 
-    def build(self, decoder_inputs_shape, encoder_outputs_shape=None):
-        dim = self._check_input_shape(decoder_inputs_shape, "TransformerDecoderBlock", "decoder_inputs")
+    def build(self, inputs_shape, encoder_outputs_shape=None):
+        # Keras 3 passes one shape per tensor argument of ``call``, named after it.
+        dim = self._check_input_shape(inputs_shape, "TransformerDecoderBlock", "inputs")
         if encoder_outputs_shape is None:
             source_dim = dim  # tf_keras passes the first input's shape only
         else:
@@ -549,18 +570,27 @@ class TransformerDecoderBlock(_TransformerBlock):
         update = self._output_dropout_layer(update, training=training)
         return self._norm(x + update, norm), result
 
-    def call(self, decoder_inputs, encoder_outputs, decoder_inputs_mask=None,
-             encoder_outputs_mask=None, training=None, return_attention_scores=None):
+    def call(self, inputs, encoder_outputs=None, inputs_mask=None,
+             encoder_outputs_mask=None, training=None, return_attention_scores=None,
+             **kwargs):
         layer = "TransformerDecoderBlock"
+        inputs_mask = pop_renamed(kwargs, f"{layer}.call", "decoder_inputs_mask", inputs_mask)
+        if kwargs:
+            raise TypeError(
+                f"{layer}: unexpected call argument(s) {', '.join(map(repr, kwargs))}; "
+                f"the block is called as block(inputs, encoder_outputs, inputs_mask=None, "
+                f"encoder_outputs_mask=None, training=None, return_attention_scores=False)."
+            )
         if encoder_outputs is None:
             raise ValueError(
-                f"{layer}: call it as block(decoder_inputs, encoder_outputs); "
+                f"{layer}: call it as block(inputs, encoder_outputs); "
                 f"encoder_outputs is None."
             )
+        decoder_inputs = inputs
         if encoder_outputs_mask is None:
             encoder_outputs_mask = _keras_mask(encoder_outputs)
-        if decoder_inputs_mask is None:
-            decoder_inputs_mask = _keras_mask(decoder_inputs)
+        if inputs_mask is None:
+            inputs_mask = _keras_mask(decoder_inputs)
         encoder_outputs = tf.cast(encoder_outputs, self.compute_dtype)
         got = encoder_outputs.shape[-1]
         if got is not None and got != self._source_dim:
@@ -574,8 +604,8 @@ class TransformerDecoderBlock(_TransformerBlock):
         length = tf.shape(decoder_inputs)[1]
         positions = tf.range(length)
         self_allowed = (positions[:, None] >= positions[None, :])[None, None, :, :]
-        if decoder_inputs_mask is not None:
-            keys = _as_bool_mask(decoder_inputs_mask, "decoder_inputs_mask", layer, 2)
+        if inputs_mask is not None:
+            keys = _as_bool_mask(inputs_mask, "inputs_mask", layer, 2)
             self_allowed = tf.logical_and(self_allowed, keys[:, None, None, :])
         cross_allowed = None
         if encoder_outputs_mask is not None:

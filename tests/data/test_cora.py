@@ -86,9 +86,17 @@ def test_adjacency_dense_and_sparse(cora):
     assert np.trace(dense) == 0
     source, target = cora.edge_index[:, 7]
     assert dense[target, source] == 1
-    sparse = cora.adjacency(dense=False, self_loops=True)
+    sparse = cora.sparse_adjacency(self_loops=True)
     assert sparse.shape == (2708, 2708) and sparse.nnz == 10556 + 2708
     np.testing.assert_array_equal(sparse.toarray(), dense + np.eye(2708, dtype=np.float32))
+    # One return type per method; the 0.1 flag still works, with a warning, until 0.3.
+    from lablib import LablibDeprecationWarning
+
+    with pytest.warns(LablibDeprecationWarning, match="sparse_adjacency"):
+        old = cora.adjacency(dense=False, self_loops=True)
+    assert (old != sparse).nnz == 0
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        cora.adjacency(selfloops=True)
 
 
 def test_tampered_pickle_is_refused(shared_data, tmp_path):

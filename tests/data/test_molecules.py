@@ -250,21 +250,38 @@ def test_disjoint_dataset(esol):
     np.testing.assert_array_equal(y, small.y[:8])
 
 
+def test_edge_feature_names_default_to_the_width_of_edge_attr():
+    x = [np.ones((2, 3)), np.ones((1, 3))]
+    e = [np.array([[0, 1], [1, 0]]), np.zeros((2, 0))]
+    f = [np.ones((2, 4)), np.zeros((0, 4))]
+    dataset = GraphDataset(x, e, np.zeros(2), edge_attr=f)
+    assert dataset.num_edge_features == 4 and dataset.edge_feature_names[-1] == "edge_feature_3"
+    with pytest.raises(ValueError, match="2 edge feature names for 4 edge features"):
+        GraphDataset(x, e, np.zeros(2), edge_attr=f, edge_feature_names=["a", "b"])
+    with pytest.raises(ValueError, match=r"every edge_attr\[i\] must be \[E_i, D\] with the same D"):
+        GraphDataset(x, e, np.zeros(2), edge_attr=[np.ones((2, 4)), np.ones((1, 3))])
+
+
 def test_datasets_with_edge_features(esol):
     small = esol[:12]
     D = small.num_edge_features
     assert D == len(small.edge_feature_names) == 6
-    (x, edge_index, graph_ids, f), _ = next(iter(small.disjoint_dataset(batch_size=5, edge_attr=True)))
+    (x, edge_index, graph_ids, f), _ = next(iter(small.disjoint_dataset(batch_size=5, with_edge_attr=True)))
     assert f.shape == (edge_index.shape[1], D) and f.dtype == tf.float32
     np.testing.assert_array_equal(f.numpy(), np.concatenate(small.edge_attr[:5]))
-    (x, adjacency, mask, fd), _ = next(iter(small.dense_dataset(batch_size=5, edge_attr=True)))
+    (x, adjacency, mask, fd), _ = next(iter(small.dense_dataset(batch_size=5, with_edge_attr=True)))
     assert fd.shape == adjacency.shape + (D,)
     source, target = small.edge_index[2]
     np.testing.assert_array_equal(fd.numpy()[2, target, source], small.edge_attr[2])
-    assert int(small.dense_dataset(batch_size=5, edge_attr=True).cardinality()) == 3
+    assert int(small.dense_dataset(batch_size=5, with_edge_attr=True).cardinality()) == 3
     no_edges = GraphDataset(small.x, small.edge_index, small.y)
-    with pytest.raises(ValueError, match=r"edge_attr=True but this dataset has no edge features"):
-        no_edges.disjoint_dataset(4, edge_attr=True)
+    with pytest.raises(ValueError, match=r"with_edge_attr=True but this dataset has no edge features"):
+        no_edges.disjoint_dataset(4, with_edge_attr=True)
+    from lablib import LablibDeprecationWarning
+
+    with pytest.warns(LablibDeprecationWarning, match="use `with_edge_attr`"):
+        (_, _, _, old), _ = next(iter(small.dense_dataset(batch_size=5, edge_attr=True)))
+    np.testing.assert_array_equal(old.numpy(), fd.numpy())
 
 
 # --------------------------------------------------------------------------- fingerprints

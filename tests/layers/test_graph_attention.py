@@ -79,7 +79,7 @@ def test_attention_coefficients():
     xs, es = two_graphs(seed=1)
     x, adjacency, mask = graphs.dense_batch(xs, es, max_nodes=6)
     layer = GraphAttention(2, num_heads=3)
-    out, alpha = layer(x, adjacency=adjacency, mask=mask, return_attention_coefficients=True)
+    out, alpha = layer(x, adjacency=adjacency, mask=mask, return_attention_scores=True)
     alpha = alpha.numpy()
     assert alpha.shape == (2, 3, 6, 6)
     allowed = (adjacency + np.eye(6)) * mask[:, :, None] * mask[:, None, :] > 0
@@ -89,7 +89,7 @@ def test_attention_coefficients():
     assert np.all(alpha > -1e-7)
 
     xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    out_s, alpha_s, index = layer(xd, edge_index=edge_index, return_attention_coefficients=True)
+    out_s, (index, alpha_s) = layer(xd, edge_index=edge_index, return_attention_scores=True)
     index = index.numpy()
     num_nodes, num_edges = xd.shape[0], edge_index.shape[1]
     assert index.shape == (2, num_edges + num_nodes)
@@ -107,7 +107,7 @@ def test_existing_self_loops_are_replaced():
     with_loops = np.concatenate([edge_index, [[1, 3], [1, 3]]], axis=1)
     layer = GraphAttention(2, num_heads=2)
     reference = layer(x, edge_index=edge_index).numpy()
-    out, alpha, _ = layer(x, edge_index=with_loops, return_attention_coefficients=True)
+    out, (_, alpha) = layer(x, edge_index=with_loops, return_attention_scores=True)
     np.testing.assert_allclose(out.numpy(), reference, atol=1e-6)
     assert np.all(alpha.numpy()[edge_index.shape[1] : edge_index.shape[1] + 2] == 0)
     a = graphs.edge_index_to_adjacency(with_loops, 4)[None]
@@ -129,7 +129,7 @@ def test_padding_nodes_change_nothing(concat_heads):
     x, adjacency, mask = graphs.dense_batch(xs, es)
     layer = GraphAttention(2, num_heads=2, concat_heads=concat_heads, bias_initializer="ones")
     reference, reference_alpha = layer(
-        x, adjacency=adjacency, mask=mask, return_attention_coefficients=True
+        x, adjacency=adjacency, mask=mask, return_attention_scores=True
     )
     rng = np.random.default_rng(4)
     pad = 3
@@ -139,7 +139,7 @@ def test_padding_nodes_change_nothing(concat_heads):
     a_pad = (rng.random((2, n, n)) < 0.5).astype(np.float32)  # random edges everywhere...
     a_pad[:, : x.shape[1], : x.shape[1]] = adjacency  # ...except among the real nodes
     mask_pad = np.pad(mask, ((0, 0), (0, pad)))
-    padded, alpha = layer(x_pad, adjacency=a_pad, mask=mask_pad, return_attention_coefficients=True)
+    padded, alpha = layer(x_pad, adjacency=a_pad, mask=mask_pad, return_attention_scores=True)
     padded, alpha = padded.numpy(), alpha.numpy()
     np.testing.assert_allclose(padded[:, : x.shape[1]][mask], reference.numpy()[mask], atol=1e-5)
     assert np.all(padded[~mask_pad] == 0)
@@ -200,11 +200,11 @@ def test_value_dropout_only_in_training():
     layer, plain, xd, edge_index, (x, adjacency, mask) = _with_dropout_free_twin(value_dropout=0.5)
     inference = layer(xd, edge_index=edge_index, training=False).numpy()
     np.testing.assert_allclose(inference, plain(xd, edge_index=edge_index).numpy(), atol=1e-6)
-    trained, alpha, _ = layer(
-        xd, edge_index=edge_index, training=True, return_attention_coefficients=True
+    trained, (_, alpha) = layer(
+        xd, edge_index=edge_index, training=True, return_attention_scores=True
     )
     assert not np.allclose(trained.numpy(), inference)
-    _, plain_alpha, _ = plain(xd, edge_index=edge_index, return_attention_coefficients=True)
+    _, (_, plain_alpha) = plain(xd, edge_index=edge_index, return_attention_scores=True)
     np.testing.assert_allclose(alpha.numpy(), plain_alpha.numpy(), atol=1e-6)
     dense_trained = layer(x, adjacency=adjacency, mask=mask, training=True).numpy()
     assert not np.allclose(dense_trained[mask], inference)
@@ -316,7 +316,7 @@ def test_mixed_float16_is_close_to_float32(mixed_float16, concat_heads):
     xd, edge_index, _ = graphs.disjoint_batch(xs, es)
     layer16 = GraphAttention(4, num_heads=2, concat_heads=concat_heads, activation="elu")
     dense16, alpha16 = layer16(
-        x, adjacency=adjacency, mask=mask, return_attention_coefficients=True
+        x, adjacency=adjacency, mask=mask, return_attention_scores=True
     )
     sparse16 = layer16(xd, edge_index=edge_index)
     assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
@@ -325,7 +325,7 @@ def test_mixed_float16_is_close_to_float32(mixed_float16, concat_heads):
     )
     layer32.build(x.shape)
     layer32.set_weights(layer16.get_weights())
-    dense32, alpha32 = layer32(x, adjacency=adjacency, mask=mask, return_attention_coefficients=True)
+    dense32, alpha32 = layer32(x, adjacency=adjacency, mask=mask, return_attention_scores=True)
     for out in (dense16.numpy()[mask], sparse16.numpy()):
         assert np.all(np.isfinite(out))
         np.testing.assert_allclose(
@@ -341,15 +341,15 @@ def test_runs_under_jit_compile():
     layer = GraphAttention(3, num_heads=2)
     dense_fn = tf.function(lambda x, a, m: layer(x, adjacency=a, mask=m), jit_compile=True)
     sparse_fn = tf.function(
-        lambda x, e: layer(x, edge_index=e, return_attention_coefficients=True), jit_compile=True
+        lambda x, e: layer(x, edge_index=e, return_attention_scores=True), jit_compile=True
     )
     np.testing.assert_allclose(
         dense_fn(x, adjacency, mask).numpy(),
         layer(x, adjacency=adjacency, mask=mask).numpy(),
         atol=1e-5,
     )
-    out, alpha, _ = sparse_fn(xd, edge_index)
-    out_eager, alpha_eager, _ = layer(xd, edge_index=edge_index, return_attention_coefficients=True)
+    out, (_, alpha) = sparse_fn(xd, edge_index)
+    out_eager, (_, alpha_eager) = layer(xd, edge_index=edge_index, return_attention_scores=True)
     np.testing.assert_allclose(out.numpy(), out_eager.numpy(), atol=1e-5)
     np.testing.assert_allclose(alpha.numpy(), alpha_eager.numpy(), atol=1e-6)
 
@@ -453,14 +453,14 @@ def test_edge_features_match_equations_computed_node_by_node():
 @pytest.mark.parametrize("add_self_loops", [True, False])
 def test_edge_features_dense_and_sparse_batches_agree(concat_heads, add_self_loops):
     xs, es, fs = _edge_graphs(seed=1, edge_dim=3, num_features=4)
-    x, adjacency, mask, f_dense = graphs.dense_batch(xs, es, max_nodes=7, edge_attrs=fs)
-    xd, edge_index, _, f_sparse = graphs.disjoint_batch(xs, es, edge_attrs=fs)
+    x, adjacency, mask, f_dense = graphs.dense_batch(xs, es, max_nodes=7, edge_attr=fs)
+    xd, edge_index, _, f_sparse = graphs.disjoint_batch(xs, es, edge_attr=fs)
     layer = GraphAttention(3, num_heads=2, concat_heads=concat_heads, edge_dim=3,
                            add_self_loops=add_self_loops, activation="elu")
     dense, alpha = layer(x, adjacency=adjacency, mask=mask, edge_attr=f_dense,
-                         return_attention_coefficients=True)
-    sparse, alpha_s, index = layer(xd, edge_index=edge_index, edge_attr=f_sparse,
-                                   return_attention_coefficients=True)
+                         return_attention_scores=True)
+    sparse, (index, alpha_s) = layer(xd, edge_index=edge_index, edge_attr=f_sparse,
+                                     return_attention_scores=True)
     np.testing.assert_allclose(dense.numpy()[mask], sparse.numpy(), atol=1e-5)
     assert np.all(dense.numpy()[~mask] == 0)
     # The same coefficients in both layouts ([B, H, N, N] against one row per edge).
@@ -473,7 +473,7 @@ def test_edge_features_dense_and_sparse_batches_agree(concat_heads, add_self_loo
 
 def test_edge_features_of_padding_and_non_edges_change_nothing():
     xs, es, fs = _edge_graphs(seed=2)
-    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attrs=fs)
+    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attr=fs)
     layer = GraphAttention(2, num_heads=2, edge_dim=2, bias_initializer="ones")
     reference = layer(x, adjacency=adjacency, mask=mask, edge_attr=f).numpy()
     rng = np.random.default_rng(5)
@@ -505,7 +505,7 @@ def test_edge_features_of_input_self_loops_are_ignored():
     reference = layer(x, edge_index=edge_index, edge_attr=f).numpy()
     np.testing.assert_allclose(
         layer(x, edge_index=with_loops, edge_attr=f_loops).numpy(), reference, atol=1e-5)
-    _, a, _, f_dense = graphs.dense_batch([x], [with_loops], edge_attrs=[f_loops])
+    _, a, _, f_dense = graphs.dense_batch([x], [with_loops], edge_attr=[f_loops])
     np.testing.assert_allclose(
         layer(x[None], adjacency=a, edge_attr=f_dense).numpy()[0], reference, atol=1e-5)
 
@@ -525,7 +525,7 @@ def test_edge_features_relabelling_nodes_permutes_outputs(seed, num_nodes):
     out = layer(x, edge_index=edge_index, edge_attr=f).numpy()
     np.testing.assert_allclose(
         layer(x_new, edge_index=edge_new, edge_attr=f_new).numpy()[permutation], out, atol=1e-5)
-    _, a, _, f_dense = graphs.dense_batch([x_new], [edge_new], edge_attrs=[f_new])
+    _, a, _, f_dense = graphs.dense_batch([x_new], [edge_new], edge_attr=[f_new])
     np.testing.assert_allclose(
         layer(x_new[None], adjacency=a, edge_attr=f_dense).numpy()[0][permutation], out, atol=1e-5)
 
@@ -535,7 +535,7 @@ _EDGE_PERMUTATION_LAYER = GraphAttention(2, num_heads=2, edge_dim=2, activation=
 
 def test_edge_features_keras_file_round_trip_and_weights(tmp_path):
     xs, es, fs = _edge_graphs(seed=7)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attrs=fs))
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attr=fs))
     layer = GraphAttention(3, num_heads=2, edge_dim=2, activation="elu")
     model = _dense_model(layer, edge_dim=2)
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in layer.weights}
@@ -551,8 +551,8 @@ def test_edge_features_keras_file_round_trip_and_weights(tmp_path):
 
 def test_edge_features_mixed_float16_and_jit(mixed_float16):
     xs, es, fs = _edge_graphs(seed=8)
-    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attrs=fs)
-    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attrs=fs)
+    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attr=fs)
+    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attr=fs)
     layer16 = GraphAttention(4, num_heads=2, edge_dim=2, activation="elu")
     dense16 = layer16(x, adjacency=adjacency, mask=mask, edge_attr=f)
     sparse16 = tf.function(
@@ -571,8 +571,8 @@ def test_edge_features_mixed_float16_and_jit(mixed_float16):
 
 def test_edge_features_bad_inputs_are_explained():
     xs, es, fs = _edge_graphs(seed=9)
-    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attrs=fs)
-    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attrs=fs)
+    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attr=fs)
+    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attr=fs)
     with pytest.raises(ValueError, match=r"`edge_dim` must be a positive integer, got 0"):
         GraphAttention(2, edge_dim=0)
     with pytest.raises(ValueError, match=r"got `edge_attr` but the layer was created without `edge_dim`"):
@@ -594,7 +594,7 @@ def test_edge_features_bad_inputs_are_explained():
 def test_legacy_edge_features_train_and_round_trip(tmp_path):
     assert keras.__name__.startswith("tf_keras")
     xs, es, fs = _edge_graphs(seed=10)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attrs=fs))
+    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attr=fs))
     model = _dense_model(GraphAttention(2, num_heads=2, edge_dim=2, concat_heads=False), edge_dim=2)
     _fit_changes_every_weight(model, batch)
     loaded = round_trip(model, batch, tmp_path)  # identical predictions after reloading

@@ -180,6 +180,26 @@ def test_get_config_recreates_layer():
     assert [w.name.split("/")[-1].split(":")[0] for w in clone.weights] == ["kernel", "self_kernel"]
 
 
+def test_activity_regularizer_adds_a_loss_and_is_saved():
+    """As keras.layers.Dense: a regularizer of the outputs, in the signature and the config."""
+    from lablib.layers import GraphAttention
+
+    xs, es = two_graphs(seed=2)
+    x, adjacency, mask = graphs.dense_batch(xs, es)
+    for layer in (GraphConv(3, activity_regularizer="l2"),
+                  GraphAttention(3, num_heads=2, activity_regularizer="l2")):
+        plain = type(layer).from_config({**layer.get_config(), "activity_regularizer": None})
+        out = layer(x, adjacency=adjacency, mask=mask)
+        plain(x, adjacency=adjacency, mask=mask)
+        assert len(layer.losses) == 1 and not plain.losses
+        # Keras divides an activity loss by the batch size (here 2 graphs).
+        expected = 0.01 * float(np.sum(np.square(out))) / out.shape[0]
+        assert float(layer.losses[0]) == pytest.approx(expected, rel=1e-4)
+        config = layer.get_config()
+        assert config["activity_regularizer"]["class_name"] in ("L2", "l2")
+        assert type(layer).from_config(config).activity_regularizer is not None
+
+
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
 def test_mixed_float16_is_close_to_float32(mixed_float16, normalization):
     xs, es = two_graphs(seed=6)

@@ -90,19 +90,43 @@ def test_edge_features_in_both_batch_layouts():
     f1 = np.arange(6, dtype=np.float64).reshape(3, 2)
     f3 = np.array([[7, 8]])
     x, edge_index, graph_ids, f = graphs.disjoint_batch([x1, x2, x3], [e1, e2, e3],
-                                                        edge_attrs=[f1, np.zeros(0), f3])
+                                                        edge_attr=[f1, np.zeros(0), f3])
     assert f.dtype == np.float32 and f.shape == (4, 2)
     np.testing.assert_array_equal(f, [[0, 1], [2, 3], [4, 5], [7, 8]])  # aligned with edge_index
     np.testing.assert_array_equal(edge_index[:, 3], [6, 5])
     xd, adjacency, mask, fd = graphs.dense_batch([x1, x2, x3], [e1, e2, e3],
-                                                 edge_attrs=[f1, np.zeros((0, 2)), f3])
+                                                 edge_attr=[f1, np.zeros((0, 2)), f3])
     assert fd.shape == (3, 3, 3, 2) and fd.dtype == np.float32
     np.testing.assert_array_equal(fd[0, 1, 0], [0, 1])  # edge 0 -> 1 at [target, source]
     np.testing.assert_array_equal(fd[0, 0, 2], [4, 5])
     np.testing.assert_array_equal(fd[2, 0, 1], [7, 8])
     assert fd[adjacency == 0].sum() == 0 and not fd[1].any()
-    # Without edge_attrs the return values are as before.
-    assert len(graphs.disjoint_batch([x1], [e1])) == 3 and len(graphs.dense_batch([x1], [e1])) == 3
+    # Named tuples whose length is set by the edge_attr argument alone.
+    plain_disjoint, plain_dense = graphs.disjoint_batch([x1], [e1]), graphs.dense_batch([x1], [e1])
+    assert isinstance(plain_disjoint, graphs.DisjointBatch) and len(plain_disjoint) == 3
+    assert isinstance(plain_dense, graphs.DenseBatch) and len(plain_dense) == 3
+    np.testing.assert_array_equal(plain_dense.adjacency, plain_dense[1])
+    with_edges = graphs.disjoint_batch([x1], [e1], edge_attr=[f1])
+    assert isinstance(with_edges, graphs.DisjointBatchWithEdges)
+    np.testing.assert_array_equal(with_edges.edge_attr, f1.astype(np.float32))
+    assert graphs.dense_batch([x1], [e1], edge_attr=[f1])._fields[-1] == "edge_attr"
+
+
+def test_old_edge_attrs_name_warns_and_still_works():
+    from lablib import LablibDeprecationWarning
+
+    x1, e1 = np.ones((3, 2)), np.array([[0, 1, 2], [1, 2, 0]])
+    f1 = np.arange(6, dtype=np.float32).reshape(3, 2)
+    for function in (graphs.dense_batch, graphs.disjoint_batch):
+        expected = function([x1], [e1], edge_attr=[f1])
+        with pytest.warns(LablibDeprecationWarning, match=r"`edge_attrs` is deprecated .* use `edge_attr`"):
+            old = function([x1], [e1], edge_attrs=[f1])
+        for got, want in zip(old, expected):
+            np.testing.assert_array_equal(got, want)
+        with pytest.raises(TypeError, match="got both `edge_attrs`"):
+            function([x1], [e1], edge_attr=[f1], edge_attrs=[f1])
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            function([x1], [e1], edge_features=[f1])
 
 
 @pytest.mark.parametrize(
@@ -118,18 +142,18 @@ def test_edge_features_in_both_batch_layouts():
         (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0.5], [1.0]])]), r"integer"),
         (lambda: graphs.edge_index_to_adjacency(np.array([[0], [3]]), 3), r"refers to node 3"),
         (lambda: graphs.adjacency_to_edge_index(np.ones((2, 3))), r"square"),
-        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attrs=np.ones((1, 2))),
-         r"edge_attrs must be a list with one \[E_i, D\] array per graph"),
-        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attrs=[]),
+        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=np.ones((1, 2))),
+         r"edge_attr must be a list with one \[E_i, D\] array per graph"),
+        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[]),
          r"got 0 edge_attr arrays for 1 graphs"),
-        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attrs=[np.ones((2, 2))]),
+        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.ones((2, 2))]),
          r"graph 0: edge_attr has 2 rows but edge_index has 1 edges"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attrs=[np.ones(2)]),
+        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.ones(2)]),
          r"graph 0: edge_attr must have shape \[num_edges, D\], got shape \[2\]"),
         (lambda: graphs.dense_batch([np.ones((2, 3))] * 2, [np.array([[0], [1]])] * 2,
-                                    edge_attrs=[np.ones((1, 2)), np.ones((1, 3))]),
+                                    edge_attr=[np.ones((1, 2)), np.ones((1, 3))]),
          r"graph 1 has 3 features per edge but graph 0 has 2"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attrs=[np.array([["a", "b"]])]),
+        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.array([["a", "b"]])]),
          r"edge_attr must be numeric"),
     ],
 )

@@ -121,15 +121,15 @@ def test_gat_conv_matches(seed, concat_heads):
     _check(name, _numpy(reference_out), *_both_layouts(layer, x, edge_index, adjacency))
 
     # Attention coefficients, aligned with the edge_index including self loops.
-    _, alpha, index_with_loops = layer(
-        x, edge_index=edge_index.astype(np.int32), return_attention_coefficients=True
+    _, (index_with_loops, alpha) = layer(
+        x, edge_index=edge_index.astype(np.int32), return_attention_scores=True
     )
     np.testing.assert_array_equal(np.asarray(index_with_loops), _numpy(reference_index))
     difference = float(np.max(np.abs(np.asarray(alpha) - _numpy(reference_alpha))))
     print(f"{name} attention coefficients: max |lablib - PyG| = {difference:.2e}")
     np.testing.assert_allclose(np.asarray(alpha), _numpy(reference_alpha), atol=ATOL, rtol=0)
     # The dense layout gives the same coefficients in an [heads, N, N] matrix.
-    _, dense_alpha = layer(x[None], adjacency=adjacency[None], return_attention_coefficients=True)
+    _, dense_alpha = layer(x[None], adjacency=adjacency[None], return_attention_scores=True)
     sources, targets = _numpy(reference_index)
     np.testing.assert_allclose(
         np.asarray(dense_alpha)[0][:, targets, sources].T, _numpy(reference_alpha), atol=ATOL, rtol=0
@@ -162,7 +162,7 @@ def test_gat_conv_with_edge_features_matches(concat_heads):
     layer.attention_edge.assign(_numpy(reference_layer.att_edge)[0])
     layer.bias.assign(_numpy(reference_layer.bias))
     sparse = layer(x, edge_index=edge_index.astype(np.int32), edge_attr=edge_attr)
-    _, _, _, dense_attr = graphs.dense_batch([x], [edge_index], edge_attrs=[edge_attr])
+    _, _, _, dense_attr = graphs.dense_batch([x], [edge_index], edge_attr=[edge_attr])
     dense = layer(x[None], adjacency=adjacency[None], edge_attr=dense_attr)
     _check(f"GATConv edge_dim={edge_dim} concat={concat_heads}", reference,
            np.asarray(sparse), np.asarray(dense)[0])

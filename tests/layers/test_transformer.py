@@ -120,14 +120,23 @@ def test_encoder_in_model_takes_mask_from_embedding_and_passes_it_on():
 
 
 def test_encoder_attention_scores():
-    block = TransformerEncoderBlock(2, 16, "relu", return_attention_scores=True)
+    block = TransformerEncoderBlock(2, 16, "relu")
     x = RNG.normal(size=(2, 4, 8)).astype("float32")
     mask = tf.constant([[True] * 4, [True, True, False, False]])
-    outputs, scores = block(x, mask=mask)
+    outputs, scores = block(x, mask=mask, return_attention_scores=True)
     assert outputs.shape == (2, 4, 8) and scores.shape == (2, 2, 4, 4)
     np.testing.assert_allclose(scores.numpy().sum(-1), 1, atol=1e-5)
     np.testing.assert_array_equal(scores.numpy()[1, :, :, 2:], 0)
-    np.testing.assert_allclose(block(x, mask=mask, return_attention_scores=False).numpy(), outputs.numpy())
+    np.testing.assert_allclose(block(x, mask=mask).numpy(), outputs.numpy())
+    # The 0.1 constructor flag: warned, still honoured, kept through a config round trip.
+    from lablib import LablibDeprecationWarning
+
+    with pytest.warns(LablibDeprecationWarning, match="ask per call"):
+        old = TransformerEncoderBlock(2, 16, "relu", return_attention_scores=True)
+    assert len(old(x)) == 2 and not isinstance(old(x, return_attention_scores=False), tuple)
+    with pytest.warns(LablibDeprecationWarning):
+        assert len(TransformerEncoderBlock.from_config(old.get_config())(x)) == 2
+    assert "return_attention_scores" not in block.get_config()
 
 
 def test_encoder_get_config_is_complete():
@@ -141,7 +150,7 @@ def test_encoder_get_config_is_complete():
     assert keras.saving.get_registered_name(TransformerDecoderBlock) == "lablib>TransformerDecoderBlock"
     clone = TransformerEncoderBlock.from_config(config)
     assert clone.get_config() == config
-    for key, value in dict(num_attention_heads=4, inner_dim=32, inner_activation="gelu",
+    for key, value in dict(num_heads=4, inner_dim=32, inner_activation="gelu",
                            output_dropout=0.1, attention_dropout=0.2, inner_dropout=0.3,
                            norm_first=True, norm_epsilon=1e-6, use_bias=False, key_dim=3,
                            value_dim=5, use_query_residual=False).items():
@@ -164,7 +173,7 @@ def test_defaults_follow_tfm():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        (dict(num_attention_heads=0), ["num_attention_heads", "positive integer", "got 0"]),
+        (dict(num_heads=0), ["num_heads", "positive integer", "got 0"]),
         (dict(inner_dim=2.5), ["inner_dim", "positive integer", "2.5"]),
         (dict(inner_activation="swishy"), ["inner_activation", "swishy"]),
         (dict(inner_activation=None), ["inner_activation", "got None"]),
@@ -178,7 +187,7 @@ def test_defaults_follow_tfm():
     ],
 )
 def test_encoder_bad_arguments(kwargs, words):
-    arguments = dict(num_attention_heads=2, inner_dim=8, inner_activation="relu")
+    arguments = dict(num_heads=2, inner_dim=8, inner_activation="relu")
     arguments.update(kwargs)
     with pytest.raises(ValueError) as info:
         TransformerEncoderBlock(**arguments)
@@ -187,7 +196,7 @@ def test_encoder_bad_arguments(kwargs, words):
 
 
 def test_encoder_bad_inputs():
-    with pytest.raises(ValueError, match=r"d=10 .*not divisible by num_attention_heads=3"):
+    with pytest.raises(ValueError, match=r"d=10 .*not divisible by num_heads=3"):
         TransformerEncoderBlock(3, 8, "relu")(np.ones((1, 4, 10), "float32"))
     with pytest.raises(ValueError, match=r"\[batch, T, d\].*got shape \(4, 10\)"):
         TransformerEncoderBlock(2, 8, "relu")(np.ones((4, 10), "float32"))
@@ -280,24 +289,25 @@ def test_decoder_is_causal(norm_first):
 
 
 def test_decoder_uses_encoder_and_honours_its_padding():
-    block = TransformerDecoderBlock(2, 16, "relu", return_attention_scores=True)
+    block = TransformerDecoderBlock(2, 16, "relu")
     decoder_inputs = RNG.normal(size=(1, 3, 8)).astype("float32")
     encoder_outputs = RNG.normal(size=(1, 5, 8)).astype("float32")
     encoder_mask = tf.constant([[True, True, True, False, False]])
-    out, self_scores, cross_scores = block(decoder_inputs, encoder_outputs, encoder_outputs_mask=encoder_mask)
+    out, self_scores, cross_scores = block(decoder_inputs, encoder_outputs, encoder_outputs_mask=encoder_mask,
+                                           return_attention_scores=True)
     assert self_scores.shape == (1, 2, 3, 3) and cross_scores.shape == (1, 2, 3, 5)
     np.testing.assert_array_equal(cross_scores.numpy()[..., 3:], 0)
     assert np.all(np.triu(self_scores.numpy()[0, 0], 1) == 0)
     noisy = encoder_outputs.copy()
     noisy[:, 3:] = 50.0
-    out_noisy = block(decoder_inputs, noisy, encoder_outputs_mask=encoder_mask)[0]
+    out_noisy = block(decoder_inputs, noisy, encoder_outputs_mask=encoder_mask)
     np.testing.assert_allclose(out_noisy.numpy(), out.numpy(), atol=1e-5)
-    alone = block(decoder_inputs, encoder_outputs[:, :3])[0]
+    alone = block(decoder_inputs, encoder_outputs[:, :3])
     np.testing.assert_allclose(alone.numpy(), out.numpy(), atol=1e-5)
     # Real encoder positions do matter (cross-attention is wired in).
     real_changed = encoder_outputs.copy()
     real_changed[:, 0] += 3.0
-    out_changed = block(decoder_inputs, real_changed, encoder_outputs_mask=encoder_mask)[0]
+    out_changed = block(decoder_inputs, real_changed, encoder_outputs_mask=encoder_mask)
     assert np.abs(out_changed.numpy() - out.numpy()).max() > 1e-3
 
 
@@ -339,7 +349,7 @@ def test_decoder_with_different_encoder_size_and_config():
     assert clone.get_config() == block.get_config()
     with pytest.raises(ValueError, match=r"encoder_outputs have size 7 .*built for 6"):
         block(np.ones((2, 3, 8), "float32"), np.ones((2, 5, 7), "float32"))
-    with pytest.raises(ValueError, match="num_attention_heads"):
+    with pytest.raises(ValueError, match="num_heads"):
         TransformerDecoderBlock(-1, 16, "relu")
 
 
@@ -384,9 +394,9 @@ def _tfm():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_legacy_parity_with_tfm_block(norm_first):
     tfm = _tfm()
-    kwargs = dict(num_attention_heads=2, inner_dim=16, inner_activation="relu", norm_first=norm_first)
-    reference = tfm.nlp.layers.TransformerEncoderBlock(**kwargs)
-    block = TransformerEncoderBlock(**kwargs)
+    kwargs = dict(inner_dim=16, inner_activation="relu", norm_first=norm_first)
+    reference = tfm.nlp.layers.TransformerEncoderBlock(num_attention_heads=2, **kwargs)
+    block = TransformerEncoderBlock(num_heads=2, **kwargs)
     x = RNG.normal(size=(2, 6, 8)).astype("float32")
     real = np.array([[1] * 6, [1] * 4 + [0] * 2], "float32")
     attention_mask = np.repeat(real[:, None, :], 6, axis=1)

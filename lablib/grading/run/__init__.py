@@ -9,8 +9,6 @@ Names resolve on first use, so ``python -m lablib.grading.run.child`` (and
 
 from lablib._lazy import lazy_exports
 
-_EXPORTS = {"ProbeRequest": "protocol", "ProbeResult": "protocol", "Limits": "supervisor",
-            "RunOutcome": "supervisor", "CellError": "supervisor", "Problem": "supervisor",
-            "run_submission": "supervisor"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+_MODULES = {"protocol": ("ProbeRequest", "ProbeResult"),
+            "supervisor": ("Limits", "RunOutcome", "CellError", "Problem", "run_submission")}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _MODULES, globals())

@@ -1,7 +1,7 @@
-"""Judges of a student's ``positional_encoding``, shared by Labs 1 and 2.
+"""The ``positional_encoding`` piece's tests, shared by Labs 1 and 2.
 
-They run in the grading process; the reference is lablib's own implementation of
-Vaswani et al.'s formula.
+:func:`add_encoding_piece` declares the piece and its tests on a lab; the judges run in the grading process
+and compare with lablib's own implementation of Vaswani et al.'s formula.
 """
 
 from __future__ import annotations
@@ -32,3 +32,28 @@ def judge_float32_encoding(got, length, depth):
     expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
     expect_shape(got["values"], (length, depth), call)
     expect_close(got["values"], reference_encoding(length, depth), rtol=1e-4, atol=1e-5, what=call)
+
+
+PAPER_HINT = ("Work out row 1 of positional_encoding(2, 4) by hand from the paper's two "
+              "formulas (pos = 1, d_model = 4) and compare it with yours, column by column.")
+
+
+def add_encoding_piece(lab, table: tuple[int, int], odd: tuple[int, int], odd_hint: str) -> None:
+    """Declare the ``positional_encoding`` piece on ``lab`` with its two tests:
+    ``matches_the_paper`` (2 points), the ``table = (length, depth)`` table against the
+    formula, and ``float32_and_odd_depth`` (1 point), a float32 table of odd depth
+    ``odd``. The names are the tests' ids in gradebooks: the same in both labs."""
+    lab.piece("positional_encoding", objects=["positional_encoding"],
+              description="the sinusoidal positional encoding of Vaswani et al. (2017)")
+
+    def matches_the_paper(ns):
+        return np.asarray(ns["positional_encoding"](*table))
+
+    def float32_and_odd_depth(ns):
+        pe = np.asarray(ns["positional_encoding"](*odd))
+        return {"dtype": str(pe.dtype), "values": pe}
+
+    lab.test("positional_encoding", points=2, hint=PAPER_HINT)(matches_the_paper).judge(
+        lambda got: judge_encoding_table(got, *table))
+    lab.test("positional_encoding", points=1, hint=odd_hint)(float32_and_odd_depth).judge(
+        lambda got: judge_float32_encoding(got, *odd))

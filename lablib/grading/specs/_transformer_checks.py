@@ -88,7 +88,7 @@ def trace_model(model, batches):
                    "head": head.name,
                    "block_configs": [{k: v for k, v in b.get_config().items()
                                       if k in BLOCK_DEFAULTS or k in (
-                                          "num_attention_heads", "inner_activation",
+                                          "num_attention_heads", "num_heads", "inner_activation",
                                           "norm_epsilon", "key_dim")} for b in blocks],
                    "block_masked": [isinstance(b.input, (list, tuple)) for b in blocks],
                    "head_activation": str(head.get_config().get("activation"))},

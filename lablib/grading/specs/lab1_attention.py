@@ -12,21 +12,11 @@ import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_equal, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
-from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
+from lablib.grading.specs._positional_checks import add_encoding_piece
 
 lab = get_lab("lab1_attention")  # title and short name: lablib/labs.py
 lab.judge_imports = ("keras",)  # judges compare with Keras layers in the grading process
 
-lab.piece("attention", objects=["attention"],
-          description="scaled dot-product attention in NumPy, with boolean masks")
-lab.piece("masks", objects=["padding_mask", "causal_mask"],
-          description="padding and causal (look-ahead) masks")
-lab.piece("multi_head_attention", objects=["MultiHeadSelfAttention"],
-          description="multi-head self-attention as a Keras layer with four Dense projections")
-lab.piece("positional_encoding", objects=["positional_encoding"],
-          description="the sinusoidal positional encoding of Vaswani et al. (2017)")
-lab.piece("permutation", objects=["equivariance_gap"],
-          description="attention alone is permutation-equivariant; positions break that")
 
 # The course's worked example (lecture part 002): q, k, v rows are the same vectors.
 WORKED = [[1.0, 2.0, 3.0, 4.0], [4.0, 5.0, 9.0, 1.0], [6.0, 2.0, 1.0, 4.0]]
@@ -58,6 +48,9 @@ def _pair(result, what):
 
 
 # --------------------------------------------------------------------- attention
+
+lab.piece("attention", objects=["attention"],
+          description="scaled dot-product attention in NumPy, with boolean masks")
 
 
 @lab.test("attention", points=2, hint="Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
@@ -147,6 +140,9 @@ def _(got):
 
 # ------------------------------------------------------------------------- masks
 
+lab.piece("masks", objects=["padding_mask", "causal_mask"],
+          description="padding and causal (look-ahead) masks")
+
 
 @lab.test("masks", points=1, hint="padding_mask returns token_ids != pad_id with a new axis "
           "before the last one: shape [B, 1, T], so it broadcasts over the queries.")
@@ -194,6 +190,9 @@ def _(got):
 
 
 # ---------------------------------------------------------- multi-head attention
+
+lab.piece("multi_head_attention", objects=["MultiHeadSelfAttention"],
+          description="multi-head self-attention as a Keras layer with four Dense projections")
 
 _PROJECTIONS = ("query_dense", "key_dense", "value_dense", "output_dense")
 
@@ -341,67 +340,50 @@ def _(got):
                       "projections' weights")
 
 
-@lab.test("multi_head_attention", points=2, hint="Split heads with reshape [B, T, h, d_k] then "
-          "transpose to [B, h, T, d_k]; merge them back the same way before output_dense.")
-def matches_keras_multi_head_attention(ns):
-    return _student_mha(ns, num_heads=2, key_dim=3, width=6, seed=10)
+# Compared with keras.layers.MultiHeadAttention holding the same weights:
+# (name, points, hint, num_heads, key_dim, width, seed, masked, what).
+_KERAS_CASES = [
+    ("matches_keras_multi_head_attention", 2,
+     "Split heads with reshape [B, T, h, d_k] then transpose to [B, h, T, d_k]; merge them "
+     "back the same way before output_dense.",
+     2, 3, 6, 10, False, "for num_heads=2, key_dim=3, width 6 (d_k = d/h)"),
+    ("matches_keras_with_mask", 1,
+     "attention_mask [B, T, T] is shared by all heads: add a head axis (expand_dims at "
+     "axis 1) before masking the scores.",
+     2, 3, 6, 11, True, "with a padding & causal mask"),
+    ("matches_keras_other_key_dim", 1,
+     "key_dim need not be width / num_heads: the projections have num_heads * key_dim "
+     "units and output_dense maps back to the width.",
+     4, 2, 5, 12, False, "for num_heads=4, key_dim=2, width 5"),
+]
 
 
-@matches_keras_multi_head_attention.judge
-def _(got):
-    _judge_mha(got, 2, 3, 6, 10, what="for num_heads=2, key_dim=3, width 6 (d_k = d/h)")
+def _add_keras_comparison(name, points, hint, num_heads, key_dim, width, seed, masked, what):
+    def probe(ns):
+        mask = _mha_mask() if masked else None
+        return _student_mha(ns, num_heads=num_heads, key_dim=key_dim, width=width, seed=seed,
+                            mask=mask)
+
+    lab.test("multi_head_attention", points=points, hint=hint, name=name)(probe).judge(
+        lambda got: _judge_mha(got, num_heads, key_dim, width, seed,
+                               _mha_mask() if masked else None, what=what))
 
 
-@lab.test("multi_head_attention", points=1, hint="attention_mask [B, T, T] is shared by all "
-          "heads: add a head axis (expand_dims at axis 1) before masking the scores.")
-def matches_keras_with_mask(ns):
-    return _student_mha(ns, num_heads=2, key_dim=3, width=6, seed=11, mask=_mha_mask())
-
-
-@matches_keras_with_mask.judge
-def _(got):
-    _judge_mha(got, 2, 3, 6, 11, _mha_mask(), what="with a padding & causal mask")
-
-
-@lab.test("multi_head_attention", points=1, hint="key_dim need not be width / num_heads: the "
-          "projections have num_heads * key_dim units and output_dense maps back to the width.")
-def matches_keras_other_key_dim(ns):
-    return _student_mha(ns, num_heads=4, key_dim=2, width=5, seed=12)
-
-
-@matches_keras_other_key_dim.judge
-def _(got):
-    _judge_mha(got, 4, 2, 5, 12, what="for num_heads=4, key_dim=2, width 5")
+for _case in _KERAS_CASES:
+    _add_keras_comparison(*_case)
 
 
 # ----------------------------------------------------------- positional encoding
 
-
-@lab.test("positional_encoding", points=2, hint="Work out row 1 of positional_encoding(2, 4) by hand "
-          "from the paper's two formulas (pos = 1, d_model = 4) and compare it with yours, "
-          "column by column.")
-def matches_the_paper(ns):
-    return np.asarray(ns["positional_encoding"](50, 16))
-
-
-@matches_the_paper.judge
-def _(got):
-    judge_encoding_table(got, 50, 16)
-
-
-@lab.test("positional_encoding", points=1, hint="Return a float32 array [length, depth]; for an "
-          "odd depth the last column is a sine.")
-def float32_and_odd_depth(ns):
-    pe = np.asarray(ns["positional_encoding"](7, 5))
-    return {"dtype": str(pe.dtype), "values": pe}
-
-
-@float32_and_odd_depth.judge
-def _(got):
-    judge_float32_encoding(got, 7, 5)
+add_encoding_piece(lab, table=(50, 16), odd=(7, 5),
+                   odd_hint="Return a float32 array [length, depth]; for an odd depth the "
+                            "last column is a sine.")
 
 
 # ------------------------------------------------------------------- permutation
+
+lab.piece("permutation", objects=["equivariance_gap"],
+          description="attention alone is permutation-equivariant; positions break that")
 
 
 def _probe_attention(query, key, value, mask=None):

@@ -14,7 +14,7 @@ import numpy as np
 
 from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
-from lablib.grading.specs._positional_checks import judge_encoding_table, judge_float32_encoding
+from lablib.grading.specs._positional_checks import add_encoding_piece
 from lablib.grading.specs._transformer_checks import (
     check_trace_form,
     cross_entropy,
@@ -24,42 +24,18 @@ from lablib.grading.specs._transformer_checks import (
 
 lab = get_lab("lab2_transformer_reuters")  # title and short name: lablib/labs.py
 
-lab.piece("positional_encoding", objects=["positional_encoding"],
-          description="the sinusoidal positional encoding of Vaswani et al. (2017)")
-lab.piece("build_model", objects=["build_classifier"],
-          description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling")
-lab.piece("macro_f1", objects=["macro_f1"],
-          description="macro-averaged F1 score, the metric for 46 unbalanced topics")
-
 
 # ----------------------------------------------------------- positional encoding
 
-
-@lab.test("positional_encoding", points=2, hint="Work out row 1 of positional_encoding(2, 4) by hand "
-          "from the paper's two formulas (pos = 1, d_model = 4) and compare it with yours, "
-          "column by column.")
-def matches_the_paper(ns):
-    return np.asarray(ns["positional_encoding"](64, 32))
-
-
-@matches_the_paper.judge
-def _(got):
-    judge_encoding_table(got, 64, 32)
-
-
-@lab.test("positional_encoding", points=1, hint="Return a float32 NumPy array [length, depth] "
-          "(the model adds it to float32 embeddings); an odd depth ends with a sine column.")
-def float32_and_odd_depth(ns):
-    pe = np.asarray(ns["positional_encoding"](9, 7))
-    return {"dtype": str(pe.dtype), "values": pe}
-
-
-@float32_and_odd_depth.judge
-def _(got):
-    judge_float32_encoding(got, 9, 7)
+add_encoding_piece(lab, table=(64, 32), odd=(9, 7),
+                   odd_hint="Return a float32 NumPy array [length, depth] (the model adds it "
+                            "to float32 embeddings); an odd depth ends with a sine column.")
 
 
 # ------------------------------------------------------------------- build_model
+
+lab.piece("build_model", objects=["build_classifier"],
+          description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling")
 
 _SMALL = dict(vocabulary_size=40, max_length=16, embedding_dim=16, num_heads=2, inner_dim=32,
               num_blocks=2, num_classes=4)
@@ -278,6 +254,9 @@ def _(got):
 
 
 # ---------------------------------------------------------------------- macro_f1
+
+lab.piece("macro_f1", objects=["macro_f1"],
+          description="macro-averaged F1 score, the metric for 46 unbalanced topics")
 
 
 def _sk_macro_f1(y_true, y_pred):

@@ -26,28 +26,10 @@ import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
-from lablib.grading.specs._model_checks import (
-    LAYER_MODULES,
-    describe_model,
-    expect_fields,
-    expect_reported,
-    judge_training_weights,
-    rebuild_compiled_model,
-    run_model,
-    training_values,
-)
+from lablib.grading.specs import _model_checks as models
 
 lab = get_lab("lab3_gcn_molecules")  # title and short name: lablib/labs.py
-lab.judge_imports = ("keras",) + LAYER_MODULES  # judges rebuild models in the grading process
-
-lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],
-          description="one graph-convolution layer, node by node (mean of neighbours)")
-lab.piece("gcn_matrix", objects=["gcn_layer_matrix"],
-          description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)")
-lab.piece("readout", objects=["readout"],
-          description="sum / mean / max readout over the real nodes of a padded batch")
-lab.piece("build_gcn", objects=["build_gcn_regressor"],
-          description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches")
+lab.judge_imports = ("keras",) + models.LAYER_MODULES  # judges rebuild models in the grading process
 
 
 # --------------------------------------------------------------------------- inputs
@@ -156,30 +138,38 @@ def reference_readout(features, mask, mode):
     return np.stack(out)
 
 
+def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint,
+                           isolated_failure):
+    """The two tests the scalar and the matrix form share: ``<prefix>_course_graph``
+    (2 points, the course's worked graph) and ``<prefix>_isolated_node`` (1 point, a node
+    of degree 0 must not give NaN); ``isolated_failure`` ends the message of the latter."""
+
+    def course_graph(ns):
+        return run_layer(ns, function, COURSE)
+
+    def isolated_node(ns):
+        return run_layer(ns, function, ISOLATED)
+
+    lab.test(piece, points=2, hint=course_hint, name=f"{prefix}_course_graph")(
+        course_graph).judge(judge_course_graph)
+    lab.test(piece, points=1, hint=isolated_hint, name=f"{prefix}_isolated_node")(
+        isolated_node).judge(lambda got: judge_isolated(
+            got, f"The isolated node's output contains NaN or inf: {isolated_failure}"))
+
+
 # --------------------------------------------------------------------------- gcn_scalar
 
-
-@lab.test("gcn_scalar", points=2,
-          hint="For every node v, average the rows H[u] of its neighbours (A[v, u] == 1), "
-               "then return act(mean @ W.T + H[v] @ B.T).")
-def scalar_course_graph(ns):
-    return run_layer(ns, "gcn_layer_scalar", COURSE)
+lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],
+          description="one graph-convolution layer, node by node (mean of neighbours)")
 
 
-scalar_course_graph.judge(judge_course_graph)
-
-
-@lab.test("gcn_scalar", points=1,
-          hint="A node without neighbours has a zero neighbour mean (do not divide by "
-               "zero): its output is act(H[v] @ B.T).")
-def scalar_isolated_node(ns):
-    return run_layer(ns, "gcn_layer_scalar", ISOLATED)
-
-
-@scalar_isolated_node.judge
-def _(got):
-    judge_isolated(got, "The isolated node's output contains NaN or inf: "
-                   "its neighbour mean must be zero, not 0/0.")
+add_shared_layer_tests(
+    "gcn_scalar", "gcn_layer_scalar", "scalar",
+    course_hint="For every node v, average the rows H[u] of its neighbours (A[v, u] == 1), "
+                "then return act(mean @ W.T + H[v] @ B.T).",
+    isolated_hint="A node without neighbours has a zero neighbour mean (do not divide by "
+                  "zero): its output is act(H[v] @ B.T).",
+    isolated_failure="its neighbour mean must be zero, not 0/0.")
 
 
 @lab.test("gcn_scalar", points=1,
@@ -205,28 +195,17 @@ def _(got):
 
 # --------------------------------------------------------------------------- gcn_matrix
 
-
-@lab.test("gcn_matrix", points=2,
-          hint="D is the diagonal matrix of degrees (row sums of A); compute "
-               "act(D^-1 @ A @ H @ W.T + H @ B.T).")
-def matrix_course_graph(ns):
-    return run_layer(ns, "gcn_layer_matrix", COURSE)
+lab.piece("gcn_matrix", objects=["gcn_layer_matrix"],
+          description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)")
 
 
-matrix_course_graph.judge(judge_course_graph)
-
-
-@lab.test("gcn_matrix", points=1,
-          hint="An isolated node has degree 0: use 1/degree only where degree > 0 and 0 "
-               "elsewhere (np.divide(..., where=degree > 0) or np.where).")
-def matrix_isolated_node(ns):
-    return run_layer(ns, "gcn_layer_matrix", ISOLATED)
-
-
-@matrix_isolated_node.judge
-def _(got):
-    judge_isolated(got, "The isolated node's output contains NaN or inf: "
-                   "D^-1 must be 0 (not 1/0) for a node of degree 0.")
+add_shared_layer_tests(
+    "gcn_matrix", "gcn_layer_matrix", "matrix",
+    course_hint="D is the diagonal matrix of degrees (row sums of A); compute "
+                "act(D^-1 @ A @ H @ W.T + H @ B.T).",
+    isolated_hint="An isolated node has degree 0: use 1/degree only where degree > 0 and 0 "
+                  "elsewhere (np.divide(..., where=degree > 0) or np.where).",
+    isolated_failure="D^-1 must be 0 (not 1/0) for a node of degree 0.")
 
 
 @lab.test("gcn_matrix", points=1,
@@ -249,6 +228,9 @@ def _(got):
 
 
 # --------------------------------------------------------------------------- readout
+
+lab.piece("readout", objects=["readout"],
+          description="sum / mean / max readout over the real nodes of a padded batch")
 
 
 @lab.test("readout", points=1,
@@ -323,7 +305,7 @@ def readout_permutation_and_mode(ns):
 
 @readout_permutation_and_mode.judge
 def _(got):
-    expect_fields(got, ("sum", "mean", "max", "bad_mode"))
+    models.expect_fields(got, ("sum", "mean", "max", "bad_mode"))
     features, mask = padded_batch()
     order = np.random.default_rng(2).permutation(features.shape[1])
     for mode in ("sum", "mean", "max"):
@@ -342,6 +324,9 @@ def _(got):
 
 
 # --------------------------------------------------------------------------- build_gcn
+
+lab.piece("build_gcn", objects=["build_gcn_regressor"],
+          description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches")
 
 NUM_FEATURES = 4
 
@@ -411,7 +396,7 @@ def gcn_structure(ns):
                          num_layers=2)
     got = {name: to_numpy(model(list(inputs), training=False))
            for name, inputs in structure_inputs().items()}
-    got.update(describe_model(model))
+    got.update(models.describe_model(model))
     got["compiled"] = bool(getattr(model, "optimizer", None) is not None
                            and getattr(model, "loss", None) is not None)
     got["num_inputs"] = len(model.inputs)
@@ -441,18 +426,18 @@ def judge_structure_values(values):
 @gcn_structure.judge
 def _(got):
     inputs = structure_inputs()
-    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *inputs))
+    models.expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *inputs))
     for name in inputs:
         expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
-    model = rebuild_compiled_model(got, "build_gcn_regressor", 3, "x, adjacency, mask",
+    model = models.rebuild_compiled_model(got, "build_gcn_regressor", 3, "x, adjacency, mask",
                                    "call model.compile(optimizer=..., loss='mse')")
     if model is None:  # a layer class of the student's own: reported values only
         judge_structure_values(got)
         return
-    recomputed = {name: run_model(model, list(batch)) for name, batch in inputs.items()}
+    recomputed = {name: models.run_model(model, list(batch)) for name, batch in inputs.items()}
     expect_shape(recomputed["output"], (6, 1), "model output for a batch of 6 graphs")
     for name, value in recomputed.items():
-        expect_reported(got[name], value, f"prediction ({name.replace('_', ' ')})")
+        models.expect_reported(got[name], value, f"prediction ({name.replace('_', ' ')})")
     judge_structure_values(recomputed)
 
 
@@ -469,10 +454,10 @@ def gcn_learns(ns):
     model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32,
                          num_layers=2)
     inputs, y = learning_batch()
-    return training_values(model, inputs, y)
+    return models.training_values(model, inputs, y)
 
 
 @gcn_learns.judge
 def _(got):
     inputs, y = learning_batch()
-    judge_training_weights(got, inputs, y, "a small synthetic batch")
+    models.judge_training_weights(got, inputs, y, "a small synthetic batch")

@@ -28,26 +28,10 @@ import numpy as np
 
 from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
-from lablib.grading.specs._model_checks import (
-    LAYER_MODULES,
-    describe_model,
-    expect_fields,
-    expect_reported,
-    judge_training_weights,
-    rebuild_compiled_model,
-    run_model,
-    training_values,
-)
+from lablib.grading.specs import _model_checks as models
 
 lab = get_lab("lab4_gat")  # title and short name: lablib/labs.py
-lab.judge_imports = ("keras",) + LAYER_MODULES  # judges rebuild models in the grading process
-
-lab.piece("gat_attention", objects=["gat_attention"],
-          description="one graph attention head in NumPy: coefficients and output")
-lab.piece("multi_head_gat", objects=["multi_head_gat"],
-          description="several attention heads, concatenated or averaged")
-lab.piece("build_gat", objects=["build_gat_classifier"],
-          description="a compiled Keras GAT node classifier on (x, edge_index)")
+lab.judge_imports = ("keras",) + models.LAYER_MODULES  # judges rebuild models in the grading process
 
 
 # --------------------------------------------------------------------------- inputs
@@ -117,7 +101,7 @@ def lablib_attention(features, adjacency, ws, attention_vectors, concat=True,
     a = np.asarray(adjacency, np.float64)[None]
     layer(x, adjacency=a)
     set_gat_weights(layer, ws, attention_vectors)
-    out, alpha = layer(x, adjacency=a, return_attention_coefficients=True)
+    out, alpha = layer(x, adjacency=a, return_attention_scores=True)
     return _heads_first(np.asarray(alpha)[0], heads), np.asarray(out)[0]
 
 
@@ -143,6 +127,20 @@ def set_gat_weights(layer, ws, attention_vectors):
         layer.bias.assign(np.zeros(layer.bias.shape))
 
 
+def _same_alpha(got, candidate) -> bool:
+    """True when the student's coefficients are ``candidate`` (a known wrong answer)."""
+    return (isinstance(got, np.ndarray) and got.shape == candidate.shape
+            and bool(np.allclose(got, candidate, atol=1e-6)))
+
+
+def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6):
+    """``got`` = {"alpha", "output"} of one head: valid coefficients equal to ``alpha``
+    and the output ``out`` (``case`` names the input in the messages)."""
+    _check_alpha(got["alpha"], adjacency, f"attention coefficients ({case})")
+    expect_close(got["alpha"], alpha, atol=1e-6, what=f"attention coefficients ({case})")
+    expect_close(got["output"], out, rtol=1e-6, atol=output_atol, what=f"output ({case})")
+
+
 def _check_alpha(alpha, adjacency, what):
     n = adjacency.shape[0]
     expect_shape(alpha, (n, n), what)
@@ -158,6 +156,9 @@ def _check_alpha(alpha, adjacency, what):
 
 
 # --------------------------------------------------------------------------- gat_attention
+
+lab.piece("gat_attention", objects=["gat_attention"],
+          description="one graph attention head in NumPy: coefficients and output")
 
 
 @lab.test("gat_attention", points=2,
@@ -222,18 +223,12 @@ def _(got):
     features, adjacency, w, a = head_inputs(directed_graph, f_in=3, f_out=3, seed=2)
     alpha, out = reference_attention(features, adjacency, w, a, negative_slope=0.05)
     transposed, _ = reference_attention(features, adjacency.T, w, a, negative_slope=0.05)
-    if isinstance(got["alpha"], np.ndarray) and got["alpha"].shape == alpha.shape and \
-            np.allclose(got["alpha"], transposed, atol=1e-6):
+    if _same_alpha(got["alpha"], transposed):
         raise TestFailure("Node i attended over column i of A (the nodes it sends to); its "
                           "neighbours are the nodes j with A[i, j] = 1 (row i).")
-    default_slope, _ = reference_attention(features, adjacency, w, a, negative_slope=0.2)
-    if isinstance(got["alpha"], np.ndarray) and got["alpha"].shape == alpha.shape and \
-            np.allclose(got["alpha"], default_slope, atol=1e-6):
+    if _same_alpha(got["alpha"], reference_attention(features, adjacency, w, a)[0]):
         raise TestFailure("negative_slope=0.05 was passed but 0.2 was used.")
-    _check_alpha(got["alpha"], adjacency, "attention coefficients on a directed graph")
-    expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients (directed graph, "
-                 "negative_slope=0.05)")
-    expect_close(got["output"], out, atol=1e-6, what="output (directed graph)")
+    _expect_head(got, alpha, out, adjacency, "directed graph, negative_slope=0.05")
 
 
 @lab.test("gat_attention", points=1,
@@ -247,9 +242,7 @@ def attention_stable(ns):
 def _(got):
     features, adjacency, w, a = head_inputs(course_graph, seed=3, scale=300.0)
     alpha, out = reference_attention(features, adjacency, w, a)
-    _check_alpha(got["alpha"], adjacency, "attention coefficients with scores around 1e3")
-    expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients (large scores)")
-    expect_close(got["output"], out, rtol=1e-6, atol=1e-4, what="output (large scores)")
+    _expect_head(got, alpha, out, adjacency, "scores around 1e3", output_atol=1e-4)
 
 
 @lab.test("gat_attention", points=1,
@@ -269,6 +262,9 @@ def _(got):
 
 
 # --------------------------------------------------------------------------- multi_head_gat
+
+lab.piece("multi_head_gat", objects=["multi_head_gat"],
+          description="several attention heads, concatenated or averaged")
 
 HEADS = 3
 
@@ -356,7 +352,15 @@ def _(got):
 
 # --------------------------------------------------------------------------- build_gat
 
+lab.piece("build_gat", objects=["build_gat_classifier"],
+          description="a compiled Keras GAT node classifier on (x, edge_index)")
+
 NUM_FEATURES, NUM_CLASSES = 6, 3
+
+
+def _student_classifier(ns, **hyperparameters):
+    """The student's build_gat_classifier(NUM_FEATURES, NUM_CLASSES, ...), seeded."""
+    return seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES, **hyperparameters)
 
 
 def tiny_graph(seed=0, num_nodes=24):
@@ -406,8 +410,7 @@ def structure_inputs():
                "model.to_json() and its weights; a layer class of your own cannot be "
                "rebuilt, and is then judged only on what your process reports.")
 def gat_structure(ns):
-    model = seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES,
-                         hidden_units=4, num_heads=2, dropout=0.6)
+    model = _student_classifier(ns, hidden_units=4, num_heads=2, dropout=0.6)
     features, edge_index = structure_inputs()
 
     def run(x, training=False):
@@ -417,7 +420,7 @@ def gat_structure(ns):
     got["repeat"] = run(features["output"])
     got["training_a"] = run(features["output"], training=True)
     got["training_b"] = run(features["output"], training=True)
-    got.update(describe_model(model))
+    got.update(models.describe_model(model))
     got["compiled"] = bool(getattr(model, "optimizer", None) is not None)
     got["num_inputs"] = len(model.inputs)
     return got
@@ -446,22 +449,22 @@ def judge_structure_values(values):
 @gat_structure.judge
 def _(got):
     features, edge_index = structure_inputs()
-    expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *features,
+    models.expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *features,
                         "repeat", "training_a", "training_b"))
     for name in (*features, "repeat", "training_a", "training_b"):
         expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
-    model = rebuild_compiled_model(got, "build_gat_classifier", 2, "x, edge_index",
+    model = models.rebuild_compiled_model(got, "build_gat_classifier", 2, "x, edge_index",
                                    "model.compile(optimizer=..., loss=...)")
     if model is None:  # a layer class of the student's own: reported values only
         judge_structure_values(got)
         return
-    recomputed = {name: run_model(model, [x, edge_index]) for name, x in features.items()}
+    recomputed = {name: models.run_model(model, [x, edge_index]) for name, x in features.items()}
     expect_shape(recomputed["output"], (24, NUM_CLASSES), "output for 24 nodes and 3 classes")
     for name, value in recomputed.items():
-        expect_reported(got[name], value, f"prediction ({name.replace('_', ' ')})")
-    recomputed["repeat"] = run_model(model, [features["output"], edge_index])
-    recomputed["training_a"] = run_model(model, [features["output"], edge_index], training=True)
-    recomputed["training_b"] = run_model(model, [features["output"], edge_index], training=True)
+        models.expect_reported(got[name], value, f"prediction ({name.replace('_', ' ')})")
+    recomputed["repeat"] = models.run_model(model, [features["output"], edge_index])
+    recomputed["training_a"] = models.run_model(model, [features["output"], edge_index], training=True)
+    recomputed["training_b"] = models.run_model(model, [features["output"], edge_index], training=True)
     judge_structure_values(recomputed)
 
 
@@ -476,13 +479,12 @@ def learning_graph():
                "cross-entropy, from_logits matching your output), the optimizer and that "
                "every layer is trainable.")
 def gat_learns(ns):
-    model = seeded_model(ns["build_gat_classifier"], NUM_FEATURES, NUM_CLASSES,
-                         hidden_units=8, num_heads=4, dropout=0.0)
+    model = _student_classifier(ns, hidden_units=8, num_heads=4, dropout=0.0)
     inputs, y = learning_graph()
-    return training_values(model, inputs, y)
+    return models.training_values(model, inputs, y)
 
 
 @gat_learns.judge
 def _(got):
     inputs, y = learning_graph()
-    judge_training_weights(got, inputs, y, "a tiny graph")
+    models.judge_training_weights(got, inputs, y, "a tiny graph")

@@ -34,6 +34,9 @@ class CheckResult:
     piece: str
     results: list[TestResult]
     hidden_tests: bool = True
+    #: True while the report :func:`check` printed is the last thing the student saw, so
+    #: that the notebook does not show the result a second time as the cell's value.
+    printed: bool = dataclasses.field(default=False, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -70,6 +73,15 @@ class CheckResult:
             failed = sum(not r.passed for r in self.results)
             lines.append(f"{failed} of {len(self.results)} public checks failed.")
         return "\n".join(lines)
+
+    def _ipython_display_(self):
+        """A check cell shows its report once: Jupyter displays a cell's last value, which
+        is this result, right after :func:`check` printed the report. Displayed again
+        later (``result`` alone in a cell), it prints the report."""
+        if self.printed:
+            self.printed = False
+            return
+        print(self.summary())
 
     def __repr__(self) -> str:
         return f"CheckResult({self.lab!r}, {self.piece!r}, passed={self.passed}, score={self.score:g}/{self.max_score:g})"
@@ -125,4 +137,5 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
     result = CheckResult(spec.name, piece, results, hidden_tests=True)
     if not quiet:
         print(result.summary())
+        result.printed = True
     return result

@@ -22,6 +22,27 @@ def test_check_passes_solution_and_never_claims_all_passed(fixture_lab, solution
     assert len(result.results) == 1  # the hidden test is not run in the notebook
 
 
+def test_a_check_cell_shows_its_report_once(fixture_lab, solution_ns, capsys):
+    """Jupyter displays the cell's value (the CheckResult) after check() printed the
+    report; IPython's display machinery must show nothing more then, and the report
+    again when the result is displayed on its own later."""
+    from IPython.core.formatters import DisplayFormatter
+
+    formatter = DisplayFormatter()
+    result = lablib.check("lab0_fixture", "softmax", solution_ns["softmax"])
+    printed = capsys.readouterr().out
+    assert printed.count("public checks") == 1
+    assert formatter.format(result) == ({}, {})  # handled by _ipython_display_: no repr
+    assert capsys.readouterr().out == ""
+    formatter.format(result)
+    assert capsys.readouterr().out.strip() == result.summary()
+    assert "CheckResult(" not in printed
+    quiet = lablib.check("lab0_fixture", "softmax", solution_ns["softmax"], quiet=True)
+    assert capsys.readouterr().out == ""
+    formatter.format(quiet)
+    assert capsys.readouterr().out.strip() == quiet.summary()
+
+
 def test_check_reports_wrong_values_with_expected_got_and_hint(fixture_lab, capsys):
     result = lablib.check("lab0_fixture", "normalize", normalize=lambda x: x)
     out = capsys.readouterr().out

@@ -37,6 +37,7 @@ def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab3_gcn_molecules", shared_data, tmp_path, monkeypatch)
     assert elapsed < fast_budget("lab3_gcn_molecules")
     text = outputs_text(nb)
+    assert "CheckResult(" not in text  # a check cell shows its report once, not its value
     # Permutation demo: the graph network is invariant, the MLP is not.
     changes = dict(re.findall(r"(MLP|CNN|GNN): .*change = ([0-9.eE+-]+)", text))
     assert float(changes["GNN"]) < 1e-4 and float(changes["MLP"]) > 1e-4, changes
@@ -66,6 +67,7 @@ def test_lab4_gat_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab4_gat", shared_data, tmp_path, monkeypatch)
     assert elapsed < fast_budget("lab4_gat")
     text = outputs_text(nb)
+    assert "CheckResult(" not in text  # a check cell shows its report once, not its value
     # Multi-head NumPy implementation == lablib.layers.GraphAttention, both modes.
     assert max(_max_difference(text, "concat=")) < 1e-5
     assert "| GAT (Velickovic et al.) |" in text and "| GCN (Kipf & Welling) |" in text

@@ -27,6 +27,7 @@ def test_lab1_attention_solution_runs(shared_data, tmp_path, monkeypatch):
     nb, elapsed = _execute("lab1_attention", shared_data, tmp_path, monkeypatch)
     assert elapsed < fast_budget("lab1_attention")
     text = outputs_text(nb)
+    assert "CheckResult(" not in text  # a check cell shows its report once, not its value
     # The worked example of the lecture, computed by the solution.
     assert "0.99911" in text, text[:2000]
     assert "gap without positions" in text
@@ -43,6 +44,7 @@ def test_lab2_transformer_reuters_solution_runs(shared_data, tmp_path, monkeypat
     nb, elapsed = _execute("lab2_transformer_reuters", shared_data, tmp_path, monkeypatch)
     assert elapsed < fast_budget("lab2_transformer_reuters")
     text = outputs_text(nb)
+    assert "CheckResult(" not in text  # a check cell shows its report once, not its value
     assert "padding changes predictions by" in text
     assert "Keras 3 run finished" in text
     # The Keras 3 child process wrote its results beside the notebook.

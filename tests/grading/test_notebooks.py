@@ -133,3 +133,22 @@ def test_an_unreadable_notebook_says_why_once(fixture_lab):
     text = feedback_markdown(fixture_lab.title, result)
     assert text.count("Expecting value") == 1 and result.score == 0
     assert "## What to fix" not in text and "invalid-notebook" in text
+
+
+def test_released_labs_describe_the_cells_students_get():
+    """The blank labs' header tells students what their graded cells hold (the solution
+    markers are not in them), and every graded cell holds it."""
+    import nbformat as nbf
+
+    from lablib._version import PACKAGE_DIR
+    from lablib.labs import all_labs
+
+    for lab in all_labs():
+        path = PACKAGE_DIR / "grading" / "labs" / f"{lab.name}.ipynb"
+        nb = nbf.read(path, as_version=4)
+        text = "\n".join(cell.source for cell in nb.cells)
+        assert "BEGIN SOLUTION" not in text, lab.name
+        header = next(c.source for c in nb.cells if "**Grading.**" in c.source)
+        assert "`# YOUR CODE HERE`" in header and "`raise NotImplementedError" in header, lab.name
+        graded = [c.source for c in nb.cells if c.source.startswith("# GRADED:")]
+        assert graded and all("# YOUR CODE HERE" in source for source in graded), lab.name

@@ -373,6 +373,9 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
             a fake).
         out: where messages go (default ``sys.stdout``).
 
+    In a notebook it also lets "Run all" go past graded pieces not written yet
+    (:func:`lablib.session.start`).
+
     Returns:
         The requirements installed (empty when everything was present).
 
@@ -381,6 +384,9 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
         RestartRequired: an install changed a package this process had imported, or
             replaced TensorFlow (the message says what changed).
     """
+    from lablib import session
+
+    session.start()
     out = out or sys.stdout
     tensorflow = installed_versions(["tensorflow"]).get("tensorflow")
     requirements = lab_requirements(lab, tensorflow)

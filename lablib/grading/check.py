@@ -14,6 +14,7 @@ from lablib.grading.results import Kind, TestResult
 from lablib.grading.run.child import run_probe
 from lablib.grading.run.protocol import ProbeRequest
 from lablib.grading.spec import LabSpec, load_lab, registered_lab
+from lablib.session import NOT_DONE
 
 __all__ = ["check", "CheckResult"]
 
@@ -56,6 +57,10 @@ class CheckResult:
     def summary(self) -> str:
         """The report text (what :func:`check` prints)."""
         lines = [f"{self.lab} / {self.piece}: public checks"]
+        stub = next((r for r in self.results if r.message.startswith(NOT_DONE)), None)
+        if stub is not None:  # the piece is still the blank lab's stub: one line, not a list
+            lines.append(f"  {stub.message}")  # of failures and hints about code not written
+            return "\n".join(lines)
         for r in self.results:
             mark = "PASS" if r.passed else "FAIL"
             lines.append(f"  [{mark}] {r.name} ({r.score:g}/{r.max_score:g} points)")

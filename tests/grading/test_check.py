@@ -113,3 +113,21 @@ def test_probes_run_without_tensorfloat32_and_the_setting_comes_back():
     finally:
         config.enable_tensor_float_32_execution(original)
     assert seen == [False] * 4
+
+
+def test_an_unfinished_piece_gets_one_not_done_yet_line(fixture_lab, capsys):
+    from lablib.session import STUB_MESSAGE
+
+    def softmax(x):
+        # YOUR CODE HERE
+        raise NotImplementedError(STUB_MESSAGE.format(piece="softmax"))
+
+    result = lablib.check("lab0_fixture", "softmax", softmax)
+    out = capsys.readouterr().out
+    assert not result.passed and result.score == 0
+    assert out.splitlines() == [
+        "lab0_fixture / softmax: public checks",
+        "  not done yet: the graded piece 'softmax' still raises NotImplementedError. Replace "
+        "`# YOUR CODE HERE` and the `raise` line in its graded cell with your code, run that "
+        "cell, then this check again.",
+    ]

@@ -25,6 +25,7 @@ import pathlib
 import nbformat
 
 from lablib.grading.notebook import GRADED_RE, cell_source, first_line, read_notebook
+from lablib.session import STUB_MESSAGE, exercise_message
 
 __all__ = ["BEGIN_SOLUTION", "END_SOLUTION", "BEGIN_ANSWER", "END_ANSWER", "ANSWER_PLACEHOLDER",
            "make_assignment", "dumps_notebook", "assign_notebook", "expected_assignment_text"]
@@ -41,6 +42,7 @@ def _replace_regions(source: str, begin: str, end: str, stub, where: str) -> str
     out: list[str] = []
     inside = False
     indent = ""
+    region: list[str] = []
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
         if stripped == begin:
@@ -48,14 +50,17 @@ def _replace_regions(source: str, begin: str, end: str, stub, where: str) -> str
                 raise ValueError(f"{where}, line {number}: {begin!r} inside another region; close it with {end!r} first.")
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
+            region = []
             continue
         if stripped == end:
             if not inside:
                 raise ValueError(f"{where}, line {number}: {end!r} without a matching {begin!r}.")
             inside = False
-            out.extend(stub(indent))
+            out.extend(stub(indent, "\n".join(region)))
             continue
-        if not inside:
+        if inside:
+            region.append(line)
+        else:
             out.append(line)
     if inside:
         raise ValueError(f"{where}: {begin!r} is never closed; add {end!r} after the solution.")
@@ -80,12 +85,11 @@ def make_assignment(nb) -> nbformat.NotebookNode:
         if cell.cell_type == "code":
             match = GRADED_RE.match(first_line(source))
             piece = match.group(1) if match else None
-            message = (
-                f"Write your code for the graded piece {piece!r} here."
-                if piece else "Write your code here."
-            )
-
-            def stub(indent, message=message):
+            def stub(indent, solution, piece=piece):
+                if piece:
+                    message = STUB_MESSAGE.format(piece=piece)
+                else:  # an exercise at the top level says what it defines (lablib.session)
+                    message = exercise_message(solution if not indent else "")
                 return [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError({message!r})"]
 
             cell.source = _replace_regions(source, BEGIN_SOLUTION, END_SOLUTION, stub, where)
@@ -95,7 +99,7 @@ def make_assignment(nb) -> nbformat.NotebookNode:
                 cell.metadata.pop(key, None)
         elif cell.cell_type == "markdown":
             cell.source = _replace_regions(
-                source, BEGIN_ANSWER, END_ANSWER, lambda indent: [indent + ANSWER_PLACEHOLDER], where
+                source, BEGIN_ANSWER, END_ANSWER, lambda indent, _answer: [indent + ANSWER_PLACEHOLDER], where
             )
     nb.metadata.pop("widgets", None)
     return nb

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Mapping
 
 from lablib.grading.results import Kind
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
+from lablib.session import not_done_text, unfinished_piece
 
 __all__ = ["run_probe", "describe_exception", "child_main"]
 
@@ -36,6 +37,9 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
     """What a student's exception says, with the graded cell's lines where it happened."""
     if isinstance(exc, SystemExit):
         return f"the code called sys.exit({exc.code!r})"
+    piece = unfinished_piece(exc)
+    if piece is not None:
+        return not_done_text(piece)  # the blank lab's stub: where it is, everyone knows
     if isinstance(exc, NotImplementedError):
         text = f"not implemented yet (NotImplementedError: {exc})"
     else:

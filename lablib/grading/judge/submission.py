@@ -11,6 +11,7 @@ from __future__ import annotations
 from lablib.grading.judge.tests import judge_test
 from lablib.grading.results import Diagnostic, Kind, PieceScore, Status, SubmissionResult, TestResult
 from lablib.grading.spec import LabSpec
+from lablib.session import NOT_DONE
 
 __all__ = ["judge_submission", "summarise", "unreadable"]
 
@@ -38,6 +39,16 @@ def unreadable(lab: LabSpec, name: str, path: str, reason: str) -> SubmissionRes
                      notes=[f"invalid notebook: {reason}"])
 
 
+def _one_reason_for_stubs(results: list[TestResult]) -> None:
+    """A piece still the blank lab's stub fails each of its tests for one reason: every
+    failed test of it says "not done yet", not a symptom of its own ("expected a
+    ValueError, got NotImplementedError" from a test that calls it with bad input)."""
+    reasons = {r.piece: r.message for r in results if r.message.startswith(NOT_DONE)}
+    for r in results:
+        if r.piece in reasons and not r.passed:
+            r.message = reasons[r.piece]
+
+
 def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=()) -> SubmissionResult:
     """Judge every test of ``lab`` for one submission.
 
@@ -62,6 +73,7 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
                 Kind.MISSING))
         else:
             results.append(judge_test(t, outcome.results.get(t.id), outcome.cell_errors.get(t.piece)))
+    _one_reason_for_stubs(results)
     notes = list(notes)
     problems = [p.kind for p in outcome.problems]
     if any(r.kind == Kind.GRADER_ERROR for r in results):

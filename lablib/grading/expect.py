@@ -7,7 +7,6 @@ process (or in the notebook for ``lablib.check``), never trusting the values' ty
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,37 @@ def _fmt(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: Arrays up to this many entries are shown whole in a mismatch message; larger ones by
+#: their first differing entries only (a cut dump would hide where they differ).
+SMALL_ARRAY = 16
+#: How many differing entries a mismatch message lists.
+SHOWN_ENTRIES = 5
+
+
+def _number(value) -> str:
+    """One entry, short: floats to 6 significant digits, anything else as its repr."""
+    value = value.item() if hasattr(value, "item") else value
+    return f"{value:.6g}" if isinstance(value, float) else repr(value)
+
+
+def _where(index) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _mismatch(got: np.ndarray, expected: np.ndarray, bad: np.ndarray) -> str:
+    """Where two same-shaped arrays differ: the count, the first differing entries with
+    their indices, and both arrays in full when they are small."""
+    places = np.argwhere(bad)
+    shown = "; ".join(f"{_where(i)}: expected {_number(expected[tuple(i)])}, got "
+                      f"{_number(got[tuple(i)])}" for i in places[:SHOWN_ENTRIES])
+    if len(places) > SHOWN_ENTRIES:
+        shown += f"; and {len(places) - SHOWN_ENTRIES} more"
+    text = f"{len(places)} of {bad.size} entries differ ({shown})"
+    if expected.size <= SMALL_ARRAY:
+        text += f"; expected {_fmt(expected)}, got {_fmt(got)}"
+    return text
+
+
 def expect(condition: Any, message: str) -> None:
     """Fail with ``message`` unless ``condition`` is a true Python bool."""
     if not (type(condition) in (bool, np.bool_) and bool(condition)):
@@ -62,10 +92,12 @@ def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
     """Exact equality for plain values (arrays compared element-wise)."""
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         g, e = np.asarray(got), np.asarray(expected)
-        if g.shape != e.shape or not np.array_equal(g, e):
-            raise TestFailure(
-                f"{what}: expected {_fmt(e)}, got {_fmt(g)}", expected=e, got=g
-            )
+        if g.shape != e.shape:
+            raise TestFailure(f"{what}: expected shape {e.shape}, got shape {g.shape}",
+                              expected=e, got=g)
+        if not np.array_equal(g, e):
+            detail = _mismatch(g, e, g != e) if e.ndim else f"expected {_fmt(e)}, got {_fmt(g)}"
+            raise TestFailure(f"{what}: {detail}", expected=e, got=g)
         return
     if type(got) is not type(expected) and not (
         isinstance(got, (int, float)) and isinstance(expected, (int, float))
@@ -110,14 +142,22 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1
         raise TestFailure(
             f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
         )
-    if not np.all(np.isfinite(g) | ~np.isfinite(e)):
-        raise TestFailure(f"{what}: got NaN or infinite values: {_fmt(g)}", expected=e, got=g)
+    not_finite = ~np.isfinite(g) & np.isfinite(e)
+    if np.any(not_finite):
+        places = np.argwhere(not_finite)
+        where = ", ".join(_where(i) for i in places[:SHOWN_ENTRIES])
+        more = f" and {len(places) - SHOWN_ENTRIES} more" if len(places) > SHOWN_ENTRIES else ""
+        raise TestFailure(f"{what}: got NaN or infinite values at {where or 'the value'}{more} "
+                          f"({len(places)} of {g.size} entries)", expected=e, got=g)
     close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if not bool(np.all(close)):
-        worst = float(np.max(np.abs(g - e)[~close])) if e.size else math.nan
-        raise TestFailure(
-            f"{what}: expected {_fmt(e)}, got {_fmt(g)} (largest difference {worst:.3g}; "
-            f"tolerance rtol={rtol:g}, atol={atol:g})",
-            expected=e,
-            got=g,
-        )
+        difference = np.where(close, 0.0, np.abs(g - e))
+        worst = np.unravel_index(int(np.argmax(difference)), e.shape)
+        tolerance = f"tolerance rtol={rtol:g}, atol={atol:g}"
+        if e.ndim == 0:
+            detail = (f"expected {_number(e[()])}, got {_number(g[()])} (difference "
+                      f"{float(difference):.3g}; {tolerance})")
+        else:
+            detail = (f"{_mismatch(g, e, ~close)}; largest difference "
+                      f"{float(difference[worst]):.3g} at {_where(worst)} ({tolerance})")
+        raise TestFailure(f"{what}: {detail}", expected=e, got=g)

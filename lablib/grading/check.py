@@ -61,13 +61,19 @@ class CheckResult:
         if stub is not None:  # the piece is still the blank lab's stub: one line, not a list
             lines.append(f"  {stub.message}")  # of failures and hints about code not written
             return "\n".join(lines)
+        said = set()  # one mistake found by several tests is told once
         for r in self.results:
             mark = "PASS" if r.passed else "FAIL"
             lines.append(f"  [{mark}] {r.name} ({r.score:g}/{r.max_score:g} points)")
-            if not r.passed:
-                lines.append(f"         {r.message}")
-                if r.hint:
-                    lines.append(f"         hint: {r.hint}")
+            if r.passed:
+                continue
+            if r.message in said:
+                lines.append("         the same mistake as above")
+                continue
+            said.add(r.message)
+            lines.append(f"         {r.message}")
+            if r.hint:
+                lines.append(f"         hint: {r.hint}")
         if not self.results:
             lines.append("  (this piece has no public checks)")
         elif self.passed and self.hidden_tests:

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TestFailure", "expect", "expect_close", "expect_equal", "expect_shape"]
+__all__ = ["TestFailure", "Mistake", "diagnose", "expect", "expect_close", "expect_equal",
+           "expect_shape"]
 
 
 class TestFailure(AssertionError):
@@ -26,11 +27,42 @@ class TestFailure(AssertionError):
         self.got = got
 
 
+class Mistake(TestFailure):
+    """A failure whose message names the student's mistake in plain words (found by
+    :func:`diagnose`): the test's fixed hint, about some other mistake, is not shown."""
+
+
+def _same(got: Any, wrong: Any, rtol: float, atol: float) -> bool:
+    try:
+        g, w = np.asarray(got, dtype=float), np.asarray(wrong, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return (g.shape == w.shape and bool(np.all(np.isfinite(g))) and bool(np.all(np.isfinite(w)))
+            and bool(np.allclose(g, w, rtol=rtol, atol=atol)))
+
+
+def diagnose(got: Any, wrong_answers, *, right: Any = None, rtol: float = 1e-5,
+             atol: float = 1e-6) -> None:
+    """Raise :class:`Mistake` when ``got`` is one of the known wrong answers.
+
+    ``wrong_answers``: ``(value, sentence)`` pairs, each the value a typical mistake
+    produces on the test's inputs and the sentence that names it. Judges call this before
+    comparing with the right answer, so a student sees what went wrong, not an array.
+    ``right``: the right answer; a mistake that gives it on these inputs (a LeakyReLU
+    left out where every score is positive) tells nothing and is passed over.
+    """
+    for wrong, sentence in wrong_answers:
+        if wrong is None or (right is not None and _same(wrong, right, rtol, atol)):
+            continue
+        if _same(got, wrong, rtol, atol):
+            raise Mistake(sentence)
+
+
 def _fmt(value: Any, limit: int = 300) -> str:
     if isinstance(value, np.ndarray):
         with np.printoptions(precision=5, suppress=True, threshold=20, edgeitems=3):
             text = np.array2string(value, separator=", ")
-        text = f"array(shape={value.shape}) {text}"
+        text = f"array(shape={value.shape}) {' '.join(text.split())}"  # one line
     else:
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -38,7 +70,7 @@ def _fmt(value: Any, limit: int = 300) -> str:
 
 #: Arrays up to this many entries are shown whole in a mismatch message; larger ones by
 #: their first differing entries only (a cut dump would hide where they differ).
-SMALL_ARRAY = 16
+SMALL_ARRAY = 8
 #: How many differing entries a mismatch message lists.
 SHOWN_ENTRIES = 5
 

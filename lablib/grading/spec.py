@@ -49,7 +49,15 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from lablib.grading.expect import TestFailure, expect, expect_close, expect_equal, expect_shape
+from lablib.grading.expect import (
+    Mistake,
+    TestFailure,
+    diagnose,
+    expect,
+    expect_close,
+    expect_equal,
+    expect_shape,
+)
 from lablib.grading.run.protocol import to_plain
 from lablib.labs import UnknownLab, all_labs, resolve_lab
 
@@ -58,6 +66,8 @@ __all__ = [
     "Piece",
     "Test",
     "TestFailure",
+    "Mistake",
+    "diagnose",
     "get_lab",
     "known_labs",
     "load_lab",

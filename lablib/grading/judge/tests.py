@@ -11,6 +11,7 @@ import threading
 import traceback
 
 from lablib.grading.results import Kind, TestResult
+from lablib.grading.expect import Mistake
 from lablib.grading.spec import Test, TestFailure
 
 __all__ = ["judge_test"]
@@ -50,7 +51,10 @@ def judge_test(test: Test, raw, cell_error=None) -> TestResult:
             fraction = test.run_judge(raw.value)
     except (TestFailure, AssertionError) as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        return TestResult.failed(test, message, Kind.FAILED)
+        result = TestResult.failed(test, message, Kind.FAILED)
+        if isinstance(exc, Mistake):
+            result.hint = ""  # the message names the mistake; the fixed hint is about others
+        return result
     except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
         result = TestResult.failed(test, f"the judge failed: {type(exc).__name__}: {exc}", Kind.GRADER_ERROR)
         result.detail = "".join(traceback.format_exception(exc))[-4000:]

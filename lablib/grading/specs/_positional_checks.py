@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import expect, expect_close, expect_shape
+from lablib.grading.spec import diagnose, expect, expect_close, expect_shape
 
 
 def reference_encoding(length, depth):
@@ -18,10 +18,40 @@ def reference_encoding(length, depth):
     return np.asarray(positional_encoding(length, depth), dtype=np.float64)
 
 
+def encoding_mistakes(length, depth):
+    """``(table, sentence)`` of the typical mistakes in the sinusoidal encoding."""
+    positions = np.arange(length)[:, None]
+    columns = np.arange(depth)[None, :]
+    even = columns % 2 == 0
+
+    def table(exponent, swap=False):
+        angles = positions / np.power(10000.0, exponent / depth)
+        first, second = (np.cos, np.sin) if swap else (np.sin, np.cos)
+        return np.where(even, first(angles), second(angles))
+
+    paper = 2 * (columns // 2)
+    return [
+        (table(2 * columns),
+         "Column j uses the exponent 2j/d_model, as the lecture's slide writes it; the "
+         "paper's is 2i/d_model with i = floor(j/2), so that columns 2i (sine) and 2i + 1 "
+         "(cosine) share one frequency."),
+        (table(columns),
+         "Column j uses the exponent j/d_model; the paper's is 2i/d_model with i = floor(j/2) "
+         "(an odd column 2i + 1 shares the frequency of column 2i)."),
+        (table(paper, swap=True),
+         "Sine and cosine are swapped: even columns 2i hold sin(p / 10000^(2i/d_model)), odd "
+         "columns 2i + 1 hold cos of the same angle."),
+        (np.sin(positions / np.power(10000.0, paper / depth)),
+         "Every column is a sine: odd columns 2i + 1 hold the cosine of the same angle."),
+    ]
+
+
 def judge_encoding_table(got, length, depth):
     """The table has the right shape, row 0 is (0, 1, 0, 1, ...), and it matches the paper."""
     call = f"positional_encoding({length}, {depth})"
     expect_shape(got, (length, depth), call)
+    diagnose(got, encoding_mistakes(length, depth), right=reference_encoding(length, depth),
+             rtol=1e-4, atol=1e-5)
     expect_close(got[0], np.tile([0.0, 1.0], depth // 2), atol=1e-6, what="row of position 0")
     expect_close(got, reference_encoding(length, depth), rtol=1e-4, atol=1e-5, what=call)
 
@@ -31,6 +61,8 @@ def judge_float32_encoding(got, length, depth):
     call = f"positional_encoding({length}, {depth})"
     expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
     expect_shape(got["values"], (length, depth), call)
+    diagnose(got["values"], encoding_mistakes(length, depth),
+             right=reference_encoding(length, depth), rtol=1e-4, atol=1e-5)
     expect_close(got["values"], reference_encoding(length, depth), rtol=1e-4, atol=1e-5, what=call)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import expect, expect_close, expect_equal, expect_shape, get_lab
+from lablib.grading.spec import diagnose, expect, expect_close, expect_equal, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
 
@@ -27,10 +27,12 @@ def _rng_arrays(seed, *shapes):
     return [rng.normal(size=shape) for shape in shapes]
 
 
-def _reference_attention(query, key, value, mask=None):
-    """The grading process's own attention: masked keys get weight 0, empty rows 0."""
+def _reference_attention(query, key, value, mask=None, scale=None):
+    """The grading process's own attention: masked keys get weight 0, empty rows 0.
+    ``scale`` replaces 1 / sqrt(d_k) (to compute what a mistaken scaling gives)."""
     query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
-    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+    scale = 1.0 / np.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query @ np.swapaxes(key, -1, -2) * scale
     if mask is not None:
         scores = np.where(np.asarray(mask, dtype=bool), scores, -np.inf)
     top = np.max(scores, axis=-1, keepdims=True)
@@ -39,6 +41,42 @@ def _reference_attention(query, key, value, mask=None):
     total = exp.sum(axis=-1, keepdims=True)
     weights = exp / np.where(total > 0, total, 1.0)
     return weights @ value, weights
+
+
+def _attention_mistakes(query, key, value, mask=None):
+    """``(weights, sentence)`` of the typical mistakes in ``attention`` on these inputs."""
+    query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
+    d_k, d_v = query.shape[-1], value.shape[-1]
+    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(d_k)
+    if mask is not None:
+        scores = np.where(np.asarray(mask, dtype=bool), scores, -np.inf)
+    with np.errstate(all="ignore"):  # a fully masked column gives NaN: it matches nothing
+        over_queries = np.exp(scores - np.max(scores, axis=-2, keepdims=True))
+        over_queries = over_queries / over_queries.sum(axis=-2, keepdims=True)
+    mistakes = [
+        (_reference_attention(query, key, value, mask, scale=1.0)[1],
+         f"The scores are not scaled: divide q.k by sqrt(d_k) (here sqrt({d_k}), d_k being "
+         f"the last dimension of the query and key) before the softmax."),
+        (_reference_attention(query, key, value, mask, scale=1.0 / d_k)[1],
+         f"The scores are divided by d_k = {d_k}; the formula divides by its square root, "
+         f"sqrt(d_k) = {np.sqrt(d_k):.4g}."),
+        (over_queries,
+         "The softmax runs over the queries (axis -2); each query's weights must sum to 1 "
+         "over the keys: take the softmax over the last axis."),
+    ]
+    if d_v != d_k:
+        mistakes.append((_reference_attention(query, key, value, mask, scale=1 / np.sqrt(d_v))[1],
+                         f"The scores are scaled by sqrt(d_v) = sqrt({d_v}), the values' size; "
+                         f"scale by sqrt(d_k) = sqrt({d_k}), the size of queries and keys."))
+    if mask is not None:
+        unmasked = _reference_attention(query, key, value)[1]
+        mistakes.append((unmasked * np.asarray(mask, dtype=bool),
+                         "The masked weights were set to 0 after the softmax, so the others no "
+                         "longer sum to 1: mask the scores before the softmax (-inf where the "
+                         "mask is False)."))
+        mistakes.append((unmasked, "The mask was ignored: keys where the mask is False must get "
+                                   "weight 0 (set their scores to -inf before the softmax)."))
+    return mistakes
 
 
 def _pair(result, what):
@@ -66,6 +104,7 @@ def _(got):
     x = np.array(WORKED)
     expect_shape(got["weights"], (3, 3), "attention weights")
     expect_shape(got["output"], (3, 4), "attention output")
+    diagnose(got["weights"], _attention_mistakes(x, x, x), right=_reference_attention(x, x, x)[1])
     expect_close(got["weights"][0], [0.00055, 0.99911, 0.00033], atol=5e-5,
                  what="weights of the first query (the lecture's alpha_1)")
     expect_close(got["output"][0], [3.99, 4.99, 8.99, 1.00], atol=1.5e-2,
@@ -89,6 +128,7 @@ def _(got):
     out, weights = _reference_attention(q, k, v)
     expect_shape(got["output"], out.shape, "output of q [2,3,5,4], k [2,3,6,4], v [2,3,6,7]")
     expect_shape(got["weights"], weights.shape, "weights of the same call")
+    diagnose(got["weights"], _attention_mistakes(q, k, v), right=weights)
     expect_close(got["weights"].sum(-1), np.ones(weights.shape[:-1]), atol=1e-6,
                  what="sum of each row of weights")
     expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="attention weights")
@@ -110,6 +150,7 @@ def _(got):
     mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
     out, weights = _reference_attention(q, k, v, mask)
     expect_shape(got["weights"], (2, 4, 5), "weights with a [2, 1, 5] key mask")
+    diagnose(got["weights"], _attention_mistakes(q, k, v, mask), right=weights)
     blocked = np.broadcast_to(~mask, (2, 4, 5))
     expect(bool(np.all(got["weights"][blocked] == 0.0)),
            f"masked keys must get weight exactly 0; got weights {got['weights'][blocked]}")
@@ -117,8 +158,8 @@ def _(got):
     expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="masked attention output")
 
 
-@lab.test("attention", points=1, hint="A query whose every key is masked must not produce NaN "
-          "(softmax of all -inf is 0/0): give it all-zero weights and a zero output.")
+@lab.test("attention", points=1, hint="A query whose every key is masked gets all-zero weights "
+          "and a zero output: not NaN (the softmax of all -inf is 0/0) and not equal weights.")
 def fully_masked_query_is_safe(ns):
     q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
     mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
@@ -134,6 +175,13 @@ def _(got):
     q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
     mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
     out, weights = _reference_attention(q, k, v, mask)
+    uniform = weights.copy()
+    uniform[1] = 1.0 / 3
+    diagnose(got["weights"], [(uniform, "The query whose keys are all masked got equal weights "
+                                        "1/3 (the softmax of equal large negative scores, e.g. "
+                                        "-1e9 or -1e4): give such a query all-zero weights and a "
+                                        "zero output, e.g. multiply the weights by mask.any(-1).")]
+             + _attention_mistakes(q, k, v, mask), right=weights)
     expect_close(got["weights"], weights, atol=1e-7, what="weights (row 1 is fully masked)")
     expect_close(got["output"], out, atol=1e-6, what="output (row 1 is fully masked)")
 
@@ -247,10 +295,45 @@ def _keras_mha(num_heads, key_dim, width, seed, mask=None):
     return np.asarray(out, dtype=np.float64), np.asarray(scores, dtype=np.float64)
 
 
+def _mha_score_mistakes(num_heads, key_dim, width, seed, mask=None):
+    """``(scores, sentence)`` of the typical mistakes in ``MultiHeadSelfAttention``."""
+    x, weights = _mha_setup(num_heads, key_dim, width, seed)
+    x = np.asarray(x, dtype=np.float64)
+    batch, length = x.shape[:2]
+
+    def project(name):
+        kernel, bias = weights[name]
+        return x @ kernel + bias
+
+    def heads(h):  # [B, T, h * d_k] -> [B, h, T, d_k]
+        return h.reshape(batch, length, num_heads, key_dim).transpose(0, 2, 1, 3)
+
+    def scores(query, key, scale):
+        allowed = None if mask is None else np.asarray(mask, dtype=bool)[:, None]
+        return _reference_attention(query, key, key, allowed, scale=scale)[1]
+
+    query, key = project("query_dense"), project("key_dense")
+    # A reshape straight to [B, h, T, d_k] mixes positions and heads (no transpose).
+    scrambled = [h.reshape(batch, num_heads, length, key_dim) for h in (query, key)]
+    return [
+        (scores(heads(query), heads(key), 1.0),
+         f"The scores are not scaled: divide each head's q.k by sqrt(key_dim) = "
+         f"sqrt({key_dim}) before the softmax."),
+        (scores(heads(query), heads(key), 1 / np.sqrt(width)),
+         f"The scores are scaled by sqrt(d_model) = sqrt({width}); each head scales by "
+         f"sqrt(key_dim) = sqrt({key_dim}), the size of its own queries and keys."),
+        (scores(*scrambled, 1 / np.sqrt(key_dim)),
+         "The heads are split with a reshape straight to [B, h, T, d_k], which mixes "
+         "positions and heads: reshape to [B, T, h, d_k], then transpose to [B, h, T, d_k]."),
+    ]
+
+
 def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
     out, scores = _keras_mha(num_heads, key_dim, width, seed, mask)
     expect_shape(got["output"], out.shape, f"output {what}")
     expect_shape(got["scores"], scores.shape, f"attention scores {what} ([batch, heads, T, T])")
+    diagnose(got["scores"], _mha_score_mistakes(num_heads, key_dim, width, seed, mask),
+             right=scores, rtol=1e-4, atol=1e-5)
     expect_close(got["scores"], scores, rtol=1e-4, atol=1e-5, what=f"attention scores {what}")
     expect_close(got["output"], out, rtol=1e-4, atol=1e-4, what=f"output {what}")
 
@@ -262,18 +345,22 @@ def _projection_inputs():
             rng.normal(size=(1, 4, 6)).astype(np.float32))
 
 
-def _numpy_mha(x, weights, num_heads, key_dim):
-    """Multi-head self-attention in NumPy from the four projections' (kernel, bias)."""
+def _numpy_mha(x, weights, num_heads, key_dim, scale=None, scrambled=False):
+    """Multi-head self-attention in NumPy from the four projections' (kernel, bias).
+    ``scale`` (instead of 1 / sqrt(key_dim)) and ``scrambled`` (heads split by a plain
+    reshape) compute what the typical mistakes give."""
     def dense(name, h):
         kernel, bias = weights[name]
         return h @ kernel + bias
 
     def split(h):  # [B, T, h * d_k] -> [B, h, T, d_k]
+        if scrambled:
+            return h.reshape(h.shape[0], num_heads, h.shape[1], key_dim)
         return h.reshape(h.shape[0], h.shape[1], num_heads, key_dim).transpose(0, 2, 1, 3)
 
     x = np.asarray(x, dtype=np.float64)
     query, key, value = (split(dense(n, x)) for n in ("query_dense", "key_dense", "value_dense"))
-    heads, _ = _reference_attention(query, key, value)
+    heads, _ = _reference_attention(query, key, value, scale=scale)
     merged = heads.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[1], num_heads * key_dim)
     return dense("output_dense", merged)
 
@@ -333,8 +420,14 @@ def _(got):
     expect(own == parts, "the layer's 8 weights must be the kernels and biases of its four "
            "Dense projections")
     # The layer's output is attention computed from those four projections.
-    expected = _numpy_mha(_projection_inputs()[0], weights, num_heads=2, key_dim=3)
+    x = _projection_inputs()[0]
+    expected = _numpy_mha(x, weights, num_heads=2, key_dim=3)
     expect_shape(got["output"], expected.shape, "layer output for x [1, 4, 6]")
+    sentences = [sentence for _, sentence in _mha_score_mistakes(2, 3, 6, 10)]
+    diagnose(got["output"], zip([_numpy_mha(x, weights, 2, 3, scale=1.0),
+                                 _numpy_mha(x, weights, 2, 3, scale=1 / np.sqrt(6)),
+                                 _numpy_mha(x, weights, 2, 3, scrambled=True)], sentences),
+             right=expected, rtol=1e-4, atol=1e-4)
     expect_close(got["output"], expected, rtol=1e-4, atol=1e-4,
                  what="layer output vs multi-head attention computed from the four "
                       "projections' weights")

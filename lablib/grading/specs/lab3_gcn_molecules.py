@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
+from lablib.grading.spec import TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs import _model_checks as models
 
@@ -92,12 +92,44 @@ def run_layer(ns, name, case):
     return ns[name](features, adjacency, w, b, activation=activation)
 
 
+def gcn_mistakes(features, adjacency, w, b, activation=np.tanh):
+    """``(output, sentence)`` of the typical mistakes in a mean-aggregation GCN layer."""
+    features, adjacency = np.asarray(features, float), np.asarray(adjacency, float)
+    w, b = np.asarray(w, float), np.asarray(b, float)
+    looped = reference_gcn(features, adjacency + np.eye(len(adjacency)), w, b, activation)
+    degree = adjacency.sum(axis=1)
+    inverse_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
+    symmetric = inverse_sqrt[:, None] * adjacency * inverse_sqrt[None, :]
+    return [
+        (looped, "The mean includes the node itself (A + I): the course's layer averages the "
+                 "neighbours u in N(v) only, and adds the node through its own weight B."),
+        (activation(symmetric @ features @ w.T + features @ b.T),
+         "The neighbours are normalised symmetrically (D^-1/2 A D^-1/2, Kipf & Welling's "
+         "form); this layer takes their plain mean, D^-1 A (each row of A divided by its "
+         "node's degree)."),
+        (activation(adjacency @ features @ w.T + features @ b.T),
+         "The neighbours are summed, not averaged: divide the sum by the node's degree "
+         "(D^-1 A)."),
+        (activation(features @ w.T + features @ b.T) if w.shape == b.shape else None,
+         "The neighbours' mean is missing: W multiplies the node's own features; it must "
+         "multiply the mean of its neighbours' (row v of A)."),
+    ]
+
+
 def judge_course_graph(got):
     """Judge of a layer's output on the course's graph G."""
     features, adjacency, w, b, _ = case_inputs(COURSE)
     expect_shape(got, (6, 2), "output on the course's graph G")
+    diagnose_layer(got, COURSE)
     expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
                  what="output on the course's graph G")
+
+
+def diagnose_layer(got, case) -> None:
+    """:func:`diagnose` a layer's output on ``case`` against :func:`gcn_mistakes`."""
+    features, adjacency, w, b, activation = case_inputs(case)
+    diagnose(got, gcn_mistakes(features, adjacency, w, b, activation),
+             right=reference_gcn(features, adjacency, w, b, activation))
 
 
 def judge_isolated(got, nan_message):
@@ -105,6 +137,7 @@ def judge_isolated(got, nan_message):
     features, adjacency, w, b, _ = case_inputs(ISOLATED)
     expect_shape(got, (5, 3), "output")
     expect(bool(np.all(np.isfinite(got))), nan_message)
+    diagnose_layer(got, ISOLATED)
     expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
                  what="output with an isolated node (node 4)")
 
@@ -190,6 +223,7 @@ def _(got):
     if np.allclose(got, np.tanh(expected), atol=1e-6):
         raise TestFailure("activation=identity was passed but tanh was applied: use the "
                           "`activation` argument.")
+    diagnose_layer(got, DIRECTED)
     expect_close(got, expected, atol=1e-6, what="output on a directed graph, no activation")
 
 
@@ -219,10 +253,12 @@ def matrix_directed_random(ns):
 def _(got):
     expect(isinstance(got, list) and len(got) == 2, f"expected two outputs, got {type(got)}")
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
+    diagnose_layer(got[0], DIRECTED)
     expect_close(got[0], reference_gcn(features, adjacency, w, b, _identity), atol=1e-6,
                  what="output on a directed graph, no activation")
     features, adjacency, w, b, _ = case_inputs(RANDOM)
     expect_shape(got[1], (9, 7), "output of a layer with 5 input and 7 output features")
+    diagnose_layer(got[1], RANDOM)
     expect_close(got[1], reference_gcn(features, adjacency, w, b), atol=1e-6,
                  what="output on a random graph (9 nodes, 5 -> 7 features)")
 

@@ -26,7 +26,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import TestFailure, expect, expect_close, expect_shape, get_lab
+from lablib.grading.spec import (
+    Mistake,
+    TestFailure,
+    diagnose,
+    expect,
+    expect_close,
+    expect_shape,
+    get_lab,
+)
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs import _model_checks as models
 
@@ -70,14 +78,15 @@ def leaky_relu(x, slope):
     return np.where(x > 0, x, slope * x)
 
 
-def reference_attention(features, adjacency, w, a, negative_slope=0.2):
-    """The judge's NumPy reference (float64): (alpha [N, N], output [N, F'])."""
+def reference_attention(features, adjacency, w, a, negative_slope=0.2, self_loops=True):
+    """The judge's NumPy reference (float64): (alpha [N, N], output [N, F']).
+    ``self_loops=False`` computes what a head that forgets them gives."""
     features, adjacency, w, a = (np.asarray(m, float) for m in (features, adjacency, w, a))
     z = features @ w.T
     f_out = z.shape[1]
     scores = (z @ a[:f_out])[:, None] + (z @ a[f_out:])[None, :]
     scores = leaky_relu(scores, negative_slope)
-    allowed = (adjacency != 0) | np.eye(len(features), dtype=bool)
+    allowed = (adjacency != 0) | (np.eye(len(features), dtype=bool) if self_loops else False)
     scores = np.where(allowed, scores, -np.inf)
     scores = scores - scores.max(axis=1, keepdims=True)
     weights = np.where(allowed, np.exp(scores), 0.0)
@@ -127,16 +136,41 @@ def set_gat_weights(layer, ws, attention_vectors):
         layer.bias.assign(np.zeros(layer.bias.shape))
 
 
+def head_mistakes(features, adjacency, w, a, negative_slope=0.2):
+    """``(alpha, sentence)`` of the typical mistakes in one attention head."""
+    with np.errstate(all="ignore"):  # a node without neighbours has no alpha without loops
+        no_loops, _ = reference_attention(features, adjacency, w, a, negative_slope, self_loops=False)
+    linear, _ = reference_attention(features, adjacency, w, a, negative_slope=1.0)
+    return [
+        (no_loops, "Node i does not attend to itself: the softmax runs over N(i) + {i}, so "
+                   "add self loops to A's pattern ((A != 0) | I) before masking."),
+        (linear, f"The scores skip the LeakyReLU: e_ij = LeakyReLU(a[:F'] . z_i + a[F':] . z_j) "
+                 f"with negative slope {negative_slope:g}, before the softmax."),
+    ]
+
+
+def _expect_self_loops(alpha, features, adjacency, w, a) -> None:
+    """A head without self loops divides 0 by 0 for a node with no neighbour: NaN rows
+    exactly there name that mistake."""
+    if not isinstance(alpha, np.ndarray) or alpha.shape != adjacency.shape:
+        return
+    broken = ~np.isfinite(alpha).all(axis=1)
+    if broken.any() and np.array_equal(broken, ~(adjacency != 0).any(axis=1)):
+        raise Mistake(head_mistakes(features, adjacency, w, a)[0][1])
+
+
 def _same_alpha(got, candidate) -> bool:
     """True when the student's coefficients are ``candidate`` (a known wrong answer)."""
     return (isinstance(got, np.ndarray) and got.shape == candidate.shape
             and bool(np.allclose(got, candidate, atol=1e-6)))
 
 
-def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6):
+def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6, mistakes=()):
     """``got`` = {"alpha", "output"} of one head: valid coefficients equal to ``alpha``
-    and the output ``out`` (``case`` names the input in the messages)."""
+    and the output ``out`` (``case`` names the input in the messages), after
+    :func:`diagnose` against ``mistakes``."""
     _check_alpha(got["alpha"], adjacency, f"attention coefficients ({case})")
+    diagnose(got["alpha"], mistakes, right=alpha)
     expect_close(got["alpha"], alpha, atol=1e-6, what=f"attention coefficients ({case})")
     expect_close(got["output"], out, rtol=1e-6, atol=output_atol, what=f"output ({case})")
 
@@ -173,6 +207,7 @@ def _(got):
     features, adjacency, w, a = head_inputs(course_graph)
     alpha, out = reference_attention(features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients on the course's graph G")
+    diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha)
     f_out = w.shape[0]
     swapped, _ = reference_attention(features, adjacency, w, np.concatenate([a[f_out:], a[:f_out]]))
     if np.allclose(got["alpha"], swapped, atol=1e-6):
@@ -199,7 +234,9 @@ def attention_self_loops(ns):
 def _(got):
     features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=2, seed=1)
     alpha, out = reference_attention(features, adjacency, w, a)
+    _expect_self_loops(got["alpha"], features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients")
+    diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha)
     expect_close(got["alpha"][4, 4], 1.0, atol=1e-6,
                  what="alpha[4, 4] of the isolated node 4 (it can only attend to itself)")
     expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients")
@@ -228,7 +265,9 @@ def _(got):
                           "neighbours are the nodes j with A[i, j] = 1 (row i).")
     if _same_alpha(got["alpha"], reference_attention(features, adjacency, w, a)[0]):
         raise TestFailure("negative_slope=0.05 was passed but 0.2 was used.")
-    _expect_head(got, alpha, out, adjacency, "directed graph, negative_slope=0.05")
+    _expect_self_loops(got["alpha"], features, adjacency, w, a)
+    _expect_head(got, alpha, out, adjacency, "directed graph, negative_slope=0.05",
+                 mistakes=head_mistakes(features, adjacency, w, a, negative_slope=0.05))
 
 
 @lab.test("gat_attention", points=1,
@@ -242,7 +281,9 @@ def attention_stable(ns):
 def _(got):
     features, adjacency, w, a = head_inputs(course_graph, seed=3, scale=300.0)
     alpha, out = reference_attention(features, adjacency, w, a)
-    _expect_head(got, alpha, out, adjacency, "scores around 1e3", output_atol=1e-4)
+    _expect_self_loops(got["alpha"], features, adjacency, w, a)
+    _expect_head(got, alpha, out, adjacency, "scores around 1e3", output_atol=1e-4,
+                 mistakes=head_mistakes(features, adjacency, w, a))
 
 
 @lab.test("gat_attention", points=1,
@@ -256,6 +297,8 @@ def attention_matches_layer(ns):
 def _(got):
     features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=5, seed=4)
     alpha, out = lablib_attention(features, adjacency, [w], [a])
+    _expect_self_loops(got["alpha"], features, adjacency, w, a)
+    diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha[0], atol=1e-5)
     expect_close(got["alpha"], alpha[0], atol=1e-5,
                  what="attention coefficients vs lablib.layers.GraphAttention")
     expect_close(got["output"], out, atol=1e-5, what="output vs lablib.layers.GraphAttention")

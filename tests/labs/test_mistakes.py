@@ -1,0 +1,122 @@
+"""A corpus of typical mistakes: each is a solution's graded cell with one edit a student
+really makes; the piece's public check must name that mistake in one sentence, on every
+test it fails, with no unrelated hint, and the unedited solution must pass.
+
+The checks diagnose by probing (known wrong answers computed on the test's inputs, see
+``lablib.grading.expect.diagnose``), never by reading the code."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+import lablib
+from notebook_helpers import SOLUTIONS
+
+SCALED = "energies = query @ key.swapaxes(-1, -2) / np.sqrt(query.shape[-1])"
+SPLIT = ("            x = ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], self.num_heads, "
+         "self.key_dim))\n            return ops.transpose(x, (0, 2, 1, 3))")
+ANGLES = "angles = positions / np.power(10000.0, 2 * pair / depth)"
+COLUMNS = "encoding = np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles))"
+MEAN = ("    inverse_degree = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)\n"
+        "    D_inv = np.diag(inverse_degree)\n"
+        "    return activation(D_inv @ A @ H @ W.T + H @ B.T)")
+
+#: (case, lab, piece, [(text in the solution's graded cell, what the student wrote)],
+#:  words the check must say).
+MISTAKES = [
+    ("attention without 1/sqrt(d_k)", "lab1_attention", "attention",
+     [(SCALED, "energies = query @ key.swapaxes(-1, -2)")], "The scores are not scaled"),
+    ("attention divided by d_k", "lab1_attention", "attention",
+     [(SCALED, "energies = query @ key.swapaxes(-1, -2) / query.shape[-1]")],
+     "divided by d_k = "),
+    ("mask applied after the softmax", "lab1_attention", "attention",
+     [("        energies = np.where(np.asarray(mask, dtype=bool), energies, -np.inf)", "        pass"),
+      ("    return weights @ value, weights",
+       "    if mask is not None:\n        weights = weights * np.asarray(mask, dtype=bool)\n"
+       "    return weights @ value, weights")],
+     "set to 0 after the softmax"),
+    ("masking with -1e9 (a fully masked query)", "lab1_attention", "attention",
+     [("energies, -np.inf)", "energies, -1e9)")], "got equal weights 1/3"),
+    ("multi-head attention without scaling", "lab1_attention", "multi_head_attention",
+     [("        scores = scores / ops.sqrt(ops.cast(self.key_dim, scores.dtype))\n", "")],
+     "The scores are not scaled"),
+    ("multi-head attention scaled by d_model (lecture 003's slip)", "lab1_attention",
+     "multi_head_attention",
+     [("ops.cast(self.key_dim, scores.dtype)", "ops.cast(ops.shape(inputs)[-1], scores.dtype)")],
+     "scaled by sqrt(d_model)"),
+    ("heads split by a plain reshape", "lab1_attention", "multi_head_attention",
+     [(SPLIT, "            return ops.reshape(x, (ops.shape(x)[0], self.num_heads, "
+              "ops.shape(x)[1], self.key_dim))")],
+     "split with a reshape straight"),
+    ("positional encoding as the slide writes it", "lab1_attention", "positional_encoding",
+     [(ANGLES, "angles = positions / np.power(10000.0, 2 * np.arange(depth)[np.newaxis, :] / depth)")],
+     "as the lecture's slide writes it"),
+    ("sine and cosine swapped", "lab2_transformer_reuters", "positional_encoding",
+     [(COLUMNS, COLUMNS.replace("np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"))],
+     "Sine and cosine are swapped"),
+    ("the node itself in its neighbours' mean", "lab3_gcn_molecules", "gcn_scalar",
+     [("            if A[v, u] != 0:", "            if A[v, u] != 0 or u == v:")],
+     "The mean includes the node itself"),
+    ("symmetric normalisation", "lab3_gcn_molecules", "gcn_matrix",
+     [(MEAN, "    inverse_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), "
+             "where=degree > 0)\n    D = np.diag(inverse_sqrt)\n"
+             "    return activation(D @ A @ D @ H @ W.T + H @ B.T)")],
+     "normalised symmetrically"),
+    ("a sum instead of a mean", "lab3_gcn_molecules", "gcn_matrix",
+     [("return activation(D_inv @ A @ H @ W.T + H @ B.T)", "return activation(A @ H @ W.T + H @ B.T)")],
+     "summed, not averaged"),
+    ("attention without self loops", "lab4_gat", "gat_attention",
+     [("allowed = (A != 0) | np.eye(len(H), dtype=bool)", "allowed = A != 0")],
+     "does not attend to itself"),
+    ("scores without the LeakyReLU", "lab4_gat", "gat_attention",
+     [("    scores = np.where(scores > 0, scores, negative_slope * scores)   # (2)\n", "")],
+     "skip the LeakyReLU"),
+]
+
+_NAMESPACES: dict = {}
+
+
+def _namespace(lab, piece, edits):
+    """``piece``'s graded cell, with ``edits``, run in this process beside NumPy and Keras
+    3 (what these cells use; the labs' set-up cells would choose each lab's Keras mode,
+    which one process cannot change)."""
+    import numpy as np
+
+    from lablib.backend import get_keras
+
+    nb = nbformat.read(SOLUTIONS / f"{lab}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith(f"# GRADED: {piece}"))
+    source = cell.source
+    for old, new in edits:
+        assert old in source, f"the solution of {piece} no longer has {old!r}"
+        source = source.replace(old, new)
+    keras = get_keras()
+    ns = {"__name__": "__main__", "np": np, "keras": keras, "ops": keras.ops}
+    exec(compile(source, f"<graded cell {piece}>", "exec"), ns)
+    return ns
+
+
+def _check(lab, piece, ns):
+    from lablib.grading.spec import load_lab
+
+    objects = load_lab(lab).pieces[piece].objects
+    return lablib.check(lab, piece, quiet=True, **{name: ns[name] for name in objects})
+
+
+@pytest.mark.parametrize("case, lab, piece, edits, words", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_the_check_names_the_mistake(case, lab, piece, edits, words, tmp_path):
+    result = _check(lab, piece, _namespace(lab, piece, edits))
+    failed = [r for r in result.results if not r.passed]
+    assert failed, f"{case}: every public test passed"
+    for r in failed:
+        assert words in r.message, f"{case}: {r.name} says {r.message!r}"
+        assert r.hint == "", f"{case}: {r.name} adds the unrelated hint {r.hint!r}"
+    report = result.summary()
+    assert words in report and "hint:" not in report, report
+
+
+@pytest.mark.parametrize("lab, piece", sorted({(m[1], m[2]) for m in MISTAKES}))
+def test_the_solution_gets_no_diagnosis(lab, piece, tmp_path):
+    result = _check(lab, piece, _namespace(lab, piece, []))
+    assert result.passed, [(r.name, r.message) for r in result.results]

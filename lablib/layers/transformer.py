@@ -574,7 +574,11 @@ class TransformerDecoderBlock(_TransformerBlock):
              encoder_outputs_mask=None, training=None, return_attention_scores=None,
              **kwargs):
         layer = "TransformerDecoderBlock"
+        # tf_keras passes the inputs' Keras mask as `mask` to a call that takes **kwargs.
+        passed_mask = kwargs.pop("mask", None)
         inputs_mask = pop_renamed(kwargs, f"{layer}.call", "decoder_inputs_mask", inputs_mask)
+        if inputs_mask is None and passed_mask is not None and not isinstance(passed_mask, (list, tuple)):
+            inputs_mask = passed_mask
         if kwargs:
             raise TypeError(
                 f"{layer}: unexpected call argument(s) {', '.join(map(repr, kwargs))}; "

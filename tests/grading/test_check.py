@@ -131,3 +131,30 @@ def test_an_unfinished_piece_gets_one_not_done_yet_line(fixture_lab, capsys):
         "`# YOUR CODE HERE` and the `raise` line in its graded cell with your code, run that "
         "cell, then this check again.",
     ]
+
+
+def test_judges_run_without_tensorfloat32_too():
+    """The judges build Keras references in the grader (Lab 1's multi-head attention, the
+    models): on a TF32 GPU they would be ~1e-3 off, so they run in full float32 as the
+    probes do (issue 19 item 10), and the grader's setting comes back."""
+    import tensorflow as tf
+
+    from lablib.grading.judge.tests import judge_test
+    from lablib.grading.run.protocol import ProbeResult
+    from lablib.grading.spec import Test
+
+    config = tf.config.experimental
+    seen = []
+
+    def judge(value):
+        seen.append(config.tensor_float_32_execution_enabled())
+
+    test = Test(lab="lab0", piece="p", name="t", probe=lambda ns: 1)
+    test.judge(judge)
+    original = config.tensor_float_32_execution_enabled()
+    try:
+        config.enable_tensor_float_32_execution(True)
+        assert judge_test(test, ProbeResult(True, 1.0)).passed
+        assert seen == [False] and config.tensor_float_32_execution_enabled() is True
+    finally:
+        config.enable_tensor_float_32_execution(original)

@@ -12,6 +12,7 @@ import traceback
 
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.expect import Mistake
+from lablib.grading.run.child import full_float32
 from lablib.grading.spec import Test, TestFailure
 
 __all__ = ["judge_test"]
@@ -47,7 +48,7 @@ def judge_test(test: Test, raw, cell_error=None) -> TestResult:
     if not raw.ok:
         return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
     try:
-        with _JUDGE_LOCK:
+        with _JUDGE_LOCK, full_float32():  # Keras references exact on TF32 GPUs too
             fraction = test.run_judge(raw.value)
     except (TestFailure, AssertionError) as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__

@@ -66,6 +66,24 @@ MISTAKES = [
     ("a sum instead of a mean", "lab3_gcn_molecules", "gcn_matrix",
      [("return activation(D_inv @ A @ H @ W.T + H @ B.T)", "return activation(A @ H @ W.T + H @ B.T)")],
      "summed, not averaged"),
+    ("readout over the padding too", "lab3_gcn_molecules", "readout",
+     [("    real = mask[..., None]", '    return {"sum": H.sum(1), "mean": H.mean(1), "max": H.max(1)}[mode]')],
+     "The padding nodes (mask False) were pooled too"),
+    ("max readout with zeros in the padding", "lab3_gcn_molecules", "readout",
+     [("pooled = np.where(real, H, -np.inf).max(axis=1)", "pooled = np.where(real, H, 0.0).max(axis=1)")],
+     "set to 0 before the maximum"),
+    ("mean over the padded size", "lab3_gcn_molecules", "readout",
+     [("    return total / np.maximum(count, 1)", "    return total / mask.shape[1]")],
+     "divided by the padded size N"),
+    ("heads summed instead of averaged", "lab4_gat", "multi_head_gat",
+     [("    return np.mean(outputs, axis=0)", "    return np.sum(outputs, axis=0)")],
+     "The heads are summed"),
+    ("heads averaged when concat=True", "lab4_gat", "multi_head_gat",
+     [("        return np.concatenate(outputs, axis=1)", "        return np.mean(outputs, axis=0)")],
+     "with concat=True they are concatenated"),
+    ("every head with the first head's weights", "lab4_gat", "multi_head_gat",
+     [("for W, a in zip(Ws, As)]", "for W, a in zip([Ws[0]] * len(Ws), [As[0]] * len(As))]")],
+     "Every head gives the first head's output"),
     ("attention without self loops", "lab4_gat", "gat_attention",
      [("allowed = (A != 0) | np.eye(len(H), dtype=bool)", "allowed = A != 0")],
      "does not attend to itself"),
@@ -78,23 +96,28 @@ _NAMESPACES: dict = {}
 
 
 def _namespace(lab, piece, edits):
-    """``piece``'s graded cell, with ``edits``, run in this process beside NumPy and Keras
-    3 (what these cells use; the labs' set-up cells would choose each lab's Keras mode,
-    which one process cannot change)."""
+    """The lab's graded cells up to ``piece``'s, that one with ``edits``, run in this
+    process beside NumPy and Keras 3 (what these cells use; the labs' set-up cells would
+    choose each lab's Keras mode, which one process cannot change)."""
     import numpy as np
 
     from lablib.backend import get_keras
 
     nb = nbformat.read(SOLUTIONS / f"{lab}.ipynb", as_version=4)
-    cell = next(c for c in nb.cells if c.source.startswith(f"# GRADED: {piece}"))
-    source = cell.source
-    for old, new in edits:
-        assert old in source, f"the solution of {piece} no longer has {old!r}"
-        source = source.replace(old, new)
     keras = get_keras()
     ns = {"__name__": "__main__", "np": np, "keras": keras, "ops": keras.ops}
-    exec(compile(source, f"<graded cell {piece}>", "exec"), ns)
-    return ns
+    for cell in nb.cells:  # the graded cells before it too (a piece may call an earlier one)
+        if not cell.source.startswith("# GRADED: "):
+            continue
+        name, source = cell.source.split("\n", 1)[0][len("# GRADED: "):].strip(), cell.source
+        if name == piece:
+            for old, new in edits:
+                assert old in source, f"the solution of {piece} no longer has {old!r}"
+                source = source.replace(old, new)
+        exec(compile(source, f"<graded cell {name}>", "exec"), ns)
+        if name == piece:
+            return ns
+    raise AssertionError(f"{lab} has no graded cell {piece}")
 
 
 def _check(lab, piece, ns):

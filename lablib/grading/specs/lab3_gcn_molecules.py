@@ -171,6 +171,25 @@ def reference_readout(features, mask, mode):
     return np.stack(out)
 
 
+def readout_mistakes(features, mask, mode):
+    """``(readout, sentence)`` of the typical mistakes in a masked readout."""
+    features, mask = np.asarray(features, float), np.asarray(mask, bool)
+    zeroed = np.where(mask[..., None], features, 0.0)
+    mistakes = [
+        ({"sum": features.sum(1), "mean": features.mean(1), "max": features.max(1)}[mode],
+         "The padding nodes (mask False) were pooled too: leave them out with the mask."),
+    ]
+    if mode == "mean":
+        mistakes.append((zeroed.sum(1) / mask.shape[1],
+                         "The masked sum is divided by the padded size N; divide by each "
+                         "graph's number of real nodes (mask.sum(axis=1))."))
+    if mode == "max":
+        mistakes.append((zeroed.max(1),
+                         "The padding rows were set to 0 before the maximum, so a graph whose "
+                         "real features are all negative gets 0: use -inf there."))
+    return mistakes
+
+
 def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint,
                            isolated_failure):
     """The two tests the scalar and the matrix form share: ``<prefix>_course_graph``
@@ -280,8 +299,8 @@ def readout_sum(ns):
 def _(got):
     features, mask = padded_batch()
     expect_shape(got, (3, 4), "sum readout of a batch of 3 graphs with 4 features")
-    if np.allclose(got, features.sum(1)):
-        raise TestFailure("The padding nodes were summed too: use the mask.")
+    diagnose(got, readout_mistakes(features, mask, "sum"),
+             right=reference_readout(features, mask, "sum"))
     expect_close(got, reference_readout(features, mask, "sum"), atol=1e-6,
                  what="sum over the real nodes")
 
@@ -297,10 +316,8 @@ def readout_mean(ns):
 def _(got):
     features, mask = padded_batch()
     expect_shape(got, (3, 4), "mean readout")
-    masked_sum = reference_readout(features, mask, "sum")
-    if np.allclose(got, masked_sum / mask.shape[1]):
-        raise TestFailure("You divided by the padded size N; divide by each graph's number "
-                          "of real nodes.")
+    diagnose(got, readout_mistakes(features, mask, "mean"),
+             right=reference_readout(features, mask, "mean"))
     expect_close(got, reference_readout(features, mask, "mean"), atol=1e-6,
                  what="mean over the real nodes")
 
@@ -316,6 +333,8 @@ def readout_max(ns):
 def _(got):
     features, mask = padded_batch()
     expect_shape(got, (3, 4), "max readout")
+    diagnose(got, readout_mistakes(features, mask, "max"),
+             right=reference_readout(features, mask, "max"))
     expect_close(got, reference_readout(features, mask, "max"), atol=1e-6,
                  what="max over the real nodes (graph 2 has only negative features)")
 
@@ -348,6 +367,8 @@ def _(got):
         expect(isinstance(got[mode], (list, tuple)) and len(got[mode]) == 2,
                f"{mode}: expected two readouts (original order, shuffled nodes).")
         original, permuted = got[mode]
+        diagnose(original, readout_mistakes(features, mask, mode),
+                 right=reference_readout(features, mask, mode))
         # Both readouts are compared with the grader's own, so equal constants fail.
         expect_close(original, reference_readout(features, mask, mode), atol=1e-6,
                      what=f"{mode} readout over the real nodes")

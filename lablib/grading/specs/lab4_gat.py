@@ -324,6 +324,29 @@ def run_multi_head(ns, graph, seed, concat):
     return ns["multi_head_gat"](features, adjacency, ws, attention_vectors, concat=concat)
 
 
+def multi_head_mistakes(outputs, concat):
+    """``(result, sentence)`` of the typical mistakes in combining the heads' ``outputs``."""
+    first = [outputs[0]] * len(outputs)
+    mistakes = [
+        (np.concatenate(first, axis=1) if concat else outputs[0],
+         "Every head gives the first head's output: head k must use Ws[k] and As[k]."),
+        (np.mean(outputs, axis=0),
+         "The heads are averaged; with concat=True they are concatenated along the feature "
+         "axis, head 0 first: [N, K * F']."),
+        (np.concatenate(outputs, axis=1),
+         "The heads are concatenated; with concat=False they are averaged (the GAT output "
+         "layer): [N, F']."),
+    ]
+    if concat:
+        mistakes.append((np.concatenate(outputs[::-1], axis=1),
+                         "The heads are concatenated in reverse order: head 0 comes first."))
+    else:
+        mistakes.append((np.sum(outputs, axis=0),
+                         "The heads are summed; with concat=False they are averaged (divide "
+                         "the sum by the number of heads)."))
+    return mistakes
+
+
 def judge_multi_head(got, graph, seed, concat, shape, shape_what, what, layer_what):
     """Judge :func:`run_multi_head`: against the NumPy reference and lablib's layer."""
     features, adjacency = graph()
@@ -331,6 +354,7 @@ def judge_multi_head(got, graph, seed, concat, shape, shape_what, what, layer_wh
     outputs = [reference_attention(features, adjacency, w, a)[1]
                for w, a in zip(ws, attention_vectors)]
     expected = np.concatenate(outputs, axis=1) if concat else np.mean(outputs, axis=0)
+    diagnose(got, multi_head_mistakes(outputs, concat), right=expected)
     expect_shape(got, shape, shape_what)
     expect_close(got, expected, atol=1e-6, what=what)
     _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=concat)
@@ -389,6 +413,8 @@ def _(got):
     for value, concat in zip(got["single"], (True, False)):
         expect_close(value, expected, atol=1e-6, what=f"one head, concat={concat}")
     other = reference_attention(features, adjacency, ws[0], -attention_vectors[0])[1]
+    diagnose(got["pair"], multi_head_mistakes([expected, other], concat=True),
+             right=np.concatenate([expected, other], axis=1))
     expect_close(got["pair"], np.concatenate([expected, other], axis=1), atol=1e-6,
                  what="two heads sharing W with attention vectors a and -a")
 

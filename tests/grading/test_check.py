@@ -158,3 +158,20 @@ def test_judges_run_without_tensorfloat32_too():
         assert seen == [False] and config.tensor_float_32_execution_enabled() is True
     finally:
         config.enable_tensor_float_32_execution(original)
+
+
+def test_an_error_in_a_graded_cell_quotes_its_line_and_the_setup_rule():
+    """What a student reads when a graded cell uses a helper from another cell: the line
+    that failed (once, though a comprehension repeats it), and the # SETUP rule."""
+    from lablib.grading.run.child import compile_cell, describe_exception
+
+    source = "def pool(xs):\n    return [helper(x) for x in xs]\n"
+    ns = {}
+    exec(compile_cell(source, "<graded cell readout>"), ns)
+    try:
+        ns["pool"]([1])
+    except NameError as error:
+        text = describe_exception(error)
+    assert ("NameError: name 'helper' is not defined (at graded cell readout, line 2: "
+            "return [helper(x) for x in xs]). If helper is defined in another cell") in text
+    assert text.count("line 2") == 1 and "# SETUP cells and your # GRADED: cells" in text

@@ -30,7 +30,7 @@ from lablib.grading.results import Kind
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 from lablib.session import not_done_text, unfinished_piece
 
-__all__ = ["run_probe", "describe_exception", "child_main"]
+__all__ = ["run_probe", "describe_exception", "compile_cell", "child_main"]
 
 
 def describe_exception(exc: BaseException, limit: int = 1500) -> str:
@@ -44,13 +44,29 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
         text = f"not implemented yet (NotImplementedError: {exc})"
     else:
         text = f"{type(exc).__name__}: {exc}"
-    frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<graded cell")
-    ]
-    if frames:
-        where = "; ".join(f"{f.filename[1:-1]}, line {f.lineno}: {f.line or ''}".strip() for f in frames[-3:])
-        text += f" (at {where})"
+    places: list[str] = []
+    for f in traceback.extract_tb(exc.__traceback__):
+        if f.filename.startswith("<graded cell"):
+            place = f"{f.filename[1:-1]}, line {f.lineno}: {f.line or ''}".strip()
+            if not places or places[-1] != place:  # a comprehension repeats its line
+                places.append(place)
+    if places:
+        text += f" (at {'; '.join(places[-3:])})"
+    if isinstance(exc, NameError) and places:
+        name = getattr(exc, "name", None) or "it"
+        text += (f". If {name} is defined in another cell of your notebook: the grader runs "
+                 f"only the lab's # SETUP cells and your # GRADED: cells, so define it inside "
+                 f"the graded cell that uses it")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def compile_cell(source: str, filename: str):
+    """``compile`` a cell's code, its lines kept for tracebacks (``describe_exception``
+    quotes the line that failed)."""
+    import linecache
+
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
 
 
 def _kind(exc: BaseException) -> Kind:
@@ -154,14 +170,14 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
             reply["event"] = "setup_done"
             for index, source in enumerate(command.sources):
                 try:
-                    exec(compile(source, f"<setup cell {index + 1}>", "exec"), ns)
+                    exec(compile_cell(source, f"<setup cell {index + 1}>"), ns)
                 except BaseException as exc:  # noqa: BLE001 - reported to the grader
                     reply.update(event="setup_error", error=f"set-up cell {index + 1}: {_describe(exc)}")
                     break
         elif command.op == "cell":
             reply.update(event="cell_done", error=None, kind=None)
             try:
-                exec(compile(command.source, f"<graded cell {command.piece}>", "exec"), ns)
+                exec(compile_cell(command.source, f"<graded cell {command.piece}>"), ns)
             except BaseException as exc:  # noqa: BLE001
                 reply.update(error=_describe(exc), kind=_kind_of(exc))
         elif command.op == "probe":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["LablibDeprecationWarning", "RENAMED", "pop_renamed", "REMOVED_IN"]
+__all__ = ["LablibDeprecationWarning", "RENAMED", "pop_renamed", "refuse_unknown", "REMOVED_IN"]
 
 #: The release that drops the old names.
 REMOVED_IN = "0.3"
@@ -68,6 +68,15 @@ def pop_renamed(kwargs: dict, where: str, old: str, new_value=None, default=None
         stacklevel=stacklevel,
     )
     return value
+
+
+def refuse_unknown(kwargs: dict, where: str, takes: str = "") -> None:
+    """TypeError when ``kwargs`` (a ``**kwargs`` dict, the renamed arguments already taken
+    out by :func:`pop_renamed`) still holds anything: ``where`` names the callable,
+    ``takes`` says what it accepts."""
+    if kwargs:
+        raise TypeError(f"{where} got unexpected keyword argument(s) "
+                        f"{', '.join(map(repr, kwargs))}" + (f"; {takes}" if takes else "") + ".")
 
 
 def _named(new: str) -> str:

@@ -38,7 +38,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from lablib._deprecation import pop_renamed
+from lablib._deprecation import pop_renamed, refuse_unknown
 
 __all__ = [
     "DenseBatch",
@@ -302,11 +302,7 @@ def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_
 def _edge_attr_argument(edge_attr, deprecated: dict, function: str):
     """``edge_attr``, or its old name ``edge_attrs`` (warned); any other keyword: TypeError."""
     edge_attr = pop_renamed(deprecated, function, "edge_attrs", edge_attr, stacklevel=4)
-    if deprecated:
-        raise TypeError(
-            f"{function}() got unexpected keyword argument(s) "
-            f"{', '.join(map(repr, deprecated))}."
-        )
+    refuse_unknown(deprecated, f"{function}()")
     return edge_attr
 
 

@@ -85,17 +85,7 @@ def not_done_text(piece: str) -> str:
             f"code, run that cell, then this check again.")
 
 
-def _unfinished_work(error: BaseException) -> str | None:
-    """What a blank lab's stub that raised ``error`` stands for, in words; else None."""
-    piece = unfinished_piece(error)
-    if piece is not None:
-        return f"the graded piece {piece!r}"
-    if _exercise_names(error) is not None:
-        return "an exercise not written yet (`# YOUR CODE HERE`)"
-    return None
-
-
-def skip(error: BaseException, names, used, namespace: dict) -> bool:
+def skip(error: BaseException, names, used) -> bool:
     """Called by a transformed cell that raised ``error``: True (and one printed line)
     when the cell waits for unfinished work, False to let the error through.
 
@@ -103,14 +93,17 @@ def skip(error: BaseException, names, used, namespace: dict) -> bool:
     names the cell reads) a name that an earlier skipped cell did not finish making: a
     ``NameError`` for it, or any error at all, since what that name holds is incomplete.
     ``names`` (what the cell binds) then wait for the same work, until a cell that binds
-    them finishes (:func:`done`). ``namespace`` is the notebook's.
+    them finishes (:func:`done`). The names' values are the student's: never removed or
+    changed.
     """
-    del namespace  # the names' values are the student's: never removed or changed
-    work = _unfinished_work(error)
-    if work is not None:
+    piece = unfinished_piece(error)
+    if piece is not None:
+        work = f"the graded piece {piece!r}"
         print(f"lablib: skipped the rest of this cell: it needs {work}, which is not "
-              f"written yet." if work.startswith("the graded") else
-              f"lablib: skipped the rest of this cell: it reaches {work}.")
+              f"written yet.")
+    elif _exercise_names(error) is not None:
+        work = "an exercise not written yet (`# YOUR CODE HERE`)"
+        print(f"lablib: skipped the rest of this cell: it reaches {work}.")
     else:
         missing = getattr(error, "name", None) if isinstance(error, NameError) else None
         waiting = [missing] if missing in _WAITING else [n for n in used if n in _WAITING]
@@ -173,7 +166,7 @@ try:
     pass
 except Exception as _lablib_error:
     if not __import__("lablib.session", fromlist=["skip"]).skip(
-            _lablib_error, NAMES, USED, globals()):
+            _lablib_error, NAMES, USED):
         raise
     {_LAST} = None
 else:

@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from lablib._deprecation import pop_renamed
+from lablib._deprecation import pop_renamed, refuse_unknown
 from lablib.data import sources
 
 __all__ = ["load_cora", "CoraData", "CORA_CLASS_NAMES"]
@@ -196,11 +196,7 @@ class CoraData:
             ``adjacency(dense=False)`` returned that; the ``dense`` flag warns until 0.3.)
         """
         dense = pop_renamed(deprecated, "CoraData.adjacency", "dense", True, True)
-        if deprecated:
-            raise TypeError(
-                f"CoraData.adjacency() got unexpected keyword argument(s) "
-                f"{', '.join(map(repr, deprecated))}; it takes self_loops."
-            )
+        refuse_unknown(deprecated, "CoraData.adjacency()", "it takes self_loops")
         if not dense:
             return self.sparse_adjacency(self_loops=self_loops)
         source, target = self._edges(self_loops)

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from lablib._deprecation import pop_renamed
+from lablib._deprecation import pop_renamed, refuse_unknown
 
 __all__ = ["GraphDataset"]
 
@@ -312,11 +312,7 @@ class GraphDataset:
         where = f"GraphDataset.{method}"
         with_edge_attr = pop_renamed(deprecated, where, "edge_attr", with_edge_attr, False,
                                      stacklevel=4)
-        if deprecated:
-            raise TypeError(
-                f"{self.name}.{method}() got unexpected keyword argument(s) "
-                f"{', '.join(map(repr, deprecated))}."
-            )
+        refuse_unknown(deprecated, f"{self.name}.{method}()")
         if with_edge_attr and self.edge_attr is None:
             raise ValueError(
                 f"{self.name}: with_edge_attr=True but this dataset has no edge features "

@@ -85,14 +85,21 @@ def _where(index) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
+def _first(places, describe, separator: str) -> str:
+    """The first :data:`SHOWN_ENTRIES` of ``places`` (indices), each ``describe``d, and how
+    many more there are."""
+    text = separator.join(describe(i) for i in places[:SHOWN_ENTRIES])
+    if len(places) > SHOWN_ENTRIES:
+        text += f"{separator}and {len(places) - SHOWN_ENTRIES} more"
+    return text
+
+
 def _mismatch(got: np.ndarray, expected: np.ndarray, bad: np.ndarray) -> str:
     """Where two same-shaped arrays differ: the count, the first differing entries with
     their indices, and both arrays in full when they are small."""
     places = np.argwhere(bad)
-    shown = "; ".join(f"{_where(i)}: expected {_number(expected[tuple(i)])}, got "
-                      f"{_number(got[tuple(i)])}" for i in places[:SHOWN_ENTRIES])
-    if len(places) > SHOWN_ENTRIES:
-        shown += f"; and {len(places) - SHOWN_ENTRIES} more"
+    shown = _first(places, lambda i: f"{_where(i)}: expected {_number(expected[tuple(i)])}, "
+                                     f"got {_number(got[tuple(i)])}", "; ")
     text = f"{len(places)} of {bad.size} entries differ ({shown})"
     if expected.size <= SMALL_ARRAY:
         text += f"; expected {_fmt(expected)}, got {_fmt(got)}"
@@ -177,9 +184,8 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1
     not_finite = ~np.isfinite(g) & np.isfinite(e)
     if np.any(not_finite):
         places = np.argwhere(not_finite)
-        where = ", ".join(_where(i) for i in places[:SHOWN_ENTRIES])
-        more = f" and {len(places) - SHOWN_ENTRIES} more" if len(places) > SHOWN_ENTRIES else ""
-        raise TestFailure(f"{what}: got NaN or infinite values at {where or 'the value'}{more} "
+        where = _first(places, _where, ", ") or "the value"
+        raise TestFailure(f"{what}: got NaN or infinite values at {where} "
                           f"({len(places)} of {g.size} entries)", expected=e, got=g)
     close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if not bool(np.all(close)):

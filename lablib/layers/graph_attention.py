@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from lablib._deprecation import pop_renamed
+from lablib._deprecation import pop_renamed, refuse_unknown
 from lablib.layers._common import (
     check_positive_int,
     check_rate,
@@ -453,12 +453,8 @@ class GraphAttention(keras.layers.Layer):
         old_style = pop_renamed(kwargs, "GraphAttention.call", "return_attention_coefficients",
                                 note="return_attention_scores=True returns (outputs, scores) "
                                      "in both layouts; sparse scores are (edge_index, alpha).")
-        if kwargs:
-            raise TypeError(
-                f"GraphAttention: unexpected call argument(s) {', '.join(map(repr, kwargs))}; "
-                f"the layer takes inputs, adjacency, mask, edge_index, edge_attr, training "
-                f"and return_attention_scores."
-            )
+        refuse_unknown(kwargs, "GraphAttention.call()", "the layer takes inputs, adjacency, "
+                       "mask, edge_index, edge_attr, training and return_attention_scores")
         dtype = self.compute_dtype
         graph = GraphInputs(self, inputs, adjacency, mask, edge_index, dtype)
         if graph.mode == "dense":

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from lablib._deprecation import pop_renamed
+from lablib._deprecation import pop_renamed, refuse_unknown
 from lablib.layers._common import (
     check_positive_int,
     check_rate,
@@ -579,12 +579,9 @@ class TransformerDecoderBlock(_TransformerBlock):
         inputs_mask = pop_renamed(kwargs, f"{layer}.call", "decoder_inputs_mask", inputs_mask)
         if inputs_mask is None and passed_mask is not None and not isinstance(passed_mask, (list, tuple)):
             inputs_mask = passed_mask
-        if kwargs:
-            raise TypeError(
-                f"{layer}: unexpected call argument(s) {', '.join(map(repr, kwargs))}; "
-                f"the block is called as block(inputs, encoder_outputs, inputs_mask=None, "
-                f"encoder_outputs_mask=None, training=None, return_attention_scores=False)."
-            )
+        refuse_unknown(kwargs, f"{layer}.call()", "the block is called as block(inputs, "
+                       "encoder_outputs, inputs_mask=None, encoder_outputs_mask=None, "
+                       "training=None, return_attention_scores=False)")
         if encoder_outputs is None:
             raise ValueError(
                 f"{layer}: call it as block(inputs, encoder_outputs); "

@@ -18,6 +18,10 @@ Usage, in the first cell of a notebook, before anything imports TensorFlow::
     import lablib
     lablib.use_legacy_keras()      # Lab 2: TF Model Garden + tf_keras
     # or lablib.use_keras3()       # the other labs (the default)
+    lablib.exact_float32()         # float32 products in full float32 on GPUs too
+
+How float32 is computed is decided here as well: :func:`exact_float32` for a whole
+session, :func:`full_float32` around one computation (the graders' probes).
 
 Everywhere else::
 
@@ -26,8 +30,10 @@ Everywhere else::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 __all__ = [
     "KerasModeError",
@@ -39,6 +45,8 @@ __all__ = [
     "layer_family",
     "check_model",
     "import_tfm",
+    "exact_float32",
+    "full_float32",
 ]
 
 _ENV = "TF_USE_LEGACY_KERAS"
@@ -124,6 +132,65 @@ def use_keras3() -> str:
         KerasModeError: TensorFlow was already imported in legacy (tf_keras) mode.
     """
     return _switch(False)
+
+
+def _tf32_config():
+    """``tf.config.experimental`` when TensorFlow is loaded and has the TF32 switch."""
+    tf = sys.modules.get("tensorflow")
+    config = getattr(getattr(tf, "config", None), "experimental", None)
+    if config is None or not hasattr(config, "enable_tensor_float_32_execution"):
+        return None
+    return config
+
+
+def exact_float32() -> bool:
+    """Compute float32 matrix products in full float32 for the rest of the session.
+
+    On Ampere and later NVIDIA GPUs (Colab's A100 and L4, an H100) TensorFlow runs
+    float32 matrix products and convolutions in TensorFloat-32 by default: 10-bit
+    mantissas, relative errors near 1e-3. The labs compare layers with computations
+    written by hand in NumPy; on an H100 with TF32 on, Lab 3's ``GraphConv`` differed
+    from the by-hand layer by 6.6e-4 and Lab 4's ``GraphAttention`` by 1.3e-3, where a
+    CPU gives 1e-7. Calling this (the labs' first cell does) turns TF32 off, eager and
+    XLA-compiled code alike, so a GPU agrees with NumPy as a CPU does. On a CPU or an
+    older GPU it changes nothing. The cost is speed on large float32 matrix products,
+    which the labs' small models do not notice.
+
+    Call it after :func:`use_keras3` / :func:`use_legacy_keras`: it imports TensorFlow.
+
+    Returns:
+        True when TF32 was on before the call.
+    """
+    import tensorflow  # noqa: F401 - after the Keras mode is chosen
+
+    config = _tf32_config()
+    if config is None:
+        return False
+    before = bool(config.tensor_float_32_execution_enabled())
+    config.enable_tensor_float_32_execution(False)
+    return before
+
+
+@contextlib.contextmanager
+def full_float32() -> Iterator[None]:
+    """TensorFloat-32 off inside the block, when TensorFlow is loaded; restored after.
+
+    The graders' probes run in it (``lablib.check`` in a notebook and the grader's
+    sandbox alike): their references are float32/float64 NumPy at tolerances down to
+    1e-5, so a correct answer must not fail on a TF32 GPU and pass on a CPU. The
+    notebook's own setting is put back afterwards. TensorFlow is never imported just
+    for this.
+    """
+    config = _tf32_config()
+    if config is None:
+        yield
+        return
+    before = config.tensor_float_32_execution_enabled()
+    config.enable_tensor_float_32_execution(False)
+    try:
+        yield
+    finally:
+        config.enable_tensor_float_32_execution(before)
 
 
 def is_legacy() -> bool:

@@ -374,7 +374,12 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
         out: where messages go (default ``sys.stdout``).
 
     In a notebook it also lets "Run all" go past graded pieces not written yet
-    (:func:`lablib.session.start`).
+    (:func:`lablib.session.start`), and it sets ``TF_FORCE_GPU_ALLOW_GROWTH=true``
+    unless the variable is set: TensorFlow then takes GPU memory as it needs it instead
+    of all of it at start, so a second TensorFlow process (Lab 2's Keras 3 run, another
+    notebook on the same runtime, a grader) can share the card. On an H100, a lab
+    kernel started without it held 79 GB of the card's 80 while it ran, and Lab 2,
+    running beside it, stopped with an out-of-memory error.
 
     Returns:
         The requirements installed (empty when everything was present).
@@ -387,6 +392,7 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     from lablib import session
 
     session.start()
+    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # before TensorFlow starts
     out = out or sys.stdout
     tensorflow = installed_versions(["tensorflow"]).get("tensorflow")
     requirements = lab_requirements(lab, tensorflow)

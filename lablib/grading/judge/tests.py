@@ -12,7 +12,7 @@ import traceback
 
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.expect import Mistake
-from lablib.grading.run.child import full_float32
+from lablib.backend import full_float32
 from lablib.grading.spec import Test, TestFailure
 
 __all__ = ["judge_test"]

@@ -17,15 +17,15 @@ student's notebook.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import struct
 import sys
 import traceback
 import types
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
+from lablib.backend import full_float32
 from lablib.grading.results import Kind
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 from lablib.session import not_done_text, unfinished_piece
@@ -75,30 +75,6 @@ def _kind(exc: BaseException) -> Kind:
     if isinstance(exc, (SystemExit, KeyboardInterrupt)):
         return Kind.CRASHED
     return Kind.ERROR
-
-
-@contextlib.contextmanager
-def full_float32() -> Iterator[None]:
-    """TensorFloat-32 off while a probe runs, when TensorFlow is loaded; restored after.
-
-    On Ampere and later NVIDIA GPUs (Colab's A100 and L4, an H100) TensorFlow runs
-    float32 matrix products and convolutions in TF32 by default: 10-bit mantissas,
-    relative errors near 1e-3. The judges compare with float32/float64 NumPy references
-    at tolerances down to 1e-5, so a correct answer could fail on such a GPU and pass
-    on a CPU or a T4. The probes compute in full float32 instead; the notebook's own
-    training keeps the setting it had. TensorFlow is never imported just for this.
-    """
-    tf = sys.modules.get("tensorflow")
-    config = getattr(getattr(tf, "config", None), "experimental", None)
-    if config is None or not hasattr(config, "enable_tensor_float_32_execution"):
-        yield
-        return
-    before = config.tensor_float_32_execution_enabled()
-    config.enable_tensor_float_32_execution(False)
-    try:
-        yield
-    finally:
-        config.enable_tensor_float_32_execution(before)
 
 
 def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:

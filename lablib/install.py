@@ -377,9 +377,8 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     (:func:`lablib.session.start`), and it sets ``TF_FORCE_GPU_ALLOW_GROWTH=true``
     unless the variable is set: TensorFlow then takes GPU memory as it needs it instead
     of all of it at start, so a second TensorFlow process (Lab 2's Keras 3 run, another
-    notebook on the same runtime, a grader) can share the card. On an H100, a lab
-    kernel started without it held 79 GB of the card's 80 while it ran, and Lab 2,
-    running beside it, stopped with an out-of-memory error.
+    notebook on the same runtime, a grader) can share the card. On an H100, Lab 2 ran
+    out of memory beside another lab's kernel started without it.
 
     Returns:
         The requirements installed (empty when everything was present).

@@ -288,8 +288,8 @@ def test_prepare_reports_a_failed_pip(fake_env):
 
 def test_prepare_lets_tensorflow_share_the_gpu_unless_told_otherwise(fake_env, monkeypatch):
     """Every lab's first cell: TensorFlow grows its GPU memory instead of taking the whole
-    card at start (an H100 lab kernel without it held 79 of 80 GB and Lab 2 beside it ran
-    out of memory); a value the user set is kept."""
+    card at start (on an H100, Lab 2 ran out of memory beside a lab kernel without it);
+    a value the user set is kept."""
     pip = fake_env(dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}), AVAILABLE)
     for lab in LABS:
         monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)

@@ -30,12 +30,14 @@ import dataclasses
 import importlib
 import importlib.metadata
 import json
+import logging
 import os
 import pathlib
 import re
 import subprocess
 import sys
 import tempfile
+import warnings
 from typing import Callable, Iterable, Mapping, Sequence
 
 from lablib.labs import Lab, UnknownLab, resolve_lab
@@ -49,6 +51,9 @@ __all__ = [
     "RestartRequired",
     "Plan",
     "lablib_pip",
+    "KNOWN_NOISE",
+    "quiet_known_noise",
+    "set_tensorflow_environment",
     "lab_extras",
     "lab_requirements",
     "plan",
@@ -364,6 +369,75 @@ def _pip_failed(requirements, result) -> InstallError:
         f"again. pip said:\n{_tail(result)}")
 
 
+def set_tensorflow_environment(environ=None, has_gpu=None) -> None:
+    """The environment variables a lab sets before TensorFlow starts; a value already set
+    (by the user, a grader, CI) is kept. Its child processes inherit them.
+
+    * ``TF_FORCE_GPU_ALLOW_GROWTH=true``: TensorFlow takes GPU memory as it needs it
+      instead of nearly the whole card at start, so a second TensorFlow process (Lab 2's
+      Keras 3 run, another notebook on the same runtime, a grader) can share the card.
+      On an H100, Lab 2 ran out of memory beside another lab's kernel started without it.
+    * ``TF_CPP_MIN_LOG_LEVEL``: TensorFlow's C++ log prints its start-up lines (CPU
+      instruction sets, oneDNN, CUDA libraries, the devices it created) into the first
+      cell that imports it, where a student reads them as errors. ``2`` keeps its
+      errors and drops the INFO and WARNING lines; on a machine without an NVIDIA GPU
+      (no ``/dev/nvidiactl``) ``3``, because TensorFlow's CUDA build then logs
+      "failed call to cuInit" as an error at every start. An error that stops a
+      computation still reaches the student as a Python exception; Python-level
+      warnings are not affected.
+
+    Args:
+        environ: the mapping to set (default ``os.environ``; tests pass a dict).
+        has_gpu: whether an NVIDIA GPU is present (default: ``/dev/nvidiactl`` exists).
+    """
+    environ = os.environ if environ is None else environ
+    if has_gpu is None:
+        has_gpu = os.path.exists("/dev/nvidiactl")
+    environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if has_gpu else "3")
+
+
+# Messages of the labs' dependencies that a student can do nothing about, each matched
+# narrowly: (logger or warning category, text the message contains, why it is harmless).
+KNOWN_NOISE = (
+    ("tensorflow", "triggered tf.function retracing",
+     "the labs build several models and evaluate batches of several lengths by design; "
+     "benchmarks/retracing.py measures what retracing costs"),
+    (UserWarning, "pkg_resources is deprecated as an API",
+     "tensorflow_hub (imported by TF Model Garden) imports pkg_resources"),
+)
+
+
+class _DropKnownNoise(logging.Filter):
+    """Drops the log records that :data:`KNOWN_NOISE` lists for its logger."""
+
+    def __init__(self, texts):
+        super().__init__()
+        self.texts = tuple(texts)
+
+    def filter(self, record):
+        message = record.getMessage()
+        return not any(text in message for text in self.texts)
+
+
+def quiet_known_noise() -> None:
+    """Silences the messages in :data:`KNOWN_NOISE`, and only those, for this process.
+
+    Idempotent (a first cell run twice adds nothing). Other warnings and log records
+    pass as before.
+    """
+    by_logger = {}
+    for source, text, _why in KNOWN_NOISE:
+        if isinstance(source, str):
+            by_logger.setdefault(source, []).append(text)
+        else:
+            warnings.filterwarnings("ignore", message=".*" + re.escape(text), category=source)
+    for name, texts in by_logger.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropKnownNoise) for f in logger.filters):
+            logger.addFilter(_DropKnownNoise(texts))
+
+
 def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     """Install what ``lab`` needs and this Python lacks, without replacing TensorFlow.
 
@@ -374,11 +448,9 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
         out: where messages go (default ``sys.stdout``).
 
     In a notebook it also lets "Run all" go past graded pieces not written yet
-    (:func:`lablib.session.start`), and it sets ``TF_FORCE_GPU_ALLOW_GROWTH=true``
-    unless the variable is set: TensorFlow then takes GPU memory as it needs it instead
-    of all of it at start, so a second TensorFlow process (Lab 2's Keras 3 run, another
-    notebook on the same runtime, a grader) can share the card. On an H100, Lab 2 ran
-    out of memory beside another lab's kernel started without it.
+    (:func:`lablib.session.start`), sets TensorFlow's environment before TensorFlow
+    starts (:func:`set_tensorflow_environment`) and silences the dependencies' messages
+    listed in :data:`KNOWN_NOISE` (:func:`quiet_known_noise`).
 
     Returns:
         The requirements installed (empty when everything was present).
@@ -391,7 +463,8 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     from lablib import session
 
     session.start()
-    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # before TensorFlow starts
+    set_tensorflow_environment()
+    quiet_known_noise()
     out = out or sys.stdout
     tensorflow = installed_versions(["tensorflow"]).get("tensorflow")
     requirements = lab_requirements(lab, tensorflow)

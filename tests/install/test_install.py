@@ -286,18 +286,28 @@ def test_prepare_reports_a_failed_pip(fake_env):
         install.prepare("lab3", run=pip, out=io.StringIO())
 
 
-def test_prepare_lets_tensorflow_share_the_gpu_unless_told_otherwise(fake_env, monkeypatch):
+def test_prepare_sets_tensorflows_environment_keeping_what_is_set(fake_env, monkeypatch):
     """Every lab's first cell: TensorFlow grows its GPU memory instead of taking the whole
-    card at start (on an H100, Lab 2 ran out of memory beside a lab kernel without it);
-    a value the user set is kept."""
+    card at start (on an H100, Lab 2 ran out of memory beside a lab kernel without it),
+    and its C++ start-up log stays out of the notebook; a value already set is kept."""
     pip = fake_env(dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}), AVAILABLE)
     for lab in LABS:
         monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
+        monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
         install.prepare(lab, run=pip, out=io.StringIO())
         assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true", lab
+        assert os.environ["TF_CPP_MIN_LOG_LEVEL"] in ("2", "3"), lab
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
     install.prepare("lab1", run=pip, out=io.StringIO())
-    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "false"
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "false" and os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+
+
+@pytest.mark.parametrize("has_gpu, level", [(True, "2"), (False, "3")])
+def test_tensorflow_log_level_keeps_errors_where_a_gpu_is(has_gpu, level):
+    environ = {}
+    install.set_tensorflow_environment(environ, has_gpu=has_gpu)
+    assert environ == {"TF_FORCE_GPU_ALLOW_GROWTH": "true", "TF_CPP_MIN_LOG_LEVEL": level}
 
 
 def test_every_first_cell_turns_tf32_off_after_choosing_keras():
@@ -347,3 +357,35 @@ def test_cell_installs_lablib_alone_from_lablib_pip(value, tmp_path, monkeypatch
     exec(compile(_first_cell("lab1"), "cell", "exec"), {})
     assert calls == [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", install.lablib_pip(value)]]
     assert prepared == ["lab1"]
+
+
+def test_known_noise_is_dropped_and_nothing_else():
+    """The first cell's narrow filters: TensorFlow's retracing warning (Labs 2 and 4 printed
+    it) and tensorflow_hub's pkg_resources warning (Lab 2's import of TF Model Garden)."""
+    import logging
+    import warnings
+
+    logger = logging.getLogger("tensorflow")
+    before = list(logger.filters)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            install.quiet_known_noise()
+            install.quiet_known_noise()  # a first cell run twice
+            logger.warning("5 out of the last 9 calls to <function f> triggered tf.function retracing.")
+            logger.warning("Model was constructed with shape (None, 3)")
+            warnings.warn("pkg_resources is deprecated as an API. See https://setuptools.pypa.io", UserWarning)
+            warnings.warn("pkg_resources is deprecated as an API", DeprecationWarning)
+            warnings.warn("The structure of `inputs` doesn't match", UserWarning)
+        assert stream.getvalue() == "Model was constructed with shape (None, 3)\n"
+        assert [(w.category, str(w.message)) for w in caught] == [
+            (DeprecationWarning, "pkg_resources is deprecated as an API"),
+            (UserWarning, "The structure of `inputs` doesn't match")]
+        assert len(logger.filters) == len(before) + (0 if any(
+            type(f).__name__ == "_DropKnownNoise" for f in before) else 1)
+    finally:
+        logger.removeHandler(handler)
+        logger.filters[:] = before

@@ -38,7 +38,7 @@ from lablib.grading.submissions import collect_submissions
 
 __all__ = ["grade", "grade_one", "SubmissionRemoved", "previous_results"]
 
-CACHE_VERSION = "3"
+CACHE_VERSION = "4"
 
 
 def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:

@@ -57,6 +57,8 @@ class Status:
 
     Attributes:
         problems: kinds among :data:`PROBLEMS`, most serious first, each once.
+        raised: graded cells that raised when they ran, as ``"piece (ExceptionName)"``,
+            in the lab's order (a blank lab's stub is "not done", not listed here).
         missing: graded pieces whose cell was not found, in the lab's order.
 
     Build with :meth:`of`; ``Status()`` is ``ok``. Text is the writers' business
@@ -65,34 +67,40 @@ class Status:
 
     problems: tuple[Kind, ...] = ()
     missing: tuple[str, ...] = ()
+    raised: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, problems: Iterable = (), missing: Iterable[str] = ()) -> "Status":
-        """The status of ``problems`` (kinds or their values, any order, repeats allowed)
-        and ``missing`` pieces; kinds outside :data:`PROBLEMS` are ignored."""
+    def of(cls, problems: Iterable = (), missing: Iterable[str] = (), raised: Iterable[str] = ()) -> "Status":
+        """The status of ``problems`` (kinds or their values, any order, repeats allowed),
+        ``missing`` pieces and graded cells that ``raised``; kinds outside
+        :data:`PROBLEMS` are ignored."""
         given = {Kind(p) for p in problems}
-        return cls(tuple(k for k in PROBLEMS if k in given), tuple(dict.fromkeys(missing)))
+        return cls(tuple(k for k in PROBLEMS if k in given), tuple(dict.fromkeys(missing)),
+                   tuple(dict.fromkeys(raised)))
 
     @property
     def ok(self) -> bool:
-        """No problem and nothing missing."""
-        return not self.problems and not self.missing
+        """No problem, no graded cell that raised and nothing missing."""
+        return not self.problems and not self.raised and not self.missing
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
-        """Every kind that applies, most serious first: the problems, then ``missing``."""
-        return self.problems + ((Kind.MISSING,) if self.missing else ())
+        """Every kind that applies, most serious first: the problems, ``error`` (a graded
+        cell raised), then ``missing``."""
+        return (self.problems + ((Kind.ERROR,) if self.raised else ())
+                + ((Kind.MISSING,) if self.missing else ()))
 
     def has(self, kind) -> bool:
         """Whether ``kind`` (a :class:`Kind` or its value) applies."""
         return Kind(kind) in self.kinds
 
     def to_dict(self) -> dict:
-        return {"problems": [k.value for k in self.problems], "missing": list(self.missing)}
+        return {"problems": [k.value for k in self.problems], "missing": list(self.missing),
+                "raised": list(self.raised)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Status":
-        return cls.of(data.get("problems", ()), data.get("missing", ()))
+        return cls.of(data.get("problems", ()), data.get("missing", ()), data.get("raised", ()))
 
 
 @dataclasses.dataclass

@@ -31,3 +31,29 @@ def test_student_text_never_becomes_markup(fixture_lab, render):
     assert "href=" not in page  # no link, whatever the scheme
     assert page.count("<h1>") == 1  # only the title: no forged heading
     assert "Forged heading" in page and "onerror" in page  # the text is all still there, as text
+
+
+def test_a_graded_cell_that_raised_is_a_status_of_its_own(fixture_lab, tmp_path):
+    """Not ``ok``: the status names the piece and the exception, in every writer's words,
+    and survives the gradebook's JSON (regrade merges read it back)."""
+    from lablib.grading.report.gradebook_json import result_from_entry
+    from lablib.grading.report.summary import class_summary
+    from lablib.grading.report.text import explain_status, status_text
+
+    status = Status.of([Kind.TIMEOUT], ["running_mean"], ["softmax (NameError)", "softmax (NameError)"])
+    assert not status.ok and status.raised == ("softmax (NameError)",)
+    assert status.kinds == (Kind.TIMEOUT, Kind.ERROR, Kind.MISSING)
+    assert status_text(status) == "timeout; error: softmax (NameError); missing: running_mean"
+    assert "A graded cell raised an error" in explain_status(status)
+    assert Status.from_dict(status.to_dict()) == status
+    assert Status.from_dict({"problems": [], "missing": []}).ok  # a cached result of before
+
+    tests = [TestResult.failed(t, "NameError: name 'my_temperature' is not defined", Kind.ERROR)
+             if t.piece == "softmax" else TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden)
+             for t in fixture_lab.tests]
+    result = summarise(fixture_lab, "ada", "/subs/ada.ipynb", tests, Status.of(raised=["softmax (NameError)"]))
+    entry = dict(result.to_dict(), problems=[], missing=[], raised=["softmax (NameError)"])
+    assert result_from_entry(entry).status == result.status
+    summary = class_summary(fixture_lab, [result])
+    assert summary["statuses"]["error"] == 1 and summary["statuses"]["ok"] == 0
+    assert [s["submission"] for s in summary["needs_attention"]["error"]] == ["ada"]

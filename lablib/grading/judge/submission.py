@@ -8,6 +8,8 @@ be read at all is judged by :func:`unreadable`.
 
 from __future__ import annotations
 
+import re
+
 from lablib.grading.judge.tests import judge_test
 from lablib.grading.results import Diagnostic, Kind, PieceScore, Status, SubmissionResult, TestResult
 from lablib.grading.spec import LabSpec
@@ -49,6 +51,27 @@ def _one_reason_for_stubs(results: list[TestResult]) -> None:
             r.message = reasons[r.piece]
 
 
+def _exception_name(text: str) -> str:
+    """The exception's name in a graded cell's error text (``"NameError: name 'x' ..."``)."""
+    match = re.match(r"([A-Za-z_][\w.]*): ", text)
+    if match:
+        return match.group(1)
+    if text.startswith("not implemented yet (NotImplementedError"):
+        return "NotImplementedError"
+    if text.startswith("the code called sys.exit"):
+        return "SystemExit"
+    return "an exception"
+
+
+def _raised(lab: LabSpec, cell_errors) -> list[str]:
+    """``"piece (ExceptionName)"`` for each graded cell that raised (an error, not a time,
+    memory or crash limit, which are problems of their own), in the lab's order; a blank
+    lab's stub is "not done yet", not an error."""
+    return [f"{piece} ({_exception_name(cell_errors[piece].text)})" for piece in lab.pieces
+            if piece in cell_errors and cell_errors[piece].kind == Kind.ERROR
+            and not cell_errors[piece].text.startswith(NOT_DONE)]
+
+
 def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=()) -> SubmissionResult:
     """Judge every test of ``lab`` for one submission.
 
@@ -62,7 +85,8 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
 
     Returns:
         The :class:`SubmissionResult`; its status lists the run's problems, a judge that
-        failed (``grader-error``: such a result is not cached) and the missing cells.
+        failed (``grader-error``: such a result is not cached), the graded cells that
+        raised (``error``, with the exception's name) and the missing cells.
     """
     missing = [p for p in lab.pieces if p not in found]
     results = []
@@ -83,6 +107,7 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
     diagnostics = list(outcome.diagnostics)
     diagnostics += [Diagnostic(ended=Kind.GRADER_ERROR.value, test=r.id, detail=r.detail)
                     for r in results if r.kind == Kind.GRADER_ERROR]
-    return summarise(lab, name, path, results, Status.of(problems, missing), notes=notes,
+    return summarise(lab, name, path, results, Status.of(problems, missing, _raised(lab, outcome.cell_errors)),
+                     notes=notes,
                      output=outcome.output, isolation=outcome.isolation, diagnostics=diagnostics,
                      seconds=round(outcome.seconds, 3))

@@ -30,11 +30,12 @@ def read_gradebook(out_dir):
 
 def result_from_entry(entry: dict) -> SubmissionResult:
     """The :class:`SubmissionResult` of one ``submissions`` entry: the inverse of
-    :class:`JsonGradebook`'s entry (status from ``problems`` and ``missing``; the keys the
-    writer adds are left aside). Raises KeyError, TypeError or ValueError on an entry it
-    cannot read."""
+    :class:`JsonGradebook`'s entry (status from ``problems``, ``missing`` and ``raised``;
+    the keys the writer adds are left aside). Raises KeyError, TypeError or ValueError on
+    an entry it cannot read."""
     return SubmissionResult.from_dict(dict(entry, status={"problems": entry.get("problems", []),
-                                                          "missing": entry.get("missing", [])}))
+                                                          "missing": entry.get("missing", []),
+                                                          "raised": entry.get("raised", [])}))
 
 
 class JsonGradebook:
@@ -48,7 +49,8 @@ class JsonGradebook:
         for r in book.results:
             entry = r.to_dict()
             entry.update(status=status_text(r.status), problems=[k.value for k in r.status.problems],
-                         missing=list(r.status.missing), feedback=f"feedback/{book.stems[r.submission]}")
+                         missing=list(r.status.missing), raised=list(r.status.raised),
+                         feedback=f"feedback/{book.stems[r.submission]}")
             if book.roster is not None:
                 student = book.student(r)
                 entry["student"] = None if student is None else dataclasses.asdict(student)

@@ -36,7 +36,8 @@ SLOWEST = 10
 #: Characters of a failure message kept in the summary (its first line).
 MESSAGE_CHARS = 160
 #: The rows of the status table, always present (``grader-error`` only when it happened).
-_STATUS_ROWS = ("ok", *(k.value for k in PROBLEMS if k != Kind.GRADER_ERROR), Kind.MISSING.value)
+_STATUS_ROWS = ("ok", *(k.value for k in PROBLEMS if k != Kind.GRADER_ERROR), Kind.ERROR.value,
+                Kind.MISSING.value)
 
 
 def _histogram(scores, max_score: float) -> dict:

@@ -33,6 +33,8 @@ _STATUS_EXPLAINED = {
     Kind.MEMORY: "Some code used more memory than allowed; those tests scored 0.",
     Kind.TIMEOUT: "Some code ran past the time limit; those tests scored 0.",
     Kind.CRASHED: "Some code ended the grader's process (sys.exit, os._exit, a crash); those tests scored 0.",
+    Kind.ERROR: "A graded cell raised an error when it ran (its tests quote the error and the "
+                "line); the tests of that piece could not use its code.",
     Kind.MISSING: "Graded cells were not found: every graded cell must start with its "
                   "`# GRADED: <name>` line, exactly as in the lab.",
 }
@@ -44,11 +46,14 @@ def num(x: float) -> str:
 
 
 def status_text(status: Status) -> str:
-    """The status in one line: ``ok``, or the problems, most serious first, then the
-    missing cells: ``"timeout; missing: softmax"`` (the gradebook's status column)."""
+    """The status in one line: ``ok``, or the problems, most serious first, the graded
+    cells that raised, then the missing cells: ``"timeout; error: attention (NameError);
+    missing: softmax"`` (the gradebook's status column)."""
     if status.ok:
         return "ok"
     parts = [kind.value for kind in status.problems]
+    if status.raised:
+        parts.append("error: " + ", ".join(status.raised))
     if status.missing:
         parts.append("missing: " + ", ".join(status.missing))
     return "; ".join(parts)

@@ -100,6 +100,14 @@ def corpus():
     del nb.cells[graded_index(nb, "running_mean")]
     items["deleted_cell"] = (nb, {"status": "missing: running_mean", "score": FULL - 2})
 
+    # A graded cell that raises when it runs (a helper defined in a non-graded cell): the
+    # status names the piece and the exception, the tests the # SETUP rule.
+    items["raising_cell"] = (with_cell(sol, "softmax", "import numpy as np\n\nTEMPERATURE = my_temperature()\n\n"
+                                       "def softmax(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+                                       "    return e / e.sum(axis=-1, keepdims=True)\n"),
+                             {"status": "error: softmax (NameError)", "score": WITHOUT_SOFTMAX,
+                              "message": "# SETUP"})
+
     # Graded cell duplicated: a correct copy first, a wrong one last (the last counts).
     nb = copy.deepcopy(sol)
     i = graded_index(nb, "normalize")

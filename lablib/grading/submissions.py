@@ -18,11 +18,16 @@ import os
 import pathlib
 import warnings
 
-__all__ = ["collect_submissions", "SubmissionSkipped"]
+__all__ = ["collect_submissions", "SubmissionSkipped", "NOT_A_NOTEBOOK"]
 
 
 class SubmissionSkipped(UserWarning):
-    """A path among the submissions that is not graded (a symlink leading out of its folder)."""
+    """A path among the submissions that is not graded: a file that is not a notebook, a
+    student's folder without one, a symbolic link leading out of its folder."""
+
+
+#: Why a visible file in a submissions folder is not graded.
+NOT_A_NOTEBOOK = "not a notebook: only .ipynb files are graded"
 
 
 def _inside(path: str, root: str) -> bool:
@@ -73,6 +78,8 @@ def _notebooks_in(folder: pathlib.Path, root: str, refused: list, seen: set,
                 found.extend(_notebooks_in(target, root, refused, seen, where + (entry.name,)))
         elif _is_notebook(entry, target):
             found.append((where + (entry.name,), target))
+        else:
+            refused.append((entry, NOT_A_NOTEBOOK))
     return found
 
 
@@ -128,8 +135,10 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
 
     Symbolic links are followed only while they stay inside the folder given (for a
     notebook given by path: the folder holding it): a link leading elsewhere, or a broken
-    one, is not graded. Each is appended to ``refused`` as ``(path, reason)``, or, when
-    ``refused`` is None, reported as a :class:`SubmissionSkipped` warning.
+    one, is not graded. Neither is a visible file that is not a notebook, nor a student's
+    folder that holds none (hidden entries, starting with ".", are passed over). Each is
+    appended to ``refused`` as ``(path, reason)``, or, when ``refused`` is None, reported
+    as a :class:`SubmissionSkipped` warning.
     """
     skipped: list = []
     found: list[tuple[str, pathlib.Path]] = []
@@ -143,7 +152,11 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
                     skipped.append((entry, "a symbolic link to the submissions folder itself"))
                 elif target.is_dir():
                     books = _notebooks_in(target, root, skipped, {root, os.path.realpath(target)})
+                    if not books:
+                        skipped.append((entry, "a folder without a notebook (.ipynb): no row in the gradebook"))
                     found.extend(_folder_names(entry.name, books))
+                else:
+                    skipped.append((entry, NOT_A_NOTEBOOK))
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:

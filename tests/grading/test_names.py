@@ -1,11 +1,13 @@
 """Submission names and feedback file names: unique, collision-free, symlinks kept inside."""
 
+import json
 import os
+import pathlib
 import shutil
 
 import pytest
 
-from lablib.grading.submissions import SubmissionSkipped, collect_submissions
+from lablib.grading.submissions import NOT_A_NOTEBOOK, SubmissionSkipped, collect_submissions
 from lablib.grading.report import feedback_stems, write_reports
 from grading_paths import FIXTURE_SOLUTION
 
@@ -118,10 +120,39 @@ def test_symlinked_folder_is_not_graded_end_to_end(tmp_path, fixture_lab):
     shutil.copy(FIXTURE_SOLUTION, outside / "solution.ipynb")
     shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
     os.symlink(outside, subs / "eve")
+    (subs / "alice-notes.txt").write_text("my answers are in the notebook")
     with pytest.warns(SubmissionSkipped, match="eve is not graded"):
         results = grade(fixture_lab, [subs], tmp_path / "out", lab_notebook=FIXTURE_SOLUTION, jobs=1,
                         timeout=20, progress=False)
     assert [r.submission for r in results] == ["alice"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())  # the instructor sees both
+    assert [(pathlib.Path(s["path"]).name, s["reason"].split(":")[0]) for s in summary["skipped"]] == [
+        ("alice-notes.txt", "not a notebook"), ("eve", "a symbolic link leading outside the submissions folder "
+                                                       f"{subs.resolve()} (to {outside.resolve()}); copy the notebook "
+                                                       "into the folder to grade it")]
+    assert "Not graded (2)" in (tmp_path / "out" / "summary.html").read_text()
+
+
+def test_every_visible_file_that_is_not_graded_is_listed(tmp_path):
+    """A PDF handed in instead of the notebook, or a student's folder without a notebook,
+    must not vanish from the instructor's view; hidden files (.DS_Store) are passed over."""
+    subs = tmp_path / "subs"
+    (subs / "bob").mkdir(parents=True)
+    (subs / "carol" / "drafts").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.IPYNB")
+    (subs / "bob" / "lab1.pdf").write_bytes(b"%PDF-1.4")
+    shutil.copy(FIXTURE_SOLUTION, subs / "carol" / "lab.ipynb")
+    (subs / "carol" / "drafts" / "idea.py").write_text("x = 1")
+    (subs / ".DS_Store").write_bytes(b"\0")
+    (subs / "README.txt").write_text("exported from Canvas")
+    refused = []
+    found = collect_submissions([subs], refused=refused)
+    assert [name for name, _ in found] == ["alice", "carol"]
+    assert [(str(p.relative_to(subs)), r) for p, r in refused] == [
+        ("README.txt", NOT_A_NOTEBOOK),
+        ("bob/lab1.pdf", NOT_A_NOTEBOOK),
+        ("bob", "a folder without a notebook (.ipynb): no row in the gradebook"),
+        ("carol/drafts/idea.py", NOT_A_NOTEBOOK)]
 
 
 def test_grade_command_reports_skipped_links(tmp_path, capsys):

@@ -45,7 +45,7 @@ DEFAULT_WRITERS: tuple[Writer, ...] = (CsvGradebook(), JsonGradebook(), Markdown
                                        InstructorViews(), ClassSummary())
 
 
-def write_reports(out_dir, lab, results, writers=None, roster=None) -> dict[str, list[pathlib.Path]]:
+def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=()) -> dict[str, list[pathlib.Path]]:
     """Write every report of ``results`` under ``out_dir``.
 
     Args:
@@ -55,11 +55,13 @@ def write_reports(out_dir, lab, results, writers=None, roster=None) -> dict[str,
         writers: the :class:`Writer` objects to run (default :data:`DEFAULT_WRITERS`).
         roster: a :class:`~lablib.grading.roster.Roster`: the gradebook then names each
             row's student and lists what matched nothing.
+        skipped: ``(path, reason)`` of the paths given that were not graded (the class
+            summary lists them).
 
     Returns:
         Writer name -> the paths it wrote.
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    book = Gradebook.of(lab, results, roster)
+    book = Gradebook.of(lab, results, roster, skipped)
     return {writer.name: writer.write(out, book) for writer in (DEFAULT_WRITERS if writers is None else writers)}

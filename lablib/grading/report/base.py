@@ -29,20 +29,25 @@ class Gradebook:
         stems: submission name -> its feedback file stem (:func:`feedback_stems`).
         roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows with the
             class list, when one was given (``--roster``), else None.
+        skipped: ``(path, reason)`` of each path among the submissions given that was
+            not graded this run (not a notebook, a folder without one, a link leading
+            out of the folder).
     """
 
     lab: object
     results: tuple[SubmissionResult, ...]
     stems: dict[str, str]
     roster: object = None
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, lab, results: Sequence[SubmissionResult], roster=None) -> "Gradebook":
+    def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=()) -> "Gradebook":
         """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
-        is matched to them."""
+        is matched to them; ``skipped`` lists the paths not graded."""
         ordered = tuple(sorted(results, key=lambda r: r.submission))
         match = None if roster is None else roster.match([(r.submission, r.path) for r in ordered])
-        return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match)
+        return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match,
+                   tuple((str(path), str(reason)) for path, reason in skipped))
 
     def student(self, result: SubmissionResult):
         """The roster's student of ``result``, or None (no roster, or no match)."""

@@ -145,19 +145,20 @@ def _attention(results):
     return needs_attention
 
 
-def class_summary(lab, results, roster=None) -> dict:
+def class_summary(lab, results, roster=None, skipped=()) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
         lab: the :class:`~lablib.grading.spec.LabSpec` graded.
         results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
+        skipped: ``(path, reason)`` of the paths given that were not graded.
         roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows, when a roster
             was given: ``roster`` then lists the submissions that matched no student and the
             students without a submission.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
-        "tests", "statuses", "needs_attention", "slowest", "roster"}``; ``tests`` is sorted by failure
+        "tests", "statuses", "needs_attention", "slowest", "roster", "skipped"}``; ``tests`` is sorted by failure
         rate, highest first; ``needs_attention`` maps each status other than ``ok`` to its
         submissions with their feedback and instructor files.
     """
@@ -180,6 +181,7 @@ def class_summary(lab, results, roster=None) -> dict:
         "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
                      "cached": r.cached}
                     for r in slowest],
+        "skipped": [{"path": str(path), "reason": str(reason)} for path, reason in skipped],
         "roster": None if roster is None else {
             "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
             "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
@@ -268,6 +270,15 @@ def _table(header, rows) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _skipped_section(skipped) -> str:
+    if not skipped:
+        return ""
+    esc = html.escape
+    rows = "".join(f"<li><code>{esc(s['path'])}</code>: {esc(s['reason'])}</li>" for s in skipped)
+    return (f"<h2>Not graded ({len(skipped)})</h2><p>Paths among the submissions given that have no "
+            f"row in the gradebook:</p><ul>{rows}</ul>")
+
+
 def _roster_section(roster) -> str:
     if roster is None:
         return ""
@@ -337,13 +348,14 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 <h2>Submissions needing attention</h2>
 {attention}
 {_roster_section(summary["roster"])}
+{_skipped_section(summary.get("skipped", []))}
 <h2>Slowest submissions</h2>
 {slowest}
 </body></html>
 """
 
 
-def write_summary(out_dir, lab, results, roster=None) -> dict[str, pathlib.Path]:
+def write_summary(out_dir, lab, results, roster=None, skipped=()) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -351,7 +363,7 @@ def write_summary(out_dir, lab, results, roster=None) -> dict[str, pathlib.Path]
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster)
+    data = class_summary(lab, results, roster, skipped)
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
@@ -363,4 +375,4 @@ class ClassSummary:
     name = "class summary"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return list(write_summary(out_dir, book.lab, book.results, book.roster).values())
+        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped).values())

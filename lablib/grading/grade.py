@@ -69,7 +69,7 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
     probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout)
               for t in lab.tests if t.piece in found]
     outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
-    return judge_submission(lab, name, str(path), found, outcome, notes=cell_notes)
+    return judge_submission(lab, name, str(path), found, outcome, notes=[*notes, *cell_notes])
 
 
 class SubmissionRemoved(UserWarning):

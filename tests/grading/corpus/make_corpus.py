@@ -93,7 +93,7 @@ def corpus():
     i = graded_index(nb, "normalize")
     nb.cells[i].source += "\nfor _ in range(200):\n    print('x' * 100_000)\n"
     nb.cells[i].outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * 300_000)]
-    items["huge_output"] = (nb, {"status": "ok", "score": FULL})
+    items["huge_output"] = (nb, {"status": "ok", "score": FULL, "note": "stripped"})
 
     # Graded cell deleted.
     nb = copy.deepcopy(sol)
@@ -291,7 +291,7 @@ except OSError:
     items["litterer"] = (nb, {"status": "ok", "score": FULL})
 
     items["colab"] = (sol, {"status": "ok", "score": FULL})
-    items["nbformat3"] = (sol, {"status": "ok", "score": FULL})
+    items["nbformat3"] = (sol, {"status": "ok", "score": FULL, "note": "converted from nbformat 3"})
     items["invalid_json"] = (sol, {"status": "invalid-notebook", "score": 0.0})
     return items
 

@@ -34,7 +34,7 @@ from lablib.grading.report.gradebook_json import read_gradebook, result_from_ent
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
-from lablib.grading.submissions import SubmissionSkipped, collect_submissions
+from lablib.grading.submissions import collect_submissions, warn_skipped
 
 __all__ = ["grade", "grade_one", "SubmissionRemoved", "previous_results"]
 
@@ -241,8 +241,7 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
     items = collect_submissions(submissions, refused=skipped)
-    for path, reason in skipped:  # the CLI prints these; the summary lists them too
-        warnings.warn(f"{path} is not graded: {reason}.", SubmissionSkipped, stacklevel=2)
+    warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     limits = Limits(timeout=timeout, memory_mb=memory_mb, isolate=isolate)
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits))
     mask = _masked_paths(spec, hidden_dirs, out, submissions)
@@ -259,6 +258,5 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         return result
 
     results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
-    report.write_reports(out, spec, results, writers=writers, roster=roster,
-                         skipped=[(str(path), reason) for path, reason in skipped])
+    report.write_reports(out, spec, results, writers=writers, roster=roster, skipped=skipped)
     return sorted(results, key=lambda r: r.submission)

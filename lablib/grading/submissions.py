@@ -18,7 +18,7 @@ import os
 import pathlib
 import warnings
 
-__all__ = ["collect_submissions", "SubmissionSkipped", "NOT_A_NOTEBOOK"]
+__all__ = ["collect_submissions", "warn_skipped", "SubmissionSkipped", "NOT_A_NOTEBOOK"]
 
 
 class SubmissionSkipped(UserWarning):
@@ -165,9 +165,14 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
             skipped.append((path, "a broken symbolic link"))
         else:
             raise FileNotFoundError(f"Submission {str(path)!r} does not exist; pass .ipynb files or folders.")
-    for path, reason in skipped:
-        if refused is not None:
-            refused.append((path, reason))
-        else:
-            warnings.warn(f"{path} is not graded: {reason}.", SubmissionSkipped, stacklevel=2)
+    if refused is not None:
+        refused.extend(skipped)
+    else:
+        warn_skipped(skipped, stacklevel=3)
     return _unique_names(found)
+
+
+def warn_skipped(skipped, stacklevel: int = 2) -> None:
+    """One :class:`SubmissionSkipped` warning per ``(path, reason)`` (the CLI prints them)."""
+    for path, reason in skipped:
+        warnings.warn(f"{path} is not graded: {reason}.", SubmissionSkipped, stacklevel=stacklevel)

@@ -57,3 +57,13 @@ def test_a_graded_cell_that_raised_is_a_status_of_its_own(fixture_lab, tmp_path)
     summary = class_summary(fixture_lab, [result])
     assert summary["statuses"]["error"] == 1 and summary["statuses"]["ok"] == 0
     assert [s["submission"] for s in summary["needs_attention"]["error"]] == ["ada"]
+
+
+def test_the_childs_exception_name_enters_the_status_only_as_a_plain_identifier():
+    """The name comes from the student's process: one that could be a formula, markup or a
+    terminal control code is not taken (the status then says "an exception")."""
+    from lablib.grading.run.supervisor import _identifier
+
+    assert _identifier("NameError") == "NameError" and _identifier("_My_Error2") == "_My_Error2"
+    for forged in ['=HYPERLINK("x")', "\x1b[2J", "<b>x</b>", "a b", "Érreur", "", None, 42, "E" * 101]:
+        assert _identifier(forged) == "", forged

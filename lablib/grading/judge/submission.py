@@ -8,8 +8,6 @@ be read at all is judged by :func:`unreadable`.
 
 from __future__ import annotations
 
-import re
-
 from lablib.grading.judge.tests import judge_test
 from lablib.grading.results import Diagnostic, Kind, PieceScore, Status, SubmissionResult, TestResult
 from lablib.grading.spec import LabSpec
@@ -51,23 +49,11 @@ def _one_reason_for_stubs(results: list[TestResult]) -> None:
             r.message = reasons[r.piece]
 
 
-def _exception_name(text: str) -> str:
-    """The exception's name in a graded cell's error text (``"NameError: name 'x' ..."``)."""
-    match = re.match(r"([A-Za-z_][\w.]*): ", text)
-    if match:
-        return match.group(1)
-    if text.startswith("not implemented yet (NotImplementedError"):
-        return "NotImplementedError"
-    if text.startswith("the code called sys.exit"):
-        return "SystemExit"
-    return "an exception"
-
-
 def _raised(lab: LabSpec, cell_errors) -> list[str]:
     """``"piece (ExceptionName)"`` for each graded cell that raised (an error, not a time,
     memory or crash limit, which are problems of their own), in the lab's order; a blank
     lab's stub is "not done yet", not an error."""
-    return [f"{piece} ({_exception_name(cell_errors[piece].text)})" for piece in lab.pieces
+    return [f"{piece} ({cell_errors[piece].exception or 'an exception'})" for piece in lab.pieces
             if piece in cell_errors and cell_errors[piece].kind == Kind.ERROR
             and not cell_errors[piece].text.startswith(NOT_DONE)]
 

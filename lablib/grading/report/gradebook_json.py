@@ -33,9 +33,7 @@ def result_from_entry(entry: dict) -> SubmissionResult:
     :class:`JsonGradebook`'s entry (status from ``problems``, ``missing`` and ``raised``;
     the keys the writer adds are left aside). Raises KeyError, TypeError or ValueError on
     an entry it cannot read."""
-    return SubmissionResult.from_dict(dict(entry, status={"problems": entry.get("problems", []),
-                                                          "missing": entry.get("missing", []),
-                                                          "raised": entry.get("raised", [])}))
+    return SubmissionResult.from_dict(dict(entry, status=entry))  # Status.from_dict reads its keys
 
 
 class JsonGradebook:
@@ -48,9 +46,8 @@ class JsonGradebook:
         submissions = []
         for r in book.results:
             entry = r.to_dict()
-            entry.update(status=status_text(r.status), problems=[k.value for k in r.status.problems],
-                         missing=list(r.status.missing), raised=list(r.status.raised),
-                         feedback=f"feedback/{book.stems[r.submission]}")
+            entry.update(r.status.to_dict())  # problems, missing, raised: read back by result_from_entry
+            entry.update(status=status_text(r.status), feedback=f"feedback/{book.stems[r.submission]}")
             if book.roster is not None:
                 student = book.student(r)
                 entry["student"] = None if student is None else dataclasses.asdict(student)

@@ -155,7 +155,7 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
             try:
                 exec(compile_cell(command.source, f"<graded cell {command.piece}>"), ns)
             except BaseException as exc:  # noqa: BLE001
-                reply.update(error=_describe(exc), kind=_kind_of(exc))
+                reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
         elif command.op == "probe":
             result = _run_probe(command.probe, ns)
             reply.update(event="result", ok=result.ok)

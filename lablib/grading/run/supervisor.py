@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import queue
+import re
 import secrets
 import signal
 import struct
@@ -63,10 +64,12 @@ class Limits:
 
 @dataclasses.dataclass(frozen=True)
 class CellError:
-    """A graded cell that did not run to its end: how (:class:`Kind`) and what happened."""
+    """A graded cell that did not run to its end: how (:class:`Kind`), what happened, and
+    the name of the exception it raised ("" when none or not a plain identifier)."""
 
     kind: Kind
     text: str
+    exception: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +130,13 @@ class _Capped:
     def text(self) -> str:
         middle = f"\n[... {self.dropped} bytes of output dropped ...]\n" if self.dropped else ""
         return (bytes(self.head) + middle.encode() + bytes(self.tail)).decode("utf-8", "replace")
+
+
+def _identifier(value: Any) -> str:
+    """``value`` when it is a plain ASCII identifier of at most 100 characters (an
+    exception's name as the child reports it), else "": the child's word goes into the
+    status column unescaped only when it cannot be markup, a formula or a control code."""
+    return value if isinstance(value, str) and re.fullmatch(r"[A-Za-z_]\w{0,99}", value, re.ASCII) else ""
 
 
 def _text(value: Any) -> str:
@@ -598,7 +608,8 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
             return (kind, header, f"cell {piece}")
         if header.get("error"):
             error_kind = _reply_kind(header)
-            outcome.cell_errors[piece] = CellError(error_kind, _text(header.get("error")))
+            outcome.cell_errors[piece] = CellError(error_kind, _text(header.get("error")),
+                                                   _identifier(header.get("exception")))
             if error_kind != Kind.ERROR:
                 outcome.problems.append(Problem(error_kind, f"graded cell {piece}"))
     for request in probes:

@@ -49,13 +49,13 @@ def _one_reason_for_stubs(results: list[TestResult]) -> None:
             r.message = reasons[r.piece]
 
 
-def _raised(lab: LabSpec, cell_errors) -> list[str]:
-    """``"piece (ExceptionName)"`` for each graded cell that raised (an error, not a time,
-    memory or crash limit, which are problems of their own), in the lab's order; a blank
+def _raised(lab: LabSpec, cell_errors) -> dict:
+    """The graded cells that raised (an error, not a time, memory or crash limit, which
+    are problems of their own), piece -> :class:`CellError`, in the lab's order; a blank
     lab's stub is "not done yet", not an error."""
-    return [f"{piece} ({cell_errors[piece].exception or 'an exception'})" for piece in lab.pieces
+    return {piece: cell_errors[piece] for piece in lab.pieces
             if piece in cell_errors and cell_errors[piece].kind == Kind.ERROR
-            and not cell_errors[piece].text.startswith(NOT_DONE)]
+            and not cell_errors[piece].text.startswith(NOT_DONE)}
 
 
 def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=()) -> SubmissionResult:
@@ -90,10 +90,14 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
         problems.append(Kind.GRADER_ERROR)
         notes.append("grader-error: a judge failed (see diagnostics); this result is not cached")
     notes += [f"{p.kind}: {p.where}" for p in outcome.problems]
+    raised = _raised(lab, outcome.cell_errors)
+    # What raised, said once: its tests may all pass (the line that failed came after
+    # what they use), and then no test message quotes it.
+    notes += [f"graded cell {piece} raised {error.text}" for piece, error in raised.items()]
     diagnostics = list(outcome.diagnostics)
     diagnostics += [Diagnostic(ended=Kind.GRADER_ERROR.value, test=r.id, detail=r.detail)
                     for r in results if r.kind == Kind.GRADER_ERROR]
-    return summarise(lab, name, path, results, Status.of(problems, missing, _raised(lab, outcome.cell_errors)),
-                     notes=notes,
+    labels = [f"{piece} ({error.exception or 'an exception'})" for piece, error in raised.items()]
+    return summarise(lab, name, path, results, Status.of(problems, missing, labels), notes=notes,
                      output=outcome.output, isolation=outcome.isolation, diagnostics=diagnostics,
                      seconds=round(outcome.seconds, 3))

@@ -33,8 +33,8 @@ _STATUS_EXPLAINED = {
     Kind.MEMORY: "Some code used more memory than allowed; those tests scored 0.",
     Kind.TIMEOUT: "Some code ran past the time limit; those tests scored 0.",
     Kind.CRASHED: "Some code ended the grader's process (sys.exit, os._exit, a crash); those tests scored 0.",
-    Kind.ERROR: "A graded cell raised an error when it ran (its tests quote the error and the "
-                "line); the tests of that piece could not use its code.",
+    Kind.ERROR: "A graded cell raised an error when it ran (the note below quotes it): the code "
+                "after the line that failed did not run, so the tests saw only what came before it.",
     Kind.MISSING: "Graded cells were not found: every graded cell must start with its "
                   "`# GRADED: <name>` line, exactly as in the lab.",
 }

@@ -106,7 +106,8 @@ def corpus():
                                        "def softmax(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
                                        "    return e / e.sum(axis=-1, keepdims=True)\n"),
                              {"status": "error: softmax (NameError)", "score": WITHOUT_SOFTMAX,
-                              "message": "# SETUP"})
+                              "message": "# SETUP",
+                              "note": "graded cell softmax raised NameError: name 'my_temperature' is not defined"})
 
     # Graded cell duplicated: a correct copy first, a wrong one last (the last counts).
     nb = copy.deepcopy(sol)

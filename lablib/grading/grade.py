@@ -22,23 +22,30 @@ import importlib
 import json
 import os
 import pathlib
+import shutil
 import sys
+import threading
 import warnings
 
 from lablib._version import PACKAGE_DIR, __version__
 from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.judge import judge_submission, summarise, unreadable
-from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook
+from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook, setup_sources, written_answers
 from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
+from lablib.grading.review.store import DB_NAME, ReviewStore
+from lablib.grading.roster import Roster
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
 from lablib.grading.submissions import collect_submissions, warn_skipped
 
-__all__ = ["grade", "grade_one", "SubmissionRemoved", "previous_results"]
+__all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "previous_results", "ROSTER_COPY"]
 
-CACHE_VERSION = "4"
+CACHE_VERSION = "5"
+#: The roster a gradebook was written with, kept in the output folder: reports written
+#: again later (``lablib report``, the review page) name the same students.
+ROSTER_COPY = ".roster.csv"
 
 
 def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
@@ -57,19 +64,27 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
     return h.hexdigest()
 
 
-def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, limits: Limits = Limits(),
-              mask=()) -> SubmissionResult:
-    """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`."""
-    try:
-        nb, notes = read_notebook(path)
-    except (InvalidNotebook, OSError) as exc:
-        return unreadable(lab, name, str(path), str(exc))
+def _run_and_judge(lab: LabSpec, name: str, path, nb, notes, setup, limits: Limits, mask) -> SubmissionResult:
     found, cell_notes = graded_cells(nb)
     cells = [(piece, cell.source) for piece, cell in found.items()]
     probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout)
               for t in lab.tests if t.piece in found]
     outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
     return judge_submission(lab, name, str(path), found, outcome, notes=[*notes, *cell_notes])
+
+
+def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, limits: Limits = Limits(),
+              mask=(), template=None) -> SubmissionResult:
+    """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
+    the answers to the lab's written questions (``template``: the released notebook, to
+    find them by cell id and to tell the student's added cells)."""
+    try:
+        nb, notes = read_notebook(path)
+    except (InvalidNotebook, OSError) as exc:
+        return unreadable(lab, name, str(path), str(exc))
+    result = _run_and_judge(lab, name, path, nb, notes, setup, limits, mask)
+    result.answers = written_answers(nb, lab.answers, template=template)
+    return result
 
 
 class SubmissionRemoved(UserWarning):
@@ -128,43 +143,50 @@ def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> li
     return out
 
 
-def _cache_path(out_dir: pathlib.Path, name: str) -> pathlib.Path:
-    return out_dir / ".cache" / (hashlib.sha1(name.encode()).hexdigest()[:16] + ".json")
-
-
 @dataclasses.dataclass(frozen=True)
 class _Cache:
-    """Results by content: a submission's stored result is reused while its notebook's
-    bytes and everything else that decides a grade (the fingerprint) are unchanged."""
+    """Results by what decides them: a run's judged result is reused while the graded
+    cells' code, what reading the notebook noticed and everything else that decides a
+    grade (the fingerprint) are unchanged. Markdown (written answers) is not part of the
+    key: editing an answer never runs the code again, and two notebooks with the same
+    graded code share one run."""
 
     out_dir: pathlib.Path
     fingerprint: str
 
-    def key(self, path: pathlib.Path) -> str:
-        try:
-            content = path.read_bytes()
-        except OSError:
-            content = b""
-        return hashlib.sha256(self.fingerprint.encode() + b"|" + content).hexdigest()
+    def key(self, nb, notes) -> str:
+        found, cell_notes = graded_cells(nb)
+        h = hashlib.sha256(self.fingerprint.encode())
+        for piece, cell in found.items():
+            h.update(b"\0cell\0" + piece.encode() + b"\0" + cell.source.encode("utf-8", "surrogatepass"))
+        for note in [*notes, *cell_notes]:
+            h.update(b"\0note\0" + note.encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
 
-    def get(self, name: str, key: str) -> SubmissionResult | None:
-        cache = _cache_path(self.out_dir, name)
+    def _path(self, key: str) -> pathlib.Path:
+        return self.out_dir / ".cache" / f"{key[:32]}.json"
+
+    def get(self, name: str, path, key: str) -> SubmissionResult | None:
         try:
-            stored = json.loads(cache.read_text())
+            stored = json.loads(self._path(key).read_text())
             if stored.get("key") == key:
                 result = SubmissionResult.from_dict(stored["result"])
-                result.cached = True
+                result.submission, result.path, result.cached = name, str(path), True
                 return result
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return None
 
-    def put(self, name: str, key: str, result: SubmissionResult) -> None:
+    def put(self, key: str, result: SubmissionResult) -> None:
         if result.status.has(Kind.GRADER_ERROR):  # the grader's fault: grade it again next time
             return
-        cache = _cache_path(self.out_dir, name)
+        cache = self._path(key)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "result": result.to_dict()}, default=str))
+        data = result.to_dict()
+        data["answers"] = {}
+        tmp = cache.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "result": data}, default=str))
+        os.replace(tmp, cache)  # two threads with the same code never leave half a file
 
 
 def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) -> list[str]:
@@ -228,16 +250,20 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         writers: the report writers (default :data:`lablib.grading.report.DEFAULT_WRITERS`).
         fresh: start a new gradebook: drop the rows of submissions not graded now.
         roster: a :class:`~lablib.grading.roster.Roster`: each row names its student and
-            the summary lists the submissions and students that matched nothing.
+            the summary lists the submissions and students that matched nothing (a copy
+            stays in ``out_dir``: a later regrade without ``roster`` uses it).
 
     Returns:
         One :class:`SubmissionResult` per row of the gradebook written (those graded now
         and those kept).
     """
     spec = lab if isinstance(lab, LabSpec) else load_lab(lab, hidden_dirs)
-    setup = catalog.lab_setup(spec, lab_notebook=lab_notebook)
+    template, _ = read_notebook(catalog.find_lab_notebook(spec, lab_notebook=lab_notebook))
+    setup = setup_sources(template)
     out = pathlib.Path(out_dir)
     previous = [] if fresh else previous_results(out, spec.name)
+    if roster is None and previous and (out / ROSTER_COPY).is_file():
+        roster = Roster.load(out / ROSTER_COPY)  # a regrade keeps the class's roster
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
     items = collect_submissions(submissions, refused=skipped)
@@ -250,13 +276,63 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
 
     def work(item):
         name, path = item
-        key = cache.key(path)
-        result = None if force else cache.get(name, key)
+        try:
+            nb, notes = read_notebook(path)
+        except (InvalidNotebook, OSError) as exc:
+            return unreadable(spec, name, str(path), str(exc))
+        key = cache.key(nb, notes)
+        result = None if force else cache.get(name, path, key)
         if result is None:
-            result = grade_one(spec, name, path, setup, limits=limits, mask=mask)
-            cache.put(name, key, result)
+            result = _run_and_judge(spec, name, path, nb, notes, setup, limits, mask)
+            cache.put(key, result)
+        result.answers = written_answers(nb, spec.answers, template=template)
         return result
 
     results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
-    report.write_reports(out, spec, results, writers=writers, roster=roster, skipped=skipped)
+    if roster is not None and roster.source and os.path.isfile(roster.source):
+        shutil.copyfile(roster.source, out / ROSTER_COPY)
+    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped)
+    return sorted(results, key=lambda r: r.submission)
+
+
+def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=None, skipped=()) -> None:
+    """The reports of ``results``, with the people's grades of the written answers."""
+    person, through = {}, 0
+    if spec.answers and (out / DB_NAME).is_file():
+        person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
+    report.write_reports(out, spec, results, writers=writers, roster=roster, skipped=skipped, person=person,
+                         reviews_through=through)
+
+
+def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None) -> list[SubmissionResult]:
+    """Write the reports of an existing grading output again, without grading: the
+    gradebook of ``grades.json`` with the people's latest grades (``lablib report``, the
+    review page's "Write the gradebook").
+
+    Args:
+        out_dir: a folder ``lablib grade`` wrote.
+        lab: the lab (name, spec path or :class:`LabSpec`); default: the one in ``grades.json``.
+        roster: a :class:`~lablib.grading.roster.Roster`; default: the one the folder was
+            graded with (its copy, ``.roster.csv``), if any.
+        hidden_dirs: the hidden tests' folders (their tests' names in the reports).
+
+    Raises:
+        ValueError: ``out_dir`` holds no gradebook, or the gradebook of another lab.
+    """
+    out = pathlib.Path(out_dir)
+    try:
+        data = read_gradebook(out)
+        name = data["lab"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass the output "
+                         f"folder of a graded lab.") from None
+    spec = lab if isinstance(lab, LabSpec) else load_lab(lab or name, hidden_dirs)
+    results = previous_results(out, spec.name)
+    if roster is None and (out / ROSTER_COPY).is_file():
+        roster = Roster.load(out / ROSTER_COPY)
+    try:
+        skipped = [(s["path"], s["reason"]) for s in json.loads((out / "summary.json").read_text()).get("skipped", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        skipped = []
+    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped)
     return sorted(results, key=lambda r: r.submission)

@@ -8,12 +8,16 @@ Each function is one small transform, testable alone (the nbgrader idea):
   :class:`InvalidNotebook`.
 * :func:`graded_cells` - the cells whose first line is ``# GRADED: <name>``.
 * :func:`setup_sources` - the ``# SETUP`` cells of the released lab, magics removed.
+* :func:`written_answers` - the answers to the written questions a person grades.
 
 Making the blank lab from a solution is course authoring:
 :mod:`lablib.grading.author.assignment`.
 
 Graded cells are found by the marker in their text, never by cell ids or metadata:
-Colab and copy/paste rewrite those.
+Colab and copy/paste rewrite those. Written answers are found by the tag ``lablib assign``
+puts in their cell's metadata (Colab, Jupyter and VS Code keep custom cell metadata), by
+their markers when the tag is gone (a cell pasted into another notebook), then by the
+released cell's id.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import warnings
 
 import nbformat
 
+from lablib.grading.results import WrittenAnswer
+
 __all__ = [
     "InvalidNotebook",
     "GradedCell",
@@ -40,10 +46,24 @@ __all__ = [
     "strip_magics",
     "GRADED_RE",
     "SETUP_RE",
+    "ANSWER_BEGIN_RE",
+    "ANSWER_END",
+    "ANSWER_PLACEHOLDER",
+    "ANSWER_METADATA",
+    "answer_tag",
+    "written_answers",
 ]
 
 GRADED_RE = re.compile(r"^#\s*GRADED:\s*([A-Za-z0-9_.\-]+)\s*$")
 SETUP_RE = re.compile(r"^#\s*SETUP\b")
+#: ``<!-- BEGIN ANSWER -->`` or ``<!-- BEGIN ANSWER <id> -->`` (a written question's id).
+ANSWER_BEGIN_RE = re.compile(r"^<!--\s*BEGIN ANSWER(?:\s+([a-z][a-z0-9_]*))?\s*-->$")
+ANSWER_END = "<!-- END ANSWER -->"
+_ANSWER_END_RE = re.compile(r"^<!--\s*END ANSWER\s*-->$")
+#: What the blank lab holds between the markers.
+ANSWER_PLACEHOLDER = "_YOUR ANSWER HERE_"
+#: The cell metadata key of a written answer's tag: ``{"lablib": {"answer": "<id>"}}``.
+ANSWER_METADATA = "lablib"
 #: Outputs larger than this (characters of JSON) are dropped while normalising.
 MAX_OUTPUT_CHARS = 100_000
 #: Larger files are not read at all (checked before reading): ``invalid-notebook``.
@@ -283,3 +303,114 @@ def setup_sources(nb) -> list[str]:
             if SETUP_RE.match(first_line(source)):
                 out.append(strip_magics(source))
     return out
+
+
+def answer_tag(cell) -> str | None:
+    """The written question a cell is tagged with (``metadata.lablib.answer``), or None."""
+    meta = cell.get("metadata", {}).get(ANSWER_METADATA)
+    tag = meta.get("answer") if isinstance(meta, dict) else None
+    return tag if isinstance(tag, str) else None
+
+
+def _answer_regions(source: str) -> list[tuple[str | None, str, bool]]:
+    """``(id or None, text, closed)`` of each ``BEGIN ANSWER`` region of a cell; a region
+    the student left open runs to the end of the cell."""
+    regions = []
+    current: list[str] | None = None
+    rid = None
+    for line in source.split("\n"):
+        stripped = line.strip()
+        match = ANSWER_BEGIN_RE.match(stripped)
+        if match:
+            if current is not None:
+                regions.append((rid, "\n".join(current), False))
+            rid, current = match.group(1), []
+        elif _ANSWER_END_RE.match(stripped) and current is not None:
+            regions.append((rid, "\n".join(current), True))
+            current = None
+        elif current is not None:
+            current.append(line)
+    if current is not None:
+        regions.append((rid, "\n".join(current), False))
+    return regions
+
+
+def _clean(text: str) -> str:
+    """The answer without the placeholder and the markers, stripped."""
+    lines = [line for line in text.split("\n")
+             if line.strip() != ANSWER_PLACEHOLDER and not ANSWER_BEGIN_RE.match(line.strip())
+             and not _ANSWER_END_RE.match(line.strip())]
+    return "\n".join(lines).strip()
+
+
+def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]:
+    """Each written question's answer in ``nb``, found however the student edited the cell.
+
+    A cell belongs to question ``q`` when it holds ``<!-- BEGIN ANSWER q -->`` or is tagged
+    ``q`` (``metadata.lablib.answer``); failing both, when its id is the id of ``q``'s cell
+    in ``template`` (the released lab). The answer is the text between the markers (all of
+    the tagged cell when the student removed them), without the placeholder, followed by
+    the markdown cells the student added right below it (cells whose text is not in the
+    template). Several cells claiming one question are joined, with a note.
+
+    Args:
+        nb: the submission (a normalised notebook).
+        questions: the written question ids to look for.
+        template: the released lab notebook, or None.
+
+    Returns:
+        id -> :class:`~lablib.grading.results.WrittenAnswer`, for every id in ``questions``.
+    """
+    questions = list(questions)
+    cells = list(nb.get("cells", []))
+    template_cells = list((template or {}).get("cells", []))
+    template_texts = {cell_source(c).strip() for c in template_cells if c.get("cell_type") == "markdown"}
+    template_ids = {}
+    for c in template_cells:
+        tag = answer_tag(c) or next((rid for rid, _, _ in _answer_regions(cell_source(c)) if rid), None)
+        if tag and c.get("id"):
+            template_ids[tag] = c["id"]
+    hits: dict[str, list[tuple[int, str, str]]] = {q: [] for q in questions}
+    for index, cell in enumerate(cells):
+        source = cell_source(cell)
+        regions = _answer_regions(source) if cell.get("cell_type") != "code" else []
+        tag = answer_tag(cell)
+        named = [(rid, text) for rid, text, _ in regions if rid in hits]
+        for rid, text in named:
+            hits[rid].append((index, "marker", _clean(text)))
+        if tag in hits and not named:
+            if regions:
+                text = "\n\n".join(_clean(t) for _, t, _ in regions)
+            else:
+                text = _clean(source)
+            hits[tag].append((index, "tag", text))
+    for q in questions:
+        if not hits[q] and q in template_ids:
+            for index, cell in enumerate(cells):
+                if cell.get("id") == template_ids[q] and cell.get("cell_type") != "code":
+                    hits[q].append((index, "cell id", _clean(cell_source(cell))))
+    answers = {}
+    for q in questions:
+        if not hits[q]:
+            answers[q] = WrittenAnswer("", "", ("no answer cell was found (was it deleted?)",))
+            continue
+        notes = []
+        parts = []
+        for index, how, text in hits[q]:
+            added = []
+            if template is not None:  # markdown cells the student added right below
+                for cell in cells[index + 1:]:
+                    extra = cell_source(cell).strip()
+                    if (cell.get("cell_type") != "markdown" or extra in template_texts or answer_tag(cell)
+                            or _answer_regions(extra)):
+                        break
+                    added.append(extra)
+            if added:
+                notes.append(f"{len(added)} markdown cell(s) added below the answer cell are part of the answer")
+            if text or added:
+                parts.append("\n\n".join(p for p in [text, *added] if p))
+        if len({index for index, _, _ in hits[q]}) > 1:
+            notes.append(f"{len(hits[q])} cells hold this answer (cells "
+                         f"{', '.join(str(i + 1) for i, _, _ in hits[q])}); their texts are joined")
+        answers[q] = WrittenAnswer("\n\n".join(dict.fromkeys(parts)), hits[q][0][1], tuple(notes))
+    return answers

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 from typing import Any, Iterable
 
 __all__ = ["Kind", "PROBLEMS", "Status", "TestResult", "PieceScore", "Diagnostic", "Isolation",
-           "SubmissionResult"]
+           "WrittenAnswer", "PersonScore", "SubmissionResult"]
 
 
 class Kind(str, enum.Enum):
@@ -215,6 +216,79 @@ class Isolation:
         return data
 
 
+@dataclasses.dataclass(frozen=True)
+class WrittenAnswer:
+    """What a student wrote for one written question, as found in the notebook.
+
+    Attributes:
+        text: the answer (markdown), "" when the placeholder was left or nothing was found.
+        found: how the cell was found: ``tag`` (its ``metadata.lablib.answer``), ``marker``
+            (``<!-- BEGIN ANSWER <id> -->``), ``cell id`` (the released cell's id), or ""
+            (not found: the student deleted the cell).
+        notes: anything the reader noticed (several cells, markers removed...).
+    """
+
+    text: str = ""
+    found: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the text: a person's score of another text is flagged as stale."""
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "found": self.found, "notes": list(self.notes), "digest": self.digest}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "WrittenAnswer":
+        return cls(str(data.get("text", "")), str(data.get("found", "")), tuple(data.get("notes", ())))
+
+
+@dataclasses.dataclass(frozen=True)
+class PersonScore:
+    """A person's grade of one written answer (``lablib review``).
+
+    Attributes:
+        question: the written question's id.
+        score: the points given (rubric items + adjustment, within [0, max_score]).
+        max_score: the question's points.
+        items: ``(points, comment)`` of the rubric items applied.
+        comment: the grader's own comment for this student.
+        adjustment: points added (or removed) beyond the items.
+        graded: a person graded it; False: still to grade (score 0).
+        stale: graded, but the answer's text changed since (a resubmission): to look at again.
+        grader: who gave the grade.
+    """
+
+    question: str
+    score: float = 0.0
+    max_score: float = 0.0
+    items: tuple[tuple[float, str], ...] = ()
+    comment: str = ""
+    adjustment: float = 0.0
+    graded: bool = False
+    stale: bool = False
+    grader: str = ""
+
+    @property
+    def pending(self) -> bool:
+        """Still needs a person: never graded, or graded before the answer changed."""
+        return not self.graded or self.stale
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["items"] = [{"points": p, "comment": c} for p, c in self.items]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PersonScore":
+        items = tuple((float(i["points"]), str(i["comment"])) for i in data.get("items", ()))
+        return cls(str(data["question"]), float(data.get("score", 0.0)), float(data.get("max_score", 0.0)), items,
+                   str(data.get("comment", "")), float(data.get("adjustment", 0.0)), bool(data.get("graded", False)),
+                   bool(data.get("stale", False)), str(data.get("grader", "")))
+
+
 @dataclasses.dataclass
 class SubmissionResult:
     """Everything the reports need about one graded submission.
@@ -232,6 +306,8 @@ class SubmissionResult:
         diagnostics: :class:`Diagnostic` entries for the instructor.
         seconds: wall time of the run.
         cached: taken from the grading cache.
+        answers: written question id -> the :class:`WrittenAnswer` found (graded by a
+            person: their scores are not part of ``score``, see ``lablib review``).
     """
 
     submission: str
@@ -247,6 +323,7 @@ class SubmissionResult:
     diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
+    answers: dict[str, WrittenAnswer] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready) of the result, tests included."""
@@ -258,6 +335,7 @@ class SubmissionResult:
             "isolation": self.isolation.to_dict(),
             "diagnostics": [dataclasses.asdict(d) for d in self.diagnostics],
             "seconds": self.seconds, "cached": self.cached,
+            "answers": {q: a.to_dict() for q, a in self.answers.items()},
         }
 
     @classmethod
@@ -269,4 +347,5 @@ class SubmissionResult:
             [TestResult(**t) for t in data["tests"]], list(data.get("notes", [])), data.get("output", ""),
             Isolation.from_report(data.get("isolation", {})),
             [Diagnostic(**d) for d in data.get("diagnostics", [])], data.get("seconds", 0.0),
-            data.get("cached", False))
+            data.get("cached", False),
+            {q: WrittenAnswer.from_dict(a) for q, a in (data.get("answers") or {}).items()})

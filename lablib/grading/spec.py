@@ -44,6 +44,7 @@ import dataclasses
 import hashlib
 import importlib.util
 import pathlib
+import re
 import sys
 from typing import Any, Callable, Mapping
 
@@ -64,6 +65,9 @@ from lablib.labs import UnknownLab, all_labs, resolve_lab
 __all__ = [
     "LabSpec",
     "Piece",
+    "WrittenQuestion",
+    "RubricItem",
+    "ANSWER_ID_RE",
     "Test",
     "TestFailure",
     "Mistake",
@@ -98,6 +102,42 @@ class Piece:
     name: str
     objects: tuple[str, ...]
     description: str = ""
+
+
+#: What a written question's id may be (it also appears in the answer markers).
+ANSWER_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class RubricItem:
+    """One reusable rubric item of a written question: points (negative for a deduction)
+    and the comment the student reads."""
+
+    points: float
+    comment: str
+
+
+@dataclasses.dataclass(frozen=True)
+class WrittenQuestion:
+    """A written answer graded by a person (``lablib review``), declared with
+    :meth:`LabSpec.answer`.
+
+    The solution notebook marks its model answer ``<!-- BEGIN ANSWER <id> -->`` ...
+    ``<!-- END ANSWER -->``; ``lablib assign`` keeps both markers in the blank lab and
+    tags the cell (``metadata.lablib.answer``), which is how the grader finds the
+    student's answer (:func:`lablib.grading.notebook.written_answers`).
+
+    Attributes:
+        id: short name (``metric``), unique in the lab.
+        points: what the question is worth.
+        title: one line naming it in reports (``section 2: why this metric``).
+        rubric: the items the review page starts with (editable there).
+    """
+
+    id: str
+    points: float
+    title: str
+    rubric: tuple[RubricItem, ...] = ()
 
 
 @dataclasses.dataclass
@@ -171,6 +211,8 @@ class LabSpec:
         self.aliases = tuple(aliases)
         self.pieces: dict[str, Piece] = {}
         self.tests: list[Test] = []
+        #: Written questions graded by a person, by id, in the lab's order.
+        self.answers: dict[str, WrittenQuestion] = {}
         #: Files whose content defines this lab's tests (public module, hidden modules).
         self.source_files: list[pathlib.Path] = []
         #: Folder of the public spec module (used to find the lab's notebooks).
@@ -195,6 +237,32 @@ class LabSpec:
         piece = Piece(name, tuple(objects), description)
         self.pieces[name] = piece
         return piece
+
+    def answer(self, id: str, *, points: float, title: str, rubric=()) -> WrittenQuestion:
+        """Declare a written answer graded by a person (see :class:`WrittenQuestion`).
+
+        ``rubric``: ``(points, comment)`` pairs the review page starts with.
+
+        Example::
+
+            lab.answer("metric", points=4, title="section 2: why this metric",
+                       rubric=[(2, "Uses the class counts of these data"), (0, "No answer")])
+        """
+        if not isinstance(id, str) or not ANSWER_ID_RE.match(id):
+            raise ValueError(f"Lab {self.name!r}: written answer id {id!r} is not a valid id; use lower-case "
+                             f"letters, digits and _ starting with a letter (e.g. 'metric', 'find_error').")
+        if not points > 0:
+            raise ValueError(f"Lab {self.name!r}: written answer {id!r} has points={points!r}; give it a "
+                             f"positive number of points.")
+        items = tuple(RubricItem(float(p), str(c)) for p, c in rubric)
+        question = WrittenQuestion(id, float(points), title, items)
+        self.answers[id] = question
+        return question
+
+    @property
+    def written_points(self) -> float:
+        """Total points of the written answers."""
+        return sum(q.points for q in self.answers.values())
 
     def test(
         self,

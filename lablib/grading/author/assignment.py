@@ -4,8 +4,13 @@ A solution notebook marks what students write:
 
 * in code cells, ``### BEGIN SOLUTION`` ... ``### END SOLUTION``: replaced by
   ``# YOUR CODE HERE`` and ``raise NotImplementedError(...)`` at the same indentation;
-* in markdown cells, ``<!-- BEGIN ANSWER -->`` ... ``<!-- END ANSWER -->``: replaced by a
-  placeholder.
+* in markdown cells, ``<!-- BEGIN ANSWER <id> -->`` ... ``<!-- END ANSWER -->``: the model
+  answer between the markers is replaced by a placeholder; the markers stay, and a cell
+  whose region names a written question (``<id>``, declared with
+  :meth:`~lablib.grading.spec.LabSpec.answer`) is tagged ``metadata.lablib.answer = <id>``:
+  that is how the grader finds the student's answer
+  (:func:`~lablib.grading.notebook.written_answers`). A region without an id is an
+  ungraded answer.
 
 :func:`make_assignment` is the transform, :func:`dumps_notebook` the deterministic JSON
 text, :func:`assign_notebook` writes the file (``lablib assign``).
@@ -24,7 +29,16 @@ import pathlib
 
 import nbformat
 
-from lablib.grading.notebook import GRADED_RE, cell_source, first_line, read_notebook
+from lablib.grading.notebook import (
+    ANSWER_BEGIN_RE,
+    ANSWER_END,
+    ANSWER_METADATA,
+    ANSWER_PLACEHOLDER,
+    GRADED_RE,
+    cell_source,
+    first_line,
+    read_notebook,
+)
 from lablib.session import STUB_MESSAGE, exercise_message
 
 __all__ = ["BEGIN_SOLUTION", "END_SOLUTION", "BEGIN_ANSWER", "END_ANSWER", "ANSWER_PLACEHOLDER",
@@ -33,11 +47,12 @@ __all__ = ["BEGIN_SOLUTION", "END_SOLUTION", "BEGIN_ANSWER", "END_ANSWER", "ANSW
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 BEGIN_ANSWER = "<!-- BEGIN ANSWER -->"
-END_ANSWER = "<!-- END ANSWER -->"
-ANSWER_PLACEHOLDER = "_YOUR ANSWER HERE_"
+END_ANSWER = ANSWER_END
 
 
-def _replace_regions(source: str, begin: str, end: str, stub, where: str) -> str:
+def _replace_regions(source: str, begin, end: str, stub, where: str, *, keep_markers: bool = False) -> str:
+    """``source`` with each ``begin`` ... ``end`` region replaced by ``stub(indent, region)``;
+    ``begin`` is a line or a compiled pattern; ``keep_markers`` keeps both marker lines."""
     lines = source.split("\n")
     out: list[str] = []
     inside = False
@@ -45,26 +60,35 @@ def _replace_regions(source: str, begin: str, end: str, stub, where: str) -> str
     region: list[str] = []
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
-        if stripped == begin:
+        if (begin.match(stripped) if hasattr(begin, "match") else stripped == begin):
             if inside:
-                raise ValueError(f"{where}, line {number}: {begin!r} inside another region; close it with {end!r} first.")
+                raise ValueError(f"{where}, line {number}: {_name(begin)!r} inside another region; close it with "
+                                 f"{end!r} first.")
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
             region = []
+            if keep_markers:
+                out.append(line)
             continue
         if stripped == end:
             if not inside:
-                raise ValueError(f"{where}, line {number}: {end!r} without a matching {begin!r}.")
+                raise ValueError(f"{where}, line {number}: {end!r} without a matching {_name(begin)!r}.")
             inside = False
             out.extend(stub(indent, "\n".join(region)))
+            if keep_markers:
+                out.append(line)
             continue
         if inside:
             region.append(line)
         else:
             out.append(line)
     if inside:
-        raise ValueError(f"{where}: {begin!r} is never closed; add {end!r} after the solution.")
+        raise ValueError(f"{where}: {_name(begin)!r} is never closed; add {end!r} after the solution.")
     return "\n".join(out)
+
+
+def _name(begin) -> str:
+    return BEGIN_ANSWER if hasattr(begin, "match") else begin
 
 
 def make_assignment(nb) -> nbformat.NotebookNode:
@@ -98,9 +122,16 @@ def make_assignment(nb) -> nbformat.NotebookNode:
             for key in ("executionInfo", "outputId", "colab", "execution"):
                 cell.metadata.pop(key, None)
         elif cell.cell_type == "markdown":
+            ids = [m.group(1) for m in map(ANSWER_BEGIN_RE.match, (line.strip() for line in source.split("\n")))
+                   if m and m.group(1)]
+            if len(ids) > 1:
+                raise ValueError(f"{where}: one cell holds the answers of {ids}; give each written question "
+                                 f"its own cell (the grader finds an answer by its cell).")
             cell.source = _replace_regions(
-                source, BEGIN_ANSWER, END_ANSWER, lambda indent, _answer: [indent + ANSWER_PLACEHOLDER], where
-            )
+                source, ANSWER_BEGIN_RE, END_ANSWER, lambda indent, _answer: [indent + ANSWER_PLACEHOLDER], where,
+                keep_markers=True)
+            if ids:
+                cell.metadata[ANSWER_METADATA] = {"answer": ids[0]}
     nb.metadata.pop("widgets", None)
     return nb
 

@@ -45,7 +45,8 @@ DEFAULT_WRITERS: tuple[Writer, ...] = (CsvGradebook(), JsonGradebook(), Markdown
                                        InstructorViews(), ClassSummary())
 
 
-def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=()) -> dict[str, list[pathlib.Path]]:
+def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=(), person=None,
+                  reviews_through: int = 0) -> dict[str, list[pathlib.Path]]:
     """Write every report of ``results`` under ``out_dir``.
 
     Args:
@@ -57,11 +58,14 @@ def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=()) 
             row's student and lists what matched nothing.
         skipped: ``(path, reason)`` of the paths given that were not graded (the class
             summary lists them).
+        person: the people's grades of the written answers (submission -> question id
+            -> :class:`~lablib.grading.results.PersonScore`), from ``lablib review``.
+        reviews_through: the review log's last change included in ``person``.
 
     Returns:
         Writer name -> the paths it wrote.
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    book = Gradebook.of(lab, results, roster, skipped)
+    book = Gradebook.of(lab, results, roster, skipped, person, reviews_through)
     return {writer.name: writer.write(out, book) for writer in (DEFAULT_WRITERS if writers is None else writers)}

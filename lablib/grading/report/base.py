@@ -14,7 +14,7 @@ import pathlib
 import unicodedata
 from typing import Protocol, Sequence
 
-from lablib.grading.results import SubmissionResult
+from lablib.grading.results import PersonScore, SubmissionResult
 
 __all__ = ["Gradebook", "Writer", "feedback_stems", "write_per_submission"]
 
@@ -32,6 +32,11 @@ class Gradebook:
         skipped: ``(path, reason)`` of each path among the submissions given that was
             not graded this run (not a notebook, a folder without one, a link leading
             out of the folder).
+        person: submission name -> written question id -> the
+            :class:`~lablib.grading.results.PersonScore` a person gave (``lablib review``);
+            a question missing there is still to grade.
+        reviews_through: the last change of the people's grades this gradebook includes
+            (the review log's id; 0: none).
     """
 
     lab: object
@@ -39,15 +44,43 @@ class Gradebook:
     stems: dict[str, str]
     roster: object = None
     skipped: tuple[tuple[str, str], ...] = ()
+    person: dict = dataclasses.field(default_factory=dict)
+    reviews_through: int = 0
 
     @classmethod
-    def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=()) -> "Gradebook":
+    def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=(), person=None,
+           reviews_through: int = 0) -> "Gradebook":
         """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
-        is matched to them; ``skipped`` lists the paths not graded."""
+        is matched to them; ``skipped`` lists the paths not graded; ``person`` holds the
+        people's grades of the written answers."""
         ordered = tuple(sorted(results, key=lambda r: r.submission))
         match = None if roster is None else roster.match([(r.submission, r.path) for r in ordered])
         return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match,
-                   tuple((str(path), str(reason)) for path, reason in skipped))
+                   tuple((str(path), str(reason)) for path, reason in skipped), dict(person or {}), reviews_through)
+
+    @property
+    def questions(self) -> list:
+        """The lab's written questions (:class:`~lablib.grading.spec.WrittenQuestion`), in order."""
+        return list(getattr(self.lab, "answers", {}).values())
+
+    def written(self, result: SubmissionResult) -> list[tuple[object, PersonScore]]:
+        """``(question, PersonScore)`` for each written question of the lab, for one row
+        (an ungraded :class:`PersonScore` where no person has graded it yet)."""
+        given = self.person.get(result.submission, {})
+        return [(q, given.get(q.id) or PersonScore(q.id, 0.0, q.points)) for q in self.questions]
+
+    def pending(self, result: SubmissionResult) -> int:
+        """How many of the row's written answers still need a person (never graded, or
+        graded before the answer changed)."""
+        return sum(score.pending for _, score in self.written(result))
+
+    def total(self, result: SubmissionResult) -> float:
+        """The row's total: automatic points + the people's points."""
+        return result.score + sum(score.score for _, score in self.written(result))
+
+    def max_total(self, result: SubmissionResult) -> float:
+        """The points possible: the automatic maximum + the written questions' points."""
+        return result.max_score + sum(q.points for q in self.questions)
 
     def student(self, result: SubmissionResult):
         """The roster's student of ``result``, or None (no roster, or no match)."""

@@ -12,9 +12,42 @@ from lablib.grading.results import SubmissionResult
 __all__ = ["HtmlFeedback", "feedback_html"]
 
 
-def feedback_html(lab_title: str, result: SubmissionResult) -> str:
-    """The feedback page for one student (standalone HTML)."""
+def _written_html(written) -> tuple[str, str]:
+    """(the score line, the written answers' section) for ``[(question, PersonScore)]``."""
     esc = html.escape
+    if not written:
+        return "", ""
+    rows = []
+    for q, score in written:
+        if not score.graded:
+            detail, points = "not graded yet", f"– / {num(q.points)}"
+        else:
+            parts = [f"{'+' if p >= 0 else ''}{num(p)}: {esc(c)}" for p, c in score.items]
+            if score.adjustment:
+                parts.append(f"{'+' if score.adjustment >= 0 else ''}{num(score.adjustment)}: adjustment")
+            if score.comment.strip():
+                parts.append(f"Comment: {esc(score.comment)}")
+            detail, points = "<br>".join(parts), f"{num(score.score)} / {num(score.max_score)}"
+        rows.append(f"<tr><td>{esc(q.id)}</td><td>{esc(q.title)}</td><td>{points}</td><td>{detail}</td></tr>")
+    given = sum(s.score for _, s in written)
+    possible = sum(q.points for q, _ in written)
+    pending = sum(s.pending for _, s in written)
+    line = (f" Written answers: {num(given)} / {num(possible)}"
+            f"{f' ({pending} still to grade)' if pending else ''}.")
+    section = ("<h2>Written answers (graded by a person)</h2><table><tr><th>Question</th><th>About</th>"
+               f"<th>Points</th><th>Rubric and comments</th></tr>{''.join(rows)}</table>")
+    return line, section
+
+
+def feedback_html(lab_title: str, result: SubmissionResult, written=()) -> str:
+    """The feedback page for one student (standalone HTML); ``written``: ``[(question,
+    PersonScore)]`` of the lab's written answers."""
+    esc = html.escape
+    written_line, written_section = _written_html(written)
+    total = ""
+    if written:
+        total = (f"<p><b>Total: {num(result.score + sum(s.score for _, s in written))} / "
+                 f"{num(result.max_score + sum(q.points for q, _ in written))}</b></p>")
     rows = []
     for t in result.tests:
         detail = student_detail(t)
@@ -30,11 +63,11 @@ def feedback_html(lab_title: str, result: SubmissionResult) -> str:
 table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td:nth-child(4){{color:#b00}}.note{{color:#555}}</style>
 </head><body>
 <h1>{esc(lab_title)}: feedback for {esc(result.submission)}</h1>
-<p><b>Score: {num(result.score)} / {num(result.max_score)}</b>. Status: <code>{esc(status_text(result.status))}</code></p>
+{total}<p><b>Tests: {num(result.score)} / {num(result.max_score)}</b>.{written_line} Status: <code>{esc(status_text(result.status))}</code></p>
 {explain}{notes}
 <table><tr><th>Piece</th><th>Test</th><th>Points</th><th>Result</th><th>Details</th></tr>
 {''.join(rows)}
-</table></body></html>
+</table>{written_section}</body></html>
 """
 
 
@@ -44,4 +77,5 @@ class HtmlFeedback:
     name = "feedback (HTML)"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".html", feedback_html)
+        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".html",
+                                    lambda title, r: feedback_html(title, r, book.written(r)))

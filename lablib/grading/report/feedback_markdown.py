@@ -21,15 +21,45 @@ from lablib.grading.report.text import (
 )
 from lablib.grading.results import Kind, SubmissionResult
 
-__all__ = ["MarkdownFeedback", "feedback_markdown"]
+__all__ = ["MarkdownFeedback", "feedback_markdown", "written_markdown"]
 
 
-def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
-    """The feedback text for one student (markdown)."""
+def written_markdown(written) -> list[str]:
+    """The lines about the written answers: ``written`` is ``[(question, PersonScore)]``."""
+    if not written:
+        return []
+    lines = ["## Written answers (graded by a person)", ""]
+    for question, score in written:
+        title = f"**{md_text(question.id)}** ({md_text(question.title)})"
+        if not score.graded:
+            lines.append(f"- {title}: not graded yet ({num(question.points)} points)")
+            continue
+        lines.append(f"- {title}: {num(score.score)} / {num(score.max_score)}")
+        for points, comment in score.items:
+            lines.append(f"  - {'+' if points >= 0 else ''}{num(points)}: {md_text(comment)}")
+        if score.adjustment:
+            lines.append(f"  - {'+' if score.adjustment >= 0 else ''}{num(score.adjustment)}: adjustment")
+        if score.comment.strip():
+            lines.append(f"  - Comment: {md_text(' '.join(score.comment.split()))}")
+    return [*lines, ""]
+
+
+def feedback_markdown(lab_title: str, result: SubmissionResult, written=()) -> str:
+    """The feedback text for one student (markdown); ``written``: ``[(question,
+    PersonScore)]`` of the lab's written answers (:meth:`Gradebook.written`)."""
+    if written:
+        auto = sum(score.score for _, score in written)
+        possible = sum(q.points for q, _ in written)
+        pending = sum(score.pending for _, score in written)
+        score_line = (f"**Total: {num(result.score + auto)} / {num(result.max_score + possible)}** "
+                      f"(tests {num(result.score)} / {num(result.max_score)}, written answers {num(auto)} / "
+                      f"{num(possible)}{f'; {pending} still to grade' if pending else ''})  ")
+    else:
+        score_line = f"**Score: {num(result.score)} / {num(result.max_score)}**  "
     lines = [
         f"# {lab_title}: feedback for {md_text(result.submission)}",
         "",
-        f"**Score: {num(result.score)} / {num(result.max_score)}**  ",
+        score_line,
         f"Status: `{status_text(result.status)}`",
         "",
     ]
@@ -58,6 +88,7 @@ def feedback_markdown(lab_title: str, result: SubmissionResult) -> str:
             if t.hint and not t.hidden and t.kind != Kind.GRADER_ERROR:
                 lines.append(f"  - Hint: {t.hint}")
         lines.append("")
+    lines += written_markdown(written)
     return "\n".join(lines)
 
 
@@ -67,4 +98,5 @@ class MarkdownFeedback:
     name = "feedback (markdown)"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".md", feedback_markdown)
+        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".md",
+                                    lambda title, r: feedback_markdown(title, r, book.written(r)))

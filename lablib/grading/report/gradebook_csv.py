@@ -25,7 +25,9 @@ def spreadsheet_text(value: str) -> str:
 
 class CsvGradebook:
     """Writes ``grades.csv`` (columns: submission, with a roster the student's id, name,
-    e-mail and section, then status, score, max_score, each piece)."""
+    e-mail and section, then status, score, max_score, each piece; for a lab with written
+    answers then ``written: <id>`` per question (empty until a person grades it),
+    ``written``, ``ungraded`` (answers still to grade), ``total`` and ``max_total``)."""
 
     name = "grades.csv"
 
@@ -34,12 +36,22 @@ class CsvGradebook:
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             who = ["student_id", "name", "email", "section"] if book.roster is not None else []
-            writer.writerow(["submission", *who, "status", "score", "max_score", *map(spreadsheet_text, book.pieces)])
+            questions = book.questions
+            written = ([f"written: {q.id}" for q in questions] + ["written", "ungraded", "total", "max_total"]
+                       if questions else [])
+            writer.writerow(["submission", *who, "status", "score", "max_score", *map(spreadsheet_text, book.pieces),
+                             *written])
             for r in book.results:
                 scores = [num(r.pieces[p].score if p in r.pieces else 0.0) for p in book.pieces]
                 student = book.student(r)
                 columns = [] if book.roster is None else [spreadsheet_text(v) for v in (
                     (student.key, student.name, student.email, student.section) if student else ("", "", "", ""))]
+                people = []
+                if questions:
+                    given = book.written(r)
+                    people = [num(score.score) if score.graded else "" for _, score in given]
+                    people += [num(sum(score.score for _, score in given)), str(book.pending(r)), num(book.total(r)),
+                               num(book.max_total(r))]
                 writer.writerow([spreadsheet_text(r.submission), *columns, status_text(r.status), num(r.score),
-                                 num(r.max_score), *scores])
+                                 num(r.max_score), *scores, *people])
         return [path]

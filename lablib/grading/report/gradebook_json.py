@@ -4,6 +4,12 @@ Each submission's entry is its :meth:`~lablib.grading.results.SubmissionResult.t
 with ``status`` as text (as in ``grades.csv``), ``problems`` and ``missing`` as lists,
 and ``feedback``: the stem of its feedback files. With a roster, each entry has its
 ``student`` (or null) and ``roster`` lists what matched nothing.
+
+A lab with written answers adds ``questions`` (id -> points and title) and, per entry,
+``answers`` (what the student wrote), ``written`` (each question's
+:class:`~lablib.grading.results.PersonScore`), ``ungraded``, ``total`` (automatic +
+people's points) and ``max_total``; ``reviews_through`` is the review log's last change
+included (``lablib export`` refuses a gradebook older than its reviews).
 """
 
 from __future__ import annotations
@@ -48,6 +54,9 @@ class JsonGradebook:
             entry = r.to_dict()
             entry.update(r.status.to_dict())  # problems, missing, raised: read back by result_from_entry
             entry.update(status=status_text(r.status), feedback=f"feedback/{book.stems[r.submission]}")
+            if book.questions:
+                entry.update(written={q.id: score.to_dict() for q, score in book.written(r)},
+                             ungraded=book.pending(r), total=book.total(r), max_total=book.max_total(r))
             if book.roster is not None:
                 student = book.student(r)
                 entry["student"] = None if student is None else dataclasses.asdict(student)
@@ -57,6 +66,8 @@ class JsonGradebook:
             "title": lab.title,
             "pieces": {p: {"objects": list(lab.pieces[p].objects), "description": lab.pieces[p].description}
                        for p in book.pieces},
+            "questions": {q.id: {"points": q.points, "title": q.title} for q in book.questions},
+            "reviews_through": book.reviews_through,
             "submissions": submissions,
         }
         if book.roster is not None:

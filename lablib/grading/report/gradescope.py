@@ -11,7 +11,7 @@ import json
 import pathlib
 
 from lablib.grading.report.base import Gradebook
-from lablib.grading.report.text import status_text, student_detail, verdict
+from lablib.grading.report.text import num, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult
 
 __all__ = ["GradescopeResults", "to_gradescope_json", "NO_NOTEBOOK"]
@@ -19,8 +19,13 @@ __all__ = ["GradescopeResults", "to_gradescope_json", "NO_NOTEBOOK"]
 NO_NOTEBOOK = "No .ipynb file was submitted: upload your lab notebook."
 
 
-def to_gradescope_json(result: SubmissionResult, chosen_note: str = "") -> dict:
-    """Gradescope's results.json content for one :class:`SubmissionResult`."""
+def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=()) -> dict:
+    """Gradescope's results.json content for one :class:`SubmissionResult`.
+
+    ``written``: ``[(question, PersonScore)]``. A written answer a person graded is a
+    test with its points and comments; one not graded yet adds nothing to the score and
+    is named in the output (on Gradescope people grade them in Gradescope itself, or
+    with ``lablib review`` on the downloaded submissions: README, "Written answers")."""
     tests = []
     for t in result.tests:
         output = "passed" if t.passed else f"{verdict(t)}: {student_detail(t)}"
@@ -31,14 +36,30 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "") -> dict:
             "output": output,
             "visibility": "after_published" if t.hidden else "visible",
         })
+    score = result.score
+    pending = []
+    for q, given in written:
+        if not given.graded:
+            pending.append(f"{q.id} ({num(q.points)} points)")
+            continue
+        parts = [f"{'+' if p >= 0 else ''}{num(p)}: {c}" for p, c in given.items]
+        if given.adjustment:
+            parts.append(f"{'+' if given.adjustment >= 0 else ''}{num(given.adjustment)}: adjustment")
+        if given.comment.strip():
+            parts.append(f"Comment: {given.comment}")
+        tests.append({"name": f"written answer {q.id}: {q.title}", "score": given.score,
+                      "max_score": given.max_score, "output": "\n".join(parts), "visibility": "visible"})
+        score += given.score
     header = f"Status: {status_text(result.status)}."
+    if pending:
+        header += f" Written answers graded by a person later: {', '.join(pending)}."
     if chosen_note:
         header += " " + chosen_note
     notes = [n for n in result.notes if not n.startswith(("timeout:", "memory:", "crashed:"))]
     if notes:
         header += "\n" + "\n".join(f"Note: {n}" for n in notes)
     return {
-        "score": result.score,
+        "score": score,
         "output": header,
         "tests": tests,
         "stdout_visibility": "hidden",
@@ -60,7 +81,7 @@ class GradescopeResults:
             if len(book.results) > 1:
                 note = (f"{len(book.results)} notebooks were submitted; graded all and kept the best "
                         f"({pathlib.Path(best.path).name}).")
-            data = to_gradescope_json(best, note)
+            data = to_gradescope_json(best, note, book.written(best))
         path = pathlib.Path(out_dir) / "results.json"
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         return [path]

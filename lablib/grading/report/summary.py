@@ -145,7 +145,7 @@ def _attention(results):
     return needs_attention
 
 
-def class_summary(lab, results, roster=None, skipped=()) -> dict:
+def class_summary(lab, results, roster=None, skipped=(), written=None) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -155,14 +155,17 @@ def class_summary(lab, results, roster=None, skipped=()) -> dict:
         roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows, when a roster
             was given: ``roster`` then lists the submissions that matched no student and the
             students without a submission.
+        written: submission -> ``[(question, PersonScore)]`` for a lab with written
+            answers: ``written`` then sums up the people's grading.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
-        "tests", "statuses", "needs_attention", "slowest", "roster", "skipped"}``; ``tests`` is sorted by failure
+        "tests", "statuses", "needs_attention", "slowest", "roster", "skipped", "written"}``; ``tests`` is sorted by failure
         rate, highest first; ``needs_attention`` maps each status other than ``ok`` to its
         submissions with their feedback and instructor files.
     """
     results = sorted(results, key=lambda r: r.submission)
+    written = written or {}
     n = len(results)
     max_score = max([r.max_score for r in results] or [float(lab.max_score)])
     totals = [r.score for r in results]
@@ -186,7 +189,40 @@ def class_summary(lab, results, roster=None, skipped=()) -> dict:
             "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
             "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
                                             for s in roster.without_submission]},
+        "written": _written_rows(results, written),
     }
+
+
+def _written_rows(results, written) -> dict | None:
+    """The people's grading of the written answers: per question, how many are graded,
+    still to grade or stale (the answer changed since), their mean; and the totals."""
+    questions = [q for q, _ in next(iter(written.values()), [])]
+    if not questions:
+        return None
+    rows = []
+    for i, q in enumerate(questions):
+        scores = [written[r.submission][i][1] for r in results if r.submission in written]
+        graded = [s.score for s in scores if s.graded]
+        rows.append({"question": q.id, "title": q.title, "points": q.points,
+                     "graded": sum(s.graded and not s.stale for s in scores),
+                     "to_grade": sum(not s.graded for s in scores), "stale": sum(s.stale for s in scores),
+                     "mean": round(float(np.mean(graded)), 3) if graded else None})
+    totals = [r.score + sum(s.score for _, s in written.get(r.submission, [])) for r in results]
+    return {"questions": rows, "total": _stats(totals),
+            "max_total": max([r.max_score for r in results] or [0.0]) + sum(q.points for q in questions),
+            "to_grade": sum(row["to_grade"] + row["stale"] for row in rows)}
+
+
+def _written_section(written) -> str:
+    if not written:
+        return ""
+    rows = _table(["question", "points", "graded", "still to grade", "changed since graded", "mean", "about"],
+                  [[w["question"], w["points"], w["graded"], w["to_grade"], w["stale"],
+                    "-" if w["mean"] is None else w["mean"], w["title"]] for w in written["questions"]])
+    total = written["total"]
+    return (f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers: mean "
+            f"<b>{_fmt(total['mean'])}</b> / {_fmt(written['max_total'])}, median {_fmt(total['median'])}; "
+            f"{written['to_grade']} answers still to grade (<code>lablib review</code>).</p>")
 
 
 # --------------------------------------------------------------------------- page
@@ -347,6 +383,7 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 {statuses}
 <h2>Submissions needing attention</h2>
 {attention}
+{_written_section(summary.get("written"))}
 {_roster_section(summary["roster"])}
 {_skipped_section(summary.get("skipped", []))}
 <h2>Slowest submissions</h2>
@@ -355,7 +392,7 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 """
 
 
-def write_summary(out_dir, lab, results, roster=None, skipped=()) -> dict[str, pathlib.Path]:
+def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -363,7 +400,7 @@ def write_summary(out_dir, lab, results, roster=None, skipped=()) -> dict[str, p
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster, skipped)
+    data = class_summary(lab, results, roster, skipped, written)
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
@@ -375,4 +412,5 @@ class ClassSummary:
     name = "class summary"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped).values())
+        written = {r.submission: book.written(r) for r in book.results} if book.questions else None
+        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written).values())

@@ -339,3 +339,34 @@ def bad_input_raises(ns):
 def _(got):
     for case, outcome in got.items():
         expect(outcome == "ValueError", f"{case}: expected a ValueError, got {outcome}")
+
+
+# ------------------------------------------------------------ written answers (a person)
+# Found in the submission by their cell's tag or markers (lablib.grading.notebook.
+# written_answers); graded with `lablib review`. The rubric is where the page starts:
+# graders edit, add and apply its items there.
+
+lab.answer("metric", points=4, title="section 2: why this metric, with numbers from the data", rubric=[
+    (1, "States the imbalance with numbers from these data (earn and acq are more than half of the wires; "
+        "a dozen topics have fewer than 20)."),
+    (1, "Shows what accuracy rewards here: answering the largest topic alone already scores about 0.35."),
+    (1, "Says what macro-F1 weighs: every topic equally, precision and recall together."),
+    (1, "Says how the metric is used: variants compared on validation, the test set used once."),
+    (0, "No answer."),
+])
+lab.answer("study", points=6, title="section 7: your variants and metric, justified from your own table", rubric=[
+    (2, "At least three variants, each with the question it asks, one change at a time."),
+    (1, "Names the metric that ranks the variants and justifies it from section 2."),
+    (2, "Reads the table with its noise: a difference of about a point or less is not called a finding."),
+    (1, "Uses the curves (over-fitting, under-training) or the cost of a variant (parameters, seconds per epoch)."),
+    (0, "No answer."),
+])
+lab.answer("find_error", points=5, title="section 8: the error in the lecture's positional encoding", rubric=[
+    (2, "The exponent uses the column j instead of 2*floor(j/2): the sine and cosine of a pair get different "
+        "frequencies."),
+    (1, "Why it matters: PE(p+k) is no longer a linear map of PE(p), so relative positions are lost."),
+    (1, "The frequencies fall twice as fast: half of the columns hardly move over realistic lengths."),
+    (1, "The example p_1 numbers columns from 1 (it starts with a cosine); the concatenated layout is not an "
+        "error (the same columns in another order)."),
+    (0, "No answer."),
+])

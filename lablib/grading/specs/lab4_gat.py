@@ -557,3 +557,19 @@ def gat_learns(ns):
 def _(got):
     inputs, y = learning_graph()
     models.judge_training_weights(got, inputs, y, "a tiny graph")
+
+
+# ------------------------------------------------------------ written answers (a person)
+# Found in the submission by its cell's tag or markers (lablib.grading.notebook.
+# written_answers); graded with `lablib review`.
+
+lab.answer("gat_vs_transformer", points=4, title="section 8: GAT attention vs transformer self-attention", rubric=[
+    (1, "Where it looks: a GAT node attends to its graph neighbours only (masked); a transformer token to all."),
+    (1, "How the score is computed: LeakyReLU(a^T [W h_i || W h_j]) (additive, static ranking) versus a scaled "
+        "dot product of separate query and key projections."),
+    (1, "What surrounds attention in a transformer: value projection, residuals, layer normalisation, "
+        "feed-forward block."),
+    (1, "A transformer is a graph network on the complete graph: bonds or citations must be injected "
+        "(features, positional encodings or an attention mask)."),
+    (0, "No answer."),
+])

@@ -1,0 +1,14 @@
+"""Written answers graded by people: the store of their grades and the review page.
+
+=====================  ================================================================
+``store.py``           the people's grades in SQLite (``<out>/reviews.sqlite``): rubric
+                       items, which apply to which answer, comments, a log of changes
+``render.py``          a student's markdown and LaTeX as safe HTML (MathML)
+``server.py``          ``lablib review``: the local page that grades one question across
+                       the class (``page/`` holds its HTML, script and style)
+=====================  ================================================================
+
+The answers themselves are found in the notebooks when grading
+(:func:`lablib.grading.notebook.written_answers`) and kept in ``grades.json``; the
+gradebook's writers (:mod:`lablib.grading.report`) add the people's points to the totals.
+"""

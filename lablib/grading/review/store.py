@@ -1,0 +1,325 @@
+"""People's grades of written answers, kept in SQLite beside the gradebook.
+
+One database per grading output (``<out>/reviews.sqlite``): the rubric of each written
+question, the items applied to each answer, the grader's adjustment and comment, and a
+log of every change (who, when, what). Every change is its own transaction, committed
+before the page hears back, so grading stops and resumes at any point, and two graders
+(two pages, or two ``lablib review`` processes on one folder) work at once: SQLite's WAL
+journal lets readers go on while one writer commits, and a writer waits for another
+(``busy_timeout``) instead of failing.
+
+A score is computed when read, never stored: the points of the applied items plus the
+adjustment, kept within ``[0, points]``; editing an item's points re-scores every answer
+it is applied to. An answer is graded once an item is applied or an adjustment given
+(the rubric's "No answer." item gives 0 and grades it). Each grade remembers the digest
+of the text it graded: when a regrade brings a changed answer, the grade is kept and
+flagged ``stale`` until a person looks again.
+
+Example::
+
+    store = ReviewStore(out / "reviews.sqlite", lab)
+    item = store.rubric("metric")[0]
+    store.set_items("alice", "metric", [item.id], digest=answer.digest, grader="ta1")
+    store.person_scores(["alice"], {"alice": {"metric": answer.digest}})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import json
+import pathlib
+import secrets
+import sqlite3
+
+from lablib.grading.results import PersonScore
+
+__all__ = ["DB_NAME", "ReviewStore", "RubricRow", "ReviewError", "changes_since"]
+
+#: The database's file name inside a grading output folder.
+DB_NAME = "reviews.sqlite"
+_SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rubric (
+    id INTEGER PRIMARY KEY, question TEXT NOT NULL, points REAL NOT NULL, comment TEXT NOT NULL,
+    position INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS grade (
+    submission TEXT NOT NULL, question TEXT NOT NULL, adjustment REAL NOT NULL DEFAULT 0,
+    comment TEXT NOT NULL DEFAULT '', digest TEXT NOT NULL DEFAULT '', grader TEXT NOT NULL DEFAULT '',
+    updated TEXT NOT NULL, PRIMARY KEY (submission, question));
+CREATE TABLE IF NOT EXISTS applied (
+    submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL REFERENCES rubric(id),
+    PRIMARY KEY (submission, question, item));
+CREATE TABLE IF NOT EXISTS event (
+    id INTEGER PRIMARY KEY, at TEXT NOT NULL, grader TEXT NOT NULL, submission TEXT, question TEXT,
+    what TEXT NOT NULL, detail TEXT NOT NULL);
+"""
+
+
+class ReviewError(ValueError):
+    """A change the store refuses (unknown question or item, a value out of range); the
+    message says what was given and what is expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RubricRow:
+    """One rubric item as stored: its id, question, points, comment, and on how many
+    answers it is applied."""
+
+    id: int
+    question: str
+    points: float
+    comment: str
+    uses: int = 0
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class ReviewStore:
+    """The people's grades of one lab's written answers (see the module's docstring).
+
+    Args:
+        path: the SQLite file (created with its tables when missing).
+        lab: the :class:`~lablib.grading.spec.LabSpec`: its written questions, their
+            points and the rubric a new question starts with.
+
+    Raises:
+        ReviewError: the file holds the reviews of another lab.
+    """
+
+    def __init__(self, path, lab):
+        self.path = pathlib.Path(path)
+        self.lab = lab
+        self.questions = dict(lab.answers)
+        with self._db() as db:
+            db.executescript(_SCHEMA)
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("lab", lab.name) != lab.name:
+                raise ReviewError(f"{self.path} holds the reviews of lab {meta['lab']!r}, not of {lab.name!r}: "
+                                  f"review the output folder of {lab.name!r}.")
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('lab', ?)", (lab.name,))
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('secret', ?)", (secrets.token_hex(16),))
+            for q in self.questions.values():  # a question's rubric starts as the spec says, once
+                started = db.execute("SELECT 1 FROM meta WHERE key = ?", (f"rubric:{q.id}",)).fetchone()
+                if not started:
+                    for position, item in enumerate(q.rubric):
+                        db.execute("INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
+                                   (q.id, item.points, item.comment, position))
+                    db.execute("INSERT INTO meta VALUES (?, ?)", (f"rubric:{q.id}", _now()))
+            self.secret = db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()[0]
+
+    @contextlib.contextmanager
+    def _db(self):
+        """One connection, one transaction: committed on success, rolled back on error."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    # ------------------------------------------------------------------ checks
+
+    def _question(self, question: str):
+        if question not in self.questions:
+            raise ReviewError(f"Lab {self.lab.name!r} has no written question {question!r}; its questions: "
+                              f"{sorted(self.questions) or 'none'}.")
+        return self.questions[question]
+
+    @staticmethod
+    def _log(db, grader, submission, question, what, detail) -> None:
+        db.execute("INSERT INTO event (at, grader, submission, question, what, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                   (_now(), grader or "", submission, question, what, json.dumps(detail, sort_keys=True)))
+
+    @staticmethod
+    def _points(value, what: str) -> float:
+        try:
+            points = float(value)
+        except (TypeError, ValueError):
+            raise ReviewError(f"{what} must be a number of points, got {value!r}.") from None
+        if points != points or abs(points) > 1e6:
+            raise ReviewError(f"{what} must be a finite number of points, got {value!r}.")
+        return points
+
+    # ------------------------------------------------------------------ rubric
+
+    def rubric(self, question: str) -> list[RubricRow]:
+        """The question's rubric items, in order, with how many answers use each."""
+        self._question(question)
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id) "
+                "FROM rubric r WHERE r.question = ? AND r.deleted = 0 ORDER BY r.position, r.id",
+                (question,)).fetchall()
+        return [RubricRow(i, question, p, c, n) for i, p, c, n in rows]
+
+    def save_item(self, question: str, points, comment: str, *, item: int | None = None,
+                  grader: str = "") -> RubricRow:
+        """Add a rubric item (``item=None``) or change one; every answer it is applied to
+        is re-scored."""
+        self._question(question)
+        points = self._points(points, "A rubric item's points")
+        comment = str(comment).strip()
+        if not comment:
+            raise ReviewError("A rubric item needs a comment: the student reads it beside the points.")
+        with self._db() as db:
+            if item is None:
+                position = db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM rubric WHERE question = ?",
+                                      (question,)).fetchone()[0]
+                item = db.execute("INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
+                                  (question, points, comment, position)).lastrowid
+                self._log(db, grader, None, question, "add item", {"item": item, "points": points, "comment": comment})
+            else:
+                old = db.execute("SELECT points, comment FROM rubric WHERE id = ? AND question = ? AND deleted = 0",
+                                 (item, question)).fetchone()
+                if old is None:
+                    raise ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
+                db.execute("UPDATE rubric SET points = ?, comment = ? WHERE id = ?", (points, comment, item))
+                self._log(db, grader, None, question, "edit item",
+                          {"item": item, "before": list(old), "points": points, "comment": comment})
+        return next(r for r in self.rubric(question) if r.id == item)
+
+    def delete_item(self, question: str, item: int, *, grader: str = "") -> None:
+        """Remove a rubric item that no answer uses (one in use is refused: remove it from
+        those answers first, or set its points to 0)."""
+        self._question(question)
+        with self._db() as db:
+            uses = db.execute("SELECT COUNT(*) FROM applied WHERE item = ?", (item,)).fetchone()[0]
+            if uses:
+                raise ReviewError(f"Rubric item {item} is applied to {uses} answer(s): remove it from them first "
+                                  f"(or set its points to 0), so that no grade changes unseen.")
+            changed = db.execute("UPDATE rubric SET deleted = 1 WHERE id = ? AND question = ?", (item, question))
+            if not changed.rowcount:
+                raise ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
+            self._log(db, grader, None, question, "delete item", {"item": item})
+
+    # ------------------------------------------------------------------ grades
+
+    def set_items(self, submission: str, question: str, items, *, digest: str = "", grader: str = "") -> None:
+        """Make ``items`` (rubric item ids) the ones applied to one answer."""
+        self.apply([submission], question, {"items": list(items)}, digest={submission: digest}, grader=grader)
+
+    def apply(self, submissions, question: str, change: dict, *, digest=None, grader: str = "") -> None:
+        """Change the grade of one or many answers to ``question`` in one transaction.
+
+        ``change`` holds any of: ``items`` (the applied item ids, replacing the current
+        ones), ``add`` / ``remove`` (one item id to apply to / take from every answer),
+        ``adjustment`` (points beyond the items), ``comment`` (the grader's words).
+        ``digest``: submission -> the digest of the answer text graded.
+        """
+        self._question(question)
+        digest = digest or {}
+        unknown = set(change) - {"items", "add", "remove", "adjustment", "comment"}
+        if unknown:
+            raise ReviewError(f"Unknown change {sorted(unknown)}; expected items, add, remove, adjustment, comment.")
+        with self._db() as db:
+            valid = {row[0] for row in db.execute(
+                "SELECT id FROM rubric WHERE question = ? AND deleted = 0", (question,))}
+            wanted = [change[k] for k in ("add", "remove") if k in change] + list(change.get("items", []))
+            for item in wanted:
+                if item not in valid:
+                    raise ReviewError(f"Rubric item {item!r} is not an item of question {question!r}; reload the page.")
+            for submission in submissions:
+                db.execute("INSERT OR IGNORE INTO grade (submission, question, updated) VALUES (?, ?, ?)",
+                           (submission, question, _now()))
+                if "items" in change:
+                    db.execute("DELETE FROM applied WHERE submission = ? AND question = ?", (submission, question))
+                    for item in dict.fromkeys(change["items"]):
+                        db.execute("INSERT INTO applied VALUES (?, ?, ?)", (submission, question, item))
+                if "add" in change:
+                    db.execute("INSERT OR IGNORE INTO applied VALUES (?, ?, ?)", (submission, question, change["add"]))
+                if "remove" in change:
+                    db.execute("DELETE FROM applied WHERE submission = ? AND question = ? AND item = ?",
+                               (submission, question, change["remove"]))
+                if "adjustment" in change:
+                    db.execute("UPDATE grade SET adjustment = ? WHERE submission = ? AND question = ?",
+                               (self._points(change["adjustment"], "The adjustment"), submission, question))
+                if "comment" in change:
+                    db.execute("UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
+                               (str(change["comment"]), submission, question))
+                db.execute("UPDATE grade SET digest = ?, grader = ?, updated = ? WHERE submission = ? AND question = ?",
+                           (digest.get(submission, ""), grader or "", _now(), submission, question))
+                self._log(db, grader, submission, question, "grade", change)
+
+    # ------------------------------------------------------------------ reading
+
+    def person_scores(self, submissions, digests=None) -> dict[str, dict[str, PersonScore]]:
+        """The people's grades of ``submissions``: name -> question id -> :class:`PersonScore`,
+        for every written question (ungraded ones have ``graded=False``).
+
+        ``digests``: name -> question -> the digest of the answer in the gradebook now;
+        a grade given to another text is ``stale``.
+        """
+        digests = digests or {}
+        with self._db() as db:
+            grades = {(s, q): (a, c, d, g) for s, q, a, c, d, g in db.execute(
+                "SELECT submission, question, adjustment, comment, digest, grader FROM grade")}
+            applied: dict[tuple[str, str], list[tuple[float, str]]] = {}
+            for s, q, p, c in db.execute(
+                    "SELECT a.submission, a.question, r.points, r.comment FROM applied a JOIN rubric r "
+                    "ON r.id = a.item ORDER BY r.position, r.id"):
+                applied.setdefault((s, q), []).append((p, c))
+        out = {}
+        for name in submissions:
+            row = {}
+            for q in self.questions.values():
+                items = tuple(applied.get((name, q.id), ()))
+                adjustment, comment, digest, grader = grades.get((name, q.id), (0.0, "", "", ""))
+                graded = bool(items) or adjustment != 0
+                score = min(max(sum(p for p, _ in items) + adjustment, 0.0), q.points) if graded else 0.0
+                now = digests.get(name, {}).get(q.id)
+                stale = graded and now is not None and digest != now
+                row[q.id] = PersonScore(q.id, score, q.points, items, comment, adjustment, graded, stale, grader)
+            out[name] = row
+        return out
+
+    def events(self, limit: int = 1000) -> list[dict]:
+        """The latest changes, newest first (who, when, what)."""
+        with self._db() as db:
+            rows = db.execute("SELECT at, grader, submission, question, what, detail FROM event "
+                              "ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [{"at": a, "grader": g, "submission": s, "question": q, "what": w, "detail": json.loads(d)}
+                for a, g, s, q, w, d in rows]
+
+    def last_change(self) -> int:
+        """The id of the latest change in the log (0: none): a gradebook records the last
+        one it includes (``reviews_through``)."""
+        with self._db() as db:
+            return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM event").fetchone()[0])
+
+    def for_gradebook(self, results) -> tuple[dict[str, dict[str, PersonScore]], int]:
+        """``(person_scores of the rows, last_change)`` for the writers: a grade given to
+        an answer whose text has changed since is ``stale``."""
+        digests = {r.submission: {q: a.digest for q, a in r.answers.items()} for r in results}
+        through = self.last_change()
+        return self.person_scores([r.submission for r in results], digests), through
+
+
+def changes_since(path, through: int) -> int:
+    """How many changes the review log at ``path`` holds after change ``through`` (0 when
+    there is no log): a gradebook that does not include them is out of date."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return 0
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM event WHERE id > ?", (int(through),)).fetchone()[0])
+    except sqlite3.DatabaseError:
+        return 0
+    finally:
+        db.close()

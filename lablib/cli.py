@@ -1,4 +1,4 @@
-"""The ``lablib`` command: ``assign``, ``grade``, ``export``, ``gradescope``, ``data``.
+"""The ``lablib`` command: ``assign``, ``grade``, ``review``, ``report``, ``export``, ``gradescope``, ``data``.
 
 Examples::
 
@@ -6,6 +6,8 @@ Examples::
     lablib assign lab2                             # one lab of the registry (lablib/labs.py)
     lablib grade lab1 submissions/ -o out --tests hidden/ --jobs 4
     lablib grade lab5_mine subs/ -o out --course ~/course   # ~/course/labs/lab5_mine.ipynb
+    lablib review lab2 grades/lab2 --solution solutions/lab2_transformer_reuters.ipynb
+    lablib report grades/lab2                      # the reports again, with the people's grades
     lablib export canvas grades/lab1 grades/lab2 --roster canvas_export.csv -o canvas_import.csv
     lablib gradescope lab1 -o autograder.zip --tests hidden/
     lablib data list
@@ -106,7 +108,7 @@ def _cmd_grade(args) -> int:
         for student in match.without_submission:
             print(f"lablib grade: roster: no submission from {_printable(student.name or student.key)} "
                   f"({_printable(student.key)})", file=sys.stderr)
-    print(f"wrote {pathlib.Path(args.output) / 'grades.csv'}, grades.json, feedback/ and summary.html")
+    print(_gradebook_message(args.output, results))
     return 0
 
 
@@ -131,6 +133,61 @@ def _cmd_export(args) -> int:
             print(f"lablib export: {lab}: {len(missing)} students without a submission "
                   f"({'0' if args.missing_zero else 'left empty'}): {_printable(', '.join(missing))}", file=sys.stderr)
     print(f"wrote {args.output}: {report['students']} students, labs {', '.join(report['labs'])}")
+    return 0
+
+
+def _gradebook_message(out, results) -> str:
+    from lablib.grading.report.gradebook_json import read_gradebook
+
+    data = read_gradebook(out)
+    pending = sum(entry.get("ungraded", 0) for entry in data.get("submissions", []))
+    return (f"wrote {pathlib.Path(out) / 'grades.csv'}, grades.json, feedback/ and summary.html: {len(results)} "
+            f"submissions" + (f", {pending} written answers still to grade" if data.get("questions") else ""))
+
+
+def _cmd_review(args) -> int:
+    import getpass
+    import webbrowser
+
+    from lablib.grading.author import catalog
+    from lablib.grading.grade import rewrite_reports
+    from lablib.grading.review.server import ReviewApp, make_server
+    from lablib.grading.spec import load_lab
+
+    spec = load_lab(args.lab, args.tests)
+    template = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
+    solution = catalog.find_solution_notebook(spec, solution=args.solution, course_dir=args.course)
+    grader = args.grader or getpass.getuser()
+
+    def write() -> str:
+        return _gradebook_message(args.output, rewrite_reports(args.output, lab=spec, hidden_dirs=args.tests))
+
+    app = ReviewApp(args.output, spec, template=template, solution=solution, grader=grader, on_write=write)
+    server = make_server(app, port=args.port)
+    print(f"lablib review: {spec.title}, grading as {grader}: open {server.url}  (Ctrl-C to stop; every grade "
+          f"is saved in {pathlib.Path(args.output) / 'reviews.sqlite'} as it is given)")
+    if solution is None:
+        print("lablib review: no model answers shown: pass --solution (the solution notebook) or --course DIR "
+              "(DIR/solutions/<lab>.ipynb)", file=sys.stderr)
+    if not args.no_browser:
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print(write())
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from lablib.grading.grade import rewrite_reports
+    from lablib.grading.roster import Roster
+
+    roster = Roster.load(args.roster) if args.roster else None
+    results = rewrite_reports(args.output, lab=args.lab, roster=roster, hidden_dirs=args.tests)
+    print(_gradebook_message(args.output, results))
     return 0
 
 
@@ -209,6 +266,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-sandbox", action="store_true", help="do not use namespaces/uid drop even as root")
     p.set_defaults(func=_cmd_grade)
+
+    p = sub.add_parser("review", help="grade the written answers in a local web page, one question across the class")
+    p.add_argument("lab", help="lab name (lab2 or lab2_transformer_reuters) or path of a spec module")
+    p.add_argument("output", help="the output folder of `lablib grade` for this lab")
+    p.add_argument("--solution", metavar="PATH", default=None,
+                   help="the solution notebook, for the model answers (default: <course>/solutions/<lab>.ipynb)")
+    p.add_argument("--lab-notebook", metavar="PATH", help="released lab notebook (the questions' text)")
+    p.add_argument("--course", metavar="DIR", default=None, help="course folder (labs/, solutions/)")
+    p.add_argument("--tests", action="append", default=[], metavar="HIDDEN_DIR",
+                   help="folder with hidden tests <lab>.py, as given to `lablib grade`")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    p.add_argument("--grader", default=None, help="your name in the review log (default: your login)")
+    p.add_argument("--no-browser", action="store_true", help="only print the page's address")
+    p.set_defaults(func=_cmd_review)
+
+    p = sub.add_parser("report", help="write a graded lab's reports again, with the people's latest grades")
+    p.add_argument("output", help="the output folder of `lablib grade`")
+    p.add_argument("--lab", default=None, help="the lab (default: the one in grades.json)")
+    p.add_argument("--tests", action="append", default=[], metavar="HIDDEN_DIR",
+                   help="folder with hidden tests <lab>.py, as given to `lablib grade`")
+    p.add_argument("--roster", metavar="CSV", default=None,
+                   help="class list (default: the one the folder was graded with)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("export", help="grades of graded labs as an LMS import file (Canvas, Moodle)")
     p.add_argument("format", choices=("canvas", "moodle"))

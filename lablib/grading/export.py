@@ -2,8 +2,11 @@
 
 Each grading output (``lablib grade ... -o OUT``) holds a lab's ``grades.json``. The export
 reads them, matches their rows to the class list (:mod:`~lablib.grading.roster`) and
-writes one row per student with one column per lab total (``pieces=True``: then one
-column per graded piece after each total):
+writes one row per student with one column per lab total: the tests' points plus the
+points people gave the written answers (``lablib review``); ``pieces=True`` adds one
+column per graded piece and per written question after each total. A gradebook older
+than its reviews (``reviews.sqlite`` changed since ``grades.json`` was written) is refused:
+run ``lablib report`` first.
 
 * ``canvas``: Canvas's gradebook import layout: ``Student, ID, SIS User ID, SIS Login ID,
   Section`` and the lab columns, with the "Points Possible" row Canvas's own export has.
@@ -31,6 +34,7 @@ import pathlib
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.gradebook_json import read_gradebook
 from lablib.grading.report.text import num
+from lablib.grading.review.store import DB_NAME, changes_since
 from lablib.grading.roster import Roster
 
 __all__ = ["FORMATS", "export", "ExportError"]
@@ -50,18 +54,31 @@ def _gradebook(folder) -> dict:
         raise ExportError(f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`.") from None
     if not isinstance(data, dict) or "lab" not in data or "submissions" not in data:
         raise ExportError(f"{path} is not a gradebook written by `lablib grade`.")
+    newer = changes_since(pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0))
+    if newer:
+        raise ExportError(f"{folder}: the written answers' grades changed {newer} time(s) since grades.json was "
+                          f"written; run `lablib report {folder}` (or \"Write the gradebook\" in the review page) "
+                          f"and export again.")
     return data
+
+
+def _total(row: dict) -> float:
+    """A row's total: the tests' points plus the people's points (``total``, written for a
+    lab with written answers), else the tests' points."""
+    return row.get("total", row["score"])
 
 
 def _lab_columns(data: dict, header: str, pieces: bool) -> list[tuple[str, str | None, float]]:
     """``(column header, piece or None for the total, points possible)`` of one lab."""
     rows = data["submissions"]
-    total = max([r.get("max_score", 0.0) for r in rows] or [0.0])
+    total = max([r.get("max_total", r.get("max_score", 0.0)) for r in rows] or [0.0])
     columns = [(header, None, total)]
     if pieces:
         for piece in data.get("pieces", {}):
             top = max([r["pieces"].get(piece, {}).get("max_score", 0.0) for r in rows] or [0.0])
             columns.append((f"{header}: {piece}", piece, top))
+        for question, about in data.get("questions", {}).items():
+            columns.append((f"{header}: written {question}", f"written:{question}", about.get("points", 0.0)))
     return columns
 
 
@@ -101,7 +118,7 @@ def export(fmt: str, outputs, roster: Roster, destination, *, columns=None, piec
         best: dict[int, dict] = {}
         for row in rows:
             student = match.students.get(row["submission"])
-            if student is not None and (id(student) not in best or row["score"] > best[id(student)]["score"]):
+            if student is not None and (id(student) not in best or _total(row) > _total(best[id(student)])):
                 best[id(student)] = row
         report["unmatched"][book["lab"]] = list(match.unmatched)
         report["without_submission"][book["lab"]] = [s.key for s in match.without_submission]
@@ -113,7 +130,10 @@ def export(fmt: str, outputs, roster: Roster, destination, *, columns=None, piec
                 if row is None:
                     values[id(student)].append("" if missing is None else num(missing))
                 elif piece is None:
-                    values[id(student)].append(num(row["score"]))
+                    values[id(student)].append(num(_total(row)))
+                elif piece.startswith("written:"):
+                    given = row.get("written", {}).get(piece.split(":", 1)[1], {})
+                    values[id(student)].append(num(given.get("score", 0.0)) if given.get("graded") else "")
                 else:
                     values[id(student)].append(num(row["pieces"].get(piece, {}).get("score", 0.0)))
     destination = pathlib.Path(destination)

@@ -2,7 +2,8 @@
 
 The header (the first markdown cell of each solution notebook; labs/ is generated from
 it) must list every graded piece with the points of its public tests as the lab's spec
-defines them, their total, one row per written answer of the notebook, the rule that
+defines them, their total, one row per written answer of the notebook with the points
+its spec gives (and their total when there are several), the rule that
 only ``# SETUP`` and ``# GRADED`` cells run at grading, that hidden tests run at grading,
 and the measured run time in fast mode.
 """
@@ -13,14 +14,15 @@ import re
 
 import pytest
 
-from lablib.grading.author.assignment import BEGIN_ANSWER
+from lablib.grading.notebook import ANSWER_BEGIN_RE
 from lablib.grading.spec import load_lab
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 PIECE_ROW = re.compile(r"^\| `(\w+)` \| .* \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)
 TOTAL_ROW = re.compile(r"^\| all graded pieces \| public tests \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)
-ANSWER_ROW = re.compile(r"^\| written answer, .* \| graded by a person \|$", re.MULTILINE)
+ANSWER_ROW = re.compile(r"^\| written answer `(\w+)`, .* \| (\d+(?:\.\d+)?), graded by a person \|$", re.MULTILINE)
+WRITTEN_TOTAL_ROW = re.compile(r"^\| all written answers \| graded by a person \| (\d+(?:\.\d+)?) \|$", re.MULTILINE)
 
 
 def _cells(path):
@@ -50,9 +52,18 @@ def test_header_points_match_the_spec(path):
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_header_lists_every_written_answer(path):
-    answers = sum(BEGIN_ANSWER in text for kind, text in _cells(path) if kind == "markdown")
-    rows = len(ANSWER_ROW.findall(_header(path)))
-    assert rows == answers, f"{path.name}: {answers} answer cells, {rows} written-answer rows in the header"
+    """Each answer region of the solution names a written question of the spec, once;
+    the header lists each with the spec's points."""
+    named = [m.group(1) for kind, text in _cells(path) if kind == "markdown"
+             for m in map(ANSWER_BEGIN_RE.match, (line.strip() for line in text.split("\n"))) if m]
+    spec = load_lab(path.stem)
+    assert None not in named, f"{path.name}: an answer region without a question id (<!-- BEGIN ANSWER <id> -->)"
+    assert named == list(spec.answers), f"{path.name}: answer cells {named}, spec's written questions {list(spec.answers)}"
+    stated = {q: float(points) for q, points in ANSWER_ROW.findall(_header(path))}
+    assert stated == {q.id: q.points for q in spec.answers.values()}, (stated, spec.answers)
+    totals = WRITTEN_TOTAL_ROW.findall(_header(path))
+    if len(spec.answers) > 1:
+        assert totals and float(totals[0]) == spec.written_points, (totals, spec.written_points)
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)

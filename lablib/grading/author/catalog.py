@@ -28,7 +28,7 @@ from lablib._version import PACKAGE_DIR
 from lablib.grading.notebook import read_notebook, setup_sources
 
 __all__ = ["COURSE_DIR_ENV", "PACKAGE_LABS_DIR", "LabNotebookNotFound", "search_path",
-           "find_lab_notebook", "lab_setup", "packaged_labs"]
+           "find_lab_notebook", "find_solution_notebook", "lab_setup", "packaged_labs"]
 
 #: Environment variable naming the course folder (``<dir>/labs/<lab>.ipynb``).
 COURSE_DIR_ENV = "LABLIB_COURSE_DIR"
@@ -103,3 +103,26 @@ def lab_setup(lab, *, lab_notebook=None, course_dir=None) -> list[str]:
 def packaged_labs() -> list[str]:
     """Names of the labs whose released notebook ships with lablib."""
     return sorted(p.stem for p in PACKAGE_LABS_DIR.glob("*.ipynb"))
+
+
+def find_solution_notebook(lab, *, solution=None, course_dir=None) -> pathlib.Path | None:
+    """The solution notebook of ``lab`` (its model answers, for the review page), or None.
+
+    ``solution`` when given (it must exist), else ``<course>/solutions/<lab>.ipynb`` of the
+    course folder (``course_dir`` or ``$LABLIB_COURSE_DIR``). Never the package: only blank
+    labs ship in lablib.
+
+    Raises:
+        LabNotebookNotFound: ``solution`` was given and does not exist.
+    """
+    if solution is not None:
+        path = pathlib.Path(solution).expanduser()
+        if not path.is_file():
+            raise LabNotebookNotFound(f"Solution notebook {str(path)!r} (given with --solution) does not exist.")
+        return path
+    course = course_dir or os.environ.get(COURSE_DIR_ENV)
+    if course:
+        path = pathlib.Path(course).expanduser() / "solutions" / f"{_lab_name(lab)}.ipynb"
+        if path.is_file():
+            return path
+    return None

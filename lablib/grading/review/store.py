@@ -97,7 +97,8 @@ class ReviewStore:
         self.lab = lab
         self.questions = dict(lab.answers)
         with self._db() as db:
-            db.executescript(_SCHEMA)
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("lab", lab.name) != lab.name:
                 raise ReviewError(f"{self.path} holds the reviews of lab {meta['lab']!r}, not of {lab.name!r}: "
@@ -283,7 +284,7 @@ class ReviewStore:
                 graded = bool(items) or adjustment != 0
                 score = min(max(sum(p for p, _ in items) + adjustment, 0.0), q.points) if graded else 0.0
                 now = digests.get(name, {}).get(q.id)
-                stale = graded and now is not None and digest != now
+                stale = graded and bool(digest) and now is not None and digest != now
                 row[q.id] = PersonScore(q.id, score, q.points, items, comment, adjustment, graded, stale, grader)
             out[name] = row
         return out

@@ -289,8 +289,10 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         return result
 
     results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
-    if roster is not None and roster.source and os.path.isfile(roster.source):
-        shutil.copyfile(roster.source, out / ROSTER_COPY)
+    kept = out / ROSTER_COPY
+    if roster is not None and roster.source and os.path.isfile(roster.source) and not (
+            kept.exists() and os.path.samefile(roster.source, kept)):
+        shutil.copyfile(roster.source, kept)
     _write(out, spec, results, writers=writers, roster=roster, skipped=skipped)
     return sorted(results, key=lambda r: r.submission)
 

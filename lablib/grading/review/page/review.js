@@ -22,6 +22,7 @@ async function api(path, body) {
 
 async function change(body) {
   state.busy = true;
+  say("saving…");
   try {
     const data = await api("/api/change", Object.assign({ question: state.current }, body));
     if (data.answers) { state.data = data; render(); }
@@ -83,12 +84,11 @@ function targets() {
 function toggleItem(item) {
   const chosen = targets();
   if (!chosen.length) return;
+  if (state.selected.size) { state.selected.clear(); render(false); }  // a selection is used once
   const allHave = chosen.every((a) => a.items.includes(item.id));
   const body = { action: "grade", answers: chosen.map((a) => a.token) };
   body[allHave ? "remove" : "add"] = item.id;
-  change(body).then(() => {
-    if (chosen.length > 1) { state.selected.clear(); render(); }
-  });
+  change(body);
 }
 
 function renderRubric() {

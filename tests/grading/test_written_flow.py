@@ -1,0 +1,157 @@
+"""The instructor's whole flow with written answers, on a class of 32 Lab 2 submissions.
+
+`lablib grade` (with a roster) -> the review page, driven in headless Chromium, scores
+every written answer through its rubric -> one student resubmits and is regraded ->
+`lablib report` -> `lablib export canvas`. Asserted on the way: every answer was found as
+written, no row, score or comment was lost, the resubmitted answer is flagged, and each
+student's exported total is the automatic points + the people's points.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from lablib.grading.review.server import ReviewApp, make_server
+from lablib.grading.review.store import DB_NAME, ReviewStore
+from lablib.grading.spec import load_lab
+
+from written_class import QUESTIONS, SOLUTION, make_class
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+LABLIB = [sys.executable, "-m", "lablib.cli"]
+
+
+def _lablib(*args, cwd):
+    done = subprocess.run([*LABLIB, *args], cwd=cwd, capture_output=True, text=True, timeout=1200,
+                          env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, f"lablib {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def _rows(path):
+    with open(path, encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_written_answers_from_grading_to_the_lms(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "No Chromium on PATH: install Debian's chromium package (`bash .ci/run setup` does)."
+    made = make_class(tmp_path / "class", n=32)
+    out = tmp_path / "out"
+    printed = _lablib("grade", "lab2", "class", "-o", "out", "--roster", "roster.csv", "--quiet", cwd=tmp_path)
+    assert "96 written answers still to grade" in printed
+
+    # 1. every answer found as the student wrote it
+    book = json.loads((out / "grades.json").read_text())
+    assert len(book["submissions"]) == 32 and all(e["student"] for e in book["submissions"])
+    for entry in book["submissions"]:
+        for q in QUESTIONS:
+            assert entry["answers"][q]["text"] == made["answers"][entry["submission"]][q].strip(), (entry["submission"], q)
+    auto = {e["submission"]: e["score"] for e in book["submissions"]}
+    assert set(auto.values()) == {13.0}, "the fast-mode model code passes every public test"
+
+    # 2. the review page: every answer of every question scored through the rubric
+    lab = load_lab("lab2")
+    app = ReviewApp(out, lab, template=SOLUTION.parents[1] / "labs" / SOLUTION.name, solution=SOLUTION,
+                    grader="ta-flow")
+    server = make_server(app, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    rng = random.Random(7)
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
+            expect = playwright.expect
+            page = browser.new_page()
+            page.goto(server.url)
+            for q in QUESTIONS:
+                page.locator(f"#questions button[data-question='{q}']").click()
+                expect(page.locator("#q-title")).to_contain_text(q)
+                expect(page.locator(".answer")).to_have_count(32)
+                empty = page.locator(".answer .empty").count()
+                # the blank answers first: select them all, apply "No answer." (the last item) at once
+                items = page.locator("#items li")
+                last = items.count()
+                for k in range(32):
+                    card = page.locator(".answer").nth(k)
+                    if card.locator(".empty").count():
+                        card.locator("input[type=checkbox]").check()
+                if empty:
+                    page.keyboard.press(str(last))
+                    expect(page.locator(".badge.done")).to_have_count(empty)
+                # then every other answer, one at a time, by keys: 'n' to the next to grade, 1-2 items
+                for _ in range(32 - empty):
+                    page.keyboard.press("n")
+                    token = page.locator(".answer.focused").get_attribute("data-token")
+                    for key in rng.sample(range(1, last), rng.randint(1, 2)):
+                        page.keyboard.press(str(key))
+                        expect(page.locator("#status")).to_have_text("saved")
+                    expect(page.locator(f".answer[data-token='{token}'] .badge.done")).to_have_count(1)
+                expect(page.locator(".badge.todo")).to_have_count(0)
+                expect(page.locator("#progress-text")).to_have_text("32 of 32 graded")
+            page.locator(".answer").nth(3).click()
+            page.locator(".answer.focused textarea").fill("Good use of the class counts.")
+            page.keyboard.press("Tab")
+            expect(page.locator("#status")).to_have_text("saved")
+            page.reload()
+            expect(page.locator(".badge.todo")).to_have_count(0)
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    store = ReviewStore(out / DB_NAME, lab)
+    names = [e["submission"] for e in book["submissions"]]
+    given = store.person_scores(names)
+    assert all(given[n][q].graded for n in names for q in QUESTIONS), "every written answer has a person's score"
+    commented = [n for n in names if given[n]["find_error"].comment == "Good use of the class counts."]
+    assert len(commented) == 1
+
+    # 3. one student resubmits a changed answer: regraded alone, nothing else lost
+    student = "s07"
+    path = tmp_path / "class" / f"{student}.ipynb"
+    path.write_text(path.read_text(encoding="utf-8").replace("(student 7)", "(student 7, resubmitted)"),
+                    encoding="utf-8")
+    _lablib("grade", "lab2", f"class/{student}.ipynb", "-o", "out", "--quiet", cwd=tmp_path)
+    rows = {r["submission"]: r for r in _rows(out / "grades.csv")}
+    assert len(rows) == 32 and all(r["student_id"] for r in rows.values()), "rows and the roster kept"
+    regraded = json.loads((out / "grades.json").read_text())
+    entry = next(e for e in regraded["submissions"] if e["submission"] == student)
+    changed = [q for q in QUESTIONS if "resubmitted" in entry["answers"][q]["text"]]
+    assert changed and all(entry["written"][q]["stale"] for q in changed), "a changed answer is flagged"
+    assert int(rows[student]["ungraded"]) == len(changed)
+    assert all(rows[n]["ungraded"] == "0" for n in names if n != student)
+
+    # 4. the people's grades in every report, then the Canvas export
+    _lablib("report", "out", cwd=tmp_path)
+    now = ReviewStore(out / DB_NAME, lab).person_scores(names)
+    assert now == given, "the regrade kept every person's score and comment"
+    rows = {r["submission"]: r for r in _rows(out / "grades.csv")}
+    for n in names:
+        people = sum(now[n][q].score for q in QUESTIONS)
+        assert float(rows[n]["total"]) == pytest.approx(auto[n] + people), n
+        assert float(rows[n]["max_total"]) == 13 + 15
+    feedback = (out / "feedback" / f"{commented[0].replace('/', '_')}.md").read_text()
+    assert "Good use of the class counts." in feedback
+    _lablib("export", "canvas", "out", "--roster", "roster.csv", "-o", "canvas.csv", "--pieces", cwd=tmp_path)
+    header, possible, *students = list(csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8")))
+    title = lab.title
+    assert possible[header.index(title)] == "28"
+    by_id = {r["student_id"]: r["submission"] for r in rows.values()}
+    assert len(students) == 32
+    for row in students:
+        name = by_id[row[header.index("SIS User ID")]]
+        people = sum(now[name][q].score for q in QUESTIONS)
+        assert float(row[header.index(title)]) == pytest.approx(auto[name] + people), name
+        for q in QUESTIONS:
+            assert float(row[header.index(f"{title}: written {q}")]) == pytest.approx(now[name][q].score)

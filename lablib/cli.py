@@ -68,6 +68,34 @@ def _cmd_assign(args) -> int:
     return 0
 
 
+def _late_policy(args):
+    """The late policy of ``--due`` and its options, or None (then the folder's own)."""
+    from lablib.grading.late import LatePolicy
+
+    given = [args.late_per_day, args.late_per_hour, args.late_cap, args.late_grace]
+    if args.due is None:
+        if any(v is not None for v in given) or args.late_from_file_times:
+            raise ValueError("--late-* options need --due (the lab's due date).")
+        return None
+    return LatePolicy.parse(due=args.due, per_day=args.late_per_day, per_hour=args.late_per_hour,
+                            cap=args.late_cap, grace=args.late_grace, from_files=args.late_from_file_times)
+
+
+def _late_options(p) -> None:
+    g = p.add_argument_group("late work (kept in the output folder: later regrades and reports apply it)")
+    g.add_argument("--due", metavar="TIME", default=None,
+                   help="due date, ISO 8601 (2026-11-20T23:59, with +01:00 for a zone; default: this machine's zone)")
+    g.add_argument("--late-per-day", metavar="AMOUNT", default=None,
+                   help="deduction per started day late: 10%% (of the points possible) or points (2)")
+    g.add_argument("--late-per-hour", metavar="AMOUNT", default=None, help="deduction per started hour late")
+    g.add_argument("--late-cap", metavar="AMOUNT", default=None, help="at most this much in all (50%% or points)")
+    g.add_argument("--late-grace", metavar="DURATION", default=None,
+                   help="no deduction within this time after the due date (15m, 2h)")
+    g.add_argument("--late-from-file-times", action="store_true",
+                   help="take submission times from the notebooks' file times (default: the roster's "
+                        "submitted_at column)")
+
+
 def _cmd_grade(args) -> int:
     from lablib.grading.author import catalog
     from lablib.grading.grade import SubmissionRemoved, grade
@@ -80,6 +108,7 @@ def _cmd_grade(args) -> int:
     spec = load_lab(args.lab, args.tests)
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
     roster = Roster.load(args.roster) if args.roster else None
+    late_policy = _late_policy(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SubmissionSkipped)
         warnings.simplefilter("always", SubmissionRemoved)
@@ -87,6 +116,7 @@ def _cmd_grade(args) -> int:
             spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
             timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
             progress=not args.quiet, isolate=not args.no_sandbox, fresh=args.fresh, roster=roster,
+            late_policy=late_policy,
         )
     for warning in caught:
         if issubclass(warning.category, SubmissionSkipped):
@@ -186,7 +216,8 @@ def _cmd_report(args) -> int:
     from lablib.grading.roster import Roster
 
     roster = Roster.load(args.roster) if args.roster else None
-    results = rewrite_reports(args.output, lab=args.lab, roster=roster, hidden_dirs=args.tests)
+    results = rewrite_reports(args.output, lab=args.lab, roster=roster, hidden_dirs=args.tests,
+                              late_policy=_late_policy(args))
     print(_gradebook_message(args.output, results))
     return 0
 
@@ -265,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "rows of submissions not graded now while their notebooks exist)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-sandbox", action="store_true", help="do not use namespaces/uid drop even as root")
+    _late_options(p)
     p.set_defaults(func=_cmd_grade)
 
     p = sub.add_parser("review", help="grade the written answers in a local web page, one question across the class")
@@ -288,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder with hidden tests <lab>.py, as given to `lablib grade`")
     p.add_argument("--roster", metavar="CSV", default=None,
                    help="class list (default: the one the folder was graded with)")
+    _late_options(p)
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("export", help="grades of graded labs as an LMS import file (Canvas, Moodle)")

@@ -31,6 +31,7 @@ from lablib._version import PACKAGE_DIR, __version__
 from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.judge import judge_submission, summarise, unreadable
+from lablib.grading.late import POLICY_FILE, LatePolicy
 from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook, setup_sources, written_answers
 from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
@@ -227,7 +228,8 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
 
 def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
           memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
-          isolate: bool = True, writers=None, fresh: bool = False, roster=None) -> list[SubmissionResult]:
+          isolate: bool = True, writers=None, fresh: bool = False, roster=None,
+          late_policy=None) -> list[SubmissionResult]:
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the
@@ -252,6 +254,8 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         roster: a :class:`~lablib.grading.roster.Roster`: each row names its student and
             the summary lists the submissions and students that matched nothing (a copy
             stays in ``out_dir``: a later regrade without ``roster`` uses it).
+        late_policy: a :class:`~lablib.grading.late.LatePolicy` (kept in ``out_dir`` as
+            ``late.json``: later regrades and ``lablib report`` apply it too).
 
     Returns:
         One :class:`SubmissionResult` per row of the gradebook written (those graded now
@@ -264,6 +268,8 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     previous = [] if fresh else previous_results(out, spec.name)
     if roster is None and previous and (out / ROSTER_COPY).is_file():
         roster = Roster.load(out / ROSTER_COPY)  # a regrade keeps the class's roster
+    if late_policy is None and not fresh:
+        late_policy = LatePolicy.load(out)
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
     items = collect_submissions(submissions, refused=skipped)
@@ -293,20 +299,27 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     if roster is not None and roster.source and os.path.isfile(roster.source) and not (
             kept.exists() and os.path.samefile(roster.source, kept)):
         shutil.copyfile(roster.source, kept)
-    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped)
+    if late_policy is not None:
+        late_policy.save(out)
+    elif fresh:
+        (out / POLICY_FILE).unlink(missing_ok=True)
+    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy)
     return sorted(results, key=lambda r: r.submission)
 
 
-def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=None, skipped=()) -> None:
-    """The reports of ``results``, with the people's grades of the written answers."""
+def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=None, skipped=(),
+           late_policy=None) -> None:
+    """The reports of ``results``, with the people's grades of the written answers and
+    the late penalties."""
     person, through = {}, 0
     if spec.answers and (out / DB_NAME).is_file():
         person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
     report.write_reports(out, spec, results, writers=writers, roster=roster, skipped=skipped, person=person,
-                         reviews_through=through)
+                         reviews_through=through, late_policy=late_policy)
 
 
-def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None) -> list[SubmissionResult]:
+def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None,
+                    late_policy=None) -> list[SubmissionResult]:
     """Write the reports of an existing grading output again, without grading: the
     gradebook of ``grades.json`` with the people's latest grades (``lablib report``, the
     review page's "Write the gradebook").
@@ -317,6 +330,8 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
         roster: a :class:`~lablib.grading.roster.Roster`; default: the one the folder was
             graded with (its copy, ``.roster.csv``), if any.
         hidden_dirs: the hidden tests' folders (their tests' names in the reports).
+        late_policy: a :class:`~lablib.grading.late.LatePolicy` (then kept); default: the
+            one kept in the folder, if any.
 
     Raises:
         ValueError: ``out_dir`` holds no gradebook, or the gradebook of another lab.
@@ -336,5 +351,9 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
         skipped = [(s["path"], s["reason"]) for s in json.loads((out / "summary.json").read_text()).get("skipped", [])]
     except (OSError, ValueError, KeyError, TypeError):
         skipped = []
-    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped)
+    if late_policy is not None:
+        late_policy.save(out)
+    else:
+        late_policy = LatePolicy.load(out)
+    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy)
     return sorted(results, key=lambda r: r.submission)

@@ -5,7 +5,9 @@ layouts, recognised by its header row (case and spacing ignored):
 
 * lablib's own: ``student_id, name, email, section, submission`` (``submission``: the
   notebook or folder that is the student's, as named in the gradebook or as a path below
-  the submissions folder; optional);
+  the submissions folder; optional), with optional late-work columns
+  ``submitted_at`` (when the student submitted, ISO 8601), ``extension`` (``2d``, ``36h``)
+  and ``due`` (the student's own due date) (:mod:`~lablib.grading.late`);
 * Canvas's gradebook export: ``Student, ID, SIS User ID, SIS Login ID, Section, ...``
   (its "Points Possible" row and its test student are skipped);
 * Gradescope's roster export: ``First Name, Last Name, SID, Email, Role, ...`` (only the
@@ -50,6 +52,9 @@ class Student:
         email, section: when the roster has them.
         submission: the roster's ``submission`` column (lablib's layout).
         lms_id: Canvas's own user ``ID``; login: Canvas's SIS Login ID.
+        submitted_at: when the student submitted (ISO 8601; Gradescope's "Submission Time").
+        extension: a duration added to the due date for this student (``2d``).
+        due: this student's own due date (ISO 8601), instead of the lab's.
     """
 
     student_id: str
@@ -59,6 +64,9 @@ class Student:
     submission: str = ""
     lms_id: str = ""
     login: str = ""
+    submitted_at: str = ""
+    extension: str = ""
+    due: str = ""
 
     @property
     def key(self) -> str:
@@ -98,6 +106,9 @@ _COLUMNS = {
     "lms_id": ("id",),
     "login": ("sis login id", "login", "login id", "username"),
     "role": ("role",),
+    "submitted_at": ("submitted_at", "submitted at", "submission time", "submitted", "submission date"),
+    "extension": ("extension", "extensions"),
+    "due": ("due", "due date", "due_at", "due at"),
 }
 _TEST_STUDENTS = {"student, test", "test student"}
 
@@ -156,7 +167,7 @@ class Roster:
         if where["role"] is not None and _fold(get("role")) not in ("", "student"):
             return None  # Gradescope's instructors and TAs
         student = Student(get("student_id"), name, get("email"), get("section"), get("submission"),
-                          get("lms_id"), get("login"))
+                          get("lms_id"), get("login"), get("submitted_at"), get("extension"), get("due"))
         return student if student.identifiers() or name else None
 
     def match(self, submissions) -> RosterMatch:

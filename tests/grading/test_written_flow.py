@@ -1,10 +1,10 @@
 """The instructor's whole flow with written answers, on a class of 32 Lab 2 submissions.
 
-`lablib grade` (with a roster) -> the review page, driven in headless Chromium, scores
+`lablib grade` (with a roster and a late policy) -> the review page, driven in headless Chromium, scores
 every written answer through its rubric -> one student resubmits and is regraded ->
 `lablib report` -> `lablib export canvas`. Asserted on the way: every answer was found as
 written, no row, score or comment was lost, the resubmitted answer is flagged, and each
-student's exported total is the automatic points + the people's points.
+student's exported total is the automatic points + the people's points - the late penalty.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from lablib.grading.review.server import ReviewApp, make_server
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.spec import load_lab
 
-from written_class import QUESTIONS, SOLUTION, make_class
+from lablib.grading.late import LatePolicy
+from written_class import DUE, QUESTIONS, SOLUTION, make_class
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,7 +50,8 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
     assert chromium, "No Chromium on PATH: install Debian's chromium package (`bash .ci/run setup` does)."
     made = make_class(tmp_path / "class", n=32)
     out = tmp_path / "out"
-    printed = _lablib("grade", "lab2", "class", "-o", "out", "--roster", "roster.csv", "--quiet", cwd=tmp_path)
+    printed = _lablib("grade", "lab2", "class", "-o", "out", "--roster", "roster.csv", "--quiet", "--due", DUE,
+                      "--late-per-day", "10%", "--late-cap", "30%", "--late-grace", "30m", cwd=tmp_path)
     assert "96 written answers still to grade" in printed
 
     # 1. every answer found as the student wrote it
@@ -137,9 +139,15 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
     now = ReviewStore(out / DB_NAME, lab).person_scores(names)
     assert now == given, "the regrade kept every person's score and comment"
     rows = {r["submission"]: r for r in _rows(out / "grades.csv")}
+    policy = LatePolicy.parse(due=DUE, per_day="10%", cap="30%", grace="30m")
+    roster = {r["submission"][:-len(".ipynb")]: r for r in _rows(tmp_path / "roster.csv")}
+    penalty = {n: policy.penalty(roster[n]["submitted_at"], 28, extension=roster[n]["extension"] or None).penalty
+               for n in names}
+    assert sum(p > 0 for p in penalty.values()) >= 6 and penalty["s11"] == 0, "late students, one extension"
     for n in names:
         people = sum(now[n][q].score for q in QUESTIONS)
-        assert float(rows[n]["total"]) == pytest.approx(auto[n] + people), n
+        assert float(rows[n]["total"]) == pytest.approx(max(0, auto[n] + people - penalty[n])), n
+        assert float(rows[n]["late_penalty"]) == pytest.approx(penalty[n])
         assert float(rows[n]["max_total"]) == 13 + 15
     feedback = (out / "feedback" / f"{commented[0].replace('/', '_')}.md").read_text()
     assert "Good use of the class counts." in feedback
@@ -152,6 +160,6 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
     for row in students:
         name = by_id[row[header.index("SIS User ID")]]
         people = sum(now[name][q].score for q in QUESTIONS)
-        assert float(row[header.index(title)]) == pytest.approx(auto[name] + people), name
+        assert float(row[header.index(title)]) == pytest.approx(max(0, auto[name] + people - penalty[name])), name
         for q in QUESTIONS:
             assert float(row[header.index(f"{title}: written {q}")]) == pytest.approx(now[name][q].score)

@@ -4,13 +4,16 @@ Every notebook is the solution (fast-mode model code, so the tests pass and one 
 serves the whole class through the grading cache); what varies is what students do to
 their answer cells: a plain answer, an empty placeholder, markers deleted, an extra cell
 added below, LaTeX, raw HTML that must stay text, the cell's tag lost, nested folders.
-``make_class`` also writes a lablib roster (``roster.csv``) naming every student.
+``make_class`` also writes a lablib roster (``roster.csv``) naming every student, with
+submission times around :data:`DUE` (every fourth student late by ``k`` hours; one of
+them with a two-day extension).
 """
 
 from __future__ import annotations
 
 import copy
 import csv
+import datetime as dt
 import pathlib
 import random
 
@@ -22,6 +25,7 @@ from lablib.grading.notebook import ANSWER_METADATA, ANSWER_PLACEHOLDER, answer_
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "lab2_transformer_reuters.ipynb"
 QUESTIONS = ("metric", "study", "find_error")
+DUE = "2026-11-20T23:59+00:00"
 
 _SENTENCES = [
     "Accuracy is dominated by `earn` and `acq`, more than half of the wires.",
@@ -89,10 +93,13 @@ def make_class(folder, n: int = 32, seed: int = 0) -> dict:
         path.write_text(dumps_notebook(nb), encoding="utf-8")
         out["paths"].append(path)
         out["answers"][name] = written
-        rows.append([f"{1000 + k}", f"Student {k:02d}", f"s{k:02d}@example.edu", f"S{k % 3}", f"{name}.ipynb"])
+        hours = k if k % 4 == 3 else -k - 1
+        submitted = (dt.datetime.fromisoformat(DUE) + dt.timedelta(hours=hours)).isoformat(timespec="minutes")
+        rows.append([f"{1000 + k}", f"Student {k:02d}", f"s{k:02d}@example.edu", f"S{k % 3}", f"{name}.ipynb",
+                     submitted, "2d" if k == 11 else ""])
     with open(out["roster"], "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student_id", "name", "email", "section", "submission"])
+        writer.writerow(["student_id", "name", "email", "section", "submission", "submitted_at", "extension"])
         writer.writerows(rows)
     return out
 

@@ -9,11 +9,14 @@ by one writer can link to those of another.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
+import os
 import pathlib
 import unicodedata
 from typing import Protocol, Sequence
 
+from lablib.grading.late import Late, LateError
 from lablib.grading.results import PersonScore, SubmissionResult
 
 __all__ = ["Gradebook", "Writer", "feedback_stems", "write_per_submission"]
@@ -37,6 +40,8 @@ class Gradebook:
             a question missing there is still to grade.
         reviews_through: the last change of the people's grades this gradebook includes
             (the review log's id; 0: none).
+        late_policy: the :class:`~lablib.grading.late.LatePolicy`, or None (no late
+            penalties).
     """
 
     lab: object
@@ -46,17 +51,19 @@ class Gradebook:
     skipped: tuple[tuple[str, str], ...] = ()
     person: dict = dataclasses.field(default_factory=dict)
     reviews_through: int = 0
+    late_policy: object = None
 
     @classmethod
     def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=(), person=None,
-           reviews_through: int = 0) -> "Gradebook":
+           reviews_through: int = 0, late_policy=None) -> "Gradebook":
         """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
         is matched to them; ``skipped`` lists the paths not graded; ``person`` holds the
         people's grades of the written answers."""
         ordered = tuple(sorted(results, key=lambda r: r.submission))
         match = None if roster is None else roster.match([(r.submission, r.path) for r in ordered])
         return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match,
-                   tuple((str(path), str(reason)) for path, reason in skipped), dict(person or {}), reviews_through)
+                   tuple((str(path), str(reason)) for path, reason in skipped), dict(person or {}), reviews_through,
+                   late_policy)
 
     @property
     def questions(self) -> list:
@@ -74,9 +81,37 @@ class Gradebook:
         graded before the answer changed)."""
         return sum(score.pending for _, score in self.written(result))
 
+    def late(self, result: SubmissionResult) -> Late | None:
+        """The row's lateness under the late policy, or None: no policy, or no submission
+        time (the roster has none for the student, or the notebook's file is gone)."""
+        policy = self.late_policy
+        if policy is None:
+            return None
+        student = self.student(result)
+        if policy.from_files:
+            try:
+                submitted = datetime.datetime.fromtimestamp(os.path.getmtime(result.path)).astimezone()
+            except OSError:
+                return None
+        elif student is None or not student.submitted_at:
+            return None
+        else:
+            submitted = student.submitted_at
+        try:
+            return policy.penalty(submitted, self.max_total(result), extension=student.extension if student else None,
+                                  due=student.due if student else None)
+        except LateError as exc:
+            return Late(str(submitted), "", 0.0, 0, 0.0, f"Lateness not computed, no deduction: {exc}")
+
+    def penalty(self, result: SubmissionResult) -> float:
+        """The late penalty of the row, in points (0: none)."""
+        late = self.late(result)
+        return late.penalty if late else 0.0
+
     def total(self, result: SubmissionResult) -> float:
-        """The row's total: automatic points + the people's points."""
-        return result.score + sum(score.score for _, score in self.written(result))
+        """The row's total: automatic points + the people's points - the late penalty
+        (never below 0)."""
+        return max(0.0, result.score + sum(score.score for _, score in self.written(result)) - self.penalty(result))
 
     def max_total(self, result: SubmissionResult) -> float:
         """The points possible: the automatic maximum + the written questions' points."""

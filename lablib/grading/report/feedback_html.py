@@ -39,15 +39,19 @@ def _written_html(written) -> tuple[str, str]:
     return line, section
 
 
-def feedback_html(lab_title: str, result: SubmissionResult, written=()) -> str:
+def feedback_html(lab_title: str, result: SubmissionResult, written=(), late=None) -> str:
     """The feedback page for one student (standalone HTML); ``written``: ``[(question,
-    PersonScore)]`` of the lab's written answers."""
+    PersonScore)]`` of the lab's written answers; ``late``: the row's lateness."""
     esc = html.escape
     written_line, written_section = _written_html(written)
     total = ""
-    if written:
-        total = (f"<p><b>Total: {num(result.score + sum(s.score for _, s in written))} / "
-                 f"{num(result.max_score + sum(q.points for q, _ in written))}</b></p>")
+    if written or late is not None:
+        penalty = late.penalty if late is not None else 0.0
+        value = max(0.0, result.score + sum(s.score for _, s in written) - penalty)
+        total = (f"<p><b>Total: {num(value)} / {num(result.max_score + sum(q.points for q, _ in written))}</b>"
+                 f"{f' (late penalty -{num(penalty)})' if penalty else ''}</p>")
+    if late is not None:
+        total += f"<p class='late'>Submission time: {esc(late.text)}</p>"
     rows = []
     for t in result.tests:
         detail = student_detail(t)
@@ -78,4 +82,4 @@ class HtmlFeedback:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".html",
-                                    lambda title, r: feedback_html(title, r, book.written(r)))
+                                    lambda title, r: feedback_html(title, r, book.written(r), book.late(r)))

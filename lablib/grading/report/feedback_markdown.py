@@ -44,16 +44,22 @@ def written_markdown(written) -> list[str]:
     return [*lines, ""]
 
 
-def feedback_markdown(lab_title: str, result: SubmissionResult, written=()) -> str:
+def feedback_markdown(lab_title: str, result: SubmissionResult, written=(), late=None) -> str:
     """The feedback text for one student (markdown); ``written``: ``[(question,
-    PersonScore)]`` of the lab's written answers (:meth:`Gradebook.written`)."""
-    if written:
-        auto = sum(score.score for _, score in written)
+    PersonScore)]`` of the lab's written answers (:meth:`Gradebook.written`); ``late``: the
+    row's :class:`~lablib.grading.late.Late` (:meth:`Gradebook.late`)."""
+    if written or late is not None:
+        given = sum(score.score for _, score in written)
         possible = sum(q.points for q, _ in written)
         pending = sum(score.pending for _, score in written)
-        score_line = (f"**Total: {num(result.score + auto)} / {num(result.max_score + possible)}** "
-                      f"(tests {num(result.score)} / {num(result.max_score)}, written answers {num(auto)} / "
-                      f"{num(possible)}{f'; {pending} still to grade' if pending else ''})  ")
+        penalty = late.penalty if late is not None else 0.0
+        parts = [f"tests {num(result.score)} / {num(result.max_score)}"]
+        if written:
+            parts.append(f"written answers {num(given)} / {num(possible)}{f', {pending} still to grade' if pending else ''}")
+        if penalty:
+            parts.append(f"late penalty -{num(penalty)}")
+        total = max(0.0, result.score + given - penalty)
+        score_line = f"**Total: {num(total)} / {num(result.max_score + possible)}** ({'; '.join(parts)})  "
     else:
         score_line = f"**Score: {num(result.score)} / {num(result.max_score)}**  "
     lines = [
@@ -63,6 +69,8 @@ def feedback_markdown(lab_title: str, result: SubmissionResult, written=()) -> s
         f"Status: `{status_text(result.status)}`",
         "",
     ]
+    if late is not None:
+        lines += [f"Submission time: {md_text(late.text)}", ""]
     if not result.status.ok:
         lines += [explain_status(result.status), ""]
     for note in result.notes:
@@ -99,4 +107,4 @@ class MarkdownFeedback:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".md",
-                                    lambda title, r: feedback_markdown(title, r, book.written(r)))
+                                    lambda title, r: feedback_markdown(title, r, book.written(r), book.late(r)))

@@ -37,8 +37,10 @@ class CsvGradebook:
             writer = csv.writer(f)
             who = ["student_id", "name", "email", "section"] if book.roster is not None else []
             questions = book.questions
-            written = ([f"written: {q.id}" for q in questions] + ["written", "ungraded", "total", "max_total"]
-                       if questions else [])
+            late = book.late_policy is not None
+            written = [f"written: {q.id}" for q in questions] + ["written", "ungraded"] if questions else []
+            written += ["submitted_at", "late_hours", "late_penalty"] if late else []
+            written += ["total", "max_total"] if questions or late else []
             writer.writerow(["submission", *who, "status", "score", "max_score", *map(spreadsheet_text, book.pieces),
                              *written])
             for r in book.results:
@@ -50,8 +52,13 @@ class CsvGradebook:
                 if questions:
                     given = book.written(r)
                     people = [num(score.score) if score.graded else "" for _, score in given]
-                    people += [num(sum(score.score for _, score in given)), str(book.pending(r)), num(book.total(r)),
-                               num(book.max_total(r))]
+                    people += [num(sum(score.score for _, score in given)), str(book.pending(r))]
+                if late:
+                    lateness = book.late(r)
+                    people += ["", "", ""] if lateness is None else [
+                        lateness.submitted_at, num(round(lateness.late_seconds / 3600, 2)), num(lateness.penalty)]
+                if questions or late:
+                    people += [num(book.total(r)), num(book.max_total(r))]
                 writer.writerow([spreadsheet_text(r.submission), *columns, status_text(r.status), num(r.score),
                                  num(r.max_score), *scores, *people])
         return [path]

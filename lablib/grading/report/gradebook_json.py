@@ -9,7 +9,9 @@ A lab with written answers adds ``questions`` (id -> points and title) and, per 
 ``answers`` (what the student wrote), ``written`` (each question's
 :class:`~lablib.grading.results.PersonScore`), ``ungraded``, ``total`` (automatic +
 people's points) and ``max_total``; ``reviews_through`` is the review log's last change
-included (``lablib export`` refuses a gradebook older than its reviews).
+included (``lablib export`` refuses a gradebook older than its reviews). With a late
+policy, ``late_policy`` and per entry ``late`` (:class:`~lablib.grading.late.Late`, null
+without a submission time); ``total`` then subtracts the penalty.
 """
 
 from __future__ import annotations
@@ -55,8 +57,12 @@ class JsonGradebook:
             entry.update(r.status.to_dict())  # problems, missing, raised: read back by result_from_entry
             entry.update(status=status_text(r.status), feedback=f"feedback/{book.stems[r.submission]}")
             if book.questions:
-                entry.update(written={q.id: score.to_dict() for q, score in book.written(r)},
-                             ungraded=book.pending(r), total=book.total(r), max_total=book.max_total(r))
+                entry.update(written={q.id: score.to_dict() for q, score in book.written(r)}, ungraded=book.pending(r))
+            if book.late_policy is not None:
+                lateness = book.late(r)
+                entry["late"] = None if lateness is None else lateness.to_dict()
+            if book.questions or book.late_policy is not None:
+                entry.update(total=book.total(r), max_total=book.max_total(r))
             if book.roster is not None:
                 student = book.student(r)
                 entry["student"] = None if student is None else dataclasses.asdict(student)
@@ -68,6 +74,7 @@ class JsonGradebook:
                        for p in book.pieces},
             "questions": {q.id: {"points": q.points, "title": q.title} for q in book.questions},
             "reviews_through": book.reviews_through,
+            "late_policy": None if book.late_policy is None else book.late_policy.to_dict(),
             "submissions": submissions,
         }
         if book.roster is not None:

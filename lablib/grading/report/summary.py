@@ -145,7 +145,7 @@ def _attention(results):
     return needs_attention
 
 
-def class_summary(lab, results, roster=None, skipped=(), written=None) -> dict:
+def class_summary(lab, results, roster=None, skipped=(), written=None, late=None) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -157,6 +157,8 @@ def class_summary(lab, results, roster=None, skipped=(), written=None) -> dict:
             students without a submission.
         written: submission -> ``[(question, PersonScore)]`` for a lab with written
             answers: ``written`` then sums up the people's grading.
+        late: ``(policy, {submission: Late or None})`` with a late policy: ``late`` then
+            counts the late submissions and their penalties.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
@@ -190,7 +192,33 @@ def class_summary(lab, results, roster=None, skipped=(), written=None) -> dict:
             "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
                                             for s in roster.without_submission]},
         "written": _written_rows(results, written),
+        "late": _late_rows(results, late),
     }
+
+
+def _late_rows(results, late) -> dict | None:
+    if late is None:
+        return None
+    policy, rows = late
+    found = [rows.get(r.submission) for r in results]
+    penalties = [x.penalty for x in found if x is not None and x.penalty > 0]
+    return {"policy": policy.describe(), "late": len(penalties),
+            "on_time": sum(x is not None and x.penalty == 0 for x in found),
+            "no_time": [r.submission for r, x in zip(results, found) if x is None],
+            "penalty": _stats(penalties) if penalties else None,
+            "rows": [{"submission": r.submission, "text": x.text, "penalty": x.penalty}
+                     for r, x in zip(results, found) if x is not None and x.penalty > 0]}
+
+
+def _late_section(late) -> str:
+    if not late:
+        return ""
+    esc = html.escape
+    rows = _table(["submission", "penalty", "lateness"], [[r["submission"], r["penalty"], r["text"]] for r in late["rows"]])
+    missing = (f"<p>No submission time for {len(late['no_time'])}: {esc(', '.join(late['no_time'][:20]))}"
+               f"{' ...' if len(late['no_time']) > 20 else ''} (no penalty applied).</p>" if late["no_time"] else "")
+    return (f"<h2>Late work</h2><p>Policy: {esc(late['policy'])}. {late['late']} late, {late['on_time']} on "
+            f"time.</p>{missing}{rows if late['rows'] else ''}")
 
 
 def _written_rows(results, written) -> dict | None:
@@ -384,6 +412,7 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 <h2>Submissions needing attention</h2>
 {attention}
 {_written_section(summary.get("written"))}
+{_late_section(summary.get("late"))}
 {_roster_section(summary["roster"])}
 {_skipped_section(summary.get("skipped", []))}
 <h2>Slowest submissions</h2>
@@ -392,7 +421,7 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 """
 
 
-def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None) -> dict[str, pathlib.Path]:
+def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, late=None) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -400,7 +429,7 @@ def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None) 
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster, skipped, written)
+    data = class_summary(lab, results, roster, skipped, written, late)
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
@@ -413,4 +442,5 @@ class ClassSummary:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         written = {r.submission: book.written(r) for r in book.results} if book.questions else None
-        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written).values())
+        late = None if book.late_policy is None else (book.late_policy, {r.submission: book.late(r) for r in book.results})
+        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written, late).values())

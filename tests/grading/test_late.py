@@ -1,0 +1,126 @@
+"""Late work: the policy's arithmetic, and penalties in every report and in the export."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import os
+
+import pytest
+
+from lablib.grading import report
+from lablib.grading.export import export
+from lablib.grading.grade import rewrite_reports
+from lablib.grading.late import LateError, LatePolicy, parse_duration, parse_time
+from lablib.grading.results import PieceScore, Status, SubmissionResult
+from lablib.grading.roster import Roster
+from lablib.grading.spec import LabSpec
+
+DUE = "2026-11-20T23:59+01:00"
+
+
+def test_penalty_per_started_day_with_cap_grace_and_extensions():
+    policy = LatePolicy.parse(due=DUE, per_day="10%", cap="30%", grace="15m")
+    assert policy.penalty("2026-11-20T23:00+01:00", 20).penalty == 0
+    within = policy.penalty("2026-11-21T00:10+01:00", 20)
+    assert within.penalty == 0 and "grace period of 15 min" in within.text
+    one = policy.penalty("2026-11-21T00:20+01:00", 20)
+    assert one.units == 1 and one.penalty == 2.0 and "Late by 21 min" in one.text
+    two = policy.penalty("2026-11-22T08:00+01:00", 20)
+    assert two.units == 2 and two.penalty == 4.0
+    assert policy.penalty("2026-12-20T08:00+01:00", 20).penalty == 6.0, "the cap"
+    assert policy.penalty("2026-11-22T08:00+01:00", 20, extension="2d").penalty == 0
+    assert policy.penalty("2026-11-22T08:00+01:00", 20, due="2026-11-22T07:00+01:00").units == 1
+    # the same instant written in another zone
+    assert policy.penalty("2026-11-21T07:20+08:00", 20).penalty == 2.0
+
+
+def test_penalty_per_hour_in_points_and_never_more_than_the_points():
+    policy = LatePolicy.parse(due=DUE, per_hour="1.5")
+    assert policy.penalty("2026-11-21T02:30+01:00", 20).penalty == 4.5  # 2 h 31 min: 3 started hours
+    assert policy.penalty("2026-11-30T02:30+01:00", 20).penalty == 20
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"due": "next friday"}, "not a time"),
+    ({"due": DUE, "per_day": "ten"}, "not an amount"),
+    ({"due": DUE, "per_day": "150%"}, "out of range"),
+    ({"due": DUE, "per_day": "1", "per_hour": "1"}, "not both"),
+    ({"due": DUE, "grace": "15"}, "with its unit"),
+])
+def test_bad_policies_are_refused_with_what_to_write(kwargs, message):
+    with pytest.raises(LateError, match=message):
+        LatePolicy.parse(**kwargs)
+
+
+def test_times_and_durations():
+    assert parse_time("2026-11-20 23:58:12 -0800").utcoffset() == dt.timedelta(hours=-8)
+    assert parse_time("2026-11-20T23:58Z").utcoffset() == dt.timedelta(0)
+    assert parse_time("2026-11-20T23:58").tzinfo is not None, "a naive time is in the local zone"
+    assert parse_duration("1d12h") == dt.timedelta(hours=36) and parse_duration("90m") == dt.timedelta(minutes=90)
+
+
+def _lab():
+    lab = LabSpec("lab8_late", "Lab 8: late work")
+    lab.piece("f", objects=["f"])
+    lab.answer("why", points=5, title="why", rubric=[(5, "Right.")])
+    return lab
+
+
+def _class(tmp_path, times):
+    results = [SubmissionResult(name, str(tmp_path / f"{name}.ipynb"), Status(), 10.0, 15.0,
+                                {"f": PieceScore(10.0, 15.0)}, []) for name in times]
+    roster = tmp_path / "roster.csv"
+    with open(roster, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student_id", "name", "email", "section", "submission", "submitted_at", "extension"])
+        for k, (name, when) in enumerate(times.items()):
+            writer.writerow([f"{k}", name.title(), f"{name}@x.edu", "A", name, when, "2d" if name == "dan" else ""])
+    return results, roster
+
+
+def test_penalties_reach_every_report_and_the_export(tmp_path):
+    lab = _lab()
+    times = {"ann": "2026-11-20T22:00+01:00", "bob": "2026-11-21T10:00+01:00", "cat": "",
+             "dan": "2026-11-22T10:00+01:00"}
+    results, roster_path = _class(tmp_path, times)
+    out = tmp_path / "out"
+    policy = LatePolicy.parse(due=DUE, per_day="10%", cap="50%")
+    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
+    rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    assert rows["ann"]["late_penalty"] == "0" and rows["ann"]["total"] == "10"
+    assert rows["bob"]["late_penalty"] == "2" and rows["bob"]["total"] == "8", "10% of 20 points possible"
+    assert rows["bob"]["late_hours"] == "10.02"
+    assert rows["cat"]["late_penalty"] == "" and rows["cat"]["total"] == "10", "no time: no penalty"
+    assert rows["dan"]["late_penalty"] == "0", "the roster's extension"
+    feedback = (out / "feedback" / "bob.md").read_text()
+    assert "late penalty -2" in feedback and "Late by 10 h 1 min" in feedback
+    assert "Late by 10 h 1 min" in (out / "feedback" / "bob.html").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["late"]["late"] == 1 and summary["late"]["no_time"] == ["cat"]
+    assert "Late work" in (out / "summary.html").read_text()
+    entry = next(e for e in json.loads((out / "grades.json").read_text())["submissions"] if e["submission"] == "bob")
+    assert entry["late"]["penalty"] == 2 and entry["total"] == 8
+    export("canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv")
+    header, possible, *students = list(csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8")))
+    assert possible[header.index(lab.title)] == "20"
+    assert {r[0]: r[header.index(lab.title)] for r in students} == {"Ann": "10", "Bob": "8", "Cat": "10", "Dan": "10"}
+
+
+def test_the_kept_policy_applies_to_rewrites_and_file_times_work(tmp_path):
+    lab = _lab()
+    results, roster_path = _class(tmp_path, {"eve": "", "fay": ""})
+    for r, hours in zip(results, (-1, 30)):
+        open(r.path, "w").close()
+        when = parse_time(DUE).timestamp() + hours * 3600
+        os.utime(r.path, (when, when))
+    out = tmp_path / "out"
+    report.write_reports(out, lab, results)
+    (out / ".roster.csv").write_text(roster_path.read_text())
+    rewrite_reports(out, lab=lab, late_policy=LatePolicy.parse(due=DUE, per_day="2", from_files=True))
+    rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    assert rows["eve"]["late_penalty"] == "0" and rows["fay"]["late_penalty"] == "4", "30 h: 2 started days"
+    rewrite_reports(out, lab=lab)  # no policy given: the kept one
+    rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    assert rows["fay"]["total"] == "6"

@@ -38,6 +38,7 @@ from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.roster import Roster
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
+from lablib.grading.similarity import graded_code, identical_files, similar_pairs
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
 from lablib.grading.submissions import collect_submissions, warn_skipped
 
@@ -84,8 +85,15 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
     except (InvalidNotebook, OSError) as exc:
         return unreadable(lab, name, str(path), str(exc))
     result = _run_and_judge(lab, name, path, nb, notes, setup, limits, mask)
-    result.answers = written_answers(nb, lab.answers, template=template)
+    _attach(result, lab, nb, template)
     return result
+
+
+def _attach(result: SubmissionResult, lab: LabSpec, nb, template) -> None:
+    """What a result carries besides its run: the written answers and the graded code
+    (neither is part of the cache key's run)."""
+    result.answers = written_answers(nb, lab.answers, template=template)
+    result.code = {piece: cell.source for piece, cell in graded_cells(nb)[0].items()}
 
 
 class SubmissionRemoved(UserWarning):
@@ -184,7 +192,7 @@ class _Cache:
         cache = self._path(key)
         cache.parent.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
-        data["answers"] = {}
+        data["answers"], data["code"] = {}, {}
         tmp = cache.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"key": key, "result": data}, default=str))
         os.replace(tmp, cache)  # two threads with the same code never leave half a file
@@ -291,7 +299,7 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         if result is None:
             result = _run_and_judge(spec, name, path, nb, notes, setup, limits, mask)
             cache.put(key, result)
-        result.answers = written_answers(nb, spec.answers, template=template)
+        _attach(result, spec, nb, template)
         return result
 
     results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
@@ -303,19 +311,26 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         late_policy.save(out)
     elif fresh:
         (out / POLICY_FILE).unlink(missing_ok=True)
-    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy)
+    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy,
+           template=template)
     return sorted(results, key=lambda r: r.submission)
 
 
 def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=None, skipped=(),
-           late_policy=None) -> None:
-    """The reports of ``results``, with the people's grades of the written answers and
-    the late penalties."""
+           late_policy=None, template=None) -> None:
+    """The reports of ``results``, with the people's grades of the written answers, the
+    late penalties and the similarity hints (``template``: the released notebook, whose
+    graded cells' code is left out of the comparison)."""
+    blank = {piece: cell.source for piece, cell in graded_cells(template)[0].items()} if template else {}
+    pairs, same_code = similar_pairs({r.submission: graded_code(r.code) for r in results if r.code},
+                                     graded_code(blank) if blank else "")
+    similarity = {"pairs": pairs, "same_code": same_code,
+                  "identical": identical_files({r.submission: r.path for r in results})}
     person, through = {}, 0
     if spec.answers and (out / DB_NAME).is_file():
         person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
     report.write_reports(out, spec, results, writers=writers, roster=roster, skipped=skipped, person=person,
-                         reviews_through=through, late_policy=late_policy)
+                         reviews_through=through, late_policy=late_policy, similarity=similarity)
 
 
 def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None,
@@ -355,5 +370,10 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
         late_policy.save(out)
     else:
         late_policy = LatePolicy.load(out)
-    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy)
+    try:
+        template = read_notebook(catalog.find_lab_notebook(spec))[0]
+    except (catalog.LabNotebookNotFound, InvalidNotebook, OSError):
+        template = None  # the similarity hints then compare the template's code too
+    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy,
+           template=template)
     return sorted(results, key=lambda r: r.submission)

@@ -308,6 +308,7 @@ class SubmissionResult:
         cached: taken from the grading cache.
         answers: written question id -> the :class:`WrittenAnswer` found (graded by a
             person: their scores are not part of ``score``, see ``lablib review``).
+        code: graded piece -> its cell's code as graded (for the similarity hints).
     """
 
     submission: str
@@ -324,6 +325,7 @@ class SubmissionResult:
     seconds: float = 0.0
     cached: bool = False
     answers: dict[str, WrittenAnswer] = dataclasses.field(default_factory=dict)
+    code: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready) of the result, tests included."""
@@ -336,6 +338,7 @@ class SubmissionResult:
             "diagnostics": [dataclasses.asdict(d) for d in self.diagnostics],
             "seconds": self.seconds, "cached": self.cached,
             "answers": {q: a.to_dict() for q, a in self.answers.items()},
+            "code": dict(self.code),
         }
 
     @classmethod
@@ -348,4 +351,5 @@ class SubmissionResult:
             Isolation.from_report(data.get("isolation", {})),
             [Diagnostic(**d) for d in data.get("diagnostics", [])], data.get("seconds", 0.0),
             data.get("cached", False),
-            {q: WrittenAnswer.from_dict(a) for q, a in (data.get("answers") or {}).items()})
+            {q: WrittenAnswer.from_dict(a) for q, a in (data.get("answers") or {}).items()},
+            {str(p): str(c) for p, c in (data.get("code") or {}).items()})

@@ -61,6 +61,8 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
         for q in QUESTIONS:
             assert entry["answers"][q]["text"] == made["answers"][entry["submission"]][q].strip(), (entry["submission"], q)
     auto = {e["submission"]: e["score"] for e in book["submissions"]}
+    similarity = json.loads((out / "summary.json").read_text())["similarity"]
+    assert [len(g) for g in similarity["same_code"]] == [32], "the same model code: one group, no 496 pairs"
     assert set(auto.values()) == {13.0}, "the fast-mode model code passes every public test"
 
     # 2. the review page: every answer of every question scored through the rubric

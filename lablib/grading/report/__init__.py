@@ -46,7 +46,7 @@ DEFAULT_WRITERS: tuple[Writer, ...] = (CsvGradebook(), JsonGradebook(), Markdown
 
 
 def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=(), person=None,
-                  reviews_through: int = 0, late_policy=None) -> dict[str, list[pathlib.Path]]:
+                  reviews_through: int = 0, late_policy=None, similarity=None) -> dict[str, list[pathlib.Path]]:
     """Write every report of ``results`` under ``out_dir``.
 
     Args:
@@ -63,11 +63,12 @@ def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=(), 
         reviews_through: the review log's last change included in ``person``.
         late_policy: a :class:`~lablib.grading.late.LatePolicy`: each row's penalty is
             taken from its total (submission times from the roster or the files).
+        similarity: the similarity hints (``{"pairs", "identical"}``) for the summary.
 
     Returns:
         Writer name -> the paths it wrote.
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    book = Gradebook.of(lab, results, roster, skipped, person, reviews_through, late_policy)
+    book = Gradebook.of(lab, results, roster, skipped, person, reviews_through, late_policy, similarity)
     return {writer.name: writer.write(out, book) for writer in (DEFAULT_WRITERS if writers is None else writers)}

@@ -42,6 +42,8 @@ class Gradebook:
             (the review log's id; 0: none).
         late_policy: the :class:`~lablib.grading.late.LatePolicy`, or None (no late
             penalties).
+        similarity: ``{"pairs": [Pair], "identical": [[names]]}``: the similarity hints
+            (:mod:`lablib.grading.similarity`), or None.
     """
 
     lab: object
@@ -52,10 +54,11 @@ class Gradebook:
     person: dict = dataclasses.field(default_factory=dict)
     reviews_through: int = 0
     late_policy: object = None
+    similarity: dict | None = None
 
     @classmethod
     def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=(), person=None,
-           reviews_through: int = 0, late_policy=None) -> "Gradebook":
+           reviews_through: int = 0, late_policy=None, similarity=None) -> "Gradebook":
         """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
         is matched to them; ``skipped`` lists the paths not graded; ``person`` holds the
         people's grades of the written answers."""
@@ -63,7 +66,7 @@ class Gradebook:
         match = None if roster is None else roster.match([(r.submission, r.path) for r in ordered])
         return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match,
                    tuple((str(path), str(reason)) for path, reason in skipped), dict(person or {}), reviews_through,
-                   late_policy)
+                   late_policy, similarity)
 
     @property
     def questions(self) -> list:

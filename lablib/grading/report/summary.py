@@ -28,6 +28,7 @@ import numpy as np
 from lablib.grading.report.base import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
+from lablib.grading.similarity import THRESHOLD
 
 __all__ = ["ClassSummary", "class_summary", "summary_html", "write_summary"]
 
@@ -145,7 +146,7 @@ def _attention(results):
     return needs_attention
 
 
-def class_summary(lab, results, roster=None, skipped=(), written=None, late=None) -> dict:
+def class_summary(lab, results, roster=None, skipped=(), written=None, late=None, similarity=None) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -159,6 +160,8 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             answers: ``written`` then sums up the people's grading.
         late: ``(policy, {submission: Late or None})`` with a late policy: ``late`` then
             counts the late submissions and their penalties.
+        similarity: ``{"pairs": [Pair], "identical": [[names]]}``
+            (:mod:`lablib.grading.similarity`): the pairs of near-identical graded code.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
@@ -193,7 +196,53 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
                                             for s in roster.without_submission]},
         "written": _written_rows(results, written),
         "late": _late_rows(results, late),
+        "similarity": None if similarity is None else {
+            "threshold": THRESHOLD, "method": "copydetect winnowing of the graded cells, the released lab's code removed",
+            "pairs": [{k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
+                      for p in similarity["pairs"]],
+            "same_code": [list(g) for g in similarity.get("same_code", [])],
+            "identical_files": [list(g) for g in similarity["identical"]]},
     }
+
+
+def _marked(code: str, marks) -> str:
+    """``code`` as HTML with the ``(start, end)`` ranges in ``<mark>``."""
+    out, at = [], 0
+    for start, end in sorted(marks):
+        start = max(start, at)
+        if end <= start:
+            continue
+        out += [html.escape(code[at:start]), "<mark>", html.escape(code[start:end]), "</mark>"]
+        at = end
+    out.append(html.escape(code[at:]))
+    return "".join(out)
+
+
+def _similarity_section(similarity) -> str:
+    if similarity is None:
+        return ""
+    esc = html.escape
+    identical = "".join(f"<li>{esc(', '.join(group))}</li>" for group in similarity["identical"])
+    identical = (f"<h3>Byte-identical notebooks</h3><ul>{identical}</ul>" if identical else
+                 "<p>No two notebooks are byte-identical.</p>")
+    same = "".join(f"<li>{len(group)} submissions: {esc(', '.join(group))}</li>"
+                   for group in similarity.get("same_code", []))
+    same = (f"<h3>The same graded code, character for character</h3><p>Each group is compared with the others "
+            f"through its first submission.</p><ul>{same}</ul>" if same else "")
+    if not similarity["pairs"]:
+        pairs = f"<p>No pair shares {THRESHOLD:.0%} or more of its graded code.</p>"
+    else:
+        pairs = "".join(
+            f"<details><summary>{esc(p.a)} and {esc(p.b)}: {p.similarity:.0%} "
+            f"({p.share_a:.0%} of {esc(p.a)}'s code is in {esc(p.b)}'s, {p.share_b:.0%} the other way; "
+            f"{p.tokens} tokens)</summary><div class='pair'><div><h4>{esc(p.a)}</h4><pre>"
+            f"{_marked(p.code_a, p.marks_a)}</pre></div><div><h4>{esc(p.b)}</h4><pre>"
+            f"{_marked(p.code_b, p.marks_b)}</pre></div></div></details>" for p in similarity["pairs"])
+    return (f"<h2>Similar code (hints, not verdicts)</h2><p>Pairs whose graded cells share {THRESHOLD:.0%} or "
+            f"more of one submission's code, most similar first (names, strings and numbers count as their "
+            f"kind, so renaming does not hide a shared passage; the released lab's own code is removed first). "
+            f"Small exercises from one lecture look alike: read the shared passages (marked) before concluding "
+            f"anything.</p>{same}{pairs}{identical}")
 
 
 def _late_rows(results, late) -> dict | None:
@@ -357,8 +406,9 @@ def _roster_section(roster) -> str:
             f"({len(roster['students_without_submission'])})</h3><ul>{missing}</ul>")
 
 
-def summary_html(summary: dict) -> str:
-    """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG."""
+def summary_html(summary: dict, similarity=None) -> str:
+    """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG;
+    ``similarity``: the pairs with their code, shown side by side."""
     esc = html.escape
     plots = _plots(summary) if summary["submissions"] else {}
     score = summary["score"]
@@ -392,6 +442,8 @@ body{{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:
 h2{{margin-top:1.6em;border-bottom:1px solid #ddd}}
 table{{border-collapse:collapse;margin:0.6em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}
 th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{margin-right:2em}}
+.pair{{display:flex;gap:1em}}.pair>div{{flex:1;min-width:0}}.pair pre{{overflow-x:auto;background:#f8f8f8;padding:0.5em}}
+mark{{background:#fde68a}}
 </style></head><body>
 <h1>{esc(summary['title'])}: class summary</h1>
 <p class="facts"><span><b>{summary['submissions']}</b> submissions</span>
@@ -413,6 +465,7 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 {attention}
 {_written_section(summary.get("written"))}
 {_late_section(summary.get("late"))}
+{_similarity_section(similarity)}
 {_roster_section(summary["roster"])}
 {_skipped_section(summary.get("skipped", []))}
 <h2>Slowest submissions</h2>
@@ -421,7 +474,8 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 """
 
 
-def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, late=None) -> dict[str, pathlib.Path]:
+def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, late=None,
+                  similarity=None) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -429,9 +483,9 @@ def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, 
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster, skipped, written, late)
+    data = class_summary(lab, results, roster, skipped, written, late, similarity)
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    (out / "summary.html").write_text(summary_html(data), encoding="utf-8")
+    (out / "summary.html").write_text(summary_html(data, similarity), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
 
 
@@ -443,4 +497,5 @@ class ClassSummary:
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         written = {r.submission: book.written(r) for r in book.results} if book.questions else None
         late = None if book.late_policy is None else (book.late_policy, {r.submission: book.late(r) for r in book.results})
-        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written, late).values())
+        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written, late,
+                                  book.similarity).values())

@@ -8,6 +8,8 @@ below it.
                            ``# SETUP`` cells
 ``submissions.py``         which notebooks a batch grades, and their names
 ``roster.py``              the class list, and which submission is whose
+``late.py``                due dates, late policies and each submission's penalty
+``similarity.py``          similarity hints: near-identical graded code, identical files
 ``spec.py``, ``expect.py`` how a lab's tests are written (probe + judge); ``specs/``
                            holds the shipped labs' tests (the labs: :mod:`lablib.labs`)
 ``run/``                   running a submission: the sandbox, the child process, the
@@ -15,9 +17,11 @@ below it.
 ``judge/``                 probe values -> test results -> a submission's result
 ``report/``                one writer per output format (gradebook, feedback,
                            instructor views, class summary, Gradescope's results.json)
+``review/``                written answers graded by people: their grades in SQLite
+                           and the review page (``lablib review``)
 ``author/``                course authoring: blank labs from solutions, the released
                            labs' catalogue, the Gradescope zip and its wheel
-``grade.py``               the batch pipeline (``lablib grade``); ``gradescope.py`` the
+``grade.py``               the batch pipeline (``lablib grade``, ``lablib report``); ``gradescope.py`` the
                            same inside Gradescope; ``check.py`` the student's
                            in-notebook check (``lablib.check``); ``export.py`` the
                            LMS import files of graded labs (``lablib export``)

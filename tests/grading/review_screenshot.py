@@ -37,12 +37,19 @@ def main(target: str) -> None:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=chromium,
                                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page = browser.new_page(viewport={"width": 1400, "height": 1500})
                 page.goto(url + "#find_error")
                 page.wait_for_selector(".answer.focused")
-                for key in ["1", "2", "j", "1", "j", "5", "j"]:
-                    page.keyboard.press(key)
-                    expect(page.locator("#status")).not_to_have_text("saving…")
+                last = str(page.locator("#items li").count())  # "No answer."
+                for keys in (["1", "2"], ["1"], ["2", "3"]):
+                    blank = page.locator(".answer.focused .empty").count()
+                    for key in [last] if blank else keys:
+                        page.keyboard.press(key)
+                        expect(page.locator("#status")).to_have_text("saved")
+                    page.keyboard.press("j")
+                page.locator("#q-model-box summary").click()
+                page.mouse.wheel(0, -20000)
+                page.wait_for_timeout(500)
                 page.screenshot(path=target)
                 browser.close()
         finally:

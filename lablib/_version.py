@@ -3,7 +3,7 @@ module without importing the package root (which imports nothing heavy, but sits
 
 import pathlib
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: The folder of the running ``lablib`` package (a checkout's ``lablib/`` or site-packages).
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent

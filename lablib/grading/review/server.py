@@ -55,8 +55,9 @@ MAX_BODY = 256 * 1024
 
 def question_prompts(template, questions) -> dict[str, str]:
     """Each written question's text in the released lab: what its answer cell says before
-    the ``BEGIN ANSWER`` marker, after the markdown cell above it when that text is short
-    (``**Your answer:**`` below the question)."""
+    the ``BEGIN ANSWER`` marker, after the nearest markdown cell above it (within three
+    cells, code cells skipped) when that text is short (``**Your answer:**`` below the
+    question)."""
     cells = list((template or {}).get("cells", []))
     prompts = {}
     for index, cell in enumerate(cells):
@@ -72,8 +73,11 @@ def question_prompts(template, questions) -> dict[str, str]:
                 break
             before.append(line)
         text = "\n".join(before).strip()
-        if len(text) < 200 and index > 0 and cells[index - 1].get("cell_type") == "markdown":
-            text = (cell_source(cells[index - 1]).strip() + "\n\n" + text).strip()
+        if len(text) < 400:  # "Your answer:" alone: the question is the markdown above (code aside)
+            above = next((c for c in reversed(cells[max(0, index - 3):index]) if c.get("cell_type") == "markdown"),
+                         None)
+            if above is not None:
+                text = (cell_source(above).strip() + "\n\n" + text).strip()
         prompts[tag] = text
     return prompts
 

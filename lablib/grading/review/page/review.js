@@ -66,6 +66,8 @@ async function openQuestion(id) {
   state.focus = 0;
   state.selected.clear();
   history.replaceState(null, "", "#" + id);
+  state.data = null;  // no key acts on the previous question's answers while this one loads
+  $("answers").replaceChildren();
   state.data = await api("/api/question/" + id);
   await loadQuestions();
   render();

@@ -195,8 +195,9 @@ class ReviewApp:
                 "token": self._token(question, name), "number": number,
                 "html": render_markdown(answer.text) if answer and answer.text else "",
                 "empty": not (answer and answer.text), "found": answer.found if answer else "",
-                "notes": list(answer.notes) if answer else ["this submission was graded before the lab had "
-                                                           "written answers: grade it again"],
+                "notes": list(answer.notes) if answer else [
+                    "no answer recorded: the notebook could not be read (see its status), or it was graded by an "
+                    "older lablib (grade it again)"],
                 "items": [ids_of.get(item) for item in s.items if ids_of.get(item) is not None],
                 "adjustment": s.adjustment, "comment": s.comment, "score": s.score, "graded": s.graded,
                 "stale": s.stale,

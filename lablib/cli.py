@@ -195,7 +195,7 @@ def _cmd_review(args) -> int:
     app = ReviewApp(args.output, spec, template=template, solution=solution, grader=grader, on_write=write)
     server = make_server(app, port=args.port)
     print(f"lablib review: {spec.title}, grading as {grader}: open {server.url}  (Ctrl-C to stop; every grade "
-          f"is saved in {pathlib.Path(args.output) / 'reviews.sqlite'} as it is given)")
+          f"is saved in {pathlib.Path(args.output) / 'reviews.sqlite'} as it is given)", flush=True)
     if solution is None:
         print("lablib review: no model answers shown: pass --solution (the solution notebook) or --course DIR "
               "(DIR/solutions/<lab>.ipynb)", file=sys.stderr)

@@ -1,4 +1,6 @@
-"""The instructor's whole flow with written answers, on a class of 32 Lab 2 submissions.
+"""The instructor's whole flow with written answers, on a class of 32 Lab 2 submissions,
+with lablib installed from a wheel (no checkout on the path; tests/grading/wheel_venv.py)
+and every command run from a folder outside the checkout.
 
 `lablib grade` (with a roster and a late policy) -> the review page, driven in headless Chromium, scores
 every written answer through its rubric -> one student resubmits and is regraded ->
@@ -11,32 +13,24 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import random
+import re
 import shutil
+import signal
 import subprocess
-import sys
-import threading
 
 import pytest
 
-from lablib.grading.review.server import ReviewApp, make_server
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.spec import load_lab
 
 from lablib.grading.late import LatePolicy
+from wheel_venv import env, run
 from written_class import DUE, QUESTIONS, SOLUTION, make_class
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-LABLIB = [sys.executable, "-m", "lablib.cli"]
 
-
-def _lablib(*args, cwd):
-    done = subprocess.run([*LABLIB, *args], cwd=cwd, capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, "PYTHONPATH": ""})
-    assert done.returncode == 0, f"lablib {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout + done.stderr
 
 
 def _rows(path):
@@ -44,10 +38,15 @@ def _rows(path):
         return list(csv.DictReader(f))
 
 
-def test_written_answers_from_grading_to_the_lms(tmp_path):
+def test_written_answers_from_grading_to_the_lms(installed_lablib, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "No Chromium on PATH: install Debian's chromium package (`bash .ci/run setup` does)."
+    lablib = installed_lablib[0].parent / "lablib"
+
+    def _lablib(*args, cwd):
+        return run([lablib, *args], cwd=cwd, timeout=1200)
+
     made = make_class(tmp_path / "class", n=32)
     out = tmp_path / "out"
     printed = _lablib("grade", "lab2", "class", "-o", "out", "--roster", "roster.csv", "--quiet", "--due", DUE,
@@ -65,12 +64,15 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
     assert [len(g) for g in similarity["same_code"]] == [32], "the same model code: one group, no 496 pairs"
     assert set(auto.values()) == {13.0}, "the fast-mode model code passes every public test"
 
-    # 2. the review page: every answer of every question scored through the rubric
+    # 2. the review page (`lablib review`, the wheel's): every answer scored through the rubric
     lab = load_lab("lab2")
-    app = ReviewApp(out, lab, template=SOLUTION.parents[1] / "labs" / SOLUTION.name, solution=SOLUTION,
-                    grader="ta-flow")
-    server = make_server(app, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    shutil.copy(SOLUTION, tmp_path / "model.ipynb")
+    review = subprocess.Popen([lablib, "review", "lab2", "out", "--no-browser", "--grader", "ta-flow",
+                               "--solution", "model.ipynb"], cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    line = review.stdout.readline()
+    assert "open http://127.0.0.1:" in line, (line, review.stderr.read() if review.poll() is not None else "")
+    url = re.search(r"http://\S+/", line).group(0)
     rng = random.Random(7)
     try:
         with playwright.sync_playwright() as p:
@@ -78,7 +80,7 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
             expect = playwright.expect
             page = browser.new_page()
-            page.goto(server.url)
+            page.goto(url)
             for q in QUESTIONS:
                 page.locator(f"#questions button[data-question='{q}']").click()
                 expect(page.locator("#q-title")).to_contain_text(q)
@@ -112,8 +114,9 @@ def test_written_answers_from_grading_to_the_lms(tmp_path):
             expect(page.locator(".badge.todo")).to_have_count(0)
             browser.close()
     finally:
-        server.shutdown()
-        server.server_close()
+        review.send_signal(signal.SIGINT)  # Ctrl-C: the command writes the gradebook and ends
+        stdout, stderr = review.communicate(timeout=300)
+    assert review.returncode == 0 and "0 written answers still to grade" in stdout, (stdout, stderr)
     store = ReviewStore(out / DB_NAME, lab)
     names = [e["submission"] for e in book["submissions"]]
     given = store.person_scores(names)

@@ -177,6 +177,7 @@ def _gradebook_message(out, results) -> str:
 
 def _cmd_review(args) -> int:
     import getpass
+    import signal
     import webbrowser
 
     from lablib.grading.author import catalog
@@ -194,13 +195,19 @@ def _cmd_review(args) -> int:
 
     app = ReviewApp(args.output, spec, template=template, solution=solution, grader=grader, on_write=write)
     server = make_server(app, port=args.port)
-    print(f"lablib review: {spec.title}, grading as {grader}: open {server.url}  (Ctrl-C to stop; every grade "
+    print(f"lablib review: {spec.title}, grading as {grader}: open {server.url}  (Ctrl-C or SIGTERM to stop; every grade "
           f"is saved in {pathlib.Path(args.output) / 'reviews.sqlite'} as it is given)", flush=True)
     if solution is None:
         print("lablib review: no model answers shown: pass --solution (the solution notebook) or --course DIR "
               "(DIR/solutions/<lab>.ipynb)", file=sys.stderr)
     if not args.no_browser:
         webbrowser.open(server.url)
+
+    def stop(signum, frame):  # Ctrl-C or a service manager's SIGTERM: write the gradebook, end
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):  # also where SIGINT came in ignored (a background job)
+        signal.signal(sig, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -114,7 +114,9 @@ def test_written_answers_from_grading_to_the_lms(installed_lablib, tmp_path):
             expect(page.locator(".badge.todo")).to_have_count(0)
             browser.close()
     finally:
-        review.send_signal(signal.SIGINT)  # Ctrl-C: the command writes the gradebook and ends
+        # SIGTERM (Ctrl-C is SIGINT, which a shell's background job may have ignored): the
+        # command writes the gradebook and ends
+        review.send_signal(signal.SIGTERM)
         stdout, stderr = review.communicate(timeout=300)
     assert review.returncode == 0 and "0 written answers still to grade" in stdout, (stdout, stderr)
     store = ReviewStore(out / DB_NAME, lab)

@@ -66,34 +66,33 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
     return h.hexdigest()
 
 
-def _run_and_judge(lab: LabSpec, name: str, path, nb, notes, setup, limits: Limits, mask) -> SubmissionResult:
-    found, cell_notes = graded_cells(nb)
-    cells = [(piece, cell.source) for piece, cell in found.items()]
-    probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout)
-              for t in lab.tests if t.piece in found]
-    outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
-    return judge_submission(lab, name, str(path), found, outcome, notes=[*notes, *cell_notes])
-
-
 def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, limits: Limits = Limits(),
-              mask=(), template=None) -> SubmissionResult:
+              mask=(), template=None, cache=None, force: bool = False) -> SubmissionResult:
     """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
-    the answers to the lab's written questions (``template``: the released notebook, to
-    find them by cell id and to tell the student's added cells)."""
+    the answers to the lab's written questions and the graded code (``template``: the
+    released notebook, to find answers by cell id and to tell the student's added cells).
+
+    ``cache`` (a ``_Cache``): reuse the judged run of the same graded code unless ``force``;
+    the answers and code are always this notebook's."""
     try:
         nb, notes = read_notebook(path)
     except (InvalidNotebook, OSError) as exc:
         return unreadable(lab, name, str(path), str(exc))
-    result = _run_and_judge(lab, name, path, nb, notes, setup, limits, mask)
-    _attach(result, lab, nb, template)
-    return result
-
-
-def _attach(result: SubmissionResult, lab: LabSpec, nb, template) -> None:
-    """What a result carries besides its run: the written answers and the graded code
-    (neither is part of the cache key's run)."""
+    found, cell_notes = graded_cells(nb)
+    notes = [*notes, *cell_notes]
+    key = cache.key(found, notes) if cache is not None else None
+    result = cache.get(name, path, key) if cache is not None and not force else None
+    if result is None:
+        cells = [(piece, cell.source) for piece, cell in found.items()]
+        probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout)
+                  for t in lab.tests if t.piece in found]
+        outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
+        result = judge_submission(lab, name, str(path), found, outcome, notes=notes)
+        if cache is not None:
+            cache.put(key, result)
     result.answers = written_answers(nb, lab.answers, template=template)
-    result.code = {piece: cell.source for piece, cell in graded_cells(nb)[0].items()}
+    result.code = {piece: cell.source for piece, cell in found.items()}
+    return result
 
 
 class SubmissionRemoved(UserWarning):
@@ -163,12 +162,12 @@ class _Cache:
     out_dir: pathlib.Path
     fingerprint: str
 
-    def key(self, nb, notes) -> str:
-        found, cell_notes = graded_cells(nb)
+    def key(self, found, notes) -> str:
+        """The key of graded cells ``found`` (piece -> cell) and what reading noticed."""
         h = hashlib.sha256(self.fingerprint.encode())
         for piece, cell in found.items():
             h.update(b"\0cell\0" + piece.encode() + b"\0" + cell.source.encode("utf-8", "surrogatepass"))
-        for note in [*notes, *cell_notes]:
+        for note in notes:
             h.update(b"\0note\0" + note.encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
@@ -290,17 +289,8 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
 
     def work(item):
         name, path = item
-        try:
-            nb, notes = read_notebook(path)
-        except (InvalidNotebook, OSError) as exc:
-            return unreadable(spec, name, str(path), str(exc))
-        key = cache.key(nb, notes)
-        result = None if force else cache.get(name, path, key)
-        if result is None:
-            result = _run_and_judge(spec, name, path, nb, notes, setup, limits, mask)
-            cache.put(key, result)
-        _attach(result, spec, nb, template)
-        return result
+        return grade_one(spec, name, path, setup, limits=limits, mask=mask, template=template, cache=cache,
+                         force=force)
 
     results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
     kept = out / ROSTER_COPY

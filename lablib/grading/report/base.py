@@ -19,7 +19,53 @@ from typing import Protocol, Sequence
 from lablib.grading.late import Late, LateError
 from lablib.grading.results import PersonScore, SubmissionResult
 
-__all__ = ["Gradebook", "Writer", "feedback_stems", "write_per_submission"]
+__all__ = ["Gradebook", "Row", "Writer", "feedback_stems", "write_per_submission"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row's points beside its tests': the one place the total is computed.
+
+    Attributes:
+        result: the :class:`SubmissionResult`.
+        written: ``(question, PersonScore)`` for each written question (:meth:`Gradebook.written`).
+        late: the row's :class:`~lablib.grading.late.Late`, or None (:meth:`Gradebook.late`).
+    """
+
+    result: SubmissionResult
+    written: tuple = ()
+    late: Late | None = None
+
+    @property
+    def given(self) -> float:
+        """The people's points."""
+        return sum(score.score for _, score in self.written)
+
+    @property
+    def possible(self) -> float:
+        """The written questions' points."""
+        return sum(q.points for q, _ in self.written)
+
+    @property
+    def pending(self) -> int:
+        """Written answers that still need a person (never graded, or graded before the
+        answer changed)."""
+        return sum(score.pending for _, score in self.written)
+
+    @property
+    def penalty(self) -> float:
+        """The late penalty, in points (0: none)."""
+        return self.late.penalty if self.late is not None else 0.0
+
+    @property
+    def total(self) -> float:
+        """Tests + the people's points - the late penalty, never below 0."""
+        return max(0.0, self.result.score + self.given - self.penalty)
+
+    @property
+    def max_total(self) -> float:
+        """The points possible: the tests' maximum + the written questions' points."""
+        return self.result.max_score + self.possible
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,11 +125,6 @@ class Gradebook:
         given = self.person.get(result.submission, {})
         return [(q, given.get(q.id) or PersonScore(q.id, 0.0, q.points)) for q in self.questions]
 
-    def pending(self, result: SubmissionResult) -> int:
-        """How many of the row's written answers still need a person (never graded, or
-        graded before the answer changed)."""
-        return sum(score.pending for _, score in self.written(result))
-
     def late(self, result: SubmissionResult) -> Late | None:
         """The row's lateness under the late policy, or None: no policy, or no submission
         time (the roster has none for the student, or the notebook's file is gone)."""
@@ -101,24 +142,14 @@ class Gradebook:
         else:
             submitted = student.submitted_at
         try:
-            return policy.penalty(submitted, self.max_total(result), extension=student.extension if student else None,
+            return policy.penalty(submitted, result.max_score + sum(q.points for q in self.questions), extension=student.extension if student else None,
                                   due=student.due if student else None)
         except LateError as exc:
             return Late(str(submitted), "", 0.0, 0, 0.0, f"Lateness not computed, no deduction: {exc}")
 
-    def penalty(self, result: SubmissionResult) -> float:
-        """The late penalty of the row, in points (0: none)."""
-        late = self.late(result)
-        return late.penalty if late else 0.0
-
-    def total(self, result: SubmissionResult) -> float:
-        """The row's total: automatic points + the people's points - the late penalty
-        (never below 0)."""
-        return max(0.0, result.score + sum(score.score for _, score in self.written(result)) - self.penalty(result))
-
-    def max_total(self, result: SubmissionResult) -> float:
-        """The points possible: the automatic maximum + the written questions' points."""
-        return result.max_score + sum(q.points for q in self.questions)
+    def row(self, result: SubmissionResult) -> "Row":
+        """The row's points: the people's grades, the lateness and the total, computed once."""
+        return Row(result, tuple(self.written(result)), self.late(result))
 
     def student(self, result: SubmissionResult):
         """The roster's student of ``result``, or None (no roster, or no match)."""

@@ -6,52 +6,43 @@ import html
 import pathlib
 
 from lablib.grading.report.base import Gradebook, write_per_submission
-from lablib.grading.report.text import explain_status, num, status_text, student_detail, verdict
+from lablib.grading.report.text import explain_status, num, person_lines, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult
 
 __all__ = ["HtmlFeedback", "feedback_html"]
 
 
-def _written_html(written) -> tuple[str, str]:
-    """(the score line, the written answers' section) for ``[(question, PersonScore)]``."""
+def _written_html(row) -> tuple[str, str]:
+    """(the score line, the written answers' section) of a :class:`~.base.Row`."""
     esc = html.escape
-    if not written:
+    if not row.written:
         return "", ""
     rows = []
-    for q, score in written:
+    for q, score in row.written:
         if not score.graded:
             detail, points = "not graded yet", f"– / {num(q.points)}"
         else:
-            parts = [f"{'+' if p >= 0 else ''}{num(p)}: {esc(c)}" for p, c in score.items]
-            if score.adjustment:
-                parts.append(f"{'+' if score.adjustment >= 0 else ''}{num(score.adjustment)}: adjustment")
-            if score.comment.strip():
-                parts.append(f"Comment: {esc(score.comment)}")
-            detail, points = "<br>".join(parts), f"{num(score.score)} / {num(score.max_score)}"
+            detail = "<br>".join(esc(line) for line in person_lines(score))
+            points = f"{num(score.score)} / {num(score.max_score)}"
         rows.append(f"<tr><td>{esc(q.id)}</td><td>{esc(q.title)}</td><td>{points}</td><td>{detail}</td></tr>")
-    given = sum(s.score for _, s in written)
-    possible = sum(q.points for q, _ in written)
-    pending = sum(s.pending for _, s in written)
-    line = (f" Written answers: {num(given)} / {num(possible)}"
-            f"{f' ({pending} still to grade)' if pending else ''}.")
+    line = (f" Written answers: {num(row.given)} / {num(row.possible)}"
+            f"{f' ({row.pending} still to grade)' if row.pending else ''}.")
     section = ("<h2>Written answers (graded by a person)</h2><table><tr><th>Question</th><th>About</th>"
                f"<th>Points</th><th>Rubric and comments</th></tr>{''.join(rows)}</table>")
     return line, section
 
 
-def feedback_html(lab_title: str, result: SubmissionResult, written=(), late=None) -> str:
-    """The feedback page for one student (standalone HTML); ``written``: ``[(question,
-    PersonScore)]`` of the lab's written answers; ``late``: the row's lateness."""
+def feedback_html(lab_title: str, result: SubmissionResult, row=None) -> str:
+    """The feedback page for one student (standalone HTML); ``row``: the row's
+    :class:`~lablib.grading.report.base.Row` (written answers, lateness, total), or None."""
     esc = html.escape
-    written_line, written_section = _written_html(written)
+    written_line, written_section = _written_html(row) if row is not None else ("", "")
     total = ""
-    if written or late is not None:
-        penalty = late.penalty if late is not None else 0.0
-        value = max(0.0, result.score + sum(s.score for _, s in written) - penalty)
-        total = (f"<p><b>Total: {num(value)} / {num(result.max_score + sum(q.points for q, _ in written))}</b>"
-                 f"{f' (late penalty -{num(penalty)})' if penalty else ''}</p>")
-    if late is not None:
-        total += f"<p class='late'>Submission time: {esc(late.text)}</p>"
+    if row is not None and (row.written or row.late is not None):
+        total = (f"<p><b>Total: {num(row.total)} / {num(row.max_total)}</b>"
+                 f"{f' (late penalty -{num(row.penalty)})' if row.penalty else ''}</p>")
+    if row is not None and row.late is not None:
+        total += f"<p class='late'>Submission time: {esc(row.late.text)}</p>"
     rows = []
     for t in result.tests:
         detail = student_detail(t)
@@ -82,4 +73,4 @@ class HtmlFeedback:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".html",
-                                    lambda title, r: feedback_html(title, r, book.written(r), book.late(r)))
+                                    lambda title, r: feedback_html(title, r, book.row(r)))

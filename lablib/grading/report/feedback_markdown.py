@@ -15,6 +15,7 @@ from lablib.grading.report.text import (
     md_code_block,
     md_text,
     num,
+    person_lines,
     status_text,
     student_detail,
     verdict,
@@ -35,31 +36,23 @@ def written_markdown(written) -> list[str]:
             lines.append(f"- {title}: not graded yet ({num(question.points)} points)")
             continue
         lines.append(f"- {title}: {num(score.score)} / {num(score.max_score)}")
-        for points, comment in score.items:
-            lines.append(f"  - {'+' if points >= 0 else ''}{num(points)}: {md_text(comment)}")
-        if score.adjustment:
-            lines.append(f"  - {'+' if score.adjustment >= 0 else ''}{num(score.adjustment)}: adjustment")
-        if score.comment.strip():
-            lines.append(f"  - Comment: {md_text(' '.join(score.comment.split()))}")
+        lines += [f"  - {md_text(' '.join(line.split()))}" for line in person_lines(score)]
     return [*lines, ""]
 
 
-def feedback_markdown(lab_title: str, result: SubmissionResult, written=(), late=None) -> str:
-    """The feedback text for one student (markdown); ``written``: ``[(question,
-    PersonScore)]`` of the lab's written answers (:meth:`Gradebook.written`); ``late``: the
-    row's :class:`~lablib.grading.late.Late` (:meth:`Gradebook.late`)."""
+def feedback_markdown(lab_title: str, result: SubmissionResult, row=None) -> str:
+    """The feedback text for one student (markdown); ``row``: the row's
+    :class:`~lablib.grading.report.base.Row` (written answers, lateness, total), or None."""
+    written = row.written if row is not None else ()
+    late = row.late if row is not None else None
     if written or late is not None:
-        given = sum(score.score for _, score in written)
-        possible = sum(q.points for q, _ in written)
-        pending = sum(score.pending for _, score in written)
-        penalty = late.penalty if late is not None else 0.0
         parts = [f"tests {num(result.score)} / {num(result.max_score)}"]
         if written:
-            parts.append(f"written answers {num(given)} / {num(possible)}{f', {pending} still to grade' if pending else ''}")
-        if penalty:
-            parts.append(f"late penalty -{num(penalty)}")
-        total = max(0.0, result.score + given - penalty)
-        score_line = f"**Total: {num(total)} / {num(result.max_score + possible)}** ({'; '.join(parts)})  "
+            parts.append(f"written answers {num(row.given)} / {num(row.possible)}"
+                         f"{f', {row.pending} still to grade' if row.pending else ''}")
+        if row.penalty:
+            parts.append(f"late penalty -{num(row.penalty)}")
+        score_line = f"**Total: {num(row.total)} / {num(row.max_total)}** ({'; '.join(parts)})  "
     else:
         score_line = f"**Score: {num(result.score)} / {num(result.max_score)}**  "
     lines = [
@@ -107,4 +100,4 @@ class MarkdownFeedback:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".md",
-                                    lambda title, r: feedback_markdown(title, r, book.written(r), book.late(r)))
+                                    lambda title, r: feedback_markdown(title, r, book.row(r)))

@@ -48,17 +48,15 @@ class CsvGradebook:
                 student = book.student(r)
                 columns = [] if book.roster is None else [spreadsheet_text(v) for v in (
                     (student.key, student.name, student.email, student.section) if student else ("", "", "", ""))]
-                people = []
+                row, people = book.row(r), []
                 if questions:
-                    given = book.written(r)
-                    people = [num(score.score) if score.graded else "" for _, score in given]
-                    people += [num(sum(score.score for _, score in given)), str(book.pending(r))]
+                    people = [num(score.score) if score.graded else "" for _, score in row.written]
+                    people += [num(row.given), str(row.pending)]
                 if late:
-                    lateness = book.late(r)
-                    people += ["", "", ""] if lateness is None else [
-                        lateness.submitted_at, num(round(lateness.late_seconds / 3600, 2)), num(lateness.penalty)]
+                    people += ["", "", ""] if row.late is None else [
+                        row.late.submitted_at, num(round(row.late.late_seconds / 3600, 2)), num(row.late.penalty)]
                 if questions or late:
-                    people += [num(book.total(r)), num(book.max_total(r))]
+                    people += [num(row.total), num(row.max_total)]
                 writer.writerow([spreadsheet_text(r.submission), *columns, status_text(r.status), num(r.score),
                                  num(r.max_score), *scores, *people])
         return [path]

@@ -56,13 +56,13 @@ class JsonGradebook:
             entry = r.to_dict()
             entry.update(r.status.to_dict())  # problems, missing, raised: read back by result_from_entry
             entry.update(status=status_text(r.status), feedback=f"feedback/{book.stems[r.submission]}")
+            row = book.row(r)
             if book.questions:
-                entry.update(written={q.id: score.to_dict() for q, score in book.written(r)}, ungraded=book.pending(r))
+                entry.update(written={q.id: score.to_dict() for q, score in row.written}, ungraded=row.pending)
             if book.late_policy is not None:
-                lateness = book.late(r)
-                entry["late"] = None if lateness is None else lateness.to_dict()
+                entry["late"] = None if row.late is None else row.late.to_dict()
             if book.questions or book.late_policy is not None:
-                entry.update(total=book.total(r), max_total=book.max_total(r))
+                entry.update(total=row.total, max_total=row.max_total)
             if book.roster is not None:
                 student = book.student(r)
                 entry["student"] = None if student is None else dataclasses.asdict(student)

@@ -11,7 +11,7 @@ import json
 import pathlib
 
 from lablib.grading.report.base import Gradebook
-from lablib.grading.report.text import num, status_text, student_detail, verdict
+from lablib.grading.report.text import num, person_lines, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult
 
 __all__ = ["GradescopeResults", "to_gradescope_json", "NO_NOTEBOOK"]
@@ -42,13 +42,9 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
         if not given.graded:
             pending.append(f"{q.id} ({num(q.points)} points)")
             continue
-        parts = [f"{'+' if p >= 0 else ''}{num(p)}: {c}" for p, c in given.items]
-        if given.adjustment:
-            parts.append(f"{'+' if given.adjustment >= 0 else ''}{num(given.adjustment)}: adjustment")
-        if given.comment.strip():
-            parts.append(f"Comment: {given.comment}")
         tests.append({"name": f"written answer {q.id}: {q.title}", "score": given.score,
-                      "max_score": given.max_score, "output": "\n".join(parts), "visibility": "visible"})
+                      "max_score": given.max_score, "output": "\n".join(person_lines(given)),
+                      "visibility": "visible"})
         score += given.score
     header = f"Status: {status_text(result.status)}."
     if pending:

@@ -15,7 +15,7 @@ import re
 from lablib.grading.results import Kind, Status
 
 __all__ = ["verdict", "student_detail", "status_text", "explain_status", "num", "md_text", "md_code_block",
-           "HIDDEN_REASONS", "GRADER_ERROR_MESSAGE"]
+           "person_lines", "HIDDEN_REASONS", "GRADER_ERROR_MESSAGE"]
 
 HIDDEN_REASONS = {
     Kind.TIMEOUT: "it ran past the time limit",
@@ -43,6 +43,18 @@ _STATUS_EXPLAINED = {
 def num(x: float) -> str:
     """A score as people write it: ``4``, ``2.5``."""
     return f"{x:g}"
+
+
+def person_lines(score) -> list[str]:
+    """What a student reads of a person's grade (a graded
+    :class:`~lablib.grading.results.PersonScore`), as plain lines: each rubric item
+    applied (``+2: comment``), the adjustment, the grader's comment."""
+    lines = [f"{'+' if points >= 0 else ''}{num(points)}: {comment}" for points, comment in score.items]
+    if score.adjustment:
+        lines.append(f"{'+' if score.adjustment >= 0 else ''}{num(score.adjustment)}: adjustment")
+    if score.comment.strip():
+        lines.append(f"Comment: {score.comment}")
+    return lines
 
 
 def status_text(status: Status) -> str:

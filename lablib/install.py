@@ -8,8 +8,15 @@ Every lab's first cell (``# SETUP``) installs lablib alone when it is missing
   tensorflow, keras, numpy, protobuf, ml-dtypes and h5py are pinned (pip constraints)
   at their installed versions, so an install never replaces Colab's TensorFlow stack;
 * Lab 2 gets TF Model Garden (``tf-models-official``) and ``tf-keras`` for the installed
-  TensorFlow minor (``~=X.Y.0``); where no tf-models-official exists for that minor, it
-  gets the newest release and the TensorFlow it pins, and the student is told to restart;
+  TensorFlow minor (``~=X.Y.0``). Where no tf-models-official exists for that minor
+  (TensorFlow 2.21), the cell says so and installs nothing; only with
+  ``LABLIB_ALLOW_TENSORFLOW_CHANGE=1`` does it install the newest release with the
+  TensorFlow it pins, and then the student is told to restart;
+* a failed install is reported as what it was (the package pip could not build or find,
+  pip's own error lines) and changes nothing; every package an install added or changed
+  is listed, with what required a changed version;
+* on a runtime without TensorFlow, Colab's (its TPU runtime has none) gets one sentence
+  saying to change the runtime type, instead of TensorFlow installed over it;
 * when an install changed a package this process had already imported, the new files
   on disk and the old modules in memory disagree: :func:`prepare` prints what changed
   and raises :class:`RestartRequired`, so "Run all" stops there.
@@ -29,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -44,6 +52,8 @@ from lablib.labs import Lab, UnknownLab, resolve_lab
 
 __all__ = [
     "DEFAULT_LABLIB_PIP",
+    "ALLOW_TENSORFLOW_CHANGE",
+    "NO_TENSORFLOW_ON_COLAB",
     "PINNED",
     "CORE",
     "EXTRAS",
@@ -60,6 +70,8 @@ __all__ = [
     "constraints",
     "pip_install_command",
     "changed_imports",
+    "pip_failure",
+    "install_summary",
     "prepare",
 ]
 
@@ -89,6 +101,19 @@ TFM_PAIR = ("tf-models-official", "tf-keras")
 
 
 RESTART_HINT = "restart the session (Colab: Runtime > Restart session), then run this notebook again from the top"
+
+#: The variable that lets Lab 2's first cell replace TensorFlow when TF Model Garden has no
+#: release for the installed minor (``1`` allows; unset, the cell only says what to do).
+ALLOW_TENSORFLOW_CHANGE = "LABLIB_ALLOW_TENSORFLOW_CHANGE"
+
+#: What the first cell says on a Colab runtime without TensorFlow (its TPU runtime).
+NO_TENSORFLOW_ON_COLAB = (
+    "This Colab runtime has no TensorFlow (Colab's TPU runtimes come without it): choose "
+    "Runtime > Change runtime type > T4 GPU (or CPU), then run this notebook again from the top.")
+
+#: Modules a ``.pth`` file imports at every interpreter start (setuptools' distutils shim):
+#: in memory, but never used by a lab, so a changed setuptools needs no restart for them.
+_STARTUP_MODULES = ("_distutils_hack",)
 
 
 class InstallError(RuntimeError):
@@ -362,11 +387,132 @@ def _tail(result, limit=3000) -> str:
     return ((result.stdout or "") + (result.stderr or ""))[-limit:]
 
 
-def _pip_failed(requirements, result) -> InstallError:
+# What pip prints when it fails, most specific first: (pattern, what happened).
+_PIP_FAILURES = (
+    (r"Failed building wheel for ([\w.-]+)", "building {0} from its source failed"),
+    (r"Could not build wheels for ([\w.-]+)", "building {0} from its source failed"),
+    (r"Failed to build installable wheels for some pyproject\.toml based projects \(?([\w.-]+)", "building {0} from its source failed"),
+    (r"Failed to build ([\w.-]+)", "building {0} from its source failed"),
+    (r"metadata-generation-failed[\s\S]*?Encountered error while generating package metadata[\s\S]*?(?:See above for output\.)?", "preparing a source package failed"),
+    (r"(?:NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution"
+     r"|Network is unreachable|Connection refused|Could not fetch URL|ProxyError|SSLError)",
+     "the package index could not be reached (is this runtime online?)"),
+    (r"No matching distribution found for ([^\s]+)", "no release of {0} fits this runtime"),
+    (r"ResolutionImpossible", "the packages' version requirements conflict"),
+    (r"Invalid requirement: '?([^'\n]+)", "{0!r} is not a pip requirement"),
+    (r"No space left on device", "the disk is full"),
+)
+
+
+def pip_failure(output: str) -> str:
+    """What a failed ``pip install`` says went wrong, in a few words, from its output:
+    the package it could not build (``"building seqeval from its source failed"``) or
+    find, an unreachable index, conflicting requirements; else ``"pip failed"``.
+
+    Example:
+        >>> pip_failure("ERROR: Failed building wheel for seqeval")
+        'building seqeval from its source failed'
+    """
+    for pattern, words in _PIP_FAILURES:
+        match = re.search(pattern, output)
+        if match:
+            return words.format(*match.groups())
+    return "pip failed"
+
+
+def _pip_error_lines(output: str, limit: int = 25) -> str:
+    """pip's own error lines (``ERROR:``, ``error:`` and the build's last lines), at most
+    ``limit``: what the student reads instead of pip's whole log."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.lstrip().startswith(("WARNING: Location", "Looking in"))]
+    wanted = [i for i, line in enumerate(lines)
+              if re.match(r"\s*(ERROR|error|note|hint|ModuleNotFoundError|\S+Error)\b", line)]
+    if not wanted:
+        return "\n".join(lines[-limit:])
+    first = max(0, wanted[0] - 3)
+    return "\n".join(lines[first:][-limit:])
+
+
+def _pip_failed(requirements, result, kept: Mapping[str, str] | None = None) -> InstallError:
+    output = (result.stdout or "") + (result.stderr or "")
+    unchanged = ""
+    if kept:
+        unchanged = " Nothing was replaced: " + ", ".join(f"{name} {version}" for name, version in kept.items()) + " as before."
     return InstallError(
-        f"pip could not install {' '.join(requirements)}. Check that this runtime is online "
-        f"(pip reads the package index), or install them yourself with pip and run this cell "
-        f"again. pip said:\n{_tail(result)}")
+        f"pip could not install {' '.join(requirements)}: {pip_failure(output)}.{unchanged} "
+        f"pip said:\n{_pip_error_lines(output)}")
+
+
+def install_summary(before: Mapping[str, str], after: Mapping[str, str],
+                    requirers: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """The lines that tell a student what an install did: every distribution added, and
+    every one changed or removed (``absl-py 2.5.1 -> 1.4.0 (tensorflow-model-optimization
+    requires absl-py~=1.2)``), so no change goes unreported.
+
+    Args:
+        before, after: ``{distribution: version}`` around the install.
+        requirers: changed distribution -> the requirements of installed distributions that
+            exclude its old version (:func:`_requirers`); shown in brackets.
+    """
+    before = {normalize(k): v for k, v in before.items()}
+    after = {normalize(k): v for k, v in after.items()}
+    added = sorted(f"{name} {after[name]}" for name in set(after) - set(before))
+    changed = []
+    for name in sorted(before):
+        if after.get(name) == before[name]:
+            continue
+        why = (requirers or {}).get(name)
+        changed.append(f"{name} {before[name]} -> {after.get(name) or '(removed)'}"
+                       + (f" ({'; '.join(why)})" if why else ""))
+    lines = []
+    if added:
+        lines.append(f"Added {len(added)}: " + ", ".join(added))
+    if changed:
+        lines.append(f"Changed {len(changed)}: " + ", ".join(changed))
+    return lines
+
+
+def _requirers(changed: Mapping[str, str]) -> dict[str, list[str]]:
+    """For each changed distribution (``{name: old version}``), the installed
+    distributions whose requirements exclude the old version:
+    ``{"absl-py": ["tensorflow-model-optimization requires absl-py~=1.2"]}``."""
+    Requirement, _ = _packaging()
+    out: dict[str, list[str]] = {}
+    if not changed:
+        return out
+    for dist in importlib.metadata.distributions():
+        for text in dist.requires or ():
+            try:
+                requirement = Requirement(text)
+            except Exception:  # noqa: BLE001 - a malformed requirement of another package
+                continue
+            name = normalize(requirement.name)
+            if name in changed and requirement.specifier and not requirement.specifier.contains(
+                    changed[name], prereleases=True):
+                if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                    continue
+                line = f"{dist.metadata['Name']} requires {requirement.name}{requirement.specifier}"
+                out.setdefault(name, [])
+                if line not in out[name]:
+                    out[name].append(line)
+    return out
+
+
+def _on_colab(environ=None) -> bool:
+    """Whether this is a Colab runtime (its ``COLAB_RELEASE_TAG`` variable, or the
+    ``google.colab`` package)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("COLAB_RELEASE_TAG"):
+        return True
+    try:
+        return importlib.util.find_spec("google.colab") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _allowed(environ=None) -> bool:
+    environ = os.environ if environ is None else environ
+    return environ.get(ALLOW_TENSORFLOW_CHANGE, "").strip().lower() in ("1", "true", "yes")
 
 
 def set_tensorflow_environment(environ=None, has_gpu=None) -> None:
@@ -445,7 +591,32 @@ def quiet_known_noise() -> None:
             logger.addFilter(_DropKnownNoise(texts))
 
 
-def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
+def _model_garden_missing(tensorflow: str, run: Runner) -> str | None:
+    """After a failed install: the newest tf-models-official when none exists for
+    ``tensorflow``'s minor (the failure was "no release"), None when one exists (the
+    failure was something else, which the caller reports as it was).
+
+    Raises:
+        InstallError: pip could not look tf-models-official up at all (offline, no index).
+    """
+    minor = tf_minor(tensorflow)
+    with tempfile.TemporaryDirectory(prefix="lablib-pip-") as folder:
+        report = pathlib.Path(folder) / "report.json"
+        found = run([sys.executable, "-m", "pip", "install", "-q", "--dry-run", "--no-deps",
+                     "--ignore-installed", "--report", str(report), f"{TFM_PAIR[0]}~={minor}.0"])
+        if found.returncode == 0:
+            return None
+    try:
+        newest = _newest(TFM_PAIR[0], run)
+    except InstallError:
+        output = (found.stdout or "") + (found.stderr or "")
+        raise InstallError(
+            f"pip could not look up {TFM_PAIR[0]}: {pip_failure(output)}. pip said:\n"
+            f"{_pip_error_lines(output)}") from None
+    return None if tf_minor(newest) == minor else newest
+
+
+def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str]:
     """Install what ``lab`` needs and this Python lacks, without replacing TensorFlow.
 
     Args:
@@ -453,6 +624,8 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
         run: runs a command and returns a ``subprocess.CompletedProcess`` (tests pass
             a fake).
         out: where messages go (default ``sys.stdout``).
+        environ: the variables read (:data:`ALLOW_TENSORFLOW_CHANGE`, Colab's); default
+            ``os.environ``.
 
     In a notebook it also lets "Run all" go past graded pieces not written yet
     (:func:`lablib.session.start`), sets TensorFlow's environment before TensorFlow
@@ -463,17 +636,25 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
         The requirements installed (empty when everything was present).
 
     Raises:
-        InstallError: pip failed, or a pinned package has a version the lab cannot use.
+        InstallError: pip failed (the message names what failed and quotes pip's error
+            lines; nothing was replaced), a pinned package has a version the lab cannot
+            use, TF Model Garden has no release for this TensorFlow and
+            :data:`ALLOW_TENSORFLOW_CHANGE` is not set, or this is a Colab runtime
+            without TensorFlow (:data:`NO_TENSORFLOW_ON_COLAB`).
         RestartRequired: an install changed a package this process had imported, or
             replaced TensorFlow (the message says what changed).
     """
+    __tracebackhide__ = True  # IPython shows the cell's line and the message, not this frame
     from lablib import session
 
+    environ = os.environ if environ is None else environ
     session.start()
     set_tensorflow_environment()
     quiet_known_noise()
     out = out or sys.stdout
     tensorflow = installed_versions(["tensorflow"]).get("tensorflow")
+    if tensorflow is None and _on_colab(environ) and not _allowed(environ):
+        raise InstallError(NO_TENSORFLOW_ON_COLAB)
     requirements = lab_requirements(lab, tensorflow)
     names = {_name(r) for r in requirements} | set(PINNED)
     decided = plan(requirements, installed_versions(names))
@@ -481,6 +662,7 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
         return []
 
     before = installed_versions()
+    kept = {name: before[name] for name in ("tensorflow", "keras") if name in before}
     print(f"Installing for {lab}: {' '.join(decided.install)} (keeping "
           f"{', '.join(decided.pins) or 'nothing pinned'}) ...", file=out, flush=True)
     installed = list(decided.install)
@@ -489,24 +671,36 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
     if result.returncode != 0:
         wanted = {_name(r) for r in decided.install}
         if tensorflow is None or not wanted & set(TFM_PAIR):
-            raise _pip_failed(decided.install, result)
-        # No tf-models-official for this TensorFlow minor (TensorFlow 2.21 has none)?
-        newest = _newest(TFM_PAIR[0], run)
-        if tf_minor(newest) == tf_minor(tensorflow):
-            raise _pip_failed(decided.install, result)
-        pair = [f"{TFM_PAIR[0]}=={newest}", f"{TFM_PAIR[1]}~={tf_minor(newest)}.0"]
+            raise _pip_failed(decided.install, result, kept)
+        newest = _model_garden_missing(tensorflow, run)
+        if newest is None:  # Model Garden exists for this TensorFlow: something else failed
+            raise _pip_failed(decided.install, result, kept)
+        if not _allowed(environ):
+            raise InstallError(
+                f"TF Model Garden (tf-models-official) has no release for TensorFlow "
+                f"{tf_minor(tensorflow)}, the version this runtime has ({tensorflow}); its newest "
+                f"release, {newest}, needs TensorFlow {tf_minor(newest)}. Nothing was installed. "
+                f"Use a runtime with TensorFlow {tf_minor(newest)} (Colab's default runtime), or let "
+                f"this cell install TensorFlow {tf_minor(newest)} with it: run "
+                f"`%env {ALLOW_TENSORFLOW_CHANGE}=1` in a cell of its own, then this cell again "
+                f"(a restart follows).")
+        pair = [f"{TFM_PAIR[0]}=={newest}", f"{TFM_PAIR[1]}~={tf_minor(newest)}.0",
+                f"tensorflow~={tf_minor(newest)}.0"]
         others = [r for r in decided.install if _name(r) not in TFM_PAIR]
-        print(f"TF Model Garden has no release for TensorFlow {tf_minor(tensorflow)}: installing "
-              f"tf-models-official {newest} with the TensorFlow {tf_minor(newest)} it needs.",
-              file=out, flush=True)
+        print(f"TF Model Garden has no release for TensorFlow {tf_minor(tensorflow)}; as "
+              f"{ALLOW_TENSORFLOW_CHANGE} allows, installing tf-models-official {newest} with the "
+              f"TensorFlow {tf_minor(newest)} it needs ...", file=out, flush=True)
         result = _pip(pair + others, [p for p in decided.pins if not p.startswith("tensorflow==")], run)
         if result.returncode != 0:
-            raise _pip_failed(pair + others, result)
+            raise _pip_failed(pair + others, result, kept)
         installed, replaced_tensorflow = pair + others, True
 
     importlib.invalidate_caches()
     after = installed_versions()
-    changed = changed_imports(before, after, importlib.metadata.packages_distributions(), _imported_modules())
+    changed_versions = {name: version for name, version in before.items() if after.get(name) != version}
+    summary = install_summary(before, after, _requirers(changed_versions) if changed_versions else {})
+    imported = [m for m in _imported_modules() if m.partition(".")[0] not in _STARTUP_MODULES]
+    changed = changed_imports(before, after, importlib.metadata.packages_distributions(), imported)
     if replaced_tensorflow or changed:
         lines = [f"  {name} {old} -> {new or '(removed)'}" for name, old, new in changed]
         if replaced_tensorflow:
@@ -514,8 +708,8 @@ def prepare(lab: str, *, run: Runner = _run, out=None) -> list[str]:
                             f"{after.get('tensorflow')}.")
         if changed:
             lines.insert(int(replaced_tensorflow), "The install changed packages this session had already loaded:")
-        message = "\n".join(lines) + f"\nNow {RESTART_HINT}."
+        message = "\n".join(summary + lines) + f"\nNow {RESTART_HINT}."
         print(message, file=out, flush=True)
         raise RestartRequired(message)
-    print(f"Installed: {' '.join(installed)}", file=out, flush=True)
+    print("\n".join([f"Installed for {lab}: {' '.join(installed)}"] + summary), file=out, flush=True)
     return installed

@@ -190,31 +190,40 @@ def test_newest_version_from_report():
 
 
 class FakePip:
-    """Records pip commands; 'installs' by editing a dict of versions."""
+    """Records pip commands; 'installs' by editing a dict of versions. ``fail`` (pip's
+    output) makes every real install fail as that output; ``offline`` every command."""
 
-    def __init__(self, versions, available):
+    def __init__(self, versions, available, fail=None, offline=False):
         self.versions, self.available, self.commands = dict(versions), available, []
+        self.fail, self.offline = fail, offline
 
     def __call__(self, command):
+        from packaging.requirements import Requirement
+
         self.commands.append(command)
+        if self.offline:
+            return subprocess.CompletedProcess(command, 1, "", OFFLINE)
         args = command[command.index("install") + 1:]
         if "--dry-run" in args:
             report = pathlib.Path(args[args.index("--report") + 1])
-            name = args[-1]
-            report.write_text(json.dumps({"install": [{"metadata": {"name": name, "version": self.available[name][-1]}}]}))
+            requirement = Requirement(args[-1])
+            versions = [v for v in self.available.get(requirement.name, []) if v in requirement.specifier]
+            if not versions:
+                return subprocess.CompletedProcess(command, 1, "", f"ERROR: No matching distribution found for {args[-1]}")
+            report.write_text(json.dumps({"install": [{"metadata": {"name": requirement.name, "version": versions[-1]}}]}))
             return subprocess.CompletedProcess(command, 0, "", "")
+        if self.fail:
+            return subprocess.CompletedProcess(command, 1, "", self.fail)
         pins = {}
         if "-c" in args:
             self.constraints = pathlib.Path(args[args.index("-c") + 1]).read_text()
             pins = dict(line.split("==") for line in self.constraints.split())
         requirements = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] != "-c"]
-        from packaging.requirements import Requirement
-
         for text in requirements:
             requirement = Requirement(text)
-            versions = [v for v in self.available[requirement.name] if v in requirement.specifier]
+            versions = [v for v in self.available.get(requirement.name, []) if v in requirement.specifier]
             if not versions:
-                return subprocess.CompletedProcess(command, 1, "", f"No matching distribution found for {text}")
+                return subprocess.CompletedProcess(command, 1, "", f"ERROR: No matching distribution found for {text}")
             if requirement.name == "tf-models-official":  # pins its TensorFlow minor
                 tf = f"{install.tf_minor(versions[-1])}.0"
                 if pins.get("tensorflow", tf) != tf:
@@ -224,10 +233,33 @@ class FakePip:
         return subprocess.CompletedProcess(command, 0, "", "")
 
 
+# What pip printed (pip 26.3, Python 3.12) when the index was unreachable.
+OFFLINE = """WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError("HTTPConnection(host='127.0.0.1', port=9): Failed to establish a new connection: [Errno 111] Connection refused")': /simple/tf-models-official/
+ERROR: Could not find a version that satisfies the requirement tf-models-official~=2.19.0 (from versions: none)
+ERROR: No matching distribution found for tf-models-official~=2.19.0
+"""
+
+# What pip printed when a source package of tf-models-official's did not build (pip 25).
+SEQEVAL = """  Building wheel for seqeval (pyproject.toml): finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × Building wheel for seqeval (pyproject.toml) did not run successfully.
+  │ exit code: 1
+  ╰─> [4 lines of output]
+      ModuleNotFoundError: No module named 'vcs_versioning'
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+  ERROR: Failed building wheel for seqeval
+Failed to build seqeval
+ERROR: Failed to build installable wheels for some pyproject.toml based projects (seqeval)
+"""
+
+
 @pytest.fixture
 def fake_env(monkeypatch):
-    def make(versions, available, imported=()):
-        pip = FakePip(versions, available)
+    def make(versions, available, imported=(), **kwargs):
+        pip = FakePip(versions, available, **kwargs)
         monkeypatch.setattr(install, "installed_versions",
                             lambda names=None: {install.normalize(k): v for k, v in pip.versions.items()
                                                 if names is None or install.normalize(k) in map(install.normalize, names)})
@@ -256,17 +288,116 @@ def test_prepare_lab2_installs_model_garden_for_colabs_tensorflow(fake_env):
     assert install.prepare("lab2", run=pip, out=out) == ["tf-models-official~=2.19.0", "tf-keras~=2.19.0"]
     assert len(pip.commands) == 1 and "tensorflow==2.19.0" in pip.constraints.split()
     assert pip.versions["tensorflow"] == "2.19.0" and pip.versions["tf-models-official"] == "2.19.1"
-    assert "Installed: tf-models-official~=2.19.0 tf-keras~=2.19.0" in out.getvalue()
+    assert "Installed for lab2: tf-models-official~=2.19.0 tf-keras~=2.19.0" in out.getvalue()
+    assert "Added 2: tf-keras 2.19.0, tf-models-official 2.19.1" in out.getvalue()
 
 
-def test_prepare_lab2_without_model_garden_for_this_minor_installs_newest_pair_and_stops(fake_env):
+def test_prepare_lab2_without_model_garden_for_this_minor_says_so_and_installs_nothing(fake_env):
+    """TensorFlow 2.21 has no TF Model Garden: the cell names the newest release, the
+    TensorFlow it needs and the variable that allows the change; TensorFlow stays."""
     pip = fake_env(dict(COLAB, tensorflow="2.21.0"), AVAILABLE)
+    with pytest.raises(install.InstallError) as error:
+        install.prepare("lab2", run=pip, out=io.StringIO(), environ={})
+    message = str(error.value)
+    assert "no release for TensorFlow 2.21" in message and "2.20.0, needs TensorFlow 2.20" in message
+    assert f"%env {install.ALLOW_TENSORFLOW_CHANGE}=1" in message and "Nothing was installed" in message
+    assert pip.versions["tensorflow"] == "2.21.0" and "tf-models-official" not in pip.versions
+
+
+def test_prepare_lab2_replaces_tensorflow_only_when_allowed_and_then_stops(fake_env):
+    pip = fake_env(dict(COLAB, tensorflow="2.21.0"), dict(AVAILABLE, tensorflow=["2.20.0", "2.21.0"]))
     out = io.StringIO()
     with pytest.raises(install.RestartRequired, match=r"TensorFlow was replaced for TF Model Garden: 2\.21\.0 -> 2\.20\.0(.|\n)*Restart session"):
-        install.prepare("lab2", run=pip, out=out)
+        install.prepare("lab2", run=pip, out=out, environ={install.ALLOW_TENSORFLOW_CHANGE: "1"})
     assert pip.versions["tf-models-official"] == "2.20.0" and pip.versions["tf-keras"] == "2.20.1"
-    assert "no release for TensorFlow 2.21" in out.getvalue()
+    assert f"as {install.ALLOW_TENSORFLOW_CHANGE} allows" in out.getvalue()
     assert "tensorflow==" not in pip.constraints and "keras==3.10.0" in pip.constraints.split()
+    assert "tensorflow 2.21.0 -> 2.20.0" in out.getvalue()  # every change is listed
+
+
+def test_a_failed_build_is_reported_as_what_it_was_never_as_no_release(fake_env):
+    """tf-models-official exists for TensorFlow 2.19, but a source package it needs did
+    not build: the message names that package and quotes pip; TensorFlow is untouched."""
+    pip = fake_env(COLAB, AVAILABLE, fail=SEQEVAL)
+    with pytest.raises(install.InstallError) as error:
+        install.prepare("lab2", run=pip, out=io.StringIO(), environ={install.ALLOW_TENSORFLOW_CHANGE: "1"})
+    message = str(error.value)
+    assert "building seqeval from its source failed" in message
+    assert "Nothing was replaced: tensorflow 2.19.0, keras 3.10.0 as before" in message
+    assert "ModuleNotFoundError: No module named 'vcs_versioning'" in message  # pip's own lines
+    assert "no release" not in message and pip.versions["tensorflow"] == "2.19.0"
+    # One install, then one look-up of Model Garden for 2.19 (which exists): no fallback.
+    assert [("--dry-run" in c) for c in pip.commands] == [False, True]
+
+
+def test_an_unreachable_index_is_reported_with_pips_error(fake_env):
+    pip = fake_env(COLAB, AVAILABLE, offline=True)
+    with pytest.raises(install.InstallError) as error:
+        install.prepare("lab2", run=pip, out=io.StringIO(), environ={})
+    message = str(error.value)
+    assert "the package index could not be reached (is this runtime online?)" in message
+    assert "Connection refused" in message and "no release for TensorFlow" not in message
+    assert pip.versions == COLAB
+
+
+def test_colab_without_tensorflow_says_to_change_the_runtime(fake_env):
+    """Colab's TPU runtime has no TensorFlow: one sentence, and nothing installed over it."""
+    tpu = {k: v for k, v in COLAB.items() if k != "tensorflow"}
+    pip = fake_env(tpu, AVAILABLE)
+    for lab in LABS:
+        with pytest.raises(install.InstallError) as error:
+            install.prepare(lab, run=pip, out=io.StringIO(), environ={"COLAB_RELEASE_TAG": "release-colab-20260819"})
+        assert str(error.value) == install.NO_TENSORFLOW_ON_COLAB
+        assert "Change runtime type" in str(error.value) and str(error.value).count(". ") == 0
+    assert pip.commands == []
+
+
+@pytest.mark.parametrize("output, expected", [
+    (SEQEVAL, "building seqeval from its source failed"),
+    ("ERROR: Could not build wheels for seqeval, which is required to install pyproject.toml-based projects",
+     "building seqeval from its source failed"),
+    (OFFLINE, "the package index could not be reached (is this runtime online?)"),
+    ("ERROR: No matching distribution found for rdkit>=2024.3", "no release of rdkit>=2024.3 fits this runtime"),
+    ("ERROR: Cannot install x because these package versions have conflicting dependencies.\n"
+     "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io", "the packages' version requirements conflict"),
+    ("ERROR: Invalid requirement: 'lablib.whl'", "'lablib.whl' is not a pip requirement"),
+    ("something else entirely", "pip failed"),
+])
+def test_pip_failure_names_what_failed(output, expected):
+    assert install.pip_failure(output) == expected
+
+
+def test_install_summary_lists_every_change_with_what_required_it():
+    before = {"absl-py": "2.5.1", "setuptools": "84.2.1", "tensorflow": "2.19.0"}
+    after = {"absl-py": "1.4.0", "setuptools": "80.10.2", "tensorflow": "2.19.0", "tf-models-official": "2.19.1",
+             "seqeval": "1.2.2"}
+    lines = install.install_summary(before, after, {"absl-py": ["tensorflow-model-optimization requires absl-py~=1.2"]})
+    assert lines == ["Added 2: seqeval 1.2.2, tf-models-official 2.19.1",
+                     "Changed 2: absl-py 2.5.1 -> 1.4.0 (tensorflow-model-optimization requires absl-py~=1.2), "
+                     "setuptools 84.2.1 -> 80.10.2"]
+    assert install.install_summary(before, before) == []
+
+
+def test_requirers_reads_installed_metadata():
+    """With this environment's metadata: a version of packaging that its requirers exclude
+    is explained by them (packaging is required by pytest, among others)."""
+    found = install._requirers({"packaging": "0.1"})
+    assert found.get("packaging") and all(" requires packaging" in line for line in found["packaging"])
+    assert install._requirers({}) == {}
+
+
+def test_setuptools_shim_in_memory_needs_no_restart(fake_env):
+    """setuptools' .pth imports _distutils_hack at every start: a setuptools downgrade
+    (Lab 2 asks setuptools<81 where 84 is installed) must not demand a restart for it."""
+    pip = fake_env(dict(COLAB, setuptools="84.2.1"), dict(AVAILABLE, setuptools=["80.10.2"]),
+                   imported=["_distutils_hack", "numpy"])
+    out = io.StringIO()
+    assert "setuptools<81" in install.prepare("lab2", run=pip, out=out, environ={})
+    assert "setuptools 84.2.1 -> 80.10.2" in out.getvalue()
+    pip = fake_env(dict(COLAB, setuptools="84.2.1"), dict(AVAILABLE, setuptools=["80.10.2"]),
+                   imported=["setuptools", "numpy"])
+    with pytest.raises(install.RestartRequired, match="setuptools 84.2.1 -> 80.10.2"):
+        install.prepare("lab2", run=pip, out=io.StringIO(), environ={})
 
 
 def test_prepare_stops_when_a_loaded_package_changed(fake_env):
@@ -282,7 +413,7 @@ def test_prepare_stops_when_a_loaded_package_changed(fake_env):
 
 def test_prepare_reports_a_failed_pip(fake_env):
     pip = fake_env(COLAB, {"rdkit": []})
-    with pytest.raises(install.InstallError, match="could not install rdkit>=2024.3. Check that this runtime is online(.|\n)*No matching distribution"):
+    with pytest.raises(install.InstallError, match="could not install rdkit>=2024.3: no release of rdkit>=2024.3 fits this runtime(.|\n)*No matching distribution"):
         install.prepare("lab3", run=pip, out=io.StringIO())
 
 
@@ -345,18 +476,40 @@ def test_cell_installs_lablib_alone_from_lablib_pip(value, tmp_path, monkeypatch
     monkeypatch.setitem(sys.modules, "lablib", None)  # import lablib -> ImportError
     calls, prepared = [], []
 
-    def fake_check_call(command):
+    def fake_run(command, **kwargs):
         calls.append(command)
         sys.modules["lablib"] = lablib  # "installed"
-        return 0
+        return subprocess.CompletedProcess(command, 0, "", "")
 
-    monkeypatch.setattr(subprocess, "check_call", fake_check_call)
+    monkeypatch.setattr(subprocess, "run", fake_run)
     monkeypatch.setattr(install, "prepare", lambda lab: prepared.append(lab))
     monkeypatch.setattr(lablib, "use_keras3", lambda: None)
     monkeypatch.setattr(lablib, "exact_float32", lambda: False)
     exec(compile(_first_cell("lab1"), "cell", "exec"), {})
     assert calls == [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", install.lablib_pip(value)]]
     assert prepared == ["lab1"]
+
+
+@pytest.mark.parametrize("value, pip_says, expected", [
+    ("/content/lablib-0.3.0-py3-none-any.whl", "ERROR: Invalid requirement: '/content/lablib-0.3.0-py3-none-any.whl'",
+     "LABLIB_PIP='/content/lablib-0.3.0-py3-none-any.whl': no such file on this machine."),
+    ("", "  fatal: unable to access 'https://github.com/lablib-course/lablib/': Could not resolve host: github.com\n"
+         "error: subprocess-exited-with-error",
+     "LABLIB_PIP='lablib @ git+https://github.com/lablib-course/lablib'. Set LABLIB_PIP"),
+])
+def test_cell_says_what_it_tried_when_lablib_cannot_be_installed(value, pip_says, expected, tmp_path, monkeypatch):
+    """A missing wheel or an unreachable repository: one short message naming what was
+    tried, what to set, and pip's last lines; not pip's chained traceback."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LABLIB_PIP", value)
+    monkeypatch.setitem(sys.modules, "lablib", None)
+    monkeypatch.setattr(subprocess, "run", lambda command, **kw: subprocess.CompletedProcess(command, 1, "", pip_says))
+    with pytest.raises(RuntimeError) as error:
+        exec(compile(_first_cell("lab2"), "cell", "exec"), {})
+    message = str(error.value)
+    assert message.startswith("lablib could not be installed from ") and expected in message
+    assert "%env LABLIB_PIP=" in message and pip_says.strip().splitlines()[-1] in message
+    assert error.value.__cause__ is None and error.value.__suppress_context__
 
 
 def test_known_noise_is_dropped_and_nothing_else():

@@ -104,12 +104,33 @@ def check_kept(before: dict, after: dict, lab: str) -> None:
         assert after.get(name) == before.get(name), f"{lab}: {name} {before.get(name)} -> {after.get(name)}"
 
 
+def add_grading(baseline: dict) -> None:
+    """lablib's ``grading`` extra (setup.cfg) into the venv, KEPT pinned at the baseline."""
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    extra = [line.strip() for line in parser["options.extras_require"]["grading"].splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    with tempfile.TemporaryDirectory(prefix="lablib-colab-") as folder:
+        pins = pathlib.Path(folder) / "pins.txt"
+        pins.write_text("".join(f"{name}=={baseline[name]}\n" for name in KEPT if name in baseline))
+        pip("install", "-q", "-c", str(pins), *extra)
+    check_kept(baseline, versions(), "the grading extra")
+    print("grading extra installed:", ", ".join(extra))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="JSON of the venv's versions before lablib")
     parser.add_argument("--record-baseline", action="store_true",
                         help="write the venv's versions to --baseline (once, after building it)")
+    parser.add_argument("--add-grading", action="store_true",
+                        help="install lablib's grading extra, Colab's versions of KEPT pinned (for grading there)")
     args = parser.parse_args()
+    if args.add_grading:
+        add_grading(json.loads(pathlib.Path(args.baseline).read_text()))
+        return
     if args.record_baseline:
         found = versions()
         assert "lablib" not in found, "the Colab-like venv must not hold lablib before the cells run"

@@ -6,9 +6,11 @@ For each lab:
 
 * the public tests run in-process (``lablib.check``) against the solution's graded
   cells, in a fresh Python process (each lab picks its own Keras mode);
-* the solution and the generated blank lab are graded in one batch by the real grader:
-  the solution gets every public point with status ok, the blank 0 with
-  "not done yet" reasons.
+* the solution, the generated blank lab and the blank lab filled in with the solution's
+  graded cells (what a student hands in: the released notebook, markers and metadata
+  kept, code written) are graded in one batch by the real grader: the solution and the
+  filled lab get every public point with status ok, the blank 0 with "not done yet"
+  reasons.
 """
 
 import json
@@ -22,6 +24,7 @@ import pytest
 
 from lablib.grading.grade import grade
 from lablib.grading.author.assignment import assign_notebook
+from lablib.grading.notebook import GRADED_RE, first_line, graded_cells
 
 pytestmark = pytest.mark.integration  # grades every lab's solution and blank lab in child processes
 
@@ -71,6 +74,22 @@ def test_public_checks_pass_in_process(solution, spec):
     assert not failed
 
 
+def _filled(blank: pathlib.Path, solution: pathlib.Path) -> bytes:
+    """The blank lab with each graded cell's code replaced by the solution's: the rest of
+    the released notebook (set-up, checks, markers, metadata, written placeholders) kept."""
+    nb = json.loads(blank.read_text(encoding="utf-8"))
+    cells, _ = graded_cells(json.loads(solution.read_text(encoding="utf-8")))
+    filled = 0
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        match = GRADED_RE.match(first_line(source)) if cell["cell_type"] == "code" else None
+        if match:
+            cell["source"] = cells[match.group(1)].source.splitlines(keepends=True)
+            filled += 1
+    assert filled == len(cells) > 0, (filled, sorted(cells))
+    return json.dumps(nb, indent=1).encode()
+
+
 @pytest.mark.parametrize("solution, spec", PARAMS)
 def test_solution_full_marks_blank_zero(solution, spec, tmp_path, monkeypatch):
     for key, value in _env().items():
@@ -81,13 +100,17 @@ def test_solution_full_marks_blank_zero(solution, spec, tmp_path, monkeypatch):
     (subs / "solution.ipynb").write_bytes(solution.read_bytes())
     blank = assign_notebook(solution, tmp_path / "labs")
     (subs / "blank.ipynb").write_bytes(blank.read_bytes())
+    (subs / "filled.ipynb").write_bytes(_filled(blank, solution))
     results = {r.submission: r for r in grade(spec, [subs], tmp_path / "out", jobs=2, progress=False,
                                               lab_notebook=blank)}
     sol, empty = results["solution"], results["blank"]
-    public = [t for t in sol.tests if not t.hidden]
-    assert sol.status.ok, sol.notes
-    assert [t.id for t in public if not t.passed] == [], [(t.id, t.message) for t in public if not t.passed]
-    assert sum(t.score for t in public) == sum(t.max_score for t in public) > 0
+    for name in ("solution", "filled"):
+        result = results[name]
+        public = [t for t in result.tests if not t.hidden]
+        assert result.status.ok, (name, result.notes)
+        assert [t.id for t in public if not t.passed] == [], (name, [(t.id, t.message) for t in public if not t.passed])
+        assert sum(t.score for t in public) == sum(t.max_score for t in public) > 0, name
+    assert results["filled"].score == sol.score and results["filled"].max_score == sol.max_score
     assert empty.status.ok and empty.score == 0
     for t in empty.tests:  # each failure says why: the stub's NotImplementedError
         message = t.message.lower()

@@ -156,6 +156,7 @@ def main() -> None:
                 check = subprocess.run([PYTHON, "-c", TFM_BUILDS], cwd=folder, capture_output=True, text=True)
                 assert check.returncode == 0, check.stderr[-3000:]
                 print(check.stdout.strip())
+            print(f"{lab}: the first cell printed:\n" + "\n".join("    " + line for line in out.strip().splitlines()))
             again, out_again = run_cell(source, folder)
             assert "Installing" not in out_again and versions() == after, f"{lab}: second run installed:\n{out_again}"
             rows.append((lab, seconds, again, len(added)))

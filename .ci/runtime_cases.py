@@ -13,7 +13,9 @@ Cases (all by default), each running a lab's first cell in a fresh process with
   pip's error and the package index it could not reach, with TensorFlow and Keras
   untouched and nothing of TF Model Garden installed. Then, online, Lab 2's first cell
   must succeed (tf-models-official 2.19.x, its source package seqeval built, TensorFlow
-  kept, the setuptools change listed) and TF Model Garden's block builds in legacy mode.
+  kept, the setuptools change listed) and TF Model Garden's block builds in legacy mode;
+  then the layer tests (``--tests``) run there in Keras 3: lablib's lower bounds
+  (tensorflow>=2.19, keras>=3.10) are tested.
 * ``tf221``: Python 3.13 with tensorflow 2.21.0, for which no TF Model Garden exists.
   Lab 2's first cell must say so and install nothing; with
   ``LABLIB_ALLOW_TENSORFLOW_CHANGE=1`` it installs the newest tf-models-official with the
@@ -45,8 +47,9 @@ NO_TENSORFLOW_ON_COLAB = "This Colab runtime has no TensorFlow (Colab's TPU runt
 assert NO_TENSORFLOW_ON_COLAB in _INSTALL, "lablib.install.NO_TENSORFLOW_ON_COLAB changed: update this script"
 
 # pip's configuration files ignored (this machine's add local indexes), its index a closed port.
+# pip's own retries kept: its retry warnings are what it prints about a refused connection.
 UNREACHABLE = {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
-               "PIP_RETRIES": "0", "PIP_TIMEOUT": "3"}
+               "PIP_TIMEOUT": "3"}
 
 
 def log(text):
@@ -70,8 +73,10 @@ class Venv:
 
     def cell(self, lab: str, cwd: str, extra_env=None):
         """Lab ``lab``'s first cell in a fresh process: (exit code, output, seconds)."""
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV") and not k.startswith("PIP_")}
+        drop = ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV")
+        if extra_env and "PIP_INDEX_URL" in extra_env:  # only that index: no other source of packages
+            drop += ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX")
+        env = {k: v for k, v in os.environ.items() if k not in drop}
         env["LABLIB_PIP"] = str(ROOT)
         env["PATH"] = f"{self.folder / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env.update(extra_env or {})
@@ -115,9 +120,21 @@ def case_setuptools84(py312: str, work: pathlib.Path, cwd: str) -> str:
     assert after["tf-models-official"].startswith("2.19.") and "seqeval" in after, after.get("tf-models-official")
     assert f"setuptools 84.2.1 -> {after['setuptools']}" in output, output[-3000:]
     print(venv.builds_model_garden(cwd))
+
+    tested = ""
+    if TESTS:  # lablib's lower bounds (tensorflow>=2.19, keras>=3.10) hold: its layer tests there
+        log(f"setuptools84: the layer tests on TensorFlow 2.19.0 and Keras 3.10.0 ({len(TESTS)} files)")
+        venv.pip("install", "-q", "pytest", "hypothesis")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV")}
+        result = subprocess.run([venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS],
+                                cwd=ROOT, env=env, capture_output=True, text=True)
+        last = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
+        print(result.stdout[-1500:])
+        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+        tested = f"; layer tests: {last}"
     return (f"Python 3.12, setuptools 84.2.1: unreachable index reported, TF kept; online, Lab 2's "
             f"first cell {seconds:.0f} s, tf-models-official {after['tf-models-official']}, "
-            f"setuptools -> {after['setuptools']}")
+            f"setuptools -> {after['setuptools']}{tested}")
 
 
 def case_tf221(py313: str, work: pathlib.Path, cwd: str) -> str:
@@ -167,6 +184,7 @@ def case_tpu(py313: str, work: pathlib.Path, cwd: str) -> str:
 
 
 CASES = {"setuptools84": case_setuptools84, "tf221": case_tf221, "tpu": case_tpu}
+TESTS: list = []  # --tests: the layer tests the setuptools84 case runs (Keras 3)
 
 
 def main() -> None:
@@ -174,8 +192,10 @@ def main() -> None:
     parser.add_argument("--python3.12", dest="py312", required=True)
     parser.add_argument("--python3.13", dest="py313", required=True)
     parser.add_argument("--keep", help="build the venvs here and keep them (default: a temporary folder)")
+    parser.add_argument("--tests", default="", help="test files (space-separated) the setuptools84 case runs")
     parser.add_argument("cases", nargs="*", help=f"some of {', '.join(CASES)} (default: all)")
     args = parser.parse_args()
+    TESTS[:] = [t for t in args.tests.split() if t.startswith("tests/layers/")]  # not the Colab env's install tests
     unknown = sorted(set(args.cases) - set(CASES))
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")

@@ -397,6 +397,8 @@ _PIP_FAILURES = (
     (r"(?:NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution"
      r"|Network is unreachable|Connection refused|Could not fetch URL|ProxyError|SSLError)",
      "the package index could not be reached (is this runtime online?)"),
+    (r"satisfies the requirement ([A-Za-z0-9_.\-]+)[^\n]*\(from versions: none\)",
+     "pip found no release of {0} at all on its package index (is this runtime online?)"),
     (r"No matching distribution found for ([^\s]+)", "no release of {0} fits this runtime"),
     (r"ResolutionImpossible", "the packages' version requirements conflict"),
     (r"Invalid requirement: '?([^'\n]+)", "{0!r} is not a pip requirement"),
@@ -425,6 +427,9 @@ def _pip_error_lines(output: str, limit: int = 25) -> str:
     ``limit``: what the student reads instead of pip's whole log."""
     lines = [line.rstrip() for line in output.splitlines() if line.strip()]
     lines = [line for line in lines if not line.lstrip().startswith(("WARNING: Location", "Looking in"))]
+    # pip's retries of one request: only the last of each run of them
+    lines = [line for i, line in enumerate(lines)
+             if not ("Retrying (Retry(" in line and i + 1 < len(lines) and "Retrying (Retry(" in lines[i + 1])]
     wanted = [i for i, line in enumerate(lines)
               if re.match(r"\s*(ERROR|error|note|hint|ModuleNotFoundError|\S+Error)\b", line)]
     if not wanted:
@@ -434,10 +439,18 @@ def _pip_error_lines(output: str, limit: int = 25) -> str:
 
 
 def _pip_failed(requirements, result, kept: Mapping[str, str] | None = None) -> InstallError:
+    """The error of a failed install; ``kept`` (TensorFlow's and Keras's versions before)
+    is read again, and the message says they are unchanged only when they are."""
     output = (result.stdout or "") + (result.stderr or "")
     unchanged = ""
     if kept:
-        unchanged = " Nothing was replaced: " + ", ".join(f"{name} {version}" for name, version in kept.items()) + " as before."
+        now = installed_versions(list(kept))
+        if all(now.get(name) == version for name, version in kept.items()):
+            unchanged = " Nothing was replaced: " + ", ".join(f"{name} {version}" for name, version in kept.items()) + " as before."
+        else:
+            unchanged = " Changed all the same: " + ", ".join(
+                f"{name} {version} -> {now.get(name) or '(removed)'}" for name, version in kept.items()
+                if now.get(name) != version) + f"; {RESTART_HINT}."
     return InstallError(
         f"pip could not install {' '.join(requirements)}: {pip_failure(output)}.{unchanged} "
         f"pip said:\n{_pip_error_lines(output)}")
@@ -609,11 +622,17 @@ def _model_garden_missing(tensorflow: str, run: Runner) -> str | None:
     try:
         newest = _newest(TFM_PAIR[0], run)
     except InstallError:
-        output = (found.stdout or "") + (found.stderr or "")
-        raise InstallError(
-            f"pip could not look up {TFM_PAIR[0]}: {pip_failure(output)}. pip said:\n"
-            f"{_pip_error_lines(output)}") from None
+        raise _LookupFailed(found) from None
     return None if tf_minor(newest) == minor else newest
+
+
+class _LookupFailed(Exception):
+    """pip found no tf-models-official at all (offline, another index): ``result`` is the
+    look-up's ``CompletedProcess``."""
+
+    def __init__(self, result):
+        super().__init__(result)
+        self.result = result
 
 
 def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str]:
@@ -672,7 +691,13 @@ def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str
         wanted = {_name(r) for r in decided.install}
         if tensorflow is None or not wanted & set(TFM_PAIR):
             raise _pip_failed(decided.install, result, kept)
-        newest = _model_garden_missing(tensorflow, run)
+        try:
+            newest = _model_garden_missing(tensorflow, run)
+        except _LookupFailed as failed:  # the index gives nothing: say what pip said
+            both = subprocess.CompletedProcess(result.args, result.returncode,
+                                               (result.stdout or "") + (failed.result.stdout or ""),
+                                               (result.stderr or "") + (failed.result.stderr or ""))
+            raise _pip_failed(decided.install, both, kept) from None
         if newest is None:  # Model Garden exists for this TensorFlow: something else failed
             raise _pip_failed(decided.install, result, kept)
         if not _allowed(environ):
@@ -708,8 +733,8 @@ def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str
                             f"{after.get('tensorflow')}.")
         if changed:
             lines.insert(int(replaced_tensorflow), "The install changed packages this session had already loaded:")
-        message = "\n".join(summary + lines) + f"\nNow {RESTART_HINT}."
-        print(message, file=out, flush=True)
+        message = "\n".join(lines) + f"\nNow {RESTART_HINT}."
+        print("\n".join(summary + [message]), file=out, flush=True)
         raise RestartRequired(message)
     print("\n".join([f"Installed for {lab}: {' '.join(installed)}"] + summary), file=out, flush=True)
     return installed

@@ -335,9 +335,14 @@ def test_an_unreachable_index_is_reported_with_pips_error(fake_env):
     with pytest.raises(install.InstallError) as error:
         install.prepare("lab2", run=pip, out=io.StringIO(), environ={})
     message = str(error.value)
+    assert message.startswith("pip could not install ")
     assert "the package index could not be reached (is this runtime online?)" in message
+    assert "Nothing was replaced: tensorflow 2.19.0, keras 3.10.0 as before" in message
     assert "Connection refused" in message and "no release for TensorFlow" not in message
     assert pip.versions == COLAB
+    many = "\n".join([OFFLINE.splitlines()[0].replace("total=0", f"total={n}") for n in (2, 1, 0)]
+                     + OFFLINE.splitlines()[1:])
+    assert install._pip_error_lines(many) == OFFLINE.strip()  # one line per run of pip's retries
 
 
 def test_colab_without_tensorflow_says_to_change_the_runtime(fake_env):
@@ -358,6 +363,9 @@ def test_colab_without_tensorflow_says_to_change_the_runtime(fake_env):
      "building seqeval from its source failed"),
     (OFFLINE, "the package index could not be reached (is this runtime online?)"),
     ("ERROR: No matching distribution found for rdkit>=2024.3", "no release of rdkit>=2024.3 fits this runtime"),
+    ("ERROR: Could not find a version that satisfies the requirement tf-models-official~=2.19.0 (from versions: none)\n"
+     "ERROR: No matching distribution found for tf-models-official~=2.19.0",
+     "pip found no release of tf-models-official at all on its package index (is this runtime online?)"),
     ("ERROR: Cannot install x because these package versions have conflicting dependencies.\n"
      "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io", "the packages' version requirements conflict"),
     ("ERROR: Invalid requirement: 'lablib.whl'", "'lablib.whl' is not a pip requirement"),

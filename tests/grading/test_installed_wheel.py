@@ -56,22 +56,26 @@ def test_gradescope_zip_from_an_installed_wheel(installed_lablib, tmp_path):
     # the zip's wheel is the installed lablib, rebuilt from its RECORD: same package files
     assert wheel_files(root / "source" / shipped[0]) == wheel_files(wheel)
 
-    # Gradescope: run setup.sh (python3 = a second fresh venv; apt-get and the index left out)
+    # Gradescope: run setup.sh. Its venv (LABLIB_VENV) is a second fresh venv made here, which
+    # setup.sh reuses (one it made itself could not see the dependencies without the index);
+    # apt-get and the index left out.
     target = fresh_venv(tmp_path / "gradescope-venv", with_pip=True)
     fake_bin = tmp_path / "fake-bin"
     fake_bin.mkdir()
     (fake_bin / "apt-get").write_text("#!/bin/sh\nexit 0\n")
     os.chmod(fake_bin / "apt-get", 0o755)
-    path = f"{fake_bin}:{target.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    run(["bash", root / "source" / "setup.sh"], cwd=root / "source", PATH=path, PIP_NO_INDEX="1")
+    path = f"{fake_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    venv = str(tmp_path / "gradescope-venv")
+    run(["bash", root / "source" / "setup.sh"], cwd=root / "source", PATH=path, PIP_NO_INDEX="1", LABLIB_VENV=venv)
     where = run([target, "-c", "import lablib; print(lablib.__file__)"], cwd=tmp_path)
-    assert where.startswith(str(tmp_path / "gradescope-venv")), where
+    assert where.startswith(venv), where
 
     for name in ("submission", "results"):
         (root / name).mkdir()
     shutil.copy(SOLUTION, root / "submission" / f"{LAB}.ipynb")
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
-    run(["bash", root / "run_autograder"], cwd=root, timeout=1500, PATH=path, AUTOGRADER_ROOT=str(root))
+    run(["bash", root / "run_autograder"], cwd=root, timeout=1500, PATH=path, AUTOGRADER_ROOT=str(root),
+        LABLIB_VENV=venv)
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 19, results["output"]
     assert all(t["score"] == t["max_score"] for t in results["tests"]), results["tests"]

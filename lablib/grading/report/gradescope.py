@@ -3,6 +3,10 @@
 Gradescope grades one student's upload at a time. When it holds several notebooks, all
 are graded and the best one counts; its tests become Gradescope's tests (hidden tests
 visible ``after_published``), and the top-level output says which notebook counted.
+With hidden tests the top-level ``visibility`` is ``after_published`` too: Gradescope shows
+students no total score while tests are hidden, so the total, which counts the hidden
+tests' points, cannot give their results away before the instructor publishes grades;
+public tests carry ``"visibility": "visible"`` and are shown at once.
 """
 
 from __future__ import annotations
@@ -59,7 +63,10 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
         "output": header,
         "tests": tests,
         "stdout_visibility": "hidden",
-        "visibility": "visible",
+        # Gradescope's documented rule: students see no total while a test is hidden until
+        # later. With hidden tests, the whole result waits for publication and each public
+        # test (and graded written answer) is shown at once by its own "visible".
+        "visibility": "after_published" if any(t.hidden for t in result.tests) else "visible",
     }
 
 

@@ -387,6 +387,38 @@ def test_rebuild_model_rejects_weights_that_do_not_fit_and_huge_sizes():
                       values["weights"])
 
 
+def test_judge_bomb_is_not_rebuilt_and_sizes_in_lists_count():
+    """A model whose weightless layers multiply the input's size by numbers of the config
+    (the red team's Reshape -> UpSampling2D(S, S) -> Conv2D) is not rebuilt in the grader:
+    rebuild_model returns None (the reported properties are judged) without allocating;
+    integers inside lists (``size: [S, S]``) are checked like the others."""
+    import json
+
+    import psutil
+
+    from lablib.grading.specs._model_checks import _check_sizes, describe_model, rebuild_model
+
+    values = describe_model(_small_model())
+    config = json.loads(values["architecture"])
+    layers = config["config"]["layers"]
+    bomb = {"module": "keras.layers", "class_name": "UpSampling2D", "registered_name": None,
+            "config": {"name": "up", "size": [1000, 1000], "data_format": "channels_last",
+                       "interpolation": "nearest", "trainable": True, "dtype": "float32"}}
+    wrapped = {"module": "keras.layers", "class_name": "TimeDistributed", "registered_name": None,
+               "config": {"name": "td", "layer": dict(bomb, config=dict(bomb["config"], size=[900, 900]))}}
+    before = psutil.Process().memory_info().rss
+    for extra in (bomb, wrapped):
+        forged = json.loads(json.dumps(config))
+        forged["config"]["layers"] = layers[:1] + [extra] + layers[1:]
+        assert rebuild_model(json.dumps(forged), values["weights"]) is None
+    assert psutil.Process().memory_info().rss - before < 200 * 2**20
+    with pytest.raises(TestFailure, match=r"size\[0\] = 5000"):
+        _check_sizes({"config": {"size": [5000, 2]}})
+    with pytest.raises(TestFailure, match="a size of 1048576000"):
+        _check_sizes({"config": {"target_shape": [1000, 1024, 1024]}})
+    _check_sizes({"config": {"kernel_size": [3, 3], "seed": [2**40, 1], "axis": [-1]}})  # fine
+
+
 def test_rebuild_model_refuses_layers_that_load_files_or_code():
     import json
 

@@ -46,8 +46,8 @@ _NOT_SIZES = ("seed", "axis")
 #: What the judge tells when it cannot rebuild the model (only the properties the
 #: student's process reported are checked then).
 FALLBACK_NOTE = ("the grader could not rebuild this model from model.to_json() (a layer "
-                 "class of your own, or a Lambda layer); only the properties your "
-                 "process reported were checked")
+                 "class of your own, a Lambda layer, or a Keras layer it does not rebuild, "
+                 "such as UpSampling2D); only the properties your process reported were checked")
 
 
 def expect_fields(got, keys, what="the probe's values"):
@@ -70,19 +70,76 @@ def describe_model(model):
             "weights": [np.asarray(w) for w in model.get_weights()]}
 
 
-def _check_sizes(node, path="config"):
+def _check_sizes(node, path="config", key=""):
+    """Every integer of the config, in dicts and in lists alike (a layer's ``size: [S, S]``
+    or ``kernel_size``), at most :data:`MAX_CONFIG_INT`, and a list of them multiplying to
+    at most ``MAX_CONFIG_INT ** 2`` (a target shape); ``key`` is the dict key a list
+    hangs from, so seeds and axes are left alone inside lists too."""
     if isinstance(node, dict):
-        for key, value in node.items():
-            if isinstance(value, int) and not isinstance(value, bool) and \
-                    not any(word in str(key) for word in _NOT_SIZES) and abs(value) > MAX_CONFIG_INT:
+        for name, value in node.items():
+            _check_sizes(value, f"{path}.{name}", str(name))
+        return
+    if isinstance(node, list):
+        numbers = [v for v in node if isinstance(v, int) and not isinstance(v, bool)]
+        if len(numbers) > 1 and not any(word in key for word in _NOT_SIZES):
+            product = 1
+            for value in numbers:
+                product *= max(1, abs(value))
+            if product > MAX_CONFIG_INT ** 2:
                 raise TestFailure(
-                    f"The model's configuration holds {path}.{key} = {value}; the grader "
-                    f"rebuilds models with sizes up to {MAX_CONFIG_INT} only (these tests "
-                    f"build small models).")
-            _check_sizes(value, f"{path}.{key}")
-    elif isinstance(node, list):
+                    f"The model's configuration holds {path} = {numbers[:8]}, a size of {product}; "
+                    f"the grader rebuilds models with sizes up to {MAX_CONFIG_INT} only (these "
+                    f"tests build small models).")
         for i, value in enumerate(node):
-            _check_sizes(value, f"{path}[{i}]")
+            _check_sizes(value, f"{path}[{i}]", key)
+        return
+    if isinstance(node, int) and not isinstance(node, bool) and \
+            not any(word in key for word in _NOT_SIZES) and abs(node) > MAX_CONFIG_INT:
+        raise TestFailure(
+            f"The model's configuration holds {path} = {node}; the grader "
+            f"rebuilds models with sizes up to {MAX_CONFIG_INT} only (these tests "
+            f"build small models).")
+
+
+#: The Keras layer classes the grader rebuilds (besides lablib's): those whose cost is
+#: bounded by their weights, which the submission's own process must report, or that
+#: keep their input's size. A weightless layer that multiplies its input's size by a
+#: number of the config (UpSampling2D, RepeatVector, ZeroPadding2D, Conv2DTranspose's
+#: strides, Resizing...) is not rebuilt: the judge then checks the reported properties
+#: only, as for a layer class of the student's own.
+REBUILT_KERAS_LAYERS = frozenset((
+    "Functional", "Sequential", "Model", "InputLayer", "Dense", "EinsumDense", "Embedding",
+    "Dropout", "SpatialDropout1D", "GaussianDropout", "GaussianNoise", "AlphaDropout",
+    "LayerNormalization", "BatchNormalization", "UnitNormalization", "GroupNormalization",
+    "Activation", "ReLU", "LeakyReLU", "ELU", "PReLU", "Softmax", "Identity", "Masking",
+    "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot",
+    "GlobalAveragePooling1D", "GlobalMaxPooling1D", "Flatten", "Rescaling", "Reshape", "Permute",
+    "MultiHeadAttention", "Attention", "AdditiveAttention", "GRU", "LSTM", "SimpleRNN",
+    "GRUCell", "LSTMCell", "SimpleRNNCell", "RNN", "Bidirectional", "TimeDistributed",
+))
+
+
+def _layers(node):
+    """``(module, class name)`` of every Keras-serialized object with a config anywhere in a
+    model description: layers in a model's ``layers`` list and layers wrapped in others
+    (``TimeDistributed``, ``Bidirectional``) alike."""
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("class_name"), str) and "config" in node:
+            found.append((str(node.get("module") or ""), node["class_name"]))
+        for value in node.values():
+            found += _layers(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _layers(value)
+    return found
+
+
+def _not_rebuilt(config):
+    """The Keras layers (module ``keras.layers``) of ``config`` outside
+    :data:`REBUILT_KERAS_LAYERS`."""
+    return sorted({f"{module}.{name}" for module, name in _layers(config)
+                   if module.startswith("keras.layers") and name not in REBUILT_KERAS_LAYERS})
 
 
 def _count_layers(node):
@@ -146,8 +203,9 @@ def rebuild_model(architecture, weights, what="the model"):
     Returns:
         The rebuilt model with ``weights`` set (compiled when the student's model was),
         or None when the architecture names a class the grader cannot rebuild (a layer
-        class of the student's own, a Lambda layer): the caller then falls back to the
-        reported properties.
+        class of the student's own, a Lambda layer) or does not (a Keras layer outside
+        :data:`REBUILT_KERAS_LAYERS`): the caller then falls back to the reported
+        properties.
 
     Raises:
         TestFailure: the architecture is not a model description, is implausibly large,
@@ -176,6 +234,8 @@ def rebuild_model(architecture, weights, what="the model"):
 
     register_lablib_layers()
     foreign = _foreign_classes(config)  # before Keras, which edits the config it reads
+    if _not_rebuilt(config):  # cost chosen by the config, not bounded by the weights
+        return None
     try:
         model = keras.saving.deserialize_keras_object(json.loads(architecture), safe_mode=True)
     except Exception as error:  # noqa: BLE001 - judged below

@@ -299,6 +299,51 @@ def f(ns=None):
     json.dumps(out.isolation.to_dict())
 
 
+def test_a_course_folder_on_pythonpath_exposes_its_packages_not_its_files(tmp_path, monkeypatch):
+    """The red team graded with PYTHONPATH naming the course folder: the child could read
+    the solutions there. Only what Python imports from such a folder is exposed."""
+    from lablib.grading.run.isolation import needed_paths
+
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    (course / "solutions" / "lab1_attention.ipynb").write_text("{}")
+    (course / "helpers").mkdir()
+    (course / "helpers" / "__init__.py").write_text("")
+    (course / "tools.py").write_text("")
+    (course / "notes.txt").write_text("")
+    site = tmp_path / "extra-site"
+    (site / "pkg-1.0.dist-info").mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(course), str(site)]))
+    exposed = needed_paths()
+    assert str(course / "helpers") in exposed and str(course / "tools.py") in exposed
+    assert str(site) in exposed  # installed distributions: the folder whole
+    assert not [p for p in exposed if p == str(course) or "solutions" in p or p.endswith("notes.txt")], exposed
+
+
+@needs_root
+def test_the_solutions_in_a_course_folder_on_pythonpath_stay_hidden(tmp_path, monkeypatch):
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    (course / "solutions" / "lab1_attention.ipynb").write_text('{"answers": 42}')
+    (course / "helpers").mkdir()
+    (course / "helpers" / "__init__.py").write_text("VALUE = 7\n")
+    monkeypatch.setenv("PYTHONPATH", str(course))
+    cell = f'''
+def f():
+    out = {{}}
+    for key, path in (("solution", {str(course / "solutions" / "lab1_attention.ipynb")!r}),
+                      ("package", {str(course / "helpers" / "__init__.py")!r})):
+        try:
+            out[key] = open(path).read()
+        except OSError as exc:
+            out[key] = type(exc).__name__
+    return out
+'''
+    out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20))
+    look = out.results["f::look"].value
+    assert look == {"solution": "FileNotFoundError", "package": "VALUE = 7\n"}, look
+
+
 def _venv_sharing_this_one(path):
     """A new venv at ``path`` that finds this interpreter's packages and lablib through a
     .pth file (as an instructor's venv elsewhere would find them installed)."""

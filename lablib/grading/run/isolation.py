@@ -56,7 +56,9 @@ def sandbox_possible() -> bool:
 
 
 def needed_paths(extra=()) -> list[str]:
-    """Folders the child needs to see: the Python install, its site folders, lablib.
+    """Folders (and module files) the child needs to see: the Python install, its site
+    folders, lablib, and what is importable from the other ``sys.path`` / ``PYTHONPATH``
+    entries.
 
     Only these (and the system folders) are bound into the child's root; a folder that
     holds them is not exposed as a whole.
@@ -68,17 +70,47 @@ def needed_paths(extra=()) -> list[str]:
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.append(sysconfig.get_path(key))
     paths += list(getattr(site, "getsitepackages", lambda: [])())
-    # Entries that .pth files or PYTHONPATH added; one that holds lablib (a checkout on
-    # the path) is not exposed whole: only its lablib folder is, above.
+    # Entries that .pth files or PYTHONPATH added. A folder of installed distributions is
+    # exposed whole; any other (a course folder on PYTHONPATH, a checkout) only by the
+    # packages and modules it holds, never its other files (solutions, notebooks, data);
+    # one that holds lablib (a checkout) not at all: its lablib folder is, above.
     cwd = os.path.realpath(os.getcwd())
     for entry in [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
-        if (entry and os.path.isdir(entry) and os.path.realpath(entry) != cwd
-                and not os.path.isdir(os.path.join(entry, "lablib"))):
-            paths.append(entry)
+        if (not entry or not os.path.isdir(entry) or os.path.realpath(entry) == cwd
+                or os.path.isdir(os.path.join(entry, "lablib"))):
+            continue
+        paths += [entry] if _holds_distributions(entry) else _importable(entry)
     paths += list(extra)
-    real = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
+    real = sorted({os.path.realpath(p) for p in paths if p and os.path.exists(p)})
     # a folder inside another exposed folder comes with it
     return [p for p in real if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in real)]
+
+
+def _holds_distributions(folder: str) -> bool:
+    """A site folder: named so, or holding installed distributions' metadata."""
+    if os.path.basename(os.path.normpath(folder)) in ("site-packages", "dist-packages"):
+        return True
+    try:
+        return any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _importable(folder: str) -> list[str]:
+    """What Python can import from ``folder``: its packages (folders with an
+    ``__init__.py``) and modules (``.py`` and extension files)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and os.path.isfile(os.path.join(path, "__init__.py")):
+            out.append(path)
+        elif os.path.isfile(path) and name.endswith((".py", ".so", ".pyc")):
+            out.append(path)
+    return out
 
 
 def _libc():
@@ -128,7 +160,11 @@ def _build_root(m: _Mounts, config: dict) -> int:
     for path in config["expose"]:
         inside = root + path
         if not os.path.lexists(inside):  # else already visible through a system folder
-            _mkdirs(inside)
+            if os.path.isfile(path):  # a module of a folder not exposed whole
+                _mkdirs(os.path.dirname(inside))
+                open(inside, "a").close()
+            else:
+                _mkdirs(inside)
             m.bind_readonly(path, inside)
     hidden = 0
     for path in config["mask"]:

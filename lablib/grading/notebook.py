@@ -68,6 +68,11 @@ ANSWER_METADATA = "lablib"
 MAX_OUTPUT_CHARS = 100_000
 #: Larger files are not read at all (checked before reading): ``invalid-notebook``.
 MAX_NOTEBOOK_BYTES = 64 * 2**20
+#: Most ``{`` and ``[`` a file may hold, counted on its bytes before parsing (strings
+#: included, so an upper bound on its JSON objects and lists). The four solution notebooks
+#: hold 358 to 653; one saved with outputs a few thousand. Parsing millions of tiny
+#: objects costs the grader seconds and gigabytes: ``invalid-notebook`` instead.
+MAX_JSON_CONTAINERS = 200_000
 
 
 class InvalidNotebook(ValueError):
@@ -236,6 +241,7 @@ def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:
     else:
         raw = source.encode() if isinstance(source, str) else bytes(source)
         _check_size(len(raw))
+    _check_containers(raw)
     try:
         data = json.loads(raw.decode("utf-8-sig"))
         return normalize_notebook(data)
@@ -252,6 +258,16 @@ def _check_size(size: int) -> None:
             f"the file is {size / 2**20:.0f} MB; the grader reads notebooks of up to "
             f"{MAX_NOTEBOOK_BYTES // 2**20} MB. Clear the outputs (Edit > Clear all outputs) and "
             f"save the notebook again.")
+
+
+def _check_containers(raw: bytes) -> None:
+    count = raw.count(b"{") + raw.count(b"[")
+    if count > MAX_JSON_CONTAINERS:
+        raise InvalidNotebook(
+            f"the file holds {count:,} JSON objects and lists ('{{' and '['); a notebook holds a "
+            f"few thousand and the grader reads up to {MAX_JSON_CONTAINERS:,}. The file is damaged "
+            f"or not a notebook; if it is your lab, clear the outputs (Edit > Clear all outputs) "
+            f"and save it again.")
 
 
 def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:

@@ -130,6 +130,20 @@ def test_run_submission_recovers_from_each_failure_and_keeps_later_results():
     assert out.diagnostics[2].exit == "exited with code 7" and "hello" in out.diagnostics[2].output_tail
 
 
+def test_values_kept_from_one_submission_are_capped_in_all(monkeypatch):
+    """Replies are capped per attempt by the pipe, and what the grader keeps of them per
+    submission, across attempts: past the budget a test fails with the reason."""
+    from lablib.grading.run import supervisor
+
+    monkeypatch.setattr(supervisor, "MAX_KEPT_BYTES", 400)  # one small array's npy blob: 152 bytes
+    tests = [_t("first", _double), _t("second", _double), _t("third", _double)]
+    out = run_submission([], [("f", "def f(x):\n    return 2 * x")], tests, limits=Limits(timeout=20))
+    assert out.results["f::first"].ok and out.results["f::second"].ok
+    third = out.results["f::third"]
+    assert not third.ok and "passed 400 bytes in all (this one 152 bytes)" in third.error, third.error
+    assert "small arrays" in third.error and out.kept_bytes <= 400
+
+
 def test_cell_errors_and_missing_objects_are_reported_not_raised():
     out = run_submission([], [("f", "raise ValueError('boom')")], [_t("double", _double)],
                          limits=Limits(timeout=5))

@@ -3,6 +3,8 @@
 import json
 
 import nbformat
+import pathlib
+
 import pytest
 
 from lablib.grading import notebook as nbt
@@ -123,6 +125,21 @@ def test_reading_is_bounded_and_a_path_is_never_json(tmp_path, monkeypatch):
     monkeypatch.setattr(nbt, "MAX_NOTEBOOK_BYTES", 100)
     with pytest.raises(nbt.InvalidNotebook, match=r"reads notebooks of up to 0 MB. Clear the outputs"):
         nbt.read_notebook(good)
+
+
+def test_a_notebook_of_millions_of_tiny_objects_is_refused_before_parsing():
+    """The red team's 12 MB of tiny objects cost 47.6 s and 0.93 GB to read: the count of
+    '{' and '[' is checked on the bytes first, and the file is an invalid notebook."""
+    import time
+
+    tiny = b'{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"x": [' + b"{}," * 3_000_000 + b"{}]}}"
+    start = time.perf_counter()
+    with pytest.raises(nbt.InvalidNotebook, match=r"holds 3,000,00\d JSON objects and lists"):
+        nbt.read_notebook(tiny)
+    assert time.perf_counter() - start < 2.0  # counted, never parsed
+    assert nbt.MAX_JSON_CONTAINERS >= 100 * max(
+        path.read_bytes().count(b"{") + path.read_bytes().count(b"[")
+        for path in (pathlib.Path(__file__).resolve().parents[2] / "solutions").glob("*.ipynb"))
 
 
 def test_an_unreadable_notebook_says_why_once(fixture_lab):

@@ -48,6 +48,10 @@ OUTPUT_TAIL = 8_000
 STARTUP_TIMEOUT = 120.0
 SETUP_TIMEOUT = 300.0
 MAX_ATTEMPTS = 6
+#: Most bytes of test values (arrays) one submission's replies may leave in the grader, in
+#: all of its attempts together (each attempt's pipe is capped on its own as well): past
+#: it, later tests fail with a reason, and the values are not kept.
+MAX_KEPT_BYTES = 256 * 2**20
 MAX_TEXT = 2_000  # characters kept of any text the child sends (error messages)
 SCRATCH_MB = 512
 
@@ -106,6 +110,11 @@ class RunOutcome:
     diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
     attempts: int = 0
     seconds: float = 0.0
+    kept_bytes: int = 0
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.0f} MB" if n >= 2**20 else f"{n} bytes"
 
 
 class _Capped:
@@ -618,7 +627,14 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
         kind, header, blobs = attempt.wait(seq, request.timeout or limits.timeout)
         if kind != "reply":
             return (kind, header, f"test {request.id}")
-        if header.get("ok") is True:
+        size = sum(len(blob) for blob in blobs)
+        if header.get("ok") is True and outcome.kept_bytes + size > MAX_KEPT_BYTES:
+            outcome.results[request.id] = ProbeResult.failed(
+                Kind.ERROR, f"the values this submission returned to the tests passed "
+                            f"{_size(MAX_KEPT_BYTES)} in all (this one {_size(size)}); "
+                            f"the tests need small arrays")
+        elif header.get("ok") is True:
+            outcome.kept_bytes += size
             try:
                 outcome.results[request.id] = ProbeResult(True, decode_value(header.get("value"), blobs))
             except ProtocolError as exc:

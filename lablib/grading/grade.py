@@ -38,13 +38,14 @@ from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.roster import Roster
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
+from lablib.grading.run.guard import BY_HAND
 from lablib.grading.similarity import graded_code, identical_files, similar_pairs
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
 from lablib.grading.submissions import collect_submissions, warn_skipped
 
 __all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "previous_results", "ROSTER_COPY"]
 
-CACHE_VERSION = "5"
+CACHE_VERSION = "6"
 #: The roster a gradebook was written with, kept in the output folder: reports written
 #: again later (``lablib report``, the review page) name the same students.
 ROSTER_COPY = ".roster.csv"
@@ -84,7 +85,8 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
     result = cache.get(name, path, key) if cache is not None and not force else None
     if result is None:
         cells = [(piece, cell.source) for piece, cell in found.items()]
-        probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout)
+        probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout,
+                               BY_HAND if lab.pieces[t.piece].by_hand else ())
                   for t in lab.tests if t.piece in found]
         outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
         result = judge_submission(lab, name, str(path), found, outcome, notes=notes)

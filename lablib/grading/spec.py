@@ -97,11 +97,16 @@ class Piece:
         name: the marker name.
         objects: names the graded cell must define (functions, classes, constants).
         description: one line shown in reports.
+        by_hand: the lab asks for it written by hand: at grading, its code calling
+            lablib's layers or graph helpers, or the grader's references, gets no points
+            (:mod:`lablib.grading.run.guard`). False for pieces that build models from
+            lablib's layers.
     """
 
     name: str
     objects: tuple[str, ...]
     description: str = ""
+    by_hand: bool = True
 
 
 #: What a written question's id may be (it also appears in the answer markers).
@@ -230,11 +235,12 @@ class LabSpec:
     def __repr__(self) -> str:
         return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"
 
-    def piece(self, name: str, objects, description: str = "") -> Piece:
-        """Declare a graded piece and the names its cell must define."""
+    def piece(self, name: str, objects, description: str = "", *, by_hand: bool = True) -> Piece:
+        """Declare a graded piece and the names its cell must define (``by_hand``: see
+        :class:`Piece`)."""
         if isinstance(objects, str):
             objects = (objects,)
-        piece = Piece(name, tuple(objects), description)
+        piece = Piece(name, tuple(objects), description, bool(by_hand))
         self.pieces[name] = piece
         return piece
 

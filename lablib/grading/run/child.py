@@ -157,7 +157,16 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
             except BaseException as exc:  # noqa: BLE001
                 reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
         elif command.op == "probe":
-            result = _run_probe(command.probe, ns)
+            guard = getattr(command.probe, "guard", ())
+            if guard:
+                from lablib.grading.run.guard import Watch, message
+
+                with Watch(guard) as watch:
+                    result = _run_probe(command.probe, ns)
+                if watch.found is not None:
+                    result = ProbeResult.failed(Kind.ERROR, message(watch.found))
+            else:
+                result = _run_probe(command.probe, ns)
             reply.update(event="result", ok=result.ok)
             if result.ok:
                 try:

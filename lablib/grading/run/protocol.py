@@ -50,12 +50,15 @@ class ProbeRequest:
             graded cells defined.
         objects: names the graded cell must define for the probe to run.
         timeout: seconds allowed (None: the run's default).
+        guard: parts of lablib the student's code may not call while this probe runs
+            (:mod:`lablib.grading.run.guard`; empty: none).
     """
 
     id: str
     probe: Callable[[Any], Any]
     objects: tuple[str, ...] = ()
     timeout: float | None = None
+    guard: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.run.guard import handed
 from lablib.grading.spec import diagnose, expect, expect_close, expect_equal, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
@@ -479,6 +480,7 @@ lab.piece("permutation", objects=["equivariance_gap"],
           description="attention alone is permutation-equivariant; positions break that")
 
 
+@handed
 def _probe_attention(query, key, value, mask=None):
     """An attention function handed to the student's equivariance_gap (an input)."""
     scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
@@ -487,6 +489,7 @@ def _probe_attention(query, key, value, mask=None):
     return weights @ value, weights
 
 
+@handed
 def _probe_causal_attention(query, key, value, mask=None):
     n = query.shape[-2]
     scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
@@ -520,6 +523,7 @@ def _expected_gap(attention, with_encoding):
 def _biased_attention(bias):
     """Attention plus a fixed score bias per (query position, key position), as a
     learned position bias would add: not permutation-equivariant, so its gap is not 0."""
+    @handed
     def attention(query, key, value, mask=None):
         scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1]) + bias
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))

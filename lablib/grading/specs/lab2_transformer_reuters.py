@@ -35,7 +35,8 @@ add_encoding_piece(lab, table=(64, 32), odd=(9, 7),
 # ------------------------------------------------------------------- build_model
 
 lab.piece("build_model", objects=["build_classifier"],
-          description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling")
+          description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling",
+          by_hand=False)  # built from lablib's (or Model Garden's) layers
 
 _SMALL = dict(vocabulary_size=40, max_length=16, embedding_dim=16, num_heads=2, inner_dim=32,
               num_blocks=2, num_classes=4)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.run.guard import handed
 from lablib.grading.spec import TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs import _model_checks as models
@@ -58,6 +59,7 @@ def random_graph(num_nodes=9, num_features=5, seed=21, p=0.35):
     return rng.normal(size=(num_nodes, num_features)), adjacency
 
 
+@handed  # passed to the student's layer as its activation
 def _identity(x):
     return x
 
@@ -383,7 +385,8 @@ def _(got):
 # --------------------------------------------------------------------------- build_gcn
 
 lab.piece("build_gcn", objects=["build_gcn_regressor"],
-          description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches")
+          description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches",
+          by_hand=False)  # built from lablib's (or Model Garden's) layers
 
 NUM_FEATURES = 4
 

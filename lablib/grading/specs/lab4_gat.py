@@ -422,7 +422,8 @@ def _(got):
 # --------------------------------------------------------------------------- build_gat
 
 lab.piece("build_gat", objects=["build_gat_classifier"],
-          description="a compiled Keras GAT node classifier on (x, edge_index)")
+          description="a compiled Keras GAT node classifier on (x, edge_index)",
+          by_hand=False)  # built from lablib's (or Model Garden's) layers
 
 NUM_FEATURES, NUM_CLASSES = 6, 3
 

@@ -1,0 +1,92 @@
+"""Cribs: a graded piece the lab asks students to write by hand must not be passed by
+calling lablib's own implementation of it, or a judge's reference.
+
+Students install lablib, so ``lablib.layers.scaled_dot_product_attention`` or
+``lablib.grading.specs.lab3_gcn_molecules.reference_gcn`` are importable from their
+cells; wrapping them scored points. While the child runs a probe of such a
+piece, :class:`Watch` (a ``sys.setprofile`` hook) notes the first call into a guarded part
+of lablib that enters it from outside lablib with a graded cell on the stack: the
+student's code reached it, directly or through a helper of theirs. The probe then fails
+with one sentence naming what was called (:func:`message`). Probes calling lablib's
+helpers themselves (the judges', the hidden tests') are not calls from a graded cell, and
+a function a probe hands to the student's code as an input is marked :func:`handed`.
+Pieces that build models with lablib's layers (the labs' ``build_*`` pieces) are not
+guarded (:attr:`lablib.grading.spec.Piece.by_hand`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["BY_HAND", "Watch", "handed", "message"]
+
+#: What a by-hand piece's code may not call, relative to lablib's package folder: its
+#: layers and the grader (the judges' references among them). lablib's graph utilities
+#: (``lablib.graphs``: edge lists to matrices and back) stay allowed: they implement no
+#: graded piece.
+BY_HAND = ("layers" + os.sep, "grading" + os.sep)
+
+#: Code objects of the functions a probe hands to the student's code as an input (Lab 1's
+#: ``equivariance_gap(attention_fn, ...)`` receives an attention function): calling
+#: those is what the piece asks for. Filled by :func:`handed`.
+_HANDED: set = set()
+
+
+def handed(function):
+    """Decorator for a spec's function that its probes pass to the student's code as an
+    argument: :class:`Watch` lets calls to it through. Returns ``function``."""
+    _HANDED.add(function.__code__)
+    return function
+
+_GRADED = "<graded cell "
+
+
+def _package_dir() -> str:
+    import lablib
+
+    return os.path.dirname(os.path.abspath(lablib.__file__)) + os.sep
+
+
+class Watch:
+    """``with Watch(BY_HAND) as watch: ...``; afterwards ``watch.found`` is the dotted name
+    of the first guarded function student code called, or None."""
+
+    def __init__(self, guarded):
+        root = _package_dir()
+        self.root = root
+        self.guarded = tuple(root + part for part in guarded)
+        self.found: str | None = None
+        self._previous = None
+
+    def _profile(self, frame, event, arg):
+        if event != "call" or self.found is not None:
+            return
+        if not frame.f_code.co_filename.startswith(self.guarded) or frame.f_code in _HANDED:
+            return
+        caller = frame.f_back
+        if caller is None or caller.f_code.co_filename.startswith(self.root):
+            return  # lablib calling itself
+        while caller is not None:
+            if caller.f_code.co_filename.startswith(_GRADED):
+                module = frame.f_globals.get("__name__", "?")
+                self.found = f"{module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
+                return
+            caller = caller.f_back
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._previous)
+        return False
+
+
+def message(found: str) -> str:
+    """The failure a cribbed probe gets."""
+    what = ("the grader's own reference" if ".grading." in f".{found}" or found.startswith("lablib.grading")
+            else "lablib's own implementation")
+    return (f"your code calls {found}, {what}; this piece asks you to write it yourself "
+            f"(NumPy or Keras operations), so this test gives no points for it.")

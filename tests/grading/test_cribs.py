@@ -1,0 +1,122 @@
+"""Cribs (issue 19): a graded piece written by hand cannot be passed by calling lablib's
+own implementation or the grader's reference, both importable by students.
+
+Each case is the released (blank) lab with graded cells that wrap lablib's function or a
+judge's reference, graded by the real grader in its child process: every test of those
+pieces gets 0 and says what was called; the pieces that build models from lablib's layers
+are not affected, and the solution keeps full marks beside the cribs
+(``lablib.grading.run.guard``).
+"""
+
+import json
+
+import pytest
+
+from grading_paths import ROOT
+from lablib.grading.author.assignment import assign_notebook
+from lablib.grading.grade import grade
+from lablib.grading.notebook import GRADED_RE, first_line
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # grades notebooks in child processes
+
+LAB1 = {
+    "attention": '''# GRADED: attention
+import numpy as np
+from lablib.layers import scaled_dot_product_attention
+
+
+def attention(query, key, value, mask=None):
+    output, weights = scaled_dot_product_attention(query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+''',
+    "masks": '''# GRADED: masks
+import numpy as np
+import lablib.layers as layers
+
+
+def padding_mask(token_ids, pad_id=0):
+    return np.asarray(layers.padding_mask(token_ids, pad_id))
+
+
+def causal_mask(length):
+    return np.asarray(layers.causal_mask(length))
+''',
+    "positional_encoding": '''# GRADED: positional_encoding
+import numpy as np
+from lablib.layers.positional import positional_encoding as lablibs
+
+
+def _helper(length, depth):  # a helper of the student's own in between
+    return lablibs(length, depth)
+
+
+def positional_encoding(length, depth):
+    return np.asarray(_helper(length, depth))
+''',
+}
+
+LAB3 = {
+    "gcn_scalar": '''# GRADED: gcn_scalar
+import numpy as np
+from lablib.grading.specs.lab3_gcn_molecules import reference_gcn
+
+
+def gcn_layer_scalar(H, A, W, B, activation=np.tanh):
+    return reference_gcn(H, A, W, B, activation)
+''',
+    "gcn_matrix": '''# GRADED: gcn_matrix
+import numpy as np
+
+
+def gcn_layer_matrix(H, A, W, B, activation=np.tanh):
+    from lablib.grading.specs import lab3_gcn_molecules as spec  # imported at call time
+    return spec.reference_gcn(H, A, W, B, activation)
+''',
+    "readout": '''# GRADED: readout
+from lablib.grading.specs.lab3_gcn_molecules import reference_readout
+
+
+def readout(H, mask, mode="sum"):
+    return reference_readout(H, mask, mode)
+''',
+}
+
+
+def _cribbed(blank, cells):
+    nb = json.loads(blank.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        match = GRADED_RE.match(first_line(source)) if cell["cell_type"] == "code" else None
+        if match and match.group(1) in cells:
+            cell["source"] = cells[match.group(1)].splitlines(keepends=True)
+    return json.dumps(nb).encode()
+
+
+@pytest.mark.parametrize("lab, cells, called", [
+    ("lab1_attention", LAB1, {"attention": "lablib.layers.attention.scaled_dot_product_attention",
+                              "masks": "lablib.layers.attention.",
+                              "positional_encoding": "lablib.layers.positional.positional_encoding"}),
+    ("lab3_gcn_molecules", LAB3, {"gcn_scalar": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
+                                  "gcn_matrix": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
+                                  "readout": "lablib.grading.specs.lab3_gcn_molecules.reference_readout"}),
+])
+def test_each_crib_gets_nothing_and_is_named(lab, cells, called, shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    solution = ROOT / "solutions" / f"{lab}.ipynb"
+    blank = assign_notebook(solution, tmp_path / "labs")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "crib.ipynb").write_bytes(_cribbed(blank, cells))
+    (subs / "solution.ipynb").write_bytes(solution.read_bytes())
+    results = {r.submission: r for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False,
+                                              lab_notebook=blank)}
+    crib, honest = results["crib"], results["solution"]
+    for piece, name in called.items():
+        tests = [t for t in crib.tests if t.piece == piece]
+        assert tests and all(t.score == 0 for t in tests), [(t.id, t.score, t.message) for t in tests]
+        for t in tests:
+            assert f"your code calls {name}" in t.message and "write it yourself" in t.message, (t.id, t.message)
+    public = [t for t in honest.tests if not t.hidden]
+    assert honest.status.ok and all(t.passed for t in public), [(t.id, t.message) for t in public if not t.passed]
+    assert "grader's own reference" in " ".join(t.message for t in crib.tests) or lab == "lab1_attention"

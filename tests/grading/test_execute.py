@@ -130,6 +130,25 @@ def test_run_submission_recovers_from_each_failure_and_keeps_later_results():
     assert out.diagnostics[2].exit == "exited with code 7" and "hello" in out.diagnostics[2].output_tail
 
 
+def test_a_slow_loris_ends_within_the_submissions_total_budget():
+    """Every graded cell sleeping just under the limit and probes that end the process
+    (each restart replays the cells) ran for minutes: the cells' and probes' time is
+    counted over all attempts and stops at Limits.total."""
+    import time
+
+    cells = [(f"c{i}", f"import time\ntime.sleep(1.7)\ndef f{i}(ns=None):\n    return {i}") for i in range(4)]
+    exits = [ProbeRequest(f"c{i}::exit", lambda ns: os._exit(3), (f"f{i}",)) for i in range(2)]
+    later = [ProbeRequest("c3::value", lambda ns: ns["f3"](), ("f3",))]
+    start = time.monotonic()
+    out = run_submission([], cells, exits + later, limits=Limits(timeout=2, total=8))
+    took = time.monotonic() - start
+    assert out.student_seconds < 8 + 2.5, out.student_seconds  # at most one request past the budget's end
+    assert took < 8 + 4 * 6, took  # plus the start of each attempt, never a replay of everything
+    assert out.results["c3::value"].kind == "timeout", out.results["c3::value"]
+    assert "whole time budget (8 s in all)" in out.results["c3::value"].error
+    assert any(p.where == "the submission's total time" for p in out.problems), out.problems
+
+
 def test_values_kept_from_one_submission_are_capped_in_all(monkeypatch):
     """Replies are capped per attempt by the pipe, and what the grader keeps of them per
     submission, across attempts: past the budget a test fails with the reason."""

@@ -48,6 +48,8 @@ OUTPUT_TAIL = 8_000
 STARTUP_TIMEOUT = 120.0
 SETUP_TIMEOUT = 300.0
 MAX_ATTEMPTS = 6
+#: The default total budget of a submission's cells and probes, in per-request timeouts.
+TOTAL_FACTOR = 10
 #: Most bytes of test values (arrays) one submission's replies may leave in the grader, in
 #: all of its attempts together (each attempt's pipe is capped on its own as well): past
 #: it, later tests fail with a reason, and the values are not kept.
@@ -59,11 +61,20 @@ SCRATCH_MB = 512
 @dataclasses.dataclass(frozen=True)
 class Limits:
     """Per-run limits: seconds per graded cell and per probe (a probe's own timeout wins),
-    memory in MB for all the run's processes and its scratch space, the sandbox's use."""
+    memory in MB for all the run's processes and its scratch space, the sandbox's use, and
+    ``total``: seconds the submission's graded cells and probes may take in all, over every
+    attempt (None: :data:`TOTAL_FACTOR` times ``timeout``). Without it, cells that each
+    stop just short of ``timeout`` and a crash that replays them cost up to
+    :data:`MAX_ATTEMPTS` times their sum."""
 
     timeout: float = 60.0
     memory_mb: float = 4096.0
     isolate: bool = True
+    total: float | None = None
+
+    @property
+    def total_seconds(self) -> float:
+        return float(self.total) if self.total is not None else TOTAL_FACTOR * self.timeout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +122,7 @@ class RunOutcome:
     attempts: int = 0
     seconds: float = 0.0
     kept_bytes: int = 0
+    student_seconds: float = 0.0
 
 
 def _size(n: int) -> str:
@@ -532,6 +544,8 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
     remaining = list(probes)
     outputs = []
     while remaining and outcome.attempts < MAX_ATTEMPTS:
+        if outcome.student_seconds >= limits.total_seconds:
+            break
         outcome.attempts += 1
         attempt = _Attempt(limits, mask, sandbox)
         end = None
@@ -579,6 +593,12 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
             outcome.results[test_id] = ProbeResult.failed(Kind(kind), f"this test {what}")
             outcome.problems.append(Problem(Kind(kind), f"test {test_id}"))
             remaining = [p for p in remaining if p.id != test_id]
+    if remaining and outcome.student_seconds >= limits.total_seconds:
+        outcome.problems.append(Problem(Kind.TIMEOUT, "the submission's total time"))
+        for p in remaining:
+            outcome.results.setdefault(p.id, ProbeResult.failed(
+                Kind.TIMEOUT, f"not run: the submission's graded cells and tests used their whole "
+                              f"time budget ({limits.total_seconds:g} s in all)"))
     for p in remaining:
         outcome.results.setdefault(p.id, ProbeResult.failed(
             Kind.CRASHED, "not run: too many restarts of the grader's process"))
@@ -594,6 +614,23 @@ def _reply_kind(header: dict) -> Kind:
     ``error`` (the child's word is taken for nothing more serious than that)."""
     kind = header.get("kind")
     return Kind(kind) if kind in (Kind.MEMORY, Kind.CRASHED) else Kind.ERROR
+
+
+def _student_wait(attempt: _Attempt, seq: int, budget: float, limits: Limits, outcome: RunOutcome):
+    """``attempt.wait`` for a graded cell or a probe, within what is left of the
+    submission's total budget; the time is added to ``outcome.student_seconds``."""
+    left = limits.total_seconds - outcome.student_seconds
+    start = time.monotonic()
+    try:
+        if left < budget:
+            kind, header, blobs = attempt.wait(seq, max(left, 0.0))
+            if kind == Kind.TIMEOUT:
+                return (Kind.TIMEOUT, f"the submission's total time budget, {limits.total_seconds:g} s "
+                                      f"for all its cells and tests", None)
+            return kind, header, blobs
+        return attempt.wait(seq, budget)
+    finally:
+        outcome.student_seconds += time.monotonic() - start
 
 
 def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: RunOutcome):
@@ -612,7 +649,7 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
     for piece, source in cells:
         seq = attempt.next_seq()
         attempt.send(Command(seq, "cell", piece=piece, source=source))
-        kind, header, _ = attempt.wait(seq, limits.timeout)
+        kind, header, _ = _student_wait(attempt, seq, limits.timeout, limits, outcome)
         if kind != "reply":
             return (kind, header, f"cell {piece}")
         if header.get("error"):
@@ -624,7 +661,7 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
     for request in probes:
         seq = attempt.next_seq()
         attempt.send(Command(seq, "probe", probe=request))
-        kind, header, blobs = attempt.wait(seq, request.timeout or limits.timeout)
+        kind, header, blobs = _student_wait(attempt, seq, request.timeout or limits.timeout, limits, outcome)
         if kind != "reply":
             return (kind, header, f"test {request.id}")
         size = sum(len(blob) for blob in blobs)

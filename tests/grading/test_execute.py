@@ -377,6 +377,39 @@ def f():
     assert look == {"solution": "FileNotFoundError", "package": "VALUE = 7\n"}, look
 
 
+@needs_root
+def test_memory_the_supervisor_cannot_see_is_stopped_by_the_kernel():
+    """memfd files written and never mapped, and a tmpfs mounted in a user namespace of the
+    child's, are in no process's RSS: the red team held 2.9 GB under --memory 2000. The
+    attempt's cgroup counts them; the run ends as `memory` and the gradebook says which
+    limits the kernel enforced."""
+    memfd = '''
+import os
+def f():
+    fd = os.memfd_create("hold")
+    block = b"x" * (16 * 2**20)
+    for _ in range(60):  # 960 MB, never mapped
+        os.write(fd, block)
+    return "held"
+'''
+    userns = '''
+import os, subprocess
+def f():
+    script = "mkdir -p /tmp/m && mount -t tmpfs -o size=2g none /tmp/m && head -c 900000000 /dev/zero > /tmp/m/x && echo held"
+    done = subprocess.run(["unshare", "-Urm", "sh", "-c", script], capture_output=True, text=True)
+    return done.stdout.strip() or done.stderr.strip()[:200]
+'''
+    for cell in (memfd, userns):
+        out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())],
+                             limits=Limits(timeout=60, memory_mb=400))
+        result = out.results["f::look"]
+        assert any(n.startswith("kernel limits: cgroup") for n in out.isolation.notes), out.isolation.notes
+        # held: the kernel stopped it; or the attack could not even start here (no user namespaces)
+        assert result.kind == "memory" or (result.ok and result.value != "held"), result
+        if result.kind == "memory":
+            assert "kernel" in result.error, result.error
+
+
 def _venv_sharing_this_one(path):
     """A new venv at ``path`` that finds this interpreter's packages and lablib through a
     .pth file (as an instructor's venv elsewhere would find them installed)."""

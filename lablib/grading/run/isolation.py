@@ -213,6 +213,14 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     libc = _libc()
     m = _Mounts(libc)
     notes: list[str] = []
+    # Into the attempt's cgroup first: every process started from here is counted by the
+    # kernel's memory, CPU and process limits (lablib/grading/run/cgroups.py).
+    for procs in config.get("cgroup_procs", []):
+        try:
+            with open(procs, "w", encoding="ascii") as f:
+                f.write(str(os.getpid()))
+        except OSError as exc:
+            notes.append(f"could not join the cgroup {procs}: {exc.strerror}")
     isolation = {"uid": 0, "network": "shared", "filesystem": "shared", "processes": "shared",
                  "notes": notes}
     for flag, what in ((CLONE_NEWNET, "network"), (CLONE_NEWIPC, "ipc"), (CLONE_NEWUTS, "uts"),

@@ -36,6 +36,7 @@ import time
 from typing import Any
 
 from lablib.grading.results import Diagnostic, Isolation, Kind
+from lablib.grading.run import cgroups as _cgroups
 from lablib.grading.run import isolation as _isolation
 from lablib.grading.run.protocol import (
     Command, FrameReader, ProbeRequest, ProbeResult, ProtocolError, decode_value,
@@ -293,13 +294,16 @@ class _Attempt:
         env = _child_env(self.token)
         prefix = b""
         pass_fds = [result_w]
+        self.cgroup, self.cgroup_note = None, ""
         if sandbox:
             control_r, control_w = os.pipe()
             self.uid = 1_000_000 + secrets.randbelow(1_000_000_000)
             os.chmod(self.scratch, 0o755)
+            self.cgroup, self.cgroup_note = _cgroups.create(f"lablib-{self.token[:16]}", limits.memory_mb)
             config = json.dumps({
                 "root": self.scratch, "expose": _isolation.needed_paths(), "mask": sorted(set(mask)),
                 "uid": self.uid, "env": env, "tmpfs_mb": SCRATCH_MB,
+                "cgroup_procs": self.cgroup.procs_files if self.cgroup else [],
             }).encode()
             prefix = struct.pack(">I", len(config)) + config
             argv = [sys.executable, "-m", "lablib.grading.run.isolation", str(control_w), str(result_w),
@@ -427,6 +431,9 @@ class _Attempt:
             if kind == "bad":
                 return (Kind.CRASHED, f"sent a malformed message ({_text(header)})", None)
             if kind == "eof":
+                if self.cgroup is not None and self.cgroup.oom_killed():
+                    return (Kind.MEMORY, f"used more than {self.limits.memory_mb:g} MB; the kernel's "
+                                         f"limit stopped it", None)
                 return (Kind.CRASHED, "ended", None)
             if now >= next_poll:
                 next_poll = now + 0.2
@@ -486,6 +493,11 @@ class _Attempt:
         match = _by_uid(self.uid) if self.uid is not None else _by_token(self.token, self.tree)
         if not _sweep(match):
             notes.append("some of the submission's processes could not be ended")
+        if self.cgroup is not None:
+            self.cgroup.destroy()
+            notes.append(self.cgroup.describe())
+        elif self.cgroup_note:
+            notes.append(self.cgroup_note)
         self.proc.wait()
         self.control_done.wait(timeout=5)
         for t in self.threads:

@@ -410,6 +410,49 @@ def f():
             assert "kernel" in result.error, result.error
 
 
+@needs_root
+def test_a_classmate_starting_busy_loops_does_not_starve_an_honest_run():
+    """A graded cell starting 40 detached busy loops beside an honest submission graded at
+    the same time (--jobs 2): each attempt's cgroup has the same CPU weight, so the honest
+    probe gets about a core, not 2 of 41 shares."""
+    import threading
+
+    hog = '''
+import subprocess, sys, time
+LOOPS = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(40)]
+def f():
+    time.sleep(12)
+    return len(LOOPS)
+'''
+    honest = '''
+import time
+def f():
+    start, wall = time.process_time(), time.monotonic()
+    total = 0
+    for i in range(6_000_000):
+        total += i
+    return [time.process_time() - start, time.monotonic() - wall]
+'''
+    outcomes = {}
+
+    def grade(name, cell, timeout):
+        outcomes[name] = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())],
+                                        limits=Limits(timeout=timeout))
+
+    hogging = threading.Thread(target=grade, args=("hog", hog, 30))
+    hogging.start()
+    time.sleep(4)  # the loops are running
+    grade("honest", honest, 6)
+    hogging.join()
+    result = outcomes["honest"].results["f::look"]
+    assert result.ok, result  # not a timeout
+    assert outcomes["hog"].results["f::look"].value == 40  # the loops ran all along
+    cpu, wall = result.value
+    # Measured: 0.33 s of wall time for 0.22 s of CPU with the cgroups, 2.76 s without.
+    assert wall < 4 * cpu + 0.2, (cpu, wall)
+    assert any(n.startswith("kernel limits: cgroup") for n in outcomes["honest"].isolation.notes)
+
+
 def _venv_sharing_this_one(path):
     """A new venv at ``path`` that finds this interpreter's packages and lablib through a
     .pth file (as an instructor's venv elsewhere would find them installed)."""

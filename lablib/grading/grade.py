@@ -25,6 +25,7 @@ import pathlib
 import shutil
 import sys
 import threading
+import time
 import warnings
 
 from lablib._version import PACKAGE_DIR, __version__
@@ -89,7 +90,10 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
                                BY_HAND if lab.pieces[t.piece].by_hand else ())
                   for t in lab.tests if t.piece in found]
         outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
+        judging = time.monotonic()
         result = judge_submission(lab, name, str(path), found, outcome, notes=notes)
+        # the judges' time (rebuilding and running a model in the grader) is the submission's too
+        result.seconds = round(result.seconds + time.monotonic() - judging, 3)
         if cache is not None:
             cache.put(key, result)
     result.answers = written_answers(nb, lab.answers, template=template)

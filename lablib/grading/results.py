@@ -304,7 +304,7 @@ class SubmissionResult:
         output: what the submission printed (capped).
         isolation: an :class:`Isolation`.
         diagnostics: :class:`Diagnostic` entries for the instructor.
-        seconds: wall time of the run.
+        seconds: wall time of the run and of judging it in the grader.
         cached: taken from the grading cache.
         answers: written question id -> the :class:`WrittenAnswer` found (graded by a
             person: their scores are not part of ``score``, see ``lablib review``).

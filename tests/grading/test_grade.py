@@ -169,3 +169,28 @@ def test_names_are_inert_in_the_spreadsheet_and_the_terminal(tmp_path, capsys):
     assert sorted(names) == sorted(["'=HYPERLINK(1)", "'+1+1", "'@SUM(1)", "'-2", "clear\x1b[2Jscreen"])
     data = json.loads((out / "grades.json").read_text())  # the JSON keeps the names as they are
     assert "=HYPERLINK(1)" in {s["submission"] for s in data["submissions"]}
+
+
+def test_judging_time_counts_in_the_submissions_seconds(tmp_path, monkeypatch):
+    """A judge that rebuilds and runs a model spends grader time: it is the submission's."""
+    import time as _time
+
+    from lablib.grading import grade as grade_module
+    from lablib.grading.spec import load_lab
+
+    real = grade_module.judge_submission
+
+    def slow_judge(*args, **kwargs):
+        _time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(grade_module, "judge_submission", slow_judge)
+    monkeypatch.setattr(grade_module, "run_submission",  # a run of 0.25 s that answered nothing
+                        lambda *a, **k: grade_module.RunOutcome(seconds=0.25))
+    lab = load_lab(str(FIXTURE_LAB))
+    from lablib.grading.notebook import read_notebook, setup_sources
+
+    nb, _ = read_notebook(FIXTURE_SOLUTION)
+    result = grade_module.grade_one(lab, "alice", FIXTURE_SOLUTION, setup_sources(nb),
+                                    limits=grade_module.Limits(timeout=20))
+    assert 1.2 <= result.seconds < 5, result.seconds  # the run's 0.25 s and the judge's second

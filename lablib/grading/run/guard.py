@@ -9,7 +9,7 @@ of lablib that enters it from outside lablib with a graded cell on the stack: th
 student's code reached it, directly or through a helper of theirs. The probe then fails
 with one sentence naming what was called (:func:`message`). Probes calling lablib's
 helpers themselves (the judges', the hidden tests') are not calls from a graded cell, and
-a function a probe hands to the student's code as an input is marked :func:`handed`.
+a function a probe hands to the student's code as an input is named ``handed_*``.
 Pieces that build models with lablib's layers (the labs' ``build_*`` pieces) are not
 guarded (:attr:`lablib.grading.spec.Piece.by_hand`).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["BY_HAND", "Watch", "handed", "message"]
+__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "message"]
 
 #: What a by-hand piece's code may not call, relative to lablib's package folder: its
 #: layers and the grader (the judges' references among them). lablib's graph utilities
@@ -27,25 +27,22 @@ __all__ = ["BY_HAND", "Watch", "handed", "message"]
 #: graded piece.
 BY_HAND = ("layers" + os.sep, "grading" + os.sep)
 
-#: Code objects of the functions a probe hands to the student's code as an input (Lab 1's
-#: ``equivariance_gap(attention_fn, ...)`` receives an attention function): calling
-#: those is what the piece asks for. Filled by :func:`handed`.
-_HANDED: set = set()
-
-
-def handed(function):
-    """Decorator for a spec's function that its probes pass to the student's code as an
-    argument: :class:`Watch` lets calls to it through. Returns ``function``."""
-    _HANDED.add(function.__code__)
-    return function
+#: The name that marks a spec's function the probes hand to the student's code as an
+#: input (Lab 1's ``equivariance_gap(attention_fn, ...)`` receives an attention function,
+#: Lab 3's layers an activation): calling those is what the piece asks for. A naming rule,
+#: so that specs (below this module) import nothing from here.
+HANDED_PREFIX = "handed_"
 
 _GRADED = "<graded cell "
 
 
-def _package_dir() -> str:
-    import lablib
+def _package_dirs() -> tuple[str, ...]:
+    """lablib's folder as its modules' code names it: as imported (this file's path, three
+    levels up) and resolved (links followed), which differ where lablib lies behind a link."""
+    from lablib._version import PACKAGE_DIR
 
-    return os.path.dirname(os.path.abspath(lablib.__file__)) + os.sep
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return tuple(dict.fromkeys((here + os.sep, os.path.abspath(str(PACKAGE_DIR)) + os.sep)))
 
 
 class Watch:
@@ -53,16 +50,17 @@ class Watch:
     of the first guarded function student code called, or None."""
 
     def __init__(self, guarded):
-        root = _package_dir()
-        self.root = root
-        self.guarded = tuple(root + part for part in guarded)
+        roots = _package_dirs()
+        self.root = roots
+        self.guarded = tuple(root + part for root in roots for part in guarded)
         self.found: str | None = None
         self._previous = None
 
     def _profile(self, frame, event, arg):
         if event != "call" or self.found is not None:
             return
-        if not frame.f_code.co_filename.startswith(self.guarded) or frame.f_code in _HANDED:
+        code = frame.f_code
+        if not code.co_filename.startswith(self.guarded) or code.co_name.startswith(HANDED_PREFIX):
             return
         caller = frame.f_back
         if caller is None or caller.f_code.co_filename.startswith(self.root):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.run.guard import handed
 from lablib.grading.spec import diagnose, expect, expect_close, expect_equal, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
@@ -480,8 +479,7 @@ lab.piece("permutation", objects=["equivariance_gap"],
           description="attention alone is permutation-equivariant; positions break that")
 
 
-@handed
-def _probe_attention(query, key, value, mask=None):
+def handed_attention(query, key, value, mask=None):
     """An attention function handed to the student's equivariance_gap (an input)."""
     scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -489,8 +487,7 @@ def _probe_attention(query, key, value, mask=None):
     return weights @ value, weights
 
 
-@handed
-def _probe_causal_attention(query, key, value, mask=None):
+def handed_causal_attention(query, key, value, mask=None):
     n = query.shape[-2]
     scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
     scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
@@ -523,14 +520,13 @@ def _expected_gap(attention, with_encoding):
 def _biased_attention(bias):
     """Attention plus a fixed score bias per (query position, key position), as a
     learned position bias would add: not permutation-equivariant, so its gap is not 0."""
-    @handed
-    def attention(query, key, value, mask=None):
+    def handed_biased_attention(query, key, value, mask=None):
         scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1]) + bias
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
         return weights @ value, weights
 
-    return attention
+    return handed_biased_attention
 
 
 @lab.test("permutation", points=1, hint="Without positions, self-attention of x[perm] equals "
@@ -541,7 +537,7 @@ def no_encoding_gap_is_zero(ns):
     # Drawn afresh at every run: the gap the judge expects is computed from it, so a
     # function (or a forged reply) that always answers 0 does not pass.
     bias = np.random.default_rng().normal(size=(6, 6))
-    return {"gap": float(ns["equivariance_gap"](_probe_attention, x, permutation)),
+    return {"gap": float(ns["equivariance_gap"](handed_attention, x, permutation)),
             "bias": bias,
             "biased_gap": float(ns["equivariance_gap"](_biased_attention(bias), x, permutation))}
 
@@ -567,7 +563,7 @@ def _(got):
           "to x[perm] at positions 0..T-1, then compare with the permuted original output.")
 def encoding_breaks_equivariance(ns):
     x, permutation, encoding = _permutation_inputs()
-    return float(ns["equivariance_gap"](_probe_attention, x, permutation, encoding))
+    return float(ns["equivariance_gap"](handed_attention, x, permutation, encoding))
 
 
 @encoding_breaks_equivariance.judge
@@ -581,7 +577,7 @@ def _(got):
           "query = key = value = x + encoding) and return max |f(x[perm]) - f(x)[perm]|.")
 def uses_the_given_attention(ns):
     x, permutation, _ = _permutation_inputs()
-    return float(ns["equivariance_gap"](_probe_causal_attention, x, permutation))
+    return float(ns["equivariance_gap"](handed_causal_attention, x, permutation))
 
 
 @uses_the_given_attention.judge

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.run.guard import handed
 from lablib.grading.spec import TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs import _model_checks as models
@@ -59,8 +58,7 @@ def random_graph(num_nodes=9, num_features=5, seed=21, p=0.35):
     return rng.normal(size=(num_nodes, num_features)), adjacency
 
 
-@handed  # passed to the student's layer as its activation
-def _identity(x):
+def handed_identity(x):  # passed to the student's layer as its activation
     return x
 
 
@@ -76,7 +74,7 @@ def reference_gcn(features, adjacency, w, b, activation=np.tanh):
 #: Layer cases: (graph builder, layer_weights arguments, activation).
 COURSE = (course_graph, (3, 2, 3), np.tanh)
 ISOLATED = (isolated_graph, (4, 3, 8), np.tanh)
-DIRECTED = (directed_graph, (3, 2, 4), _identity)
+DIRECTED = (directed_graph, (3, 2, 4), handed_identity)
 RANDOM = (random_graph, (5, 7, 9), np.tanh)
 
 
@@ -237,8 +235,8 @@ def scalar_directed_identity(ns):
 def _(got):
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     expect_shape(got, (4, 2), "output")
-    expected = reference_gcn(features, adjacency, w, b, _identity)
-    if np.allclose(got, reference_gcn(features, adjacency.T, w, b, _identity), atol=1e-6):
+    expected = reference_gcn(features, adjacency, w, b, handed_identity)
+    if np.allclose(got, reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6):
         raise TestFailure("You aggregated over column v of A (the nodes v sends to); the "
                           "neighbours of v are the nodes u with A[v, u] = 1 (row v).")
     if np.allclose(got, np.tanh(expected), atol=1e-6):
@@ -275,7 +273,7 @@ def _(got):
     expect(isinstance(got, list) and len(got) == 2, f"expected two outputs, got {type(got)}")
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     diagnose_layer(got[0], DIRECTED)
-    expect_close(got[0], reference_gcn(features, adjacency, w, b, _identity), atol=1e-6,
+    expect_close(got[0], reference_gcn(features, adjacency, w, b, handed_identity), atol=1e-6,
                  what="output on a directed graph, no activation")
     features, adjacency, w, b, _ = case_inputs(RANDOM)
     expect_shape(got[1], (9, 7), "output of a layer with 5 input and 7 output features")

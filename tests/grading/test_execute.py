@@ -453,6 +453,40 @@ def f():
     assert any(n.startswith("kernel limits: cgroup") for n in outcomes["honest"].isolation.notes)
 
 
+@needs_root
+def test_the_child_cannot_make_user_namespaces_but_threads_and_forks_work():
+    """A tmpfs mounted in a user namespace of its own was how the red team hid memory; the
+    sandbox refuses new user namespaces (seccomp: unshare/clone with CLONE_NEWUSER get
+    EPERM, clone3 ENOSYS so that libc falls back to clone), nothing else."""
+    cell = '''
+import os, subprocess, threading
+def f():
+    out = {}
+    done = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True)
+    out["unshare"] = done.returncode
+    try:
+        os.unshare(os.CLONE_NEWUSER)
+        out["os.unshare"] = "made"
+    except (OSError, AttributeError) as exc:
+        out["os.unshare"] = type(exc).__name__
+    box = []
+    thread = threading.Thread(target=lambda: box.append(1))
+    thread.start()
+    thread.join()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    out["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    out["thread"] = box
+    return out
+'''
+    out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=30))
+    look = out.results["f::look"].value
+    assert look["unshare"] != 0 and look["os.unshare"] in ("PermissionError", "AttributeError"), look
+    assert look["thread"] == [1] and look["fork"] == 3, look
+    assert "no new user namespaces (seccomp)" in out.isolation.processes
+
+
 def _venv_sharing_this_one(path):
     """A new venv at ``path`` that finds this interpreter's packages and lablib through a
     .pth file (as an instructor's venv elsewhere would find them installed)."""

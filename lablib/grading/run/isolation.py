@@ -29,6 +29,7 @@ old kernel) is recorded in ``notes`` and the stage goes on with what it has.
 from __future__ import annotations
 
 import ctypes
+import errno
 import ctypes.util
 import json
 import os
@@ -138,6 +139,67 @@ class _Mounts:
             st = os.statvfs(target)
             keep = st.f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048)
             self.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+
+
+# seccomp: refuse new user namespaces to the child (unshare or clone with CLONE_NEWUSER;
+# clone3, whose flags live in memory a filter cannot read, answers ENOSYS so that libc
+# falls back to clone). Classic BPF over struct seccomp_data (nr at 0, arch at 4, the
+# low half of args[0] at 16 on these little-endian machines).
+_CLONE_NEWUSER = 0x10000000
+_SYSCALLS = {  # machine: (AUDIT_ARCH_*, unshare, clone, clone3)
+    "x86_64": (0xC000003E, 272, 56, 435),
+    "aarch64": (0xC00000B7, 97, 220, 435),
+}
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def user_namespace_filter(machine: str):
+    """The BPF program refusing new user namespaces on ``machine`` (``os.uname().machine``),
+    as ``(code, jt, jf, k)`` tuples (jt/jf: instructions to skip); None for a machine whose
+    numbers are not known."""
+    if machine not in _SYSCALLS:
+        return None
+    arch, unshare, clone, clone3 = _SYSCALLS[machine]
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
+    return [
+        (ld, 0, 0, 4),              # 0: arch
+        (jeq, 0, 7, arch),          # 1: another ABI: allow (9)
+        (ld, 0, 0, 0),              # 2: syscall number
+        (jeq, 7, 0, clone3),        # 3: clone3 -> ENOSYS (11)
+        (jeq, 1, 0, unshare),       # 4: unshare -> check flags (6)
+        (jeq, 0, 3, clone),         # 5: not clone -> allow (9)
+        (ld, 0, 0, 16),             # 6: flags (args[0], low half)
+        (jset, 2, 0, _CLONE_NEWUSER),  # 7: CLONE_NEWUSER -> EPERM (10)
+        (ret, 0, 0, _RET_ALLOW),    # 8
+        (ret, 0, 0, _RET_ALLOW),    # 9
+        (ret, 0, 0, eperm),         # 10
+        (ret, 0, 0, enosys),        # 11
+    ]
+
+
+def _deny_user_namespaces(libc) -> str | None:
+    """Install :func:`user_namespace_filter` for this process and what it starts (kept
+    across exec); returns a note when it could not be."""
+    program = user_namespace_filter(os.uname().machine)
+    if program is None:
+        return f"user namespaces not refused: no filter for {os.uname().machine}"
+    filters = (_SockFilter * len(program))(*[_SockFilter(*item) for item in program])
+    fprog = _SockFprog(len(program), filters)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"user namespaces not refused: no_new_privs failed ({os.strerror(ctypes.get_errno())})"
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return f"user namespaces not refused: seccomp failed ({os.strerror(ctypes.get_errno())})"
+    return None
 
 
 def _mkdirs(path, mode=0o755):
@@ -285,7 +347,11 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
-            _write(report_w, {"ok": True, "uid": os.getuid(), "notes": child_notes})
+            refused = _deny_user_namespaces(libc)
+            if refused:
+                child_notes.append(refused)
+            _write(report_w, {"ok": True, "uid": os.getuid(), "notes": child_notes,
+                              "user_namespaces": refused is None})
         except BaseException as exc:  # noqa: BLE001 - reported, then the run ends
             _write(report_w, {"ok": False, "notes": child_notes + [f"sandbox failed: {exc}"]})
             os._exit(120)
@@ -309,6 +375,8 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
         report = {"ok": False, "notes": ["sandbox gave an unreadable report"]}
     notes += report.get("notes", [])
     isolation["uid"] = report.get("uid", 0)
+    if report.get("user_namespaces"):
+        isolation["processes"] += "; no new user namespaces (seccomp)"
     _write(control_fd, {"event": "isolation", "init_pid": pid, "ok": bool(report.get("ok")), **isolation})
     _, status = os.waitpid(pid, 0)
     _write(control_fd, {"event": "exit", "status": status})

@@ -586,3 +586,17 @@ def _(got):
     expected = _expected_gap(causal, with_encoding=False)
     expect_close(got, expected, rtol=1e-6, atol=1e-9,
                  what="gap of a causal attention (which is not permutation-equivariant)")
+
+
+lab.answer("positions", points=4, title="section 5: why attention needs positions", rubric=[
+    (1, "Without positions the layer's outputs for 'man bites dog' are those of 'dog bites man' in another "
+        "order (permutation equivariance: the gap is 0)."),
+    (1, "Averaging over the tokens is invariant to that order, so the pooled vector, and the prediction, "
+        "are the same for both sentences."),
+    (1, "With the encoding added, the vector at a position depends on the position too, so the outputs "
+        "change (the gap is not 0) and the two sentences can be told apart."),
+    (1, "Why sinusoids rather than a raw index: bounded values of the embedding's scale (an index grows "
+        "without bound and swamps the token), unique per position, and an offset k is one fixed linear "
+        "map (relative positions through dot products)."),
+    (0, "No answer."),
+])

@@ -519,3 +519,14 @@ def gcn_learns(ns):
 def _(got):
     inputs, y = learning_batch()
     models.judge_training_weights(got, inputs, y, "a small synthetic batch")
+
+
+lab.answer("readout_choice", points=4, title="section 4: sum or mean readout for solubility", rubric=[
+    (1, "Solubility depends on the molecule's size: more (carbon) atoms, a larger non-polar surface, a "
+        "lower log solubility; it is not a per-atom average."),
+    (1, "A sum readout grows with the number of atoms, so the model can read the size from it."),
+    (1, "A mean (or max) readout gives the same vector for a molecule and one made of two copies of it: "
+        "it cannot see the size unless a feature carries it."),
+    (1, "Conclusion: sum (the lab's choice), or a mean with the atom count as an extra feature."),
+    (0, "No answer."),
+])

@@ -59,14 +59,14 @@ print("TransformerEncoderBlock built in legacy mode:", tf.__version__, tfm.__nam
 """
 
 
-def versions() -> dict:
-    """The venv's installed distributions (-I: not the checkout's lablib.egg-info in cwd)."""
-    out = subprocess.run([PYTHON, "-I", "-c", VERSIONS], check=True, capture_output=True, text=True)
+def versions(python: str = PYTHON) -> dict:
+    """A venv's installed distributions (-I: not the checkout's lablib.egg-info in cwd)."""
+    out = subprocess.run([python, "-I", "-c", VERSIONS], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
-def pip(*args):
-    subprocess.run([PYTHON, "-m", "pip", *args], check=True, stdout=subprocess.DEVNULL)
+def pip(*args, python: str = PYTHON):
+    subprocess.run([python, "-m", "pip", *args], check=True, stdout=subprocess.DEVNULL)
 
 
 def restore(baseline: dict) -> None:
@@ -87,13 +87,27 @@ def first_cell(name: str) -> str:
     return source
 
 
-def run_cell(source: str, folder: str):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS")}
+def cell_process(source: str, folder: str, python: str = PYTHON, drop=(), extra_env=None):
+    """A first cell run in a fresh process in an empty folder, like a new runtime (lablib is
+    found only once installed), ``LABLIB_PIP`` = this checkout: ``(CompletedProcess,
+    seconds)``. ``drop``: more variables to leave out; ``extra_env``: variables to set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", *drop)}
     env["LABLIB_PIP"] = str(ROOT)
+    env.update(extra_env or {})
     start = time.perf_counter()
-    # A fresh process in an empty folder, like a new runtime: lablib is found only once installed.
-    result = subprocess.run([PYTHON, "-c", source], cwd=folder, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    result = subprocess.run([python, "-c", source], cwd=folder, env=env, capture_output=True, text=True)
+    return result, time.perf_counter() - start
+
+
+def builds_model_garden(folder: str, python: str = PYTHON) -> str:
+    """TF Model Garden's TransformerEncoderBlock built in legacy mode (:data:`TFM_BUILDS`)."""
+    check = subprocess.run([python, "-c", TFM_BUILDS], cwd=folder, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr[-3000:]
+    return check.stdout.strip()
+
+
+def run_cell(source: str, folder: str):
+    result, seconds = cell_process(source, folder)
     if result.returncode != 0:
         raise SystemExit(f"first cell failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
     return seconds, result.stdout
@@ -153,9 +167,7 @@ def main() -> None:
                 tf_minor = ".".join(baseline["tensorflow"].split(".")[:2])
                 for pkg in ("tf-models-official", "tf-keras"):
                     assert after.get(pkg, "").startswith(tf_minor + "."), f"{lab}: {pkg} {after.get(pkg)} for TF {tf_minor}"
-                check = subprocess.run([PYTHON, "-c", TFM_BUILDS], cwd=folder, capture_output=True, text=True)
-                assert check.returncode == 0, check.stderr[-3000:]
-                print(check.stdout.strip())
+                print(builds_model_garden(folder))
             print(f"{lab}: the first cell printed:\n" + "\n".join("    " + line for line in out.strip().splitlines()))
             again, out_again = run_cell(source, folder)
             assert "Installing" not in out_again and versions() == after, f"{lab}: second run installed:\n{out_again}"

@@ -28,7 +28,6 @@ Cases (all by default), each running a lab's first cell in a fresh process with
 """
 
 import argparse
-import json
 import os
 import pathlib
 import shutil
@@ -39,7 +38,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".ci"))
-from colab_check import TFM_BUILDS, VERSIONS, first_cell  # noqa: E402
+from colab_check import builds_model_garden, cell_process, first_cell, pip, versions  # noqa: E402
 
 # Read from lablib/install.py's source, not imported: this script runs outside any venv with lablib.
 _INSTALL = (ROOT / "lablib" / "install.py").read_text(encoding="utf-8")
@@ -63,35 +62,25 @@ class Venv:
         self.python = str(folder / "bin" / "python")
         self.pip("install", "-q", "--upgrade", "pip")
 
-    def pip(self, *args, env=None):
-        subprocess.run([self.python, "-m", "pip", *args], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
+    def pip(self, *args):
+        pip(*args, python=self.python)
 
     def versions(self) -> dict:
-        out = subprocess.run([self.python, "-I", "-c", VERSIONS], check=True, capture_output=True, text=True)
-        return json.loads(out.stdout)
+        return versions(self.python)
 
     def cell(self, lab: str, cwd: str, extra_env=None):
         """Lab ``lab``'s first cell in a fresh process: (exit code, output, seconds)."""
-        drop = ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV")
+        drop = ("VIRTUAL_ENV",)
         if extra_env and "PIP_INDEX_URL" in extra_env:  # only that index: no other source of packages
             drop += ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX")
-        env = {k: v for k, v in os.environ.items() if k not in drop}
-        env["LABLIB_PIP"] = str(ROOT)
-        env["PATH"] = f"{self.folder / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        env.update(extra_env or {})
-        start = time.perf_counter()
-        result = subprocess.run([self.python, "-c", first_cell(lab)], cwd=cwd, env=env,
-                                capture_output=True, text=True)
-        seconds = time.perf_counter() - start
+        path = {"PATH": f"{self.folder / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+        result, seconds = cell_process(first_cell(lab), cwd, self.python, drop, {**path, **(extra_env or {})})
         output = result.stdout + result.stderr
         print(f"[{lab}: exit {result.returncode}, {seconds:.1f} s]\n" + output[-2500:], flush=True)
         return result.returncode, output, seconds
 
     def builds_model_garden(self, cwd: str) -> str:
-        check = subprocess.run([self.python, "-c", TFM_BUILDS], cwd=cwd, capture_output=True, text=True)
-        assert check.returncode == 0, check.stderr[-3000:]
-        return check.stdout.strip()
+        return builds_model_garden(cwd, self.python)
 
 
 def case_setuptools84(py312: str, work: pathlib.Path, cwd: str) -> str:

@@ -384,7 +384,7 @@ def _imported_modules() -> list[str]:
 
 
 def _tail(result, limit=3000) -> str:
-    return ((result.stdout or "") + (result.stderr or ""))[-limit:]
+    return _output(result)[-limit:]
 
 
 # What pip prints when it fails, most specific first: (pattern, what happened).
@@ -438,10 +438,14 @@ def _pip_error_lines(output: str, limit: int = 25) -> str:
     return "\n".join(lines[first:][-limit:])
 
 
-def _pip_failed(requirements, result, kept: Mapping[str, str] | None = None) -> InstallError:
-    """The error of a failed install; ``kept`` (TensorFlow's and Keras's versions before)
-    is read again, and the message says they are unchanged only when they are."""
-    output = (result.stdout or "") + (result.stderr or "")
+def _output(result) -> str:
+    return (result.stdout or "") + (result.stderr or "")
+
+
+def _pip_failed(requirements, output: str, kept: Mapping[str, str] | None = None) -> InstallError:
+    """The error of a failed install, from pip's ``output``; ``kept`` (TensorFlow's and
+    Keras's versions before) is read again, and the message says they are unchanged only
+    when they are."""
     unchanged = ""
     if kept:
         now = installed_versions(list(kept))
@@ -610,7 +614,7 @@ def _model_garden_missing(tensorflow: str, run: Runner) -> str | None:
     failure was something else, which the caller reports as it was).
 
     Raises:
-        InstallError: pip could not look tf-models-official up at all (offline, no index).
+        _LookupFailed: pip found no tf-models-official at all (offline, another index).
     """
     minor = tf_minor(tensorflow)
     with tempfile.TemporaryDirectory(prefix="lablib-pip-") as folder:
@@ -622,17 +626,17 @@ def _model_garden_missing(tensorflow: str, run: Runner) -> str | None:
     try:
         newest = _newest(TFM_PAIR[0], run)
     except InstallError:
-        raise _LookupFailed(found) from None
+        raise _LookupFailed(_output(found)) from None
     return None if tf_minor(newest) == minor else newest
 
 
 class _LookupFailed(Exception):
-    """pip found no tf-models-official at all (offline, another index): ``result`` is the
-    look-up's ``CompletedProcess``."""
+    """pip found no tf-models-official at all (offline, another index): ``output`` is
+    what the look-up printed."""
 
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
+    def __init__(self, output: str):
+        super().__init__(output)
+        self.output = output
 
 
 def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str]:
@@ -690,16 +694,13 @@ def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str
     if result.returncode != 0:
         wanted = {_name(r) for r in decided.install}
         if tensorflow is None or not wanted & set(TFM_PAIR):
-            raise _pip_failed(decided.install, result, kept)
+            raise _pip_failed(decided.install, _output(result), kept)
         try:
             newest = _model_garden_missing(tensorflow, run)
         except _LookupFailed as failed:  # the index gives nothing: say what pip said
-            both = subprocess.CompletedProcess(result.args, result.returncode,
-                                               (result.stdout or "") + (failed.result.stdout or ""),
-                                               (result.stderr or "") + (failed.result.stderr or ""))
-            raise _pip_failed(decided.install, both, kept) from None
+            raise _pip_failed(decided.install, _output(result) + failed.output, kept) from None
         if newest is None:  # Model Garden exists for this TensorFlow: something else failed
-            raise _pip_failed(decided.install, result, kept)
+            raise _pip_failed(decided.install, _output(result), kept)
         if not _allowed(environ):
             raise InstallError(
                 f"TF Model Garden (tf-models-official) has no release for TensorFlow "
@@ -717,13 +718,13 @@ def prepare(lab: str, *, run: Runner = _run, out=None, environ=None) -> list[str
               f"TensorFlow {tf_minor(newest)} it needs ...", file=out, flush=True)
         result = _pip(pair + others, [p for p in decided.pins if not p.startswith("tensorflow==")], run)
         if result.returncode != 0:
-            raise _pip_failed(pair + others, result, kept)
+            raise _pip_failed(pair + others, _output(result), kept)
         installed, replaced_tensorflow = pair + others, True
 
     importlib.invalidate_caches()
     after = installed_versions()
     changed_versions = {name: version for name, version in before.items() if after.get(name) != version}
-    summary = install_summary(before, after, _requirers(changed_versions) if changed_versions else {})
+    summary = install_summary(before, after, _requirers(changed_versions))
     imported = [m for m in _imported_modules() if m.partition(".")[0] not in _STARTUP_MODULES]
     changed = changed_imports(before, after, importlib.metadata.packages_distributions(), imported)
     if replaced_tensorflow or changed:

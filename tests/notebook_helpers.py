@@ -4,6 +4,8 @@
   mode, importing this checkout's lablib: what a student's "Run all" does.
 * :func:`exec_lab_cells` - only the ``# SETUP`` and ``# GRADED:`` cells, in this process
   (or a child that imports this module): what the grader runs, without the sandbox.
+* :func:`with_graded_cells` - a released lab with some graded cells' code replaced (a
+  submission made from the blank lab).
 """
 
 from __future__ import annotations
@@ -131,3 +133,22 @@ def exec_lab_cells(path) -> dict:
     for name, cell in graded_cells(nb)[0].items():
         exec(compile(cell.source, f"<graded cell {name}>", "exec"), ns)
     return ns
+
+
+def with_graded_cells(notebook, sources: dict) -> tuple[bytes, int]:
+    """The notebook at ``notebook`` (a released lab) with the code of its graded cells named
+    in ``sources`` (piece -> source) replaced, everything else kept (set-up, checks,
+    markers, metadata): what a student hands in. Returns ``(notebook bytes, cells replaced)``."""
+    import json
+
+    from lablib.grading.notebook import GRADED_RE, first_line
+
+    nb = json.loads(pathlib.Path(notebook).read_text(encoding="utf-8"))
+    replaced = 0
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        match = GRADED_RE.match(first_line(source)) if cell["cell_type"] == "code" else None
+        if match and match.group(1) in sources:
+            cell["source"] = sources[match.group(1)].splitlines(keepends=True)
+            replaced += 1
+    return json.dumps(nb, indent=1).encode(), replaced

@@ -8,14 +8,12 @@ are not affected, and the solution keeps full marks beside the cribs
 (``lablib.grading.run.guard``).
 """
 
-import json
-
 import pytest
 
 from grading_paths import ROOT
+from notebook_helpers import with_graded_cells
 from lablib.grading.author.assignment import assign_notebook
 from lablib.grading.grade import grade
-from lablib.grading.notebook import GRADED_RE, first_line
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # grades notebooks in child processes
 
@@ -82,16 +80,6 @@ def readout(H, mask, mode="sum"):
 }
 
 
-def _cribbed(blank, cells):
-    nb = json.loads(blank.read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        match = GRADED_RE.match(first_line(source)) if cell["cell_type"] == "code" else None
-        if match and match.group(1) in cells:
-            cell["source"] = cells[match.group(1)].splitlines(keepends=True)
-    return json.dumps(nb).encode()
-
-
 @pytest.mark.parametrize("lab, cells, called", [
     ("lab1_attention", LAB1, {"attention": "lablib.layers.attention.scaled_dot_product_attention",
                               "masks": "lablib.layers.attention.",
@@ -107,7 +95,9 @@ def test_each_crib_gets_nothing_and_is_named(lab, cells, called, shared_data, tm
     blank = assign_notebook(solution, tmp_path / "labs")
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / "crib.ipynb").write_bytes(_cribbed(blank, cells))
+    cribbed, replaced = with_graded_cells(blank, cells)
+    assert replaced == len(cells)
+    (subs / "crib.ipynb").write_bytes(cribbed)
     (subs / "solution.ipynb").write_bytes(solution.read_bytes())
     results = {r.submission: r for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False,
                                               lab_notebook=blank)}

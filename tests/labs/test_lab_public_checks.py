@@ -24,7 +24,7 @@ import pytest
 
 from lablib.grading.grade import grade
 from lablib.grading.author.assignment import assign_notebook
-from lablib.grading.notebook import GRADED_RE, first_line, graded_cells
+from lablib.grading.notebook import graded_cells
 
 pytestmark = pytest.mark.integration  # grades every lab's solution and blank lab in child processes
 
@@ -77,17 +77,12 @@ def test_public_checks_pass_in_process(solution, spec):
 def _filled(blank: pathlib.Path, solution: pathlib.Path) -> bytes:
     """The blank lab with each graded cell's code replaced by the solution's: the rest of
     the released notebook (set-up, checks, markers, metadata, written placeholders) kept."""
-    nb = json.loads(blank.read_text(encoding="utf-8"))
+    from notebook_helpers import with_graded_cells
+
     cells, _ = graded_cells(json.loads(solution.read_text(encoding="utf-8")))
-    filled = 0
-    for cell in nb["cells"]:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        match = GRADED_RE.match(first_line(source)) if cell["cell_type"] == "code" else None
-        if match:
-            cell["source"] = cells[match.group(1)].source.splitlines(keepends=True)
-            filled += 1
+    data, filled = with_graded_cells(blank, {piece: cell.source for piece, cell in cells.items()})
     assert filled == len(cells) > 0, (filled, sorted(cells))
-    return json.dumps(nb, indent=1).encode()
+    return data
 
 
 @pytest.mark.parametrize("solution, spec", PARAMS)

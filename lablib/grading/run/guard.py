@@ -50,9 +50,8 @@ class Watch:
     of the first guarded function student code called, or None."""
 
     def __init__(self, guarded):
-        roots = _package_dirs()
-        self.root = roots
-        self.guarded = tuple(root + part for root in roots for part in guarded)
+        self.roots = _package_dirs()
+        self.guarded = tuple(root + part for root in self.roots for part in guarded)
         self.found: str | None = None
         self._previous = None
 
@@ -63,7 +62,7 @@ class Watch:
         if not code.co_filename.startswith(self.guarded) or code.co_name.startswith(HANDED_PREFIX):
             return
         caller = frame.f_back
-        if caller is None or caller.f_code.co_filename.startswith(self.root):
+        if caller is None or caller.f_code.co_filename.startswith(self.roots):
             return  # lablib calling itself
         while caller is not None:
             if caller.f_code.co_filename.startswith(_GRADED):
@@ -84,7 +83,6 @@ class Watch:
 
 def message(found: str) -> str:
     """The failure a cribbed probe gets."""
-    what = ("the grader's own reference" if ".grading." in f".{found}" or found.startswith("lablib.grading")
-            else "lablib's own implementation")
+    what = "the grader's own reference" if ".grading." in f".{found}" else "lablib's own implementation"
     return (f"your code calls {found}, {what}; this piece asks you to write it yourself "
             f"(NumPy or Keras operations), so this test gives no points for it.")

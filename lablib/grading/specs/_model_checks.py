@@ -119,27 +119,26 @@ REBUILT_KERAS_LAYERS = frozenset((
 ))
 
 
-def _layers(node):
-    """``(module, class name)`` of every Keras-serialized object with a config anywhere in a
-    model description: layers in a model's ``layers`` list and layers wrapped in others
-    (``TimeDistributed``, ``Bidirectional``) alike."""
-    found = []
+def _serialized(node):
+    """Every Keras-serialized object of a model description (a dict with a string
+    ``class_name``), in tree order: the model, its layers, layers wrapped in others
+    (``TimeDistributed``, ``Bidirectional``), initializers, dtype policies..."""
     if isinstance(node, dict):
-        if isinstance(node.get("class_name"), str) and "config" in node:
-            found.append((str(node.get("module") or ""), node["class_name"]))
+        if isinstance(node.get("class_name"), str):
+            yield node
         for value in node.values():
-            found += _layers(value)
+            yield from _serialized(value)
     elif isinstance(node, list):
         for value in node:
-            found += _layers(value)
-    return found
+            yield from _serialized(value)
 
 
 def _not_rebuilt(config):
     """The Keras layers (module ``keras.layers``) of ``config`` outside
     :data:`REBUILT_KERAS_LAYERS`."""
-    return sorted({f"{module}.{name}" for module, name in _layers(config)
-                   if module.startswith("keras.layers") and name not in REBUILT_KERAS_LAYERS})
+    return sorted({f"{item.get('module')}.{item['class_name']}" for item in _serialized(config)
+                   if "config" in item and str(item.get("module") or "").startswith("keras.layers")
+                   and item["class_name"] not in REBUILT_KERAS_LAYERS})
 
 
 def _count_layers(node):
@@ -166,29 +165,19 @@ def register_lablib_layers():
 
 
 def _class_names(node):
-    if isinstance(node, dict):
-        own = [node["class_name"]] if isinstance(node.get("class_name"), str) else []
-        return own + [n for value in node.values() for n in _class_names(value)]
-    if isinstance(node, list):
-        return [n for value in node for n in _class_names(value)]
-    return []
+    return [item["class_name"] for item in _serialized(node)]
 
 
 def _foreign_classes(node):
     """Classes of a model description that the grader cannot rebuild: those defined
     outside Keras and lablib (the student's own), and Lambda layers (safe mode)."""
     found = []
-    if isinstance(node, dict):
-        module, name = node.get("module"), node.get("class_name")
-        if isinstance(name, str) and "config" in node and not name.startswith("__"):
+    for item in _serialized(node):
+        module, name = item.get("module"), item["class_name"]
+        if "config" in item and not name.startswith("__"):
             package = str(module or "").split(".", 1)[0]
             if package not in ("keras", "lablib") or name == "Lambda":
                 found.append(f"{module}.{name}")
-        for value in node.values():
-            found += _foreign_classes(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += _foreign_classes(value)
     return found
 
 

@@ -5,7 +5,9 @@ folder, with ``LABLIB_FAST`` unset (full mode: all the data, all the epochs) or 
 with ``--fast``. The report gives, per lab, the minutes it took and every code cell's
 printed output (stdout and the plain-text form of displayed values, e.g. tables), with
 the cell's section and seconds, so that a notebook's text can be checked against its own
-run. The executed notebooks are kept with ``--keep DIR``.
+run. The executed notebooks are kept with ``--keep DIR`` (written after every cell).
+``--budget MIN`` stops a lab after MIN minutes of its cells and keeps what it printed,
+for a machine lent for a fixed time (a GPU): its row says "stopped at the time limit".
 
 The report has one row per lab (mode, minutes, date, commit, machine, command) and one
 section per lab. Running some labs updates their rows and sections in an existing report
@@ -101,7 +103,14 @@ def seconds(cell) -> float | None:
     return (end - start).total_seconds()
 
 
-def run_lab(name: str, fast: bool, keep: str | None, timeout: int):
+def run_lab(name: str, fast: bool, keep: str | None, timeout: int, budget: float | None = None):
+    """Run one solution notebook; return (notebook, minutes, why it stopped early or None).
+
+    Cells run one at a time so that ``budget`` (minutes for the whole lab) is enforced:
+    the cell running when it is spent is interrupted and the lab stops there, with every
+    output printed so far kept (the budget counts from the started kernel). With ``keep``, the notebook is written after each cell,
+    so a run killed from outside still leaves what it had done.
+    """
     import nbclient
     import nbformat
 
@@ -118,29 +127,55 @@ def run_lab(name: str, fast: bool, keep: str | None, timeout: int):
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)  # the kernel inherits this process's environment
+    kept = None
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        kept = os.path.join(keep, f"{name}.ipynb")
     error = None
+    start = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix=f"{name}-") as workdir:
             client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                              resources={"metadata": {"path": workdir}})
-            start = time.perf_counter()
-            try:
-                client.execute()
-            except nbclient.exceptions.CellExecutionError as failure:
-                error = str(failure).splitlines()[-1] if str(failure) else repr(failure)
-            minutes = (time.perf_counter() - start) / 60
+            client.reset_execution_trackers()
+            with client.setup_kernel():
+                # The budget counts from a started kernel: the lab's cells, not the start-up.
+                deadline = None if budget is None else time.perf_counter() + budget * 60
+                for index, cell in enumerate(nb.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    if deadline is not None:
+                        left = deadline - time.perf_counter()
+                        if left <= 0:
+                            error = f"time limit of {budget:g} min reached before cell {index}"
+                            break
+                        client.timeout = max(1, int(min(timeout, left)))
+                    try:
+                        client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+                    except nbclient.exceptions.CellTimeoutError:
+                        error = (f"time limit of {budget:g} min reached in cell {index}"
+                                 if deadline is not None and client.timeout < timeout
+                                 else f"cell {index} ran past --timeout {timeout} s")
+                        break
+                    except nbclient.exceptions.CellExecutionError as failure:
+                        error = str(failure).splitlines()[-1] if str(failure) else repr(failure)
+                        break
+                    finally:
+                        if kept:
+                            nbformat.write(nb, kept)
     finally:
+        minutes = (time.perf_counter() - start) / 60
         os.environ.clear()
         os.environ.update(saved)
-    if keep:
-        os.makedirs(keep, exist_ok=True)
-        nbformat.write(nb, os.path.join(keep, f"{name}.ipynb"))
+    if kept:
+        nbformat.write(nb, kept)
     return nb, minutes, error
 
 
 def render(name, nb, minutes, error, fast) -> str:
     lines = [f"## {name}: {minutes:.1f} min, {'fast' if fast else 'full'} mode"
-             + (f", STOPPED at an error: {error}" if error else ""), ""]
+             + ((f", STOPPED: {error}" if error.startswith("time limit") else f", STOPPED at an error: {error}")
+       if error else ""), ""]
     section = "(before the first section)"
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
@@ -232,7 +267,8 @@ def table_row(name: str, fast: bool, minutes: float, error: str | None, started_
     cells = [
         name,
         "fast" if fast else "full",
-        f"{minutes:.1f}" + (" (stopped at an error)" if error else ""),
+        f"{minutes:.1f}" + ((" (stopped at the time limit)" if error.startswith("time limit")
+                             else " (stopped at an error)") if error else ""),
         run["date"],
         started_at,
         run["machine"] + (f"; GPU: {gpus}" if (gpus := visible_gpus()) else ""),
@@ -248,6 +284,8 @@ def main(argv=None):
     parser.add_argument("--output", default=None, help="report file (default results/labs_full.md in full mode)")
     parser.add_argument("--keep", default=None, help="folder to keep the executed notebooks in")
     parser.add_argument("--timeout", type=int, default=4 * 3600, help="seconds per cell")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="minutes per lab: stop a lab when they are spent, keeping what it printed")
     parser.add_argument("--replace", action="store_true",
                         help="write the report afresh instead of updating the labs run in an existing one")
     args = parser.parse_args(argv)
@@ -263,7 +301,7 @@ def main(argv=None):
                      "Pass --replace to overwrite it, or --output to write elsewhere.")
     runs, failed, started_at = {}, [], commit()  # the code the notebooks ran
     for name in labs:
-        nb, minutes, error = run_lab(name, args.fast, args.keep, args.timeout)
+        nb, minutes, error = run_lab(name, args.fast, args.keep, args.timeout, args.budget)
         print(f"{name}: {minutes:.1f} min" + (f", error: {error}" if error else ""), file=sys.stderr, flush=True)
         runs[name] = (table_row(name, args.fast, minutes, error, started_at, argv),
                       render(name, nb, minutes, error, args.fast))

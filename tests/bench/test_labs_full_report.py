@@ -40,7 +40,7 @@ def executed_notebook(printed: str):
 
 def fake_run_lab(printed_by_lab: dict, minutes=2.5, meanwhile=None):
     """A ``run_lab`` that prints ``printed_by_lab[lab]``; ``meanwhile()`` runs while the lab "runs"."""
-    def run_lab(name, fast, keep, timeout):
+    def run_lab(name, fast, keep, timeout, budget=None):
         if meanwhile:
             meanwhile()
         return executed_notebook(printed_by_lab[name]), minutes, None
@@ -154,3 +154,31 @@ def test_a_row_for_an_unknown_lab_is_refused(labs_full):
     text = labs_full.TITLE + "\n\n" + labs_full.TABLE_HEADER + "\n|---|\n| lab9_missing | full | 1.0 |\n"
     with pytest.raises(labs_full.ReportFormatError, match="lab9_missing"):
         labs_full.parse_report(text)
+
+
+def test_a_lab_past_its_budget_stops_and_keeps_what_it_printed(labs_full, tmp_path, monkeypatch):
+    """--budget: the cell running when the minutes are spent is interrupted; earlier outputs stay."""
+    (tmp_path / "solutions").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## 1. Quick"),
+        nbformat.v4.new_code_cell("print('first cell ran')"),
+        nbformat.v4.new_markdown_cell("## 2. Slow"),
+        nbformat.v4.new_code_cell("import time\nprint('slow cell started', flush=True)\ntime.sleep(120)"),
+        nbformat.v4.new_code_cell("print('never reached')"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "solutions" / "slow_lab.ipynb")
+    monkeypatch.setattr(labs_full, "ROOT", str(tmp_path))
+    executed, minutes, error = labs_full.run_lab("slow_lab", True, str(tmp_path / "kept"), 600, budget=0.1)
+    assert error == "time limit of 0.1 min reached in cell 3", error
+    assert minutes < 1.5, minutes  # stopped, not slept for two minutes
+    assert "first cell ran" in labs_full.cell_text(executed.cells[1])
+    assert "slow cell started" in labs_full.cell_text(executed.cells[3])
+    assert not executed.cells[4].get("outputs"), "a cell after the limit ran"
+    kept = nbformat.read(tmp_path / "kept" / "slow_lab.ipynb", as_version=4)
+    assert "first cell ran" in labs_full.cell_text(kept.cells[1])
+    section = labs_full.render("slow_lab", executed, minutes, error, False)
+    assert "STOPPED: time limit of 0.1 min reached in cell 3" in section
+    assert "(2. Slow" in section
+    row = labs_full.table_row("lab1_attention", False, minutes, error, "abc1234", ["--budget", "0.1"])
+    assert "(stopped at the time limit)" in row

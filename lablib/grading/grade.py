@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -31,7 +32,7 @@ import warnings
 from lablib._version import PACKAGE_DIR, __version__
 from lablib.grading import report
 from lablib.grading.author import catalog
-from lablib.grading.judge import judge_submission, summarise, unreadable
+from lablib.grading.judge import judge_in_sandbox, judge_submission, summarise, unreadable
 from lablib.grading.late import POLICY_FILE, LatePolicy
 from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook, setup_sources, written_answers
 from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
@@ -91,9 +92,10 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
                   for t in lab.tests if t.piece in found]
         outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
         judging = time.monotonic()
-        result = judge_submission(lab, name, str(path), found, outcome, notes=notes)
-        # the judges' time (rebuilding and running a model in the grader) is the submission's too
-        result.seconds = round(result.seconds + time.monotonic() - judging, 3)
+        result = judge_submission(lab, name, str(path), found, outcome, notes=notes,
+                                  sandbox=functools.partial(judge_in_sandbox, limits=limits, mask=mask))
+        # the judges' time (their sandboxed process's included) is the submission's too
+        result.seconds = round(outcome.seconds + time.monotonic() - judging, 3)
         if cache is not None:
             cache.put(key, result)
     result.answers = written_answers(nb, lab.answers, template=template)

@@ -36,10 +36,19 @@ importing. Example::
 
 A test without a judge compares with ``expected=`` (a value or a zero-argument
 callable evaluated in the grading process) using ``rtol``/``atol``.
+
+A judge that builds or runs something the submission described (a Keras model rebuilt
+from its architecture and weights) calls :func:`sandbox_only` first. When the grader
+judges (:func:`judging_in_grader`), that raises :class:`NeedsSandbox`, and the grader
+runs the judge again in a sandboxed process with the submission's limits (memory,
+time, no network), never in its own; ``lablib.check`` in a notebook and direct calls
+of :meth:`Test.run_judge` run it where they are.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import importlib.util
@@ -82,9 +91,41 @@ __all__ = [
     "expect_equal",
     "expect_shape",
     "to_plain",
+    "NeedsSandbox",
+    "sandbox_only",
+    "judging_in_grader",
 ]
 
 PUBLIC_TESTS_DIR = pathlib.Path(__file__).with_name("specs")
+
+_IN_GRADER = contextvars.ContextVar("lablib_judging_in_grader", default=False)
+
+
+class NeedsSandbox(Exception):
+    """Raised by :func:`sandbox_only` in the grader's own process: this judge must run
+    in a sandboxed process (what it was about to do is the message)."""
+
+
+@contextlib.contextmanager
+def judging_in_grader():
+    """Mark judges run inside this block (this thread) as running in the grader's own
+    process, where :func:`sandbox_only` refuses."""
+    token = _IN_GRADER.set(True)
+    try:
+        yield
+    finally:
+        _IN_GRADER.reset(token)
+
+
+def sandbox_only(what: str) -> None:
+    """Judge side: call before building or running anything a submission described.
+
+    Raises:
+        NeedsSandbox: inside :func:`judging_in_grader` (the grader then runs the judge
+            in a sandboxed process); elsewhere it returns and the judge goes on.
+    """
+    if _IN_GRADER.get():
+        raise NeedsSandbox(what)
 #: Hidden test modules are imported under this namespace; their tests are hidden.
 HIDDEN_NAMESPACE = "lablib_hidden_tests"
 
@@ -193,18 +234,25 @@ class Test:
             when it returns a number in [0, 1] (partial credit).
         """
         if self.judge_fn is not None:
-            fraction = self.judge_fn(got)
-            if fraction is None or fraction is True:
-                return 1.0
-            if type(fraction) in (int, float) and 0.0 <= fraction <= 1.0:
-                return float(fraction)
-            raise TypeError(
-                f"The judge of test {self.id!r} returned {fraction!r}; a judge returns "
-                f"None (full marks), a number in [0, 1] (partial credit) or raises TestFailure."
-            )
+            return self.fraction(self.judge_fn(got))
         expected = self.expected() if callable(self.expected) else self.expected
         expect_close(got, expected, rtol=self.rtol, atol=self.atol, what=self.name)
         return 1.0
+
+    def fraction(self, returned: Any) -> float:
+        """The fraction of the points a judge's return value gives (None or True: 1.0).
+
+        Raises:
+            TypeError: the judge returned something else (the spec's bug).
+        """
+        if returned is None or returned is True:
+            return 1.0
+        if type(returned) in (int, float) and 0.0 <= returned <= 1.0:
+            return float(returned)
+        raise TypeError(
+            f"The judge of test {self.id!r} returned {returned!r}; a judge returns "
+            f"None (full marks), a number in [0, 1] (partial credit) or raises TestFailure."
+        )
 
 
 class LabSpec:

@@ -58,7 +58,8 @@ def _raised(lab: LabSpec, cell_errors) -> dict:
             and not cell_errors[piece].text.startswith(NOT_DONE)}
 
 
-def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=()) -> SubmissionResult:
+def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(),
+                     sandbox=None) -> SubmissionResult:
     """Judge every test of ``lab`` for one submission.
 
     Args:
@@ -68,6 +69,10 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
             scores 0 as ``missing``.
         outcome: the :class:`~lablib.grading.run.RunOutcome` of its run.
         notes: what reading the notebook noticed.
+        sandbox: ``sandbox(pending) -> (results, seconds)`` (:func:`.sandboxed.judge_in_sandbox`
+            with the submission's limits): judges run in the grader's own process, and
+            those that would rebuild or run a submitted model run through it. None: every
+            judge runs here, unrestricted (a check in the student's own notebook).
 
     Returns:
         The :class:`SubmissionResult`; its status lists the run's problems, a judge that
@@ -75,21 +80,36 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
         raised (``error``, with the exception's name) and the missing cells.
     """
     missing = [p for p in lab.pieces if p not in found]
-    results = []
+    results, pending = [], []
     for t in lab.tests:
         if t.piece not in found:
             results.append(TestResult.failed(
                 t, f"no cell starts with `# GRADED: {t.piece}`; restore the graded cell from the lab",
                 Kind.MISSING))
         else:
-            results.append(judge_test(t, outcome.results.get(t.id), outcome.cell_errors.get(t.piece)))
+            raw = outcome.results.get(t.id)
+            result = judge_test(t, raw, outcome.cell_errors.get(t.piece), in_grader=sandbox is not None)
+            if result is None:
+                pending.append((len(results), t, raw))
+            results.append(result)
+    seconds = outcome.seconds
+    if pending:
+        judged, took = sandbox([(t, raw) for _, t, raw in pending])
+        seconds += took
+        for index, t, _ in pending:
+            results[index] = judged[t.id]
     _one_reason_for_stubs(results)
     notes = list(notes)
     problems = [p.kind for p in outcome.problems]
+    limited = [(results[i].kind, t.id) for i, t, _ in pending
+               if results[i].kind in (Kind.TIMEOUT, Kind.MEMORY, Kind.CRASHED)]
+    problems += [kind for kind, _ in limited]
     if any(r.kind == Kind.GRADER_ERROR for r in results):
         problems.append(Kind.GRADER_ERROR)
         notes.append("grader-error: a judge failed (see diagnostics); this result is not cached")
     notes += [f"{p.kind}: {p.where}" for p in outcome.problems]
+    notes += [f"{kind}: judging test {test_id} (the model, rebuilt in a sandboxed process)"
+              for kind, test_id in limited]
     raised = _raised(lab, outcome.cell_errors)
     # What raised, said once: its tests may all pass (the line that failed came after
     # what they use), and then no test message quotes it.
@@ -100,4 +120,4 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
     labels = [f"{piece} ({error.exception or 'an exception'})" for piece, error in raised.items()]
     return summarise(lab, name, path, results, Status.of(problems, missing, labels), notes=notes,
                      output=outcome.output, isolation=outcome.isolation, diagnostics=diagnostics,
-                     seconds=round(outcome.seconds, 3))
+                     seconds=round(seconds, 3))

@@ -3,26 +3,29 @@
 The probe ran in the student's process; here, in the grader's own process, each test's
 judge compares the plain values it returned with the expected ones. Nothing the student
 defined (a patched ``np.allclose``, an object whose ``==`` is always true) exists here.
+A judge that would rebuild or run a model the submission described stops here
+(:class:`~lablib.grading.spec.NeedsSandbox`) and is run again by :mod:`.sandboxed`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import traceback
 
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.expect import Mistake
 from lablib.backend import full_float32
-from lablib.grading.spec import Test, TestFailure
+from lablib.grading.spec import NeedsSandbox, Test, TestFailure, judging_in_grader
 
-__all__ = ["judge_test"]
+__all__ = ["judge_test", "judged", "failed_message", "judge_error"]
 
 # Judges may import TensorFlow or Keras on first use; two grader threads doing that at
 # once deadlock or half-register TensorFlow's ops. Judging is cheap: one at a time.
 _JUDGE_LOCK = threading.Lock()
 
 
-def judge_test(test: Test, raw, cell_error=None) -> TestResult:
+def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> TestResult | None:
     """Judge one test from what its probe returned.
 
     Args:
@@ -30,11 +33,14 @@ def judge_test(test: Test, raw, cell_error=None) -> TestResult:
         raw: a :class:`~lablib.grading.run.ProbeResult`; None when the test did not run.
         cell_error: a :class:`~lablib.grading.run.CellError` when the piece's graded
             cell failed to run.
+        in_grader: the judge runs in the grader's own process (``lablib grade``): one
+            that calls :func:`~lablib.grading.spec.sandbox_only` is stopped there.
 
     Returns:
-        :class:`~lablib.grading.results.TestResult`. A judge that raises anything but
-        :class:`TestFailure` or ``AssertionError`` is the grader's error (kind
-        ``grader-error``), never a failure of the student's.
+        :class:`~lablib.grading.results.TestResult`, or None (only with ``in_grader``)
+        when the judge must run in a sandboxed process (:mod:`.sandboxed`). A judge
+        that raises anything but :class:`TestFailure` or ``AssertionError`` is the
+        grader's error (kind ``grader-error``), never a failure of the student's.
 
     Example::
 
@@ -48,18 +54,42 @@ def judge_test(test: Test, raw, cell_error=None) -> TestResult:
     if not raw.ok:
         return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
     try:
-        with _JUDGE_LOCK, full_float32():  # Keras references exact on TF32 GPUs too
+        with _JUDGE_LOCK, full_float32(), (judging_in_grader() if in_grader else contextlib.nullcontext()):
             fraction = test.run_judge(raw.value)
+    except NeedsSandbox:
+        return None
     except (TestFailure, AssertionError) as exc:
-        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        result = TestResult.failed(test, message, Kind.FAILED)
-        if isinstance(exc, Mistake):
-            result.hint = ""  # the message names the mistake; the fixed hint is about others
-        return result
+        return failed_judgement(test, exc)
     except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
-        result = TestResult.failed(test, f"the judge failed: {type(exc).__name__}: {exc}", Kind.GRADER_ERROR)
-        result.detail = "".join(traceback.format_exception(exc))[-4000:]
-        return result
+        return judge_error(test, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+    return judged(test, fraction)
+
+
+
+
+def failed_judgement(test: Test, exc: BaseException) -> TestResult:
+    """The result of a judge that raised :class:`TestFailure` or ``AssertionError``."""
+    return failed_message(test, getattr(exc, "message", None) or str(exc) or type(exc).__name__,
+                          isinstance(exc, Mistake))
+
+
+def failed_message(test: Test, message: str, mistake: bool) -> TestResult:
+    """A failed test with the judge's message; a named mistake drops the fixed hint."""
+    result = TestResult.failed(test, message, Kind.FAILED)
+    if mistake:
+        result.hint = ""  # the message names the mistake; the fixed hint is about others
+    return result
+
+
+def judge_error(test: Test, what: str, detail: str) -> TestResult:
+    """A judge that failed (the grader's error, not the student's)."""
+    result = TestResult.failed(test, f"the judge failed: {what}", Kind.GRADER_ERROR)
+    result.detail = detail[-4000:]
+    return result
+
+
+def judged(test: Test, fraction: float) -> TestResult:
+    """The result of a judge that gave ``fraction`` of the points."""
     score = round(test.points * fraction, 6)
     passed = fraction >= 1.0
     message = "" if passed else f"partial credit: {fraction:.0%} of the points"

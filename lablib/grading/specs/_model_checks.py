@@ -7,9 +7,12 @@ fooled by sending the right constants. The model tests of the graph labs therefo
 have the probe send the model itself, as its architecture (``model.to_json()``) and
 weights, and the judge:
 
-* rebuilds the model here, in the grading process (:func:`rebuild_model`: Keras'
+* rebuilds the model in a fresh process of the grader's (:func:`rebuild_model`: Keras'
   ``model_from_json`` in safe mode, so no Lambda code is run; lablib's layers are
-  registered serializables, so the grader imports ``lablib.layers`` first);
+  registered serializables, so it imports ``lablib.layers`` first). That process runs
+  none of the student's code, but it is sandboxed with the submission's limits all
+  the same (:func:`lablib.grading.spec.sandbox_only`): what it rebuilds is the
+  student's choice;
 * runs the rebuilt model on the test's inputs and recomputes every property there;
 * checks that the outputs the student's process reported match the rebuilt model's
   (so the weights sent are the ones that produced them);
@@ -28,7 +31,7 @@ import json
 
 import numpy as np
 
-from lablib.grading.spec import TestFailure, expect, expect_close
+from lablib.grading.spec import TestFailure, expect, expect_close, sandbox_only
 
 #: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
 #: the most layers it may have: the grader allocates the weights of what it rebuilds,
@@ -199,7 +202,10 @@ def rebuild_model(architecture, weights, what="the model"):
     Raises:
         TestFailure: the architecture is not a model description, is implausibly large,
             or the weights do not fit it.
+        NeedsSandbox: called by a judge in the grader's own process (the grader then
+            runs the judge in a sandboxed process).
     """
+    sandbox_only(f"rebuilding {what} from its architecture and weights")
     if not isinstance(architecture, str) or architecture.startswith("not serializable"):
         raise TestFailure(f"{what}: Keras could not describe the model with model.to_json() "
                           f"({str(architecture)[:200]}); build it from Keras or lablib layers.")

@@ -1,0 +1,152 @@
+"""Judges that build what a submission described run in a sandboxed process, with the
+submission's limits, never in the grader's own (issue 19, item 2)."""
+
+import resource
+
+import nbformat
+import pytest
+
+from lablib.grading.grade import grade_one
+from lablib.grading.judge import judge_test
+from lablib.grading.results import Kind
+from lablib.grading.run import Limits, ProbeResult
+from lablib.grading.spec import load_lab
+
+SPEC = '''
+"""A lab whose judges do what the graph labs' model judges do: work the grader must not do."""
+import os
+import time
+
+import numpy as np
+
+from lablib.grading.spec import expect, get_lab, sandbox_only
+
+lab = get_lab("lab9_sandboxed_judges", title="judges in a sandbox")
+lab.piece("double", objects=["double"], description="twice its input")
+GRADER = os.getpid()  # the grader's process, captured when the spec is loaded
+
+
+@lab.test("double", points=1)
+def elsewhere(ns):
+    return float(ns["double"](2.0))
+
+
+@elsewhere.judge
+def _(got):
+    sandbox_only("checking where it runs")
+    expect(os.getpid() != GRADER, "the judge ran in the grader's own process")
+    expect(got == 4.0, f"double(2.0) gave {got}, expected 4.0")
+
+
+@lab.test("double", points=1)
+def memory_bomb(ns):
+    return float(ns["double"](2.0))
+
+
+@memory_bomb.judge
+def _(got):
+    sandbox_only("building something huge")
+    hog = np.ones(3 * 2**30 // 8)  # 3 GB, every page written
+    expect(hog.sum() > 0, "unreachable")
+
+
+@lab.test("double", points=1, timeout=4)
+def endless(ns):
+    return float(ns["double"](2.0))
+
+
+@endless.judge
+def _(got):
+    sandbox_only("running for ever")
+    time.sleep(600)
+
+
+@lab.test("double", points=1)
+def wrong_in_sandbox(ns):
+    return float(ns["double"](3.0))
+
+
+@wrong_in_sandbox.judge
+def _(got):
+    sandbox_only("judging a value")
+    expect(got == 7.0, f"double(3.0) gave {got}; this judge wants 7.0")
+
+
+@lab.test("double", points=1)
+def plain(ns):
+    return float(ns["double"](5.0))
+
+
+@plain.judge
+def _(got):
+    expect(os.getpid() == GRADER, "a plain judge left the grader's process")
+    expect(got == 10.0, f"double(5.0) gave {got}")
+'''
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spec")
+    (folder / "lab9_sandboxed_judges.py").write_text(SPEC)
+    return load_lab(str(folder / "lab9_sandboxed_judges.py"))
+
+
+def _notebook(path, source):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("# GRADED: double\n" + source)])
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.integration
+def test_sandboxed_judges_keep_the_grader_small_and_count_their_time(lab, tmp_path):
+    path = _notebook(tmp_path / "student.ipynb", "def double(x):\n    return 2 * x\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    result = grade_one(lab, "student", path, [], limits=Limits(timeout=20, memory_mb=1500))
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    by_name = {t.name: t for t in result.tests}
+    assert by_name["elsewhere"].passed, by_name["elsewhere"].message
+    assert by_name["plain"].passed, by_name["plain"].message
+    bomb = by_name["memory_bomb"]
+    assert not bomb.passed and bomb.kind == Kind.MEMORY, (bomb.kind, bomb.message)
+    assert "rebuilds and runs your model in a sandboxed process" in bomb.message
+    endless = by_name["endless"]
+    assert endless.kind == Kind.TIMEOUT and "time limit (4 s)" in endless.message, endless.message
+    wrong = by_name["wrong_in_sandbox"]
+    assert wrong.kind == Kind.FAILED and wrong.message == "double(3.0) gave 6.0; this judge wants 7.0"
+    assert grown_mb < 200, f"the grader grew by {grown_mb:.0f} MB"
+    assert result.seconds >= 4, result.seconds  # the endless judge's 4 s are the submission's
+    assert set(result.status.problems) == {Kind.MEMORY, Kind.TIMEOUT}, result.status
+    assert any("judging test double::memory_bomb" in note for note in result.notes), result.notes
+    assert result.score == 2 and result.max_score == 5
+
+
+def _build_gcn_regressor(num_features, hidden_units=64, num_layers=3):
+    """Lab 3's solution builder (as in solutions/lab3_gcn_molecules.ipynb)."""
+    import keras
+
+    from lablib import layers
+
+    x_in = keras.Input(shape=(None, num_features), name="x")
+    adjacency_in = keras.Input(shape=(None, None), name="adjacency")
+    mask_in = keras.Input(shape=(None,), dtype="bool", name="mask")
+    h = x_in
+    for i in range(num_layers):
+        h = layers.GraphConv(hidden_units, normalization="mean", activation="relu",
+                             name=f"graph_conv_{i}")(h, adjacency=adjacency_in, mask=mask_in)
+    g = layers.GraphReadout("sum", name="readout")(h, mask=mask_in)
+    g = keras.layers.Dense(hidden_units, activation="relu")(g)
+    out = keras.layers.Dense(1, name="prediction")(g)
+    model = keras.Model([x_in, adjacency_in, mask_in], out, name="gcn_regressor")
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="mse")
+    return model
+
+
+def test_a_judge_that_rebuilds_a_model_is_stopped_in_the_grader():
+    """Lab 3's model test: rebuild_model refuses in the grader's own process (the grader
+    then runs the judge sandboxed); the same judge in a notebook's lablib.check, where
+    in_grader is off, rebuilds the model and passes."""
+    lab3 = load_lab("lab3")
+    test = next(t for t in lab3.tests if t.id == "build_gcn::gcn_structure")
+    raw = ProbeResult(True, test.probe({"build_gcn_regressor": _build_gcn_regressor}))
+    assert judge_test(test, raw, in_grader=True) is None
+    assert judge_test(test, raw).passed

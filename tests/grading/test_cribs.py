@@ -70,6 +70,18 @@ def gcn_layer_matrix(H, A, W, B, activation=np.tanh):
     from lablib.grading.specs import lab3_gcn_molecules as spec  # imported at call time
     return spec.reference_gcn(H, A, W, B, activation)
 ''',
+    "gcn_edges": '''# GRADED: gcn_edges
+import numpy as np
+import lablib.layers as layers
+
+
+def gcn_layer_edges(H, edge_index, W, B, activation=np.tanh):  # lablib's sparse layer
+    H = np.asarray(H, dtype="float32")
+    conv = layers.GraphConv(len(W), normalization="mean")
+    conv(H, edge_index=edge_index)
+    conv.set_weights([np.asarray(W, "float32").T, np.asarray(B, "float32").T, np.zeros(len(W), "float32")])
+    return activation(np.asarray(conv(H, edge_index=edge_index), dtype=float))
+''',
     "readout": '''# GRADED: readout
 from lablib.grading.specs.lab3_gcn_molecules import reference_readout
 
@@ -86,6 +98,7 @@ def readout(H, mask, mode="sum"):
                               "positional_encoding": "lablib.layers.positional.positional_encoding"}),
     ("lab3_gcn_molecules", LAB3, {"gcn_scalar": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
                                   "gcn_matrix": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
+                                  "gcn_edges": "lablib.layers.graph_conv.",
                                   "readout": "lablib.grading.specs.lab3_gcn_molecules.reference_readout"}),
 ])
 def test_each_crib_gets_nothing_and_is_named(lab, cells, called, shared_data, tmp_path, monkeypatch):

@@ -6,6 +6,10 @@ Graded pieces (the notebook cells marked ``# GRADED: <piece>``):
   convolution written node by node: ``h_v' = act(W mean_{u in N(v)} h_u + B h_v)``.
 * ``gcn_matrix``: ``gcn_layer_matrix(H, A, W, B, activation=np.tanh)``, the same layer
   as ``act(D^-1 A H W^T + H B^T)``.
+* ``gcn_edges``: ``gcn_layer_edges(H, edge_index, W, B, activation=np.tanh)``, the same
+  layer as message passing on an edge list (gather, scatter-add, divide by the
+  in-degree), with no ``N x N`` matrix: its size test runs it on 3,000 nodes under
+  ``tracemalloc`` and refuses a peak above 8 MB.
 * ``readout``: ``readout(H, mask, mode)``, sum / mean / max over the real nodes of a
   padded batch.
 * ``build_gcn``: ``build_gcn_regressor(num_features, hidden_units, num_layers)``, a
@@ -16,15 +20,16 @@ Conventions shared with the notebook: node features are rows (``H`` is ``[N, F]`
 ``W`` and ``B`` have shape ``[F_out, F_in]`` so that ``W h`` for a row vector ``h`` is
 ``h @ W.T``. Inputs are made by the deterministic helpers below, which both halves of a
 test call: the probe in the student's process, the judge (with its reference) here.
-The ``build_gcn`` judges rebuild the student's model in the grading process from its
-architecture and weights (``_model_checks``) and recompute what they judge there.
+The ``build_gcn`` judges rebuild the student's model from its architecture and weights
+(``_model_checks``), in a sandboxed process of the grader's, and recompute what they
+judge there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
+from lablib.grading.spec import Mistake, TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs import _model_checks as models
 
@@ -280,6 +285,124 @@ def _(got):
     diagnose_layer(got[1], RANDOM)
     expect_close(got[1], reference_gcn(features, adjacency, w, b), atol=1e-6,
                  what="output on a random graph (9 nodes, 5 -> 7 features)")
+
+
+# --------------------------------------------------------------------------- gcn_edges
+
+#: The graph of ``edges_directed_no_dense``'s size test: many nodes, few edges per node
+#: (a molecule's or a citation graph's proportions), where an N x N matrix is the cost.
+SPARSE_NODES, SPARSE_EDGES = 3000, 6000
+#: What an edge-list layer may allocate on that graph (it needs well under 1 MB; one
+#: float64 N x N matrix is 72 MB, an int8 one 9 MB).
+SPARSE_PEAK_BYTES = 8 * 2**20
+
+
+def to_edge_index(adjacency):
+    """The edge list of a dense adjacency: edge u -> v for every A[v, u] != 0 (row 0
+    sources u, row 1 targets v), as lablib and PyTorch Geometric store graphs."""
+    target, source = np.nonzero(np.asarray(adjacency))
+    return np.stack([source, target]).astype(np.int64)
+
+
+def sparse_case():
+    """(H, edge_index, W, B) of the size test: random edges, no N x N matrix anywhere."""
+    rng = np.random.default_rng(11)
+    source = rng.integers(0, SPARSE_NODES, SPARSE_EDGES)
+    target = (source + rng.integers(1, SPARSE_NODES, SPARSE_EDGES)) % SPARSE_NODES  # no self loops
+    pairs = np.unique(np.stack([source, target], axis=1), axis=0)  # no repeated edge
+    features = rng.normal(size=(SPARSE_NODES, 3))
+    w, b = layer_weights(3, 2, 5)
+    return features, pairs.T.copy(), w, b
+
+
+def reference_gcn_edges(features, edge_index, w, b, activation=np.tanh):
+    """The judge's reference on an edge list (no N x N matrix): the same layer as
+    :func:`reference_gcn`."""
+    features = np.asarray(features, float)
+    source, target = np.asarray(edge_index)
+    sums = np.zeros_like(features)
+    np.add.at(sums, target, features[source])
+    degree = np.bincount(target, minlength=len(features)).astype(float)[:, None]
+    mean = np.divide(sums, degree, out=np.zeros_like(sums), where=degree > 0)
+    return activation(mean @ np.asarray(w).T + features @ np.asarray(b).T)
+
+
+def run_edges(ns, case):
+    """Probe side: the student's ``gcn_layer_edges`` on a layer case, given as an edge list."""
+    features, adjacency, w, b, activation = case_inputs(case)
+    return ns["gcn_layer_edges"](features, to_edge_index(adjacency), w, b, activation=activation)
+
+
+lab.piece("gcn_edges", objects=["gcn_layer_edges"],
+          description="the same layer as message passing on an edge list (gather, scatter-add)")
+
+
+@lab.test("gcn_edges", points=2, name="edges_course_graph",
+          hint="messages = H[edge_index[0]] (gather), np.add.at(sums, edge_index[1], messages) "
+               "(scatter-add at the targets), divide by np.bincount(edge_index[1], minlength=N), "
+               "then act(mean @ W.T + H @ B.T).")
+def edges_course_graph(ns):
+    return run_edges(ns, COURSE)
+
+
+edges_course_graph.judge(judge_course_graph)
+
+
+@lab.test("gcn_edges", points=1, name="edges_isolated_node",
+          hint="A node that no edge points to has a zero neighbour mean: divide only where "
+               "its count of incoming edges is above 0.")
+def edges_isolated_node(ns):
+    return run_edges(ns, ISOLATED)
+
+
+edges_isolated_node.judge(lambda got: judge_isolated(
+    got, "The isolated node's output contains NaN or inf: a node no edge points to has "
+         "a zero neighbour mean, not 0/0."))
+
+
+@lab.test("gcn_edges", points=1, timeout=120,
+          hint="Edge e goes from edge_index[0, e] to edge_index[1, e]: sum the messages at the "
+               "target. Build no N x N matrix: gather, np.add.at and np.bincount need memory "
+               "for the edges only.")
+def edges_directed_no_dense(ns):
+    import tracemalloc
+
+    directed = run_edges(ns, DIRECTED)
+    features, edge_index, w, b = sparse_case()
+    tracemalloc.start()
+    try:
+        large = ns["gcn_layer_edges"](features, edge_index, w, b)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return {"directed": directed, "large": large, "peak": peak}
+
+
+@edges_directed_no_dense.judge
+def _(got):
+    models.expect_fields(got, ("directed", "large", "peak"))
+    features, adjacency, w, b, _ = case_inputs(DIRECTED)
+    expect_shape(got["directed"], (4, 2), "output on a directed graph")
+    if np.allclose(got["directed"], reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6):
+        raise Mistake("The messages were summed at the source node (edge_index[0]); edge e "
+                      "goes from edge_index[0, e] to edge_index[1, e], and each node averages "
+                      "the messages that arrive at it.")
+    diagnose_layer(got["directed"], DIRECTED)
+    expect_close(got["directed"], reference_gcn(features, adjacency, w, b, handed_identity),
+                 atol=1e-6, what="output on a directed graph, no activation")
+    features, edge_index, w, b = sparse_case()
+    expect_shape(got["large"], (SPARSE_NODES, 2), f"output on a graph of {SPARSE_NODES:,} nodes")
+    expect_close(got["large"], reference_gcn_edges(features, edge_index, w, b), atol=1e-6,
+                 what=f"output on a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges")
+    peak = float(got["peak"])
+    if peak > SPARSE_PEAK_BYTES:
+        raise Mistake(
+            f"On a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges your "
+            f"function allocated up to {peak / 2**20:.1f} MB: it builds an N x N matrix "
+            f"({SPARSE_NODES:,}² float64 entries are {SPARSE_NODES ** 2 * 8 / 2**20:.0f} MB; "
+            f"100,000 nodes would need 75 GB). Work on the edges only: gather "
+            f"H[edge_index[0]], np.add.at at edge_index[1], np.bincount for the counts (an "
+            f"edge-list layer needs under 1 MB here).")
 
 
 # --------------------------------------------------------------------------- readout

@@ -55,6 +55,30 @@ MISTAKES = [
     ("sine and cosine swapped", "lab2_transformer_reuters", "positional_encoding",
      [(COLUMNS, COLUMNS.replace("np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"))],
      "Sine and cosine are swapped"),
+    ("encoder block without 1/sqrt(d_k)", "lab2_transformer_reuters", "encoder_block",
+     [(" / np.sqrt(Q.shape[-1])", "")], "The attention scores are not scaled"),
+    ("encoder block in pre-norm form", "lab2_transformer_reuters", "encoder_block",
+     [('np.einsum("td,dhk->htk", X, ',  # every projection of the normalised X
+       'np.einsum("td,dhk->htk", layer_norm(X, w["attention_norm_gamma"], w["attention_norm_beta"], epsilon), '),
+      ('    Z = layer_norm(X + multi_head, w["attention_norm_gamma"], w["attention_norm_beta"], epsilon)',
+       "    Z = X + multi_head"),
+      ('    inner = np.maximum(Z @ w["intermediate_kernel"]',
+       '    inner = np.maximum(layer_norm(Z, w["output_norm_gamma"], w["output_norm_beta"], epsilon) @ w["intermediate_kernel"]'),
+      ('    return layer_norm(ffn + Z, w["output_norm_gamma"], w["output_norm_beta"], epsilon), attention',
+       "    return ffn + Z, attention")],
+     "pre-norm"),
+    ("encoder block without the attention residual", "lab2_transformer_reuters", "encoder_block",
+     [("layer_norm(X + multi_head,", "layer_norm(multi_head,")], "The residual around the attention is missing"),
+    ("layer norm over the tokens", "lab2_transformer_reuters", "encoder_block",
+     [("    mean = x.mean(axis=-1, keepdims=True)\n    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)",
+       "    mean = x.mean(axis=0, keepdims=True)\n    variance = ((x - mean) ** 2).mean(axis=0, keepdims=True)")],
+     "taken over the tokens"),
+    ("layer norm with np.var(ddof=1)", "lab2_transformer_reuters", "encoder_block",
+     [("variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)", "variance = x.var(axis=-1, ddof=1, keepdims=True)")],
+     "divides by d - 1"),
+    ("feed-forward without its ReLU", "lab2_transformer_reuters", "encoder_block",
+     [("np.maximum(Z @ w[\"intermediate_kernel\"] + w[\"intermediate_bias\"], 0.0)",
+       "(Z @ w[\"intermediate_kernel\"] + w[\"intermediate_bias\"])")], "has no ReLU"),
     ("the node itself in its neighbours' mean", "lab3_gcn_molecules", "gcn_scalar",
      [("            if A[v, u] != 0:", "            if A[v, u] != 0 or u == v:")],
      "The mean includes the node itself"),
@@ -110,12 +134,14 @@ def _namespace(lab, piece, edits):
     process beside NumPy and Keras 3 (what these cells use; the labs' set-up cells would
     choose each lab's Keras mode, which one process cannot change)."""
     import numpy as np
+    import tensorflow as tf
 
     from lablib.backend import get_keras
 
     nb = nbformat.read(SOLUTIONS / f"{lab}.ipynb", as_version=4)
     keras = get_keras()
-    ns = {"__name__": "__main__", "np": np, "keras": keras, "ops": keras.ops}
+    # tf: Lab 2's build_model cell defines a tf.keras layer class on the way to a later piece
+    ns = {"__name__": "__main__", "np": np, "tf": tf, "keras": keras, "ops": keras.ops}
     for cell in nb.cells:  # the graded cells before it too (a piece may call an earlier one)
         if not cell.source.startswith("# GRADED: "):
             continue

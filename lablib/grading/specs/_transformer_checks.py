@@ -109,48 +109,93 @@ def trace_model(model, batches):
     return result
 
 
-def _layer_norm(x, gamma, beta, epsilon):
-    mean = x.mean(-1, keepdims=True)
-    variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+#: The weights of tfm's ``TransformerEncoderBlock`` (and of lablib's, which has the same
+#: layout) in ``block.get_weights()`` order, as Lab 2's ``encoder_block`` piece names
+#: them, with the suffix of each in tfm's variable names.
+BLOCK_WEIGHTS = (
+    ("query_kernel", "self_attention/query/kernel"), ("query_bias", "self_attention/query/bias"),
+    ("key_kernel", "self_attention/key/kernel"), ("key_bias", "self_attention/key/bias"),
+    ("value_kernel", "self_attention/value/kernel"), ("value_bias", "self_attention/value/bias"),
+    ("attention_output_kernel", "self_attention/attention_output/kernel"),
+    ("attention_output_bias", "self_attention/attention_output/bias"),
+    ("attention_norm_gamma", "self_attention_layer_norm/gamma"),
+    ("attention_norm_beta", "self_attention_layer_norm/beta"),
+    ("intermediate_kernel", "intermediate/kernel"), ("intermediate_bias", "intermediate/bias"),
+    ("output_kernel", "output/kernel"), ("output_bias", "output/bias"),
+    ("output_norm_gamma", "output_layer_norm/gamma"), ("output_norm_beta", "output_layer_norm/beta"),
+)
+
+
+def _layer_norm(x, gamma, beta, epsilon, axis=-1, ddof=0):
+    mean = x.mean(axis, keepdims=True)
+    variance = ((x - mean) ** 2).sum(axis, keepdims=True) / (x.shape[axis] - ddof)
     return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
 
 
-def numpy_encoder_block(x, mask, weights, activation, epsilon):
-    """tfm's post-norm TransformerEncoderBlock in float64 NumPy.
+def encoder_block_math(x, mask, weights, activation, epsilon, *, scale=True, norm_first=False,
+                       attention_residual=True, ffn_residual=True, norm_axis=-1,
+                       softmax_axis=-1, variance_ddof=0):
+    """Lecture 003's encoder layer as tfm builds it (post-norm), in float64 NumPy:
+    ``Z = LayerNorm(MultiHead(X) + X)``, ``out = LayerNorm(FFN(Z) + Z)``.
+
+    The keyword switches turn the block into a typical mistake (no 1/sqrt(d_k), pre-norm,
+    a residual left out, the norm over the tokens or with the variance divided by d - 1,
+    the softmax over the queries), which
+    Lab 2's ``encoder_block`` judges compare a wrong answer with.
 
     Args:
-        x: input [B, T, d]. mask: [B, T, T] (1 = may attend) or None.
+        x: input [..., T, d]. mask: [..., T, T] (1 = may attend) or None.
         weights: ``{suffix: array}`` of the block (``self_attention/query/kernel`` ...).
         activation: the feed-forward activation (a NumPy function).
         epsilon: the layer norms' epsilon.
+
+    Returns:
+        ``(output [..., T, d], attention weights [..., heads, T, T])``.
     """
     w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
     x = np.asarray(x, np.float64)
 
+    def norm(h, name):
+        axis = norm_axis if norm_axis == -1 else h.ndim - 2  # the token axis
+        return _layer_norm(h, w[f"{name}/gamma"], w[f"{name}/beta"], epsilon, axis, variance_ddof)
+
+    source = norm(x, "self_attention_layer_norm") if norm_first else x
+
     def project(name):
-        return np.einsum("btd,dnh->btnh", x, w[f"self_attention/{name}/kernel"]) + \
+        return np.einsum("...td,dnh->...tnh", source, w[f"self_attention/{name}/kernel"]) + \
             w[f"self_attention/{name}/bias"]
 
     query, key, value = project("query"), project("key"), project("value")
-    scores = np.einsum("bsnh,btnh->bnts", key, query / np.sqrt(query.shape[-1]))
+    if scale:
+        query = query / np.sqrt(query.shape[-1])
+    scores = np.einsum("...snh,...tnh->...nts", key, query)
     if mask is not None:
-        allowed = np.asarray(mask, bool)[:, None]
+        allowed = np.expand_dims(np.asarray(mask, bool), -3)
         # tf_keras adds -1e9 to masked scores in float32, which absorbs the scores: a
         # query with no allowed key ends with equal scores, i.e. uniform attention.
         empty = ~allowed.any(-1, keepdims=True)
         scores = np.where(allowed, scores, scores - 1e9)
         scores = np.where(empty, 0.0, scores)
-    scores = scores - scores.max(-1, keepdims=True)
+    scores = scores - scores.max(softmax_axis, keepdims=True)
     attention = np.exp(scores)
-    attention /= attention.sum(-1, keepdims=True)
-    heads = np.einsum("bnts,bsnh->btnh", attention, value)
-    attended = np.einsum("btnh,nhd->btd", heads, w["self_attention/attention_output/kernel"]) + \
+    attention /= attention.sum(softmax_axis, keepdims=True)
+    heads = np.einsum("...nts,...snh->...tnh", attention, value)
+    attended = np.einsum("...tnh,nhd->...td", heads, w["self_attention/attention_output/kernel"]) + \
         w["self_attention/attention_output/bias"]
-    x1 = _layer_norm(x + attended, w["self_attention_layer_norm/gamma"],
-                     w["self_attention_layer_norm/beta"], epsilon)
-    inner = activation(x1 @ w["intermediate/kernel"] + w["intermediate/bias"])
+    if norm_first:
+        z = x + attended
+        inner = activation(norm(z, "output_layer_norm") @ w["intermediate/kernel"] + w["intermediate/bias"])
+        return z + inner @ w["output/kernel"] + w["output/bias"], attention
+    z = norm(x + attended if attention_residual else attended, "self_attention_layer_norm")
+    inner = activation(z @ w["intermediate/kernel"] + w["intermediate/bias"])
     out = inner @ w["output/kernel"] + w["output/bias"]
-    return _layer_norm(out + x1, w["output_layer_norm/gamma"], w["output_layer_norm/beta"], epsilon)
+    return norm(out + z if ffn_residual else out, "output_layer_norm"), attention
+
+
+def numpy_encoder_block(x, mask, weights, activation, epsilon):
+    """tfm's post-norm TransformerEncoderBlock in float64 NumPy: the output of
+    :func:`encoder_block_math` (x [B, T, d], mask [B, T, T] or None)."""
+    return encoder_block_math(x, mask, weights, activation, epsilon)[0]
 
 
 def _softmax(z):

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import expect, expect_close, expect_shape, get_lab
+from lablib.grading.spec import diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
 from lablib.grading.specs._transformer_checks import (
+    BLOCK_WEIGHTS,
     check_trace_form,
     cross_entropy,
+    encoder_block_math,
     trace_model,
     verified_logits,
 )
@@ -371,3 +373,126 @@ lab.answer("find_error", points=5, title="section 8: the error in the lecture's 
         "error (the same columns in another order)."),
     (0, "No answer."),
 ])
+
+
+# ------------------------------------------------------------------ encoder_block
+
+lab.piece("encoder_block", objects=["encoder_block"],
+          description="lecture 003's encoder layer by hand in NumPy, weight for weight tfm's block")
+
+#: The names of the weights dict the student's ``encoder_block`` reads, in the order of
+#: ``block.get_weights()`` of tfm's and lablib's blocks.
+BLOCK_NAMES = tuple(name for name, _ in BLOCK_WEIGHTS)
+EPSILON = 1e-12  # tfm's norm_epsilon (the lab's blocks keep the default)
+
+
+def block_case(seed, length, width, heads, key_dim, inner):
+    """(X [T, d], weights {name: array}) with random weights, layer norms included."""
+    rng = np.random.default_rng(seed)
+    shapes = {"query_kernel": (width, heads, key_dim), "query_bias": (heads, key_dim),
+              "key_kernel": (width, heads, key_dim), "key_bias": (heads, key_dim),
+              "value_kernel": (width, heads, key_dim), "value_bias": (heads, key_dim),
+              "attention_output_kernel": (heads, key_dim, width), "attention_output_bias": (width,),
+              "attention_norm_gamma": (width,), "attention_norm_beta": (width,),
+              "intermediate_kernel": (width, inner), "intermediate_bias": (inner,),
+              "output_kernel": (inner, width), "output_bias": (width,),
+              "output_norm_gamma": (width,), "output_norm_beta": (width,)}
+    weights = {name: rng.normal(0, 0.6, shapes[name]) for name in BLOCK_NAMES}
+    weights["attention_norm_gamma"] += 1.0
+    weights["output_norm_gamma"] += 1.0
+    return rng.normal(size=(length, width)), weights
+
+
+#: The tests' cases: (seed, T, d, heads, key size, inner size) and the real tokens.
+WORKED = ((5, 3, 4, 2, 2, 6), None)
+PADDED = ((6, 5, 4, 2, 3, 8), np.array([True, True, True, False, False]))
+WIDER = ((7, 7, 8, 4, 2, 16), None)
+
+
+def reference_block(x, weights, mask=None, **mistake):
+    """The judge's block on one sequence: ``(output [T, d], attention [heads, T, T])``;
+    ``mistake``: :func:`encoder_block_math`'s switches."""
+    suffixes = dict(BLOCK_WEIGHTS)
+    allowed = None if mask is None else np.broadcast_to(np.asarray(mask, bool)[None, :],
+                                                        (len(mask), len(mask)))
+    return encoder_block_math(x, allowed, {suffixes[k]: v for k, v in weights.items()},
+                              lambda z: np.maximum(z, 0.0), EPSILON, **mistake)
+
+
+def block_mistakes(x, weights, mask=None):
+    """``(output, sentence)`` of the typical mistakes in the encoder block."""
+    cases = [
+        (dict(scale=False), "The attention scores are not scaled: divide Q K^T by sqrt(d_k), "
+                            "d_k the key size of one head (here query_kernel.shape[-1])."),
+        (dict(norm_first=True), "Layer normalisation comes before each sublayer (pre-norm, "
+                                "x + F(LayerNorm(x))); lecture 003's encoder, like tfm's default "
+                                "block, normalises after the residual: LayerNorm(x + F(x))."),
+        (dict(attention_residual=False), "The residual around the attention is missing: "
+                                         "Z = LayerNorm(MultiHead(X) + X), not LayerNorm(MultiHead(X))."),
+        (dict(ffn_residual=False), "The residual around the feed-forward network is missing: "
+                                   "LayerNorm(FFN(Z) + Z), not LayerNorm(FFN(Z))."),
+        (dict(norm_axis=0), "Layer normalisation is taken over the tokens (axis 0); it "
+                            "normalises each token's vector over its d features (axis -1)."),
+        (dict(variance_ddof=1), "The layer norm's variance divides by d - 1 (np.var or np.std "
+                                "with ddof=1); layer normalisation divides by d (ddof=0)."),
+        (dict(softmax_axis=-2), "The softmax runs over the queries (axis -2); each query's "
+                                "weights over the keys (the last axis) must sum to 1."),
+    ]
+    out = [(reference_block(x, weights, mask, **switch)[0], sentence) for switch, sentence in cases]
+    suffixes = dict(BLOCK_WEIGHTS)
+    linear = encoder_block_math(
+        x, None if mask is None else np.broadcast_to(np.asarray(mask, bool)[None, :], (len(mask),) * 2),
+        {suffixes[k]: v for k, v in weights.items()}, lambda z: z, EPSILON)[0]
+    out.append((linear, "The feed-forward network has no ReLU between its two linear layers: "
+                        "FFN(X) = Linear2(ReLU(Linear1(X)))."))
+    if mask is not None:
+        out.append((reference_block(x, weights, None)[0],
+                    "The mask is ignored: padded tokens (mask False) must get zero attention "
+                    "weight as keys."))
+    return out
+
+
+def run_block(ns, case):
+    (seed, length, width, heads, key_dim, inner), mask = case
+    x, weights = block_case(seed, length, width, heads, key_dim, inner)
+    result = ns["encoder_block"](x.copy(), {k: v.copy() for k, v in weights.items()},
+                                 mask=None if mask is None else mask.copy(), epsilon=EPSILON)
+    expect(isinstance(result, tuple) and len(result) == 2,
+           "encoder_block must return (output, attention weights)")
+    return {"output": np.asarray(result[0], dtype=float), "attention": np.asarray(result[1], dtype=float)}
+
+
+def judge_block(got, case, what):
+    (seed, length, width, heads, key_dim, inner), mask = case
+    x, weights = block_case(seed, length, width, heads, key_dim, inner)
+    expect_fields(got, ("output", "attention"))
+    output, attention = reference_block(x, weights, mask)
+    expect_shape(got["output"], (length, width), f"output {what}")
+    expect_shape(got["attention"], (heads, length, length), f"attention weights {what} [heads, T, T]")
+    expect(bool(np.all(np.isfinite(got["attention"]))),
+           f"The attention weights {what} contain NaN or inf: the softmax runs over the keys "
+           f"(the last axis), where every query has a real key; subtract each row's maximum "
+           f"before np.exp.")
+    diagnose(got["output"], block_mistakes(x, weights, mask), right=output, atol=1e-6)
+    expect_close(got["attention"], attention, atol=1e-6, what=f"attention weights {what}")
+    expect_close(got["output"], output, atol=1e-6, what=f"output {what}")
+
+
+def _block_test(name, points, case, what, hint):
+    """One ``encoder_block`` test: the student's block on ``case``, judged against
+    :func:`reference_block` (mistakes named first)."""
+    lab.test("encoder_block", points=points, hint=hint, name=name)(
+        lambda ns: run_block(ns, case)).judge(lambda got: judge_block(got, case, what))
+
+
+_block_test("block_worked_example", 2, WORKED, "on 3 tokens of width 4, 2 heads",
+            "Per head: Q = X @ query_kernel[:, h] + query_bias[h] (same for K, V), weights = "
+            "softmax(Q K^T / sqrt(d_k)) over the keys, heads = weights @ V; MultiHead = the "
+            "heads through attention_output_kernel [heads, d_k, d] + its bias; then "
+            "Z = LayerNorm(MultiHead + X) and LayerNorm(FFN(Z) + Z), FFN with a ReLU.")
+_block_test("block_padding", 1, PADDED, "on 5 tokens, the last 2 padding",
+            "mask[t] is False for padding: give those keys zero weight (a score of -inf, or "
+            "-1e9 as tf_keras adds, before the softmax) in every query's row.")
+_block_test("block_wider", 1, WIDER, "on 7 tokens of width 8, 4 heads",
+            "Loop over the heads or use einsum; every weight shape comes from the weights "
+            "dict (4 heads of size 2 on width 8 here, inner size 16).")

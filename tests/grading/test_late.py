@@ -99,6 +99,7 @@ def test_penalties_reach_every_report_and_the_export(tmp_path):
     assert "Late by 10 h 1 min" in (out / "feedback" / "bob.html").read_text()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["late"]["late"] == 1 and summary["late"]["no_time"] == ["cat"]
+    assert summary["late"]["total"]["mean"] == 9.5, "the totals the gradebook gives: 10, 8, 10, 10"
     assert "Late work" in (out / "summary.html").read_text()
     entry = next(e for e in json.loads((out / "grades.json").read_text())["submissions"] if e["submission"] == "bob")
     assert entry["late"]["penalty"] == 2 and entry["total"] == 8

@@ -146,7 +146,8 @@ def _attention(results):
     return needs_attention
 
 
-def class_summary(lab, results, roster=None, skipped=(), written=None, late=None, similarity=None) -> dict:
+def class_summary(lab, results, roster=None, skipped=(), written=None, late=None, similarity=None,
+                  totals=None) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -162,6 +163,8 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             counts the late submissions and their penalties.
         similarity: ``{"pairs": [Pair], "identical": [[names]]}``
             (:mod:`lablib.grading.similarity`): the pairs of near-identical graded code.
+        totals: ``{submission: total}``, the gradebook's totals (tests + written answers -
+            late penalty, as in grades.csv): the written and late sections sum these.
 
     Returns:
         ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
@@ -173,7 +176,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
     written = written or {}
     n = len(results)
     max_score = max([r.max_score for r in results] or [float(lab.max_score)])
-    totals = [r.score for r in results]
+    scores = [r.score for r in results]
     pieces = _piece_rows(lab, results)
     test_rows = _test_rows(lab, results)
     statuses = {word: 0 for word in _STATUS_ROWS}
@@ -184,7 +187,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
         "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,
-        "score": _stats(totals), "histogram": _histogram(totals, max_score), "pieces": pieces,
+        "score": _stats(scores), "histogram": _histogram(scores, max_score), "pieces": pieces,
         "tests": test_rows, "statuses": statuses, "needs_attention": needs_attention,
         "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
                      "cached": r.cached}
@@ -194,8 +197,8 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
             "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
                                             for s in roster.without_submission]},
-        "written": _written_rows(results, written),
-        "late": _late_rows(results, late),
+        "written": _written_rows(results, written, totals),
+        "late": _late_rows(results, late, totals),
         "similarity": None if similarity is None else {
             "threshold": THRESHOLD, "method": "copydetect winnowing of the graded cells, the released lab's code removed",
             "pairs": [{k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
@@ -245,7 +248,7 @@ def _similarity_section(similarity) -> str:
             f"anything.</p>{same}{pairs}{identical}")
 
 
-def _late_rows(results, late) -> dict | None:
+def _late_rows(results, late, totals=None) -> dict | None:
     if late is None:
         return None
     policy, rows = late
@@ -255,6 +258,7 @@ def _late_rows(results, late) -> dict | None:
             "on_time": sum(x is not None and x.penalty == 0 for x in found),
             "no_time": [r.submission for r, x in zip(results, found) if x is None],
             "penalty": _stats(penalties) if penalties else None,
+            "total": _stats([totals[r.submission] for r in results]) if totals else None,
             "rows": [{"submission": r.submission, "text": x.text, "penalty": x.penalty}
                      for r, x in zip(results, found) if x is not None and x.penalty > 0]}
 
@@ -266,13 +270,16 @@ def _late_section(late) -> str:
     rows = _table(["submission", "penalty", "lateness"], [[r["submission"], r["penalty"], r["text"]] for r in late["rows"]])
     missing = (f"<p>No submission time for {len(late['no_time'])}: {esc(', '.join(late['no_time'][:20]))}"
                f"{' ...' if len(late['no_time']) > 20 else ''} (no penalty applied).</p>" if late["no_time"] else "")
+    total = (f" Totals after the penalties: mean <b>{_fmt(late['total']['mean'])}</b>, median "
+             f"{_fmt(late['total']['median'])}." if late.get("total") else "")
     return (f"<h2>Late work</h2><p>Policy: {esc(late['policy'])}. {late['late']} late, {late['on_time']} on "
-            f"time.</p>{missing}{rows if late['rows'] else ''}")
+            f"time.{total}</p>{missing}{rows if late['rows'] else ''}")
 
 
-def _written_rows(results, written) -> dict | None:
+def _written_rows(results, written, totals=None) -> dict | None:
     """The people's grading of the written answers: per question, how many are graded,
-    still to grade or stale (the answer changed since), their mean; and the totals."""
+    still to grade or stale (the answer changed since), their mean; and the totals
+    (``totals``, the gradebook's, late penalties applied; else tests + written)."""
     questions = [q for q, _ in next(iter(written.values()), [])]
     if not questions:
         return None
@@ -284,8 +291,11 @@ def _written_rows(results, written) -> dict | None:
                      "graded": sum(s.graded and not s.stale for s in scores),
                      "to_grade": sum(not s.graded for s in scores), "stale": sum(s.stale for s in scores),
                      "mean": round(float(np.mean(graded)), 3) if graded else None})
-    totals = [r.score + sum(s.score for _, s in written.get(r.submission, [])) for r in results]
-    return {"questions": rows, "total": _stats(totals),
+    if totals:
+        sums = [totals[r.submission] for r in results]
+    else:
+        sums = [r.score + sum(s.score for _, s in written.get(r.submission, [])) for r in results]
+    return {"questions": rows, "total": _stats(sums),
             "max_total": max([r.max_score for r in results] or [0.0]) + sum(q.points for q in questions),
             "to_grade": sum(row["to_grade"] + row["stale"] for row in rows)}
 
@@ -297,7 +307,8 @@ def _written_section(written) -> str:
                   [[w["question"], w["points"], w["graded"], w["to_grade"], w["stale"],
                     "-" if w["mean"] is None else w["mean"], w["title"]] for w in written["questions"]])
     total = written["total"]
-    return (f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers: mean "
+    return (f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers (late "
+            f"penalties applied, as in grades.csv): mean "
             f"<b>{_fmt(total['mean'])}</b> / {_fmt(written['max_total'])}, median {_fmt(total['median'])}; "
             f"{written['to_grade']} answers still to grade (<code>lablib review</code>).</p>")
 
@@ -475,7 +486,7 @@ mark{{background:#fde68a}}
 
 
 def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, late=None,
-                  similarity=None) -> dict[str, pathlib.Path]:
+                  similarity=None, totals=None) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -483,7 +494,7 @@ def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, 
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster, skipped, written, late, similarity)
+    data = class_summary(lab, results, roster, skipped, written, late, similarity, totals)
     (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     (out / "summary.html").write_text(summary_html(data, similarity), encoding="utf-8")
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
@@ -497,5 +508,7 @@ class ClassSummary:
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         written = {r.submission: book.written(r) for r in book.results} if book.questions else None
         late = None if book.late_policy is None else (book.late_policy, {r.submission: book.late(r) for r in book.results})
+        totals = ({r.submission: book.row(r).total for r in book.results}
+                  if book.questions or book.late_policy is not None else None)
         return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written, late,
-                                  book.similarity).values())
+                                  book.similarity, totals).values())

@@ -175,3 +175,27 @@ def test_an_error_in_a_graded_cell_quotes_its_line_and_the_setup_rule():
     assert ("NameError: name 'helper' is not defined (at graded cell readout, line 2: "
             "return [helper(x) for x in xs]). If helper is defined in another cell") in text
     assert text.count("line 2") == 1 and "# SETUP cells and your # GRADED: cells" in text
+
+
+def test_a_crib_is_named_in_the_notebook_check_too():
+    """lablib.check runs the grader's crib guard: wrapping the grader's reference (or a
+    lablib layer) in a by-hand piece fails there with the same sentence, not only at grading."""
+    import numpy as np
+
+    import lablib
+    from lablib.grading.specs.lab3_gcn_molecules import reference_gcn
+
+    def gcn_layer_matrix(H, A, W, B, activation=np.tanh):  # a student's crib
+        return reference_gcn(H, A, W, B, activation)
+
+    def honest(H, A, W, B, activation=np.tanh):
+        H, A, W, B = (np.asarray(m, dtype=float) for m in (H, A, W, B))
+        degree = A.sum(axis=1, keepdims=True)
+        mean = np.divide(A @ H, degree, out=np.zeros((len(H), H.shape[1])), where=degree > 0)
+        return activation(mean @ W.T + H @ B.T)
+
+    cribbed = lablib.check("lab3", "gcn_matrix", gcn_layer_matrix, quiet=True)
+    assert not cribbed.passed and cribbed.score == 0
+    assert all("your code calls lablib.grading.specs.lab3_gcn_molecules.reference_gcn" in r.message
+               for r in cribbed.results)
+    assert lablib.check("lab3", "gcn_matrix", honest, quiet=True).passed

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "message"]
+__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "code_files", "message"]
 
 #: What a by-hand piece's code may not call, relative to lablib's package folder: its
 #: layers and the grader (the judges' references among them). lablib's graph utilities
@@ -47,11 +47,17 @@ def _package_dirs() -> tuple[str, ...]:
 
 class Watch:
     """``with Watch(BY_HAND) as watch: ...``; afterwards ``watch.found`` is the dotted name
-    of the first guarded function student code called, or None."""
+    of the first guarded function student code called, or None.
 
-    def __init__(self, guarded):
+    Student code is a graded cell as the grader's child runs it (``<graded cell ...>``),
+    and, for ``lablib.check`` in a notebook, the files (notebook cells) that define the
+    objects being checked: ``student_files``.
+    """
+
+    def __init__(self, guarded, student_files=()):
         self.roots = _package_dirs()
         self.guarded = tuple(root + part for root in self.roots for part in guarded)
+        self.student = (_GRADED, *(f for f in student_files if f and not f.startswith(self.roots)))
         self.found: str | None = None
         self._previous = None
 
@@ -65,7 +71,7 @@ class Watch:
         if caller is None or caller.f_code.co_filename.startswith(self.roots):
             return  # lablib calling itself
         while caller is not None:
-            if caller.f_code.co_filename.startswith(_GRADED):
+            if caller.f_code.co_filename.startswith(self.student):
                 module = frame.f_globals.get("__name__", "?")
                 self.found = f"{module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
                 return
@@ -79,6 +85,21 @@ class Watch:
     def __exit__(self, *exc):
         sys.setprofile(self._previous)
         return False
+
+
+def code_files(objects) -> tuple[str, ...]:
+    """The source files of ``objects``' code: a function's, a class's methods' (what
+    ``lablib.check`` hands to :class:`Watch` as the student's code)."""
+    files = []
+    for obj in objects:
+        functions = [obj] if callable(obj) and not isinstance(obj, type) else []
+        if isinstance(obj, type):
+            functions = [v for v in vars(obj).values() if callable(v)]
+        for function in functions:
+            code = getattr(getattr(function, "__func__", function), "__code__", None)
+            if code is not None:
+                files.append(code.co_filename)
+    return tuple(dict.fromkeys(files))
 
 
 def message(found: str) -> str:

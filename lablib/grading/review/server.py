@@ -180,7 +180,7 @@ class ReviewApp:
 
     def question(self, question: str) -> dict:
         """One question: its text, model answer, rubric and every answer (anonymised)."""
-        q = self.store._question(question)
+        q = self.store.question(question)
         with self._lock:
             self._load()
             names = self._ordered(question)

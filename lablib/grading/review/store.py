@@ -136,7 +136,12 @@ class ReviewStore:
 
     # ------------------------------------------------------------------ checks
 
-    def _question(self, question: str):
+    def question(self, question: str):
+        """The written question ``question`` of this lab.
+
+        Raises:
+            ReviewError: the lab has no such question (the message lists its questions).
+        """
         if question not in self.questions:
             raise ReviewError(f"Lab {self.lab.name!r} has no written question {question!r}; its questions: "
                               f"{sorted(self.questions) or 'none'}.")
@@ -161,7 +166,7 @@ class ReviewStore:
 
     def rubric(self, question: str) -> list[RubricRow]:
         """The question's rubric items, in order, with how many answers use each."""
-        self._question(question)
+        self.question(question)
         with self._db() as db:
             rows = db.execute(
                 "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id) "
@@ -173,7 +178,7 @@ class ReviewStore:
                   grader: str = "") -> RubricRow:
         """Add a rubric item (``item=None``) or change one; every answer it is applied to
         is re-scored."""
-        self._question(question)
+        self.question(question)
         points = self._points(points, "A rubric item's points")
         comment = str(comment).strip()
         if not comment:
@@ -198,7 +203,7 @@ class ReviewStore:
     def delete_item(self, question: str, item: int, *, grader: str = "") -> None:
         """Remove a rubric item that no answer uses (one in use is refused: remove it from
         those answers first, or set its points to 0)."""
-        self._question(question)
+        self.question(question)
         with self._db() as db:
             uses = db.execute("SELECT COUNT(*) FROM applied WHERE item = ?", (item,)).fetchone()[0]
             if uses:
@@ -223,7 +228,7 @@ class ReviewStore:
         ``adjustment`` (points beyond the items), ``comment`` (the grader's words).
         ``digest``: submission -> the digest of the answer text graded.
         """
-        self._question(question)
+        self.question(question)
         digest = digest or {}
         unknown = set(change) - {"items", "add", "remove", "adjustment", "comment"}
         if unknown:

@@ -142,12 +142,18 @@ class Piece:
             lablib's layers or graph helpers, or the grader's references, gets no points
             (:mod:`lablib.grading.run.guard`). False for pieces that build models from
             lablib's layers.
+        error_hints: ``(pattern, sentence)`` pairs: when the student's code raises an
+            error whose text matches the regular expression ``pattern`` (NumPy's
+            "matmul: ... mismatch" of a product written the wrong way round), the test's
+            message starts with ``sentence``, the mistake in plain words, instead of the
+            bare error.
     """
 
     name: str
     objects: tuple[str, ...]
     description: str = ""
     by_hand: bool = True
+    error_hints: tuple[tuple[str, str], ...] = ()
 
 
 #: What a written question's id may be (it also appears in the answer markers).
@@ -205,11 +211,20 @@ class Test:
     atol: float = 1e-6
     judge_fn: Callable[[Any], Any] | None = None
     module: str = ""
+    error_hints: tuple[tuple[str, str], ...] = ()
 
     def judge(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Decorator: set the function that judges the probe's plain values."""
         self.judge_fn = fn
         return fn
+
+    def named_error(self, error: str) -> str | None:
+        """The sentence of the first of its piece's ``error_hints`` whose pattern the
+        error text ``error`` matches, or None."""
+        for pattern, sentence in self.error_hints:
+            if re.search(pattern, error):
+                return sentence
+        return None
 
     def __reduce_ex__(self, protocol):
         raise TypeError(
@@ -283,12 +298,16 @@ class LabSpec:
     def __repr__(self) -> str:
         return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"
 
-    def piece(self, name: str, objects, description: str = "", *, by_hand: bool = True) -> Piece:
-        """Declare a graded piece and the names its cell must define (``by_hand``: see
-        :class:`Piece`)."""
+    def piece(self, name: str, objects, description: str = "", *, by_hand: bool = True,
+              error_hints=()) -> Piece:
+        """Declare a graded piece and the names its cell must define (``by_hand`` and
+        ``error_hints``: see :class:`Piece`)."""
         if isinstance(objects, str):
             objects = (objects,)
-        piece = Piece(name, tuple(objects), description, bool(by_hand))
+        for pattern, _ in error_hints:
+            re.compile(pattern)  # a bad pattern fails when the spec loads, not when judging
+        piece = Piece(name, tuple(objects), description, bool(by_hand),
+                      tuple((str(p), str(t)) for p, t in error_hints))
         self.pieces[name] = piece
         return piece
 
@@ -357,6 +376,7 @@ class LabSpec:
                 rtol=rtol,
                 atol=atol,
                 module=module,
+                error_hints=self.pieces[piece].error_hints,
             )
             self.tests = [t for t in self.tests if t.id != test.id or t.hidden != test.hidden]
             self.tests.append(test)

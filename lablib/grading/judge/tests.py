@@ -52,7 +52,12 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
     if raw is None:
         return TestResult.failed(test, prefix + "the test did not run", Kind.ERROR)
     if not raw.ok:
-        return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
+        named = test.named_error(str(raw.error)) if (raw.kind or Kind.ERROR) == Kind.ERROR else None
+        if named is None:
+            return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
+        result = TestResult.failed(test, f"{prefix}{named} (Your code raised {raw.error})", Kind.ERROR)
+        result.hint = ""  # the sentence names the mistake; the fixed hint is about others
+        return result
     try:
         with _JUDGE_LOCK, full_float32(), (judging_in_grader() if in_grader else contextlib.nullcontext()):
             fraction = test.run_judge(raw.value)

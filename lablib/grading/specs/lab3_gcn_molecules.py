@@ -76,6 +76,12 @@ def reference_gcn(features, adjacency, w, b, activation=np.tanh):
     return activation(mean @ np.asarray(w).T + features @ np.asarray(b).T)
 
 
+#: A product of W (or B) written the wrong way round: NumPy's error, named in plain words.
+TRANSPOSED_WEIGHTS = ((r"matmul: Input operand \d+ has a mismatch|shapes \(.*\) and \(.*\) not aligned",
+                       "A matrix product's shapes do not fit: W and B have shape [F_out, F_in] (the "
+                       "lecture's W h for a column vector h), so a node's row h is multiplied as "
+                       "h @ W.T (all nodes: H @ W.T), not H @ W."),)
+
 #: Layer cases: (graph builder, layer_weights arguments, activation).
 COURSE = (course_graph, (3, 2, 3), np.tanh)
 ISOLATED = (isolated_graph, (4, 3, 8), np.tanh)
@@ -217,7 +223,8 @@ def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint,
 # --------------------------------------------------------------------------- gcn_scalar
 
 lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],
-          description="one graph-convolution layer, node by node (mean of neighbours)")
+          description="one graph-convolution layer, node by node (mean of neighbours)",
+          error_hints=TRANSPOSED_WEIGHTS)
 
 
 add_shared_layer_tests(
@@ -254,7 +261,8 @@ def _(got):
 # --------------------------------------------------------------------------- gcn_matrix
 
 lab.piece("gcn_matrix", objects=["gcn_layer_matrix"],
-          description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)")
+          description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)",
+          error_hints=TRANSPOSED_WEIGHTS)
 
 
 add_shared_layer_tests(
@@ -334,7 +342,8 @@ def run_edges(ns, case):
 
 
 lab.piece("gcn_edges", objects=["gcn_layer_edges"],
-          description="the same layer as message passing on an edge list (gather, scatter-add)")
+          description="the same layer as message passing on an edge list (gather, scatter-add)",
+          error_hints=TRANSPOSED_WEIGHTS)
 
 
 @lab.test("gcn_edges", points=2, name="edges_course_graph",

@@ -141,11 +141,16 @@ def head_mistakes(features, adjacency, w, a, negative_slope=0.2):
     with np.errstate(all="ignore"):  # a node without neighbours has no alpha without loops
         no_loops, _ = reference_attention(features, adjacency, w, a, negative_slope, self_loops=False)
     linear, _ = reference_attention(features, adjacency, w, a, negative_slope=1.0)
+    w = np.asarray(w)
+    transposed = (reference_attention(features, adjacency, w.T, a, negative_slope)[0]
+                  if w.shape[0] == w.shape[1] else None)  # a square W: H @ W runs, wrongly
     return [
         (no_loops, "Node i does not attend to itself: the softmax runs over N(i) + {i}, so "
                    "add self loops to A's pattern ((A != 0) | I) before masking."),
         (linear, f"The scores skip the LeakyReLU: e_ij = LeakyReLU(a[:F'] . z_i + a[F':] . z_j) "
                  f"with negative slope {negative_slope:g}, before the softmax."),
+        (transposed, PROJECTION_SHAPES[0][1].replace("shapes do not fit", "shapes fit here (W is "
+                                                     "square) but it is the wrong product")),
     ]
 
 
@@ -191,8 +196,16 @@ def _check_alpha(alpha, adjacency, what):
 
 # --------------------------------------------------------------------------- gat_attention
 
+#: A projection written the wrong way round: NumPy's error, named in plain words.
+PROJECTION_SHAPES = ((r"matmul: Input operand \d+ has a mismatch|shapes \(.*\) and \(.*\) not aligned",
+                      "A matrix product's shapes do not fit: W has shape [F', F] (the lecture's "
+                      "W h for a column vector h), so the nodes' rows project as Z = H @ W.T, "
+                      "not H @ W."),)
+
+
 lab.piece("gat_attention", objects=["gat_attention"],
-          description="one graph attention head in NumPy: coefficients and output")
+          description="one graph attention head in NumPy: coefficients and output",
+          error_hints=PROJECTION_SHAPES)
 
 
 @lab.test("gat_attention", points=2,
@@ -307,7 +320,8 @@ def _(got):
 # --------------------------------------------------------------------------- multi_head_gat
 
 lab.piece("multi_head_gat", objects=["multi_head_gat"],
-          description="several attention heads, concatenated or averaged")
+          description="several attention heads, concatenated or averaged",
+          error_hints=PROJECTION_SHAPES)
 
 HEADS = 3
 

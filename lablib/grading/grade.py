@@ -93,7 +93,8 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
         outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
         judging = time.monotonic()
         result = judge_submission(lab, name, str(path), found, outcome, notes=notes,
-                                  sandbox=functools.partial(judge_in_sandbox, limits=limits, mask=mask))
+                                  sandbox=functools.partial(judge_in_sandbox, limits=limits, mask=mask),
+                                  budget=limits.total_seconds)
         # the judges' time (their sandboxed process's included) is the submission's too
         result.seconds = round(outcome.seconds + time.monotonic() - judging, 3)
         if cache is not None:

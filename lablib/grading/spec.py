@@ -101,9 +101,10 @@ PUBLIC_TESTS_DIR = pathlib.Path(__file__).with_name("specs")
 _IN_GRADER = contextvars.ContextVar("lablib_judging_in_grader", default=False)
 
 
-class NeedsSandbox(Exception):
+class NeedsSandbox(BaseException):
     """Raised by :func:`sandbox_only` in the grader's own process: this judge must run
-    in a sandboxed process (what it was about to do is the message)."""
+    in a sandboxed process (what it was about to do is the message). A BaseException,
+    so that a judge's own ``except Exception`` cannot swallow it and go on in the grader."""
 
 
 @contextlib.contextmanager

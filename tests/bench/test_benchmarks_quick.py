@@ -10,6 +10,7 @@ import concurrent.futures
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -52,14 +53,15 @@ AT_ONCE = 2
 def quick_runs(shared_data, results_before):
     env = dict(os.environ, LABLIB_DATA_DIR=str(shared_data), TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_USE_LEGACY_KERAS", None)  # each script chooses the Keras mode of its children
-    results, waiting, running = {}, list(SCRIPTS), {}
+    results, waiting, running, killed = {}, list(SCRIPTS), {}, set()
     readers = concurrent.futures.ThreadPoolExecutor(max_workers=AT_ONCE)
     while waiting or running:
         while waiting and len(running) < AT_ONCE:
             name = waiting.pop(0)
-            process = subprocess.Popen(
+            process = subprocess.Popen(  # its own session: a kill reaches the script's children
                 [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick"],
                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                start_new_session=True,
             )
             # a reader per process, so that neither blocks on a full pipe while we wait
             future = readers.submit(process.communicate)
@@ -67,12 +69,13 @@ def quick_runs(shared_data, results_before):
         done = [name for name, (_, future, _) in running.items() if future.done()]
         for name, (process, future, started) in list(running.items()):
             if name not in done and time.perf_counter() - started > QUICK_TIMEOUT:
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)
+                killed.add(name)
                 done.append(name)
         for name in done:
             process, future, started = running.pop(name)
             stdout, stderr = future.result()
-            if process.returncode is not None and process.returncode < 0:
+            if name in killed:
                 stderr += f"\n[killed after {QUICK_TIMEOUT} s]"
             print(f"benchmarks/{name}.py --quick: {time.perf_counter() - started:.0f} s")
             results[name] = (process.returncode, stdout, stderr)

@@ -199,3 +199,6 @@ def test_a_crib_is_named_in_the_notebook_check_too():
     assert all("your code calls lablib.grading.specs.lab3_gcn_molecules.reference_gcn" in r.message
                for r in cribbed.results)
     assert lablib.check("lab3", "gcn_matrix", honest, quiet=True).passed
+    aliased = lablib.check("lab3", "gcn_matrix", reference_gcn, quiet=True)  # the name *is* the reference
+    assert not aliased.passed and all("your code calls lablib.grading.specs.lab3_gcn_molecules."
+                                      "reference_gcn" in r.message for r in aliased.results)

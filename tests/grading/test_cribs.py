@@ -83,11 +83,7 @@ def gcn_layer_edges(H, edge_index, W, B, activation=np.tanh):  # lablib's sparse
     return activation(np.asarray(conv(H, edge_index=edge_index), dtype=float))
 ''',
     "readout": '''# GRADED: readout
-from lablib.grading.specs.lab3_gcn_molecules import reference_readout
-
-
-def readout(H, mask, mode="sum"):
-    return reference_readout(H, mask, mode)
+from lablib.grading.specs.lab3_gcn_molecules import reference_readout as readout  # no code of its own
 ''',
 }
 

@@ -15,6 +15,7 @@ from lablib.grading.spec import load_lab
 SPEC = '''
 """A lab whose judges do what the graph labs' model judges do: work the grader must not do."""
 import os
+import threading
 import time
 
 import numpy as np
@@ -24,6 +25,7 @@ from lablib.grading.spec import expect, get_lab, sandbox_only
 lab = get_lab("lab9_sandboxed_judges", title="judges in a sandbox")
 lab.piece("double", objects=["double"], description="twice its input")
 GRADER = os.getpid()  # the grader's process, captured when the spec is loaded
+LOCK = threading.Lock()  # a judge using it cannot travel to another process
 
 
 @lab.test("double", points=1)
@@ -73,6 +75,29 @@ def _(got):
 
 
 @lab.test("double", points=1)
+def unsendable(ns):
+    return float(ns["double"](2.0))
+
+
+@unsendable.judge
+def _(got):
+    sandbox_only("judging under a lock")
+    with LOCK:
+        expect(got == 4.0, "unreachable")
+
+
+@lab.test("double", points=1)
+def judge_crashes(ns):
+    return float(ns["double"](2.0))
+
+
+@judge_crashes.judge
+def _(got):
+    sandbox_only("a judge with a bug that ends its process")
+    os._exit(3)
+
+
+@lab.test("double", points=1)
 def plain(ns):
     return float(ns["double"](5.0))
 
@@ -113,11 +138,15 @@ def test_sandboxed_judges_keep_the_grader_small_and_count_their_time(lab, tmp_pa
     assert endless.kind == Kind.TIMEOUT and "time limit (4 s)" in endless.message, endless.message
     wrong = by_name["wrong_in_sandbox"]
     assert wrong.kind == Kind.FAILED and wrong.message == "double(3.0) gave 6.0; this judge wants 7.0"
+    for name in ("unsendable", "judge_crashes"):  # the grader's fault, not the student's
+        assert by_name[name].kind == Kind.GRADER_ERROR, (name, by_name[name].kind, by_name[name].message)
+    assert "could not be sent" in by_name["unsendable"].message
+    assert "the sandboxed judging process failed" in by_name["judge_crashes"].message
     assert grown_mb < 200, f"the grader grew by {grown_mb:.0f} MB"
     assert result.seconds >= 4, result.seconds  # the endless judge's 4 s are the submission's
-    assert set(result.status.problems) == {Kind.MEMORY, Kind.TIMEOUT}, result.status
+    assert set(result.status.problems) == {Kind.MEMORY, Kind.TIMEOUT, Kind.GRADER_ERROR}, result.status
     assert any("judging test double::memory_bomb" in note for note in result.notes), result.notes
-    assert result.score == 2 and result.max_score == 5
+    assert result.score == 2 and result.max_score == 7
 
 
 def _build_gcn_regressor(num_features, hidden_units=64, num_layers=3):

@@ -79,8 +79,6 @@ MISTAKES = [
     ("feed-forward without its ReLU", "lab2_transformer_reuters", "encoder_block",
      [("np.maximum(Z @ w[\"intermediate_kernel\"] + w[\"intermediate_bias\"], 0.0)",
        "(Z @ w[\"intermediate_kernel\"] + w[\"intermediate_bias\"])")], "has no ReLU"),
-    ("attention scores without the keys transposed", "lab1_attention", "attention",
-     [("query @ key.swapaxes(-1, -2)", "query @ key")], "needs the keys transposed"),
     ("weights multiplied the wrong way round", "lab3_gcn_molecules", "gcn_matrix",
      [("H @ W.T + H @ B.T", "H @ W + H @ B")], "shapes do not fit"),
     ("GAT projection the wrong way round", "lab4_gat", "gat_attention",

@@ -15,6 +15,7 @@ grader's own memory does not move.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import traceback
 
@@ -22,6 +23,7 @@ from lablib.grading.expect import Mistake, TestFailure
 from lablib.grading.judge.tests import failed_message, judge_error, judged
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.run import Limits, ProbeRequest, run_submission
+from lablib.grading.spec import HIDDEN_NAMESPACE
 
 __all__ = ["judge_in_sandbox"]
 
@@ -53,25 +55,45 @@ class _JudgeCall:
 
 def _by_value(judge) -> None:
     """A judge from a module the sandboxed process cannot import (hidden tests, a spec
-    given by path: masked there) travels by value, as their probes do."""
+    given by path: masked or unknown there) travels by value, as their probes do. Only
+    such modules are registered: an installed or standard module is imported there."""
+    import functools
+
     import cloudpickle
 
+    while isinstance(judge, functools.partial):
+        judge = judge.func
     name = getattr(judge, "__module__", None) or ""
-    module = sys.modules.get(name)
-    if module is not None and name != "__main__" and name.split(".")[0] != "lablib":
+    if name.startswith((HIDDEN_NAMESPACE, "lablib_lab_files")) and name in sys.modules:
         try:
-            cloudpickle.register_pickle_by_value(module)
+            cloudpickle.register_pickle_by_value(sys.modules[name])
         except ValueError:
             pass
 
 
-def _result(test, reply) -> TestResult:
-    if not reply.ok:  # the judging process ran out of time or memory, or crashed
-        kind = reply.kind if reply.kind in (Kind.TIMEOUT, Kind.MEMORY) else Kind.CRASHED
-        what = str(reply.error).removeprefix("this test ")
+def _unsendable(call) -> str | None:
+    """Why ``call`` cannot travel to the judging process (None when it can)."""
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(call)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure is the spec's bug
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _result(test, reply, diagnostics: str) -> TestResult:
+    error = str(reply.error)
+    if not reply.ok and reply.kind in (Kind.TIMEOUT, Kind.MEMORY):  # what the model cost
+        if error.startswith("not run: "):
+            return TestResult.failed(
+                test, f"judging this test (it rebuilds and runs your model in a sandboxed "
+                      f"process) did not run: {error.removeprefix('not run: ')}", reply.kind)
         return TestResult.failed(
             test, f"judging this test rebuilds and runs your model in a sandboxed process, "
-                  f"and that {what}", kind)
+                  f"and that {error.removeprefix('this test ')}", reply.kind)
+    if not reply.ok:  # no code of the student's runs there: the grader's problem
+        return judge_error(test, f"the sandboxed judging process failed ({error})", diagnostics)
     value = reply.value if isinstance(reply.value, dict) else {}
     if "failed" in value:
         return failed_message(test, str(value["failed"]), bool(value.get("mistake")))
@@ -84,7 +106,7 @@ def _result(test, reply) -> TestResult:
         return judge_error(test, str(exc), "")
 
 
-def judge_in_sandbox(pending, *, limits: Limits = Limits(), mask=()) -> tuple[dict, float]:
+def judge_in_sandbox(pending, *, limits: Limits = Limits(), mask=(), seconds_left=None) -> tuple[dict, float]:
     """Run the judges of ``pending`` in one sandboxed process.
 
     Args:
@@ -93,16 +115,33 @@ def judge_in_sandbox(pending, *, limits: Limits = Limits(), mask=()) -> tuple[di
             :class:`~lablib.grading.run.ProbeResult` (ok) its probe returned.
         limits: the submission's :class:`~lablib.grading.run.Limits`.
         mask: paths the process must not see (as for the student's process).
+        seconds_left: what is left of the submission's total time budget (None: all
+            of it): the judges' time counts in that budget too.
 
     Returns:
         ``(results, seconds)``: ``{test id: TestResult}`` for every pending test, and the
-        seconds the judging process took.
+        seconds the judging process took. A judge that cannot be sent there, or a
+        judging process that fails for another reason than its time or memory, gives
+        that test ``grader-error`` (not cached; the instructor sees the detail).
     """
-    requests = []
+    results, requests = {}, []
     for test, raw in pending:
-        judge = test.judge_fn
-        _by_value(judge)
-        requests.append(ProbeRequest(test.id, _JudgeCall(judge, raw.value), (), test.timeout))
+        _by_value(test.judge_fn)
+        call = _JudgeCall(test.judge_fn, raw.value)
+        why = _unsendable(call)
+        if why is not None:
+            results[test.id] = judge_error(test, f"the judge could not be sent to the sandboxed "
+                                                 f"judging process ({why})", "")
+            continue
+        requests.append(ProbeRequest(test.id, call, (), test.timeout))
+    if not requests:
+        return results, 0.0
+    if seconds_left is not None:
+        limits = dataclasses.replace(limits, total=max(0.0, seconds_left))
     outcome = run_submission([], [], requests, limits=limits, mask=mask)
-    return ({test.id: _result(test, outcome.results[test.id]) for test, _ in pending},
-            outcome.seconds)
+    diagnostics = "\n".join(f"{d.ended} while running {d.running}: {d.detail} ({d.exit}); "
+                            f"output: {d.output_tail[-1500:]}" for d in outcome.diagnostics)
+    for test, _ in pending:
+        if test.id not in results:
+            results[test.id] = _result(test, outcome.results[test.id], diagnostics)
+    return results, outcome.seconds

@@ -59,7 +59,7 @@ def _raised(lab: LabSpec, cell_errors) -> dict:
 
 
 def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(),
-                     sandbox=None) -> SubmissionResult:
+                     sandbox=None, budget=None) -> SubmissionResult:
     """Judge every test of ``lab`` for one submission.
 
     Args:
@@ -69,7 +69,9 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
             scores 0 as ``missing``.
         outcome: the :class:`~lablib.grading.run.RunOutcome` of its run.
         notes: what reading the notebook noticed.
-        sandbox: ``sandbox(pending) -> (results, seconds)`` (:func:`.sandboxed.judge_in_sandbox`
+        budget: the submission's total seconds (``Limits.total_seconds``): the sandboxed
+            judges get what the student's run left of it.
+        sandbox: ``sandbox(pending, seconds_left=...) -> (results, seconds)`` (:func:`.sandboxed.judge_in_sandbox`
             with the submission's limits): judges run in the grader's own process, and
             those that would rebuild or run a submitted model run through it. None: every
             judge runs here, unrestricted (a check in the student's own notebook).
@@ -94,7 +96,8 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
             results.append(result)
     seconds = outcome.seconds
     if pending:
-        judged, took = sandbox([(t, raw) for _, t, raw in pending])
+        judged, took = sandbox([(t, raw) for _, t, raw in pending],
+                               seconds_left=None if budget is None else budget - outcome.student_seconds)
         seconds += took
         for index, t, _ in pending:
             results[index] = judged[t.id]

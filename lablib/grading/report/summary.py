@@ -197,7 +197,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
             "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
                                             for s in roster.without_submission]},
-        "written": _written_rows(results, written, totals),
+        "written": _written_rows(results, written, totals, late_applied=late is not None),
         "late": _late_rows(results, late, totals),
         "similarity": None if similarity is None else {
             "threshold": THRESHOLD, "method": "copydetect winnowing of the graded cells, the released lab's code removed",
@@ -258,7 +258,7 @@ def _late_rows(results, late, totals=None) -> dict | None:
             "on_time": sum(x is not None and x.penalty == 0 for x in found),
             "no_time": [r.submission for r, x in zip(results, found) if x is None],
             "penalty": _stats(penalties) if penalties else None,
-            "total": _stats([totals[r.submission] for r in results]) if totals else None,
+            "total": _stats([totals.get(r.submission, r.score) for r in results]) if totals else None,
             "rows": [{"submission": r.submission, "text": x.text, "penalty": x.penalty}
                      for r, x in zip(results, found) if x is not None and x.penalty > 0]}
 
@@ -276,7 +276,7 @@ def _late_section(late) -> str:
             f"time.{total}</p>{missing}{rows if late['rows'] else ''}")
 
 
-def _written_rows(results, written, totals=None) -> dict | None:
+def _written_rows(results, written, totals=None, late_applied=False) -> dict | None:
     """The people's grading of the written answers: per question, how many are graded,
     still to grade or stale (the answer changed since), their mean; and the totals
     (``totals``, the gradebook's, late penalties applied; else tests + written)."""
@@ -291,11 +291,10 @@ def _written_rows(results, written, totals=None) -> dict | None:
                      "graded": sum(s.graded and not s.stale for s in scores),
                      "to_grade": sum(not s.graded for s in scores), "stale": sum(s.stale for s in scores),
                      "mean": round(float(np.mean(graded)), 3) if graded else None})
-    if totals:
-        sums = [totals[r.submission] for r in results]
-    else:
-        sums = [r.score + sum(s.score for _, s in written.get(r.submission, [])) for r in results]
-    return {"questions": rows, "total": _stats(sums),
+    totals = totals or {}
+    sums = [totals.get(r.submission, r.score + sum(s.score for _, s in written.get(r.submission, [])))
+            for r in results]
+    return {"questions": rows, "total": _stats(sums), "late_applied": late_applied,
             "max_total": max([r.max_score for r in results] or [0.0]) + sum(q.points for q in questions),
             "to_grade": sum(row["to_grade"] + row["stale"] for row in rows)}
 
@@ -307,8 +306,8 @@ def _written_section(written) -> str:
                   [[w["question"], w["points"], w["graded"], w["to_grade"], w["stale"],
                     "-" if w["mean"] is None else w["mean"], w["title"]] for w in written["questions"]])
     total = written["total"]
-    return (f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers (late "
-            f"penalties applied, as in grades.csv): mean "
+    late = " (late penalties applied, as in grades.csv)" if written.get("late_applied") else ""
+    return (f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers{late}: mean "
             f"<b>{_fmt(total['mean'])}</b> / {_fmt(written['max_total'])}, median {_fmt(total['median'])}; "
             f"{written['to_grade']} answers still to grade (<code>lablib review</code>).</p>")
 

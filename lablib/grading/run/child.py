@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from lablib.backend import full_float32
 from lablib.grading.results import Kind
-from lablib.grading.run.guard import Watch, message as crib_message
+from lablib.grading.run.guard import Watch, borrowed, message as crib_message
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 from lablib.session import not_done_text, unfinished_piece
 
@@ -160,10 +160,14 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
                 reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
         elif command.op == "probe":
             guard = getattr(command.probe, "guard", ())
-            with (Watch(guard) if guard else contextlib.nullcontext()) as watch:
-                result = _run_probe(command.probe, ns)
-            if watch is not None and watch.found is not None:
-                result = ProbeResult.failed(Kind.ERROR, crib_message(watch.found))
+            alias = borrowed({n: ns[n] for n in command.probe.objects if n in ns}, guard) if guard else None
+            if alias is not None:  # the graded name is lablib's own code
+                result = ProbeResult.failed(Kind.ERROR, crib_message(alias))
+            else:
+                with (Watch(guard) if guard else contextlib.nullcontext()) as watch:
+                    result = _run_probe(command.probe, ns)
+                if watch is not None and watch.found is not None:
+                    result = ProbeResult.failed(Kind.ERROR, crib_message(watch.found))
             reply.update(event="result", ok=result.ok)
             if result.ok:
                 try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "code_files", "message"]
+__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "borrowed", "code_files", "message"]
 
 #: What a by-hand piece's code may not call, relative to lablib's package folder: its
 #: layers and the grader (the judges' references among them). lablib's graph utilities
@@ -87,19 +87,67 @@ class Watch:
         return False
 
 
+def _functions(obj):
+    """The plain functions behind ``obj``: itself (unwrapped) or, for a class, every
+    method, static/class method and property of it and of its bases."""
+    import inspect
+
+    if isinstance(obj, type):
+        members = [v for klass in inspect.getmro(obj) if klass is not object
+                   for v in vars(klass).values()]
+    else:
+        members = [obj]
+    found = []
+    for member in members:
+        if isinstance(member, property):
+            found += [f for f in (member.fget, member.fset, member.fdel) if f is not None]
+            continue
+        member = getattr(member, "__func__", member)  # staticmethod, classmethod, bound method
+        if callable(member):
+            try:
+                member = inspect.unwrap(member)
+            except ValueError:
+                pass
+            if getattr(member, "__code__", None) is not None:
+                found.append(member)
+    return found
+
+
 def code_files(objects) -> tuple[str, ...]:
-    """The source files of ``objects``' code: a function's, a class's methods' (what
-    ``lablib.check`` hands to :class:`Watch` as the student's code)."""
-    files = []
-    for obj in objects:
-        functions = [obj] if callable(obj) and not isinstance(obj, type) else []
+    """The source files of ``objects``' code: a function's, a class's methods' (its
+    bases' included), unwrapped (what ``lablib.check`` hands to :class:`Watch` as the
+    student's code)."""
+    return tuple(dict.fromkeys(f.__code__.co_filename for obj in objects for f in _functions(obj)))
+
+
+def borrowed(objects: dict, guarded) -> str | None:
+    """The dotted name of lablib's guarded code that a graded name *is* (bound to it, or
+    a class built on it), e.g. ``readout = reference_readout``, or None. The probe then
+    calls lablib itself, which :class:`Watch` cannot tell from lablib's own calls.
+
+    A function is judged by the file of its code, a class by the modules of it and its
+    bases (a class defined in a graded cell names the child's ``__main__``, whose file
+    is lablib's own: files would mislead there).
+    """
+    import inspect
+
+    parts = tuple(root + part for root in _package_dirs() for part in guarded)
+    modules = tuple("lablib." + part.rstrip(os.sep).replace(os.sep, ".") + "." for part in guarded)
+    for obj in objects.values():
         if isinstance(obj, type):
-            functions = [v for v in vars(obj).values() if callable(v)]
-        for function in functions:
-            code = getattr(getattr(function, "__func__", function), "__code__", None)
-            if code is not None:
-                files.append(code.co_filename)
-    return tuple(dict.fromkeys(files))
+            for klass in inspect.getmro(obj):
+                if (klass.__module__ + ".").startswith(modules):
+                    return f"{klass.__module__}.{klass.__qualname__}"
+            continue
+        function = getattr(obj, "__func__", obj)
+        try:
+            function = inspect.unwrap(function)
+        except ValueError:
+            pass
+        code = getattr(function, "__code__", None)
+        if code is not None and os.path.abspath(code.co_filename).startswith(parts):
+            return f"{function.__module__}.{getattr(function, '__qualname__', function.__name__)}"
+    return None
 
 
 def message(found: str) -> str:

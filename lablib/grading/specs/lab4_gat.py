@@ -197,7 +197,10 @@ def _check_alpha(alpha, adjacency, what):
 # --------------------------------------------------------------------------- gat_attention
 
 #: A projection written the wrong way round: NumPy's error, named in plain words.
-PROJECTION_SHAPES = ((r"matmul: Input operand \d+ has a mismatch|shapes \(.*\) and \(.*\) not aligned",
+#: Tied to the tests' sizes (F = 3 features, F' = 2, 4 or 5; a square W runs and is diagnosed
+#: by value), so that another product's mismatch (Z @ a with all 2F' entries) is not
+#: given this sentence.
+PROJECTION_SHAPES = ((r"\(size [245] is different from 3\)|3 \(dim [01]\) != [245] \(dim 0\)",
                       "A matrix product's shapes do not fit: W has shape [F', F] (the lecture's "
                       "W h for a column vector h), so the nodes' rows project as Z = H @ W.T, "
                       "not H @ W."),)

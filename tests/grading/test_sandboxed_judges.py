@@ -28,24 +28,23 @@ GRADER = os.getpid()  # the grader's process, captured when the spec is loaded
 LOCK = threading.Lock()  # a judge using it cannot travel to another process
 
 
-@lab.test("double", points=1)
-def elsewhere(ns):
-    return float(ns["double"](2.0))
+def doubled(ns, x=2.0):  # every test's probe: the student's double(x)
+    return float(ns["double"](x))
 
 
-@elsewhere.judge
+def judge(name, x=2.0):
+    """Register a test named ``name`` (probe: double(x)) with the decorated judge."""
+    return lab.test("double", points=1, name=name)(lambda ns: doubled(ns, x)).judge
+
+
+@judge("elsewhere")
 def _(got):
     sandbox_only("checking where it runs")
     expect(os.getpid() != GRADER, "the judge ran in the grader's own process")
     expect(got == 4.0, f"double(2.0) gave {got}, expected 4.0")
 
 
-@lab.test("double", points=1)
-def memory_bomb(ns):
-    return float(ns["double"](2.0))
-
-
-@memory_bomb.judge
+@judge("memory_bomb")
 def _(got):
     sandbox_only("building something huge")
     hog = np.ones(3 * 2**30 // 8)  # 3 GB, every page written
@@ -54,7 +53,7 @@ def _(got):
 
 @lab.test("double", points=1, timeout=4)
 def endless(ns):
-    return float(ns["double"](2.0))
+    return doubled(ns)
 
 
 @endless.judge
@@ -63,46 +62,26 @@ def _(got):
     time.sleep(600)
 
 
-@lab.test("double", points=1)
-def wrong_in_sandbox(ns):
-    return float(ns["double"](3.0))
-
-
-@wrong_in_sandbox.judge
+@judge("wrong_in_sandbox", x=3.0)
 def _(got):
     sandbox_only("judging a value")
     expect(got == 7.0, f"double(3.0) gave {got}; this judge wants 7.0")
 
 
-@lab.test("double", points=1)
-def unsendable(ns):
-    return float(ns["double"](2.0))
-
-
-@unsendable.judge
+@judge("unsendable")
 def _(got):
     sandbox_only("judging under a lock")
     with LOCK:
         expect(got == 4.0, "unreachable")
 
 
-@lab.test("double", points=1)
-def judge_crashes(ns):
-    return float(ns["double"](2.0))
-
-
-@judge_crashes.judge
+@judge("judge_crashes")
 def _(got):
     sandbox_only("a judge with a bug that ends its process")
     os._exit(3)
 
 
-@lab.test("double", points=1)
-def plain(ns):
-    return float(ns["double"](5.0))
-
-
-@plain.judge
+@judge("plain", x=5.0)
 def _(got):
     expect(os.getpid() == GRADER, "a plain judge left the grader's process")
     expect(got == 10.0, f"double(5.0) gave {got}")

@@ -129,24 +129,35 @@ def borrowed(objects: dict, guarded) -> str | None:
     bases (a class defined in a graded cell names the child's ``__main__``, whose file
     is lablib's own: files would mislead there).
     """
-    import inspect
-
     parts = tuple(root + part for root in _package_dirs() for part in guarded)
     modules = tuple("lablib." + part.rstrip(os.sep).replace(os.sep, ".") + "." for part in guarded)
     for obj in objects.values():
-        if isinstance(obj, type):
-            for klass in inspect.getmro(obj):
-                if (klass.__module__ + ".").startswith(modules):
-                    return f"{klass.__module__}.{klass.__qualname__}"
-            continue
-        function = getattr(obj, "__func__", obj)
         try:
-            function = inspect.unwrap(function)
-        except ValueError:
-            pass
-        code = getattr(function, "__code__", None)
-        if code is not None and os.path.abspath(code.co_filename).startswith(parts):
-            return f"{function.__module__}.{getattr(function, '__qualname__', function.__name__)}"
+            found = _lablib_code(obj, parts, modules)
+        except Exception:  # noqa: BLE001 - a hostile object's attributes: not lablib's code
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+def _lablib_code(obj, parts, modules) -> str | None:
+    """:func:`borrowed` for one object."""
+    import inspect
+
+    if isinstance(obj, type):
+        for klass in inspect.getmro(obj):
+            if (klass.__module__ + ".").startswith(modules):
+                return f"{klass.__module__}.{klass.__qualname__}"
+        return None
+    function = getattr(obj, "__func__", obj)
+    try:
+        function = inspect.unwrap(function)
+    except ValueError:
+        pass
+    code = getattr(function, "__code__", None)
+    if code is not None and os.path.abspath(code.co_filename).startswith(parts):
+        return f"{function.__module__}.{getattr(function, '__qualname__', function.__name__)}"
     return None
 
 

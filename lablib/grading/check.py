@@ -7,13 +7,12 @@ therefore never says "all passed" when hidden tests may exist.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
 from lablib.grading.judge import judge_test
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.run.child import run_probe
-from lablib.grading.run.guard import BY_HAND, Watch, borrowed, code_files, message as crib_message
+from lablib.grading.run.guard import BY_HAND, code_files, message as crib_message, run_watched
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult
 from lablib.grading.spec import LabSpec, load_lab, registered_lab
 from lablib.session import NOT_DONE
@@ -146,15 +145,11 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
         # A piece written by hand gets the grader's crib guard here too, so a student
         # learns in the notebook, not from the grade, that calling lablib's own layer or
         # the grader's reference gives no points.
-        guard = BY_HAND if spec.pieces[piece].by_hand else ()
-        alias = borrowed(ns, guard) if guard else None
-        if alias is not None:  # the checked name is lablib's own code
-            raw = ProbeResult.failed(Kind.ERROR, crib_message(alias))
-        else:
-            with (Watch(guard, code_files(ns.values())) if guard else contextlib.nullcontext()) as watch:
-                raw = run_probe(ProbeRequest(test.id, test.probe, tuple(declared), test.timeout), ns)
-            if watch is not None and watch.found is not None:
-                raw = ProbeResult.failed(Kind.ERROR, crib_message(watch.found))
+        request = ProbeRequest(test.id, test.probe, tuple(declared), test.timeout)
+        raw, crib = run_watched(lambda: run_probe(request, ns), BY_HAND if spec.pieces[piece].by_hand else (),
+                                ns, code_files(ns.values()))
+        if crib is not None:
+            raw = ProbeResult.failed(Kind.ERROR, crib_message(crib))
         results.append(judge_test(test, raw))
     # Hidden tests are never in the student's lablib, so the report always says that
     # more tests may run at grading.

@@ -20,7 +20,7 @@ import sys
 import traceback
 
 from lablib.grading.expect import Mistake, TestFailure
-from lablib.grading.judge.tests import failed_message, judge_error, judged
+from lablib.grading.judge.tests import failed_message, failure_text, judge_error, judged
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.run import Limits, ProbeRequest, run_submission
 from lablib.grading.spec import HIDDEN_NAMESPACE
@@ -41,8 +41,7 @@ class _JudgeCall:
         try:
             returned = self.judge(self.value)
         except (TestFailure, AssertionError) as exc:
-            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            return {"failed": message, "mistake": isinstance(exc, Mistake)}
+            return {"failed": failure_text(exc), "mistake": isinstance(exc, Mistake)}
         except MemoryError:  # the limit, reported as such by the process (kind memory)
             raise
         except Exception as exc:  # noqa: BLE001 - the judge's bug, reported as such

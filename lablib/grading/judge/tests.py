@@ -18,7 +18,7 @@ from lablib.grading.expect import Mistake
 from lablib.backend import full_float32
 from lablib.grading.spec import NeedsSandbox, Test, TestFailure, judging_in_grader
 
-__all__ = ["judge_test", "judged", "failed_message", "judge_error"]
+__all__ = ["judge_test", "judged", "failed_message", "failure_text", "judge_error"]
 
 # Judges may import TensorFlow or Keras on first use; two grader threads doing that at
 # once deadlock or half-register TensorFlow's ops. Judging is cheap: one at a time.
@@ -70,12 +70,14 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
     return judged(test, fraction)
 
 
+def failure_text(exc: BaseException) -> str:
+    """What a judge's :class:`TestFailure` or ``AssertionError`` says."""
+    return getattr(exc, "message", None) or str(exc) or type(exc).__name__
 
 
 def failed_judgement(test: Test, exc: BaseException) -> TestResult:
     """The result of a judge that raised :class:`TestFailure` or ``AssertionError``."""
-    return failed_message(test, getattr(exc, "message", None) or str(exc) or type(exc).__name__,
-                          isinstance(exc, Mistake))
+    return failed_message(test, failure_text(exc), isinstance(exc, Mistake))
 
 
 def failed_message(test: Test, message: str, mistake: bool) -> TestResult:

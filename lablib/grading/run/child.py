@@ -17,7 +17,6 @@ student's notebook.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import struct
@@ -28,7 +27,7 @@ from typing import Any, Mapping
 
 from lablib.backend import full_float32
 from lablib.grading.results import Kind
-from lablib.grading.run.guard import Watch, borrowed, message as crib_message
+from lablib.grading.run.guard import message as crib_message, run_watched
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 from lablib.session import not_done_text, unfinished_piece
 
@@ -159,15 +158,11 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
             except BaseException as exc:  # noqa: BLE001
                 reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
         elif command.op == "probe":
-            guard = getattr(command.probe, "guard", ())
-            alias = borrowed({n: ns[n] for n in command.probe.objects if n in ns}, guard) if guard else None
-            if alias is not None:  # the graded name is lablib's own code
-                result = ProbeResult.failed(Kind.ERROR, crib_message(alias))
-            else:
-                with (Watch(guard) if guard else contextlib.nullcontext()) as watch:
-                    result = _run_probe(command.probe, ns)
-                if watch is not None and watch.found is not None:
-                    result = ProbeResult.failed(Kind.ERROR, crib_message(watch.found))
+            probe = command.probe
+            result, crib = run_watched(lambda: _run_probe(probe, ns), getattr(probe, "guard", ()),
+                                       {n: ns[n] for n in probe.objects if n in ns})
+            if crib is not None:
+                result = ProbeResult.failed(Kind.ERROR, crib_message(crib))
             reply.update(event="result", ok=result.ok)
             if result.ok:
                 try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "borrowed", "code_files", "message"]
+__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "borrowed", "code_files", "message", "run_watched"]
 
 #: What a by-hand piece's code may not call, relative to lablib's package folder: its
 #: layers and the grader (the judges' references among them). lablib's graph utilities
@@ -159,6 +159,21 @@ def _lablib_code(obj, parts, modules) -> str | None:
     if code is not None and os.path.abspath(code.co_filename).startswith(parts):
         return f"{function.__module__}.{getattr(function, '__qualname__', function.__name__)}"
     return None
+
+
+def run_watched(run, guard, objects: dict, student_files=()):
+    """``run()`` under the crib guard ``guard`` (empty: no guard): ``(value, None)``, or
+    ``(value or None, found)`` with the dotted name of the lablib code a graded name is
+    (:func:`borrowed`, and then ``run`` is not called) or the student's code called
+    (:class:`Watch`). The grader's child and ``lablib.check`` both run probes this way."""
+    if not guard:
+        return run(), None
+    found = borrowed(objects, guard)
+    if found is not None:
+        return None, found
+    with Watch(guard, student_files) as watch:
+        value = run()
+    return value, watch.found
 
 
 def message(found: str) -> str:

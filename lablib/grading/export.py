@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import pathlib
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.gradebook_json import read_gradebook
 from lablib.grading.report.text import num
@@ -138,7 +139,7 @@ def export(fmt: str, outputs, roster: Roster, destination, *, columns=None, piec
                     values[id(student)].append(num(row["pieces"].get(piece, {}).get("score", 0.0)))
     destination = pathlib.Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with open(destination, "w", newline="", encoding="utf-8") as f:
+    with atomic_write(destination, newline="") as f:
         writer = csv.writer(f)
         if fmt == "canvas":
             writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section",

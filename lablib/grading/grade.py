@@ -23,9 +23,7 @@ import importlib
 import json
 import os
 import pathlib
-import shutil
 import sys
-import threading
 import time
 import warnings
 
@@ -35,7 +33,8 @@ from lablib.grading.author import catalog
 from lablib.grading.judge import judge_in_sandbox, judge_submission, summarise, unreadable
 from lablib.grading.late import POLICY_FILE, LatePolicy
 from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook, setup_sources, written_answers
-from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
+from lablib.grading.atomic import atomic_write
+from lablib.grading.report.gradebook_json import _WHAT_TO_DO, GradebookError, read_gradebook, result_from_entry
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.roster import Roster
@@ -109,25 +108,33 @@ class SubmissionRemoved(UserWarning):
 
 
 def previous_results(out_dir, lab_name: str) -> list[SubmissionResult]:
-    """The results of the gradebook already in ``out_dir`` (``grades.json``), or [].
+    """The results of the gradebook already in ``out_dir`` (``grades.json``); [] only
+    when there is no ``grades.json`` at all.
 
     Raises:
+        GradebookError: ``grades.json`` exists but cannot be read (cut short, not JSON,
+            an entry that is not a submission's): never taken for an empty gradebook,
+            which would drop every other row and its feedback at the next write.
+        OSError: ``grades.json`` exists but cannot be opened.
         ValueError: the folder holds the gradebook of another lab.
     """
     try:
         data = read_gradebook(out_dir)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return []
-    if not isinstance(data, dict) or data.get("lab") != lab_name:
-        raise ValueError(
-            f"{out_dir} holds the gradebook of {data.get('lab') if isinstance(data, dict) else 'something else'!r}, "
-            f"not of {lab_name!r}: grade into another folder (-o), or pass --fresh to replace it.")
+    if data.get("lab") != lab_name:
+        raise ValueError(f"{out_dir} holds the gradebook of {data.get('lab')!r}, not of {lab_name!r}: grade into "
+                         f"another folder (-o), or pass --fresh to replace it.")
     results = []
-    for entry in data.get("submissions", []):
+    for number, entry in enumerate(data["submissions"], 1):
         try:
             results.append(result_from_entry(entry))
-        except (KeyError, TypeError, ValueError):
-            continue  # an entry this version cannot read is graded again when its notebook is
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            name = entry.get("submission") if isinstance(entry, dict) else None
+            raise GradebookError(
+                f"{pathlib.Path(out_dir) / 'grades.json'}: submission {number}"
+                f"{f' ({name!r})' if isinstance(name, str) else ''} cannot be read ({type(exc).__name__}: "
+                f"{str(exc)[:200]}). {_WHAT_TO_DO}") from None
     return results
 
 
@@ -201,9 +208,7 @@ class _Cache:
         cache.parent.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["answers"], data["code"] = {}, {}
-        tmp = cache.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "result": data}, default=str))
-        os.replace(tmp, cache)  # two threads with the same code never leave half a file
+        atomic_write(cache, json.dumps({"key": key, "result": data}, default=str))  # never half a file
 
 
 def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) -> list[str]:
@@ -305,7 +310,7 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     kept = out / ROSTER_COPY
     if roster is not None and roster.source and os.path.isfile(roster.source) and not (
             kept.exists() and os.path.samefile(roster.source, kept)):
-        shutil.copyfile(roster.source, kept)
+        atomic_write(kept, pathlib.Path(roster.source).read_bytes())
     if late_policy is not None:
         late_policy.save(out)
     elif fresh:
@@ -348,13 +353,14 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
             one kept in the folder, if any.
 
     Raises:
-        ValueError: ``out_dir`` holds no gradebook, or the gradebook of another lab.
+        ValueError: ``out_dir`` holds no gradebook, or the gradebook of another lab;
+            :class:`~lablib.grading.report.gradebook_json.GradebookError` (a ValueError):
+            its ``grades.json`` cannot be read (nothing is written then).
     """
     out = pathlib.Path(out_dir)
     try:
-        data = read_gradebook(out)
-        name = data["lab"]
-    except (OSError, ValueError, KeyError, TypeError):
+        name = read_gradebook(out)["lab"]
+    except FileNotFoundError:
         raise ValueError(f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass the output "
                          f"folder of a graded lab.") from None
     spec = lab if isinstance(lab, LabSpec) else load_lab(lab or name, hidden_dirs)

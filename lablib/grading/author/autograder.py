@@ -24,6 +24,7 @@ import pathlib
 import tempfile
 import zipfile
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.author import catalog, distwheel
 from lablib.grading.author.assignment import dumps_notebook, make_assignment
 from lablib.grading.notebook import read_notebook
@@ -118,7 +119,7 @@ def build_autograder(lab, output, *, hidden_dirs=(), wheel=None, lab_notebook=No
     files["lab.ipynb"] = (blank.encode(), 0o644)
     output = pathlib.Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(output, "w") as zf:
+    with atomic_write(output, binary=True) as f, zipfile.ZipFile(f, "w") as zf:  # whole or not at all
         for name in sorted(files):
             data, mode = files[name]
             _fixed_zip_write(zf, name, data, mode)

@@ -16,6 +16,7 @@ import pathlib
 import unicodedata
 from typing import Protocol, Sequence
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.late import Late, LateError
 from lablib.grading.results import PersonScore, SubmissionResult
 
@@ -181,7 +182,7 @@ def write_per_submission(folder: pathlib.Path, book: Gradebook, suffix: str, ren
     for r in book.results:
         if only is None or only(r):
             path = folder / f"{book.stems[r.submission]}{suffix}"
-            path.write_text(render(book.lab.title, r), encoding="utf-8")
+            atomic_write(path, render(book.lab.title, r))
             paths.append(path)
     for stale in set(folder.glob(f"*{suffix}")) - set(paths):
         stale.unlink()

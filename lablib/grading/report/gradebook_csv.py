@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import pathlib
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.report.base import Gradebook
 from lablib.grading.report.text import num, status_text
 
@@ -33,7 +34,7 @@ class CsvGradebook:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         path = pathlib.Path(out_dir) / "grades.csv"
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        with atomic_write(path, newline="") as f:
             writer = csv.writer(f)
             who = ["student_id", "name", "email", "section"] if book.roster is not None else []
             questions = book.questions

@@ -20,20 +20,57 @@ import dataclasses
 import json
 import pathlib
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.report.base import Gradebook
 from lablib.grading.report.text import status_text
 from lablib.grading.results import SubmissionResult
 
-__all__ = ["JsonGradebook", "read_gradebook", "result_from_entry"]
+__all__ = ["JsonGradebook", "GradebookError", "read_gradebook", "result_from_entry"]
+
+#: What to do about a gradebook that cannot be read, in every message that says so.
+_WHAT_TO_DO = ("Nothing in the folder was changed. Restore grades.json (from a backup or version control) "
+               "and run the command again, or grade every submission again into a new gradebook with "
+               "`lablib grade ... --fresh` (rows of submissions not graded in that run are then dropped).")
+
+
+class GradebookError(ValueError):
+    """A ``grades.json`` that exists but cannot be read as a gradebook: cut short (a
+    writer stopped midway by an older lablib, a full disk), edited by hand, or another
+    file. Never taken for an empty gradebook: a regrade that did so would drop every
+    other student's row and feedback."""
 
 
 def read_gradebook(out_dir):
     """The parsed ``grades.json`` of a grading output folder.
 
     Raises:
-        OSError: no readable file; ValueError: not JSON.
+        FileNotFoundError: there is no ``grades.json`` (no gradebook yet).
+        OSError: it cannot be opened.
+        GradebookError: it is not a gradebook (not UTF-8, not JSON, cut short, not an
+            object with ``lab`` and ``submissions``): the message names the file, what
+            is wrong and what to do.
     """
-    return json.loads((pathlib.Path(out_dir) / "grades.json").read_text(encoding="utf-8"))
+    path = pathlib.Path(out_dir) / "grades.json"
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise GradebookError(f"{path} cannot be read: it is not UTF-8 text (byte {exc.start} of {len(raw)}). "
+                             f"{_WHAT_TO_DO}") from None
+    except json.JSONDecodeError as exc:
+        if not raw.strip():
+            raise GradebookError(f"{path} cannot be read: it is empty ({len(raw)} bytes). {_WHAT_TO_DO}") from None
+        cut = "" if raw.rstrip().endswith(b"}") else " (it does not end as a gradebook ends: cut short while being written?)"
+        raise GradebookError(f"{path} cannot be read: not valid JSON at line {exc.lineno}, column {exc.colno} "
+                             f"({exc.msg}; {len(raw)} bytes){cut}. {_WHAT_TO_DO}") from None
+    except RecursionError:
+        raise GradebookError(f"{path} cannot be read: it is nested too deeply to be a gradebook. "
+                             f"{_WHAT_TO_DO}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("lab"), str) \
+            or not isinstance(data.get("submissions"), list):
+        raise GradebookError(f"{path} is JSON but not a gradebook written by `lablib grade` (expected an object "
+                             f"with \"lab\" and a list \"submissions\"). {_WHAT_TO_DO}")
+    return data
 
 
 def result_from_entry(entry: dict) -> SubmissionResult:
@@ -82,5 +119,5 @@ class JsonGradebook:
                               "students_without_submission": [dataclasses.asdict(s)
                                                               for s in book.roster.without_submission]}
         path = pathlib.Path(out_dir) / "grades.json"
-        path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(data, indent=1, default=str) + "\n")
         return [path]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.report.base import Gradebook
 from lablib.grading.report.text import num, person_lines, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult
@@ -86,5 +87,5 @@ class GradescopeResults:
                         f"({pathlib.Path(best.path).name}).")
             data = to_gradescope_json(best, note, book.written(best))
         path = pathlib.Path(out_dir) / "results.json"
-        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(data, indent=1) + "\n")
         return [path]

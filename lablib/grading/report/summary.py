@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.report.base import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
@@ -494,8 +495,8 @@ def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, 
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = class_summary(lab, results, roster, skipped, written, late, similarity, totals)
-    (out / "summary.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    (out / "summary.html").write_text(summary_html(data, similarity), encoding="utf-8")
+    atomic_write(out / "summary.json", json.dumps(data, indent=1) + "\n")
+    atomic_write(out / "summary.html", summary_html(data, similarity))
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
 
 

@@ -160,7 +160,7 @@ def test_markdown_renders_math_and_never_runs_student_html():
     assert html.count("<math") == 2 and "<mfrac>" in html
     assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
     assert 'href="javascript' not in html
-    assert "class='tex'" in html, "a formula the converter cannot read is shown as typed"
+    assert 'class="tex"' in html, "a formula the converter cannot read is shown as typed"
 
 
 # --------------------------------------------------------------------------- gradebook

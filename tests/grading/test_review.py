@@ -232,11 +232,13 @@ def server(graded):
     srv.server_close()
 
 
-def _request(srv, method, path, body=None, headers=None):
+def _request(srv, method, path, body=None, headers=None, token=True):
+    """One request to the review server, with its token unless ``token`` is False."""
     host, port = srv.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=10)
     data = None if body is None else json.dumps(body).encode()
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    auth = {"Authorization": f"Bearer {srv.token}"} if token else {}
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **auth, **(headers or {})})
     response = conn.getresponse()
     payload = response.read()
     conn.close()
@@ -262,7 +264,11 @@ def test_the_page_sees_no_names_and_answers_are_shuffled_per_question(server):
         assert orders[q] == app._ordered(q)
     names = sorted(r.submission for r in _results())
     assert orders["why"] != names and orders["how"] != names and orders["why"] != orders["how"], orders
-    assert "&lt;script&gt;" in how["answers"][0]["html"]
+    _, how = _request(srv, "GET", "/api/question/how")  # the tokens under the fixed key
+    assert "html" not in how["answers"][0] and "Fix" not in json.dumps(how), "the list carries no answer text"
+    status, texts = _request(srv, "GET", f"/api/texts/how?answers={how['answers'][0]['token']}")
+    assert status == 200 and "&lt;script&gt;" in texts["answers"][0]["html"]
+    assert texts["answers"][0]["digest"] == how["answers"][0]["digest"]
     assert sum(a["empty"] for a in why["answers"]) == 2
 
 

@@ -9,10 +9,32 @@ grading (an item's new points re-score every answer it is on). Each change is st
 ``<out>/reviews.sqlite`` (:mod:`.store`) before the page hears back: closing the page or
 the process loses nothing, and two graders can work at once.
 
-The server is the standard library's, bound to 127.0.0.1 only. It answers only requests
-addressed to localhost (no DNS rebinding) and changes only on JSON POSTs from its own
-page (a request from another site is refused). Students' names never reach the page:
-answers travel under a per-question token.
+Who can reach it. The server is the standard library's, bound to 127.0.0.1 only, and
+answers only requests addressed to localhost (no DNS rebinding). Each run makes a random
+token (as Jupyter does); the address it prints carries it (``/?token=...``), the page
+keeps it in its tab's ``sessionStorage`` (one origin: this port) and sends it with every
+API request (``Authorization: Bearer``); a request without it is refused (401), with
+another (403). Changes are JSON POSTs from the page itself (a foreign ``Origin`` is
+refused, and so is a form's ``text/plain``). The log names the grader the server was
+started for (``--grader``), never a name a request carries. Students' names never reach
+the page: answers travel under a per-question token.
+
+What a student's text can do there: nothing. It is rendered by :mod:`.render` (an
+allowlist sanitiser after every step: no script, style, form, frame, image, ``id`` or
+``class``), put in a shadow root of its own (the page's lookups, forms, labels and
+styles never cross it, and the page holds references to its own fields), under a CSP
+that refuses inline script and style, frames, form posts, ``<base>`` and every load
+from elsewhere.
+
+Bounded answers. The question's list of answers carries no text; the page fetches the
+first :data:`PREVIEW_CHARS` characters of the answers it shows (a page of
+:data:`PAGE_SIZE`, a few at a time), and the whole of one on "show all". Every read the
+page repeats names the version it has: only what changed since comes back.
+
+Grades bound to what was seen. Each grade carries the digest of the answer text the page
+showed and the version of the grade it was based on: a grade of a text a regrade replaced
+is kept against the text seen and flagged stale; a grade changed by someone else since is
+refused (409), and the page reloads it and says so. Rubric edits likewise.
 
 Example::
 
@@ -23,12 +45,15 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import hashlib
+import hmac
 import http.server
 import json
 import os
 import pathlib
 import re
+import secrets
 import threading
 import urllib.parse
 
@@ -39,11 +64,11 @@ from lablib.grading.notebook import (
     read_notebook,
     written_answers,
 )
-from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
-from lablib.grading.review.render import render_markdown
-from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore
+from lablib.grading.report.gradebook_json import GradebookError, read_gradebook, result_from_entry
+from lablib.grading.review.render import render_answer, render_markdown
+from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewConflict, ReviewError, ReviewStore
 
-__all__ = ["ReviewApp", "ReviewServer", "make_server", "question_prompts"]
+__all__ = ["PAGE_SIZE", "PREVIEW_CHARS", "ReviewApp", "ReviewServer", "make_server", "question_prompts"]
 
 PAGE_DIR = pathlib.Path(__file__).with_name("page")
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
@@ -51,6 +76,20 @@ _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
            "/review.css": ("review.css", "text/css; charset=utf-8")}
 #: Request bodies larger than this are refused (a page's request is a few hundred bytes).
 MAX_BODY = 256 * 1024
+#: An answer's first characters shown in the list; the rest on "show all".
+PREVIEW_CHARS = 3000
+#: Answers shown at once (the page has a pager); the page asks for their text a few at a time.
+PAGE_SIZE = 50
+#: The most answers one request for texts may name.
+MAX_TEXTS = 50
+#: What the page's responses say about an answer without a record in the gradebook.
+_NO_RECORD = ("no answer recorded: the notebook could not be read (see its status), or it was graded by an "
+              "older lablib (grade it again)")
+_TOKEN_RE = re.compile(r"[0-9a-f]{16}")
+#: The page's security headers (see the module's docstring).
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
+       "font-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; child-src 'none'; "
+       "worker-src 'none'; manifest-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
 def question_prompts(template, questions) -> dict[str, str]:
@@ -82,6 +121,43 @@ def question_prompts(template, questions) -> dict[str, str]:
     return prompts
 
 
+class _RenderCache:
+    """Rendered answers by (digest, limit), the least recently used dropped past
+    ``max_chars`` characters in all (rendering a long answer of formulas is the page's
+    slowest step; graders go back and forth)."""
+
+    def __init__(self, max_chars: int = 64 * 1024 * 1024):
+        self.max_chars = max_chars
+        self._items: collections.OrderedDict = collections.OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key, make):
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = make()
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = value
+                self._size += len(value)
+                while self._size > self.max_chars and len(self._items) > 1:
+                    _, old = self._items.popitem(last=False)
+                    self._size -= len(old)
+        return value
+
+
+class ChangeRefused(Exception):
+    """A change refused with ``status`` (409: based on an old version); ``payload`` is
+    what the page shows instead (the rows as they are now)."""
+
+    def __init__(self, status: int, payload: dict):
+        super().__init__(payload.get("error", ""))
+        self.status = status
+        self.payload = payload
+
+
 class ReviewApp:
     """What the page asks and changes, without HTTP (tested directly).
 
@@ -91,16 +167,19 @@ class ReviewApp:
         lab: its :class:`~lablib.grading.spec.LabSpec` (with written questions).
         template: the released lab notebook (the questions' text), or None.
         solution: the solution notebook (the model answers), or None.
-        grader: the name recorded with each change.
+        grader: the name recorded with each change (the person this server's token
+            belongs to; a request cannot name another).
         on_write: called by "Write the gradebook"; returns a message (the CLI passes
             :func:`lablib.grading.grade.rewrite_reports`).
+        preview_chars: an answer's characters shown before "show all".
 
     Raises:
         ReviewError: the lab has no written question, or ``out_dir`` holds no gradebook
             of this lab.
     """
 
-    def __init__(self, out_dir, lab, *, template=None, solution=None, grader: str = "", on_write=None):
+    def __init__(self, out_dir, lab, *, template=None, solution=None, grader: str = "", on_write=None,
+                 preview_chars: int = PREVIEW_CHARS):
         if not lab.answers:
             raise ReviewError(f"Lab {lab.name!r} has no written answers to review (its spec declares none with "
                               f"lab.answer(...)).")
@@ -108,9 +187,14 @@ class ReviewApp:
         self.lab = lab
         self.grader = grader
         self.on_write = on_write
+        self.preview_chars = int(preview_chars)
+        self.generation = 0
         self._lock = threading.Lock()
         self._stamp = None
         self._rows: dict = {}
+        self._digests: dict = {}
+        self._orders: dict = {}
+        self._renders = _RenderCache()
         self._load()
         self.store = ReviewStore(self.out / DB_NAME, lab)
         template_nb = read_notebook(template)[0] if template else None
@@ -118,23 +202,27 @@ class ReviewApp:
         model = {}
         if solution:
             model = {q: a.text for q, a in written_answers(read_notebook(solution)[0], lab.answers).items()}
-        self.texts = {q: {"prompt": render_markdown(prompts.get(q, "")),
+        self.prompts = {q: {"prompt": render_markdown(prompts.get(q, "")),
                           "model": render_markdown(model[q]) if model.get(q) else ""} for q in lab.answers}
 
     # ------------------------------------------------------------ the gradebook's rows
 
     def _load(self) -> None:
-        """(Re)read grades.json when it changed (a regrade while the page is open)."""
+        """(Re)read grades.json when it changed (a regrade while the page is open); call
+        with ``self._lock`` held or before the server starts."""
         path = self.out / "grades.json"
         try:
             stat = path.stat()
         except OSError:
             raise ReviewError(f"{self.out} holds no grades.json: run `lablib grade {self.lab.name} <submissions> "
                               f"-o {self.out}` first.") from None
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         if stamp == self._stamp:
             return
-        data = read_gradebook(self.out)
+        try:
+            data = read_gradebook(self.out)
+        except GradebookError as exc:
+            raise ReviewError(str(exc)) from None
         if not isinstance(data, dict) or data.get("lab") != self.lab.name:
             raise ReviewError(f"{path} is the gradebook of {data.get('lab') if isinstance(data, dict) else '?'!r}, "
                               f"not of {self.lab.name!r}.")
@@ -145,7 +233,10 @@ class ReviewApp:
             except (KeyError, TypeError, ValueError):
                 continue
             rows[result.submission] = result
-        self._rows, self._stamp = rows, stamp
+        digests = {name: {q: r.answers[q].digest if q in r.answers else MISSING_DIGEST for q in self.lab.answers}
+                   for name, r in rows.items()}
+        self._rows, self._digests, self._stamp, self._orders = rows, digests, stamp, {}
+        self.generation += 1
 
     def _token(self, question: str, submission: str) -> str:
         return hashlib.sha256(f"{self.store.secret}|token|{question}|{submission}".encode()).hexdigest()[:16]
@@ -155,13 +246,28 @@ class ReviewApp:
         key = lambda name: hashlib.sha256(f"{self.store.secret}|order|{question}|{name}".encode()).hexdigest()
         return sorted(self._rows, key=key)
 
+    def _order(self, question: str) -> tuple[list[str], dict[str, str], dict[str, int]]:
+        """``(names in the page's order, token -> name, name -> number)`` for ``question``,
+        with the gradebook re-read when it changed (call with ``self._lock`` held)."""
+        self._load()
+        key = (question, self.store.secret)
+        if key not in self._orders:
+            names = self._ordered(question)
+            self._orders[key] = (names, {self._token(question, n): n for n in names},
+                                 {n: k for k, n in enumerate(names, 1)})
+        return self._orders[key]
+
     def _by_token(self, question: str, tokens) -> list[str]:
-        known = {self._token(question, name): name for name in self._rows}
+        known = self._order(question)[1]
         missing = [t for t in tokens if t not in known]
         if missing:
-            raise ReviewError(f"Unknown answer(s) {missing[:3]} for question {question!r}: the gradebook changed "
-                              f"(a regrade?); reload the page.")
+            raise ReviewError(f"Unknown answer(s) {[str(t)[:20] for t in missing[:3]]} for question {question!r}: "
+                              f"the gradebook changed (a regrade?); reload the page.")
         return [known[t] for t in tokens]
+
+    def _text(self, name: str, question: str):
+        answer = self._rows[name].answers.get(question)
+        return answer.text if answer else "", answer
 
     # ------------------------------------------------------------ what the page reads
 
@@ -178,38 +284,96 @@ class ReviewApp:
                         "graded": sum(s.graded and not s.stale for s in given), "stale": sum(s.stale for s in given)})
         return {"lab": self.lab.name, "title": self.lab.title, "grader": self.grader, "questions": out}
 
+    def _meta(self, question: str, names) -> list[dict]:
+        """What the page knows of each answer without its text (call with the lock held)."""
+        number = self._order(question)[2]
+        state = self.store.answers(question, {n: self._digests[n][question] for n in names})
+        out = []
+        for name in names:
+            text, answer = self._text(name, question)
+            notes = [str(n)[:300] for n in answer.notes[:5]] if answer else [_NO_RECORD]
+            out.append({"token": self._token(question, name), "number": number[name], "length": len(text),
+                        "truncated": len(text) > self.preview_chars, "empty": not text,
+                        "found": answer.found if answer else "", "notes": notes,
+                        "digest": self._digests[name][question], **state[name]})
+        return out
+
+    def _rubric(self, question: str) -> list[dict]:
+        return [vars(row) for row in self.store.rubric(question)]
+
     def question(self, question: str) -> dict:
-        """One question: its text, model answer, rubric and every answer (anonymised)."""
+        """One question: its text, model answer, rubric, version and every answer
+        (anonymised, in order, without its text: see :meth:`texts`)."""
         q = self.store.question(question)
+        version = self.store.version(question)  # read first: a change after it is sent again next time
         with self._lock:
-            self._load()
-            names = self._ordered(question)
-            rows = [self._rows[n] for n in names]
-        scores, _ = self.store.for_gradebook(rows)
-        ids_of = {(row.points, row.comment): row.id for row in self.store.rubric(question)}
-        answers = []
-        for number, (name, r) in enumerate(zip(names, rows), 1):
-            answer = r.answers.get(question)
-            s = scores[name][question]
-            answers.append({
-                "token": self._token(question, name), "number": number,
-                "html": render_markdown(answer.text) if answer and answer.text else "",
-                "empty": not (answer and answer.text), "found": answer.found if answer else "",
-                "notes": list(answer.notes) if answer else [
-                    "no answer recorded: the notebook could not be read (see its status), or it was graded by an "
-                    "older lablib (grade it again)"],
-                "items": [ids_of.get(item) for item in s.items if ids_of.get(item) is not None],
-                "adjustment": s.adjustment, "comment": s.comment, "score": s.score, "graded": s.graded,
-                "stale": s.stale,
-            })
-        return {"id": q.id, "title": q.title, "points": q.points, **self.texts[question],
-                "rubric": [vars(row) for row in self.store.rubric(question)], "answers": answers}
+            names = self._order(question)[0]
+            answers = self._meta(question, names) if names else []
+            generation = self.generation
+        return {"id": q.id, "title": q.title, "points": q.points, **self.prompts[question], "version": version,
+                "generation": generation, "page_size": PAGE_SIZE, "preview_chars": self.preview_chars,
+                "rubric": self._rubric(question), "answers": answers}
+
+    def changes(self, question: str, since, generation) -> dict:
+        """What changed in ``question`` after version ``since``: the answers whose grade
+        changed (all of them when a rubric item did), or ``reload`` when the gradebook was
+        regraded since ``generation``."""
+        self.store.question(question)
+        try:
+            since, generation = int(since), int(generation)
+        except (TypeError, ValueError):
+            raise ReviewError(f"Changes are asked with since=<version>&generation=<number>; got since={since!r}, "
+                              f"generation={generation!r}.") from None
+        version = self.store.version(question)
+        names, rubric = self.store.changed_since(question, since)
+        with self._lock:
+            order = self._order(question)[0]
+            if generation != self.generation:
+                return {"reload": True, "generation": self.generation}
+            changed = order if rubric else [n for n in order if n in names]
+            answers = self._meta(question, changed) if changed else []
+        return {"version": version, "generation": generation, "answers": answers,
+                "rubric": self._rubric(question) if rubric else None}
+
+    def texts(self, question: str, tokens) -> dict:
+        """The rendered previews of some answers (at most :data:`MAX_TEXTS`), each with the
+        digest of the text it shows: the page sends it back with a grade."""
+        self.store.question(question)
+        if not isinstance(tokens, list) or not 0 < len(tokens) <= MAX_TEXTS:
+            raise ReviewError(f"Texts are asked for 1 to {MAX_TEXTS} answers at a time; got "
+                              f"{len(tokens) if isinstance(tokens, list) else tokens!r}.")
+        with self._lock:
+            names = self._by_token(question, tokens)
+            found = [(t, n, *self._text(n, question), self._digests[n][question]) for t, n in zip(tokens, names)]
+        return {"answers": [self._shown(token, text, digest, self.preview_chars)
+                            for token, _, text, _, digest in found]}
+
+    def full_text(self, question: str, token: str) -> dict:
+        """One answer in full ("show all"; past the renderer's limit the rest as plain text)."""
+        self.store.question(question)
+        with self._lock:
+            name = self._by_token(question, [token])[0]
+            text, _ = self._text(name, question)
+            digest = self._digests[name][question]
+        return self._shown(token, text, digest, None)
+
+    def _shown(self, token: str, text: str, digest: str, limit) -> dict:
+        html = self._renders.get((digest, limit), lambda: render_answer(text, limit)) if text else ""
+        return {"token": token, "digest": digest, "html": html, "empty": not text, "length": len(text),
+                "truncated": limit is not None and len(text) > limit}
 
     # ------------------------------------------------------------ what the page changes
 
     def change(self, body: dict) -> dict:
         """Apply one change (``action``: ``grade``, ``item``, ``delete-item``, ``write``)
-        and return what the page shows next."""
+        and return what the page shows next (the rows it changed, the rubric, the
+        question's version).
+
+        Raises:
+            ReviewError: a malformed change (400).
+            ChangeRefused: a change based on an old version (409): nothing changed; the
+                payload holds the rows as they are now.
+        """
         action = body.get("action")
         question = body.get("question")
         if action == "write":
@@ -218,30 +382,77 @@ class ReviewApp:
             return {"message": str(self.on_write())}
         if not isinstance(question, str):
             raise ReviewError(f"A change names its question; got {question!r}.")
+        self.store.question(question)
         if action == "grade":
-            tokens = body.get("answers")
-            if not isinstance(tokens, list) or not tokens:
-                raise ReviewError("A grade names the answers it changes (a non-empty list).")
+            return self._grade(question, body)
+        version = body.get("version")
+        if action in ("item", "delete-item") and body.get("id") is not None and (
+                not isinstance(version, int) or isinstance(version, bool)):
+            raise ReviewError(f"A change of rubric item {body.get('id')!r} names the version of the item it was "
+                              f"based on (\"version\": a number, from the page's rubric); got {version!r}; reload "
+                              f"the page.")
+        try:
+            if action == "item":
+                self.store.save_item(question, body.get("points"), body.get("comment", ""), item=body.get("id"),
+                                     version=version, grader=self.grader)
+            elif action == "delete-item":
+                self.store.delete_item(question, body.get("id"), version=version, grader=self.grader)
+            else:
+                raise ReviewError(f"Unknown action {action!r}; expected grade, item, delete-item or write.")
+        except ReviewConflict as exc:
+            raise ChangeRefused(409, {"error": str(exc), "conflict": "item", "item": exc.item,
+                                      "rubric": self._rubric(question)}) from None
+        page = self.question(question)
+        return {"version": page["version"], "rubric": page["rubric"], "answers": page["answers"],
+                "message": "saved"}
+
+    def _grade(self, question: str, body: dict) -> dict:
+        tokens = body.get("answers")
+        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+            raise ReviewError("A grade names the answers it changes (a non-empty list of the page's tokens).")
+        seen, versions = body.get("seen"), body.get("versions")
+        if not isinstance(seen, dict) or not isinstance(versions, dict):
+            raise ReviewError("A grade says which text of each answer it graded and which grade it changes "
+                              "(\"seen\": token -> the digest shown, \"versions\": token -> the grade's version); "
+                              f"got seen={type(seen).__name__}, versions={type(versions).__name__}; reload the page.")
+        bad = [t for t in tokens if not isinstance(seen.get(t), str) or not 0 < len(seen[t]) <= 64
+               or not isinstance(versions.get(t), int) or isinstance(versions.get(t), bool)]
+        if bad:
+            raise ReviewError(f"{len(bad)} answer(s) of this grade lack the digest of the text shown or the "
+                              f"version of their grade (an answer is graded once its text is on the page); "
+                              f"reload the page.")
+        change = {k: body[k] for k in ("items", "add", "remove", "adjustment", "comment") if k in body}
+        with self._lock:
+            names = self._by_token(question, tokens)
+            now = {n: self._digests[n][question] for n in names}
+        token_of, name_of = dict(zip(names, tokens)), dict(zip(tokens, names))
+        try:
+            self.store.apply(names, question, change, digest={n: seen[token_of[n]] for n in names},
+                             versions={n: versions[token_of[n]] for n in names}, grader=self.grader)
+        except ReviewConflict as exc:
             with self._lock:
-                self._load()
-                names = self._by_token(question, tokens)
-                digest = {n: self._rows[n].answers[question].digest if question in self._rows[n].answers else ""
-                          for n in names}
-            change = {k: body[k] for k in ("items", "add", "remove", "adjustment", "comment") if k in body}
-            self.store.apply(names, question, change, digest=digest, grader=self.grader)
-        elif action == "item":
-            self.store.save_item(question, body.get("points"), body.get("comment", ""), item=body.get("id"),
-                                 grader=self.grader)
-        elif action == "delete-item":
-            self.store.delete_item(question, body.get("id"), grader=self.grader)
-        else:
-            raise ReviewError(f"Unknown action {action!r}; expected grade, item, delete-item or write.")
-        return self.question(question)
+                self._order(question)
+                answers = self._meta(question, [n for n in names if n in self._rows])
+            raise ChangeRefused(409, {"error": str(exc), "conflict": "grade", "answers": answers,
+                                      "rubric": self._rubric(question)}) from None
+        version = self.store.version(question)
+        with self._lock:
+            self._order(question)
+            answers = self._meta(question, [n for n in names if n in self._rows])
+        moved = sorted(a["number"] for a in answers if seen[a["token"]] != now[name_of[a["token"]]])
+        message = "saved"
+        if moved:
+            message = (f"saved, but answer(s) {', '.join(map(str, moved))} changed since the page showed them (a "
+                       f"regrade): the grade is kept for the text you saw and marked 'answer changed since "
+                       f"graded'; the new text is shown now, look at it again.")
+        return {"version": version, "rubric": self._rubric(question), "answers": answers, "message": message,
+                "changed_text": [a["token"] for a in answers if a["number"] in moved]}
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server_version = "lablib-review"
     app: ReviewApp
+    token: str
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         if os.environ.get("LABLIB_REVIEW_LOG"):
@@ -253,8 +464,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy",
-                         "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.end_headers()
         self.wfile.write(body)
 
@@ -265,26 +479,61 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
         return host in ("127.0.0.1", "localhost", "::1")
 
+    def _refused(self) -> bool:
+        """Answer 401/403 (and True) unless the request carries this run's token."""
+        given = self.headers.get("Authorization") or ""
+        scheme, _, value = given.strip().partition(" ")
+        if scheme.lower() not in ("bearer", "token") or not value.strip():
+            self._json(401, {"error": "This review server answers only its own page: open the address `lablib review` "
+                                      "printed (http://127.0.0.1:<port>/?token=...), which carries this run's token. "
+                                      "An API request sends it as 'Authorization: Bearer <token>'."})
+            return True
+        if not hmac.compare_digest(value.strip().encode(), self.token.encode()):
+            self._json(403, {"error": "The token sent is not this review server's (each `lablib review` run makes a "
+                                      "new one): open the address it printed this time."})
+            return True
+        return False
+
     def do_GET(self):  # noqa: N802 - http.server's name
         if not self._local():
             return self._json(403, {"error": "This page answers only requests addressed to localhost."})
-        path = urllib.parse.urlparse(self.path).path
+        url = urllib.parse.urlparse(self.path)
+        path = url.path
         try:
             if path in _STATIC:
                 name, kind = _STATIC[path]
                 return self._send(200, (PAGE_DIR / name).read_bytes(), kind)
+            if not path.startswith("/api/"):
+                return self._json(404, {"error": f"No page {path[:100]!r} here."})
+            if self._refused():
+                return None
+            query = urllib.parse.parse_qs(url.query)
             if path == "/api/questions":
                 return self._json(200, self.app.questions())
-            match = re.fullmatch(r"/api/question/([a-z][a-z0-9_]*)", path)
+            match = re.fullmatch(r"/api/question/([a-z][a-z0-9_]*)(/changes)?", path)
+            if match and match.group(2):
+                return self._json(200, self.app.changes(match.group(1), query.get("since", [None])[0],
+                                                        query.get("generation", [None])[0]))
             if match:
                 return self._json(200, self.app.question(match.group(1)))
-            return self._json(404, {"error": f"No page {path!r} here."})
+            match = re.fullmatch(r"/api/texts/([a-z][a-z0-9_]*)", path)
+            if match:
+                tokens = [t for t in ",".join(query.get("answers", [])).split(",") if t]
+                return self._json(200, self.app.texts(match.group(1), tokens))
+            match = re.fullmatch(r"/api/text/([a-z][a-z0-9_]*)/([0-9a-f]{16})", path)
+            if match:
+                return self._json(200, self.app.full_text(match.group(1), match.group(2)))
+            return self._json(404, {"error": f"No page {path[:100]!r} here."})
         except ReviewError as exc:
             return self._json(400, {"error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - said to the page, the server goes on
+            return self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
 
     def do_POST(self):  # noqa: N802
         if not self._local():
             return self._json(403, {"error": "This page answers only requests addressed to localhost."})
+        if self._refused():
+            return None
         origin = self.headers.get("Origin")
         if origin and urllib.parse.urlparse(origin).hostname not in ("127.0.0.1", "localhost", "::1"):
             return self._json(403, {"error": f"Changes come only from the review page itself, not from {origin}."})
@@ -303,9 +552,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ValueError as exc:
             return self._json(400, {"error": f"The change is not a JSON object ({exc})."})
         if urllib.parse.urlparse(self.path).path != "/api/change":
-            return self._json(404, {"error": f"No action at {self.path!r}; changes go to /api/change."})
+            return self._json(404, {"error": f"No action at {self.path[:100]!r}; changes go to /api/change."})
         try:
             return self._json(200, self.app.change(body))
+        except ChangeRefused as exc:
+            return self._json(exc.status, exc.payload)
         except ReviewError as exc:
             return self._json(400, {"error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - said to the page, the server goes on
@@ -313,21 +564,34 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class ReviewServer(http.server.ThreadingHTTPServer):
-    """The review page's HTTP server (127.0.0.1 only); ``url`` is its address."""
+    """The review page's HTTP server (127.0.0.1 only); ``url`` is its address with this
+    run's token, ``token`` the token alone."""
 
     daemon_threads = True
+    token: str = ""
 
     @property
-    def url(self) -> str:
+    def address(self) -> str:
+        """The page's address without the token."""
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/"
 
+    @property
+    def url(self) -> str:
+        return f"{self.address}?token={self.token}"
 
-def make_server(app: ReviewApp, *, port: int = 0, host: str = "127.0.0.1") -> ReviewServer:
+
+def make_server(app: ReviewApp, *, port: int = 0, host: str = "127.0.0.1", token: str | None = None) -> ReviewServer:
     """A server for ``app`` on ``host:port`` (0: any free port). Only loopback addresses
-    are accepted: the page holds students' answers and changes their grades."""
+    are accepted: the page holds students' answers and changes their grades. ``token``:
+    the credential the API asks for (None: a new random one, 256 bits)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ReviewError(f"The review page listens on localhost only, not {host!r}; to grade from another "
                           f"machine forward the port (ssh -L {port or 8765}:127.0.0.1:{port or 8765} ...).")
-    handler = type("Handler", (_Handler,), {"app": app})
-    return ReviewServer((host, port), handler)
+    token = token or secrets.token_urlsafe(32)
+    if not re.fullmatch(r"[A-Za-z0-9_-]{16,128}", token):
+        raise ReviewError("A review token is 16 to 128 letters, digits, '-' or '_' (it travels in a URL).")
+    handler = type("Handler", (_Handler,), {"app": app, "token": token})
+    server = ReviewServer((host, port), handler)
+    server.token = token
+    return server

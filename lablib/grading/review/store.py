@@ -13,7 +13,17 @@ adjustment, kept within ``[0, points]``; editing an item's points re-scores ever
 it is applied to. An answer is graded once an item is applied or an adjustment given
 (the rubric's "No answer." item gives 0 and grades it). Each grade remembers the digest
 of the text it graded: when a regrade brings a changed answer, the grade is kept and
-flagged ``stale`` until a person looks again.
+flagged ``stale`` until a person looks again. The review page sends the digest of the
+text it showed, so a grade given to a text that a regrade replaced meanwhile is stored
+against the text the grader saw, and is stale at once; an answer the gradebook has no
+record of (its notebook could not be read) has the digest :data:`MISSING_DIGEST`, so a
+grade given then is stale once the notebook is read.
+
+Every grade (one answer's) and every rubric item carries a version, the id of the log
+entry of its last change. A change may name the version it was based on
+(``versions=`` / ``version=``): when the row changed since, the change is refused with
+:class:`ReviewConflict` inside the same transaction, so two graders never undo each other
+unseen; the page reloads that row and says so.
 
 Example::
 
@@ -35,21 +45,25 @@ import sqlite3
 
 from lablib.grading.results import PersonScore
 
-__all__ = ["DB_NAME", "ReviewStore", "RubricRow", "ReviewError", "changes_since"]
+__all__ = ["DB_NAME", "MISSING_DIGEST", "ReviewConflict", "ReviewError", "ReviewStore", "RubricRow",
+           "changes_since"]
 
 #: The database's file name inside a grading output folder.
 DB_NAME = "reviews.sqlite"
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+#: The digest of an answer the gradebook holds no record of (the notebook could not be
+#: read, or an older lablib graded it): a grade given to it is stale once there is a text.
+MISSING_DIGEST = "missing"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS rubric (
     id INTEGER PRIMARY KEY, question TEXT NOT NULL, points REAL NOT NULL, comment TEXT NOT NULL,
-    position INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
+    position INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS grade (
     submission TEXT NOT NULL, question TEXT NOT NULL, adjustment REAL NOT NULL DEFAULT 0,
     comment TEXT NOT NULL DEFAULT '', digest TEXT NOT NULL DEFAULT '', grader TEXT NOT NULL DEFAULT '',
-    updated TEXT NOT NULL, PRIMARY KEY (submission, question));
+    updated TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (submission, question));
 CREATE TABLE IF NOT EXISTS applied (
     submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL REFERENCES rubric(id),
     PRIMARY KEY (submission, question, item));
@@ -64,6 +78,23 @@ class ReviewError(ValueError):
     message says what was given and what is expected."""
 
 
+class ReviewConflict(ReviewError):
+    """A change based on an old version of a grade or rubric item (another grader changed
+    it since): nothing was changed.
+
+    Attributes:
+        question: the question.
+        submissions: the answers whose grade changed since (empty for a rubric item).
+        item: the rubric item that changed since, or None.
+    """
+
+    def __init__(self, message: str, question: str, submissions=(), item=None):
+        super().__init__(message)
+        self.question = question
+        self.submissions = list(submissions)
+        self.item = item
+
+
 @dataclasses.dataclass(frozen=True)
 class RubricRow:
     """One rubric item as stored: its id, question, points, comment, and on how many
@@ -74,6 +105,7 @@ class RubricRow:
     points: float
     comment: str
     uses: int = 0
+    version: int = 0
 
 
 def _now() -> str:
@@ -99,12 +131,16 @@ class ReviewStore:
         with self._db() as db:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 db.execute(statement)
+            for table in ("grade", "rubric"):  # a schema 1 database: versions start at 0
+                columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                if "version" not in columns:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("lab", lab.name) != lab.name:
                 raise ReviewError(f"{self.path} holds the reviews of lab {meta['lab']!r}, not of {lab.name!r}: "
                                   f"review the output folder of {lab.name!r}.")
             db.execute("INSERT OR IGNORE INTO meta VALUES ('lab', ?)", (lab.name,))
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('secret', ?)", (secrets.token_hex(16),))
             for q in self.questions.values():  # a question's rubric starts as the spec says, once
                 started = db.execute("SELECT 1 FROM meta WHERE key = ?", (f"rubric:{q.id}",)).fetchone()
@@ -148,9 +184,11 @@ class ReviewStore:
         return self.questions[question]
 
     @staticmethod
-    def _log(db, grader, submission, question, what, detail) -> None:
-        db.execute("INSERT INTO event (at, grader, submission, question, what, detail) VALUES (?, ?, ?, ?, ?, ?)",
-                   (_now(), grader or "", submission, question, what, json.dumps(detail, sort_keys=True)))
+    def _log(db, grader, submission, question, what, detail) -> int:
+        """Add a log entry; its id (the version of the rows it changes)."""
+        return db.execute(
+            "INSERT INTO event (at, grader, submission, question, what, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            (_now(), grader or "", submission, question, what, json.dumps(detail, sort_keys=True))).lastrowid
 
     @staticmethod
     def _points(value, what: str) -> float:
@@ -169,15 +207,33 @@ class ReviewStore:
         self.question(question)
         with self._db() as db:
             rows = db.execute(
-                "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id) "
+                "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id), r.version "
                 "FROM rubric r WHERE r.question = ? AND r.deleted = 0 ORDER BY r.position, r.id",
                 (question,)).fetchall()
-        return [RubricRow(i, question, p, c, n) for i, p, c, n in rows]
+        return [RubricRow(i, question, p, c, n, v) for i, p, c, n, v in rows]
+
+    @staticmethod
+    def _item_conflict(db, question, item, what: str) -> ReviewConflict:
+        row = db.execute("SELECT points, comment, deleted FROM rubric WHERE id = ? AND question = ?",
+                         (item, question)).fetchone()
+        if row is None:
+            return ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
+        points, comment, deleted = row
+        now = "deleted" if deleted else f"now {points:+g} {comment!r}"
+        return ReviewConflict(f"Rubric item {item} was changed by another grader since you read it ({now}): "
+                              f"your {what} was not saved. The page shows the item as it is now; {what} it again "
+                              f"if you still want to.", question, item=item)
 
     def save_item(self, question: str, points, comment: str, *, item: int | None = None,
-                  grader: str = "") -> RubricRow:
+                  version: int | None = None, grader: str = "") -> RubricRow:
         """Add a rubric item (``item=None``) or change one; every answer it is applied to
-        is re-scored."""
+        is re-scored.
+
+        ``version``: the item's version the change is based on (None: not checked).
+
+        Raises:
+            ReviewConflict: the item changed since ``version`` (nothing was changed).
+        """
         self.question(question)
         points = self._points(points, "A rubric item's points")
         comment = str(comment).strip()
@@ -189,30 +245,43 @@ class ReviewStore:
                                       (question,)).fetchone()[0]
                 item = db.execute("INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
                                   (question, points, comment, position)).lastrowid
-                self._log(db, grader, None, question, "add item", {"item": item, "points": points, "comment": comment})
+                event = self._log(db, grader, None, question, "add item",
+                                  {"item": item, "points": points, "comment": comment})
             else:
-                old = db.execute("SELECT points, comment FROM rubric WHERE id = ? AND question = ? AND deleted = 0",
-                                 (item, question)).fetchone()
-                if old is None:
-                    raise ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
+                old = db.execute("SELECT points, comment, version FROM rubric "
+                                 "WHERE id = ? AND question = ? AND deleted = 0", (item, question)).fetchone()
+                if old is None or (version is not None and old[2] != version):
+                    raise self._item_conflict(db, question, item, "edit")
+                event = self._log(db, grader, None, question, "edit item",
+                                  {"item": item, "before": list(old[:2]), "points": points, "comment": comment})
                 db.execute("UPDATE rubric SET points = ?, comment = ? WHERE id = ?", (points, comment, item))
-                self._log(db, grader, None, question, "edit item",
-                          {"item": item, "before": list(old), "points": points, "comment": comment})
+            db.execute("UPDATE rubric SET version = ? WHERE id = ?", (event, item))
         return next(r for r in self.rubric(question) if r.id == item)
 
-    def delete_item(self, question: str, item: int, *, grader: str = "") -> None:
+    def delete_item(self, question: str, item: int, *, version: int | None = None, grader: str = "") -> None:
         """Remove a rubric item that no answer uses (one in use is refused: remove it from
-        those answers first, or set its points to 0)."""
+        those answers first, or set its points to 0).
+
+        Raises:
+            ReviewConflict: the item changed since ``version`` (None: not checked).
+        """
         self.question(question)
         with self._db() as db:
+            if version is not None:
+                now = db.execute("SELECT version FROM rubric WHERE id = ? AND question = ? AND deleted = 0",
+                                 (item, question)).fetchone()
+                if now is None or now[0] != version:
+                    raise self._item_conflict(db, question, item, "deletion")
             uses = db.execute("SELECT COUNT(*) FROM applied WHERE item = ?", (item,)).fetchone()[0]
             if uses:
                 raise ReviewError(f"Rubric item {item} is applied to {uses} answer(s): remove it from them first "
                                   f"(or set its points to 0), so that no grade changes unseen.")
-            changed = db.execute("UPDATE rubric SET deleted = 1 WHERE id = ? AND question = ?", (item, question))
+            changed = db.execute("UPDATE rubric SET deleted = 1 WHERE id = ? AND question = ? AND deleted = 0",
+                                 (item, question))
             if not changed.rowcount:
                 raise ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
-            self._log(db, grader, None, question, "delete item", {"item": item})
+            event = self._log(db, grader, None, question, "delete item", {"item": item})
+            db.execute("UPDATE rubric SET version = ? WHERE id = ?", (event, item))
 
     # ------------------------------------------------------------------ grades
 
@@ -220,13 +289,19 @@ class ReviewStore:
         """Make ``items`` (rubric item ids) the ones applied to one answer."""
         self.apply([submission], question, {"items": list(items)}, digest={submission: digest}, grader=grader)
 
-    def apply(self, submissions, question: str, change: dict, *, digest=None, grader: str = "") -> None:
+    def apply(self, submissions, question: str, change: dict, *, digest=None, versions=None,
+              grader: str = "") -> None:
         """Change the grade of one or many answers to ``question`` in one transaction.
 
         ``change`` holds any of: ``items`` (the applied item ids, replacing the current
         ones), ``add`` / ``remove`` (one item id to apply to / take from every answer),
         ``adjustment`` (points beyond the items), ``comment`` (the grader's words).
-        ``digest``: submission -> the digest of the answer text graded.
+        ``digest``: submission -> the digest of the answer text graded (the one shown).
+        ``versions``: submission -> the version of its grade the change is based on (0: no
+        grade yet; a submission left out is not checked).
+
+        Raises:
+            ReviewConflict: a grade changed since its version (nothing was changed).
         """
         self.question(question)
         digest = digest or {}
@@ -240,6 +315,18 @@ class ReviewStore:
             for item in wanted:
                 if item not in valid:
                     raise ReviewError(f"Rubric item {item!r} is not an item of question {question!r}; reload the page.")
+            versions = versions or {}
+            moved = []
+            for submission in submissions:
+                if submission in versions:
+                    now = db.execute("SELECT version FROM grade WHERE submission = ? AND question = ?",
+                                     (submission, question)).fetchone()
+                    if (now[0] if now else 0) != versions[submission]:
+                        moved.append(submission)
+            if moved:
+                raise ReviewConflict(f"{len(moved)} of the {len(submissions)} answer(s) were graded by someone else "
+                                     f"since you read them: nothing was saved. The page shows them as they are now; "
+                                     f"grade them again if you still want to.", question, submissions=moved)
             for submission in submissions:
                 db.execute("INSERT OR IGNORE INTO grade (submission, question, updated) VALUES (?, ?, ?)",
                            (submission, question, _now()))
@@ -258,9 +345,11 @@ class ReviewStore:
                 if "comment" in change:
                     db.execute("UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
                                (str(change["comment"]), submission, question))
-                db.execute("UPDATE grade SET digest = ?, grader = ?, updated = ? WHERE submission = ? AND question = ?",
-                           (digest.get(submission, ""), grader or "", _now(), submission, question))
-                self._log(db, grader, submission, question, "grade", change)
+                event = self._log(db, grader, submission, question, "grade",
+                                  {**change, "digest": digest.get(submission, "")})
+                db.execute("UPDATE grade SET digest = ?, grader = ?, updated = ?, version = ? "
+                           "WHERE submission = ? AND question = ?",
+                           (digest.get(submission, ""), grader or "", _now(), event, submission, question))
 
     # ------------------------------------------------------------------ reading
 
@@ -294,6 +383,49 @@ class ReviewStore:
             out[name] = row
         return out
 
+    def answers(self, question: str, digests: dict) -> dict[str, dict]:
+        """The grades of ``question``'s answers as the review page shows them: for each
+        name of ``digests`` (name -> the digest of its answer now), ``items`` (applied
+        item ids, in the rubric's order), ``adjustment``, ``comment``, ``score``,
+        ``graded``, ``stale`` and ``version`` (0: never graded)."""
+        points = self.question(question).points
+        with self._db() as db:
+            grades = {s: (a, c, d, v) for s, a, c, d, v in db.execute(
+                "SELECT submission, adjustment, comment, digest, version FROM grade WHERE question = ?", (question,))}
+            applied: dict[str, list[tuple[int, float]]] = {}
+            for s, i, p in db.execute(
+                    "SELECT a.submission, r.id, r.points FROM applied a JOIN rubric r ON r.id = a.item "
+                    "WHERE a.question = ? ORDER BY r.position, r.id", (question,)):
+                applied.setdefault(s, []).append((i, p))
+        out = {}
+        for name, now in digests.items():
+            items = applied.get(name, [])
+            adjustment, comment, digest, version = grades.get(name, (0.0, "", "", 0))
+            graded = bool(items) or adjustment != 0
+            score = min(max(sum(p for _, p in items) + adjustment, 0.0), points) if graded else 0.0
+            out[name] = {"items": [i for i, _ in items], "adjustment": adjustment, "comment": comment,
+                         "score": score, "graded": graded, "stale": graded and bool(digest) and digest != now,
+                         "version": version}
+        return out
+
+    def version(self, question: str) -> int:
+        """The latest version among ``question``'s grades and rubric items (0: none changed
+        yet): what the page compares to find what changed since it last read."""
+        with self._db() as db:
+            return int(db.execute(
+                "SELECT MAX(COALESCE((SELECT MAX(version) FROM grade WHERE question = ?), 0), "
+                "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0))", (question, question)).fetchone()[0])
+
+    def changed_since(self, question: str, since: int) -> tuple[set[str], bool]:
+        """``(the submissions whose grade of question changed after version since, whether
+        a rubric item did)``."""
+        with self._db() as db:
+            names = {row[0] for row in db.execute(
+                "SELECT submission FROM grade WHERE question = ? AND version > ?", (question, int(since)))}
+            rubric = db.execute("SELECT 1 FROM rubric WHERE question = ? AND version > ? LIMIT 1",
+                                (question, int(since))).fetchone() is not None
+        return names, rubric
+
     def events(self, limit: int = 1000) -> list[dict]:
         """The latest changes, newest first (who, when, what)."""
         with self._db() as db:
@@ -310,8 +442,10 @@ class ReviewStore:
 
     def for_gradebook(self, results) -> tuple[dict[str, dict[str, PersonScore]], int]:
         """``(person_scores of the rows, last_change)`` for the writers: a grade given to
-        an answer whose text has changed since is ``stale``."""
-        digests = {r.submission: {q: a.digest for q, a in r.answers.items()} for r in results}
+        an answer whose text has changed since is ``stale`` (one graded while the gradebook
+        had no record of the answer too, once it has)."""
+        digests = {r.submission: {q: r.answers[q].digest if q in r.answers else MISSING_DIGEST
+                                  for q in self.questions} for r in results}
         through = self.last_change()
         return self.person_scores([r.submission for r in results], digests), through
 

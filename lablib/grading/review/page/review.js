@@ -1,48 +1,180 @@
 // The review page of `lablib review`: one written question across the class.
-// Every change is POSTed to /api/change and stored before the page shows it; the page
-// re-reads the question every 10 s so that a second grader's changes appear.
+//
+// Every change is POSTed to /api/change and stored before the page shows it. The page
+// asks every 10 s for what changed since the version it has (a second grader's changes,
+// a regrade), and only that comes back.
+//
+// Students' text is hostile. The server sanitises it (render.py); here it is parsed by the
+// browser in an inert document, checked again against the same allowlist (ALLOWED below),
+// and put in a shadow root of its own: nothing in it is found by the page's lookups, joins
+// the page's forms or takes the page's styles. The page's own fields are looked up once,
+// before any answer exists, and held by reference (ui, and each card's refs).
 "use strict";
 
-const state = { questions: [], current: null, data: null, focus: 0, selected: new Set(), busy: false };
-const $ = (id) => document.getElementById(id);
+const ui = {};
+for (const id of ["lab", "questions", "bar", "progress-text", "write", "status", "q-title", "q-prompt", "q-model",
+                  "answers", "items", "selection", "new-item", "new-points", "new-comment", "page-prev", "page-next",
+                  "page-text"]) {
+  ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
+}
+Object.freeze(ui);
+
+// This run's credential: the printed address carries it once; the tab keeps it
+// (sessionStorage is this origin's, port included) and the address bar loses it.
+const TOKEN = (() => {
+  const given = new URLSearchParams(location.search).get("token");
+  if (given) {
+    sessionStorage.setItem("lablib-review-token", given);
+    history.replaceState(null, "", location.pathname + location.hash);
+  }
+  return given || sessionStorage.getItem("lablib-review-token") || "";
+})();
+
+const TEXTS_PER_REQUEST = 8;
+const state = {
+  questions: [], current: null, data: null, order: [], byToken: new Map(), shown: new Map(), cards: new Map(),
+  page: 0, focus: 0, selected: new Set(), busy: false, version: 0, generation: 0, loading: new Set(),
+};
 
 function say(text, error) {
-  $("status").textContent = text || "";
-  $("status").className = error ? "error" : "";
+  ui.status.textContent = text || "";
+  ui.status.className = error ? "error" : "";
+}
+
+class ApiError extends Error {
+  constructor(status, data) {
+    super((data && data.error) || String(status));
+    this.status = status;
+    this.data = data || {};
+  }
 }
 
 async function api(path, body) {
-  const options = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const options = { headers: { Authorization: "Bearer " + TOKEN } };
+  if (body !== undefined) {
+    options.method = "POST";
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
   const response = await fetch(path, options);
-  const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  let data = null;
+  try { data = await response.json(); } catch (err) { data = { error: response.statusText }; }
+  if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
 
-async function change(body) {
-  state.busy = true;
-  say("saving…");
-  try {
-    const data = await api("/api/change", Object.assign({ question: state.current }, body));
-    if (data.answers) { state.data = data; render(); }
-    await loadQuestions();
-    say(data.message || "saved");
-    return data;
-  } catch (err) {
-    say("Not saved: " + err.message, true);
-  } finally {
-    state.busy = false;
+// ------------------------------------------------------------------ students' text
+
+const MARKDOWN_TAGS = ["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li", "pre", "code", "em",
+  "strong", "a", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "s", "span"];
+const MATHML_TAGS = ["math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "munder",
+  "mover", "munderover", "mfrac", "msqrt", "mroot", "mstyle", "mtable", "mtr", "mtd", "mpadded", "mphantom",
+  "menclose"];
+const MATH_ATTRIBUTES = ["display", "mathvariant", "displaystyle", "scriptlevel", "stretchy", "fence", "form",
+  "separator", "accent", "accentunder", "lspace", "rspace", "minsize", "maxsize", "movablelimits", "largeop",
+  "symmetric", "linethickness", "notation", "width", "height", "depth", "voffset", "columnalign", "columnspacing",
+  "columnlines", "rowspacing", "rowlines", "mathsize"];
+const HTML_NS = "http://www.w3.org/1999/xhtml";
+const MATHML_NS = "http://www.w3.org/1998/Math/MathML";
+const ALLOWED = new Map([
+  ...MARKDOWN_TAGS.map((t) => [t, new Set()]), ...MATHML_TAGS.map((t) => [t, new Set(MATH_ATTRIBUTES)])]);
+for (const [tag, attrs] of [["a", ["href", "title", "target", "rel"]], ["ol", ["start"]], ["code", ["title", "class"]],
+                            ["pre", ["title", "class"]], ["span", ["class"]], ["p", ["class"]]]) {
+  attrs.forEach((a) => ALLOWED.get(tag).add(a));
+}
+const CLASSES = { code: ["tex"], pre: ["tex", "rest"], span: ["image"], p: ["cut"] };
+
+function allowedAttribute(tag, name, value) {
+  if (!ALLOWED.get(tag).has(name)) return false;
+  if (name === "href") return /^(https?:|mailto:)/i.test(value.trim());
+  if (name === "target") return value === "_blank";
+  if (name === "rel") return value === "noopener noreferrer";
+  if (name === "class") return value.split(/\s+/).every((c) => (CLASSES[tag] || []).includes(c));
+  return true;
+}
+
+// The sanitised HTML parsed where nothing runs or loads (an inert document), every node
+// checked against ALLOWED once more, then moved into `root` (a shadow root).
+function putText(root, html) {
+  const doc = new DOMParser().parseFromString("<!DOCTYPE html><body>" + (html || ""), "text/html");
+  let dropped = 0;
+  const walk = (node) => {
+    for (const child of Array.from(node.childNodes)) {
+      if (child.nodeType === Node.TEXT_NODE) continue;
+      if (child.nodeType !== Node.ELEMENT_NODE) { child.remove(); continue; }
+      const tag = child.localName;
+      const ns = child.namespaceURI;
+      const ok = ALLOWED.has(tag) && ((ns === HTML_NS && MARKDOWN_TAGS.includes(tag)) ||
+                                      (ns === MATHML_NS && MATHML_TAGS.includes(tag)));
+      if (!ok) { child.remove(); dropped++; continue; }
+      for (const attr of Array.from(child.attributes)) {
+        if (!allowedAttribute(tag, attr.name, attr.value)) { child.removeAttribute(attr.name); dropped++; }
+      }
+      walk(child);
+    }
+  };
+  walk(doc.body);
+  if (dropped) console.warn(`review: ${dropped} element(s) or attribute(s) outside the allowlist dropped`);
+  const fragment = document.createDocumentFragment();
+  for (const node of Array.from(doc.body.childNodes)) fragment.appendChild(document.adoptNode(node));
+  root.replaceChildren(fragment);
+}
+
+const TEXT_STYLE = `
+:host { display: block; overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; }
+pre.tex, code.tex { color: #a00; }
+math[display="block"] { margin: 0.5em 0; }
+p.cut { color: #666; font-style: italic; }
+span.image { color: #666; font-style: italic; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #ccc; padding: 0.1em 0.4em; }
+blockquote { border-left: 3px solid #ddd; margin-left: 0; padding-left: 0.8em; color: #444; }
+`;
+let textSheet = null;
+function textRoot(host) {
+  const root = host.shadowRoot || host.attachShadow({ mode: "open" });
+  if (!textSheet) { textSheet = new CSSStyleSheet(); textSheet.replaceSync(TEXT_STYLE); }
+  root.adoptedStyleSheets = [textSheet];
+  return root;
+}
+
+// ------------------------------------------------------------------ the question's state
+
+function meta(token) { return state.byToken.get(token); }
+function itemById(id) { return state.data.rubric.find((item) => item.id === id); }
+function pageSize() { return state.data.page_size || 50; }
+function pageOf(index) { return Math.floor(index / pageSize()); }
+function pageTokens() {
+  return state.order.slice(state.page * pageSize(), (state.page + 1) * pageSize());
+}
+
+// An answer the list says is empty is shown as "No answer written." at once, for its digest.
+function showEmpty(answer) {
+  if (answer.empty) state.shown.set(answer.token, { digest: answer.digest, html: "", full: true, empty: true });
+}
+
+// New rows from the server (a change's answer, a refresh, a refusal): kept, and their cards updated.
+function merge(data) {
+  if (data.rubric) state.data.rubric = data.rubric;
+  const stale = [];
+  for (const answer of data.answers || []) {
+    state.byToken.set(answer.token, answer);
+    const shown = state.shown.get(answer.token);
+    if (shown && shown.digest !== answer.digest) { state.shown.delete(answer.token); stale.push(answer.token); }
+    if (!state.shown.has(answer.token)) showEmpty(answer);
   }
+  if (data.rubric) renderRubric();
+  for (const token of pageTokens()) updateCard(token);
+  if (stale.length) loadTexts();
 }
 
 async function loadQuestions() {
   const info = await api("/api/questions");
   state.questions = info.questions;
-  $("lab").textContent = info.title + (info.grader ? " · grading as " + info.grader : "");
+  ui.lab.textContent = info.title + (info.grader ? " · grading as " + info.grader : "");
   document.title = "review: " + info.title;
-  const nav = $("questions");
-  nav.replaceChildren();
+  ui.questions.replaceChildren();
   for (const q of info.questions) {
     const button = document.createElement("button");
     button.type = "button";
@@ -51,52 +183,159 @@ async function loadQuestions() {
     button.title = q.title;
     if (q.id === state.current) button.className = "current";
     button.addEventListener("click", () => openQuestion(q.id));
-    nav.appendChild(button);
+    ui.questions.appendChild(button);
   }
   const q = info.questions.find((x) => x.id === state.current);
   if (q) {
-    const done = q.graded;
-    $("bar").style.width = (q.answers ? (100 * done) / q.answers : 0) + "%";
-    $("progress-text").textContent = `${done} of ${q.answers} graded` + (q.stale ? `, ${q.stale} changed since` : "");
+    ui.bar.style.width = (q.answers ? (100 * q.graded) / q.answers : 0) + "%";
+    ui.progressText.textContent = `${q.graded} of ${q.answers} graded` + (q.stale ? `, ${q.stale} changed since` : "");
   }
+}
+
+function takeQuestion(data) {
+  state.data = data;
+  state.version = data.version;
+  state.generation = data.generation;
+  state.order = data.answers.map((a) => a.token);
+  state.byToken = new Map(data.answers.map((a) => [a.token, a]));
+  for (const [token, shown] of state.shown) {
+    const now = state.byToken.get(token);
+    if (!now || now.digest !== shown.digest) state.shown.delete(token);
+  }
+  for (const answer of data.answers) if (!state.shown.has(answer.token)) showEmpty(answer);
 }
 
 async function openQuestion(id) {
   state.current = id;
   state.focus = 0;
+  state.page = 0;
   state.selected.clear();
+  state.shown.clear();
   history.replaceState(null, "", "#" + id);
   state.data = null;  // no key acts on the previous question's answers while this one loads
-  $("answers").replaceChildren();
-  state.data = await api("/api/question/" + id);
+  state.cards.clear();
+  ui.answers.replaceChildren();
+  takeQuestion(await api("/api/question/" + id));
   await loadQuestions();
   render();
 }
 
-function itemById(id) {
-  return state.data.rubric.find((item) => item.id === id);
+// ------------------------------------------------------------------ texts, a few at a time
+
+async function fetchTexts(tokens) {
+  const question = state.current;
+  tokens.forEach((t) => state.loading.add(t));
+  try {
+    const data = await api(`/api/texts/${question}?answers=${tokens.join(",")}`);
+    if (question !== state.current) return;
+    for (const text of data.answers) {
+      state.shown.set(text.token, { digest: text.digest, html: text.html, full: false, empty: text.empty });
+      updateCard(text.token, true);
+    }
+  } finally {
+    tokens.forEach((t) => state.loading.delete(t));
+  }
+}
+
+// The page's answers' texts, a few per request, the focused one first.
+async function loadTexts() {
+  const wanted = pageTokens().filter((t) => !state.shown.has(t) && !state.loading.has(t));
+  const focused = state.order[state.focus];
+  wanted.sort((a, b) => (b === focused) - (a === focused));
+  const question = state.current;
+  for (let k = 0; k < wanted.length; k += TEXTS_PER_REQUEST) {
+    if (question !== state.current) return;
+    const chunk = wanted.slice(k, k + TEXTS_PER_REQUEST).filter((t) => !state.shown.has(t) && !state.loading.has(t));
+    if (!chunk.length) continue;
+    try { await fetchTexts(chunk); } catch (err) { say("The answers' texts did not load: " + err.message, true); return; }
+  }
+}
+
+async function showAll(token) {
+  const answer = meta(token);
+  if (!answer || !answer.truncated) return;
+  say("loading the whole answer…");
+  try {
+    const text = await api(`/api/text/${state.current}/${token}`);
+    state.shown.set(token, { digest: text.digest, html: text.html, full: true, empty: text.empty });
+    updateCard(token, true);
+    say(`Answer ${answer.number}: all ${answer.length.toLocaleString()} characters shown.`);
+  } catch (err) { say("The answer did not load: " + err.message, true); }
+}
+
+// ------------------------------------------------------------------ changes
+
+async function change(body) {
+  state.busy = true;
+  say("saving…");
+  try {
+    const data = await api("/api/change", Object.assign({ question: state.current }, body));
+    if (data.answers || data.rubric) merge(data);
+    await loadQuestions();
+    say(data.message || "saved", Boolean(data.changed_text && data.changed_text.length));
+    return data;
+  } catch (err) {
+    if (err.status === 409) {
+      merge(err.data);
+      say("Not saved: " + err.message, true);
+    } else {
+      say("Not saved: " + err.message, true);
+    }
+    return null;
+  } finally {
+    state.busy = false;
+  }
 }
 
 function targets() {
-  const answers = state.data.answers;
-  if (state.selected.size) return answers.filter((a) => state.selected.has(a.token));
-  return answers[state.focus] ? [answers[state.focus]] : [];
+  if (state.selected.size) return state.order.filter((t) => state.selected.has(t));
+  const token = state.order[state.focus];
+  return token ? [token] : [];
 }
 
-function toggleItem(item) {
+// A grade names what the page showed of each answer and the version of its grade; an
+// answer whose text is still on its way is shown first, and graded for that text.
+async function gradeBody(tokens, extra) {
+  const missing = tokens.filter((t) => !state.shown.has(t));
+  for (let k = 0; k < missing.length; k += 50) {
+    try { await fetchTexts(missing.slice(k, k + 50)); } catch (err) { say("Not saved: " + err.message, true); return null; }
+  }
+  if (tokens.some((t) => !state.shown.has(t))) { say("Not saved: the page changed question meanwhile.", true); return null; }
+  const seen = {};
+  const versions = {};
+  for (const t of tokens) { seen[t] = state.shown.get(t).digest; versions[t] = meta(t).version; }
+  return Object.assign({ action: "grade", answers: tokens, seen, versions }, extra);
+}
+
+async function toggleItem(item) {
   const chosen = targets();
   if (!chosen.length) return;
-  if (state.selected.size) { state.selected.clear(); render(false); }  // a selection is used once
-  const allHave = chosen.every((a) => a.items.includes(item.id));
-  const body = { action: "grade", answers: chosen.map((a) => a.token) };
-  body[allHave ? "remove" : "add"] = item.id;
-  change(body);
+  if (state.selected.size) {  // a selection is used once
+    state.selected.clear();
+    pageTokens().forEach((t) => updateCard(t));
+    ui.selection.textContent = "";
+  }
+  const allHave = chosen.every((t) => meta(t).items.includes(item.id));
+  const body = await gradeBody(chosen, allHave ? { remove: item.id } : { add: item.id });
+  if (body) await change(body);
 }
 
+function editItem(item) {
+  const points = prompt(`Points of "${item.comment}" (applied to ${item.uses} answers: their scores change too)`,
+                        String(item.points));
+  if (points === null) return;
+  const comment = prompt("Comment the student reads (empty: delete the item)", item.comment);
+  if (comment === null) return;
+  if (comment.trim() === "") change({ action: "delete-item", id: item.id, version: item.version });
+  else change({ action: "item", id: item.id, version: item.version, points: Number(points), comment: comment });
+}
+
+// ------------------------------------------------------------------ drawing
+
 function renderRubric() {
-  const list = $("items");
+  const list = ui.items;
   list.replaceChildren();
-  const focused = state.data.answers[state.focus];
+  const focused = meta(state.order[state.focus]);
   state.data.rubric.forEach((item, index) => {
     const li = document.createElement("li");
     li.dataset.item = item.id;
@@ -124,136 +363,169 @@ function renderRubric() {
     li.append(apply, edit);
     list.appendChild(li);
   });
-  $("selection").textContent = state.selected.size ? `· applies to ${state.selected.size} selected` : "";
+  ui.selection.textContent = state.selected.size ? `· applies to ${state.selected.size} selected` : "";
 }
 
-function editItem(item) {
-  const points = prompt(`Points of "${item.comment}" (applied to ${item.uses} answers: their scores change too)`,
-                        String(item.points));
-  if (points === null) return;
-  const comment = prompt("Comment the student reads (empty: delete the item)", item.comment);
-  if (comment === null) return;
-  if (comment.trim() === "") change({ action: "delete-item", id: item.id });
-  else change({ action: "item", id: item.id, points: Number(points), comment: comment });
-}
-
-function badge(answer) {
-  const span = document.createElement("span");
-  if (answer.stale) { span.className = "badge stale"; span.textContent = "answer changed since graded"; }
-  else if (answer.graded) { span.className = "badge done"; span.textContent = `${answer.score} / ${state.data.points}`; }
-  else { span.className = "badge todo"; span.textContent = "to grade"; }
-  return span;
-}
-
-function renderAnswers() {
-  const box = $("answers");
-  const keep = document.activeElement && document.activeElement.closest(".answer")
-    ? document.activeElement.dataset.field + ":" + document.activeElement.closest(".answer").dataset.token : null;
-  box.replaceChildren();
-  state.data.answers.forEach((answer, index) => {
-    const card = document.createElement("article");
-    card.className = "answer" + (index === state.focus ? " focused" : "") +
-      (state.selected.has(answer.token) ? " selected" : "");
-    card.dataset.token = answer.token;
-    card.dataset.number = answer.number;
-    const head = document.createElement("h3");
-    const title = document.createElement("span");
-    title.textContent = `Answer ${answer.number} of ${state.data.answers.length}`;
-    const select = document.createElement("input");
-    select.type = "checkbox";
-    select.checked = state.selected.has(answer.token);
-    select.title = "select (x)";
-    select.addEventListener("change", () => { toggleSelect(answer); });
-    head.append(select, title, badge(answer));
-    const body = document.createElement("div");
-    body.className = "md";
-    if (answer.empty) {
-      body.innerHTML = "";
-      const p = document.createElement("p");
-      p.className = "empty";
-      p.textContent = "No answer written.";
-      body.appendChild(p);
-    } else {
-      body.innerHTML = answer.html;  // rendered by the server with raw HTML disabled
-    }
-    card.append(head, body);
-    if (answer.notes.length) {
-      const notes = document.createElement("p");
-      notes.className = "notes";
-      notes.textContent = "Note: " + answer.notes.join("; ");
-      card.appendChild(notes);
-    }
-    const chips = document.createElement("div");
-    chips.className = "chips";
-    for (const id of answer.items) {
-      const item = itemById(id);
-      if (!item) continue;
-      const chip = document.createElement("span");
-      chip.textContent = `${item.points >= 0 ? "+" : ""}${item.points} ${item.comment}`;
-      chips.appendChild(chip);
-    }
-    card.appendChild(chips);
-    const own = document.createElement("div");
-    own.className = "own";
-    const comment = document.createElement("textarea");
-    comment.placeholder = "your comment to this student (saved when you leave the box)";
-    comment.value = answer.comment;
-    comment.dataset.field = "comment";
-    comment.addEventListener("change", () =>
-      change({ action: "grade", answers: [answer.token], comment: comment.value }));
-    const adjust = document.createElement("input");
-    adjust.type = "number";
-    adjust.step = "0.5";
-    adjust.value = answer.adjustment;
-    adjust.title = "points added or removed beyond the rubric";
-    adjust.dataset.field = "adjustment";
-    adjust.addEventListener("change", () =>
-      change({ action: "grade", answers: [answer.token], adjustment: Number(adjust.value || 0) }));
-    own.append(comment, adjust);
-    card.appendChild(own);
-    card.addEventListener("click", (event) => {
-      if (event.target.closest("textarea, input")) return;
-      state.focus = index; render(false);
-    });
-    box.appendChild(card);
+function makeCard(token) {
+  const answer = meta(token);
+  const refs = {};
+  const card = document.createElement("article");
+  card.className = "answer";
+  card.dataset.token = token;
+  card.dataset.number = answer.number;
+  const head = document.createElement("h3");
+  refs.select = document.createElement("input");
+  refs.select.type = "checkbox";
+  refs.select.title = "select (x)";
+  refs.select.addEventListener("change", () => toggleSelect(token));
+  const title = document.createElement("span");
+  title.textContent = `Answer ${answer.number} of ${state.order.length}`;
+  refs.badge = document.createElement("span");
+  refs.more = document.createElement("button");
+  refs.more.type = "button";
+  refs.more.className = "more";
+  refs.more.title = "show all (a)";
+  refs.more.addEventListener("click", () => showAll(token));
+  head.append(refs.select, title, refs.badge, refs.more);
+  refs.empty = document.createElement("p");
+  refs.empty.className = "empty";
+  refs.empty.textContent = "No answer written.";
+  refs.text = document.createElement("div");  // the host of the answer's shadow root
+  refs.text.className = "md text";
+  refs.notes = document.createElement("p");
+  refs.notes.className = "notes";
+  refs.chips = document.createElement("div");
+  refs.chips.className = "chips";
+  const own = document.createElement("div");
+  own.className = "own";
+  refs.comment = document.createElement("textarea");
+  refs.comment.placeholder = "your comment to this student (saved when you leave the box)";
+  refs.comment.dataset.field = "comment";
+  refs.comment.addEventListener("change", async () => {
+    const body = await gradeBody([token], { comment: refs.comment.value });
+    if (body) await change(body);
   });
-  if (keep) {
-    const [field, token] = keep.split(":");
-    const el = box.querySelector(`.answer[data-token="${token}"] [data-field="${field}"]`);
-    if (el) el.focus();
+  refs.adjust = document.createElement("input");
+  refs.adjust.type = "number";
+  refs.adjust.step = "0.5";
+  refs.adjust.title = "points added or removed beyond the rubric";
+  refs.adjust.dataset.field = "adjustment";
+  refs.adjust.addEventListener("change", async () => {
+    const body = await gradeBody([token], { adjustment: Number(refs.adjust.value || 0) });
+    if (body) await change(body);
+  });
+  own.append(refs.comment, refs.adjust);
+  card.append(head, refs.empty, refs.text, refs.notes, refs.chips, own);
+  card.addEventListener("click", (event) => {
+    if (event.target.closest("textarea, input, button")) return;
+    setFocus(state.order.indexOf(token), false);
+  });
+  refs.card = card;
+  refs.shownHtml = undefined;  // nothing drawn yet
+  state.cards.set(token, refs);
+  return refs;
+}
+
+function updateCard(token, textChanged) {
+  const refs = state.cards.get(token);
+  const answer = meta(token);
+  if (!refs || !answer) return;
+  const index = state.order.indexOf(token);
+  refs.card.classList.toggle("focused", index === state.focus);
+  refs.card.classList.toggle("selected", state.selected.has(token));
+  refs.select.checked = state.selected.has(token);
+  if (answer.stale) { refs.badge.className = "badge stale"; refs.badge.textContent = "answer changed since graded"; }
+  else if (answer.graded) { refs.badge.className = "badge done"; refs.badge.textContent = `${answer.score} / ${state.data.points}`; }
+  else { refs.badge.className = "badge todo"; refs.badge.textContent = "to grade"; }
+  const shown = state.shown.get(token);
+  refs.empty.hidden = !(shown ? shown.empty : answer.empty);
+  refs.text.hidden = Boolean(shown ? shown.empty : answer.empty);
+  refs.more.hidden = !answer.truncated || Boolean(shown && shown.full);
+  refs.more.textContent = `show all (${answer.length.toLocaleString()} characters)`;
+  if (textChanged || refs.shownHtml !== (shown ? shown.html : null)) {
+    const root = textRoot(refs.text);
+    if (shown) putText(root, shown.html);
+    else { const p = document.createElement("p"); p.className = "cut"; p.textContent = "loading…"; root.replaceChildren(p); }
+    refs.shownHtml = shown ? shown.html : null;
+    if (shown) refs.card.dataset.text = shown.full ? "all" : "shown";
+    else delete refs.card.dataset.text;
   }
+  refs.notes.hidden = !answer.notes.length;
+  refs.notes.textContent = answer.notes.length ? "Note: " + answer.notes.join("; ") : "";
+  refs.chips.replaceChildren();
+  for (const id of answer.items) {
+    const item = itemById(id);
+    if (!item) continue;
+    const chip = document.createElement("span");
+    chip.textContent = `${item.points >= 0 ? "+" : ""}${item.points} ${item.comment}`;
+    refs.chips.appendChild(chip);
+  }
+  if (document.activeElement !== refs.comment) refs.comment.value = answer.comment;
+  if (document.activeElement !== refs.adjust) refs.adjust.value = answer.adjustment;
+}
+
+function renderPage() {
+  const tokens = pageTokens();
+  const kept = new Set(tokens);
+  for (const token of Array.from(state.cards.keys())) if (!kept.has(token)) state.cards.delete(token);
+  ui.answers.replaceChildren(...tokens.map((t) => (state.cards.get(t) || makeCard(t)).card));
+  tokens.forEach((t) => updateCard(t));
+  const pages = Math.max(1, Math.ceil(state.order.length / pageSize()));
+  const first = state.page * pageSize();
+  ui.pageText.textContent = state.order.length
+    ? `answers ${first + 1}–${first + tokens.length} of ${state.order.length} (page ${state.page + 1} of ${pages})`
+    : "no answers";
+  ui.pagePrev.disabled = state.page === 0;
+  ui.pageNext.disabled = state.page >= pages - 1;
+  loadTexts();
 }
 
 function render(scroll = true) {
   const data = state.data;
-  $("q-title").textContent = `${data.id}: ${data.title} (${data.points} points)`;
-  $("q-prompt").innerHTML = data.prompt || "<p>(the released lab's text of this question was not found)</p>";
-  $("q-model").innerHTML = data.model || "<p>No model answer: start <code>lablib review</code> with " +
-    "<code>--solution</code> (the solution notebook) to see it here.</p>";
+  ui.qTitle.textContent = `${data.id}: ${data.title} (${data.points} points)`;
+  if (ui.qPrompt.dataset.question !== data.id) {
+    putText(textRoot(ui.qPrompt), data.prompt || "<p>(the released lab's text of this question was not found)</p>");
+    putText(textRoot(ui.qModel), data.model || "<p>No model answer: start <code>lablib review</code> with " +
+            "<code>--solution</code> (the solution notebook) to see it here.</p>");
+    ui.qPrompt.dataset.question = data.id;
+  }
   renderRubric();
-  renderAnswers();
-  const focused = document.querySelector(".answer.focused");
-  if (scroll && focused) focused.scrollIntoView({ block: "nearest" });
+  renderPage();
+  const focused = state.cards.get(state.order[state.focus]);
+  if (scroll && focused) focused.card.scrollIntoView({ block: "nearest" });
 }
 
-function toggleSelect(answer) {
-  if (state.selected.has(answer.token)) state.selected.delete(answer.token);
-  else state.selected.add(answer.token);
-  render(false);
+function setFocus(index, scroll = true) {
+  if (index < 0 || index >= state.order.length) return;
+  state.focus = index;
+  if (pageOf(index) !== state.page) { state.page = pageOf(index); render(scroll); return; }
+  pageTokens().forEach((t) => updateCard(t));
+  renderRubric();
+  const focused = state.cards.get(state.order[index]);
+  if (scroll && focused) focused.card.scrollIntoView({ block: "nearest" });
 }
 
-function move(step) {
-  const n = state.data.answers.length;
-  if (!n) return;
-  state.focus = Math.max(0, Math.min(n - 1, state.focus + step));
+function goPage(page) {
+  const pages = Math.ceil(state.order.length / pageSize());
+  if (page < 0 || page >= pages) return;
+  state.page = page;
+  state.focus = page * pageSize();
   render();
 }
 
+function toggleSelect(token) {
+  if (state.selected.has(token)) state.selected.delete(token);
+  else state.selected.add(token);
+  updateCard(token);
+  ui.selection.textContent = state.selected.size ? `· applies to ${state.selected.size} selected` : "";
+}
+
 function nextToGrade() {
-  const answers = state.data.answers;
-  for (let k = 1; k <= answers.length; k++) {
-    const i = (state.focus + k) % answers.length;
-    if (!answers[i].graded || answers[i].stale) { state.focus = i; render(); return; }
+  const n = state.order.length;
+  for (let k = 1; k <= n; k++) {
+    const i = (state.focus + k) % n;
+    const answer = meta(state.order[i]);
+    if (!answer.graded || answer.stale) { setFocus(i); return; }
   }
   say("Every answer to this question is graded.");
 }
@@ -264,52 +536,75 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "Escape") {
     if (typing) event.target.blur();
     state.selected.clear();
-    render(false);
+    pageTokens().forEach((t) => updateCard(t));
+    ui.selection.textContent = "";
     return;
   }
   if (typing) return;
-  const answers = state.data.answers;
-  if (event.key === "j" || event.key === "ArrowDown") move(1);
-  else if (event.key === "k" || event.key === "ArrowUp") move(-1);
+  const token = state.order[state.focus];
+  if (event.key === "j" || event.key === "ArrowDown") setFocus(state.focus + 1);
+  else if (event.key === "k" || event.key === "ArrowUp") setFocus(state.focus - 1);
   else if (event.key === "n") nextToGrade();
-  else if (event.key === "x" && answers[state.focus]) toggleSelect(answers[state.focus]);
+  else if (event.key === "x" && token) toggleSelect(token);
   else if (event.key === "u") {
-    answers.filter((a) => !a.graded || a.stale).forEach((a) => state.selected.add(a.token));
-    render(false);
-  } else if (event.key === "c") {
-    const box = document.querySelector(".answer.focused textarea");
-    if (box) box.focus();
+    pageTokens().filter((t) => !meta(t).graded || meta(t).stale).forEach((t) => state.selected.add(t));
+    pageTokens().forEach((t) => updateCard(t));
+    ui.selection.textContent = state.selected.size ? `· applies to ${state.selected.size} selected` : "";
+  } else if (event.key === "a" && token) showAll(token);
+  else if (event.key === "c") {
+    const refs = state.cards.get(token);
+    if (refs) refs.comment.focus();
   } else if (event.key === "[" || event.key === "]") {
     const ids = state.questions.map((q) => q.id);
     const i = ids.indexOf(state.current) + (event.key === "]" ? 1 : -1);
     if (i >= 0 && i < ids.length) openQuestion(ids[i]);
-  } else if (/^[1-9]$/.test(event.key)) {
+  } else if (event.key === "<" || event.key === ">") goPage(state.page + (event.key === ">" ? 1 : -1));
+  else if (/^[1-9]$/.test(event.key)) {
     const item = state.data.rubric[Number(event.key) - 1];
     if (item) toggleItem(item);
   } else return;
   event.preventDefault();
 });
 
-$("new-item").addEventListener("submit", (event) => {
+ui.newItem.addEventListener("submit", (event) => {
   event.preventDefault();
-  change({ action: "item", points: Number($("new-points").value), comment: $("new-comment").value })
-    .then((data) => { if (data) { $("new-points").value = ""; $("new-comment").value = ""; } });
+  change({ action: "item", points: Number(ui.newPoints.value), comment: ui.newComment.value })
+    .then((data) => { if (data) { ui.newPoints.value = ""; ui.newComment.value = ""; } });
 });
+ui.write.addEventListener("click", () => change({ action: "write" }));
+ui.pagePrev.addEventListener("click", () => goPage(state.page - 1));
+ui.pageNext.addEventListener("click", () => goPage(state.page + 1));
 
-$("write").addEventListener("click", () => change({ action: "write" }));
+// Every 10 s: what changed since the version this page has (nothing: a few bytes).
+async function refresh() {
+  if (!state.current || !state.data || state.busy || document.hidden) return;
+  const question = state.current;
+  const data = await api(`/api/question/${question}/changes?since=${state.version}&generation=${state.generation}`);
+  if (question !== state.current || state.busy) return;
+  if (data.reload) {  // a regrade: the list itself may have changed
+    const focusToken = state.order[state.focus];
+    takeQuestion(await api("/api/question/" + question));
+    const index = state.order.indexOf(focusToken);
+    state.focus = index >= 0 ? index : 0;
+    state.page = pageOf(state.focus);
+    state.cards.clear();
+    render(false);
+  } else {
+    merge(data);
+    state.version = data.version;
+  }
+  await loadQuestions();
+}
 
 setInterval(async () => {
-  if (!state.current || state.busy || document.hidden) return;
-  if (document.activeElement && document.activeElement.closest(".answer")) return;  // typing
-  try {
-    const data = await api("/api/question/" + state.current);
-    state.data = data;
-    render(false);
-    await loadQuestions();
-  } catch (err) { say("The review server does not answer: " + err.message, true); }
+  try { await refresh(); } catch (err) { say("The review server does not answer: " + err.message, true); }
 }, 10000);
 
 (async () => {
+  if (!TOKEN) {
+    say("This page needs the address `lablib review` printed (it ends with ?token=...): open that address.", true);
+    return;
+  }
   try {
     await loadQuestions();
     const wanted = location.hash.slice(1);

@@ -17,7 +17,9 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
+import shutil
 import sys
 import warnings
 
@@ -200,8 +202,10 @@ def _cmd_review(args) -> int:
     if solution is None:
         print("lablib review: no model answers shown: pass --solution (the solution notebook) or --course DIR "
               "(DIR/solutions/<lab>.ipynb)", file=sys.stderr)
-    if not args.no_browser:
-        webbrowser.open(server.url)
+    opener = None
+    if not args.no_browser:  # the token never goes on a command line (other users can read those)
+        opener = _review_opener(server.url)
+        webbrowser.open(opener.as_uri())
 
     def stop(signum, frame):  # Ctrl-C or a service manager's SIGTERM: write the gradebook, end
         raise KeyboardInterrupt
@@ -214,8 +218,27 @@ def _cmd_review(args) -> int:
         pass
     finally:
         server.server_close()
+        if opener is not None:
+            shutil.rmtree(opener.parent, ignore_errors=True)
     print(write())
     return 0
+
+
+def _review_opener(url: str) -> pathlib.Path:
+    """A page that forwards the browser to ``url`` (which carries the review token), in a
+    new folder only this user can read: the browser is started with this file's path, so
+    the token is not in any process's command line (as Jupyter does)."""
+    import html
+    import tempfile
+
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="lablib-review-"))  # mode 0700, a new name
+    path = folder / "open.html"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        address = html.escape(url)
+        file.write(f'<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={address}">'
+                   f'<title>lablib review</title><p><a href="{address}">Open the review page</a></p>\n')
+    return path
 
 
 def _cmd_report(args) -> int:

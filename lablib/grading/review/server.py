@@ -85,7 +85,12 @@ MAX_TEXTS = 50
 #: What the page's responses say about an answer without a record in the gradebook.
 _NO_RECORD = ("no answer recorded: the notebook could not be read (see its status), or it was graded by an "
               "older lablib (grade it again)")
-_TOKEN_RE = re.compile(r"[0-9a-f]{16}")
+#: The fields of each change the page sends (any other is refused).
+_FIELDS = {"grade": {"action", "question", "answers", "seen", "versions", "items", "add", "remove", "adjustment",
+                     "comment"},
+           "item": {"action", "question", "id", "version", "points", "comment"},
+           "delete-item": {"action", "question", "id", "version"},
+           "write": {"action", "question"}}
 #: The page's security headers (see the module's docstring).
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
        "font-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; child-src 'none'; "
@@ -376,6 +381,10 @@ class ReviewApp:
         """
         action = body.get("action")
         question = body.get("question")
+        unknown = sorted(set(body) - _FIELDS.get(action, set(body)))
+        if unknown:  # "grader" among them: the log names the server's grader, never the request's
+            raise ReviewError(f"A {action!r} change has no field(s) {unknown[:5]}; its fields: "
+                              f"{sorted(_FIELDS[action])}.")
         if action == "write":
             if self.on_write is None:
                 raise ReviewError("This review page cannot write the gradebook: run `lablib report` instead.")

@@ -414,7 +414,8 @@ class ReviewStore:
         with self._db() as db:
             return int(db.execute(
                 "SELECT MAX(COALESCE((SELECT MAX(version) FROM grade WHERE question = ?), 0), "
-                "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0))", (question, question)).fetchone()[0])
+                "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0))",
+                (question, question)).fetchone()[0])
 
     def changed_since(self, question: str, since: int) -> tuple[set[str], bool]:
         """``(the submissions whose grade of question changed after version since, whether

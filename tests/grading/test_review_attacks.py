@@ -1,0 +1,341 @@
+"""Students' text against the review page (issue 29, item 1): every payload of the red
+team's report and a corpus of classic XSS payloads, rendered by the server and shown in
+headless Chromium. Nothing of an answer may reach the page's DOM, run, load, navigate or
+change a field; the grader's "-1" rubric item is stored as -1.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import pathlib
+import re
+
+from lablib.grading.review import render
+from lablib.grading.review.render import ATTRIBUTES, TAGS, render_answer, render_markdown
+from lablib.grading.review.store import DB_NAME, ReviewStore
+from review_fixtures import chromium, request, running, write_class, written_lab
+
+PAGE_DIR = pathlib.Path(render.__file__).with_name("page")
+FOREIGN = "127.0.0.2:9"  # where the payloads try to send the grader or load from
+
+#: The red team's payloads (issue 29): latex2mathml's \text{} unescape carrying markup.
+ISSUE_PAYLOADS = [
+    '<b id="x">bold</b>',
+    '<input type="hidden" id="new-points" value="4">',
+    f'<meta http-equiv="refresh" content="0;url=http://{FOREIGN}/phish">',
+    f'<base href="http://{FOREIGN}/">',
+    '<iframe src="/?nested"></iframe>',
+    '<span class="badge done">4 / 4</span>',
+]
+
+#: Classic XSS: script, event handlers, javascript: and data: URLs, SVG and MathML tricks,
+#: mutation XSS, style and layout injection, forms, frames, the page's own ids.
+XSS_CORPUS = [
+    "<script>window.pwned=1</script>",
+    '<img src=x onerror="window.pwned=1">',
+    '<svg onload="window.pwned=1"></svg>',
+    "<svg><script>window.pwned=1</script></svg>",
+    '<math><maction actiontype="statusline" xlink:href="javascript:window.pwned=1">x</maction></math>',
+    '<math href="javascript:window.pwned=1"><mi>x</mi></math>',
+    '<math><mtext><table><mglyph><style><img src=x onerror="window.pwned=1">',
+    '<svg><p><style><img src=x onerror="window.pwned=1"></style></p></svg>',
+    '<noscript><p title="</noscript><img src=x onerror=window.pwned=1>">',
+    '<math><annotation-xml encoding="text/html"><img src=x onerror="window.pwned=1"></annotation-xml></math>',
+    '<svg><a xlink:href="javascript:window.pwned=1"><text x="20" y="20">x</text></a></svg>',
+    '<a href="javascript:window.pwned=1">click</a>',
+    '<a href="jav&#x09;ascript:window.pwned=1">click</a>',
+    "[click](javascript:window.pwned=1)",
+    "[click](JaVaScRiPt:window.pwned=1)",
+    "[click](data:text/html;base64,PHNjcmlwdD53aW5kb3cucHduZWQ9MTwvc2NyaXB0Pg==)",
+    "[own api](/api/questions)",
+    f"![pixel](http://{FOREIGN}/pixel.png)",
+    '<iframe srcdoc="<script>parent.pwned=1</script>"></iframe>',
+    '<object data="javascript:window.pwned=1"></object>',
+    '<embed src="javascript:window.pwned=1">',
+    f'<form action="http://{FOREIGN}/"><button>go</button></form>',
+    '<details open ontoggle="window.pwned=1">',
+    '<body onload="window.pwned=1">',
+    '<input autofocus onfocus="window.pwned=1">',
+    '<video><source onerror="window.pwned=1"></video>',
+    f'<style>@import "http://{FOREIGN}/x.css"; body {{ display: none }}</style>',
+    '<div style="position:fixed;top:0;left:0;width:100%;height:100%;background:red">covered</div>',
+    f'<link rel="stylesheet" href="http://{FOREIGN}/x.css">',
+    '<template><img src=x onerror="window.pwned=1"></template>',
+    '"><script>window.pwned=1</script>',
+    "<scr<script>ipt>window.pwned=1</scr</script>ipt>",
+    f'<a href="http://{FOREIGN}/" id="write">Write the gradebook</a>',
+    '<label for="new-points">x</label><textarea id="new-comment">y</textarea>',
+    '<!--<img src=x onerror="window.pwned=1">-->',
+    '<xmp><img src=x onerror="window.pwned=1"></xmp>',
+    '<a href="http://ok.example/" target="_top" rel="opener" class="badge done">a link</a>',
+]
+
+#: Formulas that try latex2mathml's own commands.
+MATH_PAYLOADS = [
+    r"$\href{javascript:window.pwned=1}{click}$",
+    r"$\style{position:fixed;top:0}{x}$",
+    r"$\class{badge done}{4 / 4}$",
+    r"$\color{red}{\text{<img src=x onerror=window.pwned=1>}}$",
+    r"$\mathcolor{white}{x} \colorbox{red}{y}$",
+    r"$$\text{<script>window.pwned=1</script>}$$",
+    r"\begin{equation}\text{<iframe src=/?nested></iframe>}\end{equation}",
+]
+
+
+def _wrapped(payload: str) -> list[str]:
+    """A payload as markdown, inside ``$\\text{...}$`` and inside ``$$\\text{...}$$``."""
+    return [payload, f"$\\text{{{payload}}}$", f"$$\\text{{{payload}}}$$"]
+
+
+def hostile_class() -> dict:
+    """30 students: question ``why`` holds the red team's payloads (in \\text{} and raw),
+    question ``how`` the corpus, four payloads per answer in each of its three forms."""
+    why = [f"My answer. $\\text{{{p}}}$ 4 / 4 graded" for p in ISSUE_PAYLOADS] + ISSUE_PAYLOADS + MATH_PAYLOADS
+    how = [p for payload in XSS_CORPUS for p in _wrapped(payload)]
+    how = ["\n\n".join(how[k:k + 4]) for k in range(0, len(how), 4)]
+    n = max(len(why), len(how)) + 1
+    why += [f"An honest answer: $x_{k}^2$ grows." for k in range(n - len(why))]
+    how += [f"An honest fix {k}." for k in range(n - len(how))]
+    return {f"student{k:02d}": {"why": why[k], "how": how[k]} for k in range(n)}
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+
+def _check_fragment(fragment: str) -> None:
+    """Every element and attribute of ``fragment`` is in the renderer's allowlist."""
+    parser = _Tags()
+    parser.feed(fragment)
+    for tag, attrs in parser.found:
+        assert tag in TAGS, (tag, fragment[:300])
+        for name, value in attrs.items():
+            allowed = ATTRIBUTES.get(tag, set()) | {"class"} | ({"target", "rel"} if tag == "a" else set())
+            assert name in allowed, (tag, name, value)
+            if name == "href":
+                assert re.match(r"(https?:|mailto:)", value), value
+            if name == "class":
+                assert value in ("tex", "rest", "image", "cut"), value
+
+
+def test_every_payload_renders_to_allowlisted_html_only():
+    answers = [text for student in hostile_class().values() for text in student.values()]
+    assert len(answers) >= 50
+    for text in answers:
+        for out in (render_markdown(text), render_answer(text, 40), render_answer(text * 300)):
+            _check_fragment(out)
+    shown = render_markdown(f"$\\text{{{ISSUE_PAYLOADS[0]}}}$")
+    assert "&lt;b" in shown and "<b" not in shown, "what \\text{} holds is shown as typed"
+    assert "<math" in shown
+
+
+def test_the_page_checks_the_same_allowlist_as_the_server():
+    """review.js re-checks every answer after the browser parsed it; its lists are the
+    renderer's (a tag added to one and not the other is caught here)."""
+    script = (PAGE_DIR / "review.js").read_text(encoding="utf-8")
+
+    def js_list(name):
+        body = re.search(rf"const {name} = \[(.*?)\];", script, re.S).group(1)
+        return set(re.findall(r'"([a-z0-9-]+)"', body))
+
+    assert js_list("MARKDOWN_TAGS") == set(render.MARKDOWN_TAGS)
+    assert js_list("MATHML_TAGS") == set(render.MATHML_TAGS)
+    assert js_list("MATH_ATTRIBUTES") == set(render._MATH_ATTRIBUTES)
+
+
+_DOM_REPORT = """() => {
+  const ids = Array.from(document.querySelectorAll("[id]"), (e) => e.id);
+  const metas = Array.from(document.querySelectorAll("meta"), (m) => m.outerHTML);
+  const dangerous = document.querySelectorAll("base, iframe, frame, object, embed, script:not([src='/review.js']), " +
+    "style, link:not([href='/review.css']), form:not(#new-item), img, svg, math").length;
+  const fields = Array.from(document.querySelectorAll("input, textarea, select, button"));
+  const strayFields = fields.filter((f) => !(f.closest("#new-item") || f.closest("header") || f.closest("#pager") ||
+    f.closest(".answer h3") || f.closest(".answer .own") || f.closest("#items"))).map((f) => f.outerHTML);
+  const shadow = [];
+  const hosts = document.querySelectorAll(".answer .text, #q-prompt, #q-model");
+  for (const host of hosts) {
+    if (!host.shadowRoot) continue;
+    for (const el of host.shadowRoot.querySelectorAll("*")) {
+      shadow.push([el.localName, el.namespaceURI, Array.from(el.attributes, (a) => [a.name, a.value]),
+                   Boolean(el.shadowRoot)]);
+    }
+  }
+  return { ids, metas, dangerous, strayFields, shadow,
+           badges: document.querySelectorAll(".badge").length, cards: document.querySelectorAll(".answer").length,
+           newPoints: document.getElementById("new-points").closest("#new-item") !== null,
+           base: document.baseURI, pwned: window.pwned === undefined ? null : window.pwned,
+           violations: window.__violations || [] };
+}"""
+
+_RECORD = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation",
+  (e) => window.__violations.push(e.violatedDirective + " " + e.blockedURI));
+"""
+
+
+def _page_ids() -> set[str]:
+    return set(re.findall(r'\bid="([^"]+)"', (PAGE_DIR / "index.html").read_text(encoding="utf-8")))
+
+
+def _check_dom(report: dict, origin: str) -> None:
+    assert set(report["ids"]) <= _page_ids(), set(report["ids"]) - _page_ids()
+    assert report["metas"] == ['<meta charset="utf-8">', '<meta name="referrer" content="no-referrer">']
+    assert report["dangerous"] == 0 and report["strayFields"] == []
+    assert report["badges"] == report["cards"] > 0, "one badge per answer, the page's own"
+    assert report["newPoints"], "#new-points is the page's field"
+    assert report["base"].startswith(origin) and report["pwned"] is None
+    assert report["violations"] == [], "nothing of an answer even tried to run, style or load"
+    assert report["shadow"], "the answers are drawn in shadow roots"
+    for tag, namespace, attrs, nested in report["shadow"]:
+        assert tag in TAGS and not nested, tag
+        assert namespace in ("http://www.w3.org/1999/xhtml", "http://www.w3.org/1998/Math/MathML"), namespace
+        for name, value in attrs:
+            assert not name.startswith("on") and name not in ("id", "style", "src", "srcdoc", "action"), (tag, name)
+            if name == "href":
+                assert re.match(r"(https?:|mailto:)", value), value
+            if name == "target":
+                assert value == "_blank"
+            if name == "rel":
+                assert value == "noopener noreferrer"
+
+
+def _record_server(server) -> list[str]:
+    """The paths the server is asked for, from now on."""
+    seen = []
+    handler = server.RequestHandlerClass
+    get, post = handler.do_GET, handler.do_POST
+    handler.do_GET = lambda self: (seen.append(self.path), get(self))[1]
+    handler.do_POST = lambda self: (seen.append(self.path), post(self))[1]
+    return seen
+
+
+def _own(path: str) -> bool:
+    return path.split("?")[0] in ("/", "/review.js", "/review.css") or path.startswith("/api/")
+
+
+def test_no_answer_reaches_the_page_in_chromium(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, hostile_class())
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        paths = _record_server(server)
+        origin = server.address.rstrip("/")
+        page = browser.new_page()
+        page.add_init_script(_RECORD)
+        requests, dialogs, errors = [], [], []
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(server.url + "#why")
+        cards = page.locator(".answer")
+        expect(cards).to_have_count(len(hostile_class()))
+        expect(page.locator(".answer[data-text]")).to_have_count(len(hostile_class()))
+        _check_dom(page.evaluate(_DOM_REPORT), origin)
+        # what \text{} held is shown as typed, inside the answer's own root
+        texts = page.evaluate("() => Array.from(document.querySelectorAll('.answer .text'), "
+                              "(h) => h.shadowRoot.textContent)")
+        assert any('<b id="x">bold</b>' in t for t in texts), texts[:3]
+        # the forged badge: its answer is still "to grade"
+        forged = next(k for k, t in enumerate(texts) if '<span class="badge done">' in t)
+        expect(cards.nth(forged).locator(".badge")).to_have_text("to grade")
+        # the grader's "-1" item, typed beside an answer holding a hidden #new-points = 4
+        page.locator("#new-points").fill("-1")
+        page.locator("#new-comment").fill("Wrong sign.")
+        page.locator("#new-item button[type=submit]").click()
+        expect(page.locator("#status")).to_have_text("saved")
+        hidden = next(k for k, t in enumerate(texts) if 'id="new-points"' in t)
+        cards.nth(hidden).locator("h3 span").first.click()
+        page.keyboard.press("1")  # +2 "Names the cause."
+        expect(cards.nth(hidden).locator(".badge")).to_have_text("2 / 4")
+        page.keyboard.press("4")  # the new -1 item
+        expect(cards.nth(hidden).locator(".badge")).to_have_text("1 / 4")
+        # the corpus
+        page.locator("#questions button[data-question='how']").click()
+        expect(page.locator("#q-title")).to_contain_text("how")
+        expect(page.locator(".answer[data-text]")).to_have_count(len(hostile_class()))
+        page.wait_for_timeout(1500)  # a refresh, a meta refresh, an autofocus would have acted by now
+        _check_dom(page.evaluate(_DOM_REPORT), origin)
+        assert page.url.startswith(origin) and "token" not in page.url, page.url
+        assert len(page.frames) == 1 and not dialogs and not errors, (page.frames, dialogs, errors)
+    assert all(url.startswith(origin + "/") and _own(url[len(origin):]) for url in requests), \
+        [u for u in requests if not (u.startswith(origin + "/") and _own(u[len(origin):]))]
+    assert all(_own(p) for p in paths) and not any("nested" in p for p in paths), paths
+    store = ReviewStore(out / DB_NAME, lab)
+    minus = [r for r in store.rubric("why") if r.comment == "Wrong sign."]
+    assert [r.points for r in minus] == [-1.0], "the grader's -1 is stored as -1"
+    scores = store.person_scores(list(hostile_class()))
+    graded = {n: s["why"] for n, s in scores.items() if s["why"].graded}
+    assert len(graded) == 1, graded
+    (name, score), = graded.items()
+    assert 'id="new-points"' in hostile_class()[name]["why"], "the answer graded is the one with the hidden input"
+    assert score.items == ((2.0, "Names the cause."), (-1.0, "Wrong sign.")) and score.score == 1
+    assert all(e["grader"] == "tester" for e in store.events())
+
+
+def test_the_page_holds_even_without_the_sanitisers(tmp_path):
+    """The second and third walls alone: raw payloads put in a shadow root of the page
+    (skipping render.py and review.js's check) run nothing, load nothing from elsewhere,
+    frame nothing, navigate nowhere and change no field: shadow roots ignore <meta> and
+    <base>, and the CSP refuses inline handlers and styles, frames and images."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, {f"s{k}": {"why": f"answer {k}", "how": "fix"} for k in range(3)})
+    raw = "".join([f'<meta http-equiv="refresh" content="1;url=http://{FOREIGN}/phish">',
+                   f'<base href="http://{FOREIGN}/">', '<iframe src="/?nested"></iframe>',
+                   '<img src="/api/questions" onerror="window.pwned=1">', '<svg onload="window.pwned=2"></svg>',
+                   '<input id="new-points" value="4">', "<style>body { background: red }</style>",
+                   '<div style="position:fixed;inset:0;background:red">covered</div>',
+                   f'<form id="f" action="http://{FOREIGN}/"><button id="b">go</button></form>'])
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        paths = _record_server(server)
+        origin = server.address.rstrip("/")
+        page = browser.new_page()
+        page.add_init_script(_RECORD)
+        requests = []
+        page.on("requestfinished", lambda r: requests.append(r.url))
+        page.goto(server.url)
+        expect(page.locator(".answer[data-text]")).to_have_count(3)
+        page.evaluate("(html) => { const host = document.createElement('div'); document.body.appendChild(host);"
+                      " host.attachShadow({ mode: 'open' }).innerHTML = html;"
+                      " host.shadowRoot.getElementById('b').click(); }", raw)
+        page.wait_for_timeout(2500)
+        report = page.evaluate(_DOM_REPORT)
+        assert page.url.startswith(origin) and report["base"].startswith(origin)
+        assert report["pwned"] is None and report["newPoints"]
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(250, 250, 250)"
+        violated = " ".join(report["violations"])
+        for directive in ("script-src", "style-src", "frame-src", "img-src", "form-action"):
+            assert directive in violated, (directive, report["violations"])
+    assert all(_own(u[len(origin):]) for u in requests), requests
+    assert not any("nested" in p or p.startswith("/api/questions") and "phish" in p for p in paths), paths
+    assert "/?nested" not in paths
+
+
+def test_security_headers_and_token_stay_on_the_page(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, {"s0": {"why": "a", "how": "b"}})
+    with running(out, lab) as (server, app):
+        import http.client
+
+        host, port = server.server_address[:2]
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        response.read()
+        csp = response.getheader("Content-Security-Policy")
+        for directive in ("default-src 'none'", "script-src 'self'", "base-uri 'none'", "form-action 'none'",
+                          "frame-ancestors 'none'", "frame-src 'none'", "object-src 'none'"):
+            assert directive in csp, (directive, csp)
+        assert "unsafe" not in csp
+        assert response.getheader("Referrer-Policy") == "no-referrer"
+        assert response.getheader("X-Frame-Options") == "DENY"
+        status, body = request(server, "GET", "/api/question/why")
+        assert status == 200 and json.dumps(body).count("student") == 0

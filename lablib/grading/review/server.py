@@ -280,8 +280,8 @@ class ReviewApp:
         """The lab, its questions and each one's progress."""
         with self._lock:
             self._load()
-            rows = list(self._rows.values())
-        scores, _ = self.store.for_gradebook(rows)
+            rows, digests = list(self._rows.values()), self._digests
+        scores = self.store.person_scores([r.submission for r in rows], digests)
         out = []
         for q in self.lab.answers.values():
             given = [scores[r.submission][q.id] for r in rows]

@@ -30,7 +30,7 @@ const TOKEN = (() => {
   return given || sessionStorage.getItem("lablib-review-token") || "";
 })();
 
-const TEXTS_PER_REQUEST = 8;
+const TEXTS_PER_REQUEST = 4;
 const state = {
   questions: [], current: null, data: null, order: [], byToken: new Map(), shown: new Map(), cards: new Map(),
   page: 0, focus: 0, selected: new Set(), busy: false, version: 0, generation: 0, loading: new Set(),
@@ -237,15 +237,19 @@ async function fetchTexts(tokens) {
   }
 }
 
-// The page's answers' texts, a few per request, the focused one first.
+// The page's answers' texts, a few per request, the focused one first and alone; stops
+// when the grader moves to another page or question.
 async function loadTexts() {
   const wanted = pageTokens().filter((t) => !state.shown.has(t) && !state.loading.has(t));
   const focused = state.order[state.focus];
   wanted.sort((a, b) => (b === focused) - (a === focused));
   const question = state.current;
-  for (let k = 0; k < wanted.length; k += TEXTS_PER_REQUEST) {
-    if (question !== state.current) return;
-    const chunk = wanted.slice(k, k + TEXTS_PER_REQUEST).filter((t) => !state.shown.has(t) && !state.loading.has(t));
+  const page = state.page;
+  for (let k = 0; k < wanted.length;) {
+    if (question !== state.current || page !== state.page) return;
+    const size = k === 0 && wanted[0] === focused ? 1 : TEXTS_PER_REQUEST;
+    const chunk = wanted.slice(k, k + size).filter((t) => !state.shown.has(t) && !state.loading.has(t));
+    k += size;
     if (!chunk.length) continue;
     try { await fetchTexts(chunk); } catch (err) { say("The answers' texts did not load: " + err.message, true); return; }
   }
@@ -426,22 +430,28 @@ function makeCard(token) {
   return refs;
 }
 
+// Assignments only where the value differs: a card untouched costs the browser no new
+// layout (fifty cards of MathML take a while to lay out again).
+function put(element, key, value) {
+  if (element[key] !== value) element[key] = value;
+}
+
 function updateCard(token, textChanged) {
   const refs = state.cards.get(token);
   const answer = meta(token);
   if (!refs || !answer) return;
   const index = state.order.indexOf(token);
-  refs.card.classList.toggle("focused", index === state.focus);
-  refs.card.classList.toggle("selected", state.selected.has(token));
-  refs.select.checked = state.selected.has(token);
-  if (answer.stale) { refs.badge.className = "badge stale"; refs.badge.textContent = "answer changed since graded"; }
-  else if (answer.graded) { refs.badge.className = "badge done"; refs.badge.textContent = `${answer.score} / ${state.data.points}`; }
-  else { refs.badge.className = "badge todo"; refs.badge.textContent = "to grade"; }
+  put(refs.card, "className", "answer" + (index === state.focus ? " focused" : "") +
+      (state.selected.has(token) ? " selected" : ""));
+  put(refs.select, "checked", state.selected.has(token));
+  if (answer.stale) { put(refs.badge, "className", "badge stale"); put(refs.badge, "textContent", "answer changed since graded"); }
+  else if (answer.graded) { put(refs.badge, "className", "badge done"); put(refs.badge, "textContent", `${answer.score} / ${state.data.points}`); }
+  else { put(refs.badge, "className", "badge todo"); put(refs.badge, "textContent", "to grade"); }
   const shown = state.shown.get(token);
-  refs.empty.hidden = !(shown ? shown.empty : answer.empty);
-  refs.text.hidden = Boolean(shown ? shown.empty : answer.empty);
-  refs.more.hidden = !answer.truncated || Boolean(shown && shown.full);
-  refs.more.textContent = `show all (${answer.length.toLocaleString()} characters)`;
+  put(refs.empty, "hidden", !(shown ? shown.empty : answer.empty));
+  put(refs.text, "hidden", Boolean(shown ? shown.empty : answer.empty));
+  put(refs.more, "hidden", !answer.truncated || Boolean(shown && shown.full));
+  put(refs.more, "textContent", `show all (${answer.length.toLocaleString()} characters)`);
   if (textChanged || refs.shownHtml !== (shown ? shown.html : null)) {
     const root = textRoot(refs.text);
     if (shown) putText(root, shown.html);
@@ -450,18 +460,20 @@ function updateCard(token, textChanged) {
     if (shown) refs.card.dataset.text = shown.full ? "all" : "shown";
     else delete refs.card.dataset.text;
   }
-  refs.notes.hidden = !answer.notes.length;
-  refs.notes.textContent = answer.notes.length ? "Note: " + answer.notes.join("; ") : "";
-  refs.chips.replaceChildren();
-  for (const id of answer.items) {
-    const item = itemById(id);
-    if (!item) continue;
-    const chip = document.createElement("span");
-    chip.textContent = `${item.points >= 0 ? "+" : ""}${item.points} ${item.comment}`;
-    refs.chips.appendChild(chip);
+  put(refs.notes, "hidden", !answer.notes.length);
+  put(refs.notes, "textContent", answer.notes.length ? "Note: " + answer.notes.join("; ") : "");
+  const chips = answer.items.map(itemById).filter(Boolean)
+    .map((item) => `${item.points >= 0 ? "+" : ""}${item.points} ${item.comment}`);
+  if (refs.chipsShown !== JSON.stringify(chips)) {
+    refs.chips.replaceChildren(...chips.map((text) => {
+      const chip = document.createElement("span");
+      chip.textContent = text;
+      return chip;
+    }));
+    refs.chipsShown = JSON.stringify(chips);
   }
-  if (document.activeElement !== refs.comment) refs.comment.value = answer.comment;
-  if (document.activeElement !== refs.adjust) refs.adjust.value = answer.adjustment;
+  if (document.activeElement !== refs.comment) put(refs.comment, "value", answer.comment);
+  if (document.activeElement !== refs.adjust) put(refs.adjust, "value", String(answer.adjustment));
 }
 
 function renderPage() {

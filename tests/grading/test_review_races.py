@@ -361,3 +361,39 @@ def test_the_races_in_the_page(tmp_path):
         expect(third.locator(".text")).to_contain_text("Rewritten after the deadline.")
     score = ReviewStore(out / DB_NAME, lab).for_gradebook(rewrite_reports(out, lab=lab))[0][name]["why"]
     assert score.stale and score.items == ((2.0, "Gives numbers."),)
+
+
+def test_a_review_database_of_the_previous_schema_is_carried_over(tmp_path):
+    """A reviews.sqlite written before versions existed (schema 1) opens with every grade
+    kept, versions 0 (so the page's first write of each row is accepted once)."""
+    import sqlite3
+
+    lab = written_lab()
+    path = tmp_path / DB_NAME
+    with sqlite3.connect(path) as db:
+        db.executescript("""
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE rubric (id INTEGER PRIMARY KEY, question TEXT NOT NULL, points REAL NOT NULL,
+                comment TEXT NOT NULL, position INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE grade (submission TEXT NOT NULL, question TEXT NOT NULL, adjustment REAL NOT NULL DEFAULT 0,
+                comment TEXT NOT NULL DEFAULT '', digest TEXT NOT NULL DEFAULT '', grader TEXT NOT NULL DEFAULT '',
+                updated TEXT NOT NULL, PRIMARY KEY (submission, question));
+            CREATE TABLE applied (submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL,
+                PRIMARY KEY (submission, question, item));
+            CREATE TABLE event (id INTEGER PRIMARY KEY, at TEXT NOT NULL, grader TEXT NOT NULL, submission TEXT,
+                question TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
+            INSERT INTO meta VALUES ('lab', 'lab9_written'), ('schema', '1'), ('secret', 'old'),
+                ('rubric:why', 'then'), ('rubric:how', 'then');
+            INSERT INTO rubric VALUES (1, 'why', 2, 'Names the cause.', 0, 0), (2, 'how', 3, 'A fix.', 0, 0);
+            INSERT INTO grade VALUES ('student01', 'why', 0.5, 'ok', 'abc', 'ta', 'then');
+            INSERT INTO applied VALUES ('student01', 'why', 1);
+        """)
+    store = ReviewStore(path, lab)
+    score = store.person_scores(["student01"])["student01"]["why"]
+    assert (score.score, score.comment, score.grader) == (2.5, "ok", "ta")
+    assert store.answers("why", {"student01": "abc"})["student01"]["version"] == 0
+    assert [r.version for r in store.rubric("why")] == [0]
+    store.apply(["student01"], "why", {"adjustment": 1}, digest={"student01": "abc"}, versions={"student01": 0})
+    assert store.answers("why", {"student01": "abc"})["student01"]["version"] > 0
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"

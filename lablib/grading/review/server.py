@@ -464,8 +464,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     token: str
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        if os.environ.get("LABLIB_REVIEW_LOG"):
-            super().log_message(format, *args)
+        if os.environ.get("LABLIB_REVIEW_LOG"):  # the token never reaches a log
+            super().log_message("%s", (format % args).replace(self.token, "<token>"))
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)

@@ -213,7 +213,7 @@ class ReviewStore:
         return [RubricRow(i, question, p, c, n, v) for i, p, c, n, v in rows]
 
     @staticmethod
-    def _item_conflict(db, question, item, what: str) -> ReviewConflict:
+    def _item_conflict(db, question, item, what: str) -> ReviewError:
         row = db.execute("SELECT points, comment, deleted FROM rubric WHERE id = ? AND question = ?",
                          (item, question)).fetchone()
         if row is None:

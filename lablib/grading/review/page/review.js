@@ -122,6 +122,7 @@ function putText(root, html) {
 
 const TEXT_STYLE = `
 :host { display: block; overflow-wrap: anywhere; }
+:host([hidden]) { display: none; }
 pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; }
 pre.tex, code.tex { color: #a00; }
 math[display="block"] { margin: 0.5em 0; }

@@ -12,8 +12,8 @@ import dataclasses
 from lablib.grading.judge import judge_test
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.run.child import run_probe
-from lablib.grading.run.guard import BY_HAND, code_files, message as crib_message, run_watched
-from lablib.grading.run.protocol import ProbeRequest, ProbeResult
+from lablib.grading.run.guard import BY_HAND
+from lablib.grading.run.protocol import ProbeRequest
 from lablib.grading.spec import LabSpec, load_lab, registered_lab
 from lablib.session import NOT_DONE
 
@@ -143,14 +143,12 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
             results.append(TestResult.failed(test, f"pass {', '.join(missing)} to check()", Kind.ERROR))
             continue
         # A piece written by hand gets the grader's crib guard here too, so a student
-        # learns in the notebook, not from the grade, that calling lablib's own layer or
-        # the grader's reference gives no points.
-        request = ProbeRequest(test.id, test.probe, tuple(declared), test.timeout)
-        raw, crib = run_watched(lambda: run_probe(request, ns), BY_HAND if spec.pieces[piece].by_hand else (),
-                                ns, code_files(ns.values()))
-        if crib is not None:
-            raw = ProbeResult.failed(Kind.ERROR, crib_message(crib))
-        results.append(judge_test(test, raw))
+        # learns in the notebook, not from the grade, that calling lablib's own layer, the
+        # grader's reference or a ready-made layer gives no points. The judge runs after
+        # the probe's window has closed: it may use any reference.
+        request = ProbeRequest(test.id, test.probe, tuple(declared), test.timeout,
+                               BY_HAND if spec.pieces[piece].by_hand else ())
+        results.append(judge_test(test, run_probe(request, ns)))
     # Hidden tests are never in the student's lablib, so the report always says that
     # more tests may run at grading.
     result = CheckResult(spec.name, piece, results, hidden_tests=True)

@@ -12,7 +12,8 @@ code in the same process from reaching into this one, which is why judges compar
 values that take the real computation to produce (see ISOLATION.md).
 
 :func:`run_probe` is shared with ``lablib.check``, which runs the same probes in the
-student's notebook.
+student's notebook; a probe of a piece written by hand runs there and here in the crib
+guard's window (:mod:`lablib.grading.run.guard`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Mapping
 
 from lablib.backend import full_float32
 from lablib.grading.results import Kind
-from lablib.grading.run.guard import message as crib_message, run_watched
+from lablib.grading.run.guard import Window, message as crib_message
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 from lablib.session import not_done_text, unfinished_piece
 
@@ -81,6 +82,11 @@ def _kind(exc: BaseException) -> Kind:
 def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
     """Call one probe on the student's names and convert its result to plain values.
 
+    A probe whose request carries a guard (a piece written by hand) runs in the crib
+    guard's :class:`~lablib.grading.run.guard.Window`: lablib's implementations and the
+    ready-made layers are disarmed from the probe's call until its value is plain, and a
+    crib found (before or while it runs) is the result, whatever the probe returned.
+
     Args:
         request: the probe and the names it needs.
         ns: the names the student's cells defined (a read-only view is passed on).
@@ -91,14 +97,19 @@ def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
     missing = [name for name in request.objects if name not in ns]
     if missing:
         return ProbeResult.failed(Kind.ERROR, f"the graded cell does not define {', '.join(missing)}")
+    window = Window(request.guard, {name: ns[name] for name in request.objects}, request.probe, ns)
     try:
-        with full_float32():
-            value = request.probe(types.MappingProxyType(dict(ns)))
-        return ProbeResult(True, to_plain(value))
+        with full_float32(), window:
+            if window.found is None:  # the graded names already hold lablib's code: not run
+                plain = to_plain(request.probe(types.MappingProxyType(dict(ns))))
     except KeyboardInterrupt:  # a student stopping lablib.check in the notebook
         raise
     except BaseException as exc:  # noqa: BLE001 - the student's error is the report
-        return ProbeResult.failed(_kind(exc), describe_exception(exc))
+        if window.found is None:  # described after the window: tracebacks read files
+            return ProbeResult.failed(_kind(exc), describe_exception(exc))
+    if window.found is not None:
+        return ProbeResult.failed(Kind.ERROR, crib_message(window.found))
+    return ProbeResult(True, plain)
 
 
 def _set_limits(memory_mb: float) -> None:
@@ -158,11 +169,7 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
             except BaseException as exc:  # noqa: BLE001
                 reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
         elif command.op == "probe":
-            probe = command.probe
-            result, crib = run_watched(lambda: _run_probe(probe, ns), getattr(probe, "guard", ()),
-                                       {n: ns[n] for n in probe.objects if n in ns})
-            if crib is not None:
-                result = ProbeResult.failed(Kind.ERROR, crib_message(crib))
+            result = _run_probe(command.probe, ns)
             reply.update(event="result", ok=result.ok)
             if result.ok:
                 try:

@@ -1,39 +1,174 @@
 """Cribs: a graded piece the lab asks students to write by hand must not be passed by
-calling lablib's own implementation of it, or a judge's reference.
+calling lablib's own implementation of it, a judge's reference, or a ready-made layer
+that does the piece's work (``keras.layers.MultiHeadAttention`` for the multi-head
+attention piece).
 
 Students install lablib, so ``lablib.layers.scaled_dot_product_attention`` or
 ``lablib.grading.specs.lab3_gcn_molecules.reference_gcn`` are importable from their
-cells; wrapping them scored points. While the child runs a probe of such a
-piece, :class:`Watch` (a ``sys.setprofile`` hook) notes the first call into a guarded part
-of lablib that enters it from outside lablib with a graded cell on the stack: the
-student's code reached it, directly or through a helper of theirs. The probe then fails
-with one sentence naming what was called (:func:`message`). Probes calling lablib's
-helpers themselves (the judges', the hidden tests') are not calls from a graded cell, and
-a function a probe hands to the student's code as an input is named ``handed_*``.
-Pieces that build models with lablib's layers (the labs' ``build_*`` pieces) are not
-guarded (:attr:`lablib.grading.spec.Piece.by_hand`).
+cells. While a probe of a by-hand piece (:attr:`lablib.grading.spec.Piece.by_hand`) runs,
+a :class:`Window` makes them unreachable instead of watching for calls (a tracer can be
+switched off, dodged from a thread or fooled by a file name):
+
+* **Disarmed in place.** Every function of lablib's guarded modules (its layers, the
+  specs' references and judges: :data:`BY_HAND`), including copies loaded again from
+  their files under another name or path, and every method of the ready-made classes and
+  functions in :data:`READY_MADE`, has its ``__code__`` swapped for one that raises
+  :class:`CribCall`. Every reference to such a function (a ``functools.partial``, a
+  dict entry, a bound method, a thread's target) reaches the raiser; the crib is noted
+  when it is raised, so an ``except BaseException`` that swallows it gains nothing. The
+  original code objects are put back when the probe ends. lablib's guarded modules not
+  imported yet are imported first (its layers once TensorFlow is); a guarded or
+  ready-made module imported while the probe runs is disarmed as it loads (a finder put
+  first in ``sys.meta_path``).
+* **An audit hook** (PEP 578; it cannot be removed) refuses, while the window is open,
+  what would fetch those implementations again: opening a guarded file (resolved paths:
+  ``/./`` and links do not help; lablib's lines are dropped from ``linecache`` for the
+  window, so ``inspect.getsource`` has nothing to read), compiling code under a guarded
+  file's name, running or building a function from lablib's own code (``exec``,
+  ``types.FunctionType``), giving a disarmed function its code back, removing the finder,
+  searching the interpreter's objects (``gc``), ``ctypes`` and new processes.
+* **Copies by value** are compared: before the probe runs, the objects the graded names
+  reach (functions, closures, defaults, the globals their code names, class members,
+  containers) are searched for lablib's guarded code or a ready-made class (bound to a
+  name, kept in a dict, a base class) and for code copied from lablib's files (the same
+  bytecode, names and constants, comments, docstring and local names aside: what
+  ``inspect.getsource`` + ``exec`` or ``types.FunctionType(f.__code__, ...)`` give), as a
+  copied classmate's code would be found.
+* **Threads** the student's code started still meet the raisers; the window waits for
+  them briefly, and one still running when the probe ends fails the probe (what it
+  computes afterwards could not be judged), as does every later by-hand probe while it runs.
+
+What the probe itself needs stays callable: the functions its own code reaches (its
+helpers, the ``handed_*`` functions it gives the student's code as inputs) are found from
+the probe's code before the window opens, and stay callable during that probe only. Judges
+run outside the window (in the grader, or after it in ``lablib.check``), so a judge may
+call any reference. Pieces that build models with lablib's layers (the labs' ``build_*``
+pieces) are not guarded.
+
+What it does not cover: the student's graded cells run before the probes, outside any
+window, so values computed with lablib there (a table of answers for the public tests'
+inputs) are not lablib's code when the probe runs; a copy of lablib's function hidden
+where only a dynamic lookup finds it (an attribute of another library's object); code
+that rewrites the interpreter's memory before the window opens (ctypes prepared in a
+cell). The judges' hidden tests, whose inputs are not published, are the answer to the
+first; :func:`message` names what was found.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
+import threading
+import time
+import types
+import weakref
 
-__all__ = ["BY_HAND", "HANDED_PREFIX", "Watch", "borrowed", "code_files", "message", "run_watched"]
+__all__ = ["BY_HAND", "HANDED_PREFIX", "READY_MADE", "Crib", "CribCall", "Window", "message"]
 
-#: What a by-hand piece's code may not call, relative to lablib's package folder: its
-#: layers and the grader (the judges' references among them). lablib's graph utilities
-#: (``lablib.graphs``: edge lists to matrices and back) stay allowed: they implement no
-#: graded piece.
-BY_HAND = ("layers" + os.sep, "grading" + os.sep)
+#: What a by-hand piece's code may not reach, relative to lablib's package folder: its
+#: layers and the labs' specs (the judges' references). lablib's graph utilities
+#: (``lablib.graphs``) and the grading machinery stay allowed: they implement no graded piece.
+BY_HAND = ("layers" + os.sep, os.path.join("grading", "specs") + os.sep)
 
 #: The name that marks a spec's function the probes hand to the student's code as an
-#: input (Lab 1's ``equivariance_gap(attention_fn, ...)`` receives an attention function,
-#: Lab 3's layers an activation): calling those is what the piece asks for. A naming rule,
-#: so that specs (below this module) import nothing from here.
+#: input (Lab 1's ``equivariance_gap(attention_fn, ...)``). A probe's own functions are
+#: found from its code, so the prefix is a naming convention, not a permission: a
+#: ``handed_*`` function the probe does not use is disarmed like the rest.
 HANDED_PREFIX = "handed_"
 
-_GRADED = "<graded cell "
+#: Ready-made implementations of what the by-hand pieces ask for: (the name students
+#: know, the module that defines it, the attribute). Disarmed while a by-hand probe runs,
+#: whether their module was loaded before it or is imported during it.
+READY_MADE = (
+    ("keras.layers.MultiHeadAttention", "keras.src.layers.attention.multi_head_attention", "MultiHeadAttention"),
+    ("keras.layers.GroupQueryAttention", "keras.src.layers.attention.grouped_query_attention", "GroupedQueryAttention"),
+    ("keras.layers.Attention", "keras.src.layers.attention.attention", "Attention"),
+    ("keras.layers.AdditiveAttention", "keras.src.layers.attention.additive_attention", "AdditiveAttention"),
+    ("keras.ops.dot_product_attention", "keras.src.ops.nn", "dot_product_attention"),
+    ("keras.ops.dot_product_attention", "keras.src.ops.nn", "DotProductAttention"),
+    ("keras.ops.dot_product_attention", "keras.src.backend.tensorflow.nn", "dot_product_attention"),
+    ("keras.metrics.F1Score", "keras.src.metrics.f_score_metrics", "FBetaScore"),
+    ("keras.metrics.F1Score", "keras.src.metrics.f_score_metrics", "F1Score"),
+    ("tf_keras.layers.MultiHeadAttention", "tf_keras.src.layers.attention.multi_head_attention", "MultiHeadAttention"),
+    ("tf_keras.layers.Attention", "tf_keras.src.layers.attention.attention", "Attention"),
+    ("tf_keras.layers.AdditiveAttention", "tf_keras.src.layers.attention.additive_attention", "AdditiveAttention"),
+    ("tf_keras.metrics.F1Score", "tf_keras.src.metrics.f_score_metrics", "FBetaScore"),
+    ("tf_keras.metrics.F1Score", "tf_keras.src.metrics.f_score_metrics", "F1Score"),
+    ("tfm.nlp.layers.TransformerEncoderBlock", "official.nlp.modeling.layers.transformer_encoder_block",
+     "TransformerEncoderBlock"),
+    ("tfm.nlp.layers.Transformer", "official.nlp.modeling.layers.transformer", "Transformer"),
+    ("tfm.nlp.layers.TransformerDecoderBlock", "official.nlp.modeling.layers.transformer", "TransformerDecoderBlock"),
+    ("tfm.nlp.layers.PositionEmbedding", "official.nlp.modeling.layers.position_embedding", "PositionEmbedding"),
+    ("tfm.nlp.layers.RelativePositionEmbedding", "official.nlp.modeling.layers.position_embedding",
+     "RelativePositionEmbedding"),
+    ("keras_hub.layers.SinePositionEncoding", "keras_hub.src.layers.modeling.sine_position_encoding",
+     "SinePositionEncoding"),
+    ("keras_hub.layers.TransformerEncoder", "keras_hub.src.layers.modeling.transformer_encoder", "TransformerEncoder"),
+    ("keras_nlp.layers.SinePositionEncoding", "keras_nlp.src.layers.modeling.sine_position_encoding",
+     "SinePositionEncoding"),
+    ("keras_nlp.layers.TransformerEncoder", "keras_nlp.src.layers.modeling.transformer_encoder", "TransformerEncoder"),
+    ("sklearn.metrics.f1_score", "sklearn.metrics._classification", "f1_score"),
+    ("sklearn.metrics.fbeta_score", "sklearn.metrics._classification", "fbeta_score"),
+    ("sklearn.metrics.precision_recall_fscore_support", "sklearn.metrics._classification",
+     "precision_recall_fscore_support"),
+)
+
+#: How long the window waits for threads the student's code started (seconds, in all).
+THREAD_WAIT = 1.0
+
+#: Code shorter than this (instructions) is not compared as a copy: a one-line helper
+#: written by anyone looks like one written by lablib.
+_COPY_MIN_STEPS = 20
+
+#: How many objects the search of the graded names' objects visits at most.
+_WALK_LIMIT = 50_000
+
+#: Top-level packages whose classes and objects the search does not enter (their members
+#: are library code, not the student's), beyond the names in ``sys.stdlib_module_names``.
+_LIBRARIES = frozenset({"numpy", "tensorflow", "keras", "tf_keras", "official", "tensorflow_models",
+                        "keras_hub", "keras_nlp", "sklearn", "scipy", "pandas", "jax", "torch",
+                        "lablib", "google", "absl", "h5py", "ml_dtypes", "optree", "matplotlib"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Crib:
+    """What a by-hand probe was found using.
+
+    Attributes:
+        name: what was used (``lablib.layers.attention.scaled_dot_product_attention``,
+            ``keras.layers.MultiHeadAttention``, ``gc.get_objects``, a file's path).
+        kind: ``lablib`` (lablib's own implementation), ``reference`` (a spec's
+            reference or judge), ``ready-made`` (:data:`READY_MADE`), ``copy`` (code copied
+            from ``name``), ``file`` (reading a guarded file), ``compiled`` (compiling code
+            under a guarded file's name), ``refused`` (an operation a by-hand probe may not
+            do) or ``thread`` (a thread left running).
+    """
+
+    name: str
+    kind: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CribCall(BaseException):
+    """Raised where a by-hand piece's code reached what it must write itself: a disarmed
+    function or an operation the window refuses. A BaseException, so that an ``except
+    Exception`` in the student's code does not swallow it; the crib is noted when it is
+    created, so swallowing it with ``except BaseException`` gains nothing either."""
+
+    def __init__(self, crib):
+        crib = crib if isinstance(crib, Crib) else Crib(str(crib), "lablib")
+        super().__init__(crib.name)
+        self.crib = crib
+        window = _ACTIVE[0]
+        if window is not None:
+            window.note(crib)
+
+
+# --------------------------------------------------------------------- lablib's code
 
 
 def _package_dirs() -> tuple[str, ...]:
@@ -42,142 +177,902 @@ def _package_dirs() -> tuple[str, ...]:
     from lablib._version import PACKAGE_DIR
 
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return tuple(dict.fromkeys((here + os.sep, os.path.abspath(str(PACKAGE_DIR)) + os.sep)))
+    return tuple(dict.fromkeys((here + os.sep, os.path.abspath(str(PACKAGE_DIR)) + os.sep,
+                                os.path.realpath(str(PACKAGE_DIR)) + os.sep)))
 
 
-class Watch:
-    """``with Watch(BY_HAND) as watch: ...``; afterwards ``watch.found`` is the dotted name
-    of the first guarded function student code called, or None.
-
-    Student code is a graded cell as the grader's child runs it (``<graded cell ...>``),
-    and, for ``lablib.check`` in a notebook, the files (notebook cells) that define the
-    objects being checked: ``student_files``.
-    """
-
-    def __init__(self, guarded, student_files=()):
-        self.roots = _package_dirs()
-        self.guarded = tuple(root + part for root in self.roots for part in guarded)
-        self.student = (_GRADED, *(f for f in student_files if f and not f.startswith(self.roots)))
-        self.found: str | None = None
-        self._previous = None
-
-    def _profile(self, frame, event, arg):
-        if event != "call" or self.found is not None:
-            return
-        code = frame.f_code
-        if not code.co_filename.startswith(self.guarded) or code.co_name.startswith(HANDED_PREFIX):
-            return
-        caller = frame.f_back
-        if caller is None or caller.f_code.co_filename.startswith(self.roots):
-            return  # lablib calling itself
-        while caller is not None:
-            if caller.f_code.co_filename.startswith(self.student):
-                module = frame.f_globals.get("__name__", "?")
-                self.found = f"{module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
-                return
-            caller = caller.f_back
-
-    def __enter__(self):
-        self._previous = sys.getprofile()
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        sys.setprofile(self._previous)
-        return False
+def _codes(code):
+    """``code`` and the code objects nested in its constants."""
+    stack = [code]
+    while stack:
+        code = stack.pop()
+        yield code
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
-def _functions(obj):
-    """The plain functions behind ``obj``: itself (unwrapped) or, for a class, every
-    method, static/class method and property of it and of its bases."""
-    import inspect
+_NOT_FUNCTIONS = frozenset({"<module>", "<lambda>", "<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"})
 
-    if isinstance(obj, type):
-        members = [v for klass in inspect.getmro(obj) if klass is not object
-                   for v in vars(klass).values()]
-    else:
-        members = [obj]
-    found = []
-    for member in members:
-        if isinstance(member, property):
-            found += [f for f in (member.fget, member.fset, member.fdel) if f is not None]
-            continue
-        member = getattr(member, "__func__", member)  # staticmethod, classmethod, bound method
-        if callable(member):
-            try:
-                member = inspect.unwrap(member)
-            except ValueError:
-                pass
-            if getattr(member, "__code__", None) is not None:
-                found.append(member)
+
+def _const_key(value):
+    if isinstance(value, types.CodeType):
+        return ("code", fingerprint(value))
+    if isinstance(value, (tuple, frozenset)):
+        items = tuple(_const_key(v) for v in value)
+        return (type(value).__name__, items if isinstance(value, tuple) else tuple(sorted(map(repr, items))))
+    return (type(value).__name__, repr(value))
+
+
+_DROPPED = frozenset({"CACHE", "NOP", "RESUME", "EXTENDED_ARG", "PRECALL", "PUSH_NULL"})
+_FINGERPRINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def fingerprint(code) -> tuple:
+    """What two copies of one function's code share, whatever their file, name, lines,
+    comments, docstring and local variable names: its instructions (names used, constants
+    (nested code compared the same way), jumps counted in instructions, locals by slot)
+    and its signature's shape. Compiled alone (``inspect.getsource`` + ``exec``), a
+    function calls a module's function with ``LOAD_METHOD`` where its module compiled it
+    with ``LOAD_ATTR``: both count as one attribute load."""
+    known = _FINGERPRINTS.get(code)
+    if known is not None:
+        return known
+    import dis
+
+    instructions = [i for i in dis.get_instructions(code) if i.opname not in _DROPPED]
+    position = {i.offset: n for n, i in enumerate(instructions)}
+    steps = []
+    for i in instructions:
+        name = "LOAD_ATTR" if i.opname == "LOAD_METHOD" else i.opname
+        if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
+            arg = position.get(i.argval, -1)
+        elif i.opcode in dis.hasconst:
+            arg = _const_key(i.argval)
+        elif i.opcode in dis.hasname:
+            arg = i.argval
+        elif i.opcode in dis.haslocal or i.opcode in dis.hasfree:
+            arg = i.arg
+        else:
+            arg = i.argrepr or i.arg
+        steps.append((name, arg))
+    found = (tuple(steps), code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
+             len(code.co_freevars), code.co_flags & 0x0F)
+    _FINGERPRINTS[code] = found
     return found
 
 
-def code_files(objects) -> tuple[str, ...]:
-    """The source files of ``objects``' code: a function's, a class's methods' (its
-    bases' included), unwrapped (what ``lablib.check`` hands to :class:`Watch` as the
-    student's code)."""
-    return tuple(dict.fromkeys(f.__code__.co_filename for obj in objects for f in _functions(obj)))
+def _comparable(code) -> bool:
+    """Long enough to be compared as a copy (:data:`_COPY_MIN_STEPS`), and a function."""
+    return code.co_name not in _NOT_FUNCTIONS and len(fingerprint(code)[0]) >= _COPY_MIN_STEPS
 
 
-def borrowed(objects: dict, guarded) -> str | None:
-    """The dotted name of lablib's guarded code that a graded name *is* (bound to it, or
-    a class built on it), e.g. ``readout = reference_readout``, or None. The probe then
-    calls lablib itself, which :class:`Watch` cannot tell from lablib's own calls.
+def _sketch(code) -> tuple:
+    """What a copy shares with its original and costs nothing to read (the names it uses,
+    its signature's and locals' counts): only code with the same sketch is fingerprinted."""
+    return (code.co_names, code.co_argcount, code.co_kwonlyargcount, code.co_nlocals)
 
-    A function is judged by the file of its code, a class by the modules of it and its
-    bases (a class defined in a graded cell names the child's ``__main__``, whose file
-    is lablib's own: files would mislead there).
-    """
-    parts = tuple(root + part for root in _package_dirs() for part in guarded)
-    modules = tuple("lablib." + part.rstrip(os.sep).replace(os.sep, ".") + "." for part in guarded)
-    for obj in objects.values():
+
+class Catalogue:
+    """lablib's guarded code, compiled from its files (never from the modules in memory,
+    which student code may have changed): every code object by value, with its dotted
+    name, and the fingerprints of its functions (:func:`fingerprint`)."""
+
+    def __init__(self, parts):
+        self.roots = _package_dirs()
+        real_root = os.path.realpath(self.roots[-1]) + os.sep
+        self.folders = tuple(dict.fromkeys(os.path.realpath(root + part) + os.sep
+                                           for root in self.roots for part in parts))
+        self.modules = tuple("lablib." + part.rstrip(os.sep).replace(os.sep, ".") for part in parts)
+        self.names: dict = {}          # code object (by value) -> dotted name
+        self.owners: dict = {}         # code object (by value) -> its module's dotted name
+        self.sketches: dict = {}       # _sketch -> [(code, dotted name)]: fingerprinted on demand
+        self.files: set[str] = set()   # real paths of the guarded files
+        self.module_names: list[str] = []  # their modules' dotted names
+        self.basenames: set[str] = set()
+        self._module_files: dict[str, bool] = {}  # a module's __file__ -> guarded (paths resolved once)
+        self._modules: dict[int, tuple] = {}       # id -> (module, guarded)
+        self._unloadable: set[str] = set()
+        for folder in self.folders:
+            for directory, subdirs, files in os.walk(folder):
+                subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+                for file in sorted(files):
+                    if file.endswith(".py"):
+                        self._add(os.path.join(directory, file), real_root)
+
+    def _add(self, path: str, real_root: str) -> None:
+        real = os.path.realpath(path)
+        self.files.add(real)
+        self.basenames.add(os.path.basename(real))
+        module = os.path.splitext(os.path.relpath(real, real_root))[0].replace(os.sep, ".")
+        module = "lablib." + module.removesuffix(".__init__")
+        self.module_names.append(module)
+        with open(real, "rb") as handle:
+            source = handle.read()
+        for code in _codes(compile(source, real, "exec", dont_inherit=True)):
+            name = _label(module, code.co_qualname)
+            self.names.setdefault(code, name)
+            self.owners.setdefault(code, module)
+            if code.co_name not in _NOT_FUNCTIONS:
+                self.sketches.setdefault(_sketch(code), []).append((code, name))
+
+    def name_of(self, code) -> str | None:
+        """The dotted name of lablib's code object ``code`` (compared by value), or None."""
         try:
-            found = _lablib_code(obj, parts, modules)
-        except Exception:  # noqa: BLE001 - a hostile object's attributes: not lablib's code
-            found = None
-        if found is not None:
-            return found
-    return None
+            return self.names.get(code)
+        except TypeError:
+            return None
 
-
-def _lablib_code(obj, parts, modules) -> str | None:
-    """:func:`borrowed` for one object."""
-    import inspect
-
-    if isinstance(obj, type):
-        for klass in inspect.getmro(obj):
-            if (klass.__module__ + ".").startswith(modules):
-                return f"{klass.__module__}.{klass.__qualname__}"
+    def copied(self, code) -> str | None:
+        """The dotted name of the lablib function ``code`` (or code nested in it) copies,
+        or None; lablib's own code is :meth:`name_of`'s."""
+        for inner in _codes(code):
+            candidates = self.sketches.get(_sketch(inner)) if inner.co_name not in _NOT_FUNCTIONS else None
+            if not candidates or not _comparable(inner):
+                continue
+            for original, name in candidates:
+                if fingerprint(original) == fingerprint(inner):
+                    return name
         return None
-    function = getattr(obj, "__func__", obj)
+
+    def lablib_code(self, code) -> str | None:
+        """``code`` or code nested in it is lablib's guarded code or a copy of it: its name."""
+        for inner in _codes(code):
+            name = self.name_of(inner)
+            if name is not None:
+                return name
+        return self.copied(code)
+
+    def guarded_path(self, path) -> bool:
+        """``path`` (as given to ``open`` or ``compile``) is a guarded file or lies in a
+        guarded folder, once ``.``, ``..`` and links are resolved."""
+        if isinstance(path, int):
+            return False
+        try:
+            path = os.fsdecode(os.fspath(path))
+        except TypeError:
+            return False
+        if not path or path.startswith("<"):
+            return False
+        real = os.path.realpath(path)
+        return real in self.files or (real + os.sep).startswith(self.folders)
+
+    def guarded_module(self, name: str) -> bool:
+        return any(name == m or name.startswith(m + ".") for m in self.modules)
+
+    def module_is_guarded(self, module) -> bool:
+        """A module loaded from a guarded file (under any name and path)."""
+        file = getattr(module, "__dict__", {}).get("__file__")
+        if not isinstance(file, str):
+            return False
+        if os.path.basename(file) not in self.basenames:
+            return False
+        return self.known_path(file)
+
+    def known_path(self, path: str) -> bool:
+        """:meth:`guarded_path` for a path met before (a module's file, a linecache key),
+        resolved once."""
+        known = self._module_files.get(path)
+        if known is None:
+            known = self._module_files[path] = self.guarded_path(path)
+        return known
+
+    def preload(self) -> None:
+        """Import the guarded modules not imported yet, so that they are disarmed with the
+        rest rather than imported while a probe runs (where their own import-time calls
+        would meet the disarmed functions). lablib's layers only once TensorFlow is
+        imported (the process has chosen its Keras); a module that fails to import is
+        left for the import gate."""
+        import importlib
+
+        for name in self.module_names:
+            if name in sys.modules or name in self._unloadable:
+                continue
+            if name.startswith("lablib.layers") and "tensorflow" not in sys.modules:
+                continue
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - imported (and disarmed) in the window, if ever
+                self._unloadable.add(name)
+
+    def loaded_modules(self) -> list:
+        """The modules in ``sys.modules`` loaded from a guarded file, under any name."""
+        found = []
+        for module in list(sys.modules.values()):
+            entry = self._modules.get(id(module))
+            if entry is None or entry[0] is not module:  # kept alive by the entry: ids stay unique
+                entry = self._modules[id(module)] = (module, self.module_is_guarded(module))
+            if entry[1]:
+                found.append(module)
+        return found
+
+
+@functools.lru_cache(maxsize=4)
+def catalogue(parts: tuple[str, ...] = BY_HAND) -> Catalogue:
+    """The :class:`Catalogue` of ``parts`` (built once per process)."""
+    return Catalogue(parts)
+
+
+def _label(module: str, qualname: str) -> str:
+    """The dotted name students know for code ``qualname`` of ``module``: a class's
+    constructor, ``call`` or ``build`` is the class itself."""
+    if qualname == "<module>":
+        return module
+    owner, _, method = qualname.rpartition(".")
+    if owner and not owner.endswith("<locals>") and method in ("__init__", "__new__", "__call__", "call", "build"):
+        return f"{module}.{owner}"
+    return f"{module}.{qualname}"
+
+
+def _kind(name: str) -> str:
+    return "reference" if ".grading." in f".{name}" else "lablib"
+
+
+# --------------------------------------------------------------------- what is reached
+
+
+def _library(obj) -> bool:
+    """A class, function or object of a library (its members are not the student's)."""
+    module = getattr(obj, "__module__", None) if isinstance(obj, (type, types.FunctionType)) \
+        else getattr(type(obj), "__module__", None)
+    if not isinstance(module, str):
+        return False
+    top = module.partition(".")[0]
+    return top in _LIBRARIES or top in getattr(sys, "stdlib_module_names", ()) or top == "builtins"
+
+
+def _ready_made() -> dict:
+    """id -> (name, object) of the ready-made classes and functions that are loaded now
+    (a function's wrapped originals included)."""
+    found = {}
+    for name, module_name, attribute in READY_MADE:
+        module = sys.modules.get(module_name)
+        obj = getattr(module, "__dict__", {}).get(attribute) if module is not None else None
+        while obj is not None and id(obj) not in found:
+            found[id(obj)] = (name, obj)
+            obj = getattr(obj, "__wrapped__", None) if isinstance(obj, types.FunctionType) else None
+    return found
+
+
+def _names_used(code) -> set[str]:
+    names = set()
+    for inner in _codes(code):
+        names.update(inner.co_names)
+    return names
+
+
+def _function_links(function, names=None):
+    """What a function reaches: its closure, defaults, ``__wrapped__`` and attributes, and
+    the globals (or builtins) its code names, with the attributes of a module it names
+    that its code also names (``layers.positional_encoding``)."""
+    out = []
+    for cell in function.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:
+            pass
+    out.extend(function.__defaults__ or ())
+    out.extend((function.__kwdefaults__ or {}).values())
+    out.extend(getattr(function, "__dict__", {}).values())
+    names = _names_used(function.__code__) if names is None else names
+    scopes = [function.__globals__]
+    builtins_ = getattr(function, "__builtins__", None)
+    if isinstance(builtins_, dict):
+        scopes.append(builtins_)
+    modules = []
+    for name in names:
+        for scope in scopes:
+            if name in scope:
+                value = scope[name]
+                out.append(value)
+                if isinstance(value, types.ModuleType):
+                    modules.append(value)
+                break
+    seen = set()
+    while modules:
+        module = modules.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        namespace = getattr(module, "__dict__", {})
+        for name in names:
+            if name in namespace:  # never getattr: a lazy module would import on access
+                value = namespace[name]
+                out.append(value)
+                if isinstance(value, types.ModuleType):
+                    modules.append(value)
+    return out
+
+
+def _members(klass):
+    out = []
+    for value in vars(klass).values():
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            out.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif isinstance(value, functools.cached_property):
+            out.append(value.func)
+        else:
+            out.append(value)
+    return out
+
+
+_SKIP = (type(None), bool, int, float, complex, str, bytes, bytearray, range, slice, type(Ellipsis),
+         types.BuiltinFunctionType, types.CodeType)
+
+
+class _Search:
+    """One pass over what some objects reach (:func:`_function_links`, class members and
+    bases, containers, instances' attributes), noting lablib's guarded code, copies of
+    it and ready-made classes. A hostile object's attributes may raise: such an object is
+    passed over."""
+
+    def __init__(self, catalogue_: Catalogue, ready: dict, exempt: set):
+        self.catalogue = catalogue_
+        self.ready = ready
+        self.exempt = exempt
+        self.seen: set[int] = set()
+        self.functions: list = []   # lablib's code (or copies) reached, to disarm
+        self.classes: list = []     # lablib's classes reached, to disarm
+        self.modules: list = []     # modules loaded from guarded files
+        self.first: Crib | None = None
+
+    def _found(self, crib: Crib) -> None:
+        if self.first is None:
+            self.first = crib
+
+    def run(self, roots, flag: bool = True) -> None:
+        stack = list(roots)
+        while stack and len(self.seen) < _WALK_LIMIT:
+            obj = stack.pop()
+            if isinstance(obj, _SKIP) or id(obj) in self.seen:
+                continue
+            self.seen.add(id(obj))
+            try:
+                stack.extend(self._visit(obj, flag))
+            except Exception:  # noqa: BLE001 - a hostile object: not lablib's code
+                continue
+
+    def _visit(self, obj, flag):
+        ready = self.ready.get(id(obj))
+        if ready is not None:
+            if flag:
+                self._found(Crib(ready[0], "ready-made"))
+            return ()
+        if isinstance(obj, types.FunctionType):
+            if id(obj) in self.exempt:
+                return ()
+            name = self.catalogue.name_of(obj.__code__)
+            copied = None if name is not None else self.catalogue.copied(obj.__code__)
+            if name is not None or copied is not None:
+                self.functions.append(obj)
+                if flag:
+                    self._found(Crib(name, _kind(name)) if name is not None else Crib(copied, "copy"))
+                return ()
+            return () if _library(obj) else _function_links(obj)
+        if isinstance(obj, types.MethodType):
+            return (obj.__func__, obj.__self__)
+        if isinstance(obj, functools.partial):
+            return (obj.func, *obj.args, *obj.keywords.values())
+        if isinstance(obj, (staticmethod, classmethod)):
+            return (obj.__func__,)
+        if isinstance(obj, property):
+            return (obj.fget, obj.fset, obj.fdel)
+        if isinstance(obj, type):
+            return self._class(obj, flag)
+        if isinstance(obj, types.ModuleType):
+            if self.catalogue.module_is_guarded(obj):
+                self.modules.append(obj)
+                return ()
+            if sys.modules.get(getattr(obj, "__name__", None)) is obj:
+                return ()  # an imported module's members count where code names them (_function_links)
+            return tuple(vars(obj).values())  # a module loaded privately: what it holds
+        if isinstance(obj, dict):
+            return (*obj.keys(), *obj.values())
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            return tuple(obj)
+        if isinstance(obj, types.SimpleNamespace):
+            return tuple(vars(obj).values())
+        kind = type(obj)
+        if kind.__module__ in ("numpy",) or hasattr(kind, "__array__"):
+            return ()
+        out = [kind]
+        try:  # the instance's own attributes, never through its class's __getattr__ (no code of its runs)
+            state = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            state = None
+        if isinstance(state, dict):
+            if kind.__module__.startswith("tensorflow"):  # a tf.function: the Python function it traces
+                out.extend(v for v in state.values() if isinstance(v, types.FunctionType))
+            elif not _library(obj):
+                out.extend(state.values())
+        return out
+
+    def _class(self, klass, flag):
+        mro = getattr(klass, "__mro__", (klass,))
+        for base in mro:
+            ready = self.ready.get(id(base))
+            if ready is not None:
+                if flag:
+                    self._found(Crib(ready[0], "ready-made"))
+                return ()
+            if _library(base) and not str(getattr(base, "__module__", "")).startswith("lablib"):
+                continue
+            for member in _members(base):
+                if isinstance(member, types.FunctionType) and id(member) not in self.exempt:
+                    module = self.catalogue.owners.get(member.__code__)
+                    if module is not None:
+                        self.classes.append(base)
+                        if flag:
+                            shown = f"{module}.{base.__qualname__}"
+                            self._found(Crib(shown, _kind(shown)))
+                        return ()
+        if _library(klass):
+            return ()
+        return [*_members(klass), *(b for b in mro[1:] if not _library(b))]
+
+
+def probe_functions(probe, catalogue_: Catalogue) -> set[int]:
+    """The ids of the functions a probe's own code reaches (its helpers, the functions it
+    hands to the student's code), found from its code: they stay callable while it runs.
+    Only lablib's code (compared with its files) and hidden-test code (by module) are
+    followed, so a spec's helper that student code replaced is not taken for the probe's."""
+    reached: set[int] = set()
+    stack = [probe]
+    seen: set[int] = set()
+    while stack and len(seen) < _WALK_LIMIT:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, _SKIP):
+            continue
+        seen.add(id(obj))
+        try:
+            if isinstance(obj, functools.partial):
+                stack.extend((obj.func, *obj.args, *obj.keywords.values()))
+            elif isinstance(obj, types.MethodType):
+                stack.append(obj.__func__)
+            elif isinstance(obj, type):
+                if any(isinstance(m, types.FunctionType) and catalogue_.name_of(m.__code__) for m in _members(obj)):
+                    stack.extend(_members(obj))
+            elif isinstance(obj, types.FunctionType):
+                module = getattr(obj, "__module__", "") or ""
+                if catalogue_.name_of(obj.__code__) is not None or module.startswith(
+                        ("lablib_hidden_tests", "lablib_lab_files")):
+                    reached.add(id(obj))
+                    stack.extend(v for v in _function_links(obj) if not isinstance(v, types.ModuleType))
+            elif isinstance(obj, (tuple, list, set, frozenset)):
+                stack.extend(obj)  # a case table: (graph builder, sizes, activation)
+            elif isinstance(obj, dict):
+                stack.extend(obj.values())
+            elif callable(obj) and not isinstance(obj, types.BuiltinFunctionType):
+                call = getattr(type(obj), "__call__", None)
+                if isinstance(call, types.FunctionType):
+                    stack.append(call)
+        except Exception:  # noqa: BLE001
+            continue
+    return reached
+
+
+# --------------------------------------------------------------------- disarming
+
+
+def _parameters(code) -> str:
+    """The parameter list of ``code`` without defaults (they stay on the function object):
+    ``a, /, b, *args, c, **kwargs``."""
+    names = code.co_varnames
+    positional = list(names[: code.co_argcount])
+    kwonly = list(names[code.co_argcount: code.co_argcount + code.co_kwonlyargcount])
+    index = code.co_argcount + code.co_kwonlyargcount
+    params = positional[: code.co_posonlyargcount]
+    if code.co_posonlyargcount:
+        params.append("/")
+    params += positional[code.co_posonlyargcount:]
+    if code.co_flags & 0x04:  # *args
+        params.append("*" + names[index])
+        index += 1
+    elif kwonly:
+        params.append("*")
+    params += kwonly
+    if code.co_flags & 0x08:  # **kwargs
+        params.append("**" + names[index])
+    return ", ".join(params)
+
+
+def _gate_code(function, crib: Crib):
+    """Code for ``function`` that raises ``CribCall(crib)``: the same parameters (Keras
+    reads a layer's ``__init__`` signature before calling it) and as many free variables
+    (a function's closure keeps its size), referenced after the raise, where no call
+    reaches them. The raiser and the name are constants of the code (the folded
+    ``("__CRIB__",)[0]`` is replaced), never looked up in the function's module, which
+    student code can write to."""
+    import warnings
+
+    code = function.__code__
+    params = _parameters(code)
+    free = [f"_lablib_cell_{i}" for i in range(len(code.co_freevars))]
+    while set(free) & set(code.co_varnames):
+        free = ["_" + n for n in free]
+    lines = ["def outer():", *(f"    {n} = None" for n in free),
+             f"    def gate({params}):",
+             "        raise ('__CRIB__',)[0]('__NAME__')"]
+    if free:
+        lines.append(f"        ({', '.join(free)},)")
+    lines.append("    return gate")
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # "'str' object is not callable"
+        exec(compile("\n".join(lines) + "\n", "<lablib crib guard>", "exec"), namespace)
+    gate = namespace["outer"]().__code__
+    swap = {"__CRIB__": CribCall, "__NAME__": crib}
+    consts = tuple(swap.get(c, c) if isinstance(c, str) else c for c in gate.co_consts)
+    return gate.replace(co_consts=consts, co_name=code.co_name, co_qualname=code.co_qualname)
+
+
+_GATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _disarm(function, crib: Crib, saved: list) -> None:
+    if not isinstance(function, types.FunctionType) or function.__code__ is _GATES.get(function):
+        return
+    gate = _GATES.get(function)
+    if gate is None or gate.co_qualname != function.__code__.co_qualname or crib not in gate.co_consts:
+        gate = _GATES[function] = _gate_code(function, crib)
+    saved.append((function, function.__code__))
+    function.__code__ = gate
+
+
+# --------------------------------------------------------------------- the window
+
+_ACTIVE: list = [None]          # the open Window (one per process at a time)
+_LOCK = threading.Lock()
+_HOOKED: list = [False]
+_LEFT_RUNNING: "weakref.WeakSet" = weakref.WeakSet()   # threads a probe left running
+
+_GC = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+_PROCESSES = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                        "os.fork", "os.forkpty", "pty.spawn"})
+
+
+def _audit(event: str, args) -> None:
+    window = _ACTIVE[0]
+    if window is None:
+        return
     try:
-        function = inspect.unwrap(function)
-    except ValueError:
+        crib = window.refused(event, args)
+    except Exception:  # noqa: BLE001 - the guard's own failure never breaks a student's call
+        return
+    if crib is not None:
+        raise CribCall(crib)
+
+
+class _ImportGate:
+    """The window's first ``sys.meta_path`` finder: a guarded lablib module or a ready-made
+    one (:data:`READY_MADE`) imported while the window is open (``lablib.layers`` imports
+    its submodules on first use) loads as usual and is disarmed before the importer sees
+    it. Every other module is left to the other finders."""
+
+    def __init__(self, window: "Window"):
+        self.window = window
+
+    def find_spec(self, name, path=None, target=None):
+        window = self.window
+        guarded = window.catalogue.guarded_module(name)
+        if not guarded and name not in window._ready_modules:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _GateLoader(spec.loader, window, guarded)
+        return spec
+
+    def invalidate_caches(self):
         pass
-    code = getattr(function, "__code__", None)
-    if code is not None and os.path.abspath(code.co_filename).startswith(parts):
-        return f"{function.__module__}.{getattr(function, '__qualname__', function.__name__)}"
-    return None
 
 
-def run_watched(run, guard, objects: dict, student_files=()):
-    """``run()`` under the crib guard ``guard`` (empty: no guard): ``(value, None)``, or
-    ``(value or None, found)`` with the dotted name of the lablib code a graded name is
-    (:func:`borrowed`, and then ``run`` is not called) or the student's code called
-    (:class:`Watch`). The grader's child and ``lablib.check`` both run probes this way."""
-    if not guard:
-        return run(), None
-    found = borrowed(objects, guard)
-    if found is not None:
-        return None, found
-    with Watch(guard, student_files) as watch:
-        value = run()
-    return value, watch.found
+class _GateLoader:
+    """Loads one module for :class:`_ImportGate`, then disarms it. A guarded module's
+    files are read by the loader itself (the window lets that one read through, on this
+    thread) and the code object it gets is the only lablib code the window lets run."""
+
+    def __init__(self, inner, window: "Window", guarded: bool):
+        self.inner = inner
+        self.window = window
+        self.guarded = guarded
+
+    def create_module(self, spec):
+        create = getattr(self.inner, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        window = self.window
+        if self.guarded and hasattr(self.inner, "get_code"):
+            window._reading = threading.get_ident()
+            try:
+                code = self.inner.get_code(module.__name__)
+            finally:
+                window._reading = None
+            window._running = code
+            try:
+                exec(code, module.__dict__)
+            finally:
+                window._running = None
+        else:
+            self.inner.exec_module(module)
+        module.__loader__ = self.inner
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self.inner
+        window._disarm_module(module)
+
+    def __getattr__(self, name):  # is_package, get_resource_reader, ...: the real loader's
+        return getattr(self.inner, name)
 
 
-def message(found: str) -> str:
-    """The failure a cribbed probe gets."""
-    what = "the grader's own reference" if ".grading." in f".{found}" else "lablib's own implementation"
-    return (f"your code calls {found}, {what}; this piece asks you to write it yourself "
-            f"(NumPy or Keras operations), so this test gives no points for it.")
+class Window:
+    """``with Window(guard, objects, probe, namespace) as window: ...``: the probe of a
+    by-hand piece runs inside; afterwards ``window.found`` is the :class:`Crib` found (or
+    None). When the graded objects already hold lablib's code, ``found`` is set on entry
+    and the caller does not run the probe.
+
+    Args:
+        guard: the guarded parts (:data:`BY_HAND`; empty: no guard, nothing happens).
+        objects: the graded names' objects (name -> object).
+        probe: the probe (its own functions stay callable).
+        namespace: everything the student's cells defined (searched for lablib's code
+            to disarm, not for cribs).
+
+    ``window.seconds`` says what the guard cost: ``search`` (the graded objects and the
+    namespace), ``arm`` (disarming), ``threads`` and ``restore``.
+    """
+
+    def __init__(self, guard, objects=None, probe=None, namespace=None):
+        self.guard = tuple(guard or ())
+        self.objects = dict(objects or {})
+        self.probe = probe
+        self.namespace = namespace if namespace is not None else {}
+        self.found: Crib | None = None
+        self.seconds: dict[str, float] = {}
+        self._saved: list = []
+        self._lines: dict = {}
+        self._threads: set = set()
+        self._ready: dict = {}
+        self._ready_modules: dict = {}
+        self._exempt: set = set()
+        self._gate = _ImportGate(self)
+        self._reading = None     # the thread whose guarded import reads lablib's files
+        self._running = None     # the code object of a guarded module being imported
+        self._arming = None      # the thread disarming a module imported in the window
+        self._open = False
+
+    # -- what the audit hook refuses
+    def note(self, crib: Crib) -> None:
+        if self.found is None:
+            self.found = crib
+
+    def refused(self, event: str, args) -> Crib | None:
+        cat = self.catalogue
+        if event in ("open", "compile", "import", "exec") and self._gate not in sys.meta_path:
+            return Crib("sys.meta_path (removing the guard from the import system)", "refused")
+        if event == "open":
+            if self._reading != threading.get_ident() and cat.guarded_path(args[0]):
+                return Crib(os.fsdecode(os.fspath(args[0])), "file")
+            return None
+        if event == "compile":
+            if self._reading != threading.get_ident() and len(args) > 1 and cat.guarded_path(args[1]):
+                return Crib(os.fsdecode(os.fspath(args[1])), "compiled")
+            return None
+        if event in ("exec", "function.__new__"):
+            code = args[0] if args else None
+            if isinstance(code, types.CodeType) and code is not self._running:
+                name = cat.lablib_code(code)
+                if name is not None:
+                    return Crib(name, _kind(name) if cat.name_of(code) else "copy")
+            return None
+        if event == "object.__setattr__":  # a disarmed function given its code back
+            if len(args) > 2 and args[1] == "__code__" and self._arming != threading.get_ident() and (
+                    any(args[0] is function for function, _ in self._saved)
+                    or isinstance(args[2], types.CodeType) and cat.lablib_code(args[2]) is not None):
+                return Crib("a function's __code__ (replacing the code of a function)", "refused")
+            return None
+        if event in _GC:
+            return Crib(f"{event} (a search of the interpreter's objects)", "refused")
+        if event.startswith("ctypes."):
+            return Crib(f"{event} (ctypes)", "refused")
+        if event in _PROCESSES:
+            return Crib(f"{event} (a new process)", "refused")
+        return None
+
+    # -- entering and leaving
+    def __enter__(self):
+        if not self.guard:
+            return self
+        started = time.perf_counter()
+        self.catalogue = catalogue(self.guard)
+        self.catalogue.preload()
+        self._ready = _ready_made()
+        self._exempt = probe_functions(self.probe, self.catalogue) if self.probe is not None else set()
+        search = _Search(self.catalogue, self._ready, self._exempt)
+        search.run(self.objects.values(), flag=True)
+        if search.first is not None:
+            self.found = search.first
+            self.seconds["search"] = time.perf_counter() - started
+            return self
+        if any(t.is_alive() for t in _LEFT_RUNNING):
+            self.found = Crib("a thread your code started in an earlier test", "thread")
+            return self
+        # Where the student's code lives (the cells' names, the graded functions' module
+        # globals, builtins): lablib's code kept there is disarmed too (not a crib by
+        # itself: other pieces may use lablib's layers).
+        roots = [self.namespace, sys.modules["builtins"].__dict__]
+        for obj in self.objects.values():
+            for function in ([obj] if isinstance(obj, types.FunctionType) else
+                             _members(obj) if isinstance(obj, type) else []):
+                if isinstance(function, types.FunctionType):
+                    roots.append(function.__globals__)
+        search.run(roots, flag=False)
+        self.seconds["search"] = time.perf_counter() - started
+        if not _LOCK.acquire(blocking=False):
+            raise RuntimeError("a crib guard window is already open in this process; probes of "
+                               "by-hand pieces run one at a time")
+        started = time.perf_counter()
+        try:
+            self._arm(search)
+        except BaseException:
+            self._restore()
+            _LOCK.release()
+            raise
+        self.seconds["arm"] = time.perf_counter() - started
+        return self
+
+    def _targets(self, functions, classes) -> dict:
+        """id -> (function, the Crib its call is) for lablib's functions (or copies) and
+        the lablib classes' methods among ``functions`` and ``classes``."""
+        cat = self.catalogue
+        targets: dict = {}
+        for function in functions:
+            name = cat.name_of(function.__code__)
+            copied = None if name is not None else cat.copied(function.__code__)
+            if name is not None or copied is not None:
+                crib = Crib(name, _kind(name)) if name is not None else Crib(copied, "copy")
+                targets.setdefault(id(function), (function, crib))
+        for klass in classes:
+            for member in _members(klass):
+                if isinstance(member, types.FunctionType):
+                    name = cat.name_of(member.__code__)
+                    if name is not None:
+                        targets.setdefault(id(member), (member, Crib(name, _kind(name))))
+        return targets
+
+    def _module_targets(self, modules) -> tuple[list, list]:
+        functions, classes = [], []
+        for module in modules:
+            for value in list(vars(module).values()):
+                if isinstance(value, types.FunctionType):
+                    functions.append(value)
+                elif isinstance(value, type):
+                    classes.append(value)
+        return functions, classes
+
+    def _ready_targets(self, ready) -> dict:
+        targets: dict = {}
+        for name, obj in ready:
+            for member in _members(obj) if isinstance(obj, type) else [obj]:
+                if isinstance(member, types.FunctionType):
+                    targets.setdefault(id(member), (member, Crib(name, "ready-made")))
+        return targets
+
+    def _apply(self, targets: dict) -> None:
+        self._arming = threading.get_ident()  # the window's own __code__ swaps (imports in the window)
+        try:
+            for key, (function, crib) in targets.items():
+                if key not in self._exempt:
+                    _disarm(function, crib, self._saved)
+        finally:
+            self._arming = None
+
+    def _disarm_module(self, module) -> None:
+        """A module imported while the window is open: disarmed like those loaded before."""
+        if self.catalogue.module_is_guarded(module):
+            self._apply(self._targets(*self._module_targets([module])))
+        ready = []
+        for name, module_name, attribute in READY_MADE:
+            if module_name == module.__name__:
+                obj = vars(module).get(attribute)
+                while obj is not None:
+                    ready.append((name, obj))
+                    obj = getattr(obj, "__wrapped__", None) if isinstance(obj, types.FunctionType) else None
+        self._apply(self._ready_targets(ready))
+
+    def _arm(self, search: _Search) -> None:
+        cat = self.catalogue
+        functions, classes = self._module_targets([*search.modules, *cat.loaded_modules()])
+        targets = self._targets([*search.functions, *functions], [*search.classes, *classes])
+        targets.update(self._ready_targets(self._ready.values()))
+        self._ready_modules = {module: name for name, module, _ in READY_MADE if module not in sys.modules}
+        self._apply(targets)
+        import linecache
+
+        for file in list(linecache.cache):
+            if isinstance(file, str) and cat.known_path(file):
+                self._lines[file] = linecache.cache.pop(file)
+        if not _HOOKED[0]:
+            sys.addaudithook(_audit)
+            _HOOKED[0] = True
+        sys.meta_path.insert(0, self._gate)
+        self._threads = set(sys._current_frames())
+        _ACTIVE[0] = self
+        self._open = True
+
+    def __exit__(self, *exc):
+        if not self._open:
+            return False
+        started = time.perf_counter()
+        try:
+            self._wait_for_threads()
+        finally:
+            _ACTIVE[0] = None
+            self._open = False
+            self.seconds["threads"] = time.perf_counter() - started
+            started = time.perf_counter()
+            self._restore()
+            self.seconds["restore"] = time.perf_counter() - started
+            _LOCK.release()
+        return False
+
+    def _wait_for_threads(self) -> None:
+        deadline = time.monotonic() + THREAD_WAIT
+        while True:
+            new = set(sys._current_frames()) - self._threads
+            if not new or time.monotonic() >= deadline:
+                break
+            for thread in threading.enumerate():
+                if thread.ident in new and thread is not threading.current_thread():
+                    thread.join(max(0.0, deadline - time.monotonic()))
+            time.sleep(0.005)
+        if new:
+            for thread in threading.enumerate():
+                if thread.ident in new:
+                    _LEFT_RUNNING.add(thread)
+            self.note(Crib("a thread your code started", "thread"))
+
+    def _restore(self) -> None:
+        while self._gate in sys.meta_path:
+            sys.meta_path.remove(self._gate)
+        while self._saved:
+            function, code = self._saved.pop()
+            try:
+                function.__code__ = code
+            except BaseException:  # noqa: BLE001 - a student's audit hook: nothing else to do
+                pass
+        import linecache
+
+        linecache.cache.update(self._lines)
+        self._lines = {}
+
+
+def message(found) -> str:
+    """The failure a cribbed probe gets: one sentence naming what was used."""
+    crib = found if isinstance(found, Crib) else Crib(str(found), _kind(str(found)))
+    asks = "this piece asks you to write it yourself (NumPy or Keras operations), so this test gives no points for it"
+    if crib.kind == "reference":
+        return f"your code calls {crib.name}, the grader's own reference; {asks}."
+    if crib.kind == "ready-made":
+        return f"your code calls {crib.name}, a ready-made implementation; {asks}."
+    if crib.kind == "copy":
+        whose = "the grader's own reference" if _kind(crib.name) == "reference" else "lablib's own implementation"
+        return f"your code runs a copy of {crib.name} ({whose}), found as a copied classmate's code would be; {asks}."
+    if crib.kind == "file":
+        return f"your code reads lablib's file {crib.name} while the test runs; {asks}."
+    if crib.kind == "compiled":
+        return f"your code compiles code under lablib's file name {crib.name} while the test runs; {asks}."
+    if crib.kind == "refused":
+        return (f"your code calls {crib.name} while the test runs, which a piece written by hand has no "
+                f"need of; this test gives no points for it.")
+    if crib.kind == "thread":
+        return (f"{crib.name} was still running after the test, so what it computes cannot be judged; "
+                f"this test gives no points for it.")
+    return f"your code calls {crib.name}, lablib's own implementation; {asks}."

@@ -50,8 +50,9 @@ class ProbeRequest:
             graded cells defined.
         objects: names the graded cell must define for the probe to run.
         timeout: seconds allowed (None: the run's default).
-        guard: parts of lablib the student's code may not call while this probe runs
-            (:mod:`lablib.grading.run.guard`; empty: none).
+        guard: parts of lablib the student's code may not reach while this probe runs
+            (:data:`lablib.grading.run.guard.BY_HAND` for a piece written by hand: the
+            probe runs in a :class:`~lablib.grading.run.guard.Window`; empty: none).
     """
 
     id: str

@@ -1,0 +1,565 @@
+"""The crib guard without tracing (issue 29, item 6): every bypass the red team used on the
+setprofile tracer, played on Lab 1's by-hand pieces through the code path the grader's
+child runs for a probe (``lablib.grading.run.child.run_probe``, then the judge).
+
+Each crib is first graded without the guard, to show it is a real crib (it scores),
+then with it: every public test of the piece scores 0 and names what was used. The
+honest solution beside it keeps full marks, and lablib's functions work again afterwards.
+(``tests/grading/test_cribs.py`` grades such notebooks with the real grader; the four
+labs' solutions under the guard are ``test_crib_guard_labs.py``.)
+"""
+
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from notebook_helpers import SOLUTIONS, exec_lab_cells
+from lablib.grading.judge import judge_test
+from lablib.grading.run.child import run_probe
+from lablib.grading.run.guard import BY_HAND, Window, catalogue, fingerprint
+from lablib.grading.run.protocol import ProbeRequest
+from lablib.grading.spec import load_lab
+
+LAB = "lab1_attention"
+
+
+@pytest.fixture(scope="module")
+def solution_ns():
+    """Lab 1's set-up and graded cells, run as the grader's child runs them."""
+    return exec_lab_cells(SOLUTIONS / f"{LAB}.ipynb")
+
+
+def with_cell(ns, piece, source):
+    """A copy of ``ns`` after the graded cell ``piece`` ran ``source`` (as the child runs it)."""
+    ns = dict(ns)
+    exec(compile(source, f"<graded cell {piece}>", "exec"), ns)
+    return ns
+
+
+def grade_piece(ns, piece, guard=BY_HAND):
+    """The public tests of ``piece`` on ``ns``: what the grader's child and judge give."""
+    spec = load_lab(LAB)
+    objects = tuple(spec.pieces[piece].objects)
+    return [judge_test(t, run_probe(ProbeRequest(t.id, t.probe, objects, t.timeout, guard), ns))
+            for t in spec.tests_for(piece, hidden=False)]
+
+
+def assert_crib(ns, piece, named, *, scores_without_guard=True):
+    """Without the guard the crib scores (it is a real one); with it every test of the piece
+    gets 0 and its message names ``named``."""
+    if scores_without_guard:
+        plain = grade_piece(ns, piece, guard=())
+        assert sum(r.score for r in plain) > 0, [(r.id, r.message) for r in plain]
+    guarded = grade_piece(ns, piece)
+    assert guarded and all(r.score == 0 for r in guarded), [(r.id, r.score, r.message) for r in guarded]
+    for r in guarded:
+        assert named in r.message and "no points" in r.message, (r.id, r.message)
+    return guarded
+
+
+def lablib_still_works():
+    from lablib.layers import scaled_dot_product_attention
+    from lablib.layers.positional import positional_encoding
+
+    x = np.eye(3, 4, dtype="float32")[None]
+    output, weights = scaled_dot_product_attention(x, x, x)
+    assert np.asarray(weights).shape == (1, 3, 3)
+    assert np.asarray(positional_encoding(4, 6)).shape == (4, 6)
+
+
+SDPA = "lablib.layers.attention.scaled_dot_product_attention"
+
+
+ATTENTION_PARTIAL = '''# GRADED: attention
+import functools
+import numpy as np
+from lablib.layers import scaled_dot_product_attention
+
+_attend = functools.partial(scaled_dot_product_attention)
+
+
+def attention(query, key, value, mask=None):
+    output, weights = _attend(query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+
+# The same partial, found only when the function runs (no name in its code leads to it):
+# the disarmed function itself raises.
+ATTENTION_PARTIAL_HIDDEN = '''# GRADED: attention
+import functools
+import numpy as np
+import lablib.layers
+
+globals()["_" + "a"] = functools.partial(getattr(lablib.layers, "scaled_dot_product_" + "attention"))
+
+
+def attention(query, key, value, mask=None):
+    output, weights = globals()["_" + "a"](query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+
+ATTENTION_NO_PROFILER = '''# GRADED: attention
+import sys
+import numpy as np
+from lablib.layers import scaled_dot_product_attention
+
+
+def attention(query, key, value, mask=None):
+    sys.setprofile(None)
+    sys.settrace(None)
+    output, weights = scaled_dot_product_attention(query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+
+ATTENTION_THREAD = '''# GRADED: attention
+import threading
+import numpy as np
+import lablib.layers
+
+
+def attention(query, key, value, mask=None):
+    box = {}
+
+    def work():
+        function = getattr(lablib.layers, "scaled_dot_product_" + "attention")
+        box["result"] = function(query, key, value, mask=mask)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    output, weights = box["result"]
+    return np.asarray(output), np.asarray(weights)
+'''
+
+POSITIONAL_REIMPORTED = '''# GRADED: positional_encoding
+import importlib.util
+import os
+import numpy as np
+import lablib
+
+_path = os.path.join(os.path.dirname(lablib.__file__), ".", "layers", ".", "positional.py")
+_spec = importlib.util.spec_from_file_location("my_positional", _path)
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+
+
+def positional_encoding(length, depth):
+    return np.asarray(_module.positional_encoding(length, depth))
+'''
+
+# Loaded again while the test runs: the audit hook refuses to read the file.
+POSITIONAL_REIMPORTED_LATE = '''# GRADED: positional_encoding
+import importlib.util
+import os
+import numpy as np
+import lablib
+
+
+def positional_encoding(length, depth):
+    path = os.path.join(os.path.dirname(lablib.__file__), ".", "layers", "positional.py")
+    spec = importlib.util.spec_from_file_location("late_positional", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return np.asarray(module.positional_encoding(length, depth))
+'''
+
+ATTENTION_GETSOURCE = '''# GRADED: attention
+import inspect
+import numpy as np
+import lablib.layers.attention as _impl
+
+_scope = dict(vars(_impl))
+exec(inspect.getsource(_impl.scaled_dot_product_attention), _scope)
+_copy = _scope["scaled_dot_product_attention"]
+del _scope
+
+
+def attention(query, key, value, mask=None):
+    output, weights = _copy(query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+
+# getsource + exec while the test runs: lablib's lines are out of linecache and its file
+# cannot be opened (a disarmed function's own source is the raiser's, not lablib's).
+ATTENTION_GETSOURCE_LATE = '''# GRADED: attention
+import inspect
+import numpy as np
+import lablib.layers.attention as _impl
+
+inspect.getsource(_impl)  # its lines now sit in linecache
+
+
+def attention(query, key, value, mask=None):
+    scope = {"__name__": "copied_attention"}
+    exec(inspect.getsource(_impl), scope)
+    output, weights = scope["scaled_dot_product_attention"](query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+
+# The module's source read in the cell, run while the test runs: the code it compiles is
+# lablib's own, so running it is refused.
+ATTENTION_SOURCE_KEPT = '''# GRADED: attention
+import inspect
+import numpy as np
+import lablib.layers.attention as _impl
+
+_SOURCE = inspect.getsource(_impl)
+
+
+def attention(query, key, value, mask=None):
+    scope = {"__name__": "copied_attention"}
+    exec(_SOURCE, scope)
+    output, weights = scope["scaled_dot_product_attention"](query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+
+# Traced into a TensorFlow graph in the cell: calling the traced function later runs the
+# graph, not lablib's Python; the search finds lablib's function behind the tf.function.
+ATTENTION_TRACED = '''# GRADED: attention
+import numpy as np
+import tensorflow as tf
+from lablib.layers import scaled_dot_product_attention
+
+_traced = tf.function(lambda q, k, v: scaled_dot_product_attention(q, k, v))
+_worked = np.array([[1.0, 2.0, 3.0, 4.0], [4.0, 5.0, 9.0, 1.0], [6.0, 2.0, 1.0, 4.0]])
+_traced(_worked, _worked, _worked)
+
+
+def attention(query, key, value, mask=None):
+    output, weights = _traced(np.asarray(query, float), np.asarray(key, float), np.asarray(value, float))
+    return np.asarray(output), np.asarray(weights)
+'''
+
+ATTENTION_LABLIB_FILENAME = '''# GRADED: attention
+import os
+import numpy as np
+import lablib.layers
+from lablib.layers import scaled_dot_product_attention
+
+_file = os.path.join(os.path.dirname(lablib.layers.__file__), "attention.py")
+exec(compile("def attention(query, key, value, mask=None):\\n"
+             "    output, weights = scaled_dot_product_attention(query, key, value, mask=mask)\\n"
+             "    return np.asarray(output), np.asarray(weights)\\n", _file, "exec"), globals())
+'''
+
+MHA_IN_A_DICT = '''# GRADED: multi_head_attention
+_READY = {"mha": keras.layers.MultiHeadAttention}
+
+
+class MultiHeadSelfAttention(keras.layers.Layer):
+    def __init__(self, num_heads, key_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+
+    def build(self, input_shape):
+        inner = self.num_heads * self.key_dim
+        self.query_dense = keras.layers.Dense(inner)
+        self.key_dense = keras.layers.Dense(inner)
+        self.value_dense = keras.layers.Dense(inner)
+        self.output_dense = keras.layers.Dense(input_shape[-1])
+        for projection in (self.query_dense, self.key_dense, self.value_dense):
+            projection.build(input_shape)
+        self.output_dense.build((*input_shape[:-1], inner))
+
+    def call(self, inputs, attention_mask=None, return_attention_scores=False):
+        width = inputs.shape[-1]
+        ready = _READY["mha"](num_heads=self.num_heads, key_dim=self.key_dim)
+        ready(inputs, inputs)
+        for name in ("query_dense", "key_dense", "value_dense", "output_dense"):
+            kernel, bias = getattr(self, name).get_weights()
+            if name == "output_dense":
+                kernel = kernel.reshape(self.num_heads, self.key_dim, width)
+            else:
+                kernel = kernel.reshape(width, self.num_heads, self.key_dim)
+                bias = bias.reshape(self.num_heads, self.key_dim)
+            getattr(ready, name).set_weights([kernel, bias])
+        return ready(inputs, inputs, attention_mask=attention_mask,
+                     return_attention_scores=return_attention_scores)
+'''
+
+# The ready-made layer found only when the layer runs (a string lookup): its methods raise.
+MHA_LOOKED_UP = MHA_IN_A_DICT.replace('_READY = {"mha": keras.layers.MultiHeadAttention}\n', "").replace(
+    '_READY["mha"]', 'getattr(keras.layers, "MultiHead" + "Attention")')
+
+
+@pytest.mark.parametrize("piece, cell, named", [
+    ("attention", ATTENTION_PARTIAL, SDPA),
+    ("attention", ATTENTION_PARTIAL_HIDDEN, SDPA),
+    ("attention", ATTENTION_NO_PROFILER, SDPA),
+    ("attention", ATTENTION_THREAD, SDPA),
+    ("positional_encoding", POSITIONAL_REIMPORTED, "lablib.layers.positional.positional_encoding"),
+    ("positional_encoding", POSITIONAL_REIMPORTED_LATE, "your code reads lablib's file"),
+    ("attention", ATTENTION_GETSOURCE, "a copy of " + SDPA),
+    ("attention", ATTENTION_GETSOURCE_LATE, "your code reads lablib's file"),
+    ("attention", ATTENTION_SOURCE_KEPT, "your code calls lablib.layers.attention,"),
+    ("attention", ATTENTION_LABLIB_FILENAME, SDPA),
+    ("attention", ATTENTION_TRACED, SDPA),
+    ("multi_head_attention", MHA_IN_A_DICT, "keras.layers.MultiHeadAttention, a ready-made implementation"),
+    ("multi_head_attention", MHA_LOOKED_UP, "keras.layers.MultiHeadAttention, a ready-made implementation"),
+], ids=["partial", "partial-looked-up", "profiler-off", "worker-thread", "reimport-dot-path",
+        "reimport-during-test", "getsource-exec", "getsource-during-test", "source-kept-exec-during-test",
+        "lablib-file-name", "traced-tf-function",
+        "keras-mha-in-dict", "keras-mha-looked-up"])
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_each_bypass_scores_nothing_and_is_named(solution_ns, piece, cell, named):
+    cribbed = with_cell(solution_ns, piece, cell)
+    assert_crib(cribbed, piece, named)
+    honest = grade_piece(solution_ns, piece)
+    assert all(r.passed for r in honest), [(r.id, r.message) for r in honest]
+    lablib_still_works()
+
+
+def test_a_swallowed_crib_still_counts(solution_ns):
+    """The raiser is a BaseException noted when it is made: catching it gains nothing."""
+    cell = ATTENTION_NO_PROFILER.replace(
+        "    output, weights = scaled_dot_product_attention(query, key, value, mask=mask)\n",
+        "    try:\n        output, weights = scaled_dot_product_attention(query, key, value, mask=mask)\n"
+        "    except BaseException:\n        return _honest(query, key, value, mask)\n")
+    ns = dict(solution_ns, _honest=solution_ns["attention"])
+    assert_crib(with_cell(ns, "attention", cell), "attention", SDPA)
+
+
+def test_a_thread_left_running_fails_its_test_and_the_next(solution_ns):
+    """A thread still running when the probe returns could compute anything afterwards:
+    its test and every later by-hand test while it runs get 0."""
+    release = threading.Event()
+    cell = '''# GRADED: attention
+import threading
+
+
+def attention(query, key, value, mask=None):
+    threading.Thread(target=_release.wait, daemon=True).start()
+    return _honest(query, key, value, mask)
+'''
+    ns = with_cell(dict(solution_ns, _honest=solution_ns["attention"], _release=release), "attention", cell)
+    try:
+        results = grade_piece(ns, "attention")
+        assert all(r.score == 0 and "still running after the test" in r.message for r in results), \
+            [(r.id, r.message) for r in results]
+        masks = grade_piece(solution_ns, "masks")
+        assert all(r.score == 0 and "an earlier test" in r.message for r in masks)
+    finally:
+        release.set()
+    for thread in threading.enumerate():
+        if thread.daemon and thread is not threading.current_thread():
+            thread.join(1)
+    assert all(r.passed for r in grade_piece(solution_ns, "masks"))
+
+
+@pytest.mark.parametrize("operation, named", [
+    ("import gc; gc.get_objects()", "gc.get_objects"),
+    ("import ctypes; ctypes.c_int(1); ctypes.addressof(ctypes.c_int(1))", "ctypes"),
+    ("import subprocess; subprocess.run(['true'])", "a new process"),
+    ("import lablib.layers.attention as m; m.scaled_dot_product_attention.__code__ = _original", "__code__"),
+])
+def test_the_window_refuses_what_would_fetch_lablib_again(solution_ns, operation, named):
+    cell = f'''# GRADED: attention
+def attention(query, key, value, mask=None):
+    {operation}
+    return _honest(query, key, value, mask)
+'''
+    from lablib.layers.attention import scaled_dot_product_attention
+
+    ns = dict(solution_ns, _honest=solution_ns["attention"], _original=scaled_dot_product_attention.__code__)
+    results = assert_crib(with_cell(ns, "attention", cell), "attention", named)
+    assert all("while the test runs" in r.message for r in results)
+
+
+def test_lablibs_code_built_into_a_new_function_is_a_copy(solution_ns):
+    """types.FunctionType(lablib's code, ...) before the test: the graded name holds
+    lablib's own code; during the test, building it is refused."""
+    early = '''# GRADED: attention
+import types
+import numpy as np
+import lablib.layers.attention as _impl
+
+_f = _impl.scaled_dot_product_attention
+attention_copy = types.FunctionType(_f.__code__, _f.__globals__, "copy", _f.__defaults__)
+
+
+def attention(query, key, value, mask=None):
+    output, weights = attention_copy(query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+    assert_crib(with_cell(solution_ns, "attention", early), "attention", SDPA)
+    late = early.replace("attention_copy = types", "_make = lambda: types").replace(
+        "output, weights = attention_copy(", "output, weights = _make()(")
+    assert_crib(with_cell(solution_ns, "attention", late), "attention", SDPA)
+
+
+def test_probes_own_functions_stay_callable_for_that_probe_only(solution_ns):
+    """The permutation piece hands handed_attention to the student's function (the probe's
+    own code reaches it): callable there. The attention piece's probes do not use it:
+    calling it from attention is a crib."""
+    assert all(r.passed for r in grade_piece(solution_ns, "permutation"))
+    cell = '''# GRADED: attention
+from lablib.grading.specs.lab1_attention import handed_attention as attention
+'''
+    assert_crib(with_cell(solution_ns, "attention", cell), "attention",
+                "lablib.grading.specs.lab1_attention.handed_attention, the grader's own reference")
+
+
+def test_a_judge_may_call_lablibs_reference(solution_ns):
+    """The window closes before the judge runs: a judge (here one comparing with lablib's
+    own attention) works, and so does a probe helper of the spec's own."""
+    from lablib.grading.spec import LabSpec, expect_close
+
+    lab = LabSpec("lab_guard_judge")
+    lab.piece("attention", objects=["attention"])
+
+    @lab.test("attention")
+    def compare_with_lablib(ns):
+        x = np.arange(12.0).reshape(3, 4) / 10
+        return ns["attention"](x, x, x)[1]
+
+    @compare_with_lablib.judge
+    def _(got):
+        from lablib.layers import scaled_dot_product_attention
+
+        x = (np.arange(12.0).reshape(3, 4) / 10).astype("float32")
+        expect_close(got, np.asarray(scaled_dot_product_attention(x, x, x)[1]), atol=1e-5)
+
+    request = ProbeRequest(compare_with_lablib.id, compare_with_lablib.probe, ("attention",), None, BY_HAND)
+    assert judge_test(compare_with_lablib, run_probe(request, solution_ns)).passed
+    cribbed = with_cell(solution_ns, "attention", ATTENTION_PARTIAL)
+    result = judge_test(compare_with_lablib, run_probe(request, cribbed))
+    assert result.score == 0 and SDPA in result.message
+
+
+def test_everything_is_put_back_after_a_window():
+    """Disarmed functions get their own code back, lablib's lines return to linecache, the
+    audit hook stands down."""
+    import linecache
+
+    import lablib.layers.attention as impl
+    from lablib.layers import TransformerEncoderBlock
+
+    before = impl.scaled_dot_product_attention.__code__, TransformerEncoderBlock.call.__code__
+    lines = {k: v for k, v in linecache.cache.items() if "lablib" in k}
+    with Window(BY_HAND, {}, None, {}) as window:
+        assert impl.scaled_dot_product_attention.__code__ is not before[0]
+        assert TransformerEncoderBlock.call.__code__ is not before[1]
+    assert window.found is None
+    assert (impl.scaled_dot_product_attention.__code__, TransformerEncoderBlock.call.__code__) == before
+    assert {k: v for k, v in linecache.cache.items() if "lablib" in k} == lines
+    import gc
+
+    gc.get_objects()  # refused only inside a window
+    lablib_still_works()
+
+
+def test_copies_are_compared_without_names_comments_or_docstrings():
+    """A function's fingerprint ignores its file, lines, docstring, comments and local
+    names; a copy of lablib's source edited that way is still found; honest code is not."""
+    import inspect
+    import textwrap
+
+    import lablib.layers.positional as positional
+
+    source = inspect.getsource(positional.positional_encoding)
+    edited = textwrap.dedent(source).replace('"""', "'''", 2)
+    edited = "\n\n\n# moved down\n" + edited
+    scope = dict(vars(positional))
+    exec(compile(edited, "<elsewhere>", "exec"), scope)
+    cat = catalogue(BY_HAND)
+    assert cat.copied(scope["positional_encoding"].__code__) == "lablib.layers.positional.positional_encoding"
+    assert fingerprint(scope["positional_encoding"].__code__) == fingerprint(positional.positional_encoding.__code__)
+
+    def honest(length, depth):
+        positions = np.arange(length)[:, None]
+        angles = positions / np.power(10000.0, 2 * (np.arange(depth)[None] // 2) / depth)
+        return np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles)).astype(np.float32)
+
+    assert cat.lablib_code(honest.__code__) is None
+
+
+def test_the_solution_is_no_copy_of_the_specs_references(solution_ns):
+    """The solutions' by-hand functions are written apart from the specs' references: none
+    fingerprints like lablib's code (a false 'copy' would cost an honest student)."""
+    cat = catalogue(BY_HAND)
+    spec = load_lab(LAB)
+    for piece in spec.pieces.values():
+        for name in piece.objects:
+            obj = solution_ns[name]
+            functions = [obj] if callable(obj) and hasattr(obj, "__code__") else [
+                v for v in vars(obj).values() if hasattr(v, "__code__")]
+            for function in functions:
+                assert cat.lablib_code(function.__code__) is None, (name, function)
+
+
+def test_the_guard_is_not_the_student_s_tracer(solution_ns):
+    """No profiler or tracer is set by the guard (nothing to switch off)."""
+    seen = []
+
+    def probe(ns):
+        seen.append((sys.getprofile(), sys.gettrace()))
+        return ns["attention"](np.eye(2), np.eye(2), np.eye(2))[1]
+
+    before = sys.getprofile()
+    run_probe(ProbeRequest("attention::probe", probe, ("attention",), None, BY_HAND), solution_ns)
+    assert seen == [(before, sys.gettrace())]
+
+
+def test_paths_are_compared_resolved(tmp_path):
+    """A link to lablib's file, or the file named with /./ or .., is still lablib's file."""
+    import lablib.layers.positional as positional
+
+    cat = catalogue(BY_HAND)
+    link = tmp_path / "innocent.py"
+    os.symlink(positional.__file__, link)
+    folder = os.path.dirname(positional.__file__)
+    for path in (link, os.path.join(folder, ".", "positional.py"),
+                 os.path.join(folder, "..", "layers", "positional.py")):
+        assert cat.guarded_path(path), path
+    assert not cat.guarded_path(tmp_path / "elsewhere.py")
+    assert not cat.guarded_path(os.path.join(os.path.dirname(folder), "graphs.py"))  # not guarded
+
+
+LATE_IMPORTS = '''
+import sys
+import keras  # the lab's set-up imports Keras before any probe
+from lablib.grading.run.guard import BY_HAND, Window, message
+assert "lablib.layers.graph_conv" not in sys.modules and "sklearn.metrics" not in sys.modules
+
+
+def layer_on_first_use():  # lablib.layers imports graph_conv on first use
+    import lablib.layers as layers
+    return layers.GraphConv(2)
+
+
+def f1_imported_in_the_test():
+    from sklearn.metrics import f1_score
+    return f1_score([0, 1], [0, 1], average="macro")
+
+
+for student in (layer_on_first_use, f1_imported_in_the_test):
+    with Window(BY_HAND, {"f": student}, None, {}) as window:
+        try:
+            student()
+        except BaseException:
+            pass
+    print(message(window.found))
+from sklearn.metrics import f1_score
+import lablib.layers
+print(f1_score([0, 1], [0, 1], average="macro"), type(lablib.layers.GraphConv(2)).__name__)
+'''
+
+
+def test_modules_imported_late_are_disarmed_too():
+    """A module not imported before the test (lablib's layer on first use, sklearn's F1
+    imported inside the function) is disarmed as it loads, and works again afterwards
+    (a fresh process: nothing of either imported before)."""
+    import subprocess
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", LATE_IMPORTS], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-3].startswith("your code calls lablib.layers.graph_conv.GraphConv, lablib's own"), lines
+    assert lines[-2].startswith("your code calls sklearn.metrics.f1_score, a ready-made"), lines
+    assert lines[-1] == "1.0 GraphConv", lines

@@ -399,7 +399,7 @@ function makeCard(token) {
   refs.more.title = "show all (a)";
   refs.more.addEventListener("click", () => showAll(token));
   head.append(refs.select, title, refs.badge, refs.more);
-  refs.empty = document.createElement("p");
+  refs.empty = document.createElement("p");  // in the card only when the answer is empty
   refs.empty.className = "empty";
   refs.empty.textContent = "No answer written.";
   refs.text = document.createElement("div");  // the host of the answer's shadow root
@@ -427,7 +427,7 @@ function makeCard(token) {
     if (body) await change(body);
   });
   own.append(refs.comment, refs.adjust);
-  card.append(head, refs.empty, refs.text, refs.notes, refs.chips, own);
+  card.append(head, refs.text, refs.notes, refs.chips, own);
   card.addEventListener("click", (event) => {
     if (event.target.closest("textarea, input, button")) return;
     setFocus(state.order.indexOf(token), false);
@@ -456,7 +456,9 @@ function updateCard(token, textChanged) {
   else if (answer.graded) { put(refs.badge, "className", "badge done"); put(refs.badge, "textContent", `${answer.score} / ${state.data.points}`); }
   else { put(refs.badge, "className", "badge todo"); put(refs.badge, "textContent", "to grade"); }
   const shown = state.shown.get(token);
-  put(refs.empty, "hidden", !(shown ? shown.empty : answer.empty));
+  const empty = Boolean(shown ? shown.empty : answer.empty);
+  if (empty && !refs.empty.isConnected) refs.text.before(refs.empty);
+  else if (!empty && refs.empty.isConnected) refs.empty.remove();
   put(refs.text, "hidden", Boolean(shown ? shown.empty : answer.empty));
   put(refs.more, "hidden", !answer.truncated || Boolean(shown && shown.full));
   put(refs.more, "textContent", `show all (${answer.length.toLocaleString()} characters)`);
@@ -552,7 +554,8 @@ function nextToGrade() {
 
 document.addEventListener("keydown", (event) => {
   if (!state.data || event.ctrlKey || event.metaKey || event.altKey) return;
-  const typing = event.target.closest && event.target.closest("textarea, input");
+  // keys act unless the grader is typing (a checkbox just clicked keeps the keys)
+  const typing = event.target.closest && event.target.closest("textarea, input:not([type=checkbox])");
   if (event.key === "Escape") {
     if (typing) event.target.blur();
     state.selected.clear();

@@ -563,3 +563,20 @@ def test_modules_imported_late_are_disarmed_too():
     assert lines[-3].startswith("your code calls lablib.layers.graph_conv.GraphConv, lablib's own"), lines
     assert lines[-2].startswith("your code calls sklearn.metrics.f1_score, a ready-made"), lines
     assert lines[-1] == "1.0 GraphConv", lines
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("cell", [ATTENTION_PARTIAL, ATTENTION_PARTIAL_HIDDEN, ATTENTION_THREAD],
+                         ids=["partial", "partial-looked-up", "worker-thread"])
+def test_lablib_check_applies_the_same_guard_in_the_notebook(solution_ns, cell, capsys):
+    """lablib.check in the student's process: the partial and the thread score nothing
+    there, with the grader's sentence; the honest function passes."""
+    import lablib
+
+    cribbed = with_cell(solution_ns, "attention", cell)
+    result = lablib.check("lab1", "attention", cribbed["attention"])
+    out = capsys.readouterr().out
+    assert result.score == 0 and result.results
+    assert all(f"your code calls {SDPA}, lablib's own implementation" in r.message for r in result.results)
+    assert f"your code calls {SDPA}" in out
+    assert lablib.check("lab1", "attention", solution_ns["attention"], quiet=True).passed

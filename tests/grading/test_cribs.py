@@ -119,3 +119,69 @@ def test_each_crib_gets_nothing_and_is_named(lab, cells, called, shared_data, tm
     public = [t for t in honest.tests if not t.hidden]
     assert honest.status.ok and all(t.passed for t in public), [(t.id, t.message) for t in public if not t.passed]
     assert "grader's own reference" in " ".join(t.message for t in crib.tests) or lab == "lab1_attention"
+
+
+MASKS_PROFILER_OFF = '''# GRADED: masks
+import sys
+import numpy as np
+import lablib.layers as layers
+
+
+def padding_mask(token_ids, pad_id=0):
+    sys.setprofile(None)
+    return np.asarray(layers.padding_mask(token_ids, pad_id))
+
+
+def causal_mask(length):
+    sys.setprofile(None)
+    return np.asarray(layers.causal_mask(length))
+'''
+
+
+def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(shared_data, tmp_path, monkeypatch):
+    """Issue 29's bypasses of the old tracer, graded by the real grader in its child
+    process (the in-process versions, with their variants: test_crib_guard.py): a worker
+    thread, the profiler switched off, positional.py loaded again by a /./ path (in the cell
+    and during the test), functools.partial, getsource + exec, a wrapper compiled under
+    lablib's file name, keras.layers.MultiHeadAttention kept in a dict or looked up by name."""
+    import test_crib_guard as bypass
+
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    lab = "lab1_attention"
+    blank = assign_notebook(ROOT / "solutions" / f"{lab}.ipynb", tmp_path / "labs")
+    sdpa = "your code calls lablib.layers.attention.scaled_dot_product_attention"
+    mha = "your code calls keras.layers.MultiHeadAttention, a ready-made implementation"
+    cases = {
+        "thread": ({"attention": bypass.ATTENTION_THREAD, "masks": MASKS_PROFILER_OFF,
+                    "positional_encoding": bypass.POSITIONAL_REIMPORTED,
+                    "multi_head_attention": bypass.MHA_IN_A_DICT},
+                   {"attention": sdpa, "masks": "your code calls lablib.layers.attention.",
+                    "positional_encoding": "your code calls lablib.layers.positional.positional_encoding",
+                    "multi_head_attention": mha}),
+        "partial": ({"attention": bypass.ATTENTION_PARTIAL_HIDDEN,
+                     "positional_encoding": bypass.POSITIONAL_REIMPORTED_LATE,
+                     "multi_head_attention": bypass.MHA_LOOKED_UP},
+                    {"attention": sdpa, "positional_encoding": "your code reads lablib's file",
+                     "multi_head_attention": mha}),
+        "getsource": ({"attention": bypass.ATTENTION_GETSOURCE},
+                      {"attention": "your code runs a copy of lablib.layers.attention.scaled_dot_product_attention"}),
+        "filename": ({"attention": bypass.ATTENTION_LABLIB_FILENAME}, {"attention": sdpa}),
+    }
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, (cells, _) in cases.items():  # the solution, with these pieces cribbed
+        cribbed, replaced = with_graded_cells(ROOT / "solutions" / f"{lab}.ipynb", cells)
+        assert replaced == len(cells)
+        (subs / f"{name}.ipynb").write_bytes(cribbed)
+    results = {r.submission: r for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False,
+                                              lab_notebook=blank)}
+    for name, (cells, named) in cases.items():
+        result = results[name]
+        for piece, sentence in named.items():
+            tests = [t for t in result.tests if t.piece == piece]
+            assert tests and all(t.score == 0 for t in tests), (name, [(t.id, t.score, t.message) for t in tests])
+            for t in tests:
+                assert sentence in t.message and "no points" in t.message, (name, t.id, t.message)
+        untouched = [t for t in result.tests if t.piece not in cells and not t.hidden]
+        assert all(t.passed for t in untouched), (name, [(t.id, t.message) for t in untouched if not t.passed])

@@ -38,7 +38,7 @@ import struct
 import sys
 import sysconfig
 
-__all__ = ["sandbox_possible", "needed_paths", "sandbox_main"]
+__all__ = ["sandbox_possible", "needed_paths", "sandbox_main", "unreachable"]
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -255,6 +255,33 @@ def _build_root(m: _Mounts, config: dict) -> int:
     return hidden
 
 
+def unreachable(paths, private_root: bool = False, access=os.access) -> str | None:
+    """Why this process (after its uid drop) cannot use one of ``paths`` (the Python it
+    is about to run, its standard library, lablib), or None when it can: the path and
+    the first folder on the way that it may not enter. Without a private root the child
+    sees the host's folders with their own permissions, and a Python installed under a
+    folder closed to other users (``/root``, mode 700: pyenv's default) cannot start;
+    with one, a path the grader did not bind (``private_root``) is missing."""
+    for path in paths:
+        path = str(path)
+        wanted = os.R_OK | (os.X_OK if os.path.isdir(path) or path == sys.executable else 0)
+        if access(path, wanted):
+            continue
+        parts = os.path.abspath(path).split(os.sep)
+        closed = next((os.sep.join(parts[:i]) or os.sep for i in range(2, len(parts) + 1)
+                       if not access(os.sep.join(parts[:i]) or os.sep, os.X_OK)), path)
+        if private_root:
+            return (f"the submission's user (uid {os.getuid()}) cannot use {path}: {closed} is not in the "
+                    f"sandbox's root file system (it holds the system folders, the Python install, its site "
+                    f"folders and lablib): run the grader with the Python interpreter itself, not a link to it "
+                    f"from a folder outside those")
+        return (f"the submission's user (uid {os.getuid()}) cannot use {path}: {closed} is closed to other "
+                f"users. With no private root file system the child sees the host's folders as they are: "
+                f"install the grader's Python and lablib where every user may read them (/usr/local, /opt, "
+                f"a venv outside /root), or let the sandbox make its own root (CAP_SYS_ADMIN, no chroot)")
+    return None
+
+
 def _write(fd, obj):
     data = json.dumps(obj).encode()
     os.write(fd, struct.pack(">I", len(data)) + data)
@@ -314,6 +341,7 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
         os.close(control_fd)
         child_notes = []
         workdir = config["root"]
+        private_root = False
         try:
             if new_root is not None:
                 try:
@@ -328,6 +356,7 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
                 os.chdir("/")
                 libc.umount2(b"/.old-root", MNT_DETACH)
                 os.rmdir("/.old-root")
+                private_root = True  # this process's root is now the scratch tmpfs mounted above
                 workdir = "/tmp/work"
                 os.mkdir(workdir, 0o700)
                 for name, value in (("shmmax", scratch_mb << 20), ("shmall", scratch_mb << 8), ("shmmni", 64)):
@@ -350,8 +379,13 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
             refused = _deny_user_namespaces(libc)
             if refused:
                 child_notes.append(refused)
+            blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"),
+                                   os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))],
+                                  private_root)
+            if blocked:
+                raise RuntimeError(blocked)
             _write(report_w, {"ok": True, "uid": os.getuid(), "notes": child_notes,
-                              "user_namespaces": refused is None})
+                              "user_namespaces": refused is None, "private_root": private_root})
         except BaseException as exc:  # noqa: BLE001 - reported, then the run ends
             _write(report_w, {"ok": False, "notes": child_notes + [f"sandbox failed: {exc}"]})
             os._exit(120)
@@ -377,7 +411,11 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     isolation["uid"] = report.get("uid", 0)
     if report.get("user_namespaces"):
         isolation["processes"] += "; no new user namespaces (seccomp)"
-    _write(control_fd, {"event": "isolation", "init_pid": pid, "ok": bool(report.get("ok")), **isolation})
+    # scratch_tmpfs: the child's root is the tmpfs this stage mounted (size scratch_mb), the
+    # only file system whose use the grader may count as the run's memory.
+    _write(control_fd, {"event": "isolation", "init_pid": pid, "ok": bool(report.get("ok")),
+                        "scratch_tmpfs": bool(new_root is not None and report.get("ok") and report.get("private_root")),
+                        "scratch_mb": scratch_mb, **isolation})
     _, status = os.waitpid(pid, 0)
     _write(control_fd, {"event": "exit", "status": status})
     os.close(control_fd)

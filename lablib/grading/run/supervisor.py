@@ -15,7 +15,13 @@ in its environment are swept until none is left. Pipes are read from raw descrip
 so a process that keeps one open can never block the grader.
 
 Memory counts every process of the run (by uid with the sandbox, else the process
-tree) plus the run's scratch tmpfs.
+tree) plus the run's scratch tmpfs: only the tmpfs the sandbox stage itself mounted as
+the child's root, and only when it did (the stage says so, and the file system found
+there must be that tmpfs: its size, not the host's root device). Where no private root
+could be made (a chroot, a container without CAP_SYS_ADMIN: ``mount /: Invalid
+argument``), the child's root is the host's file system, whose used blocks are no
+measure of the run: they are never counted, and the gradebook's isolation notes say
+what memory was measured.
 """
 
 from __future__ import annotations
@@ -266,6 +272,97 @@ def _by_token(token, tree):
     return match
 
 
+#: Folders every user may write in, where a run without a private root leaves files on
+#: the host (each attempt's uid is its own, so what that uid owns there is the run's).
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+_IPC = (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid"))  # /proc/sysvipc/<file>: its id column
+
+
+def _ipc_objects(uid: int) -> list[tuple[str, int]]:
+    """``(kind, id)`` of the System V shared memory segments, semaphore sets and message
+    queues ``uid`` owns or made, in this IPC namespace."""
+    found = []
+    for kind, id_column in _IPC:
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as f:
+                header, *rows = f.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        names = header.split()
+        for row in rows:
+            values = dict(zip(names, row.split()))
+            try:
+                if uid in (int(values["uid"]), int(values["cuid"])):
+                    found.append((kind, int(values[id_column])))
+            except (KeyError, ValueError):
+                continue
+    return found
+
+
+#: Removes System V IPC objects given as ``kind:id`` arguments; exits with how many it
+#: could not remove (EINVAL: already gone). Run by the grader, and as a run's uid.
+_REMOVE_IPC = """
+import ctypes, ctypes.util, sys
+libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+left = 0
+for arg in sys.argv[1:]:
+    kind, ident = arg.split(":")
+    rc = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
+          "msg": lambda i: libc.msgctl(i, 0, None)}[kind](int(ident))
+    left += rc != 0 and ctypes.get_errno() != 22
+sys.exit(min(left, 100))
+"""
+
+
+def _remove_ipc(objects, uid=None) -> None:
+    """Remove System V IPC objects ``(kind, id)`` in a small process (as ``uid`` when
+    given: a grader without CAP_SYS_ADMIN may remove only its own); raises
+    ``CalledProcessError`` when some could not be removed."""
+    subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE_IPC, *(f"{k}:{i}" for k, i in objects)],
+                   env={"PATH": "/usr/bin:/bin"}, cwd="/", timeout=30, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True,
+                   **({} if uid is None else {"user": uid, "group": uid, "extra_groups": []}))
+
+
+def sweep_leftovers(uid: int, folders=SHARED_FOLDERS) -> list[str]:
+    """Remove what the run's ``uid`` left outside its processes where the sandbox could not
+    give it private ones (no private root or IPC namespace: a chroot, a container without
+    CAP_SYS_ADMIN): files and folders it owns at the top of the shared writable folders
+    (links removed, never followed), and its System V IPC objects (removed as ``uid``
+    itself where the grader may not). Run once every process of ``uid`` is ended. Returns
+    notes on what could not be removed."""
+    import shutil
+
+    notes = []
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                notes.append(f"could not remove {entry.path}, left by the submission: {exc.strerror}")
+    objects = _ipc_objects(uid)
+    if objects:
+        try:  # as the owner itself (CAP_SETUID is in Docker's default set; CAP_SYS_ADMIN is not)
+            _remove_ipc(objects, uid)
+        except (OSError, subprocess.SubprocessError):
+            try:
+                _remove_ipc(objects)
+            except (OSError, subprocess.SubprocessError) as exc:
+                notes.append(f"System V IPC objects the submission made could not be removed ({exc})")
+    return notes
+
+
 # --------------------------------------------------------------------------- one attempt
 
 
@@ -289,6 +386,9 @@ class _Attempt:
         self.tree: set[int] = set()
         self.uid = None
         self.init_pid = None
+        self.scratch_fd = None  # the sandbox's scratch tmpfs (the child's root), when it mounted one
+        self.scratch_note = ""
+        self._scratch_lock = threading.Lock()
         self.scratch = tempfile.mkdtemp(prefix="lablib-run-")
         result_r, result_w = os.pipe()
         env = _child_env(self.token)
@@ -389,6 +489,8 @@ class _Attempt:
                     buffer = buffer[4 + size:]
                     if message.get("event") == "isolation":
                         self.init_pid = message.get("init_pid")
+                        self.control["stage_ok"] = message.get("ok") is True
+                        self._open_scratch(message)
                         self.control["isolation"] = {k: message[k] for k in
                                                      ("uid", "network", "filesystem", "processes", "notes")}
                         self.isolation_seen.set()
@@ -398,6 +500,38 @@ class _Attempt:
             os.close(fd)
             self.isolation_seen.set()
             self.control_done.set()
+
+    def _open_scratch(self, message: dict) -> None:
+        """Hold the child's root file system when the stage reports it mounted its scratch
+        tmpfs there and the file system found is that tmpfs (its size as asked, another
+        device than the grader's root); else say in ``scratch_note`` why it is not counted."""
+        if not message.get("scratch_tmpfs"):
+            self.scratch_note = ("memory measured: the run's processes only (no private scratch tmpfs: the "
+                                 "child's files are on the host's disk)")
+            return
+        try:
+            fd = os.open(f"/proc/{int(message['init_pid'])}/root", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except (OSError, KeyError, TypeError, ValueError) as exc:
+            self.scratch_note = f"memory measured: the run's processes only (its scratch tmpfs not reachable: {exc})"
+            return
+        try:
+            st, own = os.fstatvfs(fd), os.fstat(fd)
+            expected = int(message.get("scratch_mb", SCRATCH_MB)) * 2**20
+            if st.f_blocks * st.f_frsize != expected or own.st_dev == os.stat("/").st_dev:
+                raise OSError(f"the file system found there is not the run's {expected >> 20} MB tmpfs")
+        except OSError as exc:
+            os.close(fd)
+            self.scratch_note = (f"memory measured: the run's processes only (its scratch tmpfs not counted: "
+                                 f"{exc.strerror or exc})")
+            return
+        with self._scratch_lock:
+            self.scratch_fd = fd
+
+    def _close_scratch(self) -> None:
+        with self._scratch_lock:
+            fd, self.scratch_fd = self.scratch_fd, None
+        if fd is not None:
+            os.close(fd)
 
     # requests ---------------------------------------------------------------
     def send(self, command: Command) -> None:
@@ -442,7 +576,8 @@ class _Attempt:
                     return (Kind.MEMORY, f"used more than {self.limits.memory_mb:g} MB", None)
 
     def memory_bytes(self) -> int:
-        """Resident memory of every process of the run, plus its scratch tmpfs."""
+        """Resident memory of every process of the run, plus its scratch tmpfs when the
+        sandbox mounted one (never another file system: see the module's docstring)."""
         import psutil
 
         total = 0
@@ -451,12 +586,10 @@ class _Attempt:
                 uids, info = process.info.get("uids"), process.info.get("memory_info")
                 if uids is not None and info is not None and self.uid in (uids.real, uids.effective):
                     total += info.rss
-            if self.init_pid:
-                try:
-                    st = os.statvfs(f"/proc/{self.init_pid}/root/")
+            with self._scratch_lock:
+                if self.scratch_fd is not None:
+                    st = os.fstatvfs(self.scratch_fd)
                     total += (st.f_blocks - st.f_bfree) * st.f_frsize
-                except OSError:
-                    pass
             return total
         try:
             parent = psutil.Process(self.proc.pid)
@@ -493,6 +626,8 @@ class _Attempt:
         match = _by_uid(self.uid) if self.uid is not None else _by_token(self.token, self.tree)
         if not _sweep(match):
             notes.append("some of the submission's processes could not be ended")
+        elif self.uid is not None:  # its files and IPC objects, where they were not private
+            notes += sweep_leftovers(self.uid)
         if self.cgroup is not None:
             self.cgroup.destroy()
             notes.append(self.cgroup.describe())
@@ -500,6 +635,9 @@ class _Attempt:
             notes.append(self.cgroup_note)
         self.proc.wait()
         self.control_done.wait(timeout=5)
+        self._close_scratch()  # the tmpfs goes with the last reference to it
+        if self.sandbox and self.scratch_note:
+            notes.append(self.scratch_note)
         for t in self.threads:
             t.join(timeout=2)
         if any(t.is_alive() for t in self.threads):
@@ -591,9 +729,16 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
         if step in ("startup", "setup"):
             reason = ("the grader's process did not start: it " + what if step == "startup"
                       else "the lab's set-up cells " + what)
+            kind_of = Kind.CRASHED
+            if step == "startup" and sandbox and attempt.control.get("stage_ok") is False:
+                # the sandbox could not start the child: the grader's environment, never the student
+                failed = [n for n in outcome.isolation.notes if n.startswith("sandbox failed")]
+                reason = ("the grader could not start the submission's process (not the student's doing): "
+                          + (failed[-1] if failed else "the sandbox stage failed; see the isolation notes"))
+                kind_of = Kind.GRADER_ERROR
             for p in remaining:
-                outcome.results[p.id] = ProbeResult.failed(Kind.CRASHED, reason)
-            outcome.problems.append(Problem(Kind.CRASHED, "startup" if step == "startup" else "set-up"))
+                outcome.results[p.id] = ProbeResult.failed(kind_of, reason)
+            outcome.problems.append(Problem(kind_of, "startup" if step == "startup" else "set-up"))
             remaining = []
         elif step.startswith("cell "):
             piece = step[5:]

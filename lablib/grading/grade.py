@@ -40,7 +40,7 @@ from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.roster import Roster
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
-from lablib.grading.similarity import graded_code, identical_files, similar_pairs
+from lablib.grading.similarity import dynamic_code, graded_code, identical_files, similarity_hints
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
 from lablib.grading.submissions import collect_submissions, warn_skipped
 
@@ -326,10 +326,10 @@ def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=No
     late penalties and the similarity hints (``template``: the released notebook, whose
     graded cells' code is left out of the comparison)."""
     blank = {piece: cell.source for piece, cell in graded_cells(template)[0].items()} if template else {}
-    pairs, same_code = similar_pairs({r.submission: graded_code(r.code) for r in results if r.code},
-                                     graded_code(blank) if blank else "")
-    similarity = {"pairs": pairs, "same_code": same_code,
-                  "identical": identical_files({r.submission: r.path for r in results})}
+    similarity = similarity_hints({r.submission: graded_code(r.code) for r in results if r.code},
+                                  graded_code(blank) if blank else "")
+    similarity["identical"] = identical_files({r.submission: r.path for r in results})
+    similarity["dynamic_code"] = {r.submission: found for r in results if r.code and (found := dynamic_code(r.code))}
     person, through = {}, 0
     if spec.answers and (out / DB_NAME).is_file():
         person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)

@@ -5,16 +5,39 @@ their similarity and the two codes side by side, the shared passages marked. Stu
 solving a small exercise from the same lecture write alike; what matters is a long
 shared passage, including its oddities.
 
-The method is copydetect's (winnowing, Schleimer et al., 2003): each submission's graded
-cells are tokenised by Pygments with names, strings and numbers replaced by their kind
-(a renamed variable still matches), every run of ``k`` tokens is hashed, and a window of
-hashes keeps its smallest; two submissions share the hashes of their shared passages. The
-released lab's own code (stubs, comments, signatures) is fingerprinted too and removed
-from every submission first, so that the template never counts. A pair's similarity is
-the larger of the two shares: how much of one submission is found in the other.
+How (winnowing, Schleimer, Wilkerson and Aiken, SIGMOD 2003, as MOSS and copydetect do
+it, written here so that it is deterministic and reads Python as Python):
 
-Byte-identical notebooks are grouped apart (a copied file, or the same blank handed in
-twice).
+1. **Normalise** each submission's graded code with :mod:`ast`: code hidden as
+   ``exec(zlib.decompress(base64.b64decode(...)))`` (or ``eval``, ``codecs``, ``bytes.fromhex``,
+   string concatenation...) is decoded where that needs no run of the student's code and
+   compared in its place; statements with no effect are dropped (docstrings, bare
+   expressions, ``pass``, and assignments of a value without calls to a name nothing
+   reads, such as ``_ = 0`` after every line); parentheses, spacing and comments vanish
+   by unparsing.
+2. **Tokenise** the result: names the code binds (variables, parameters, its own
+   functions) become ``V``, so renaming hides nothing; names it uses without binding
+   (``np``, ``len``, the lab's helpers), attributes and called methods stay as written,
+   so ``np.mean`` is not ``np.sum``; an imported module counts as its full name
+   (``import numpy as N`` is ``numpy``, like the labs' ``np``); strings are ``S``,
+   numbers ``N``.
+3. **Fingerprint**: every run of :data:`NOISE_TOKENS` tokens is hashed with BLAKE2b (never
+   Python's ``hash()``, which ``PYTHONHASHSEED`` randomises: the same gradebook gave other
+   pairs from one run to the next), and each window of
+   ``GUARANTEE_TOKENS - NOISE_TOKENS + 1`` hashes keeps its smallest: a shared passage of
+   :data:`GUARANTEE_TOKENS` tokens or more is always found.
+4. **Remove what everyone has**: the released lab's own code (its stubs, signatures,
+   comments), and passages found in more than half of the submissions once there are
+   :data:`COMMON_MIN` of them (the common way to write a line, like MOSS's ``-m``).
+5. **Compare**: a submission's share is the part of its fingerprinted code found in the
+   other's; a pair's similarity is the *smaller* share, so a partial submission contained
+   in a complete one is not 100%. Pairs at :data:`THRESHOLD` or more are listed, most
+   similar first, at most :data:`MAX_PAIRS` (the summary says how many were found).
+
+Byte-identical notebooks, and graded code that is the same text, are grouped apart. A
+graded cell that runs code built at run time (``exec``, ``eval``, ``compile``,
+``__import__``, ``marshal.loads``...) is flagged in any case (:func:`dynamic_code`): a lab
+needs none of them.
 
 Example::
 
@@ -23,22 +46,52 @@ Example::
 
 from __future__ import annotations
 
+import ast
+import base64
+import binascii
+import bz2
+import codecs
+import copy
 import dataclasses
+import difflib
 import hashlib
 import io
+import keyword
+import lzma
 import os
+import re
+import tokenize
+import zlib
 
-__all__ = ["Pair", "similar_pairs", "identical_files", "graded_code", "THRESHOLD", "NOISE_TOKENS",
-           "GUARANTEE_TOKENS"]
+__all__ = ["Pair", "similar_pairs", "similarity_hints", "dynamic_code", "identical_files", "graded_code",
+           "THRESHOLD", "NOISE_TOKENS", "GUARANTEE_TOKENS", "MAX_PAIRS", "COMMON_MIN", "COMMON_SHARE"]
 
-#: Pairs sharing at least this share of one submission's code are listed.
+#: Pairs whose smaller share is at least this are listed.
 THRESHOLD = 0.6
-#: Passages shorter than this many tokens are ignored (copydetect's noise threshold).
-NOISE_TOKENS = 20
-#: Passages at least this long are always found (copydetect's guarantee threshold).
-GUARANTEE_TOKENS = 25
+#: Passages shorter than this many tokens are ignored (the k of the k-grams).
+NOISE_TOKENS = 12
+#: Passages at least this many tokens long are always found.
+GUARANTEE_TOKENS = 16
 #: At most this many pairs are listed, most similar first.
 MAX_PAIRS = 40
+#: A passage found in more than this share of the submissions is common, not copied...
+COMMON_SHARE = 0.5
+#: ...once there are at least this many submissions (distinct graded code).
+COMMON_MIN = 10
+#: Graded code longer than this (characters) is compared by its beginning only.
+MAX_CODE = 200_000
+#: At most this much decoded text per submission (decompression bombs stay small).
+MAX_DECODED = 1_000_000
+#: Names a course's set-up cells give modules, counted as the modules' names.
+KNOWN_ALIASES = {"np": "numpy", "tf": "tensorflow", "pd": "pandas", "plt": "matplotlib.pyplot",
+                 "nx": "networkx", "sp": "scipy", "tfm": "tensorflow_models"}
+#: Calls that run (or import) code given as data.
+DYNAMIC = {"exec", "eval", "compile", "__import__", "builtins.exec", "builtins.eval", "builtins.compile",
+           "builtins.__import__", "importlib.import_module", "marshal.loads", "pickle.loads", "dill.loads",
+           "cloudpickle.loads", "types.FunctionType", "types.CodeType", "runpy.run_path", "runpy.run_module",
+           "runpy._run_code", "code.InteractiveInterpreter", "code.interact"}
+_DYNAMIC_WORDS = {"exec", "eval", "compile", "__import__", "import_module"}
+_RUNS_SOURCE = {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +100,9 @@ class Pair:
 
     Attributes:
         a, b: the submissions' names (``a < b``).
-        similarity: the larger share of one's code found in the other, in [0, 1].
+        similarity: the smaller of the two shares, in [0, 1].
         share_a, share_b: the share of ``a``'s (``b``'s) code found in the other.
-        tokens: how many tokens they share.
+        tokens: how many tokens they share (the smaller count of the two sides).
         code_a, code_b: their graded code, as compared.
         marks_a, marks_b: ``(start, end)`` character ranges of the shared passages.
     """
@@ -77,15 +130,786 @@ def graded_code(cells: dict) -> str:
     return "\n\n".join(source.rstrip() for source in cells.values()) + "\n"
 
 
-def _fingerprint(code: str, boilerplate=None):
-    from copydetect import CodeFingerprint
+# --------------------------------------------------------------------------- decoding
 
-    return CodeFingerprint("submission.py", NOISE_TOKENS, GUARANTEE_TOKENS - NOISE_TOKENS + 1,
-                           boilerplate=boilerplate, filter=True, fp=io.StringIO(code))
+
+class _NotStatic(Exception):
+    """A value that cannot be known without running the student's code."""
+
+
+def _dotted(node, aliases) -> str | None:
+    """``base64.b64decode`` for ``b.b64decode`` after ``import base64 as b``; None for
+    anything but a name or a chain of attributes."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(aliases.get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
+def _limited(decompress, data: bytes) -> bytes:
+    out = decompress(data)
+    if len(out) > MAX_DECODED:
+        raise _NotStatic("decoded text too large")
+    return out
+
+
+def _zlib(data, wbits=zlib.MAX_WBITS):
+    d = zlib.decompressobj(wbits)
+    out = d.decompress(data, MAX_DECODED + 1)
+    if len(out) > MAX_DECODED or d.unconsumed_tail:
+        raise _NotStatic("decoded text too large")
+    return out
+
+
+def _bounded(factory):
+    def run(data):
+        out = factory().decompress(data, max_length=MAX_DECODED + 1)
+        if len(out) > MAX_DECODED:
+            raise _NotStatic("decoded text too large")
+        return out
+    return run
+
+
+_TEXT_CODECS = {"rot13", "rot_13", "base64", "base_64", "hex", "hex_codec", "zlib", "zip", "zlib_codec", "bz2",
+                "utf-8", "utf8", "ascii", "latin-1", "latin1", "utf-16", "unicode_escape", "raw_unicode_escape"}
+
+
+def _codecs_decode(data, encoding="utf-8", errors="strict"):
+    name = str(encoding).lower()
+    if name not in _TEXT_CODECS:
+        raise _NotStatic(f"codec {encoding}")
+    if name in ("zlib", "zip", "zlib_codec"):
+        return _zlib(data)
+    if name == "bz2":
+        return _bounded(bz2.BZ2Decompressor)(data)
+    return codecs.decode(data, name, errors)
+
+
+#: Functions that decode data without running anything, by their dotted name.
+_DECODERS = {
+    "base64.b64decode": base64.b64decode, "base64.standard_b64decode": base64.standard_b64decode,
+    "base64.urlsafe_b64decode": base64.urlsafe_b64decode, "base64.b32decode": base64.b32decode,
+    "base64.b16decode": base64.b16decode, "base64.b85decode": base64.b85decode,
+    "base64.a85decode": base64.a85decode, "base64.decodebytes": base64.decodebytes,
+    "binascii.a2b_base64": binascii.a2b_base64, "binascii.unhexlify": binascii.unhexlify,
+    "binascii.a2b_hex": binascii.a2b_hex, "zlib.decompress": _zlib,
+    "gzip.decompress": lambda data: _zlib(data, 31), "bz2.decompress": _bounded(bz2.BZ2Decompressor),
+    "lzma.decompress": _bounded(lzma.LZMADecompressor), "codecs.decode": _codecs_decode,
+    "bytes.fromhex": bytes.fromhex, "bytearray.fromhex": bytes.fromhex, "chr": chr,
+    "str": lambda *a: str(*a) if len(a) != 1 or isinstance(a[0], (str, int, float)) else _no(),
+    "bytes": lambda *a: bytes(*a) if a and isinstance(a[0], (bytes, list, tuple, str)) else _no(),
+}
+
+
+def _no():
+    raise _NotStatic("not a plain value")
+
+
+def _fold(node, aliases, constants, depth=0):
+    """The value of ``node`` when it is built from literals by decoding functions only
+    (never running the student's code); raises :class:`_NotStatic` otherwise."""
+    if depth > 40:
+        raise _NotStatic("too deep")
+    fold = lambda n: _fold(n, aliases, constants, depth + 1)  # noqa: E731
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes, int)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in constants:
+        return fold(constants[node.id])
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [fold(e) for e in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = fold(node.left), fold(node.right)
+        if type(left) is not type(right) or not isinstance(left, (str, bytes)):
+            raise _NotStatic("not text")
+        if len(left) + len(right) > MAX_DECODED:
+            raise _NotStatic("too large")
+        return left + right
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        value = fold(node.value)
+        parts = [None if p is None else fold(p) for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+        if not isinstance(value, (str, bytes)) or any(p is not None and not isinstance(p, int) for p in parts):
+            raise _NotStatic("not a slice of text")
+        return value[slice(*parts)]
+    if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
+        kwargs = {k.arg: fold(k.value) for k in node.keywords if k.arg}
+        if len(kwargs) != len(node.keywords):
+            raise _NotStatic("**kwargs")
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("decode", "encode", "join"):
+            target = fold(func.value)
+            args = [fold(a) for a in node.args]
+            if func.attr == "join" and isinstance(target, (str, bytes)) and len(args) == 1:
+                return target.join(args[0])
+            if func.attr == "decode" and isinstance(target, bytes):
+                return _codecs_decode(target, *args, **kwargs) if args or kwargs else target.decode()
+            if func.attr == "encode" and isinstance(target, str):
+                return target.encode(*[str(a) for a in args])
+            raise _NotStatic("method")
+        name = _dotted(func, aliases)
+        if name in _DECODERS:
+            try:
+                return _DECODERS[name](*[fold(a) for a in node.args], **kwargs)
+            except _NotStatic:
+                raise
+            except Exception as exc:  # noqa: BLE001 - bad data is simply not decodable
+                raise _NotStatic(str(exc)) from None
+    raise _NotStatic(type(node).__name__)
+
+
+def _source_of(value) -> str | None:
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return value if isinstance(value, str) else None
+
+
+def _imports(tree) -> dict[str, str]:
+    """Local name -> the module (or module attribute) an import binds to it."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    aliases[a.name.split(".")[0]] = a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if a.name != "*":
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _constants(tree) -> dict[str, ast.AST]:
+    """Names stored exactly once in the whole code, by a plain assignment
+    (``payload = "eJy..."``): name -> the value's expression."""
+    stores: dict[str, int] = {}
+    values: dict[str, ast.AST] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if stores.get(name) == 1}
+
+
+def _where(node) -> int:
+    return getattr(node, "lineno", 0)
+
+
+class _Shorten(ast.NodeTransformer):
+    def visit_Constant(self, node):
+        if isinstance(node.value, (str, bytes)) and len(node.value) > 12:
+            return ast.copy_location(ast.Constant(...), node)  # shown as ...
+        return node
+
+
+def _short(node) -> str:
+    """``node`` as one line of text, long literals shown as ``...``."""
+    try:
+        text = ast.unparse(_Shorten().visit(copy.deepcopy(node)))
+    except (RecursionError, ValueError, AttributeError, TypeError):
+        text = type(node).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+class _Decoder(ast.NodeTransformer):
+    """Inlines the code that ``exec``/``eval`` of statically decodable data would run, and
+    records every call that runs code given as data (``findings``)."""
+
+    def __init__(self, aliases, constants, depth=0, budget=None):
+        self.aliases, self.constants, self.depth = aliases, constants, depth
+        self.budget = budget if budget is not None else [MAX_DECODED]
+        self.findings: list[tuple[int, str, str | None, int]] = []  # (line, callee, call text, decoded lines)
+
+    def _decoded(self, call: ast.Call, mode: str):
+        """The parsed code of ``call``'s first argument, or None."""
+        if self.depth >= 4 or not call.args:
+            return None
+        try:
+            source = _source_of(_fold(call.args[0], self.aliases, self.constants))
+        except (_NotStatic, RecursionError, MemoryError, ValueError, TypeError, OverflowError):
+            return None
+        if source is None or len(source) > self.budget[0]:
+            return None
+        self.budget[0] -= len(source)
+        try:
+            tree = ast.parse(source, mode=mode)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        inner = _Decoder({**self.aliases, **_imports(tree)}, {**self.constants, **_constants(tree)},
+                         self.depth + 1, self.budget)
+        tree = inner.visit(tree)
+        self.findings += inner.findings
+        return tree
+
+    def _note(self, call, name, decoded_lines):
+        self.findings.append((_where(call), name, _short(call), decoded_lines))
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = _dotted(node.func, self.aliases)
+        func = node.func
+        if name is None:
+            # __builtins__["exec"](...), vars(builtins)["eval"](...), obj().exec(...)
+            key = func.slice.value if isinstance(func, ast.Subscript) and isinstance(func.slice, ast.Constant) else \
+                func.attr if isinstance(func, ast.Attribute) else None
+            if key in _DYNAMIC_WORDS:
+                self._note(node, _short(func), None)
+            return node
+        if name in ("getattr", "builtins.getattr") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and node.args[1].value in _DYNAMIC_WORDS:
+            self._note(node, f"getattr(..., {node.args[1].value!r})", None)
+            return node
+        if name not in DYNAMIC:
+            return node
+        if name in ("eval", "builtins.eval"):
+            tree = self._decoded(node, "eval")
+            self._note(node, name, None if tree is None else ast.unparse(tree).count("\n") + 1)
+            return ast.copy_location(tree.body, node) if tree is not None else node
+        if name in _RUNS_SOURCE:
+            tree = self._decoded(node, "exec")
+            self._note(node, name, None if tree is None else len(ast.unparse(tree).splitlines()))
+            if tree is not None:
+                node._lablib_decoded = tree.body  # inlined by _inline
+            return node
+        self._note(node, name, None)
+        return node
+
+
+class _Inline(ast.NodeTransformer):
+    """``exec(<decodable>)`` as a statement becomes the statements it would run (placed at
+    the ``exec``'s position); ``compile(...)`` elsewhere adds them after its statement."""
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list) or not body or not isinstance(body[0], ast.stmt):
+                continue
+            out = []
+            for stmt in body:
+                keep = not (isinstance(stmt, ast.Expr) and hasattr(stmt.value, "_lablib_decoded"))
+                decoded = []
+                for n in ast.walk(stmt):
+                    if hasattr(n, "_lablib_decoded"):
+                        decoded.append(n._lablib_decoded)
+                        del n._lablib_decoded  # inlined once, at the innermost statement list
+                if keep:
+                    out.append(stmt)
+                for statements in decoded:
+                    for new in statements:
+                        for child in ast.walk(new):  # the decoded code is marked where the exec is
+                            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                                if attr in child._attributes:
+                                    setattr(child, attr, getattr(stmt, attr))
+                            child._lablib_decoded_from = True
+                        out.append(new)
+            setattr(node, field, out)
+        return node
+
+
+# --------------------------------------------------------------------------- dead code
+
+
+def _pure(node) -> bool:
+    """An expression whose evaluation has no effect worth keeping (no call, no await...)."""
+    return not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
+                   for n in ast.walk(node))
+
+
+def _read_names(tree) -> set[str]:
+    read = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            read.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            read.update(node.names)
+    return read
+
+
+def _targets(stmt) -> list | None:
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        return [stmt.target]
+    return None
+
+
+def _names_only(target) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = [_names_only(e) for e in target.elts]
+        return None if any(n is None for n in names) else [x for n in names for x in n]
+    return None
+
+
+def _loads(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stored_names(stmt) -> list[str] | None:
+    """The names a plain assignment of a pure value stores (``x = 0``, ``a, b = 1, 2``,
+    ``x += 1``, ``x: int``), or None for any other statement."""
+    targets = _targets(stmt)
+    if targets is None or not (stmt.value is None or _pure(stmt.value)):
+        return None
+    names = [_names_only(t) for t in targets]
+    return None if any(n is None for n in names) else [x for n in names for x in n]
+
+
+def _overwritten(names: list[str], rest: list) -> bool:
+    """Whether every one of ``names`` is assigned again in ``rest`` (the statements that
+    follow in the same block) before anything reads it: the first value is never used."""
+    left = set(names)
+    for stmt in rest:
+        if left & _loads(stmt):
+            return False
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                left -= set(_names_only(target) or ())
+        if not left:
+            return True
+        if isinstance(stmt, _COMPOUND) or isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+            return False  # a loop may come back, a branch may not run: keep it
+    return False
+
+
+def _drop_dead(tree) -> None:
+    """Remove statements without effect, until none is left: bare pure expressions
+    (docstrings included), ``pass`` beside other statements, and assignments of a pure
+    value (no call) to names nothing reads, or that the same block assigns again before
+    reading (``_ = 0`` after every line). Class bodies keep their assignments (they are
+    attributes)."""
+    for _ in range(50):
+        read = _read_names(tree)
+        changed = False
+        for node in ast.walk(tree):
+            for field in ("body", "orelse", "finalbody"):
+                body = getattr(node, field, None)
+                if not isinstance(body, list) or not body or not isinstance(body[0], ast.stmt):
+                    continue
+                kept = []
+                for i, stmt in enumerate(body):
+                    if isinstance(stmt, ast.Expr) and _pure(stmt.value) or isinstance(stmt, ast.Pass):
+                        continue
+                    names = None if isinstance(node, ast.ClassDef) else _stored_names(stmt)
+                    if names is not None and (not read.intersection(names) or _overwritten(names, body[i + 1:])):
+                        continue
+                    kept.append(stmt)
+                if not kept and field == "body" and not isinstance(node, ast.Module):
+                    if len(body) == 1 and isinstance(body[0], ast.Pass):
+                        continue  # already as small as a block can be
+                    kept = [ast.copy_location(ast.Pass(), body[0])]
+                if len(kept) != len(body) or kept[:1] != body[:1]:
+                    changed = True
+                    setattr(node, field, kept)
+        if not changed:
+            return
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def _bound_names(tree) -> set[str]:
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound
+
+
+_SKIP = {tokenize.NL, tokenize.COMMENT, tokenize.ENCODING, tokenize.ENDMARKER}
+_FSTRING = {getattr(tokenize, n) for n in ("FSTRING_START",) if hasattr(tokenize, n)}
+_FSTRING_SKIP = {getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)}
+
+
+class _Words:
+    """Turns source text into the compared tokens (module docstring, step 2)."""
+
+    def __init__(self, bound: set[str], modules: dict[str, str]):
+        self.bound = bound
+        self.modules = modules  # name -> module it stands for (imports, then the known aliases)
+
+    def __call__(self, text: str) -> list[str]:
+        return self.detailed(text)[0]
+
+    def detailed(self, text: str) -> tuple[list[str], list[int], list[str | None]]:
+        """``(tokens, raw, keys)``: the compared tokens, for each the index of the source
+        token it comes from (``import numpy as N``'s ``N`` gives three tokens), and each
+        source token's key for aligning it with the student's own text (:func:`_lex`)."""
+        out: list[str] = []
+        raw: list[int] = []
+        keys: list[str | None] = []
+        previous = None
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind, value = tok.type, tok.string
+            if kind in _SKIP or kind in _FSTRING_SKIP:
+                continue
+            key = value
+            if kind == tokenize.NAME:
+                if keyword.iskeyword(value) or previous == ".":
+                    words = [value]
+                elif value in self.modules:
+                    words = re.split(r"(\.)", self.modules[value])
+                elif value in self.bound:
+                    words = ["V"]
+                else:
+                    words = [value]
+            elif kind == tokenize.STRING or kind in _FSTRING:
+                words, key = ["S"], "S"
+            elif kind == tokenize.NUMBER:
+                words, key = ["N"], "N"
+            elif kind == tokenize.NEWLINE:
+                words, key = [";"], None
+            elif kind == tokenize.INDENT:
+                words, key = [_BEGIN], None
+            elif kind == tokenize.DEDENT:
+                words, key = [_END], None
+            else:
+                words = [value]
+            out += words
+            raw += [len(keys)] * len(words)
+            keys.append(key)
+            previous = value
+        return out, raw, keys
+
+
+_LEX = re.compile(r"""(?P<comment>\#[^\n]*)
+  |(?P<string>[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
+  |(?P<name>[^\W\d]\w*)
+  |(?P<number>\d[\w.]*(?:[eE][-+]?\d+)?|\.\d\w*)
+  |(?P<op>\*\*=?|//=?|>>=?|<<=?|->|:=|\.\.\.|[-+*/%@&|^=<>!]=|\S)""", re.VERBOSE)
+
+
+def _lex(text: str) -> list[tuple[str, int, int]]:
+    """The student's own tokens in ``text``: ``(key, start, end)``, keys as
+    :meth:`_Words.detailed`'s (strings ``S``, numbers ``N``); comments left out."""
+    out = []
+    for m in _LEX.finditer(text):
+        kind = m.lastgroup
+        if kind == "comment":
+            continue
+        out.append(({"string": "S", "number": "N"}.get(kind, m.group()), m.start(), m.end()))
+    return out
+
+
+def _aligned(keys: list[str | None], original: str, base: int) -> list[tuple[int, int] | None]:
+    """Each source token's character span in the student's ``original`` text (which starts
+    at ``base`` in the whole code), or None where the normalised text has a token the
+    student did not write (a parenthesis unparsing added)."""
+    theirs = _lex(original)
+    wanted = [(i, k) for i, k in enumerate(keys) if k is not None]
+    spans: list[tuple[int, int] | None] = [None] * len(keys)
+    matcher = difflib.SequenceMatcher(None, [k for _, k in wanted], [k for k, _, _ in theirs], autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for j in range(block.size):
+            _, start, end = theirs[block.b + j]
+            spans[wanted[block.a + j][0]] = (base + start, base + end)
+    return spans
+
+
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+_BEGIN, _END = "<indent>", "<dedent>"
+
+
+def _header(text_tokens: list[str]) -> list[str]:
+    """The tokens of a compound statement's first clause (up to its ``:``)."""
+    depth = 0
+    for i, t in enumerate(text_tokens):
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth -= 1
+        elif t == ":" and depth == 0:
+            return text_tokens[: i + 1]
+    return text_tokens
+
+
+class _Offsets:
+    """Character offsets of ``(line, UTF-8 column)`` positions of a text (ast's positions)."""
+
+    def __init__(self, code: str):
+        self.code = code
+        self.lines = code.splitlines(keepends=True)
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def at(self, line: int, col: int | None) -> int:
+        if line < 1:
+            return 0
+        if line > len(self.lines):
+            return self.starts[-1]
+        text = self.lines[line - 1]
+        if col is None:
+            return self.starts[line - 1] + len(text.rstrip("\r\n"))
+        return self.starts[line - 1] + len(text.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "ignore"))
+
+    def span(self, node, whole: bool = True) -> tuple[int, int]:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return (0, 0)
+        decorators = [d.lineno for d in getattr(node, "decorator_list", [])]
+        start_line = min([line, *decorators])
+        start = self.at(start_line, getattr(node, "col_offset", 0) if start_line == line else None)
+        if start_line != line:
+            start = self.starts[start_line - 1]
+        if whole:
+            return (start, self.at(node.end_lineno or line, node.end_col_offset))
+        return (start, self.at(line, None))
+
+
+def _emit(text: str, node, whole: bool, words: _Words, offsets: _Offsets, out_tokens, out_spans,
+          header: bool = False) -> None:
+    """Append ``text``'s tokens (the normalised form of ``node``, or of its first clause),
+    each with the span of the student's own token it matches; code decoded from an
+    ``exec`` is marked where the ``exec`` is."""
+    tokens, raw, keys = words.detailed(text)
+    if header:
+        tokens = _header(tokens)
+    start, end = offsets.span(node, whole=whole)
+    if getattr(node, "_lablib_decoded_from", False):
+        spans = [(start, end)] * len(keys)
+    else:
+        spans = _aligned(keys, offsets.code[start:end], start)
+    out_tokens += tokens
+    out_spans += [spans[raw[i]] or (0, 0) for i in range(len(tokens))]
+
+
+def _units(body, words: _Words, offsets: _Offsets, out_tokens: list, out_spans: list) -> None:
+    """Append the tokens of ``body``'s statements and the character span each came from."""
+    for stmt in body:
+        if isinstance(stmt, _COMPOUND):
+            head = copy.copy(stmt)  # the first clause alone: its blocks emptied
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                if hasattr(head, field):
+                    setattr(head, field, [] if field != "body" else [ast.Pass()])
+            _emit(ast.unparse(head), stmt, False, words, offsets, out_tokens, out_spans, header=True)
+            _units(stmt.body, words, offsets, out_tokens, out_spans)
+            out_tokens.append(_END)
+            out_spans.append((0, 0))
+            for handler in getattr(stmt, "handlers", []):
+                head = copy.copy(handler)
+                head.body = [ast.Pass()]
+                _emit(ast.unparse(head), handler, False, words, offsets, out_tokens, out_spans, header=True)
+                _units(handler.body, words, offsets, out_tokens, out_spans)
+                out_tokens.append(_END)
+                out_spans.append((0, 0))
+            for field, word in (("orelse", "else"), ("finalbody", "finally")):
+                rest = getattr(stmt, field, None)
+                if rest:
+                    out_tokens += [word, ":"]
+                    out_spans += [(0, 0), (0, 0)]
+                    _units(rest, words, offsets, out_tokens, out_spans)
+                    out_tokens.append(_END)
+                    out_spans.append((0, 0))
+        else:
+            try:
+                _emit(ast.unparse(stmt), stmt, True, words, offsets, out_tokens, out_spans)
+            except (tokenize.TokenError, IndentationError, SyntaxError, ValueError, RecursionError):
+                continue
+
+
+def _lexical(code: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """Tokens of code that does not parse as Python (a magic, a syntax error): names kept
+    as written except those assigned somewhere (``x =``), which become ``V``."""
+    pieces = list(re.finditer(r"[A-Za-z_]\w*|\d[\w.]*|'[^'\n]*'|\"[^\"\n]*\"|#[^\n]*|\S", code))
+    assigned = {m.group() for i, m in enumerate(pieces[:-1]) if re.match(r"[A-Za-z_]", m.group())
+                and pieces[i + 1].group() == "="}
+    tokens, spans = [], []
+    for i, m in enumerate(pieces):
+        text = m.group()
+        if text.startswith("#"):
+            continue
+        if re.match(r"[A-Za-z_]", text):
+            after_dot = i > 0 and pieces[i - 1].group() == "."
+            text = text if keyword.iskeyword(text) or after_dot or text not in assigned else "V"
+            text = KNOWN_ALIASES.get(text, text) if text != "V" and not after_dot else text
+        elif text[0].isdigit():
+            text = "N"
+        elif text[0] in "'\"":
+            text = "S"
+        tokens.append(text)
+        spans.append(m.span())
+    return tokens, spans
+
+
+@dataclasses.dataclass
+class _Analysis:
+    tokens: list[str]
+    spans: list[tuple[int, int]]
+    findings: list  # (line, callee, call text, decoded lines or None)
+
+
+def _analyse(code: str) -> _Analysis:
+    """Normalise ``code`` (steps 1 and 2 of the module docstring)."""
+    code = code[:MAX_CODE]
+    offsets = _Offsets(code)
+    tree = None
+    for attempt in (code, re.sub(r"(?m)^([ \t]*)[%!].*$", lambda m: " " * len(m.group()), code)):
+        try:
+            tree = ast.parse(attempt)
+            break
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    if tree is None:
+        tokens, spans = _lexical(code)
+        return _Analysis(tokens, spans, [])
+    try:
+        aliases = _imports(tree)
+        decoder = _Decoder(aliases, _constants(tree))
+        tree = decoder.visit(tree)
+        if any(decoded is not None for _, _, _, decoded in decoder.findings):
+            tree = _Inline().visit(tree)
+        _drop_dead(tree)
+        bound = _bound_names(tree)
+        modules = {**{k: v for k, v in KNOWN_ALIASES.items() if k not in bound}, **_imports(tree)}
+        tokens, spans = [], []
+        _units(tree.body, _Words(bound - set(modules), modules), offsets, tokens, spans)
+        return _Analysis(tokens, spans, decoder.findings)
+    except Exception:  # noqa: BLE001 - hostile code must never stop a batch's reports: compare its text
+        tokens, spans = _lexical(code)
+        return _Analysis(tokens, spans, [])
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def _hash(tokens) -> int:
+    data = "\x1f".join(tokens).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def _kgram_hashes(tokens: list[str], k: int = NOISE_TOKENS) -> list[int]:
+    return [_hash(tokens[i:i + k]) for i in range(len(tokens) - k + 1)]
+
+
+def _winnow(hashes: list[int], window: int = GUARANTEE_TOKENS - NOISE_TOKENS + 1) -> dict[int, list[int]]:
+    """Robust winnowing: in every window of ``window`` hashes, the smallest (the rightmost
+    of equal ones); hash -> the positions selected."""
+    selected: dict[int, list[int]] = {}
+    if not hashes:
+        return selected
+    if len(hashes) < window:
+        window = len(hashes)
+    last = -1
+    for start in range(len(hashes) - window + 1):
+        best = min(range(start, start + window), key=lambda i: (hashes[i], -i))
+        if best != last:
+            selected.setdefault(hashes[best], []).append(best)
+            last = best
+    return selected
+
+
+@dataclasses.dataclass
+class _Print:
+    analysis: _Analysis
+    selected: dict[int, list[int]]
+
+    def covered(self, keep=None) -> set[int]:
+        """Token positions inside the selected k-grams (those whose hash is in ``keep``)."""
+        out = set()
+        for h, positions in self.selected.items():
+            if keep is None or h in keep:
+                for p in positions:
+                    out.update(range(p, p + NOISE_TOKENS))
+        return out
+
+
+def _marks(code: str, spans: list[tuple[int, int]], positions: set[int]) -> tuple[tuple[int, int], ...]:
+    """Character ranges of the tokens at ``positions``, joined across the spaces, commas and
+    brackets between them (one mark per passage, not one per token)."""
+    ranges = sorted({spans[p] for p in positions if p < len(spans) and spans[p][1] > spans[p][0]})
+    merged: list[list[int]] = []
+    for start, end in ranges:
+        if merged and (start <= merged[-1][1] or not code[merged[-1][1]:start].strip(" \t\n()[],")):
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return tuple((s, e) for s, e in merged)
 
 
 def _normal(code: str) -> str:
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+def similarity_hints(codes: dict, template: str = "", *, threshold: float = THRESHOLD,
+                     limit: int = MAX_PAIRS) -> dict:
+    """Everything :func:`similar_pairs` finds, with the counts the summary states.
+
+    Returns:
+        ``{"pairs": [Pair], "same_code": [[names]], "found": pairs at the threshold before
+        the cap, "threshold", "cap", "common": passages left out as common (fingerprints),
+        "compared": submissions compared}``.
+    """
+    by_text: dict[str, list[str]] = {}
+    for name in sorted(codes):
+        if codes[name] and codes[name].strip():
+            by_text.setdefault(_normal(codes[name]), []).append(name)
+    boilerplate = set(_kgram_hashes(_analyse(template).tokens)) if template.strip() else set()
+    prints: dict[str, _Print] = {}
+    groups = []
+    for members in by_text.values():
+        analysis = _analyse(codes[members[0]])
+        selected = {h: p for h, p in _winnow(_kgram_hashes(analysis.tokens)).items() if h not in boilerplate}
+        if selected:
+            prints[members[0]] = _Print(analysis, selected)
+            if len(members) > 1:
+                groups.append(members)
+    common: set[int] = set()
+    if len(prints) >= COMMON_MIN:
+        counts: dict[int, int] = {}
+        for fp in prints.values():
+            for h in fp.selected:
+                counts[h] = counts.get(h, 0) + 1
+        common = {h for h, n in counts.items() if n > COMMON_SHARE * len(prints)}
+        for name in list(prints):
+            prints[name].selected = {h: p for h, p in prints[name].selected.items() if h not in common}
+            if not prints[name].selected:
+                del prints[name]
+    names = sorted(prints)
+    coverage = {n: len(prints[n].covered()) for n in names}
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = prints[a].selected.keys() & prints[b].selected.keys()
+            if not shared:
+                continue
+            covered_a, covered_b = prints[a].covered(shared), prints[b].covered(shared)
+            share_a, share_b = len(covered_a) / coverage[a], len(covered_b) / coverage[b]
+            similarity = min(share_a, share_b)
+            if similarity >= threshold:
+                pairs.append(Pair(a, b, round(similarity, 4), round(share_a, 4), round(share_b, 4),
+                                  min(len(covered_a), len(covered_b)), codes[a], codes[b],
+                                  _marks(codes[a], prints[a].analysis.spans, covered_a),
+                                  _marks(codes[b], prints[b].analysis.spans, covered_b)))
+    pairs.sort(key=lambda p: (-p.similarity, -p.tokens, p.a, p.b))
+    return {"pairs": pairs[:limit], "same_code": sorted(groups, key=lambda g: (-len(g), g)), "found": len(pairs),
+            "threshold": threshold, "cap": limit, "common": len(common), "compared": len(names)}
 
 
 def similar_pairs(codes: dict, template: str = "", *, threshold: float = THRESHOLD,
@@ -97,42 +921,37 @@ def similar_pairs(codes: dict, template: str = "", *, threshold: float = THRESHO
         ``(pairs, groups)``: ``groups`` lists the submissions whose graded code is the
         same text (blank lines and trailing spaces aside), largest first, each sorted;
         ``pairs`` compares one submission of each group (its first name) with every
-        other submission, keeps those whose similarity is at least ``threshold``, most
-        similar first, at most ``limit``. Code with nothing beyond the template (a blank
-        lab) is in neither.
+        other submission, keeps those whose similarity (the smaller share) is at least
+        ``threshold``, most similar first, at most ``limit``. Code with nothing beyond the
+        template (a blank lab) is in neither. The same input gives the same output in
+        every process (no randomised hashing).
     """
-    from copydetect import compare_files
+    hints = similarity_hints(codes, template, threshold=threshold, limit=limit)
+    return hints["pairs"], hints["same_code"]
 
-    import numpy as np
 
-    boilerplate = np.unique(np.array(list(_fingerprint(template).hashes), dtype=np.int64)) if template.strip() else []
-    by_text: dict[str, list[str]] = {}
-    for name in sorted(codes):
-        if codes[name] and codes[name].strip():
-            by_text.setdefault(_normal(codes[name]), []).append(name)
-    prints, groups = {}, []
-    for members in by_text.values():
-        fp = _fingerprint(codes[members[0]], boilerplate)
-        if len(fp.hashes):
-            prints[members[0]] = fp
-            if len(members) > 1:
-                groups.append(members)
-    names = sorted(prints)
-    hashes = {n: set(prints[n].hashes) for n in names}
-    pairs = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            if not hashes[a] & hashes[b]:
-                continue
-            tokens, (share_a, share_b), (slices_a, slices_b) = compare_files(prints[a], prints[b])
-            similarity = max(share_a, share_b)
-            if similarity >= threshold:
-                pairs.append(Pair(a, b, round(float(similarity), 4), round(float(share_a), 4),
-                                  round(float(share_b), 4), int(tokens), codes[a], codes[b],
-                                  tuple((int(s), int(e)) for s, e in zip(*slices_a)),
-                                  tuple((int(s), int(e)) for s, e in zip(*slices_b))))
-    pairs.sort(key=lambda p: (-p.similarity, -p.tokens, p.a, p.b))
-    return pairs[:limit], sorted(groups, key=lambda g: (-len(g), g))
+def dynamic_code(cells: dict) -> list[str]:
+    """Sentences for the instructor about graded cells (piece -> source) that run code
+    built at run time: where, what, and whether the grader could decode it (the decoded
+    code is then what the similarity hints compare)."""
+    out = []
+    for piece, source in cells.items():
+        try:
+            tree = ast.parse(source[:MAX_CODE])
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        decoder = _Decoder(_imports(tree), _constants(tree))
+        try:
+            decoder.visit(tree)
+        except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
+            out.append(f"{piece}: could not be inspected for code run as data ({type(exc).__name__})")
+            continue
+        for line, callee, text, decoded in decoder.findings:
+            what = ("decoded without running it and compared in its place"
+                    f" ({decoded} line{'s' if decoded != 1 else ''})" if decoded is not None
+                    else "not decodable without running it")
+            out.append(f"{piece}, line {line}: {text} runs code given as data ({callee}); {what}")
+    return out
 
 
 def identical_files(paths: dict) -> list[list[str]]:

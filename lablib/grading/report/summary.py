@@ -29,7 +29,12 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.report.base import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
-from lablib.grading.similarity import THRESHOLD
+from lablib.grading.similarity import MAX_PAIRS, THRESHOLD
+
+#: How the hints are made, in one line (summary.json).
+METHOD = ("winnowing (BLAKE2b fingerprints, deterministic) of the graded cells' tokens after normalising them "
+          "(decodable exec/eval inlined, dead statements dropped, own names as V, called names as written); "
+          "the released lab's code and passages in more than half the class removed; similarity = the smaller share")
 
 __all__ = ["ClassSummary", "class_summary", "summary_html", "write_summary"]
 
@@ -162,8 +167,11 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             answers: ``written`` then sums up the people's grading.
         late: ``(policy, {submission: Late or None})`` with a late policy: ``late`` then
             counts the late submissions and their penalties.
-        similarity: ``{"pairs": [Pair], "identical": [[names]]}``
-            (:mod:`lablib.grading.similarity`): the pairs of near-identical graded code.
+        similarity: ``{"pairs": [Pair], "identical": [[names]]}`` and optionally
+            ``same_code``, ``found`` (pairs at the threshold before the cap), ``cap``,
+            ``threshold``, ``common`` and ``dynamic_code`` (submission -> sentences)
+            (:func:`lablib.grading.similarity.similarity_hints`): the pairs of near-identical
+            graded code, and the graded cells that run code given as data.
         totals: ``{submission: total}``, the gradebook's totals (tests + written answers -
             late penalty, as in grades.csv): the written and late sections sum these.
 
@@ -201,11 +209,16 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
         "written": _written_rows(results, written, totals, late_applied=late is not None),
         "late": _late_rows(results, late, totals),
         "similarity": None if similarity is None else {
-            "threshold": THRESHOLD, "method": "copydetect winnowing of the graded cells, the released lab's code removed",
+            "threshold": similarity.get("threshold", THRESHOLD),
+            "method": METHOD,
             "pairs": [{k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
                       for p in similarity["pairs"]],
+            "found": similarity.get("found", len(similarity["pairs"])),
+            "cap": similarity.get("cap", MAX_PAIRS),
+            "common_passages": similarity.get("common", 0),
             "same_code": [list(g) for g in similarity.get("same_code", [])],
-            "identical_files": [list(g) for g in similarity["identical"]]},
+            "identical_files": [list(g) for g in similarity["identical"]],
+            "dynamic_code": {name: list(lines) for name, lines in sorted(similarity.get("dynamic_code", {}).items())}},
     }
 
 
@@ -233,20 +246,38 @@ def _similarity_section(similarity) -> str:
                    for group in similarity.get("same_code", []))
     same = (f"<h3>The same graded code, character for character</h3><p>Each group is compared with the others "
             f"through its first submission.</p><ul>{same}</ul>" if same else "")
+    threshold = similarity.get("threshold", THRESHOLD)
+    found, cap = similarity.get("found", len(similarity["pairs"])), similarity.get("cap", MAX_PAIRS)
     if not similarity["pairs"]:
-        pairs = f"<p>No pair shares {THRESHOLD:.0%} or more of its graded code.</p>"
+        pairs = f"<p>No pair shares {threshold:.0%} or more of each one's graded code.</p>"
     else:
-        pairs = "".join(
+        shown = len(similarity["pairs"])
+        count = (f"<p class='cap'>Showing the {shown} most similar of {found} pairs at {threshold:.0%} or more "
+                 f"(at most {cap} are listed).</p>" if found > shown else
+                 f"<p class='cap'>{found} pair{'s' if found != 1 else ''} at {threshold:.0%} or more.</p>")
+        pairs = count + "".join(
             f"<details><summary>{esc(p.a)} and {esc(p.b)}: {p.similarity:.0%} "
             f"({p.share_a:.0%} of {esc(p.a)}'s code is in {esc(p.b)}'s, {p.share_b:.0%} the other way; "
             f"{p.tokens} tokens)</summary><div class='pair'><div><h4>{esc(p.a)}</h4><pre>"
             f"{_marked(p.code_a, p.marks_a)}</pre></div><div><h4>{esc(p.b)}</h4><pre>"
             f"{_marked(p.code_b, p.marks_b)}</pre></div></div></details>" for p in similarity["pairs"])
-    return (f"<h2>Similar code (hints, not verdicts)</h2><p>Pairs whose graded cells share {THRESHOLD:.0%} or "
-            f"more of one submission's code, most similar first (names, strings and numbers count as their "
-            f"kind, so renaming does not hide a shared passage; the released lab's own code is removed first). "
-            f"Small exercises from one lecture look alike: read the shared passages (marked) before concluding "
-            f"anything.</p>{same}{pairs}{identical}")
+    dynamic = similarity.get("dynamic_code") or {}
+    dynamic = ("<h3>Graded code that runs code given as data</h3><p>No lab needs <code>exec</code>, "
+               "<code>eval</code>, <code>compile</code> or <code>__import__</code>: read these cells. Code that "
+               "could be decoded without running it is compared above in its decoded form.</p><ul>"
+               + "".join(f"<li>{esc(name)}: {esc('; '.join(lines))}</li>" for name, lines in sorted(dynamic.items()))
+               + "</ul>") if dynamic else ""
+    common = similarity.get("common", 0)
+    common = (f" Passages found in more than half of the submissions ({common} fingerprints) are the common way "
+              f"to write them and are left out too." if common else "")
+    return (f"<h2>Similar code (hints, not verdicts)</h2><p>Pairs whose graded cells share {threshold:.0%} or "
+            f"more of each one's code (the smaller of the two shares, so a partial submission inside a complete "
+            f"one is not 100%), most similar first. The code is compared as the program it is: the names it "
+            f"defines count as their kind, so renaming hides nothing, while the functions and attributes it calls "
+            f"count as written (<code>np.mean</code> is not <code>np.sum</code>); strings and numbers count as "
+            f"their kind; parentheses, comments and statements with no effect are left out; the released lab's "
+            f"own code is removed first.{common} Small exercises from one lecture look alike: read the shared "
+            f"passages (marked) before concluding anything.</p>{dynamic}{same}{pairs}{identical}")
 
 
 def _late_rows(results, late, totals=None) -> dict | None:

@@ -70,7 +70,9 @@ def commit() -> str:
                                capture_output=True, text=True).stdout.strip()
         return head + (" + uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
+        # A copy of the tree without its .git (a GPU machine): the caller may name it.
+        named = os.environ.get("LABLIB_COMMIT", "").strip()
+        return f"{named} (named by LABLIB_COMMIT)" if named else "unknown (not a git checkout)"
 
 
 def cell_text(cell) -> str:

@@ -73,3 +73,33 @@ def test_best_validation_epoch_in_fit_says_what_the_logs_lack():
     assert history.history["val_score"] == [0.25] * 3 and 1 <= keeper.best_epoch <= 3
     with pytest.raises(KeyError, match="fit with validation_data"):
         model.fit(x, y, epochs=1, verbose=0, callbacks=[BestValidationEpoch()])
+
+
+def test_one_validation_pass_matches_keras_validation_and_feeds_prediction_metrics():
+    """validation=(x, y) scores the set with one predict: its val_loss and val_accuracy are
+    Keras' own validation figures for the same weights, and the prediction metrics see the
+    labels and the predicted classes of that pass."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(96, 4)).astype("float32")
+    y = (x[:, 0] + 0.3 * rng.normal(size=96) > 0).astype("int32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    seen = []
+    keeper = BestValidationEpoch(patience=5, validation=(x, y), prediction_metrics={
+        "val_errors": lambda labels, predicted: seen.append((labels, predicted)) or float(np.sum(labels != predicted))})
+    history = model.fit(x, y, epochs=2, verbose=0, callbacks=[keeper]).history
+    loss, accuracy = model.evaluate(x, y, verbose=0)
+    assert history["val_loss"][-1] == pytest.approx(loss, rel=1e-5)
+    assert history["val_accuracy"][-1] == pytest.approx(accuracy, abs=1e-6)
+    labels, predicted = seen[-1]
+    np.testing.assert_array_equal(labels, y)
+    assert history["val_errors"][-1] == np.sum(predicted != y) == round((1 - accuracy) * 96)
+    with pytest.raises(ValueError, match="pass validation=\\(inputs, labels\\) too"):
+        BestValidationEpoch(prediction_metrics={"f": lambda y, p: 0.0})
+    wrong = BestValidationEpoch(validation=(x[:10], y))
+    wrong.set_model(model)
+    wrong.on_train_begin()
+    wrong.on_epoch_begin(0)
+    with pytest.raises(ValueError, match="predictions of shape \\(10, 3\\) for 96 validation labels"):
+        wrong.on_epoch_end(0, {})

@@ -1,0 +1,321 @@
+"""Where Lab 2's training step goes: the lab's recipe against the same-shaped model alone.
+
+Lab 2 trains one ``tfm.nlp.layers.TransformerEncoderBlock`` classifier (20,000 words,
+d = 64, 2 heads, inner 128, batch 32, wires of up to 256 tokens in length buckets).
+This script times one epoch of training per row, adding one part of the lab's recipe
+at a time to the model alone, so that the table accounts for the lab's step:
+
+* ``model alone``: the lab's model on synthetic ids of one fixed shape ``[32, L]``
+  (``L``: the average padded length of the lab's buckets), constant learning rate, no
+  callback, no validation;
+* then the lab's real wires in length buckets, the topic weights, the warm-up/cosine
+  schedule, the validation of every epoch as the lab did it before (Keras'
+  ``validation_data`` pass plus a second ``predict`` for the macro-F1), the validation
+  as it does it now (one ``predict``: :class:`lablib.training.BestValidationEpoch` with
+  ``validation=``), and ``steps_per_execution=32`` (the lab now);
+* the lab now with dropout off and with ``jit_compile=True`` (what those cost or give);
+* a model of negligible width (d = 8, 1 head, 16 tokens, 100 words) with
+  ``steps_per_execution`` 1 and 32: its step is almost pure host overhead (Keras' loop,
+  callbacks, launching the step), the part that compiled steps remove;
+* the same for section 9's Keras 3 twin (``lablib.layers.TransformerEncoderBlock``), in
+  a second process (one Keras mode per process).
+
+Each row trains ``--epochs`` epochs (the first compiles and is not timed) and reports
+the median over the timed epochs of the wall time per step and of the CPU time per step
+(the process's user + system seconds: on a shared machine it moves much less with the
+other jobs' load than the wall time does). Ratios are to ``model alone`` of the same
+process and run. On a GPU the rows run on the GPU (the first one found).
+
+Run::
+
+    .venv/bin/python benchmarks/lab2_step.py                      # prints the table
+    .venv/bin/python benchmarks/lab2_step.py --output benchmarks/results/lab2_step.md
+    .venv/bin/python benchmarks/lab2_step.py --quick               # tiny data, CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+NUM_CLASSES = 46
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=3, help="epochs per row; the first is not timed")
+    parser.add_argument("--quick", action="store_true", help="400 wires of 64 tokens, 2 epochs")
+    parser.add_argument("--output", help="also write the table to this markdown file")
+    parser.add_argument("--child", choices=["legacy", "keras3"], help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def sizes(args):
+    if args.quick:
+        return dict(num_words=5000, max_length=64, wires=400, epochs=2)
+    return dict(num_words=20000, max_length=256, wires=None, epochs=max(2, args.epochs))
+
+
+# --------------------------------------------------------------------------- child process
+
+
+def lab_data(size):
+    """The lab's split (stratified, seed 0) and datasets, as section 1 builds them."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from lablib.data import load_reuters, reuters_dataset
+
+    (x_all, y_all), _ = load_reuters(num_words=size["num_words"])
+    train, val = train_test_split(np.arange(len(x_all)), test_size=0.1, stratify=y_all, random_state=0)
+    if size["wires"]:
+        train, val = train[: size["wires"]], val[: size["wires"] // 4]
+    x_train, y_train = [x_all[i] for i in train], y_all[train]
+    x_val, y_val = [x_all[i] for i in val], y_all[val]
+    maxlen = size["max_length"]
+    return {
+        "train": reuters_dataset(x_train, y_train, batch_size=32, maxlen=maxlen, seed=0, bucket=True),
+        "val": reuters_dataset(x_val, y_val, batch_size=256, maxlen=maxlen, shuffle=False),
+        "y_train": y_train, "y_val": y_val,
+    }
+
+
+def padded_length(dataset):
+    shapes = [tokens.shape for tokens, _ in dataset]
+    return round(sum(b * t for b, t in shapes) / sum(b for b, _ in shapes))
+
+
+def synthetic(tf, num_words, length, batches, seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(4, num_words, size=(batches * 32, length)).astype("int32")
+    labels = rng.integers(0, NUM_CLASSES, size=batches * 32)
+    return tf.data.Dataset.from_tensor_slices((ids, labels)).batch(32)
+
+
+def macro_f1(labels, predicted):
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(labels, predicted, average="macro", labels=list(range(NUM_CLASSES)), zero_division=0))
+
+
+class EpochClock:
+    """Wall and CPU seconds of each epoch, validation callbacks included (put it last)."""
+
+    def __init__(self, keras):
+        outer = self
+
+        class Clock(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+            def on_epoch_end(self, epoch, logs=None):
+                outer.wall.append(time.perf_counter() - self.wall)
+                outer.cpu.append(time.process_time() - self.cpu)
+
+        self.wall, self.cpu, self.callback = [], [], Clock()
+
+
+def time_row(keras, tf, build, data, *, epochs, steps, validation=None, class_weight=None,
+             one_pass=False, old_validation=False, schedule=False, spe=1, jit=False, dropout=0.1):
+    """Trains build(...) for ``epochs`` epochs; returns (ms/step wall, ms/step CPU) medians
+    over the epochs after the first."""
+    from lablib.training import BestValidationEpoch, warmup_cosine
+
+    keras.utils.set_random_seed(0)
+    rate = warmup_cosine(1e-3, steps_per_epoch=steps, epochs=10) if schedule else 1e-3
+    model = build(rate, dropout)
+    model.compile(optimizer=keras.optimizers.Adam(rate), metrics=["accuracy"],
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=spe, jit_compile=jit)
+    callbacks, fit_validation = [], None
+    if old_validation:  # before: Keras' validation pass, then a second pass for the macro-F1
+        x_val, y_val = validation
+        callbacks.append(BestValidationEpoch(patience=epochs + 1, metrics={
+            "val_macro_f1": lambda m: macro_f1(y_val, m.predict(x_val, verbose=0).argmax(-1))}))
+        fit_validation = x_val
+    elif one_pass:  # now: one pass gives the loss, the accuracy and the macro-F1
+        callbacks.append(BestValidationEpoch(patience=epochs + 1, validation=validation,
+                                             prediction_metrics={"val_macro_f1": macro_f1}))
+    clock = EpochClock(keras)
+    model.fit(data, validation_data=fit_validation, epochs=epochs, verbose=0,
+              class_weight=class_weight, callbacks=callbacks + [clock.callback])
+    timed_wall, timed_cpu = clock.wall[1:], clock.cpu[1:]
+    return 1000 * statistics.median(timed_wall) / steps, 1000 * statistics.median(timed_cpu) / steps
+
+
+def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=128):
+    """The lab's classifier (section 4's solution, or section 9's Keras 3 twin)."""
+    import numpy as np
+
+    from lablib.layers import positional_encoding
+
+    def build(rate, dropout):
+        ids = keras.Input(shape=(None,), dtype="int32")
+        if mode == "legacy":
+            from lablib.backend import import_tfm
+
+            tfm = import_tfm()
+            padding = tf.math.not_equal(ids, 0)
+            x = keras.layers.Embedding(num_words, width, mask_zero=True)(ids)
+            table = tf.constant(positional_encoding(max_length, width))
+            x = keras.layers.Lambda(lambda e: e * float(np.sqrt(width)) + table[tf.newaxis, :tf.shape(e)[1]])(x)
+            x = keras.layers.Dropout(dropout)(x)
+            mask = tfm.nlp.layers.SelfAttentionMask()(x, padding)
+            x = tfm.nlp.layers.TransformerEncoderBlock(
+                num_attention_heads=heads, inner_dim=inner, inner_activation="relu",
+                output_dropout=dropout, attention_dropout=dropout)([x, mask])
+            x = keras.layers.GlobalAveragePooling1D()(x, mask=padding)
+        else:
+            from lablib.layers import PositionalEncoding, TransformerEncoderBlock
+
+            class Scale(keras.layers.Layer):  # as section 9's script: times sqrt(d), mask kept
+                def __init__(self, **kwargs):
+                    super().__init__(**kwargs)
+                    self.supports_masking = True
+
+                def call(self, inputs):
+                    return inputs * float(np.sqrt(width))
+
+            x = keras.layers.Embedding(num_words, width, mask_zero=True)(ids)
+            x = PositionalEncoding(max_length)(Scale()(x))
+            x = keras.layers.Dropout(dropout)(x)
+            x = TransformerEncoderBlock(heads, inner, "relu", output_dropout=dropout,
+                                        attention_dropout=dropout)(x)
+            x = keras.layers.GlobalAveragePooling1D()(x)
+        x = keras.layers.Dropout(dropout)(x)
+        return keras.Model(ids, keras.layers.Dense(NUM_CLASSES)(x))
+
+    return build
+
+
+def run_child(args):
+    import lablib
+
+    (lablib.use_legacy_keras if args.child == "legacy" else lablib.use_keras3)()
+    import tensorflow as tf
+
+    from lablib.backend import get_keras
+    from lablib.training import topic_weights
+
+    keras = get_keras()
+    size = sizes(args)
+    epochs = size["epochs"]
+    data = lab_data(size)
+    train, steps = data["train"], len(data["train"])
+    length = padded_length(train)
+    weights = topic_weights(data["y_train"], NUM_CLASSES, power=0.5)
+    validation = (data["val"], data["y_val"])
+    build = lab_model(keras, tf, args.child, size["num_words"], size["max_length"])
+    fixed = synthetic(tf, size["num_words"], length, steps)
+    tiny_steps = steps
+    tiny_data = synthetic(tf, 100, 16, tiny_steps, seed=1)
+    tiny = lab_model(keras, tf, args.child, 100, 16, width=8, heads=1, inner=8)
+    common = dict(epochs=epochs, steps=steps)
+    lab_now = dict(validation=validation, one_pass=True, class_weight=weights, schedule=True, spe=32)
+    if args.child == "legacy":
+        rows = [
+            (f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
+            ("+ the lab's wires in length buckets", dict(data=train)),
+            ("+ topic weights", dict(data=train, class_weight=weights)),
+            ("+ warm-up/cosine schedule", dict(data=train, class_weight=weights, schedule=True)),
+            ("+ validation as before (Keras pass + macro-F1 pass): the lab before",
+             dict(data=train, class_weight=weights, schedule=True, validation=validation, old_validation=True)),
+            ("one validation pass instead (BestValidationEpoch(validation=...))",
+             dict(data=train, class_weight=weights, schedule=True, validation=validation, one_pass=True)),
+            ("+ steps_per_execution=32: the lab now", dict(data=train, **lab_now)),
+            ("the lab now, dropout 0", dict(data=train, dropout=0.0, **lab_now)),
+            ("the lab now + jit_compile=True", dict(data=train, jit=True, **lab_now)),
+        ]
+    else:
+        rows = [
+            (f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
+            ("section 9 before: buckets, weights, schedule, validation_data + predict",
+             dict(data=train, class_weight=weights, schedule=True, validation=validation, old_validation=True)),
+            ("section 9 now: one validation pass, steps_per_execution=32", dict(data=train, **lab_now)),
+        ]
+    results = []
+    for name, options in rows:
+        data_option = options.pop("data")
+        wall, cpu = time_row(keras, tf, build, data_option, **common, **options)
+        results.append((name, wall, cpu))
+        print(f"# {args.child}: {name}: {wall:.1f} ms/step", file=sys.stderr, flush=True)
+    for spe in (1, 32):
+        wall, cpu = time_row(keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe)
+        results.append((f"negligible width (d=8, 16 tokens), steps_per_execution={spe}", wall, cpu))
+    device = tf.config.list_logical_devices("GPU")
+    gpu = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
+        "device_name", "GPU") if device else None
+    return {"mode": "tf_keras + tfm" if args.child == "legacy" else f"Keras {keras.__version__} + lablib",
+            "tensorflow": tf.__version__, "gpu": gpu, "steps": steps, "length": length,
+            "epochs": epochs, "rows": results}
+
+
+def child_results(args, argv, mode):
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", mode] + list(argv),
+                           cwd=ROOT, capture_output=True, text=True, env=env)
+    lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+    if child.returncode != 0 or not lines:
+        sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
+        raise SystemExit(f"the {mode} child process failed (exit code {child.returncode})")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def table(parts):
+    lines = ["| Keras | row | ms/step (wall) | ms/step (CPU) | wall / model alone |",
+             "|---|---|---:|---:|---:|"]
+    for part in parts:
+        alone = part["rows"][0][1]
+        for name, wall, cpu in part["rows"]:
+            ratio = f"{wall / alone:.2f}" if not name.startswith("negligible") else ""
+            lines.append(f"| {part['mode']} | {name} | {wall:.1f} | {cpu:.1f} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.child:
+        print("RESULT " + json.dumps(run_child(args)))
+        return 0
+    child_argv = [a for i, a in enumerate(argv) if a != "--output" and (i == 0 or argv[i - 1] != "--output")]
+    parts = [child_results(args, child_argv, "legacy"), child_results(args, child_argv, "keras3")]
+    first = parts[0]
+    tiny = {part["mode"]: [row for row in part["rows"] if row[0].startswith("negligible")] for part in parts}
+    overhead = "; ".join(f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f})"
+                         for mode, rows in tiny.items())
+    lab_rows = {name: wall for name, wall, _ in first["rows"]}
+    before = next(v for k, v in lab_rows.items() if k.endswith("the lab before"))
+    now = next(v for k, v in lab_rows.items() if k.endswith("the lab now"))
+    body = (
+        f"One epoch of Lab 2's training per row ({first['steps']} steps of 32 wires, "
+        f"{'quick: 400 wires of at most 64 tokens' if args.quick else 'the lab full: up to 256 tokens'}, "
+        f"buckets padded to {first['length']} tokens on average), median of the "
+        f"{first['epochs'] - 1} epoch(s) after the first; TensorFlow {first['tensorflow']}, "
+        f"{'GPU: ' + first['gpu'] if first['gpu'] else 'CPU only'}.\n\n"
+        f"{table(parts)}\n\n"
+        f"The lab's step against the model alone: before {before / lab_rows[first['rows'][0][0]]:.2f}, "
+        f"now {now / lab_rows[first['rows'][0][0]]:.2f}. Host overhead per step (the negligible-width "
+        f"model), steps_per_execution 1 -> 32: {overhead}.\n"
+    )
+    from _report import write_report
+
+    write_report(args.output, "Lab 2's training step, part by part", body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

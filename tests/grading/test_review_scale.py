@@ -2,7 +2,7 @@
 (the red team's page took 11.5 s and 20.7 MB of JSON per question, 10.1 s per click).
 
 The question's list carries no text; the page fetches previews of the answers it shows,
-a few at a time; "show all" fetches one answer (its first 100,000 characters: past that
+a few at a time; "show all" fetches one answer (its first 50,000 characters: past that
 the page says how much more the notebook holds); the refresh sends only what changed.
 Each click is timed in headless Chromium: under a second here (2 s is the bound, for
 busy CI machines); the numbers are printed (``pytest -s``).

@@ -64,7 +64,7 @@ FULL_RENDER_CHARS = 12_000
 #: The most characters of one answer the page is sent, even on "show all" (a 1 MB answer
 #: laid out in the browser takes seconds and no grader reads it there): past this, the
 #: page says how much more there is and that the notebook holds it.
-MAX_SHOWN_CHARS = 100_000
+MAX_SHOWN_CHARS = 50_000
 
 
 @functools.lru_cache(maxsize=1)

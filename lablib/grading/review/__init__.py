@@ -3,9 +3,11 @@
 =====================  ================================================================
 ``store.py``           the people's grades in SQLite (``<out>/reviews.sqlite``): rubric
                        items, which apply to which answer, comments, a log of changes
-``render.py``          a student's markdown and LaTeX as safe HTML (MathML)
+``render.py``          a student's markdown and LaTeX as HTML (MathML), an allowlist
+                       sanitiser (nh3) after every step, long answers bounded
 ``server.py``          ``lablib review``: the local page that grades one question across
-                       the class (``page/`` holds its HTML, script and style)
+                       the class, behind a per-run token (``page/`` holds its HTML,
+                       script and style; answers in shadow roots under a strict CSP)
 =====================  ================================================================
 
 The answers themselves are found in the notebooks when grading

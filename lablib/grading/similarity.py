@@ -78,8 +78,9 @@ MAX_PAIRS = 40
 COMMON_SHARE = 0.5
 #: ...once there are at least this many submissions (distinct graded code).
 COMMON_MIN = 10
-#: Graded code longer than this (characters) is compared by its beginning only.
-MAX_CODE = 200_000
+#: Graded code longer than this (characters) is compared by its beginning only, and
+#: :func:`dynamic_code` says so (a lab's graded cells hold a few thousand).
+MAX_CODE = 500_000
 #: At most this much decoded text per submission (decompression bombs stay small).
 MAX_DECODED = 1_000_000
 #: Names a course's set-up cells give modules, counted as the modules' names.
@@ -150,13 +151,6 @@ def _dotted(node, aliases) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _limited(decompress, data: bytes) -> bytes:
-    out = decompress(data)
-    if len(out) > MAX_DECODED:
-        raise _NotStatic("decoded text too large")
-    return out
-
-
 def _zlib(data, wbits=zlib.MAX_WBITS):
     d = zlib.decompressobj(wbits)
     out = d.decompress(data, MAX_DECODED + 1)
@@ -209,16 +203,29 @@ def _no():
     raise _NotStatic("not a plain value")
 
 
-def _fold(node, aliases, constants, depth=0):
+#: Most steps one decoding may take (a chain of names each doubling the last is cut short).
+MAX_FOLD_STEPS = 100_000
+
+
+def _fold(node, aliases, constants, depth=0, state=None):
     """The value of ``node`` when it is built from literals by decoding functions only
-    (never running the student's code); raises :class:`_NotStatic` otherwise."""
-    if depth > 40:
-        raise _NotStatic("too deep")
-    fold = lambda n: _fold(n, aliases, constants, depth + 1)  # noqa: E731
+    (never running the student's code); raises :class:`_NotStatic` otherwise. Bounded in
+    depth, steps (``state``: shared by one decoding, with the names already folded) and
+    size (:data:`MAX_DECODED`): the code is hostile."""
+    state = state if state is not None else {"steps": 0, "names": {}}
+    state["steps"] += 1
+    if depth > 40 or state["steps"] > MAX_FOLD_STEPS:
+        raise _NotStatic("too deep or too long")
+    fold = lambda n: _fold(n, aliases, constants, depth + 1, state)  # noqa: E731
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes, int)):
         return node.value
     if isinstance(node, ast.Name) and node.id in constants:
-        return fold(constants[node.id])
+        if node.id not in state["names"]:
+            state["names"][node.id] = None  # a name defined through itself is not static
+            state["names"][node.id] = ("value", fold(constants[node.id]))
+        if state["names"][node.id] is None:
+            raise _NotStatic("circular")
+        return state["names"][node.id][1]
     if isinstance(node, (ast.List, ast.Tuple)):
         return [fold(e) for e in node.elts]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -243,7 +250,11 @@ def _fold(node, aliases, constants, depth=0):
             target = fold(func.value)
             args = [fold(a) for a in node.args]
             if func.attr == "join" and isinstance(target, (str, bytes)) and len(args) == 1:
-                return target.join(args[0])
+                parts = args[0] if isinstance(args[0], list) else _no()
+                if sum(len(x) if isinstance(x, (str, bytes)) else 0 for x in parts) \
+                        + len(target) * len(parts) > MAX_DECODED:
+                    raise _NotStatic("too large")
+                return target.join(parts)
             if func.attr == "decode" and isinstance(target, bytes):
                 return _codecs_decode(target, *args, **kwargs) if args or kwargs else target.decode()
             if func.attr == "encode" and isinstance(target, str):
@@ -933,11 +944,15 @@ def similar_pairs(codes: dict, template: str = "", *, threshold: float = THRESHO
 def dynamic_code(cells: dict) -> list[str]:
     """Sentences for the instructor about graded cells (piece -> source) that run code
     built at run time: where, what, and whether the grader could decode it (the decoded
-    code is then what the similarity hints compare)."""
+    code is then what the similarity hints compare); and cells too long to inspect."""
     out = []
     for piece, source in cells.items():
+        if len(source) > MAX_CODE:
+            out.append(f"{piece}: {len(source):,} characters of code, more than the {MAX_CODE:,} the hints "
+                       f"read (compared by its beginning only, not inspected for code run as data)")
+            continue
         try:
-            tree = ast.parse(source[:MAX_CODE])
+            tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         decoder = _Decoder(_imports(tree), _constants(tree))

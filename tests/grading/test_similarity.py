@@ -14,6 +14,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 import zlib
 
 from lablib.grading import report
@@ -256,3 +257,25 @@ def test_summary_states_the_cap_and_flags_dynamic_code(tmp_path):
     data = json.loads((tmp_path / "out" / "summary.json").read_text())["similarity"]
     assert data["found"] == 6 and data["cap"] == 2 and list(data["dynamic_code"]) == ["eve"]
     assert "deterministic" in data["method"]
+
+
+def test_hostile_code_cannot_exhaust_the_grader():
+    """The hints read hostile code in the grader's own process: decoding is bounded in
+    size, steps and depth, and code that cannot be parsed is compared as text."""
+    bomb = ("import zlib\nexec(zlib.decompress(" + repr(zlib.compress(b"x = 1\n" * 2_000_000)) + "))\n")
+    doubling = "a0 = 'x'\n" + "".join(f"a{i + 1} = a{i} + a{i}\n" for i in range(60)) + "exec(a60)\n"
+    joined = "a = '" + "y" * 100_000 + "'\nexec(''.join([" + ", ".join(["a"] * 4000) + "]))\n"
+    padded = "# " + "x" * 600_000 + "\nexec(code)\n"
+    nested = "f = " + "lambda: " * 2000 + "0\n"
+    codes = {"bomb": bomb, "doubling": doubling, "joined": joined, "padded": padded, "nested": nested,
+             "magic": "%timeit f()\n!pip install x\n" + ANN}
+    started = time.monotonic()
+    hints = similarity_hints(codes, TEMPLATE)
+    flags = {name: dynamic_code({"p": code}) for name, code in codes.items()}
+    assert time.monotonic() - started < 20
+    for name in ("bomb", "doubling", "joined"):
+        assert "not decodable without running it" in flags[name][0], flags[name]
+    assert "more than the 500,000 the hints read" in flags["padded"][0]
+    # too deep for the parser (it cannot run either) or for the inspection: said, never a crash
+    assert all("could not be inspected" in f for f in flags["nested"]) and flags["magic"] == []
+    assert hints["compared"] >= 5

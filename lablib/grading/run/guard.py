@@ -25,8 +25,9 @@ switched off, dodged from a thread or fooled by a file name):
   ``/./`` and links do not help; lablib's lines are dropped from ``linecache`` for the
   window, so ``inspect.getsource`` has nothing to read), compiling code under a guarded
   file's name, running or building a function from lablib's own code (``exec``,
-  ``types.FunctionType``), giving a disarmed function its code back, removing the finder,
-  searching the interpreter's objects (``gc``), ``ctypes`` and new processes.
+  ``types.FunctionType``) or a code object built from its bytecode, giving a disarmed
+  function its code back, removing the finder, searching the interpreter's objects
+  (``gc``) and new processes.
 * **Copies by value** are compared: before the probe runs, the objects the graded names
   reach (functions, closures, defaults, the globals their code names, class members,
   containers) are searched for lablib's guarded code or a ready-made class (bound to a
@@ -49,9 +50,11 @@ What it does not cover: the student's graded cells run before the probes, outsid
 window, so values computed with lablib there (a table of answers for the public tests'
 inputs) are not lablib's code when the probe runs; a copy of lablib's function hidden
 where only a dynamic lookup finds it (an attribute of another library's object); code
-that rewrites the interpreter's memory before the window opens (ctypes prepared in a
-cell). The judges' hidden tests, whose inputs are not published, are the answer to the
-first; :func:`message` names what was found.
+that writes the interpreter's memory (``ctypes``) or rebuilds lablib's functions from this
+module's own state in edited form. Code in the student's process can always reach into
+that process: the guard makes the obvious and the known routes fail and name themselves,
+it is not a sandbox. The judges' hidden tests, whose inputs are not published, are the
+answer to the first; :func:`message` names what was found.
 """
 
 from __future__ import annotations
@@ -190,6 +193,23 @@ def _codes(code):
         stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
+def _qualified(module_code):
+    """``(code, qualified name)`` for a module's code and the code nested in it: the code's
+    ``co_qualname`` (Python 3.11+), or the same name built from the nesting (3.10)."""
+    stack = [(module_code, "<module>")]
+    while stack:
+        code, qualname = stack.pop()
+        yield code, getattr(code, "co_qualname", qualname)
+        function = bool(code.co_flags & 0x02) and code.co_name != "<module>"  # CO_NEWLOCALS: not a class body
+        for inner in code.co_consts:
+            if isinstance(inner, types.CodeType):
+                if qualname == "<module>":
+                    name = inner.co_name
+                else:
+                    name = f"{qualname}.<locals>.{inner.co_name}" if function else f"{qualname}.{inner.co_name}"
+                stack.append((inner, name))
+
+
 _NOT_FUNCTIONS = frozenset({"<module>", "<lambda>", "<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"})
 
 
@@ -265,6 +285,7 @@ class Catalogue:
         self.names: dict = {}          # code object (by value) -> dotted name
         self.owners: dict = {}         # code object (by value) -> its module's dotted name
         self.sketches: dict = {}       # _sketch -> [(code, dotted name)]: fingerprinted on demand
+        self.bytecodes: set[bytes] = set()  # the functions' raw bytecode
         self.files: set[str] = set()   # real paths of the guarded files
         self.module_names: list[str] = []  # their modules' dotted names
         self.basenames: set[str] = set()
@@ -287,12 +308,13 @@ class Catalogue:
         self.module_names.append(module)
         with open(real, "rb") as handle:
             source = handle.read()
-        for code in _codes(compile(source, real, "exec", dont_inherit=True)):
-            name = _label(module, code.co_qualname)
+        for code, qualname in _qualified(compile(source, real, "exec", dont_inherit=True)):
+            name = _label(module, qualname)
             self.names.setdefault(code, name)
             self.owners.setdefault(code, module)
             if code.co_name not in _NOT_FUNCTIONS:
                 self.sketches.setdefault(_sketch(code), []).append((code, name))
+                self.bytecodes.add(code.co_code)
 
     def name_of(self, code) -> str | None:
         """The dotted name of lablib's code object ``code`` (compared by value), or None."""
@@ -703,7 +725,8 @@ def _gate_code(function, crib: Crib):
     gate = namespace["outer"]().__code__
     swap = {"__CRIB__": CribCall, "__NAME__": crib}
     consts = tuple(swap.get(c, c) if isinstance(c, str) else c for c in gate.co_consts)
-    return gate.replace(co_consts=consts, co_name=code.co_name, co_qualname=code.co_qualname)
+    names = {"co_qualname": code.co_qualname} if hasattr(code, "co_qualname") else {}
+    return gate.replace(co_consts=consts, co_name=code.co_name, **names)
 
 
 _GATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -713,7 +736,7 @@ def _disarm(function, crib: Crib, saved: list) -> None:
     if not isinstance(function, types.FunctionType) or function.__code__ is _GATES.get(function):
         return
     gate = _GATES.get(function)
-    if gate is None or gate.co_qualname != function.__code__.co_qualname or crib not in gate.co_consts:
+    if gate is None or gate.co_name != function.__code__.co_name or crib not in gate.co_consts:
         gate = _GATES[function] = _gate_code(function, crib)
     saved.append((function, function.__code__))
     function.__code__ = gate
@@ -880,8 +903,10 @@ class Window:
             return None
         if event in _GC:
             return Crib(f"{event} (a search of the interpreter's objects)", "refused")
-        if event.startswith("ctypes."):
-            return Crib(f"{event} (ctypes)", "refused")
+        if event == "code.__new__":  # lablib's bytecode under other names (code.replace)
+            if args and isinstance(args[0], bytes) and args[0] in cat.bytecodes:
+                return Crib("a new code object made from lablib's own bytecode", "refused")
+            return None
         if event in _PROCESSES:
             return Crib(f"{event} (a new process)", "refused")
         return None

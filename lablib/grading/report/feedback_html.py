@@ -6,6 +6,7 @@ import html
 import pathlib
 
 from lablib.grading.report.base import Gradebook, write_per_submission
+from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.text import explain_status, num, person_lines, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult
 
@@ -23,6 +24,8 @@ def _written_html(row) -> tuple[str, str]:
             detail, points = "not graded yet", f"– / {num(q.points)}"
         else:
             detail = "<br>".join(esc(line) for line in person_lines(score))
+            if cap_note(score):
+                detail += f"<br><i class='cap'>{esc(cap_note(score))}</i>"
             points = f"{num(score.score)} / {num(score.max_score)}"
         rows.append(f"<tr><td>{esc(q.id)}</td><td>{esc(q.title)}</td><td>{points}</td><td>{detail}</td></tr>")
     line = (f" Written answers: {num(row.given)} / {num(row.possible)}"

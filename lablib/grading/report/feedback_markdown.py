@@ -22,7 +22,28 @@ from lablib.grading.report.text import (
 )
 from lablib.grading.results import Kind, SubmissionResult
 
-__all__ = ["MarkdownFeedback", "feedback_markdown", "written_markdown"]
+__all__ = ["MarkdownFeedback", "cap_note", "feedback_markdown", "written_markdown"]
+
+
+def cap_note(score) -> str:
+    """What a student reads when a person's grade (a graded
+    :class:`~lablib.grading.results.PersonScore`) was held within the question's points:
+    ``"5 items add to +5; capped at the question's 4 points."``, or that the score is never
+    below 0; "" when the items and adjustment add to the score as shown."""
+    if not score.graded:
+        return ""
+    raw = sum(points for points, _ in score.items) + score.adjustment
+    if -1e-9 <= raw <= score.max_score + 1e-9:
+        return ""
+    count = len(score.items)
+    parts = f"{count} item{'s' if count != 1 else ''}" if count else ""
+    if score.adjustment:
+        parts = f"{parts} and the adjustment" if parts else "the adjustment"
+    verb = "adds" if not count and score.adjustment or (count == 1 and not score.adjustment) else "add"
+    total = f"{'+' if raw >= 0 else ''}{num(raw)}"
+    if raw > score.max_score:
+        return f"{parts[0].upper() + parts[1:]} {verb} to {total}; capped at the question's {num(score.max_score)} points."
+    return f"{parts[0].upper() + parts[1:]} {verb} to {total}; a score is never below 0."
 
 
 def written_markdown(written) -> list[str]:
@@ -37,6 +58,8 @@ def written_markdown(written) -> list[str]:
             continue
         lines.append(f"- {title}: {num(score.score)} / {num(score.max_score)}")
         lines += [f"  - {md_text(' '.join(line.split()))}" for line in person_lines(score)]
+        if cap_note(score):
+            lines.append(f"  - {cap_note(score)}")
     return [*lines, ""]
 
 

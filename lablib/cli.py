@@ -195,7 +195,8 @@ def _cmd_review(args) -> int:
     def write() -> str:
         return _gradebook_message(args.output, rewrite_reports(args.output, lab=spec, hidden_dirs=args.tests))
 
-    app = ReviewApp(args.output, spec, template=template, solution=solution, grader=grader, on_write=write)
+    app = ReviewApp(args.output, spec, template=template, solution=solution, grader=grader, on_write=write,
+                    reveal=args.reveal)
     server = make_server(app, port=args.port)
     print(f"lablib review: {spec.title}, grading as {grader}: open {server.url}  (Ctrl-C or SIGTERM to stop; every grade "
           f"is saved in {pathlib.Path(args.output) / 'reviews.sqlite'} as it is given)", flush=True)
@@ -341,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     p.add_argument("--grader", default=None, help="your name in the review log (default: your login)")
     p.add_argument("--no-browser", action="store_true", help="only print the page's address")
+    p.add_argument("--reveal", action="store_true",
+                   help="let this page show one answer's student on request (for the instructor; each reveal is "
+                        "recorded in the review log with --grader's name)")
     p.set_defaults(func=_cmd_review)
 
     p = sub.add_parser("report", help="write a graded lab's reports again, with the people's latest grades")

@@ -194,29 +194,41 @@ def test_a_regrade_between_the_read_and_the_click_leaves_a_stale_grade(tmp_path)
         assert status == 200 and not body["answers"][0]["stale"] and body["message"] == "saved"
 
 
-def test_an_answer_graded_while_unreadable_is_stale_once_read(tmp_path):
+def test_an_unreadable_notebook_is_kept_out_of_the_answers_to_grade(tmp_path):
+    """Issue 30 item 6: a notebook that could not be read is counted and listed apart, never
+    graded as an answer; once read at a regrade it is an answer to grade like the others.
+    A grade the store holds for it from before (given to no text) is stale once there is one."""
     lab = written_lab()
     out = tmp_path / "out"
     unreadable = dict(CLASS, student03={})  # no record of any answer: the notebook could not be read
     write_class(out, lab, unreadable)
+    ReviewStore(out / DB_NAME, lab).apply(["student03"], "why", {"adjustment": 1},
+                                          digest={"student03": MISSING_DIGEST}, grader="older page")
     with running(out, lab) as (server, app):
         page, texts = _read(server)
-        token = next(t for t in texts if _name_of(app, "why", t) == "student03")
-        answer = next(a for a in page["answers"] if a["token"] == token)
-        assert answer["empty"] and answer["digest"] == MISSING_DIGEST and "could not be read" in answer["notes"][0]
+        assert len(page["answers"]) == len(CLASS) - 1 and "student03" not in [_name_of(app, "why", t) for t in texts]
+        assert page["unreadable"] == [{"number": 1, "reason": page["unreadable"][0]["reason"]}]
+        assert "grades.json holds no record" in page["unreadable"][0]["reason"]
+        status, info = request(server, "GET", "/api/questions")
+        why = next(q for q in info["questions"] if q["id"] == "why")
+        assert (why["answers"], why["unreadable"], why["graded"]) == (len(CLASS) - 1, 1, 0)
+        hidden = app._token("why", "student03")  # the answer's token, were it shown: refused
         no_answer = next(r["id"] for r in page["rubric"] if r["comment"] == "No answer.")
-        status, body = _grade(server, page, texts, token, add=no_answer)
-        assert status == 200 and body["answers"][0]["graded"] and not body["answers"][0]["stale"]
+        body = {"action": "grade", "question": "why", "answers": [hidden], "seen": {hidden: MISSING_DIGEST},
+                "versions": {hidden: 0}, "add": no_answer}
+        status, refused = request(server, "POST", "/api/change", body)
+        assert status == 400 and "Unknown answer" in refused["error"], refused
         write_class(out, lab, CLASS)  # the notebook is read at the next grading: it has an answer
         status, changes = request(server, "GET", f"/api/question/why/changes?since={page['version']}"
                                                  f"&generation={page['generation']}")
         assert changes == {"reload": True, "generation": page["generation"] + 1}
-        page, _ = _read(server)
-        answer = next(a for a in page["answers"] if a["token"] == token)
-        assert answer["stale"] and not answer["empty"]
+        page, texts = _read(server)
+        assert len(page["answers"]) == len(CLASS) and page["unreadable"] == []
+        answer = next(a for a in page["answers"] if _name_of(app, "why", a["token"]) == "student03")
+        assert answer["stale"] and not answer["empty"] and not answer["diff"], "no text was graded: no diff"
         rows = rewrite_reports(out, lab=lab)
     scores, _ = ReviewStore(out / DB_NAME, lab).for_gradebook(rows)
-    assert scores["student03"]["why"].stale, "a 0 given to an unreadable notebook is looked at again"
+    assert scores["student03"]["why"].stale, "a grade given while unreadable is looked at again"
 
 
 def test_two_graders_on_one_rubric_item_never_undo_each_other(tmp_path):
@@ -396,4 +408,4 @@ def test_a_review_database_of_the_previous_schema_is_carried_over(tmp_path):
     store.apply(["student01"], "why", {"adjustment": 1}, digest={"student01": "abc"}, versions={"student01": 0})
     assert store.answers("why", {"student01": "abc"})["student01"]["version"] > 0
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "3"

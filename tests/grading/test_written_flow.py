@@ -107,7 +107,7 @@ def test_written_answers_from_grading_to_the_lms(installed_lablib, tmp_path):
                         expect(page.locator("#status")).to_have_text("saved")
                     expect(page.locator(f".answer[data-token='{token}'] .badge.done")).to_have_count(1)
                 expect(page.locator(".badge.todo")).to_have_count(0)
-                expect(page.locator("#progress-text")).to_have_text("32 of 32 graded")
+                expect(page.locator("#progress-text")).to_have_text("32/32 graded")
             page.locator(".answer").nth(3).click()
             page.locator(".answer.focused textarea").fill("Good use of the class counts.")
             page.keyboard.press("Tab")

@@ -31,6 +31,20 @@ first :data:`PREVIEW_CHARS` characters of the answers it shows (a page of
 :data:`PAGE_SIZE`, a few at a time), and the whole of one on "show all". Every read the
 page repeats names the version it has: only what changed since comes back.
 
+Unreadable notebooks. A row whose notebook could not be read (or that holds no record of
+the answer) is not among a question's answers to grade: the page counts and lists them
+apart (anonymised, with the reason), and no grade can be given to them.
+
+What changed since graded. The store keeps the text each grade was given for; an answer
+changed since (a regrade) shows a word-level diff against it (:func:`.store.word_diff`,
+sent as plain segments and drawn as text, never as HTML).
+
+Second looks, filters, the student's name. A grader flags answers for a second look
+(logged); the page filters the answers by state, flag, rubric item or score. Names never
+reach the page, with one exception the instructor starts the server for
+(``reveal=True``, ``lablib review --reveal``): a deliberate request for one answer's
+student, recorded in the log with the grader's name, answered with that student only.
+
 Grades bound to what was seen. Each grade carries the digest of the answer text the page
 showed and the version of the grade it was based on: a grade of a text a regrade replaced
 is kept against the text seen and flagged stale; a grade changed by someone else since is
@@ -65,8 +79,17 @@ from lablib.grading.notebook import (
     written_answers,
 )
 from lablib.grading.report.gradebook_json import GradebookError, read_gradebook, result_from_entry
+from lablib.grading.report.text import status_text
+from lablib.grading.results import Kind
 from lablib.grading.review.render import render_answer, render_markdown
-from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewConflict, ReviewError, ReviewStore
+from lablib.grading.review.store import (
+    DB_NAME,
+    MISSING_DIGEST,
+    ReviewConflict,
+    ReviewError,
+    ReviewStore,
+    word_diff,
+)
 
 __all__ = ["PAGE_SIZE", "PREVIEW_CHARS", "ReviewApp", "ReviewServer", "make_server", "question_prompts"]
 
@@ -90,6 +113,8 @@ _FIELDS = {"grade": {"action", "question", "answers", "seen", "versions", "items
                      "comment"},
            "item": {"action", "question", "id", "version", "points", "comment"},
            "delete-item": {"action", "question", "id", "version"},
+           "flag": {"action", "question", "answers", "flagged"},
+           "reveal": {"action", "question", "answer"},
            "write": {"action", "question"}}
 #: The page's security headers (see the module's docstring).
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
@@ -177,6 +202,8 @@ class ReviewApp:
         on_write: called by "Write the gradebook"; returns a message (the CLI passes
             :func:`lablib.grading.grade.rewrite_reports`).
         preview_chars: an answer's characters shown before "show all".
+        reveal: whether the page may ask for one answer's student (the instructor's
+            server; each reveal is logged with ``grader``).
 
     Raises:
         ReviewError: the lab has no written question, or ``out_dir`` holds no gradebook
@@ -184,7 +211,7 @@ class ReviewApp:
     """
 
     def __init__(self, out_dir, lab, *, template=None, solution=None, grader: str = "", on_write=None,
-                 preview_chars: int = PREVIEW_CHARS):
+                 preview_chars: int = PREVIEW_CHARS, reveal: bool = False):
         if not lab.answers:
             raise ReviewError(f"Lab {lab.name!r} has no written answers to review (its spec declares none with "
                               f"lab.answer(...)).")
@@ -193,12 +220,16 @@ class ReviewApp:
         self.grader = grader
         self.on_write = on_write
         self.preview_chars = int(preview_chars)
+        self.reveal = bool(reveal)
         self.generation = 0
         self._lock = threading.Lock()
         self._stamp = None
         self._rows: dict = {}
         self._digests: dict = {}
         self._orders: dict = {}
+        self._unreadable: dict = {}
+        self._students: dict = {}
+        self._replaced: dict = {}
         self._renders = _RenderCache()
         self._load()
         self.store = ReviewStore(self.out / DB_NAME, lab)
@@ -231,25 +262,37 @@ class ReviewApp:
         if not isinstance(data, dict) or data.get("lab") != self.lab.name:
             raise ReviewError(f"{path} is the gradebook of {data.get('lab') if isinstance(data, dict) else '?'!r}, "
                               f"not of {self.lab.name!r}.")
-        rows = {}
+        rows, students = {}, {}
         for entry in data.get("submissions", []):
             try:
                 result = result_from_entry(entry)
             except (KeyError, TypeError, ValueError):
                 continue
             rows[result.submission] = result
+            if isinstance(entry.get("student"), dict):
+                students[result.submission] = entry["student"]
         digests = {name: {q: r.answers[q].digest if q in r.answers else MISSING_DIGEST for q in self.lab.answers}
                    for name, r in rows.items()}
+        # the texts this read replaces (a regrade): a grade given meanwhile to the text the
+        # page showed keeps that text for its diff
+        now = {d for row in digests.values() for d in row.values()}
+        replaced = {a.digest: a.text for r in self._rows.values() for a in r.answers.values() if a.digest not in now}
+        unreadable = {q: {n for n, r in rows.items() if q not in r.answers or r.status.has(Kind.INVALID_NOTEBOOK)}
+                      for q in self.lab.answers}
         self._rows, self._digests, self._stamp, self._orders = rows, digests, stamp, {}
+        self._students, self._unreadable, self._replaced = students, unreadable, replaced
         self.generation += 1
 
     def _token(self, question: str, submission: str) -> str:
         return hashlib.sha256(f"{self.store.secret}|token|{question}|{submission}".encode()).hexdigest()[:16]
 
-    def _ordered(self, question: str) -> list[str]:
-        """The submissions in this question's shuffled order (the same for every grader)."""
+    def _ordered(self, question: str, names=None) -> list[str]:
+        """The submissions with an answer to grade (``names``: these) in this question's
+        shuffled order (the same for every grader)."""
         key = lambda name: hashlib.sha256(f"{self.store.secret}|order|{question}|{name}".encode()).hexdigest()
-        return sorted(self._rows, key=key)
+        if names is None:
+            names = [n for n in self._rows if n not in self._unreadable.get(question, ())]
+        return sorted(names, key=key)
 
     def _order(self, question: str) -> tuple[list[str], dict[str, str], dict[str, int]]:
         """``(names in the page's order, token -> name, name -> number)`` for ``question``,
@@ -280,14 +323,18 @@ class ReviewApp:
         """The lab, its questions and each one's progress."""
         with self._lock:
             self._load()
-            rows, digests = list(self._rows.values()), self._digests
+            rows, digests, unreadable = list(self._rows.values()), self._digests, self._unreadable
         scores = self.store.person_scores([r.submission for r in rows], digests)
+        flagged = self.store.flagged()
         out = []
         for q in self.lab.answers.values():
-            given = [scores[r.submission][q.id] for r in rows]
-            out.append({"id": q.id, "title": q.title, "points": q.points, "answers": len(rows),
-                        "graded": sum(s.graded and not s.stale for s in given), "stale": sum(s.stale for s in given)})
-        return {"lab": self.lab.name, "title": self.lab.title, "grader": self.grader, "questions": out}
+            given = [scores[r.submission][q.id] for r in rows if r.submission not in unreadable[q.id]]
+            flags = [n for n in flagged.get(q.id, []) if n in digests and n not in unreadable[q.id]]
+            out.append({"id": q.id, "title": q.title, "points": q.points, "answers": len(given),
+                        "graded": sum(s.graded and not s.stale for s in given), "stale": sum(s.stale for s in given),
+                        "flagged": len(flags), "unreadable": len(unreadable[q.id])})
+        return {"lab": self.lab.name, "title": self.lab.title, "grader": self.grader, "reveal": self.reveal,
+                "questions": out}
 
     def _meta(self, question: str, names) -> list[dict]:
         """What the page knows of each answer without its text (call with the lock held)."""
@@ -303,6 +350,19 @@ class ReviewApp:
                         "digest": self._digests[name][question], **state[name]})
         return out
 
+    def _unreadable_list(self, question: str) -> list[dict]:
+        """The rows of ``question`` without an answer to grade, anonymised, with the reason
+        (call with the lock held)."""
+        out = []
+        for k, name in enumerate(self._ordered(question, self._unreadable.get(question, ())), 1):
+            row = self._rows[name]
+            if row.status.has(Kind.INVALID_NOTEBOOK):
+                reason = f"the notebook could not be read (status: {status_text(row.status)[:200]})"
+            else:
+                reason = "grades.json holds no record of this answer (graded by an older lablib: grade it again)"
+            out.append({"number": k, "reason": reason})
+        return out
+
     def _rubric(self, question: str) -> list[dict]:
         return [vars(row) for row in self.store.rubric(question)]
 
@@ -314,10 +374,11 @@ class ReviewApp:
         with self._lock:
             names = self._order(question)[0]
             answers = self._meta(question, names) if names else []
+            unreadable = self._unreadable_list(question)
             generation = self.generation
         return {"id": q.id, "title": q.title, "points": q.points, **self.prompts[question], "version": version,
                 "generation": generation, "page_size": PAGE_SIZE, "preview_chars": self.preview_chars,
-                "rubric": self._rubric(question), "answers": answers}
+                "rubric": self._rubric(question), "answers": answers, "unreadable": unreadable}
 
     def changes(self, question: str, since, generation) -> dict:
         """What changed in ``question`` after version ``since``: the answers whose grade
@@ -362,6 +423,27 @@ class ReviewApp:
             digest = self._digests[name][question]
         return self._shown(token, text, digest, None)
 
+    def diff(self, question: str, token: str) -> dict:
+        """What changed in one answer since it was graded: ``segments`` of
+        :func:`~.store.word_diff` (plain text), or ``available: False`` with the reason."""
+        self.store.question(question)
+        with self._lock:
+            name = self._by_token(question, [token])[0]
+            text, _ = self._text(name, question)
+            digest = self._digests[name][question]
+        graded_digest, graded = self.store.graded_text(name, question)
+        if not graded_digest:
+            return {"token": token, "available": False, "reason": "This answer has not been graded yet."}
+        if graded is None:
+            return {"token": token, "available": False,
+                    "reason": "The text this answer was graded for was not kept (graded by an older lablib, or "
+                              "while the notebook could not be read): read the answer again as it is."}
+        if graded_digest == digest:
+            return {"token": token, "available": True, "segments": [["=", text[:200]]] if text else [],
+                    "unchanged": True, "graded_length": len(graded), "length": len(text)}
+        return {"token": token, "available": True, "segments": word_diff(graded, text), "unchanged": False,
+                "graded_length": len(graded), "length": len(text)}
+
     def _shown(self, token: str, text: str, digest: str, limit) -> dict:
         html = self._renders.get((digest, limit), lambda: render_answer(text, limit)) if text else ""
         return {"token": token, "digest": digest, "html": html, "empty": not text, "length": len(text),
@@ -394,6 +476,10 @@ class ReviewApp:
         self.store.question(question)
         if action == "grade":
             return self._grade(question, body)
+        if action == "flag":
+            return self._flag(question, body)
+        if action == "reveal":
+            return self._reveal(question, body)
         version = body.get("version")
         if action in ("item", "delete-item") and body.get("id") is not None and (
                 not isinstance(version, int) or isinstance(version, bool)):
@@ -407,13 +493,50 @@ class ReviewApp:
             elif action == "delete-item":
                 self.store.delete_item(question, body.get("id"), version=version, grader=self.grader)
             else:
-                raise ReviewError(f"Unknown action {action!r}; expected grade, item, delete-item or write.")
+                raise ReviewError(f"Unknown action {action!r}; expected grade, item, delete-item, flag, reveal or "
+                                  f"write.")
         except ReviewConflict as exc:
             raise ChangeRefused(409, {"error": str(exc), "conflict": "item", "item": exc.item,
                                       "rubric": self._rubric(question)}) from None
         page = self.question(question)
         return {"version": page["version"], "rubric": page["rubric"], "answers": page["answers"],
                 "message": "saved"}
+
+    def _flag(self, question: str, body: dict) -> dict:
+        tokens, flagged = body.get("answers"), body.get("flagged")
+        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+            raise ReviewError("A flag names the answers it changes (a non-empty list of the page's tokens).")
+        if not isinstance(flagged, bool):
+            raise ReviewError(f"A flag is set (\"flagged\": true) or cleared (false); got {flagged!r}.")
+        with self._lock:
+            names = self._by_token(question, tokens)
+        self.store.set_flag(names, question, flagged, grader=self.grader)
+        version = self.store.version(question)
+        with self._lock:
+            self._order(question)
+            answers = self._meta(question, [n for n in names if n in self._rows])
+        count = len(names)
+        return {"version": version, "answers": answers,
+                "message": f"{count} answer{'s' if count != 1 else ''} {'flagged for a second look' if flagged else 'no longer flagged'}"}
+
+    def _reveal(self, question: str, body: dict) -> dict:
+        if not self.reveal:
+            raise ReviewError("This review server was started without --reveal: students' names stay hidden. The "
+                              "instructor starts `lablib review ... --reveal` to see one answer's student on request "
+                              "(each reveal is logged).")
+        token = body.get("answer")
+        if not isinstance(token, str):
+            raise ReviewError(f"A reveal names one answer (its token); got {token!r}.")
+        with self._lock:
+            name = self._by_token(question, [token])[0]
+            number = self._order(question)[2][name]
+            student = dict(self._students.get(name) or {})
+        self.store.log_reveal(name, question, grader=self.grader)
+        shown = {"submission": name, "name": str(student.get("name") or ""),
+                 "student_id": str(student.get("student_id") or ""), "email": str(student.get("email") or "")}
+        return {"token": token, "number": number, "student": shown,
+                "message": f"Answer {number}'s student shown to you; recorded in the review log under "
+                           f"{self.grader or 'your name'}."}
 
     def _grade(self, question: str, body: dict) -> dict:
         tokens = body.get("answers")
@@ -434,10 +557,16 @@ class ReviewApp:
         with self._lock:
             names = self._by_token(question, tokens)
             now = {n: self._digests[n][question] for n in names}
+            texts = {}
+            for n, t in zip(names, tokens):  # the text graded, for a later diff
+                if seen[t] == now[n]:
+                    texts[seen[t]] = self._text(n, question)[0]
+                elif seen[t] in self._replaced:
+                    texts[seen[t]] = self._replaced[seen[t]]
         token_of, name_of = dict(zip(names, tokens)), dict(zip(tokens, names))
         try:
             self.store.apply(names, question, change, digest={n: seen[token_of[n]] for n in names},
-                             versions={n: versions[token_of[n]] for n in names}, grader=self.grader)
+                             versions={n: versions[token_of[n]] for n in names}, grader=self.grader, texts=texts)
         except ReviewConflict as exc:
             with self._lock:
                 self._order(question)
@@ -532,6 +661,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             match = re.fullmatch(r"/api/text/([a-z][a-z0-9_]*)/([0-9a-f]{16})", path)
             if match:
                 return self._json(200, self.app.full_text(match.group(1), match.group(2)))
+            match = re.fullmatch(r"/api/diff/([a-z][a-z0-9_]*)/([0-9a-f]{16})", path)
+            if match:
+                return self._json(200, self.app.diff(match.group(1), match.group(2)))
             return self._json(404, {"error": f"No page {path[:100]!r} here."})
         except ReviewError as exc:
             return self._json(400, {"error": str(exc)})

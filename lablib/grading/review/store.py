@@ -19,6 +19,13 @@ against the text the grader saw, and is stale at once; an answer the gradebook h
 record of (its notebook could not be read) has the digest :data:`MISSING_DIGEST`, so a
 grade given then is stale once the notebook is read.
 
+The text each grade was given for is kept too (compressed, once per distinct text,
+keyed by its digest): when a regrade changes an answer, the page shows what changed
+since it was graded (:func:`word_diff`). A grader may flag an answer for a second look
+(:meth:`ReviewStore.set_flag`); the flag is logged and travels with the page's refresh
+like a grade, without touching the grade. Revealing an answer's student to the
+instructor is a logged event (:meth:`ReviewStore.log_reveal`).
+
 Every grade (one answer's) and every rubric item carries a version, the id of the log
 entry of its last change. A change may name the version it was based on
 (``versions=`` / ``version=``): when the row changed since, the change is refused with
@@ -38,19 +45,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import difflib
+import hashlib
 import json
 import pathlib
+import re
 import secrets
 import sqlite3
+import zlib
 
 from lablib.grading.results import PersonScore
 
 __all__ = ["DB_NAME", "MISSING_DIGEST", "ReviewConflict", "ReviewError", "ReviewStore", "RubricRow",
-           "changes_since"]
+           "changes_since", "text_digest", "word_diff"]
 
 #: The database's file name inside a grading output folder.
 DB_NAME = "reviews.sqlite"
-_SCHEMA_VERSION = "2"
+_SCHEMA_VERSION = "3"
 #: The digest of an answer the gradebook holds no record of (the notebook could not be
 #: read, or an older lablib graded it): a grade given to it is stale once there is a text.
 MISSING_DIGEST = "missing"
@@ -67,6 +78,11 @@ CREATE TABLE IF NOT EXISTS grade (
 CREATE TABLE IF NOT EXISTS applied (
     submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL REFERENCES rubric(id),
     PRIMARY KEY (submission, question, item));
+CREATE TABLE IF NOT EXISTS graded_text (digest TEXT PRIMARY KEY, text BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS flag (
+    submission TEXT NOT NULL, question TEXT NOT NULL, grader TEXT NOT NULL, at TEXT NOT NULL,
+    version INTEGER NOT NULL, PRIMARY KEY (submission, question));
+CREATE TABLE IF NOT EXISTS flag_change (question TEXT NOT NULL, submission TEXT NOT NULL, version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS event (
     id INTEGER PRIMARY KEY, at TEXT NOT NULL, grader TEXT NOT NULL, submission TEXT, question TEXT,
     what TEXT NOT NULL, detail TEXT NOT NULL);
@@ -106,6 +122,81 @@ class RubricRow:
     comment: str
     uses: int = 0
     version: int = 0
+
+
+def text_digest(text: str) -> str:
+    """The digest of an answer's text, as the gradebook computes it
+    (:attr:`~lablib.grading.results.WrittenAnswer.digest`)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+#: Words, runs of spaces and single other characters: a diff keeps the text's own spacing.
+_TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
+#: The most tokens of each text compared word by word (beyond, the rest is one change).
+DIFF_TOKENS = 20_000
+#: Unchanged text longer than this is shortened in a diff to its first and last
+#: :data:`DIFF_CONTEXT` characters.
+DIFF_CONTEXT = 160
+#: The most characters a diff shows in all.
+DIFF_CHARS = 50_000
+
+
+def word_diff(old: str, new: str) -> list[list]:
+    """A word-level diff of ``old`` (the text graded) and ``new`` (the text now), as
+    segments ``["=", text]`` (unchanged), ``["-", text]`` (removed), ``["+", text]``
+    (added) and ``["…", n]`` (``n`` unchanged characters not shown). Plain text, meant
+    to be shown as text (never as HTML). Bounded: :data:`DIFF_TOKENS` tokens compared,
+    :data:`DIFF_CHARS` characters shown."""
+    a, b = _TOKENS.findall(old or ""), _TOKENS.findall(new or "")
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    raw: list[list] = [["=", "".join(a[:start])]]
+    middle_a, middle_b = a[start:len(a) - end], b[start:len(b) - end]
+    if len(middle_a) > DIFF_TOKENS or len(middle_b) > DIFF_TOKENS:
+        raw += [["-", "".join(middle_a)], ["+", "".join(middle_b)]]
+    else:
+        matcher = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op == "equal":
+                raw.append(["=", "".join(middle_a[i1:i2])])
+            else:
+                raw += [["-", "".join(middle_a[i1:i2])], ["+", "".join(middle_b[j1:j2])]]
+    raw.append(["=", "".join(a[len(a) - end:]) if end else ""])
+    segments: list[list] = []
+    for op, text in raw:
+        if not text:
+            continue
+        if segments and segments[-1][0] == op:
+            segments[-1][1] += text
+        else:
+            segments.append([op, text])
+    out, shown = [], 0
+    for k, (op, text) in enumerate(segments):
+        if op == "=" and len(text) > 2 * DIFF_CONTEXT:
+            head = text[:DIFF_CONTEXT] if k else ""
+            tail = text[-DIFF_CONTEXT:] if k < len(segments) - 1 else ""
+            parts = [["=", head]] if head else []
+            parts.append(["…", len(text) - len(head) - len(tail)])
+            parts += [["=", tail]] if tail else []
+        else:
+            parts = [[op, text]]
+        for part in parts:
+            if part[0] != "…":
+                room = DIFF_CHARS - shown
+                if room <= 0:
+                    out.append(["…", len(part[1])])
+                    continue
+                if len(part[1]) > room:
+                    out += [[part[0], part[1][:room]], ["…", len(part[1]) - room]]
+                    shown = DIFF_CHARS
+                    continue
+                shown += len(part[1])
+            out.append(part)
+    return out
 
 
 def _now() -> str:
@@ -290,7 +381,7 @@ class ReviewStore:
         self.apply([submission], question, {"items": list(items)}, digest={submission: digest}, grader=grader)
 
     def apply(self, submissions, question: str, change: dict, *, digest=None, versions=None,
-              grader: str = "") -> None:
+              grader: str = "", texts=None) -> None:
         """Change the grade of one or many answers to ``question`` in one transaction.
 
         ``change`` holds any of: ``items`` (the applied item ids, replacing the current
@@ -299,6 +390,8 @@ class ReviewStore:
         ``digest``: submission -> the digest of the answer text graded (the one shown).
         ``versions``: submission -> the version of its grade the change is based on (0: no
         grade yet; a submission left out is not checked).
+        ``texts``: digest -> the text of that digest (the text graded, kept for the diff a
+        later change of the answer shows; a text whose digest differs is not kept).
 
         Raises:
             ReviewConflict: a grade changed since its version (nothing was changed).
@@ -345,8 +438,13 @@ class ReviewStore:
                 if "comment" in change:
                     db.execute("UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
                                (str(change["comment"]), submission, question))
+                graded = digest.get(submission, "")
+                text = (texts or {}).get(graded)
+                if isinstance(text, str) and text_digest(text) == graded:
+                    db.execute("INSERT OR IGNORE INTO graded_text VALUES (?, ?)",
+                               (graded, zlib.compress(text.encode("utf-8", "surrogatepass"), 6)))
                 event = self._log(db, grader, submission, question, "grade",
-                                  {**change, "digest": digest.get(submission, "")})
+                                  {**change, "digest": graded})
                 db.execute("UPDATE grade SET digest = ?, grader = ?, updated = ?, version = ? "
                            "WHERE submission = ? AND question = ?",
                            (digest.get(submission, ""), grader or "", _now(), event, submission, question))
@@ -387,11 +485,17 @@ class ReviewStore:
         """The grades of ``question``'s answers as the review page shows them: for each
         name of ``digests`` (name -> the digest of its answer now), ``items`` (applied
         item ids, in the rubric's order), ``adjustment``, ``comment``, ``score``,
-        ``graded``, ``stale`` and ``version`` (0: never graded)."""
+        ``graded``, ``stale``, ``version`` (0: never graded), ``flagged`` (for a second
+        look) and ``diff`` (stale, and the text graded is kept: a diff
+        can be shown)."""
         points = self.question(question).points
         with self._db() as db:
             grades = {s: (a, c, d, v) for s, a, c, d, v in db.execute(
                 "SELECT submission, adjustment, comment, digest, version FROM grade WHERE question = ?", (question,))}
+            flags = {row[0] for row in db.execute("SELECT submission FROM flag WHERE question = ?", (question,))}
+            kept = {row[0] for row in db.execute(
+                "SELECT t.digest FROM graded_text t JOIN grade g ON g.digest = t.digest WHERE g.question = ?",
+                (question,))}
             applied: dict[str, list[tuple[int, float]]] = {}
             for s, i, p in db.execute(
                     "SELECT a.submission, r.id, r.points FROM applied a JOIN rubric r ON r.id = a.item "
@@ -403,9 +507,11 @@ class ReviewStore:
             adjustment, comment, digest, version = grades.get(name, (0.0, "", "", 0))
             graded = bool(items) or adjustment != 0
             score = min(max(sum(p for _, p in items) + adjustment, 0.0), points) if graded else 0.0
+            stale = graded and bool(digest) and digest != now
             out[name] = {"items": [i for i, _ in items], "adjustment": adjustment, "comment": comment,
-                         "score": score, "graded": graded, "stale": graded and bool(digest) and digest != now,
-                         "version": version}
+                         "score": score, "graded": graded, "stale": stale, "version": version,
+                         "flagged": name in flags,
+                         "diff": stale and digest in kept}
         return out
 
     def version(self, question: str) -> int:
@@ -414,18 +520,72 @@ class ReviewStore:
         with self._db() as db:
             return int(db.execute(
                 "SELECT MAX(COALESCE((SELECT MAX(version) FROM grade WHERE question = ?), 0), "
-                "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0))",
-                (question, question)).fetchone()[0])
+                "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0), "
+                "COALESCE((SELECT MAX(version) FROM flag_change WHERE question = ?), 0))",
+                (question, question, question)).fetchone()[0])
 
     def changed_since(self, question: str, since: int) -> tuple[set[str], bool]:
         """``(the submissions whose grade of question changed after version since, whether
         a rubric item did)``."""
         with self._db() as db:
             names = {row[0] for row in db.execute(
-                "SELECT submission FROM grade WHERE question = ? AND version > ?", (question, int(since)))}
+                "SELECT submission FROM grade WHERE question = ? AND version > ? UNION "
+                "SELECT submission FROM flag_change WHERE question = ? AND version > ?",
+                (question, int(since), question, int(since)))}
             rubric = db.execute("SELECT 1 FROM rubric WHERE question = ? AND version > ? LIMIT 1",
                                 (question, int(since))).fetchone() is not None
         return names, rubric
+
+    def set_flag(self, submissions, question: str, flagged: bool, *, grader: str = "") -> None:
+        """Flag (``flagged=True``) or clear the flag of one or many answers to
+        ``question`` for a second look, in one transaction; each change is logged. The
+        grades are left as they are (their versions too: a flag never makes another
+        grader's change a conflict)."""
+        self.question(question)
+        if not isinstance(flagged, bool):
+            raise ReviewError(f"A flag is set (true) or cleared (false); got {flagged!r}.")
+        with self._db() as db:
+            for submission in submissions:
+                now = db.execute("SELECT 1 FROM flag WHERE submission = ? AND question = ?",
+                                 (submission, question)).fetchone() is not None
+                if now == flagged:
+                    continue
+                event = self._log(db, grader, submission, question, "flag" if flagged else "unflag", {})
+                if flagged:
+                    db.execute("INSERT INTO flag VALUES (?, ?, ?, ?, ?)", (submission, question, grader or "",
+                                                                          _now(), event))
+                else:
+                    db.execute("DELETE FROM flag WHERE submission = ? AND question = ?", (submission, question))
+                db.execute("INSERT INTO flag_change VALUES (?, ?, ?)", (question, submission, event))
+
+    def flagged(self, question: str | None = None) -> dict[str, list[str]]:
+        """The answers flagged for a second look: question -> submissions (one question's
+        with ``question``)."""
+        with self._db() as db:
+            rows = db.execute("SELECT question, submission FROM flag" + (" WHERE question = ?" if question else "")
+                              + " ORDER BY question, submission", (question,) if question else ()).fetchall()
+        out: dict[str, list[str]] = {}
+        for q, s in rows:
+            out.setdefault(q, []).append(s)
+        return out
+
+    def log_reveal(self, submission: str, question: str, *, grader: str = "") -> int:
+        """Record that ``grader`` was shown the student of one answer (the review page's
+        deliberate reveal); returns the log entry's id."""
+        self.question(question)
+        with self._db() as db:
+            return self._log(db, grader, submission, question, "reveal", {})
+
+    def graded_text(self, submission: str, question: str) -> tuple[str, str | None]:
+        """``(digest, text)`` of the text ``submission``'s answer to ``question`` was last
+        graded for; text None when it was not kept (an older lablib graded it, or the
+        answer had no text record); ``("", None)`` when never graded."""
+        with self._db() as db:
+            row = db.execute("SELECT g.digest, t.text FROM grade g LEFT JOIN graded_text t ON t.digest = g.digest "
+                             "WHERE g.submission = ? AND g.question = ?", (submission, question)).fetchone()
+        if row is None:
+            return "", None
+        return row[0], None if row[1] is None else zlib.decompress(row[1]).decode("utf-8", "surrogatepass")
 
     def events(self, limit: int = 1000) -> list[dict]:
         """The latest changes, newest first (who, when, what)."""

@@ -21,7 +21,7 @@
 const ui = {};
 for (const id of ["lab", "questions", "bar", "progress-text", "write", "status", "q-title", "q-prompt", "q-model",
                   "answers", "items", "selection", "new-item", "new-points", "new-comment", "page-prev", "page-next",
-                  "page-text"]) {
+                  "page-text", "filter", "unreadable"]) {
   ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
 }
 Object.freeze(ui);
@@ -38,9 +38,11 @@ const TOKEN = (() => {
 })();
 
 const TEXTS_PER_REQUEST = 4;
+// order: the answers listed (all of them, or those the filter keeps); all: every answer.
 const state = {
-  questions: [], current: null, data: null, order: [], byToken: new Map(), shown: new Map(), cards: new Map(),
-  page: 0, focus: 0, selected: new Set(), busy: false, version: 0, generation: 0, loading: new Set(),
+  questions: [], current: null, data: null, order: [], all: [], byToken: new Map(), shown: new Map(),
+  cards: new Map(), page: 0, focus: 0, selected: new Set(), busy: false, version: 0, generation: 0,
+  loading: new Set(), filter: "all", reveal: false, revealed: new Map(),
 };
 
 function say(text, error) {
@@ -173,6 +175,7 @@ function merge(data) {
     if (!state.shown.has(answer.token)) showEmpty(answer);
   }
   if (data.rubric) renderRubric();
+  renderFilter();
   for (const token of pageTokens()) updateCard(token);
   if (stale.length) loadTexts();
 }
@@ -180,6 +183,7 @@ function merge(data) {
 async function loadQuestions() {
   const info = await api("/api/questions");
   state.questions = info.questions;
+  state.reveal = Boolean(info.reveal);
   ui.lab.textContent = info.title + (info.grader ? " · grading as " + info.grader : "");
   document.title = "review: " + info.title;
   ui.questions.replaceChildren();
@@ -187,7 +191,7 @@ async function loadQuestions() {
     const button = document.createElement("button");
     button.type = "button";
     button.dataset.question = q.id;
-    button.textContent = `${q.id} (${q.graded}/${q.answers})`;
+    button.textContent = `${q.id} ${q.graded}/${q.answers}`;
     button.title = q.title;
     if (q.id === state.current) button.className = "current";
     button.addEventListener("click", () => openQuestion(q.id));
@@ -196,7 +200,11 @@ async function loadQuestions() {
   const q = info.questions.find((x) => x.id === state.current);
   if (q) {
     ui.bar.style.width = (q.answers ? (100 * q.graded) / q.answers : 0) + "%";
-    ui.progressText.textContent = `${q.graded} of ${q.answers} graded` + (q.stale ? `, ${q.stale} changed since` : "");
+    ui.progressText.textContent = [`${q.graded}/${q.answers} graded`, q.stale ? `${q.stale} changed` : "",
+      q.flagged ? `${q.flagged} flagged` : "", q.unreadable ? `${q.unreadable} unreadable` : ""]
+      .filter(Boolean).join(" · ");
+    ui.progressText.title = `${q.graded} of ${q.answers} answers graded; ${q.stale} changed since graded; ` +
+      `${q.flagged} flagged for a second look; ${q.unreadable} notebooks could not be read`;
   }
 }
 
@@ -204,8 +212,9 @@ function takeQuestion(data) {
   state.data = data;
   state.version = data.version;
   state.generation = data.generation;
-  state.order = data.answers.map((a) => a.token);
+  state.all = data.answers.map((a) => a.token);
   state.byToken = new Map(data.answers.map((a) => [a.token, a]));
+  state.order = state.all.filter(filterTest(state.filter));
   for (const [token, shown] of state.shown) {
     const now = state.byToken.get(token);
     if (!now || now.digest !== shown.digest) state.shown.delete(token);
@@ -219,6 +228,8 @@ async function openQuestion(id) {
   state.page = 0;
   state.selected.clear();
   state.shown.clear();
+  state.revealed.clear();
+  state.filter = "all";
   history.replaceState(null, "", "#" + id);
   state.data = null;  // no key acts on the previous question's answers while this one loads
   state.cards.clear();
@@ -226,6 +237,67 @@ async function openQuestion(id) {
   takeQuestion(await api("/api/question/" + id));
   await loadQuestions();
   render();
+}
+
+// ------------------------------------------------------------------ which answers are listed
+
+// A filter's test of one answer: "all", "todo", "graded", "stale", "flagged", "item:<id>",
+// "noitem:<id>", "score:<points>".
+function filterTest(filter) {
+  const [kind, value] = filter.split(":");
+  const tests = {
+    all: () => true,
+    todo: (a) => !a.graded || a.stale,
+    graded: (a) => a.graded && !a.stale,
+    stale: (a) => a.stale,
+    flagged: (a) => a.flagged,
+    item: (a) => a.items.includes(Number(value)),
+    noitem: (a) => !a.items.includes(Number(value)),
+    score: (a) => a.graded && String(a.score) === value,
+  };
+  const test = tests[kind] || tests.all;
+  return (token) => { const a = meta(token); return Boolean(a) && test(a); };
+}
+
+// The filter's choices, from this question's rubric and scores; the one chosen is kept.
+function renderFilter() {
+  const options = [["all", "all answers"], ["todo", "still to grade"], ["graded", "graded"],
+                   ["stale", "changed since graded"], ["flagged", "flagged for a second look"]];
+  state.data.rubric.forEach((item, index) => {
+    const label = `${item.points >= 0 ? "+" : ""}${item.points} ${item.comment}`.slice(0, 60);
+    options.push([`item:${item.id}`, `with item ${index + 1}: ${label}`]);
+    options.push([`noitem:${item.id}`, `without item ${index + 1}: ${label}`]);
+  });
+  const scores = new Set();
+  for (const token of state.all) { const a = meta(token); if (a && a.graded) scores.add(a.score); }
+  Array.from(scores).sort((x, y) => x - y).forEach((score) => options.push([`score:${score}`, `score ${score}`]));
+  if (!options.some(([value]) => value === state.filter)) options.push([state.filter, "(no longer in the rubric)"]);
+  const key = JSON.stringify(options);
+  if (ui.filter.dataset.options !== key) {
+    ui.filter.replaceChildren(...options.map(([value, label]) => {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = "show: " + label;
+      return option;
+    }));
+    ui.filter.dataset.options = key;
+  }
+  ui.filter.value = state.filter;
+}
+
+// List the answers the filter keeps (as they are now: a grade given afterwards does not
+// hide an answer until the filter is chosen again).
+function applyFilter(filter) {
+  const focusToken = state.order[state.focus];
+  state.filter = filter;
+  state.order = state.all.filter(filterTest(filter));
+  state.selected.clear();
+  const index = state.order.indexOf(focusToken);
+  state.focus = index >= 0 ? index : 0;
+  state.page = pageOf(state.focus);
+  render();
+  const kept = state.order.length;
+  say(filter === "all" ? `All ${kept} answers listed.` : `${kept} of ${state.all.length} answers listed (${ui.filter.selectedOptions[0].textContent}).`);
 }
 
 // ------------------------------------------------------------------ texts, a few at a time
@@ -319,17 +391,85 @@ async function gradeBody(tokens, extra) {
   return Object.assign({ action: "grade", answers: tokens, seen, versions }, extra);
 }
 
-async function toggleItem(item) {
-  const chosen = targets();
-  if (!chosen.length) return;
+// Changes made by keys in quick succession go one after the other: each is built once the
+// one before is answered, from the versions it brought back (two at once would be based on
+// the same version, and the second refused as a conflict).
+let queue = Promise.resolve();
+function inTurn(action) {
+  const next = queue.then(action, action);
+  queue = next.catch(() => {});
+  return next;
+}
+
+function toggleItem(item) {
+  const chosen = targets();  // the answers focused or selected when the key was pressed
+  if (!chosen.length) return null;
   if (state.selected.size) {  // a selection is used once
     state.selected.clear();
     pageTokens().forEach((t) => updateCard(t));
     ui.selection.textContent = "";
   }
-  const allHave = chosen.every((t) => meta(t).items.includes(item.id));
-  const body = await gradeBody(chosen, allHave ? { remove: item.id } : { add: item.id });
-  if (body) await change(body);
+  const question = state.current;
+  return inTurn(async () => {
+    if (question !== state.current) return;
+    const allHave = chosen.every((t) => meta(t) && meta(t).items.includes(item.id));
+    const body = await gradeBody(chosen, allHave ? { remove: item.id } : { add: item.id });
+    if (body) await change(body);
+  });
+}
+
+function toggleFlag() {
+  const chosen = targets();
+  if (!chosen.length) return null;
+  const question = state.current;
+  return inTurn(async () => {
+    if (question !== state.current) return;
+    const flagged = !chosen.every((t) => meta(t) && meta(t).flagged);
+    await change({ action: "flag", answers: chosen, flagged });
+  });
+}
+
+// One answer's student, on the instructor's deliberate request (logged under the grader's
+// name by the server); shown in that answer's card only, as text.
+async function revealStudent(token) {
+  const answer = meta(token);
+  if (!answer || !state.reveal) return;
+  if (!confirm(`Show the student of answer ${answer.number}? This is recorded in the review log under your name.`)) return;
+  const data = await change({ action: "reveal", answer: token });
+  if (data && data.student) { state.revealed.set(token, data.student); updateCard(token); }
+}
+
+// What changed in an answer since it was graded, drawn as text: removed words struck
+// through, added ones underlined.
+async function toggleDiff(token) {
+  const refs = state.cards.get(token);
+  const answer = meta(token);
+  if (!refs || !answer || !answer.stale) return;
+  if (refs.diff.isConnected) { refs.diff.remove(); return; }
+  say("loading the changes…");
+  let data;
+  try { data = await api(`/api/diff/${state.current}/${token}`); } catch (err) { say("The changes did not load: " + err.message, true); return; }
+  const caption = document.createElement("p");
+  caption.className = "caption";
+  const body = document.createElement("div");
+  body.className = "segments";
+  if (!data.available) caption.textContent = data.reason;
+  else {
+    caption.textContent = `Changes since graded (${data.graded_length.toLocaleString()} characters then, ` +
+      `${data.length.toLocaleString()} now; struck: removed, underlined: added):`;
+    for (const [op, text] of data.segments) {
+      let node;
+      if (op === "-") node = document.createElement("del");
+      else if (op === "+") node = document.createElement("ins");
+      else if (op === "…") { node = document.createElement("span"); node.className = "skip"; }
+      else { body.append(document.createTextNode(text)); continue; }
+      node.textContent = op === "…" ? ` … ${Number(text).toLocaleString()} unchanged characters … ` : text;
+      body.append(node);
+    }
+  }
+  refs.diff.replaceChildren(caption, body);
+  refs.text.after(refs.diff);
+  say(`Answer ${answer.number}: changes since graded shown.`);
 }
 
 function editItem(item) {
@@ -355,7 +495,7 @@ function renderRubric() {
     const apply = document.createElement("button");
     apply.type = "button";
     apply.className = "apply";
-    apply.title = index < 9 ? `key ${index + 1}` : "";
+    apply.title = state.data.rubric.length > 9 ? `keys ${index + 1} Enter` : `key ${index + 1}`;
     const points = document.createElement("span");
     points.className = "points";
     points.textContent = (item.points >= 0 ? "+" : "") + item.points;
@@ -391,19 +531,39 @@ function makeCard(token) {
   refs.select.title = "select (x)";
   refs.select.addEventListener("change", () => toggleSelect(token));
   const title = document.createElement("span");
-  title.textContent = `Answer ${answer.number} of ${state.order.length}`;
+  title.textContent = `Answer ${answer.number} of ${state.all.length}`;
   refs.badge = document.createElement("span");
+  refs.flag = document.createElement("span");
+  refs.flag.className = "flagmark";
+  refs.flag.textContent = "⚑ second look";
+  refs.flag.title = "flagged for a second look (f)";
+  refs.diffButton = document.createElement("button");
+  refs.diffButton.type = "button";
+  refs.diffButton.className = "changes";
+  refs.diffButton.textContent = "changes since graded";
+  refs.diffButton.title = "what changed since the grade was given (d)";
+  refs.diffButton.addEventListener("click", () => toggleDiff(token));
+  refs.student = document.createElement("span");
+  refs.student.className = "student";
+  refs.who = document.createElement("button");
+  refs.who.type = "button";
+  refs.who.className = "who";
+  refs.who.textContent = "student?";
+  refs.who.title = "show this answer's student (recorded in the review log)";
+  refs.who.addEventListener("click", () => revealStudent(token));
   refs.more = document.createElement("button");
   refs.more.type = "button";
   refs.more.className = "more";
   refs.more.title = "show all (a)";
   refs.more.addEventListener("click", () => showAll(token));
-  head.append(refs.select, title, refs.badge, refs.more);
+  head.append(refs.select, title, refs.badge, refs.flag, refs.diffButton, refs.student, refs.who, refs.more);
   refs.empty = document.createElement("p");  // in the card only when the answer is empty
   refs.empty.className = "empty";
   refs.empty.textContent = "No answer written.";
   refs.text = document.createElement("div");  // the host of the answer's shadow root
   refs.text.className = "md text";
+  refs.diff = document.createElement("div");  // in the card while the changes are shown
+  refs.diff.className = "diff";
   refs.notes = document.createElement("p");
   refs.notes.className = "notes";
   refs.chips = document.createElement("div");
@@ -413,18 +573,24 @@ function makeCard(token) {
   refs.comment = document.createElement("textarea");
   refs.comment.placeholder = "your comment to this student (saved when you leave the box)";
   refs.comment.dataset.field = "comment";
-  refs.comment.addEventListener("change", async () => {
-    const body = await gradeBody([token], { comment: refs.comment.value });
-    if (body) await change(body);
+  refs.comment.addEventListener("change", () => {
+    const comment = refs.comment.value;
+    inTurn(async () => {
+      const body = await gradeBody([token], { comment });
+      if (body) await change(body);
+    });
   });
   refs.adjust = document.createElement("input");
   refs.adjust.type = "number";
   refs.adjust.step = "0.5";
   refs.adjust.title = "points added or removed beyond the rubric";
   refs.adjust.dataset.field = "adjustment";
-  refs.adjust.addEventListener("change", async () => {
-    const body = await gradeBody([token], { adjustment: Number(refs.adjust.value || 0) });
-    if (body) await change(body);
+  refs.adjust.addEventListener("change", () => {
+    const adjustment = Number(refs.adjust.value || 0);
+    inTurn(async () => {
+      const body = await gradeBody([token], { adjustment });
+      if (body) await change(body);
+    });
   });
   own.append(refs.comment, refs.adjust);
   card.append(head, refs.text, refs.notes, refs.chips, own);
@@ -455,6 +621,14 @@ function updateCard(token, textChanged) {
   if (answer.stale) { put(refs.badge, "className", "badge stale"); put(refs.badge, "textContent", "answer changed since graded"); }
   else if (answer.graded) { put(refs.badge, "className", "badge done"); put(refs.badge, "textContent", `${answer.score} / ${state.data.points}`); }
   else { put(refs.badge, "className", "badge todo"); put(refs.badge, "textContent", "to grade"); }
+  put(refs.flag, "hidden", !answer.flagged);
+  put(refs.diffButton, "hidden", !answer.stale);
+  if (!answer.stale && refs.diff.isConnected) refs.diff.remove();
+  const student = state.revealed.get(token);
+  put(refs.who, "hidden", !state.reveal || Boolean(student));
+  put(refs.student, "hidden", !student);
+  put(refs.student, "textContent", student ? "Student: " + [student.name || student.submission,
+    student.student_id, student.email].filter(Boolean).join(", ") : "");
   const shown = state.shown.get(token);
   const empty = Boolean(shown ? shown.empty : answer.empty);
   if (empty && !refs.empty.isConnected) refs.text.before(refs.empty);
@@ -494,9 +668,10 @@ function renderPage() {
   tokens.forEach((t) => updateCard(t));
   const pages = Math.max(1, Math.ceil(state.order.length / pageSize()));
   const first = state.page * pageSize();
+  const of = state.order.length === state.all.length ? "" : ` (of ${state.all.length})`;
   ui.pageText.textContent = state.order.length
-    ? `answers ${first + 1}–${first + tokens.length} of ${state.order.length} (page ${state.page + 1} of ${pages})`
-    : "no answers";
+    ? `answers ${first + 1}–${first + tokens.length} of ${state.order.length}${of}, page ${state.page + 1} of ${pages}`
+    : (state.all.length ? `no answers shown (of ${state.all.length}): choose another filter` : "no answers");
   ui.pagePrev.disabled = state.page === 0;
   ui.pageNext.disabled = state.page >= pages - 1;
   loadTexts();
@@ -512,9 +687,30 @@ function render(scroll = true) {
     ui.qPrompt.dataset.question = data.id;
   }
   renderRubric();
+  renderFilter();
+  renderUnreadable();
   renderPage();
   const focused = state.cards.get(state.order[state.focus]);
   if (scroll && focused) focused.card.scrollIntoView({ block: "nearest" });
+}
+
+// Notebooks that could not be read: counted and listed apart, not graded here.
+function renderUnreadable() {
+  const list = state.data.unreadable || [];
+  ui.unreadable.hidden = !list.length;
+  if (!list.length) { ui.unreadable.replaceChildren(); return; }
+  const head = document.createElement("h3");
+  head.textContent = `${list.length} notebook${list.length === 1 ? "" : "s"} without an answer to grade here`;
+  const hint = document.createElement("p");
+  hint.textContent = "They are not among the answers above and cannot be graded here: fix or collect the " +
+    "notebook, grade it again (lablib grade ... -o <this folder>), and its answer joins the others.";
+  const items = document.createElement("ul");
+  for (const entry of list) {
+    const li = document.createElement("li");
+    li.textContent = `Unreadable ${entry.number}: ${entry.reason}`;
+    items.appendChild(li);
+  }
+  ui.unreadable.replaceChildren(head, hint, items);
 }
 
 function setFocus(index, scroll = true) {
@@ -552,12 +748,41 @@ function nextToGrade() {
   say("Every answer to this question is graded.");
 }
 
+// Rubric items by number: a digit applies its item at once unless a longer number of an
+// item starts with it (12 items: "1" waits for a second digit, Enter or a second's pause).
+let digits = "";
+let digitTimer = null;
+
+function applyDigits() {
+  clearTimeout(digitTimer);
+  digitTimer = null;
+  const number = Number(digits);
+  digits = "";
+  if (!state.data) return;
+  const item = state.data.rubric[number - 1];
+  if (item) toggleItem(item);
+  else say(`No rubric item ${number}: this question has ${state.data.rubric.length}.`, true);
+}
+
+function typeDigit(digit) {
+  const count = state.data.rubric.length;
+  if (digits && Number(digits + digit) > count) applyDigits();  // a new number starts
+  digits += digit;
+  if (Number(digits) === 0) { digits = ""; say("Rubric items are numbered from 1.", true); return; }
+  if (Number(digits) * 10 > count) { applyDigits(); return; }
+  clearTimeout(digitTimer);
+  digitTimer = setTimeout(applyDigits, 1200);
+  say(`item ${digits}… (Enter, or the next digit)`);
+}
+
 document.addEventListener("keydown", (event) => {
   if (!state.data || event.ctrlKey || event.metaKey || event.altKey) return;
   // keys act unless the grader is typing (a checkbox just clicked keeps the keys)
   const typing = event.target.closest && event.target.closest("textarea, input:not([type=checkbox])");
   if (event.key === "Escape") {
     if (typing) event.target.blur();
+    clearTimeout(digitTimer);
+    digits = "";
     state.selected.clear();
     pageTokens().forEach((t) => updateCard(t));
     ui.selection.textContent = "";
@@ -582,10 +807,11 @@ document.addEventListener("keydown", (event) => {
     const i = ids.indexOf(state.current) + (event.key === "]" ? 1 : -1);
     if (i >= 0 && i < ids.length) openQuestion(ids[i]);
   } else if (event.key === "<" || event.key === ">") goPage(state.page + (event.key === ">" ? 1 : -1));
-  else if (/^[1-9]$/.test(event.key)) {
-    const item = state.data.rubric[Number(event.key) - 1];
-    if (item) toggleItem(item);
-  } else return;
+  else if (event.key === "f") toggleFlag();
+  else if (event.key === "d" && token) toggleDiff(token);
+  else if (/^[0-9]$/.test(event.key)) typeDigit(event.key);
+  else if (event.key === "Enter" && digits) applyDigits();
+  else return;
   event.preventDefault();
 });
 
@@ -595,6 +821,7 @@ ui.newItem.addEventListener("submit", (event) => {
     .then((data) => { if (data) { ui.newPoints.value = ""; ui.newComment.value = ""; } });
 });
 ui.write.addEventListener("click", () => change({ action: "write" }));
+ui.filter.addEventListener("change", () => { applyFilter(ui.filter.value); ui.filter.blur(); });
 ui.pagePrev.addEventListener("click", () => goPage(state.page - 1));
 ui.pageNext.addEventListener("click", () => goPage(state.page + 1));
 

@@ -1,0 +1,328 @@
+"""The review page's tools for a whole class (issue 30, item 6), each in headless Chromium:
+a word-level diff of a changed answer against the text graded (as text, never as HTML);
+a flag for a second look; filters by state, rubric item and score; unreadable notebooks
+kept out of the answers to grade; more than 9 rubric items from the keyboard; the
+instructor's deliberate, logged reveal of one answer's student; progress text that fits
+a 320 px window with 300 students.
+"""
+
+from __future__ import annotations
+
+import json
+
+from lablib.grading.atomic import atomic_write
+from lablib.grading import report
+from lablib.grading.results import Kind, Status
+from lablib.grading.review.store import DB_NAME, ReviewStore, word_diff
+from lablib.grading.spec import LabSpec
+from review_fixtures import chromium, request, result, running, write_class, written_lab
+
+CLASS = {f"student{k:02d}": {"why": f"The cause is the learning rate, answer {k}.", "how": f"Fix {k}."}
+         for k in range(6)}
+
+
+def _name_of(app, question, token):
+    return app._by_token(question, [token])[0]
+
+
+def _card_of(page, app, name, question="why"):
+    """The card of ``name``'s answer on the page."""
+    return page.locator(f".answer[data-token='{app._token(question, name)}']")
+
+
+def _open(browser, server, question="why", viewport=None):
+    page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url + "#" + question)
+    return page, errors
+
+
+# --------------------------------------------------------------------------- the diff
+
+
+def test_word_diff_keeps_spacing_and_is_bounded():
+    segments = word_diff("The cause is the learning rate.", "The cause is the batch size <b>x</b>.")
+    assert ["-", "learning"] in segments and ["+", "batch"] in segments
+    assert "".join(t for op, t in segments if op in "=+") == "The cause is the batch size <b>x</b>."
+    assert "".join(t for op, t in segments if op in "=-") == "The cause is the learning rate."
+    long = word_diff("word " * 50_000 + "end", "word " * 50_000 + "fin")
+    assert long[0][0] == "…" and long[-2:] == [["-", "end"], ["+", "fin"]], "unchanged text is shortened"
+    huge = word_diff("a " * 60_000, "b " * 60_000)
+    assert sum(len(t) for op, t in huge if op != "…") <= 50_000, "a diff shows at most 50,000 characters"
+
+
+def test_a_changed_answer_shows_what_changed_since_graded(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, CLASS)
+    changed = ('The cause is the batch size <img src=x onerror="window.pwned=1"> <b>bold</b>, '
+               'answer 2.')
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        page, errors = _open(browser, server)
+        card = _card_of(page, app, "student02")
+        expect(card).to_have_attribute("data-text", "shown")
+        card.locator("h3 span").first.click()
+        page.keyboard.press("1")
+        expect(card.locator(".badge")).to_have_text("2 / 4")
+        expect(card.locator(".changes")).to_be_hidden()
+        write_class(out, lab, dict(CLASS, student02={"why": changed, "how": "Fix 2."}))  # a regrade
+        page.reload()
+        expect(card.locator(".badge")).to_have_text("answer changed since graded")
+        card.locator(".changes").click()
+        diff = card.locator(".diff")
+        expect(diff.locator("del")).to_have_text(["learning", "rate"])
+        added = " ".join(diff.locator("ins").all_text_contents())
+        assert "batch" in added and "<b>bold</b>" in added and "onerror" in added, added
+        assert diff.locator("b, img").count() == 0, "the student's HTML is text in the diff"
+        assert page.evaluate("window.pwned === undefined") and not errors, errors
+        card.locator("h3 span").first.click()
+        page.keyboard.press("d")  # the key hides it again
+        expect(diff).to_have_count(0)
+        # the API says why there is no diff for a grade of a text that was not kept
+        status, listed = request(server, "GET", "/api/question/why")
+        token = app._token("why", "student02")
+        assert next(a for a in listed["answers"] if a["token"] == token)["diff"]
+        status, body = request(server, "GET", f"/api/diff/why/{app._token('why', 'student03')}")
+        assert status == 200 and body == {"token": app._token("why", "student03"), "available": False,
+                                          "reason": "This answer has not been graded yet."}
+    digest, text = ReviewStore(out / DB_NAME, lab).graded_text("student02", "why")
+    assert text == CLASS["student02"]["why"], "the store keeps the text the grade was given for"
+
+
+# --------------------------------------------------------------------------- flags and filters
+
+
+def test_a_flag_for_a_second_look_is_set_listed_filtered_and_cleared(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, CLASS)
+    with running(out, lab, grader="ta1") as (server, app), chromium() as (browser, expect):
+        page, errors = _open(browser, server)
+        cards = page.locator(".answer")
+        expect(cards).to_have_count(len(CLASS))
+        cards.nth(1).locator("h3 span").first.click()
+        page.keyboard.press("f")
+        expect(cards.nth(1).locator(".flagmark")).to_be_visible()
+        expect(page.locator("#progress-text")).to_contain_text("1 flagged")
+        cards.nth(4).locator("h3 span").first.click()
+        page.keyboard.press("f")
+        expect(page.locator("#progress-text")).to_contain_text("2 flagged")
+        flagged = {_name_of(app, "why", cards.nth(k).get_attribute("data-token")) for k in (1, 4)}
+        assert set(ReviewStore(out / DB_NAME, lab).flagged("why")["why"]) == flagged
+        # a second grader's page sees them, and lists only them
+        other, _ = _open(browser, server)
+        other.locator("#filter").select_option("flagged")
+        expect(other.locator(".answer")).to_have_count(2)
+        expect(other.locator(".answer .flagmark:visible")).to_have_count(2)
+        expect(other.locator("#page-text")).to_contain_text(f"of 2 (of {len(CLASS)})")
+        other.locator(".answer").nth(0).locator("h3 span").first.click()
+        other.keyboard.press("f")  # cleared there
+        expect(other.locator(".answer").nth(0).locator(".flagmark")).to_be_hidden()
+        assert not errors
+    store = ReviewStore(out / DB_NAME, lab)
+    assert len(store.flagged("why")["why"]) == 1
+    events = [e for e in store.events() if e["what"] in ("flag", "unflag")]
+    assert [e["what"] for e in reversed(events)] == ["flag", "flag", "unflag"]
+    assert all(e["grader"] == "ta1" for e in events)
+    assert all(not s["why"].graded for s in store.person_scores(list(CLASS)).values()), "a flag is not a grade"
+
+
+def test_answers_are_filtered_by_state_rubric_item_and_score(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, CLASS)
+    store = ReviewStore(out / DB_NAME, lab)
+    cause, numbers = [r.id for r in store.rubric("why")][:2]
+    store.apply(["student00", "student01"], "why", {"items": [cause]}, grader="t")
+    store.apply(["student02"], "why", {"items": [cause, numbers]}, grader="t")
+    store.apply(["student03"], "why", {"items": [numbers]}, grader="t")
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        page, errors = _open(browser, server)
+        expect(page.locator(".answer")).to_have_count(len(CLASS))
+
+        def shown():
+            return {_name_of(app, "why", t) for t in page.locator(".answer").evaluate_all(
+                "(cards) => cards.map((c) => c.dataset.token)")}
+
+        cases = {f"item:{cause}": {"student00", "student01", "student02"},
+                 f"noitem:{cause}": {"student03", "student04", "student05"},
+                 "score:2": {"student00", "student01", "student03"}, "score:4": {"student02"},
+                 "todo": {"student04", "student05"}, "graded": {"student00", "student01", "student02", "student03"},
+                 "all": set(CLASS)}
+        for value, expected in cases.items():
+            page.locator("#filter").select_option(value)
+            expect(page.locator(".answer")).to_have_count(len(expected))
+            assert shown() == expected, (value, shown())
+        # keys move within the answers listed; a grade does not hide the answer until chosen again
+        page.locator("#filter").select_option("todo")
+        expect(page.locator(".answer")).to_have_count(2)
+        page.locator(".answer").nth(0).locator("h3 span").first.click()
+        page.keyboard.press("1")
+        expect(page.locator(".answer").nth(0).locator(".badge")).to_have_text("2 / 4")
+        expect(page.locator(".answer")).to_have_count(2)
+        page.locator("#filter").select_option("graded")
+        page.locator("#filter").select_option("todo")
+        expect(page.locator(".answer")).to_have_count(1)
+        assert not errors
+
+
+# --------------------------------------------------------------------------- unreadable notebooks
+
+
+def test_unreadable_notebooks_are_counted_apart_and_never_graded_in_the_page(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    rows = [result(name, given) for name, given in CLASS.items()]
+    broken = result("kq7-corrupt", {})
+    broken.status = Status.of([Kind.INVALID_NOTEBOOK])
+    rows += [broken, result("zx3-legacy", {})]  # no record: an older lablib
+    report.write_reports(out, lab, rows)
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        page, errors = _open(browser, server)
+        expect(page.locator(".answer")).to_have_count(len(CLASS))
+        box = page.locator("#unreadable")
+        expect(box).to_be_visible()
+        expect(box.locator("li")).to_have_count(2)
+        expect(box).to_contain_text("could not be read (status: invalid-notebook)")
+        expect(box).to_contain_text("no record of this answer")
+        assert "kq7" not in box.inner_text() and "zx3" not in box.inner_text(), "anonymised"
+        expect(page.locator("#progress-text")).to_have_text(f"0/{len(CLASS)} graded · 2 unreadable")
+        page.locator("#filter").select_option("todo")
+        expect(page.locator(".answer")).to_have_count(len(CLASS))
+        page.keyboard.press("u")  # select every answer still to grade, then one item to all
+        page.keyboard.press("3")  # "No answer." (0 points)
+        expect(page.locator(".badge.done")).to_have_count(len(CLASS))
+        expect(page.locator("#progress-text")).to_have_text(f"{len(CLASS)}/{len(CLASS)} graded · 2 unreadable")
+        assert not errors
+    scores = ReviewStore(out / DB_NAME, lab).person_scores(list(CLASS) + ["kq7-corrupt", "zx3-legacy"])
+    assert not scores["kq7-corrupt"]["why"].graded and not scores["zx3-legacy"]["why"].graded
+
+
+# --------------------------------------------------------------------------- many rubric items
+
+
+def _many_items_lab() -> LabSpec:
+    lab = LabSpec("lab9_many", "Lab 9: a long rubric")
+    lab.piece("f", objects=["f"])
+    lab.answer("why", points=20, title="why it works", rubric=[(1, f"Point {k + 1}.") for k in range(12)])
+    return lab
+
+
+def test_more_than_nine_rubric_items_are_reached_by_their_numbers(tmp_path):
+    lab = _many_items_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, {"s0": {"why": "An answer."}, "s1": {"why": "Another."}})
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        page, errors = _open(browser, server)
+        card = _card_of(page, app, "s0")
+        expect(card).to_have_attribute("data-text", "shown")
+        card.locator("h3 span").first.click()
+
+        def applied():
+            return {c for _, c in ReviewStore(out / DB_NAME, lab).person_scores(["s0"])["s0"]["why"].items}
+
+        page.keyboard.press("1")
+        page.keyboard.press("2")  # item 12
+        expect(card.locator(".chips span")).to_have_text(["+1 Point 12."])
+        page.keyboard.press("1")
+        page.keyboard.press("Enter")  # item 1 at once
+        expect(card.locator(".chips span")).to_have_count(2)
+        page.keyboard.press("3")  # no item 30-39: item 3 at once
+        expect(card.locator(".chips span")).to_have_count(3)
+        page.keyboard.press("1")  # a pause: item 1 again, removed
+        expect(card.locator(".chips span")).to_have_count(2, timeout=5000)
+        assert applied() == {"Point 3.", "Point 12."}
+        page.keyboard.press("1")
+        page.keyboard.press("9")  # no item 19: item 1, then 9 at once
+        expect(card.locator(".chips span")).to_have_count(4)
+        assert applied() == {"Point 1.", "Point 3.", "Point 9.", "Point 12."}
+        assert page.locator("#items li").nth(11).locator("button.apply").get_attribute("title") == "keys 12 Enter"
+        assert not errors
+
+
+# --------------------------------------------------------------------------- the reveal
+
+
+def _with_students(out) -> None:
+    """Give the gradebook's rows their roster students (as `lablib grade --roster` writes them)."""
+    path = out / "grades.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for k, entry in enumerate(data["submissions"]):
+        entry["student"] = {"student_id": f"900{k}", "name": f"Émilie Zhao {k}", "email": f"ez{k}@uni.example"}
+    atomic_write(path, json.dumps(data))
+
+
+def test_the_reveal_is_one_logged_request_and_shows_one_name(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, CLASS)
+    _with_students(out)
+    with running(out, lab) as (server, app), chromium() as (browser, expect):  # a TA's server: no reveal
+        page, errors = _open(browser, server)
+        expect(page.locator(".answer[data-text]")).to_have_count(len(CLASS))
+        expect(page.locator(".answer .who:visible")).to_have_count(0)
+        token = app._token("why", "student01")
+        status, body = request(server, "POST", "/api/change", {"action": "reveal", "question": "why", "answer": token})
+        assert status == 400 and "--reveal" in body["error"], body
+    with running(out, lab, grader="instructor", reveal=True) as (server, app), chromium() as (browser, expect):
+        for path in ("/api/questions", "/api/question/why", "/api/question/how"):
+            assert "Zhao" not in json.dumps(request(server, "GET", path)[1]), "names stay out of the page's data"
+        page, errors = _open(browser, server)
+        card = _card_of(page, app, "student01")
+        expect(card).to_have_attribute("data-text", "shown")
+        page.once("dialog", lambda d: d.dismiss())  # changed their mind: nothing asked, nothing logged
+        card.locator(".who").click()
+        page.wait_for_timeout(300)
+        assert not [e for e in ReviewStore(out / DB_NAME, lab).events() if e["what"] == "reveal"]
+        messages = []
+        page.once("dialog", lambda d: (messages.append(d.message), d.accept()))
+        card.locator(".who").click()
+        expect(card.locator(".student")).to_have_text("Student: Émilie Zhao 1, 9001, ez1@uni.example")
+        assert "recorded in the review log" in messages[0]
+        expect(page.locator("#status")).to_contain_text("recorded in the review log under instructor")
+        text = page.evaluate("() => document.body.innerText")
+        assert text.count("Zhao") == 1, "the name shows for that answer only"
+        expect(card.locator(".who")).to_be_hidden()
+        assert not errors
+    reveals = [e for e in ReviewStore(out / DB_NAME, lab).events() if e["what"] == "reveal"]
+    assert [(e["grader"], e["submission"], e["question"]) for e in reveals] == [("instructor", "student01", "why")]
+
+
+# --------------------------------------------------------------------------- progress text
+
+
+def test_the_progress_text_fits_at_320_px_with_300_students(tmp_path):
+    lab = written_lab()
+    out = tmp_path / "out"
+    rows = [result(f"student{k:03d}", {"why": f"Answer {k}.", "how": "Fix."}) for k in range(300)]
+    broken = result("broken", {})
+    broken.status = Status.of([Kind.INVALID_NOTEBOOK])
+    report.write_reports(out, lab, rows + [broken])
+    store = ReviewStore(out / DB_NAME, lab)
+    item = store.rubric("why")[0].id
+    names = [r.submission for r in rows]
+    store.apply(names[:123], "why", {"items": [item]}, grader="t",
+                digest={r.submission: r.answers["why"].digest for r in rows})
+    store.set_flag(names[200:212], "why", True, grader="t")
+    write_class_stale = {r.submission: {"why": r.answers["why"].text + (" changed" if k < 17 else ""), "how": "Fix."}
+                         for k, r in enumerate(rows)}
+    report.write_reports(out, lab, [result(n, a) for n, a in write_class_stale.items()] + [broken])
+    measure = """() => {
+      const box = document.getElementById("progress"), text = document.getElementById("progress-text");
+      const b = box.getBoundingClientRect(), t = text.getBoundingClientRect();
+      return { page: document.documentElement.scrollWidth, width: innerWidth, text: text.textContent,
+               overflow: text.scrollWidth - text.clientWidth, boxOverflow: box.scrollWidth - box.clientWidth,
+               inside: t.left >= b.left - 0.5 && t.right <= b.right + 0.5 && t.bottom <= b.bottom + 0.5,
+               right: b.right };
+    }"""
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        for width in (320, 1280):
+            page, errors = _open(browser, server, viewport={"width": width, "height": 900})
+            expect(page.locator("#progress-text")).to_have_text("106/300 graded · 17 changed · 12 flagged · 1 unreadable")
+            got = page.evaluate(measure)
+            assert got["overflow"] <= 0 and got["boxOverflow"] <= 0 and got["inside"], got
+            assert got["right"] <= width and got["page"] <= width, f"nothing wider than the {width} px window: {got}"
+            page.screenshot(path=str(tmp_path / f"review-{width}.png"))
+            assert not errors
+            page.close()

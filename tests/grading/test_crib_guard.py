@@ -580,3 +580,77 @@ def test_lablib_check_applies_the_same_guard_in_the_notebook(solution_ns, cell, 
     assert all(f"your code calls {SDPA}, lablib's own implementation" in r.message for r in result.results)
     assert f"your code calls {SDPA}" in out
     assert lablib.check("lab1", "attention", solution_ns["attention"], quiet=True).passed
+
+
+TAMPERING = '''
+import sys
+sys.path[:0] = [{helpers!r}, {tests!r}]
+from notebook_helpers import SOLUTIONS, exec_lab_cells
+from lablib.grading.run import child, guard
+from lablib.grading.run.protocol import ProbeRequest
+from lablib.grading.spec import load_lab
+
+ns = exec_lab_cells(SOLUTIONS / "lab1_attention.ipynb")  # the lab's set-up, as the child runs it
+guard.protect()  # what the child does before any student code
+test = load_lab("lab1_attention").tests_for("attention")[0]
+request = ProbeRequest(test.id, test.probe, ("attention",), None, guard.BY_HAND)
+print("honest:", child.run_probe(request, ns).ok)
+attack = {attack!r}
+try:
+    exec(attack, {{"guard": guard, "child": child}})
+    print("attack ran")
+except BaseException as error:
+    print("refused:", error)
+result = child.run_probe(request, ns)
+print("after:", result.ok, result.error)
+'''
+
+
+@pytest.mark.parametrize("attack, outcome", [
+    ("guard.Window.__enter__ = lambda self: self", "after: False your code changed lablib's grading code "
+                                                   "(lablib.grading.run.guard.Window.__enter__)"),
+    ("child.Window = type('W', (), {'__init__': lambda *a: None})", "(lablib.grading.run.child.Window)"),
+    ("import types; types.FunctionType = int", "(types.FunctionType)"),
+    ("guard.verify.__defaults__ = ((),)", "refused: verify.__defaults__"),
+    ("child.run_probe.__code__ = (lambda request, ns, *, _verify=None: None).__code__",
+     "refused: run_probe.__code__"),
+], ids=["class-attribute", "module-name", "standard-library", "verify-defaults", "run-probe-code"])
+def test_switching_the_guard_off_in_a_cell_fails_instead(attack, outcome):
+    """The grader's child calls guard.protect() before any student code: rebinding the
+    guard's names then fails the by-hand tests with a sentence saying so, and changing its
+    functions' code or defaults is refused (a process of its own, as the child is)."""
+    import subprocess
+
+    script = TAMPERING.format(helpers=str(SOLUTIONS.parent / "tests" / "grading"),
+                              tests=str(SOLUTIONS.parent / "tests"), attack=attack)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", LABLIB_FAST="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "honest: True" in done.stdout, done.stdout
+    assert outcome in done.stdout, done.stdout
+    if outcome.startswith("refused"):
+        assert "after: True" in done.stdout, done.stdout
+
+
+def test_switching_the_guard_off_during_the_test_is_noticed(solution_ns):
+    """Code under test that clears the guard's state and gives lablib's function its code
+    back gets lablib's answer, but the window notices it was switched off: no points."""
+    from lablib.layers.attention import scaled_dot_product_attention
+
+    cell = '''# GRADED: attention
+import numpy as np
+import lablib.grading.run.guard as _guard
+import lablib.layers.attention as _impl
+
+
+def attention(query, key, value, mask=None):
+    found = getattr(_impl, "scaled_dot_product_" + "attention")  # no name the search could follow
+    _guard._ACTIVE[0] = None
+    found.__code__ = _original
+    output, weights = found(query, key, value, mask=mask)
+    return np.asarray(output), np.asarray(weights)
+'''
+    ns = with_cell(dict(solution_ns, _original=scaled_dot_product_attention.__code__), "attention", cell)
+    results = assert_crib(ns, "attention", "your code changed lablib's grading code (the crib guard's state)")
+    assert len(results) == 4
+    lablib_still_works()

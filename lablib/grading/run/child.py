@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from lablib.backend import full_float32
 from lablib.grading.results import Kind
-from lablib.grading.run.guard import Window, message as crib_message
+from lablib.grading.run.guard import Crib, Window, message as crib_message, protect, verify
 from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
 from lablib.session import not_done_text, unfinished_piece
 
@@ -79,7 +79,7 @@ def _kind(exc: BaseException) -> Kind:
     return Kind.ERROR
 
 
-def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
+def run_probe(request: ProbeRequest, ns: Mapping[str, Any], *, _verify=verify) -> ProbeResult:
     """Call one probe on the student's names and convert its result to plain values.
 
     A probe whose request carries a guard (a piece written by hand) runs in the crib
@@ -97,6 +97,9 @@ def run_probe(request: ProbeRequest, ns: Mapping[str, Any]) -> ProbeResult:
     missing = [name for name in request.objects if name not in ns]
     if missing:
         return ProbeResult.failed(Kind.ERROR, f"the graded cell does not define {', '.join(missing)}")
+    changed = _verify() if request.guard else None  # bound at import: the guard's names as protect() saw them
+    if changed is not None:
+        return ProbeResult.failed(Kind.ERROR, crib_message(Crib(changed, "tamper")))
     window = Window(request.guard, {name: ns[name] for name in request.objects}, request.probe, ns)
     try:
         with full_float32(), window:
@@ -136,6 +139,7 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
     import cloudpickle  # noqa: F401  (the grader's probes are cloudpickled)
 
     _set_limits(memory_mb)
+    protect()  # before any student code: the crib guard's code and names are kept as they are now
 
     def read_exact(n):
         chunks = []

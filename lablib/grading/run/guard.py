@@ -68,7 +68,7 @@ import time
 import types
 import weakref
 
-__all__ = ["BY_HAND", "HANDED_PREFIX", "READY_MADE", "Crib", "CribCall", "Window", "message"]
+__all__ = ["BY_HAND", "HANDED_PREFIX", "READY_MADE", "Crib", "CribCall", "Window", "message", "protect", "verify"]
 
 #: What a by-hand piece's code may not reach, relative to lablib's package folder: its
 #: layers and the labs' specs (the judges' references). lablib's graph utilities
@@ -146,7 +146,8 @@ class Crib:
             reference or judge), ``ready-made`` (:data:`READY_MADE`), ``copy`` (code copied
             from ``name``), ``file`` (reading a guarded file), ``compiled`` (compiling code
             under a guarded file's name), ``refused`` (an operation a by-hand probe may not
-            do) or ``thread`` (a thread left running).
+            do), ``thread`` (a thread left running) or ``tamper`` (the grading code itself
+            changed: :func:`verify`).
     """
 
     name: str
@@ -754,7 +755,10 @@ _PROCESSES = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_sp
                         "os.fork", "os.forkpty", "pty.spawn"})
 
 
-def _audit(event: str, args) -> None:
+def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
+    if _protected and event in ("object.__setattr__", "object.__delattr__") and len(args) > 1 \
+            and id(args[0]) in _protected:  # the grading machinery's functions' code or defaults (protect())
+        raise CribCall(_crib or Crib(f"{getattr(args[0], '__qualname__', args[0])}.{args[1]}", "tamper"))
     window = _ACTIVE[0]
     if window is None:
         return
@@ -764,6 +768,114 @@ def _audit(event: str, args) -> None:
         return
     if crib is not None:
         raise CribCall(crib)
+
+
+# --------------------------------------------------------------------- tampering
+
+_MISSING = object()
+_CALLED = ("builtins", "sys", "os", "os.path", "posixpath", "threading", "time", "types", "functools",
+           "weakref", "dataclasses", "linecache", "dis", "importlib", "warnings", "struct", "pickle")
+
+
+def _protected(modules) -> tuple[list, list]:
+    """The functions (methods included) and classes defined by ``modules``."""
+    functions, classes = [], []
+    for module in modules:
+        for value in list(vars(module).values()):
+            if getattr(value, "__module__", None) != module.__name__:
+                continue
+            if isinstance(value, types.FunctionType):
+                functions.append(value)
+            elif isinstance(value, type):
+                classes.append(value)
+                functions += [m for m in _members(value) if isinstance(m, types.FunctionType)]
+    return functions, classes
+
+
+#: The names of the grader's child that its probes' window depends on (the rest of the
+#: child is the forged-values question: ISOLATION.md).
+_CHILD_NAMES = ("Window", "Crib", "crib_message", "protect", "verify", "run_probe")
+
+
+def _snapshot(modules, child=None) -> tuple:
+    """``(what, holder, key, value)`` for what the crib guard relies on: every name of
+    ``modules`` (this one) and the child's :data:`_CHILD_NAMES`, every attribute of their
+    classes, their functions' code and defaults, and the functions, classes and modules of
+    the standard library (and builtins) their code names."""
+    import importlib
+
+    functions, classes = _protected(modules)
+    functions = [f for f in functions if f is not verify and f is not _audit]  # their defaults: protect()'s
+    entries = [(f"{m.__name__}.{k}", vars(m), k, v) for m in modules for k, v in vars(m).items()]
+    if child is not None:
+        entries += [(f"{child.__name__}.{k}", vars(child), k, vars(child)[k])
+                    for k in _CHILD_NAMES if k in vars(child)]
+        run_probe = vars(child).get("run_probe")
+        if isinstance(run_probe, types.FunctionType):
+            functions.append(run_probe)
+    entries += [(f"{c.__module__}.{c.__qualname__}.{k}", c, k, v) for c in classes for k, v in vars(c).items()]
+    used: set = set()
+    for function in functions:
+        used |= _names_used(function.__code__)
+        for attr in ("__code__", "__defaults__", "__kwdefaults__"):
+            entries.append((f"{function.__module__}.{function.__qualname__}.{attr}", function, attr,
+                            getattr(function, attr)))
+    for name in _CALLED:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        namespace = vars(module)
+        for key in sorted(used & namespace.keys()):
+            value = namespace[key]
+            if callable(value) or isinstance(value, types.ModuleType) or (module is sys and key == "modules"):
+                entries.append((f"{name}.{key}", namespace, key, value))
+    return tuple(entries)
+
+
+def verify(_snapshot=(), _dict=dict, _type=type, _vars=vars, _getattr=getattr, _missing=_MISSING):
+    """The first thing of the grading machinery that differs from when :func:`protect`
+    ran (a name rebound in its modules, a class attribute, a function's code or defaults,
+    a standard-library function it calls), or None (also when :func:`protect` never ran:
+    ``lablib.check`` in a notebook). What it uses is bound when it is defined, and
+    :func:`protect` forbids changing its defaults."""
+    for what, holder, key, value in _snapshot:
+        if _type(holder) is _dict:
+            current = holder.get(key, _missing)
+        elif isinstance(holder, _type):
+            current = _vars(holder).get(key, _missing)
+        else:
+            current = _getattr(holder, key, _missing)
+        if current is not value:
+            return what
+    return None
+
+
+def protect(child: str | None = "lablib.grading.run.child") -> None:
+    """Called by the grader's child before any student code runs (once). From then on the
+    audit hook refuses changing the code or defaults of the guard's functions and of the
+    child's (``child``; the hook and :func:`verify` included), and :func:`verify` compares
+    what the guard relies on with this moment's (its names and the child's that run a
+    probe, its classes' attributes, which Python does not audit, the standard library it
+    calls), so that a submission
+    which rebinds the guard's names (``guard.Window = ...``, ``Window.__enter__ = ...``,
+    ``types.FunctionType = ...``) fails its by-hand tests instead of turning the guard
+    off. (Code written against the guard's state while a probe runs, or ``ctypes``, is
+    beyond what an in-process guard can stop.)"""
+    import importlib
+
+    if verify.__defaults__[0]:
+        return  # protected already
+    modules = [sys.modules[__name__]]
+    child_module = importlib.import_module(child) if child else None
+    snapshot = _snapshot(modules, child_module)
+    verify.__defaults__ = (snapshot, *verify.__defaults__[1:])
+    functions, classes = _protected(modules + ([child_module] if child_module else []))
+    protected = frozenset(id(o) for o in (*functions, *classes, _audit, verify))
+    _audit.__defaults__ = (protected, None)
+    if not _HOOKED[0]:
+        sys.addaudithook(_audit)
+        _HOOKED[0] = True
 
 
 class _ImportGate:
@@ -1038,6 +1150,7 @@ class Window:
         started = time.perf_counter()
         try:
             self._wait_for_threads()
+            self._still_armed()
         finally:
             _ACTIVE[0] = None
             self._open = False
@@ -1047,6 +1160,20 @@ class Window:
             self.seconds["restore"] = time.perf_counter() - started
             _LOCK.release()
         return False
+
+    def _still_armed(self) -> None:
+        """The window's own state as it left it: still the open window, its finder first in
+        line, every disarmed function still disarmed. Code under test that switched the
+        guard off in between and on again is beyond this check."""
+        if _ACTIVE[0] is not self:
+            self.note(Crib("the crib guard's state", "tamper"))
+        elif self._gate not in sys.meta_path:
+            self.note(Crib("sys.meta_path", "tamper"))
+        else:
+            for function, _ in self._saved:
+                if function.__code__ is not _GATES.get(function):
+                    self.note(Crib(f"{function.__qualname__}.__code__", "tamper"))
+                    break
 
     def _wait_for_threads(self) -> None:
         deadline = time.monotonic() + THREAD_WAIT
@@ -1097,6 +1224,9 @@ def message(found) -> str:
     if crib.kind == "refused":
         return (f"your code calls {crib.name} while the test runs, which a piece written by hand has no "
                 f"need of; this test gives no points for it.")
+    if crib.kind == "tamper":
+        return (f"your code changed lablib's grading code ({crib.name}), so this test cannot be judged; "
+                f"it gives no points.")
     if crib.kind == "thread":
         return (f"{crib.name} was still running after the test, so what it computes cannot be judged; "
                 f"this test gives no points for it.")

@@ -1,4 +1,4 @@
-"""The ``lablib`` command: ``assign``, ``grade``, ``review``, ``report``, ``export``, ``gradescope``, ``data``.
+"""The ``lablib`` command: ``assign``, ``grade``, ``review``, ``report``, ``export``, ``gradescope``, ``written``, ``data``.
 
 Examples::
 
@@ -10,6 +10,8 @@ Examples::
     lablib report grades/lab2                      # the reports again, with the people's grades
     lablib export canvas grades/lab1 grades/lab2 --roster canvas_export.csv -o canvas_import.csv
     lablib gradescope lab1 -o autograder.zip --tests hidden/
+    lablib written pdf lab2 grades/lab2 -o written-pdfs   # a PDF of the written answers per student
+    lablib written import lab2 grades/lab2 evaluations.zip --printout written-pdfs   # Gradescope's grades back
     lablib data list
     lablib data fetch reuters --data-dir ~/lablib-data
 """
@@ -269,6 +271,48 @@ def _cmd_gradescope(args) -> int:
     return 0
 
 
+def _cmd_written(args) -> int:
+    from lablib.grading.review import printout
+    from lablib.grading.spec import load_lab
+
+    spec = load_lab(args.lab, args.tests)
+    if args.written_command == "pdf":
+        manifest = printout.write_printouts(args.output, spec, args.to, questions=args.questions,
+                                            chromium=args.chromium, html=args.html)
+        pages = sum(e["pages"] for e in manifest["students"])
+        print(f"wrote {len(manifest['students'])} PDFs ({pages} pages, questions {', '.join(manifest['questions'])}) "
+              f"and manifest.json to {args.to}")
+        keys = [e["key"] for e in manifest["students"]]
+        for key in sorted({k for k in keys if keys.count(k) > 1}):
+            print(f"lablib written: {_printable(key)} has {keys.count(key)} submissions in the gradebook: one PDF "
+                  f"each ({_printable(key)}.pdf, {_printable(key)}-2.pdf...); upload the one to grade",
+                  file=sys.stderr)
+        return 0
+    if args.written_command == "points":
+        rows = printout.write_points_csv(args.output, spec, args.to, questions=args.questions)
+        print(f"wrote {args.to}: {rows} rows (student, question, points, comment)")
+        return 0
+    mapping = {}
+    for item in args.question:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"--question {item!r}: expected GRADESCOPE_QUESTION=ID, e.g. 2=metric.")
+        mapping[key.strip()] = value.strip()
+    import getpass
+
+    report = printout.import_gradescope(args.output, spec, args.evaluations, questions=args.questions,
+                                        question_map=mapping, printout=args.printout,
+                                        grader=args.grader or getpass.getuser(), replace=args.replace)
+    for line in report["unmatched"] + report["conflicts"] + report["capped"]:
+        print(f"lablib written import: {_printable(line)}", file=sys.stderr)
+    done = ", ".join(f"{q} {n}" for q, n in report["imported"].items())
+    print(f"imported {sum(report['imported'].values())} grades ({done}); {report['unchanged']} unchanged, "
+          f"{len(report['conflicts'])} kept as graded in lablib, {len(report['unmatched'])} rows matched no student, "
+          f"{report['ungraded']} not graded in Gradescope, {report['items_added']} rubric items added. Then: "
+          f"lablib report {args.output}")
+    return 0
+
+
 def _cmd_data(args) -> int:
     from lablib.data import sources  # lazy: written separately, heavy imports avoided
 
@@ -377,6 +421,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wheel", metavar="PATH", default=None,
                    help="lablib wheel to ship in the zip (default: a wheel of the running lablib)")
     p.set_defaults(func=_cmd_gradescope)
+
+    p = sub.add_parser("written", help="written answers for Gradescope: PDFs per student, the points as CSV, "
+                                       "Gradescope's evaluations back into the review")
+    wsub = p.add_subparsers(dest="written_command", required=True)
+
+    def written_common(w):
+        w.add_argument("lab", help="lab name (lab2 or lab2_transformer_reuters) or path of a spec module")
+        w.add_argument("output", help="the output folder of `lablib grade` for this lab")
+        w.add_argument("--questions", metavar="ID,ID,...", default=None,
+                       help="the written questions in Gradescope's order (default: the lab's order)")
+        w.add_argument("--tests", action="append", default=[], metavar="HIDDEN_DIR",
+                       help="folder with hidden tests <lab>.py, as given to `lablib grade`")
+
+    w = wsub.add_parser("pdf", help="one PDF of the written answers per student (headless Chromium)")
+    written_common(w)
+    w.add_argument("-o", "--to", required=True, metavar="DIR", help="the folder for the PDFs and manifest.json")
+    w.add_argument("--chromium", metavar="PATH", default=None, help="Chromium or Chrome (default: found on PATH)")
+    w.add_argument("--html", action="store_true", help="also keep the HTML printed (DIR/html/)")
+    w = wsub.add_parser("points", help="the people's points of the written answers as CSV")
+    written_common(w)
+    w.add_argument("-o", "--to", required=True, metavar="CSV", help="the CSV file to write")
+    w = wsub.add_parser("import", help="Gradescope's Export Evaluations (zip, folder or CSV) into the review store")
+    written_common(w)
+    w.add_argument("evaluations", help="the zip of Review Grades > Export Evaluations, its folder, or one CSV")
+    w.add_argument("--question", action="append", default=[], metavar="N=ID",
+                   help="Gradescope question N (its number or title) is the written question ID")
+    w.add_argument("--printout", metavar="DIR", default=None,
+                   help="the folder `lablib written pdf` wrote: grades go to the texts printed")
+    w.add_argument("--grader", default=None, help="your name in the review log (default: your login)")
+    w.add_argument("--replace", action="store_true",
+                   help="replace grades given differently in lablib (default: keep them, listed)")
+    p.set_defaults(func=_cmd_written)
 
     p = sub.add_parser("data", help="list or fetch datasets")
     dsub = p.add_subparsers(dest="data_command", required=True)

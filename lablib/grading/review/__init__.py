@@ -8,6 +8,10 @@
 ``server.py``          ``lablib review``: the local page that grades one question across
                        the class, behind a per-run token (``page/`` holds its HTML,
                        script and style; answers in shadow roots under a strict CSP)
+``printout.py``        ``lablib written``: a PDF of the written answers per student for
+                       Gradescope's manual grading (sanitised HTML printed by headless
+                       Chromium), the people's points as CSV, Gradescope's evaluations
+                       export brought back into the store
 =====================  ================================================================
 
 The answers themselves are found in the notebooks when grading

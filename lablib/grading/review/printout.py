@@ -1,0 +1,620 @@
+"""Written answers for Gradescope's manual grading: a PDF per student, the people's points
+as CSV, and Gradescope's graded evaluations brought back into the review store.
+
+What otter-grader offers for notebooks (its PDF export, a page break after each
+question), made from what ``lablib grade`` already keeps: each student's written answers,
+in the order of Gradescope's manual questions (the lab's order, or the one given), drawn
+as the review page draws them (markdown, LaTeX as MathML: :mod:`.render`, with an
+allowlist sanitiser after every step, and links reduced to their text for print), one
+question to a page or more, after a cover page with the student's name and id (what
+Gradescope's name and ID regions read). Headless Chromium prints the HTML: through
+Playwright when it is installed (one browser for the class, a tenth of a second a
+student), else ``chromium --headless --print-to-pdf`` once per student (a second or two
+each). Scripts never run in it: the HTML has none, its CSP refuses any, Playwright's page
+runs with JavaScript off and offline.
+
+Files (``write_printouts``): ``<dest>/<student>.pdf``, named by the student's identity as
+the gradebook holds it (the roster's id, else e-mail, else name; the submission's name
+without a roster), made safe as a file name and unique; ``<dest>/manifest.json`` (each
+file's student, submission, pages, and the digest of every answer printed: an import
+from Gradescope grades that text, so an answer changed since is flagged stale);
+``<dest>/html/<student>.html`` with ``html=True`` (the page printed).
+
+The way back (:func:`import_gradescope`): Gradescope's *Review Grades > Export
+Evaluations* gives a zip of one CSV per question (``<number>_<title>.csv``): one row per
+submission (``Assignment Submission ID``, ``Question Submission ID``, ``Name`` or
+``First Name``/``Last Name``, ``SID``, ``Email``, ``Sections``, ``Score``, ``Submission
+Time``, ``Adjustment``, ``Comments``, ``Grader``, ``Tags``, then one ``true``/``false``
+column per rubric item), closed by rows ``Point Values`` (each item's points), ``Rubric
+Type`` and ``Scoring Method``. Each question's rubric items become (or reuse) the lablib
+question's items, each student's applied items and comment are stored as a grade, and
+the adjustment is set so that the score is Gradescope's ``Score``. Students are matched
+by SID, e-mail or name to the gradebook's rows.
+
+Example::
+
+    write_printouts("grades/lab2", load_lab("lab2"), "written-pdfs")
+    write_points_csv("grades/lab2", load_lab("lab2"), "written_points.csv")
+    import_gradescope("grades/lab2", load_lab("lab2"), "evaluations.zip", printout="written-pdfs")
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import html
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+import unicodedata
+import zipfile
+
+from lablib.grading.atomic import atomic_write
+from lablib.grading.report.feedback_markdown import cap_note
+from lablib.grading.report.gradebook_csv import spreadsheet_text
+from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
+from lablib.grading.report.text import num, person_lines
+from lablib.grading.results import Kind
+from lablib.grading.review.render import ATTRIBUTES, TAGS, _CLASSES, render_answer
+from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewError, ReviewStore
+
+__all__ = ["PrintoutError", "Student", "class_students", "import_gradescope", "printout_html", "write_points_csv",
+           "write_printouts"]
+
+#: Browsers looked for on PATH, in this order.
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+#: The rows that close a Gradescope evaluations CSV (they describe the rubric, not a student).
+_FOOTER_ROWS = ("Point Values", "Rubric Type", "Scoring Method")
+#: A Gradescope evaluations CSV's own columns; every other column is a rubric item.
+_GRADESCOPE_COLUMNS = {"Assignment Submission ID", "Question Submission ID", "Name", "First Name", "Last Name",
+                       "SID", "Email", "Sections", "Section", "Score", "Submission Time", "Adjustment", "Comments",
+                       "Grader", "Tags", "Lateness (H:M:S)", "Status"}
+
+
+class PrintoutError(ValueError):
+    """What cannot be printed or imported, in words: what was given, what was expected,
+    how to fix it."""
+
+
+@dataclasses.dataclass
+class Student:
+    """One gradebook row as printed: who (``key``: the identity the file is named by),
+    the row's submission, its written answers and whether its notebook could be read."""
+
+    key: str
+    name: str
+    student_id: str
+    email: str
+    submission: str
+    answers: dict
+    unreadable: bool
+    stem: str = ""
+
+
+def _norm(text) -> str:
+    return unicodedata.normalize("NFC", str(text or "")).strip().casefold()
+
+
+def _identity(entry: dict) -> tuple[str, str, str, str]:
+    """``(key, name, student id, e-mail)`` of a gradebook entry: its ``identity`` (a
+    string or a mapping) where the gradebook keeps one, else its roster ``student``, else
+    the submission's name."""
+    given = entry.get("identity")
+    student = entry.get("student")
+    if isinstance(given, dict):
+        student = given
+    if isinstance(student, dict):
+        sid, name, email = (str(student.get(k) or "") for k in ("student_id", "name", "email"))
+        key = str(student.get("key") or sid or student.get("lms_id") or email or name or entry["submission"])
+        return key, name, sid, email
+    if isinstance(given, str) and given.strip():
+        return given.strip(), "", "", ""
+    return str(entry["submission"]), "", "", ""
+
+
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+
+
+def _file_stem(key: str) -> str:
+    """``key`` as a file name on every system: NFC, no separators, control or reserved
+    characters, no leading dot, at most 120 characters."""
+    stem = _UNSAFE.sub("_", unicodedata.normalize("NFC", key)).strip().lstrip(".")
+    stem = re.sub(r"\s+", " ", stem)[:120].rstrip(" .")
+    return stem or "student"
+
+
+def class_students(out_dir, lab) -> list[Student]:
+    """The gradebook's rows as :class:`Student` entries, ordered by their key, each with a
+    unique file stem (a key shared by two rows gets ``-2``...)."""
+    data = read_gradebook(out_dir)
+    if data.get("lab") != lab.name:
+        raise PrintoutError(f"{pathlib.Path(out_dir) / 'grades.json'} is the gradebook of {data.get('lab')!r}, not of "
+                            f"{lab.name!r}: give the output folder of `lablib grade {lab.name} ...`.")
+    students = []
+    for entry in data["submissions"]:
+        try:
+            row = result_from_entry(entry)
+        except (KeyError, TypeError, ValueError):
+            continue
+        key, name, sid, email = _identity(entry)
+        unreadable = row.status.has(Kind.INVALID_NOTEBOOK) or not row.answers
+        students.append(Student(key, name, sid, email, row.submission, dict(row.answers), unreadable))
+    students.sort(key=lambda s: (_norm(s.key), s.submission))
+    taken: set[str] = set()
+    for student in students:
+        stem, k = _file_stem(student.key), 1
+        while stem.casefold() in taken:
+            k += 1
+            stem = f"{_file_stem(student.key)}-{k}"
+        taken.add(stem.casefold())
+        student.stem = stem
+    return students
+
+
+def _question_order(lab, questions) -> list:
+    """The lab's written questions in Gradescope's order (``questions``: their ids, all
+    of them; None: the lab's order)."""
+    if not lab.answers:
+        raise PrintoutError(f"Lab {lab.name!r} has no written answers (its spec declares none with lab.answer(...)).")
+    if questions is None:
+        return list(lab.answers.values())
+    ids = [q.strip() for q in (questions.split(",") if isinstance(questions, str) else questions) if q.strip()]
+    unknown = [q for q in ids if q not in lab.answers]
+    missing = [q for q in lab.answers if q not in ids]
+    if unknown or missing or len(set(ids)) != len(ids):
+        raise PrintoutError(f"--questions lists the written questions of {lab.name} once each, in Gradescope's order; "
+                            f"got {ids}: unknown {unknown}, missing {missing}. The lab's questions: "
+                            f"{','.join(lab.answers)}.")
+    return [lab.answers[q] for q in ids]
+
+
+def _print_cleaner():
+    import nh3
+
+    tags = set(TAGS) - {"a"}  # a link prints as its text: nothing to click in a grader's PDF
+    return nh3.Cleaner(tags=tags, attributes={k: set(v) for k, v in ATTRIBUTES.items() if k in tags},
+                       allowed_classes={k: set(v) for k, v in _CLASSES.items()}, url_schemes=set(),
+                       clean_content_tags={"script", "style", "template", "noscript", "textarea", "xmp", "title",
+                                           "iframe", "noembed", "noframes", "object", "select"},
+                       strip_comments=True)
+
+
+_STYLE = """
+@page { size: A4; margin: 16mm 15mm; }
+body { font-family: "DejaVu Serif", "Noto Serif", serif; font-size: 11pt; line-height: 1.4; color: #000; }
+.cover h1 { font-size: 16pt; margin: 0 0 0.6em; }
+.cover table { border-collapse: collapse; margin: 1em 0; }
+.cover td, .cover th { border: 1px solid #444; padding: 0.4em 0.8em; text-align: left; min-width: 9em; }
+.cover ol { margin-top: 1em; }
+section.question { break-before: page; }
+section.question h2 { font-size: 13pt; border-bottom: 1px solid #888; padding-bottom: 0.2em; }
+.answer { overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; font-size: 9.5pt; }
+pre.tex, code.tex { color: #a00; }
+p.cut, span.image, .none { color: #555; font-style: italic; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #999; padding: 0.1em 0.4em; }
+blockquote { border-left: 3px solid #bbb; margin-left: 0; padding-left: 0.8em; }
+math[display="block"] { margin: 0.5em 0; }
+"""
+
+
+def printout_html(lab, student: Student, questions) -> str:
+    """The page printed for one student: a cover (the lab, the student's name and id, the
+    questions in order), then each question on a new page with the answer as sanitised
+    HTML (no script, style, image, link or frame can come from the student)."""
+    esc = html.escape
+    clean = _print_cleaner().clean
+    rows = [("Name", student.name or student.key), ("ID", student.student_id or student.key)]
+    if student.email:
+        rows.append(("E-mail", student.email))
+    rows.append(("Submission", student.submission))
+    cover = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    listed = "".join(f"<li>{esc(q.id)}: {esc(q.title)} ({num(q.points)} points)</li>" for q in questions)
+    sections = []
+    for k, q in enumerate(questions, 1):
+        answer = student.answers.get(q.id)
+        if student.unreadable or answer is None:
+            body = ("<p class='none'>The notebook could not be read: there is no answer to show. Its status is in "
+                    "the gradebook.</p>")
+        elif not answer.text.strip():
+            body = "<p class='none'>No answer written.</p>"
+        else:
+            body = clean(render_answer(answer.text, None))
+        sections.append(f"<section class='question' data-question='{esc(q.id)}'><h2>Question {k}: {esc(q.id)}: "
+                        f"{esc(q.title)} ({num(q.points)} points)</h2><div class='answer'>{body}</div></section>")
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<title>{esc(lab.title)}: written answers of {esc(student.key)}</title><style>{_STYLE}</style></head>"
+            f"<body><div class='cover'><h1>{esc(lab.title)}: written answers</h1><table>{cover}</table>"
+            f"<p>Each question below starts on a new page, in this order:</p><ol>{listed}</ol></div>"
+            f"{''.join(sections)}</body></html>\n")
+
+
+def _find_browser(chromium) -> str:
+    if chromium:
+        path = shutil.which(str(chromium)) or (str(chromium) if os.access(str(chromium), os.X_OK) else None)
+        if not path:
+            raise PrintoutError(f"--chromium {chromium!r} is not an executable: give the path of Chromium or Chrome.")
+        return path
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    raise PrintoutError(f"No Chromium or Chrome on PATH (looked for {', '.join(BROWSERS)}): the PDFs are printed by a "
+                        f"headless Chromium. Install it (Debian/Ubuntu: apt install chromium) or give --chromium PATH.")
+
+
+def _page_count(pdf: bytes) -> int:
+    """Pages of a PDF Chromium printed (its page objects; Chromium writes no object streams)."""
+    return len(re.findall(rb"/Type\s*/Page\b", pdf))
+
+
+class _Printer:
+    """Headless Chromium printing HTML to PDF bytes: one Playwright browser for all when
+    Playwright is installed, else Chromium's own ``--print-to-pdf`` per page."""
+
+    def __init__(self, browser: str, engine: str = "auto"):
+        self.browser = browser
+        self.engine = engine
+        self._playwright = self._chromium = self._context = None
+        if engine not in ("auto", "playwright", "cli"):
+            raise PrintoutError(f"engine is auto, playwright or cli; got {engine!r}.")
+        if engine in ("auto", "playwright"):
+            try:
+                from playwright.sync_api import sync_playwright
+            except ImportError:
+                if engine == "playwright":
+                    raise PrintoutError("engine='playwright' needs the playwright package (pip install playwright); "
+                                        "the 'cli' engine needs only Chromium.") from None
+                self.engine = "cli"
+            else:
+                self.engine = "playwright"
+                self._playwright = sync_playwright().start()
+                args = ["--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                        "--no-first-run", "--disable-sync"] + (["--no-sandbox"] if os.geteuid() == 0 else [])
+                self._chromium = self._playwright.chromium.launch(executable_path=browser, args=args)
+                self._context = self._chromium.new_context(java_script_enabled=False, offline=True)
+                self._context.route("**/*", lambda route: route.abort()
+                                    if not route.request.url.startswith(("about:", "data:")) else route.continue_())
+
+    def pdf(self, page_html: str) -> bytes:
+        if self.engine == "playwright":
+            page = self._context.new_page()
+            try:
+                page.set_content(page_html, wait_until="load")
+                return page.pdf(format="A4", print_background=True, prefer_css_page_size=True)
+            finally:
+                page.close()
+        with tempfile.TemporaryDirectory(prefix="lablib-print-") as folder:
+            source, target = pathlib.Path(folder) / "page.html", pathlib.Path(folder) / "page.pdf"
+            source.write_text(page_html, encoding="utf-8")
+            command = [self.browser, "--headless", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                       "--disable-background-networking", "--disable-sync", f"--user-data-dir={folder}/profile",
+                       "--no-pdf-header-footer", f"--print-to-pdf={target}", source.as_uri()]
+            if os.geteuid() == 0:
+                command.insert(1, "--no-sandbox")  # Chromium refuses to start as root otherwise
+            run = subprocess.run(command, capture_output=True, text=True, timeout=180)
+            if not target.is_file() or not target.read_bytes().startswith(b"%PDF"):
+                raise PrintoutError(f"{self.browser} did not print a PDF (exit {run.returncode}): "
+                                    f"{run.stderr.strip()[-600:]}")
+            return target.read_bytes()
+
+    def close(self) -> None:
+        if self._chromium is not None:
+            self._chromium.close()
+        if self._playwright is not None:
+            self._playwright.stop()
+
+
+def write_printouts(out_dir, lab, dest, *, questions=None, chromium=None, engine: str = "auto",
+                    html: bool = False) -> dict:
+    """Print every student's written answers to ``dest/<student>.pdf`` (see the module's
+    docstring) and write ``dest/manifest.json``.
+
+    Args:
+        out_dir: the output folder of ``lablib grade`` (its ``grades.json``).
+        lab: the :class:`~lablib.grading.spec.LabSpec`.
+        dest: the folder for the PDFs (created).
+        questions: the question ids in Gradescope's order (a list or ``"a,b,c"``); None:
+            the lab's order.
+        chromium: the browser's path (None: the first of :data:`BROWSERS` on PATH).
+        engine: ``auto`` (Playwright when installed), ``playwright`` or ``cli``.
+        html: also write the HTML printed, ``dest/html/<student>.html``.
+
+    Returns:
+        The manifest: ``lab``, ``questions``, ``students`` (file, key, name, student_id,
+        email, submission, pages, unreadable, digests).
+    """
+    order = _question_order(lab, questions)
+    students = class_students(out_dir, lab)
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if html:
+        (dest / "html").mkdir(exist_ok=True)
+    printer = _Printer(_find_browser(chromium), engine)
+    entries = []
+    try:
+        for student in students:
+            page = printout_html(lab, student, order)
+            pdf = printer.pdf(page)
+            atomic_write(dest / f"{student.stem}.pdf", pdf)
+            if html:
+                atomic_write(dest / "html" / f"{student.stem}.html", page)
+            entries.append({"file": f"{student.stem}.pdf", "key": student.key, "name": student.name,
+                            "student_id": student.student_id, "email": student.email,
+                            "submission": student.submission, "pages": _page_count(pdf),
+                            "unreadable": student.unreadable,
+                            "digests": {q.id: (student.answers[q.id].digest if q.id in student.answers
+                                               else MISSING_DIGEST) for q in order}})
+    finally:
+        printer.close()
+    manifest = {"lab": lab.name, "questions": [q.id for q in order], "engine": printer.engine, "students": entries}
+    atomic_write(dest / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def write_points_csv(out_dir, lab, path, *, questions=None) -> int:
+    """Write the people's points of every written answer to ``path`` (CSV, one row per
+    student and question: ``student``, ``name``, ``submission``, ``question``,
+    ``points``, ``max_points``, ``status`` (``graded``, ``changed since graded``, ``not
+    graded``, ``unreadable``), ``comment`` (the rubric items, adjustment and comment the
+    student reads, and the cap when one applied)); returns the number of rows."""
+    order = _question_order(lab, questions)
+    students = class_students(out_dir, lab)
+    store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
+    digests = {s.submission: {q.id: s.answers[q.id].digest if q.id in s.answers else MISSING_DIGEST
+                              for q in order} for s in students}
+    scores = store.person_scores([s.submission for s in students], digests)
+    with atomic_write(path, newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["student", "name", "submission", "question", "points", "max_points", "status", "comment"])
+        for s in students:
+            for q in order:
+                score = scores[s.submission][q.id]
+                if s.unreadable and not score.graded:
+                    status = "unreadable"
+                else:
+                    status = "changed since graded" if score.stale else ("graded" if score.graded else "not graded")
+                lines = person_lines(score) + ([cap_note(score)] if cap_note(score) else [])
+                writer.writerow([spreadsheet_text(s.key), spreadsheet_text(s.name), spreadsheet_text(s.submission),
+                                 q.id, num(score.score) if score.graded else "", num(q.points), status,
+                                 spreadsheet_text("; ".join(" ".join(line.split()) for line in lines))])
+    return len(students) * len(order)
+
+
+# ---------------------------------------------------------------------------- Gradescope back
+
+
+def _evaluation_files(source) -> list[tuple[str, str]]:
+    """``(file name, text)`` of each CSV of an evaluations export: a zip, a folder or one CSV."""
+    source = pathlib.Path(source)
+    if not source.exists():
+        raise PrintoutError(f"{source} does not exist: give Gradescope's 'Export Evaluations' zip, the folder it "
+                            f"unzips to, or one of its CSV files.")
+    files = []
+    if source.is_dir():
+        for path in sorted(source.rglob("*.csv")):
+            files.append((path.name, path.read_text(encoding="utf-8-sig")))
+    elif zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as archive:
+            for info in sorted(archive.infolist(), key=lambda i: i.filename):
+                name = pathlib.PurePosixPath(info.filename).name
+                if name.lower().endswith(".csv") and not info.is_dir():
+                    if info.file_size > 64 * 1024 * 1024:
+                        raise PrintoutError(f"{source}: {info.filename} is {info.file_size:,} bytes: not an "
+                                            f"evaluations CSV.")
+                    files.append((name, archive.read(info).decode("utf-8-sig")))
+    else:
+        files.append((source.name, source.read_text(encoding="utf-8-sig")))
+    if not files:
+        raise PrintoutError(f"{source} holds no CSV file: expected Gradescope's 'Export Evaluations' (one CSV per "
+                            f"question).")
+    return files
+
+
+def _question_of(name: str, lab, order, mapping) -> str:
+    """The lablib question of an evaluations file ``<number>_<title>.csv``."""
+    stem = name[:-4] if name.lower().endswith(".csv") else name
+    match = re.match(r"(\d+(?:\.\d+)*)_?(.*)$", stem)
+    number, title = (match.group(1), match.group(2)) if match else ("", stem)
+    for key in (number, title, stem):
+        if key and key in mapping:
+            return mapping[key]
+    squash = lambda text: re.sub(r"[^0-9a-z]+", "_", _norm(text)).strip("_")
+    for q in order:
+        if title and squash(title) in (squash(q.id), squash(q.title)):
+            return q.id
+    if number.isdigit() and 1 <= int(number) <= len(order):
+        return order[int(number) - 1].id
+    raise PrintoutError(f"Evaluations file {name!r}: no written question of {lab.name} for Gradescope's question "
+                        f"{number or '?'} ({title!r}). Map it with --question {number or stem}=<id> (the lab's "
+                        f"questions: {', '.join(q.id for q in order)}).")
+
+
+def _number(value, what: str):
+    value = (value or "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise PrintoutError(f"{what} is {value!r}, not a number.") from None
+
+
+def _read_evaluations(name: str, text: str) -> tuple[list[str], dict[str, float | None], list[dict]]:
+    """``(rubric columns, their points, student rows)`` of one evaluations CSV."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if not header or "Score" not in header or not ({"SID", "Email", "Name", "First Name"} & set(header)):
+        raise PrintoutError(f"{name} is not a Gradescope evaluations CSV: expected a header with Score and SID, Email "
+                            f"or Name (Review Grades > Export Evaluations); got {header[:8] if header else 'nothing'}.")
+    header = [h.strip() for h in header]
+    items = [h for h in header if h and h not in _GRADESCOPE_COLUMNS]
+    points: dict[str, float | None] = {h: None for h in items}
+    rows = []
+    for cells in reader:
+        if not cells or not any(c.strip() for c in cells):
+            continue
+        first = cells[0].strip()
+        if first in _FOOTER_ROWS:
+            if first == "Point Values":
+                for h, value in zip(header, cells):
+                    if h in points:
+                        points[h] = _number(value, f"{name}: the points of rubric item {h!r}")
+            continue
+        rows.append(dict(zip(header, (c.strip() for c in cells))))
+    return items, points, rows
+
+
+def _match_rows(students: list[Student]):
+    """A function from an evaluations row to the gradebook's submission (or None, reason)."""
+    by: dict[str, dict[str, set[str]]] = {"sid": {}, "email": {}, "name": {}, "submission": {}}
+    for s in students:
+        for kind, value in (("sid", s.student_id), ("email", s.email), ("name", s.name), ("submission", s.submission),
+                            ("sid", s.key)):
+            if value:
+                by[kind].setdefault(_norm(value), set()).add(s.submission)
+
+    def match(row: dict):
+        name = row.get("Name") or " ".join(filter(None, (row.get("First Name"), row.get("Last Name"))))
+        email = row.get("Email", "")
+        tries = [("sid", row.get("SID")), ("email", email), ("name", name), ("submission", row.get("SID")),
+                 ("submission", email.split("@")[0] if email else ""), ("submission", name)]
+        for kind, value in tries:
+            found = by[kind].get(_norm(value)) if value else None
+            if found and len(found) == 1:
+                return next(iter(found)), ""
+            if found:
+                return None, f"{kind} {value!r} names {len(found)} rows of the gradebook"
+        return None, "no gradebook row has this SID, e-mail or name"
+
+    return match
+
+
+def name_of(row: dict) -> str:
+    """How an evaluations row names its student, for messages."""
+    name = row.get("Name") or " ".join(filter(None, (row.get("First Name"), row.get("Last Name"))))
+    return ", ".join(filter(None, (name, row.get("SID"), row.get("Email")))) or "(no name)"
+
+
+def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None, printout=None, grader: str = "",
+                      replace: bool = False) -> dict:
+    """Bring Gradescope's graded evaluations of the written answers into the review store.
+
+    Args:
+        out_dir: the output folder of ``lablib grade`` (``grades.json``, ``reviews.sqlite``).
+        lab: the :class:`~lablib.grading.spec.LabSpec`.
+        source: the ``Export Evaluations`` zip, its folder, or one of its CSV files.
+        questions: the question ids in Gradescope's order, as printed (None: the lab's).
+        question_map: Gradescope question (number, title or file stem) -> question id,
+            for files whose number or title does not say.
+        printout: the folder :func:`write_printouts` wrote: each grade is given to the text
+            printed (an answer changed since is then stale); None: to the text now.
+        grader: who imports (the log names ``"<grader> (Gradescope: <their grader>)"``).
+        replace: replace a different grade already given in lablib (default: keep it and
+            list it as a conflict).
+
+    Returns:
+        ``{"imported": {question: n}, "unchanged": n, "conflicts": [...], "unmatched": [...],
+        "ungraded": n, "items_added": n}``.
+    """
+    order = _question_order(lab, questions)
+    mapping = {str(k).strip(): v for k, v in (question_map or {}).items()}
+    bad = sorted(v for v in mapping.values() if v not in lab.answers)
+    if bad:
+        raise PrintoutError(f"--question maps to {bad}, not written questions of {lab.name} "
+                            f"({', '.join(lab.answers)}).")
+    students = class_students(out_dir, lab)
+    by_submission = {s.submission: s for s in students}
+    printed = {}
+    if printout is not None:
+        manifest_path = pathlib.Path(printout) / "manifest.json"
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PrintoutError(f"{manifest_path} cannot be read ({exc}): give the folder `lablib written pdf` wrote "
+                                f"(it holds manifest.json), or leave --printout out.") from None
+        if manifest.get("lab") != lab.name:
+            raise PrintoutError(f"{manifest_path} is of lab {manifest.get('lab')!r}, not {lab.name!r}.")
+        printed = {e["submission"]: e.get("digests", {}) for e in manifest.get("students", [])}
+    store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
+    match = _match_rows(students)
+    report = {"imported": {}, "unchanged": 0, "conflicts": [], "unmatched": [], "ungraded": 0, "items_added": 0,
+              "capped": []}
+    files = _evaluation_files(source)
+    plan = []
+    for name, text in files:
+        question = _question_of(name, lab, order, mapping)
+        items, points, rows = _read_evaluations(name, text)
+        plan.append((name, question, items, points, rows))
+    seen_questions = [p[1] for p in plan]
+    twice = sorted({q for q in seen_questions if seen_questions.count(q) > 1})
+    if twice:
+        raise PrintoutError(f"Two evaluations files are of the same question(s) {twice}: map each file to its own "
+                            f"question with --question.")
+    for name, question, items, points, rows in plan:
+        q = lab.answers[question]
+        rubric = {(round(r.points, 6), r.comment): r.id for r in store.rubric(question)}
+        item_ids = {}
+        for column in items:
+            key = (round(points[column] or 0.0, 6), column)
+            if key not in rubric:
+                rubric[key] = store.save_item(question, points[column] or 0.0, column,
+                                              grader=f"{grader} (Gradescope)".strip()).id
+                report["items_added"] += 1
+            item_ids[column] = rubric[key]
+        now = {s.submission: (s.answers[question].digest if question in s.answers else MISSING_DIGEST)
+               for s in students}
+        state = store.answers(question, now)
+        count = 0
+        for row in rows:
+            submission, why = match(row)
+            if submission is None:
+                report["unmatched"].append(f"{name}: {name_of(row)}: {why}")
+                continue
+            applied = [c for c in items if row.get(c, "").strip().lower() in ("true", "1", "yes", "x")]
+            score = _number(row.get("Score"), f"{name}: the Score of {name_of(row)}")
+            if score is None and not applied:
+                report["ungraded"] += 1
+                continue
+            ids = [item_ids[c] for c in applied]
+            total = sum(points[c] or 0.0 for c in applied)
+            adjustment = _number(row.get("Adjustment"), f"{name}: the Adjustment of {name_of(row)}") or 0.0
+            if score is not None and min(max(total + adjustment, 0.0), q.points) != score:
+                adjustment = score - total  # the score is Gradescope's whatever its rubric's scoring
+            if score is not None and not 0 <= score <= q.points:
+                report["capped"].append(f"{name}: {name_of(row)}: Gradescope's {num(score)} kept within 0-"
+                                        f"{num(q.points)}")
+            comment = row.get("Comments", "")
+            current = state.get(submission)
+            wanted = {"items": sorted(ids), "adjustment": adjustment, "comment": comment}
+            if current and current["graded"]:
+                have = {"items": sorted(current["items"]), "adjustment": current["adjustment"],
+                        "comment": current["comment"]}
+                if have == wanted:
+                    report["unchanged"] += 1
+                    continue
+                if not replace:
+                    report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): graded differently in "
+                                               f"lablib; kept (--replace takes Gradescope's)")
+                    continue
+            digest = printed.get(submission, {}).get(question, now[submission])
+            student = by_submission[submission]
+            text = student.answers[question].text if question in student.answers else None
+            who = f"{grader} (Gradescope: {row.get('Grader') or 'no grader named'})".strip()
+            try:
+                store.apply([submission], question, wanted, digest={submission: digest},
+                            versions={submission: current["version"] if current else 0}, grader=who,
+                            texts={now[submission]: text} if text is not None else None)
+            except ReviewError as exc:
+                report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): {exc}")
+                continue
+            count += 1
+        report["imported"][question] = report["imported"].get(question, 0) + count
+    return report

@@ -3,7 +3,7 @@ grader's child probes them (``run_probe`` with the guard, then the judge), and t
 probe with and without the guard. Run as a script (one lab per process: Lab 2 chooses
 tf_keras in its set-up cell):
 
-    LABLIB_FAST=1 python tests/grading/crib_guard_solutions.py lab2_transformer_reuters [--repeat 3]
+    LABLIB_FAST=1 python tests/grading/crib_guard_probe_timing.py lab2_transformer_reuters [--repeat 3]
 
 Prints one JSON object: ``{"tests": [{"id", "passed", "score", "max_score", "message",
 "plain_ms", "guarded_ms"}], "first_window_ms": ...}`` (times: the fastest of ``--repeat``

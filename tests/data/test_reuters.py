@@ -237,3 +237,36 @@ def test_reuters_batches_train_a_tf_keras_model_in_legacy_mode(shared_data):
     history = model.fit(train, epochs=2, verbose=0)
     assert len(history.history["loss"]) == 2
     assert np.isfinite(history.history["loss"]).all()
+
+
+_DEVICE_CHECK = r"""
+import tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+from lablib.data import reuters_dataset
+
+with tf.device("/CPU:1"):  # stands for a GPU: the device eager constants go to by default
+    dataset = reuters_dataset([[4, 5, 6], [7, 8], [9]] * 8, [0, 1, 2] * 8, batch_size=4, bucket=True)
+devices, node = [], dataset
+while node is not None:
+    function = getattr(node, "_map_func", None)
+    if function is not None:
+        devices += [t.device for t in function.function.captured_inputs]
+    node = getattr(node, "_input_dataset", None)
+print("DEVICES", devices)
+assert devices and all(d.endswith("CPU:0") for d in devices), devices
+assert sum(len(t) for t, _ in dataset) == 24
+"""
+
+
+def test_the_wires_stay_in_host_memory_whatever_the_default_device():
+    """reuters_dataset's map slices each wire out of constants it captures; created on a
+    GPU (the default device of eager code on a GPU machine) every slice would cross to the
+    host. Two logical CPUs stand in for a host and a GPU: built under the second, the
+    captured constants must still be on the first."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _DEVICE_CHECK], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "DEVICES" in done.stdout

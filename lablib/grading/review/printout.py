@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import html
 import io
 import json
@@ -173,6 +174,7 @@ def _question_order(lab, questions) -> list:
     return [lab.answers[q] for q in ids]
 
 
+@functools.lru_cache(maxsize=1)
 def _print_cleaner():
     import nh3
 

@@ -51,7 +51,7 @@ MISTAKES = [
      "split with a reshape straight"),
     ("positional encoding as the slide writes it", "lab1_attention", "positional_encoding",
      [(ANGLES, "angles = positions / np.power(10000.0, 2 * np.arange(depth)[np.newaxis, :] / depth)")],
-     "as the lecture's slide writes it"),
+     "the exponent as the lecture's slide writes it"),
     ("sine and cosine swapped", "lab2_transformer_reuters", "positional_encoding",
      [(COLUMNS, COLUMNS.replace("np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"))],
      "Sine and cosine are swapped"),

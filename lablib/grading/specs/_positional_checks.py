@@ -31,13 +31,18 @@ def encoding_mistakes(length, depth):
 
     paper = 2 * (columns // 2)
     return [
+        # These two name the place of the mistake, not its fix: why the slide's exponent
+        # is wrong is Lab 2's written question (section 8, `find_error`), and a check
+        # that stated it would answer that question before it is asked.
         (table(2 * columns),
-         "Column j uses the exponent 2j/d_model, as the lecture's slide writes it; the "
-         "paper's is 2i/d_model with i = floor(j/2), so that columns 2i (sine) and 2i + 1 "
-         "(cosine) share one frequency."),
+         "Your table follows the exponent as the lecture's slide writes it, not the paper's "
+         "formula (section 3 of Lab 2, section 4 of Lab 1): compute row 1 of "
+         "positional_encoding(2, 4) by hand from the paper's two formulas (pos = 1, "
+         "d_model = 4) and compare the frequency each of your columns uses."),
         (table(columns),
-         "Column j uses the exponent j/d_model; the paper's is 2i/d_model with i = floor(j/2) "
-         "(an odd column 2i + 1 shares the frequency of column 2i)."),
+         "Your columns' frequencies are not the paper's: compute row 1 of "
+         "positional_encoding(2, 4) by hand from the paper's two formulas (pos = 1, "
+         "d_model = 4) and compare the frequency each of your columns uses."),
         (table(paper, swap=True),
          "Sine and cosine are swapped: even columns 2i hold sin(p / 10000^(2i/d_model)), odd "
          "columns 2i + 1 hold cos of the same angle."),

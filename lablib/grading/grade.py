@@ -37,14 +37,16 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.report.gradebook_json import _WHAT_TO_DO, GradebookError, read_gradebook, result_from_entry
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
+from lablib.grading.identity import resolve
 from lablib.grading.roster import Roster
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
 from lablib.grading.similarity import dynamic_code, graded_code, identical_files, similarity_hints
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
-from lablib.grading.submissions import collect_submissions, warn_skipped
+from lablib.grading.submissions import Found, find_submissions, warn_skipped
 
-__all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "previous_results", "ROSTER_COPY"]
+__all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced", "previous_results",
+           "ROSTER_COPY"]
 
 CACHE_VERSION = "6"
 #: The roster a gradebook was written with, kept in the output folder: reports written
@@ -152,6 +154,8 @@ def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> li
             names.discard(r.submission.casefold())
             r.submission = old.submission
             names.add(r.submission.casefold())
+        if old is not None:
+            _carry_identity(r, old)
         out.append(r)
     for old in by_path.values():
         if not os.path.exists(old.path):
@@ -165,6 +169,97 @@ def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> li
         names.add(name.casefold())
         out.append(old)
     return out
+
+
+class SubmissionReplaced(UserWarning):
+    """A row of the existing gradebook replaced by a newer submission of the same student
+    from the same LMS (a new download graded into the gradebook): its row is dropped."""
+
+
+def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
+    """The same notebook graded again (given by its path, without the folder that named
+    its student): it keeps the student its row was matched to, with what the download
+    says now (its LMS data and time, where they are known)."""
+    if new.identity.get("matched") or not old.identity.get("matched"):
+        return
+    carried = {k: v for k, v in old.identity.items() if k not in ("lms", "submitted_at", "time_source")}
+    carried["lms"] = new.identity.get("lms") or old.identity.get("lms", {})
+    if new.identity.get("submitted_at"):
+        carried["submitted_at"], carried["time_source"] = new.identity["submitted_at"], new.identity["time_source"]
+    else:
+        carried["submitted_at"] = old.identity.get("submitted_at", "")
+        carried["time_source"] = old.identity.get("time_source", "")
+    new.identity = carried
+
+
+def _lms_person(identity: dict) -> tuple | None:
+    """The LMS's own key of a submission's student (Canvas user id, Moodle participant id,
+    a Gradescope submitter's SID or e-mail), or None for a plain file or folder."""
+    lms = identity.get("lms") or {}
+    kind = lms.get("lms")
+    if kind == "canvas":
+        who = lms.get("user_id") or lms.get("anonymous_id")
+    elif kind == "moodle":
+        who = lms.get("participant_id")
+    elif kind == "gradescope":
+        first = (lms.get("submitters") or [{}])[0]
+        who = first.get("sid") or first.get("email")
+    else:
+        return None
+    return (kind, str(who)) if who else None
+
+
+def _replaced(results: list[SubmissionResult], now: set) -> list[SubmissionResult]:
+    """``results`` less the kept rows (not graded now) of a student whose newer submission
+    from the same LMS was graded now, each dropped with a :class:`SubmissionReplaced`
+    warning (never silently)."""
+    newer = {}
+    for r in results:
+        if id(r) in now and (person := _lms_person(r.identity)) is not None:
+            newer.setdefault(person, r)
+    out = []
+    for r in results:
+        person = _lms_person(r.identity) if id(r) not in now else None
+        if person is not None and person in newer and os.path.realpath(newer[person].path) != os.path.realpath(r.path):
+            warnings.warn(f"{r.submission} ({r.path}) was replaced by the newer submission of the same student, "
+                          f"{newer[person].submission} ({newer[person].path}): its row was dropped.",
+                          SubmissionReplaced, stacklevel=3)
+            continue
+        out.append(r)
+    return out
+
+
+def _found_of(result: SubmissionResult) -> Found:
+    """A kept row as :func:`~lablib.grading.submissions.find_submissions` found it (what
+    its identity recorded), to resolve it again."""
+    identity = result.identity or {}
+    return Found(result.submission, pathlib.Path(result.path), str(identity.get("where", "")),
+                 str(identity.get("folder", "")), dict(identity.get("lms") or {}))
+
+
+def _identify(found: Found, roster, times, spec) -> dict:
+    identity = resolve(found, roster, times=times, lab=spec)
+    identity["where"], identity["folder"] = found.where, found.folder
+    return identity
+
+
+def _again(result: SubmissionResult, roster, times, spec) -> dict:
+    """A kept row's identity resolved again (a new roster or times file); a time its
+    identity had from elsewhere (the download, an earlier times file) is kept when none
+    is found now."""
+    old = result.identity or {}
+    identity = _identify(_found_of(result), roster, times, spec)
+    if not identity.get("submitted_at") and old.get("submitted_at"):
+        identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
+    return identity
+
+
+def _keep_roster(out: pathlib.Path, roster) -> None:
+    """A copy of the roster in the output folder: later regrades and reports use it."""
+    kept = out / ROSTER_COPY
+    if roster is not None and roster.source and os.path.isfile(roster.source) and not (
+            kept.exists() and os.path.samefile(roster.source, kept)):
+        atomic_write(kept, pathlib.Path(roster.source).read_bytes())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +302,7 @@ class _Cache:
         cache = self._path(key)
         cache.parent.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
-        data["answers"], data["code"] = {}, {}
+        data["answers"], data["code"], data["identity"] = {}, {}, {}
         atomic_write(cache, json.dumps({"key": key, "result": data}, default=str))  # never half a file
 
 
@@ -250,7 +345,7 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
 def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
           memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
           isolate: bool = True, writers=None, fresh: bool = False, roster=None,
-          late_policy=None) -> list[SubmissionResult]:
+          late_policy=None, times=None) -> list[SubmissionResult]:
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the
@@ -272,9 +367,13 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         isolate: use the sandbox (namespaces, unprivileged uid) when running as root.
         writers: the report writers (default :data:`lablib.grading.report.DEFAULT_WRITERS`).
         fresh: start a new gradebook: drop the rows of submissions not graded now.
-        roster: a :class:`~lablib.grading.roster.Roster`: each row names its student and
-            the summary lists the submissions and students that matched nothing (a copy
-            stays in ``out_dir``: a later regrade without ``roster`` uses it).
+        roster: a :class:`~lablib.grading.roster.Roster`: each row's identity is resolved
+            with it (every row's, the kept ones' too) and the summary lists the
+            submissions and students that matched nothing (a copy stays in ``out_dir``: a
+            later regrade without ``roster`` resolves its new rows with it and keeps the
+            identities of the others).
+        times: a :class:`~lablib.grading.roster.SubmissionTimes`: submission times for
+            the rows whose LMS download carries none (every row's time is looked up again).
         late_policy: a :class:`~lablib.grading.late.LatePolicy` (kept in ``out_dir`` as
             ``late.json``: later regrades and ``lablib report`` apply it too).
 
@@ -287,13 +386,15 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     setup = setup_sources(template)
     out = pathlib.Path(out_dir)
     previous = [] if fresh else previous_results(out, spec.name)
+    roster_given = roster is not None
     if roster is None and previous and (out / ROSTER_COPY).is_file():
         roster = Roster.load(out / ROSTER_COPY)  # a regrade keeps the class's roster
     if late_policy is None and not fresh:
         late_policy = LatePolicy.load(out)
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
-    items = collect_submissions(submissions, refused=skipped)
+    found = find_submissions(submissions, refused=skipped)
+    items = [(f.name, f.path) for f in found]
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     limits = Limits(timeout=timeout, memory_mb=memory_mb, isolate=isolate)
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits))
@@ -306,11 +407,20 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         return grade_one(spec, name, path, setup, limits=limits, mask=mask, template=template, cache=cache,
                          force=force)
 
-    results = _merged(previous, _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress))
-    kept = out / ROSTER_COPY
-    if roster is not None and roster.source and os.path.isfile(roster.source) and not (
-            kept.exists() and os.path.samefile(roster.source, kept)):
-        atomic_write(kept, pathlib.Path(roster.source).read_bytes())
+    graded = _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress)
+    by_name = {f.name: f for f in found}
+    for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
+        r.identity = _identify(by_name[r.submission], roster, times, spec)
+    now = {id(r) for r in graded}
+    for r in previous:
+        if roster_given or not r.identity:  # a new roster for the class, or a gradebook without identities
+            r.identity = _again(r, roster, times, spec)
+        elif times is not None:  # new times: the same student, the time looked up again
+            again = _identify(_found_of(r), roster, times, spec)
+            if again.get("submitted_at"):
+                r.identity.update(submitted_at=again["submitted_at"], time_source=again["time_source"])
+    results = _replaced(_merged(previous, graded), now)
+    _keep_roster(out, roster)
     if late_policy is not None:
         late_policy.save(out)
     elif fresh:
@@ -365,8 +475,14 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
                          f"folder of a graded lab.") from None
     spec = lab if isinstance(lab, LabSpec) else load_lab(lab or name, hidden_dirs)
     results = previous_results(out, spec.name)
+    roster_given = roster is not None
     if roster is None and (out / ROSTER_COPY).is_file():
         roster = Roster.load(out / ROSTER_COPY)
+    for r in results:  # identities are kept; a roster given now resolves them all again
+        if roster_given or not r.identity:
+            r.identity = _again(r, roster, None, spec)
+    if roster_given:
+        _keep_roster(out, roster)
     try:
         skipped = [(s["path"], s["reason"]) for s in json.loads((out / "summary.json").read_text()).get("skipped", [])]
     except (OSError, ValueError, KeyError, TypeError):

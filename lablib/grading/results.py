@@ -118,6 +118,9 @@ class TestResult:
         hint: the test's hint for students.
         kind: how it ended (:class:`Kind`).
         detail: for the instructor only (the judge's traceback of a grader error).
+        mistake: the message names the student's mistake (a check's diagnosis, such as
+            "The scores are not scaled by 1/sqrt(d_k)"), not only a symptom; the class
+            summary ranks these by how many students made each.
     """
 
     __test__ = False
@@ -133,6 +136,7 @@ class TestResult:
     hint: str = ""
     kind: Kind = Kind.PASSED
     detail: str = ""
+    mistake: bool = False
 
     def __post_init__(self):
         self.kind = Kind(self.kind)
@@ -309,6 +313,10 @@ class SubmissionResult:
         answers: written question id -> the :class:`WrittenAnswer` found (graded by a
             person: their scores are not part of ``score``, see ``lablib review``).
         code: graded piece -> its cell's code as graded (for the similarity hints).
+        identity: who submitted it, resolved once at grading and kept in the gradebook
+            (:func:`lablib.grading.identity.resolve`): the roster's student, or what the
+            LMS download says (Canvas user id, Moodle participant id, Gradescope
+            submitters), the submission time and where it came from; {} before grading.
     """
 
     submission: str
@@ -326,6 +334,7 @@ class SubmissionResult:
     cached: bool = False
     answers: dict[str, WrittenAnswer] = dataclasses.field(default_factory=dict)
     code: dict[str, str] = dataclasses.field(default_factory=dict)
+    identity: dict = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready) of the result, tests included."""
@@ -339,6 +348,7 @@ class SubmissionResult:
             "seconds": self.seconds, "cached": self.cached,
             "answers": {q: a.to_dict() for q, a in self.answers.items()},
             "code": dict(self.code),
+            "identity": dict(self.identity),
         }
 
     @classmethod
@@ -352,4 +362,5 @@ class SubmissionResult:
             [Diagnostic(**d) for d in data.get("diagnostics", [])], data.get("seconds", 0.0),
             data.get("cached", False),
             {q: WrittenAnswer.from_dict(a) for q, a in (data.get("answers") or {}).items()},
-            {str(p): str(c) for p, c in (data.get("code") or {}).items()})
+            {str(p): str(c) for p, c in (data.get("code") or {}).items()},
+            dict(data.get("identity") or {}))

@@ -1,24 +1,33 @@
-"""The class list: who the students are, and which submission is whose.
+"""The class list: who the students are, when they submitted, and which submission is whose.
 
 ``lablib grade --roster roster.csv`` and ``lablib export`` read a CSV file in any of these
-layouts, recognised by its header row (case and spacing ignored):
+layouts, recognised by its header row (case, spacing and Unicode form ignored):
 
 * lablib's own: ``student_id, name, email, section, submission`` (``submission``: the
   notebook or folder that is the student's, as named in the gradebook or as a path below
   the submissions folder; optional), with optional late-work columns
-  ``submitted_at`` (when the student submitted, ISO 8601), ``extension`` (``2d``, ``36h``)
-  and ``due`` (the student's own due date) (:mod:`~lablib.grading.late`);
-* Canvas's gradebook export: ``Student, ID, SIS User ID, SIS Login ID, Section, ...``
-  (its "Points Possible" row and its test student are skipped);
+  ``submitted_at`` (when the student submitted, ISO 8601), one ``submitted_at:<lab>``
+  column per lab (``submitted_at:lab1``; the lab's short or full name), ``extension``
+  (``2d``, ``36h``) and ``due`` (the student's own due date) (:mod:`~lablib.grading.late`);
+* Canvas's gradebook export (Grades > Export): ``Student, ID, SIS User ID, SIS Login ID,
+  Section, ...`` (its "Points Possible" row and its test student are skipped; ``ID`` is
+  the user id of Canvas's download names);
 * Gradescope's roster export: ``First Name, Last Name, SID, Email, Role, ...`` (only the
-  rows whose role is Student, when the file has a role column).
+  rows whose role is Student, when the file has a role column);
+* Moodle's grading worksheet (Assignment > View all submissions > Download grading
+  worksheet): ``Identifier ("Participant 1234567"), Full name, Email address, ...,
+  Last modified (submission)``: the participant id of Moodle's download folders and the
+  submission time of that assignment; or Moodle's grade export (``First name, Last
+  name, ID number, Email address``).
 
-A submission is matched to a student by the roster's ``submission`` column when it has
-one, else when one of the student's identifiers (student id, SIS ids, login, e-mail or
-the part of it before ``@``) equals the submission's name, one of its folders, or its
-notebook's name, ignoring case (``erin@uni.edu/lab1.ipynb``, ``12345.ipynb``). An
-identifier shared by two students matches neither. What matched nothing is listed, on
-both sides.
+A times file (``lablib grade --times times.csv``; :class:`SubmissionTimes`) gives
+submission times apart from the roster: ``student, lab, submitted_at``, one row per
+submission; a student's later row for the same lab (a resubmission) replaces the earlier.
+
+Which submission is whose is resolved once, at grading, by
+:func:`lablib.grading.identity.resolve` (the roster's ``submission`` column, then the
+LMS download's ids, then the student's identifiers naming the submission, then names),
+and kept in the gradebook.
 
 Example::
 
@@ -34,11 +43,14 @@ import dataclasses
 import pathlib
 import re
 
-__all__ = ["Student", "Roster", "RosterMatch", "RosterError"]
+from lablib.grading.lms import fold, moodle_time
+
+__all__ = ["Student", "Roster", "RosterMatch", "RosterError", "SubmissionTimes", "lab_aliases"]
 
 
 class RosterError(ValueError):
-    """The roster file cannot be read as a class list (the message says why and what to fix)."""
+    """The roster (or times) file cannot be read as a class list (the message says why and
+    what to fix)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,14 +59,17 @@ class Student:
 
     Attributes:
         student_id: the institution's id (lablib's ``student_id``, Canvas's SIS User ID,
-            Gradescope's SID).
+            Gradescope's SID, Moodle's ID number).
         name: as the LMS shows it.
         email, section: when the roster has them.
         submission: the roster's ``submission`` column (lablib's layout).
         lms_id: Canvas's own user ``ID``; login: Canvas's SIS Login ID.
-        submitted_at: when the student submitted (ISO 8601; Gradescope's "Submission Time").
+        submitted_at: when the student submitted (ISO 8601; Gradescope's "Submission Time",
+            Moodle's "Last modified (submission)"), for any lab.
         extension: a duration added to the due date for this student (``2d``).
         due: this student's own due date (ISO 8601), instead of the lab's.
+        participant_id: Moodle's participant id (its grading worksheet's Identifier).
+        times: ``(lab, time)`` pairs of the roster's ``submitted_at:<lab>`` columns.
     """
 
     student_id: str
@@ -67,16 +82,31 @@ class Student:
     submitted_at: str = ""
     extension: str = ""
     due: str = ""
+    participant_id: str = ""
+    times: tuple = ()
 
     @property
     def key(self) -> str:
         """One identifier that names the student in reports (id, else e-mail, else name)."""
-        return self.student_id or self.lms_id or self.email or self.name
+        return self.student_id or self.lms_id or self.email or self.participant_id or self.name
 
     def identifiers(self) -> set[str]:
-        """Everything a submission may be named after, folded to lower case."""
-        keys = {self.student_id, self.lms_id, self.login, self.email, self.email.split("@", 1)[0]}
-        return {k.strip().casefold() for k in keys if k and k.strip()}
+        """Everything a submission may be named after, folded (NFC, lower case)."""
+        keys = {self.student_id, self.lms_id, self.login, self.email, self.email.split("@", 1)[0],
+                self.participant_id}
+        return {fold(k) for k in keys if k and k.strip()}
+
+    def time_for(self, aliases) -> tuple[str, str]:
+        """``(time, where it came from)`` for a lab called any of ``aliases`` (its full and
+        short names): its own ``submitted_at:<lab>`` column, else ``submitted_at``; ("", "")
+        when the roster has neither."""
+        names = {fold(a) for a in aliases}
+        for lab, value in self.times:
+            if fold(lab) in names and str(value).strip():
+                return str(value).strip(), f"the roster's submitted_at:{lab} column"
+        if self.submitted_at:
+            return self.submitted_at, "the roster's submitted_at column"
+        return "", ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +126,7 @@ class RosterMatch:
 
 #: Header (folded) -> field, per layout.
 _COLUMNS = {
-    "student_id": ("student_id", "student id", "sid", "sis user id", "student number"),
+    "student_id": ("student_id", "student id", "sid", "sis user id", "student number", "id number"),
     "name": ("name", "student", "full name", "student name"),
     "first": ("first name", "firstname", "given name"),
     "last": ("last name", "lastname", "surname", "family name"),
@@ -106,15 +136,43 @@ _COLUMNS = {
     "lms_id": ("id",),
     "login": ("sis login id", "login", "login id", "username"),
     "role": ("role",),
-    "submitted_at": ("submitted_at", "submitted at", "submission time", "submitted", "submission date"),
+    "submitted_at": ("submitted_at", "submitted at", "submission time", "submitted", "submission date",
+                     "last modified (submission)"),
     "extension": ("extension", "extensions"),
     "due": ("due", "due date", "due_at", "due at"),
+    "participant_id": ("identifier",),
 }
 _TEST_STUDENTS = {"student, test", "test student"}
+# submitted_at:<lab>, "submitted at lab1", "lab1 submitted_at"
+_LAB_TIME = re.compile(r"^(?:submitted[_ ]at|submission time)\s*[:/ ]\s*(?P<lab>[\w.-]+)$"
+                       r"|^(?P<lab2>[\w.-]+)\s*[:/ ]\s*(?:submitted[_ ]at|submission time)$")
 
 
-def _fold(text: str) -> str:
-    return re.sub(r"\s+", " ", str(text).strip()).casefold()
+def lab_aliases(lab) -> tuple[str, ...]:
+    """The names a roster or times file may give a lab: its full name and, for a lab of
+    the registry, its short name (``lab1_attention``, ``lab1``)."""
+    name = getattr(lab, "name", lab)
+    aliases = [str(name)]
+    try:
+        from lablib.labs import resolve_lab
+
+        found = resolve_lab(name)
+        aliases += [found.name, found.short]
+    except (KeyError, ValueError, ImportError):
+        pass
+    return tuple(dict.fromkeys(aliases))
+
+
+def _read_csv(path, what: str) -> list[list[str]]:
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RosterError(f"{what} {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8).") from None
+    try:
+        return list(csv.reader(text.splitlines()))
+    except csv.Error as exc:
+        raise RosterError(f"{what} {str(path)!r} is not a CSV file ({exc}).") from None
 
 
 class Roster:
@@ -135,63 +193,150 @@ class Roster:
             RosterError: no header naming a student, or no student in the file.
         """
         path = pathlib.Path(path)
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RosterError(f"Roster {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8).") from None
-        rows = list(csv.reader(text.splitlines()))
+        rows = _read_csv(path, "Roster")
         if not rows:
             raise RosterError(f"Roster {str(path)!r} is empty; expected a header row and one row per student.")
-        header = [_fold(h) for h in rows[0]]
+        header = [fold(h) for h in rows[0]]
         where = {field: next((i for i, h in enumerate(header) if h in names), None)
                  for field, names in _COLUMNS.items()}
-        if all(where[f] is None for f in ("student_id", "name", "first", "email", "lms_id", "login")):
+        if all(where[f] is None for f in ("student_id", "name", "first", "email", "lms_id", "login", "participant_id")):
             raise RosterError(
                 f"Roster {str(path)!r} has no column naming a student (its header: {rows[0]}). Expected "
                 f"lablib's 'student_id, name, email, section, submission', a Canvas gradebook export "
-                f"(Student, ID, SIS User ID, ...) or a Gradescope roster (First Name, Last Name, SID, Email).")
-        students = [s for s in (cls._student(row, where) for row in rows[1:]) if s is not None]
+                f"(Student, ID, SIS User ID, ...), a Gradescope roster (First Name, Last Name, SID, Email) or "
+                f"a Moodle grading worksheet (Identifier, Full name, Email address, ...).")
+        lab_times = {}
+        for i, h in enumerate(header):
+            match = _LAB_TIME.match(h)
+            if match and h not in _COLUMNS["submitted_at"]:
+                lab_times[i] = match["lab"] or match["lab2"]
+        students = [s for s in (cls._student(row, where, lab_times) for row in rows[1:]) if s is not None]
         if not students:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
         return cls(students, str(path))
 
     @staticmethod
-    def _student(row, where) -> Student | None:
+    def _student(row, where, lab_times) -> Student | None:
         def get(field):
             i = where[field]
             return row[i].strip() if i is not None and i < len(row) else ""
 
         name = get("name") or " ".join(p for p in (get("first"), get("last")) if p)
-        if not any(row) or "points possible" in _fold(name) or _fold(name) in _TEST_STUDENTS:
+        if not any(row) or "points possible" in fold(name) or fold(name) in _TEST_STUDENTS:
             return None  # Canvas's points row and test student
-        if where["role"] is not None and _fold(get("role")) not in ("", "student"):
+        if where["role"] is not None and fold(get("role")) not in ("", "student"):
             return None  # Gradescope's instructors and TAs
+        participant = re.sub(r"^\D+", "", get("participant_id"))  # Moodle's "Participant 1234567"
+        submitted = get("submitted_at")
+        if where["participant_id"] is not None:
+            submitted = moodle_time(submitted)  # the worksheet's "Wednesday, 10 June 2026, 2:14 PM"
+        times = tuple((lab, row[i].strip()) for i, lab in lab_times.items() if i < len(row) and row[i].strip())
         student = Student(get("student_id"), name, get("email"), get("section"), get("submission"),
-                          get("lms_id"), get("login"), get("submitted_at"), get("extension"), get("due"))
+                          get("lms_id"), get("login"), submitted, get("extension"), get("due"), participant, times)
         return student if student.identifiers() or name else None
 
     def match(self, submissions) -> RosterMatch:
-        """Match ``(name, notebook path)`` pairs (the gradebook's rows) to students."""
-        explicit = {}
+        """Match ``(name, notebook path)`` pairs to students (what :func:`lablib.grading.
+        identity.resolve` does at grading, for submissions without an LMS download's names)."""
+        from lablib.grading.identity import resolve_all
+        from lablib.grading.submissions import Found
+
+        found = [Found(name, pathlib.Path(str(path))) for name, path in submissions]
+        identities = resolve_all(found, self)
+        return self.match_of(identities)
+
+    def match_of(self, identities: dict) -> RosterMatch:
+        """The :class:`RosterMatch` of identities resolved at grading (submission name ->
+        identity): who matched, what did not, and who has no submission."""
+        by_key = {}
         for student in self.students:
-            if student.submission:
-                explicit.setdefault(_fold(re.sub(r"\.ipynb$", "", student.submission.strip("/"), flags=re.I)),
-                                    []).append(student)
-        by_key: dict[str, list[Student]] = {}
-        for student in self.students:
-            for key in student.identifiers():
-                by_key.setdefault(key, []).append(student)
-        students, unmatched = {}, []
-        for name, path in submissions:
-            stem = pathlib.PurePath(str(path)).stem
-            candidates = [_fold(name), _fold(f"{name}/{stem}"), _fold(stem),
-                          *(_fold(part) for part in str(name).split("/"))]
-            found = next((explicit[c] for c in candidates if c in explicit), None)
-            if found is None:
-                found = next((by_key[c] for c in candidates if c in by_key), None)
-            if found is not None and len({id(s) for s in found}) == 1:
-                students[name] = found[0]
-            else:
+            by_key.setdefault(_student_key(dataclasses.asdict(student)), student)
+        students, unmatched, claimed = {}, [], set()
+        for name, identity in identities.items():
+            student = by_key.get(_student_key(identity)) if identity.get("matched") else None
+            if student is None:
                 unmatched.append(name)
-        claimed = {id(s) for s in students.values()}
-        return RosterMatch(students, tuple(unmatched), tuple(s for s in self.students if id(s) not in claimed))
+                continue
+            students[name] = student
+            claimed.add(id(student))
+            for other in identity.get("others", []):
+                if other.get("matched") and (s := by_key.get(_student_key(other))) is not None:
+                    claimed.add(id(s))
+        return RosterMatch(students, tuple(unmatched),
+                           tuple(s for s in self.students if id(s) not in claimed))
+
+
+def _student_key(fields: dict) -> tuple:
+    """What tells two descriptions of a roster student apart (ids, e-mail, name)."""
+    return tuple(fold(fields.get(k, "")) for k in ("student_id", "lms_id", "email", "participant_id", "login",
+                                                   "name"))
+
+
+@dataclasses.dataclass(frozen=True)
+class SubmissionTimes:
+    """Submission times from a small CSV file: ``student, lab, submitted_at`` (header row;
+    ``student`` is any identifier of the student: id, e-mail, login, Canvas user id, or
+    the submission's name in the gradebook; ``lab`` the lab's short or full name, or empty
+    for every lab). Several rows for one student and lab are submissions and
+    resubmissions: the latest time counts.
+
+    Example::
+
+        times = SubmissionTimes.load("times.csv")
+        times.lookup({"s001", "erin@uni.edu"}, ("lab1_attention", "lab1"))  # ('2026-11-21T09:00+01:00', ...)
+    """
+
+    rows: tuple  # (student folded, lab folded, time text, line)
+    source: str = ""
+
+    @classmethod
+    def load(cls, path) -> "SubmissionTimes":
+        """Read ``path``.
+
+        Raises:
+            RosterError: no ``student`` and ``submitted_at`` columns, a time that is not
+                ISO 8601 (the message names the line), or no row.
+        """
+        from lablib.grading.late import LateError, parse_time
+
+        rows = _read_csv(path, "Times file")
+        header = [fold(h) for h in rows[0]] if rows else []
+        try:
+            student, when = header.index("student"), next(i for i, h in enumerate(header)
+                                                          if h in ("submitted_at", "submitted at", "time"))
+        except (ValueError, StopIteration):
+            raise RosterError(f"Times file {str(path)!r} needs a header 'student,lab,submitted_at' (its header: "
+                              f"{rows[0] if rows else []}); one row per submission, e.g. "
+                              f"'S001,lab1,2026-11-20T23:10+01:00'.") from None
+        lab = header.index("lab") if "lab" in header else None
+        out = []
+        for line, row in enumerate(rows[1:], 2):
+            if not any(c.strip() for c in row):
+                continue
+            who = row[student].strip() if student < len(row) else ""
+            value = row[when].strip() if when < len(row) else ""
+            if not who or not value:
+                raise RosterError(f"Times file {str(path)!r}, line {line}: expected a student and a time, got {row}.")
+            try:
+                parse_time(value)
+            except LateError as exc:
+                raise RosterError(f"Times file {str(path)!r}, line {line}: {exc}") from None
+            out.append((fold(who), fold(row[lab]) if lab is not None and lab < len(row) else "", value, line))
+        if not out:
+            raise RosterError(f"Times file {str(path)!r} lists no submission below its header.")
+        return cls(tuple(out), str(path))
+
+    def lookup(self, identifiers, aliases) -> tuple[str, str]:
+        """``(time, where it came from)``: the latest time of a row naming one of
+        ``identifiers`` (folded) for a lab called any of ``aliases`` (or for every lab);
+        ("", "") when there is none."""
+        from lablib.grading.late import parse_time
+
+        names = {fold(a) for a in aliases}
+        keys = {fold(i) for i in identifiers if i}
+        found = [(parse_time(t), t, line) for who, lab, t, line in self.rows
+                 if who in keys and (not lab or lab in names)]
+        if not found:
+            return "", ""
+        _, text, line = max(found, key=lambda f: f[0])
+        return text, f"{pathlib.Path(self.source).name or 'the times file'}, line {line}"

@@ -1,24 +1,47 @@
-"""Finding the submissions to grade: notebooks and folders -> ``(name, path)`` pairs.
+"""Finding the submissions to grade: notebooks and folders -> named submissions.
 
-A path given is a notebook (its name: the stem), a folder of notebooks (one submission
-each), or a folder of per-student folders (the name: the student's folder; when it holds
-several notebooks, each is a submission named ``folder/stem``). Names are unique in the
-batch. Symbolic links are followed only while they stay inside the folder given.
+A path given is a notebook (its name: the stem), or a folder. In a folder, each notebook
+is named by the student it belongs to:
+
+* a notebook at the top of the folder: its stem (``w03.ipynb`` -> ``w03``);
+* a notebook in a student's folder: the folder's name. A student's folder is the first
+  folder on the way down that holds a notebook itself; folders above it that hold only
+  folders are sections or teams (``Sec-03/mivanova/lab4_gat.ipynb`` -> ``mivanova``,
+  also when the section holds one student). When two students' folders share a name,
+  both are named by their path (``Sec-01/erin``, ``Sec-02/erin``); a student's folder
+  holding several notebooks gives one submission each, ``folder/stem``;
+* an LMS's bulk download, read as the LMS names it (:mod:`~lablib.grading.lms`): Canvas's
+  ``<name>_[LATE_]<user id>_<attachment id>_<file>`` files (named ``<name>``), Moodle's
+  ``<Full name>_<participant id>_assignsubmission_file_`` folders (named by the full
+  name) and a Gradescope export's ``submission_<id>`` folders described by its
+  ``submission_metadata.yml`` (named by the first submitter). What the download says
+  (user ids, the LATE marker, submitters, the submission time) travels with the
+  submission to the identity resolved at grading (:mod:`~lablib.grading.identity`).
+
+Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
+characters, and unique in the batch (compared NFC and case-folded; a repeated name gets
+``-2``, ``-3``...). Symbolic links are followed only while they stay inside the folder
+given.
 
 Example::
 
-    from lablib.grading.submissions import collect_submissions
-    for name, path in collect_submissions(["submissions/"]):
-        ...
+    from lablib.grading.submissions import find_submissions
+    for found in find_submissions(["submissions/"]):
+        found.name, found.path, found.lms
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
+import unicodedata
 import warnings
 
-__all__ = ["collect_submissions", "warn_skipped", "SubmissionSkipped", "NOT_A_NOTEBOOK"]
+from lablib.grading import lms
+
+__all__ = ["find_submissions", "collect_submissions", "Found", "warn_skipped", "SubmissionSkipped",
+           "NOT_A_NOTEBOOK"]
 
 
 class SubmissionSkipped(UserWarning):
@@ -58,109 +81,231 @@ def _entries(folder: pathlib.Path, root: str, refused: list):
     """``(entry, target)`` for each visible entry of ``folder`` (sorted), links resolved
     while they stay inside ``root``; the others are noted in ``refused``."""
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name == "__pycache__":
+        if entry.name.startswith(".") or entry.name in ("__pycache__", "__MACOSX"):  # macOS zips' resource forks
             continue
         target = _resolve_inside(entry, root, refused)
         if target is not None:
             yield entry, target
 
 
-def _notebooks_in(folder: pathlib.Path, root: str, refused: list, seen: set,
-                  where: tuple = ()) -> list[tuple[tuple, pathlib.Path]]:
-    """The notebooks under ``folder`` (sorted) as ``(path parts below the folder, file)``;
-    links followed only while they stay in ``root``."""
-    found = []
+def _walk(folder: pathlib.Path, root: str, refused: list, seen: set, where: tuple = ()):
+    """The notebooks under ``folder`` (sorted) as ``(path parts below the folder, file)``,
+    and the folders (as parts) holding a Gradescope ``submission_metadata.yml``; links
+    followed only while they stay in ``root``."""
+    found, exports = [], []
     for entry, target in _entries(folder, root, refused):
         if target.is_dir():
             real = os.path.realpath(target)
             if real not in seen:  # a link back up the tree is walked once
                 seen.add(real)
-                found.extend(_notebooks_in(target, root, refused, seen, where + (entry.name,)))
+                books, more = _walk(target, root, refused, seen, where + (entry.name,))
+                found.extend(books)
+                exports.extend(more)
         elif _is_notebook(entry, target):
             found.append((where + (entry.name,), target))
+        elif entry.name == lms.GRADESCOPE_METADATA and target.is_file():
+            exports.append((where, target))
         else:
             refused.append((entry, NOT_A_NOTEBOOK))
-    return found
+    return found, exports
 
 
-def _folder_names(folder: str, books: list[tuple[tuple, pathlib.Path]]) -> list[tuple[str, pathlib.Path]]:
-    """Names of the notebooks found in a student's folder: the folder's name when it holds
-    one notebook; else each notebook's path below it without ``.ipynb``, except that a
-    sub-folder holding a single notebook names it (``section A/team 3/erin`` and
-    ``section A/team 3/frank`` for ``.../erin/lab1.ipynb`` and ``.../frank/lab1.ipynb``)."""
-    if len(books) == 1:
-        return [(folder, books[0][1])]
-    per_parent: dict[tuple, int] = {}
-    for parts, _ in books:
-        per_parent[parts[:-1]] = per_parent.get(parts[:-1], 0) + 1
-    names = []
-    for parts, path in books:
-        parent = parts[:-1]
-        if parent and per_parent[parent] == 1:
-            names.append(("/".join((folder, *parent)), path))
-        else:
-            names.append(("/".join((folder, *parent, pathlib.PurePath(parts[-1]).stem)), path))
-    return names
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """One submission found among the paths given.
+
+    Attributes:
+        name: its name in the gradebook (unique in the batch).
+        path: the notebook.
+        where: its path below the folder given (``Sec-03/mivanova/lab4_gat.ipynb``; the
+            file name for a notebook given by path), NFC.
+        folder: the student's folder below the folder given (``Sec-03/mivanova``), "" when
+            there is none (a notebook at the top, a Canvas file).
+        lms: what the LMS download says (:mod:`~lablib.grading.lms`: ``{"lms": "canvas",
+            "user_id", "late", ...}``), {} for plain files and folders.
+    """
+
+    name: str
+    path: pathlib.Path
+    where: str = ""
+    folder: str = ""
+    lms: dict = dataclasses.field(default_factory=dict, compare=False)
 
 
-def _unique_names(found: list[tuple[str, pathlib.Path]]) -> list[tuple[str, pathlib.Path]]:
+def _nfc(parts) -> tuple:
+    return tuple(unicodedata.normalize("NFC", p) for p in parts)
+
+
+def _stem(file_name: str) -> str:
+    return file_name[:-len(".ipynb")] if file_name.lower().endswith(".ipynb") else pathlib.PurePath(file_name).stem
+
+
+def _gradescope_label(info: dict, folder: str) -> str:
+    for person in info.get("submitters", []):
+        for key in ("name", "sid", "email"):
+            if person.get(key):
+                return person[key]
+    return folder
+
+
+def _classify(books, exports) -> tuple[list, list]:
+    """Split the notebooks of one folder given into those of an LMS download, as
+    ``(label, student folder parts or None, parts, file, lms info)``, and the plain ones."""
+    metadata = {parts: lms.read_gradescope_metadata(path) for parts, path in exports}
+    downloads, plain = [], []
+    for parts, target in books:
+        parts = _nfc(parts)
+        export = max((p for p in metadata if len(p) < len(parts) - 1 and parts[:len(p)] == p),
+                     key=len, default=None)
+        if export is not None:
+            folder = parts[len(export)]
+            info = metadata[export].get(folder) or {"lms": "gradescope", "submission_id": folder.rpartition("_")[2],
+                                                     "submitters": [], "submitted_at": "", "history": [],
+                                                     "note": f"{folder} is not in {lms.GRADESCOPE_METADATA}"}
+            downloads.append((lms.clean_label(_gradescope_label(info, folder)), parts[:len(export) + 1], parts,
+                              target, info))
+            continue
+        canvas = lms.canvas_name(parts[-1])
+        if canvas is not None:
+            label = canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}"
+            downloads.append((label, None, parts, target, canvas))
+            continue
+        moodle = next(((i, info) for i, part in enumerate(parts[:-1])
+                       if (info := lms.moodle_name(part)) is not None and not info["file"]), None)
+        if moodle is None and (flat := lms.moodle_name(parts[-1])) is not None and flat["file"]:
+            moodle = (None, flat)
+        if moodle is not None:
+            i, info = moodle
+            downloads.append((info["name"], parts[:i + 1] if i is not None else None, parts, target, info))
+            continue
+        plain.append((parts, target))
+    return downloads, plain
+
+
+def _student_folders(plain) -> dict[tuple, tuple]:
+    """Each plain notebook's student folder: the first folder on its way down that holds
+    a notebook itself (parts -> folder parts; () for a notebook at the top)."""
+    holding = {parts[:-1] for parts, _ in plain}
+    return {parts: next((parts[:j] for j in range(1, len(parts)) if parts[:j] in holding), ())
+            for parts, _ in plain}
+
+
+def _named(downloads, plain, given: str) -> list[Found]:
+    """The :class:`Found` of one folder given: every notebook named (see the module's
+    docstring); names not yet unique across folders."""
+    folders = _student_folders(plain)
+    items = []  # (label, student folder parts or None, parts, target, lms)
+    for parts, target in plain:
+        folder = folders[parts]
+        items.append((lms.clean_label(folder[-1]) if folder else lms.clean_label(_stem(parts[-1])),
+                      folder or None, parts, target, {}))
+    items.extend(downloads)
+    # two students' folders with one name: both named by their path below the folder given
+    by_label: dict[str, set] = {}
+    for label, folder, _, _, _ in items:
+        if folder is not None:
+            by_label.setdefault(lms.fold(label), set()).add(folder)
+    per_folder: dict[tuple, int] = {}
+    for _, folder, _, _, _ in items:
+        if folder is not None:
+            per_folder[folder] = per_folder.get(folder, 0) + 1
+    found = []
+    for label, folder, parts, target, info in items:
+        if folder is not None and len(by_label[lms.fold(label)]) > 1 and not info:
+            label = "/".join(lms.clean_label(p) for p in folder)
+        if folder is not None and per_folder[folder] > 1:  # several notebooks: one submission each
+            below = parts[len(folder):]
+            label = "/".join([label, *(lms.clean_label(p) for p in below[:-1]), lms.clean_label(_stem(below[-1]))])
+        found.append(Found(label or "submission", target, "/".join(parts), "/".join(folder or ()), info))
+    return sorted(found, key=lambda f: f.where)
+
+
+def _given_notebook(path: pathlib.Path, target: pathlib.Path) -> Found:
+    """A notebook given by its path: named by an LMS download's name where its file or
+    folder carries one (a Gradescope folder is looked up in its export's metadata), else
+    by its stem."""
+    name = unicodedata.normalize("NFC", path.name)
+    canvas = lms.canvas_name(name)
+    if canvas is not None:
+        return Found(canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", target, name, "", canvas)
+    parent = unicodedata.normalize("NFC", path.parent.name)
+    moodle = lms.moodle_name(parent)
+    if moodle is not None and not moodle["file"]:
+        return Found(moodle["name"], target, f"{parent}/{name}", parent, moodle)
+    flat = lms.moodle_name(name)
+    if flat is not None and flat["file"]:
+        return Found(flat["name"], target, name, "", flat)
+    metadata = path.parent.parent / lms.GRADESCOPE_METADATA
+    if metadata.is_file():
+        info = lms.read_gradescope_metadata(metadata).get(parent)
+        if info is not None:
+            return Found(lms.clean_label(_gradescope_label(info, parent)), target, f"{parent}/{name}", parent, info)
+    return Found(lms.clean_label(_stem(name)), target, name, "", {})
+
+
+def _unique(found: list[Found]) -> list[Found]:
     """Names made unique: a repeated name gets ``-2``, ``-3``... skipping every name that is
     taken, by another submission's own name too (``d2/alice`` + ``d3/alice-2`` + ``d1/alice``
-    give ``alice``, ``alice-2`` and ``alice-3``)."""
-    taken = {name.casefold() for name, _ in found}
+    give ``alice``, ``alice-2`` and ``alice-3``); compared NFC and case-folded."""
+    taken = {lms.fold(f.name) for f in found}
     seen: set[str] = set()
     out = []
-    for name, path in found:
-        unique = name
-        if name.casefold() in seen:
+    for f in found:
+        unique = f.name
+        if lms.fold(unique) in seen:
             k = 2
-            while f"{name}-{k}".casefold() in taken:
+            while lms.fold(f"{f.name}-{k}") in taken:
                 k += 1
-            unique = f"{name}-{k}"
-            taken.add(unique.casefold())
-        seen.add(unique.casefold())
-        out.append((unique, path))
+            unique = f"{f.name}-{k}"
+            taken.add(lms.fold(unique))
+        seen.add(lms.fold(unique))
+        out.append(dataclasses.replace(f, name=unique))
     return out
 
 
-def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, pathlib.Path]]:
-    """``(name, notebook path)`` for each submission among ``paths``.
-
-    A path is a notebook (name: its stem), a folder of notebooks (one submission each),
-    or a folder of per-student folders (name: the student's folder; when it holds several
-    notebooks, each is a submission named by its path below the folder given, so nested
-    folders keep the student: ``section A/team 3/erin``; see :func:`_folder_names`).
-    ``.ipynb`` is matched in any case. Names are unique (a repeated one gets ``-2``,
-    ``-3``... never another submission's name; compared ignoring case).
+def find_submissions(paths, refused: list | None = None) -> list[Found]:
+    """A :class:`Found` for each submission among ``paths`` (notebooks and folders; see the
+    module's docstring for the names). ``.ipynb`` is matched in any case.
 
     Symbolic links are followed only while they stay inside the folder given (for a
     notebook given by path: the folder holding it): a link leading elsewhere, or a broken
-    one, is not graded. Neither is a visible file that is not a notebook, nor a student's
-    folder that holds none (hidden entries, starting with ".", are passed over). Each is
-    appended to ``refused`` as ``(path, reason)``, or, when ``refused`` is None, reported
-    as a :class:`SubmissionSkipped` warning.
+    one, is not graded. Neither is a visible file that is not a notebook, nor a folder
+    that holds none (hidden entries, starting with ".", are passed over; a Gradescope
+    export's ``submission_metadata.yml`` is read, not listed). Each is appended to
+    ``refused`` as ``(path, reason)``, or, when ``refused`` is None, reported as a
+    :class:`SubmissionSkipped` warning.
+
+    Raises:
+        FileNotFoundError: a path given does not exist.
+        lablib.grading.lms.LmsDownloadError: a Gradescope ``submission_metadata.yml``
+            cannot be read (never graded as if it were not there).
     """
     skipped: list = []
-    found: list[tuple[str, pathlib.Path]] = []
+    found: list[Found] = []
     for path in map(pathlib.Path, paths):
         if path.is_dir():
             root = os.path.realpath(path)
+            books, exports = [], []
             for entry, target in _entries(path, root, skipped):
                 if _is_notebook(entry, target):
-                    found.append((entry.stem, target))
+                    books.append(((entry.name,), target))
                 elif target.is_dir() and os.path.realpath(target) == root:
                     skipped.append((entry, "a symbolic link to the submissions folder itself"))
                 elif target.is_dir():
-                    books = _notebooks_in(target, root, skipped, {root, os.path.realpath(target)})
-                    if not books:
+                    inside, more = _walk(target, root, skipped, {root, os.path.realpath(target)}, (entry.name,))
+                    if not inside:
                         skipped.append((entry, "a folder without a notebook (.ipynb): no row in the gradebook"))
-                    found.extend(_folder_names(entry.name, books))
+                    books.extend(inside)
+                    exports.extend(more)
+                elif entry.name == lms.GRADESCOPE_METADATA:
+                    exports.append(((), target))
                 else:
                     skipped.append((entry, NOT_A_NOTEBOOK))
+            found.extend(_named(*_classify(books, exports), str(path)))
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
-                found.append((path.stem, target))
+                found.append(_given_notebook(path, target))
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:
@@ -169,7 +314,19 @@ def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, p
         refused.extend(skipped)
     else:
         warn_skipped(skipped, stacklevel=3)
-    return _unique_names(found)
+    return _unique(found)
+
+
+def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, pathlib.Path]]:
+    """``(name, notebook path)`` for each submission among ``paths``: the names and paths
+    of :func:`find_submissions` (see it for the rules and ``refused``)."""
+    skipped: list = []
+    found = find_submissions(paths, skipped)
+    if refused is not None:
+        refused.extend(skipped)
+    else:
+        warn_skipped(skipped, stacklevel=3)
+    return [(f.name, f.path) for f in found]
 
 
 def warn_skipped(skipped, stacklevel: int = 2) -> None:

@@ -173,10 +173,33 @@ def test_grade_command_reports_skipped_links(tmp_path, capsys):
 
 
 def test_nested_folders_keep_the_student(tmp_path):
+    """A row is named by the student's folder: the first folder on the way down that holds
+    a notebook itself; section and team folders above it (even a section of one student)
+    are not students."""
     for rel in ("section A/team 3/erin/lab1.ipynb", "section A/team 3/frank/lab1.ipynb",
-                "section A/team 4/gina/LAB1.IPYNB", "carol/submission.ipynb", "W04.IPYNB"):
+                "section A/team 4/gina/LAB1.IPYNB", "carol/submission.ipynb", "carol/drafts/idea.ipynb",
+                "Sec-03/mivanova/lab4_gat.ipynb", "Sec-01/zoe/lab.ipynb", "Sec-02/zoe/lab.ipynb",
+                "W04.IPYNB"):
         _book(tmp_path / rel)
     found = dict(collect_submissions([tmp_path]))
-    assert sorted(found) == ["W04", "carol", "section A/team 3/erin", "section A/team 3/frank",
-                             "section A/team 4/gina"]
-    assert found["section A/team 3/frank"] == tmp_path / "section A" / "team 3" / "frank" / "lab1.ipynb"
+    assert sorted(found) == ["Sec-01/zoe", "Sec-02/zoe", "W04", "carol/drafts/idea", "carol/submission", "erin",
+                             "frank", "gina", "mivanova"]
+    assert found["frank"] == tmp_path / "section A" / "team 3" / "frank" / "lab1.ipynb"
+    assert found["mivanova"] == tmp_path / "Sec-03" / "mivanova" / "lab4_gat.ipynb"
+
+
+def test_names_are_nfc_and_free_of_control_characters(tmp_path):
+    """A folder in NFD (as macOS zips write it) names its row in NFC; characters that would
+    rewrite a terminal line or reorder text are shown as '?'; NFD and NFC twins are one name."""
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "josé.núñez")
+    _book(tmp_path / nfd / "lab1.ipynb")
+    _book(tmp_path / "evil\x1b[2Jname\u202egnp.ipynb")
+    _book(tmp_path / "NFC" / "ü.ipynb")
+    _book(tmp_path / "NFC" / unicodedata.normalize("NFD", "ü.ipynb"))
+    names = [name for name, _ in collect_submissions([tmp_path])]
+    assert "josé.núñez" in names and unicodedata.is_normalized("NFC", "".join(names))
+    assert "evil?[2Jname?gnp" in names
+    assert all(c.isprintable() for n in names for c in n)
+    assert sorted(n for n in names if n.startswith("NFC")) == ["NFC/ü", "NFC/ü-2"]  # one name, made unique

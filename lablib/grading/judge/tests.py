@@ -57,6 +57,7 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
             return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
         result = TestResult.failed(test, f"{prefix}{named} (Your code raised {raw.error})", Kind.ERROR)
         result.hint = ""  # the sentence names the mistake; the fixed hint is about others
+        result.mistake = True
         return result
     try:
         with _JUDGE_LOCK, full_float32(), (judging_in_grader() if in_grader else contextlib.nullcontext()):
@@ -85,6 +86,7 @@ def failed_message(test: Test, message: str, mistake: bool) -> TestResult:
     result = TestResult.failed(test, message, Kind.FAILED)
     if mistake:
         result.hint = ""  # the message names the mistake; the fixed hint is about others
+        result.mistake = True
     return result
 
 

@@ -110,7 +110,15 @@ class Gradebook:
         is matched to them; ``skipped`` lists the paths not graded; ``person`` holds the
         people's grades of the written answers."""
         ordered = tuple(sorted(results, key=lambda r: r.submission))
-        match = None if roster is None else roster.match([(r.submission, r.path) for r in ordered])
+        match = None
+        if roster is not None:
+            from lablib.grading.identity import resolve
+            from lablib.grading.submissions import Found
+
+            for r in ordered:  # results made without `lablib grade` (scripts, tests): resolved here
+                if not r.identity:
+                    r.identity = resolve(Found(r.submission, pathlib.Path(r.path)), roster, lab=lab)
+            match = roster.match_of({r.submission: r.identity for r in ordered})
         return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match,
                    tuple((str(path), str(reason)) for path, reason in skipped), dict(person or {}), reviews_through,
                    late_policy, similarity)
@@ -128,32 +136,52 @@ class Gradebook:
 
     def late(self, result: SubmissionResult) -> Late | None:
         """The row's lateness under the late policy, or None: no policy, or no submission
-        time (the roster has none for the student, or the notebook's file is gone)."""
+        time. The time is the one resolved at grading (the LMS download's, the times
+        file's, the roster's: the row's ``identity``), else, with the policy's
+        ``from_files``, the notebook's file time."""
         policy = self.late_policy
         if policy is None:
             return None
         student = self.student(result)
-        if policy.from_files:
+        identity = result.identity or {}
+        submitted = identity.get("submitted_at") or (student.submitted_at if student and not identity else "")
+        if not submitted and policy.from_files:
             try:
                 submitted = datetime.datetime.fromtimestamp(os.path.getmtime(result.path)).astimezone()
             except OSError:
                 return None
-        elif student is None or not student.submitted_at:
+        if not submitted:
             return None
-        else:
-            submitted = student.submitted_at
         try:
-            return policy.penalty(submitted, result.max_score + sum(q.points for q in self.questions), extension=student.extension if student else None,
+            late = policy.penalty(submitted, result.max_score + sum(q.points for q in self.questions),
+                                  extension=student.extension if student else None,
                                   due=student.due if student else None)
         except LateError as exc:
             return Late(str(submitted), "", 0.0, 0, 0.0, f"Lateness not computed, no deduction: {exc}")
+        lms = identity.get("lms") or {}
+        if lms.get("late") and late.late_seconds <= 0:  # the LMS's word against the time given
+            late = dataclasses.replace(late, text=f"{late.text} {lms.get('lms', 'The LMS').capitalize()} marks it "
+                                                  f"late: check its due date and this submission time.")
+        return late
+
+    def marked_late_without_time(self, result: SubmissionResult) -> bool:
+        """The LMS download marks the submission late (Canvas's ``LATE``) but no time was
+        found for it: no deduction can be computed (give its time with ``--times``)."""
+        identity = result.identity or {}
+        return bool((identity.get("lms") or {}).get("late")) and self.late_policy is not None \
+            and self.late(result) is None
 
     def row(self, result: SubmissionResult) -> "Row":
         """The row's points: the people's grades, the lateness and the total, computed once."""
         return Row(result, tuple(self.written(result)), self.late(result))
 
     def student(self, result: SubmissionResult):
-        """The roster's student of ``result``, or None (no roster, or no match)."""
+        """The roster's student of ``result`` as resolved at grading (its ``identity``), or
+        None (no roster, or no match)."""
+        if result.identity:
+            from lablib.grading.identity import student_of
+
+            return student_of(result.identity)
         return None if self.roster is None else self.roster.students.get(result.submission)
 
     @property

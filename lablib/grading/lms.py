@@ -1,0 +1,195 @@
+"""What an LMS's download says about who submitted: Canvas, Moodle and Gradescope.
+
+Each LMS names the files of its bulk download in its own way; lablib reads those names
+as they are, so an instructor never renames a file:
+
+* **Canvas**, *Assignments > Download Submissions* (``lib/content_zipper.rb`` of
+  canvas-lms): one flat file per attachment,
+  ``<name>_<user id>_<attachment id>_<original file name>``, where ``<name>`` is the
+  student's sortable name ("Anderson, Emma") in lower case with everything but letters,
+  digits and ``_`` removed (``andersonemma``), ``LATE_`` comes before the user id when
+  Canvas counts the submission late, and an anonymously graded assignment has no name
+  and ``anon_<anonymous id>`` instead of the user id. The user id is the ``ID`` column
+  of Canvas's gradebook export. The download holds each student's latest submission.
+* **Moodle**, *Assignment > View all submissions > Download all submissions*
+  (``mod/assign/locallib.php``, ``download_submissions``): one folder per student and
+  submission plugin, ``<Full name>_<participant id>_assignsubmission_file_`` (the
+  default since Moodle 3.1), or, with "Download submissions in folders" off, flat files
+  ``<Full name>_<participant id>_assignsubmission_file_<file name>``. ``_`` in the name
+  becomes a space; a group submission's name starts ``<group>-``; with anonymous
+  submissions the name is "Participant". The participant id is the ``Identifier``
+  ("Participant 1234567") of the assignment's grading worksheet.
+* **Gradescope**, *Review Grades > Export Submissions*: a folder per submission,
+  ``submission_<id>/`` with the files uploaded, and ``submission_metadata.yml`` naming
+  for each folder its ``:submitters:`` (``:name:``, ``:sid:``, ``:email:``; several for a
+  group), ``:created_at:`` (the active submission's time) and ``:history:`` (earlier
+  uploads).
+
+Example::
+
+    canvas_name("andersonemma_LATE_184001_9000001_lab4_gat.ipynb")
+    # {'lms': 'canvas', 'name': 'andersonemma', 'user_id': '184001', 'attachment_id': '9000001',
+    #  'late': True, 'file': 'lab4_gat.ipynb'}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import pathlib
+import re
+import unicodedata
+
+__all__ = ["canvas_name", "moodle_name", "read_gradescope_metadata", "GRADESCOPE_METADATA",
+           "LmsDownloadError", "clean_label", "moodle_time", "fold"]
+
+#: The metadata file of a Gradescope export.
+GRADESCOPE_METADATA = "submission_metadata.yml"
+
+# <name>_[LATE_]<user id | anon_<id>>_<attachment id>_<file>; no name when anonymous.
+_CANVAS = re.compile(r"^(?:(?P<name>\w+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
+                     r"(?P<file>.+)$", re.UNICODE)
+# <Full name>_<participant id>_assignsubmission_<plugin>_[<file>]
+_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.*)$",
+                     re.DOTALL)
+# Characters that change how text is shown rather than what it says: C0/C1 controls,
+# line/paragraph separators, bidirectional overrides and isolates, byte-order marks.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ufeff]")
+
+
+class LmsDownloadError(ValueError):
+    """An LMS download whose own description cannot be read (a Gradescope
+    ``submission_metadata.yml`` cut short, not YAML, not a mapping)."""
+
+
+def fold(text) -> str:
+    """``text`` as lablib compares names and identifiers: Unicode NFC (a macOS zip's NFD
+    ``josé`` equals the roster's NFC one), spaces collapsed, case folded."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", str(text or "")).strip()).casefold()
+
+
+def clean_label(text) -> str:
+    """A name taken from a submission (a file or folder name, LMS metadata) made safe to
+    show: NFC, control and bidirectional-override characters replaced by ``?`` (they could
+    rewrite a terminal line or reorder what a reader sees), path separators by ``_``."""
+    text = unicodedata.normalize("NFC", str(text or ""))
+    return _INVISIBLE.sub("?", text).replace("/", "_").replace("\\", "_").strip()
+
+
+def canvas_name(file_name: str) -> dict | None:
+    """What a Canvas "Download Submissions" file name says, or None when it is not one.
+
+    Returns:
+        ``{"lms": "canvas", "name", "user_id" (or "anonymous_id"), "attachment_id",
+        "late", "file"}``; ``name`` is "" for an anonymously graded assignment.
+    """
+    match = _CANVAS.match(unicodedata.normalize("NFC", file_name))
+    if not match:
+        return None
+    user = match["user"]
+    found = {"lms": "canvas", "name": clean_label(match["name"] or ""), "attachment_id": match["attachment"],
+             "late": bool(match["late"]), "file": clean_label(match["file"])}
+    if user.startswith("anon_"):
+        found["anonymous_id"] = user[len("anon_"):]
+    else:
+        found["user_id"] = user
+    return found
+
+
+def moodle_name(name: str) -> dict | None:
+    """What a Moodle "Download all submissions" folder (``..._assignsubmission_file_``)
+    or flat file name says, or None when it is not one.
+
+    Returns:
+        ``{"lms": "moodle", "name", "participant_id", "plugin", "file"}`` (``file``: ""
+        for a folder).
+    """
+    match = _MOODLE.match(unicodedata.normalize("NFC", name))
+    if not match:
+        return None
+    return {"lms": "moodle", "name": clean_label(match["name"]), "participant_id": match["participant"],
+            "plugin": match["plugin"], "file": clean_label(match["file"])}
+
+
+def _time_text(value) -> str:
+    """A metadata time as ISO 8601 with its offset ("" when there is none)."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).isoformat(timespec="seconds")
+    text = str(value).strip()
+    # Ruby's "2026-04-26 17:34:00.861687000 Z" / "... -0700": at most 6 fractional digits
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text)
+    text = re.sub(r"\s+Z$", "+00:00", text)
+    text = re.sub(r"\s+([+-]\d{2}):?(\d{2})$", r"\1:\2", text)
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return str(value).strip()
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)).isoformat(timespec="seconds")
+
+
+def _key(entry, name: str):
+    """``entry[':name']`` or ``entry['name']`` (Gradescope writes Ruby symbols)."""
+    if not isinstance(entry, dict):
+        return None
+    return entry.get(f":{name}", entry.get(name))
+
+
+def read_gradescope_metadata(path) -> dict[str, dict]:
+    """The submissions a Gradescope export's ``submission_metadata.yml`` describes.
+
+    Returns:
+        folder name (``submission_123``) -> ``{"lms": "gradescope", "submission_id",
+        "submitters": [{"name", "sid", "email"}], "submitted_at", "history": [times]}``.
+
+    Raises:
+        LmsDownloadError: the file cannot be read as Gradescope's metadata (the message
+            names it and says what to do).
+    """
+    import yaml
+
+    path = pathlib.Path(path)
+    what_to_do = ("download the export again (Review Grades > Export Submissions) and unzip it whole, or "
+                  "remove the file to grade the folders without it (each row is then named by its folder)")
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise LmsDownloadError(f"{path} cannot be read as Gradescope's submission metadata "
+                               f"({type(exc).__name__}: {str(exc)[:200]}); {what_to_do}.") from None
+    if not isinstance(data, dict):
+        raise LmsDownloadError(f"{path} is not Gradescope's submission metadata (expected a mapping of "
+                               f"submission_<id> folders, got {type(data).__name__}); {what_to_do}.")
+    found = {}
+    for folder, entry in data.items():
+        folder = str(folder)
+        submitters = []
+        for person in _key(entry, "submitters") or []:
+            if isinstance(person, dict):
+                submitters.append({k: clean_label(_key(person, k) or "") for k in ("name", "sid", "email")})
+        history = [_time_text(_key(h, "created_at")) for h in (_key(entry, "history") or []) if isinstance(h, dict)]
+        found[folder] = {"lms": "gradescope", "submission_id": folder.rpartition("_")[2],
+                         "submitters": submitters, "submitted_at": _time_text(_key(entry, "created_at")),
+                         "history": [h for h in history if h]}
+    return found
+
+
+#: Moodle's worksheet times ("Wednesday, 10 June 2026, 2:14 PM"; US sites write the month
+#: first), without a zone: the Moodle user's zone, taken as this machine's.
+_MOODLE_TIME_FORMATS = ("%A, %d %B %Y, %I:%M %p", "%A, %B %d, %Y, %I:%M %p", "%A, %d %B %Y, %H:%M",
+                        "%d %B %Y, %I:%M %p", "%d %B %Y, %H:%M")
+
+
+def moodle_time(text: str) -> str:
+    """A Moodle grading worksheet's "Last modified (submission)" as ISO 8601 (in this
+    machine's zone, as Moodle writes none); "" for "-" or nothing; other text unchanged
+    (the late policy then says it cannot read it)."""
+    raw = re.sub(r"\s+", " ", str(text or "")).strip()
+    if raw in ("", "-"):
+        return ""
+    for form in _MOODLE_TIME_FORMATS:
+        try:
+            return dt.datetime.strptime(raw, form).astimezone().isoformat(timespec="minutes")
+        except ValueError:
+            continue
+    return raw

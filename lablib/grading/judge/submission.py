@@ -8,7 +8,7 @@ be read at all is judged by :func:`unreadable`.
 
 from __future__ import annotations
 
-from lablib.grading.judge.tests import judge_test
+from lablib.grading.judge.tests import hold_diagnoses, judge_test
 from lablib.grading.results import Diagnostic, Kind, PieceScore, Status, SubmissionResult, TestResult
 from lablib.grading.spec import LabSpec
 from lablib.session import NOT_DONE
@@ -102,6 +102,7 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
         for index, t, _ in pending:
             results[index] = judged[t.id]
     _one_reason_for_stubs(results)
+    hold_diagnoses(results)
     notes = list(notes)
     problems = [p.kind for p in outcome.problems]
     limited = [(results[i].kind, t.id) for i, t, _ in pending

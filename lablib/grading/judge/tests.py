@@ -90,6 +90,25 @@ def failed_message(test: Test, message: str, mistake: bool) -> TestResult:
     return result
 
 
+def hold_diagnoses(results: list[TestResult]) -> None:
+    """A diagnosis holds for the whole piece: once one of a piece's tests names the
+    student's mistake, the piece's other failed tests that name none do not print their
+    fixed hints (about other mistakes: Lab 1's masked attention tests would point at the
+    mask when the scale is wrong) but say that the named mistake may be why they fail.
+    A test that names a mistake of its own keeps it. Changes ``results`` in place."""
+    named = {}
+    for r in results:
+        if r.mistake and not r.passed:
+            named.setdefault(r.piece, r.name)
+    for r in results:
+        first = named.get(r.piece)
+        if first is None or r.passed or r.mistake or r.kind not in (Kind.FAILED, Kind.ERROR):
+            continue
+        r.hint = ""
+        r.message = (f"{r.message} (the mistake named in {first} may be why this test fails "
+                     "too: fix that one first)")
+
+
 def judge_error(test: Test, what: str, detail: str) -> TestResult:
     """A judge that failed (the grader's error, not the student's)."""
     result = TestResult.failed(test, f"the judge failed: {what}", Kind.GRADER_ERROR)

@@ -96,54 +96,87 @@ def _late_options(p) -> None:
     g.add_argument("--late-grace", metavar="DURATION", default=None,
                    help="no deduction within this time after the due date (15m, 2h)")
     g.add_argument("--late-from-file-times", action="store_true",
-                   help="take submission times from the notebooks' file times (default: the roster's "
-                        "submitted_at column)")
+                   help="where no submission time is found (the LMS download, --times, the roster's "
+                        "submitted_at:<lab> or submitted_at column), take the notebook's file time")
 
 
 def _cmd_grade(args) -> int:
     from lablib.grading.author import catalog
-    from lablib.grading.grade import SubmissionRemoved, grade
+    from lablib.grading.grade import SubmissionRemoved, SubmissionReplaced, grade
     from lablib.grading.report.text import status_text
     from lablib.grading.spec import load_lab
     from lablib.grading.submissions import SubmissionSkipped
 
-    from lablib.grading.roster import Roster
+    from lablib.grading.roster import Roster, SubmissionTimes
 
     spec = load_lab(args.lab, args.tests)
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
     roster = Roster.load(args.roster) if args.roster else None
+    times = SubmissionTimes.load(args.times) if args.times else None
     late_policy = _late_policy(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SubmissionSkipped)
         warnings.simplefilter("always", SubmissionRemoved)
+        warnings.simplefilter("always", SubmissionReplaced)
         results = grade(
             spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
             timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
             progress=not args.quiet, isolate=not args.no_sandbox, fresh=args.fresh, roster=roster,
-            late_policy=late_policy,
+            late_policy=late_policy, times=times,
         )
     for warning in caught:
         if issubclass(warning.category, SubmissionSkipped):
             print(f"lablib grade: skipped: {_printable(str(warning.message))}", file=sys.stderr)
         elif issubclass(warning.category, SubmissionRemoved):
             print(f"lablib grade: removed: {_printable(str(warning.message))}", file=sys.stderr)
+        elif issubclass(warning.category, SubmissionReplaced):
+            print(f"lablib grade: replaced: {_printable(str(warning.message))}", file=sys.stderr)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     names = {r.submission: _printable(r.submission) for r in results}
-    width = max([10, *(len(name) for name in names.values())])
-    print(f"{'submission':<{width}}  {'score':>11}  status")
+    width = max([10, *(_width(name) for name in names.values())])
+    print(f"{_pad('submission', width)}  {'score':>11}  status")
     for r in results:
-        print(f"{names[r.submission]:<{width}}  {r.score:>5g}/{r.max_score:<5g}  {status_text(r.status)}"
+        print(f"{_pad(names[r.submission], width)}  {r.score:>5g}/{r.max_score:<5g}  {status_text(r.status)}"
               + ("  (cached)" if r.cached else ""))
-    if roster is not None:
-        match = roster.match([(r.submission, r.path) for r in results])
-        for name in match.unmatched:
-            print(f"lablib grade: roster: no student for submission {_printable(name)}", file=sys.stderr)
-        for student in match.without_submission:
-            print(f"lablib grade: roster: no submission from {_printable(student.name or student.key)} "
-                  f"({_printable(student.key)})", file=sys.stderr)
+    _print_roster_lists(args.output)
     print(_gradebook_message(args.output, results))
     return 0
+
+
+def _print_roster_lists(out) -> None:
+    """What matched nothing and what the LMS marked late without a time, as the gradebook
+    says (after a regrade too, where no --roster is given)."""
+    from lablib.grading.report.gradebook_json import read_gradebook
+
+    data = read_gradebook(out)
+    roster = data.get("roster") or {}
+    for name in roster.get("unmatched_submissions", []):
+        print(f"lablib grade: roster: no student for submission {_printable(str(name))}", file=sys.stderr)
+    for student in roster.get("students_without_submission", []):
+        key = str(student.get("student_id") or student.get("lms_id") or student.get("email") or student.get("name"))
+        print(f"lablib grade: roster: no submission from {_printable(str(student.get('name') or key))} "
+              f"({_printable(key)})", file=sys.stderr)
+    if data.get("late_policy"):
+        for entry in data.get("submissions", []):
+            lms = (entry.get("identity") or {}).get("lms") or {}
+            if lms.get("late") and not entry.get("late"):
+                print(f"lablib grade: late: {_printable(entry['submission'])} is marked LATE by "
+                      f"{str(lms.get('lms', 'the LMS')).capitalize()} but has no submission time: no deduction "
+                      f"computed (give its time with --times FILE: student,lab,submitted_at)", file=sys.stderr)
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: wide (CJK) characters 2, combining marks 0."""
+    from wcwidth import wcswidth
+
+    width = wcswidth(text)
+    return width if width >= 0 else len(text)
+
+
+def _pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal columns."""
+    return text + " " * max(0, width - _width(text))
 
 
 def _cmd_export(args) -> int:
@@ -156,17 +189,23 @@ def _cmd_export(args) -> int:
         if not sep or not lab.strip() or not header.strip():
             raise ValueError(f"--column {item!r}: expected LAB=HEADER, e.g. lab1_attention='Lab 1 (12345)'.")
         columns[lab.strip()] = header.strip()
-    report = export(args.format, args.outputs, Roster.load(args.roster), args.output, columns=columns,
-                    pieces=args.pieces, missing=0.0 if args.missing_zero else None)
+    missing = "zero" if args.missing_zero else args.missing
+    report = export(args.format, args.outputs, Roster.load(args.roster) if args.roster else None, args.output,
+                    columns=columns, pieces=args.pieces, missing=missing, allow_ungraded=args.allow_ungraded)
     for lab in report["labs"]:
         for name in report["unmatched"][lab]:
-            print(f"lablib export: {lab}: no student for submission {_printable(name)} (not exported)",
+            print(f"lablib export: {lab}: submission {_printable(name)} matched no roster student: exported from the "
+                  f"identity kept at grading", file=sys.stderr)
+        absent = report["missing"][lab]
+        if absent:
+            print(f"lablib export: {lab}: {len(absent)} students without a submission "
+                  f"({'0, noted' if missing == 'zero' else 'left empty'}): {_printable(', '.join(absent))}",
                   file=sys.stderr)
-        missing = report["without_submission"][lab]
-        if missing:
-            print(f"lablib export: {lab}: {len(missing)} students without a submission "
-                  f"({'0' if args.missing_zero else 'left empty'}): {_printable(', '.join(missing))}", file=sys.stderr)
-    print(f"wrote {args.output}: {report['students']} students, labs {', '.join(report['labs'])}")
+        ungraded = report["ungraded"].get(lab, [])
+        if ungraded:
+            print(f"lablib export: {lab}: {len(ungraded)} students with written answers not graded, counted 0 "
+                  f"(--allow-ungraded): {_printable(', '.join(ungraded))}", file=sys.stderr)
+    print(_printable(report["summary"]))
     return 0
 
 
@@ -365,7 +404,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="re-grade unchanged submissions")
     p.add_argument("--roster", metavar="CSV", default=None,
                    help="class list (lablib's student_id,name,email,section,submission; a Canvas "
-                        "gradebook export; a Gradescope roster): rows name their student")
+                        "gradebook export; a Gradescope roster; a Moodle grading worksheet): each row's student is "
+                        "resolved now and kept in the gradebook")
+    p.add_argument("--times", metavar="CSV", default=None,
+                   help="submission times, student,lab,submitted_at (one row per submission; the latest counts), "
+                        "for rows whose LMS download carries none")
     p.add_argument("--fresh", action="store_true",
                    help="start a new gradebook in the output folder (default: update it, keeping the "
                         "rows of submissions not graded now while their notebooks exist)")
@@ -404,14 +447,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="grades of graded labs as an LMS import file (Canvas, Moodle)")
     p.add_argument("format", choices=("canvas", "moodle"))
     p.add_argument("outputs", nargs="+", help="output folders of `lablib grade`, one per lab")
-    p.add_argument("--roster", required=True, metavar="CSV",
-                   help="class list (for Canvas: its gradebook export, which has the ids it matches)")
+    p.add_argument("--roster", default=None, metavar="CSV",
+                   help="class list: adds its students and columns (for Canvas: its gradebook export, which has the "
+                        "ids Canvas matches); rows keep the students matched at grading")
     p.add_argument("-o", "--output", required=True, help="the CSV file to write")
     p.add_argument("--pieces", action="store_true", help="a column per graded piece after each lab total")
     p.add_argument("--column", action="append", default=[], metavar="LAB=HEADER",
                    help="column header of a lab (Canvas: an existing assignment's 'Name (id)')")
-    p.add_argument("--missing-zero", action="store_true",
-                   help="0 for a student without a submission (default: left empty, no grade)")
+    p.add_argument("--missing", choices=("zero", "blank"), default="zero",
+                   help="a student without a submission: 0 with a note (default), or blank (no grade)")
+    p.add_argument("--missing-zero", action="store_true", help=argparse.SUPPRESS)  # the default now
+    p.add_argument("--allow-ungraded", action="store_true",
+                   help="export although written answers are still to grade (counted 0; those students noted)")
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("gradescope", help="build a Gradescope autograder zip")

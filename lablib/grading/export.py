@@ -1,29 +1,48 @@
 """Grades for the LMS: ``lablib export canvas|moodle`` of one or more graded labs.
 
-Each grading output (``lablib grade ... -o OUT``) holds a lab's ``grades.json``. The export
-reads them, matches their rows to the class list (:mod:`~lablib.grading.roster`) and
-writes one row per student with one column per lab total: the tests' points plus the
-points people gave the written answers (``lablib review``); ``pieces=True`` adds one
-column per graded piece and per written question after each total. A gradebook older
-than its reviews (``reviews.sqlite`` changed since ``grades.json`` was written) is refused:
-run ``lablib report`` first.
+Each grading output (``lablib grade ... -o OUT``) holds a lab's ``grades.json``, whose rows
+carry the identity resolved at grading (:mod:`~lablib.grading.identity`: the roster's
+student, or what the LMS download said). The export writes one row per student and one
+column per lab total: the tests' points plus the points people gave the written answers
+(``lablib review``) less the late penalty; ``pieces=True`` adds one column per graded
+piece and per written question after each total.
+
+Nothing is lost or under-counted without a word:
+
+* Students are who the gradebooks say they are. A roster given to the export only adds
+  columns and students: a row joins the roster's student that has its id (student id,
+  Canvas user id, e-mail, Moodle participant id, login: compared field by field); a row
+  that matched no student at grading (or was graded without a roster) is first matched
+  to this roster by the grading rules; a row that joins no one is still written, from its
+  own identity, and counted as not in the roster. Every roster student is written, with
+  or without work.
+* A student without a submission for a lab gets ``0`` and a note (``missing="zero"``, the
+  default) or an empty cell (``missing="blank"``: no grade in the LMS).
+* A gradebook with written answers still to grade, or graded before the student changed
+  them, is refused (:class:`ExportError`) unless ``allow_ungraded``: those answers then
+  count 0 and each such student gets a note. A gradebook older than its reviews
+  (``reviews.sqlite`` changed since ``grades.json`` was written) is refused: run
+  ``lablib report`` first.
+* Notes: Moodle's file has a ``Notes`` column (map it to nothing, or to a feedback
+  field); Canvas makes a new assignment of every column it does not know, so its notes go
+  to a file beside the import, ``<output>.notes.csv``, written for both formats.
 
 * ``canvas``: Canvas's gradebook import layout: ``Student, ID, SIS User ID, SIS Login ID,
   Section`` and the lab columns, with the "Points Possible" row Canvas's own export has.
   Canvas matches students by ``ID`` or ``SIS User ID`` (export the roster from Canvas's
   gradebook to have them) and a column by its name: an existing assignment's
   ``Name (id)`` (``columns``), else a new assignment is made.
-* ``moodle``: ``Full name, Email address, ID number`` and the lab columns, for Moodle's
-  "Import grades from CSV": map ``Email address`` (or ``ID number``) to the user field of
-  the same name and each lab column to its grade item.
+* ``moodle``: ``Full name, Email address, ID number``, the lab columns and ``Notes``, for
+  Moodle's "Import grades from CSV": map ``Email address`` (or ``ID number``) to the user
+  field of the same name and each lab column to its grade item.
 
-A student with no submission gets an empty cell (no grade), or 0 with ``missing=0``;
-a student with several notebooks in one lab gets the best. Text cells are made inert for
+A student with several notebooks in one lab gets the best. Text cells are made inert for
 spreadsheets, as in ``grades.csv``.
 
 Example::
 
-    export("canvas", ["grades/lab1", "grades/lab2"], Roster.load("canvas.csv"), "canvas_import.csv")
+    report = export("canvas", ["grades/lab1", "grades/lab2"], Roster.load("canvas.csv"), "canvas_import.csv")
+    report["summary"]   # 'wrote canvas_import.csv: 36 students (34 with every total, ...)'
 """
 
 from __future__ import annotations
@@ -32,15 +51,21 @@ import csv
 import pathlib
 
 from lablib.grading.atomic import atomic_write
+from lablib.grading.identity import STUDENT_FIELDS, RosterIndex, resolve
+from lablib.grading.lms import fold
 from lablib.grading.report.gradebook_csv import spreadsheet_text
-from lablib.grading.report.gradebook_json import read_gradebook
+from lablib.grading.report.gradebook_json import GradebookError, read_gradebook
 from lablib.grading.report.text import num
 from lablib.grading.review.store import DB_NAME, changes_since
-from lablib.grading.roster import Roster
+from lablib.grading.submissions import Found
 
-__all__ = ["FORMATS", "export", "ExportError"]
+__all__ = ["FORMATS", "MISSING", "export", "ExportError"]
 
 FORMATS = ("canvas", "moodle")
+#: What a student without a submission gets: ``zero`` (0 and a note) or ``blank`` (no grade).
+MISSING = ("zero", "blank")
+#: The fields by which a gradebook row joins a roster student, each compared with itself.
+_JOIN = ("student_id", "lms_id", "email", "participant_id", "login")
 
 
 class ExportError(ValueError):
@@ -51,10 +76,10 @@ def _gradebook(folder) -> dict:
     path = pathlib.Path(folder) / "grades.json"
     try:
         data = read_gradebook(folder)
-    except (OSError, ValueError) as exc:
+    except GradebookError as exc:
+        raise ExportError(str(exc)) from None
+    except OSError as exc:
         raise ExportError(f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`.") from None
-    if not isinstance(data, dict) or "lab" not in data or "submissions" not in data:
-        raise ExportError(f"{path} is not a gradebook written by `lablib grade`.")
     newer = changes_since(pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0))
     if newer:
         raise ExportError(f"{folder}: the written answers' grades changed {newer} time(s) since grades.json was "
@@ -64,9 +89,18 @@ def _gradebook(folder) -> dict:
 
 
 def _total(row: dict) -> float:
-    """A row's total: the tests' points plus the people's points (``total``, written for a
-    lab with written answers), else the tests' points."""
-    return row.get("total", row["score"])
+    """A row's total: the tests' points plus the people's points less the late penalty
+    (``total``, written for a lab with written answers or a late policy), else the tests'
+    points."""
+    return float(row.get("total", row["score"]))
+
+
+def _pending(row: dict) -> tuple[int, int]:
+    """``(never graded, graded before the answer changed)`` written answers of a row."""
+    written = row.get("written") or {}
+    stale = sum(bool(w.get("stale")) for w in written.values() if isinstance(w, dict))
+    never = sum(not w.get("graded") for w in written.values() if isinstance(w, dict))
+    return never, stale
 
 
 def _lab_columns(data: dict, header: str, pieces: bool) -> list[tuple[str, str | None, float]]:
@@ -83,60 +117,184 @@ def _lab_columns(data: dict, header: str, pieces: bool) -> list[tuple[str, str |
     return columns
 
 
-def export(fmt: str, outputs, roster: Roster, destination, *, columns=None, pieces: bool = False,
-           missing: float | None = None) -> dict:
+class _Person:
+    """One student of the export: the roster's fields or a gradebook identity's."""
+
+    def __init__(self, fields: dict, in_roster: bool):
+        self.fields = {f: str(fields.get(f, "") or "") for f in STUDENT_FIELDS}
+        self.in_roster = in_roster
+        self.rows: dict[str, list] = {}  # lab -> gradebook rows
+        self.notes: list[str] = []
+
+    def joins(self, identity: dict) -> int:
+        """How many join fields ``identity`` shares with this student (0: another student)."""
+        return sum(1 for f in _JOIN if identity.get(f) and fold(identity[f]) == fold(self.fields[f]))
+
+    def clashes(self, identity: dict) -> bool:
+        """``identity`` gives a join field a different value: another student."""
+        return any(identity.get(f) and self.fields[f] and fold(identity[f]) != fold(self.fields[f]) for f in _JOIN)
+
+
+def _identities(entry: dict, roster=None, index=None) -> list[dict]:
+    """The people a gradebook row belongs to: its identity (and a group's other
+    submitters); for a gradebook written before identities were kept, its roster
+    ``student``, else its name. A row that matched no student at grading (or was graded
+    without a roster) is matched to ``roster`` here by the grading rules
+    (:func:`lablib.grading.identity.resolve`); a row matched at grading keeps its student."""
+    identity = entry.get("identity")
+    if not isinstance(identity, dict) or not identity:
+        student = entry.get("student")
+        identity = dict(student, matched=True) if isinstance(student, dict) else {"key": entry["submission"]}
+    if roster is not None and not identity.get("matched"):
+        found = Found(str(entry["submission"]), pathlib.Path(str(entry.get("path", ""))),
+                      str(identity.get("where", "")), str(identity.get("folder", "")), dict(identity.get("lms") or {}))
+        again = resolve(found, roster, index=index)
+        if again.get("matched"):
+            identity = again | {"matched_by": f"{again['matched_by']} (matched by the export's roster)"}
+    people = [identity]
+    for other in identity.get("others") or []:
+        if isinstance(other, dict) and any(other.get(f) for f in (*_JOIN, "key", "name")):
+            people.append(other)
+    return people
+
+
+def _place(people: list[_Person], identity: dict, submission: str, lab: str) -> _Person:
+    """The export's student of one identity: the roster student it joins (most shared
+    ids, none clashing), else a student of its own (kept, counted as not in the roster)."""
+    best = max(((p.joins(identity), i) for i, p in enumerate(people) if not p.clashes(identity)), default=(0, -1))
+    if best[0] > 0:
+        return people[best[1]]
+    for p in people:  # a row of the same unmatched person in another lab
+        if not p.in_roster and fold(p.fields.get("name") or "") == fold(identity.get("name") or "") and \
+                p.fields.get("_key") == fold(identity.get("key") or submission):
+            return p
+    person = _Person(identity, in_roster=False)
+    if not person.fields["name"]:
+        person.fields["name"] = str(identity.get("key") or submission)
+    person.fields["_key"] = fold(identity.get("key") or submission)
+    people.append(person)
+    return person
+
+
+def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool = False,
+           missing: str = "zero", allow_ungraded: bool = False) -> dict:
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
         fmt: ``"canvas"`` or ``"moodle"``.
         outputs: grading output folders (each with a ``grades.json``), one per lab.
-        roster: the class list; one row per student, in its order.
+        roster: the class list (a :class:`~lablib.grading.roster.Roster`), or None: its
+            students come first, in its order, and every one of them is written.
         destination: the CSV file to write.
         columns: lab name -> column header (default: the lab's title).
         pieces: add a column per graded piece after each lab's total.
-        missing: the value for a student with no submission (default: empty, no grade).
+        missing: ``"zero"`` (0 and a note) or ``"blank"`` (empty: no grade) for a student
+            without a submission.
+        allow_ungraded: export a gradebook with written answers still to grade (counted
+            0, each such student noted) instead of refusing it.
 
     Returns:
-        ``{"students", "labs", "unmatched": {lab: [submission names]}, "without_submission":
-        {lab: [student keys]}}``: what to check before importing.
+        ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
+        "not_in_roster": [keys], "unmatched": {lab: [submission names]},
+        "without_submission": {lab: [keys]}, "labs", "notes": path or None, "summary"}``.
+
+    Raises:
+        ExportError: an unknown format or ``missing`` value, a gradebook that cannot be
+            read or is older than its reviews, two outputs of one lab, a ``columns`` lab
+            no output grades, or written answers still to grade without ``allow_ungraded``.
     """
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}.")
+    if missing not in MISSING:
+        raise ExportError(f"--missing {missing!r}: expected 'zero' (0 and a note) or 'blank' (no grade).")
     columns = dict(columns or {})
-    books = [_gradebook(folder) for folder in outputs]
-    labs = [b["lab"] for b in books]
+    books = [(pathlib.Path(folder), _gradebook(folder)) for folder in outputs]
+    labs = [b["lab"] for _, b in books]
     if len(set(labs)) != len(labs):
         raise ExportError(f"Two of the outputs hold the same lab ({labs}); pass one output per lab.")
     unknown = set(columns) - set(labs)
     if unknown:
         raise ExportError(f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs}).")
-    header_cells, points, values = [], [], {id(s): [] for s in roster.students}
-    report = {"students": len(roster), "labs": labs, "unmatched": {}, "without_submission": {}}
-    for book in books:
-        lab_columns = _lab_columns(book, columns.get(book["lab"], book.get("title") or book["lab"]), pieces)
-        rows = book["submissions"]
-        match = roster.match([(r["submission"], r.get("path", "")) for r in rows])
-        best: dict[int, dict] = {}
-        for row in rows:
-            student = match.students.get(row["submission"])
-            if student is not None and (id(student) not in best or _total(row) > _total(best[id(student)])):
-                best[id(student)] = row
-        report["unmatched"][book["lab"]] = list(match.unmatched)
-        report["without_submission"][book["lab"]] = [s.key for s in match.without_submission]
-        for header, piece, possible in lab_columns:
+    pending = {}
+    for folder, book in books:
+        rows = [(r["submission"], *_pending(r)) for r in book["submissions"]]
+        waiting = [(name, never, stale) for name, never, stale in rows if never or stale]
+        if waiting:
+            pending[book["lab"]] = waiting
+    if pending and not allow_ungraded:
+        parts = []
+        for (folder, book) in books:
+            if book["lab"] in pending:
+                w = pending[book["lab"]]
+                parts.append(f"{folder}: {len(w)} submissions have {sum(n for _, n, _ in w)} written answers never "
+                             f"graded and {sum(s for _, _, s in w)} changed since they were graded "
+                             f"(e.g. {', '.join(n for n, _, _ in w[:3])}); run `lablib review {book['lab']} {folder}`, "
+                             f"then `lablib report {folder}`")
+        raise ExportError("Refusing to export totals that count written answers nobody graded as 0. "
+                          + "; ".join(parts) + ". Or pass --allow-ungraded to export them anyway (counted 0, each "
+                          "such student noted).")
+
+    people = [_Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
+              for s in (roster.students if roster is not None else ())]
+    report = {"students": 0, "labs": labs, "unmatched": {}, "without_submission": {}, "ungraded": {}, "missing": {},
+              "not_in_roster": [], "with_totals": 0, "notes": None}
+    index = RosterIndex(roster) if roster is not None else None
+    for _, book in books:
+        lab = book["lab"]
+        unmatched = []
+        for entry in book["submissions"]:
+            for i, identity in enumerate(_identities(entry, roster, index)):
+                person = _place(people, identity, entry["submission"], lab)
+                person.rows.setdefault(lab, []).append(entry)
+                if i == 0 and not person.in_roster:
+                    unmatched.append(entry["submission"])
+        report["unmatched"][lab] = unmatched
+
+    header_cells, points = [], []
+    values = {id(p): [] for p in people}
+    for folder, book in books:
+        lab = book["lab"]
+        title = columns.get(lab, book.get("title") or lab)
+        best = {}
+        for p in people:
+            rows = p.rows.get(lab, [])
+            if rows:
+                best[id(p)] = max(rows, key=_total)
+            elif missing == "zero":
+                p.notes.append(f"{title}: no submission (0)")
+            else:
+                p.notes.append(f"{title}: no submission (left empty)")
+        for p in people:
+            row = best.get(id(p))
+            if row is not None:
+                never, stale = _pending(row)
+                if never or stale:
+                    p.notes.append(f"{title}: {never + stale} written answer(s) not graded"
+                                   f"{f' ({stale} changed since graded)' if stale else ''}, counted as 0")
+                    report["ungraded"].setdefault(lab, []).append(_key(p))
+        report["missing"][lab] = [_key(p) for p in people if id(p) not in best]
+        report["without_submission"][lab] = report["missing"][lab]
+        for header, piece, possible in _lab_columns(book, title, pieces):
             header_cells.append(header)
             points.append(num(possible))
-            for student in roster.students:
-                row = best.get(id(student))
+            for p in people:
+                row = best.get(id(p))
                 if row is None:
-                    values[id(student)].append("" if missing is None else num(missing))
+                    values[id(p)].append(num(0.0) if missing == "zero" and piece is None else "")
                 elif piece is None:
-                    values[id(student)].append(num(_total(row)))
+                    values[id(p)].append(num(_total(row)))
                 elif piece.startswith("written:"):
                     given = row.get("written", {}).get(piece.split(":", 1)[1], {})
-                    values[id(student)].append(num(given.get("score", 0.0)) if given.get("graded") else "")
+                    values[id(p)].append(num(given.get("score", 0.0)) if given.get("graded") else "")
                 else:
-                    values[id(student)].append(num(row["pieces"].get(piece, {}).get("score", 0.0)))
+                    values[id(p)].append(num(row["pieces"].get(piece, {}).get("score", 0.0)))
+    for p in people:
+        if not p.in_roster:
+            p.notes.insert(0, "not in the roster given to the export (identity kept at grading)")
+    report["not_in_roster"] = [_key(p) for p in people if not p.in_roster]
+    report["students"] = len(people)
+    report["with_totals"] = sum(all(p.rows.get(lab) for lab in labs) for p in people)
+
     destination = pathlib.Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(destination, newline="") as f:
@@ -145,11 +303,40 @@ def export(fmt: str, outputs, roster: Roster, destination, *, columns=None, piec
             writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
                              *map(spreadsheet_text, header_cells)])
             writer.writerow(["    Points Possible", "", "", "", "", *points])
-            for s in roster.students:
-                writer.writerow([*map(spreadsheet_text, (s.name, s.lms_id, s.student_id, s.login, s.section)),
-                                 *values[id(s)]])
+            for p in people:
+                x = p.fields
+                writer.writerow([*map(spreadsheet_text, (x["name"], x["lms_id"], x["student_id"], x["login"],
+                                                         x["section"])), *values[id(p)]])
         else:
-            writer.writerow(["Full name", "Email address", "ID number", *map(spreadsheet_text, header_cells)])
-            for s in roster.students:
-                writer.writerow([*map(spreadsheet_text, (s.name, s.email, s.student_id)), *values[id(s)]])
+            writer.writerow(["Full name", "Email address", "ID number", *map(spreadsheet_text, header_cells), "Notes"])
+            for p in people:
+                x = p.fields
+                writer.writerow([*map(spreadsheet_text, (x["name"], x["email"], x["student_id"])), *values[id(p)],
+                                 spreadsheet_text("; ".join(p.notes))])
+    notes_path = destination.with_name(destination.stem + ".notes.csv")
+    noted = [p for p in people if p.notes]
+    if noted:
+        with atomic_write(notes_path, newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["Student", "ID", "SIS User ID", "Email address", "Note"])
+            for p in noted:
+                x = p.fields
+                for note in p.notes:
+                    writer.writerow([*map(spreadsheet_text, (x["name"], x["lms_id"], x["student_id"], x["email"],
+                                                             note))])
+        report["notes"] = str(notes_path)
+    else:
+        notes_path.unlink(missing_ok=True)  # no note of an earlier export left beside this one
+    ungraded = len({k for keys in report["ungraded"].values() for k in keys})
+    missing_any = len({k for keys in report["missing"].values() for k in keys})
+    report["summary"] = (
+        f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
+        f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
+        f"{ungraded} with written answers not graded (counted 0, noted); {len(report['not_in_roster'])} not in "
+        f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if noted else ""))
     return report
+
+
+def _key(person: _Person) -> str:
+    x = person.fields
+    return x["student_id"] or x["lms_id"] or x["email"] or x["participant_id"] or x["name"]

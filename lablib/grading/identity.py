@@ -48,7 +48,7 @@ import re
 from lablib.grading.lms import fold
 from lablib.grading.roster import Student, lab_aliases
 
-__all__ = ["resolve", "resolve_all", "student_of", "identity_keys", "STUDENT_FIELDS"]
+__all__ = ["resolve", "resolve_all", "student_of", "identity_keys", "RosterIndex", "STUDENT_FIELDS"]
 
 #: The roster fields an identity carries.
 STUDENT_FIELDS = ("student_id", "name", "email", "section", "lms_id", "login", "participant_id", "extension", "due")
@@ -76,7 +76,7 @@ def _name_forms(student: Student) -> set[str]:
     return forms
 
 
-class _Index:
+class RosterIndex:
     """The roster's students by every key a submission may carry (a key of two students
     finds neither)."""
 
@@ -127,7 +127,7 @@ def _candidates(found) -> list[str]:
     return [c for c in dict.fromkeys(out) if c]
 
 
-def _lms_match(index: _Index, lms: dict) -> list[tuple[Student | None, str]]:
+def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]]:
     """``(student or None, how)`` per person the LMS download names (a Gradescope group
     has several), by the LMS's ids."""
     kind = lms.get("lms")
@@ -155,7 +155,7 @@ def _lms_match(index: _Index, lms: dict) -> list[tuple[Student | None, str]]:
     return []
 
 
-def _lms_name_match(index: _Index, lms: dict) -> tuple[Student | None, str]:
+def _lms_name_match(index: RosterIndex, lms: dict) -> tuple[Student | None, str]:
     name = lms.get("name", "")
     if not name:
         return None, ""
@@ -205,7 +205,7 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
     identity: dict = {}
     others: list = []
     if roster is not None:
-        index = index or _Index(roster)
+        index = index or RosterIndex(roster)
         student, how = None, ""
         explicit, key = index.one(index.explicit, _candidates(found))
         if explicit is not None:
@@ -282,5 +282,5 @@ def student_of(identity: dict, roster=None) -> Student | None:
 
 def resolve_all(found, roster=None, *, times=None, lab=None) -> dict[str, dict]:
     """Submission name -> identity, for every :class:`~lablib.grading.submissions.Found`."""
-    index = _Index(roster) if roster is not None else None
+    index = RosterIndex(roster) if roster is not None else None
     return {f.name: resolve(f, roster, times=times, lab=lab, index=index) for f in found}

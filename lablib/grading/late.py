@@ -6,9 +6,13 @@ answers together, as Canvas's late policy counts; ``2``: points), an optional ca
 total deduction, and a grace period (a submission within it is on time; past it, the
 lateness counts from the due date). Per-student extensions come from the roster: an
 ``extension`` column (``2d``, ``36h``, ``90m``) or a ``due`` column (that student's own
-due date). Submission times come from the roster's ``submitted_at`` column (Gradescope's
-export calls it ``Submission Time``), or, with ``from_files``, from each notebook's file
-time (as copied from the LMS download: check that the copy kept them).
+due date). Submission times are resolved at grading (:mod:`~lablib.grading.identity`):
+the LMS download's (a Gradescope export's metadata), else a times file (``--times``), else
+the roster's ``submitted_at:<lab>`` or ``submitted_at`` column (Gradescope's roster calls
+it ``Submission Time``, Moodle's grading worksheet ``Last modified (submission)``); with
+``from_files``, a row without any of them takes its notebook's file time (as copied from
+the LMS download: check that the copy kept them). Canvas's ``LATE`` marker carries no
+time: such a row without a time gets no deduction and is listed.
 
 Times are ISO 8601 (``2026-11-20T23:59``, ``2026-11-20 23:59:00 -0800``); a time without
 a zone is in the grading machine's local zone. Reports show every time with its offset.
@@ -189,7 +193,8 @@ class LatePolicy:
         grace = parse_duration(self.grace)
         return (f"due {parse_time(self.due):%Y-%m-%d %H:%M %z}; {self.deduction} per started {self.per} late"
                 f"{f', at most {self.cap}' if self.cap else ''}{f', grace {_human(grace)}' if grace else ''}; "
-                f"times from {'the notebooks’ file times' if self.from_files else 'the roster (submitted_at)'}")
+                f"times from the LMS download, the times file or the roster"
+                f"{', else the notebooks’ file times' if self.from_files else ''}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from lablib.grading import report
-from lablib.grading.export import export
+from lablib.grading.export import ExportError, export
 from lablib.grading.grade import rewrite_reports
 from lablib.grading.late import LateError, LatePolicy, parse_duration, parse_time
 from lablib.grading.results import PieceScore, Status, SubmissionResult
@@ -103,7 +103,10 @@ def test_penalties_reach_every_report_and_the_export(tmp_path):
     assert "Late work" in (out / "summary.html").read_text()
     entry = next(e for e in json.loads((out / "grades.json").read_text())["submissions"] if e["submission"] == "bob")
     assert entry["late"]["penalty"] == 2 and entry["total"] == 8
-    export("canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv")
+    with pytest.raises(ExportError, match="4 written answers never graded"):  # nobody graded them yet
+        export("canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv")
+    done = export("canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv", allow_ungraded=True)
+    assert len(done["ungraded"][lab.name]) == 4 and "4 with written answers not graded" in done["summary"]
     header, possible, *students = list(csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8")))
     assert possible[header.index(lab.title)] == "20"
     assert {r[0]: r[header.index(lab.title)] for r in students} == {"Ann": "10", "Bob": "8", "Cat": "10", "Dan": "10"}

@@ -100,9 +100,13 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
     _gradebook(fixture_lab, tmp_path / "lab0", {"erin": 1.0, "S002": 0.5, "frank": 0.25, "zed": 0.0})
     out = tmp_path / "canvas_import.csv"
     assert main(["export", "canvas", str(tmp_path / "lab0"), "--roster", str(canvas_roster), "-o", str(out),
-                 "--column", "lab0_fixture=Lab 0 (777)", "--pieces"]) == 0
-    err = capsys.readouterr().err
-    assert "no student for submission zed" in err and "1 students without a submission (left empty): S003" in err
+                 "--column", "lab0_fixture=Lab 0 (777)", "--pieces", "--missing", "blank"]) == 0
+    captured = capsys.readouterr()
+    # graded without a roster: the export's roster matches the rows; zed matches no one and is still written
+    assert "submission zed matched no roster student: exported" in captured.err
+    assert "1 students without a submission (left empty): S003" in captured.err
+    assert "4 students (3 with a submission for every lab; 1 missing" in captured.out
+    assert "1 not in the roster" in captured.out
     rows = list(csv.reader(out.open(newline="")))
     assert rows[0][:6] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 0 (777)"]
     assert rows[0][6:] == [f"Lab 0 (777): {p}" for p in fixture_lab.pieces]
@@ -110,14 +114,17 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
     table = {r[0]: r for r in rows[2:]}
     assert table["Doe, Erin"][1:6] == ["1001", "S001", "erin", "Section A", f"{fixture_lab.max_score:g}"]
     assert table["Roe, Frank"][5] == f"{fixture_lab.max_score * 0.5:g}"  # two notebooks: the best counts
-    assert table["Poe, Gina"][5] == "" and len(rows) == 5  # no submission: no grade; the test student left out
+    assert table["Poe, Gina"][5] == ""  # no submission, --missing blank: no grade
+    assert table["zed"][5] == "0" and len(rows) == 6  # kept, from its own identity; the test student left out
+    notes = {r[0]: r[4] for r in csv.reader(open(tmp_path / "canvas_import.notes.csv", newline=""))}
+    assert "no submission" in notes["Poe, Gina"] and "not in the roster" in notes["zed"]
     moodle = tmp_path / "moodle.csv"
     gradescope_roster = _write(tmp_path, "gs.csv", GRADESCOPE)
-    assert main(["export", "moodle", str(tmp_path / "lab0"), "--roster", str(gradescope_roster), "-o", str(moodle),
-                 "--missing-zero"]) == 0
+    assert main(["export", "moodle", str(tmp_path / "lab0"), "--roster", str(gradescope_roster), "-o", str(moodle)]) == 0
     rows = list(csv.reader(moodle.open(newline="")))
-    assert rows[0] == ["Full name", "Email address", "ID number", "Fixture lab: normalise, softmax, running mean"]
-    assert rows[1] == ["Erin Doe", "erin@uni.edu", "S001", f"{fixture_lab.max_score:g}"]
+    assert rows[0] == ["Full name", "Email address", "ID number", "Fixture lab: normalise, softmax, running mean",
+                       "Notes"]
+    assert rows[1] == ["Erin Doe", "erin@uni.edu", "S001", f"{fixture_lab.max_score:g}", ""]
     assert main(["export", "canvas", str(tmp_path), "--roster", str(canvas_roster), "-o", str(out)]) == 2
     assert "pass the output folders of `lablib grade`" in capsys.readouterr().err
 

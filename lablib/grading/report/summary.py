@@ -1,10 +1,17 @@
 """The class at a glance: ``summary.json`` and ``summary.html`` of one graded batch.
 
-Written by every ``lablib grade`` next to ``grades.csv``: total and per-piece score
-histograms, each test's pass rate (the tests the class fails most first) over all
-submissions and over those that attempted the piece, its most common failure message,
-status counts, the submissions of every status other than ``ok`` with links to their
-feedback and instructor views, and the slowest submissions. The page is static and self-contained (no network, no
+Written by every ``lablib grade`` next to ``grades.csv``. The headline is the class's
+totals, as the gradebook and the LMS export count them (automatic points + the people's
+points for the written answers - the late penalty, floored at 0): their histogram, mean
+and median, with the automatic points alone beside them. Then per-piece histograms, each
+test's pass rate (the tests the class fails most first) over all submissions and over
+those that attempted the piece, its most common failure among those who attempted it,
+the named mistakes (the checks' diagnoses, such as "The scores are not scaled by
+1/sqrt(d_k)") ranked by how many students made each, status counts, the submissions of
+every status other than ``ok`` with links to their feedback and instructor views, and
+the slowest submissions. A piece left as the blank lab's stub ("not done yet"), a missing
+graded cell or an unreadable notebook is "not attempted": never an error, never a
+failure of the piece's tests. The page is static and self-contained (no network, no
 script): the plots are inline SVG drawn with matplotlib's SVG backend (no display needed).
 It is the instructor's view: hidden tests are named there.
 
@@ -30,6 +37,7 @@ from lablib.grading.report.base import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
 from lablib.grading.similarity import MAX_PAIRS, THRESHOLD
+from lablib.session import NOT_DONE
 
 #: How the hints are made, in one line (summary.json).
 METHOD = ("winnowing (BLAKE2b fingerprints, deterministic) of the graded cells' tokens after normalising them "
@@ -72,13 +80,19 @@ def _stats(scores) -> dict:
             "min": round(float(scores.min()), 3), "max": round(float(scores.max()), 3)}
 
 
+#: How a test of a piece the student did not attempt is counted (never ``error``).
+NOT_ATTEMPTED = "not attempted"
+#: How many named mistakes the class-wide ranking lists.
+MISTAKES_SHOWN = 20
+
+
 def _attempted(test) -> bool:
     """Whether a test's run says anything about the student's work on its piece: not when
     the graded cell is missing, the notebook unreadable, or the piece still the blank
-    lab's stub (``NotImplementedError``)."""
+    lab's stub ("not done yet")."""
     if test.kind in (Kind.MISSING, Kind.INVALID_NOTEBOOK):
         return False
-    return "NotImplementedError" not in test.message and "not implemented" not in test.message.lower()
+    return not test.message.startswith(NOT_DONE) and "NotImplementedError" not in test.message
 
 
 def _message_key(message: str) -> str:
@@ -87,18 +101,41 @@ def _message_key(message: str) -> str:
 
 
 def _piece_rows(lab, results):
-    """Per graded piece: points, statistics, histogram."""
+    """Per graded piece: points, statistics, histogram, how many attempted it."""
     pieces = []
     for piece in lab.pieces:
         got = [r.pieces[piece].score if piece in r.pieces else 0.0 for r in results]
         top = max([r.pieces[piece].max_score if piece in r.pieces else 0.0 for r in results]
                   or [sum(t.points for t in lab.tests if t.piece == piece)])
+        attempted = sum(any(_attempted(t) for t in r.tests if t.piece == piece) for r in results)
         pieces.append({
             "piece": piece, "description": lab.pieces[piece].description, "max_score": top,
             **_stats(got), "full_marks": sum(1 for s in got if top > 0 and s >= top),
             "zero": sum(1 for s in got if s <= 0), "histogram": _histogram(got, top),
+            "attempted": attempted, "not_attempted": len(results) - attempted,
         })
     return pieces
+
+
+def _mistake_rows(lab, results) -> list[dict]:
+    """The named mistakes (the checks' diagnoses), most students first: each with its
+    piece, how many students made it and the tests that named it. A student who makes one
+    mistake on several tests counts once."""
+    order = {p: i for i, p in enumerate(lab.pieces)}
+    found: dict[tuple, dict] = {}
+    for r in results:
+        for t in r.tests:
+            if t.passed or not t.mistake or not _attempted(t):
+                continue
+            row = found.setdefault((t.piece, _message_key(t.message)),
+                                   {"piece": t.piece, "mistake": _message_key(t.message), "students": set(),
+                                    "tests": set()})
+            row["students"].add(r.submission)
+            row["tests"].add(t.name)
+    rows = [{"piece": v["piece"], "mistake": v["mistake"], "students": len(v["students"]),
+             "tests": sorted(v["tests"]), "who": sorted(v["students"])} for v in found.values()]
+    rows.sort(key=lambda v: (-v["students"], order.get(v["piece"], len(order)), v["mistake"]))
+    return rows
 
 
 def _test_rows(lab, results):
@@ -110,17 +147,22 @@ def _test_rows(lab, results):
             row = tests.setdefault(t.id, {"id": t.id, "piece": t.piece, "name": t.name, "hidden": t.hidden,
                                           "points": t.max_score, "runs": 0, "passed": 0, "score_sum": 0.0,
                                           "attempted": 0, "passed_attempted": 0, "failures": {},
-                                          "messages": {}})
+                                          "messages": {}, "mistakes": {}})
             row["runs"] += 1
             row["passed"] += bool(t.passed)
             row["score_sum"] += t.score
-            if _attempted(t):
+            attempted = _attempted(t)
+            if attempted:
                 row["attempted"] += 1
                 row["passed_attempted"] += bool(t.passed)
             if not t.passed:
-                row["failures"][t.kind.value] = row["failures"].get(t.kind.value, 0) + 1
-                key = _message_key(t.message)
-                row["messages"][key] = row["messages"].get(key, 0) + 1
+                kind = t.kind.value if attempted else NOT_ATTEMPTED
+                row["failures"][kind] = row["failures"].get(kind, 0) + 1
+                if attempted:  # the most common failure among those who tried the piece
+                    key = _message_key(t.message)
+                    row["messages"][key] = row["messages"].get(key, 0) + 1
+                    if t.mistake:
+                        row["mistakes"][key] = row["mistakes"].get(key, 0) + 1
     test_rows = []
     for row in tests.values():
         runs = row.pop("runs")
@@ -134,6 +176,8 @@ def _test_rows(lab, results):
         row["failures"] = dict(sorted(row["failures"].items(), key=lambda kv: (-kv[1], kv[0])))
         messages = sorted(row.pop("messages").items(), key=lambda kv: (-kv[1], kv[0]))
         row["common_failure"] = {"message": messages[0][0], "count": messages[0][1]} if messages else None
+        row["mistakes"] = [{"mistake": m, "count": c}
+                           for m, c in sorted(row["mistakes"].items(), key=lambda kv: (-kv[1], kv[0]))]
         test_rows.append(row)
     test_rows.sort(key=lambda row: (row["pass_rate"], order.get(row["id"], len(order)), row["id"]))
     return test_rows
@@ -153,7 +197,7 @@ def _attention(results):
 
 
 def class_summary(lab, results, roster=None, skipped=(), written=None, late=None, similarity=None,
-                  totals=None) -> dict:
+                  totals=None, lms_late=()) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -173,19 +217,32 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             (:func:`lablib.grading.similarity.similarity_hints`): the pairs of near-identical
             graded code, and the graded cells that run code given as data.
         totals: ``{submission: total}``, the gradebook's totals (tests + written answers -
-            late penalty, as in grades.csv): the written and late sections sum these.
+            late penalty, as in grades.csv): the headline and the written and late
+            sections sum these (default: tests + the people's points in ``written``).
+        lms_late: submissions the LMS marks late (Canvas's ``LATE``) without a time: no
+            deduction was computed for them; the late section lists them.
 
     Returns:
-        ``{"lab", "title", "submissions", "max_score", "score", "histogram", "pieces",
-        "tests", "statuses", "needs_attention", "slowest", "roster", "skipped", "written"}``; ``tests`` is sorted by failure
-        rate, highest first; ``needs_attention`` maps each status other than ``ok`` to its
-        submissions with their feedback and instructor files.
+        ``{"lab", "title", "submissions", "total", "max_score", "score", "histogram",
+        "pieces", "mistakes", "tests", "statuses", "needs_attention", "slowest", "roster",
+        "skipped", "written", "late", "similarity"}``: ``total`` is the headline (the
+        totals' statistics and histogram out of ``total["possible"]``), ``score`` and
+        ``histogram`` the automatic points alone; ``mistakes`` the named mistakes, most
+        students first; ``tests`` is sorted by failure rate, highest first; ``needs_attention``
+        maps each status other than ``ok`` to its submissions with their feedback and
+        instructor files.
     """
     results = sorted(results, key=lambda r: r.submission)
     written = written or {}
     n = len(results)
     max_score = max([r.max_score for r in results] or [float(lab.max_score)])
     scores = [r.score for r in results]
+    questions = [q for q, _ in next(iter(written.values()), [])] or list(getattr(lab, "answers", {}).values())
+    max_total = max_score + sum(q.points for q in questions)
+    if totals is None:  # tests + the people's points, when no gradebook totals were given
+        totals = {r.submission: r.score + sum(s.score for _, s in written.get(r.submission, [])) for r in results}
+    total_values = [float(totals.get(r.submission, r.score)) for r in results]
+    pending = sum(s.pending for r in results for _, s in written.get(r.submission, []))
     pieces = _piece_rows(lab, results)
     test_rows = _test_rows(lab, results)
     statuses = {word: 0 for word in _STATUS_ROWS}
@@ -196,7 +253,11 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
         "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,
+        "total": {"possible": max_total, **_stats(total_values), "histogram": _histogram(total_values, max_total),
+                  "what": "automatic + written - late penalty (floored at 0), as grades.csv and the LMS export",
+                  "written_to_grade": pending, "late_applied": late is not None},
         "score": _stats(scores), "histogram": _histogram(scores, max_score), "pieces": pieces,
+        "mistakes": _mistake_rows(lab, results),
         "tests": test_rows, "statuses": statuses, "needs_attention": needs_attention,
         "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
                      "cached": r.cached}
@@ -207,7 +268,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
             "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
                                             for s in roster.without_submission]},
         "written": _written_rows(results, written, totals, late_applied=late is not None),
-        "late": _late_rows(results, late, totals),
+        "late": _late_rows(results, late, totals, lms_late),
         "similarity": None if similarity is None else {
             "threshold": similarity.get("threshold", THRESHOLD),
             "method": METHOD,
@@ -280,7 +341,7 @@ def _similarity_section(similarity) -> str:
             f"passages (marked) before concluding anything.</p>{dynamic}{same}{pairs}{identical}")
 
 
-def _late_rows(results, late, totals=None) -> dict | None:
+def _late_rows(results, late, totals=None, lms_late=()) -> dict | None:
     if late is None:
         return None
     policy, rows = late
@@ -289,6 +350,7 @@ def _late_rows(results, late, totals=None) -> dict | None:
     return {"policy": policy.describe(), "late": len(penalties),
             "on_time": sum(x is not None and x.penalty == 0 for x in found),
             "no_time": [r.submission for r, x in zip(results, found) if x is None],
+            "marked_late_no_time": sorted(lms_late),
             "penalty": _stats(penalties) if penalties else None,
             "total": _stats([totals.get(r.submission, r.score) for r in results]) if totals else None,
             "rows": [{"submission": r.submission, "text": x.text, "penalty": x.penalty}
@@ -302,6 +364,11 @@ def _late_section(late) -> str:
     rows = _table(["submission", "penalty", "lateness"], [[r["submission"], r["penalty"], r["text"]] for r in late["rows"]])
     missing = (f"<p>No submission time for {len(late['no_time'])}: {esc(', '.join(late['no_time'][:20]))}"
                f"{' ...' if len(late['no_time']) > 20 else ''} (no penalty applied).</p>" if late["no_time"] else "")
+    marked = late.get("marked_late_no_time") or []
+    if marked:
+        missing += (f"<p><b>Marked late by the LMS but without a time ({len(marked)})</b>: "
+                    f"{esc(', '.join(marked[:20]))}{' ...' if len(marked) > 20 else ''}. No deduction was computed: "
+                    f"give their times with <code>--times</code> (student,lab,submitted_at).</p>")
     total = (f" Totals after the penalties: mean <b>{_fmt(late['total']['mean'])}</b>, median "
              f"{_fmt(late['total']['median'])}." if late.get("total") else "")
     return (f"<h2>Late work</h2><p>Policy: {esc(late['policy'])}. {late['late']} late, {late['on_time']} on "
@@ -371,12 +438,13 @@ def _plots(summary: dict) -> dict[str, str]:
     from matplotlib.figure import Figure
 
     plots = {}
+    total = summary["total"]
     fig = Figure(figsize=(7, 2.8))
     ax = fig.subplots()
-    _bars(ax, summary["histogram"], "#3b6ea8")
-    ax.set_xlabel("total score")
+    _bars(ax, total["histogram"], "#3b6ea8")
+    ax.set_xlabel("total: automatic + written - late penalty")
     ax.set_ylabel("submissions")
-    ax.set_title(f"Total score (out of {summary['max_score']:g})", fontsize=11)
+    ax.set_title(f"Totals (out of {total['possible']:g})", fontsize=11)
     plots["total"] = _svg(fig)
 
     pieces = summary["pieces"]
@@ -453,19 +521,29 @@ def summary_html(summary: dict, similarity=None) -> str:
     ``similarity``: the pairs with their code, shown side by side."""
     esc = html.escape
     plots = _plots(summary) if summary["submissions"] else {}
-    score = summary["score"]
-    pieces = _table(["piece", "points", "mean", "median", "full marks", "zero", "what it is"],
+    score, total = summary["score"], summary["total"]
+    pieces = _table(["piece", "points", "mean", "median", "full marks", "zero", "attempted", "what it is"],
                     [[p["piece"], p["max_score"], p["mean"], p["median"], p["full_marks"], p["zero"],
-                      p["description"]] for p in summary["pieces"]])
+                      p["attempted"], p["description"]] for p in summary["pieces"]])
     rate = lambda value: "-" if value is None else f"{100 * value:.0f}%"
     tests = _table(["piece", "test", "points", "pass rate", "pass rate of those who attempted it", "passed",
-                    "failed", "failures by kind", "most common failure"],
+                    "failed", "failures by kind", "most common failure of those who attempted it",
+                    "named mistakes"],
                    [[t["piece"], t["name"] + (" (hidden)" if t["hidden"] else ""), t["points"],
                      rate(t["pass_rate"]), f"{rate(t['pass_rate_attempted'])} of {t['attempted']}", t["passed"],
                      t["failed"], ", ".join(f"{k}: {v}" for k, v in t["failures"].items()),
                      "" if not t["common_failure"] else
-                     f"{t['common_failure']['count']}x: {t['common_failure']['message']}"]
+                     f"{t['common_failure']['count']}x: {t['common_failure']['message']}",
+                     "; ".join(f"{m['count']}x: {m['mistake']}" for m in t.get("mistakes", []))]
                     for t in summary["tests"]])
+    named = summary.get("mistakes") or []
+    mistakes = (_table(["piece", "mistake (the check's diagnosis)", "students", "tests that named it"],
+                       [[m["piece"], m["mistake"], m["students"], ", ".join(m["tests"])]
+                        for m in named[:MISTAKES_SHOWN]])
+                + (f"<p>Showing {MISTAKES_SHOWN} of {len(named)} named mistakes.</p>" if len(named) > MISTAKES_SHOWN
+                   else "")) if named else "<p>No check named a mistake.</p>"
+    pending = (f"<span>{total['written_to_grade']} written answers still to grade (counted 0 here)</span>"
+               if total.get("written_to_grade") else "")
     statuses = _table(["status", "submissions"], [[k, v] for k, v in summary["statuses"].items()])
     attention = "".join(
         f"<h3>{esc(kind)} ({len(rows)})</h3><ul>" + "".join(
@@ -489,16 +567,27 @@ mark{{background:#fde68a}}
 </style></head><body>
 <h1>{esc(summary['title'])}: class summary</h1>
 <p class="facts"><span><b>{summary['submissions']}</b> submissions</span>
-<span>mean <b>{_fmt(score['mean'])}</b> / {_fmt(summary['max_score'])}</span>
-<span>median {_fmt(score['median'])}</span><span>min {_fmt(score['min'])}</span>
-<span>max {_fmt(score['max'])}</span></p>
+<span>total: mean <b>{_fmt(total['mean'])}</b> / {_fmt(total['possible'])}</span>
+<span>median {_fmt(total['median'])}</span><span>min {_fmt(total['min'])}</span>
+<span>max {_fmt(total['max'])}</span>
+{pending}</p>
+<p class="facts"><span>Totals are automatic + written - late penalty (at least 0), as in grades.csv and the LMS
+export{'' if total.get('late_applied') else '; no late policy'}.</span>
+<span>Automatic points alone: mean {_fmt(score['mean'])} / {_fmt(summary['max_score'])}, median
+{_fmt(score['median'])}</span></p>
 {empty}
-<h2>Scores</h2>
+<h2>Totals</h2>
 <div class="plot">{plots.get('total', '')}</div>
+<h2>Named mistakes, most students first</h2>
+<p>What the checks recognised and named, among the students who attempted the piece; a student counts once per
+mistake.</p>
+{mistakes}
 <h2>Graded pieces</h2>
 {pieces}
 <div class="plot">{plots.get('pieces', '')}</div>
 <h2>Tests, most failed first</h2>
+<p>A piece left as the blank lab's stub, a missing graded cell or an unreadable notebook counts as
+<i>not attempted</i>, never as an error or a failure of the piece.</p>
 <div class="plot">{plots.get('tests', '')}</div>
 {tests}
 <h2>Statuses</h2>
@@ -517,7 +606,7 @@ mark{{background:#fde68a}}
 
 
 def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, late=None,
-                  similarity=None, totals=None) -> dict[str, pathlib.Path]:
+                  similarity=None, totals=None, lms_late=()) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -525,7 +614,7 @@ def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, 
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster, skipped, written, late, similarity, totals)
+    data = class_summary(lab, results, roster, skipped, written, late, similarity, totals, lms_late)
     atomic_write(out / "summary.json", json.dumps(data, indent=1) + "\n")
     atomic_write(out / "summary.html", summary_html(data, similarity))
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
@@ -539,7 +628,7 @@ class ClassSummary:
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         written = {r.submission: book.written(r) for r in book.results} if book.questions else None
         late = None if book.late_policy is None else (book.late_policy, {r.submission: book.late(r) for r in book.results})
-        totals = ({r.submission: book.row(r).total for r in book.results}
-                  if book.questions or book.late_policy is not None else None)
+        totals = {r.submission: book.row(r).total for r in book.results}
+        lms_late = [r.submission for r in book.results if book.marked_late_without_time(r)]
         return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written, late,
-                                  book.similarity, totals).values())
+                                  book.similarity, totals, lms_late).values())

@@ -8,7 +8,10 @@ the site shows what ``help()`` shows:
   ``lablib/layers/transformer.py``). For those objects the docstring is taken from the
   imported object (``__doc__``), which imports TensorFlow once, at build time;
 * cross references written in Sphinx's roles (``:func:`causal_mask```, ``:class:``,
-  ``:mod:`` ...) become inline code, so they read as names instead of raw markup.
+  ``:mod:`` ...) become inline code, so they read as names instead of raw markup;
+* ``>>>`` examples written flush with the docstring's text (after ``Example:``, not in an
+  indented section) are fenced as a Python console session; Markdown would read their
+  ``>>>`` as quotes.
 
 Nothing here changes the package; a docstring without either is left as griffe read it.
 """
@@ -43,8 +46,24 @@ def _runtime_docstring(obj: griffe.Object) -> str | None:
     return inspect.cleandoc(doc) if doc else None
 
 
+def _fence_examples(text: str) -> str:
+    """Fence each run of ``>>>`` lines at the docstring's left margin, with its output."""
+    out, in_block = [], False
+    for line in text.split("\n"):
+        if not in_block and line.startswith(">>>"):
+            out.append("```pycon")
+            in_block = True
+        elif in_block and not line.strip():
+            out.append("```")
+            in_block = False
+        out.append(line)
+    if in_block:
+        out.append("```")
+    return "\n".join(out)
+
+
 class LablibDocstrings(griffe.Extension):
-    """Fill template docstrings from the imported object; turn Sphinx roles into code."""
+    """Fill template docstrings from the imported object; Sphinx roles as code; fence examples."""
 
     def on_object(self, *, obj: griffe.Object, **kwargs) -> None:
         docstring = obj.docstring
@@ -55,7 +74,7 @@ class LablibDocstrings(griffe.Extension):
             filled = _runtime_docstring(obj)
             if filled is not None:
                 text = filled
-        text = _ROLE.sub(r"``\1``", text)
+        text = _fence_examples(_ROLE.sub(r"``\1``", text))
         if text != docstring.value:
             obj.docstring = griffe.Docstring(
                 text, lineno=docstring.lineno, endlineno=docstring.endlineno,

@@ -11,8 +11,14 @@ two places). The test set plays no part.
 
 Run::
 
-    .venv/bin/python benchmarks/lab2_study.py --output benchmarks/results/lab2_study.md
+    .venv/bin/python benchmarks/lab2_study.py --output benchmarks/results/lab2_study_gpu.md
     .venv/bin/python benchmarks/lab2_study.py --quick      # tiny data, CI
+    .venv/bin/python benchmarks/lab2_study.py --from-log benchmarks/results/lab2_study_runs.json \
+        --output benchmarks/results/lab2_study.md          # the table from two stored lab runs
+
+``--from-log`` reads the two rankings from stored runs of the lab itself (its section 7
+table at full length from an earlier full-mode run, and on the budget from a later one,
+same seed) instead of training.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="600 wires, 3 variants, 2/1 epochs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="also write the table to this markdown file")
+    parser.add_argument("--from-log", help="JSON of stored runs {full: {...}, budget: {...}}: no training")
     return parser.parse_args(argv)
 
 
@@ -66,6 +73,13 @@ def spearman(a, b):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_log:
+        with open(args.from_log) as handle:
+            log = json.load(handle)
+        rows = {name: {"full": log["full"][name], "budget": log["budget"][name]} for name in log["full"]}
+        preamble = ("From stored runs of the lab itself, one each, seed 0 (no training here): "
+                    + "; ".join(f"{part}: {text}" for part, text in log.get("source", {}).items()) + ".")
+        return render(rows, preamble, args.output)
     import numpy as np
     import tensorflow as tf
     from sklearn.metrics import f1_score
@@ -144,7 +158,16 @@ def main(argv=None):
         rows[name] = {"full": train_one(change, full_epochs, max_length),
                       "budget": train_one(change, budget_epochs, budget_length)}
         print(f"# {name}: {json.dumps(rows[name])}", file=sys.stderr, flush=True)
+    gpus = tf.config.list_physical_devices("GPU")
+    device = (tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU only")
+    preamble = (f"{len(rows)} configurations, seed {args.seed}, one run each; full recipe: up to {full_epochs} epochs "
+                f"(patience 3) on {max_length} tokens; budget: {budget_epochs} epochs on {budget_length} tokens; "
+                f"TensorFlow {tf.__version__}, {device}.")
+    return render(rows, preamble, args.output)
 
+
+def render(rows, preamble, output):
+    """The table, the rank correlations and what moved; printed and written."""
     names = list(rows)
     lines = ["| variant | full: val accuracy | full: val macro-F1 | full: best epoch | full: s "
              "| budget: val accuracy | budget: val macro-F1 | budget: s | rank full / budget (macro-F1) |",
@@ -165,17 +188,13 @@ def main(argv=None):
     moved = [f"{n} ({rank_full[n]} -> {rank_budget[n]})" for n in names if abs(rank_full[n] - rank_budget[n]) > 2]
     full_s = sum(rows[n]["full"]["seconds"] for n in names)
     budget_s = sum(rows[n]["budget"]["seconds"] for n in names)
-    gpus = tf.config.list_physical_devices("GPU")
-    device = (tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU only")
-    body = (f"{len(names)} configurations, seed {args.seed}, one run each; full recipe: up to {full_epochs} epochs "
-            f"(patience 3) on {max_length} tokens; budget: {budget_epochs} epochs on {budget_length} tokens; "
-            f"TensorFlow {tf.__version__}, {device}.\n\n" + "\n".join(lines) + "\n\n"
+    body = (preamble + "\n\n" + "\n".join(lines) + "\n\n"
             + "; ".join(summary) + f". Moved by more than two places: {', '.join(moved) or 'none'}. "
             f"Training time: full {full_s / 60:.1f} min, budget {budget_s / 60:.1f} min "
             f"({budget_s / full_s:.2f} of the full).\n")
     from _report import write_report
 
-    write_report(args.output, "Lab 2's study: budget vs full training", body)
+    write_report(output, "Lab 2's study: budget vs full training", body)
     return 0
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration  # runs the benchmark scripts
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Longest first (seconds each on 2 cores beside another job, 2026-11-26: 150, 85, 65, 65, 40,
 # 40, 35), so that two at a time finish close together.
-SCRIPTS = ("retracing", "scaling", "esol", "graph_speed", "positions", "reuters", "cora")
+SCRIPTS = ("retracing", "scaling", "esol", "graph_speed", "positions", "reuters", "cora", "mutation")
 # The header row each script's table must contain.
 HEADERS = {
     "cora": "| model | implementation | seeds | test accuracy (%) |",
@@ -32,6 +32,7 @@ HEADERS = {
     "graph_speed": "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
     "scaling": "| model | 1 replica (examples/s) | 2 replicas (examples/s) | 2 / 1 |",
     "retracing": "| lab | model | Keras | batches | epoch 1: traces / XLA compilations (their s) / s |",
+    "mutation": "| lab | piece | mutants | equivalent | caught |",
 }
 
 

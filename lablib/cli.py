@@ -199,14 +199,19 @@ def _cmd_export(args) -> int:
         absent = report["missing"][lab]
         if absent:
             print(f"lablib export: {lab}: {len(absent)} students without a submission "
-                  f"({'0, noted' if missing == 'zero' else 'left empty'}): {_printable(', '.join(absent))}",
-                  file=sys.stderr)
+                  f"({'0, noted' if missing == 'zero' else 'left empty'}): {_some(absent)}", file=sys.stderr)
         ungraded = report["ungraded"].get(lab, [])
         if ungraded:
-            print(f"lablib export: {lab}: {len(ungraded)} students with written answers not graded, counted 0 "
-                  f"(--allow-ungraded): {_printable(', '.join(ungraded))}", file=sys.stderr)
+            print(f"lablib export: {lab}: {len(ungraded)} students with written answers never graded (counted 0) or "
+                  f"changed since graded (--allow-ungraded; noted): {_some(ungraded)}", file=sys.stderr)
     print(_printable(report["summary"]))
     return 0
+
+
+def _some(names, shown: int = 20) -> str:
+    """The first ``shown`` of ``names``, printable, and how many more."""
+    text = ", ".join(_printable(str(n)) for n in names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _gradebook_message(out, results) -> str:

@@ -20,7 +20,8 @@ Nothing is lost or under-counted without a word:
   default) or an empty cell (``missing="blank"``: no grade in the LMS).
 * A gradebook with written answers still to grade, or graded before the student changed
   them, is refused (:class:`ExportError`) unless ``allow_ungraded``: those answers then
-  count 0 and each such student gets a note. A gradebook older than its reviews
+  count 0 (an answer changed since graded: its earlier grade) and each such student gets a
+  note. A gradebook older than its reviews
   (``reviews.sqlite`` changed since ``grades.json`` was written) is refused: run
   ``lablib report`` first.
 * Notes: Moodle's file has a ``Notes`` column (map it to nothing, or to a feedback
@@ -230,9 +231,9 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
                              f"graded and {sum(s for _, _, s in w)} changed since they were graded "
                              f"(e.g. {', '.join(n for n, _, _ in w[:3])}); run `lablib review {book['lab']} {folder}`, "
                              f"then `lablib report {folder}`")
-        raise ExportError("Refusing to export totals that count written answers nobody graded as 0. "
-                          + "; ".join(parts) + ". Or pass --allow-ungraded to export them anyway (counted 0, each "
-                          "such student noted).")
+        raise ExportError("Refusing to export totals that count written answers nobody graded as 0, or grades given "
+                          "to answers changed since. " + "; ".join(parts) + ". Or pass --allow-ungraded to export them "
+                          "anyway (never graded: 0; changed: the earlier grade; each such student noted).")
 
     people = [_Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
               for s in (roster.students if roster is not None else ())]
@@ -269,8 +270,9 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
             if row is not None:
                 never, stale = _pending(row)
                 if never or stale:
-                    p.notes.append(f"{title}: {never + stale} written answer(s) not graded"
-                                   f"{f' ({stale} changed since graded)' if stale else ''}, counted as 0")
+                    said = [f"{never} written answer(s) never graded, counted as 0"] if never else []
+                    said += [f"{stale} written answer(s) changed since graded, the earlier grade counted"] if stale else []
+                    p.notes.append(f"{title}: {'; '.join(said)}")
                     report["ungraded"].setdefault(lab, []).append(_key(p))
         report["missing"][lab] = [_key(p) for p in people if id(p) not in best]
         report["without_submission"][lab] = report["missing"][lab]
@@ -332,7 +334,7 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
     report["summary"] = (
         f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
         f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
-        f"{ungraded} with written answers not graded (counted 0, noted); {len(report['not_in_roster'])} not in "
+        f"{ungraded} with written answers not graded or changed since (noted); {len(report['not_in_roster'])} not in "
         f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if noted else ""))
     return report
 

@@ -46,7 +46,7 @@ __all__ = ["canvas_name", "moodle_name", "read_gradescope_metadata", "GRADESCOPE
 GRADESCOPE_METADATA = "submission_metadata.yml"
 
 # <name>_[LATE_]<user id | anon_<id>>_<attachment id>_<file>; no name when anonymous.
-_CANVAS = re.compile(r"^(?:(?P<name>\w+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
+_CANVAS = re.compile(r"^(?:(?P<name>[^/\\]+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
                      r"(?P<file>.+)$", re.UNICODE)
 # <Full name>_<participant id>_assignsubmission_<plugin>_[<file>]
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.*)$",
@@ -156,7 +156,7 @@ def read_gradescope_metadata(path) -> dict[str, dict]:
         data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise LmsDownloadError(f"{path} cannot be read as Gradescope's submission metadata "
-                               f"({type(exc).__name__}: {str(exc)[:200]}); {what_to_do}.") from None
+                               f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); {what_to_do}.") from None
     if not isinstance(data, dict):
         raise LmsDownloadError(f"{path} is not Gradescope's submission metadata (expected a mapping of "
                                f"submission_<id> folders, got {type(data).__name__}); {what_to_do}.")

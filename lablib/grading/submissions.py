@@ -158,11 +158,14 @@ def _classify(books, exports) -> tuple[list, list]:
         export = max((p for p in metadata if len(p) < len(parts) - 1 and parts[:len(p)] == p),
                      key=len, default=None)
         if export is not None:
-            folder = parts[len(export)]
+            # the submission_<id> folder: the one the metadata lists (an instructor may have
+            # sorted the export into section folders), else the first below the export
+            at = next((j for j in range(len(export), len(parts) - 1) if parts[j] in metadata[export]), len(export))
+            folder = parts[at]
             info = metadata[export].get(folder) or {"lms": "gradescope", "submission_id": folder.rpartition("_")[2],
                                                      "submitters": [], "submitted_at": "", "history": [],
                                                      "note": f"{folder} is not in {lms.GRADESCOPE_METADATA}"}
-            downloads.append((lms.clean_label(_gradescope_label(info, folder)), parts[:len(export) + 1], parts,
+            downloads.append((lms.clean_label(_gradescope_label(info, folder)), parts[:at + 1], parts,
                               target, info))
             continue
         canvas = lms.canvas_name(parts[-1])

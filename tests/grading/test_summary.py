@@ -135,3 +135,51 @@ def test_summary_page_renders_in_headless_chromium(fixture_lab, tmp_path):
     # the plots' bars are drawn: the total histogram's blue and the pieces' green
     assert pixels((0x3B, 0x6E, 0xA8)) > 500, "the total score histogram (inline SVG) was not rendered"
     assert pixels((0x5A, 0x9E, 0x6F)) > 500, "the per-piece histograms (inline SVG) were not rendered"
+
+
+def test_summary_headline_is_the_totals_and_mistakes_are_ranked(fixture_lab, tmp_path):
+    """The headline counts what the LMS gets (automatic + written - penalty); a stub is
+    'not attempted', never an error; the named mistakes are ranked by how many students
+    made each, one mistake named with different numbers by different tests counted once."""
+    from lablib.grading.report.summary import summary_html
+    from lablib.session import not_done_text
+
+    tests = list(fixture_lab.tests)
+    piece = tests[0].piece
+    same_piece = [t for t in tests if t.piece == piece]
+    results = []
+    for k in range(10):
+        out = []
+        for t in tests:
+            if k < 3 and t.piece == piece:  # the blank lab's stub
+                out.append(TestResult.failed(t, not_done_text(piece), "error"))
+            elif 3 <= k < 7 and t.piece == piece:  # the same named mistake, worded with each test's numbers
+                r = TestResult.failed(t, f"The scores are not scaled (here sqrt({same_piece.index(t) + 2})).", "failed")
+                r.mistake = True
+                out.append(r)
+            elif k == 7 and t.piece == piece:
+                r = TestResult.failed(t, "Self loops were added twice.", "failed")
+                r.mistake = True
+                out.append(r)
+            elif k == 8 and t.piece == piece:
+                out.append(TestResult.failed(t, "values differ at [0, 1]", "failed"))
+            else:
+                out.append(TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden))
+        results.append(summarise(fixture_lab, f"s{k}", f"/subs/s{k}.ipynb", out, Status()))
+    totals = {r.submission: r.score + 2.0 for r in results}  # as if every written answer got 2 points
+    data = class_summary(fixture_lab, results, totals=totals)
+    assert data["total"]["mean"] == pytest.approx(round(sum(totals.values()) / 10, 3))
+    assert sum(data["total"]["histogram"]["counts"]) == 10 and data["total"]["max"] == max(totals.values())
+    assert data["score"]["mean"] == pytest.approx(round(sum(r.score for r in results) / 10, 3))
+    assert [(m["mistake"], m["students"]) for m in data["mistakes"]] == [
+        ("The scores are not scaled (here sqrt(2)).", 4), ("Self loops were added twice.", 1)]
+    assert sorted(data["mistakes"][0]["tests"]) == sorted(t.name for t in same_piece)
+    row = next(t for t in data["tests"] if t["id"] == same_piece[0].id)
+    assert row["failures"] == {"not attempted": 3, "failed": 6} and row["attempted"] == 7
+    assert row["common_failure"] == {"message": "The scores are not scaled (here sqrt(2)).", "count": 4}
+    assert row["mistakes"][0]["count"] == 4 and data["statuses"]["error"] == 0
+    assert next(p for p in data["pieces"] if p["piece"] == piece)["not_attempted"] == 3
+    page = summary_html(data)
+    assert "Named mistakes, most students first" in page and "automatic + written - late penalty" in page
+    assert page.index("Named mistakes") < page.index("Graded pieces")
+    assert f"total: mean <b>{data['total']['mean']:g}</b>" in page

@@ -160,7 +160,13 @@ def test_written_answers_from_grading_to_the_lms(installed_lablib, tmp_path):
         assert float(rows[n]["max_total"]) == possible
     feedback = (out / "feedback" / f"{commented[0].replace('/', '_')}.md").read_text()
     assert "Good use of the class counts." in feedback
-    _lablib("export", "canvas", "out", "--roster", "roster.csv", "-o", "canvas.csv", "--pieces", cwd=tmp_path)
+    # s07's changed answer has not been looked at again: the export says so unless told to go on
+    refused = subprocess.run([lablib, "export", "canvas", "out", "--roster", "roster.csv", "-o", "canvas.csv"],
+                             cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "changed since they were graded" in refused.stderr, refused.stderr
+    printed = _lablib("export", "canvas", "out", "--roster", "roster.csv", "-o", "canvas.csv", "--pieces",
+                      "--allow-ungraded", cwd=tmp_path)
+    assert "32 students" in printed and "1 with written answers not graded or changed since" in printed
     header, points, *students = list(csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8")))
     title = lab.title
     assert float(points[header.index(title)]) == possible

@@ -28,6 +28,7 @@ import html
 import io
 import json
 import pathlib
+import re
 from urllib.parse import quote
 
 import numpy as np
@@ -119,21 +120,25 @@ def _piece_rows(lab, results):
 
 def _mistake_rows(lab, results) -> list[dict]:
     """The named mistakes (the checks' diagnoses), most students first: each with its
-    piece, how many students made it and the tests that named it. A student who makes one
-    mistake on several tests counts once."""
+    piece, how many students made it and the tests that named it. One mistake named by
+    several tests with their own numbers ("here sqrt(2)", "here sqrt(4)") is one row (the
+    sentence shown is the commonest wording); a student who makes it on several tests
+    counts once."""
     order = {p: i for i, p in enumerate(lab.pieces)}
     found: dict[tuple, dict] = {}
     for r in results:
         for t in r.tests:
             if t.passed or not t.mistake or not _attempted(t):
                 continue
-            row = found.setdefault((t.piece, _message_key(t.message)),
-                                   {"piece": t.piece, "mistake": _message_key(t.message), "students": set(),
-                                    "tests": set()})
+            text = _message_key(t.message)
+            row = found.setdefault((t.piece, re.sub(r"\d+(?:\.\d+)?", "#", text)),
+                                   {"piece": t.piece, "wordings": {}, "students": set(), "tests": set()})
+            row["wordings"][text] = row["wordings"].get(text, 0) + 1
             row["students"].add(r.submission)
             row["tests"].add(t.name)
-    rows = [{"piece": v["piece"], "mistake": v["mistake"], "students": len(v["students"]),
-             "tests": sorted(v["tests"]), "who": sorted(v["students"])} for v in found.values()]
+    rows = [{"piece": v["piece"], "mistake": min(v["wordings"].items(), key=lambda kv: (-kv[1], kv[0]))[0],
+             "students": len(v["students"]), "tests": sorted(v["tests"]), "who": sorted(v["students"])}
+            for v in found.values()]
     rows.sort(key=lambda v: (-v["students"], order.get(v["piece"], len(order)), v["mistake"]))
     return rows
 

@@ -107,8 +107,8 @@ def _identity(entry: dict) -> tuple[str, str, str, str]:
     the submission's name."""
     given = entry.get("identity")
     student = entry.get("student")
-    if isinstance(given, dict):
-        student = given
+    if isinstance(given, dict) and (given.get("matched") or not isinstance(student, dict)):
+        student = given  # the identity resolved at grading (grade.py), unless only the roster's row names one
     if isinstance(student, dict):
         sid, name, email = (str(student.get(k) or "") for k in ("student_id", "name", "email"))
         key = str(student.get("key") or sid or student.get("lms_id") or email or name or entry["submission"])

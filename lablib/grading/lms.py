@@ -11,14 +11,16 @@ as they are, so an instructor never renames a file:
   Canvas counts the submission late, and an anonymously graded assignment has no name
   and ``anon_<anonymous id>`` instead of the user id. The user id is the ``ID`` column
   of Canvas's gradebook export. The download holds each student's latest submission.
-* **Moodle**, *Assignment > View all submissions > Download all submissions*
-  (``mod/assign/locallib.php``, ``download_submissions``): one folder per student and
-  submission plugin, ``<Full name>_<participant id>_assignsubmission_file_`` (the
-  default since Moodle 3.1), or, with "Download submissions in folders" off, flat files
-  ``<Full name>_<participant id>_assignsubmission_file_<file name>``. ``_`` in the name
-  becomes a space; a group submission's name starts ``<group>-``; with anonymous
-  submissions the name is "Participant". The participant id is the ``Identifier``
-  ("Participant 1234567") of the assignment's grading worksheet.
+* **Moodle**, *Assignment > View all submissions > Download all submissions*: one folder
+  per student and submission plugin (the default since Moodle 3.1),
+  ``<Full name>_<participant id>_assignsubmission_file_`` (``mod/assign/locallib.php``,
+  ``download_submissions``) or, from ``mod/assign/classes/downloader.php`` (2022) on,
+  the same without the last ``_``; with "Download submissions in folders" off, flat
+  files ``<Full name>_<participant id>_assignsubmission_file_<file name>``. ``_`` in the
+  name becomes a space; with anonymous submissions the name is "Participant". The
+  participant id is the ``Identifier`` ("Participant 1234567") of the assignment's
+  grading worksheet. A team submission is named by its group (and, in the downloader,
+  the group's id): it matches no student by itself.
 * **Gradescope**, *Review Grades > Export Submissions*: a folder per submission,
   ``submission_<id>/`` with the files uploaded, and ``submission_metadata.yml`` naming
   for each folder its ``:submitters:`` (``:name:``, ``:sid:``, ``:email:``; several for a
@@ -49,7 +51,7 @@ GRADESCOPE_METADATA = "submission_metadata.yml"
 _CANVAS = re.compile(r"^(?:(?P<name>[^/\\]+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
                      r"(?P<file>.+)$", re.UNICODE)
 # <Full name>_<participant id>_assignsubmission_<plugin>_[<file>]
-_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.*)$",
+_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$",
                      re.DOTALL)
 # Characters that change how text is shown rather than what it says: C0/C1 controls,
 # line/paragraph separators, bidirectional overrides and isolates, byte-order marks.
@@ -107,7 +109,7 @@ def moodle_name(name: str) -> dict | None:
     if not match:
         return None
     return {"lms": "moodle", "name": clean_label(match["name"]), "participant_id": match["participant"],
-            "plugin": match["plugin"], "file": clean_label(match["file"])}
+            "plugin": match["plugin"], "file": clean_label(match["file"] or "")}
 
 
 def _time_text(value) -> str:

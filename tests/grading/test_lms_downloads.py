@@ -50,6 +50,7 @@ def test_moodle_download_names():
     assert flat["file"] == "lab1.ipynb" and flat["participant_id"] == "1234567"
     assert moodle_name("Team 3-Emma Anderson_42_assignsubmission_onlinetext_")["plugin"] == "onlinetext"
     assert moodle_name("Participant_99_assignsubmission_file_")["name"] == "Participant"
+    assert moodle_name("Emma Anderson_1234567_assignsubmission_file") == folder, "downloader.php: no last '_'"
     assert moodle_name("Emma Anderson") is None and moodle_name("lab1.ipynb") is None
     assert moodle_time("Wednesday, 10 June 2026, 2:14 PM").startswith("2026-06-10T14:14")
     assert moodle_time("Wednesday, September 23, 2020, 9:00 PM").startswith("2020-09-23T21:00")

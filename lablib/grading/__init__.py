@@ -7,7 +7,11 @@ below it.
 ``notebook.py``            reading a notebook: normalise, find ``# GRADED:`` and
                            ``# SETUP`` cells
 ``submissions.py``         which notebooks a batch grades, and their names
-``roster.py``              the class list, and which submission is whose
+``lms.py``                 what Canvas, Moodle and Gradescope downloads say in their
+                           names and metadata (user ids, LATE, submitters, times)
+``roster.py``              the class list (each LMS's export layout) and times files
+``identity.py``            which submission is whose, resolved once at grading, and
+                           when it was submitted
 ``late.py``                due dates, late policies and each submission's penalty
 ``similarity.py``          similarity hints: near-identical graded code, identical files
 ``spec.py``, ``expect.py`` how a lab's tests are written (probe + judge); ``specs/``

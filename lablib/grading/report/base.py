@@ -77,8 +77,9 @@ class Gradebook:
         lab: the :class:`~lablib.grading.spec.LabSpec` graded (name, title, pieces, tests).
         results: one :class:`SubmissionResult` per submission, sorted by name.
         stems: submission name -> its feedback file stem (:func:`feedback_stems`).
-        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows with the
-            class list, when one was given (``--roster``), else None.
+        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows' identities
+            (resolved at grading, kept in the gradebook) with the class list, when one
+            was given (``--roster``, or the copy kept in the output folder), else None.
         skipped: ``(path, reason)`` of each path among the submissions given that was
             not graded this run (not a notebook, a folder without one, a link leading
             out of the folder).
@@ -107,8 +108,9 @@ class Gradebook:
     def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=(), person=None,
            reviews_through: int = 0, late_policy=None, similarity=None) -> "Gradebook":
         """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
-        is matched to them; ``skipped`` lists the paths not graded; ``person`` holds the
-        people's grades of the written answers."""
+        names the students of their identities (a result without one, made outside
+        ``lablib grade``, is resolved here); ``skipped`` lists the paths not graded;
+        ``person`` holds the people's grades of the written answers."""
         ordered = tuple(sorted(results, key=lambda r: r.submission))
         match = None
         if roster is not None:

@@ -2,8 +2,11 @@
 
 Each submission's entry is its :meth:`~lablib.grading.results.SubmissionResult.to_dict`
 with ``status`` as text (as in ``grades.csv``), ``problems`` and ``missing`` as lists,
-and ``feedback``: the stem of its feedback files. With a roster, each entry has its
-``student`` (or null) and ``roster`` lists what matched nothing.
+and ``feedback``: the stem of its feedback files. Its ``identity`` is who submitted it,
+resolved once at grading and kept (:mod:`lablib.grading.identity`: the roster's student
+or what the LMS download says, the submission time and its source); ``lablib export``
+reads it. With a roster, each entry has its ``student`` (or null) and ``roster`` lists
+what matched nothing.
 
 A lab with written answers adds ``questions`` (id -> points and title) and, per entry,
 ``answers`` (what the student wrote), ``written`` (each question's

@@ -46,6 +46,8 @@ __all__ = ["canvas_name", "moodle_name", "read_gradescope_metadata", "GRADESCOPE
 
 #: The metadata file of a Gradescope export.
 GRADESCOPE_METADATA = "submission_metadata.yml"
+#: The largest metadata file read (a class of a thousand, with every test's output, is a few MB).
+METADATA_BYTES = 64 * 2**20
 
 # <name>_[LATE_]<user id | anon_<id>>_<attachment id>_<file>; no name when anonymous.
 _CANVAS = re.compile(r"^(?:(?P<name>[^/\\]+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
@@ -154,6 +156,10 @@ def read_gradescope_metadata(path) -> dict[str, dict]:
     what_to_do = ("download the export again (Review Grades > Export Submissions) and unzip it whole, or "
                   "remove the file to grade the folders without it (each row is then named by its folder)")
     try:
+        size = path.stat().st_size
+        if size > METADATA_BYTES:
+            raise LmsDownloadError(f"{path} is {size / 2**20:.0f} MB, more than Gradescope's submission metadata of "
+                                   f"any class ({METADATA_BYTES // 2**20} MB at most); {what_to_do}.")
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -98,6 +98,10 @@ def test_gradescope_metadata(tmp_path):
     path.write_text("- a list\n")
     with pytest.raises(LmsDownloadError, match="expected a mapping"):
         read_gradescope_metadata(path)
+    with open(path, "wb") as f:  # sparse: no disk used
+        f.truncate(65 * 2**20)
+    with pytest.raises(LmsDownloadError, match="is 65 MB, more than"):
+        read_gradescope_metadata(path)
 
 
 def test_a_broken_gradescope_export_is_an_error_not_a_class_of_strangers(tmp_path):

@@ -206,6 +206,8 @@ def test_the_resubmission_replaces_the_row_and_its_time(lms, request):
     assert sum(_person(flow["made"], e["identity"]) is person for e in flow["book"]["submissions"]) == 1
     if lms != "moodle":  # a new file: the old row is replaced, with a word
         assert "lablib grade: replaced:" in flow["regraded"][2]
+    # a regrade of one names, again, the student without a submission (from the gradebook)
+    assert "lablib grade: roster: no submission from" in flow["regraded"][2]
 
 
 def test_canvas_late_markers_without_a_time_are_listed(canvas):

@@ -13,6 +13,7 @@ import json
 from lablib.grading.atomic import atomic_write
 from lablib.grading import report
 from lablib.grading.results import Kind, Status
+from lablib.grading.review.server import revealed_student
 from lablib.grading.review.store import DB_NAME, ReviewStore, word_diff
 from lablib.grading.spec import LabSpec
 from review_fixtures import chromium, request, result, running, write_class, written_lab
@@ -244,12 +245,39 @@ def test_more_than_nine_rubric_items_are_reached_by_their_numbers(tmp_path):
 # --------------------------------------------------------------------------- the reveal
 
 
+#: The identities resolved at grading (grades.json's ``identity``) that the reveal shows,
+#: rather than the roster's ``student`` field, and what the card then says.
+IDENTITIES = {
+    # matched to a roster student at grading (by Canvas's user id): the identity's fields
+    "student01": ({"key": "S9001", "name": "Zhao, Émilie", "student_id": "S9001", "email": "emilie.zhao@uni.example",
+                   "lms_id": "184001", "matched": True, "matched_by": "Canvas user id 184001",
+                   "lms": {"lms": "canvas", "user_id": "184001", "name": "zhaoemilie"}, "others": []},
+                  "Student: Zhao, Émilie, S9001, emilie.zhao@uni.example"),
+    # no roster student matched: what the Canvas download said (its user id, named)
+    "student02": ({"key": "184002", "name": "anderssonemma", "student_id": "", "email": "", "lms_id": "184002",
+                   "matched": False, "matched_by": "", "lms": {"lms": "canvas", "user_id": "184002"}, "others": []},
+                  "Student: anderssonemma, Canvas user id 184002"),
+    # a Gradescope group: its other submitter too
+    "student04": ({"key": "S2005", "name": "Ava Evans", "student_id": "S2005", "email": "ava.5@uni.example",
+                   "matched": True, "matched_by": "Gradescope SID S2005",
+                   "others": [{"name": "Mateo Fischer", "student_id": "S2006", "matched": True}]},
+                  "Student: Ava Evans (a group with Mateo Fischer), S2005, ava.5@uni.example"),
+}
+
+
 def _with_students(out) -> None:
-    """Give the gradebook's rows their roster students (as `lablib grade --roster` writes them)."""
+    """Give the gradebook's rows their roster students (as `lablib grade --roster` writes
+    them) and, for IDENTITIES's, the identity resolved at grading; student03 keeps none (a
+    gradebook written before identities were kept: the reveal shows the roster's field)."""
     path = out / "grades.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     for k, entry in enumerate(data["submissions"]):
         entry["student"] = {"student_id": f"900{k}", "name": f"Émilie Zhao {k}", "email": f"ez{k}@uni.example"}
+        if entry["submission"] in IDENTITIES:
+            entry["identity"] = IDENTITIES[entry["submission"]][0]
+        if entry["submission"] == "student02":
+            entry["student"] = None  # no roster student matched
+    assert not data["submissions"][3].get("identity") and data["submissions"][3]["submission"] == "student03"
     atomic_write(path, json.dumps(data))
 
 
@@ -267,7 +295,9 @@ def test_the_reveal_is_one_logged_request_and_shows_one_name(tmp_path):
         assert status == 400 and "--reveal" in body["error"], body
     with running(out, lab, grader="instructor", reveal=True) as (server, app), chromium() as (browser, expect):
         for path in ("/api/questions", "/api/question/why", "/api/question/how"):
-            assert "Zhao" not in json.dumps(request(server, "GET", path)[1]), "names stay out of the page's data"
+            data = json.dumps(request(server, "GET", path)[1])
+            assert "Zhao" not in data and "Evans" not in data and "anderssonemma" not in data, \
+                "names stay out of the page's data"
         page, errors = _open(browser, server)
         card = _card_of(page, app, "student01")
         expect(card).to_have_attribute("data-text", "shown")
@@ -278,15 +308,42 @@ def test_the_reveal_is_one_logged_request_and_shows_one_name(tmp_path):
         messages = []
         page.once("dialog", lambda d: (messages.append(d.message), d.accept()))
         card.locator(".who").click()
-        expect(card.locator(".student")).to_have_text("Student: Émilie Zhao 1, 9001, ez1@uni.example")
+        # the identity resolved at grading, not the roster's field ("Émilie Zhao 1, 9001")
+        expect(card.locator(".student")).to_have_text(IDENTITIES["student01"][1])
         assert "recorded in the review log" in messages[0]
         expect(page.locator("#status")).to_contain_text("recorded in the review log under instructor")
         text = page.evaluate("() => document.body.innerText")
         assert text.count("Zhao") == 1, "the name shows for that answer only"
         expect(card.locator(".who")).to_be_hidden()
+        shown = {"student01": IDENTITIES["student01"][1], "student02": IDENTITIES["student02"][1],
+                 "student04": IDENTITIES["student04"][1],
+                 "student03": "Student: Émilie Zhao 3, 9003, ez3@uni.example"}  # no identity: the roster's field
+        for name in ("student02", "student04", "student03"):
+            other = _card_of(page, app, name)
+            page.once("dialog", lambda d: d.accept())
+            other.locator(".who").click()
+            expect(other.locator(".student")).to_have_text(shown[name])
+        expect(page.locator(".answer .student:visible")).to_have_text(
+            [shown[_name_of(app, "why", t)] for t in page.locator(".answer .student:visible").evaluate_all(
+                "(spans) => spans.map((s) => s.closest('.answer').dataset.token)")])
         assert not errors
     reveals = [e for e in ReviewStore(out / DB_NAME, lab).events() if e["what"] == "reveal"]
-    assert [(e["grader"], e["submission"], e["question"]) for e in reveals] == [("instructor", "student01", "why")]
+    assert [(e["grader"], e["submission"], e["question"]) for e in reversed(reveals)] == [
+        ("instructor", name, "why") for name in ("student01", "student02", "student04", "student03")]
+
+
+def test_revealed_student_prefers_the_identity_and_falls_back_to_the_roster():
+    roster = {"student_id": "9001", "name": "Émilie Zhao", "email": "ez@uni.example", "section": "A"}
+    assert revealed_student(IDENTITIES["student01"][0], roster) == {
+        "name": "Zhao, Émilie", "student_id": "S9001", "email": "emilie.zhao@uni.example"}
+    moodle = {"key": "Participant 7300017", "name": "José Núñez", "participant_id": "7300017", "matched": False}
+    assert revealed_student(moodle, None) == {"name": "José Núñez", "student_id": "Moodle participant 7300017",
+                                              "email": ""}
+    nameless = {"key": "subs/kq7", "name": "", "student_id": "", "email": "", "matched": False}
+    for identity in ({}, None, nameless):  # no identity, or one that names no one: the roster's field
+        assert revealed_student(identity, roster) == {"name": "Émilie Zhao", "student_id": "9001",
+                                                      "email": "ez@uni.example"}
+    assert revealed_student(nameless, None) == {} and revealed_student({}, {"name": ""}) == {}
 
 
 # --------------------------------------------------------------------------- progress text

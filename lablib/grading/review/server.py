@@ -43,7 +43,9 @@ Second looks, filters, the student's name. A grader flags answers for a second l
 (logged); the page filters the answers by state, flag, rubric item or score. Names never
 reach the page, with one exception the instructor starts the server for
 (``reveal=True``, ``lablib review --reveal``): a deliberate request for one answer's
-student, recorded in the log with the grader's name, answered with that student only.
+student, recorded in the log with the grader's name, answered with that student only: the
+identity resolved at grading (its name, id and e-mail; :func:`revealed_student`), else the
+row's roster student.
 
 Grades bound to what was seen. Each grade carries the digest of the answer text the page
 showed and the version of the grade it was based on: a grade of a text a regrade replaced
@@ -149,6 +151,40 @@ def question_prompts(template, questions) -> dict[str, str]:
                 text = (cell_source(above).strip() + "\n\n" + text).strip()
         prompts[tag] = text
     return prompts
+
+
+def revealed_student(identity, student) -> dict:
+    """What a reveal shows of a gradebook row's student: ``{"name", "student_id", "email"}``.
+
+    The identity resolved at grading (``grades.json``'s ``identity``,
+    :mod:`lablib.grading.identity`: the roster's student matched then, or, without a match,
+    what the LMS download says) when it names someone (a name, a student id or an e-mail):
+    its name (with a Gradescope group's other submitters), its student id (else the LMS's
+    own id, named: "Canvas user id 184001", "Moodle participant 7300017") and e-mail. Else
+    the row's roster ``student`` field (a gradebook written before identities were kept).
+    ``{}`` when neither names anyone (the page then shows the submission's name).
+    """
+
+    def text(data, key) -> str:
+        return str(data.get(key) or "").strip() if isinstance(data, dict) else ""
+
+    identity = identity if isinstance(identity, dict) else {}
+    if any(text(identity, k) for k in ("name", "student_id", "email")):
+        name = text(identity, "name")
+        others = [text(o, "name") or text(o, "student_id") or text(o, "email") or text(o, "key")
+                  for o in identity.get("others") or () if isinstance(o, dict)]
+        others = [o for o in others if o]
+        if others:
+            name = f"{name or '?'} (a group with {', '.join(others)})"
+        number = text(identity, "student_id")
+        if not number and text(identity, "lms_id"):
+            number = f"Canvas user id {text(identity, 'lms_id')}"
+        if not number and text(identity, "participant_id"):
+            number = f"Moodle participant {text(identity, 'participant_id')}"
+        return {"name": name, "student_id": number, "email": text(identity, "email")}
+    if any(text(student, k) for k in ("name", "student_id", "email")):
+        return {k: text(student, k) for k in ("name", "student_id", "email")}
+    return {}
 
 
 class _RenderCache:
@@ -269,8 +305,9 @@ class ReviewApp:
             except (KeyError, TypeError, ValueError):
                 continue
             rows[result.submission] = result
-            if isinstance(entry.get("student"), dict):
-                students[result.submission] = entry["student"]
+            student = revealed_student(result.identity, entry.get("student"))
+            if student:
+                students[result.submission] = student
         digests = {name: {q: r.answers[q].digest if q in r.answers else MISSING_DIGEST for q in self.lab.answers}
                    for name, r in rows.items()}
         # the texts this read replaces (a regrade): a grade given meanwhile to the text the
@@ -532,8 +569,8 @@ class ReviewApp:
             number = self._order(question)[2][name]
             student = dict(self._students.get(name) or {})
         self.store.log_reveal(name, question, grader=self.grader)
-        shown = {"submission": name, "name": str(student.get("name") or ""),
-                 "student_id": str(student.get("student_id") or ""), "email": str(student.get("email") or "")}
+        shown = {"submission": name, "name": student.get("name", ""), "student_id": student.get("student_id", ""),
+                 "email": student.get("email", "")}
         return {"token": token, "number": number, "student": shown,
                 "message": f"Answer {number}'s student shown to you; recorded in the review log under "
                            f"{self.grader or 'your name'}."}

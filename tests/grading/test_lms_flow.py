@@ -4,13 +4,22 @@ each, with a section folder of one student, NFD names, a CJK name, LATE markers,
 submission, a student without a submission, and a resubmission made after review) and a
 roster in that LMS's own export layout, through the instructor's commands:
 
-    lablib grade -> lablib export (refused: written answers not graded) -> the written
-    answers graded (the review store's API, as the review page stores them) -> lablib
-    report -> one student resubmits and is regraded -> lablib export
+    lablib grade -> lablib export (refused: written answers not graded) -> lablib review
+    (the command, in a child process with its per-run token), every written answer graded
+    on its page in headless Chromium, then "Write the gradebook" -> lablib report -> one
+    student resubmits and is regraded -> lablib export
 
 and every roster student is in the export with the expected total (automatic points +
-the people's points - the late penalty, from the time the LMS or the roster/times file
-gives), none lost or unmatched.
+the points the page applied - the late penalty, from the time the LMS or the roster/times
+file gives), none lost or unmatched.
+
+On the page the grader reads each answer (anonymised, shuffled) and applies rubric items
+as a person does (tests/grading/review_fixtures.py's grade_question): the empty answers
+ticked together and given "No answer." by its key, then ``n`` to each answer still to
+grade, its first item by its number key and the others by clicks on the rubric. What the
+answer says decides the items (student k's answer begins "(student k)": the first 1 +
+k % 4 items); the points each answer got are read off the page's badges, and the
+gradebook the page wrote must give each of them to the student who wrote that answer.
 
 Grading cost: the classes are made of four graded codes (the solution, the blank lab, two
 named mistakes; tests/grading/lms_classes.py), graded once into a seed folder whose grading
@@ -35,7 +44,8 @@ from lablib.cli import main
 from lablib.grading.late import LatePolicy
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.spec import load_lab
-from lms_classes import DUE, QUESTION, make_canvas, make_gradescope, make_moodle, resubmit, write_variants
+from lms_classes import DUE, QUESTION, SOLUTION, make_canvas, make_gradescope, make_moodle, resubmit, write_variants
+from review_fixtures import chromium, grade_question, lablib_review
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -72,6 +82,34 @@ def _person(made: dict, identity: dict) -> dict:
     return found[0]
 
 
+def _choose(text: str, rubric: list) -> list[int]:
+    """The grader's choice of rubric items (numbers, from 1) for an answer as the page shows
+    it: "No answer." for an empty one, else student k's first 1 + k % 4 scoring items."""
+    if not text:
+        return [next(n for n, (points, comment) in enumerate(rubric, 1) if points == 0 and "No answer" in comment)]
+    k = int(re.match(r"\(student (\d+)\)", text).group(1))
+    scored = [n for n, (points, _) in enumerate(rubric, 1) if points > 0]
+    return scored[: 1 + k % len(scored)]
+
+
+def _written(made: dict, applied: dict) -> dict:
+    """Student k -> the points the page gave their answer (an empty answer's: every
+    student who handed in an empty one)."""
+    written, empty = {}, set()
+    for shown in applied.values():
+        if shown["text"]:
+            k = int(re.match(r"\(student (\d+)\)", shown["text"]).group(1))
+            assert k not in written, f"student {k}'s answer shown twice"
+            written[k] = shown["score"]
+        else:
+            empty.add(shown["score"])
+    blank = [p for p in made["people"] if not p["answer"] and p is not made["absent"] and "group_of" not in p]
+    assert len(empty) == 1 and len(applied) - len(written) == len(blank), (empty, len(blank))
+    (score,) = empty
+    written.update({p["k"]: score for p in blank})
+    return written
+
+
 def _flow(made: dict, tmp, seed, fmt: str) -> dict:
     cache, auto = seed
     out = tmp / "out"
@@ -83,20 +121,27 @@ def _flow(made: dict, tmp, seed, fmt: str) -> dict:
     first = json.loads((out / "grades.json").read_text())
     early = _cli("export", fmt, out, "--roster", made["roster"], "-o", tmp / "early.csv")
 
-    # the written answers graded, as the review page stores them: items 1..n by student
-    lab = load_lab("lab1")
-    store = ReviewStore(out / DB_NAME, lab)
-    items = store.rubric(QUESTION)
-    scored = [i for i in items if i.points > 0]
-    nothing = next(i for i in items if i.points == 0)
-    written = {}
-    for entry in first["submissions"]:
+    # the written answers graded on the review page, as a grader grades them
+    with lablib_review("lab1", out, "--solution", SOLUTION, grader="ta-lms", cwd=tmp) as review, \
+            chromium() as (browser, expect):
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(review.url)
+        applied = grade_question(page, expect, QUESTION, _choose)
+        page.locator("#write").click()
+        expect(page.locator("#status")).to_contain_text("0 written answers still to grade")
+        assert not errors, errors
+    assert review.returncode == 0 and "0 written answers still to grade" in review.stdout, review.stderr
+    written = _written(made, applied)
+    reviewed = json.loads((out / "grades.json").read_text())
+    assert len(reviewed["submissions"]) == len(first["submissions"])
+    for entry in reviewed["submissions"]:  # each answer's points went to the student who wrote it
         person = _person(made, entry["identity"])
-        answer = entry["answers"][QUESTION]
-        chosen = [nothing] if not answer["text"] else scored[: 1 + person["k"] % len(scored)]
-        store.apply([entry["submission"]], QUESTION, {"items": [i.id for i in chosen]},
-                    digest={entry["submission"]: answer["digest"]}, grader="ta")
-        written[person["k"]] = sum(i.points for i in chosen)
+        given = entry["written"][QUESTION]
+        assert given["graded"] and not given["stale"] and entry["ungraded"] == 0, entry["submission"]
+        assert given["score"] == pytest.approx(written[person["k"]]), (entry["submission"], person["k"])
+    assert {e["grader"] for e in ReviewStore(out / DB_NAME, load_lab("lab1")).events()} == {"ta-lms"}
     reported = _cli("report", out)
     assert reported[0] == 0, reported[2]
 

@@ -1,7 +1,8 @@
 """Renamed arguments: the old name kept for one release, with a warning (stdlib only).
 
 lablib speaks Keras's dialect (``num_heads``, ``return_attention_scores``, ``edge_attr``
-for edge features everywhere). Names from before 0.2 still work until 0.3 and warn with
+for edge features everywhere). Names from before 0.2 still work until 0.4 (announced for 0.3, kept one release
+longer: see CHANGELOG.md) and warn with
 :class:`LablibDeprecationWarning`, a ``FutureWarning`` so that a student sees it in a
 notebook (Python hides a plain ``DeprecationWarning`` raised inside a library).
 
@@ -16,7 +17,7 @@ import warnings
 __all__ = ["LablibDeprecationWarning", "RENAMED", "pop_renamed", "refuse_unknown", "REMOVED_IN"]
 
 #: The release that drops the old names.
-REMOVED_IN = "0.3"
+REMOVED_IN = "0.4"
 
 #: ``{where: {old name: new name}}``; ``where`` is ``Class.method`` or a function's name.
 RENAMED = {

@@ -297,7 +297,7 @@ class _TransformerBlock(keras.layers.Layer):
 
     @property
     def num_attention_heads(self):
-        """Deprecated name of :attr:`num_heads` (read-only; removed in lablib 0.3)."""
+        """Deprecated name of :attr:`num_heads` (read-only; removed in lablib 0.4)."""
         return self.num_heads
 
     def compute_mask(self, inputs, mask=None):

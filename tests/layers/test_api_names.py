@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lablib import LablibDeprecationWarning, graphs, layers
-from lablib._deprecation import RENAMED
+from lablib._deprecation import REMOVED_IN, RENAMED
 from lablib.data.cora import CoraData
 from lablib.data.graph_dataset import GraphDataset
 
@@ -205,5 +205,16 @@ def test_every_alias_warns_and_gives_what_the_new_name_gives():
     for where, old, old_call, new_call in calls:
         with pytest.warns(LablibDeprecationWarning, match=f"`{old}` is deprecated") as record:
             got = old_call()
-        assert "lablib 0.3" in str(record[0].message)
+        assert f"lablib {REMOVED_IN}" in str(record[0].message)
         _same(got, new_call())
+
+
+def test_the_old_names_are_gone_by_the_release_their_warning_names():
+    """The deprecation promise is kept: while the old names exist, the package's version
+    is below the release the warning announces (bump REMOVED_IN, or remove the names and
+    RENAMED's entries, before releasing that version)."""
+    from lablib._version import __version__
+
+    release = tuple(int(part) for part in __version__.split(".")[:2])
+    removed_in = tuple(int(part) for part in REMOVED_IN.split(".")[:2])
+    assert RENAMED and release < removed_in, (__version__, REMOVED_IN)

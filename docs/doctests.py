@@ -39,11 +39,7 @@ MODULES = [
 ]
 
 #: Docstring -> why its example fails today (the module is not changed from here).
-KNOWN_FAILURES = {
-    "lablib.layers.attention.scaled_dot_product_attention":
-        "the expected last output is written rounded (1.0027...) where NumPy prints "
-        "1.0026631, and NumPy pads 8.994002 with a space",
-}
+KNOWN_FAILURES: dict = {}  # name -> why it fails; none today
 
 
 def namespace() -> dict:

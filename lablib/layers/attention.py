@@ -160,7 +160,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     >>> weights.numpy()[0]   # the course's worked example (002), query 1
     array([5.52...e-04, 9.9911...e-01, 3.35...e-04], dtype=float32)
     >>> outputs.numpy()[0]   # the slide truncates it to [3.99, 4.99, 8.99, 1.00]
-    array([3.9990..., 4.9973..., 8.9940..., 1.0027...], dtype=float32)
+    array([3.999..., 4.997..., 8.994..., 1.002...], dtype=float32)
     """
     query = _as_float_tensor(query, "query")
     key = _as_float_tensor(key, "key", dtype=query.dtype)

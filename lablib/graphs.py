@@ -1,6 +1,6 @@
 """Graph batches: padded dense batches and disjoint (sparse) batches, in NumPy.
 
-lablib's graph layers accept two layouts of the same graphs (README, "Conventions"):
+lablib's graph layers accept two layouts of the same graphs (docs/conventions.md):
 
 * **dense** (small graphs such as molecules): ``x [B, N, F]``, ``adjacency [B, N, N]``
   with ``adjacency[b, target, source] = 1`` and no self loops (the layers add them),

@@ -1,6 +1,6 @@
 """Graph convolution (GCN) for dense padded batches and sparse (disjoint) batches.
 
-Two layouts of the same graphs are accepted by one layer instance (README, "Conventions"):
+Two layouts of the same graphs are accepted by one layer instance (docs/conventions.md):
 
 * dense: ``layer(x, adjacency=a, mask=m)`` with ``x [B, N, F]``, ``a [B, N, N]``
   (``a[b, i, j] = 1`` when node ``j`` sends to node ``i``; no self loops, the layer adds

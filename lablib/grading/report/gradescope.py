@@ -30,7 +30,7 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
     ``written``: ``[(question, PersonScore)]``. A written answer a person graded is a
     test with its points and comments; one not graded yet adds nothing to the score and
     is named in the output (on Gradescope people grade them in Gradescope itself, or
-    with ``lablib review`` on the downloaded submissions: README, "Written answers")."""
+    with ``lablib review`` on the downloaded submissions: docs/guide/instructors.md, "With Gradescope")."""
     tests = []
     for t in result.tests:
         output = "passed" if t.passed else f"{verdict(t)}: {student_detail(t)}"

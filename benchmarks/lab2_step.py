@@ -265,11 +265,29 @@ def run_child(args):
 def child_results(args, argv, mode):
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-    child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", mode] + list(argv),
-                           cwd=ROOT, capture_output=True, text=True, env=env)
-    lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+    # The child's rows reach this process's stderr as it measures them, so a run stopped
+    # by a deadline (a GPU lent for minutes) keeps what it measured.
+    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", mode] + list(argv),
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    errors = []
+
+    def relay():
+        for line in child.stderr:
+            errors.append(line)
+            if line.startswith("# "):
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+    import threading
+
+    reader = threading.Thread(target=relay, daemon=True)
+    reader.start()
+    stdout = child.stdout.read()
+    child.wait()
+    reader.join()
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
     if child.returncode != 0 or not lines:
-        sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
+        sys.stderr.write(stdout[-3000:] + "".join(errors)[-3000:])
         raise SystemExit(f"the {mode} child process failed (exit code {child.returncode})")
     return json.loads(lines[-1][len("RESULT "):])
 

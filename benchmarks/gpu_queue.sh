@@ -76,16 +76,16 @@ budget_minutes() { echo $(( ($(left) - 30) / 60 )); }
 
 say "queue on $(nproc) cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo 'no GPU'); deadline in $MINUTES min"
 
+LAB_FLAGS=$(quick_flag --fast)  # fast-mode labs with --quick
+
 # Lab 2 alone on cores 0-7 (its own process group, in the background).
 (
-  LAB_FLAGS=$( [ "$QUICK" = 1 ] && echo "--fast" )
   step lab2 "" -- $(cores 0-7) "$PY" benchmarks/labs_full.py $LAB_FLAGS --labs lab2_transformer_reuters \
     --budget "$(budget_minutes)" --output "$RESULTS/labs_full_gpu.md"
 ) &
 LAB2=$!
 
 # The rest on cores 8-15, one after another.
-LAB_FLAGS=$( [ "$QUICK" = 1 ] && echo "--fast" )
 step labs134 "" -- $(cores 8-15) "$PY" benchmarks/labs_full.py $LAB_FLAGS \
   --labs lab1_attention,lab3_gcn_molecules,lab4_gat --budget "$(budget_minutes)" --output "$RESULTS/labs_full_gpu.md"
 step lab2_step "" -- $(cores 8-15) "$PY" benchmarks/lab2_step.py $(quick_flag --quick) --output "$RESULTS/lab2_step_gpu.md"

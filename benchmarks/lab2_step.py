@@ -155,8 +155,9 @@ def time_row(keras, tf, build, data, *, epochs, steps, validation=None, class_we
     return 1000 * statistics.median(timed_wall) / steps, 1000 * statistics.median(timed_cpu) / steps
 
 
-def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=128):
-    """The lab's classifier (section 4's solution, or section 9's Keras 3 twin)."""
+def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=128, blocks=1):
+    """The lab's classifier (section 4's solution, or section 9's Keras 3 twin), as
+    ``build(rate, dropout) -> uncompiled model`` (``lab2_study.py`` builds with it too)."""
     import numpy as np
 
     from lablib.layers import positional_encoding
@@ -173,9 +174,10 @@ def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=1
             x = keras.layers.Lambda(lambda e: e * float(np.sqrt(width)) + table[tf.newaxis, :tf.shape(e)[1]])(x)
             x = keras.layers.Dropout(dropout)(x)
             mask = tfm.nlp.layers.SelfAttentionMask()(x, padding)
-            x = tfm.nlp.layers.TransformerEncoderBlock(
-                num_attention_heads=heads, inner_dim=inner, inner_activation="relu",
-                output_dropout=dropout, attention_dropout=dropout)([x, mask])
+            for _ in range(blocks):
+                x = tfm.nlp.layers.TransformerEncoderBlock(
+                    num_attention_heads=heads, inner_dim=inner, inner_activation="relu",
+                    output_dropout=dropout, attention_dropout=dropout)([x, mask])
             x = keras.layers.GlobalAveragePooling1D()(x, mask=padding)
         else:
             from lablib.layers import PositionalEncoding, TransformerEncoderBlock
@@ -191,8 +193,9 @@ def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=1
             x = keras.layers.Embedding(num_words, width, mask_zero=True)(ids)
             x = PositionalEncoding(max_length)(Scale()(x))
             x = keras.layers.Dropout(dropout)(x)
-            x = TransformerEncoderBlock(heads, inner, "relu", output_dropout=dropout,
-                                        attention_dropout=dropout)(x)
+            for _ in range(blocks):
+                x = TransformerEncoderBlock(heads, inner, "relu", output_dropout=dropout,
+                                            attention_dropout=dropout)(x)
             x = keras.layers.GlobalAveragePooling1D()(x)
         x = keras.layers.Dropout(dropout)(x)
         return keras.Model(ids, keras.layers.Dense(NUM_CLASSES)(x))

@@ -86,13 +86,13 @@ def main(argv=None):
     from sklearn.model_selection import train_test_split
 
     import lablib
-    from lablib.backend import get_keras, import_tfm
+    from lablib.backend import get_keras
     from lablib.data import load_reuters, reuters_dataset
-    from lablib.layers import positional_encoding
     from lablib.training import BestValidationEpoch, topic_weights, warmup_cosine
+    from lab2_step import lab_model  # the lab's classifier, one builder for both scripts
 
     lablib.exact_float32()
-    keras, tfm = get_keras(), import_tfm()
+    keras = get_keras()
     num_words, max_length = (5000, 64) if args.quick else (20000, 256)
     full_epochs, budget_epochs, budget_length = (2, 1, 32) if args.quick else (10, 3, 128)
     variants = dict(list(VARIANTS.items())[:3]) if args.quick else VARIANTS
@@ -114,22 +114,9 @@ def main(argv=None):
         rate = config["learning_rate"]
         if config["schedule"] == "warmup_cosine":
             rate = warmup_cosine(rate, steps_per_epoch=steps, epochs=epochs)
-        width = config["embedding_dim"]
-        ids = keras.Input(shape=(None,), dtype="int32")
-        padding = tf.math.not_equal(ids, 0)
-        x = keras.layers.Embedding(num_words, width, mask_zero=True)(ids)
-        table = tf.constant(positional_encoding(max_length, width))
-        x = keras.layers.Lambda(lambda e: e * float(np.sqrt(width)) + table[tf.newaxis, :tf.shape(e)[1]])(x)
-        x = keras.layers.Dropout(config["dropout"])(x)
-        mask = tfm.nlp.layers.SelfAttentionMask()(x, padding)
-        for _ in range(config["num_blocks"]):
-            x = tfm.nlp.layers.TransformerEncoderBlock(
-                num_attention_heads=config["num_heads"], inner_dim=config["inner_dim"],
-                inner_activation="relu", output_dropout=config["dropout"],
-                attention_dropout=config["dropout"])([x, mask])
-        x = keras.layers.GlobalAveragePooling1D()(x, mask=padding)
-        x = keras.layers.Dropout(config["dropout"])(x)
-        model = keras.Model(ids, keras.layers.Dense(NUM_CLASSES)(x))
+        model = lab_model(keras, tf, "legacy", num_words, max_length, width=config["embedding_dim"],
+                          heads=config["num_heads"], inner=config["inner_dim"],
+                          blocks=config["num_blocks"])(rate, config["dropout"])
         optimizer = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
                      "rmsprop": keras.optimizers.RMSprop}[config["optimizer"]](learning_rate=rate)
         model.compile(optimizer=optimizer, metrics=["accuracy"], steps_per_execution=32,

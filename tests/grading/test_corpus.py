@@ -15,7 +15,7 @@ import time
 import pytest
 
 from lablib.grading.run.isolation import sandbox_possible as _sandbox_possible
-from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT
+from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT, batch_leftovers
 
 pytestmark = pytest.mark.integration  # grades the hostile corpus as one batch
 
@@ -92,17 +92,7 @@ def test_output_folder_was_not_written_by_students(graded):
 
 
 def test_no_process_outlives_the_batch(graded):
-    import psutil
-
-    batch = graded[3]
-    left = []
-    for process in psutil.process_iter():
-        try:
-            if process.environ().get("LABLIB_BATCH") == batch:
-                left.append((process.pid, process.cmdline()))
-        except psutil.Error:
-            pass
-    assert left == []
+    assert batch_leftovers(graded[3]) == []
 
 
 def test_no_file_or_segment_outlives_the_batch(graded):

@@ -15,6 +15,7 @@ import pytest
 from lablib.grading.run import Limits, ProbeRequest, ProbeResult, run_submission
 from lablib.grading.run import protocol
 from lablib.grading.run.isolation import sandbox_possible
+from grading_paths import batch_leftovers
 
 pytestmark = pytest.mark.integration  # runs submissions in sandboxed child processes
 
@@ -226,20 +227,6 @@ def test_memory_limit_reports_memory():
     assert [p.kind for p in out.problems] == ["memory"]
 
 
-def _own_leftovers(batch):
-    """Processes started for this test's runs (labelled with ``LABLIB_BATCH``) still alive."""
-    import psutil
-
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.pid != os.getpid() and process.environ().get("LABLIB_BATCH") == batch:
-                found.append(process.pid)
-        except psutil.Error:
-            pass
-    return found
-
-
 def test_a_detached_process_that_keeps_forking_neither_hangs_the_run_nor_outlives_it(monkeypatch):
     cell = '''
 import os, time
@@ -259,7 +246,7 @@ def f(x):
     assert out.results["f::double"].ok
     assert time.monotonic() - started < 60
     time.sleep(0.5)
-    assert _own_leftovers(batch) == []
+    assert batch_leftovers(batch) == []
 
 
 @needs_root

@@ -23,17 +23,9 @@ from lablib.grading.review.render import render_markdown
 from lablib.grading.review.server import ReviewApp, make_server
 from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore
 from lablib.grading.spec import LabSpec
+from review_fixtures import written_lab
 
 QUESTIONS = ("why", "how")
-
-
-def _lab() -> LabSpec:
-    lab = LabSpec("lab9_written", "Lab 9: written answers")
-    lab.piece("f", objects=["f"])
-    lab.answer("why", points=4, title="why it works", rubric=[(2, "Names the cause."), (2, "Gives numbers."),
-                                                              (0, "No answer.")])
-    lab.answer("how", points=3, title="how to fix it", rubric=[(3, "A fix that works."), (-1, "Off topic.")])
-    return lab
 
 
 def _results(n: int = 6) -> list[SubmissionResult]:
@@ -48,7 +40,7 @@ def _results(n: int = 6) -> list[SubmissionResult]:
 
 @pytest.fixture
 def graded(tmp_path):
-    lab = _lab()
+    lab = written_lab()
     out = tmp_path / "out"
     report.write_reports(out, lab, _results())
     return lab, out

@@ -507,15 +507,22 @@ function renderRubric() {
     uses.textContent = `(${item.uses})`;
     apply.append(points, comment, uses);
     apply.addEventListener("click", () => toggleItem(item));
-    const edit = document.createElement("button");
-    edit.type = "button";
-    edit.className = "edit";
-    edit.textContent = "edit";
-    edit.addEventListener("click", () => editItem(item));
+    const edit = pageButton("edit", "edit", "", () => editItem(item));
     li.append(apply, edit);
     list.appendChild(li);
   });
   ui.selection.textContent = state.selected.size ? `· applies to ${state.selected.size} selected` : "";
+}
+
+// A button of the page's own (its label and tooltip are the page's text, never a student's).
+function pageButton(className, text, title, onClick) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = className;
+  if (text) button.textContent = text;
+  if (title) button.title = title;
+  button.addEventListener("click", onClick);
+  return button;
 }
 
 function makeCard(token) {
@@ -537,25 +544,13 @@ function makeCard(token) {
   refs.flag.className = "flagmark";
   refs.flag.textContent = "⚑ second look";
   refs.flag.title = "flagged for a second look (f)";
-  refs.diffButton = document.createElement("button");
-  refs.diffButton.type = "button";
-  refs.diffButton.className = "changes";
-  refs.diffButton.textContent = "changes since graded";
-  refs.diffButton.title = "what changed since the grade was given (d)";
-  refs.diffButton.addEventListener("click", () => toggleDiff(token));
+  refs.diffButton = pageButton("changes", "changes since graded", "what changed since the grade was given (d)",
+                              () => toggleDiff(token));
   refs.student = document.createElement("span");
   refs.student.className = "student";
-  refs.who = document.createElement("button");
-  refs.who.type = "button";
-  refs.who.className = "who";
-  refs.who.textContent = "student?";
-  refs.who.title = "show this answer's student (recorded in the review log)";
-  refs.who.addEventListener("click", () => revealStudent(token));
-  refs.more = document.createElement("button");
-  refs.more.type = "button";
-  refs.more.className = "more";
-  refs.more.title = "show all (a)";
-  refs.more.addEventListener("click", () => showAll(token));
+  refs.who = pageButton("who", "student?", "show this answer's student (recorded in the review log)",
+                       () => revealStudent(token));
+  refs.more = pageButton("more", "", "show all (a)", () => showAll(token));
   head.append(refs.select, title, refs.badge, refs.flag, refs.diffButton, refs.student, refs.who, refs.more);
   refs.empty = document.createElement("p");  // in the card only when the answer is empty
   refs.empty.className = "empty";

@@ -49,6 +49,10 @@ os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "sh
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 NUM_CLASSES = 46
+# --rows keys: the lab's recipe part by part (tf_keras), section 9's (Keras 3: alone, before,
+# now), and the negligible-width model (tiny).
+ROW_KEYS = ("alone", "buckets", "weights", "schedule", "before", "one_pass", "now", "no_dropout",
+            "jit", "tiny")
 
 
 def parse_args(argv=None):
@@ -56,6 +60,10 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=3, help="epochs per row; the first is not timed")
     parser.add_argument("--quick", action="store_true", help="400 wires of 64 tokens, 2 epochs")
     parser.add_argument("--output", help="also write the table to this markdown file")
+    parser.add_argument("--modes", default="legacy,keras3",
+                        help="which Keras to time, comma-separated: legacy (tf_keras + tfm), keras3")
+    parser.add_argument("--rows", default="all",
+                        help="which rows, comma-separated keys (all: every row): " + ", ".join(ROW_KEYS))
     parser.add_argument("--child", choices=["legacy", "keras3"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -152,6 +160,7 @@ def time_row(keras, tf, build, data, *, epochs, steps, validation=None, class_we
     model.fit(data, validation_data=fit_validation, epochs=epochs, verbose=0,
               class_weight=class_weight, callbacks=callbacks + [clock.callback])
     timed_wall, timed_cpu = clock.wall[1:], clock.cpu[1:]
+    time_row.epochs = list(clock.wall)  # every epoch's wall seconds, the first included
     return 1000 * statistics.median(timed_wall) / steps, 1000 * statistics.median(timed_cpu) / steps
 
 
@@ -229,34 +238,39 @@ def run_child(args):
     lab_now = dict(validation=validation, one_pass=True, class_weight=weights, schedule=True, spe=32)
     if args.child == "legacy":
         rows = [
-            (f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
-            ("+ the lab's wires in length buckets", dict(data=train)),
-            ("+ topic weights", dict(data=train, class_weight=weights)),
-            ("+ warm-up/cosine schedule", dict(data=train, class_weight=weights, schedule=True)),
-            ("+ validation as before (Keras pass + macro-F1 pass): the lab before",
+            ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
+            ("buckets", "+ the lab's wires in length buckets", dict(data=train)),
+            ("weights", "+ topic weights", dict(data=train, class_weight=weights)),
+            ("schedule", "+ warm-up/cosine schedule", dict(data=train, class_weight=weights, schedule=True)),
+            ("before", "+ validation as before (Keras pass + macro-F1 pass): the lab before",
              dict(data=train, class_weight=weights, schedule=True, validation=validation, old_validation=True)),
-            ("one validation pass instead (BestValidationEpoch(validation=...))",
+            ("one_pass", "one validation pass instead (BestValidationEpoch(validation=...))",
              dict(data=train, class_weight=weights, schedule=True, validation=validation, one_pass=True)),
-            ("+ steps_per_execution=32: the lab now", dict(data=train, **lab_now)),
-            ("the lab now, dropout 0", dict(data=train, dropout=0.0, **lab_now)),
-            ("the lab now + jit_compile=True", dict(data=train, jit=True, **lab_now)),
+            ("now", "+ steps_per_execution=32: the lab now", dict(data=train, **lab_now)),
+            ("no_dropout", "the lab now, dropout 0", dict(data=train, dropout=0.0, **lab_now)),
+            ("jit", "the lab now + jit_compile=True", dict(data=train, jit=True, **lab_now)),
         ]
     else:
         rows = [
-            (f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
-            ("section 9 before: buckets, weights, schedule, validation_data + predict",
+            ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
+            ("before", "section 9 before: buckets, weights, schedule, validation_data + predict",
              dict(data=train, class_weight=weights, schedule=True, validation=validation, old_validation=True)),
-            ("section 9 now: one validation pass, steps_per_execution=32", dict(data=train, **lab_now)),
+            ("now", "section 9 now: one validation pass, steps_per_execution=32", dict(data=train, **lab_now)),
         ]
+    wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
     results = []
-    for name, options in rows:
+    for key, name, options in rows:
+        if key not in wanted:
+            continue
         data_option = options.pop("data")
         wall, cpu = time_row(keras, tf, build, data_option, **common, **options)
-        results.append((name, wall, cpu))
-        print(f"# {args.child}: {name}: {wall:.1f} ms/step", file=sys.stderr, flush=True)
-    for spe in (1, 32):
+        results.append((name, wall, cpu, time_row.epochs))
+        epochs_s = ", ".join(f"{t:.1f}" for t in time_row.epochs)
+        print(f"# {args.child}: {name}: {wall:.1f} ms/step (epochs, s: {epochs_s})", file=sys.stderr, flush=True)
+    for spe in (1, 32) if "tiny" in wanted else ():
         wall, cpu = time_row(keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe)
-        results.append((f"negligible width (d=8, 16 tokens), steps_per_execution={spe}", wall, cpu))
+        results.append((f"negligible width (d=8, 16 tokens), steps_per_execution={spe}", wall, cpu,
+                        time_row.epochs))
     device = tf.config.list_logical_devices("GPU")
     gpu = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
         "device_name", "GPU") if device else None
@@ -296,13 +310,14 @@ def child_results(args, argv, mode):
 
 
 def table(parts):
-    lines = ["| Keras | row | ms/step (wall) | ms/step (CPU) | wall / model alone |",
-             "|---|---|---:|---:|---:|"]
+    lines = ["| Keras | row | ms/step (wall) | ms/step (CPU) | wall / model alone | every epoch (s) |",
+             "|---|---|---:|---:|---:|---|"]
     for part in parts:
-        alone = part["rows"][0][1]
-        for name, wall, cpu in part["rows"]:
-            ratio = f"{wall / alone:.2f}" if not name.startswith("negligible") else ""
-            lines.append(f"| {part['mode']} | {name} | {wall:.1f} | {cpu:.1f} | {ratio} |")
+        alone = next((row[1] for row in part["rows"] if row[0].startswith("model alone")), None)
+        for name, wall, cpu, epochs in part["rows"]:
+            ratio = f"{wall / alone:.2f}" if alone and not name.startswith("negligible") else ""
+            walls = ", ".join(f"{t:.1f}" for t in epochs)
+            lines.append(f"| {part['mode']} | {name} | {wall:.1f} | {cpu:.1f} | {ratio} | {walls} |")
     return "\n".join(lines)
 
 
@@ -313,24 +328,37 @@ def main(argv=None):
         print("RESULT " + json.dumps(run_child(args)))
         return 0
     child_argv = [a for i, a in enumerate(argv) if a != "--output" and (i == 0 or argv[i - 1] != "--output")]
-    parts = [child_results(args, child_argv, "legacy"), child_results(args, child_argv, "keras3")]
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - {"legacy", "keras3"}:
+        raise SystemExit(f"--modes is {args.modes!r}; expected legacy, keras3 or legacy,keras3")
+    unknown = set(args.rows.split(",")) - set(ROW_KEYS) - {"all"}
+    if unknown:
+        raise SystemExit(f"--rows names {sorted(unknown)}; the rows are: {', '.join(ROW_KEYS)} (or all)")
+    parts = [child_results(args, child_argv, mode) for mode in modes]
     first = parts[0]
+    summary = []
     tiny = {part["mode"]: [row for row in part["rows"] if row[0].startswith("negligible")] for part in parts}
     overhead = "; ".join(f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f})"
-                         for mode, rows in tiny.items())
-    lab_rows = {name: wall for name, wall, _ in first["rows"]}
-    before = next(v for k, v in lab_rows.items() if k.endswith("the lab before"))
-    now = next(v for k, v in lab_rows.items() if k.endswith("the lab now"))
+                         for mode, rows in tiny.items() if len(rows) == 2)
+    lab_rows = {row[0]: row[1] for row in first["rows"]}
+    alone = next((v for k, v in lab_rows.items() if k.startswith("model alone")), None)
+    before = next((v for k, v in lab_rows.items() if k.endswith("the lab before")), None)
+    now = next((v for k, v in lab_rows.items() if k.endswith("the lab now")), None)
+    if alone and before and now:
+        summary.append(f"The lab's step against the model alone: before {before / alone:.2f}, now {now / alone:.2f}.")
+    elif alone and now:
+        summary.append(f"The lab's step against the model alone: {now / alone:.2f}.")
+    if overhead:
+        summary.append(f"Host overhead per step (the negligible-width model), steps_per_execution 1 -> 32: {overhead}.")
+    if args.rows != "all" or len(modes) < 2:
+        summary.append(f"Rows run: {args.rows}; Keras: {args.modes} (`--rows`, `--modes`).")
     body = (
         f"One epoch of Lab 2's training per row ({first['steps']} steps of 32 wires, "
         f"{'quick: 400 wires of at most 64 tokens' if args.quick else 'the lab full: up to 256 tokens'}, "
         f"buckets padded to {first['length']} tokens on average), median of the "
         f"{first['epochs'] - 1} epoch(s) after the first; TensorFlow {first['tensorflow']}, "
         f"{'GPU: ' + first['gpu'] if first['gpu'] else 'CPU only'}.\n\n"
-        f"{table(parts)}\n\n"
-        f"The lab's step against the model alone: before {before / lab_rows[first['rows'][0][0]]:.2f}, "
-        f"now {now / lab_rows[first['rows'][0][0]]:.2f}. Host overhead per step (the negligible-width "
-        f"model), steps_per_execution 1 -> 32: {overhead}.\n"
+        f"{table(parts)}\n\n" + " ".join(summary) + "\n"
     )
     from _report import write_report
 

@@ -14,6 +14,10 @@ at a time to the model alone, so that the table accounts for the lab's step:
   as it does it now (one ``predict``: :class:`lablib.training.BestValidationEpoch` with
   ``validation=``), and ``steps_per_execution=32`` (the lab now);
 * the lab now with dropout off and with ``jit_compile=True`` (what those cost or give);
+* the lab now with the optimizer's update compiled by XLA, tf_keras's default on a GPU,
+  which the lab turns off (:func:`lablib.training.no_xla_update`: the embedding's sparse
+  gradient has a new shape nearly every batch, and each new shape is compiled afresh);
+  forced on here also on a CPU, where it shows the same cost;
 * a model of negligible width (d = 8, 1 head, 16 tokens, 100 words) with
   ``steps_per_execution`` 1 and 32: its step is almost pure host overhead (Keras' loop,
   callbacks, launching the step), the part that compiled steps remove;
@@ -52,7 +56,7 @@ NUM_CLASSES = 46
 # --rows keys: the lab's recipe part by part (tf_keras), section 9's (Keras 3: alone, before,
 # now), and the negligible-width model (tiny).
 ROW_KEYS = ("alone", "buckets", "weights", "schedule", "before", "one_pass", "now", "no_dropout",
-            "jit", "tiny")
+            "jit", "xla_update", "tiny")
 
 
 def parse_args(argv=None):
@@ -136,15 +140,19 @@ class EpochClock:
 
 
 def time_row(keras, tf, build, data, *, epochs, steps, validation=None, class_weight=None,
-             one_pass=False, old_validation=False, schedule=False, spe=1, jit=False, dropout=0.1):
+             one_pass=False, old_validation=False, schedule=False, spe=1, jit=False, dropout=0.1,
+             xla_update=False):
     """Trains build(...) for ``epochs`` epochs; returns (ms/step wall, ms/step CPU) medians
     over the epochs after the first."""
-    from lablib.training import BestValidationEpoch, warmup_cosine
+    from lablib.training import BestValidationEpoch, no_xla_update, warmup_cosine
 
     keras.utils.set_random_seed(0)
     rate = warmup_cosine(1e-3, steps_per_epoch=steps, epochs=10) if schedule else 1e-3
     model = build(rate, dropout)
-    model.compile(optimizer=keras.optimizers.Adam(rate), metrics=["accuracy"],
+    optimizer = no_xla_update(keras.optimizers.Adam(rate))  # as the lab's fit (tf_keras: XLA on a GPU)
+    if xla_update:  # tf_keras's default on a GPU, forced on (also on a CPU, to show its cost there)
+        optimizer.jit_compile = True
+    model.compile(optimizer=optimizer, metrics=["accuracy"],
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   steps_per_execution=spe, jit_compile=jit)
     callbacks, fit_validation = [], None
@@ -249,6 +257,8 @@ def run_child(args):
             ("now", "+ steps_per_execution=32: the lab now", dict(data=train, **lab_now)),
             ("no_dropout", "the lab now, dropout 0", dict(data=train, dropout=0.0, **lab_now)),
             ("jit", "the lab now + jit_compile=True", dict(data=train, jit=True, **lab_now)),
+            ("xla_update", "the lab now + the optimizer's update under XLA (tf_keras's default on a GPU)",
+             dict(data=train, xla_update=True, **lab_now)),
         ]
     else:
         rows = [

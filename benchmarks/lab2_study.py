@@ -88,7 +88,7 @@ def main(argv=None):
     import lablib
     from lablib.backend import get_keras
     from lablib.data import load_reuters, reuters_dataset
-    from lablib.training import BestValidationEpoch, topic_weights, warmup_cosine
+    from lablib.training import BestValidationEpoch, no_xla_update, topic_weights, warmup_cosine
     from lab2_step import lab_model  # the lab's classifier, one builder for both scripts
 
     lablib.exact_float32()
@@ -117,8 +117,8 @@ def main(argv=None):
         model = lab_model(keras, tf, "legacy", num_words, max_length, width=config["embedding_dim"],
                           heads=config["num_heads"], inner=config["inner_dim"],
                           blocks=config["num_blocks"])(rate, config["dropout"])
-        optimizer = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
-                     "rmsprop": keras.optimizers.RMSprop}[config["optimizer"]](learning_rate=rate)
+        optimizer = no_xla_update({"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
+                                   "rmsprop": keras.optimizers.RMSprop}[config["optimizer"]](learning_rate=rate))
         model.compile(optimizer=optimizer, metrics=["accuracy"], steps_per_execution=32,
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         return model

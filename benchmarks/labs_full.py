@@ -62,7 +62,11 @@ class ReportFormatError(ValueError):
 
 
 def commit() -> str:
-    """The checkout's commit (with "+ changes" when the tree differs from it)."""
+    """The checkout's commit (with "+ changes" when the tree differs from it), or the one
+    LABLIB_COMMIT names: a GPU machine gets a copy of the tree whose .git may be older."""
+    named = os.environ.get("LABLIB_COMMIT", "").strip()
+    if named:
+        return f"{named} (named by LABLIB_COMMIT)"
     try:
         head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -70,9 +74,7 @@ def commit() -> str:
                                capture_output=True, text=True).stdout.strip()
         return head + (" + uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        # A copy of the tree without its .git (a GPU machine): the caller may name it.
-        named = os.environ.get("LABLIB_COMMIT", "").strip()
-        return f"{named} (named by LABLIB_COMMIT)" if named else "unknown (not a git checkout)"
+        return "unknown (not a git checkout; LABLIB_COMMIT can name it)"
 
 
 def cell_text(cell) -> str:

@@ -222,7 +222,9 @@ def child(args) -> None:
         val_data = reuters_dataset(x_val, y_val, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
         test_inputs = reuters_dataset(x_test, y_test, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
 
-    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    from lablib.training import no_xla_update  # as the lab: no XLA for tf_keras's sparse updates on a GPU
+
+    model.compile(optimizer=no_xla_update(optimizer), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     val_inputs = val_data[0] if isinstance(val_data, tuple) else val_data.map(lambda tokens, label: tokens)
     callback = best_epoch_callback(args.patience, val_inputs, y_val)
     if isinstance(train_data, tuple):

@@ -9,7 +9,9 @@
   macro-F1) and records the seconds of each epoch. Given ``validation=(inputs, labels)``
   it scores the validation set itself, from one ``predict`` per epoch (loss, accuracy
   and every ``prediction_metrics`` entry from the same logits), instead of Keras'
-  ``validation_data`` pass plus a second pass for the macro-F1.
+  ``validation_data`` pass plus a second pass for the macro-F1;
+* :func:`no_xla_update` - turns off tf_keras's XLA compilation of an optimizer's update
+  (on by default on a GPU), which recompiles for every new shape of a sparse gradient.
 
 They are written against the active Keras (:mod:`lablib.backend`: tf_keras in legacy
 mode, as Lab 2 runs, else Keras 3), so choose the mode before importing this module.
@@ -34,7 +36,7 @@ from lablib.backend import get_keras
 
 keras = get_keras()
 
-__all__ = ["BestValidationEpoch", "topic_weights", "warmup_cosine"]
+__all__ = ["BestValidationEpoch", "no_xla_update", "topic_weights", "warmup_cosine"]
 
 
 def warmup_cosine(peak: float, steps_per_epoch: int, epochs: int, warmup_epochs: int = 1):
@@ -54,6 +56,31 @@ def warmup_cosine(peak: float, steps_per_epoch: int, epochs: int, warmup_epochs:
     return keras.optimizers.schedules.CosineDecay(
         0.0, decay_steps=max(1, (epochs - warmup_epochs) * steps_per_epoch),
         warmup_target=float(peak), warmup_steps=warmup_epochs * steps_per_epoch)
+
+
+def no_xla_update(optimizer):
+    """Returns ``optimizer`` with tf_keras's XLA compilation of its update turned off.
+
+    On a GPU, tf_keras's optimizers (``jit_compile=True`` by default) compile each
+    variable's update with XLA, and XLA compiles once per tensor shape. An ``Embedding``'s
+    gradient is sparse: the optimizer first sums the rows of repeated ids, leaving one row
+    per distinct id of the batch, a count that changes nearly every batch of real text.
+    Every new count is a new XLA compilation, and shuffled batches keep bringing new
+    counts. Measured on an H100 (``benchmarks/results/lab2_step_gpu.md``): Lab 2's model
+    trained on its shuffled wires took 28.5, 19.0, 13.0 and 10.9 s for four epochs of 255
+    steps, against 1.0 s an epoch on synthetic batches that repeat from one epoch to the
+    next. On a CPU tf_keras leaves the flag off, so this changes nothing there; Keras 3's
+    optimizers have no such flag (Keras 3 compiles the whole step or none of it) and are
+    returned unchanged, and so is a legacy optimizer.
+
+    Example:
+        >>> optimizer = no_xla_update(keras.optimizers.Adam(1e-3))
+        >>> getattr(optimizer, "jit_compile", False)
+        False
+    """
+    if getattr(optimizer, "jit_compile", None) is True:
+        optimizer.jit_compile = False
+    return optimizer
 
 
 def topic_weights(labels, num_classes: int, power: float = 0.5) -> dict | None:

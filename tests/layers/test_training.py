@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lablib.backend import keras
-from lablib.training import BestValidationEpoch, topic_weights, warmup_cosine
+from lablib.training import BestValidationEpoch, no_xla_update, topic_weights, warmup_cosine
 
 
 def test_warmup_cosine_rises_to_the_peak_then_decays_to_zero():
@@ -103,3 +103,34 @@ def test_one_validation_pass_matches_keras_validation_and_feeds_prediction_metri
     wrong.on_epoch_begin(0)
     with pytest.raises(ValueError, match="predictions of shape \\(10, 3\\) for 96 validation labels"):
         wrong.on_epoch_end(0, {})
+
+
+def test_no_xla_update_stops_one_compilation_per_sparse_gradient_shape():
+    """tf_keras compiles an optimizer's update with XLA on a GPU; an embedding's gradient has
+    one row per distinct id of the batch, so each new count of distinct ids is traced and
+    compiled afresh (Lab 2 on an H100: epochs of 28.5 to 10.9 s instead of about 1 s)."""
+    import tensorflow as tf
+    import tf_keras
+
+    def traces(optimizer):
+        table = tf.Variable(tf.zeros([50, 4]))
+        for distinct in (3, 5, 7, 9, 5):  # the last count was seen before: no new trace
+            ids = tf.constant(list(range(distinct)) + [0, 1])  # with repeated ids, as in text
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.gather(table, ids))
+            gradient = tape.gradient(loss, table)
+            assert isinstance(gradient, tf.IndexedSlices)
+            optimizer.apply_gradients([(gradient, table)])
+        return optimizer._update_step_xla.experimental_get_tracing_count()
+
+    as_on_a_gpu = tf_keras.optimizers.Adam(1e-3)
+    as_on_a_gpu.jit_compile = True  # tf_keras sets it only where it finds a GPU
+    assert traces(as_on_a_gpu) == 4
+    fixed = tf_keras.optimizers.Adam(1e-3)
+    fixed.jit_compile = True
+    assert no_xla_update(fixed) is fixed and fixed.jit_compile is False
+    assert traces(fixed) == 0
+    import keras as keras_3  # the Keras 3 package, whatever lablib's mode
+
+    keras3 = keras_3.optimizers.Adam(1e-3)  # no such flag (Keras 3 compiles the whole step): unchanged
+    assert no_xla_update(keras3) is keras3 and not hasattr(keras3, "jit_compile")

@@ -62,6 +62,9 @@ def parse_args(argv=None):
     parser.add_argument("--limit", type=int, default=80, help="mutants per piece at most (spread over the cell)")
     parser.add_argument("--quick", action="store_true", help="Lab 1, 6 mutants per piece")
     parser.add_argument("--output", help="also write the table to this markdown file")
+    parser.add_argument("--pieces", help="only these pieces (comma-separated names)")
+    parser.add_argument("--messages", action="store_true",
+                        help="print each caught mutant's first failing message to stderr (what a student reads)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -229,7 +232,7 @@ def _probe_values(tests, ns):
     return values
 
 
-def run_lab(lab: str, limit: int) -> dict:
+def run_lab(lab: str, limit: int, pieces=None, messages=False) -> dict:
     import io
     import contextlib
 
@@ -258,6 +261,8 @@ def run_lab(lab: str, limit: int) -> dict:
     for piece, (source, before) in by_piece.items():
         if piece not in spec.pieces or not spec.pieces[piece].by_hand:
             continue  # model-building pieces are judged by training: not mutated here
+        if pieces and piece not in pieces:
+            continue
         objects = spec.pieces[piece].objects
         tests = spec.tests_for(piece, hidden=False)
         solution_ns = dict(before)
@@ -290,6 +295,10 @@ def run_lab(lab: str, limit: int) -> dict:
                 continue
             row["caught"] += 1
             row["named"] += bool(getattr(failed[0], "mistake", False) or getattr(failed[0], "named", False))
+            if messages:
+                mark = "NAMED" if failed[0].mistake else "plain"
+                print(f"## {piece} | {description}\n   [{mark}] {failed[0].name}: {failed[0].message[:400]}"
+                      + (f"\n   hint: {failed[0].hint[:200]}" if failed[0].hint else ""), file=sys.stderr, flush=True)
             row["hint"] += any(r.hint for r in failed)
         rows.append(row)
         print(f"# {lab}/{piece}: {json.dumps({k: v for k, v in row.items() if k != 'missed'})}",
@@ -301,7 +310,8 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.child:
-        print("RESULT " + json.dumps(run_lab(args.child, args.limit)))
+        pieces = set(args.pieces.split(",")) if args.pieces else None
+        print("RESULT " + json.dumps(run_lab(args.child, args.limit, pieces, args.messages)))
         return 0
     labs = ["lab1_attention"] if args.quick else [lab.strip() for lab in args.labs.split(",") if lab.strip()]
     limit = 6 if args.quick else args.limit
@@ -309,8 +319,12 @@ def main(argv=None):
     env.pop("TF_USE_LEGACY_KERAS", None)
     rows = []
     for lab in labs:
-        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", lab, "--limit", str(limit)],
-                               cwd=ROOT, capture_output=True, text=True, env=env)
+        extra = (["--pieces", args.pieces] if args.pieces else []) + (["--messages"] if args.messages else [])
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", lab, "--limit", str(limit)]
+                               + extra, cwd=ROOT, capture_output=True, text=True, env=env)
+        if args.messages:
+            sys.stderr.write("".join(line + "\n" for line in child.stderr.splitlines()
+                                     if line.startswith(("## ", "   "))))
         lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
         if child.returncode != 0 or not lines:
             sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])

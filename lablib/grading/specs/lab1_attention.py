@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.expect import Mistake
 from lablib.grading.spec import diagnose, expect, expect_close, expect_equal, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
@@ -79,6 +80,81 @@ def _attention_mistakes(query, key, value, mask=None):
     return mistakes
 
 
+def _rows(values, count: int = 3) -> str:
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    shown = ", ".join(f"{v:.4g}" for v in flat[:count])
+    return shown + (", ..." if flat.size > count else "")
+
+
+def _attention_stages(got, query, key, value, mask=None):
+    """Name the first step of attention that went wrong, from the weights and output a
+    student's ``attention`` returned (called after :func:`diagnose` found no known
+    mistake). Each step is checked on what the step itself must give, so the sentence
+    names where the mistake is, not only that the arrays differ. Returns quietly when
+    every step looks right (the caller's comparisons then report the difference)."""
+    query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
+    weights, output = got["weights"], got["output"]
+    right_out, right = _reference_attention(query, key, value, mask)
+    allowed = np.ones(right.shape, dtype=bool) if mask is None else np.broadcast_to(
+        np.asarray(mask, dtype=bool), right.shape)
+    live = allowed.any(axis=-1)  # queries with at least one key to attend to
+    if not np.all(np.isfinite(weights[live])):
+        raise Mistake(
+            "Some weights are NaN or infinite for queries that have keys to attend to: in a "
+            "softmax, exp(score - the row's largest score) lies in (0, 1] and each row's total "
+            "is at least 1, so nothing overflows or divides by 0. Check the exponential and "
+            "that you subtract each query's own largest score (max over axis -1, keepdims=True).")
+    if not np.all(np.isfinite(weights)):
+        return  # only fully masked queries: the test of that case names it
+    if np.any(weights[~allowed] != 0.0):
+        raise Mistake(
+            "Keys the mask blocks got non-zero weights: where the mask is False set the "
+            "score to -inf before the softmax (np.where(mask, scores, -np.inf)), so that "
+            "exp gives exactly 0 there.")
+    totals = weights.sum(axis=-1)
+    if not np.allclose(totals[live], 1.0, atol=1e-6):
+        if np.allclose(weights.sum(axis=-2)[..., allowed.any(axis=-2)], 1.0, atol=1e-6):
+            raise Mistake("Your weights sum to 1 over the queries (axis -2), not over the keys: "
+                          "each query's weights must sum to 1, so normalise over the last axis.")
+        raise Mistake(
+            f"Each query's weights must sum to 1 over the keys; yours sum to {_rows(totals[live])}."
+            " Divide each row's exponentials by that row's own total: "
+            "exponentials.sum(axis=-1, keepdims=True).")
+    if not np.allclose(weights, right, rtol=1e-5, atol=1e-7):
+        # Softmax weights are exp(a * score + c) per row: find the factor a that fits.
+        scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+        with np.errstate(divide="ignore"):
+            logs = np.log(weights)
+        usable = allowed & live[..., None] & (weights > 1e-12)
+        centred_logs = np.where(usable, logs, 0.0)
+        centred_scores = np.where(usable, scores, 0.0)
+        count = np.maximum(usable.sum(axis=-1, keepdims=True), 1)
+        centred_logs = np.where(usable, centred_logs - centred_logs.sum(-1, keepdims=True) / count, 0.0)
+        centred_scores = np.where(usable, centred_scores - centred_scores.sum(-1, keepdims=True) / count, 0.0)
+        denominator = float(np.sum(centred_scores ** 2))
+        factor = float(np.sum(centred_logs * centred_scores)) / denominator if denominator else 0.0
+        misfit = float(np.max(np.abs(centred_logs - factor * centred_scores), initial=0.0))
+        d_k = query.shape[-1]
+        if misfit < 1e-3 * max(1.0, float(np.max(np.abs(centred_logs), initial=0.0))):
+            if abs(factor + 1) < 1e-3:
+                raise Mistake("Your weights are the softmax of minus the scaled scores: the most "
+                              "similar key gets the least weight. Check the sign of q.k/sqrt(d_k) "
+                              "and of the max you subtract (exp(score - max), not exp(max - score)).")
+            raise Mistake(
+                f"Your weights are the softmax of {factor:.4g} times q.k/sqrt(d_k) (d_k = {d_k}): "
+                "the products of queries and keys are right, their scale is not. Divide q.k by "
+                f"sqrt(d_k) = {np.sqrt(d_k):.4g} once, d_k being the last dimension of the query.")
+        raise Mistake(
+            "Your weights sum to 1 over the keys but are not a softmax of the scaled scores "
+            "q.k/sqrt(d_k), not even of a multiple of them: the scores are wrong before the "
+            "softmax (each query times every key: query @ key.swapaxes(-1, -2)), or the value "
+            "subtracted before exp is not each query's own largest score (max over axis -1, "
+            "keepdims=True).")
+    if not np.allclose(output, right_out, rtol=1e-5, atol=1e-6):
+        raise Mistake("Your weights are right, but the output is not their weighted sum of the "
+                      "values: return weights @ value (each query's weights times the value rows).")
+
+
 def _pair(result, what):
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise TypeError(f"{what} must return a pair (output, weights), got {type(result).__name__}")
@@ -88,7 +164,21 @@ def _pair(result, what):
 # --------------------------------------------------------------------- attention
 
 lab.piece("attention", objects=["attention"],
-          description="scaled dot-product attention in NumPy, with boolean masks")
+          description="scaled dot-product attention in NumPy, with boolean masks",
+          error_hints=[
+              (r"matmul: Input operand \d has a mismatch in its core dimension|shapes .* not aligned",
+               "Two arrays multiplied with @ do not fit: the scores are query @ key.swapaxes(-1, -2) "
+               "([..., n_q, d_k] @ [..., d_k, n_k]) and the output is weights @ value "
+               "([..., n_q, n_k] @ [..., n_k, d_v]). Print both operands' shapes."),
+              (r"AxisError|axis -?\d+ is out of bounds",
+               "An axis number is out of range for these arrays: attention works on the last two "
+               "axes (-2: the queries, -1: the keys), which holds for any number of leading "
+               "batch or head axes; count axes from the end."),
+              (r"operands could not be broadcast together",
+               "Two arrays do not broadcast: a row's max or total must keep its axis "
+               "(keepdims=True) to broadcast against the scores, and a mask [.., 1, n_k] "
+               "broadcasts over the queries of scores [.., n_q, n_k]."),
+          ])
 
 
 @lab.test("attention", points=2, hint="Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
@@ -105,6 +195,7 @@ def _(got):
     expect_shape(got["weights"], (3, 3), "attention weights")
     expect_shape(got["output"], (3, 4), "attention output")
     diagnose(got["weights"], _attention_mistakes(x, x, x), right=_reference_attention(x, x, x)[1])
+    _attention_stages(got, x, x, x)
     expect_close(got["weights"][0], [0.00055, 0.99911, 0.00033], atol=5e-5,
                  what="weights of the first query (the lecture's alpha_1)")
     expect_close(got["output"][0], [3.99, 4.99, 8.99, 1.00], atol=1.5e-2,
@@ -129,6 +220,7 @@ def _(got):
     expect_shape(got["output"], out.shape, "output of q [2,3,5,4], k [2,3,6,4], v [2,3,6,7]")
     expect_shape(got["weights"], weights.shape, "weights of the same call")
     diagnose(got["weights"], _attention_mistakes(q, k, v), right=weights)
+    _attention_stages(got, q, k, v)
     expect_close(got["weights"].sum(-1), np.ones(weights.shape[:-1]), atol=1e-6,
                  what="sum of each row of weights")
     expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="attention weights")
@@ -151,6 +243,7 @@ def _(got):
     out, weights = _reference_attention(q, k, v, mask)
     expect_shape(got["weights"], (2, 4, 5), "weights with a [2, 1, 5] key mask")
     diagnose(got["weights"], _attention_mistakes(q, k, v, mask), right=weights)
+    _attention_stages(got, q, k, v, mask)
     blocked = np.broadcast_to(~mask, (2, 4, 5))
     expect(bool(np.all(got["weights"][blocked] == 0.0)),
            f"masked keys must get weight exactly 0; got weights {got['weights'][blocked]}")
@@ -169,11 +262,17 @@ def fully_masked_query_is_safe(ns):
 
 @fully_masked_query_is_safe.judge
 def _(got):
-    for name in ("output", "weights"):
-        expect(bool(np.all(np.isfinite(got[name]))),
-               f"{name} contains NaN/inf for a query whose keys are all masked: {got[name]}")
     q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
     mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
+    for name in ("output", "weights"):
+        if not np.all(np.isfinite(got[name][[0, 2]])):
+            break  # the other queries are wrong too: _attention_stages says where
+        if not np.all(np.isfinite(got[name])):
+            raise Mistake(
+                f"The {name} of the query whose keys are all masked (row 1) is NaN or infinite: "
+                "all its scores are -inf, so its exponentials are all 0 and the softmax divides "
+                "0 by 0. Give such a query all-zero weights and a zero output: divide by the "
+                "total only where it is positive (np.where(total > 0, total, 1)).")
     out, weights = _reference_attention(q, k, v, mask)
     uniform = weights.copy()
     uniform[1] = 1.0 / 3
@@ -182,6 +281,7 @@ def _(got):
                                         "-1e9 or -1e4): give such a query all-zero weights and a "
                                         "zero output, e.g. multiply the weights by mask.any(-1).")]
              + _attention_mistakes(q, k, v, mask), right=weights)
+    _attention_stages(got, q, k, v, mask)
     expect_close(got["weights"], weights, atol=1e-7, what="weights (row 1 is fully masked)")
     expect_close(got["output"], out, atol=1e-6, what="output (row 1 is fully masked)")
 

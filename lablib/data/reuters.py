@@ -1,7 +1,8 @@
 """Reuters-46 newswire topic classification (the Keras dataset), as NumPy and tf.data.
 
-11,228 newswires from Reuters-21578, each a list of word ids (1 = the most frequent
-word), labelled with one of 46 topics. :func:`load_reuters` returns exactly what
+11,228 newswires from Reuters-21578, each a list of word ids (4 = the most frequent
+word; 0 padding, 1 start, 2 out-of-vocabulary, 3 unused), labelled with one of 46
+topics. :func:`load_reuters` returns exactly what
 ``keras.datasets.reuters.load_data`` returns for the same arguments, but reads the file
 through :mod:`lablib.data.sources` (a data folder, the cache, or a verified download).
 

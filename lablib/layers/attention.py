@@ -157,7 +157,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     >>> import numpy as np
     >>> x = np.array([[1, 2, 3, 4], [4, 5, 9, 1], [6, 2, 1, 4]], dtype="float32")
     >>> outputs, weights = scaled_dot_product_attention(x, x, x)
-    >>> weights.numpy()[0]   # the course's worked example (002), query 1
+    >>> weights.numpy()[0]   # the worked example of the lecture Transformers and GNNs, query 1
     array([5.52...e-04, 9.9911...e-01, 3.35...e-04], dtype=float32)
     >>> outputs.numpy()[0]   # the slide truncates it to [3.99, 4.99, 8.99, 1.00]
     array([3.999..., 4.997..., 8.994..., 1.002...], dtype=float32)

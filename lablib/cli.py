@@ -74,7 +74,7 @@ def _cmd_assign(args) -> int:
 
 def _late_policy(args):
     """The late policy of ``--due`` and its options, or None (then the folder's own)."""
-    from lablib.grading.late import LatePolicy
+    from lablib.grading.gradebook.late import LatePolicy
 
     given = [args.late_per_day, args.late_per_hour, args.late_cap, args.late_grace]
     if args.due is None:
@@ -107,7 +107,7 @@ def _cmd_grade(args) -> int:
     from lablib.grading.spec import load_lab
     from lablib.grading.submissions import SubmissionSkipped
 
-    from lablib.grading.roster import Roster, SubmissionTimes
+    from lablib.grading.gradebook.roster import Roster, SubmissionTimes
 
     spec = load_lab(args.lab, args.tests)
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
@@ -147,9 +147,9 @@ def _cmd_grade(args) -> int:
 def _print_roster_lists(out) -> None:
     """What matched nothing and what the LMS marked late without a time, as the gradebook
     says (after a regrade too, where no --roster is given)."""
-    from lablib.grading.report.gradebook_json import read_gradebook
+    from lablib.grading.gradebook import GradebookFolder
 
-    data = read_gradebook(out)
+    data = GradebookFolder(out).read()
     roster = data.get("roster") or {}
     for name in roster.get("unmatched_submissions", []):
         print(f"lablib grade: roster: no student for submission {_printable(str(name))}", file=sys.stderr)
@@ -181,7 +181,7 @@ def _pad(text: str, width: int) -> str:
 
 def _cmd_export(args) -> int:
     from lablib.grading.export import export
-    from lablib.grading.roster import Roster
+    from lablib.grading.gradebook.roster import Roster
 
     columns = {}
     for item in args.column:
@@ -215,9 +215,9 @@ def _some(names, shown: int = 20) -> str:
 
 
 def _gradebook_message(out, results) -> str:
-    from lablib.grading.report.gradebook_json import read_gradebook
+    from lablib.grading.gradebook import GradebookFolder
 
-    data = read_gradebook(out)
+    data = GradebookFolder(out).read()
     pending = sum(entry.get("ungraded", 0) for entry in data.get("submissions", []))
     return (f"wrote {pathlib.Path(out) / 'grades.csv'}, grades.json, feedback/ and summary.html: {len(results)} "
             f"submissions" + (f", {pending} written answers still to grade" if data.get("questions") else ""))
@@ -290,7 +290,7 @@ def _review_opener(url: str) -> pathlib.Path:
 
 def _cmd_report(args) -> int:
     from lablib.grading.grade import rewrite_reports
-    from lablib.grading.roster import Roster
+    from lablib.grading.gradebook.roster import Roster
 
     roster = Roster.load(args.roster) if args.roster else None
     results = rewrite_reports(args.output, lab=args.lab, roster=roster, hidden_dirs=args.tests,

@@ -9,11 +9,10 @@ below it.
 ``submissions.py``         which notebooks a batch grades, and their names
 ``lms.py``                 what Canvas, Moodle and Gradescope downloads say in their
                            names and metadata (user ids, LATE, submitters, times)
-``roster.py``              the class list (each LMS's export layout) and times files
-``identity.py``            which submission is whose, resolved once at grading, and
-                           when it was submitted
-``late.py``                due dates, late policies and each submission's penalty
-``similarity.py``          similarity hints: near-identical graded code, identical files
+``gradebook/``              the class gradebook's one owner: its rows, identities,
+                           written scores, lateness and totals, stored atomically
+                           (``grades.json``); the roster, late policy and similarity
+                           hints beside it
 ``spec.py``, ``expect.py`` how a lab's tests are written (probe + judge); ``specs/``
                            holds the shipped labs' tests (the labs: :mod:`lablib.labs`)
 ``run/``                   running a submission: the sandbox, the child process, the

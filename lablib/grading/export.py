@@ -1,7 +1,7 @@
 """Grades for the LMS: ``lablib export canvas|moodle`` of one or more graded labs.
 
 Each grading output (``lablib grade ... -o OUT``) holds a lab's ``grades.json``, whose rows
-carry the identity resolved at grading (:mod:`~lablib.grading.identity`: the roster's
+carry the identity resolved at grading (:mod:`~lablib.grading.gradebook.identity`: the roster's
 student, or what the LMS download said). The export writes one row per student and one
 column per lab total: the tests' points plus the points people gave the written answers
 (``lablib review``) less the late penalty; ``pieces=True`` adds one column per graded
@@ -52,10 +52,10 @@ import csv
 import pathlib
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.identity import STUDENT_FIELDS, RosterIndex, resolve
+from lablib.grading.gradebook import GradebookError, GradebookFolder
+from lablib.grading.gradebook.identity import STUDENT_FIELDS, RosterIndex, resolve
 from lablib.grading.lms import fold
 from lablib.grading.report.gradebook_csv import spreadsheet_text
-from lablib.grading.report.gradebook_json import GradebookError, read_gradebook
 from lablib.grading.report.text import num
 from lablib.grading.review.store import DB_NAME, changes_since
 from lablib.grading.submissions import Found
@@ -76,7 +76,7 @@ class ExportError(ValueError):
 def _gradebook(folder) -> dict:
     path = pathlib.Path(folder) / "grades.json"
     try:
-        data = read_gradebook(folder)
+        data = GradebookFolder(folder).read()
     except GradebookError as exc:
         raise ExportError(str(exc)) from None
     except OSError as exc:
@@ -141,7 +141,7 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
     submitters); for a gradebook written before identities were kept, its roster
     ``student``, else its name. A row that matched no student at grading (or was graded
     without a roster) is matched to ``roster`` here by the grading rules
-    (:func:`lablib.grading.identity.resolve`); a row matched at grading keeps its student."""
+    (:func:`lablib.grading.gradebook.identity.resolve`); a row matched at grading keeps its student."""
     identity = entry.get("identity")
     if not isinstance(identity, dict) or not identity:
         student = entry.get("student")
@@ -184,7 +184,7 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
     Args:
         fmt: ``"canvas"`` or ``"moodle"``.
         outputs: grading output folders (each with a ``grades.json``), one per lab.
-        roster: the class list (a :class:`~lablib.grading.roster.Roster`), or None: its
+        roster: the class list (a :class:`~lablib.grading.gradebook.roster.Roster`), or None: its
             students come first, in its order, and every one of them is written.
         destination: the CSV file to write.
         columns: lab name -> column header (default: the lab's title).

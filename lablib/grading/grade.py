@@ -30,28 +30,23 @@ import warnings
 from lablib._version import PACKAGE_DIR, __version__
 from lablib.grading import report
 from lablib.grading.author import catalog
+from lablib.grading.gradebook import Gradebook, GradebookFolder
+from lablib.grading.gradebook.identity import resolve
+from lablib.grading.gradebook.similarity import (
+    dynamic_code, graded_code, identical_files, similarity_hints)
 from lablib.grading.judge import judge_in_sandbox, judge_submission, summarise, unreadable
-from lablib.grading.late import POLICY_FILE, LatePolicy
 from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook, setup_sources, written_answers
 from lablib.grading.atomic import atomic_write
-from lablib.grading.report.gradebook_json import _WHAT_TO_DO, GradebookError, read_gradebook, result_from_entry
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
-from lablib.grading.identity import resolve
-from lablib.grading.roster import Roster
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
-from lablib.grading.similarity import dynamic_code, graded_code, identical_files, similarity_hints
 from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
 from lablib.grading.submissions import Found, find_submissions, warn_skipped
 
-__all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced", "previous_results",
-           "ROSTER_COPY"]
+__all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced"]
 
 CACHE_VERSION = "6"
-#: The roster a gradebook was written with, kept in the output folder: reports written
-#: again later (``lablib report``, the review page) name the same students.
-ROSTER_COPY = ".roster.csv"
 
 
 def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
@@ -107,37 +102,6 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
 
 class SubmissionRemoved(UserWarning):
     """A submission of the existing gradebook whose notebook no longer exists: its row is dropped."""
-
-
-def previous_results(out_dir, lab_name: str) -> list[SubmissionResult]:
-    """The results of the gradebook already in ``out_dir`` (``grades.json``); [] only
-    when there is no ``grades.json`` at all.
-
-    Raises:
-        GradebookError: ``grades.json`` exists but cannot be read (cut short, not JSON,
-            an entry that is not a submission's): never taken for an empty gradebook,
-            which would drop every other row and its feedback at the next write.
-        OSError: ``grades.json`` exists but cannot be opened.
-        ValueError: the folder holds the gradebook of another lab.
-    """
-    try:
-        data = read_gradebook(out_dir)
-    except FileNotFoundError:
-        return []
-    if data.get("lab") != lab_name:
-        raise ValueError(f"{out_dir} holds the gradebook of {data.get('lab')!r}, not of {lab_name!r}: grade into "
-                         f"another folder (-o), or pass --fresh to replace it.")
-    results = []
-    for number, entry in enumerate(data["submissions"], 1):
-        try:
-            results.append(result_from_entry(entry))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            name = entry.get("submission") if isinstance(entry, dict) else None
-            raise GradebookError(
-                f"{pathlib.Path(out_dir) / 'grades.json'}: submission {number}"
-                f"{f' ({name!r})' if isinstance(name, str) else ''} cannot be read ({type(exc).__name__}: "
-                f"{str(exc)[:200]}). {_WHAT_TO_DO}") from None
-    return results
 
 
 def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> list[SubmissionResult]:
@@ -254,14 +218,6 @@ def _again(result: SubmissionResult, roster, times, spec) -> dict:
     return identity
 
 
-def _keep_roster(out: pathlib.Path, roster) -> None:
-    """A copy of the roster in the output folder: later regrades and reports use it."""
-    kept = out / ROSTER_COPY
-    if roster is not None and roster.source and os.path.isfile(roster.source) and not (
-            kept.exists() and os.path.samefile(roster.source, kept)):
-        atomic_write(kept, pathlib.Path(roster.source).read_bytes())
-
-
 @dataclasses.dataclass(frozen=True)
 class _Cache:
     """Results by what decides them: a run's judged result is reused while the graded
@@ -367,14 +323,14 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
         isolate: use the sandbox (namespaces, unprivileged uid) when running as root.
         writers: the report writers (default :data:`lablib.grading.report.DEFAULT_WRITERS`).
         fresh: start a new gradebook: drop the rows of submissions not graded now.
-        roster: a :class:`~lablib.grading.roster.Roster`: each row's identity is resolved
+        roster: a :class:`~lablib.grading.gradebook.roster.Roster`: each row's identity is resolved
             with it (every row's, the kept ones' too) and the summary lists the
             submissions and students that matched nothing (a copy stays in ``out_dir``: a
             later regrade without ``roster`` resolves its new rows with it and keeps the
             identities of the others).
-        times: a :class:`~lablib.grading.roster.SubmissionTimes`: submission times for
+        times: a :class:`~lablib.grading.gradebook.roster.SubmissionTimes`: submission times for
             the rows whose LMS download carries none (every row's time is looked up again).
-        late_policy: a :class:`~lablib.grading.late.LatePolicy` (kept in ``out_dir`` as
+        late_policy: a :class:`~lablib.grading.gradebook.late.LatePolicy` (kept in ``out_dir`` as
             ``late.json``: later regrades and ``lablib report`` apply it too).
 
     Returns:
@@ -385,12 +341,13 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     template, _ = read_notebook(catalog.find_lab_notebook(spec, lab_notebook=lab_notebook))
     setup = setup_sources(template)
     out = pathlib.Path(out_dir)
-    previous = [] if fresh else previous_results(out, spec.name)
+    folder = GradebookFolder(out)
+    previous = [] if fresh else folder.results(spec.name)
     roster_given = roster is not None
-    if roster is None and previous and (out / ROSTER_COPY).is_file():
-        roster = Roster.load(out / ROSTER_COPY)  # a regrade keeps the class's roster
+    if roster is None and previous:
+        roster = folder.roster()  # a regrade keeps the class's roster
     if late_policy is None and not fresh:
-        late_policy = LatePolicy.load(out)
+        late_policy = folder.late_policy()
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped)
@@ -420,11 +377,9 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
             if again.get("submitted_at"):
                 r.identity.update(submitted_at=again["submitted_at"], time_source=again["time_source"])
     results = _replaced(_merged(previous, graded), now)
-    _keep_roster(out, roster)
-    if late_policy is not None:
-        late_policy.save(out)
-    elif fresh:
-        (out / POLICY_FILE).unlink(missing_ok=True)
+    folder.keep_roster(roster)
+    if late_policy is not None or fresh:
+        folder.keep_late_policy(late_policy)
     _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy,
            template=template)
     return sorted(results, key=lambda r: r.submission)
@@ -443,8 +398,9 @@ def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=No
     person, through = {}, 0
     if spec.answers and (out / DB_NAME).is_file():
         person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
-    report.write_reports(out, spec, results, writers=writers, roster=roster, skipped=skipped, person=person,
-                         reviews_through=through, late_policy=late_policy, similarity=similarity)
+    book = Gradebook.of(spec, results, roster=roster, skipped=skipped, person=person,
+                        reviews_through=through, late_policy=late_policy, similarity=similarity)
+    report.write_book(out, book, writers)
 
 
 def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None,
@@ -456,41 +412,39 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
     Args:
         out_dir: a folder ``lablib grade`` wrote.
         lab: the lab (name, spec path or :class:`LabSpec`); default: the one in ``grades.json``.
-        roster: a :class:`~lablib.grading.roster.Roster`; default: the one the folder was
+        roster: a :class:`~lablib.grading.gradebook.roster.Roster`; default: the one the folder was
             graded with (its copy, ``.roster.csv``), if any.
         hidden_dirs: the hidden tests' folders (their tests' names in the reports).
-        late_policy: a :class:`~lablib.grading.late.LatePolicy` (then kept); default: the
+        late_policy: a :class:`~lablib.grading.gradebook.late.LatePolicy` (then kept); default: the
             one kept in the folder, if any.
 
     Raises:
         ValueError: ``out_dir`` holds no gradebook, or the gradebook of another lab;
-            :class:`~lablib.grading.report.gradebook_json.GradebookError` (a ValueError):
+            :class:`~lablib.grading.gradebook.GradebookError` (a ValueError):
             its ``grades.json`` cannot be read (nothing is written then).
     """
     out = pathlib.Path(out_dir)
+    folder = GradebookFolder(out)
     try:
-        name = read_gradebook(out)["lab"]
+        stored = folder.read()
     except FileNotFoundError:
-        raise ValueError(f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass the output "
-                         f"folder of a graded lab.") from None
-    spec = lab if isinstance(lab, LabSpec) else load_lab(lab or name, hidden_dirs)
-    results = previous_results(out, spec.name)
+        raise ValueError(f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass "
+                         f"the output folder of a graded lab.") from None
+    spec = lab if isinstance(lab, LabSpec) else load_lab(lab or stored["lab"], hidden_dirs)
+    results = folder.results(spec.name, stored)
+    skipped = folder.skipped(stored)  # kept in the gradebook: the summary lists them again
     roster_given = roster is not None
-    if roster is None and (out / ROSTER_COPY).is_file():
-        roster = Roster.load(out / ROSTER_COPY)
+    if roster is None:
+        roster = folder.roster()
     for r in results:  # identities are kept; a roster given now resolves them all again
         if roster_given or not r.identity:
             r.identity = _again(r, roster, None, spec)
     if roster_given:
-        _keep_roster(out, roster)
-    try:
-        skipped = [(s["path"], s["reason"]) for s in json.loads((out / "summary.json").read_text()).get("skipped", [])]
-    except (OSError, ValueError, KeyError, TypeError):
-        skipped = []
+        folder.keep_roster(roster)
     if late_policy is not None:
-        late_policy.save(out)
+        folder.keep_late_policy(late_policy)
     else:
-        late_policy = LatePolicy.load(out)
+        late_policy = folder.late_policy()
     try:
         template = read_notebook(catalog.find_lab_notebook(spec))[0]
     except (catalog.LabNotebookNotFound, InvalidNotebook, OSError):

@@ -95,6 +95,19 @@ class Status:
         """Whether ``kind`` (a :class:`Kind` or its value) applies."""
         return Kind(kind) in self.kinds
 
+    def text(self) -> str:
+        """The status in one line: ``ok``, or the problems, most serious first, the graded
+        cells that raised, then the missing cells: ``"timeout; error: attention (NameError);
+        missing: softmax"`` (the gradebook's status column)."""
+        if self.ok:
+            return "ok"
+        parts = [kind.value for kind in self.problems]
+        if self.raised:
+            parts.append("error: " + ", ".join(self.raised))
+        if self.missing:
+            parts.append("missing: " + ", ".join(self.missing))
+        return "; ".join(parts)
+
     def to_dict(self) -> dict:
         return {"problems": [k.value for k in self.problems], "missing": list(self.missing),
                 "raised": list(self.raised)}
@@ -314,7 +327,7 @@ class SubmissionResult:
             person: their scores are not part of ``score``, see ``lablib review``).
         code: graded piece -> its cell's code as graded (for the similarity hints).
         identity: who submitted it, resolved once at grading and kept in the gradebook
-            (:func:`lablib.grading.identity.resolve`): the roster's student, or what the
+            (:func:`lablib.grading.gradebook.identity.resolve`): the roster's student, or what the
             LMS download says (Canvas user id, Moodle participant id, Gradescope
             submitters), the submission time and where it came from; {} before grading.
     """

@@ -16,7 +16,7 @@ is named by the student it belongs to:
   name) and a Gradescope export's ``submission_<id>`` folders described by its
   ``submission_metadata.yml`` (named by the first submitter). What the download says
   (user ids, the LATE marker, submitters, the submission time) travels with the
-  submission to the identity resolved at grading (:mod:`~lablib.grading.identity`).
+  submission to the identity resolved at grading (:mod:`~lablib.grading.gradebook.identity`).
 
 Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
 characters, and unique in the batch (compared NFC and case-folded; a repeated name gets

@@ -22,9 +22,9 @@ from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 from lablib.cli import main
 from lablib.grading import report
 from lablib.grading.atomic import TEMP_SUFFIX, atomic_write
-from lablib.grading.grade import grade, previous_results, rewrite_reports
+from lablib.grading.grade import grade, rewrite_reports
 from lablib.grading.judge import summarise
-from lablib.grading.report.gradebook_json import GradebookError
+from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.results import Status, TestResult
 
 
@@ -141,7 +141,7 @@ def test_a_regrade_refuses_a_gradebook_it_cannot_read_and_deletes_nothing(graded
     }[cut])
     before = _snapshot(out)
     with pytest.raises(GradebookError) as caught:
-        previous_results(out, lab.name)
+        GradebookFolder(out).results(lab.name)
     message = str(caught.value)
     assert str(path) in message and "--fresh" in message and "Restore grades.json" in message, message
     if cut == "half":
@@ -162,7 +162,7 @@ def test_a_regrade_refuses_a_gradebook_it_cannot_read_and_deletes_nothing(graded
 
 def test_a_missing_gradebook_is_a_new_one_and_fresh_replaces_a_cut_one(graded):
     lab, subs, out = graded
-    assert previous_results(out.parent / "nowhere", lab.name) == []
+    assert GradebookFolder(out.parent / "nowhere").results(lab.name) == []
     (out / "grades.json").write_text('{"lab": "lab0_fix')
     results = grade(lab, [subs / "ann.ipynb"], out, lab_notebook=FIXTURE_SOLUTION, progress=False, isolate=False,
                     fresh=True, timeout=30)
@@ -173,7 +173,7 @@ def test_a_missing_gradebook_is_a_new_one_and_fresh_replaces_a_cut_one(graded):
 
 def test_export_refuses_a_cut_gradebook(graded, tmp_path):
     from lablib.grading.export import ExportError, export
-    from lablib.grading.roster import Roster
+    from lablib.grading.gradebook.roster import Roster
 
     _, _, out = graded
     (out / "grades.json").write_bytes((out / "grades.json").read_bytes()[:100])

@@ -11,10 +11,10 @@ import pytest
 
 from lablib.cli import main
 from lablib.grading.export import ExportError, export
-from lablib.grading.identity import resolve
+from lablib.grading.gradebook.identity import resolve
 from lablib.grading.report import write_reports
 from lablib.grading.results import PersonScore, PieceScore, Status, SubmissionResult, WrittenAnswer
-from lablib.grading.roster import Roster
+from lablib.grading.gradebook.roster import Roster
 from lablib.grading.spec import LabSpec
 from lablib.grading.submissions import Found
 

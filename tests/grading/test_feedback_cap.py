@@ -7,7 +7,7 @@ import html
 
 from lablib.grading.report.feedback_html import feedback_html
 from lablib.grading.report.feedback_markdown import cap_note, feedback_markdown
-from lablib.grading.report.base import Gradebook
+from lablib.grading.gradebook import Gradebook
 from lablib.grading.results import PersonScore, PieceScore, Status, SubmissionResult, WrittenAnswer
 from lablib.grading.spec import LabSpec
 

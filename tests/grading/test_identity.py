@@ -1,4 +1,4 @@
-"""Who submitted what (lablib.grading.identity): the roster layouts of each LMS, the times
+"""Who submitted what (lablib.grading.gradebook.identity): the roster layouts of each LMS, the times
 file, the matching rules in order, NFC + case-folded comparison, and the submission time's
 sources in order."""
 
@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from lablib.grading.identity import resolve, resolve_all, student_of
-from lablib.grading.roster import Roster, RosterError, SubmissionTimes
+from lablib.grading.gradebook.identity import resolve, resolve_all, student_of
+from lablib.grading.gradebook.roster import Roster, RosterError, SubmissionTimes
 from lablib.grading.submissions import Found
 
 CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (5501)

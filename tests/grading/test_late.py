@@ -12,9 +12,9 @@ import pytest
 from lablib.grading import report
 from lablib.grading.export import ExportError, export
 from lablib.grading.grade import rewrite_reports
-from lablib.grading.late import LateError, LatePolicy, parse_duration, parse_time
+from lablib.grading.gradebook.late import LateError, LatePolicy, parse_duration, parse_time
 from lablib.grading.results import PieceScore, Status, SubmissionResult
-from lablib.grading.roster import Roster
+from lablib.grading.gradebook.roster import Roster
 from lablib.grading.spec import LabSpec
 
 DUE = "2026-11-20T23:59+01:00"

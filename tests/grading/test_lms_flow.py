@@ -41,7 +41,7 @@ import pytest
 from wcwidth import wcswidth
 
 from lablib.cli import main
-from lablib.grading.late import LatePolicy
+from lablib.grading.gradebook.late import LatePolicy
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.spec import load_lab
 from lms_classes import DUE, QUESTION, SOLUTION, make_canvas, make_gradescope, make_moodle, resubmit, write_variants

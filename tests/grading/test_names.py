@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from lablib.grading.submissions import NOT_A_NOTEBOOK, SubmissionSkipped, collect_submissions
-from lablib.grading.report import feedback_stems, write_reports
+from lablib.grading.gradebook import feedback_stems
+from lablib.grading.report import write_reports
 from grading_paths import FIXTURE_SOLUTION
 
 

@@ -36,7 +36,7 @@ def test_student_text_never_becomes_markup(fixture_lab, render):
 def test_a_graded_cell_that_raised_is_a_status_of_its_own(fixture_lab, tmp_path):
     """Not ``ok``: the status names the piece and the exception, in every writer's words,
     and survives the gradebook's JSON (regrade merges read it back)."""
-    from lablib.grading.report.gradebook_json import result_from_entry
+    from lablib.grading.gradebook.store import result_from_entry
     from lablib.grading.report.summary import class_summary
     from lablib.grading.report.text import explain_status, status_text
 

@@ -17,6 +17,7 @@ import threading
 import pytest
 
 from lablib.grading import report
+from lablib.grading.gradebook import Gradebook
 from lablib.grading.grade import rewrite_reports
 from lablib.grading.results import PieceScore, Status, SubmissionResult, WrittenAnswer
 from lablib.grading.review.render import render_markdown
@@ -183,14 +184,14 @@ def test_gradebook_adds_the_peoples_points_everywhere(graded):
     assert "Written answers (graded by a person)" in (out / "summary.html").read_text()
     results = report.gradescope.to_gradescope_json(
         entry_result := next(r for r in rewrite_reports(out, lab=lab) if r.submission == "student01"),
-        written=report.Gradebook.of(lab, [entry_result], person=store.person_scores(["student01"])).written(
+        written=Gradebook.of(lab, [entry_result], person=store.person_scores(["student01"])).written(
             entry_result))
     assert results["score"] == 9 and "how (3 points)" in results["output"]
 
 
 def test_export_refuses_a_gradebook_older_than_its_reviews(graded, tmp_path):
     from lablib.grading.export import ExportError, export
-    from lablib.grading.roster import Roster
+    from lablib.grading.gradebook.roster import Roster
 
     lab, out = graded
     roster_path = tmp_path / "roster.csv"

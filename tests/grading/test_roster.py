@@ -10,7 +10,8 @@ from lablib.cli import main
 from lablib.grading.judge import summarise
 from lablib.grading.report import write_reports
 from lablib.grading.results import Kind, Status, TestResult
-from lablib.grading.roster import Roster, RosterError
+from lablib.grading.gradebook.identity import match_roster
+from lablib.grading.gradebook.roster import Roster, RosterError
 from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 
 CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (101)
@@ -55,19 +56,19 @@ def test_the_three_layouts_are_read(tmp_path):
 
 def test_submissions_match_by_identifier_or_by_the_submission_column(tmp_path):
     canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
-    match = canvas.match([("erin", "/s/erin/lab1.ipynb"), ("S002", "/s/S002.ipynb"), ("zed", "/s/zed.ipynb")])
+    match = match_roster(canvas, [("erin", "/s/erin/lab1.ipynb"), ("S002", "/s/S002.ipynb"), ("zed", "/s/zed.ipynb")])
     assert {n: s.name for n, s in match.students.items()} == {"erin": "Doe, Erin", "S002": "Roe, Frank"}
     assert match.unmatched == ("zed",) and [s.name for s in match.without_submission] == ["Poe, Gina"]
     gradescope = Roster.load(_write(tmp_path, "gs.csv", GRADESCOPE))
-    match = gradescope.match([("erin@uni.edu", "/s/erin@uni.edu/x.ipynb"), ("sec/frank", "/s/sec/frank/lab.ipynb")])
+    match = match_roster(gradescope, [("erin@uni.edu", "/s/erin@uni.edu/x.ipynb"), ("sec/frank", "/s/sec/frank/lab.ipynb")])
     assert {n: s.name for n, s in match.students.items()} == {"erin@uni.edu": "Erin Doe", "sec/frank": "Frank Roe"}
     ours = Roster.load(_write(tmp_path, "ours.csv", OURS))
     rows = [("section A/team 3/erin", "/s/section A/team 3/erin/lab1.ipynb"),
             ("section A/team 3/frank", "/s/section A/team 3/frank/lab1.ipynb")]
-    assert {n: s.student_id for n, s in ours.match(rows).students.items()} == {
+    assert {n: s.student_id for n, s in match_roster(ours, rows).students.items()} == {
         "section A/team 3/erin": "S001", "section A/team 3/frank": "S002"}
     shared = Roster.load(_write(tmp_path, "shared.csv", "student_id,name,email\n1,A,x@u.edu\n2,B,x@u.edu\n"))
-    assert shared.match([("x", "/s/x.ipynb")]).unmatched == ("x",)  # an identifier of two students: neither
+    assert match_roster(shared, [("x", "/s/x.ipynb")]).unmatched == ("x",)  # an identifier of two students: neither
 
 
 def _gradebook(lab, out, scores, roster=None):

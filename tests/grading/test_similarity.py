@@ -19,7 +19,7 @@ import zlib
 
 from lablib.grading import report
 from lablib.grading.results import PieceScore, Status, SubmissionResult
-from lablib.grading.similarity import dynamic_code, graded_code, identical_files, similar_pairs, similarity_hints
+from lablib.grading.gradebook.similarity import dynamic_code, graded_code, identical_files, similar_pairs, similarity_hints
 from lablib.grading.spec import LabSpec
 
 TEMPLATE = '''# GRADED: attention
@@ -226,7 +226,7 @@ def test_the_hints_are_the_same_in_every_process():
         "import json, sys\n"
         f"sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})\n"
         "from test_similarity import ANN, BOB, CAT, TEMPLATE, _encoded, _honest_class\n"
-        "from lablib.grading.similarity import similarity_hints\n"
+        "from lablib.grading.gradebook.similarity import similarity_hints\n"
         "codes = dict(_honest_class(30, seed=3), ann=ANN, bob=BOB, cat=CAT, eve=_encoded(ANN))\n"
         "hints = similarity_hints(codes, TEMPLATE, threshold=0.3)\n"
         "print(json.dumps([p.to_dict() for p in hints['pairs']] + [hints['found'], hints['common']]))\n")

@@ -24,7 +24,7 @@ import pytest
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.spec import load_lab
 
-from lablib.grading.late import LatePolicy
+from lablib.grading.gradebook.late import LatePolicy
 from wheel_venv import env, run
 from written_class import DUE, QUESTIONS, SOLUTION, make_class
 

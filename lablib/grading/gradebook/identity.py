@@ -36,19 +36,21 @@ kept as the LMS's word that the submission was late (``lms.late``).
 
 Example::
 
-    from lablib.grading.identity import resolve_all
+    from lablib.grading.gradebook.identity import resolve_all
     identities = resolve_all(found, roster, times=times, lab=spec)   # name -> identity
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import re
 
 from lablib.grading.lms import fold
-from lablib.grading.roster import Student, lab_aliases
+from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
+from lablib.grading.submissions import Found
 
-__all__ = ["resolve", "resolve_all", "student_of", "identity_keys", "RosterIndex", "STUDENT_FIELDS"]
+__all__ = ["resolve", "resolve_all", "match_roster", "student_of", "identity_keys", "RosterIndex", "STUDENT_FIELDS"]
 
 #: The roster fields an identity carries.
 STUDENT_FIELDS = ("student_id", "name", "email", "section", "lms_id", "login", "participant_id", "extension", "due")
@@ -197,8 +199,8 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
 
     Args:
         found: the submission (its name, path, where, folder and LMS download info).
-        roster: a :class:`~lablib.grading.roster.Roster`, or None.
-        times: a :class:`~lablib.grading.roster.SubmissionTimes`, or None.
+        roster: a :class:`~lablib.grading.gradebook.roster.Roster`, or None.
+        times: a :class:`~lablib.grading.gradebook.roster.SubmissionTimes`, or None.
         lab: the lab (a spec or its name): the roster's and times file's lab columns.
     """
     lms = dict(getattr(found, "lms", {}) or {})
@@ -264,7 +266,7 @@ def identity_keys(identity: dict) -> set[str]:
 
 
 def student_of(identity: dict, roster=None) -> Student | None:
-    """The roster :class:`~lablib.grading.roster.Student` an identity was matched to: the
+    """The roster :class:`~lablib.grading.gradebook.roster.Student` an identity was matched to: the
     roster's own entry when ``roster`` is given and holds it, else one rebuilt from the
     identity; None when it matched no student."""
     if not identity or not identity.get("matched"):
@@ -284,3 +286,15 @@ def resolve_all(found, roster=None, *, times=None, lab=None) -> dict[str, dict]:
     """Submission name -> identity, for every :class:`~lablib.grading.submissions.Found`."""
     index = RosterIndex(roster) if roster is not None else None
     return {f.name: resolve(f, roster, times=times, lab=lab, index=index) for f in found}
+
+
+def match_roster(roster: Roster, submissions) -> RosterMatch:
+    """Match ``(name, notebook path)`` pairs to the students of ``roster`` (what
+    :func:`resolve` does at grading, for submissions without an LMS download's names).
+
+    Example::
+
+        match_roster(roster, [("erin@uni.edu", "/subs/erin@uni.edu/lab1.ipynb")]).students
+    """
+    found = [Found(name, pathlib.Path(str(path))) for name, path in submissions]
+    return roster.match_of(resolve_all(found, roster))

@@ -6,7 +6,7 @@ answers together, as Canvas's late policy counts; ``2``: points), an optional ca
 total deduction, and a grace period (a submission within it is on time; past it, the
 lateness counts from the due date). Per-student extensions come from the roster: an
 ``extension`` column (``2d``, ``36h``, ``90m``) or a ``due`` column (that student's own
-due date). Submission times are resolved at grading (:mod:`~lablib.grading.identity`):
+due date). Submission times are resolved at grading (:mod:`~lablib.grading.gradebook.identity`):
 the LMS download's (a Gradescope export's metadata), else a times file (``--times``), else
 the roster's ``submitted_at:<lab>`` or ``submitted_at`` column (Gradescope's roster calls
 it ``Submission Time``, Moodle's grading worksheet ``Last modified (submission)``); with
@@ -17,7 +17,8 @@ time: such a row without a time gets no deduction and is listed.
 Times are ISO 8601 (``2026-11-20T23:59``, ``2026-11-20 23:59:00 -0800``); a time without
 a zone is in the grading machine's local zone. Reports show every time with its offset.
 
-The policy is kept in the output folder (``late.json``): ``lablib report`` and later
+The policy is kept in the output folder (``late.json``,
+:class:`~lablib.grading.gradebook.store.GradebookFolder`): ``lablib report`` and later
 regrades apply the same one.
 
 Example::
@@ -30,15 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import math
-import pathlib
 import re
 
-__all__ = ["LatePolicy", "Late", "LateError", "parse_time", "parse_duration", "POLICY_FILE"]
+__all__ = ["LatePolicy", "Late", "LateError", "parse_time", "parse_duration"]
 
-#: The policy's file in a grading output folder.
-POLICY_FILE = "late.json"
 _DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*d)?\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m(?:in)?)?\s*$",
                        re.IGNORECASE)
 
@@ -204,19 +201,3 @@ class LatePolicy:
         policy = cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
         policy.check()
         return policy
-
-    def save(self, out_dir) -> pathlib.Path:
-        path = pathlib.Path(out_dir) / POLICY_FILE
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
-        return path
-
-    @classmethod
-    def load(cls, out_dir) -> "LatePolicy | None":
-        """The policy kept in ``out_dir``, or None."""
-        path = pathlib.Path(out_dir) / POLICY_FILE
-        if not path.is_file():
-            return None
-        try:
-            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError) as exc:
-            raise LateError(f"{path} cannot be read as a late policy ({exc}); give --due again or delete it.") from None

@@ -8,7 +8,7 @@ layouts, recognised by its header row (case, spacing and Unicode form ignored):
   the submissions folder; optional), with optional late-work columns
   ``submitted_at`` (when the student submitted, ISO 8601), one ``submitted_at:<lab>``
   column per lab (``submitted_at:lab1``; the lab's short or full name), ``extension``
-  (``2d``, ``36h``) and ``due`` (the student's own due date) (:mod:`~lablib.grading.late`);
+  (``2d``, ``36h``) and ``due`` (the student's own due date) (:mod:`~lablib.grading.gradebook.late`);
 * Canvas's gradebook export (Grades > Export): ``Student, ID, SIS User ID, SIS Login ID,
   Section, ...`` (its "Points Possible" row and its test student are skipped; ``ID`` is
   the user id of Canvas's download names);
@@ -25,14 +25,14 @@ submission times apart from the roster: ``student, lab, submitted_at``, one row 
 submission; a student's later row for the same lab (a resubmission) replaces the earlier.
 
 Which submission is whose is resolved once, at grading, by
-:func:`lablib.grading.identity.resolve` (the roster's ``submission`` column, then the
+:func:`lablib.grading.gradebook.identity.resolve` (the roster's ``submission`` column, then the
 LMS download's ids, then the student's identifiers naming the submission, then names),
 and kept in the gradebook.
 
 Example::
 
     roster = Roster.load("canvas_export.csv")
-    match = roster.match([("erin@uni.edu", "/subs/erin@uni.edu/lab1.ipynb")])
+    match = match_roster(roster, [("erin@uni.edu", "/subs/erin@uni.edu/lab1.ipynb")])  # .identity
     match.students["erin@uni.edu"].name, match.unmatched, match.without_submission
 """
 
@@ -235,16 +235,6 @@ class Roster:
                           get("lms_id"), get("login"), submitted, get("extension"), get("due"), participant, times)
         return student if student.identifiers() or name else None
 
-    def match(self, submissions) -> RosterMatch:
-        """Match ``(name, notebook path)`` pairs to students (what :func:`lablib.grading.
-        identity.resolve` does at grading, for submissions without an LMS download's names)."""
-        from lablib.grading.identity import resolve_all
-        from lablib.grading.submissions import Found
-
-        found = [Found(name, pathlib.Path(str(path))) for name, path in submissions]
-        identities = resolve_all(found, self)
-        return self.match_of(identities)
-
     def match_of(self, identities: dict) -> RosterMatch:
         """The :class:`RosterMatch` of identities resolved at grading (submission name ->
         identity): who matched, what did not, and who has no submission."""
@@ -297,7 +287,7 @@ class SubmissionTimes:
             RosterError: no ``student`` and ``submitted_at`` columns, a time that is not
                 ISO 8601 (the message names the line), or no row.
         """
-        from lablib.grading.late import LateError, parse_time
+        from lablib.grading.gradebook.late import LateError, parse_time
 
         rows = _read_csv(path, "Times file")
         header = [fold(h) for h in rows[0]] if rows else []
@@ -330,7 +320,7 @@ class SubmissionTimes:
         """``(time, where it came from)``: the latest time of a row naming one of
         ``identifiers`` (folded) for a lab called any of ``aliases`` (or for every lab);
         ("", "") when there is none."""
-        from lablib.grading.late import parse_time
+        from lablib.grading.gradebook.late import parse_time
 
         names = {fold(a) for a in aliases}
         keys = {fold(i) for i in identifiers if i}

@@ -1,7 +1,9 @@
 """Reports: one writer per output format, all behind one small interface.
 
 Each writer (:class:`~.base.Writer`: a ``name`` and ``write(out_dir, book)``) turns the
-same :class:`~.base.Gradebook` into its files; a new format is one module with one class.
+same :class:`~lablib.grading.gradebook.Gradebook` into its files; a new format is one
+module with one class. Writers only write: the stored gradebook is read back through
+:class:`~lablib.grading.gradebook.GradebookFolder`, never through a report.
 
 =========================  ======================================================
 writer                     writes
@@ -27,7 +29,8 @@ from __future__ import annotations
 
 import pathlib
 
-from lablib.grading.report.base import Gradebook, Writer, feedback_stems
+from lablib.grading.gradebook import Gradebook
+from lablib.grading.report.base import Writer
 from lablib.grading.report.feedback_html import HtmlFeedback
 from lablib.grading.report.feedback_markdown import MarkdownFeedback
 from lablib.grading.report.gradebook_csv import CsvGradebook
@@ -36,7 +39,7 @@ from lablib.grading.report.gradescope import GradescopeResults
 from lablib.grading.report.instructor import InstructorViews
 from lablib.grading.report.summary import ClassSummary
 
-__all__ = ["Gradebook", "Writer", "DEFAULT_WRITERS", "write_reports", "feedback_stems", "CsvGradebook",
+__all__ = ["Writer", "DEFAULT_WRITERS", "write_reports", "write_book", "CsvGradebook",
            "JsonGradebook", "MarkdownFeedback", "HtmlFeedback", "InstructorViews", "ClassSummary",
            "GradescopeResults"]
 
@@ -45,30 +48,42 @@ DEFAULT_WRITERS: tuple[Writer, ...] = (CsvGradebook(), JsonGradebook(), Markdown
                                        InstructorViews(), ClassSummary())
 
 
-def write_reports(out_dir, lab, results, writers=None, roster=None, skipped=(), person=None,
-                  reviews_through: int = 0, late_policy=None, similarity=None) -> dict[str, list[pathlib.Path]]:
-    """Write every report of ``results`` under ``out_dir``.
+def write_book(out_dir, book: Gradebook, writers=None) -> dict[str, list[pathlib.Path]]:
+    """Write every report of ``book`` under ``out_dir`` (created) with ``writers``
+    (default :data:`DEFAULT_WRITERS`); returns writer name -> the paths it wrote."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return {writer.name: writer.write(out, book)
+            for writer in (DEFAULT_WRITERS if writers is None else writers)}
+
+
+def write_reports(out_dir, lab, results, writers=None, *, roster=None, skipped=(), person=None,
+                  reviews_through: int = 0, late_policy=None,
+                  similarity=None) -> dict[str, list[pathlib.Path]]:
+    """Write every report of ``results`` under ``out_dir``: the
+    :class:`~lablib.grading.gradebook.Gradebook` of these arguments, written by
+    :func:`write_book`.
 
     Args:
         out_dir: the output folder (created).
         lab: the :class:`~lablib.grading.spec.LabSpec` graded.
         results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
         writers: the :class:`Writer` objects to run (default :data:`DEFAULT_WRITERS`).
-        roster: a :class:`~lablib.grading.roster.Roster`: the gradebook then names each
+        roster: a :class:`~lablib.grading.gradebook.roster.Roster`: the gradebook then names each
             row's student and lists what matched nothing.
         skipped: ``(path, reason)`` of the paths given that were not graded (the class
             summary lists them).
         person: the people's grades of the written answers (submission -> question id
             -> :class:`~lablib.grading.results.PersonScore`), from ``lablib review``.
         reviews_through: the review log's last change included in ``person``.
-        late_policy: a :class:`~lablib.grading.late.LatePolicy`: each row's penalty is
+        late_policy: a :class:`~lablib.grading.gradebook.late.LatePolicy`: each row's penalty is
             taken from its total (submission times from the roster or the files).
         similarity: the similarity hints (``{"pairs", "identical"}``) for the summary.
 
     Returns:
         Writer name -> the paths it wrote.
     """
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    book = Gradebook.of(lab, results, roster, skipped, person, reviews_through, late_policy, similarity)
-    return {writer.name: writer.write(out, book) for writer in (DEFAULT_WRITERS if writers is None else writers)}
+    book = Gradebook.of(lab, results, roster=roster, skipped=skipped, person=person,
+                        reviews_through=reviews_through, late_policy=late_policy,
+                        similarity=similarity)
+    return write_book(out_dir, book, writers)

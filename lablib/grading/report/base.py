@@ -1,195 +1,21 @@
-"""The writers' interface: a :class:`Gradebook` in, files out.
+"""The writers' interface: a :class:`~lablib.grading.gradebook.Gradebook` in, files out.
 
 A writer is any object with a ``name`` and ``write(out_dir, book) -> list of paths``
-(:class:`Writer`). Every writer gets the same :class:`Gradebook`: the lab, the results
-sorted by submission, and one feedback file stem per submission, so that files written
-by one writer can link to those of another.
+(:class:`Writer`). Every writer gets the same gradebook (:mod:`lablib.grading.gradebook`,
+its one owner): the lab, the results sorted by submission, and one feedback file stem per
+submission, so that files written by one writer can link to those of another. Writers
+only write: nothing reads a report back to learn the gradebook's state.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import hashlib
-import os
 import pathlib
-import unicodedata
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.late import Late, LateError
-from lablib.grading.results import PersonScore, SubmissionResult
+from lablib.grading.gradebook import Gradebook
 
-__all__ = ["Gradebook", "Row", "Writer", "feedback_stems", "write_per_submission"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One row's points beside its tests': the one place the total is computed.
-
-    Attributes:
-        result: the :class:`SubmissionResult`.
-        written: ``(question, PersonScore)`` for each written question (:meth:`Gradebook.written`).
-        late: the row's :class:`~lablib.grading.late.Late`, or None (:meth:`Gradebook.late`).
-    """
-
-    result: SubmissionResult
-    written: tuple = ()
-    late: Late | None = None
-
-    @property
-    def given(self) -> float:
-        """The people's points."""
-        return sum(score.score for _, score in self.written)
-
-    @property
-    def possible(self) -> float:
-        """The written questions' points."""
-        return sum(q.points for q, _ in self.written)
-
-    @property
-    def pending(self) -> int:
-        """Written answers that still need a person (never graded, or graded before the
-        answer changed)."""
-        return sum(score.pending for _, score in self.written)
-
-    @property
-    def penalty(self) -> float:
-        """The late penalty, in points (0: none)."""
-        return self.late.penalty if self.late is not None else 0.0
-
-    @property
-    def total(self) -> float:
-        """Tests + the people's points - the late penalty, never below 0."""
-        return max(0.0, self.result.score + self.given - self.penalty)
-
-    @property
-    def max_total(self) -> float:
-        """The points possible: the tests' maximum + the written questions' points."""
-        return self.result.max_score + self.possible
-
-
-@dataclasses.dataclass(frozen=True)
-class Gradebook:
-    """What every writer reads.
-
-    Attributes:
-        lab: the :class:`~lablib.grading.spec.LabSpec` graded (name, title, pieces, tests).
-        results: one :class:`SubmissionResult` per submission, sorted by name.
-        stems: submission name -> its feedback file stem (:func:`feedback_stems`).
-        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows' identities
-            (resolved at grading, kept in the gradebook) with the class list, when one
-            was given (``--roster``, or the copy kept in the output folder), else None.
-        skipped: ``(path, reason)`` of each path among the submissions given that was
-            not graded this run (not a notebook, a folder without one, a link leading
-            out of the folder).
-        person: submission name -> written question id -> the
-            :class:`~lablib.grading.results.PersonScore` a person gave (``lablib review``);
-            a question missing there is still to grade.
-        reviews_through: the last change of the people's grades this gradebook includes
-            (the review log's id; 0: none).
-        late_policy: the :class:`~lablib.grading.late.LatePolicy`, or None (no late
-            penalties).
-        similarity: ``{"pairs": [Pair], "identical": [[names]]}``: the similarity hints
-            (:mod:`lablib.grading.similarity`), or None.
-    """
-
-    lab: object
-    results: tuple[SubmissionResult, ...]
-    stems: dict[str, str]
-    roster: object = None
-    skipped: tuple[tuple[str, str], ...] = ()
-    person: dict = dataclasses.field(default_factory=dict)
-    reviews_through: int = 0
-    late_policy: object = None
-    similarity: dict | None = None
-
-    @classmethod
-    def of(cls, lab, results: Sequence[SubmissionResult], roster=None, skipped=(), person=None,
-           reviews_through: int = 0, late_policy=None, similarity=None) -> "Gradebook":
-        """The gradebook of ``results``; ``roster`` (a :class:`~lablib.grading.roster.Roster`)
-        names the students of their identities (a result without one, made outside
-        ``lablib grade``, is resolved here); ``skipped`` lists the paths not graded;
-        ``person`` holds the people's grades of the written answers."""
-        ordered = tuple(sorted(results, key=lambda r: r.submission))
-        match = None
-        if roster is not None:
-            from lablib.grading.identity import resolve
-            from lablib.grading.submissions import Found
-
-            for r in ordered:  # results made without `lablib grade` (scripts, tests): resolved here
-                if not r.identity:
-                    r.identity = resolve(Found(r.submission, pathlib.Path(r.path)), roster, lab=lab)
-            match = roster.match_of({r.submission: r.identity for r in ordered})
-        return cls(lab, ordered, feedback_stems(r.submission for r in ordered), match,
-                   tuple((str(path), str(reason)) for path, reason in skipped), dict(person or {}), reviews_through,
-                   late_policy, similarity)
-
-    @property
-    def questions(self) -> list:
-        """The lab's written questions (:class:`~lablib.grading.spec.WrittenQuestion`), in order."""
-        return list(getattr(self.lab, "answers", {}).values())
-
-    def written(self, result: SubmissionResult) -> list[tuple[object, PersonScore]]:
-        """``(question, PersonScore)`` for each written question of the lab, for one row
-        (an ungraded :class:`PersonScore` where no person has graded it yet)."""
-        given = self.person.get(result.submission, {})
-        return [(q, given.get(q.id) or PersonScore(q.id, 0.0, q.points)) for q in self.questions]
-
-    def late(self, result: SubmissionResult) -> Late | None:
-        """The row's lateness under the late policy, or None: no policy, or no submission
-        time. The time is the one resolved at grading (the LMS download's, the times
-        file's, the roster's: the row's ``identity``), else, with the policy's
-        ``from_files``, the notebook's file time."""
-        policy = self.late_policy
-        if policy is None:
-            return None
-        student = self.student(result)
-        identity = result.identity or {}
-        submitted = identity.get("submitted_at") or (student.submitted_at if student and not identity else "")
-        if not submitted and policy.from_files:
-            try:
-                submitted = datetime.datetime.fromtimestamp(os.path.getmtime(result.path)).astimezone()
-            except OSError:
-                return None
-        if not submitted:
-            return None
-        try:
-            late = policy.penalty(submitted, result.max_score + sum(q.points for q in self.questions),
-                                  extension=student.extension if student else None,
-                                  due=student.due if student else None)
-        except LateError as exc:
-            return Late(str(submitted), "", 0.0, 0, 0.0, f"Lateness not computed, no deduction: {exc}")
-        lms = identity.get("lms") or {}
-        if lms.get("late") and late.late_seconds <= 0:  # the LMS's word against the time given
-            late = dataclasses.replace(late, text=f"{late.text} {lms.get('lms', 'The LMS').capitalize()} marks it "
-                                                  f"late: check its due date and this submission time.")
-        return late
-
-    def marked_late_without_time(self, result: SubmissionResult) -> bool:
-        """The LMS download marks the submission late (Canvas's ``LATE``) but no time was
-        found for it: no deduction can be computed (give its time with ``--times``)."""
-        identity = result.identity or {}
-        return bool((identity.get("lms") or {}).get("late")) and self.late_policy is not None \
-            and self.late(result) is None
-
-    def row(self, result: SubmissionResult) -> "Row":
-        """The row's points: the people's grades, the lateness and the total, computed once."""
-        return Row(result, tuple(self.written(result)), self.late(result))
-
-    def student(self, result: SubmissionResult):
-        """The roster's student of ``result`` as resolved at grading (its ``identity``), or
-        None (no roster, or no match)."""
-        if result.identity:
-            from lablib.grading.identity import student_of
-
-            return student_of(result.identity)
-        return None if self.roster is None else self.roster.students.get(result.submission)
-
-    @property
-    def pieces(self) -> list[str]:
-        """The lab's graded pieces, in order."""
-        return list(self.lab.pieces)
+__all__ = ["Writer", "write_per_submission"]
 
 
 class Writer(Protocol):
@@ -217,39 +43,3 @@ def write_per_submission(folder: pathlib.Path, book: Gradebook, suffix: str, ren
     for stale in set(folder.glob(f"*{suffix}")) - set(paths):
         stale.unlink()
     return paths
-
-
-def _safe(name: str) -> str:
-    name = unicodedata.normalize("NFC", name)
-    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
-    return ("_" + safe[1:] if safe.startswith(".") else safe)[:120] or "submission"
-
-
-def feedback_stems(names) -> dict[str, str]:
-    """A feedback file stem per submission name, no two alike (also ignoring case).
-
-    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``); names whose safe
-    stems coincide each get the first 8 hex digits of their SHA-1 appended
-    (``Smith__John-1d2c3b4a``), so ``"Smith, John"`` and ``"Smith_ John"``, or
-    ``alice/hw`` and ``alice_hw``, never write one file. The feedback itself names the
-    submission exactly, and ``grades.json`` gives each one's file.
-    """
-    names = sorted(set(names))
-    safe = {name: _safe(name) for name in names}
-    shared: dict[str, int] = {}
-    for stem in safe.values():
-        shared[stem.casefold()] = shared.get(stem.casefold(), 0) + 1
-
-    def hashed(name: str, digits: int) -> str:
-        return f"{safe[name]}-{hashlib.sha1(name.encode('utf-8', 'surrogatepass')).hexdigest()[:digits]}"
-
-    stems, used = {}, set()
-    for name in names:
-        digits = 8
-        stem = hashed(name, digits) if shared[safe[name].casefold()] > 1 else safe[name]
-        while stem.casefold() in used:  # taken by another name's stem: a longer digest
-            digits += 4
-            stem = hashed(name, digits)
-        used.add(stem.casefold())
-        stems[name] = stem
-    return stems

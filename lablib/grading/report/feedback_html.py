@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 import pathlib
 
-from lablib.grading.report.base import Gradebook, write_per_submission
+from lablib.grading.gradebook import Gradebook
+from lablib.grading.report.base import write_per_submission
 from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.text import explain_status, num, person_lines, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult

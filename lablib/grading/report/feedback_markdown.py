@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pathlib
 
-from lablib.grading.report.base import Gradebook, write_per_submission
+from lablib.grading.gradebook import Gradebook
+from lablib.grading.report.base import write_per_submission
 from lablib.grading.report.text import (
     explain_status,
     md_code_block,

@@ -11,7 +11,7 @@ import csv
 import pathlib
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.report.base import Gradebook
+from lablib.grading.gradebook import Gradebook
 from lablib.grading.report.text import num, status_text
 
 __all__ = ["CsvGradebook", "spreadsheet_text"]

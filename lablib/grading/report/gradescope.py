@@ -15,7 +15,7 @@ import json
 import pathlib
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.report.base import Gradebook
+from lablib.grading.gradebook import Gradebook
 from lablib.grading.report.text import num, person_lines, status_text, student_detail, verdict
 from lablib.grading.results import SubmissionResult
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import pathlib
 
-from lablib.grading.report.base import Gradebook, write_per_submission
+from lablib.grading.gradebook import Gradebook
+from lablib.grading.report.base import write_per_submission
 from lablib.grading.report.text import md_code_block, md_text, num, status_text
 from lablib.grading.results import SubmissionResult
 

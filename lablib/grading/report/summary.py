@@ -34,10 +34,10 @@ from urllib.parse import quote
 import numpy as np
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.report.base import Gradebook, feedback_stems
+from lablib.grading.gradebook import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
-from lablib.grading.similarity import MAX_PAIRS, THRESHOLD
+from lablib.grading.gradebook.similarity import MAX_PAIRS, THRESHOLD
 from lablib.session import NOT_DONE
 
 #: How the hints are made, in one line (summary.json).
@@ -209,7 +209,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
         lab: the :class:`~lablib.grading.spec.LabSpec` graded.
         results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
         skipped: ``(path, reason)`` of the paths given that were not graded.
-        roster: the :class:`~lablib.grading.roster.RosterMatch` of the rows, when a roster
+        roster: the :class:`~lablib.grading.gradebook.roster.RosterMatch` of the rows, when a roster
             was given: ``roster`` then lists the submissions that matched no student and the
             students without a submission.
         written: submission -> ``[(question, PersonScore)]`` for a lab with written
@@ -219,7 +219,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
         similarity: ``{"pairs": [Pair], "identical": [[names]]}`` and optionally
             ``same_code``, ``found`` (pairs at the threshold before the cap), ``cap``,
             ``threshold``, ``common`` and ``dynamic_code`` (submission -> sentences)
-            (:func:`lablib.grading.similarity.similarity_hints`): the pairs of near-identical
+            (:func:`lablib.grading.gradebook.similarity.similarity_hints`): the pairs of near-identical
             graded code, and the graded cells that run code given as data.
         totals: ``{submission: total}``, the gradebook's totals (tests + written answers -
             late penalty, as in grades.csv): the headline and the written and late

@@ -58,17 +58,10 @@ def person_lines(score) -> list[str]:
 
 
 def status_text(status: Status) -> str:
-    """The status in one line: ``ok``, or the problems, most serious first, the graded
-    cells that raised, then the missing cells: ``"timeout; error: attention (NameError);
-    missing: softmax"`` (the gradebook's status column)."""
-    if status.ok:
-        return "ok"
-    parts = [kind.value for kind in status.problems]
-    if status.raised:
-        parts.append("error: " + ", ".join(status.raised))
-    if status.missing:
-        parts.append("missing: " + ", ".join(status.missing))
-    return "; ".join(parts)
+    """The status in one line (:meth:`~lablib.grading.results.Status.text`): ``ok``, or
+    the problems, most serious first, the graded cells that raised, then the missing
+    cells (the gradebook's status column)."""
+    return status.text()
 
 
 def explain_status(status: Status) -> str:

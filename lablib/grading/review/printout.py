@@ -56,9 +56,10 @@ import unicodedata
 import zipfile
 
 from lablib.grading.atomic import atomic_write
+from lablib.grading.gradebook import GradebookFolder
+from lablib.grading.gradebook.store import result_from_entry
 from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.gradebook_csv import spreadsheet_text
-from lablib.grading.report.gradebook_json import read_gradebook, result_from_entry
 from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
 from lablib.grading.review.render import ATTRIBUTES, TAGS, _CLASSES, render_answer
@@ -132,7 +133,7 @@ def _file_stem(key: str) -> str:
 def class_students(out_dir, lab) -> list[Student]:
     """The gradebook's rows as :class:`Student` entries, ordered by their key, each with a
     unique file stem (a key shared by two rows gets ``-2``...)."""
-    data = read_gradebook(out_dir)
+    data = GradebookFolder(out_dir).read()
     if data.get("lab") != lab.name:
         raise PrintoutError(f"{pathlib.Path(out_dir) / 'grades.json'} is the gradebook of {data.get('lab')!r}, not of "
                             f"{lab.name!r}: give the output folder of `lablib grade {lab.name} ...`.")

@@ -73,6 +73,8 @@ import secrets
 import threading
 import urllib.parse
 
+from lablib.grading.gradebook import GradebookError, GradebookFolder
+from lablib.grading.gradebook.store import result_from_entry
 from lablib.grading.notebook import (
     ANSWER_BEGIN_RE,
     answer_tag,
@@ -80,7 +82,6 @@ from lablib.grading.notebook import (
     read_notebook,
     written_answers,
 )
-from lablib.grading.report.gradebook_json import GradebookError, read_gradebook, result_from_entry
 from lablib.grading.report.text import status_text
 from lablib.grading.results import Kind
 from lablib.grading.review.render import render_answer, render_markdown
@@ -157,7 +158,7 @@ def revealed_student(identity, student) -> dict:
     """What a reveal shows of a gradebook row's student: ``{"name", "student_id", "email"}``.
 
     The identity resolved at grading (``grades.json``'s ``identity``,
-    :mod:`lablib.grading.identity`: the roster's student matched then, or, without a match,
+    :mod:`lablib.grading.gradebook.identity`: the roster's student matched then, or, without a match,
     what the LMS download says) when it names someone (a name, a student id or an e-mail):
     its name (with a Gradescope group's other submitters), its student id (else the LMS's
     own id, named: "Canvas user id 184001", "Moodle participant 7300017") and e-mail. Else
@@ -292,7 +293,7 @@ class ReviewApp:
         if stamp == self._stamp:
             return
         try:
-            data = read_gradebook(self.out)
+            data = GradebookFolder(self.out).read()
         except GradebookError as exc:
             raise ReviewError(str(exc)) from None
         if not isinstance(data, dict) or data.get("lab") != self.lab.name:

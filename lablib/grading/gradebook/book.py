@@ -1,0 +1,249 @@
+"""The class gradebook in memory: its rows, each row's points and total, computed once.
+
+A :class:`Gradebook` is what every report writer reads (:mod:`lablib.grading.report`)
+and what :mod:`~lablib.grading.gradebook.store` keeps in ``grades.json``: the lab, one
+:class:`~lablib.grading.results.SubmissionResult` per submission (with its identity, as
+resolved at grading), the people's grades of the written answers, the late policy, the
+roster match and the similarity hints. A :class:`Row` is one submission's points beside
+its tests': the written questions' grades, the lateness and the total.
+
+Example::
+
+    book = Gradebook.of(lab, results, late_policy=policy)
+    row = book.row(book.results[0])
+    row.total, row.max_total, row.late
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import os
+import pathlib
+import unicodedata
+from typing import Iterable, Sequence
+
+from lablib.grading.gradebook.identity import resolve, student_of
+from lablib.grading.gradebook.late import Late, LateError, LatePolicy
+from lablib.grading.gradebook.roster import Roster, RosterMatch, Student
+from lablib.grading.results import PersonScore, SubmissionResult
+from lablib.grading.spec import LabSpec, WrittenQuestion
+from lablib.grading.submissions import Found
+
+__all__ = ["Gradebook", "Row", "feedback_stems"]
+
+#: A row's written questions with the grade a person gave each (an ungraded one: 0).
+Written = tuple[tuple[WrittenQuestion, PersonScore], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row's points beside its tests': the one place the total is computed.
+
+    Attributes:
+        result: the :class:`SubmissionResult`.
+        written: ``(question, PersonScore)`` for each written question (:meth:`Gradebook.written`).
+        late: the row's :class:`~lablib.grading.gradebook.late.Late`, or None (:meth:`Gradebook.late`).
+    """
+
+    result: SubmissionResult
+    written: Written = ()
+    late: Late | None = None
+
+    @property
+    def given(self) -> float:
+        """The people's points."""
+        return sum(score.score for _, score in self.written)
+
+    @property
+    def possible(self) -> float:
+        """The written questions' points."""
+        return sum(q.points for q, _ in self.written)
+
+    @property
+    def pending(self) -> int:
+        """Written answers that still need a person (never graded, or graded before the
+        answer changed)."""
+        return sum(score.pending for _, score in self.written)
+
+    @property
+    def penalty(self) -> float:
+        """The late penalty, in points (0: none)."""
+        return self.late.penalty if self.late is not None else 0.0
+
+    @property
+    def total(self) -> float:
+        """Tests + the people's points - the late penalty, never below 0."""
+        return max(0.0, self.result.score + self.given - self.penalty)
+
+    @property
+    def max_total(self) -> float:
+        """The points possible: the tests' maximum + the written questions' points."""
+        return self.result.max_score + self.possible
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Gradebook:
+    """The class gradebook: what every writer reads and what ``grades.json`` keeps.
+
+    Built with :meth:`of` (which sorts the rows, names their feedback files and matches
+    the roster); every field is given by keyword.
+
+    Attributes:
+        lab: the :class:`~lablib.grading.spec.LabSpec` graded (name, title, pieces, tests).
+        results: one :class:`SubmissionResult` per submission, sorted by name.
+        stems: submission name -> its feedback file stem (:func:`feedback_stems`).
+        roster: the :class:`~lablib.grading.gradebook.roster.RosterMatch` of the rows'
+            identities (resolved at grading, kept in the gradebook) with the class list,
+            when one was given (``--roster``, or the copy kept in the output folder), else None.
+        skipped: ``(path, reason)`` of each path among the submissions given that was
+            not graded (not a notebook, a folder without one, a link leading out of the
+            folder); kept in ``grades.json``, so that reports written again list them too.
+        person: submission name -> written question id -> the
+            :class:`~lablib.grading.results.PersonScore` a person gave (``lablib review``);
+            a question missing there is still to grade.
+        reviews_through: the last change of the people's grades this gradebook includes
+            (the review log's id; 0: none).
+        late_policy: the :class:`~lablib.grading.gradebook.late.LatePolicy`, or None (no
+            late penalties).
+        similarity: ``{"pairs": [Pair], "identical": [[names]], ...}``: the similarity
+            hints (:mod:`lablib.grading.gradebook.similarity`), or None.
+    """
+
+    lab: LabSpec
+    results: tuple[SubmissionResult, ...]
+    stems: dict[str, str]
+    roster: RosterMatch | None = None
+    skipped: tuple[tuple[str, str], ...] = ()
+    person: dict[str, dict[str, PersonScore]] = dataclasses.field(default_factory=dict)
+    reviews_through: int = 0
+    late_policy: LatePolicy | None = None
+    similarity: dict | None = None
+
+    @classmethod
+    def of(cls, lab: LabSpec, results: Sequence[SubmissionResult], *, roster: Roster | None = None,
+           skipped: Iterable[tuple[object, object]] = (),
+           person: dict[str, dict[str, PersonScore]] | None = None, reviews_through: int = 0,
+           late_policy: LatePolicy | None = None, similarity: dict | None = None) -> Gradebook:
+        """The gradebook of ``results``; ``roster`` names the students of their identities
+        (a result without one, made outside ``lablib grade``, is resolved here);
+        ``skipped`` lists the paths not graded (``(path, reason)``); ``person`` holds the
+        people's grades of the written answers."""
+        ordered = tuple(sorted(results, key=lambda r: r.submission))
+        match = None
+        if roster is not None:
+            for r in ordered:  # results made without `lablib grade` (scripts, tests): resolved here
+                if not r.identity:
+                    r.identity = resolve(Found(r.submission, pathlib.Path(r.path)), roster, lab=lab)
+            match = roster.match_of({r.submission: r.identity for r in ordered})
+        return cls(lab=lab, results=ordered, stems=feedback_stems(r.submission for r in ordered),
+                   roster=match, skipped=tuple((str(path), str(reason)) for path, reason in skipped),
+                   person=dict(person or {}), reviews_through=reviews_through,
+                   late_policy=late_policy, similarity=similarity)
+
+    @property
+    def questions(self) -> list[WrittenQuestion]:
+        """The lab's written questions, in order."""
+        return list(self.lab.answers.values())
+
+    def written(self, result: SubmissionResult) -> list[tuple[WrittenQuestion, PersonScore]]:
+        """``(question, PersonScore)`` for each written question of the lab, for one row
+        (an ungraded :class:`PersonScore` where no person has graded it yet)."""
+        given = self.person.get(result.submission, {})
+        return [(q, given.get(q.id) or PersonScore(q.id, 0.0, q.points)) for q in self.questions]
+
+    def late(self, result: SubmissionResult) -> Late | None:
+        """The row's lateness under the late policy, or None: no policy, or no submission
+        time. The time is the one resolved at grading (the LMS download's, the times
+        file's, the roster's: the row's ``identity``), else, with the policy's
+        ``from_files``, the notebook's file time."""
+        policy = self.late_policy
+        if policy is None:
+            return None
+        student = self.student(result)
+        identity = result.identity or {}
+        submitted = identity.get("submitted_at") or (
+            student.submitted_at if student and not identity else "")
+        if not submitted and policy.from_files:
+            try:
+                mtime = os.path.getmtime(result.path)
+            except OSError:
+                return None
+            submitted = datetime.datetime.fromtimestamp(mtime).astimezone()
+        if not submitted:
+            return None
+        possible = result.max_score + sum(q.points for q in self.questions)
+        try:
+            late = policy.penalty(submitted, possible,
+                                  extension=student.extension if student else None,
+                                  due=student.due if student else None)
+        except LateError as exc:
+            return Late(str(submitted), "", 0.0, 0, 0.0,
+                        f"Lateness not computed, no deduction: {exc}")
+        lms = identity.get("lms") or {}
+        if lms.get("late") and late.late_seconds <= 0:  # the LMS's word against the time given
+            who = lms.get("lms", "The LMS").capitalize()
+            late = dataclasses.replace(late, text=f"{late.text} {who} marks it late: check its due "
+                                                  f"date and this submission time.")
+        return late
+
+    def marked_late_without_time(self, result: SubmissionResult) -> bool:
+        """The LMS download marks the submission late (Canvas's ``LATE``) but no time was
+        found for it: no deduction can be computed (give its time with ``--times``)."""
+        identity = result.identity or {}
+        return bool((identity.get("lms") or {}).get("late")) and self.late_policy is not None \
+            and self.late(result) is None
+
+    def row(self, result: SubmissionResult) -> Row:
+        """The row's points: the people's grades, the lateness and the total, computed once."""
+        return Row(result, tuple(self.written(result)), self.late(result))
+
+    def student(self, result: SubmissionResult) -> Student | None:
+        """The roster's student of ``result`` as resolved at grading (its ``identity``), or
+        None (no roster, or no match)."""
+        if result.identity:
+            return student_of(result.identity)
+        return None if self.roster is None else self.roster.students.get(result.submission)
+
+    @property
+    def pieces(self) -> list[str]:
+        """The lab's graded pieces, in order."""
+        return list(self.lab.pieces)
+
+
+def _safe(name: str) -> str:
+    name = unicodedata.normalize("NFC", name)
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
+    return ("_" + safe[1:] if safe.startswith(".") else safe)[:120] or "submission"
+
+
+def feedback_stems(names: Iterable[str]) -> dict[str, str]:
+    """A feedback file stem per submission name, no two alike (also ignoring case).
+
+    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``); names whose safe
+    stems coincide each get the first 8 hex digits of their SHA-1 appended
+    (``Smith__John-1d2c3b4a``), so ``"Smith, John"`` and ``"Smith_ John"``, or
+    ``alice/hw`` and ``alice_hw``, never write one file. The feedback itself names the
+    submission exactly, and ``grades.json`` gives each one's file.
+    """
+    names = sorted(set(names))
+    safe = {name: _safe(name) for name in names}
+    shared: dict[str, int] = {}
+    for stem in safe.values():
+        shared[stem.casefold()] = shared.get(stem.casefold(), 0) + 1
+
+    def hashed(name: str, digits: int) -> str:
+        digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{safe[name]}-{digest[:digits]}"
+
+    stems, used = {}, set()
+    for name in names:
+        digits = 8
+        stem = hashed(name, digits) if shared[safe[name].casefold()] > 1 else safe[name]
+        while stem.casefold() in used:  # taken by another name's stem: a longer digest
+            digits += 4
+            stem = hashed(name, digits)
+        used.add(stem.casefold())
+        stems[name] = stem
+    return stems

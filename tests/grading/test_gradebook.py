@@ -1,0 +1,72 @@
+"""The class gradebook's one owner (lablib.grading.gradebook): built by keyword, stored and
+read back through GradebookFolder only, never through a report."""
+
+import dataclasses
+import json
+import shutil
+
+import pytest
+
+from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
+from lablib.grading.gradebook import Gradebook, GradebookError, GradebookFolder
+from lablib.grading.gradebook.late import LateError, LatePolicy
+from lablib.grading.grade import rewrite_reports
+from lablib.grading.judge import summarise
+from lablib.grading.report import write_reports
+from lablib.grading.results import Status, TestResult
+from lablib.grading.spec import load_lab
+
+
+@pytest.fixture()
+def lab():
+    return load_lab(FIXTURE_LAB, hidden_dirs=[FIXTURE_HIDDEN])
+
+
+def _result(lab, name, folder):
+    shutil.copy(FIXTURE_SOLUTION, folder / f"{name}.ipynb")
+    tests = [TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden) for t in lab.tests]
+    return summarise(lab, name, str(folder / f"{name}.ipynb"), tests, Status())
+
+
+def test_gradebook_fields_are_given_by_keyword(lab, tmp_path):
+    result = _result(lab, "ann", tmp_path)
+    with pytest.raises(TypeError):
+        Gradebook(lab, (result,), {"ann": "ann"})  # positional: refused
+    book = Gradebook.of(lab, [result], skipped=[(tmp_path / "x.txt", "not a notebook")])
+    assert book.skipped == ((str(tmp_path / "x.txt"), "not a notebook"),)
+    assert {f.name for f in dataclasses.fields(book)} >= {"lab", "results", "late_policy", "roster"}
+
+
+def test_skipped_paths_are_kept_in_the_gradebook_not_read_from_the_summary(lab, tmp_path):
+    out = tmp_path / "out"
+    skipped = [(str(tmp_path / "notes.txt"), "not a notebook: only .ipynb files are graded")]
+    write_reports(out, lab, [_result(lab, "ann", tmp_path)], skipped=skipped)
+    assert json.loads((out / "grades.json").read_text())["skipped"] == [
+        {"path": skipped[0][0], "reason": skipped[0][1]}]
+    (out / "summary.json").write_text("not a summary")  # a report: never read back
+    rewrite_reports(out, lab=lab)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(s["path"], s["reason"]) for s in summary["skipped"]] == skipped
+
+
+def test_a_stored_gradebook_with_a_broken_skipped_list_is_an_error(lab, tmp_path):
+    out = tmp_path / "out"
+    write_reports(out, lab, [_result(lab, "ann", tmp_path)])
+    data = json.loads((out / "grades.json").read_text())
+    (out / "grades.json").write_text(json.dumps(dict(data, skipped=["notes.txt"])))
+    with pytest.raises(GradebookError, match="\"skipped\" is not a list"):
+        rewrite_reports(out, lab=lab)
+
+
+def test_the_late_policy_is_kept_and_read_back_whole(tmp_path):
+    folder = GradebookFolder(tmp_path)
+    assert folder.late_policy() is None and folder.roster() is None
+    policy = LatePolicy.parse(due="2026-11-20T23:59+01:00", per_day="10%")
+    folder.keep_late_policy(policy)
+    assert folder.late_policy() == policy
+    assert [p.name for p in tmp_path.iterdir()] == ["late.json"], "written atomically, no leftovers"
+    (tmp_path / "late.json").write_text("{")
+    with pytest.raises(LateError, match="cannot be read as a late policy"):
+        folder.late_policy()
+    folder.keep_late_policy(None)
+    assert folder.late_policy() is None

@@ -34,3 +34,17 @@ def round_trip(model, inputs, tmp_path):
         loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6
     )
     return loaded
+
+
+def dense_inputs(seed=5, num_features=3, max_nodes=5):
+    """Two random graphs as a dense batch, by call argument: x [2, 5, F], adjacency
+    [2, 5, 5], mask [2, 5] (for a harness case's ``inputs``)."""
+    x, adjacency, mask = graphs.dense_batch(*two_graphs(seed, num_features), max_nodes=max_nodes)
+    return {"inputs": x, "adjacency": adjacency, "mask": mask}
+
+
+def sparse_inputs(seed=5, num_features=3):
+    """The same two graphs as a disjoint batch, by call argument: x [8, F], edge_index
+    [2, E] (for a harness case's ``inputs``)."""
+    x, edge_index, _ = graphs.disjoint_batch(*two_graphs(seed, num_features))
+    return {"inputs": x, "edge_index": edge_index}

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from lablib import graphs
 from lablib.backend import get_keras
 from lablib.layers import GraphAttention
-from layer_helpers import random_graph, round_trip, two_graphs
+from harness import LayerCase, layer_tests
+from layer_helpers import dense_inputs, random_graph, sparse_inputs, two_graphs
 
 keras = get_keras()
 
@@ -234,72 +235,53 @@ def test_value_dropout_masks_each_node_once():
 # --------------------------------------------------------------------------- Keras
 
 
-def _dense_model(layer, num_nodes=5, num_features=3, edge_dim=None):
-    """A functional model around ``layer`` on dense batches; with ``edge_dim`` it also
-    takes ``edge_attr [B, N, N, edge_dim]`` as a fourth input."""
-    x_in = keras.Input(shape=(num_nodes, num_features), name="x")
-    a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
-    m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
-    inputs, extra = [x_in, a_in, m_in], {}
-    if edge_dim is not None:
-        f_in = keras.Input(shape=(num_nodes, num_nodes, edge_dim), name="edge_attr")
-        inputs.append(f_in)
-        extra = {"edge_attr": f_in}
-    return keras.Model(inputs, layer(x_in, adjacency=a_in, mask=m_in, **extra))
+def _edge_graphs(seed=0, edge_dim=2, num_features=3):
+    """Two random graphs with random edge features: (xs, es, fs), one [E_b, D] per graph."""
+    xs, es = two_graphs(seed=seed, num_features=num_features)
+    rng = np.random.default_rng(seed + 100)
+    fs = [rng.normal(size=(e.shape[1], edge_dim)).astype(np.float32) for e in es]
+    return xs, es, fs
 
 
-def _fit_changes_every_weight(model, batch):
-    """Three epochs of Adam on a constant target must move every weight."""
-    before = [w.copy() for w in model.get_weights()]
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    model.fit(batch, np.ones((2, 5, 2), np.float32), epochs=3, verbose=0)
-    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
+def _edge_inputs(layout, seed=7):
+    xs, es, fs = _edge_graphs(seed=seed)
+    if layout == "dense":
+        x, adjacency, mask, f = graphs.dense_batch(xs, es, max_nodes=5, edge_attr=fs)
+        return {"inputs": x, "adjacency": adjacency, "mask": mask, "edge_attr": f}
+    x, edge_index, _, f = graphs.disjoint_batch(xs, es, edge_attr=fs)
+    return {"inputs": x, "edge_index": edge_index, "edge_attr": f}
 
 
-def test_keras_file_round_trip(tmp_path):
-    xs, es = two_graphs(seed=6)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5))
-    layer = GraphAttention(
-        3,
-        num_heads=2,
-        concat_heads=False,
-        negative_slope=0.1,
-        attention_dropout=0.2,
-        value_dropout=0.3,
-        activation="elu",
-        bias_initializer="random_normal",
-    )
-    model = _dense_model(layer)
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert isinstance(loaded.layers[-1], GraphAttention)
-    assert loaded.layers[-1].get_config() == layer.get_config()
-    assert loaded.layers[-1].value_dropout == 0.3
-    np.testing.assert_array_equal(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0))
+# Config, .keras saving, shapes, weights, training, mixed precision (scores too) and XLA,
+# in both Keras modes (tests/layers/harness.py).
+_OPTIONS = {"negative_slope": 0.1, "attention_dropout": 0.2, "value_dropout": 0.3,
+            "activation": "elu", "bias_initializer": "random_normal"}
+CASES = [
+    LayerCase("dense-concat", GraphAttention, {"units": 3, "num_heads": 2, **_OPTIONS},
+              dense_inputs(seed=6), (2, 5, 6), 4),
+    LayerCase("dense-mean-scores", GraphAttention,
+              {"units": 3, "num_heads": 2, "concat_heads": False, **_OPTIONS},
+              dense_inputs(seed=8), (2, 5, 3), 4,
+              call_kwargs={"return_attention_scores": True}),
+    LayerCase("sparse-scores", GraphAttention, {"units": 4, "num_heads": 2},
+              sparse_inputs(seed=9), (8, 8), 4, call_kwargs={"return_attention_scores": True}),
+    # Without self loops, a node's target score is added to every logit of its softmax: it
+    # only matters through the LeakyReLU's kink, so it may get no gradient at all here.
+    LayerCase("sparse-no-self-loops", GraphAttention,
+              {"units": 2, "add_self_loops": False, "use_bias": False},
+              sparse_inputs(seed=7), (8, 2), 3, still_weights=("attention_target",)),
+    LayerCase("dense-edge-features", GraphAttention,
+              {"units": 3, "num_heads": 2, "edge_dim": 2, "activation": "elu"},
+              _edge_inputs("dense"), (2, 5, 6), 6),
+    LayerCase("sparse-edge-features", GraphAttention,
+              {"units": 4, "num_heads": 2, "edge_dim": 2, "concat_heads": False},
+              _edge_inputs("sparse", seed=8), (8, 4), 6),
+]
+test_layer, test_layer_legacy = layer_tests(CASES)
 
 
-def test_sparse_functional_model(tmp_path):
-    xs, es = two_graphs(seed=7)
-    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    x_in = keras.Input(shape=(3,), name="x")
-    e_in = keras.Input(batch_shape=(2, None), dtype="int32", name="edge_index")
-    out = GraphAttention(4, num_heads=2)(x_in, edge_index=e_in)
-    model = keras.Model([x_in, e_in], out)
-    path = tmp_path / "sparse.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    # Equal up to float32 rounding, not bit for bit: a GPU's segment sums add the edges'
-    # messages in any order (on an H100, 9 of 64 entries differed by one ulp, 6e-8).
-    np.testing.assert_allclose(
-        np.asarray(loaded([xd, edge_index])), np.asarray(model([xd, edge_index])), rtol=1e-6, atol=1e-7
-    )
-
-
-def test_get_config_and_weight_names():
-    layer = GraphAttention(4, num_heads=3, concat_heads=True, name="gat")
-    clone = GraphAttention.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
+def test_weight_names():
+    clone = GraphAttention(4, num_heads=3, concat_heads=True, name="gat")
     clone.build((None, 5))
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in clone.weights}
     assert shapes == {
@@ -309,51 +291,11 @@ def test_get_config_and_weight_names():
         "bias": (12,),
     }
     assert not np.allclose(clone.attention_source.numpy(), clone.attention_target.numpy())
-
-
-@pytest.mark.parametrize("concat_heads", [True, False])
-def test_mixed_float16_is_close_to_float32(mixed_float16, concat_heads):
-    xs, es = two_graphs(seed=8)
-    x, adjacency, mask = graphs.dense_batch(xs, es)
-    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    layer16 = GraphAttention(4, num_heads=2, concat_heads=concat_heads, activation="elu")
-    dense16, alpha16 = layer16(
-        x, adjacency=adjacency, mask=mask, return_attention_scores=True
-    )
-    sparse16 = layer16(xd, edge_index=edge_index)
-    assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
-    layer32 = GraphAttention(
-        4, num_heads=2, concat_heads=concat_heads, activation="elu", dtype="float32"
-    )
-    layer32.build(x.shape)
-    layer32.set_weights(layer16.get_weights())
-    dense32, alpha32 = layer32(x, adjacency=adjacency, mask=mask, return_attention_scores=True)
-    for out in (dense16.numpy()[mask], sparse16.numpy()):
-        assert np.all(np.isfinite(out))
-        np.testing.assert_allclose(
-            out.astype(np.float32), dense32.numpy()[mask], atol=2e-2, rtol=2e-2
-        )
-    np.testing.assert_allclose(alpha16.numpy().astype(np.float32), alpha32.numpy(), atol=5e-3)
-
-
-def test_runs_under_jit_compile():
-    xs, es = two_graphs(seed=9)
-    x, adjacency, mask = graphs.dense_batch(xs, es)
-    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    layer = GraphAttention(3, num_heads=2)
-    dense_fn = tf.function(lambda x, a, m: layer(x, adjacency=a, mask=m), jit_compile=True)
-    sparse_fn = tf.function(
-        lambda x, e: layer(x, edge_index=e, return_attention_scores=True), jit_compile=True
-    )
-    np.testing.assert_allclose(
-        dense_fn(x, adjacency, mask).numpy(),
-        layer(x, adjacency=adjacency, mask=mask).numpy(),
-        atol=1e-5,
-    )
-    out, (_, alpha) = sparse_fn(xd, edge_index)
-    out_eager, (_, alpha_eager) = layer(xd, edge_index=edge_index, return_attention_scores=True)
-    np.testing.assert_allclose(out.numpy(), out_eager.numpy(), atol=1e-5)
-    np.testing.assert_allclose(alpha.numpy(), alpha_eager.numpy(), atol=1e-6)
+    layer = GraphAttention(3, num_heads=2, edge_dim=2)
+    layer.build((None, 3))
+    shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in layer.weights}
+    assert shapes == {"kernel": (3, 6), "attention_source": (2, 3), "attention_target": (2, 3),
+                      "edge_kernel": (2, 6), "attention_edge": (2, 3), "bias": (6,)}
 
 
 # --------------------------------------------------------------------------- errors
@@ -390,32 +332,7 @@ def test_bad_inputs_are_explained():
         layer(x2, adjacency=np.zeros((1, 4, 4)))
 
 
-# --------------------------------------------------------------------------- tf_keras
-
-
-@pytest.mark.legacy
-def test_legacy_builds_trains_and_round_trips(tmp_path):
-    assert keras.__name__.startswith("tf_keras")
-    xs, es = two_graphs(seed=10)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5))
-    model = _dense_model(
-        GraphAttention(2, num_heads=2, concat_heads=False, activation="tanh", value_dropout=0.3)
-    )
-    _fit_changes_every_weight(model, batch)
-    loaded = round_trip(model, batch, tmp_path)  # identical predictions after reloading
-    assert isinstance(loaded.layers[-1], GraphAttention)
-    assert loaded.layers[-1].value_dropout == 0.3
-
-
 # --------------------------------------------------------------------------- edge features
-
-
-def _edge_graphs(seed=0, edge_dim=2, num_features=3):
-    """Two random graphs with random edge features: (xs, es, fs), one [E_b, D] per graph."""
-    xs, es = two_graphs(seed=seed, num_features=num_features)
-    rng = np.random.default_rng(seed + 100)
-    fs = [rng.normal(size=(e.shape[1], edge_dim)).astype(np.float32) for e in es]
-    return xs, es, fs
 
 
 def test_edge_features_match_equations_computed_node_by_node():
@@ -535,42 +452,6 @@ def test_edge_features_relabelling_nodes_permutes_outputs(seed, num_nodes):
 _EDGE_PERMUTATION_LAYER = GraphAttention(2, num_heads=2, edge_dim=2, activation="elu")
 
 
-def test_edge_features_keras_file_round_trip_and_weights(tmp_path):
-    xs, es, fs = _edge_graphs(seed=7)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attr=fs))
-    layer = GraphAttention(3, num_heads=2, edge_dim=2, activation="elu")
-    model = _dense_model(layer, edge_dim=2)
-    shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in layer.weights}
-    assert shapes == {"kernel": (3, 6), "attention_source": (2, 3), "attention_target": (2, 3),
-                      "edge_kernel": (2, 6), "attention_edge": (2, 3), "bias": (6,)}
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert loaded.layers[-1].get_config() == layer.get_config()
-    assert loaded.layers[-1].edge_dim == 2
-    np.testing.assert_array_equal(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0))
-
-
-def test_edge_features_mixed_float16_and_jit(mixed_float16):
-    xs, es, fs = _edge_graphs(seed=8)
-    x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attr=fs)
-    xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attr=fs)
-    layer16 = GraphAttention(4, num_heads=2, edge_dim=2, activation="elu")
-    dense16 = layer16(x, adjacency=adjacency, mask=mask, edge_attr=f)
-    sparse16 = tf.function(
-        lambda x, e, f: layer16(x, edge_index=e, edge_attr=f), jit_compile=True)(xd, edge_index, fd)
-    assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
-    layer32 = GraphAttention(4, num_heads=2, edge_dim=2, activation="elu", dtype="float32")
-    layer32.build(x.shape)
-    layer32.set_weights(layer16.get_weights())
-    reference = tf.function(
-        lambda x, a, m, f: layer32(x, adjacency=a, mask=m, edge_attr=f), jit_compile=True
-    )(x, adjacency, mask, f).numpy()[mask]
-    for out in (dense16.numpy()[mask], sparse16.numpy()):
-        assert np.all(np.isfinite(out))
-        np.testing.assert_allclose(out.astype(np.float32), reference, atol=2e-2, rtol=2e-2)
-
-
 def test_edge_features_bad_inputs_are_explained():
     xs, es, fs = _edge_graphs(seed=9)
     xd, edge_index, _, fd = graphs.disjoint_batch(xs, es, edge_attr=fs)
@@ -590,14 +471,3 @@ def test_edge_features_bad_inputs_are_explained():
         layer(x, adjacency=adjacency, mask=mask, edge_attr=f[..., 0])
     with pytest.raises(ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 4, 4, 2\]"):
         layer(x, adjacency=adjacency, mask=mask, edge_attr=f[:, :4, :4])
-
-
-@pytest.mark.legacy
-def test_legacy_edge_features_train_and_round_trip(tmp_path):
-    assert keras.__name__.startswith("tf_keras")
-    xs, es, fs = _edge_graphs(seed=10)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5, edge_attr=fs))
-    model = _dense_model(GraphAttention(2, num_heads=2, edge_dim=2, concat_heads=False), edge_dim=2)
-    _fit_changes_every_weight(model, batch)
-    loaded = round_trip(model, batch, tmp_path)  # identical predictions after reloading
-    assert loaded.layers[-1].edge_dim == 2

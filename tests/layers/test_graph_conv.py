@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from lablib import graphs
 from lablib.backend import get_keras
 from lablib.layers import GraphConv
-from layer_helpers import random_graph, two_graphs
+from harness import LayerCase, layer_tests
+from layer_helpers import dense_inputs, random_graph, sparse_inputs, two_graphs
 
 keras = get_keras()
 NORMALIZATIONS = ["symmetric", "mean"]
@@ -139,45 +140,29 @@ def test_relabelling_nodes_permutes_outputs(seed, num_nodes):
         np.testing.assert_allclose(dense_new[permutation], out, atol=1e-5)
 
 
-# --------------------------------------------------------------------------- Keras
+# --------------------------------------------------------------------------- Keras (harness)
+
+# Config, .keras saving, shapes, weights, training, mixed precision and XLA, in both Keras
+# modes (tests/layers/harness.py), for each form in each layout.
+CASES = [
+    LayerCase(f"{layout}-{normalization}", GraphConv,
+              {"units": 4, "normalization": normalization, "activation": "relu",
+               "kernel_regularizer": "l2", "bias_initializer": "random_normal"},
+              inputs, (2, 5, 4) if layout == "dense" else (8, 4),
+              num_trainable_weights=2 if normalization == "symmetric" else 3)
+    for normalization in NORMALIZATIONS
+    for layout, inputs in (("dense", dense_inputs()), ("sparse", sparse_inputs()))
+] + [
+    LayerCase("dense-no-bias-wide", GraphConv,  # more units than features: aggregate first
+              {"units": 7, "use_bias": False, "name": "gc"}, dense_inputs(), (2, 5, 7), 1),
+]
+test_layer, test_layer_legacy = layer_tests(CASES)
 
 
-def _dense_model(layer, num_nodes=5, num_features=3):
-    x_in = keras.Input(shape=(num_nodes, num_features), name="x")
-    a_in = keras.Input(shape=(num_nodes, num_nodes), name="adjacency")
-    m_in = keras.Input(shape=(num_nodes,), dtype="bool", name="mask")
-    out = layer(x_in, adjacency=a_in, mask=m_in)
-    return keras.Model([x_in, a_in, m_in], out)
-
-
-@pytest.mark.parametrize("normalization", NORMALIZATIONS)
-def test_keras_file_round_trip(tmp_path, normalization):
-    xs, es = two_graphs(seed=5)
-    batch = graphs.dense_batch(xs, es, max_nodes=5)
-    model = _dense_model(
-        GraphConv(
-            4,
-            normalization=normalization,
-            activation="relu",
-            kernel_regularizer="l2",
-            bias_initializer="random_normal",
-        )
-    )
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    layer = loaded.layers[-1]
-    assert isinstance(layer, GraphConv)
-    assert layer.get_config() == model.layers[-1].get_config()
-    np.testing.assert_array_equal(loaded.predict(list(batch), verbose=0), model.predict(list(batch), verbose=0))
-
-
-def test_get_config_recreates_layer():
+def test_weight_names():
     layer = GraphConv(6, normalization="mean", activation="elu", use_bias=False, name="gc")
-    clone = GraphConv.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
-    clone.build((None, 3))
-    assert [w.name.split("/")[-1].split(":")[0] for w in clone.weights] == ["kernel", "self_kernel"]
+    layer.build((None, 3))
+    assert [w.name.split("/")[-1].split(":")[0] for w in layer.weights] == ["kernel", "self_kernel"]
 
 
 def test_activity_regularizer_adds_a_loss_and_is_saved():
@@ -200,40 +185,6 @@ def test_activity_regularizer_adds_a_loss_and_is_saved():
         config = layer.get_config()
         assert config["activity_regularizer"]["class_name"] in ("L2", "l2")
         assert type(layer).from_config(config).activity_regularizer is not None
-
-
-@pytest.mark.parametrize("normalization", NORMALIZATIONS)
-def test_mixed_float16_is_close_to_float32(mixed_float16, normalization):
-    xs, es = two_graphs(seed=6)
-    x, adjacency, mask = graphs.dense_batch(xs, es)
-    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    layer16 = GraphConv(4, normalization=normalization, activation="relu")
-    dense16 = layer16(x, adjacency=adjacency, mask=mask)
-    sparse16 = layer16(xd, edge_index=edge_index)
-    assert dense16.dtype == tf.float16 and sparse16.dtype == tf.float16
-    layer32 = GraphConv(4, normalization=normalization, activation="relu", dtype="float32")
-    layer32.build(x.shape)
-    layer32.set_weights(layer16.get_weights())
-    dense32 = layer32(x, adjacency=adjacency, mask=mask).numpy()
-    for out in (dense16.numpy()[mask], sparse16.numpy()):
-        assert np.all(np.isfinite(out))
-        np.testing.assert_allclose(out.astype(np.float32), dense32[mask], atol=2e-2, rtol=2e-2)
-
-
-@pytest.mark.parametrize("normalization", NORMALIZATIONS)
-def test_runs_under_jit_compile(normalization):
-    xs, es = two_graphs(seed=7)
-    x, adjacency, mask = graphs.dense_batch(xs, es)
-    xd, edge_index, _ = graphs.disjoint_batch(xs, es)
-    layer = GraphConv(4, normalization=normalization)
-    dense_fn = tf.function(lambda x, a, m: layer(x, adjacency=a, mask=m), jit_compile=True)
-    sparse_fn = tf.function(lambda x, e: layer(x, edge_index=e), jit_compile=True)
-    np.testing.assert_allclose(
-        dense_fn(x, adjacency, mask).numpy(), layer(x, adjacency=adjacency, mask=mask).numpy(), atol=1e-5
-    )
-    np.testing.assert_allclose(
-        sparse_fn(xd, edge_index).numpy(), layer(xd, edge_index=edge_index).numpy(), atol=1e-5
-    )
 
 
 def _count_ops(function, *args, op_type):
@@ -323,13 +274,6 @@ def test_bad_inputs_are_explained():
 # --------------------------------------------------------------------------- tf_keras
 
 
-def _weights_change_when_trained(model, inputs, target):
-    before = [w.copy() for w in model.get_weights()]
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    model.fit(inputs, target, epochs=3, verbose=0)
-    return all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
-
-
 def _kernels_start_different():
     layer = GraphConv(4, normalization="mean")
     layer.build((None, 4))
@@ -343,19 +287,3 @@ def test_kernel_and_self_kernel_start_different():
 @pytest.mark.legacy
 def test_legacy_kernel_and_self_kernel_start_different():
     assert _kernels_start_different()
-
-
-@pytest.mark.legacy
-@pytest.mark.parametrize("normalization", NORMALIZATIONS)
-def test_legacy_builds_trains_and_round_trips(tmp_path, normalization):
-    assert keras.__name__.startswith("tf_keras")
-    xs, es = two_graphs(seed=8)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=5))
-    model = _dense_model(GraphConv(2, normalization=normalization, activation="tanh"))
-    target = np.ones((2, 5, 2), np.float32)
-    assert _weights_change_when_trained(model, batch, target)
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert isinstance(loaded.layers[-1], GraphConv)
-    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

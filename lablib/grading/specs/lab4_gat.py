@@ -582,12 +582,21 @@ def _(got):
 # written_answers); graded with `lablib review`.
 
 lab.answer("gat_vs_transformer", points=4, title="section 8: GAT attention vs transformer self-attention", rubric=[
-    (1, "Where it looks: a GAT node attends to its graph neighbours only (masked); a transformer token to all."),
-    (1, "How the score is computed: LeakyReLU(a^T [W h_i || W h_j]) (additive, static ranking) versus a scaled "
-        "dot product of separate query and key projections."),
-    (1, "What surrounds attention in a transformer: value projection, residuals, layer normalisation, "
-        "feed-forward block."),
-    (1, "A transformer is a graph network on the complete graph: bonds or citations must be injected "
-        "(features, positional encodings or an attention mask)."),
+    # The question asks for two differences: one point each, whichever two the answer picks.
+    (1, "A first difference, correct and explained. Any of: where it looks (a GAT node attends to its graph "
+        "neighbours and itself only, masked by the adjacency; a transformer token to every token); how the "
+        "score is computed (GAT: LeakyReLU(a^T [W h_i || W h_j]), one shared projection and an additive form; "
+        "transformer: a scaled dot product of separate query and key projections); what surrounds attention "
+        "in a transformer (value and output projections, residuals, layer normalisation, feed-forward block). "
+        "Another correct difference counts too (e.g. GAT averages its output layer's heads). Calling GAT's "
+        "ranking 'static' (Brody et al.) is not required: the lab does not teach it."),
+    (1, "A second difference, another of those above, correct and explained. A third difference earns no "
+        "more points (the question asks for two); a wrong third one does not cost a point either."),
+    (1, "Run on the nodes without the edges, a transformer encoder attends from every node to every node: "
+        "a graph network on the complete graph, treating the nodes as a set (permutation-equivariant "
+        "without positional encodings)."),
+    (1, "So it cannot tell which atoms are bonded or which papers cite each other unless that is injected: "
+        "as features, positional (structural) encodings, or an attention mask (which gives back GAT-style "
+        "masked attention)."),
     (0, "No answer."),
 ])

@@ -658,10 +658,16 @@ def _(got):
 
 lab.answer("readout_choice", points=4, title="section 4: sum or mean readout for solubility", rubric=[
     (1, "Solubility depends on the molecule's size: more (carbon) atoms, a larger non-polar surface, a "
-        "lower log solubility; it is not a per-atom average."),
+        "lower log solubility (section 5's plot: correlation about -0.6 with the number of atoms); it is "
+        "not a per-atom average. An answer that argues instead that solubility depends on composition "
+        "(the share of polar atoms, which a mean captures) earns this point only if it also says that "
+        "size matters, from the plot or from chemistry."),
     (1, "A sum readout grows with the number of atoms, so the model can read the size from it."),
     (1, "A mean (or max) readout gives the same vector for a molecule and one made of two copies of it: "
-        "it cannot see the size unless a feature carries it."),
-    (1, "Conclusion: sum (the lab's choice), or a mean with the atom count as an extra feature."),
+        "it cannot see the size unless a feature carries it. (An answer that says the mean captures "
+        "composition earns this point when it also names what the mean loses: the count.)"),
+    (1, "A conclusion that follows from the argument: sum (the lab's choice), or a mean with the atom "
+        "count as an extra feature, or both readouts concatenated. 'Mean, because it captures "
+        "composition' without a way to see the size does not earn it."),
     (0, "No answer."),
 ])

@@ -222,9 +222,25 @@ def _same(a, b) -> bool:
         return False
 
 
+def _seed_everything():
+    """The same random draws for the solution and each mutant (layers start from random
+    weights: two runs of the same layer must give the same probe values)."""
+    import random
+
+    import numpy as np
+
+    random.seed(0)
+    np.random.seed(0)
+    for name in ("keras", "tf_keras"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(getattr(module, "utils", None), "set_random_seed"):
+            module.utils.set_random_seed(0)
+
+
 def _probe_values(tests, ns):
     values = []
     for test in tests:
+        _seed_everything()
         try:
             values.append(("ok", test.probe(dict(ns))))
         except BaseException as error:  # noqa: BLE001 - a mutant may raise anything
@@ -297,7 +313,7 @@ def run_lab(lab: str, limit: int, pieces=None, messages=False) -> dict:
             row["named"] += bool(getattr(failed[0], "mistake", False) or getattr(failed[0], "named", False))
             if messages:
                 mark = "NAMED" if failed[0].mistake else "plain"
-                print(f"## {piece} | {description}\n   [{mark}] {failed[0].name}: {failed[0].message[:400]}"
+                print(f"## {piece} | {description}\n   [{mark}] {failed[0].name}: {' '.join(failed[0].message.split())[:600]}"
                       + (f"\n   hint: {failed[0].hint[:200]}" if failed[0].hint else ""), file=sys.stderr, flush=True)
             row["hint"] += any(r.hint for r in failed)
         rows.append(row)

@@ -86,15 +86,25 @@ def _rows(values, count: int = 3) -> str:
     return shown + (", ..." if flat.size > count else "")
 
 
-def _attention_stages(got, query, key, value, mask=None):
+_OUTPUT_NOT_WEIGHTED_SUM = ("Your weights are right, but the output is not their weighted sum "
+                            "of the values: return weights @ value (each query's weights times "
+                            "the value rows).")
+
+
+def _attention_stages(got, query, key, value, mask=None, output_of=None,
+                      output_sentence=_OUTPUT_NOT_WEIGHTED_SUM, d_k_name="d_k", rtol=1e-5):
     """Name the first step of attention that went wrong, from the weights and output a
     student's ``attention`` returned (called after :func:`diagnose` found no known
     mistake). Each step is checked on what the step itself must give, so the sentence
     names where the mistake is, not only that the arrays differ. Returns quietly when
-    every step looks right (the caller's comparisons then report the difference)."""
+    every step looks right (the caller's comparisons then report the difference).
+
+    ``output_of(weights)``: the output the student's own weights must give (default
+    ``weights @ value``; multi-head attention merges the heads and projects them), and
+    ``output_sentence`` what to say when the output does not follow from the weights."""
     query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
     weights, output = got["weights"], got["output"]
-    right_out, right = _reference_attention(query, key, value, mask)
+    _, right = _reference_attention(query, key, value, mask)
     allowed = np.ones(right.shape, dtype=bool) if mask is None else np.broadcast_to(
         np.asarray(mask, dtype=bool), right.shape)
     live = allowed.any(axis=-1)  # queries with at least one key to attend to
@@ -120,7 +130,7 @@ def _attention_stages(got, query, key, value, mask=None):
             f"Each query's weights must sum to 1 over the keys; yours sum to {_rows(totals[live])}."
             " Divide each row's exponentials by that row's own total: "
             "exponentials.sum(axis=-1, keepdims=True).")
-    if not np.allclose(weights, right, rtol=1e-5, atol=1e-7):
+    if not np.allclose(weights, right, rtol=rtol, atol=rtol * 1e-2):
         # Softmax weights are exp(a * score + c) per row: find the factor a that fits.
         scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
         with np.errstate(divide="ignore"):
@@ -135,24 +145,26 @@ def _attention_stages(got, query, key, value, mask=None):
         factor = float(np.sum(centred_logs * centred_scores)) / denominator if denominator else 0.0
         misfit = float(np.max(np.abs(centred_logs - factor * centred_scores), initial=0.0))
         d_k = query.shape[-1]
-        if misfit < 1e-3 * max(1.0, float(np.max(np.abs(centred_logs), initial=0.0))):
+        if misfit < max(1e-3, 10 * rtol) * max(1.0, float(np.max(np.abs(centred_logs), initial=0.0))):
             if abs(factor + 1) < 1e-3:
                 raise Mistake("Your weights are the softmax of minus the scaled scores: the most "
                               "similar key gets the least weight. Check the sign of q.k/sqrt(d_k) "
                               "and of the max you subtract (exp(score - max), not exp(max - score)).")
             raise Mistake(
-                f"Your weights are the softmax of {factor:.4g} times q.k/sqrt(d_k) (d_k = {d_k}): "
-                "the products of queries and keys are right, their scale is not. Divide q.k by "
-                f"sqrt(d_k) = {np.sqrt(d_k):.4g} once, d_k being the last dimension of the query.")
+                f"Your weights are the softmax of {factor:.4g} times q.k/sqrt({d_k_name}) "
+                f"({d_k_name} = {d_k}): the products of queries and keys are right, their scale "
+                f"is not. Divide q.k by sqrt({d_k_name}) = {np.sqrt(d_k):.4g} once, {d_k_name} "
+                "being the size of each query and key.")
         raise Mistake(
             "Your weights sum to 1 over the keys but are not a softmax of the scaled scores "
             "q.k/sqrt(d_k), not even of a multiple of them: the scores are wrong before the "
             "softmax (each query times every key: query @ key.swapaxes(-1, -2)), or the value "
             "subtracted before exp is not each query's own largest score (max over axis -1, "
             "keepdims=True).")
-    if not np.allclose(output, right_out, rtol=1e-5, atol=1e-6):
-        raise Mistake("Your weights are right, but the output is not their weighted sum of the "
-                      "values: return weights @ value (each query's weights times the value rows).")
+    expected = output_of(weights) if output_of else weights @ value
+    if np.shape(output) == np.shape(expected) and not np.allclose(output, expected, rtol=rtol,
+                                                                  atol=rtol * 0.1):
+        raise Mistake(output_sentence)
 
 
 def _pair(result, what):
@@ -340,7 +352,31 @@ def _(got):
 # ---------------------------------------------------------- multi-head attention
 
 lab.piece("multi_head_attention", objects=["MultiHeadSelfAttention"],
-          description="multi-head self-attention as a Keras layer with four Dense projections")
+          description="multi-head self-attention as a Keras layer with four Dense projections",
+          error_hints=[
+              (r"Input to reshape is a tensor with \d+ values, but the requested shape|"
+               r"cannot reshape|[Rr]eshape.*(incompatible|size)",
+               "A reshape asks for a shape of another size than the tensor's: split the heads "
+               "by reshaping [B, T, h * d_k] to [B, T, h, d_k] (then transpose to [B, h, T, d_k]); "
+               "merge them by transposing back to [B, T, h, d_k] and reshaping to [B, T, h * d_k]."),
+              (r"transpose expects a vector of size|perm|axes don't match|"
+               r"axis -?\d+ is out of bounds for an array",
+               "A transpose's axis order does not fit the tensor: the per-head tensors have 4 axes "
+               "(0-3), [B, T, h, d_k] -> [B, h, T, d_k] is (0, 2, 1, 3), and the key's last two "
+               "axes swap with (0, 1, 3, 2)."),
+              (r"Tshape' of float|allowed values: int32, int64",
+               "A reshape got a size that is a float: `/` divides to a float; sizes are integers "
+               "(num_heads * key_dim, or // where you divide)."),
+              (r"[Mm]atrix size-incompatible|Dimensions must be equal|[Ii]ncompatible shapes|"
+               r"mismatch in its core dimension",
+               "Two tensors multiplied do not fit: per head, the scores are query [B, h, T, d_k] "
+               "@ key transposed [B, h, d_k, T], and the output is weights [B, h, T, T] @ value "
+               "[B, h, T, d_k]."),
+              (r"invalid value for `units`",
+               "A Dense layer got a number of units that is not a positive integer: the query, "
+               "key and value projections have num_heads * key_dim units (integers: use *), "
+               "the output projection the input's width."),
+          ])
 
 _PROJECTIONS = ("query_dense", "key_dense", "value_dense", "output_dense")
 
@@ -434,6 +470,7 @@ def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
     expect_shape(got["scores"], scores.shape, f"attention scores {what} ([batch, heads, T, T])")
     diagnose(got["scores"], _mha_score_mistakes(num_heads, key_dim, width, seed, mask),
              right=scores, rtol=1e-4, atol=1e-5)
+    _mha_stages(got, *_mha_setup(num_heads, key_dim, width, seed), num_heads, key_dim, mask)
     expect_close(got["scores"], scores, rtol=1e-4, atol=1e-5, what=f"attention scores {what}")
     expect_close(got["output"], out, rtol=1e-4, atol=1e-4, what=f"output {what}")
 
@@ -443,6 +480,45 @@ def _projection_inputs():
     rng = np.random.RandomState(13)
     return (rng.normal(size=(1, 4, 6)).astype(np.float32),
             rng.normal(size=(1, 4, 6)).astype(np.float32))
+
+
+def _mha_heads(x, weights, num_heads, key_dim):
+    """The per-head query, key and value [B, h, T, d_k] and the function that turns
+    per-head attention weights into the layer's output (merge the heads, project)."""
+    x = np.asarray(x, dtype=np.float64)
+
+    def dense(name, h):
+        kernel, bias = (np.asarray(w, dtype=np.float64) for w in weights[name])
+        return h @ kernel + bias
+
+    def split(h):
+        return h.reshape(h.shape[0], h.shape[1], num_heads, key_dim).transpose(0, 2, 1, 3)
+
+    query, key, value = (split(dense(n, x)) for n in ("query_dense", "key_dense", "value_dense"))
+
+    def output_of(attention_weights):
+        heads = np.asarray(attention_weights, dtype=np.float64) @ value
+        merged = heads.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[1], num_heads * key_dim)
+        return dense("output_dense", merged)
+
+    return query, key, value, output_of
+
+
+_MHA_OUTPUT_SENTENCE = (
+    "Your attention weights are right for every head, but the output does not follow from them: "
+    "each head's output is weights @ value; merge the heads back by transposing [B, h, T, d_k] "
+    "to [B, T, h, d_k] before reshaping to [B, T, h * d_k], then apply output_dense.")
+
+
+def _mha_stages(got, x, weights, num_heads, key_dim, mask=None):
+    """The steps of multi-head attention checked one by one (see _attention_stages), from
+    the weights per head the layer returned and its output; the reference uses the
+    layer's own projection weights."""
+    query, key, value, output_of = _mha_heads(x, weights, num_heads, key_dim)
+    allowed = None if mask is None else np.asarray(mask, dtype=bool)[:, None]
+    _attention_stages({"weights": np.asarray(got["scores"], np.float64), "output": got["output"]},
+                      query, key, value, allowed, output_of=output_of,
+                      output_sentence=_MHA_OUTPUT_SENTENCE, d_k_name="key_dim", rtol=1e-4)
 
 
 def _numpy_mha(x, weights, num_heads, key_dim, scale=None, scrambled=False):
@@ -482,7 +558,11 @@ def four_dense_projections(ns):
         info[name] = {"class": type(sub).__name__, "weights": weights,
                       "output": np.asarray(sub(inner)) if fits else None}
     sublayers = [type(s).__name__ for s in layer._flatten_layers(include_self=False)]
-    return {"projections": info, "sublayers": sublayers, "output": output,
+    try:  # the weights per head, for the judge's diagnosis (the Keras comparisons test the option)
+        scores = np.asarray(layer(x, return_attention_scores=True)[1])
+    except Exception:  # noqa: BLE001 - an option not written yet: the output is judged alone
+        scores = None
+    return {"projections": info, "sublayers": sublayers, "output": output, "scores": scores,
             "weights": [np.asarray(w) for w in layer.get_weights()]}
 
 
@@ -499,6 +579,17 @@ def _(got):
         expect(isinstance(info["weights"], list) and len(info["weights"]) == 2,
                f"self.{name} must have a kernel and a bias")
         kernel, bias = info["weights"]
+        if isinstance(kernel, np.ndarray) and kernel.ndim == 2 and kernel.shape != (6, 6):
+            if name == "output_dense":
+                raise Mistake(
+                    f"self.output_dense's kernel has shape {kernel.shape}; it maps the merged heads "
+                    "(num_heads * key_dim = 6 values per token) back to the input's width "
+                    "(input_shape[-1] = 6 here), so its kernel is (6, 6): give it as many units "
+                    "as the input's last dimension.")
+            raise Mistake(
+                f"self.{name}'s kernel has shape {kernel.shape}; it maps each token (width 6) to "
+                "num_heads * key_dim = 2 * 3 = 6 values, so its kernel is (6, 6): give it "
+                "num_heads * key_dim units.")
         expect_shape(kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6")
         expect_shape(bias, (6,), f"self.{name} bias")
         expect(bool(np.std(kernel) > 1e-3), f"self.{name} kernel is constant: a Dense layer's "
@@ -528,6 +619,8 @@ def _(got):
                                  _numpy_mha(x, weights, 2, 3, scale=1 / np.sqrt(6)),
                                  _numpy_mha(x, weights, 2, 3, scrambled=True)], sentences),
              right=expected, rtol=1e-4, atol=1e-4)
+    if isinstance(got.get("scores"), np.ndarray) and got["scores"].shape == (1, 2, 4, 4):
+        _mha_stages(got, x, weights, 2, 3)
     expect_close(got["output"], expected, rtol=1e-4, atol=1e-4,
                  what="layer output vs multi-head attention computed from the four "
                       "projections' weights")

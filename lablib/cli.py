@@ -103,27 +103,26 @@ def _late_options(p) -> None:
 def _cmd_grade(args) -> int:
     from lablib.grading.author import catalog
     from lablib.grading.grade import SubmissionRemoved, SubmissionReplaced, grade
+    from lablib.grading.gradebook.roster import Roster, SubmissionTimes
+    from lablib.grading.options import GradeOptions
     from lablib.grading.report.text import status_text
     from lablib.grading.spec import load_lab
     from lablib.grading.submissions import SubmissionSkipped
 
-    from lablib.grading.gradebook.roster import Roster, SubmissionTimes
-
-    spec = load_lab(args.lab, args.tests)
+    spec = load_lab(args.lab, args.tests)  # the lab resolved once, passed down
     notebook = catalog.find_lab_notebook(spec, lab_notebook=args.lab_notebook, course_dir=args.course)
-    roster = Roster.load(args.roster) if args.roster else None
-    times = SubmissionTimes.load(args.times) if args.times else None
-    late_policy = _late_policy(args)
+    options = GradeOptions(
+        hidden_dirs=args.tests, jobs=args.jobs, timeout=args.timeout, memory_mb=args.memory,
+        force=args.force, lab_notebook=notebook, progress=not args.quiet,
+        isolate=not args.no_sandbox, fresh=args.fresh,
+        roster=Roster.load(args.roster) if args.roster else None,
+        times=SubmissionTimes.load(args.times) if args.times else None,
+        late_policy=_late_policy(args))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SubmissionSkipped)
         warnings.simplefilter("always", SubmissionRemoved)
         warnings.simplefilter("always", SubmissionReplaced)
-        results = grade(
-            spec, args.submissions, args.output, hidden_dirs=args.tests, jobs=args.jobs,
-            timeout=args.timeout, memory_mb=args.memory, force=args.force, lab_notebook=notebook,
-            progress=not args.quiet, isolate=not args.no_sandbox, fresh=args.fresh, roster=roster,
-            late_policy=late_policy, times=times,
-        )
+        results = grade(spec, args.submissions, args.output, options)
     for warning in caught:
         if issubclass(warning.category, SubmissionSkipped):
             print(f"lablib grade: skipped: {_printable(str(warning.message))}", file=sys.stderr)
@@ -375,11 +374,25 @@ def _cmd_data(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``lablib`` command."""
-    parser = argparse.ArgumentParser(prog="lablib", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def _limit_options(p) -> None:
+    """The options ``lablib grade`` and ``lablib gradescope`` share (their help texts and
+    defaults are :class:`~lablib.grading.options.GradeOptions`')."""
+    from lablib.grading.options import GradeOptions as G
 
+    p.add_argument("--tests", action="append", default=[], metavar="HIDDEN_DIR",
+                   help=f"{G.help('hidden_dirs')} (repeatable)")
+    p.add_argument("--timeout", type=float, default=G.default("timeout"), metavar="S",
+                   help=G.help("timeout"))
+    p.add_argument("--memory", type=float, default=G.default("memory_mb"), metavar="MB",
+                   help=G.help("memory_mb"))
+    p.add_argument("--lab-notebook", metavar="PATH", help=G.help("lab_notebook"))
+    p.add_argument("--course", metavar="DIR", default=None,
+                   help="course folder holding labs/<lab>.ipynb (default: $LABLIB_COURSE_DIR); "
+                        "then the labs shipped with lablib")
+
+
+def _parse_assign(sub) -> None:
+    """``lablib assign``: write blank labs."""
     p = sub.add_parser("assign", help="write blank labs (labs/*.ipynb) from solution notebooks")
     p.add_argument("notebooks", nargs="*",
                    help="solution notebooks, or lab names (lab1 -> solutions/lab1_attention.ipynb); "
@@ -387,41 +400,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="output folder (default: labs/)")
     p.set_defaults(func=_cmd_assign)
 
-    def limits(p):
-        p.add_argument("--tests", action="append", default=[], metavar="HIDDEN_DIR",
-                       help="folder with hidden tests <lab>.py (repeatable)")
-        p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                       help="seconds per graded cell and per test (default 60)")
-        p.add_argument("--memory", type=float, default=4096.0, metavar="MB",
-                       help="memory limit per submission in MB (default 4096)")
-        p.add_argument("--lab-notebook", metavar="PATH",
-                       help="released lab notebook to take # SETUP cells from (searched first)")
-        p.add_argument("--course", metavar="DIR", default=None,
-                       help="course folder holding labs/<lab>.ipynb (default: $LABLIB_COURSE_DIR); "
-                            "then the labs shipped with lablib")
 
+def _parse_grade(sub) -> None:
+    """``lablib grade``: grade submissions."""
     p = sub.add_parser("grade", help="grade submissions")
     p.add_argument("lab", help="lab name (lab1 or lab1_attention) or path of a spec module")
     p.add_argument("submissions", nargs="+", help=".ipynb files or folders of them")
     p.add_argument("-o", "--output", required=True, help="output folder")
-    limits(p)
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel submissions (default: cores)")
-    p.add_argument("--force", action="store_true", help="re-grade unchanged submissions")
+    from lablib.grading.options import GradeOptions as G
+
+    _limit_options(p)
+    p.add_argument("--jobs", type=int, default=G.default("jobs"), metavar="N", help=G.help("jobs"))
+    p.add_argument("--force", action="store_true", help=G.help("force"))
     p.add_argument("--roster", metavar="CSV", default=None,
-                   help="class list (lablib's student_id,name,email,section,submission; a Canvas "
-                        "gradebook export; a Gradescope roster; a Moodle grading worksheet): each row's student is "
-                        "resolved now and kept in the gradebook")
+                   help=f"{G.help('roster')} (lablib's student_id,name,email,section,submission; "
+                        f"a Canvas gradebook export; a Gradescope roster; a Moodle grading "
+                        f"worksheet)")
     p.add_argument("--times", metavar="CSV", default=None,
-                   help="submission times, student,lab,submitted_at (one row per submission; the latest counts), "
-                        "for rows whose LMS download carries none")
-    p.add_argument("--fresh", action="store_true",
-                   help="start a new gradebook in the output folder (default: update it, keeping the "
-                        "rows of submissions not graded now while their notebooks exist)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--no-sandbox", action="store_true", help="do not use namespaces/uid drop even as root")
+                   help=f"{G.help('times')}: student,lab,submitted_at (one row per submission; "
+                        f"the latest counts)")
+    p.add_argument("--fresh", action="store_true", help=G.help("fresh"))
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-sandbox", action="store_true", help=f"do not use {G.help('isolate')}")
     _late_options(p)
     p.set_defaults(func=_cmd_grade)
 
+
+def _parse_review(sub) -> None:
+    """``lablib review``: the review page."""
     p = sub.add_parser("review", help="grade the written answers in a local web page, one question across the class")
     p.add_argument("lab", help="lab name (lab2 or lab2_transformer_reuters) or path of a spec module")
     p.add_argument("output", help="the output folder of `lablib grade` for this lab")
@@ -439,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "recorded in the review log with --grader's name)")
     p.set_defaults(func=_cmd_review)
 
+
+def _parse_report(sub) -> None:
+    """``lablib report``: write a graded lab's reports again."""
     p = sub.add_parser("report", help="write a graded lab's reports again, with the people's latest grades")
     p.add_argument("output", help="the output folder of `lablib grade`")
     p.add_argument("--lab", default=None, help="the lab (default: the one in grades.json)")
@@ -449,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     _late_options(p)
     p.set_defaults(func=_cmd_report)
 
+
+def _parse_export(sub) -> None:
+    """``lablib export``: LMS import files."""
     p = sub.add_parser("export", help="grades of graded labs as an LMS import file (Canvas, Moodle)")
     p.add_argument("format", choices=("canvas", "moodle"))
     p.add_argument("outputs", nargs="+", help="output folders of `lablib grade`, one per lab")
@@ -466,14 +478,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="export although written answers are still to grade (counted 0; those students noted)")
     p.set_defaults(func=_cmd_export)
 
+
+def _parse_gradescope(sub) -> None:
+    """``lablib gradescope``: a Gradescope autograder zip."""
     p = sub.add_parser("gradescope", help="build a Gradescope autograder zip")
     p.add_argument("lab")
     p.add_argument("-o", "--output", default="autograder.zip")
-    limits(p)
+    _limit_options(p)
     p.add_argument("--wheel", metavar="PATH", default=None,
                    help="lablib wheel to ship in the zip (default: a wheel of the running lablib)")
     p.set_defaults(func=_cmd_gradescope)
 
+
+def _parse_written(sub) -> None:
+    """``lablib written``: written answers for Gradescope."""
     p = sub.add_parser("written", help="written answers for Gradescope: PDFs per student, the points as CSV, "
                                        "Gradescope's evaluations back into the review")
     wsub = p.add_subparsers(dest="written_command", required=True)
@@ -506,6 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace grades given differently in lablib (default: keep them, listed)")
     p.set_defaults(func=_cmd_written)
 
+
+def _parse_data(sub) -> None:
+    """``lablib data``: list or fetch datasets."""
     p = sub.add_parser("data", help="list or fetch datasets")
     dsub = p.add_subparsers(dest="data_command", required=True)
     d = dsub.add_parser("list", help="datasets and whether they are present")
@@ -514,6 +535,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("name")
     d.add_argument("--data-dir", default=None)
     p.set_defaults(func=_cmd_data)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``lablib`` command: one function per command."""
+    parser = argparse.ArgumentParser(prog="lablib", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_parse_assign, _parse_grade, _parse_review, _parse_report, _parse_export,
+                _parse_gradescope, _parse_written, _parse_data):
+        add(sub)
     return parser
 
 

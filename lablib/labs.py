@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-__all__ = ["Lab", "UnknownLab", "KERAS_MODES", "all_labs", "lab_names", "resolve_lab", "register",
-           "unregister"]
+__all__ = ["Lab", "UnknownLab", "KERAS_MODES", "all_labs", "lab_names", "resolve_lab", "find_lab",
+           "register", "unregister"]
 
 #: The Keras a lab runs on: Keras 3, or tf_keras (``TF_USE_LEGACY_KERAS=1``, TF Model Garden).
 KERAS_MODES = ("keras3", "legacy")
@@ -86,6 +86,13 @@ class Lab:
         """The lab runs on tf_keras (``TF_USE_LEGACY_KERAS=1``)."""
         return self.keras == "legacy"
 
+    @classmethod
+    def from_spec(cls, path) -> Lab:
+        """A course's own lab given by the path of its spec file, outside the registry:
+        named after the file (``lab7_gin.py`` -> ``lab7_gin``, short ``lab7``)."""
+        path = pathlib.Path(path)
+        return cls(path.stem, path.stem.split("_", 1)[0], "", spec=str(path))
+
     @property
     def spec_path(self) -> pathlib.Path:
         """The spec file: :attr:`spec`, or the one shipped in ``lablib/grading/specs``."""
@@ -135,6 +142,46 @@ def resolve_lab(name) -> Lab:
     known = ", ".join(f"{lab.short} ({lab.name})" for lab in _REGISTRY.values())
     raise UnknownLab(f"Unknown lab {text!r}. Expected one of: {known}; or, for a course's own "
                      f"lab, the path of its spec file (or lablib.labs.register(Lab(...)) first).")
+
+
+def _spec_file(text: str) -> pathlib.Path | None:
+    """``text`` as a spec file's path when it is one (a ``.py`` file, or a folder holding
+    exactly one ``lab*.py``), else None (a lab's name)."""
+    if not (text.endswith(".py") or "/" in text or "\\" in text or pathlib.Path(text).is_dir()):
+        return None
+    path = pathlib.Path(text)
+    if path.is_dir():
+        candidates = sorted(path.glob("lab*.py"))
+        if len(candidates) != 1:
+            raise FileNotFoundError(
+                f"Spec folder {text!r} holds {len(candidates)} lab*.py files "
+                f"({[p.name for p in candidates]}); expected exactly one. Pass the file itself.")
+        return candidates[0]
+    if not path.is_file():
+        raise FileNotFoundError(f"Spec file {text!r} does not exist; pass a lab name "
+                                f"({', '.join(lab_names())}) or the path of a spec module.")
+    return path
+
+
+def find_lab(lab) -> Lab:
+    """The lab that ``lab`` means, resolved once for whoever passes it on: a
+    :class:`Lab` passes through; the path of a spec file (or of a folder holding one
+    ``lab*.py``) is a course's own lab (:meth:`Lab.from_spec`); anything else is a
+    registered lab's full or short name (:func:`resolve_lab`).
+
+    Raises:
+        FileNotFoundError: a path that is no spec file (the message says what to pass).
+        UnknownLab: no registered lab has that name (the message lists them).
+
+    Example::
+
+        find_lab("lab1").name                       # 'lab1_attention'
+        find_lab("course/lab7_gin.py").short        # 'lab7'
+    """
+    if isinstance(lab, Lab):
+        return lab
+    path = _spec_file(str(lab).strip())
+    return Lab.from_spec(path) if path is not None else resolve_lab(lab)
 
 
 def register(lab: Lab) -> Lab:

@@ -15,7 +15,8 @@ from lablib.grading.results import Kind, TestResult
 from lablib.grading.run.child import run_probe
 from lablib.grading.run.guard import BY_HAND
 from lablib.grading.run.protocol import ProbeRequest
-from lablib.grading.spec import LabSpec, load_lab, registered_lab
+from lablib.grading.spec import LabSpec, load_spec, loaded_spec
+from lablib.labs import UnknownLab, find_lab
 from lablib.session import NOT_DONE
 
 __all__ = ["check", "CheckResult"]
@@ -101,16 +102,27 @@ class CheckResult:
 
 
 def _find_lab(lab) -> LabSpec:
+    """The spec of ``lab``: the lab is resolved once (:func:`lablib.labs.find_lab`), then
+    its spec is the one already loaded, or loaded now; a name the registry does not know
+    may still be a lab loaded earlier by path (a course's own, a test's fixture)."""
     if isinstance(lab, LabSpec):
         return lab
-    return registered_lab(str(lab)) or load_lab(lab)
+    try:
+        entry = find_lab(lab)
+    except UnknownLab:
+        loaded = loaded_spec(str(lab))
+        if loaded is None:
+            raise
+        return loaded
+    return loaded_spec(entry.name) or load_spec(entry)
 
 
 def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResult:
     """Run the public checks of ``piece`` on the given objects and print a report.
 
     Args:
-        lab: the lab (``"lab1"`` or ``"lab1_attention"``, or a spec file path).
+        lab: the lab (``"lab1"`` or ``"lab1_attention"``, a spec file path, a
+            :class:`lablib.labs.Lab` or a :class:`~lablib.grading.spec.LabSpec`).
         piece: the graded piece (the name after ``# GRADED:``).
         *objects: the piece's objects, in the order the lab declares them.
         quiet: do not print the report.

@@ -10,7 +10,7 @@ submissions in parallel and caches results by content hash.
 Example::
 
     from lablib.grading.grade import grade
-    results = grade("lab1", ["submissions/"], "out", hidden_dirs=["hidden/"], jobs=2)
+    results = grade("lab1", ["submissions/"], "out", GradeOptions(hidden_dirs=["hidden/"], jobs=2))
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import time
 import warnings
 
 from lablib._version import PACKAGE_DIR, __version__
+from lablib.labs import find_lab
 from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.gradebook import Gradebook, GradebookFolder
@@ -41,7 +42,8 @@ from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
-from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_lab
+from lablib.grading.options import GradeOptions
+from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_spec
 from lablib.grading.submissions import Found, find_submissions, warn_skipped
 
 __all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced"]
@@ -298,10 +300,8 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
     return results
 
 
-def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None, timeout: float = 60.0,
-          memory_mb: float = 4096.0, force: bool = False, lab_notebook=None, progress: bool = True,
-          isolate: bool = True, writers=None, fresh: bool = False, roster=None,
-          late_policy=None, times=None) -> list[SubmissionResult]:
+def grade(lab, submissions, out_dir, options: GradeOptions | None = None,
+          **settings) -> list[SubmissionResult]:
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the
@@ -310,79 +310,75 @@ def grade(lab, submissions, out_dir, *, hidden_dirs=(), jobs: int | None = None,
     is gone is dropped with a :class:`SubmissionRemoved` warning.
 
     Args:
-        lab: lab name (``"lab1"``), or path of a spec module/folder, or a :class:`LabSpec`.
+        lab: lab name (``"lab1"``), or path of a spec module/folder, a
+            :class:`lablib.labs.Lab`, or a :class:`LabSpec`: resolved once, here.
         submissions: notebooks and/or folders of them.
         out_dir: where ``grades.csv``, ``grades.json``, ``feedback/`` and ``.cache/`` go.
-        hidden_dirs: folders with hidden tests (``<lab>.py``).
-        jobs: submissions graded in parallel (default: number of CPU cores).
-        timeout: seconds per graded cell and per test (a test's own ``timeout`` wins).
-        memory_mb: memory limit of each submission's process.
-        force: re-grade even when the submission and the tests are unchanged.
-        lab_notebook: the released lab notebook to take set-up cells from.
-        progress: show a tqdm progress bar on stderr.
-        isolate: use the sandbox (namespaces, unprivileged uid) when running as root.
-        writers: the report writers (default :data:`lablib.grading.report.DEFAULT_WRITERS`).
-        fresh: start a new gradebook: drop the rows of submissions not graded now.
-        roster: a :class:`~lablib.grading.gradebook.roster.Roster`: each row's identity is resolved
-            with it (every row's, the kept ones' too) and the summary lists the
-            submissions and students that matched nothing (a copy stays in ``out_dir``: a
-            later regrade without ``roster`` resolves its new rows with it and keeps the
-            identities of the others).
-        times: a :class:`~lablib.grading.gradebook.roster.SubmissionTimes`: submission times for
-            the rows whose LMS download carries none (every row's time is looked up again).
-        late_policy: a :class:`~lablib.grading.gradebook.late.LatePolicy` (kept in ``out_dir`` as
-            ``late.json``: later regrades and ``lablib report`` apply it too).
+        options: the :class:`~lablib.grading.options.GradeOptions` (hidden tests, limits,
+            roster, late policy...; default: the defaults).
+        **settings: options by name, replacing those of ``options``
+            (``grade(lab, subs, out, jobs=1, timeout=20)``). A roster given resolves
+            every row's identity (the kept ones' too; a copy stays in ``out_dir``, so a
+            later regrade without one resolves its new rows with it); times are looked
+            up again for every row; a late policy is kept in ``out_dir`` (``late.json``).
 
     Returns:
         One :class:`SubmissionResult` per row of the gradebook written (those graded now
         and those kept).
     """
-    spec = lab if isinstance(lab, LabSpec) else load_lab(lab, hidden_dirs)
-    template, _ = read_notebook(catalog.find_lab_notebook(spec, lab_notebook=lab_notebook))
+    options = GradeOptions.of(options, **settings)
+    spec = lab if isinstance(lab, LabSpec) else load_spec(find_lab(lab), options.hidden_dirs)
+    template, _ = read_notebook(catalog.find_lab_notebook(spec, lab_notebook=options.lab_notebook))
     setup = setup_sources(template)
     out = pathlib.Path(out_dir)
     folder = GradebookFolder(out)
-    previous = [] if fresh else folder.results(spec.name)
-    roster_given = roster is not None
+    previous = [] if options.fresh else folder.results(spec.name)
+    roster, times, late_policy = options.roster, options.times, options.late_policy
     if roster is None and previous:
         roster = folder.roster()  # a regrade keeps the class's roster
-    if late_policy is None and not fresh:
+    if late_policy is None and not options.fresh:
         late_policy = folder.late_policy()
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped)
-    items = [(f.name, f.path) for f in found]
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
-    limits = Limits(timeout=timeout, memory_mb=memory_mb, isolate=isolate)
+    limits = options.limits
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits))
-    mask = _masked_paths(spec, hidden_dirs, out, submissions)
+    mask = _masked_paths(spec, options.hidden_dirs, out, submissions)
     for module in spec.judge_imports:  # before any worker thread exists
         importlib.import_module(module)
 
     def work(item):
         name, path = item
-        return grade_one(spec, name, path, setup, limits=limits, mask=mask, template=template, cache=cache,
-                         force=force)
+        return grade_one(spec, name, path, setup, limits=limits, mask=mask, template=template,
+                         cache=cache, force=options.force)
 
-    graded = _in_parallel(spec, items, work, max(1, jobs or os.cpu_count() or 1), progress)
+    graded = _in_parallel(spec, [(f.name, f.path) for f in found], work, options.workers,
+                          options.progress)
     by_name = {f.name: f for f in found}
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
         r.identity = _identify(by_name[r.submission], roster, times, spec)
-    now = {id(r) for r in graded}
+    _reidentify(previous, roster, times, spec, new_roster=options.roster is not None)
+    results = _replaced(_merged(previous, graded), {id(r) for r in graded})
+    folder.keep_roster(roster)
+    if late_policy is not None or options.fresh:
+        folder.keep_late_policy(late_policy)
+    _write(out, spec, results, writers=options.writers, roster=roster, skipped=skipped,
+           late_policy=late_policy, template=template)
+    return sorted(results, key=lambda r: r.submission)
+
+
+def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool) -> None:
+    """The kept rows' identities: all resolved again with a new roster (or where a row has
+    none); with new times only, each row's time looked up again."""
     for r in previous:
-        if roster_given or not r.identity:  # a new roster for the class, or a gradebook without identities
+        if new_roster or not r.identity:
             r.identity = _again(r, roster, times, spec)
         elif times is not None:  # new times: the same student, the time looked up again
             again = _identify(_found_of(r), roster, times, spec)
             if again.get("submitted_at"):
-                r.identity.update(submitted_at=again["submitted_at"], time_source=again["time_source"])
-    results = _replaced(_merged(previous, graded), now)
-    folder.keep_roster(roster)
-    if late_policy is not None or fresh:
-        folder.keep_late_policy(late_policy)
-    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy,
-           template=template)
-    return sorted(results, key=lambda r: r.submission)
+                r.identity.update(submitted_at=again["submitted_at"],
+                                  time_source=again["time_source"])
 
 
 def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=None, skipped=(),
@@ -430,7 +426,7 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
     except FileNotFoundError:
         raise ValueError(f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass "
                          f"the output folder of a graded lab.") from None
-    spec = lab if isinstance(lab, LabSpec) else load_lab(lab or stored["lab"], hidden_dirs)
+    spec = lab if isinstance(lab, LabSpec) else load_spec(find_lab(lab or stored["lab"]), hidden_dirs)
     results = folder.results(spec.name, stored)
     skipped = folder.skipped(stored)  # kept in the gradebook: the summary lists them again
     roster_given = roster is not None

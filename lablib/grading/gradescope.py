@@ -17,8 +17,10 @@ import pathlib
 import sys
 
 from lablib.grading.grade import grade
+from lablib.grading.options import GradeOptions
 from lablib.grading.report import DEFAULT_WRITERS, GradescopeResults, write_reports
-from lablib.grading.spec import load_lab
+from lablib.grading.spec import load_spec
+from lablib.labs import find_lab
 
 __all__ = ["run_autograder", "main"]
 
@@ -32,7 +34,8 @@ def run_autograder(root=None) -> dict:
     hidden = [source / "tests"] if (source / "tests" / f"{config['lab']}.py").is_file() else []
     if hidden:
         os.chmod(source / "tests", 0o700)  # unreadable for the unprivileged grading uid
-    lab = load_lab(source / config["spec"] if config.get("spec") else config["lab"], hidden)
+    lab = load_spec(find_lab(source / config["spec"] if config.get("spec") else config["lab"]),
+                    hidden)  # the lab resolved once, passed down
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     submission = root / "submission"
@@ -41,9 +44,11 @@ def run_autograder(root=None) -> dict:
     if not books:
         write_reports(results_dir, lab, [], writers=writers)
     else:
-        grade(lab, books, results_dir, jobs=1, timeout=config["timeout"], memory_mb=config["memory_mb"],
-              lab_notebook=source / "lab.ipynb", progress=False, hidden_dirs=hidden, writers=writers,
-              fresh=True)  # one upload is the whole gradebook
+        options = GradeOptions(hidden_dirs=hidden, jobs=1, timeout=config["timeout"],
+                               memory_mb=config["memory_mb"], lab_notebook=source / "lab.ipynb",
+                               progress=False, writers=writers,
+                               fresh=True)  # one upload is the whole gradebook
+        grade(lab, books, results_dir, options)
     return json.loads((results_dir / "results.json").read_text())
 
 

@@ -69,7 +69,7 @@ from lablib.grading.expect import (
     expect_shape,
 )
 from lablib.grading.run.protocol import to_plain
-from lablib.labs import UnknownLab, all_labs, resolve_lab
+from lablib.labs import Lab, UnknownLab, all_labs, find_lab, resolve_lab
 
 __all__ = [
     "LabSpec",
@@ -84,7 +84,8 @@ __all__ = [
     "get_lab",
     "known_labs",
     "load_lab",
-    "registered_lab",
+    "load_spec",
+    "loaded_spec",
     "resolve_lab_name",
     "expect",
     "expect_close",
@@ -434,15 +435,11 @@ def get_lab(name: str, title: str = "", aliases: tuple[str, ...] = ()) -> LabSpe
     return lab
 
 
-def registered_lab(name: str) -> LabSpec | None:
-    """The spec of ``name`` (full or registry short name) when its tests are already
-    loaded in this process (a spec imported by path, a fixture lab), else None."""
-    lab = _LABS.get(name)
-    if lab is None:
-        try:
-            lab = _LABS.get(resolve_lab(name).name)
-        except UnknownLab:
-            lab = next((spec for spec in _LABS.values() if name in spec.aliases), None)
+def loaded_spec(name: str) -> LabSpec | None:
+    """The spec loaded in this process under ``name`` (its name or one of its aliases: a
+    spec imported by path, a test's fixture lab), with its tests, else None. Asks no
+    registry: ``name`` is taken as given."""
+    lab = _LABS.get(name) or next((spec for spec in _LABS.values() if name in spec.aliases), None)
     return lab if lab is not None and lab.tests else None
 
 
@@ -491,88 +488,83 @@ def _import_spec_file(path: pathlib.Path) -> LabSpec:
     return lab
 
 
-def _spec_path(name) -> pathlib.Path | None:
-    """``name`` as a spec file path when it is one (a .py file or a folder holding one)."""
-    text = str(name)
-    if not (text.endswith(".py") or "/" in text or "\\" in text or pathlib.Path(text).is_dir()):
-        return None
-    path = pathlib.Path(text)
-    if path.is_dir():
-        candidates = sorted(p for p in path.glob("lab*.py"))
-        if len(candidates) != 1:
-            raise FileNotFoundError(
-                f"Spec folder {text!r} holds {len(candidates)} lab*.py files "
-                f"({[p.name for p in candidates]}); expected exactly one. Pass the file itself."
-            )
-        return candidates[0]
-    if not path.is_file():
-        raise FileNotFoundError(f"Spec file {text!r} does not exist; pass a lab name "
-                                f"({', '.join(known_labs())}) or the path of a spec module.")
-    return path
-
-
 def load_lab(name, hidden_dirs=()) -> LabSpec:
     """Load a lab's public tests, plus hidden tests from each folder in ``hidden_dirs``.
 
     Args:
         name: a lab name (``"lab1"`` or ``"lab1_attention"``), or the path of a spec
             module written with this API (a ``.py`` file, or a folder holding exactly
-            one ``lab*.py``), e.g. a course's own lab outside lablib.
+            one ``lab*.py``), e.g. a course's own lab outside lablib; or a
+            :class:`lablib.labs.Lab`.
         hidden_dirs: folders holding ``<lab name>.py`` (or ``<short name>.py``) written
             with the same API; their tests are marked hidden.
 
     Returns:
-        The :class:`LabSpec`.
+        The :class:`LabSpec`: :func:`load_spec` of :func:`lablib.labs.find_lab`'s lab.
 
     Example::
 
         lab = load_lab("lab1", hidden_dirs=["instructor/hidden"])
     """
-    path = _spec_path(name)
-    if path is not None:
-        lab = _import_spec_file(path)
-        full = lab.name
-    else:
-        entry = resolve_lab(name)
-        full = entry.name
-        if entry.spec:  # a lab registered with its own spec file
-            lab = _import_spec_file(pathlib.Path(entry.spec))
-        else:
-            module_name = f"lablib.grading.specs.{full}"
-            file = PUBLIC_TESTS_DIR / f"{full}.py"
-            if module_name not in sys.modules:
-                _import_file(file, module_name)
-            lab = get_lab(full)
-            if file not in lab.source_files:
-                lab.source_files.insert(0, file)
-            lab.spec_dir = PUBLIC_TESTS_DIR
-    for folder in hidden_dirs:
-        folder = pathlib.Path(folder)
-        if not folder.is_dir():
-            raise FileNotFoundError(
-                f"Hidden tests folder {str(folder)!r} does not exist; pass the folder "
-                f"that holds {full}.py with --tests."
-            )
-        try:
-            short = resolve_lab(full).short
-        except UnknownLab:  # a spec given by path, not in the registry
-            short = full.split("_", 1)[0]
-        for candidate in (folder / f"{full}.py", folder / f"{short}.py"):
-            candidate = candidate.resolve()
-            digest = hashlib.sha1(str(candidate).encode()).hexdigest()[:10]
-            hidden_name = f"{HIDDEN_NAMESPACE}.{full}_{digest}"
-            if candidate.is_file():
-                if hidden_name not in sys.modules:
-                    before = {id(t) for t in lab.tests}
-                    _import_file(candidate, hidden_name)
-                    for test in lab.tests:  # a probe defined elsewhere, registered here
-                        if id(test) not in before:
-                            test.hidden = True
-                if candidate not in lab.source_files:
-                    lab.source_files.append(candidate)
-                break
-        else:
-            raise FileNotFoundError(
-                f"Hidden tests folder {str(folder)!r} holds neither {full}.py nor {short}.py."
-            )
+    return load_spec(find_lab(name), hidden_dirs)
+
+
+def _shipped_spec(name: str) -> LabSpec:
+    """The spec shipped with lablib (``specs/<name>.py``), imported once."""
+    module_name = f"lablib.grading.specs.{name}"
+    file = PUBLIC_TESTS_DIR / f"{name}.py"
+    if module_name not in sys.modules:
+        _import_file(file, module_name)
+    lab = _LABS.get(name)
+    if lab is None:
+        raise ValueError(f"Spec file {str(file)!r} registers no lab named {name!r}: call "
+                         f"get_lab({name!r}) in it.")
+    if file not in lab.source_files:
+        lab.source_files.insert(0, file)
+    lab.spec_dir = PUBLIC_TESTS_DIR
     return lab
+
+
+def _add_hidden(lab: LabSpec, folder, short: str) -> None:
+    """The hidden tests of ``folder`` (``<name>.py`` or ``<short>.py``) added to ``lab``."""
+    full = lab.name
+    folder = pathlib.Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"Hidden tests folder {str(folder)!r} does not exist; pass the folder "
+            f"that holds {full}.py with --tests."
+        )
+    for candidate in (folder / f"{full}.py", folder / f"{short}.py"):
+        candidate = candidate.resolve()
+        digest = hashlib.sha1(str(candidate).encode()).hexdigest()[:10]
+        hidden_name = f"{HIDDEN_NAMESPACE}.{full}_{digest}"
+        if candidate.is_file():
+            if hidden_name not in sys.modules:
+                before = {id(t) for t in lab.tests}
+                _import_file(candidate, hidden_name)
+                for test in lab.tests:  # a probe defined elsewhere, registered here
+                    if id(test) not in before:
+                        test.hidden = True
+            if candidate not in lab.source_files:
+                lab.source_files.append(candidate)
+            return
+    raise FileNotFoundError(
+        f"Hidden tests folder {str(folder)!r} holds neither {full}.py nor {short}.py."
+    )
+
+
+def load_spec(lab: Lab, hidden_dirs=()) -> LabSpec:
+    """The tests of ``lab``, a :class:`lablib.labs.Lab` resolved once by the caller
+    (:func:`lablib.labs.find_lab`): its spec file's public tests, plus the hidden tests
+    of each folder in ``hidden_dirs``. Asks the registry nothing more.
+
+    Raises:
+        FileNotFoundError: a hidden tests folder that is missing or holds no tests of
+            this lab.
+        ValueError: a spec file that registers no lab of its name.
+    """
+    spec = _import_spec_file(pathlib.Path(lab.spec)) if lab.spec else _shipped_spec(lab.name)
+    short = lab.short if spec.name == lab.name else spec.name.split("_", 1)[0]
+    for folder in hidden_dirs:
+        _add_hidden(spec, folder, short)
+    return spec

@@ -1,0 +1,119 @@
+"""How a batch is graded: every option declared once, with its default and its meaning.
+
+:class:`GradeOptions` is what ``lablib grade`` (:mod:`lablib.cli`), :func:`~lablib.grading.
+grade.grade` and Gradescope's run (:mod:`lablib.grading.gradescope`) share: the command
+line takes its defaults and help texts from here, ``grade()`` takes one (or the same
+names as keywords), and the Gradescope run builds one from the zip's ``config.json``.
+
+Example::
+
+    options = GradeOptions(hidden_dirs=("hidden/",), jobs=2, timeout=30)
+    grade("lab1", ["submissions/"], "out", options)
+    grade("lab1", ["submissions/"], "out", options, force=True)   # one option changed
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the types only: the command line reads this module before grading
+    from lablib.grading.gradebook.late import LatePolicy
+    from lablib.grading.gradebook.roster import Roster, SubmissionTimes
+    from lablib.grading.report.base import Writer
+    from lablib.grading.run import Limits
+
+__all__ = ["GradeOptions"]
+
+
+def _option(default, help: str, **kwargs):
+    return dataclasses.field(default=default, metadata={"help": help}, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GradeOptions:
+    """The options of one grading run (each field's ``help`` is the command line's).
+
+    Raises:
+        ValueError: a time, memory or job count that is not positive (the message says
+            what was given and what is expected).
+    """
+
+    hidden_dirs: tuple[str, ...] = _option((), "folders with hidden tests <lab>.py")
+    jobs: int | None = _option(None, "submissions graded in parallel (default: CPU cores)")
+    timeout: float = _option(60.0, "seconds per graded cell and per test (default 60)")
+    memory_mb: float = _option(4096.0, "memory limit per submission in MB (default 4096)")
+    force: bool = _option(False, "grade again even when the submission and the tests are unchanged")
+    lab_notebook: str | None = _option(
+        None, "the released lab notebook to take # SETUP cells from (searched first)")
+    progress: bool = _option(True, "a progress bar on stderr")
+    isolate: bool = _option(True, "the sandbox (namespaces, an unprivileged uid) when run as root")
+    writers: tuple[Writer, ...] | None = _option(
+        None, "the report writers (default: lablib.grading.report.DEFAULT_WRITERS)")
+    fresh: bool = _option(False, "start a new gradebook in the output folder (default: update "
+                                 "it, keeping the rows of submissions not graded now while "
+                                 "their notebooks exist)")
+    roster: Roster | None = _option(
+        None, "the class list: each row's student is resolved now and kept in the gradebook")
+    times: SubmissionTimes | None = _option(
+        None, "submission times for the rows whose LMS download carries none")
+    late_policy: LatePolicy | None = _option(
+        None, "the late policy (kept in the output folder: later regrades and reports apply it)")
+
+    def __post_init__(self):
+        if isinstance(self.hidden_dirs, (str, os.PathLike)):
+            raise TypeError(f"GradeOptions(hidden_dirs=...) takes a list of folders, got the "
+                            f"single path {str(self.hidden_dirs)!r}; write [{str(self.hidden_dirs)!r}].")
+        object.__setattr__(self, "hidden_dirs", tuple(str(d) for d in self.hidden_dirs))
+        if self.lab_notebook is not None:
+            object.__setattr__(self, "lab_notebook", str(self.lab_notebook))
+        if self.writers is not None:
+            object.__setattr__(self, "writers", tuple(self.writers))
+        for name in ("timeout", "memory_mb"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"GradeOptions({name}={value!r}): expected a positive number.")
+        if self.jobs is not None and (not isinstance(self.jobs, int) or self.jobs < 1):
+            raise ValueError(f"GradeOptions(jobs={self.jobs!r}): expected a whole number >= 1, "
+                             f"or None for one per CPU core.")
+
+    @classmethod
+    def of(cls, options: GradeOptions | None = None, **changes) -> GradeOptions:
+        """``options`` (default: the defaults) with ``changes`` (option name -> value).
+
+        Raises:
+            TypeError: a name that is no option (the message lists the options).
+        """
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise TypeError(f"Unknown grading option(s) {unknown}; the options are "
+                            f"{cls.names()}.")
+        return dataclasses.replace(options or cls(), **changes)
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """Every option's name, in order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        """The help text of option ``name``."""
+        return next(f.metadata["help"] for f in dataclasses.fields(cls) if f.name == name)
+
+    @classmethod
+    def default(cls, name: str):
+        """The default of option ``name``."""
+        return next(f.default for f in dataclasses.fields(cls) if f.name == name)
+
+    @property
+    def limits(self) -> Limits:
+        """The run's :class:`~lablib.grading.run.Limits`."""
+        from lablib.grading.run import Limits
+
+        return Limits(timeout=self.timeout, memory_mb=self.memory_mb, isolate=self.isolate)
+
+    @property
+    def workers(self) -> int:
+        """Submissions graded at once (``jobs``, else one per CPU core)."""
+        return max(1, self.jobs or os.cpu_count() or 1)

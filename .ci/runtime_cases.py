@@ -40,8 +40,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".ci"))
 from colab_check import builds_model_garden, cell_process, first_cell, pip, versions  # noqa: E402
 
-# Read from lablib/install.py's source, not imported: this script runs outside any venv with lablib.
-_INSTALL = (ROOT / "lablib" / "install.py").read_text(encoding="utf-8")
+# Read from lablib/install/startup.py's source, not imported: this script runs outside any venv
+# with lablib.
+_INSTALL = (ROOT / "lablib" / "install" / "startup.py").read_text(encoding="utf-8")
 NO_TENSORFLOW_ON_COLAB = "This Colab runtime has no TensorFlow (Colab's TPU runtimes come without it)"
 assert NO_TENSORFLOW_ON_COLAB in _INSTALL, "lablib.install.NO_TENSORFLOW_ON_COLAB changed: update this script"
 

@@ -18,6 +18,8 @@ import sys
 import pytest
 
 from lablib import install
+from lablib.install import pip_run, startup
+from lablib.install.plan import requirement_name
 from lablib.labs import all_labs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -66,7 +68,7 @@ def test_lab_needs_cover_every_import_of_the_notebook():
         nb = json.loads((ROOT / "solutions" / f"{name}.ipynb").read_text())
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         modules = {m.split(".")[0] for m in re.findall(r"^\s*(?:import|from)\s+([\w.]+)", code, re.M)}
-        needed = {install._name(r) for r in install.lab_requirements(lab, "2.19.0")}
+        needed = {requirement_name(r) for r in install.lab_requirements(lab, "2.19.0")}
         for module in modules - stdlib:
             assert module in provider, f"{name} imports {module}: add it to the lab's imports in lablib/labs.py"
             assert install.normalize(provider[module]) in needed, (lab, module)
@@ -117,6 +119,22 @@ def test_lab2_asks_for_model_garden_of_the_installed_tensorflow_minor():
         assert not any(r.startswith(("tf-models", "tf-keras")) for r in install.lab_requirements(lab, "2.19.0"))
     with pytest.raises(ValueError, match="lab5.*lab1"):
         install.lab_requirements("lab5", "2.19.0")
+
+
+def test_the_names_released_notebooks_and_graders_import_stay_in_lablib_install():
+    """The released notebooks' first cells import ``prepare`` from ``lablib.install``,
+    ``lablib gradescope`` imports ``lab_extras``: every name the module exported before it
+    became a package (0.3.0) is still there, and importing it never imports TensorFlow."""
+    released = ["DEFAULT_LABLIB_PIP", "ALLOW_TENSORFLOW_CHANGE", "NO_TENSORFLOW_ON_COLAB",
+                "PINNED", "CORE", "EXTRAS", "InstallError", "RestartRequired", "Plan",
+                "lablib_pip", "KNOWN_NOISE", "quiet_known_noise", "set_tensorflow_environment",
+                "lab_extras", "lab_requirements", "plan", "constraints", "pip_install_command",
+                "changed_imports", "pip_failure", "install_summary", "prepare"]
+    assert set(released) <= set(install.__all__)
+    assert all(getattr(install, name) is not None for name in install.__all__)
+    code = ("import sys; from lablib.install import prepare, lab_extras; "
+            "assert 'tensorflow' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 # -- plan: what gets installed, what is pinned ------------------------------------------
@@ -260,12 +278,12 @@ ERROR: Failed to build installable wheels for some pyproject.toml based projects
 def fake_env(monkeypatch):
     def make(versions, available, imported=(), **kwargs):
         pip = FakePip(versions, available, **kwargs)
-        monkeypatch.setattr(install, "installed_versions",
+        monkeypatch.setattr(pip_run, "installed_versions",
                             lambda names=None: {install.normalize(k): v for k, v in pip.versions.items()
                                                 if names is None or install.normalize(k) in map(install.normalize, names)})
         monkeypatch.setattr(importlib.metadata, "packages_distributions",
                             lambda: {name.replace("-", "_"): [name] for name in pip.versions})
-        monkeypatch.setattr(install, "_imported_modules", lambda: list(imported))
+        monkeypatch.setattr(startup, "_imported_modules", lambda: list(imported))
         return pip
     return make
 
@@ -342,7 +360,7 @@ def test_an_unreachable_index_is_reported_with_pips_error(fake_env):
     assert pip.versions == COLAB
     many = "\n".join([OFFLINE.splitlines()[0].replace("total=0", f"total={n}") for n in (2, 1, 0)]
                      + OFFLINE.splitlines()[1:])
-    assert install._pip_error_lines(many) == OFFLINE.strip()  # one line per run of pip's retries
+    assert pip_run._pip_error_lines(many) == OFFLINE.strip()  # one line per run of pip's retries
 
 
 def test_colab_without_tensorflow_says_to_change_the_runtime(fake_env):
@@ -389,9 +407,9 @@ def test_install_summary_lists_every_change_with_what_required_it():
 def test_requirers_reads_installed_metadata():
     """With this environment's metadata: a version of packaging that its requirers exclude
     is explained by them (packaging is required by pytest, among others)."""
-    found = install._requirers({"packaging": "0.1"})
+    found = pip_run.requirers({"packaging": "0.1"})
     assert found.get("packaging") and all(" requires packaging" in line for line in found["packaging"])
-    assert install._requirers({}) == {}
+    assert pip_run.requirers({}) == {}
 
 
 def test_setuptools_shim_in_memory_needs_no_restart(fake_env):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.expect import Mistake
 from lablib.grading.spec import diagnose, expect, expect_close, expect_shape
 
 
@@ -51,12 +52,74 @@ def encoding_mistakes(length, depth):
     ]
 
 
+def _columns(indices, limit: int = 6) -> str:
+    shown = ", ".join(str(int(i)) for i in indices[:limit])
+    return shown + (f" and {len(indices) - limit} more" if len(indices) > limit else "")
+
+
+def _frequency(column, use_sine):
+    """The frequency w with column[p] = sin(p w) (or cos), from rows 1 and 2, or None."""
+    if column.size < 3 or not np.all(np.abs(column) <= 1 + 1e-6):
+        return None
+    first = float(np.clip(column[1], -1.0, 1.0))
+    candidates = ([np.arcsin(first), np.pi - np.arcsin(first)] if use_sine
+                  else [np.arccos(first), 2 * np.pi - np.arccos(first)])
+    wave = np.sin if use_sine else np.cos
+    positions = np.arange(column.size)
+    for w in candidates:
+        if np.allclose(wave(positions * w), column, atol=1e-4):
+            return float(w)
+    return None
+
+
+def encoding_stages(got, length, depth):
+    """Name what is wrong in a positional-encoding table the known mistakes do not
+    explain: its size, row 0 (sin 0 = 0 in even columns, cos 0 = 1 in odd ones),
+    columns that are not a sine or cosine of the position, or columns whose frequency is
+    not the paper's. Like the known mistakes it says where to look and what to
+    recompute, never the formula's exponent (Lab 2's written question `find_error`)."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim == 2 and got.shape != (length, depth):
+        if got.shape[0] != length:
+            raise Mistake(f"positional_encoding({length}, {depth}) has {got.shape[0]} rows: one "
+                          f"row per position 0, 1, ..., {length - 1} (np.arange(length)).")
+        raise Mistake(f"positional_encoding({length}, {depth}) has {got.shape[1]} columns: one "
+                      f"column per dimension of the model, {depth}.")
+    if got.shape != (length, depth) or not np.all(np.isfinite(got)):
+        return
+    right = reference_encoding(length, depth)
+    row0 = right[0]
+    wrong0 = np.flatnonzero(~np.isclose(got[0], row0, atol=1e-6))
+    if wrong0.size:
+        raise Mistake(f"Row 0 (position 0) differs in column(s) {_columns(wrong0)}: at position 0 "
+                      "every sine is 0 and every cosine 1, so row 0 is 0, 1, 0, 1, ... when even "
+                      "columns hold sines and odd columns cosines.")
+    wrong = np.flatnonzero(~np.all(np.isclose(got, right, rtol=1e-4, atol=1e-5), axis=0))
+    if not wrong.size:
+        return
+    shapeless = [j for j in wrong if _frequency(got[:, j], j % 2 == 0) is None]
+    if shapeless:
+        raise Mistake(
+            f"Column(s) {_columns(shapeless)} are not a {'sine' if shapeless[0] % 2 == 0 else 'cosine'} "
+            "of the position times one fixed frequency: each column j is sin or cos of "
+            "position x frequency_j, with the positions as a column [length, 1] and the "
+            "frequencies as a row [1, depth] (broadcasting gives the angles [length, depth]).")
+    raise Mistake(
+        f"Column(s) {_columns(wrong)} are sinusoids of the position with frequencies other "
+        "than the paper's: compute row 1 of positional_encoding(2, 4) by hand from the paper's "
+        "two formulas (pos = 1, d_model = 4) and compare the frequency each of your columns "
+        "uses.")
+
+
 def judge_encoding_table(got, length, depth):
     """The table has the right shape, row 0 is (0, 1, 0, 1, ...), and it matches the paper."""
     call = f"positional_encoding({length}, {depth})"
+    if np.ndim(got) == 2 and np.shape(got) != (length, depth):
+        encoding_stages(got, length, depth)
     expect_shape(got, (length, depth), call)
     diagnose(got, encoding_mistakes(length, depth), right=reference_encoding(length, depth),
              rtol=1e-4, atol=1e-5)
+    encoding_stages(got, length, depth)
     expect_close(got[0], np.tile([0.0, 1.0], depth // 2), atol=1e-6, what="row of position 0")
     expect_close(got, reference_encoding(length, depth), rtol=1e-4, atol=1e-5, what=call)
 
@@ -65,9 +128,12 @@ def judge_float32_encoding(got, length, depth):
     """``got`` = {"dtype", "values"}: a float32 table matching the paper (odd depth too)."""
     call = f"positional_encoding({length}, {depth})"
     expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
+    if np.ndim(got["values"]) == 2 and np.shape(got["values"]) != (length, depth):
+        encoding_stages(got["values"], length, depth)
     expect_shape(got["values"], (length, depth), call)
     diagnose(got["values"], encoding_mistakes(length, depth),
              right=reference_encoding(length, depth), rtol=1e-4, atol=1e-5)
+    encoding_stages(got["values"], length, depth)
     expect_close(got["values"], reference_encoding(length, depth), rtol=1e-4, atol=1e-5, what=call)
 
 
@@ -81,7 +147,17 @@ def add_encoding_piece(lab, table: tuple[int, int], odd: tuple[int, int], odd_hi
     formula, and ``float32_and_odd_depth`` (1 point), a float32 table of odd depth
     ``odd``. The names are the tests' ids in gradebooks: the same in both labs."""
     lab.piece("positional_encoding", objects=["positional_encoding"],
-              description="the sinusoidal positional encoding of Vaswani et al. (2017)")
+              description="the sinusoidal positional encoding of Vaswani et al. (2017)",
+              error_hints=[
+                  (r"unsupported operand type\(s\) for .*'NoneType'",
+                   "np.newaxis is None: it adds an axis only inside an index, as in "
+                   "np.arange(length)[:, np.newaxis] (a column [length, 1]); it cannot take "
+                   "part in arithmetic."),
+                  (r"operands could not be broadcast together",
+                   "The positions and the frequencies do not broadcast: make the positions a "
+                   "column [length, 1] and the frequencies a row [1, depth], so that their "
+                   "product is the table of angles [length, depth]."),
+              ])
 
     def matches_the_paper(ns):
         return np.asarray(ns["positional_encoding"](*table))

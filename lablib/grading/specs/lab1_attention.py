@@ -301,7 +301,13 @@ def _(got):
 # ------------------------------------------------------------------------- masks
 
 lab.piece("masks", objects=["padding_mask", "causal_mask"],
-          description="padding and causal (look-ahead) masks")
+          description="padding and causal (look-ahead) masks",
+          error_hints=[
+              (r"unsupported operand type\(s\)|too many indices|IndexError",
+               "Indexing the mask went wrong: token_ids != pad_id is [B, T]; add the query axis "
+               "before the last one with [..., np.newaxis, :] (or [:, np.newaxis, :]) to get "
+               "[B, 1, T]."),
+          ])
 
 
 @lab.test("masks", points=1, hint="padding_mask returns token_ids != pad_id with a new axis "
@@ -318,6 +324,10 @@ def _(got):
     for key, pad in (("default", 0), ("pad_id_3", 3)):
         expect_shape(got[key], (2, 1, 5), f"padding_mask(ids [2, 5]{'' if pad == 0 else ', pad_id=3'})")
         expect(got[key].dtype == np.bool_, f"padding_mask must return booleans, got {got[key].dtype}")
+        if np.array_equal(got[key], (ids == pad)[:, None, :]):
+            raise Mistake("Your mask is True at the padding and False at the real tokens: the "
+                          "mask says which keys may be attended to, so it is True where "
+                          "token_ids != pad_id.")
         expect_equal(got[key], (ids != pad)[:, None, :], f"padding_mask with pad_id={pad}")
 
 
@@ -669,7 +679,15 @@ add_encoding_piece(lab, table=(50, 16), odd=(7, 5),
 # ------------------------------------------------------------------- permutation
 
 lab.piece("permutation", objects=["equivariance_gap"],
-          description="attention alone is permutation-equivariant; positions break that")
+          description="attention alone is permutation-equivariant; positions break that",
+          error_hints=[
+              (r"operands could not be broadcast together",
+               "Two arrays of different shapes meet in one operation: f(h) is attention_fn(h, h, h)[0], "
+               "the output [T, d] (index 0 of the pair; index 1 is the weights [T, T])."),
+              (r"index \d+ is out of bounds for axis",
+               "An index is out of range: shuffle with the permutation array itself, x[perm] "
+               "and output[perm] (perm holds each position 0..T-1 once)."),
+          ])
 
 
 def handed_attention(query, key, value, mask=None):
@@ -722,6 +740,70 @@ def _biased_attention(bias):
     return handed_biased_attention
 
 
+def _recorded(attention):
+    """``attention`` that also keeps the (query, key, value) of each call, so the judge
+    can check each step of the student's ``equivariance_gap`` (what it fed the attention)."""
+    calls = []
+
+    def handed_recorded_attention(query, key, value, mask=None):
+        calls.append([np.array(a, dtype=np.float64, copy=True) for a in (query, key, value)])
+        return attention(query, key, value, mask)
+
+    return handed_recorded_attention, calls
+
+
+def _same_array(a, b) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
+
+
+def _gap_stages(calls, gap, attention, encoding):
+    """Name the step of ``equivariance_gap`` that went wrong, from the inputs it gave the
+    attention (``calls``) and the gap it returned; quiet when every step is right."""
+    x, permutation, _ = _permutation_inputs()
+    if not isinstance(calls, list) or len(calls) != 2:
+        count = len(calls) if isinstance(calls, list) else 0
+        raise Mistake(f"Your function called attention_fn {count} time(s); it needs exactly two "
+                      "calls: one on the tokens in their order, one on the shuffled tokens.")
+    for call in calls:
+        if not (_same_array(call[0], call[1]) and _same_array(call[1], call[2])):
+            raise Mistake("Self-attention gives the same array as query, key and value: call "
+                          "attention_fn(h, h, h) with h the tokens plus their positions.")
+    first, second = calls[0][0], calls[1][0]
+    original, shuffled = x + encoding, x[permutation] + encoding
+    if _same_array(first, shuffled) and _same_array(second, original):
+        first, second = second, first  # the shuffled call came first: the order does not matter
+    if _same_array(second, (x + encoding)[permutation]) and not _same_array(second, shuffled):
+        raise Mistake("Your shuffled input moves the positions along with the tokens "
+                      "((x + encoding)[perm]): positions stay where they are, so add the "
+                      "encoding after shuffling: x[perm] + encoding.")
+    if not _same_array(first, original):
+        if _same_array(first, x) and np.any(encoding):
+            raise Mistake("The input in the tokens' own order has no positional encoding: "
+                          "add the encoding to x as well (x + encoding).")
+        raise Mistake("The input in the tokens' own order is not x + encoding (the encoding "
+                      "added once, at positions 0..T-1): check what you pass to attention_fn.")
+    if not _same_array(second, shuffled):
+        if _same_array(second, x[permutation]) and np.any(encoding):
+            raise Mistake("The shuffled input has no positional encoding: add it after "
+                          "shuffling, x[perm] + encoding.")
+        raise Mistake("The shuffled input is not x[perm] + encoding (the tokens shuffled, then "
+                      "the encoding added at positions 0..T-1): check what you pass to "
+                      "attention_fn the second time.")
+    output = np.asarray(attention(original, original, original)[0])
+    moved = np.asarray(attention(shuffled, shuffled, shuffled)[0])
+    expected = float(np.max(np.abs(moved - output[permutation])))
+    if not (isinstance(gap, float) and np.isclose(gap, expected, rtol=1e-6, atol=1e-9)):
+        unpermuted = float(np.max(np.abs(moved - output)))
+        if isinstance(gap, float) and np.isclose(gap, unpermuted, rtol=1e-6, atol=1e-9):
+            raise Mistake("Your gap compares the shuffled output with the original output in its "
+                          "own order: permute the original output the same way first, "
+                          "output[perm], then take the largest absolute difference.")
+        raise Mistake("Both inputs are right, but the gap is not the largest absolute "
+                      "difference between the two outputs: return "
+                      "max |f(x[perm] + encoding) - f(x + encoding)[perm]| over all entries.")
+
+
 @lab.test("permutation", points=1, hint="Without positions, self-attention of x[perm] equals "
           "the self-attention of x, permuted the same way: the gap is ~1e-16. (The test also "
           "hands your function an attention with a position bias, whose gap is not 0.)")
@@ -730,7 +812,8 @@ def no_encoding_gap_is_zero(ns):
     # Drawn afresh at every run: the gap the judge expects is computed from it, so a
     # function (or a forged reply) that always answers 0 does not pass.
     bias = np.random.default_rng().normal(size=(6, 6))
-    return {"gap": float(ns["equivariance_gap"](handed_attention, x, permutation)),
+    recording, calls = _recorded(handed_attention)
+    return {"gap": float(ns["equivariance_gap"](recording, x, permutation)), "calls": calls,
             "bias": bias,
             "biased_gap": float(ns["equivariance_gap"](_biased_attention(bias), x, permutation))}
 
@@ -740,6 +823,8 @@ def _(got):
     expect_fields(got, ("gap", "bias", "biased_gap"))
     gap, bias = got["gap"], got["bias"]
     expect(isinstance(gap, float), f"equivariance_gap must return a number, got {gap!r}")
+    x = _permutation_inputs()[0]
+    _gap_stages(got.get("calls"), gap, _reference_attention, np.zeros_like(x))
     expect(abs(gap) < 1e-9,
            f"without positional encoding the gap should be ~0 (equivariance), got {gap}")
     expect_shape(bias, (6, 6), "the position bias drawn by the test")
@@ -748,6 +833,13 @@ def _(got):
     expected = _expected_gap(_biased_attention(bias), with_encoding=False)
     expect(expected > 1e-6, "the position bias drawn by the test must break equivariance "
            f"(its gap is {expected:.3g})")
+    if isinstance(got["biased_gap"], float) and not np.isclose(got["biased_gap"], expected,
+                                                               rtol=1e-6, atol=1e-9):
+        raise Mistake(  # the inputs were checked above: what is left is the gap's formula
+            f"For an attention that is not permutation-equivariant (a position bias) your gap is "
+            f"{got['biased_gap']:.4g}, where the largest absolute difference between "
+            f"f(x[perm]) and f(x)[perm] is {expected:.4g}: return the maximum over all entries "
+            "of the absolute difference (np.max(np.abs(...))).")
     expect_close(got["biased_gap"], expected, rtol=1e-6, atol=1e-9,
                  what="gap of an attention with a position bias (not permutation-equivariant)")
 
@@ -756,11 +848,16 @@ def _(got):
           "to x[perm] at positions 0..T-1, then compare with the permuted original output.")
 def encoding_breaks_equivariance(ns):
     x, permutation, encoding = _permutation_inputs()
-    return float(ns["equivariance_gap"](handed_attention, x, permutation, encoding))
+    recording, calls = _recorded(handed_attention)
+    return {"gap": float(ns["equivariance_gap"](recording, x, permutation, encoding)),
+            "calls": calls}
 
 
 @encoding_breaks_equivariance.judge
 def _(got):
+    expect_fields(got, ("gap", "calls"))
+    _gap_stages(got["calls"], got["gap"], _reference_attention, _permutation_inputs()[2])
+    got = got["gap"]
     expected = _expected_gap(_reference_attention, with_encoding=True)
     expect(expected > 1e-3, "internal: the reference gap should be positive")
     expect_close(got, expected, rtol=1e-6, atol=1e-9, what="gap with positional encoding")

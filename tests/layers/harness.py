@@ -259,7 +259,7 @@ def run_layer_test(case: LayerCase, tmp_path):
     keras.utils.set_random_seed(0)
     check_config(case)
     layer = check_call(case)
-    if case.run_training:
+    if case.run_training and case.num_trainable_weights:
         check_training(case)
     if case.run_saving:
         check_saving(case, tmp_path)

@@ -1,12 +1,9 @@
 """Helpers shared by the layer tests (imported as ``layer_helpers``; pytest puts tests/ on
-sys.path). The ``mixed_float16`` fixture is in conftest.py."""
+sys.path). The checks every layer gets are in harness.py."""
 
 import numpy as np
 
 from lablib import graphs
-from lablib.backend import get_keras
-
-keras = get_keras()
 
 
 def random_graph(rng, num_nodes, num_features=3, edge_probability=0.4):
@@ -23,17 +20,6 @@ def two_graphs(seed=0, num_features=3):
     g1 = random_graph(rng, 5, num_features)
     g2 = random_graph(rng, 3, num_features)
     return [g1[0], g2[0]], [g1[1], g2[1]]
-
-
-def round_trip(model, inputs, tmp_path):
-    """Save ``model`` to .keras, reload it, check identical predictions; return the copy."""
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(
-        loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6
-    )
-    return loaded
 
 
 def dense_inputs(seed=5, num_features=3, max_nodes=5):

@@ -12,7 +12,7 @@ from lablib.layers.positional import (
     TokenAndPositionEmbedding,
     positional_encoding,
 )
-from layer_helpers import round_trip
+from harness import LayerCase, layer_tests
 
 keras = get_keras()
 
@@ -105,28 +105,8 @@ def test_positional_encoding_errors():
         PositionalEncoding(5)(tf.zeros([3]))
 
 
-def test_positional_encoding_mixed_precision_and_jit(mixed_float16, tmp_path):
-    inputs = keras.Input(shape=(5, 8))
-    outputs = PositionalEncoding(16)(inputs)
-    model = keras.Model(inputs, outputs)
-    x = np.random.default_rng(1).normal(size=(2, 5, 8)).astype("float32")
-    out = model(x)
-    assert out.dtype == tf.float16
-    np.testing.assert_allclose(out.numpy().astype("float32"), x + positional_encoding(16, 8)[:5], atol=1e-2)
-    model.compile(jit_compile=True)
-    np.testing.assert_allclose(model.predict(x, verbose=0), out.numpy(), atol=1e-3)
-
-
-def test_positional_encoding_round_trip(tmp_path):
-    inputs = keras.Input(shape=(5, 6))
-    model = keras.Model(inputs, keras.layers.Dense(3)(PositionalEncoding(9, name="pe")(inputs)))
-    loaded = round_trip(model, np.ones((2, 5, 6), "float32"), tmp_path)
-    assert loaded.get_layer("pe").get_config()["max_length"] == 9
-    assert type(loaded.get_layer("pe")) is PositionalEncoding
-
-
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
-def test_token_and_position_embedding(positional, tmp_path):
+def test_token_and_position_embedding(positional):
     layer = TokenAndPositionEmbedding(12, 6, 4, positional=positional)
     ids = np.array([[3, 4, 5, 0], [7, 0, 0, 0]])
     out = layer(ids)
@@ -149,12 +129,10 @@ def test_token_and_position_embedding(positional, tmp_path):
     # Masked mean: padding positions do not count.
     different_padding = model.predict(np.array([[3, 4, 5, 0, 0, 0]]), verbose=0)
     np.testing.assert_allclose(different_padding, model.predict(ids[:1], verbose=0), atol=1e-5)
-    loaded = round_trip(model, ids, tmp_path)
-    assert loaded.get_layer("embed").get_config()["positional"] == positional
 
 
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
-def test_scale_embeddings_multiplies_the_tokens_not_the_positions(positional, tmp_path):
+def test_scale_embeddings_multiplies_the_tokens_not_the_positions(positional):
     layer = TokenAndPositionEmbedding(12, 6, 16, positional=positional, scale_embeddings=True)
     ids = np.array([[3, 4, 5, 0], [7, 0, 0, 0]])
     out = layer(ids).numpy()
@@ -162,12 +140,6 @@ def test_scale_embeddings_multiplies_the_tokens_not_the_positions(positional, tm
     positions = positional_encoding(6, 16)[:4] if positional == "sinusoidal" else layer.position_embeddings.numpy()[:4]
     np.testing.assert_allclose(out, 4.0 * tokens + positions, rtol=1e-6, atol=1e-6)  # sqrt(16) = 4
     assert TokenAndPositionEmbedding(12, 6, 16).get_config()["scale_embeddings"] is False
-
-    inputs = keras.Input(shape=(None,), dtype="int32")
-    embedded = TokenAndPositionEmbedding(12, 6, 16, positional=positional, scale_embeddings=True, name="embed")(inputs)
-    model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.GlobalAveragePooling1D()(embedded)))
-    loaded = round_trip(model, ids, tmp_path)
-    assert loaded.get_layer("embed").get_config()["scale_embeddings"] is True
 
 
 def test_scale_embeddings_moves_the_tokens_faster_under_adam():
@@ -202,21 +174,6 @@ def test_token_and_position_embedding_no_mask_and_float_ids():
     np.testing.assert_allclose(layer(np.array([[1.0, 0.0]], "float32")).numpy(), layer(np.array([[1, 0]])).numpy())
 
 
-def test_token_and_position_embedding_trains_mixed_precision_jit(mixed_float16):
-    inputs = keras.Input(shape=(5,), dtype="int32")
-    x = TokenAndPositionEmbedding(10, 5, 8, positional="learned")(inputs)
-    assert x.dtype == "float16"
-    x = keras.layers.GlobalAveragePooling1D()(x)
-    model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(x))
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse", jit_compile=True)
-    before = [w.numpy().copy() for w in model.layers[1].weights]
-    ids = np.random.default_rng(2).integers(1, 10, size=(16, 5))
-    history = model.fit(ids, np.ones((16, 1)), epochs=3, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert all(not np.allclose(b, w.numpy()) for b, w in zip(before, model.layers[1].weights))
-    assert all(w.dtype == "float32" for w in model.layers[1].weights)
-
-
 def test_token_and_position_embedding_errors():
     with pytest.raises(ValueError, match=r"`positional` must be one of 'sinusoidal', 'learned', got 'rope'"):
         TokenAndPositionEmbedding(10, 4, 2, positional="rope")
@@ -235,21 +192,36 @@ def test_token_and_position_embedding_errors():
         layer(np.array([[1, 12]]))
 
 
+def _ids(seed=3, batch=2, length=6, vocabulary=12):
+    ids = np.random.default_rng(seed).integers(1, vocabulary, size=(batch, length))
+    ids[0, 4:] = 0  # padding
+    return {"inputs": ids.astype("int32")}
+
+
+# Config, .keras saving, shapes, weights, training, mixed precision and XLA, in both Keras
+# modes (tests/layers/harness.py).
+CASES = [
+    LayerCase("positional-encoding", PositionalEncoding, {"max_length": 9},
+              {"inputs": np.random.default_rng(1).normal(size=(2, 5, 6)).astype("float32")},
+              (2, 5, 6), 0),
+    LayerCase("embedding-sinusoidal", TokenAndPositionEmbedding,
+              {"vocabulary_size": 12, "max_length": 6, "embedding_dim": 4}, _ids(), (2, 6, 4), 1),
+    LayerCase("embedding-learned-scaled", TokenAndPositionEmbedding,
+              {"vocabulary_size": 12, "max_length": 8, "embedding_dim": 16,
+               "positional": "learned", "scale_embeddings": True, "mask_zero": False,
+               "embeddings_initializer": "glorot_uniform"}, _ids(seed=4), (2, 6, 16), 2),
+]
+test_layer, test_layer_legacy = layer_tests(CASES)
+
+
 @pytest.mark.legacy
-def test_legacy_positional_layers_train_and_round_trip(tmp_path):
+def test_legacy_positional_layers_pass_the_mask_on():
     assert keras.__name__ == "tf_keras"
-    inputs = keras.Input(shape=(6,), dtype="int32")
+    inputs = keras.Input(shape=(None,), dtype="int32")
     x = TokenAndPositionEmbedding(20, 6, 8, positional="learned", name="embed")(inputs)
     x = PositionalEncoding(6, name="pe")(x)
     assert getattr(x, "_keras_mask", None) is not None
-    x = keras.layers.GlobalAveragePooling1D()(x)
-    model = keras.Model(inputs, keras.layers.Dense(1)(x))
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    before = model.get_layer("embed").get_weights()
-    ids = np.random.default_rng(3).integers(0, 20, size=(16, 6))
-    model.fit(ids, np.ones((16, 1)), epochs=2, verbose=0)
-    after = model.get_layer("embed").get_weights()
-    assert all(not np.allclose(b, a) for b, a in zip(before, after))
-    loaded = round_trip(model, ids, tmp_path)
-    assert type(loaded.get_layer("embed")) is TokenAndPositionEmbedding
-    assert type(loaded.get_layer("pe")) is PositionalEncoding
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(x))
+    # Masked mean: padding positions do not count.
+    np.testing.assert_allclose(model.predict(np.array([[3, 4, 0, 0, 0, 0]]), verbose=0),
+                               model.predict(np.array([[3, 4]]), verbose=0), atol=1e-5)

@@ -6,13 +6,13 @@ tests/layers/test_readout.py``.
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lablib import graphs
 from lablib.backend import get_keras
 from lablib.layers import GraphConv, GraphReadout
+from harness import LayerCase, layer_tests
 
 keras = get_keras()
 MODES = ["sum", "mean", "max"]
@@ -98,50 +98,24 @@ _CONV = GraphConv(4, activation="tanh")
 _READOUTS = {mode: GraphReadout(mode) for mode in MODES}
 
 
-def test_mixed_float16(mixed_float16):
-    xs, es = _graphs(seed=4, shift=-3.0)
-    x, _, mask = graphs.dense_batch(xs, es)
-    for mode in MODES:
-        out = GraphReadout(mode)(x, mask=mask)
-        assert out.dtype == tf.float16
-        expected = np.stack([NUMPY[mode](v, axis=0) for v in xs])
-        assert np.all(np.isfinite(out.numpy()))
-        np.testing.assert_allclose(out.numpy().astype(np.float32), expected, rtol=1e-2, atol=1e-2)
+def _case_inputs(layout, seed=4):
+    xs, es = _graphs(seed=seed, shift=-3.0)
+    if layout == "dense":
+        x, _, mask = graphs.dense_batch(xs, es, max_nodes=5)
+        return {"inputs": x, "mask": mask}
+    x, _, graph_ids = graphs.disjoint_batch(xs, es)
+    return {"inputs": x, "graph_ids": graph_ids}
 
 
-def test_runs_under_jit_compile():
-    xs, es = _graphs(seed=5)
-    x, _, mask = graphs.dense_batch(xs, es)
-    xd, _, graph_ids = graphs.disjoint_batch(xs, es)
-    for mode in MODES:
-        layer = GraphReadout(mode)
-        dense_fn = tf.function(lambda x, m: layer(x, mask=m), jit_compile=True)
-        sparse_fn = tf.function(lambda x, g: layer(x, graph_ids=g, num_graphs=3), jit_compile=True)
-        expected = layer(x, mask=mask).numpy()
-        np.testing.assert_allclose(dense_fn(x, mask).numpy(), expected, rtol=1e-5)
-        np.testing.assert_allclose(sparse_fn(xd, graph_ids).numpy(), expected, rtol=1e-5)
-
-
-def _model(mode, num_nodes=4, num_features=3):
-    x_in = keras.Input(shape=(num_nodes, num_features))
-    a_in = keras.Input(shape=(num_nodes, num_nodes))
-    m_in = keras.Input(shape=(num_nodes,), dtype="bool")
-    h = GraphConv(4, activation="relu")(x_in, adjacency=a_in, mask=m_in)
-    pooled = GraphReadout(mode)(h, mask=m_in)
-    return keras.Model([x_in, a_in, m_in], keras.layers.Dense(1)(pooled))
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_keras_file_round_trip(tmp_path, mode):
-    xs, es = _graphs(seed=6)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=4))
-    model = _model(mode)
-    assert model.output_shape == (None, 1)
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert [type(l).__name__ for l in loaded.layers].count("GraphReadout") == 1
-    np.testing.assert_array_equal(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0))
+# Config, .keras saving, shapes, mixed precision and XLA, in both Keras modes
+# (tests/layers/harness.py); num_graphs given, as XLA needs it.
+CASES = [
+    LayerCase(f"{layout}-{mode}", GraphReadout, {"mode": mode}, _case_inputs(layout), (3, 3), 0,
+              call_kwargs={} if layout == "dense" else {"num_graphs": 3})
+    for mode in MODES
+    for layout in ("dense", "disjoint")
+]
+test_layer, test_layer_legacy = layer_tests(CASES)
 
 
 def test_bad_arguments_and_inputs():
@@ -173,20 +147,3 @@ def test_compute_output_shape():
     layer = GraphReadout("mean")
     assert tuple(layer.compute_output_shape((None, 7, 5))) == (None, 5)
     assert tuple(layer.compute_output_shape((None, 5))) == (None, 5)
-
-
-@pytest.mark.legacy
-@pytest.mark.parametrize("mode", ["max"])  # the mode with the most masking logic
-def test_legacy_builds_trains_and_round_trips(tmp_path, mode):
-    assert keras.__name__.startswith("tf_keras")
-    xs, es = _graphs(seed=7)
-    batch = list(graphs.dense_batch(xs, es, max_nodes=4))
-    model = _model(mode)
-    before = [w.copy() for w in model.get_weights()]
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    model.fit(batch, np.ones((3, 1), np.float32), epochs=3, verbose=0)
-    assert all(not np.allclose(b, a) for b, a in zip(before, model.get_weights()))
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(loaded.predict(batch, verbose=0), model.predict(batch, verbose=0), atol=1e-6)

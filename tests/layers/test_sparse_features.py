@@ -8,6 +8,7 @@ from lablib import graphs
 from lablib.backend import keras
 from lablib.data import load_cora
 from lablib.layers import GraphAttention, GraphConv, SparseDropout
+from harness import LayerCase, layer_tests
 
 
 def sparse_graph(seed=0, num_nodes=12, num_features=20, density=0.2):
@@ -67,10 +68,18 @@ def test_sparse_dropout_drops_only_stored_values():
     assert out.shape == dense.shape and np.all(out[dense == 0] == 0)
 
 
-def test_sparse_dropout_config_and_errors():
-    layer = SparseDropout(0.3, seed=2, name="input_dropout")
-    clone = SparseDropout.from_config(layer.get_config())
-    assert clone.rate == 0.3 and clone.seed == 2
+# SparseDropout on dense inputs through the harness (tests/layers/harness.py): config,
+# .keras saving, shapes, mixed precision and XLA, in both Keras modes.
+CASES = [
+    LayerCase("sparse-dropout-dense-inputs", SparseDropout,
+              {"rate": 0.3, "seed": 2, "name": "input_dropout"},
+              {"inputs": np.random.default_rng(4).normal(size=(6, 5)).astype("float32")},
+              (6, 5), 0),
+]
+test_layer, test_layer_legacy = layer_tests(CASES)
+
+
+def test_sparse_dropout_errors():
     with pytest.raises(ValueError, match="rate"):
         SparseDropout(1.0)
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 from lablib.backend import get_keras
 from lablib.layers.positional import TokenAndPositionEmbedding
 from lablib.layers.transformer import TransformerDecoderBlock, TransformerEncoderBlock
-from layer_helpers import round_trip
+from harness import LayerCase, layer_tests
 
 keras = get_keras()
 RNG = np.random.default_rng(0)
@@ -139,26 +139,13 @@ def test_encoder_attention_scores():
     assert "return_attention_scores" not in block.get_config()
 
 
-def test_encoder_get_config_is_complete():
-    block = TransformerEncoderBlock(
-        4, 32, "gelu", output_dropout=0.1, attention_dropout=0.2, inner_dropout=0.3,
-        norm_first=True, norm_epsilon=1e-6, use_bias=False, kernel_initializer="he_normal",
-        kernel_regularizer="l2", key_dim=3, value_dim=5, use_query_residual=False, name="blk",
-    )
-    config = block.get_config()
-    assert keras.saving.get_registered_name(TransformerEncoderBlock) == "lablib>TransformerEncoderBlock"
-    assert keras.saving.get_registered_name(TransformerDecoderBlock) == "lablib>TransformerDecoderBlock"
-    clone = TransformerEncoderBlock.from_config(config)
-    assert clone.get_config() == config
-    for key, value in dict(num_heads=4, inner_dim=32, inner_activation="gelu",
-                           output_dropout=0.1, attention_dropout=0.2, inner_dropout=0.3,
-                           norm_first=True, norm_epsilon=1e-6, use_bias=False, key_dim=3,
-                           value_dim=5, use_query_residual=False).items():
-        assert config[key] == value, key
-    out = clone(np.ones((1, 3, 8), "float32"))
-    assert out.shape == (1, 3, 8)
-    assert clone.weights[0].shape == (8, 4, 3)   # key_dim used
-    assert len(clone.weights) == 4 + 2 + 4 + 2    # no attention biases
+def test_key_and_value_dims_set_the_head_sizes():
+    block = TransformerEncoderBlock(4, 32, "gelu", use_bias=False, key_dim=3, value_dim=5)
+    assert block(np.ones((1, 3, 8), "float32")).shape == (1, 3, 8)
+    shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in block.weights}
+    assert shapes["self_attention_query_kernel"] == (8, 4, 3)
+    assert shapes["self_attention_value_kernel"] == (8, 4, 5)
+    assert len(block.weights) == 4 + 2 + 4 + 2    # no attention biases
 
 
 def test_defaults_follow_tfm():
@@ -238,41 +225,6 @@ def test_dropout_only_in_training():
     assert np.abs(block(x, training=True).numpy() - block(x).numpy()).max() > 1e-3
 
 
-def test_encoder_mixed_precision(mixed_float16):
-    inputs = keras.Input(shape=(6,), dtype="int32")
-    x = TokenAndPositionEmbedding(20, 6, 8)(inputs)
-    x = TransformerEncoderBlock(2, 16, "relu", name="encoder")(x)
-    assert x.dtype == "float16"
-    x = keras.layers.GlobalAveragePooling1D()(x)
-    model = keras.Model(inputs, keras.layers.Dense(2, dtype="float32")(x))
-    assert all(w.dtype == "float32" for w in model.get_layer("encoder").weights)
-    model.compile(optimizer="adam", loss="mse")
-    ids = token_batch(8)
-    history = model.fit(ids, np.ones((8, 2)), epochs=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert np.isfinite(model.predict(ids, verbose=0)).all()
-
-
-def test_encoder_in_jit_compiled_model():
-    inputs = keras.Input(shape=(6,), dtype="int32")
-    x = TokenAndPositionEmbedding(20, 6, 8)(inputs)
-    x = TransformerEncoderBlock(2, 16, "relu")(x)
-    model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(x))
-    ids = token_batch(4)
-    eager = model(ids).numpy()
-    model.compile(jit_compile=True)
-    np.testing.assert_allclose(model.predict(ids, verbose=0), eager, atol=1e-5)
-
-
-def test_encoder_inside_jit_compiled_function():
-    block = TransformerEncoderBlock(2, 16, "relu", norm_first=True)
-    x = tf.constant(RNG.normal(size=(2, 5, 8)), tf.float32)
-    mask = tf.constant([[True] * 5, [True] * 2 + [False] * 3])
-    eager = block(x, mask=mask)
-    compiled = tf.function(lambda x, m: block(x, mask=m), jit_compile=True)
-    np.testing.assert_allclose(compiled(x, mask).numpy(), eager.numpy(), atol=1e-5)
-
-
 # -- decoder -------------------------------------------------------------------
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -311,7 +263,7 @@ def test_decoder_uses_encoder_and_honours_its_padding():
     assert np.abs(out_changed.numpy() - out.numpy()).max() > 1e-3
 
 
-def test_decoder_reads_keras_masks_in_a_model(tmp_path):
+def test_decoder_reads_keras_masks_in_a_model():
     model = encoder_decoder_model()
     source = token_batch(4, seed=1)
     target = token_batch(4, seed=2)
@@ -322,8 +274,6 @@ def test_decoder_reads_keras_masks_in_a_model(tmp_path):
     # the Keras masks reach both attentions of the decoder and the pooling.
     np.testing.assert_allclose(model.predict([source[:, :4], target], verbose=0), base, atol=1e-5)
     np.testing.assert_allclose(model.predict([source, target[:, :5]], verbose=0), base, atol=1e-5)
-    assert model.get_layer("decoder").get_config()["norm_first"] is True
-    round_trip(model, [source, target], tmp_path)
 
 
 def test_decoder_encoder_padding_in_model_is_honoured():
@@ -338,48 +288,17 @@ def test_decoder_encoder_padding_in_model_is_honoured():
     np.testing.assert_allclose(model.predict([padded, dec], verbose=0), model.predict([enc, dec], verbose=0), atol=1e-5)
 
 
-def test_decoder_with_different_encoder_size_and_config():
+def test_decoder_with_different_encoder_size():
     block = TransformerDecoderBlock(2, 16, "relu", name="dec")
     out = block(np.ones((2, 3, 8), "float32"), np.ones((2, 5, 6), "float32"))
     assert out.shape == (2, 3, 8)
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in block.weights}
     assert shapes["cross_attention_key_kernel"] == (6, 2, 4)      # from d_enc = 6
     assert shapes["cross_attention_query_kernel"] == (8, 2, 4)    # from d = 8
-    clone = TransformerDecoderBlock.from_config(block.get_config())
-    assert clone.get_config() == block.get_config()
     with pytest.raises(ValueError, match=r"encoder_outputs have size 7 .*built for 6"):
         block(np.ones((2, 3, 8), "float32"), np.ones((2, 5, 7), "float32"))
     with pytest.raises(ValueError, match="num_heads"):
         TransformerDecoderBlock(-1, 16, "relu")
-
-
-def test_encoder_decoder_model_trains_mixed_precision(mixed_float16):
-    model = encoder_decoder_model()
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
-    decoder = model.get_layer("decoder")
-    before = [w.numpy().copy() for w in decoder.trainable_weights]
-    source, target = token_batch(8, seed=3), token_batch(8, seed=4)
-    # Small batches: the first step(s) of dynamic loss scaling overflow and are skipped.
-    history = model.fit([source, target], np.ones((8, 3)), epochs=1, batch_size=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert all(not np.allclose(b, w.numpy()) for b, w in zip(before, decoder.trainable_weights))
-
-
-def test_decoder_inside_jit_compiled_function():
-    block = TransformerDecoderBlock(2, 16, "relu")
-    dec = tf.constant(RNG.normal(size=(2, 4, 8)), tf.float32)
-    enc = tf.constant(RNG.normal(size=(2, 5, 8)), tf.float32)
-    enc_mask = tf.constant([[True] * 5, [True] * 3 + [False] * 2])
-    eager = block(dec, enc, encoder_outputs_mask=enc_mask)
-    compiled = tf.function(lambda d, e, m: block(d, e, encoder_outputs_mask=m), jit_compile=True)
-    np.testing.assert_allclose(compiled(dec, enc, enc_mask).numpy(), eager.numpy(), atol=1e-5)
-
-
-def test_keras3_round_trip_of_encoder_decoder(tmp_path):
-    model = encoder_decoder_model()
-    loaded = round_trip(model, [token_batch(3, seed=5), token_batch(3, seed=6)], tmp_path)
-    assert type(loaded.get_layer("encoder")) is TransformerEncoderBlock
-    assert type(loaded.get_layer("decoder")) is TransformerDecoderBlock
 
 
 # -- legacy (tf_keras) mode ------------------------------------------------------
@@ -413,18 +332,10 @@ def test_legacy_parity_with_tfm_block(norm_first):
 
 
 @pytest.mark.legacy
-def test_legacy_encoder_decoder_builds_trains_and_round_trips(tmp_path):
+def test_legacy_decoder_reads_the_encoder_mask():
     assert keras.__name__ == "tf_keras"
     model = encoder_decoder_model()
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
-    encoder, decoder = model.get_layer("encoder"), model.get_layer("decoder")
-    before = [w.numpy().copy() for w in encoder.trainable_weights + decoder.trainable_weights]
     source, target = token_batch(8, seed=3), token_batch(8, seed=4)
-    model.fit([source, target], np.ones((8, 3)), epochs=2, verbose=0)
-    after = encoder.trainable_weights + decoder.trainable_weights
-    assert all(not np.allclose(b, w.numpy()) for b, w in zip(before, after))
-    loaded = round_trip(model, [source, target], tmp_path)
-    assert type(loaded.get_layer("decoder")) is TransformerDecoderBlock
     # tf_keras passes only the first input's mask; the decoder reads the encoder's.
     source[:, 4:] = 0
     np.testing.assert_allclose(
@@ -434,21 +345,36 @@ def test_legacy_encoder_decoder_builds_trains_and_round_trips(tmp_path):
 
 
 @pytest.mark.legacy
-def test_legacy_masks_mixed_precision_and_jit(mixed_float16):
+def test_legacy_encoder_ignores_padding():
     inputs = keras.Input(shape=(None,), dtype="int32")
     x = TokenAndPositionEmbedding(20, 8, 8)(inputs)
     x = TransformerEncoderBlock(2, 16, "relu", norm_first=True)(x)
-    assert x.dtype == tf.float16
-    x = keras.layers.GlobalAveragePooling1D()(x)
-    model = keras.Model(inputs, keras.layers.Dense(2, dtype="float32")(x))
-    model.compile(optimizer="adam", loss="mse")
-    history = model.fit(token_batch(8), np.ones((8, 2)), epochs=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(x))
     short = model.predict(np.array([[4, 5, 6]]), verbose=0)
     long = model.predict(np.array([[4, 5, 6, 0, 0]]), verbose=0)
-    np.testing.assert_allclose(short, long, atol=1e-2)
-    keras.mixed_precision.set_global_policy("float32")
-    block = TransformerDecoderBlock(2, 16, "relu")
-    dec, enc = tf.ones((1, 3, 8)), tf.ones((1, 4, 8))
-    compiled = tf.function(lambda d, e: block(d, e), jit_compile=True)
-    np.testing.assert_allclose(compiled(dec, enc).numpy(), block(dec, enc).numpy(), atol=1e-5)
+    np.testing.assert_allclose(short, long, atol=1e-5)
+
+
+# -- the harness: config, .keras saving, shapes, weights, training, mixed precision and XLA,
+# in both Keras modes (tests/layers/harness.py) ------------------------------------------
+
+_X = RNG.normal(size=(2, 5, 8)).astype("float32")
+_KEYS = np.array([[True] * 5, [True] * 3 + [False] * 2])
+CASES = [
+    LayerCase("encoder-post-norm-mask", TransformerEncoderBlock,
+              {"num_heads": 2, "inner_dim": 16, "inner_activation": "relu",
+               "output_dropout": 0.1, "attention_dropout": 0.1, "inner_dropout": 0.1},
+              {"inputs": _X, "mask": _KEYS}, (2, 5, 8), 16),
+    LayerCase("encoder-pre-norm-options", TransformerEncoderBlock,
+              {"num_heads": 4, "inner_dim": 32, "inner_activation": "gelu", "norm_first": True,
+               "norm_epsilon": 1e-6, "use_bias": False, "kernel_initializer": "he_normal",
+               "kernel_regularizer": "l2", "key_dim": 3, "value_dim": 5,
+               "use_query_residual": False, "name": "blk"},
+              {"inputs": _X, "attention_mask": _KEYS[:, None, :] & _KEYS[:, :, None]},
+              (2, 5, 8), 12),
+    LayerCase("decoder", TransformerDecoderBlock,
+              {"num_heads": 2, "inner_dim": 16, "inner_activation": "relu", "norm_first": True},
+              {"inputs": RNG.normal(size=(2, 4, 8)).astype("float32"), "encoder_outputs": _X,
+               "encoder_outputs_mask": _KEYS}, (2, 4, 8), 26),
+]
+test_layer, test_layer_legacy = layer_tests(CASES)

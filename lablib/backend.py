@@ -259,8 +259,8 @@ def _fix_distributed_build() -> bool:
     """Let Keras 3's ``fit`` / ``evaluate`` / ``predict`` under a ``tf.distribute`` strategy
     take bool inputs and per-replica batches of different shapes. Returns True if applied.
 
-    Before its first step, Keras 3's TensorFlow trainer (``_maybe_symbolic_build``, in
-    3.15) builds the model from one input batch; under a strategy it gets that batch by
+    Before its first step, Keras 3's TensorFlow trainer (``_maybe_symbolic_build``)
+    builds the model from one input batch; under a strategy it gets that batch by
     *averaging* every input over the replicas (``strategy.reduce("MEAN", ...)``). The
     average needs an ``AddN``, which TensorFlow has no kernel for on bool tensors (the
     ``mask`` of :func:`lablib.graphs.dense_batch`: ``InvalidArgumentError ... AddN``),
@@ -270,6 +270,19 @@ def _fix_distributed_build() -> bool:
     build, without the average. The layers never see the average; nothing else of
     ``fit`` changes. Applied once, when lablib resolves Keras 3; a Keras without that
     method is left alone.
+
+    A private Keras method, wrapped on purpose: Keras has no public hook for how a model
+    is built under a strategy, and without the wrapper a graph model cannot be fitted
+    under ``MirroredStrategy`` on a dense batch (its bool mask) or on per-replica disjoint
+    batches. Read in Keras 3.10 to 3.15 (Colab has 3.13):
+    ``_maybe_symbolic_build(self, iterator=None, data_batch=None)``, where ``iterator``
+    yields ``(step, batches)`` (3.10) or ``(first step, last step, batches)`` (3.11 on)
+    and a batch of ``DistributedValues`` is reduced with ``strategy.reduce("MEAN", ...)``.
+    A Keras whose method has another signature is left alone here (a student's notebook
+    must not break on it), and
+    ``tests/layers/test_backend.py::test_the_private_keras_method_wrapped_for_strategies``
+    fails instead: when the method is gone or its signature changed (read the new one and
+    adapt the wrapper), and when Keras stops averaging (drop the wrapper).
     """
     try:
         import tensorflow as tf
@@ -283,11 +296,13 @@ def _fix_distributed_build() -> bool:
         return False
     if getattr(original, "_lablib_fix", False):
         return True
+    import functools
     import inspect
 
     if list(inspect.signature(original).parameters) != ["self", "iterator", "data_batch"]:
         return False  # a Keras whose method we have not read: leave it alone
 
+    @functools.wraps(original)  # its __doc__, and __wrapped__: the original, for the test
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         strategy = getattr(self, "_distribute_strategy", None)
         if strategy is None or iterator is None:
@@ -298,13 +313,14 @@ def _fix_distributed_build() -> bool:
                 return strategy.experimental_local_results(value)[0]
             return value
 
-        for _, _, batches in iterator:  # as Keras does: the first batch builds the model
+        # as Keras does: the first batch builds the model. The last item of what the epoch
+        # iterator yields: (step, batches) in Keras 3.10, (first, last step, batches) after.
+        for *_, batches in iterator:
             data_batch = tree.map_structure(first_replica, next(batches))
             break
         return original(self, iterator=None, data_batch=data_batch)
 
     _maybe_symbolic_build._lablib_fix = True
-    _maybe_symbolic_build.__doc__ = original.__doc__
     cls._maybe_symbolic_build = _maybe_symbolic_build
     return True
 

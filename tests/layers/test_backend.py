@@ -194,3 +194,75 @@ def test_legacy_model_with_tfm_block_passes_check_and_trains():
         print("ok", len(weights) >= 10, changed)
     """))
     assert out == ["ok True True"]
+
+
+def test_the_private_keras_method_wrapped_for_strategies():
+    """lablib.backend wraps Keras 3's private ``TensorFlowTrainer._maybe_symbolic_build``
+    (why: ``lablib.backend._fix_distributed_build``). This fails when Keras changes what
+    the wrapper was written for: the method gone or its signature changed (the wrapper is
+    then silently not applied: read the new method and adapt it), or Keras no longer
+    averaging the replicas' batches (the wrapper is then needless: drop it). A fake
+    trainer and strategy stand in for a multi-device run; the real one, a bool mask
+    under two replicas, is test_distribute's
+    ``test_dense_graph_model_with_bool_mask_under_mirrored_strategy``."""
+    out = lines(run_python("""
+        import contextlib, inspect
+        from lablib import backend
+        keras = backend.get_keras()  # Keras 3: applies the wrapper
+        import tensorflow as tf
+        from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+
+        method = getattr(TensorFlowTrainer, "_maybe_symbolic_build", None)
+        print("wrapped", getattr(method, "_lablib_fix", False))
+        original = getattr(method, "__wrapped__", method)
+        print("signature", original and inspect.signature(original, follow_wrapped=False))
+        if not getattr(method, "_lablib_fix", False):
+            raise SystemExit(0)  # the asserts below say what changed
+
+        class PerReplica(tf.distribute.DistributedValues):
+            def __init__(self, *values):
+                self.values = values
+
+        class Strategy:
+            def __init__(self):
+                self.reduced = []
+            def reduce(self, op, value, axis=None):
+                self.reduced.append(op)
+                return value
+            def scope(self):
+                return contextlib.nullcontext()
+            def experimental_local_results(self, value):
+                return value.values
+
+        class Trainer:
+            def __init__(self):
+                self._distribute_strategy, self.built = Strategy(), []
+            distribute_strategy = property(lambda self: self._distribute_strategy)
+            def _symbolic_build(self, data_batch=None):
+                self.built.append(data_batch)
+
+        # Two replicas, of different sizes, with a bool mask: what AddN cannot average.
+        first = (tf.zeros((2, 3)), tf.constant([[True, False, True]] * 2))
+        batch = tuple(PerReplica(value, value[:1]) for value in first)
+        def epoch(arity):  # Keras 3.10 yields (step, batches), 3.11 on (first, last, batches)
+            return iter([(0,) * (arity - 1) + (iter([batch]),)])
+
+        version = tuple(int(part) for part in keras.__version__.split(".")[:2])
+        keras_trainer = Trainer()
+        original(keras_trainer, iterator=epoch(2 if version < (3, 11) else 3))
+        print("keras averages", keras_trainer._distribute_strategy.reduced,
+              keras_trainer.built == [batch])
+        for arity in (2, 3):
+            wrapped = Trainer()
+            method(wrapped, iterator=epoch(arity))
+            print("wrapper", arity, wrapped._distribute_strategy.reduced,
+                  [a is b for a, b in zip(wrapped.built[0], first)])
+    """))
+    assert out[1] == "signature (self, iterator=None, data_batch=None)", (
+        f"Keras changed the private method lablib.backend wraps: {out[1]}; read it, then "
+        "adapt or drop lablib.backend._fix_distributed_build")
+    assert out[0] == "wrapped True", f"lablib's wrapper is not applied: {out}"
+    assert out[2] == "keras averages ['MEAN'] True", (
+        f"Keras no longer averages the replicas' batches before the build ({out[2]}): "
+        "lablib.backend._fix_distributed_build is no longer needed; drop it")
+    assert out[3:] == ["wrapper 2 [] [True, True]", "wrapper 3 [] [True, True]"]

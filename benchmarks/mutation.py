@@ -62,6 +62,7 @@ def parse_args(argv=None):
     parser.add_argument("--limit", type=int, default=80, help="mutants per piece at most (spread over the cell)")
     parser.add_argument("--quick", action="store_true", help="Lab 1, 6 mutants per piece")
     parser.add_argument("--output", help="also write the table to this markdown file")
+    parser.add_argument("--json", help="also write the rows (one per piece) to this JSON file")
     parser.add_argument("--pieces", help="only these pieces (comma-separated names)")
     parser.add_argument("--messages", action="store_true",
                         help="print each caught mutant's first failing message to stderr (what a student reads)")
@@ -346,6 +347,13 @@ def main(argv=None):
             sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
             raise SystemExit(f"{lab}: the child process failed (exit code {child.returncode})")
         rows += json.loads(lines[-1][len("RESULT "):])["rows"]
+    if args.json:
+        import tempfile
+
+        folder = os.path.dirname(os.path.abspath(args.json))
+        with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as handle:
+            json.dump(rows, handle, indent=1)
+        os.replace(handle.name, args.json)
     table = ["| lab | piece | mutants | equivalent | caught | caught / non-equivalent | named first | named / caught | printed a fixed hint |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     totals = {k: 0 for k in ("mutants", "equivalent", "caught", "named", "hint")}

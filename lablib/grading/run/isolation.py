@@ -287,31 +287,29 @@ def _write(fd, obj):
     os.write(fd, struct.pack(">I", len(data)) + data)
 
 
-def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
-    """Entry point of the stage (see the module docstring).
-
-    One function on purpose: the privileged steps (namespaces, mounts, uid drop, exec) must
-    run in this order in one process, and reading them top to bottom is how they are
-    reviewed.
-    """
+def _read_config() -> dict:
+    """The length-prefixed JSON config on stdin, read exactly (the commands that follow
+    stay in the pipe for the child)."""
     (size,) = struct.unpack(">I", os.read(0, 4))
     raw = b""
     while len(raw) < size:
         raw += os.read(0, size - len(raw))
-    config = json.loads(raw)
-    libc = _libc()
-    m = _Mounts(libc)
-    notes: list[str] = []
-    # Into the attempt's cgroup first: every process started from here is counted by the
-    # kernel's memory, CPU and process limits (lablib/grading/run/cgroups.py).
+    return json.loads(raw)
+
+
+def _join_cgroups(config: dict, notes: list[str]) -> None:
+    """Into the attempt's cgroup first: every process started from here is counted by the
+    kernel's memory, CPU and process limits (lablib/grading/run/cgroups.py)."""
     for procs in config.get("cgroup_procs", []):
         try:
             with open(procs, "w", encoding="ascii") as f:
                 f.write(str(os.getpid()))
         except OSError as exc:
             notes.append(f"could not join the cgroup {procs}: {exc.strerror}")
-    isolation = {"uid": 0, "network": "shared", "filesystem": "shared", "processes": "shared",
-                 "notes": notes}
+
+
+def _unshare(libc, notes: list[str], isolation: dict) -> None:
+    """New network, IPC, UTS, mount and PID namespaces (each one that fails is a note)."""
     for flag, what in ((CLONE_NEWNET, "network"), (CLONE_NEWIPC, "ipc"), (CLONE_NEWUTS, "uts"),
                        (CLONE_NEWNS, "mount"), (CLONE_NEWPID, "pid")):
         if libc.unshare(flag) != 0:
@@ -319,103 +317,159 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
         elif what == "network":
             isolation["network"] = "none (new network namespace)"
         elif what == "pid":
-            isolation["processes"] = "private (new PID namespace: the run's processes end with it)"
-    new_root = None
-    scratch_mb = int(config["tmpfs_mb"])
-    if not any(n.startswith("no mount") for n in notes):
-        try:
-            m.mount(None, "/", None, MS_REC | MS_PRIVATE)
-            m.mount("tmpfs", config["root"], "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=755")
-            hidden = _build_root(m, config)
-            new_root = config["root"]
-            isolation["filesystem"] = (
-                f"new root: system folders and the Python install read-only, private /tmp, "
-                f"/var/tmp and /dev/shm ({scratch_mb} MB in all); {hidden} grader folder(s) masked")
-        except OSError as exc:
-            notes.append(f"no private root file system: {exc}")
-    uid = gid = int(config["uid"])
-    report_r, report_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the namespace's first process: finish the root, drop root, exec
-        os.close(report_r)
-        os.close(control_fd)
-        child_notes = []
-        workdir = config["root"]
-        private_root = False
-        try:
-            if new_root is not None:
-                try:
-                    m.mount("proc", os.path.join(new_root, "proc"), "proc",
-                            MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
-                except OSError as exc:
-                    child_notes.append(f"no /proc: {exc}")
-                old = os.path.join(new_root, ".old-root")
-                os.mkdir(old)
-                if libc.syscall(_PIVOT_ROOT, new_root.encode(), old.encode()) != 0:
-                    raise OSError(ctypes.get_errno(), "pivot_root failed")
-                os.chdir("/")
-                libc.umount2(b"/.old-root", MNT_DETACH)
-                os.rmdir("/.old-root")
-                private_root = True  # this process's root is now the scratch tmpfs mounted above
-                workdir = "/tmp/work"
-                os.mkdir(workdir, 0o700)
-                for name, value in (("shmmax", scratch_mb << 20), ("shmall", scratch_mb << 8), ("shmmni", 64)):
-                    try:
-                        with open(f"/proc/sys/kernel/{name}", "w") as f:
-                            f.write(str(value))
-                    except OSError:
-                        child_notes.append(f"kernel.{name} not set")
-            import resource
+            isolation["processes"] = ("private (new PID namespace: the run's processes end "
+                                      "with it)")
 
-            try:
-                resource.setrlimit(resource.RLIMIT_NPROC, (1024, 1024))
-            except (ValueError, OSError):
-                child_notes.append("RLIMIT_NPROC not set")
-            os.chown(workdir, uid, gid)
-            os.chdir(workdir)
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            refused = _deny_user_namespaces(libc)
-            if refused:
-                child_notes.append(refused)
-            blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"),
-                                   os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))],
-                                  private_root)
-            if blocked:
-                raise RuntimeError(blocked)
-            _write(report_w, {"ok": True, "uid": os.getuid(), "notes": child_notes,
-                              "user_namespaces": refused is None, "private_root": private_root})
-        except BaseException as exc:  # noqa: BLE001 - reported, then the run ends
-            _write(report_w, {"ok": False, "notes": child_notes + [f"sandbox failed: {exc}"]})
-            os._exit(120)
-        os.close(report_w)
-        env = dict(config["env"], HOME=workdir, TMPDIR=workdir)
+
+def _mount_root(m: _Mounts, config: dict, notes: list[str], isolation: dict) -> str | None:
+    """The new root: a scratch tmpfs with the read-only system folders (:func:`_build_root`);
+    its path, or None where there is no mount namespace or a mount fails (a note)."""
+    if any(n.startswith("no mount") for n in notes):
+        return None
+    scratch_mb = int(config["tmpfs_mb"])
+    try:
+        m.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        m.mount("tmpfs", config["root"], "tmpfs", MS_NOSUID | MS_NODEV,
+                f"size={scratch_mb}m,mode=755")
+        hidden = _build_root(m, config)
+    except OSError as exc:
+        notes.append(f"no private root file system: {exc}")
+        return None
+    isolation["filesystem"] = (
+        f"new root: system folders and the Python install read-only, private /tmp, "
+        f"/var/tmp and /dev/shm ({scratch_mb} MB in all); {hidden} grader folder(s) masked")
+    return config["root"]
+
+
+def _pivot_into(libc, m: _Mounts, new_root: str, scratch_mb: int, notes: list[str]) -> str:
+    """The first process's root becomes the scratch tmpfs (a fresh /proc, the old root
+    detached, SysV shared memory capped); returns the work folder made there."""
+    try:
+        m.mount("proc", os.path.join(new_root, "proc"), "proc",
+                MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    except OSError as exc:
+        notes.append(f"no /proc: {exc}")
+    old = os.path.join(new_root, ".old-root")
+    os.mkdir(old)
+    if libc.syscall(_PIVOT_ROOT, new_root.encode(), old.encode()) != 0:
+        raise OSError(ctypes.get_errno(), "pivot_root failed")
+    os.chdir("/")
+    libc.umount2(b"/.old-root", MNT_DETACH)
+    os.rmdir("/.old-root")
+    workdir = "/tmp/work"
+    os.mkdir(workdir, 0o700)
+    for name, value in (("shmmax", scratch_mb << 20), ("shmall", scratch_mb << 8),
+                        ("shmmni", 64)):
         try:
-            os.execve(sys.executable, [sys.executable, "-m", "lablib.grading.run.child",
-                                       str(result_fd), str(memory_mb)], env)
-        finally:
-            os._exit(127)
+            with open(f"/proc/sys/kernel/{name}", "w") as f:
+                f.write(str(value))
+        except OSError:
+            notes.append(f"kernel.{name} not set")
+    return workdir
+
+
+def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | None:
+    """RLIMIT_NPROC, the work folder given to ``uid``, then no groups, gid and uid
+    dropped, and no new user namespaces (seccomp); returns why those were refused, or
+    None."""
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (1024, 1024))
+    except (ValueError, OSError):
+        notes.append("RLIMIT_NPROC not set")
+    os.chown(workdir, uid, uid)
+    os.chdir(workdir)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    refused = _deny_user_namespaces(libc)
+    if refused:
+        notes.append(refused)
+    return refused
+
+
+def _first_process(libc, m: _Mounts, config: dict, new_root: str | None, report_w: int,
+                   result_fd: int, memory_mb: float) -> None:
+    """The namespace's first process: finish the root, drop root, report, exec the child
+    (never returns)."""
+    notes: list[str] = []
+    workdir = config["root"]
+    private_root = False
+    try:
+        if new_root is not None:
+            workdir = _pivot_into(libc, m, new_root, int(config["tmpfs_mb"]), notes)
+            private_root = True  # this process's root is now the scratch tmpfs
+        refused = _drop_privileges(libc, workdir, int(config["uid"]), notes)
+        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"), package],
+                              private_root)
+        if blocked:
+            raise RuntimeError(blocked)
+        _write(report_w, {"ok": True, "uid": os.getuid(), "notes": notes,
+                          "user_namespaces": refused is None, "private_root": private_root})
+    except BaseException as exc:  # noqa: BLE001 - reported, then the run ends
+        _write(report_w, {"ok": False, "notes": notes + [f"sandbox failed: {exc}"]})
+        os._exit(120)
     os.close(report_w)
-    os.close(result_fd)
-    os.close(0)
+    env = dict(config["env"], HOME=workdir, TMPDIR=workdir)
+    try:
+        os.execve(sys.executable, [sys.executable, "-m", "lablib.grading.run.child",
+                                   str(result_fd), str(memory_mb)], env)
+    finally:
+        os._exit(127)
+
+
+def _read_report(report_r: int) -> dict:
+    """What the first process reported (every byte, until it exec-ed or ended)."""
     data = b""
     while chunk := os.read(report_r, 65536):
         data += chunk
     os.close(report_r)
+    if len(data) <= 4:
+        return {"ok": False, "notes": ["sandbox gave no report"]}
     try:
-        report = json.loads(data[4:]) if len(data) > 4 else {"ok": False, "notes": ["sandbox gave no report"]}
+        return json.loads(data[4:])
     except ValueError:
-        report = {"ok": False, "notes": ["sandbox gave an unreadable report"]}
+        return {"ok": False, "notes": ["sandbox gave an unreadable report"]}
+
+
+def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
+    """Entry point of the stage (see the module docstring).
+
+    The privileged steps (cgroup, namespaces, mounts, then in the namespace's first
+    process the new root, the uid drop and the exec) run in this order in one process
+    tree; each is one function, called here top to bottom, which is how they are reviewed.
+    """
+    config = _read_config()
+    libc = _libc()
+    m = _Mounts(libc)
+    notes: list[str] = []
+    _join_cgroups(config, notes)
+    isolation = {"uid": 0, "network": "shared", "filesystem": "shared", "processes": "shared",
+                 "notes": notes}
+    _unshare(libc, notes, isolation)
+    new_root = _mount_root(m, config, notes, isolation)
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(report_r)
+        os.close(control_fd)
+        _first_process(libc, m, config, new_root, report_w, result_fd, memory_mb)
+    os.close(report_w)
+    os.close(result_fd)
+    os.close(0)
+    report = _read_report(report_r)
     notes += report.get("notes", [])
     isolation["uid"] = report.get("uid", 0)
     if report.get("user_namespaces"):
         isolation["processes"] += "; no new user namespaces (seccomp)"
     # scratch_tmpfs: the child's root is the tmpfs this stage mounted (size scratch_mb), the
     # only file system whose use the grader may count as the run's memory.
+    scratch = bool(new_root is not None and report.get("ok") and report.get("private_root"))
     _write(control_fd, {"event": "isolation", "init_pid": pid, "ok": bool(report.get("ok")),
-                        "scratch_tmpfs": bool(new_root is not None and report.get("ok") and report.get("private_root")),
-                        "scratch_mb": scratch_mb, **isolation})
+                        "scratch_tmpfs": scratch, "scratch_mb": int(config["tmpfs_mb"]),
+                        **isolation})
     _, status = os.waitpid(pid, 0)
     _write(control_fd, {"event": "exit", "status": status})
     os.close(control_fd)

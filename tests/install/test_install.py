@@ -582,3 +582,12 @@ def test_known_noise_is_dropped_and_nothing_else():
     finally:
         logger.removeHandler(handler)
         logger.filters[:] = before
+
+
+@pytest.mark.parametrize("module", ["plan", "pip_run", "startup"])
+def test_the_examples_in_the_docstrings_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"lablib.install.{module}"))
+    assert result.attempted and result.failed == 0

@@ -350,18 +350,34 @@ def _(got):
 # graders edit, add and apply its items there.
 
 lab.answer("metric", points=4, title="section 2: why this metric, with numbers from the data", rubric=[
-    (1, "States the imbalance with numbers from these data (earn and acq are more than half of the wires; "
-        "a dozen topics have fewer than 20)."),
-    (1, "Shows what accuracy rewards here: answering the largest topic alone already scores about 0.35."),
-    (1, "Says what macro-F1 weighs: every topic equally, precision and recall together."),
-    (1, "Says how the metric is used: variants compared on validation, the test set used once."),
+    # Most of the facts are on the page (cells of sections 1 and 2): the points go to the argument
+    # built from them. Restating a printed number without the consequence drawn from it earns nothing.
+    (1, "Uses the imbalance, with numbers from these data (earn and acq more than half of the wires; a "
+        "dozen topics with fewer than 20), to say what each metric weighs: accuracy every wire equally, "
+        "macro-F1 every topic equally, precision and recall together."),
+    (1, "Draws the consequence for ranking models: accuracy mostly measures the large topics (answering "
+        "the largest topic alone scores about 0.35 accuracy and 0.01 macro-F1), so a model can gain "
+        "accuracy while losing the small topics."),
+    (1, "Weighs the cost of the choice on these data: the validation macro-F1 on 899 wires is noisy (16 "
+        "topics with one or two wires), or accuracy hides the small topics; and says why the answer "
+        "accepts that cost."),
+    (1, "Says how the metric is used: variants compared on validation, the test set used once at the end."),
+    (0, "Either metric can earn full marks (4/4): macro-F1 argued from the imbalance, or accuracy argued "
+        "from macro-F1's noise on these validation wires, the small topics it hides named and accepted "
+        "(the study's model answer allows accuracy in that case). A choice without a reason from these "
+        "data earns at most the points of the facts it uses."),
     (0, "No answer."),
 ])
 lab.answer("study", points=6, title="section 7: your variants and metric, justified from your own table", rubric=[
-    (2, "At least three variants, each with the question it asks, one change at a time."),
+    (2, "At least three variants, each with the question it asks, one change at a time (a combination is "
+        "fine when the answer says it is the point)."),
     (1, "Names the metric that ranks the variants and justifies it from section 2."),
-    (2, "Reads the table with its noise: a difference of about a point or less is not called a finding."),
-    (1, "Uses the curves (over-fitting, under-training) or the cost of a variant (parameters, seconds per epoch)."),
+    (2, "Reads the table with its noise, as section 7 states it: a difference of about a point or less of "
+        "validation accuracy, or about three points or less of validation macro-F1, is not called a "
+        "finding; a larger one may be. One point if the answer applies a threshold but a wrong one "
+        "(e.g. one point of macro-F1) or applies it to some rows only."),
+    (1, "Uses the curves (over-fitting, under-training) or the cost of a variant (parameters, seconds), "
+        "or says what the budget (3 epochs, 128 tokens) may hide (a slow starter such as RMSprop)."),
     (0, "No answer."),
 ])
 lab.answer("find_error", points=5, title="section 8: the error in the lecture's positional encoding", rubric=[
@@ -369,8 +385,13 @@ lab.answer("find_error", points=5, title="section 8: the error in the lecture's 
         "frequencies."),
     (1, "Why it matters: PE(p+k) is no longer a linear map of PE(p), so relative positions are lost."),
     (1, "The frequencies fall twice as fast: half of the columns hardly move over realistic lengths."),
-    (1, "The example p_1 numbers columns from 1 (it starts with a cosine); the concatenated layout is not an "
-        "error (the same columns in another order)."),
+    (0.5, "The example p_1 is wrong too: it numbers the columns from 1 (it starts with a cosine), or its "
+          "last entry shows the doubled exponent (10000^2)."),
+    (0.5, "The concatenated layout (all sines, then all cosines) is not an error: the same columns in "
+          "another order, each sine with a cosine of its frequency."),
+    (0, "An answer that reads the lab sheet's 'error in the Tensorflow-NLP version of the notebook' "
+        "differently (a tfm block without an attention mask, a tfm block in a Keras 3 model) gets no "
+        "points for that reading: section 8 asks about the lecture's formula."),
     (0, "No answer."),
 ])
 
@@ -378,7 +399,8 @@ lab.answer("find_error", points=5, title="section 8: the error in the lecture's 
 # ------------------------------------------------------------------ encoder_block
 
 lab.piece("encoder_block", objects=["encoder_block"],
-          description="lecture 003's encoder layer by hand in NumPy, weight for weight tfm's block")
+          description="the encoder layer of the lecture Advanced Machine Learning: Transformers by hand in "
+                      "NumPy, weight for weight tfm's block")
 
 #: The names of the weights dict the student's ``encoder_block`` reads, in the order of
 #: ``block.get_weights()`` of tfm's and lablib's blocks.
@@ -425,8 +447,9 @@ def block_mistakes(x, weights, mask=None):
         (dict(scale=False), "The attention scores are not scaled: divide Q K^T by sqrt(d_k), "
                             "d_k the key size of one head (here query_kernel.shape[-1])."),
         (dict(norm_first=True), "Layer normalisation comes before each sublayer (pre-norm, "
-                                "x + F(LayerNorm(x))); lecture 003's encoder, like tfm's default "
-                                "block, normalises after the residual: LayerNorm(x + F(x))."),
+                                "x + F(LayerNorm(x))); the lecture's encoder (Advanced Machine "
+                                "Learning: Transformers), like tfm's default block, normalises "
+                                "after the residual: LayerNorm(x + F(x))."),
         (dict(attention_residual=False), "The residual around the attention is missing: "
                                          "Z = LayerNorm(MultiHead(X) + X), not LayerNorm(MultiHead(X))."),
         (dict(ffn_residual=False), "The residual around the feed-forward network is missing: "

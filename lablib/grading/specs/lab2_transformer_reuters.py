@@ -15,6 +15,7 @@ import numpy as np
 from lablib.grading.spec import diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
+from lablib.grading.specs._block_checks import ablation_outputs, block_stages
 from lablib.grading.specs._transformer_checks import (
     BLOCK_WEIGHTS,
     check_trace_form,
@@ -400,7 +401,23 @@ lab.answer("find_error", points=5, title="section 8: the error in the lecture's 
 
 lab.piece("encoder_block", objects=["encoder_block"],
           description="the encoder layer of the lecture Advanced Machine Learning: Transformers by hand in "
-                      "NumPy, weight for weight tfm's block")
+                      "NumPy, weight for weight tfm's block",
+          error_hints=[
+              (r"can only concatenate str|KeyError",
+               "A weight is looked up under a name the weights dict does not have: index it with "
+               "the weight's own name, e.g. w['query_kernel'] (sorted(w) lists the 16 names)."),
+              (r"repeated axis in transpose|axes don't match array",
+               "A transpose's axis order does not fit: K [heads, T, d_k] becomes [heads, d_k, T] "
+               "with K.transpose(0, 2, 1) (each axis once), or np.swapaxes(K, -1, -2)."),
+              (r"operands could not be broadcast together",
+               "Two arrays do not broadcast: a row's maximum or total must keep its axis "
+               "(keepdims=True) to divide the scores [heads, T, T], and a mask over the keys [T] "
+               "broadcasts as mask[None, None, :]."),
+              (r"mismatch in its core dimension|shapes .* not aligned|einstein sum subscripts",
+               "A product's shapes do not fit: per head, Q K^T is [T, d_k] @ [d_k, T], weights @ V "
+               "is [T, T] @ [T, d_k]; the feed-forward network is Z [T, d] @ intermediate_kernel "
+               "[d, inner], then [T, inner] @ output_kernel [inner, d]."),
+          ])
 
 #: The names of the weights dict the student's ``encoder_block`` reads, in the order of
 #: ``block.get_weights()`` of tfm's and lablib's blocks.
@@ -482,7 +499,9 @@ def run_block(ns, case):
                                  mask=None if mask is None else mask.copy(), epsilon=EPSILON)
     expect(isinstance(result, tuple) and len(result) == 2,
            "encoder_block must return (output, attention weights)")
-    return {"output": np.asarray(result[0], dtype=float), "attention": np.asarray(result[1], dtype=float)}
+    return {"output": np.asarray(result[0], dtype=float), "attention": np.asarray(result[1], dtype=float),
+            # the block on weights with a sublayer zeroed, for the judge's diagnosis
+            "ablations": ablation_outputs(ns["encoder_block"], x, weights, mask, EPSILON)}
 
 
 def judge_block(got, case, what):
@@ -492,11 +511,8 @@ def judge_block(got, case, what):
     output, attention = reference_block(x, weights, mask)
     expect_shape(got["output"], (length, width), f"output {what}")
     expect_shape(got["attention"], (heads, length, length), f"attention weights {what} [heads, T, T]")
-    expect(bool(np.all(np.isfinite(got["attention"]))),
-           f"The attention weights {what} contain NaN or inf: the softmax runs over the keys "
-           f"(the last axis), where every query has a real key; subtract each row's maximum "
-           f"before np.exp.")
     diagnose(got["output"], block_mistakes(x, weights, mask), right=output, atol=1e-6)
+    block_stages(got, x, weights, mask, reference_block)
     expect_close(got["attention"], attention, atol=1e-6, what=f"attention weights {what}")
     expect_close(got["output"], output, atol=1e-6, what=f"output {what}")
 

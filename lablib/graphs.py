@@ -15,9 +15,14 @@ Edge features (bond types...) travel beside either layout when ``edge_attr`` (on
 
 A batch is a named tuple (:class:`DenseBatch`, :class:`DisjointBatch`, and their
 ``...WithEdges`` forms when ``edge_attr`` is passed): unpack it, or read its fields by
-name (``batch.adjacency``). Every function here takes and returns NumPy arrays (TensorFlow eager tensors are
-accepted too) and checks its input, raising ``ValueError`` that says what was given
-and what was expected.
+name (``batch.adjacency``). The batch and conversion functions take and return NumPy arrays
+(TensorFlow eager tensors are accepted too) and check their input, raising ``ValueError``
+that says what was given and what was expected.
+
+The maths the graph layers share is here too, as TensorFlow functions (as PyTorch
+Geometric's ``utils``): :func:`segment_softmax` (graph attention's softmax over each node's
+incoming edges), :func:`gcn_norm` and :func:`gcn_norm_dense` (the GCN's normalised
+adjacency, ``D^-1/2 (A + I) D^-1/2``). TensorFlow is imported when one of them is called.
 
 Example::
 
@@ -51,6 +56,9 @@ __all__ = [
     "adjacency_to_edge_index",
     "to_undirected",
     "remove_self_loops",
+    "segment_softmax",
+    "gcn_norm",
+    "gcn_norm_dense",
 ]
 
 
@@ -493,3 +501,150 @@ def remove_self_loops(edge_index) -> np.ndarray:
     """
     edge_index = _as_edge_index(edge_index, "remove_self_loops")
     return edge_index[:, edge_index[0] != edge_index[1]]
+
+
+# --------------------------------------------------------------------------- the layers' maths
+# TensorFlow functions (imported when called, so that ``import lablib.graphs`` stays NumPy
+# only), as PyTorch Geometric's ``utils.softmax`` and ``gcn_norm``: the graph layers call
+# them, and they can be read, tested and reused alone.
+
+
+def segment_softmax(logits, segment_ids, num_segments, mask=None):
+    """Softmax within segments: ``alpha_k = exp(l_k) / sum_{j: s(j) = s(k)} exp(l_j)``.
+
+    The softmax of graph attention over each target's incoming edges (``segment_ids`` =
+    the edges' targets, ``edge_index[1]``), as PyTorch Geometric's ``utils.softmax``. It
+    is computed stably (each segment's maximum is subtracted first) and in float32, also
+    for float16 logits (mixed precision); the result has the dtype of ``logits``. Runs
+    under ``tf.function(jit_compile=True)``.
+
+    Args:
+        logits: float tensor ``[E, ...]`` (e.g. ``[E, heads]``), one row per entry.
+        segment_ids: int tensor ``[E]``, the segment of each row, in ``[0, num_segments)``.
+        num_segments: number of segments (int or scalar int tensor), e.g. the number of
+            nodes.
+        mask: optional bool ``[E]`` or broadcastable to ``logits`` (``[E, 1]``): False
+            entries get weight 0 and do not count in their segment's sum. A segment whose
+            entries are all masked gets zeros, never NaN.
+
+    Returns:
+        Tensor shaped like ``logits``: in each segment, the weights of its entries sum
+        to 1 (0 for a fully masked segment).
+
+    Example:
+
+    >>> from lablib.graphs import segment_softmax
+    >>> alpha = segment_softmax([0.0, 0.0, 1.0, 5.0], [0, 0, 1, 2], num_segments=3)
+    >>> alpha.numpy()
+    array([0.5, 0.5, 1. , 1. ], dtype=float32)
+    """
+    import tensorflow as tf
+
+    logits = tf.convert_to_tensor(logits)
+    if not logits.dtype.is_floating:
+        logits = tf.cast(logits, tf.float32)
+    dtype = logits.dtype
+    segment_ids = tf.convert_to_tensor(segment_ids)
+    x = tf.cast(logits, tf.float32)
+    allowed = None
+    if mask is not None:
+        allowed = tf.cast(mask, tf.bool)
+        if allowed.shape.rank == 1 and x.shape.rank is not None and x.shape.rank > 1:
+            allowed = tf.reshape(allowed, [-1] + [1] * (x.shape.rank - 1))
+        x = tf.where(allowed, x, tf.constant(-1e9, tf.float32))
+    maximum = tf.math.unsorted_segment_max(x, segment_ids, num_segments)
+    weights = tf.exp(x - tf.gather(maximum, segment_ids))
+    if allowed is not None:
+        weights = weights * tf.cast(allowed, tf.float32)
+    total = tf.math.unsorted_segment_sum(weights, segment_ids, num_segments)
+    return tf.cast(tf.math.divide_no_nan(weights, tf.gather(total, segment_ids)), dtype)
+
+
+def gcn_norm(edge_index, num_nodes, edge_weight=None):
+    """The GCN's normalised edges (Kipf & Welling): ``D^-1/2 (A + I) D^-1/2`` as an edge list.
+
+    One self loop per node is appended to the edges, and every edge ``j -> i`` gets the
+    weight ``w_ji / sqrt(d_i d_j)``, where ``d_i`` is the (weighted) number of edges into
+    ``i``, its self loop included. Self loops already in ``edge_index`` get weight 0:
+    they are replaced by the appended ones, not doubled. The same numbers as PyTorch
+    Geometric's ``gcn_norm`` (``add_self_loops=True``); :class:`lablib.layers.GraphConv`
+    (``normalization="symmetric"``) aggregates with them. For a dense batch see
+    :func:`gcn_norm_dense`.
+
+    Args:
+        edge_index: int ``[2, E]``, row 0 source, row 1 target.
+        num_nodes: the number of nodes ``V`` (int or scalar int tensor).
+        edge_weight: optional float ``[E]`` edge weights (default 1).
+
+    Returns:
+        ``(edge_index, edge_weight)``: int32 ``[2, E + V]`` (the edges, then the self
+        loops ``0 -> 0, 1 -> 1...``) and float32 ``[E + V]``.
+
+    Example:
+
+    >>> from lablib.graphs import gcn_norm
+    >>> edges, weights = gcn_norm(np.array([[0], [1]]), num_nodes=2)    # 0 -> 1
+    >>> edges.numpy()
+    array([[0, 0, 1],
+           [1, 0, 1]], dtype=int32)
+    >>> weights.numpy().round(4)      # 1/sqrt(1*2), node 0: 1/1, node 1: 1/2
+    array([0.7071, 1.    , 0.5   ], dtype=float32)
+    """
+    import tensorflow as tf
+
+    edge_index = tf.cast(edge_index, tf.int32)
+    sources, targets = edge_index[0], edge_index[1]
+    num_nodes = tf.cast(num_nodes, tf.int32)
+    weight = tf.cast(tf.not_equal(sources, targets), tf.float32)
+    if edge_weight is not None:
+        weight = weight * tf.cast(edge_weight, tf.float32)
+    loops = tf.range(num_nodes, dtype=tf.int32)
+    sources = tf.concat([sources, loops], axis=0)
+    targets = tf.concat([targets, loops], axis=0)
+    weight = tf.concat([weight, tf.ones_like(loops, dtype=tf.float32)], axis=0)
+    degree = tf.math.unsorted_segment_sum(weight, targets, num_nodes)
+    inv_sqrt = tf.math.divide_no_nan(tf.ones_like(degree), tf.sqrt(degree))
+    weight = weight * tf.gather(inv_sqrt, sources) * tf.gather(inv_sqrt, targets)
+    return tf.stack([sources, targets]), weight
+
+
+def gcn_norm_dense(adjacency, mask=None):
+    """The GCN's propagation matrix ``D^-1/2 (A + I) D^-1/2`` of a dense batch.
+
+    As :func:`gcn_norm`, for ``adjacency [B, N, N]`` (``adjacency[b, i, j] != 0`` when
+    ``j`` sends to ``i``; its values act as edge weights): the diagonal is replaced by
+    self loops of weight 1 (for the real nodes only when ``mask`` is given), and
+    ``d_i = sum_j (A + I)[i, j]``. Padding nodes (``mask`` False) get zero rows and
+    columns, so they never send or receive. Computed in the adjacency's float dtype.
+
+    Args:
+        adjacency: float ``[B, N, N]`` (or ``[N, N]``).
+        mask: optional bool ``[B, N]`` (``[N]``), False for padding nodes.
+
+    Returns:
+        The propagation matrix, shaped and typed like ``adjacency``.
+
+    Example:
+
+    >>> from lablib.graphs import gcn_norm_dense
+    >>> adjacency = np.array([[0, 0], [1, 0]], "float32")       # 0 -> 1
+    >>> gcn_norm_dense(adjacency).numpy().round(4)
+    array([[1.    , 0.    ],
+           [0.7071, 0.5   ]], dtype=float32)
+    """
+    import tensorflow as tf
+
+    adjacency = tf.convert_to_tensor(adjacency)
+    if not adjacency.dtype.is_floating:
+        adjacency = tf.cast(adjacency, tf.float32)
+    dtype = adjacency.dtype
+    eye = tf.eye(tf.shape(adjacency)[-1], dtype=dtype)
+    self_loops = eye
+    if mask is not None:
+        node = tf.cast(mask, dtype)
+        adjacency = adjacency * node[..., :, None] * node[..., None, :]
+        self_loops = eye * node[..., :, None]
+    adjacency = adjacency * (1.0 - eye) + self_loops
+    degree = tf.reduce_sum(adjacency, axis=-1)  # incoming edges + self loop
+    inv_sqrt = tf.math.divide_no_nan(tf.ones_like(degree), tf.sqrt(degree))
+    return adjacency * inv_sqrt[..., :, None] * inv_sqrt[..., None, :]

@@ -4,6 +4,7 @@ Importing a layer resolves the Keras mode (see :mod:`lablib.backend`); call
 ``lablib.use_legacy_keras()`` before that if you need tf_keras.
 
 Sequence layers: :func:`scaled_dot_product_attention`, :func:`causal_mask`,
+:func:`padding_mask`, :func:`masked_softmax` (also dense graph attention's softmax),
 :func:`positional_encoding`, :class:`PositionalEncoding`,
 :class:`TokenAndPositionEmbedding`, :class:`TransformerEncoderBlock`,
 :class:`TransformerDecoderBlock`.
@@ -18,7 +19,9 @@ disjoint ``x [V, F]`` + ``edge_index [2, E]``): :class:`GraphConv`,
 from lablib._lazy import lazy_exports
 
 _MODULES = {  # submodule: the names it exports
-    "attention": ("scaled_dot_product_attention", "causal_mask", "padding_mask"),
+    "attention": (
+        "scaled_dot_product_attention", "causal_mask", "padding_mask", "masked_softmax"
+    ),
     "positional": ("positional_encoding", "PositionalEncoding", "TokenAndPositionEmbedding"),
     "transformer": ("TransformerEncoderBlock", "TransformerDecoderBlock"),
     "graph_conv": ("GraphConv",),

@@ -70,13 +70,6 @@ def large_negative(dtype) -> float:
     return -1.0e9
 
 
-def masked_fill(logits, allowed, dtype=None):
-    """``logits`` where ``allowed`` is True, a large finite negative value elsewhere."""
-    dtype = dtype or logits.dtype
-    fill = tf.cast(large_negative(dtype), logits.dtype)
-    return tf.where(tf.cast(allowed, tf.bool), logits, fill)
-
-
 # --------------------------------------------------------------------------- weight options
 
 #: The regularizer and constraint options in a graph layer's "Args" (``{weight_options}``

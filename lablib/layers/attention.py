@@ -17,9 +17,9 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from lablib.layers._common import masked_fill
+from lablib.layers._common import large_negative
 
-__all__ = ["scaled_dot_product_attention", "causal_mask", "padding_mask"]
+__all__ = ["scaled_dot_product_attention", "causal_mask", "padding_mask", "masked_softmax"]
 
 
 def _as_float_tensor(value, name, dtype=None):
@@ -94,6 +94,47 @@ def _check_shapes(query, key, value, mask):
             )
 
 
+def masked_softmax(logits, mask=None, axis=-1):
+    """Softmax along ``axis`` over the entries ``mask`` allows; the others get weight 0.
+
+    The softmax of attention (over the keys a query may attend to, lablib's transformer
+    blocks and :func:`scaled_dot_product_attention`) and of dense graph attention (over a
+    node's senders, :class:`GraphAttention`). Masked entries are set to a large finite
+    negative value (no inf, so no NaN in the gradients), the row's maximum is subtracted,
+    and masked entries are zeroed after the exponential: a row with no allowed entry gets
+    all-zero weights, never NaN. Computed in float32, also for float16 logits (mixed
+    precision); the result has the dtype of ``logits``.
+
+    Args:
+        logits: float tensor ``[..., T]`` (any rank; ``axis`` picks the softmax axis).
+        mask: optional, True/1 where an entry counts, False/0 where it does not; any
+            shape broadcastable to ``logits`` (e.g. ``[B, 1, T_k]`` for key padding).
+        axis: the axis the weights sum to 1 along.
+
+    Returns:
+        Tensor shaped and typed like ``logits``.
+
+    Example:
+
+    >>> masked_softmax([[1.0, 1.0, 5.0], [2.0, 3.0, 4.0]], mask=[[1, 1, 0], [0, 0, 0]]).numpy()
+    array([[0.5, 0.5, 0. ],
+           [0. , 0. , 0. ]], dtype=float32)
+    """
+    logits = tf.convert_to_tensor(logits)
+    if not logits.dtype.is_floating:
+        logits = tf.cast(logits, tf.float32)
+    dtype = logits.dtype
+    x = tf.cast(logits, tf.float32)
+    if mask is None:
+        return tf.cast(tf.nn.softmax(x, axis=axis), dtype)
+    allowed = tf.cast(mask, tf.bool)
+    x = tf.where(allowed, x, tf.constant(large_negative(tf.float32), tf.float32))
+    weights = tf.exp(x - tf.reduce_max(x, axis=axis, keepdims=True))
+    weights = weights * tf.cast(allowed, tf.float32)
+    total = tf.reduce_sum(weights, axis=axis, keepdims=True)
+    return tf.cast(tf.math.divide_no_nan(weights, total), dtype)
+
+
 def attend(query, key, value, allowed=None, dropout=None):
     """The attention computation itself, on tensors already checked (internal).
 
@@ -101,8 +142,9 @@ def attend(query, key, value, allowed=None, dropout=None):
     ``allowed`` bool, broadcastable to ``[..., T_q, T_k]``; ``dropout`` an optional
     callable applied to the weights before they mix the values.
 
-    The softmax runs in float32 (also under mixed precision). A query whose row of
-    ``allowed`` is all False gets all-zero weights (and a zero output) instead of NaN.
+    The softmax (:func:`masked_softmax`) runs in float32, also under mixed precision. A
+    query whose row of ``allowed`` is all False gets all-zero weights (and a zero output)
+    instead of NaN.
     """
     depth = query.shape[-1]
     if depth is None:
@@ -111,14 +153,7 @@ def attend(query, key, value, allowed=None, dropout=None):
     else:
         scale = tf.cast(1.0 / math.sqrt(depth), query.dtype)
     logits = tf.matmul(query * scale, key, transpose_b=True)
-    logits = tf.cast(logits, tf.float32)
-    if allowed is not None:
-        allowed = tf.cast(allowed, tf.bool)
-        logits = masked_fill(logits, allowed)
-    weights = tf.nn.softmax(logits, axis=-1)
-    if allowed is not None:
-        any_allowed = tf.reduce_any(allowed, axis=-1, keepdims=True)
-        weights = weights * tf.cast(any_allowed, weights.dtype)
+    weights = masked_softmax(tf.cast(logits, tf.float32), allowed)
     weights = tf.cast(weights, value.dtype)
     mixing = dropout(weights) if dropout is not None else weights
     outputs = tf.matmul(mixing, value)

@@ -12,12 +12,13 @@ from lablib.layers._common import (
     check_rate,
     clone_initializer,
     keras,
-    masked_fill,
     register,
     set_weight_options,
     weight_options_config,
 )
+from lablib.graphs import segment_softmax
 from lablib.layers._graph_ops import GraphInputs, features_matmul, shape_text
+from lablib.layers.attention import masked_softmax
 
 __all__ = ["GraphAttention", "EdgeAttention"]
 
@@ -392,10 +393,7 @@ class GraphAttention(keras.layers.Layer):
                 eye = tf.logical_and(eye, graph.mask[:, :, None])
             allowed = tf.logical_or(allowed, eye)
         allowed = allowed[:, None]  # [B, 1, N, N], the same for every head
-        logits = masked_fill(logits, allowed)
-        logits = logits - tf.reduce_max(logits, axis=-1, keepdims=True)
-        weights = tf.exp(logits) * tf.cast(allowed, tf.float32)
-        alpha = tf.math.divide_no_nan(weights, tf.reduce_sum(weights, axis=-1, keepdims=True))
+        alpha = masked_softmax(logits, allowed)  # over the senders j of each node i
         alpha = tf.cast(alpha, dtype)  # [B, H, N, N]
         values = tf.transpose(self._drop_values(z, training), [0, 2, 1, 3])  # [B, H, N, U]
         out = tf.matmul(self._drop(alpha, training), values)  # [B, H, N, U]
@@ -423,14 +421,9 @@ class GraphAttention(keras.layers.Layer):
                 score_edge = tf.concat([score_edge, loop], axis=0)
             logits = tf.cast(logits, tf.float32) + score_edge
         logits = tf.nn.leaky_relu(tf.cast(logits, tf.float32), alpha=self.negative_slope)
-        if valid is not None:
-            logits = masked_fill(logits, valid)
-        maximum = tf.math.unsorted_segment_max(logits, targets, num_nodes)  # [V, H]
-        # Replaced input self loops have a -inf-like logit, so exp() makes their weight 0;
-        # every node keeps its added self loop, so no segment is all-masked.
-        weights = tf.exp(logits - tf.gather(maximum, targets))
-        total = tf.math.unsorted_segment_sum(weights, targets, num_nodes)
-        alpha = tf.math.divide_no_nan(weights, tf.gather(total, targets))
+        # Replaced input self loops (valid False) get weight 0; every node keeps its added
+        # self loop, so no node's softmax is empty.
+        alpha = segment_softmax(logits, targets, num_nodes, mask=valid)  # over i's senders
         alpha = tf.cast(alpha, dtype)  # [E', H]
         values = self._drop_values(z, training)  # [V, H, U]
         messages = tf.gather(values, sources) * self._drop(alpha, training)[:, :, None]

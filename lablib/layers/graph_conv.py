@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from lablib.graphs import gcn_norm, gcn_norm_dense
 from lablib.layers._common import (
     check_choice,
     check_positive_int,
@@ -174,17 +175,10 @@ class GraphConv(keras.layers.Layer):
                 f"{features} (shape {shape_text(x)})."
             )
 
-    def _dense(self, graph, kernel, dtype):
+    def _dense(self, graph, kernel):
         x, adjacency = graph.x, graph.adjacency
         if self.normalization == "symmetric":
-            eye = tf.eye(tf.shape(adjacency)[-1], dtype=dtype)
-            self_loops = eye[None]
-            if graph.mask is not None:
-                self_loops = self_loops * tf.cast(graph.mask, dtype)[:, :, None]
-            adjacency = adjacency * (1.0 - eye) + self_loops
-            degree = tf.reduce_sum(adjacency, axis=-1)  # incoming edges + self loop
-            inv_sqrt = tf.math.divide_no_nan(tf.ones_like(degree), tf.sqrt(degree))
-            propagate = adjacency * inv_sqrt[:, :, None] * inv_sqrt[:, None, :]
+            propagate = gcn_norm_dense(adjacency, graph.mask)  # D^-1/2 (A + I) D^-1/2
         else:
             degree = tf.reduce_sum(adjacency, axis=-1, keepdims=True)
             propagate = tf.math.divide_no_nan(adjacency, degree)
@@ -196,29 +190,21 @@ class GraphConv(keras.layers.Layer):
 
     def _sparse_operator(self, sources, targets, num_nodes, use_xla):
         if self.normalization == "symmetric":
-            # Existing self loops get weight 0; one self loop per node is added apart.
-            weight = tf.cast(tf.not_equal(sources, targets), tf.float32)
-            degree = tf.math.unsorted_segment_sum(weight, targets, num_nodes) + 1.0
-            inv_sqrt = tf.math.rsqrt(degree)
-            norm = weight * tf.gather(inv_sqrt, sources) * tf.gather(inv_sqrt, targets)
-            self_weight = inv_sqrt * inv_sqrt
-            return edge_operator(sources, targets, norm, num_nodes, use_xla), self_weight
+            # D^-1/2 (A + I) D^-1/2: the edges and one self loop per node, weighted
+            edge_index, weight = gcn_norm(tf.stack([sources, targets]), num_nodes)
+            return edge_operator(edge_index[0], edge_index[1], weight, num_nodes, use_xla)
         count = tf.math.unsorted_segment_sum(
             tf.ones_like(targets, dtype=tf.float32), targets, num_nodes
         )
         weight = tf.gather(1.0 / count, targets)  # count >= 1 for every target
-        return edge_operator(sources, targets, weight, num_nodes, use_xla), None
+        return edge_operator(sources, targets, weight, num_nodes, use_xla)
 
-    def _sparse(self, graph, kernel, dtype):
-        operator, self_weight = graph.cached(
-            f"graph_conv_{self.normalization}", self._sparse_operator
-        )
+    def _sparse(self, graph, kernel):
+        operator = graph.cached(f"graph_conv_{self.normalization}", self._sparse_operator)
         # Sparse features are always transformed first (then aggregated dense).
         transform_first = self._transform_first() or graph.sparse_features
         values = features_matmul(graph.x, kernel) if transform_first else graph.x
         out = aggregate(operator, values)
-        if self_weight is not None:
-            out = out + values * tf.cast(self_weight, dtype)[:, None]
         if not transform_first:
             out = tf.matmul(out, kernel)
         return out
@@ -232,9 +218,9 @@ class GraphConv(keras.layers.Layer):
         self._check_features(graph.x)
         kernel = tf.cast(self.kernel, dtype)
         if graph.mode == "dense":
-            out = self._dense(graph, kernel, dtype)
+            out = self._dense(graph, kernel)
         else:
-            out = self._sparse(graph, kernel, dtype)
+            out = self._sparse(graph, kernel)
         if self.normalization == "mean":
             out = out + features_matmul(graph.x, tf.cast(self.self_kernel, dtype))
         if self.use_bias:

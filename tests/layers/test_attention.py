@@ -179,3 +179,45 @@ def test_layer_tests_run_in_full_float32():
     """tests/conftest.py turns TensorFloat-32 off, so the float32 tolerances of these
     tests hold on Ampere and later GPUs as on a CPU (see its full_float32_on_gpus)."""
     assert tf.config.experimental.tensor_float_32_execution_enabled() is False
+
+
+def test_masked_softmax_rows_and_fully_masked_rows():
+    from lablib.layers import masked_softmax
+
+    rng = np.random.default_rng(6)
+    logits = rng.normal(size=(2, 3, 4)).astype("float32") * 4
+    mask = rng.random((2, 3, 4)) > 0.4
+    mask[0, 1] = False  # a fully masked row
+    weights = masked_softmax(logits, mask).numpy()
+    for index in np.ndindex(2, 3):
+        keep = mask[index]
+        expected = np.zeros(4)
+        if keep.any():
+            expected[keep] = np.exp(logits[index][keep] - logits[index][keep].max())
+            expected /= expected.sum()
+        np.testing.assert_allclose(weights[index], expected, atol=1e-6)
+    np.testing.assert_array_equal(weights[0, 1], 0)
+    # broadcast masks, integer masks, another axis, no mask
+    key_mask = np.array([[1, 1, 0, 1]])
+    np.testing.assert_array_equal(masked_softmax(logits, key_mask).numpy()[..., 2], 0)
+    np.testing.assert_allclose(masked_softmax(logits, axis=1).numpy().sum(1), 1, atol=1e-6)
+    np.testing.assert_allclose(masked_softmax(logits).numpy(), tf.nn.softmax(logits).numpy(),
+                               atol=1e-6)
+
+
+def test_masked_softmax_float16_gradients_and_xla():
+    from lablib.layers import masked_softmax
+
+    logits = tf.constant([[3e4, 1.0, -3e4], [5.0, 6.0, 7.0]], tf.float16)
+    mask = tf.constant([[True, True, False], [False, False, False]])
+    half = masked_softmax(logits, mask)
+    assert half.dtype == tf.float16 and np.all(np.isfinite(half.numpy()))
+    np.testing.assert_array_equal(half.numpy()[1], 0)
+    x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(masked_softmax(x, mask) * tf.constant([1.0, 2.0, 3.0]))
+    assert np.all(np.isfinite(tape.gradient(loss, x).numpy()))
+    compiled = tf.function(lambda x, m: masked_softmax(x, m), jit_compile=True)
+    np.testing.assert_allclose(compiled(x, mask).numpy(), masked_softmax(x, mask).numpy(),
+                               atol=1e-6)

@@ -160,3 +160,99 @@ def test_old_edge_attrs_name_warns_and_still_works():
 def test_errors_are_clear(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# --------------------------------------------------------------------------- the layers' maths
+
+
+def _np_segment_softmax(logits, segments, num_segments, mask):
+    """Independent reference: one segment at a time."""
+    out = np.zeros_like(logits, dtype=np.float64)
+    for segment in range(num_segments):
+        rows = (segments == segment) & mask
+        if rows.any():
+            values = np.exp(logits[rows] - logits[rows].max(axis=0))
+            out[rows] = values / values.sum(axis=0)
+    return out
+
+
+def test_segment_softmax_matches_reference_and_masks():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(9, 2)).astype(np.float32) * 5
+    segments = np.array([0, 0, 1, 1, 1, 3, 3, 2, 2])
+    mask = np.array([True, True, True, False, True, False, False, True, True])
+    alpha = graphs.segment_softmax(logits, segments, 4, mask=mask).numpy()
+    np.testing.assert_allclose(alpha, _np_segment_softmax(logits, segments, 4, mask), atol=1e-6)
+    assert np.all(alpha[~mask] == 0)
+    np.testing.assert_array_equal(alpha[5:7], 0)  # segment 3 fully masked: zeros, no NaN
+    # [E, 1] masks as well; no mask: every segment sums to 1
+    same = graphs.segment_softmax(logits, segments, 4, mask=mask[:, None]).numpy()
+    np.testing.assert_array_equal(same, alpha)
+    full = graphs.segment_softmax(logits, segments, 4).numpy()
+    np.testing.assert_allclose(
+        tf.math.unsorted_segment_sum(full, segments, 4).numpy(), np.ones((4, 2)), atol=1e-6)
+    # float16 logits: computed in float32, returned in float16, finite for large logits
+    half = graphs.segment_softmax((logits * 1e3).astype(np.float16), segments, 4, mask=mask)
+    assert half.dtype == tf.float16 and np.all(np.isfinite(half.numpy()))
+
+
+def test_segment_softmax_gradients_finite_and_xla():
+    import tensorflow as tf
+
+    logits = tf.constant([[1.0], [2.0], [3.0]])
+    segments, mask = tf.constant([0, 0, 1]), tf.constant([True, True, False])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        alpha = graphs.segment_softmax(logits, segments, 2, mask=mask)
+        loss = tf.reduce_sum(alpha * tf.constant([[1.0], [3.0], [5.0]]))
+    assert np.all(np.isfinite(tape.gradient(loss, logits).numpy()))
+    compiled = tf.function(lambda l, s, m: graphs.segment_softmax(l, s, 2, mask=m),
+                           jit_compile=True)
+    np.testing.assert_allclose(compiled(logits, segments, mask).numpy(), alpha.numpy(), atol=1e-6)
+
+
+def _np_gcn_propagation(edge_index, num_nodes):
+    """D^-1/2 (A + I) D^-1/2 as a dense matrix, input self loops replaced (Kipf & Welling)."""
+    a = graphs.edge_index_to_adjacency(graphs.remove_self_loops(edge_index), num_nodes)
+    a = a + np.eye(num_nodes)
+    inv_sqrt = 1 / np.sqrt(a.sum(axis=1))
+    return a * inv_sqrt[:, None] * inv_sqrt[None, :]
+
+
+def test_gcn_norm_is_the_symmetric_normalisation():
+    edge_index = np.array([[0, 1, 1, 2, 3, 2], [1, 0, 2, 3, 1, 2]])  # 2 -> 2 a self loop
+    edges, weights = graphs.gcn_norm(edge_index, 5)  # node 4 isolated
+    assert edges.shape == (2, 6 + 5) and weights.shape == (6 + 5,)
+    np.testing.assert_array_equal(edges.numpy()[:, 6:], np.stack([np.arange(5)] * 2))
+    propagation = np.zeros((5, 5))
+    np.add.at(propagation, (edges.numpy()[1], edges.numpy()[0]), weights.numpy())
+    np.testing.assert_allclose(propagation, _np_gcn_propagation(edge_index, 5), atol=1e-6)
+    assert weights.numpy()[5] == 0  # the input's self loop, replaced by the added one
+    # edge weights scale the edges (and the degrees)
+    _, weighted = graphs.gcn_norm(np.array([[0], [1]]), 2, edge_weight=[3.0])
+    np.testing.assert_allclose(weighted.numpy(), [3 / np.sqrt(4), 1.0, 1 / 4], atol=1e-6)
+
+
+def test_gcn_norm_dense_matches_the_edge_list_and_masks_padding():
+    edge_index = np.array([[0, 1, 1, 2, 3, 2], [1, 0, 2, 3, 1, 2]])
+    adjacency = graphs.edge_index_to_adjacency(edge_index, 5)
+    propagation = graphs.gcn_norm_dense(adjacency[None]).numpy()[0]
+    np.testing.assert_allclose(propagation, _np_gcn_propagation(edge_index, 5), atol=1e-6)
+    mask = np.array([[True, True, True, False, False]])
+    masked = graphs.gcn_norm_dense(adjacency[None], mask).numpy()[0]
+    np.testing.assert_array_equal(masked[3:], 0)
+    np.testing.assert_array_equal(masked[:, 3:], 0)
+    kept = graphs.edge_index_to_adjacency(np.array([[0, 1, 1], [1, 0, 2]]), 3)
+    np.testing.assert_allclose(masked[:3, :3], graphs.gcn_norm_dense(kept).numpy(), atol=1e-6)
+    assert np.all(np.isfinite(masked))
+
+
+def test_graphs_imports_no_tensorflow():
+    import subprocess
+    import sys
+
+    code = "import sys, lablib.graphs; print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]

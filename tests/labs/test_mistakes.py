@@ -18,6 +18,7 @@ SPLIT = ("            x = ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], self
          "self.key_dim))\n            return ops.transpose(x, (0, 2, 1, 3))")
 ANGLES = "angles = positions / np.power(10000.0, 2 * pair / depth)"
 COLUMNS = "encoding = np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles))"
+F1_MEAN = "return float(np.mean(2 * true_positives[present] / denominator[present]))"
 MEAN = ("    inverse_degree = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)\n"
         "    D_inv = np.diag(inverse_degree)\n"
         "    return activation(D_inv @ A @ H @ W.T + H @ B.T)")
@@ -52,6 +53,18 @@ MISTAKES = [
     ("positional encoding as the slide writes it", "lab1_attention", "positional_encoding",
      [(ANGLES, "angles = positions / np.power(10000.0, 2 * np.arange(depth)[np.newaxis, :] / depth)")],
      "the exponent as the lecture's slide writes it"),
+    ("macro-F1 averaged over all num_classes", "lab2_transformer_reuters", "macro_f1",
+     [(F1_MEAN, "return float(np.sum(2 * true_positives[present] / denominator[present]) / num_classes)")],
+     "Your mean runs over all num_classes classes"),
+    ("macro-F1 weighted by support", "lab2_transformer_reuters", "macro_f1",
+     [(F1_MEAN, "support = confusion.sum(axis=1)\n    f1 = 2 * true_positives[present] / denominator[present]\n"
+                "    return float(np.sum(support[present] * f1) / support.sum())")],
+     "weighs each class by its number of true labels"),
+    ("accuracy instead of macro-F1", "lab2_transformer_reuters", "macro_f1",
+     [(F1_MEAN, "return float(np.mean(y_true == y_pred))")], "returns the accuracy"),
+    ("macro-F1 over the true labels' classes only", "lab2_transformer_reuters", "macro_f1",
+     [("present = denominator > 0", "present = confusion.sum(axis=1) > 0")],
+     "leaves out the classes that are predicted but never true"),
     ("sine and cosine swapped", "lab2_transformer_reuters", "positional_encoding",
      [(COLUMNS, COLUMNS.replace("np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"))],
      "Sine and cosine are swapped"),

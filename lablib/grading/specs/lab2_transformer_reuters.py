@@ -15,7 +15,9 @@ import numpy as np
 from lablib.grading.spec import diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
+from lablib.grading.expect import Mistake
 from lablib.grading.specs._block_checks import ablation_outputs, block_stages
+from lablib.grading.specs._metric_checks import battery, metric_stages
 from lablib.grading.specs._transformer_checks import (
     BLOCK_WEIGHTS,
     check_trace_form,
@@ -260,7 +262,19 @@ def _(got):
 # ---------------------------------------------------------------------- macro_f1
 
 lab.piece("macro_f1", objects=["macro_f1"],
-          description="macro-averaged F1 score, the metric for 46 unbalanced topics")
+          description="macro-averaged F1 score, the metric for 46 unbalanced topics",
+          error_hints=[
+              (r"cannot reshape array",
+               "A reshape asks for another size than the labels': flatten them with "
+               "np.asarray(y).reshape(-1) (or .ravel())."),
+              (r"^ValueError",
+               "Your function raised ValueError on valid labels (as many predictions as labels, "
+               "every id in [0, num_classes)): a condition of your input checks is the wrong way "
+               "round, or checks the wrong bound."),
+              (r"IndexError|out of bounds",
+               "An index is out of range: the confusion matrix is num_classes x num_classes, "
+               "indexed by (true label, predicted label)."),
+          ])
 
 
 def _sk_macro_f1(y_true, y_pred):
@@ -282,11 +296,15 @@ def _random_labels():
 @lab.test("macro_f1", points=1, hint="Per class F1 = 2 TP / (2 TP + FP + FN); macro-F1 is their "
           "plain mean over the classes.")
 def small_example(ns):
-    return float(ns["macro_f1"](np.array(_HAND[0]), np.array(_HAND[1]), 3))
+    return {"f1": float(ns["macro_f1"](np.array(_HAND[0]), np.array(_HAND[1]), 3)),
+            "battery": battery(ns["macro_f1"])}
 
 
 @small_example.judge
 def _(got):
+    expect_fields(got, ("f1", "battery"))
+    metric_stages(got["battery"], own=(got["f1"], *_HAND, 3))
+    got = got["f1"]
     expect_close(got, _sk_macro_f1(*_HAND), rtol=1e-6, atol=1e-9,
                  what="macro_f1([0,0,1,1,2,2,2], [0,1,1,1,2,0,2], 3)")
 
@@ -295,11 +313,14 @@ def _(got):
           "(as scikit-learn); a class that is never predicted has F1 = 0.")
 def many_unbalanced_classes(ns):
     y_true, y_pred = _random_labels()
-    return float(ns["macro_f1"](y_true, y_pred, 46))
+    return {"f1": float(ns["macro_f1"](y_true, y_pred, 46)), "battery": battery(ns["macro_f1"])}
 
 
 @many_unbalanced_classes.judge
 def _(got):
+    expect_fields(got, ("f1", "battery"))
+    metric_stages(got["battery"], own=(got["f1"], *_random_labels(), 46))
+    got = got["f1"]
     expect_close(got, _sk_macro_f1(*_random_labels()), rtol=1e-6, atol=1e-9,
                  what="macro-F1 on 400 labels of 46 unbalanced classes")
 
@@ -310,11 +331,13 @@ def absent_and_never_predicted_classes(ns):
     y_true = np.array([0, 0, 0, 3, 3, 5])
     y_pred = np.array([0, 0, 3, 3, 3, 0])
     return {"f1": float(ns["macro_f1"](y_true, y_pred, 8)),
-            "perfect": float(ns["macro_f1"](y_true, y_true, 8))}
+            "perfect": float(ns["macro_f1"](y_true, y_true, 8)), "battery": battery(ns["macro_f1"])}
 
 
 @absent_and_never_predicted_classes.judge
 def _(got):
+    expect_fields(got, ("f1", "perfect", "battery"))
+    metric_stages(got["battery"], own=(got["f1"], [0, 0, 0, 3, 3, 5], [0, 0, 3, 3, 3, 0], 8))
     y_true = np.array([0, 0, 0, 3, 3, 5])
     y_pred = np.array([0, 0, 3, 3, 3, 0])
     expect_close(got["f1"], _sk_macro_f1(y_true, y_pred), rtol=1e-6, atol=1e-9,
@@ -341,7 +364,18 @@ def bad_input_raises(ns):
 
 @bad_input_raises.judge
 def _(got):
+    what = {"label_too_large": ("a label >= num_classes", "labels.max() >= num_classes"),
+            "negative_label": ("a negative label", "labels.min() < 0"),
+            "length_mismatch": ("y_true and y_pred of different lengths",
+                                "y_true.shape != y_pred.shape")}
     for case, outcome in got.items():
+        if case in what and outcome != "ValueError":
+            given, test = what[case]
+            if outcome == "no error":
+                raise Mistake(f"{given[0].upper()}{given[1:]} passes your checks without an error: "
+                              f"raise ValueError when {test}, saying what was given.")
+            raise Mistake(f"{given[0].upper()}{given[1:]} reaches your computation ({outcome}) "
+                          f"before any check: test {test} first and raise ValueError.")
         expect(outcome == "ValueError", f"{case}: expected a ValueError, got {outcome}")
 
 

@@ -1,5 +1,9 @@
 """Helpers shared by lablib's layers: registration, argument checks, the weight options
-(initializers, regularizers, constraints: read, cloned, serialized in one way), mask values."""
+(initializers, regularizers, constraints: read, cloned, serialized in one way), mask values.
+
+A layer's constructor sets each weight option itself, by name, with :func:`weight_option`
+(``self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer,
+name)``), and its ``get_config`` lists the same names for :func:`weight_options_config`."""
 
 from __future__ import annotations
 
@@ -13,10 +17,7 @@ PACKAGE = "lablib"
 
 
 def register(cls):
-    """Register a layer for ``.keras`` saving under the ``lablib`` package name, and fill
-    ``{weight_options}`` in its docstring with :data:`WEIGHT_OPTIONS_DOC`."""
-    if cls.__doc__ and "{weight_options}" in cls.__doc__:
-        cls.__doc__ = cls.__doc__.replace("{weight_options}", WEIGHT_OPTIONS_DOC)
+    """Register a layer for ``.keras`` saving under the ``lablib`` package name."""
     return keras.saving.register_keras_serializable(package=PACKAGE)(cls)
 
 
@@ -72,14 +73,6 @@ def large_negative(dtype) -> float:
 
 # --------------------------------------------------------------------------- weight options
 
-#: The regularizer and constraint options in a graph layer's "Args" (``{weight_options}``
-#: in the docstrings of GraphConv and GraphAttention): one text for both.
-WEIGHT_OPTIONS_DOC = """        kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint:
-            optional regularizers and constraints.
-        activity_regularizer: optional regularizer of the layer's output (a loss added
-            to the model's, as for ``keras.layers.Dense``).
-        **kwargs: standard layer arguments (``name``, ``dtype``...)."""
-
 #: An option's kind, from the end of its argument name -> (Keras module, example value).
 _OPTION_KINDS = {
     "_initializer": (keras.initializers, "glorot_uniform"),
@@ -92,7 +85,10 @@ def _option_kind(argument: str):
     for suffix, kind in _OPTION_KINDS.items():
         if argument.endswith(suffix):
             return kind
-    raise ValueError(f"{argument!r} is not a weight option (its name ends with none of {list(_OPTION_KINDS)}).")
+    raise ValueError(
+        f"{argument!r} is not a weight option (its name ends with none of "
+        f"{list(_OPTION_KINDS)})."
+    )
 
 
 def keras_option(module, value, argument: str, layer: str, example):
@@ -117,26 +113,16 @@ def weight_option(argument: str, value, layer: str):
     return keras_option(module, value, argument, layer, example)
 
 
-def set_weight_options(layer, arguments: dict, name: str) -> None:
-    """Set every weight option among ``arguments`` (a constructor's ``locals()``) on
-    ``layer``, checked by :func:`weight_option`; :func:`weight_options_config` serializes
-    the same ones."""
-    names = tuple(a for a in arguments if any(a.endswith(suffix) for suffix in _OPTION_KINDS))
-    for argument in names:
-        setattr(layer, argument, weight_option(argument, arguments[argument], name))
-    layer._weight_option_names = names
-
-
 def serialize_option(argument: str, value):
     """The config of one weight option (None stays None)."""
     module, _ = _option_kind(argument)
     return None if value is None else module.serialize(value)
 
 
-def weight_options_config(layer) -> dict:
-    """``{argument: config}`` of the options :func:`set_weight_options` set, for ``get_config``."""
-    return {argument: serialize_option(argument, getattr(layer, argument))
-            for argument in layer._weight_option_names}
+def weight_options_config(layer, names) -> dict:
+    """``{name: config}`` of the weight options ``names`` (attributes of ``layer`` set with
+    :func:`weight_option`), for ``get_config``."""
+    return {name: serialize_option(name, getattr(layer, name)) for name in names}
 
 
 def clone_initializer(initializer):

@@ -13,7 +13,7 @@ from lablib.layers._common import (
     clone_initializer,
     keras,
     register,
-    set_weight_options,
+    weight_option,
     weight_options_config,
 )
 from lablib.graphs import segment_softmax
@@ -21,6 +21,12 @@ from lablib.layers._graph_ops import GraphInputs, features_matmul, shape_text
 from lablib.layers.attention import masked_softmax
 
 __all__ = ["GraphAttention", "EdgeAttention"]
+
+#: The constructor's weight options, saved by ``get_config``.
+_WEIGHT_OPTIONS = (
+    "kernel_initializer", "attention_initializer", "bias_initializer", "kernel_regularizer",
+    "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
+)
 
 
 class EdgeAttention(NamedTuple):
@@ -108,8 +114,18 @@ class GraphAttention(keras.layers.Layer):
             None: scores from the node features only).
         activation: activation applied to the output (name or callable).
         use_bias: add a learned bias (``[num_heads * units]`` or ``[units]``).
-        kernel_initializer, attention_initializer, bias_initializer: initializers.
-{weight_options}
+        kernel_initializer: initializer of ``kernel`` and ``edge_kernel``
+            (``"glorot_uniform"``).
+        attention_initializer: initializer of ``attention_source``,
+            ``attention_target`` and ``attention_edge`` (``"glorot_uniform"``).
+        bias_initializer: initializer of ``bias`` (``"zeros"``).
+        kernel_regularizer, bias_regularizer: optional regularizers of the kernels and
+            the bias (a Keras regularizer or its name, e.g. ``"l2"``).
+        activity_regularizer: optional regularizer of the layer's output (a loss added
+            to the model's, as for ``keras.layers.Dense``).
+        kernel_constraint, bias_constraint: optional constraints of the kernels and the
+            bias (e.g. ``"max_norm"``).
+        **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
         inputs: node features, ``[B, N, F]`` (dense) or ``[V, F]`` (sparse); in the
@@ -133,7 +149,7 @@ class GraphAttention(keras.layers.Layer):
             (before dropout), e.g. to plot which neighbours a node attends to; the name
             and the pair returned are those of ``keras.layers.MultiHeadAttention``.
             (``return_attention_coefficients``, its name before lablib 0.2, warns and
-            keeps its old return values until 0.3.)
+            keeps its old return values until 0.4.)
 
     Returns:
         ``outputs``: ``[B, N, D]`` (dense) or ``[V, D]`` (sparse), with
@@ -189,7 +205,18 @@ class GraphAttention(keras.layers.Layer):
     ):
         name = "GraphAttention"
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        set_weight_options(self, locals(), name)
+        self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer, name)
+        self.attention_initializer = weight_option(
+            "attention_initializer", attention_initializer, name
+        )
+        self.bias_initializer = weight_option("bias_initializer", bias_initializer, name)
+        self.kernel_regularizer = weight_option("kernel_regularizer", kernel_regularizer, name)
+        self.bias_regularizer = weight_option("bias_regularizer", bias_regularizer, name)
+        self.activity_regularizer = weight_option(
+            "activity_regularizer", activity_regularizer, name
+        )
+        self.kernel_constraint = weight_option("kernel_constraint", kernel_constraint, name)
+        self.bias_constraint = weight_option("bias_constraint", bias_constraint, name)
         self.units = check_positive_int("units", units, name)
         self.num_heads = check_positive_int("num_heads", num_heads, name)
         self.concat_heads = bool(concat_heads)
@@ -471,7 +498,7 @@ class GraphAttention(keras.layers.Layer):
         if node is not None:
             out = out * node
         if old_style:
-            return (out,) + extra  # the 0.1 return values, until lablib 0.3
+            return (out,) + extra  # the 0.1 return values, until lablib 0.4
         if return_attention_scores:
             return out, scores
         return out
@@ -493,7 +520,7 @@ class GraphAttention(keras.layers.Layer):
                 "edge_dim": self.edge_dim,
                 "activation": keras.activations.serialize(self.activation),
                 "use_bias": self.use_bias,
-                **weight_options_config(self),
+                **weight_options_config(self, _WEIGHT_OPTIONS),
             }
         )
         return config

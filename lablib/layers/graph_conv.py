@@ -23,12 +23,24 @@ from lablib.layers._common import (
     clone_initializer,
     keras,
     register,
-    set_weight_options,
+    weight_option,
     weight_options_config,
 )
-from lablib.layers._graph_ops import GraphInputs, aggregate, edge_operator, features_matmul, shape_text
+from lablib.layers._graph_ops import (
+    GraphInputs,
+    aggregate,
+    edge_operator,
+    features_matmul,
+    shape_text,
+)
 
 __all__ = ["GraphConv"]
+
+#: The constructor's weight options, saved by ``get_config``.
+_WEIGHT_OPTIONS = (
+    "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
+    "activity_regularizer", "kernel_constraint", "bias_constraint",
+)
 
 
 # --------------------------------------------------------------------------- layer
@@ -67,9 +79,16 @@ class GraphConv(keras.layers.Layer):
         normalization: ``"symmetric"`` (default) or ``"mean"``.
         activation: activation applied to the output (name or callable), default none.
         use_bias: add a learned bias ``b``.
-        kernel_initializer, bias_initializer: initializers for ``kernel``/``self_kernel``
-            and ``bias``.
-{weight_options}
+        kernel_initializer: initializer of ``kernel`` and ``self_kernel``
+            (``"glorot_uniform"``).
+        bias_initializer: initializer of ``bias`` (``"zeros"``).
+        kernel_regularizer, bias_regularizer: optional regularizers of the kernels and
+            the bias (a Keras regularizer or its name, e.g. ``"l2"``).
+        activity_regularizer: optional regularizer of the layer's output (a loss added
+            to the model's, as for ``keras.layers.Dense``).
+        kernel_constraint, bias_constraint: optional constraints of the kernels and the
+            bias (e.g. ``"max_norm"``).
+        **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
         inputs: node features, ``[B, N, F]`` (dense) or ``[V, F]`` (sparse); in the
@@ -115,12 +134,21 @@ class GraphConv(keras.layers.Layer):
         bias_constraint=None,
         **kwargs,
     ):
+        name = "GraphConv"
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        set_weight_options(self, locals(), "GraphConv")
-        self.units = check_positive_int("units", units, "GraphConv")
+        self.units = check_positive_int("units", units, name)
         self.normalization = check_choice(
-            "normalization", normalization, ("symmetric", "mean"), "GraphConv"
+            "normalization", normalization, ("symmetric", "mean"), name
         )
+        self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer, name)
+        self.bias_initializer = weight_option("bias_initializer", bias_initializer, name)
+        self.kernel_regularizer = weight_option("kernel_regularizer", kernel_regularizer, name)
+        self.bias_regularizer = weight_option("bias_regularizer", bias_regularizer, name)
+        self.activity_regularizer = weight_option(
+            "activity_regularizer", activity_regularizer, name
+        )
+        self.kernel_constraint = weight_option("kernel_constraint", kernel_constraint, name)
+        self.bias_constraint = weight_option("bias_constraint", bias_constraint, name)
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
         self.supports_masking = True
@@ -246,7 +274,7 @@ class GraphConv(keras.layers.Layer):
                 "normalization": self.normalization,
                 "activation": keras.activations.serialize(self.activation),
                 "use_bias": self.use_bias,
-                **weight_options_config(self),
+                **weight_options_config(self, _WEIGHT_OPTIONS),
             }
         )
         return config

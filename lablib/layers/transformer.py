@@ -29,7 +29,7 @@ from lablib.layers._common import (
     keras,
     keras_option,
     register,
-    set_weight_options,
+    weight_option,
     weight_options_config,
 )
 from lablib.layers.attention import attend
@@ -37,6 +37,12 @@ from lablib.layers.attention import attend
 __all__ = ["TransformerEncoderBlock", "TransformerDecoderBlock"]
 
 _LEGACY = keras.__name__.startswith("tf_keras")
+
+#: The constructor's weight options, saved by ``get_config``.
+_WEIGHT_OPTIONS = (
+    "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
+    "kernel_constraint", "bias_constraint", "attention_initializer",
+)
 
 # Options of tfm.nlp.layers.TransformerEncoderBlock that lablib's block does not
 # implement, with the tfm default: passing the default is accepted (so a tfm config
@@ -79,6 +85,51 @@ def _keras_mask(tensor):
     return getattr(tensor, "_keras_mask", None)
 
 
+def _refuse_tfm_only_options(layer, kwargs):
+    """Pop the tfm-only options from ``kwargs``: their tfm default is accepted (a tfm
+    config loads), any other value is refused with an explanation."""
+    for option, default in _TFM_ONLY_OPTIONS.items():
+        if option in kwargs:
+            value = kwargs.pop(option)
+            if value != default:
+                raise ValueError(
+                    f"{layer}: the tfm option `{option}` is not supported by lablib's "
+                    f"block (got {option}={value!r}; only the default {default!r} "
+                    f"is accepted). Use tfm.nlp.layers.TransformerEncoderBlock in "
+                    f"legacy mode if you need it."
+                )
+
+
+def _activation(value, layer):
+    """``(config value, function)`` of ``inner_activation``: a name is kept as given."""
+    if value is None:
+        raise ValueError(
+            f"{layer}: `inner_activation` must be an activation name or function "
+            f"(e.g. 'relu' or 'gelu'), got None."
+        )
+    function = keras_option(keras.activations, value, "inner_activation", layer, "relu")
+    return (value if isinstance(value, str) else keras.activations.serialize(function)), function
+
+
+def _check_flag(argument, value, layer):
+    if not isinstance(value, bool):
+        raise ValueError(f"{layer}: `{argument}` must be True or False, got {value!r}.")
+    return value
+
+
+def _check_epsilon(value, layer):
+    try:
+        epsilon = float(value)
+    except (TypeError, ValueError):
+        epsilon = -1.0
+    if not epsilon > 0:
+        raise ValueError(
+            f"{layer}: `norm_epsilon` must be a small positive float (e.g. 1e-12 "
+            f"as tfm, 1e-6), got {value!r}."
+        )
+    return epsilon
+
+
 class _TransformerBlock(keras.layers.Layer):
     """Arguments, weights and sub-layers shared by the encoder and decoder blocks."""
 
@@ -119,49 +170,27 @@ class _TransformerBlock(keras.layers.Layer):
                     f"{name}: `{required}` is required, e.g. {name}(num_heads=4, "
                     f"inner_dim=128, inner_activation='relu')."
                 )
-        for option, default in _TFM_ONLY_OPTIONS.items():
-            if option in kwargs:
-                value = kwargs.pop(option)
-                if value != default:
-                    raise ValueError(
-                        f"{name}: the tfm option `{option}` is not supported by lablib's "
-                        f"block (got {option}={value!r}; only the default {default!r} "
-                        f"is accepted). Use tfm.nlp.layers.TransformerEncoderBlock in "
-                        f"legacy mode if you need it."
-                    )
+        _refuse_tfm_only_options(name, kwargs)
         super().__init__(**kwargs)
-        set_weight_options(self, locals(), name)
         self.num_heads = check_positive_int("num_heads", num_heads, name)
         self.inner_dim = check_positive_int("inner_dim", inner_dim, name)
-        if inner_activation is None:
-            raise ValueError(
-                f"{name}: `inner_activation` must be an activation name or function "
-                f"(e.g. 'relu' or 'gelu'), got None."
-            )
-        self._inner_activation_fn = keras_option(
-            keras.activations, inner_activation, "inner_activation", name, "relu"
+        self.inner_activation, self._inner_activation_fn = _activation(inner_activation, name)
+        self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer, name)
+        self.bias_initializer = weight_option("bias_initializer", bias_initializer, name)
+        self.attention_initializer = weight_option(
+            "attention_initializer", attention_initializer, name
         )
-        self.inner_activation = (
-            inner_activation
-            if isinstance(inner_activation, str)
-            else keras.activations.serialize(self._inner_activation_fn)
+        self.kernel_regularizer = weight_option("kernel_regularizer", kernel_regularizer, name)
+        self.bias_regularizer = weight_option("bias_regularizer", bias_regularizer, name)
+        self.kernel_constraint = weight_option("kernel_constraint", kernel_constraint, name)
+        self.bias_constraint = weight_option("bias_constraint", bias_constraint, name)
+        self.use_bias = _check_flag("use_bias", use_bias, name)
+        self.norm_first = _check_flag("norm_first", norm_first, name)
+        # the deprecated constructor flag: scores returned when a call does not ask
+        self._scores_by_default = _check_flag(
+            "return_attention_scores", return_attention_scores, name
         )
-        for flag, value in (("use_bias", use_bias), ("norm_first", norm_first),
-                            ("return_attention_scores", return_attention_scores)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name}: `{flag}` must be True or False, got {value!r}.")
-        self.use_bias = use_bias
-        self.norm_first = norm_first
-        self._scores_by_default = return_attention_scores  # the deprecated constructor flag
-        try:
-            self.norm_epsilon = float(norm_epsilon)
-        except (TypeError, ValueError):
-            self.norm_epsilon = -1.0
-        if not self.norm_epsilon > 0:
-            raise ValueError(
-                f"{name}: `norm_epsilon` must be a small positive float (e.g. 1e-12 "
-                f"as tfm, 1e-6), got {norm_epsilon!r}."
-            )
+        self.norm_epsilon = _check_epsilon(norm_epsilon, name)
         self.output_dropout = check_rate("output_dropout", output_dropout, name)
         self.attention_dropout = check_rate("attention_dropout", attention_dropout, name)
         self.inner_dropout = check_rate("inner_dropout", inner_dropout, name)
@@ -312,7 +341,7 @@ class _TransformerBlock(keras.layers.Layer):
                 "num_heads": self.num_heads,
                 "inner_dim": self.inner_dim,
                 "inner_activation": self.inner_activation,
-                **weight_options_config(self),
+                **weight_options_config(self, _WEIGHT_OPTIONS),
                 "use_bias": self.use_bias,
                 "norm_first": self.norm_first,
                 "norm_epsilon": self.norm_epsilon,
@@ -326,33 +355,6 @@ class _TransformerBlock(keras.layers.Layer):
         if self._scores_by_default:  # saved so that a model built that way loads the same
             config["return_attention_scores"] = True
         return config
-
-
-_COMMON_ARGS = """        num_heads: number of attention heads H (``num_attention_heads``, tfm's name,
-            is accepted until lablib 0.3 with a warning); the model size d (last
-            axis of the inputs) must be divisible by it unless ``key_dim`` is given.
-        inner_dim: hidden size of the two-layer feed-forward network.
-        inner_activation: activation of the feed-forward hidden layer ("relu",
-            "gelu", or a function).
-        kernel_initializer: initializer of all kernels ("glorot_uniform").
-        bias_initializer: initializer of all biases ("zeros").
-        kernel_regularizer, bias_regularizer: optional regularizers.
-        kernel_constraint, bias_constraint: optional constraints.
-        use_bias: whether the attention projections have biases (True). The
-            feed-forward layers always do, as in tfm.
-        norm_first: False (default): post-norm, ``LayerNorm(x + sublayer(x))``, as
-            in Vaswani et al. and the course; True: pre-norm,
-            ``x + sublayer(LayerNorm(x))``.
-        norm_epsilon: layer-normalisation epsilon (1e-12, tfm's default).
-        output_dropout: dropout on each sub-layer's output before the residual
-            addition (Vaswani et al., section 5.4).
-        attention_dropout: dropout on the attention weights.
-        inner_dropout: dropout after the feed-forward activation.
-        attention_initializer: initializer of the attention kernels (defaults to
-            ``kernel_initializer``).
-        key_dim: size per head of queries and keys (default ``d // H``).
-        value_dim: size per head of values (default ``key_dim``).
-        **kwargs: standard layer arguments (``name``, ``dtype``...)."""
 
 
 @register
@@ -375,9 +377,33 @@ class TransformerEncoderBlock(_TransformerBlock):
     docstring describes.
 
     Args:
-{common}
+        num_heads: number of attention heads H (``num_attention_heads``, tfm's name,
+            is accepted, with a warning, until lablib 0.4); the model size d (last
+            axis of the inputs) must be divisible by it unless ``key_dim`` is given.
+        inner_dim: hidden size of the two-layer feed-forward network.
+        inner_activation: activation of the feed-forward hidden layer ("relu",
+            "gelu", or a function).
+        kernel_initializer: initializer of all kernels ("glorot_uniform").
+        bias_initializer: initializer of all biases ("zeros").
+        kernel_regularizer, bias_regularizer: optional regularizers.
+        kernel_constraint, bias_constraint: optional constraints.
+        use_bias: whether the attention projections have biases (True). The
+            feed-forward layers always do, as in tfm.
+        norm_first: False (default): post-norm, ``LayerNorm(x + sublayer(x))``, as
+            in Vaswani et al. and the course; True: pre-norm,
+            ``x + sublayer(LayerNorm(x))``.
+        norm_epsilon: layer-normalisation epsilon (1e-12, tfm's default).
+        output_dropout: dropout on each sub-layer's output before the residual
+            addition (Vaswani et al., section 5.4).
+        attention_dropout: dropout on the attention weights.
+        inner_dropout: dropout after the feed-forward activation.
+        attention_initializer: initializer of the attention kernels (defaults to
+            ``kernel_initializer``).
+        key_dim: size per head of queries and keys (default ``d // H``).
+        value_dim: size per head of values (default ``key_dim``).
         use_query_residual: whether the attention sub-layer has a residual
             connection (True, as tfm).
+        **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
         inputs: float tensor ``[B, T, d]``; or ``[inputs, attention_mask]`` as tfm.
@@ -503,7 +529,31 @@ class TransformerDecoderBlock(_TransformerBlock):
     ``norm_first=True`` each sub-layer is ``x + sublayer(LayerNorm(x))`` instead.
 
     Args:
-{common}
+        num_heads: number of attention heads H (``num_attention_heads``, tfm's name,
+            is accepted, with a warning, until lablib 0.4); the model size d (last
+            axis of the inputs) must be divisible by it unless ``key_dim`` is given.
+        inner_dim: hidden size of the two-layer feed-forward network.
+        inner_activation: activation of the feed-forward hidden layer ("relu",
+            "gelu", or a function).
+        kernel_initializer: initializer of all kernels ("glorot_uniform").
+        bias_initializer: initializer of all biases ("zeros").
+        kernel_regularizer, bias_regularizer: optional regularizers.
+        kernel_constraint, bias_constraint: optional constraints.
+        use_bias: whether the attention projections have biases (True). The
+            feed-forward layers always do, as in tfm.
+        norm_first: False (default): post-norm, ``LayerNorm(x + sublayer(x))``, as
+            in Vaswani et al. and the course; True: pre-norm,
+            ``x + sublayer(LayerNorm(x))``.
+        norm_epsilon: layer-normalisation epsilon (1e-12, tfm's default).
+        output_dropout: dropout on each sub-layer's output before the residual
+            addition (Vaswani et al., section 5.4).
+        attention_dropout: dropout on the attention weights.
+        inner_dropout: dropout after the feed-forward activation.
+        attention_initializer: initializer of the attention kernels (defaults to
+            ``kernel_initializer``).
+        key_dim: size per head of queries and keys (default ``d // H``).
+        value_dim: size per head of values (default ``key_dim``).
+        **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
         inputs: the decoder's inputs, float tensor ``[B, T_dec, d]``.
@@ -514,7 +564,7 @@ class TransformerDecoderBlock(_TransformerBlock):
         inputs_mask: Keras mask ``[B, T_dec]`` of the decoder inputs (passed
             automatically from e.g. :class:`TokenAndPositionEmbedding`); padding
             decoder keys get no attention. Passed on as the output mask. (Named
-            ``decoder_inputs_mask`` before lablib 0.2; that name warns until 0.3.)
+            ``decoder_inputs_mask`` before lablib 0.2; that name warns until 0.4.)
         encoder_outputs_mask: Keras mask ``[B, T_enc]`` of the encoder outputs (also
             read automatically); padding encoder positions get no cross-attention.
         training: whether dropout is active (set by Keras).
@@ -631,7 +681,3 @@ class TransformerDecoderBlock(_TransformerBlock):
         if self._want_scores(return_attention_scores):
             return x, self_scores, cross_scores
         return x
-
-
-TransformerEncoderBlock.__doc__ = TransformerEncoderBlock.__doc__.replace("{common}", _COMMON_ARGS)
-TransformerDecoderBlock.__doc__ = TransformerDecoderBlock.__doc__.replace("{common}", _COMMON_ARGS)

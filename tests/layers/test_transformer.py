@@ -301,6 +301,57 @@ def test_decoder_with_different_encoder_size():
         TransformerDecoderBlock(-1, 16, "relu")
 
 
+# -- the attention hook ----------------------------------------------------------
+
+
+class _UniformAttention(TransformerEncoderBlock):
+    """Every allowed key gets the same weight; records the shapes the hook is given."""
+
+    seen = []
+
+    def _compute_attention(self, query, key, value, attention_mask=None, training=None):
+        self.seen.append((query.shape.as_list(), key.shape.as_list(), value.shape.as_list()))
+        allowed = tf.broadcast_to(attention_mask, tf.concat([tf.shape(query)[:-1],
+                                                             tf.shape(key)[-2:-1]], 0))
+        scores = tf.cast(allowed, query.dtype)
+        scores /= tf.reduce_sum(scores, axis=-1, keepdims=True)
+        return tf.matmul(scores, value), scores
+
+
+class _DecoderTwice(TransformerDecoderBlock):
+    """Delegates to the default attention and counts the calls."""
+
+    calls = 0
+
+    def _compute_attention(self, query, key, value, attention_mask=None, training=None):
+        type(self).calls += 1
+        return super()._compute_attention(query, key, value, attention_mask, training)
+
+
+def test_compute_attention_is_the_override_point():
+    x = RNG.normal(size=(2, 5, 8)).astype("float32")
+    keys = tf.constant([[True] * 5, [True] * 3 + [False] * 2])
+    default = TransformerEncoderBlock(2, 16, "relu", key_dim=3, value_dim=5)
+    uniform = _UniformAttention(2, 16, "relu", key_dim=3, value_dim=5)
+    out, scores = uniform(x, mask=keys, return_attention_scores=True)
+    default(x, mask=keys)
+    assert list(uniform.seen[-1]) == [[2, 2, 5, 3], [2, 2, 5, 3], [2, 2, 5, 5]]
+    np.testing.assert_allclose(scores.numpy()[1, :, :, :3], 1 / 3, atol=1e-6)
+    np.testing.assert_array_equal(scores.numpy()[1, :, :, 3:], 0)
+    uniform.set_weights(default.get_weights())  # same weights, another attention
+    assert [w.name for w in uniform.weights] == [w.name for w in default.weights]
+    assert np.abs(uniform(x, mask=keys).numpy() - default(x, mask=keys).numpy()).max() > 1e-3
+    decoder = _DecoderTwice(2, 16, "relu")
+    plain = TransformerDecoderBlock(2, 16, "relu")
+    dec, enc = RNG.normal(size=(2, 4, 8)).astype("float32"), x
+    plain(dec, enc)
+    decoder(dec, enc)
+    decoder.set_weights(plain.get_weights())
+    _DecoderTwice.calls = 0
+    np.testing.assert_allclose(decoder(dec, enc).numpy(), plain(dec, enc).numpy(), atol=1e-6)
+    assert _DecoderTwice.calls == 2  # masked self-attention and cross-attention
+
+
 # -- legacy (tf_keras) mode ------------------------------------------------------
 
 def _tfm():

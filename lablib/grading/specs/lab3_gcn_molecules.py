@@ -32,6 +32,7 @@ import numpy as np
 from lablib.grading.spec import Mistake, TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
 from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
 from lablib.grading.specs import _model_checks as models
+from lablib.grading.specs._gcn_checks import layer_stages, stage_outputs
 
 lab = get_lab("lab3_gcn_molecules")  # title and short name: lablib/labs.py
 lab.judge_imports = ("keras",) + models.LAYER_MODULES  # judges rebuild models in the grading process
@@ -83,7 +84,23 @@ TRANSPOSED_WEIGHTS = ((r"\(size (2 is different from 3|3 is different from 4|7 i
                        r"|(3 \(dim [01]\) != 2|4 \(dim [01]\) != 3|5 \(dim [01]\) != 7) \(dim 0\)",
                        "A matrix product's shapes do not fit: W and B have shape [F_out, F_in] (the "
                        "lecture's W h for a column vector h), so a node's row h is multiplied as "
-                       "h @ W.T (all nodes: H @ W.T), not H @ W."),)
+                       "h @ W.T (all nodes: H @ W.T), not H @ W."),
+                      (r"mismatch in its core dimension|shapes .* not aligned",
+                       "A matrix product's shapes do not fit: the mean of the neighbours is "
+                       "D^-1 [N, N] @ A [N, N] @ H [N, F_in], and each term then meets its weights "
+                       "as [N, F_in] @ W.T [F_in, F_out]; check the order of the factors."),
+                      (r"could not broadcast input array from shape",
+                       "A row of your output has the wrong length: the output has one row per node "
+                       "and one column per output feature, np.zeros((N, W.shape[0])), and row v is "
+                       "W @ mean_v + B @ h_v."),
+                      (r"tuple index out of range|index \d+ is out of bounds for axis",
+                       "An index runs past the last node or axis: nodes are 0..N-1 with N = H.shape[0] "
+                       "(loop over range(N)), features H.shape[1], and edge_index holds node ids "
+                       "0..N-1."),
+                      (r"operands could not be broadcast together",
+                       "Two arrays do not broadcast: a node's neighbour sum has H.shape[1] entries, "
+                       "and the counts of neighbours divide the sums as a column [N, 1] "
+                       "(np.bincount(target, minlength=N)[:, None]), one count per node."))
 
 #: Layer cases: (graph builder, layer_weights arguments, activation).
 COURSE = (course_graph, (3, 2, 3), np.tanh)
@@ -101,9 +118,20 @@ def case_inputs(case):
 
 
 def run_layer(ns, name, case):
-    """Probe side: the student's layer function ``ns[name]`` on a layer case."""
+    """Probe side: the student's layer function ``ns[name]`` on a layer case, and on the
+    stage graph of :mod:`._gcn_checks` (its output alone, and its parts' runs)."""
     features, adjacency, w, b, activation = case_inputs(case)
-    return ns[name](features, adjacency, w, b, activation=activation)
+    output = ns[name](features, adjacency, w, b, activation=activation)
+    return {"output": output, "stages": stage_outputs(
+        lambda h, a, w_, b_, act: ns[name](h, a, w_, b_, activation=act))}
+
+
+def _output(got):
+    """The layer's output from a probe's value, its parts' runs first checked."""
+    if isinstance(got, dict) and "stages" in got:
+        layer_stages(got["stages"])
+        return got["output"]
+    return got
 
 
 def gcn_mistakes(features, adjacency, w, b, activation=np.tanh):
@@ -132,6 +160,7 @@ def gcn_mistakes(features, adjacency, w, b, activation=np.tanh):
 
 def judge_course_graph(got):
     """Judge of a layer's output on the course's graph G."""
+    got = _output(got)
     features, adjacency, w, b, _ = case_inputs(COURSE)
     expect_shape(got, (6, 2), "output on the course's graph G")
     diagnose_layer(got, COURSE)
@@ -148,6 +177,7 @@ def diagnose_layer(got, case) -> None:
 
 def judge_isolated(got, nan_message):
     """Judge of a layer's output on the graph with an isolated node."""
+    got = _output(got)
     features, adjacency, w, b, _ = case_inputs(ISOLATED)
     expect_shape(got, (5, 3), "output")
     expect(bool(np.all(np.isfinite(got))), nan_message)
@@ -248,6 +278,7 @@ def scalar_directed_identity(ns):
 
 @scalar_directed_identity.judge
 def _(got):
+    got = _output(got)
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     expect_shape(got, (4, 2), "output")
     expected = reference_gcn(features, adjacency, w, b, handed_identity)
@@ -287,6 +318,7 @@ def matrix_directed_random(ns):
 @matrix_directed_random.judge
 def _(got):
     expect(isinstance(got, list) and len(got) == 2, f"expected two outputs, got {type(got)}")
+    got = [_output(g) for g in got]
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     diagnose_layer(got[0], DIRECTED)
     expect_close(got[0], reference_gcn(features, adjacency, w, b, handed_identity), atol=1e-6,
@@ -339,9 +371,12 @@ def reference_gcn_edges(features, edge_index, w, b, activation=np.tanh):
 
 
 def run_edges(ns, case):
-    """Probe side: the student's ``gcn_layer_edges`` on a layer case, given as an edge list."""
+    """Probe side: the student's ``gcn_layer_edges`` on a layer case, given as an edge list
+    (and on :mod:`._gcn_checks`' stage graph)."""
     features, adjacency, w, b, activation = case_inputs(case)
-    return ns["gcn_layer_edges"](features, to_edge_index(adjacency), w, b, activation=activation)
+    output = ns["gcn_layer_edges"](features, to_edge_index(adjacency), w, b, activation=activation)
+    return {"output": output, "stages": stage_outputs(
+        lambda h, a, w_, b_, act: ns["gcn_layer_edges"](h, to_edge_index(a), w_, b_, activation=act))}
 
 
 lab.piece("gcn_edges", objects=["gcn_layer_edges"],
@@ -379,7 +414,7 @@ edges_isolated_node.judge(lambda got: judge_isolated(
 def edges_directed_no_dense(ns):
     import tracemalloc
 
-    directed = run_edges(ns, DIRECTED)
+    directed = run_edges(ns, DIRECTED)["output"]
     features, edge_index, w, b = sparse_case()
     tracemalloc.start()
     try:
@@ -419,8 +454,61 @@ def _(got):
 
 # --------------------------------------------------------------------------- readout
 
+def readout_stages(got, mode):
+    """Name what is wrong in the ``mode`` readout of :func:`padded_batch` (after the
+    known mistakes): the axis pooled over, the branch the mode took, the mask, the
+    division of the mean, the -inf of the max; quiet when right."""
+    features, mask = padded_batch()
+    right = reference_readout(features, mask, mode)
+    if not isinstance(got, np.ndarray):
+        return
+    if got.shape == right.shape and np.allclose(got, right, atol=1e-6):
+        return
+    if got.ndim == 2 and got.shape != right.shape:
+        axis = {(3, 5): "the features (axis -1)", (5, 4): "the graphs of the batch (axis 0)"}.get(got.shape)
+        if axis:
+            raise Mistake(f"Your {mode} readout has shape {got.shape}: it pools over {axis}; pool "
+                          "over the nodes of each graph, axis 1, for one vector per graph [batch, F].")
+        return
+    if got.shape != right.shape:
+        return
+    if not np.all(np.isfinite(got)):
+        raise Mistake(f"Your {mode} readout holds NaN or inf: every graph here has real nodes, so "
+                      "only padding rows may be set to -inf (for the max), and the mean divides by "
+                      "at least 1.")
+    real = mask.sum(axis=1, keepdims=True)
+    total = reference_readout(features, mask, "sum")
+    if mode == "mean":
+        for wrong, sentence in [
+            (total, "Your mean readout is the sum of the real nodes: divide it by each graph's "
+                    "number of real nodes, mask.sum(axis=1, keepdims=True)."),
+            (total / real ** 2, "Your mean readout divides by the number of real nodes twice."),
+            (total * real, "Your mean readout multiplies by the number of real nodes: divide."),
+        ]:
+            if np.allclose(got, wrong, atol=1e-6):
+                raise Mistake(sentence)
+    for other in ("sum", "mean", "max"):
+        if other != mode and np.allclose(got, reference_readout(features, mask, other), atol=1e-6):
+            raise Mistake(f"readout(H, mask, {mode!r}) returns the {other} readout: check which "
+                          "branch each mode takes.")
+    bad = [int(g) for g in np.flatnonzero(~np.all(np.isclose(got, right, atol=1e-6), axis=1))]
+    raise Mistake(
+        f"Your {mode} readout differs for graph(s) {bad} of the batch (real nodes: "
+        f"{[int(n) for n in mask.sum(axis=1)]}): each graph's vector is the {mode} over its real "
+        "nodes only (mask True), taken over the node axis (axis 1).")
+
+
 lab.piece("readout", objects=["readout"],
-          description="sum / mean / max readout over the real nodes of a padded batch")
+          description="sum / mean / max readout over the real nodes of a padded batch",
+          error_hints=[
+              (r"unsupported operand type\(s\)|too many indices|IndexError",
+               "Indexing the mask went wrong: mask is [batch, N]; mask[..., None] (or "
+               "mask[:, :, None]) makes it [batch, N, 1] to select node rows of H [batch, N, F]."),
+              (r"operands could not be broadcast together",
+               "Two arrays do not broadcast: the mask [batch, N] meets H [batch, N, F] as "
+               "mask[..., None], and a graph's count of real nodes divides its sum as a column "
+               "[batch, 1] (mask.sum(axis=1, keepdims=True))."),
+          ])
 
 
 @lab.test("readout", points=1,
@@ -433,9 +521,12 @@ def readout_sum(ns):
 @readout_sum.judge
 def _(got):
     features, mask = padded_batch()
+    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
+        readout_stages(got, "sum")
     expect_shape(got, (3, 4), "sum readout of a batch of 3 graphs with 4 features")
     diagnose(got, readout_mistakes(features, mask, "sum"),
              right=reference_readout(features, mask, "sum"))
+    readout_stages(got, "sum")
     expect_close(got, reference_readout(features, mask, "sum"), atol=1e-6,
                  what="sum over the real nodes")
 
@@ -450,9 +541,12 @@ def readout_mean(ns):
 @readout_mean.judge
 def _(got):
     features, mask = padded_batch()
+    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
+        readout_stages(got, "mean")
     expect_shape(got, (3, 4), "mean readout")
     diagnose(got, readout_mistakes(features, mask, "mean"),
              right=reference_readout(features, mask, "mean"))
+    readout_stages(got, "mean")
     expect_close(got, reference_readout(features, mask, "mean"), atol=1e-6,
                  what="mean over the real nodes")
 
@@ -467,9 +561,12 @@ def readout_max(ns):
 @readout_max.judge
 def _(got):
     features, mask = padded_batch()
+    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
+        readout_stages(got, "max")
     expect_shape(got, (3, 4), "max readout")
     diagnose(got, readout_mistakes(features, mask, "max"),
              right=reference_readout(features, mask, "max"))
+    readout_stages(got, "max")
     expect_close(got, reference_readout(features, mask, "max"), atol=1e-6,
                  what="max over the real nodes (graph 2 has only negative features)")
 

@@ -63,8 +63,9 @@ class GradeOptions:
 
     def __post_init__(self):
         if isinstance(self.hidden_dirs, (str, os.PathLike)):
+            path = str(self.hidden_dirs)
             raise TypeError(f"GradeOptions(hidden_dirs=...) takes a list of folders, got the "
-                            f"single path {str(self.hidden_dirs)!r}; write [{str(self.hidden_dirs)!r}].")
+                            f"single path {path!r}; write [{path!r}].")
         object.__setattr__(self, "hidden_dirs", tuple(str(d) for d in self.hidden_dirs))
         if self.lab_notebook is not None:
             object.__setattr__(self, "lab_notebook", str(self.lab_notebook))

@@ -24,7 +24,8 @@ def lab():
 
 def _result(lab, name, folder):
     shutil.copy(FIXTURE_SOLUTION, folder / f"{name}.ipynb")
-    tests = [TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden) for t in lab.tests]
+    tests = [TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden)
+             for t in lab.tests]
     return summarise(lab, name, str(folder / f"{name}.ipynb"), tests, Status())
 
 

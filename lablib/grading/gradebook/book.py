@@ -44,7 +44,8 @@ class Row:
     Attributes:
         result: the :class:`SubmissionResult`.
         written: ``(question, PersonScore)`` for each written question (:meth:`Gradebook.written`).
-        late: the row's :class:`~lablib.grading.gradebook.late.Late`, or None (:meth:`Gradebook.late`).
+        late: the row's :class:`~lablib.grading.gradebook.late.Late`, or None
+            (:meth:`Gradebook.late`).
     """
 
     result: SubmissionResult
@@ -138,7 +139,7 @@ class Gradebook:
                     r.identity = resolve(Found(r.submission, pathlib.Path(r.path)), roster, lab=lab)
             match = roster.match_of({r.submission: r.identity for r in ordered})
         return cls(lab=lab, results=ordered, stems=feedback_stems(r.submission for r in ordered),
-                   roster=match, skipped=tuple((str(path), str(reason)) for path, reason in skipped),
+                   roster=match, skipped=tuple((str(p), str(why)) for p, why in skipped),
                    person=dict(person or {}), reviews_through=reviews_through,
                    late_policy=late_policy, similarity=similarity)
 

@@ -50,7 +50,8 @@ from lablib.grading.lms import fold
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
 from lablib.grading.submissions import Found
 
-__all__ = ["resolve", "resolve_all", "match_roster", "student_of", "identity_keys", "RosterIndex", "STUDENT_FIELDS"]
+__all__ = ["resolve", "resolve_all", "match_roster", "student_of", "identity_keys", "RosterIndex",
+           "STUDENT_FIELDS"]
 
 #: The roster fields an identity carries.
 STUDENT_FIELDS = ("student_id", "name", "email", "section", "lms_id", "login", "participant_id", "extension", "due")

@@ -71,9 +71,10 @@ def _close(a, b):
     return np.shape(a) == np.shape(b) and bool(np.allclose(a, b, rtol=1e-6, atol=1e-8))
 
 
-def layer_stages(outputs):
+def layer_stages(outputs, form="matrix"):
     """(Judge side.) Name the part of the layer that is wrong; quiet when every run is
-    right or one raised (the value tests report errors with their hints)."""
+    right or one raised (the value tests report errors with their hints). ``form``:
+    "edges" words the neighbours as an edge list's messages."""
     if not isinstance(outputs, dict) or any(not isinstance(v, np.ndarray) for v in outputs.values()):
         return
     features, w, b = _inputs()
@@ -114,8 +115,12 @@ def layer_stages(outputs):
             (_mean(looped, features), "The mean includes the node itself (A + I): the layer "
                                       "averages the neighbours u in N(v) only; the node enters "
                                       "through its own weight B."),
-            (_mean(a.T, features), "The neighbours are taken from column v of A (the nodes v "
-                                   "sends to); N(v) = {u : A[v, u] != 0} is row v."),
+            (_mean(a.T, features),
+             "The messages were summed at the source node (edge_index[0]); edge e goes from "
+             "edge_index[0, e] to edge_index[1, e], and each node averages the messages that "
+             "arrive at it." if form == "edges" else
+             "The neighbours are taken from column v of A (the nodes v sends to); "
+             "N(v) = {u : A[v, u] != 0} is row v."),
             (_mean(a, features, a.sum(axis=0)), "The sum over row v's neighbours is divided by "
                                                 "column v's total (how many nodes v sends to); "
                                                 "divide by row v's, v's own number of neighbours."),

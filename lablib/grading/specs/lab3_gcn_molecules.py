@@ -129,7 +129,7 @@ def run_layer(ns, name, case):
 def _output(got):
     """The layer's output from a probe's value, its parts' runs first checked."""
     if isinstance(got, dict) and "stages" in got:
-        layer_stages(got["stages"])
+        layer_stages(got["stages"], form=got.get("form", "matrix"))
         return got["output"]
     return got
 
@@ -375,7 +375,7 @@ def run_edges(ns, case):
     (and on :mod:`._gcn_checks`' stage graph)."""
     features, adjacency, w, b, activation = case_inputs(case)
     output = ns["gcn_layer_edges"](features, to_edge_index(adjacency), w, b, activation=activation)
-    return {"output": output, "stages": stage_outputs(
+    return {"output": output, "form": "edges", "stages": stage_outputs(
         lambda h, a, w_, b_, act: ns["gcn_layer_edges"](h, to_edge_index(a), w_, b_, activation=act))}
 
 

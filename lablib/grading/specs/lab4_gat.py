@@ -170,12 +170,16 @@ def _same_alpha(got, candidate) -> bool:
             and bool(np.allclose(got, candidate, atol=1e-6)))
 
 
-def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6, mistakes=()):
+def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6, mistakes=(), stages=None):
     """``got`` = {"alpha", "output"} of one head: valid coefficients equal to ``alpha``
     and the output ``out`` (``case`` names the input in the messages), after
-    :func:`diagnose` against ``mistakes``."""
+    :func:`diagnose` against ``mistakes`` and, with ``stages = (features, w, a,
+    negative_slope)``, :func:`_gat_stages`."""
     _check_alpha(got["alpha"], adjacency, f"attention coefficients ({case})")
     diagnose(got["alpha"], mistakes, right=alpha)
+    if stages is not None:
+        features, w, a, slope = stages
+        _gat_stages(got, features, adjacency, w, a, slope)
     expect_close(got["alpha"], alpha, atol=1e-6, what=f"attention coefficients ({case})")
     expect_close(got["output"], out, rtol=1e-6, atol=output_atol, what=f"output ({case})")
 
@@ -183,15 +187,79 @@ def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6, mistakes=()
 def _check_alpha(alpha, adjacency, what):
     n = adjacency.shape[0]
     expect_shape(alpha, (n, n), what)
-    expect(bool(np.all(np.isfinite(alpha))), f"{what}: contains NaN or inf.")
+    if not np.all(np.isfinite(alpha)):
+        raise Mistake(f"{what}: some coefficients are NaN or inf. Every node attends at least to "
+                      "itself, so each softmax has a finite largest score: mask the scores outside "
+                      "N(i) + {i} with -inf, subtract each row's largest allowed score, then exp.")
     allowed = (adjacency != 0) | np.eye(n, dtype=bool)
     outside = float(np.abs(np.where(allowed, 0.0, alpha)).max())
     if outside > 1e-8:
-        raise TestFailure(f"{what}: a node gives weight {outside:.3g} to a node that is not "
-                          f"its neighbour (nor itself). Mask the scores outside N(i) + {{i}} "
-                          f"before the softmax.")
-    expect_close(alpha.sum(axis=1), np.ones(n), atol=1e-6,
-                 what=f"{what}: sum of each row (softmax over each node's neighbours)")
+        raise Mistake(f"{what}: a node gives weight {outside:.3g} to a node that is not "
+                      f"its neighbour (nor itself). Mask the scores outside N(i) + {{i}} "
+                      f"before the softmax.")
+    totals = alpha.sum(axis=1)
+    if not np.allclose(totals, 1.0, atol=1e-6):
+        shown = ", ".join(f"{t:.4g}" for t in totals[:3])
+        raise Mistake(f"{what}: each node's coefficients must sum to 1 over N(i) + {{i}}; yours "
+                      f"sum to {shown}, ...: divide each row's exponentials by that row's own "
+                      "total (sum over axis 1, keepdims=True).")
+
+
+def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
+    """Name what is wrong in a head whose coefficients are finite, masked and normalised
+    (:func:`_check_alpha`): the scores before the softmax (their LeakyReLU, the halves of
+    ``a``, or otherwise), or the output given right coefficients. Quiet when right."""
+    alpha = np.asarray(got["alpha"], dtype=float)
+    right, out = reference_attention(features, adjacency, w, a, negative_slope)
+    if alpha.shape != right.shape:
+        return
+    if not np.allclose(alpha, right, atol=1e-6):
+        z = np.asarray(features, float) @ np.asarray(w, float).T
+        f_out = z.shape[1]
+        raw = (z @ a[:f_out])[:, None] + (z @ a[f_out:])[None, :]
+        allowed = (adjacency != 0) | np.eye(len(features), dtype=bool)
+        usable = allowed & (alpha > 1e-12)
+
+        def centred(values):
+            values = np.where(usable, values, 0.0)
+            count = np.maximum(usable.sum(axis=1, keepdims=True), 1)
+            return np.where(usable, values - values.sum(axis=1, keepdims=True) / count, 0.0)
+
+        with np.errstate(divide="ignore"):
+            logs = centred(np.log(np.where(usable, alpha, 1.0)))
+        for scores, sentence in [
+            (leaky_relu(raw, 0.2), "Your scores use LeakyReLU's default slope 0.2 where "
+                                   f"negative_slope={negative_slope:g} was passed: use the argument."),
+            (raw.T, "Your scores are transposed: e[i, j] belongs to node i attending to j, "
+                    "a[:F'] . z_i + a[F':] . z_j, with i the row."),
+            (leaky_relu((z @ a[f_out:])[:, None] + (z @ a[:f_out])[None, :], negative_slope),
+             "The two halves of `a` are swapped: a[:F'] multiplies z_i (the node that attends, "
+             "row i) and a[F':] multiplies z_j (its neighbour)."),
+            (-leaky_relu(raw, negative_slope), "Your softmax favours the lowest scores: the "
+                                               "coefficients are exp(e_ij) normalised, not exp(-e_ij)."),
+        ]:
+            if np.allclose(logs, centred(scores), atol=1e-6):
+                raise Mistake(sentence)
+        raise Mistake(
+            "Your coefficients are a softmax over each node's neighbourhood N(i) + {i}, but not "
+            "of the right scores: e_ij = LeakyReLU(a[:F'] . z_i + a[F':] . z_j) with z = H @ W.T "
+            f"and negative slope {negative_slope:g}; the value subtracted before exp must be each "
+            "row's own largest allowed score (max over axis 1, keepdims=True).")
+    output = got.get("output")
+    if isinstance(output, np.ndarray) and output.shape == out.shape and not np.allclose(output, out, atol=1e-5):
+        z = np.asarray(features, float) @ np.asarray(w, float).T
+        for wrong, sentence in [
+            (right @ np.asarray(features, float) if np.shape(features)[1] == out.shape[1] else None,
+             "Your coefficients are right, but the output averages the input features H: it "
+             "averages the projected ones, alpha @ (H @ W.T)."),
+            (right.T @ z, "Your coefficients are right, but the output uses them transposed: "
+                          "node i's output is sum_j alpha[i, j] z_j, row i of alpha @ Z."),
+        ]:
+            if wrong is not None and np.allclose(output, wrong, atol=1e-6):
+                raise Mistake(sentence)
+        raise Mistake("Your coefficients are right, but the output is not alpha @ Z with "
+                      "Z = H @ W.T: node i's output is the alpha-weighted sum of its neighbours' "
+                      "projected features.")
 
 
 # --------------------------------------------------------------------------- gat_attention
@@ -203,7 +271,19 @@ def _check_alpha(alpha, adjacency, what):
 PROJECTION_SHAPES = ((r"\(size [245] is different from 3\)|3 \(dim [01]\) != [245] \(dim 0\)",
                       "A matrix product's shapes do not fit: W has shape [F', F] (the lecture's "
                       "W h for a column vector h), so the nodes' rows project as Z = H @ W.T, "
-                      "not H @ W."),)
+                      "not H @ W."),
+                     (r"mismatch in its core dimension|shapes .* not aligned",
+                      "A product's shapes do not fit: Z = H @ W.T is [N, F']; a has 2 F' entries, "
+                      "a[:F'] for the node that attends and a[F':] for its neighbour, so the "
+                      "scores are (Z @ a[:F'])[:, None] + (Z @ a[F':])[None, :] and the output "
+                      "alpha [N, N] @ Z [N, F']."),
+                     (r"operands could not be broadcast together",
+                      "Two arrays do not broadcast: the scores are a column (Z @ a[:F'])[:, None] "
+                      "plus a row (Z @ a[F':])[None, :], [N, N] in all; the mask and each row's "
+                      "max and total keep that shape (keepdims=True)."),
+                     (r"tuple index out of range|unsupported operand type\(s\) for .*NoneType",
+                      "An index went wrong: Z.shape[1] is F', the size of each projected node, "
+                      "and np.newaxis (None) adds an axis only inside an index: z[:, None]."))
 
 
 lab.piece("gat_attention", objects=["gat_attention"],
@@ -227,8 +307,9 @@ def _(got):
     f_out = w.shape[0]
     swapped, _ = reference_attention(features, adjacency, w, np.concatenate([a[f_out:], a[:f_out]]))
     if np.allclose(got["alpha"], swapped, atol=1e-6):
-        raise TestFailure("The two halves of `a` are swapped: a[:F'] multiplies z_i (the node "
-                          "that attends, row i) and a[F':] multiplies z_j (its neighbour).")
+        raise Mistake("The two halves of `a` are swapped: a[:F'] multiplies z_i (the node "
+                      "that attends, row i) and a[F':] multiplies z_j (its neighbour).")
+    _gat_stages(got, features, adjacency, w, a)
     expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients alpha on G")
     expect_shape(got["output"], (6, 4), "output on G (6 nodes, 4 output features)")
     expect_close(got["output"], out, atol=1e-6, what="output on G")
@@ -253,6 +334,7 @@ def _(got):
     _expect_self_loops(got["alpha"], features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients")
     diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha)
+    _gat_stages(got, features, adjacency, w, a)
     expect_close(got["alpha"][4, 4], 1.0, atol=1e-6,
                  what="alpha[4, 4] of the isolated node 4 (it can only attend to itself)")
     expect_close(got["alpha"], alpha, atol=1e-6, what="attention coefficients")
@@ -277,13 +359,15 @@ def _(got):
     alpha, out = reference_attention(features, adjacency, w, a, negative_slope=0.05)
     transposed, _ = reference_attention(features, adjacency.T, w, a, negative_slope=0.05)
     if _same_alpha(got["alpha"], transposed):
-        raise TestFailure("Node i attended over column i of A (the nodes it sends to); its "
-                          "neighbours are the nodes j with A[i, j] = 1 (row i).")
+        raise Mistake("Node i attended over column i of A (the nodes it sends to); its "
+                      "neighbours are the nodes j with A[i, j] = 1 (row i).")
     if _same_alpha(got["alpha"], reference_attention(features, adjacency, w, a)[0]):
-        raise TestFailure("negative_slope=0.05 was passed but 0.2 was used.")
+        raise Mistake("negative_slope=0.05 was passed but 0.2 was used: pass the argument to "
+                      "your LeakyReLU.")
     _expect_self_loops(got["alpha"], features, adjacency, w, a)
     _expect_head(got, alpha, out, adjacency, "directed graph, negative_slope=0.05",
-                 mistakes=head_mistakes(features, adjacency, w, a, negative_slope=0.05))
+                 mistakes=head_mistakes(features, adjacency, w, a, negative_slope=0.05),
+                 stages=(features, w, a, 0.05))
 
 
 @lab.test("gat_attention", points=1,
@@ -299,7 +383,7 @@ def _(got):
     alpha, out = reference_attention(features, adjacency, w, a)
     _expect_self_loops(got["alpha"], features, adjacency, w, a)
     _expect_head(got, alpha, out, adjacency, "scores around 1e3", output_atol=1e-4,
-                 mistakes=head_mistakes(features, adjacency, w, a))
+                 mistakes=head_mistakes(features, adjacency, w, a), stages=(features, w, a, 0.2))
 
 
 @lab.test("gat_attention", points=1,
@@ -315,6 +399,7 @@ def _(got):
     alpha, out = lablib_attention(features, adjacency, [w], [a])
     _expect_self_loops(got["alpha"], features, adjacency, w, a)
     diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha[0], atol=1e-5)
+    _gat_stages(got, features, adjacency, w, a)
     expect_close(got["alpha"], alpha[0], atol=1e-5,
                  what="attention coefficients vs lablib.layers.GraphAttention")
     expect_close(got["output"], out, atol=1e-5, what="output vs lablib.layers.GraphAttention")
@@ -324,7 +409,13 @@ def _(got):
 
 lab.piece("multi_head_gat", objects=["multi_head_gat"],
           description="several attention heads, concatenated or averaged",
-          error_hints=PROJECTION_SHAPES)
+          error_hints=(PROJECTION_SHAPES[0],
+                       (r"tuple index out of range",
+                        "An index went wrong: gat_attention returns a pair (alpha, output), so "
+                        "a head's output is gat_attention(...)[1]."),
+                       (r"zero-dimensional arrays cannot be concatenated|need at least one array",
+                        "Nothing to combine: run gat_attention once per head, for W, a in "
+                        "zip(Ws, As), and collect the outputs in a list.")))
 
 HEADS = 3
 
@@ -364,6 +455,26 @@ def multi_head_mistakes(outputs, concat):
     return mistakes
 
 
+def _multi_head_shape(got, nodes, heads, features, concat):
+    """Name the usual wrong shapes of combined heads (the axis, or the coefficients taken
+    for the output)."""
+    if not isinstance(got, np.ndarray) or got.ndim != 2:
+        return
+    right = (nodes, heads * features) if concat else (nodes, features)
+    if got.shape == right:
+        return
+    if got.shape == (nodes, heads * nodes if concat else nodes):
+        raise Mistake(f"Your result has shape {got.shape}: it combines the heads' coefficients "
+                      "alpha. gat_attention returns (alpha, output); each head's output is "
+                      "index 1, [N, F'].")
+    if concat and got.shape == (nodes * heads, features):
+        raise Mistake(f"Your heads are concatenated along the nodes (axis 0), shape {got.shape}: "
+                      "concatenate them along the features, axis 1, for [N, K * F'].")
+    if not concat and got.shape == (heads, features):
+        raise Mistake(f"Your average has shape {got.shape}: it runs over the nodes; average the "
+                      "heads' outputs over the heads (axis 0 of the stacked [K, N, F']).")
+
+
 def judge_multi_head(got, graph, seed, concat, shape, shape_what, what, layer_what):
     """Judge :func:`run_multi_head`: against the NumPy reference and lablib's layer."""
     features, adjacency = graph()
@@ -372,6 +483,7 @@ def judge_multi_head(got, graph, seed, concat, shape, shape_what, what, layer_wh
                for w, a in zip(ws, attention_vectors)]
     expected = np.concatenate(outputs, axis=1) if concat else np.mean(outputs, axis=0)
     diagnose(got, multi_head_mistakes(outputs, concat), right=expected)
+    _multi_head_shape(got, len(features), len(outputs), outputs[0].shape[1], concat)
     expect_shape(got, shape, shape_what)
     expect_close(got, expected, atol=1e-6, what=what)
     _, layer_out = lablib_attention(features, adjacency, ws, attention_vectors, concat=concat)

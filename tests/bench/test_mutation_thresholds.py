@@ -8,9 +8,10 @@ ones named in plain words by the first failing test, and no fixed hint printed w
 mistake is named. ``HELD`` lists every by-hand graded piece of the four labs (the
 model-building pieces are judged by training and not mutated); all meet it, and this
 test keeps them there. The figures: ``benchmarks/results/mutation.md``. The mutants are
-the benchmark's own, so the hand-written corpus of ``tests/labs/test_mistakes.py``
-(mistakes students make, written without looking at these diagnoses' code) is the
-held-out check that the diagnoses generalise.
+the benchmark's own, so two hand-written sets check that the diagnoses carry over:
+``tests/labs/test_mistakes.py`` (typical mistakes, most written before these diagnoses)
+and ``tests/labs/test_heldout_mistakes.py`` (13 mistakes written after them, with no
+check changed to fit).
 """
 
 import json

@@ -135,7 +135,7 @@ def layer_stages(outputs, form="matrix"):
         node = int(np.argmax(np.abs(got - right_mean).max(axis=1)))
         raise Mistake(
             f"With W = I and B = 0 the layer's output is each node's neighbour mean: for node "
-            f"{node} of this graph (neighbours {list(np.flatnonzero(a[node]))}) it is "
+            f"{node} of this graph (neighbours {[int(u) for u in np.flatnonzero(a[node])]}) it is "
             f"{np.round(right_mean[node], 4).tolist()}, yours {np.round(got[node], 4).tolist()}: "
             "check the sum over row v of A and the count you divide it by.")
     linear = right_mean @ w.T + features @ b.T

@@ -129,8 +129,9 @@ def metric_stages(values, own=None):
     if not np.isclose(values["perfect"], 1.0, atol=1e-9):
         raise Mistake(
             f"With every prediction right your macro-F1 is {values['perfect']:.4g}, not 1: then every "
-            "class has FP = FN = 0 and F1 = 2 TP / 2 TP = 1, so the true positives (the diagonal of "
-            "the confusion matrix) or the mean over the classes are computed wrong.")
+            "class has FP = FN = 0 and F1 = 2 TP / 2 TP = 1, so the per-class F1 (2 TP / (2 TP + "
+            "FP + FN), nothing added; TP the diagonal of the confusion matrix) or the mean over the "
+            "classes is computed wrong.")
     if not np.isclose(values["perfect_absent"], 1.0, atol=1e-9):
         raise Mistake(
             f"Perfect predictions score {values['perfect_absent']:.4g} when some of the num_classes "

@@ -33,7 +33,7 @@ HELD_OUT = [
     ("+1 in the F1 denominator", "lab2_transformer_reuters", "macro_f1",
      [("denominator = 2 * true_positives + false_positives + false_negatives",
        "denominator = 2 * true_positives + false_positives + false_negatives + 1")],
-     "nothing added"),
+     "not 1"),
     ("A D^-1 instead of D^-1 A", "lab3_gcn_molecules", "gcn_matrix",
      [("D_inv @ A @ H", "A @ D_inv @ H")], "the count you divide it by"),
     ("degree counted with the node itself", "lab3_gcn_molecules", "gcn_matrix",

@@ -47,9 +47,9 @@ def main(argv=None) -> int:
     wanted = list(dict.fromkeys(_norm(p) for p in PACKAGES))
     missing = [p for p in wanted if p not in pins]
     print(f"# The Colab-like environment of `bash .ci/run colab`, installed BEFORE lablib, on Python {args.python}:")
-    print(f"# Colab's GPU runtime as published in googlecolab/backend-info (pip-freeze.gpu.txt, commit")
+    print("# Colab's GPU runtime as published in googlecolab/backend-info (pip-freeze.gpu.txt, commit")
     print(f"# {args.commit}, {args.date}), for every package lablib, its extras or the labs")
-    print(f"# import or constrain. Written by .ci/colab_base.py (its docstring says how to refresh it);")
+    print("# import or constrain. Written by .ci/colab_base.py (its docstring says how to refresh it);")
     print(f"# not in Colab's list: {', '.join(missing) or 'none'}. Changing this file rebuilds .venv-colab.")
     for name in wanted:
         if name in pins:

@@ -348,7 +348,7 @@ def train_gcn(runner, max_epochs=200, window=10):
 def train_gat(runner, max_epochs=100000, patience=100):
     """Velickovic et al.'s protocol; returns the checkpoint's and the last epoch's test accuracy."""
     best_acc, best_loss, waited, checkpoint, checkpoint_acc = 0.0, np.inf, 0, runner.snapshot(), 0.0
-    for epoch in range(max_epochs):
+    for epoch in range(max_epochs):  # noqa: B007 - read after the loop
         runner.train_step()
         val_loss, val_acc, _ = runner.evaluate()
         if val_acc >= best_acc or val_loss <= best_loss:

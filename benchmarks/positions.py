@@ -155,7 +155,7 @@ def render(results: dict, args, total: float | None, note: str) -> str:
     if all(results.get(v) for v in VARIANTS):
         pairs = [(s["test_accuracy"] - l["test_accuracy"], s["macro_f1"] - l["macro_f1"])
                  for s, l in zip(results["sinusoidal"], results["learned"])]
-        lines += ["", f"Sinusoidal minus learned, seed by seed: accuracy "
+        lines += ["", "Sinusoidal minus learned, seed by seed: accuracy "
                   + ", ".join(f"{a:+.3f}" for a, _ in pairs) + "; macro-F1 " + ", ".join(f"{f:+.3f}" for _, f in pairs)
                   + "."]
     maxlen = c["maxlen"]

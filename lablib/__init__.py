@@ -17,6 +17,7 @@ from lablib.backend import (KerasModeError, exact_float32, is_legacy, keras_mode
 
 __all__ = [
     "KerasModeError",
+    "__version__",
     "LablibDeprecationWarning",
     "check",
     "exact_float32",

@@ -145,7 +145,7 @@ class CoraData:
         """True when :attr:`x` is a ``tf.SparseTensor``."""
         return not isinstance(self.x, np.ndarray)
 
-    def with_sparse_features(self) -> "CoraData":
+    def with_sparse_features(self) -> CoraData:
         """A copy whose :attr:`x` is a ``tf.SparseTensor`` (1.3 % of Cora's entries).
 
         ``GraphConv`` / ``GraphAttention`` take it in the sparse (``edge_index``) layout
@@ -165,7 +165,7 @@ class CoraData:
         x = tf.SparseTensor(indices, values, dense_shape=self.x.shape)
         return dataclasses.replace(self, x=x)
 
-    def normalize_features(self) -> "CoraData":
+    def normalize_features(self) -> CoraData:
         """A copy whose feature rows sum to 1 (rows of zeros stay zero), as in Kipf & Welling.
 
         Returns:

@@ -130,7 +130,7 @@ class GraphDataset:
         """Per-graph attributes of subclasses, restricted to ``indices``."""
         return {}
 
-    def subset(self, indices) -> "GraphDataset":
+    def subset(self, indices) -> GraphDataset:
         """A new dataset of the graphs at ``indices`` (in that order)."""
         indices = np.arange(len(self))[indices] if isinstance(indices, slice) else np.asarray(indices, dtype=np.int64).reshape(-1)
         if indices.size and (indices.min() < -len(self) or indices.max() >= len(self)):

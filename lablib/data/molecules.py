@@ -26,7 +26,8 @@ import csv
 import functools
 import pathlib
 import warnings
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -217,7 +217,7 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
     if unknown:
         raise ExportError(f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs}).")
     pending = {}
-    for folder, book in books:
+    for _folder, book in books:
         rows = [(r["submission"], *_pending(r)) for r in book["submissions"]]
         waiting = [(name, never, stale) for name, never, stale in rows if never or stale]
         if waiting:
@@ -253,7 +253,7 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
 
     header_cells, points = [], []
     values = {id(p): [] for p in people}
-    for folder, book in books:
+    for _folder, book in books:
         lab = book["lab"]
         title = columns.get(lab, book.get("title") or lab)
         best = {}

@@ -412,7 +412,7 @@ def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]
             continue
         notes = []
         parts = []
-        for index, how, text in hits[q]:
+        for index, _how, text in hits[q]:
             added = []
             if template is not None:  # markdown cells the student added right below
                 for cell in cells[index + 1:]:

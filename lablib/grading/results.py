@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 __all__ = ["Kind", "PROBLEMS", "Status", "TestResult", "PieceScore", "Diagnostic", "Isolation",
            "WrittenAnswer", "PersonScore", "SubmissionResult"]
@@ -71,7 +72,7 @@ class Status:
     raised: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, problems: Iterable = (), missing: Iterable[str] = (), raised: Iterable[str] = ()) -> "Status":
+    def of(cls, problems: Iterable = (), missing: Iterable[str] = (), raised: Iterable[str] = ()) -> Status:
         """The status of ``problems`` (kinds or their values, any order, repeats allowed),
         ``missing`` pieces and graded cells that ``raised``; kinds outside
         :data:`PROBLEMS` are ignored."""
@@ -113,7 +114,7 @@ class Status:
                 "raised": list(self.raised)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Status":
+    def from_dict(cls, data: dict) -> Status:
         return cls.of(data.get("problems", ()), data.get("missing", ()), data.get("raised", ()))
 
 
@@ -155,7 +156,7 @@ class TestResult:
         self.kind = Kind(self.kind)
 
     @classmethod
-    def failed(cls, test, message: str, kind) -> "TestResult":
+    def failed(cls, test, message: str, kind) -> TestResult:
         """A zero-score result of ``test`` (a :class:`~lablib.grading.spec.Test`)."""
         return cls(test.id, test.piece, test.name, 0.0, test.points, False, test.hidden,
                    message, test.hint, Kind(kind))
@@ -221,7 +222,7 @@ class Isolation:
     notes: tuple[str, ...] = ()
 
     @classmethod
-    def from_report(cls, report: dict, notes: Iterable[str] = ()) -> "Isolation":
+    def from_report(cls, report: dict, notes: Iterable[str] = ()) -> Isolation:
         """From the sandbox stage's report (extra keys ignored) plus the grader's ``notes``."""
         return cls(report.get("uid"), str(report.get("network", "unknown")),
                    str(report.get("filesystem", "unknown")), str(report.get("processes", "unknown")),
@@ -258,7 +259,7 @@ class WrittenAnswer:
         return {"text": self.text, "found": self.found, "notes": list(self.notes), "digest": self.digest}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "WrittenAnswer":
+    def from_dict(cls, data: dict) -> WrittenAnswer:
         return cls(str(data.get("text", "")), str(data.get("found", "")), tuple(data.get("notes", ())))
 
 
@@ -299,7 +300,7 @@ class PersonScore:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "PersonScore":
+    def from_dict(cls, data: dict) -> PersonScore:
         items = tuple((float(i["points"]), str(i["comment"])) for i in data.get("items", ()))
         return cls(str(data["question"]), float(data.get("score", 0.0)), float(data.get("max_score", 0.0)), items,
                    str(data.get("comment", "")), float(data.get("adjustment", 0.0)), bool(data.get("graded", False)),
@@ -365,7 +366,7 @@ class SubmissionResult:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SubmissionResult":
+    def from_dict(cls, data: dict) -> SubmissionResult:
         """Inverse of :meth:`to_dict` (used by the grading cache)."""
         return cls(
             data["submission"], data["path"], Status.from_dict(data["status"]), data["score"],

@@ -55,9 +55,9 @@ import importlib.util
 import pathlib
 import re
 import sys
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
-import numpy as np
 
 from lablib.grading.expect import (
     Mistake,

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from lablib.install.plan import TFM_PAIR, InstallError, _packaging, normalize, tf_minor
 

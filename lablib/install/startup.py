@@ -39,7 +39,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 import lablib.install.pip_run as pip_run
 from lablib.install.environment import quiet_known_noise, set_tensorflow_environment

@@ -68,7 +68,7 @@ def quick_runs(shared_data, results_before):
             future = readers.submit(process.communicate)
             running[name] = (process, future, time.perf_counter())
         done = [name for name, (_, future, _) in running.items() if future.done()]
-        for name, (process, future, started) in list(running.items()):
+        for name, (process, _future, started) in list(running.items()):
             if name not in done and time.perf_counter() - started > QUICK_TIMEOUT:
                 os.killpg(process.pid, signal.SIGKILL)
                 killed.add(name)

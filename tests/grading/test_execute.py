@@ -77,7 +77,7 @@ def test_frame_reader_caps_each_message_and_the_total():
     os.close(r)
     reader = protocol.FrameReader(-1)
     reader.total = protocol.MAX_TOTAL_BYTES
-    reader._exact = lambda n, data=iter([b"\0\0\0\x0c", b'{"blobs":[]}']): next(data)
+    reader._exact = lambda n, data=iter([b"\0\0\0\x0c", b'{"blobs":[]}']): next(data)  # noqa: B008 - one iterator for both reads
     with pytest.raises(protocol.ProtocolError, match="in all"):
         reader.read()
 
@@ -496,7 +496,6 @@ def _venv_sharing_this_one(path):
 def test_sandbox_runs_a_python_installed_under_tmp(tmp_path):
     """The child's private /tmp must not hide a venv (or lablib) that lives under /tmp."""
     import subprocess
-    import sys
 
     venv = _venv_sharing_this_one(tmp_path / "venv")
     code = '''
@@ -552,7 +551,6 @@ def f():
 @needs_root
 def test_a_venv_inside_a_masked_submissions_folder_still_runs_and_hides_the_rest(tmp_path):
     import subprocess
-    import sys
 
     subs = tmp_path / "submissions"
     subs.mkdir()

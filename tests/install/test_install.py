@@ -558,11 +558,11 @@ def test_known_noise_is_dropped_and_nothing_else():
             install.quiet_known_noise()  # a first cell run twice
             logger.warning("5 out of the last 9 calls to <function f> triggered tf.function retracing.")
             logger.warning("Model was constructed with shape (None, 3)")
-            warnings.warn("pkg_resources is deprecated as an API. See https://setuptools.pypa.io", UserWarning)
-            warnings.warn("pkg_resources is deprecated as an API", DeprecationWarning)
-            warnings.warn("The structure of `inputs` doesn't match", UserWarning)
+            warnings.warn("pkg_resources is deprecated as an API. See https://setuptools.pypa.io", UserWarning, stacklevel=1)
+            warnings.warn("pkg_resources is deprecated as an API", DeprecationWarning, stacklevel=1)
+            warnings.warn("The structure of `inputs` doesn't match", UserWarning, stacklevel=1)
             warnings.warn("You are using a Python version (3.11.7) which Google will stop supporting in "
-                          "new releases of google.api_core once it reaches its end of life", FutureWarning)
+                          "new releases of google.api_core once it reaches its end of life", FutureWarning, stacklevel=1)
             absl = logging.getLogger("absl")
             absl.addHandler(handler)
             try:

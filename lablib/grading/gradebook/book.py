@@ -22,7 +22,7 @@ import hashlib
 import os
 import pathlib
 import unicodedata
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from lablib.grading.gradebook.identity import resolve, student_of
 from lablib.grading.gradebook.late import Late, LateError, LatePolicy

@@ -130,7 +130,7 @@ class LatePolicy:
     from_files: bool = False
 
     @classmethod
-    def parse(cls, *, due, per_day=None, per_hour=None, cap=None, grace=None, from_files=False) -> "LatePolicy":
+    def parse(cls, *, due, per_day=None, per_hour=None, cap=None, grace=None, from_files=False) -> LatePolicy:
         """A checked policy: ``due`` a time, ``per_day`` or ``per_hour`` an amount
         (``10%`` or points), ``cap`` an amount, ``grace`` a duration.
 
@@ -197,7 +197,7 @@ class LatePolicy:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "LatePolicy":
+    def from_dict(cls, data: dict) -> LatePolicy:
         policy = cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
         policy.check()
         return policy

@@ -186,7 +186,7 @@ class Roster:
         return len(self.students)
 
     @classmethod
-    def load(cls, path) -> "Roster":
+    def load(cls, path) -> Roster:
         """Read ``path`` in any of the module's layouts.
 
         Raises:
@@ -280,7 +280,7 @@ class SubmissionTimes:
     source: str = ""
 
     @classmethod
-    def load(cls, path) -> "SubmissionTimes":
+    def load(cls, path) -> SubmissionTimes:
         """Read ``path``.
 
         Raises:

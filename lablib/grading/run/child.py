@@ -24,7 +24,8 @@ import struct
 import sys
 import traceback
 import types
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from lablib.backend import full_float32
 from lablib.grading.results import Kind

@@ -224,7 +224,7 @@ def _const_key(value):
 
 
 _DROPPED = frozenset({"CACHE", "NOP", "RESUME", "EXTENDED_ARG", "PRECALL", "PUSH_NULL"})
-_FINGERPRINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def fingerprint(code) -> tuple:
@@ -666,7 +666,7 @@ def probe_functions(probe, catalogue_: Catalogue) -> set[int]:
             elif isinstance(obj, dict):
                 stack.extend(obj.values())
             elif callable(obj) and not isinstance(obj, types.BuiltinFunctionType):
-                call = getattr(type(obj), "__call__", None)
+                call = getattr(type(obj), "__call__", None)  # noqa: B004 - the method itself
                 if isinstance(call, types.FunctionType):
                     stack.append(call)
         except Exception:  # noqa: BLE001
@@ -730,7 +730,7 @@ def _gate_code(function, crib: Crib):
     return gate.replace(co_consts=consts, co_name=code.co_name, **names)
 
 
-_GATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_GATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _disarm(function, crib: Crib, saved: list) -> None:
@@ -748,7 +748,7 @@ def _disarm(function, crib: Crib, saved: list) -> None:
 _ACTIVE: list = [None]          # the open Window (one per process at a time)
 _LOCK = threading.Lock()
 _HOOKED: list = [False]
-_LEFT_RUNNING: "weakref.WeakSet" = weakref.WeakSet()   # threads a probe left running
+_LEFT_RUNNING: weakref.WeakSet = weakref.WeakSet()   # threads a probe left running
 
 _GC = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
 _PROCESSES = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
@@ -884,7 +884,7 @@ class _ImportGate:
     its submodules on first use) loads as usual and is disarmed before the importer sees
     it. Every other module is left to the other finders."""
 
-    def __init__(self, window: "Window"):
+    def __init__(self, window: Window):
         self.window = window
 
     def find_spec(self, name, path=None, target=None):
@@ -914,7 +914,7 @@ class _GateLoader:
     files are read by the loader itself (the window lets that one read through, on this
     thread) and the code object it gets is the only lablib code the window lets run."""
 
-    def __init__(self, inner, window: "Window", guarded: bool):
+    def __init__(self, inner, window: Window, guarded: bool):
         self.inner = inner
         self.window = window
         self.guarded = guarded

@@ -18,7 +18,8 @@ import io
 import json
 import os
 import struct
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class ProbeResult:
     error: str = ""
 
     @classmethod
-    def failed(cls, kind, error: str) -> "ProbeResult":
+    def failed(cls, kind, error: str) -> ProbeResult:
         """A result without a value; ``kind`` a :class:`~lablib.grading.results.Kind` (or its value)."""
         return cls(False, None, Kind(kind), error)
 

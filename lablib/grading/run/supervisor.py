@@ -45,7 +45,7 @@ from lablib.grading.results import Diagnostic, Isolation, Kind
 from lablib.grading.run import cgroups as _cgroups
 from lablib.grading.run import isolation as _isolation
 from lablib.grading.run.protocol import (
-    Command, FrameReader, ProbeRequest, ProbeResult, ProtocolError, decode_value,
+    Command, FrameReader, ProbeResult, ProtocolError, decode_value,
 )
 
 __all__ = ["run_submission", "RunOutcome", "Limits", "CellError", "Problem"]

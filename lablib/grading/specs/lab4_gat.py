@@ -28,7 +28,6 @@ import numpy as np
 
 from lablib.grading.spec import (
     Mistake,
-    TestFailure,
     diagnose,
     expect,
     expect_close,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lablib.grading.specs import lab2_transformer_reuters, lab3_gcn_molecules, lab4_gat
+from lablib.grading.specs import lab1_attention, lab2_transformer_reuters, lab3_gcn_molecules, lab4_gat
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -41,7 +41,7 @@ def test_every_cited_repository_file_is_linked_and_exists(path):
             assert (ROOT / cited).exists(), f"{path.name} cell {index} links {cited}, which does not exist"
 
 
-SPECS = [lab2_transformer_reuters, lab3_gcn_molecules, lab4_gat]
+SPECS = [lab1_attention, lab2_transformer_reuters, lab3_gcn_molecules, lab4_gat]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.__name__.rsplit(".", 1)[-1] for s in SPECS])
@@ -97,3 +97,11 @@ def test_no_stale_text_students_see():
     assert "lecture 003" not in spec
     assert "(002)" not in (ROOT / "lablib/layers/attention.py").read_text()
     assert "(1 = the most frequent word)" not in (ROOT / "lablib/data/reuters.py").read_text()
+
+
+def test_positions_rubric_asks_one_reason_and_the_per_token_steps():
+    rubric = [item.comment for item in lab1_attention.lab.answers["positions"].rubric]
+    assert any("per-token lookup" in c and "projections" in c for c in rubric), rubric
+    assert any("asks for one" in c and "more earn nothing more" in c for c in rubric), rubric
+    question = _cell(ROOT / "solutions" / "lab1_attention.ipynb", "Why not add the raw position index")
+    assert "Give one reason" in question and "three steps" in question

@@ -778,14 +778,19 @@ def _(got):
 
 
 lab.answer("positions", points=4, title="section 5: why attention needs positions", rubric=[
-    (1, "Without positions the layer's outputs for 'man bites dog' are those of 'dog bites man' in another "
-        "order (permutation equivariance: the gap is 0)."),
-    (1, "Averaging over the tokens is invariant to that order, so the pooled vector, and the prediction, "
+    (1, "(a) Why the layer's outputs for 'man bites dog' are those of 'dog bites man' in another order: the "
+        "embedding is a per-token lookup and the query, key and value projections act on each token "
+        "separately, so they commute with reordering; attention itself is permutation-equivariant (the "
+        "measured gap is 0). Citing the gap alone, without the per-token steps, does not earn this point: "
+        "the gap was measured without projections."),
+    (1, "(a) Averaging over the tokens is invariant to that order, so the pooled vector, and the prediction, "
         "are the same for both sentences."),
-    (1, "With the encoding added, the vector at a position depends on the position too, so the outputs "
-        "change (the gap is not 0) and the two sentences can be told apart."),
-    (1, "Why sinusoids rather than a raw index: bounded values of the embedding's scale (an index grows "
-        "without bound and swamps the token), unique per position, and an offset k is one fixed linear "
-        "map (relative positions through dot products)."),
+    (1, "(a) With the encoding added, the vector at a position depends on the position too: swapping tokens "
+        "changes what enters each position, the outputs change (the gap is not 0) and the sentences can be "
+        "told apart."),
+    (1, "(b) One valid reason, any of: a raw index grows without bound and swamps embedding values of order 1 "
+        "(and meets positions never trained on); the sinusoids stay bounded and differ for every position; "
+        "an offset k is one fixed linear map (relative positions through dot products). The question asks "
+        "for one: one correct reason earns the point, more earn nothing more."),
     (0, "No answer."),
 ])

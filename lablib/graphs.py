@@ -39,7 +39,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -379,7 +380,7 @@ def disjoint_batch(node_features, edge_indices, edge_attr=None, max_nodes=None, 
 
 def _pad_disjoint(x, edge_index, graph_ids, edge_attr, max_nodes, max_edges):
     """Pad a disjoint batch to ``max_nodes`` nodes and ``max_edges`` edges (see disjoint_batch)."""
-    for value, what in ((max_nodes, "max_nodes"), (max_edges, "max_edges")):
+    for value in (max_nodes, max_edges):
         if value is None or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise ValueError(
                 f"disjoint_batch: pass both max_nodes and max_edges as ints (a fixed shape "

@@ -73,7 +73,7 @@ def test_every_rename_points_at_a_real_place():
     for where, renames in RENAMED.items():
         assert where in places, where
         names = {p.name for p in _parameters(places[where])}
-        for old, new in renames.items():
+        for new in renames.values():
             if new.isidentifier():
                 assert new in names, f"{where}: the new name {new} is not an argument"
 
@@ -202,7 +202,7 @@ def test_every_alias_warns_and_gives_what_the_new_name_gives():
     covered = {(where, old) for where, old, _, _ in calls}
     listed = {(where, old) for where, renames in RENAMED.items() for old in renames}
     assert covered == listed, f"aliases without a test: {listed - covered}"
-    for where, old, old_call, new_call in calls:
+    for _where, old, old_call, new_call in calls:
         with pytest.warns(LablibDeprecationWarning, match=f"`{old}` is deprecated") as record:
             got = old_call()
         assert f"lablib {REMOVED_IN}" in str(record[0].message)

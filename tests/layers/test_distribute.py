@@ -174,7 +174,7 @@ def test_two_replica_suite():
     assert " passed" in tail and "deselected" in tail
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _strategy():
     # One strategy per process: a second MirroredStrategy over the same devices can
     # mix up the collective all-reduce of the first one's models (shape mismatch).

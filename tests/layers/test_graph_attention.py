@@ -355,7 +355,7 @@ def test_edge_features_match_equations_computed_node_by_node():
         loop = np.mean([feat for _, feat in incoming], axis=0) if incoming else np.zeros(2)
         senders = incoming + [(i, loop)]
         for h in range(heads):
-            z = lambda j: x[j] @ w[:, h]  # noqa: E731
+            z = lambda j, h=h: x[j] @ w[:, h]  # noqa: E731
             scores = []
             for j, feat in senders:
                 e = a_t[h] @ z(i) + a_s[h] @ z(j) + a_e[h] @ (feat @ w_edge[:, h])

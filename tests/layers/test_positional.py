@@ -149,8 +149,8 @@ def test_scale_embeddings_moves_the_tokens_faster_under_adam():
     d, steps = 16, 5
     ids = np.random.default_rng(0).integers(1, 12, size=(32, 6))
     target = np.random.default_rng(1).normal(size=(32, 6, d)).astype("float32")
-    moved = {}
-    for scale in (False, True):
+    moved, start = {}, None
+    for scale in (False, True):  # unscaled first: it sets `start`
         keras.utils.set_random_seed(0)
         layer = TokenAndPositionEmbedding(12, 6, d, mask_zero=False, scale_embeddings=scale)
         layer.build((None, 6))

@@ -83,7 +83,7 @@ def test_readout_is_invariant_to_node_order(seed, num_nodes):
     x_new = np.empty_like(x)
     x_new[permutation] = x
     edge_new = permutation[edge_index]
-    for mode, readout in _READOUTS.items():
+    for readout in _READOUTS.values():
         h = _CONV(x, edge_index=edge_index)
         h_new = _CONV(x_new, edge_index=edge_new)
         ids = np.zeros(num_nodes, np.int32)

@@ -216,6 +216,38 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
     unknown = set(columns) - set(labs)
     if unknown:
         raise ExportError(f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs}).")
+    _refuse_ungraded(books, allow_ungraded)
+    people = [_Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
+              for s in (roster.students if roster is not None else ())]
+    report = {"students": 0, "labs": labs, "unmatched": {}, "without_submission": {}, "ungraded": {}, "missing": {},
+              "not_in_roster": [], "with_totals": 0, "notes": None}
+    _place_rows(people, books, roster, report)
+    header_cells, points, values = _grade_columns(people, books, columns, pieces, missing, report)
+    for p in people:
+        if not p.in_roster:
+            p.notes.insert(0, "not in the roster given to the export (identity kept at grading)")
+    report["not_in_roster"] = [_key(p) for p in people if not p.in_roster]
+    report["students"] = len(people)
+    report["with_totals"] = sum(all(p.rows.get(lab) for lab in labs) for p in people)
+
+    destination = pathlib.Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    _write_import_file(fmt, destination, people, header_cells, points, values)
+    notes_path = _write_notes(destination, people)
+    report["notes"] = None if notes_path is None else str(notes_path)
+    ungraded = len({k for keys in report["ungraded"].values() for k in keys})
+    missing_any = len({k for keys in report["missing"].values() for k in keys})
+    report["summary"] = (
+        f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
+        f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
+        f"{ungraded} with written answers not graded or changed since (noted); {len(report['not_in_roster'])} not in "
+        f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if notes_path else ""))
+    return report
+
+
+def _refuse_ungraded(books, allow_ungraded: bool) -> None:
+    """Raise :class:`ExportError` when a gradebook holds written answers never graded or
+    changed since, unless ``allow_ungraded``."""
     pending = {}
     for _folder, book in books:
         rows = [(r["submission"], *_pending(r)) for r in book["submissions"]]
@@ -235,10 +267,10 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
                           "to answers changed since. " + "; ".join(parts) + ". Or pass --allow-ungraded to export them "
                           "anyway (never graded: 0; changed: the earlier grade; each such student noted).")
 
-    people = [_Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
-              for s in (roster.students if roster is not None else ())]
-    report = {"students": 0, "labs": labs, "unmatched": {}, "without_submission": {}, "ungraded": {}, "missing": {},
-              "not_in_roster": [], "with_totals": 0, "notes": None}
+
+def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
+    """Every gradebook row placed with its student (``people`` grows by those not in the
+    roster); ``report["unmatched"]`` gets each lab's submissions matched to no one."""
     index = RosterIndex(roster) if roster is not None else None
     for _, book in books:
         lab = book["lab"]
@@ -251,54 +283,66 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
                     unmatched.append(entry["submission"])
         report["unmatched"][lab] = unmatched
 
+
+def _grade_columns(people: list[_Person], books, columns: dict, pieces: bool, missing: str,
+                    report: dict) -> tuple[list, list, dict]:
+    """The import file's grade columns: ``(headers, points possible, {id(person): cells})``;
+    each student's notes and ``report``'s ungraded, missing and without-submission lists."""
     header_cells, points = [], []
     values = {id(p): [] for p in people}
     for _folder, book in books:
         lab = book["lab"]
         title = columns.get(lab, book.get("title") or lab)
-        best = {}
-        for p in people:
-            rows = p.rows.get(lab, [])
-            if rows:
-                best[id(p)] = max(rows, key=_total)
-            elif missing == "zero":
-                p.notes.append(f"{title}: no submission (0)")
-            else:
-                p.notes.append(f"{title}: no submission (left empty)")
-        for p in people:
-            row = best.get(id(p))
-            if row is not None:
-                never, stale = _pending(row)
-                if never or stale:
-                    said = [f"{never} written answer(s) never graded, counted as 0"] if never else []
-                    said += [f"{stale} written answer(s) changed since graded, the earlier grade counted"] if stale else []
-                    p.notes.append(f"{title}: {'; '.join(said)}")
-                    report["ungraded"].setdefault(lab, []).append(_key(p))
-        report["missing"][lab] = [_key(p) for p in people if id(p) not in best]
-        report["without_submission"][lab] = report["missing"][lab]
+        best = _best_rows(people, lab, title, missing, report)
         for header, piece, possible in _lab_columns(book, title, pieces):
             header_cells.append(header)
             points.append(num(possible))
             for p in people:
-                row = best.get(id(p))
-                if row is None:
-                    values[id(p)].append(num(0.0) if missing == "zero" and piece is None else "")
-                elif piece is None:
-                    values[id(p)].append(num(_total(row)))
-                elif piece.startswith("written:"):
-                    given = row.get("written", {}).get(piece.split(":", 1)[1], {})
-                    values[id(p)].append(num(given.get("score", 0.0)) if given.get("graded") else "")
-                else:
-                    values[id(p)].append(num(row["pieces"].get(piece, {}).get("score", 0.0)))
-    for p in people:
-        if not p.in_roster:
-            p.notes.insert(0, "not in the roster given to the export (identity kept at grading)")
-    report["not_in_roster"] = [_key(p) for p in people if not p.in_roster]
-    report["students"] = len(people)
-    report["with_totals"] = sum(all(p.rows.get(lab) for lab in labs) for p in people)
+                values[id(p)].append(_cell(best.get(id(p)), piece, missing))
+    return header_cells, points, values
 
-    destination = pathlib.Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
+
+def _best_rows(people: list[_Person], lab: str, title: str, missing: str, report: dict) -> dict:
+    """``{id(person): the row with the best total}`` of one lab, with the notes of students
+    without a submission or with written answers not graded."""
+    best = {}
+    for p in people:
+        rows = p.rows.get(lab, [])
+        if rows:
+            best[id(p)] = max(rows, key=_total)
+        elif missing == "zero":
+            p.notes.append(f"{title}: no submission (0)")
+        else:
+            p.notes.append(f"{title}: no submission (left empty)")
+    for p in people:
+        row = best.get(id(p))
+        if row is not None:
+            never, stale = _pending(row)
+            if never or stale:
+                said = [f"{never} written answer(s) never graded, counted as 0"] if never else []
+                said += [f"{stale} written answer(s) changed since graded, the earlier grade counted"] if stale else []
+                p.notes.append(f"{title}: {'; '.join(said)}")
+                report["ungraded"].setdefault(lab, []).append(_key(p))
+    report["missing"][lab] = [_key(p) for p in people if id(p) not in best]
+    report["without_submission"][lab] = report["missing"][lab]
+    return best
+
+
+def _cell(row, piece, missing: str):
+    """One grade cell: the total (``piece`` None), a piece's or a written answer's score."""
+    if row is None:
+        return num(0.0) if missing == "zero" and piece is None else ""
+    if piece is None:
+        return num(_total(row))
+    if piece.startswith("written:"):
+        given = row.get("written", {}).get(piece.split(":", 1)[1], {})
+        return num(given.get("score", 0.0)) if given.get("graded") else ""
+    return num(row["pieces"].get(piece, {}).get("score", 0.0))
+
+
+def _write_import_file(fmt: str, destination: pathlib.Path, people: list[_Person], header_cells,
+                       points, values: dict) -> None:
+    """The LMS's import file: Canvas' or Moodle's columns, one row per student."""
     with atomic_write(destination, newline="") as f:
         writer = csv.writer(f)
         if fmt == "canvas":
@@ -315,28 +359,25 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
                 x = p.fields
                 writer.writerow([*map(spreadsheet_text, (x["name"], x["email"], x["student_id"])), *values[id(p)],
                                  spreadsheet_text("; ".join(p.notes))])
+
+
+def _write_notes(destination: pathlib.Path, people: list[_Person]) -> pathlib.Path | None:
+    """The notes file beside ``destination`` (one row per note), or None when no student
+    has a note (an earlier export's notes file is then removed)."""
     notes_path = destination.with_name(destination.stem + ".notes.csv")
     noted = [p for p in people if p.notes]
-    if noted:
-        with atomic_write(notes_path, newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["Student", "ID", "SIS User ID", "Email address", "Note"])
-            for p in noted:
-                x = p.fields
-                for note in p.notes:
-                    writer.writerow([*map(spreadsheet_text, (x["name"], x["lms_id"], x["student_id"], x["email"],
-                                                             note))])
-        report["notes"] = str(notes_path)
-    else:
+    if not noted:
         notes_path.unlink(missing_ok=True)  # no note of an earlier export left beside this one
-    ungraded = len({k for keys in report["ungraded"].values() for k in keys})
-    missing_any = len({k for keys in report["missing"].values() for k in keys})
-    report["summary"] = (
-        f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
-        f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
-        f"{ungraded} with written answers not graded or changed since (noted); {len(report['not_in_roster'])} not in "
-        f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if noted else ""))
-    return report
+        return None
+    with atomic_write(notes_path, newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["Student", "ID", "SIS User ID", "Email address", "Note"])
+        for p in noted:
+            x = p.fields
+            for note in p.notes:
+                writer.writerow([*map(spreadsheet_text, (x["name"], x["lms_id"], x["student_id"], x["email"],
+                                                         note))])
+    return notes_path
 
 
 def _key(person: _Person) -> str:

@@ -535,43 +535,15 @@ def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None
                             f"({', '.join(lab.answers)}).")
     students = class_students(out_dir, lab)
     by_submission = {s.submission: s for s in students}
-    printed = {}
-    if printout is not None:
-        manifest_path = pathlib.Path(printout) / "manifest.json"
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise PrintoutError(f"{manifest_path} cannot be read ({exc}): give the folder `lablib written pdf` wrote "
-                                f"(it holds manifest.json), or leave --printout out.") from None
-        if manifest.get("lab") != lab.name:
-            raise PrintoutError(f"{manifest_path} is of lab {manifest.get('lab')!r}, not {lab.name!r}.")
-        printed = {e["submission"]: e.get("digests", {}) for e in manifest.get("students", [])}
+    printed = _printed_digests(printout, lab)
     store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
     match = _match_rows(students)
     report = {"imported": {}, "unchanged": 0, "conflicts": [], "unmatched": [], "ungraded": 0, "items_added": 0,
               "capped": []}
-    files = _evaluation_files(source)
-    plan = []
-    for name, text in files:
-        question = _question_of(name, lab, order, mapping)
-        items, points, rows = _read_evaluations(name, text)
-        plan.append((name, question, items, points, rows))
-    seen_questions = [p[1] for p in plan]
-    twice = sorted({q for q in seen_questions if seen_questions.count(q) > 1})
-    if twice:
-        raise PrintoutError(f"Two evaluations files are of the same question(s) {twice}: map each file to its own "
-                            f"question with --question.")
+    plan = _evaluations_plan(_evaluation_files(source), lab, order, mapping)
     for name, question, items, points, rows in plan:
         q = lab.answers[question]
-        rubric = {(round(r.points, 6), r.comment): r.id for r in store.rubric(question)}
-        item_ids = {}
-        for column in items:
-            key = (round(points[column] or 0.0, 6), column)
-            if key not in rubric:
-                rubric[key] = store.save_item(question, points[column] or 0.0, column,
-                                              grader=f"{grader} (Gradescope)".strip()).id
-                report["items_added"] += 1
-            item_ids[column] = rubric[key]
+        item_ids = _rubric_items(store, question, items, points, grader, report)
         now = {s.submission: (s.answers[question].digest if question in s.answers else MISSING_DIGEST)
                for s in students}
         state = store.answers(question, now)
@@ -586,27 +558,11 @@ def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None
             if score is None and not applied:
                 report["ungraded"] += 1
                 continue
-            ids = [item_ids[c] for c in applied]
-            total = sum(points[c] or 0.0 for c in applied)
-            adjustment = _number(row.get("Adjustment"), f"{name}: the Adjustment of {name_of(row)}") or 0.0
-            if score is not None and min(max(total + adjustment, 0.0), q.points) != score:
-                adjustment = score - total  # the score is Gradescope's whatever its rubric's scoring
-            if score is not None and not 0 <= score <= q.points:
-                report["capped"].append(f"{name}: {name_of(row)}: Gradescope's {num(score)} kept within 0-"
-                                        f"{num(q.points)}")
-            comment = row.get("Comments", "")
+            wanted = _wanted_grade(name, row, q, score, applied, item_ids, points, report)
             current = state.get(submission)
-            wanted = {"items": sorted(ids), "adjustment": adjustment, "comment": comment}
-            if current and current["graded"]:
-                have = {"items": sorted(current["items"]), "adjustment": current["adjustment"],
-                        "comment": current["comment"]}
-                if have == wanted:
-                    report["unchanged"] += 1
-                    continue
-                if not replace:
-                    report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): graded differently in "
-                                               f"lablib; kept (--replace takes Gradescope's)")
-                    continue
+            if current and current["graded"] and not _replaces(question, row, submission, current, wanted,
+                                                               replace, report):
+                continue
             digest = printed.get(submission, {}).get(question, now[submission])
             student = by_submission[submission]
             text = student.answers[question].text if question in student.answers else None
@@ -621,3 +577,81 @@ def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None
             count += 1
         report["imported"][question] = report["imported"].get(question, 0) + count
     return report
+
+
+def _printed_digests(printout, lab) -> dict:
+    """``{submission: {question: digest}}`` of the answers as printed in ``printout`` (the
+    folder :func:`write_printouts` wrote); ``{}`` when ``printout`` is None."""
+    if printout is None:
+        return {}
+    manifest_path = pathlib.Path(printout) / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PrintoutError(f"{manifest_path} cannot be read ({exc}): give the folder `lablib written pdf` wrote "
+                            f"(it holds manifest.json), or leave --printout out.") from None
+    if manifest.get("lab") != lab.name:
+        raise PrintoutError(f"{manifest_path} is of lab {manifest.get('lab')!r}, not {lab.name!r}.")
+    return {e["submission"]: e.get("digests", {}) for e in manifest.get("students", [])}
+
+
+def _evaluations_plan(files, lab, order, mapping) -> list[tuple]:
+    """Each evaluations file read: ``(name, question, items, points, rows)``; two files of
+    one question are refused."""
+    plan = []
+    for name, text in files:
+        question = _question_of(name, lab, order, mapping)
+        items, points, rows = _read_evaluations(name, text)
+        plan.append((name, question, items, points, rows))
+    seen_questions = [p[1] for p in plan]
+    twice = sorted({q for q in seen_questions if seen_questions.count(q) > 1})
+    if twice:
+        raise PrintoutError(f"Two evaluations files are of the same question(s) {twice}: map each file to its own "
+                            f"question with --question.")
+    return plan
+
+
+def _rubric_items(store, question: str, items, points, grader: str, report: dict) -> dict:
+    """``{Gradescope rubric column: lablib rubric item id}``: an item of the same points and
+    comment, or one added now (counted in ``report["items_added"]``)."""
+    rubric = {(round(r.points, 6), r.comment): r.id for r in store.rubric(question)}
+    item_ids = {}
+    for column in items:
+        key = (round(points[column] or 0.0, 6), column)
+        if key not in rubric:
+            rubric[key] = store.save_item(question, points[column] or 0.0, column,
+                                          grader=f"{grader} (Gradescope)".strip()).id
+            report["items_added"] += 1
+        item_ids[column] = rubric[key]
+    return item_ids
+
+
+def _wanted_grade(name: str, row: dict, q, score, applied, item_ids: dict, points, report: dict) -> dict:
+    """The grade one evaluations row gives: its rubric items, the adjustment that makes
+    Gradescope's score and the comment (a score outside the question's points is noted)."""
+    ids = [item_ids[c] for c in applied]
+    total = sum(points[c] or 0.0 for c in applied)
+    adjustment = _number(row.get("Adjustment"), f"{name}: the Adjustment of {name_of(row)}") or 0.0
+    if score is not None and min(max(total + adjustment, 0.0), q.points) != score:
+        adjustment = score - total  # the score is Gradescope's whatever its rubric's scoring
+    if score is not None and not 0 <= score <= q.points:
+        report["capped"].append(f"{name}: {name_of(row)}: Gradescope's {num(score)} kept within 0-"
+                                f"{num(q.points)}")
+    comment = row.get("Comments", "")
+    return {"items": sorted(ids), "adjustment": adjustment, "comment": comment}
+
+
+def _replaces(question: str, row: dict, submission: str, current: dict, wanted: dict, replace: bool,
+              report: dict) -> bool:
+    """Whether Gradescope's grade replaces one already given in lablib: not when it is the
+    same (counted unchanged) or differs without ``replace`` (listed as a conflict)."""
+    have = {"items": sorted(current["items"]), "adjustment": current["adjustment"],
+            "comment": current["comment"]}
+    if have == wanted:
+        report["unchanged"] += 1
+        return False
+    if not replace:
+        report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): graded differently in "
+                                   f"lablib; kept (--replace takes Gradescope's)")
+        return False
+    return True

@@ -667,9 +667,6 @@ class _Attempt:
 def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) -> RunOutcome:
     """Run set-up and graded cells, then each probe, in child processes.
 
-    Long because the attempt loop and its bookkeeping (what failed, what is replayed) are
-    one piece of logic whose invariants are easiest to check in one place.
-
     Args:
         setup: set-up cell sources (from the released lab).
         cells: ``(piece, source)`` graded cells (from the submission), in order.
@@ -704,52 +701,75 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
         finally:
             status, notes = attempt.finish()
         outputs.append(attempt.output.text())
-        if sandbox:
-            report = attempt.control.get("isolation") or {"notes": ["the sandbox stage did not report"]}
-        else:
-            report = {"uid": os.getuid() if hasattr(os, "getuid") else None,
-                      "network": "shared", "filesystem": "shared", "processes": "shared",
-                      "notes": ["sandbox stage not used (not root, not Linux, or --no-sandbox)"]}
-        outcome.isolation = Isolation.from_report(report, notes)
+        outcome.isolation = _isolation_of(attempt, sandbox, notes)
         done = {pid for pid in outcome.results}
         remaining = [p for p in remaining if p.id not in done]
         if end is None:
             break
-        kind, detail, step = end
-        outcome.diagnostics.append(Diagnostic(
-            ended=str(kind), running=step, attempt=outcome.attempts, detail=str(detail),
-            exit=_describe_status(status), output_tail=attempt.output.text()[-2000:]))
-        what = {
-            Kind.TIMEOUT: f"ran past the time limit ({detail})",
-            Kind.MEMORY: f"ran out of memory ({detail})",
-            "setup": f"failed: {detail}",
-            Kind.CRASHED: f"ended the grader's process ({_describe_status(status)})" if detail == "ended"
-            else f"broke the grader's protocol: it {detail}",
-        }[kind]
-        if step in ("startup", "setup"):
-            reason = ("the grader's process did not start: it " + what if step == "startup"
-                      else "the lab's set-up cells " + what)
-            kind_of = Kind.CRASHED
-            if step == "startup" and sandbox and attempt.control.get("stage_ok") is False:
-                # the sandbox could not start the child: the grader's environment, never the student
-                failed = [n for n in outcome.isolation.notes if n.startswith("sandbox failed")]
-                reason = ("the grader could not start the submission's process (not the student's doing): "
-                          + (failed[-1] if failed else "the sandbox stage failed; see the isolation notes"))
-                kind_of = Kind.GRADER_ERROR
-            for p in remaining:
-                outcome.results[p.id] = ProbeResult.failed(kind_of, reason)
-            outcome.problems.append(Problem(kind_of, "startup" if step == "startup" else "set-up"))
-            remaining = []
-        elif step.startswith("cell "):
-            piece = step[5:]
-            outcome.cell_errors[piece] = CellError(Kind(kind), f"running the graded cell {what}")
-            outcome.problems.append(Problem(Kind(kind), f"graded cell {piece}"))
-            remaining_cells = [c for c in remaining_cells if c[0] != piece]
-        else:  # a probe
-            test_id = step[5:]
-            outcome.results[test_id] = ProbeResult.failed(Kind(kind), f"this test {what}")
-            outcome.problems.append(Problem(Kind(kind), f"test {test_id}"))
-            remaining = [p for p in remaining if p.id != test_id]
+        remaining, remaining_cells = _record_end(outcome, attempt, end, status, sandbox, remaining,
+                                                 remaining_cells)
+    _fail_not_run(outcome, remaining, limits)
+    outcome.output = "\n".join(o for o in outputs if o)
+    if len(outcome.output) > 2 * (OUTPUT_HEAD + OUTPUT_TAIL):
+        outcome.output = outcome.output[:OUTPUT_HEAD] + "\n[...]\n" + outcome.output[-OUTPUT_TAIL:]
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _isolation_of(attempt: _Attempt, sandbox: bool, notes: list[str]) -> Isolation:
+    """What isolated an attempt: the sandbox stage's report, or the shared machine."""
+    if sandbox:
+        report = attempt.control.get("isolation") or {"notes": ["the sandbox stage did not report"]}
+    else:
+        report = {"uid": os.getuid() if hasattr(os, "getuid") else None,
+                  "network": "shared", "filesystem": "shared", "processes": "shared",
+                  "notes": ["sandbox stage not used (not root, not Linux, or --no-sandbox)"]}
+    return Isolation.from_report(report, notes)
+
+
+def _record_end(outcome: RunOutcome, attempt: _Attempt, end, status, sandbox: bool, remaining: list,
+                remaining_cells: list) -> tuple[list, list]:
+    """An attempt that ended early (``end``: kind, detail, step), written into ``outcome``
+    (a diagnostic; the failed start-up, set-up, graded cell or probe); returns what the
+    next attempt still runs: ``(probes, cells)``."""
+    kind, detail, step = end
+    outcome.diagnostics.append(Diagnostic(
+        ended=str(kind), running=step, attempt=outcome.attempts, detail=str(detail),
+        exit=_describe_status(status), output_tail=attempt.output.text()[-2000:]))
+    what = {
+        Kind.TIMEOUT: f"ran past the time limit ({detail})",
+        Kind.MEMORY: f"ran out of memory ({detail})",
+        "setup": f"failed: {detail}",
+        Kind.CRASHED: f"ended the grader's process ({_describe_status(status)})" if detail == "ended"
+        else f"broke the grader's protocol: it {detail}",
+    }[kind]
+    if step in ("startup", "setup"):
+        reason = ("the grader's process did not start: it " + what if step == "startup"
+                  else "the lab's set-up cells " + what)
+        kind_of = Kind.CRASHED
+        if step == "startup" and sandbox and attempt.control.get("stage_ok") is False:
+            # the sandbox could not start the child: the grader's environment, never the student
+            failed = [n for n in outcome.isolation.notes if n.startswith("sandbox failed")]
+            reason = ("the grader could not start the submission's process (not the student's doing): "
+                      + (failed[-1] if failed else "the sandbox stage failed; see the isolation notes"))
+            kind_of = Kind.GRADER_ERROR
+        for p in remaining:
+            outcome.results[p.id] = ProbeResult.failed(kind_of, reason)
+        outcome.problems.append(Problem(kind_of, "startup" if step == "startup" else "set-up"))
+        return [], remaining_cells
+    if step.startswith("cell "):
+        piece = step[5:]
+        outcome.cell_errors[piece] = CellError(Kind(kind), f"running the graded cell {what}")
+        outcome.problems.append(Problem(Kind(kind), f"graded cell {piece}"))
+        return remaining, [c for c in remaining_cells if c[0] != piece]
+    test_id = step[5:]  # a probe
+    outcome.results[test_id] = ProbeResult.failed(Kind(kind), f"this test {what}")
+    outcome.problems.append(Problem(Kind(kind), f"test {test_id}"))
+    return [p for p in remaining if p.id != test_id], remaining_cells
+
+
+def _fail_not_run(outcome: RunOutcome, remaining: list, limits: Limits) -> None:
+    """The probes no attempt ran: the total time budget spent, or too many restarts."""
     if remaining and outcome.student_seconds >= limits.total_seconds:
         outcome.problems.append(Problem(Kind.TIMEOUT, "the submission's total time"))
         for p in remaining:
@@ -759,11 +779,6 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
     for p in remaining:
         outcome.results.setdefault(p.id, ProbeResult.failed(
             Kind.CRASHED, "not run: too many restarts of the grader's process"))
-    outcome.output = "\n".join(o for o in outputs if o)
-    if len(outcome.output) > 2 * (OUTPUT_HEAD + OUTPUT_TAIL):
-        outcome.output = outcome.output[:OUTPUT_HEAD] + "\n[...]\n" + outcome.output[-OUTPUT_TAIL:]
-    outcome.seconds = time.monotonic() - started
-    return outcome
 
 
 def _reply_kind(header: dict) -> Kind:

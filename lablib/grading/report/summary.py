@@ -250,10 +250,7 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
     pending = sum(s.pending for r in results for _, s in written.get(r.submission, []))
     pieces = _piece_rows(lab, results)
     test_rows = _test_rows(lab, results)
-    statuses = {word: 0 for word in _STATUS_ROWS}
-    for r in results:
-        for word in [k.value for k in r.status.kinds] or ["ok"]:
-            statuses[word] = statuses.get(word, 0) + 1
+    statuses = _status_counts(results)
     needs_attention = _attention(results)
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
@@ -268,24 +265,50 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
                      "cached": r.cached}
                     for r in slowest],
         "skipped": [{"path": str(path), "reason": str(reason)} for path, reason in skipped],
-        "roster": None if roster is None else {
-            "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
-            "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
-                                            for s in roster.without_submission]},
+        "roster": _roster_values(roster),
         "written": _written_rows(results, written, totals, late_applied=late is not None),
         "late": _late_rows(results, late, totals, lms_late),
-        "similarity": None if similarity is None else {
-            "threshold": similarity.get("threshold", THRESHOLD),
-            "method": METHOD,
-            "pairs": [{k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
-                      for p in similarity["pairs"]],
-            "found": similarity.get("found", len(similarity["pairs"])),
-            "cap": similarity.get("cap", MAX_PAIRS),
-            "common_passages": similarity.get("common", 0),
-            "same_code": [list(g) for g in similarity.get("same_code", [])],
-            "identical_files": [list(g) for g in similarity["identical"]],
-            "dynamic_code": {name: list(lines) for name, lines in sorted(similarity.get("dynamic_code", {}).items())}},
+        "similarity": _similarity_values(similarity),
     }
+
+
+def _status_counts(results) -> dict[str, int]:
+    """How many submissions have each status (``ok`` when none), every status listed."""
+    statuses = {word: 0 for word in _STATUS_ROWS}
+    for r in results:
+        for word in [k.value for k in r.status.kinds] or ["ok"]:
+            statuses[word] = statuses.get(word, 0) + 1
+    return statuses
+
+
+def _roster_values(roster) -> dict | None:
+    """The summary's ``roster``: matched students, unmatched submissions, students without
+    a submission (None without a roster)."""
+    if roster is None:
+        return None
+    return {
+        "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
+        "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
+                                        for s in roster.without_submission]}
+
+
+def _similarity_values(similarity) -> dict | None:
+    """The summary's ``similarity``: the pairs without their code, the identical files, the
+    graded cells that run code given as data (None when similarity was not computed)."""
+    if similarity is None:
+        return None
+    return {
+        "threshold": similarity.get("threshold", THRESHOLD),
+        "method": METHOD,
+        "pairs": [{k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
+                  for p in similarity["pairs"]],
+        "found": similarity.get("found", len(similarity["pairs"])),
+        "cap": similarity.get("cap", MAX_PAIRS),
+        "common_passages": similarity.get("common", 0),
+        "same_code": [list(g) for g in similarity.get("same_code", [])],
+        "identical_files": [list(g) for g in similarity["identical"]],
+        "dynamic_code": {name: list(lines)
+                         for name, lines in sorted(similarity.get("dynamic_code", {}).items())}}
 
 
 def _marked(code: str, marks) -> str:
@@ -521,6 +544,43 @@ def _roster_section(roster) -> str:
             f"({len(roster['students_without_submission'])})</h3><ul>{missing}</ul>")
 
 
+def _tests_table(tests) -> str:
+    """The page's table of tests: pass rates, failures by kind, the commonest failure."""
+    rate = lambda value: "-" if value is None else f"{100 * value:.0f}%"
+    return _table(["piece", "test", "points", "pass rate", "pass rate of those who attempted it", "passed",
+                   "failed", "failures by kind", "most common failure of those who attempted it",
+                   "named mistakes"],
+                  [[t["piece"], t["name"] + (" (hidden)" if t["hidden"] else ""), t["points"],
+                    rate(t["pass_rate"]), f"{rate(t['pass_rate_attempted'])} of {t['attempted']}", t["passed"],
+                    t["failed"], ", ".join(f"{k}: {v}" for k, v in t["failures"].items()),
+                    "" if not t["common_failure"] else
+                    f"{t['common_failure']['count']}x: {t['common_failure']['message']}",
+                    "; ".join(f"{m['count']}x: {m['mistake']}" for m in t.get("mistakes", []))]
+                   for t in tests])
+
+
+def _mistakes_table(named) -> str:
+    """The page's named mistakes, most students first (the first :data:`MISTAKES_SHOWN`)."""
+    if not named:
+        return "<p>No check named a mistake.</p>"
+    return (_table(["piece", "mistake (the check's diagnosis)", "students", "tests that named it"],
+                   [[m["piece"], m["mistake"], m["students"], ", ".join(m["tests"])]
+                    for m in named[:MISTAKES_SHOWN]])
+            + (f"<p>Showing {MISTAKES_SHOWN} of {len(named)} named mistakes.</p>" if len(named) > MISTAKES_SHOWN
+               else ""))
+
+
+def _attention_lists(needs_attention: dict) -> str:
+    """The submissions needing attention, a list per status, with links to their files."""
+    esc = html.escape
+    return "".join(
+        f"<h3>{esc(kind)} ({len(rows)})</h3><ul>" + "".join(
+            f"<li>{esc(row['submission'])}: <code>{esc(row['status'])}</code>, {_fmt(row['score'])} points "
+            f"(<a href=\"{esc(quote(row['feedback']))}\">feedback</a>, "
+            f"<a href=\"{esc(quote(row['instructor']))}\">instructor view</a>)</li>" for row in rows) + "</ul>"
+        for kind, rows in needs_attention.items()) or "<p>Every submission is <code>ok</code>.</p>"
+
+
 def summary_html(summary: dict, similarity=None) -> str:
     """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG;
     ``similarity``: the pairs with their code, shown side by side."""
@@ -530,32 +590,12 @@ def summary_html(summary: dict, similarity=None) -> str:
     pieces = _table(["piece", "points", "mean", "median", "full marks", "zero", "attempted", "what it is"],
                     [[p["piece"], p["max_score"], p["mean"], p["median"], p["full_marks"], p["zero"],
                       p["attempted"], p["description"]] for p in summary["pieces"]])
-    rate = lambda value: "-" if value is None else f"{100 * value:.0f}%"
-    tests = _table(["piece", "test", "points", "pass rate", "pass rate of those who attempted it", "passed",
-                    "failed", "failures by kind", "most common failure of those who attempted it",
-                    "named mistakes"],
-                   [[t["piece"], t["name"] + (" (hidden)" if t["hidden"] else ""), t["points"],
-                     rate(t["pass_rate"]), f"{rate(t['pass_rate_attempted'])} of {t['attempted']}", t["passed"],
-                     t["failed"], ", ".join(f"{k}: {v}" for k, v in t["failures"].items()),
-                     "" if not t["common_failure"] else
-                     f"{t['common_failure']['count']}x: {t['common_failure']['message']}",
-                     "; ".join(f"{m['count']}x: {m['mistake']}" for m in t.get("mistakes", []))]
-                    for t in summary["tests"]])
-    named = summary.get("mistakes") or []
-    mistakes = (_table(["piece", "mistake (the check's diagnosis)", "students", "tests that named it"],
-                       [[m["piece"], m["mistake"], m["students"], ", ".join(m["tests"])]
-                        for m in named[:MISTAKES_SHOWN]])
-                + (f"<p>Showing {MISTAKES_SHOWN} of {len(named)} named mistakes.</p>" if len(named) > MISTAKES_SHOWN
-                   else "")) if named else "<p>No check named a mistake.</p>"
+    tests = _tests_table(summary["tests"])
+    mistakes = _mistakes_table(summary.get("mistakes") or [])
     pending = (f"<span>{total['written_to_grade']} written answers still to grade (counted 0 here)</span>"
                if total.get("written_to_grade") else "")
     statuses = _table(["status", "submissions"], [[k, v] for k, v in summary["statuses"].items()])
-    attention = "".join(
-        f"<h3>{esc(kind)} ({len(rows)})</h3><ul>" + "".join(
-            f"<li>{esc(row['submission'])}: <code>{esc(row['status'])}</code>, {_fmt(row['score'])} points "
-            f"(<a href=\"{esc(quote(row['feedback']))}\">feedback</a>, "
-            f"<a href=\"{esc(quote(row['instructor']))}\">instructor view</a>)</li>" for row in rows) + "</ul>"
-        for kind, rows in summary["needs_attention"].items()) or "<p>Every submission is <code>ok</code>.</p>"
+    attention = _attention_lists(summary["needs_attention"])
     slowest = _table(["submission", "seconds", "status", "cached"],
                      [[s["submission"], s["seconds"], s["status"], "yes" if s["cached"] else ""]
                       for s in summary["slowest"]])

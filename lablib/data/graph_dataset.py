@@ -408,10 +408,8 @@ class GraphDataset:
     def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
                          drop_remainder: bool = False, with_edge_attr: bool = False,
                          strategy=None, max_nodes=None, max_edges=None, **deprecated):
+        # Over 80 lines for its docstring (every option of the layout); the code is short.
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
-
-        Long for its docstring (every option of the layout); the code is one generator and
-        its signature.
 
         Args:
             batch_size: graphs per batch; with a ``strategy``, per step over all

@@ -109,10 +109,8 @@ def load_reuters(
     index_from=3,
     data_dir=None,
 ):
+    # Over 80 lines for its docstring: every argument of keras.datasets.reuters.load_data.
     """Load the Reuters newswires, split into training and test sets.
-
-    Long for its docstring: it mirrors every argument of
-    ``keras.datasets.reuters.load_data``, whose arrays it reproduces step by step.
 
     Same arguments and results as ``keras.datasets.reuters.load_data``: the wires are
     shuffled with ``np.random.RandomState(seed)``, every word id is shifted by
@@ -317,10 +315,8 @@ def reuters_dataset(
     keep: str = "first",
     drop_remainder: bool = False,
 ):
+    # Over 80 lines for its docstring: what padding, bucketing and shuffling cost, measured.
     """A ``tf.data.Dataset`` of padded batches ``(tokens [B, T], labels [B])``.
-
-    Long for its docstring (what padding, bucketing and shuffling cost, measured); the code
-    is the three batching modes side by side.
 
     Two ways to pad (wires longer than ``maxlen`` are truncated first):
 

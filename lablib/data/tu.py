@@ -94,9 +94,6 @@ def _one_hot(values: np.ndarray, names, prefix: str):
 def read_tu_folder(folder, name: str) -> TUDataset:
     """Parse the TU files ``folder/name_*.txt`` into a :class:`TUDataset`.
 
-    Long because the TU format's files (indicator, adjacency, labels, attributes) are read
-    in one pass, in the format's order.
-
     Node features: the one-hot node labels (one block per label column), then the
     node attributes if present; graphs with neither get a constant feature 1.
     Edge features: the one-hot edge labels, if present. Edges are kept as listed
@@ -122,44 +119,11 @@ def read_tu_folder(folder, name: str) -> TUDataset:
     def path(suffix):
         return folder / f"{name}_{suffix}.txt"
 
-    for suffix in ("A", "graph_indicator", "graph_labels"):
-        if not path(suffix).is_file():
-            raise FileNotFoundError(f"{path(suffix)} is missing: a TU dataset needs {name}_A.txt, "
-                                    f"{name}_graph_indicator.txt and {name}_graph_labels.txt.")
-    edges = _read_ints(path("A"), 2) - 1
-    indicator = _read_ints(path("graph_indicator"), 1)[:, 0] - 1
-    raw_labels = _read_ints(path("graph_labels"), 1)[:, 0]
+    edges, indicator, raw_labels = _read_structure(path, name)
     num_nodes, num_graphs = len(indicator), len(raw_labels)
-    if indicator.min() < 0 or indicator.max() >= num_graphs or np.any(np.diff(indicator) < 0):
-        raise ValueError(
-            f"{path('graph_indicator')}: graph ids must be sorted and within 1..{num_graphs} "
-            f"(the number of lines of {path('graph_labels').name})."
-        )
-    if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
-        raise ValueError(f"{path('A')}: node ids must be within 1..{num_nodes}, found {edges.min() + 1}..{edges.max() + 1}.")
     edge_graph = indicator[edges[:, 0]]
-    crossing = np.flatnonzero(edge_graph != indicator[edges[:, 1]])
-    if crossing.size:
-        raise ValueError(f"{path('A')}: line {crossing[0] + 1} joins nodes of two different graphs.")
-
     known = _KNOWN_NAMES.get(name, {})
-    feature_blocks, feature_names = [], []
-    if path("node_labels").is_file():
-        node_labels = _read_ints(path("node_labels"))
-        if len(node_labels) != num_nodes:
-            raise ValueError(f"{path('node_labels')} has {len(node_labels)} lines for {num_nodes} nodes.")
-        block, labels = _one_hot(node_labels, known.get("node"), "node_label")
-        feature_blocks.append(block)
-        feature_names += labels
-    if path("node_attributes").is_file():
-        attributes = np.loadtxt(path("node_attributes"), delimiter=",", dtype=np.float32, ndmin=2)
-        feature_blocks.append(attributes)
-        feature_names += [f"node_attribute_{i}" for i in range(attributes.shape[1])]
-    if not feature_blocks:
-        feature_blocks.append(np.ones((num_nodes, 1), dtype=np.float32))
-        feature_names.append("constant")
-    features = np.concatenate(feature_blocks, axis=1)
-
+    features, feature_names = _node_features(path, known, num_nodes)
     edge_features, edge_names = None, ()
     if path("edge_labels").is_file():
         edge_labels = _read_ints(path("edge_labels"))
@@ -180,6 +144,51 @@ def read_tu_folder(folder, name: str) -> TUDataset:
     edge_attr = None if edge_features is None else np.split(edge_features[order], edge_cuts)
     return TUDataset(x, edge_lists, y, label_values, edge_attr=edge_attr,
                      feature_names=feature_names, edge_feature_names=edge_names, name=name)
+
+
+def _read_structure(path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The TU files every dataset has, checked: ``(edges [E, 2], graph of each node,
+    graph labels)``, ids from 0 (``path(suffix)``: the file ``<name>_<suffix>.txt``)."""
+    for suffix in ("A", "graph_indicator", "graph_labels"):
+        if not path(suffix).is_file():
+            raise FileNotFoundError(f"{path(suffix)} is missing: a TU dataset needs {name}_A.txt, "
+                                    f"{name}_graph_indicator.txt and {name}_graph_labels.txt.")
+    edges = _read_ints(path("A"), 2) - 1
+    indicator = _read_ints(path("graph_indicator"), 1)[:, 0] - 1
+    raw_labels = _read_ints(path("graph_labels"), 1)[:, 0]
+    num_nodes, num_graphs = len(indicator), len(raw_labels)
+    if indicator.min() < 0 or indicator.max() >= num_graphs or np.any(np.diff(indicator) < 0):
+        raise ValueError(
+            f"{path('graph_indicator')}: graph ids must be sorted and within 1..{num_graphs} "
+            f"(the number of lines of {path('graph_labels').name})."
+        )
+    if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
+        raise ValueError(f"{path('A')}: node ids must be within 1..{num_nodes}, found {edges.min() + 1}..{edges.max() + 1}.")
+    crossing = np.flatnonzero(indicator[edges[:, 0]] != indicator[edges[:, 1]])
+    if crossing.size:
+        raise ValueError(f"{path('A')}: line {crossing[0] + 1} joins nodes of two different graphs.")
+    return edges, indicator, raw_labels
+
+
+def _node_features(path, known: dict, num_nodes: int) -> tuple[np.ndarray, list[str]]:
+    """The node features and their names: one-hot node labels, then node attributes; a
+    constant 1 when the dataset has neither."""
+    feature_blocks, feature_names = [], []
+    if path("node_labels").is_file():
+        node_labels = _read_ints(path("node_labels"))
+        if len(node_labels) != num_nodes:
+            raise ValueError(f"{path('node_labels')} has {len(node_labels)} lines for {num_nodes} nodes.")
+        block, labels = _one_hot(node_labels, known.get("node"), "node_label")
+        feature_blocks.append(block)
+        feature_names += labels
+    if path("node_attributes").is_file():
+        attributes = np.loadtxt(path("node_attributes"), delimiter=",", dtype=np.float32, ndmin=2)
+        feature_blocks.append(attributes)
+        feature_names += [f"node_attribute_{i}" for i in range(attributes.shape[1])]
+    if not feature_blocks:
+        feature_blocks.append(np.ones((num_nodes, 1), dtype=np.float32))
+        feature_names.append("constant")
+    return np.concatenate(feature_blocks, axis=1), feature_names
 
 
 def load_tu_dataset(name: str = "MUTAG", data_dir=None) -> TUDataset:

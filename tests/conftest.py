@@ -90,13 +90,3 @@ def shared_data() -> pathlib.Path:
         )
     return path
 
-
-@pytest.fixture
-def mixed_float16():
-    """Run a test under the ``mixed_float16`` policy of the active Keras, then restore float32."""
-    from lablib.backend import get_keras
-
-    keras = get_keras()
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    keras.mixed_precision.set_global_policy("float32")

@@ -156,10 +156,22 @@ class TestResult:
         self.kind = Kind(self.kind)
 
     @classmethod
-    def failed(cls, test, message: str, kind) -> TestResult:
-        """A zero-score result of ``test`` (a :class:`~lablib.grading.spec.Test`)."""
+    def failed(cls, test, message: str, kind, *, mistake: bool = False,
+               detail: str = "") -> TestResult:
+        """A zero-score result of ``test`` (a :class:`~lablib.grading.spec.Test`);
+        ``mistake``: ``message`` names the student's mistake, so the test's fixed hint
+        (about other mistakes) is left out; ``detail``: for the instructor only."""
         return cls(test.id, test.piece, test.name, 0.0, test.points, False, test.hidden,
-                   message, test.hint, Kind(kind))
+                   message, "" if mistake else test.hint, Kind(kind), detail, mistake)
+
+    @classmethod
+    def judged(cls, test, fraction: float) -> TestResult:
+        """The result of ``test`` whose judge gave ``fraction`` of the points."""
+        score = round(test.points * fraction, 6)
+        passed = fraction >= 1.0
+        message = "" if passed else f"partial credit: {fraction:.0%} of the points"
+        return cls(test.id, test.piece, test.name, score, test.points, passed, test.hidden,
+                   message, test.hint, Kind.PASSED if passed else Kind.FAILED)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -46,29 +46,32 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
 
         judge_test(test, ProbeResult(True, 4.0)).score
     """
+    # The test is asked first (its name for the error raised, its judge's verdict), the
+    # result written after: the judge reads the Test, then writes a TestResult.
+    named = None
+    if raw is not None and not raw.ok and (raw.kind or Kind.ERROR) == Kind.ERROR:
+        named = test.named_error(str(raw.error))
+    if raw is not None and raw.ok:
+        try:
+            with _JUDGE_LOCK, full_float32(), (judging_in_grader() if in_grader else contextlib.nullcontext()):
+                fraction = test.run_judge(raw.value)
+        except NeedsSandbox:
+            return None
+        except (TestFailure, AssertionError) as exc:
+            return TestResult.failed(test, failure_text(exc), Kind.FAILED, mistake=isinstance(exc, Mistake))
+        except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
+            return judge_error(test, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+        return TestResult.judged(test, fraction)
     prefix = ""
     if cell_error is not None:
         prefix = f"your graded cell `{test.piece}` failed: {cell_error.text}. "
     if raw is None:
         return TestResult.failed(test, prefix + "the test did not run", Kind.ERROR)
-    if not raw.ok:
-        named = test.named_error(str(raw.error)) if (raw.kind or Kind.ERROR) == Kind.ERROR else None
-        if named is None:
-            return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
-        result = TestResult.failed(test, f"{prefix}{named} (Your code raised {raw.error})", Kind.ERROR)
-        result.hint = ""  # the sentence names the mistake; the fixed hint is about others
-        result.mistake = True
-        return result
-    try:
-        with _JUDGE_LOCK, full_float32(), (judging_in_grader() if in_grader else contextlib.nullcontext()):
-            fraction = test.run_judge(raw.value)
-    except NeedsSandbox:
-        return None
-    except (TestFailure, AssertionError) as exc:
-        return failed_judgement(test, exc)
-    except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
-        return judge_error(test, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
-    return judged(test, fraction)
+    if named is None:
+        return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
+    # the sentence names the mistake; the fixed hint is about others
+    return TestResult.failed(test, f"{prefix}{named} (Your code raised {raw.error})", Kind.ERROR,
+                             mistake=True)
 
 
 def failure_text(exc: BaseException) -> str:
@@ -83,11 +86,7 @@ def failed_judgement(test: Test, exc: BaseException) -> TestResult:
 
 def failed_message(test: Test, message: str, mistake: bool) -> TestResult:
     """A failed test with the judge's message; a named mistake drops the fixed hint."""
-    result = TestResult.failed(test, message, Kind.FAILED)
-    if mistake:
-        result.hint = ""  # the message names the mistake; the fixed hint is about others
-        result.mistake = True
-    return result
+    return TestResult.failed(test, message, Kind.FAILED, mistake=mistake)
 
 
 def hold_diagnoses(results: list[TestResult]) -> None:
@@ -111,15 +110,10 @@ def hold_diagnoses(results: list[TestResult]) -> None:
 
 def judge_error(test: Test, what: str, detail: str) -> TestResult:
     """A judge that failed (the grader's error, not the student's)."""
-    result = TestResult.failed(test, f"the judge failed: {what}", Kind.GRADER_ERROR)
-    result.detail = detail[-4000:]
-    return result
+    return TestResult.failed(test, f"the judge failed: {what}", Kind.GRADER_ERROR,
+                             detail=detail[-4000:])
 
 
 def judged(test: Test, fraction: float) -> TestResult:
     """The result of a judge that gave ``fraction`` of the points."""
-    score = round(test.points * fraction, 6)
-    passed = fraction >= 1.0
-    message = "" if passed else f"partial credit: {fraction:.0%} of the points"
-    return TestResult(test.id, test.piece, test.name, score, test.points, passed, test.hidden,
-                      message, test.hint, Kind.PASSED if passed else Kind.FAILED)
+    return TestResult.judged(test, fraction)

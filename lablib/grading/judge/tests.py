@@ -53,14 +53,17 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
         named = test.named_error(str(raw.error))
     if raw is not None and raw.ok:
         try:
-            with _JUDGE_LOCK, full_float32(), (judging_in_grader() if in_grader else contextlib.nullcontext()):
+            grader_only = judging_in_grader() if in_grader else contextlib.nullcontext()
+            with _JUDGE_LOCK, full_float32(), grader_only:
                 fraction = test.run_judge(raw.value)
         except NeedsSandbox:
             return None
         except (TestFailure, AssertionError) as exc:
-            return TestResult.failed(test, failure_text(exc), Kind.FAILED, mistake=isinstance(exc, Mistake))
+            return TestResult.failed(test, failure_text(exc), Kind.FAILED,
+                                     mistake=isinstance(exc, Mistake))
         except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
-            return judge_error(test, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+            return judge_error(test, f"{type(exc).__name__}: {exc}",
+                               "".join(traceback.format_exception(exc)))
         return TestResult.judged(test, fraction)
     prefix = ""
     if cell_error is not None:

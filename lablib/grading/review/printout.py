@@ -560,8 +560,8 @@ def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None
                 continue
             wanted = _wanted_grade(name, row, q, score, applied, item_ids, points, report)
             current = state.get(submission)
-            if current and current["graded"] and not _replaces(question, row, submission, current, wanted,
-                                                               replace, report):
+            if current and current["graded"] and not _replaces(question, row, submission, current,
+                                                               wanted, replace, report):
                 continue
             digest = printed.get(submission, {}).get(question, now[submission])
             student = by_submission[submission]
@@ -626,7 +626,8 @@ def _rubric_items(store, question: str, items, points, grader: str, report: dict
     return item_ids
 
 
-def _wanted_grade(name: str, row: dict, q, score, applied, item_ids: dict, points, report: dict) -> dict:
+def _wanted_grade(name: str, row: dict, q, score, applied, item_ids: dict, points,
+                  report: dict) -> dict:
     """The grade one evaluations row gives: its rubric items, the adjustment that makes
     Gradescope's score and the comment (a score outside the question's points is noted)."""
     ids = [item_ids[c] for c in applied]

@@ -17,13 +17,42 @@ import sys
 # What lablib (core, tfm, molecules, grading) and the labs import or constrain, and the
 # packages whose versions the labs' first cells must keep (.ci/colab_check.py KEPT).
 PACKAGES = (
-    "tensorflow", "keras", "tf-keras", "numpy", "scipy", "scikit-learn", "ml-dtypes", "h5py", "protobuf",
-    "absl-py", "setuptools", "matplotlib", "pandas", "tqdm", "psutil", "cloudpickle",
-    "ipykernel", "nbclient", "nbformat", "pytest",
+    "tensorflow",
+    "keras",
+    "tf-keras",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "ml-dtypes",
+    "h5py",
+    "protobuf",
+    "absl-py",
+    "setuptools",
+    "matplotlib",
+    "pandas",
+    "tqdm",
+    "psutil",
+    "cloudpickle",
+    "ipykernel",
+    "nbclient",
+    "nbformat",
+    "pytest",
     # tf-models-official's requirements that Colab preinstalls (the first cell adds the rest)
-    "tensorflow-text", "tensorflow-hub", "tensorflow-datasets", "tensorflow-metadata", "gin-config",
-    "immutabledict", "sentencepiece", "tf-slim", "pycocotools", "opencv-python-headless", "pyyaml",
-    "kaggle", "dm-tree", "pandas", "tensorboard",
+    "tensorflow-text",
+    "tensorflow-hub",
+    "tensorflow-datasets",
+    "tensorflow-metadata",
+    "gin-config",
+    "immutabledict",
+    "sentencepiece",
+    "tf-slim",
+    "pycocotools",
+    "opencv-python-headless",
+    "pyyaml",
+    "kaggle",
+    "dm-tree",
+    "pandas",
+    "tensorboard",
 )
 UNPINNED = ("hypothesis",)  # test tools Colab does not have
 
@@ -46,11 +75,19 @@ def main(argv=None) -> int:
             pins[_norm(match.group(1))] = (match.group(1), match.group(2))
     wanted = list(dict.fromkeys(_norm(p) for p in PACKAGES))
     missing = [p for p in wanted if p not in pins]
-    print(f"# The Colab-like environment of `bash .ci/run colab`, installed BEFORE lablib, on Python {args.python}:")
-    print("# Colab's GPU runtime as published in googlecolab/backend-info (pip-freeze.gpu.txt, commit")
+    print(
+        f"# The Colab-like environment of `bash .ci/run colab`, installed BEFORE lablib, on Python {args.python}:"
+    )
+    print(
+        "# Colab's GPU runtime as published in googlecolab/backend-info (pip-freeze.gpu.txt, commit"
+    )
     print(f"# {args.commit}, {args.date}), for every package lablib, its extras or the labs")
-    print("# import or constrain. Written by .ci/colab_base.py (its docstring says how to refresh it);")
-    print(f"# not in Colab's list: {', '.join(missing) or 'none'}. Changing this file rebuilds .venv-colab.")
+    print(
+        "# import or constrain. Written by .ci/colab_base.py (its docstring says how to refresh it);"
+    )
+    print(
+        f"# not in Colab's list: {', '.join(missing) or 'none'}. Changing this file rebuilds .venv-colab."
+    )
     for name in wanted:
         if name in pins:
             print(f"{pins[name][0]}=={pins[name][1]}")

@@ -29,7 +29,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def _registry():
     """lablib's lab registry, read from this checkout's lablib/labs.py (standard library
     only) without importing lablib: the Colab-like venv must not hold lablib yet."""
-    spec = importlib.util.spec_from_file_location("lablib_labs_registry", ROOT / "lablib" / "labs.py")
+    spec = importlib.util.spec_from_file_location(
+        "lablib_labs_registry", ROOT / "lablib" / "labs.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
@@ -73,7 +75,9 @@ def restore(baseline: dict) -> None:
     """Back to the baseline: remove what the cells added, reinstall what they changed."""
     now = versions()
     added = sorted(set(now) - set(baseline))
-    changed = sorted(f"{name}=={baseline[name]}" for name in baseline if now.get(name) != baseline[name])
+    changed = sorted(
+        f"{name}=={baseline[name]}" for name in baseline if now.get(name) != baseline[name]
+    )
     if added:
         pip("uninstall", "-y", "-q", *added)
     if changed:
@@ -91,11 +95,15 @@ def cell_process(source: str, folder: str, python: str = PYTHON, drop=(), extra_
     """A first cell run in a fresh process in an empty folder, like a new runtime (lablib is
     found only once installed), ``LABLIB_PIP`` = this checkout: ``(CompletedProcess,
     seconds)``. ``drop``: more variables to leave out; ``extra_env``: variables to set."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", *drop)}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", *drop)
+    }
     env["LABLIB_PIP"] = str(ROOT)
     env.update(extra_env or {})
     start = time.perf_counter()
-    result = subprocess.run([python, "-c", source], cwd=folder, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [python, "-c", source], cwd=folder, env=env, capture_output=True, text=True
+    )
     return result, time.perf_counter() - start
 
 
@@ -109,13 +117,17 @@ def builds_model_garden(folder: str, python: str = PYTHON) -> str:
 def run_cell(source: str, folder: str):
     result, seconds = cell_process(source, folder)
     if result.returncode != 0:
-        raise SystemExit(f"first cell failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+        raise SystemExit(
+            f"first cell failed (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+        )
     return seconds, result.stdout
 
 
 def check_kept(before: dict, after: dict, lab: str) -> None:
     for name in KEPT:
-        assert after.get(name) == before.get(name), f"{lab}: {name} {before.get(name)} -> {after.get(name)}"
+        assert after.get(name) == before.get(name), (
+            f"{lab}: {name} {before.get(name)} -> {after.get(name)}"
+        )
 
 
 def add_grading(baseline: dict) -> None:
@@ -124,8 +136,11 @@ def add_grading(baseline: dict) -> None:
 
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")
-    extra = [line.strip() for line in parser["options.extras_require"]["grading"].splitlines()
-             if line.strip() and not line.strip().startswith("#")]
+    extra = [
+        line.strip()
+        for line in parser["options.extras_require"]["grading"].splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
     with tempfile.TemporaryDirectory(prefix="lablib-colab-") as folder:
         pins = pathlib.Path(folder) / "pins.txt"
         pins.write_text("".join(f"{name}=={baseline[name]}\n" for name in KEPT if name in baseline))
@@ -136,18 +151,28 @@ def add_grading(baseline: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", required=True, help="JSON of the venv's versions before lablib")
-    parser.add_argument("--record-baseline", action="store_true",
-                        help="write the venv's versions to --baseline (once, after building it)")
-    parser.add_argument("--add-grading", action="store_true",
-                        help="install lablib's grading extra, Colab's versions of KEPT pinned (for grading there)")
+    parser.add_argument(
+        "--baseline", required=True, help="JSON of the venv's versions before lablib"
+    )
+    parser.add_argument(
+        "--record-baseline",
+        action="store_true",
+        help="write the venv's versions to --baseline (once, after building it)",
+    )
+    parser.add_argument(
+        "--add-grading",
+        action="store_true",
+        help="install lablib's grading extra, Colab's versions of KEPT pinned (for grading there)",
+    )
     args = parser.parse_args()
     if args.add_grading:
         add_grading(json.loads(pathlib.Path(args.baseline).read_text()))
         return
     if args.record_baseline:
         found = versions()
-        assert "lablib" not in found, "the Colab-like venv must not hold lablib before the cells run"
+        assert "lablib" not in found, (
+            "the Colab-like venv must not hold lablib before the cells run"
+        )
         pathlib.Path(args.baseline).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
         return
     baseline = json.loads(pathlib.Path(args.baseline).read_text())
@@ -166,15 +191,30 @@ def main() -> None:
             if "tfm" in entry.extras:
                 tf_minor = ".".join(baseline["tensorflow"].split(".")[:2])
                 for pkg in ("tf-models-official", "tf-keras"):
-                    assert after.get(pkg, "").startswith(tf_minor + "."), f"{lab}: {pkg} {after.get(pkg)} for TF {tf_minor}"
+                    assert after.get(pkg, "").startswith(tf_minor + "."), (
+                        f"{lab}: {pkg} {after.get(pkg)} for TF {tf_minor}"
+                    )
                 print(builds_model_garden(folder))
-            print(f"{lab}: the first cell printed:\n" + "\n".join("    " + line for line in out.strip().splitlines()))
+            print(
+                f"{lab}: the first cell printed:\n"
+                + "\n".join("    " + line for line in out.strip().splitlines())
+            )
             again, out_again = run_cell(source, folder)
-            assert "Installing" not in out_again and versions() == after, f"{lab}: second run installed:\n{out_again}"
+            assert "Installing" not in out_again and versions() == after, (
+                f"{lab}: second run installed:\n{out_again}"
+            )
             rows.append((lab, seconds, again, len(added)))
-            print(f"{lab}: first cell {seconds:.1f} s, again {again:.1f} s; kept "
-                  + ", ".join(f"{n} {after.get(n)}" for n in KEPT) + f"; added {len(added)}: "
-                  + ", ".join(a for a in added if a.split()[0] in ("lablib", "rdkit", "tf-models-official", "tf-keras", "setuptools")))
+            print(
+                f"{lab}: first cell {seconds:.1f} s, again {again:.1f} s; kept "
+                + ", ".join(f"{n} {after.get(n)}" for n in KEPT)
+                + f"; added {len(added)}: "
+                + ", ".join(
+                    a
+                    for a in added
+                    if a.split()[0]
+                    in ("lablib", "rdkit", "tf-models-official", "tf-keras", "setuptools")
+                )
+            )
         # Everything the labs import, for the tests that follow: the state the last lab
         # left (TF Model Garden) plus the first cell of each lab with other extras (RDKit).
         for entry in LABS:

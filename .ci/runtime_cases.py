@@ -43,13 +43,20 @@ from colab_check import builds_model_garden, cell_process, first_cell, pip, vers
 # Read from lablib/install/startup.py's source, not imported: this script runs outside any venv
 # with lablib.
 _INSTALL = (ROOT / "lablib" / "install" / "startup.py").read_text(encoding="utf-8")
-NO_TENSORFLOW_ON_COLAB = "This Colab runtime has no TensorFlow (Colab's TPU runtimes come without it)"
-assert NO_TENSORFLOW_ON_COLAB in _INSTALL, "lablib.install.NO_TENSORFLOW_ON_COLAB changed: update this script"
+NO_TENSORFLOW_ON_COLAB = (
+    "This Colab runtime has no TensorFlow (Colab's TPU runtimes come without it)"
+)
+assert NO_TENSORFLOW_ON_COLAB in _INSTALL, (
+    "lablib.install.NO_TENSORFLOW_ON_COLAB changed: update this script"
+)
 
 # pip's configuration files ignored (this machine's add local indexes), its index a closed port.
 # pip's own retries kept: its retry warnings are what it prints about a refused connection.
-UNREACHABLE = {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
-               "PIP_TIMEOUT": "3"}
+UNREACHABLE = {
+    "PIP_CONFIG_FILE": os.devnull,
+    "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    "PIP_TIMEOUT": "3",
+}
 
 
 def log(text):
@@ -72,10 +79,14 @@ class Venv:
     def cell(self, lab: str, cwd: str, extra_env=None):
         """Lab ``lab``'s first cell in a fresh process: (exit code, output, seconds)."""
         drop = ("VIRTUAL_ENV",)
-        if extra_env and "PIP_INDEX_URL" in extra_env:  # only that index: no other source of packages
+        if (
+            extra_env and "PIP_INDEX_URL" in extra_env
+        ):  # only that index: no other source of packages
             drop += ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX")
         path = {"PATH": f"{self.folder / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-        result, seconds = cell_process(first_cell(lab), cwd, self.python, drop, {**path, **(extra_env or {})})
+        result, seconds = cell_process(
+            first_cell(lab), cwd, self.python, drop, {**path, **(extra_env or {})}
+        )
         output = result.stdout + result.stderr
         print(f"[{lab}: exit {result.returncode}, {seconds:.1f} s]\n" + output[-2500:], flush=True)
         return result.returncode, output, seconds
@@ -88,7 +99,9 @@ def case_setuptools84(py312: str, work: pathlib.Path, cwd: str) -> str:
     venv = Venv(py312, work / "setuptools84")
     venv.pip("install", "-q", "tensorflow==2.19.0", "keras==3.10.0")
     venv.pip("install", "-q", "setuptools==84.2.1")
-    venv.pip("install", "-q", "--no-deps", str(ROOT))  # lablib, so the offline cell gets to prepare()
+    venv.pip(
+        "install", "-q", "--no-deps", str(ROOT)
+    )  # lablib, so the offline cell gets to prepare()
     before = venv.versions()
     assert before["setuptools"] == "84.2.1" and "seqeval" not in before, before.get("setuptools")
 
@@ -97,34 +110,56 @@ def case_setuptools84(py312: str, work: pathlib.Path, cwd: str) -> str:
     after = venv.versions()
     assert code != 0, "the cell succeeded with no package index"
     assert "InstallError: pip could not" in output, output[-3000:]
-    assert "the package index could not be reached (is this runtime online?)" in output, output[-3000:]
+    assert "the package index could not be reached (is this runtime online?)" in output, output[
+        -3000:
+    ]
     assert "127.0.0.1" in output and "no release for TensorFlow" not in output, output[-3000:]
-    assert "Nothing was replaced: tensorflow 2.19.0, keras 3.10.0 as before" in output, output[-3000:]
+    assert "Nothing was replaced: tensorflow 2.19.0, keras 3.10.0 as before" in output, output[
+        -3000:
+    ]
     assert after == before, sorted(set(after.items()) ^ set(before.items()))
 
     log("setuptools84: Lab 2's first cell online (seqeval builds from source)")
     code, output, seconds = venv.cell("lab2_transformer_reuters", cwd)
     after = venv.versions()
     assert code == 0, output[-4000:]
-    assert after["tensorflow"] == "2.19.0" and after["keras"] == "3.10.0", (after["tensorflow"], after["keras"])
-    assert after["tf-models-official"].startswith("2.19.") and "seqeval" in after, after.get("tf-models-official")
+    assert after["tensorflow"] == "2.19.0" and after["keras"] == "3.10.0", (
+        after["tensorflow"],
+        after["keras"],
+    )
+    assert after["tf-models-official"].startswith("2.19.") and "seqeval" in after, after.get(
+        "tf-models-official"
+    )
     assert f"setuptools 84.2.1 -> {after['setuptools']}" in output, output[-3000:]
     print(venv.builds_model_garden(cwd))
 
     tested = ""
     if TESTS:  # lablib's lower bounds (tensorflow>=2.19, keras>=3.10) hold: its layer tests there
-        log(f"setuptools84: the layer tests on TensorFlow 2.19.0 and Keras 3.10.0 ({len(TESTS)} files)")
+        log(
+            f"setuptools84: the layer tests on TensorFlow 2.19.0 and Keras 3.10.0 ({len(TESTS)} files)"
+        )
         venv.pip("install", "-q", "pytest", "hypothesis")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV")}
-        result = subprocess.run([venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS],
-                                cwd=ROOT, env=env, capture_output=True, text=True)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV")
+        }
+        result = subprocess.run(
+            [venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         last = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
         print(result.stdout[-1500:])
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
         tested = f"; layer tests: {last}"
-    return (f"Python 3.12, setuptools 84.2.1: unreachable index reported, TF kept; online, Lab 2's "
-            f"first cell {seconds:.0f} s, tf-models-official {after['tf-models-official']}, "
-            f"setuptools -> {after['setuptools']}{tested}")
+    return (
+        f"Python 3.12, setuptools 84.2.1: unreachable index reported, TF kept; online, Lab 2's "
+        f"first cell {seconds:.0f} s, tf-models-official {after['tf-models-official']}, "
+        f"setuptools -> {after['setuptools']}{tested}"
+    )
 
 
 def case_tf221(py313: str, work: pathlib.Path, cwd: str) -> str:
@@ -136,25 +171,35 @@ def case_tf221(py313: str, work: pathlib.Path, cwd: str) -> str:
     code, output, _ = venv.cell("lab2_transformer_reuters", cwd)
     after = venv.versions()
     assert code != 0, "the cell succeeded on TensorFlow 2.21 without Model Garden"
-    assert "no release for TensorFlow 2.21" in output and "LABLIB_ALLOW_TENSORFLOW_CHANGE=1" in output, output[-3000:]
-    assert after["tensorflow"] == "2.21.0" and "tf-models-official" not in after, after.get("tf-models-official")
+    assert (
+        "no release for TensorFlow 2.21" in output and "LABLIB_ALLOW_TENSORFLOW_CHANGE=1" in output
+    ), output[-3000:]
+    assert after["tensorflow"] == "2.21.0" and "tf-models-official" not in after, after.get(
+        "tf-models-official"
+    )
     assert set(after) - set(before) == {"lablib"}, sorted(set(after) - set(before))
 
     log("tf221: again, with LABLIB_ALLOW_TENSORFLOW_CHANGE=1")
-    code, output, seconds = venv.cell("lab2_transformer_reuters", cwd, {"LABLIB_ALLOW_TENSORFLOW_CHANGE": "1"})
+    code, output, seconds = venv.cell(
+        "lab2_transformer_reuters", cwd, {"LABLIB_ALLOW_TENSORFLOW_CHANGE": "1"}
+    )
     after = venv.versions()
     assert code != 0 and "RestartRequired" in output and "Restart session" in output, output[-3000:]
     newest = after["tf-models-official"]
     minor = ".".join(newest.split(".")[:2])
     assert after["tensorflow"].startswith(minor + "."), (after["tensorflow"], newest)
-    assert f"TensorFlow was replaced for TF Model Garden: 2.21.0 -> {after['tensorflow']}" in output, output[-3000:]
+    assert (
+        f"TensorFlow was replaced for TF Model Garden: 2.21.0 -> {after['tensorflow']}" in output
+    ), output[-3000:]
 
     log("tf221: after the restart")
     code, output, _ = venv.cell("lab2_transformer_reuters", cwd)
     assert code == 0 and "Installing" not in output, output[-3000:]
     print(venv.builds_model_garden(cwd))
-    return (f"TensorFlow 2.21.0: refused with the variable to set; allowed, {seconds:.0f} s to "
-            f"tf-models-official {newest} with TensorFlow {after['tensorflow']} and a restart")
+    return (
+        f"TensorFlow 2.21.0: refused with the variable to set; allowed, {seconds:.0f} s to "
+        f"tf-models-official {newest} with TensorFlow {after['tensorflow']} and a restart"
+    )
 
 
 def case_tpu(py313: str, work: pathlib.Path, cwd: str) -> str:
@@ -181,11 +226,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python3.12", dest="py312", required=True)
     parser.add_argument("--python3.13", dest="py313", required=True)
-    parser.add_argument("--keep", help="build the venvs here and keep them (default: a temporary folder)")
-    parser.add_argument("--tests", default="", help="test files (space-separated) the setuptools84 case runs")
+    parser.add_argument(
+        "--keep", help="build the venvs here and keep them (default: a temporary folder)"
+    )
+    parser.add_argument(
+        "--tests", default="", help="test files (space-separated) the setuptools84 case runs"
+    )
     parser.add_argument("cases", nargs="*", help=f"some of {', '.join(CASES)} (default: all)")
     args = parser.parse_args()
-    TESTS[:] = [t for t in args.tests.split() if t.startswith("tests/layers/")]  # not the Colab env's install tests
+    TESTS[:] = [
+        t for t in args.tests.split() if t.startswith("tests/layers/")
+    ]  # not the Colab env's install tests
     unknown = sorted(set(args.cases) - set(CASES))
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")

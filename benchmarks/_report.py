@@ -30,7 +30,9 @@ def run_description(arguments: list | None = None) -> dict:
     return {
         "date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
         "machine": f"{machine_description()}; load average {os.getloadavg()[0]:.1f} when written",
-        "command": " ".join([".venv/bin/python", "benchmarks/" + os.path.basename(sys.argv[0])] + arguments),
+        "command": " ".join(
+            [".venv/bin/python", "benchmarks/" + os.path.basename(sys.argv[0])] + arguments
+        ),
     }
 
 

@@ -55,8 +55,6 @@ from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 # --------------------------------------------------------------------------- reporting
 
 
-
-
 def mean_std(values) -> str:
     values = [100.0 * v for v in values]
     if len(values) == 1:
@@ -112,9 +110,13 @@ def build_lablib_model(kind: str, num_classes: int, mode: str, sparse_x: bool = 
             else:
                 self.drop1 = Dropout(0.6)
                 dropout = dict(attention_dropout=0.6, value_dropout=0.6)
-                self.layer1 = GraphAttention(8, num_heads=8, concat_heads=True, activation="elu", **dropout)
+                self.layer1 = GraphAttention(
+                    8, num_heads=8, concat_heads=True, activation="elu", **dropout
+                )
                 self.drop2 = keras.layers.Dropout(0.6)
-                self.layer2 = GraphAttention(num_classes, num_heads=1, concat_heads=False, **dropout)
+                self.layer2 = GraphAttention(
+                    num_classes, num_heads=1, concat_heads=False, **dropout
+                )
 
         def call(self, x, graph, training=False):
             if mode == "dense":
@@ -136,7 +138,9 @@ def glorot(rng, shape):
     return rng.uniform(-limit, limit, size=shape).astype(np.float32)
 
 
-def build_reference_model(kind: str, num_features: int, num_classes: int, seed: int, sparse_x: bool = False):
+def build_reference_model(
+    kind: str, num_features: int, num_classes: int, seed: int, sparse_x: bool = False
+):
     """The same GCN / GAT in plain TensorFlow ops (tf.Variable, sparse matmul, segment ops)."""
     import tensorflow as tf
 
@@ -166,7 +170,9 @@ def build_reference_model(kind: str, num_features: int, num_classes: int, seed: 
             if training:
                 keep = tf.cast(tf.floor(0.5 + tf.random.uniform(tf.shape(x.values))), tf.bool)
                 x = tf.sparse.retain(x, keep) * (1.0 / 0.5)
-            h = tf.nn.relu(tf.sparse.sparse_dense_matmul(graph, tf.sparse.sparse_dense_matmul(x, self.kernel1)))
+            h = tf.nn.relu(
+                tf.sparse.sparse_dense_matmul(graph, tf.sparse.sparse_dense_matmul(x, self.kernel1))
+            )
             h = tf.nn.dropout(h, 0.5) if training else h
             return tf.sparse.sparse_dense_matmul(graph, h @ self.kernel2)
 
@@ -197,13 +203,17 @@ def build_reference_model(kind: str, num_features: int, num_classes: int, seed: 
             z = tf.reshape(x @ kernel, [-1, heads, units])
             score_source = tf.reduce_sum(z * att_source, axis=-1)
             score_target = tf.reduce_sum(z * att_target, axis=-1)
-            logits = tf.nn.leaky_relu(tf.gather(score_source, source) + tf.gather(score_target, target), 0.2)
+            logits = tf.nn.leaky_relu(
+                tf.gather(score_source, source) + tf.gather(score_target, target), 0.2
+            )
             logits -= tf.gather(tf.math.unsorted_segment_max(logits, target, num_nodes), target)
             weights = tf.exp(logits)
             weights /= tf.gather(tf.math.unsorted_segment_sum(weights, target, num_nodes), target)
             weights = tf.nn.dropout(weights, 0.6) if training else weights
             values = tf.nn.dropout(z, 0.6) if training else z  # the authors' code drops z too
-            out = tf.math.unsorted_segment_sum(weights[..., tf.newaxis] * tf.gather(values, source), target, num_nodes)
+            out = tf.math.unsorted_segment_sum(
+                weights[..., tf.newaxis] * tf.gather(values, source), target, num_nodes
+            )
             out = tf.reshape(out, [-1, heads * units]) if concat else tf.reduce_mean(out, axis=1)
             return out + bias
 
@@ -237,7 +247,9 @@ def reference_graph(kind: str, edge_index: np.ndarray, num_nodes: int):
 class Runner:
     """Compiled train / evaluate steps for one model on the full graph."""
 
-    def __init__(self, model, variables, regularized, x, y, graph, masks, learning_rate, val_loss_l2):
+    def __init__(
+        self, model, variables, regularized, x, y, graph, masks, learning_rate, val_loss_l2
+    ):
         """``val_loss_l2``: whether the validation loss that early stopping watches includes
         the L2 term (Kipf & Welling's code: yes; Velickovic et al.'s code: no, the masked
         cross-entropy only). The training objective always includes it."""
@@ -315,7 +327,9 @@ def make_runner(kind, implementation, seed, data, mode="sparse"):
         if mode == "dense":
             from lablib import graphs
 
-            graph = tf.constant(graphs.edge_index_to_adjacency(edge_index, len(x)).astype(np.float32))
+            graph = tf.constant(
+                graphs.edge_index_to_adjacency(edge_index, len(x)).astype(np.float32)
+            )
         else:
             graph = tf.constant(edge_index)
         model(x if sparse_x else tf.constant(x), graph)  # build the weights
@@ -329,7 +343,9 @@ def make_runner(kind, implementation, seed, data, mode="sparse"):
         graph = reference_graph(kind, edge_index, int(x.shape[0]))
         variables = list(model.trainable_variables)
         regularized = model.regularized
-    return Runner(model, variables, regularized, x, y, graph, masks, learning_rate, val_loss_l2=kind == "gcn")
+    return Runner(
+        model, variables, regularized, x, y, graph, masks, learning_rate, val_loss_l2=kind == "gcn"
+    )
 
 
 def train_gcn(runner, max_epochs=200, window=10):
@@ -385,16 +401,38 @@ def time_epochs(runners: dict, steps: int, rounds: int) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 seed, a few epochs: checks the script runs")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed, a few epochs: checks the script runs"
+    )
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--parts", default="accuracy,timing", help="accuracy and/or timing (comma-separated)")
+    parser.add_argument(
+        "--parts", default="accuracy,timing", help="accuracy and/or timing (comma-separated)"
+    )
     parser.add_argument("--models", default="gcn,gat", help="gcn and/or gat (comma-separated)")
-    parser.add_argument("--from-log", default=None, help="render the accuracy table from an earlier run's stderr (no training)")
-    parser.add_argument("--reference-gat-seeds", type=int, default=3, help="seeds for the reference GAT's accuracy (a check)")
-    parser.add_argument("--threads", type=int, default=0, help="TensorFlow intra-op threads (0: all cores)")
-    parser.add_argument("--features", default="dense,sparse",
-                        help="node features: dense and/or sparse (tf.SparseTensor; GCN accuracy, GCN and GAT timing)")
-    parser.add_argument("--output", default=None, help="where to write the table (default results/cora.md; none with --quick)")
+    parser.add_argument(
+        "--from-log",
+        default=None,
+        help="render the accuracy table from an earlier run's stderr (no training)",
+    )
+    parser.add_argument(
+        "--reference-gat-seeds",
+        type=int,
+        default=3,
+        help="seeds for the reference GAT's accuracy (a check)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=0, help="TensorFlow intra-op threads (0: all cores)"
+    )
+    parser.add_argument(
+        "--features",
+        default="dense,sparse",
+        help="node features: dense and/or sparse (tf.SparseTensor; GCN accuracy, GCN and GAT timing)",
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="where to write the table (default results/cora.md; none with --quick)",
+    )
     args = parser.parse_args(argv)
 
     import tensorflow as tf
@@ -434,8 +472,10 @@ def main(argv=None):
     results, training_seconds, note = {}, None, ""
     if args.from_log:
         results = parse_log(args.from_log)
-        note = (f"Accuracy rows rendered (`--from-log`) from the per-seed lines in `{os.path.basename(args.from_log)}`, "
-                f"the stderr of the runs it names.")
+        note = (
+            f"Accuracy rows rendered (`--from-log`) from the per-seed lines in `{os.path.basename(args.from_log)}`, "
+            f"the stderr of the runs it names."
+        )
     elif "accuracy" in parts:
         reference_seeds = {"gcn": seeds, "gat": seeds[: args.reference_gat_seeds]}
         started = time.perf_counter()
@@ -450,7 +490,11 @@ def main(argv=None):
                     else:
                         row = train_gat(runner, gat_epochs, gat_patience)
                     results.setdefault((implementation, kind), []).append(row)
-                    print(f"{implementation:9s} {kind} seed {seed}: {row}", file=sys.stderr, flush=True)
+                    print(
+                        f"{implementation:9s} {kind} seed {seed}: {row}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         training_seconds = time.perf_counter() - started
 
     steps, rounds = (1, 1) if args.quick else (20, 7)
@@ -458,11 +502,15 @@ def main(argv=None):
     timings = {}
     if "timing" in parts:
         for kind in models:
-            runners = {name: make_runner(kind, name, 0, data) for name in implementations(kind, "timing")}
+            runners = {
+                name: make_runner(kind, name, 0, data) for name in implementations(kind, "timing")
+            }
             timings[kind] = time_epochs(runners, steps, rounds)
             print(f"{kind} timing: {timings[kind]}", file=sys.stderr, flush=True)
             if args.quick and kind == "gat" or "dense" not in features:
-                timings[kind]["lablib dense"] = float("nan")  # 7 s a step on 2 cores: full runs only
+                timings[kind]["lablib dense"] = float(
+                    "nan"
+                )  # 7 s a step on 2 cores: full runs only
             else:
                 dense = {"lablib dense": make_runner(kind, "lablib", 0, data, "dense")}
                 timings[kind].update(time_epochs(dense, dense_steps, dense_rounds))
@@ -485,10 +533,15 @@ def main(argv=None):
                 rows = results.get((implementation, kind))
                 if not rows:
                     continue
-                name = {"lablib": "lablib layers (sparse)", "reference": "plain-TF reference",
-                        "lablib sparse x": "lablib layers (sparse), sparse x",
-                        "reference sparse x": "plain-TF reference, sparse x"}[implementation]
-                last = mean_std([r["last"] for r in rows]) if kind == "gat" else "= test (final model)"
+                name = {
+                    "lablib": "lablib layers (sparse)",
+                    "reference": "plain-TF reference",
+                    "lablib sparse x": "lablib layers (sparse), sparse x",
+                    "reference sparse x": "plain-TF reference, sparse x",
+                }[implementation]
+                last = (
+                    mean_std([r["last"] for r in rows]) if kind == "gat" else "= test (final model)"
+                )
                 val = mean_std([r["val"] for r in rows]) if all("val" in r for r in rows) else "–"
                 lines.append(
                     f"| {kind.upper()} | {name} | {len(rows)} | {mean_std([r['test'] for r in rows])} | {val} | {last} | "
@@ -534,11 +587,21 @@ def main(argv=None):
                 f"{cell(t, 'lablib sparse x')} | {cell(t, 'reference sparse x')} | "
                 f"{ratio(t, 'lablib sparse x', 'reference sparse x')} | {cell(t, 'lablib dense')} |"
             )
-    default = "cora.md" if parts == {"accuracy", "timing"} or args.from_log else f"cora_{'_'.join(sorted(parts))}.md"
+    default = (
+        "cora.md"
+        if parts == {"accuracy", "timing"} or args.from_log
+        else f"cora_{'_'.join(sorted(parts))}.md"
+    )
     if len(models) == 1 and not args.from_log:
         default = default.replace("cora", f"cora_{models[0]}", 1)
-    output = args.output or (None if args.quick else os.path.join(ROOT, "benchmarks", "results", default))
-    write_report(output, "Cora: GCN and GAT reproductions" + (" (--quick)" if args.quick else ""), "\n".join(lines))
+    output = args.output or (
+        None if args.quick else os.path.join(ROOT, "benchmarks", "results", default)
+    )
+    write_report(
+        output,
+        "Cora: GCN and GAT reproductions" + (" (--quick)" if args.quick else ""),
+        "\n".join(lines),
+    )
 
 
 def parse_log(path: str) -> dict:
@@ -546,13 +609,17 @@ def parse_log(path: str) -> dict:
     import ast
     import re
 
-    pattern = re.compile(r"^(lablib|reference|lablib sparse x|reference sparse x)\s+(gcn|gat) seed (\d+): (\{.*\})\s*$")
+    pattern = re.compile(
+        r"^(lablib|reference|lablib sparse x|reference sparse x)\s+(gcn|gat) seed (\d+): (\{.*\})\s*$"
+    )
     results = {}
     with open(path, errors="replace") as handle:
         for line in handle:
             match = pattern.match(line)
             if match:
-                results.setdefault((match.group(1), match.group(2)), []).append(ast.literal_eval(match.group(4)))
+                results.setdefault((match.group(1), match.group(2)), []).append(
+                    ast.literal_eval(match.group(4))
+                )
     if not results:
         raise SystemExit(f"--from-log: no per-seed result lines in {path}")
     return results

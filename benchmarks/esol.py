@@ -91,19 +91,61 @@ CONFIG = {
 # The GNNs, one spec per row; the two differ only in the graph layer.
 GNN_SPECS = {
     "GNN GraphAttention": {
-        "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
-        "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": True, "residual": False, "jk": False, "gru": True, "batch_size": None, "max_epochs": None, "patience": None,
+        "layer": "gat",
+        "hidden": 64,
+        "heads": 4,
+        "num_layers": 3,
+        "activation": "elu",
+        "readout": ("sum",),
+        "head": (64,),
+        "dropout": 0.2,
+        "learning_rate": 1e-3,
+        "plateau": None,
+        "edge_features": True,
+        "residual": False,
+        "jk": False,
+        "gru": True,
+        "batch_size": None,
+        "max_epochs": None,
+        "patience": None,
     },
     "GNN GraphAttention no bonds": {
-        "layer": "gat", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
-        "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": False, "residual": False, "jk": False, "gru": True, "batch_size": None, "max_epochs": None, "patience": None,
+        "layer": "gat",
+        "hidden": 64,
+        "heads": 4,
+        "num_layers": 3,
+        "activation": "elu",
+        "readout": ("sum",),
+        "head": (64,),
+        "dropout": 0.2,
+        "learning_rate": 1e-3,
+        "plateau": None,
+        "edge_features": False,
+        "residual": False,
+        "jk": False,
+        "gru": True,
+        "batch_size": None,
+        "max_epochs": None,
+        "patience": None,
     },
     "GNN GraphConv": {
-        "layer": "graphconv", "hidden": 64, "heads": 4, "num_layers": 3, "activation": "elu",
-        "readout": ("sum",), "head": (64,), "dropout": 0.2, "learning_rate": 1e-3, "plateau": None,
-        "edge_features": False, "residual": False, "jk": False, "gru": True, "batch_size": None, "max_epochs": None, "patience": None,
+        "layer": "graphconv",
+        "hidden": 64,
+        "heads": 4,
+        "num_layers": 3,
+        "activation": "elu",
+        "readout": ("sum",),
+        "head": (64,),
+        "dropout": 0.2,
+        "learning_rate": 1e-3,
+        "plateau": None,
+        "edge_features": False,
+        "residual": False,
+        "jk": False,
+        "gru": True,
+        "batch_size": None,
+        "max_epochs": None,
+        "patience": None,
     },
 }
 MLP_LEARNING_RATE = 1e-3
@@ -112,8 +154,6 @@ SINGLE = " (single model)"  # suffix of the row holding an ensemble's member 0
 
 
 # --------------------------------------------------------------------------- reporting
-
-
 
 
 def mean_std(values, digits=3) -> str:
@@ -146,8 +186,12 @@ def build_gnn(spec, edge_dim=None):
     def graph_layer():
         if spec["layer"] == "graphconv":
             return GraphConv(hidden, normalization="mean", activation=activation)
-        return GraphAttention(hidden // spec["heads"], num_heads=spec["heads"], activation=activation,
-                              edge_dim=edge_dim if use_edges else None)
+        return GraphAttention(
+            hidden // spec["heads"],
+            num_heads=spec["heads"],
+            activation=activation,
+            edge_dim=edge_dim if use_edges else None,
+        )
 
     class GNNRegressor(keras.Model):
         def __init__(self):
@@ -173,7 +217,9 @@ def build_gnn(spec, edge_dim=None):
                 outputs.append(h)
             if spec.get("jk"):  # jumping knowledge: the readout sees every layer's output
                 h = tf.concat(outputs, axis=-1)
-            g = tf.concat([r(h, graph_ids=graph_ids, num_graphs=num_graphs) for r in self.readouts], axis=-1)
+            g = tf.concat(
+                [r(h, graph_ids=graph_ids, num_graphs=num_graphs) for r in self.readouts], axis=-1
+            )
             for dense in self.head:
                 g = self.drop(dense(g), training=training)
             return self.out(g)[:, 0]
@@ -190,25 +236,38 @@ def describe_gnn(spec, edge_dim) -> str:
     """One sentence saying what ``build_gnn(spec, edge_dim)`` builds and how it is trained."""
     if spec["layer"] == "gat":
         bonds = f", edge_dim={edge_dim}" if reads_bonds(spec) else ""
-        layer = (f"GraphAttention({spec['hidden'] // spec['heads']}, num_heads={spec['heads']}{bonds}) "
-                 f"(heads concatenated: {spec['hidden']} units)")
+        layer = (
+            f"GraphAttention({spec['hidden'] // spec['heads']}, num_heads={spec['heads']}{bonds}) "
+            f"(heads concatenated: {spec['hidden']} units)"
+        )
     else:
-        layer = f"GraphConv({spec['hidden']}, normalization=\"mean\")"
-    embed = f"atom features -> Dense {spec['hidden']} ({spec['activation'].upper()}) -> " if spec.get("gru") else ""
-    text = (f"{embed}{spec['num_layers']} x {layer}, {spec['activation'].upper()} -> "
-            f"{' ‖ '.join(spec['readout'])} readout -> Dense {'-'.join(map(str, spec['head']))} (ReLU) -> 1")
+        layer = f'GraphConv({spec["hidden"]}, normalization="mean")'
+    embed = (
+        f"atom features -> Dense {spec['hidden']} ({spec['activation'].upper()}) -> "
+        if spec.get("gru")
+        else ""
+    )
+    text = (
+        f"{embed}{spec['num_layers']} x {layer}, {spec['activation'].upper()} -> "
+        f"{' ‖ '.join(spec['readout'])} readout -> Dense {'-'.join(map(str, spec['head']))} (ReLU) -> 1"
+    )
     if reads_bonds(spec):
         text += f", the {edge_dim} bond features entering every layer's attention scores"
     if spec.get("gru"):
-        text += (", each graph layer's output updating the atom states through a GRU cell (one per layer, "
-                 "AttentiveFP-style: h = GRUCell(layer(h), h))")
+        text += (
+            ", each graph layer's output updating the atom states through a GRU cell (one per layer, "
+            "AttentiveFP-style: h = GRUCell(layer(h), h))"
+        )
     if spec.get("residual"):
         text += ", residual connections between graph layers"
     if spec["dropout"]:
         text += f", dropout {spec['dropout']:g} after every graph and dense layer"
     text += f"; Adam {spec['learning_rate']:g}"
-    text += (f", learning rate halved after {spec['plateau']} epochs without improvement" if spec["plateau"]
-             else ", constant learning rate")
+    text += (
+        f", learning rate halved after {spec['plateau']} epochs without improvement"
+        if spec["plateau"]
+        else ", constant learning rate"
+    )
     return text + "."
 
 
@@ -216,16 +275,33 @@ def build_mlp():
     from lablib.backend import keras
 
     return keras.Sequential(
-        [keras.layers.Dense(512, activation="relu"), keras.layers.Dropout(0.2),
-         keras.layers.Dense(128, activation="relu"), keras.layers.Dropout(0.2), keras.layers.Dense(1)]
+        [
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(1),
+        ]
     )
 
 
 # --------------------------------------------------------------------------- training
 
 
-def fit(model, train_batches, val_batches, test_batches, predict, y_mean, y_std, seed, max_epochs, learning_rate,
-        plateau=CONFIG["plateau"], patience=CONFIG["patience"]):
+def fit(
+    model,
+    train_batches,
+    val_batches,
+    test_batches,
+    predict,
+    y_mean,
+    y_std,
+    seed,
+    max_epochs,
+    learning_rate,
+    plateau=CONFIG["plateau"],
+    patience=CONFIG["patience"],
+):
     """Adam on standardised targets; keeps the best validation epoch; returns RMSEs and timing.
 
     ``*_batches`` are callables returning an iterable of ``(inputs tuple, y)``;
@@ -309,22 +385,29 @@ def graph_batches(dataset, shuffle, seed, edges=False, batch_size=None):
     rng = np.random.default_rng(seed)
 
     def make(indices):
-        batch = graphs.disjoint_batch([dataset.x[i] for i in indices], [dataset.edge_index[i] for i in indices],
-                                      edge_attr=[dataset.edge_attr[i] for i in indices] if edges else None)
+        batch = graphs.disjoint_batch(
+            [dataset.x[i] for i in indices],
+            [dataset.edge_index[i] for i in indices],
+            edge_attr=[dataset.edge_attr[i] for i in indices] if edges else None,
+        )
         x, edge_index, graph_ids = batch[:3]
-        inputs = (tf.constant(x, tf.float32), tf.constant(edge_index, tf.int32), tf.constant(graph_ids, tf.int32),
-                  tf.constant(len(indices), tf.int32)) + ((tf.constant(batch[3], tf.float32),) if edges else ())
+        inputs = (
+            tf.constant(x, tf.float32),
+            tf.constant(edge_index, tf.int32),
+            tf.constant(graph_ids, tf.int32),
+            tf.constant(len(indices), tf.int32),
+        ) + ((tf.constant(batch[3], tf.float32),) if edges else ())
         return inputs, tf.constant(dataset.y[indices], tf.float32)
 
     if not shuffle:
         order = np.arange(len(dataset))
-        fixed = [make(order[i:i + batch_size]) for i in range(0, len(order), batch_size)]
+        fixed = [make(order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
         return lambda: fixed
 
     def batches():
         order = rng.permutation(len(dataset))
         for i in range(0, len(order), batch_size):
-            yield make(order[i:i + batch_size])
+            yield make(order[i : i + batch_size])
 
     return batches
 
@@ -337,13 +420,15 @@ def array_batches(x, y, shuffle, seed, batch_size=64):
     def batches():
         order = rng.permutation(len(y)) if shuffle else np.arange(len(y))
         for i in range(0, len(order), batch_size):
-            part = order[i:i + batch_size]
+            part = order[i : i + batch_size]
             yield (tf.constant(x[part]),), tf.constant(y[part], tf.float32)
 
     return batches
 
 
-def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, validation_only=False, quick=False):
+def run_seed(
+    dataset, fingerprints, seed, models, max_epochs, ensemble=1, validation_only=False, quick=False
+):
     """Trains ``models`` on the split of ``seed``; returns ``{model name: result}``.
 
     "GNN GraphAttention" is an ensemble of ``ensemble`` models (initialisation and batch
@@ -362,15 +447,27 @@ def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, valida
 
     # the split's index order, recovered for the fingerprints (split() returns subsets)
     position = {s: i for i, s in enumerate(dataset.smiles)}
-    fp = {name: fingerprints[[position[s] for s in part.smiles]] for name, part in (("train", train), ("val", val), ("test", test))}
+    fp = {
+        name: fingerprints[[position[s] for s in part.smiles]]
+        for name, part in (("train", train), ("val", val), ("test", test))
+    }
 
     for name in models:
         keras.utils.set_random_seed(seed)
         if name == "fingerprint MLP":
             model = build_mlp()
-            result = fit(model, array_batches(fp["train"], train.y, True, seed), array_batches(fp["val"], val.y, False, seed),
-                         array_batches(fp["test"], test.y, False, seed), lambda m, inputs, t: m(inputs[0], training=t)[:, 0],
-                         y_mean, y_std, seed, max_epochs, MLP_LEARNING_RATE)
+            result = fit(
+                model,
+                array_batches(fp["train"], train.y, True, seed),
+                array_batches(fp["val"], val.y, False, seed),
+                array_batches(fp["test"], test.y, False, seed),
+                lambda m, inputs, t: m(inputs[0], training=t)[:, 0],
+                y_mean,
+                y_std,
+                seed,
+                max_epochs,
+                MLP_LEARNING_RATE,
+            )
         else:
             spec = GNN_SPECS[name]
             members = []
@@ -379,28 +476,51 @@ def run_seed(dataset, fingerprints, seed, models, max_epochs, ensemble=1, valida
                 keras.utils.set_random_seed(member_seed)
                 model = build_gnn(spec, dataset.num_edge_features)
                 edges = reads_bonds(spec)
-                member = fit(model, graph_batches(train, True, member_seed, edges, spec.get("batch_size")),
-                             graph_batches(val, False, seed, edges), graph_batches(test, False, seed, edges),
-                             lambda m, inputs, t: m(*inputs, training=t), y_mean, y_std, member_seed,
-                             max_epochs if quick else spec.get("max_epochs") or max_epochs,
-                             spec["learning_rate"], spec["plateau"], spec.get("patience") or CONFIG["patience"])
+                member = fit(
+                    model,
+                    graph_batches(train, True, member_seed, edges, spec.get("batch_size")),
+                    graph_batches(val, False, seed, edges),
+                    graph_batches(test, False, seed, edges),
+                    lambda m, inputs, t: m(*inputs, training=t),
+                    y_mean,
+                    y_std,
+                    member_seed,
+                    max_epochs if quick else spec.get("max_epochs") or max_epochs,
+                    spec["learning_rate"],
+                    spec["plateau"],
+                    spec.get("patience") or CONFIG["patience"],
+                )
                 members.append(member)
                 if ensemble > 1 and name == ENSEMBLED:
-                    print(f"member {k} of seed {seed} {name}: { {key: v for key, v in member.items() if key != 'predictions'} }",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"member {k} of seed {seed} {name}: { {key: v for key, v in member.items() if key != 'predictions'} }",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             result = members[0]
             if len(members) > 1:
-                results[name + SINGLE] = {key: v for key, v in members[0].items() if key != "predictions"}
-                print(f"seed {seed} {name + SINGLE}: {results[name + SINGLE]}", file=sys.stderr, flush=True)
+                results[name + SINGLE] = {
+                    key: v for key, v in members[0].items() if key != "predictions"
+                }
+                print(
+                    f"seed {seed} {name + SINGLE}: {results[name + SINGLE]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 val_y, test_y = np.asarray(val.y, np.float32), np.asarray(test.y, np.float32)
-                average = {part: np.mean([m["predictions"][part] for m in members], axis=0) for part in ("val", "test")}
+                average = {
+                    part: np.mean([m["predictions"][part] for m in members], axis=0)
+                    for part in ("val", "test")
+                }
                 result = {
                     "val": float(np.sqrt(np.mean((average["val"] - val_y) ** 2))),
                     "test": float(np.sqrt(np.mean((average["test"] - test_y) ** 2))),
                     "best_epoch": statistics.mean([m["best_epoch"] for m in members]),
                     "epochs": sum(m["epochs"] for m in members),
                     "seconds": float(sum(m["seconds"] for m in members)),
-                    "seconds_per_epoch": statistics.median([m["seconds_per_epoch"] for m in members]),
+                    "seconds_per_epoch": statistics.median(
+                        [m["seconds_per_epoch"] for m in members]
+                    ),
                 }
         result = {key: v for key, v in result.items() if key != "predictions"}
         results[name] = result
@@ -422,7 +542,9 @@ def parse_log(path, dataset) -> list:
         for line in handle:
             match = pattern.match(line)
             if match:
-                by_seed.setdefault(int(match.group(1)), {})[match.group(2)] = ast.literal_eval(match.group(3))
+                by_seed.setdefault(int(match.group(1)), {})[match.group(2)] = ast.literal_eval(
+                    match.group(3)
+                )
     names = set().union(*by_seed.values()) if by_seed else set()
     runs = []
     for seed in sorted(by_seed):
@@ -442,25 +564,55 @@ def parse_log(path, dataset) -> list:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 seed, 2 epochs: checks the script runs")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed, 2 epochs: checks the script runs"
+    )
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--seed-list", default=None,
-                        help="comma-separated seeds to run instead of 0..SEEDS-1, e.g. to split a run over processes "
-                        "whose stderr logs are then joined and rendered with --from-log")
-    parser.add_argument("--models", default=",".join([*GNN_SPECS, "fingerprint MLP"]),
-                        help="comma-separated, from " + ", ".join(repr(m) for m in [*GNN_SPECS, "fingerprint MLP"]) + " "
-                        "(default: all of them; the mean predictor is always reported)")
-    parser.add_argument("--output", default=None, help="where to write the table (default results/esol.md; none with --quick)")
-    parser.add_argument("--ensemble", type=int, default=3,
-                        help="models averaged in the GNN GraphAttention row (initialisation seeds seed + 1000 k); "
-                        "with more than 1, member 0 is also reported alone as the single-model row (default 3)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a GNN GraphAttention setting (exploration, repeatable), e.g. --set edge_features=1 "
-                        "--set dropout=0.1; keys: " + ", ".join(GNN_SPECS[ENSEMBLED]))
-    parser.add_argument("--validation-only", action="store_true",
-                        help="exploration: the validation set stands in for the test set, so no test RMSE is computed "
-                        "(writes no results file unless --output is given)")
-    parser.add_argument("--from-log", default=None, help="render the table from an earlier run's stderr (no training)")
+    parser.add_argument(
+        "--seed-list",
+        default=None,
+        help="comma-separated seeds to run instead of 0..SEEDS-1, e.g. to split a run over processes "
+        "whose stderr logs are then joined and rendered with --from-log",
+    )
+    parser.add_argument(
+        "--models",
+        default=",".join([*GNN_SPECS, "fingerprint MLP"]),
+        help="comma-separated, from "
+        + ", ".join(repr(m) for m in [*GNN_SPECS, "fingerprint MLP"])
+        + " "
+        "(default: all of them; the mean predictor is always reported)",
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="where to write the table (default results/esol.md; none with --quick)",
+    )
+    parser.add_argument(
+        "--ensemble",
+        type=int,
+        default=3,
+        help="models averaged in the GNN GraphAttention row (initialisation seeds seed + 1000 k); "
+        "with more than 1, member 0 is also reported alone as the single-model row (default 3)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a GNN GraphAttention setting (exploration, repeatable), e.g. --set edge_features=1 "
+        "--set dropout=0.1; keys: " + ", ".join(GNN_SPECS[ENSEMBLED]),
+    )
+    parser.add_argument(
+        "--validation-only",
+        action="store_true",
+        help="exploration: the validation set stands in for the test set, so no test RMSE is computed "
+        "(writes no results file unless --output is given)",
+    )
+    parser.add_argument(
+        "--from-log",
+        default=None,
+        help="render the table from an earlier run's stderr (no training)",
+    )
     args = parser.parse_args(argv)
     for item in args.set:
         key, _, value = item.partition("=")
@@ -486,7 +638,9 @@ def main(argv=None):
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = sorted(set(models) - {"fingerprint MLP", *GNN_SPECS})
     if unknown:
-        parser.error(f"--models: unknown {unknown}; choose from {', '.join(map(repr, [*GNN_SPECS, 'fingerprint MLP']))}")
+        parser.error(
+            f"--models: unknown {unknown}; choose from {', '.join(map(repr, [*GNN_SPECS, 'fingerprint MLP']))}"
+        )
     seeds = [0] if args.quick else list(range(args.seeds))
     if args.seed_list and not args.quick:
         seeds = [int(seed) for seed in args.seed_list.split(",") if seed.strip()]
@@ -495,16 +649,31 @@ def main(argv=None):
     if args.from_log:
         runs = parse_log(args.from_log, dataset)
         models = [m for m in models if all(m in run for run in runs)]
-        note = (f" Rendered from the per-seed lines logged in `{os.path.basename(args.from_log)}` (`--from-log`: the stderr "
-                f"of one run, or of processes that split a run with `--seed-list` / `--models`, joined); a seed is shown "
-                f"only when every model finished on it.")
+        note = (
+            f" Rendered from the per-seed lines logged in `{os.path.basename(args.from_log)}` (`--from-log`: the stderr "
+            f"of one run, or of processes that split a run with `--seed-list` / `--models`, joined); a seed is shown "
+            f"only when every model finished on it."
+        )
         seeds = list(range(len(runs)))
     else:
-        runs = [run_seed(dataset, fingerprints, seed, models, max_epochs, args.ensemble, args.validation_only, args.quick)
-                for seed in seeds]
+        runs = [
+            run_seed(
+                dataset,
+                fingerprints,
+                seed,
+                models,
+                max_epochs,
+                args.ensemble,
+                args.validation_only,
+                args.quick,
+            )
+            for seed in seeds
+        ]
     if args.validation_only:
-        note += (" Exploration run (`--validation-only`): the validation set stands in for the test set, so the "
-                 "test column repeats validation RMSE.")
+        note += (
+            " Exploration run (`--validation-only`): the validation set stands in for the test set, so the "
+            "test column repeats validation RMSE."
+        )
     ensembled = ENSEMBLED in models and all(ENSEMBLED + SINGLE in run for run in runs)
     if ensembled:
         models.insert(models.index(ENSEMBLED) + 1, ENSEMBLED + SINGLE)
@@ -520,16 +689,23 @@ def main(argv=None):
             lines += [f"{name}: {describe_gnn(GNN_SPECS[name], dataset.num_edge_features)}", ""]
     if ensembled:
         k = args.ensemble
-        lines += [f"GNN GraphAttention row: an ensemble of {k} such models per split, trained alike from different "
-                  "initialisation seeds (seed + 1000 k, which also seeds the batch order); their standardised predictions "
-                  "are averaged (validation RMSE of the averaged prediction; best epoch = mean over members; training "
-                  "time = sum over members). The single-model row is member k = 0 alone (the model without ensembling).",
-                  ""]
+        lines += [
+            f"GNN GraphAttention row: an ensemble of {k} such models per split, trained alike from different "
+            "initialisation seeds (seed + 1000 k, which also seeds the batch order); their standardised predictions "
+            "are averaged (validation RMSE of the averaged prediction; best epoch = mean over members; training "
+            "time = sum over members). The single-model row is member k = 0 alone (the model without ensembling).",
+            "",
+        ]
     lines += [
         f"Training: standardised targets, Adam, ≤ {max_epochs} epochs, early stopping with patience {c['patience']} on "
         f"validation RMSE, best epoch restored; GNNs: batches of {c['batch_size']} molecules (disjoint edge_index batches)"
-        + (f"; fingerprint MLP: Adam {MLP_LEARNING_RATE:g}, batches of 64, learning rate halved after {c['plateau']} epochs "
-           "without improvement" if "fingerprint MLP" in models else "") + ".",
+        + (
+            f"; fingerprint MLP: Adam {MLP_LEARNING_RATE:g}, batches of 64, learning rate halved after {c['plateau']} epochs "
+            "without improvement"
+            if "fingerprint MLP" in models
+            else ""
+        )
+        + ".",
         "",
         "| model | test RMSE | validation RMSE | best epoch (mean) | training time (s, mean) | s / epoch (median) |",
         "|---|---|---|---|---|---|",
@@ -537,25 +713,42 @@ def main(argv=None):
     for name in ["mean"] + models:
         rows = [run[name] for run in runs]
         if name == "mean":
-            lines.append(f"| mean of the training targets | {mean_std([r['test'] for r in rows])} | | | | |")
+            lines.append(
+                f"| mean of the training targets | {mean_std([r['test'] for r in rows])} | | | | |"
+            )
             continue
-        label = {"fingerprint MLP": "Morgan fingerprint MLP (r = 2, 2048 bits)",
-                 "GNN GraphConv": "lablib GNN, GraphConv(normalization=\"mean\"), no bond features",
-                 "GNN GraphAttention no bonds": f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads), no bond features, single model",
-                 ENSEMBLED: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
-                 + (", bond features" if reads_bonds(GNN_SPECS[ENSEMBLED]) else "")
-                 + (f", ensemble of {args.ensemble}" if ensembled else ""),
-                 ENSEMBLED + SINGLE: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
-                 + (", bond features" if reads_bonds(GNN_SPECS[ENSEMBLED]) else "") + ", single model",
-                 }.get(name, name)
+        label = {
+            "fingerprint MLP": "Morgan fingerprint MLP (r = 2, 2048 bits)",
+            "GNN GraphConv": 'lablib GNN, GraphConv(normalization="mean"), no bond features',
+            "GNN GraphAttention no bonds": f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads), no bond features, single model",
+            ENSEMBLED: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
+            + (", bond features" if reads_bonds(GNN_SPECS[ENSEMBLED]) else "")
+            + (f", ensemble of {args.ensemble}" if ensembled else ""),
+            ENSEMBLED
+            + SINGLE: f"lablib GNN, GraphAttention ({GNN_SPECS[ENSEMBLED]['heads']} heads)"
+            + (", bond features" if reads_bonds(GNN_SPECS[ENSEMBLED]) else "")
+            + ", single model",
+        }.get(name, name)
         lines.append(
             f"| {label} | {mean_std([r['test'] for r in rows])} | {mean_std([r['val'] for r in rows])} | "
             f"{statistics.mean([r['best_epoch'] for r in rows]):.0f} | {statistics.mean([r['seconds'] for r in rows]):.0f} | "
             f"{statistics.median([r['seconds_per_epoch'] for r in rows]):.2f} |"
         )
-    lines += ["", "Target (from the issue): test RMSE ≤ 0.58 (MoleculeNet, random split: MPNN 0.58, graph convolution 0.97)." + note]
-    output = args.output or (None if args.quick or args.validation_only else os.path.join(ROOT, "benchmarks", "results", "esol.md"))
-    write_report(output, "ESOL: lablib GNN regression" + (" (--quick)" if args.quick else ""), "\n".join(lines))
+    lines += [
+        "",
+        "Target (from the issue): test RMSE ≤ 0.58 (MoleculeNet, random split: MPNN 0.58, graph convolution 0.97)."
+        + note,
+    ]
+    output = args.output or (
+        None
+        if args.quick or args.validation_only
+        else os.path.join(ROOT, "benchmarks", "results", "esol.md")
+    )
+    write_report(
+        output,
+        "ESOL: lablib GNN regression" + (" (--quick)" if args.quick else ""),
+        "\n".join(lines),
+    )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # no spinning OpenMP threads (PyTorch) on a shared machine
+os.environ.setdefault(
+    "OMP_WAIT_POLICY", "PASSIVE"
+)  # no spinning OpenMP threads (PyTorch) on a shared machine
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -40,7 +42,9 @@ import numpy as np  # noqa: E402
 from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 
 FEATURES = 64  # input features; GCN output 64, GAT 8 heads x 8 units
-EDGE_FEATURES = 8  # edge features of the "gat_edges" rows (GraphAttention(edge_dim) vs GATConv(edge_dim))
+EDGE_FEATURES = (
+    8  # edge features of the "gat_edges" rows (GraphAttention(edge_dim) vs GATConv(edge_dim))
+)
 
 
 def random_edge_attr(num_edges: int, seed: int = 1) -> np.ndarray:
@@ -48,8 +52,6 @@ def random_edge_attr(num_edges: int, seed: int = 1) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- reporting
-
-
 
 
 # --------------------------------------------------------------------------- graphs and steps
@@ -90,7 +92,9 @@ def lablib_step(layer_name: str, mode: str, x: np.ndarray, edge_index: np.ndarra
     if layer_name == "gcn":
         layer = GraphConv(FEATURES)
     else:
-        layer = GraphAttention(8, num_heads=8, edge_dim=EDGE_FEATURES if layer_name == "gat_edges" else None)
+        layer = GraphAttention(
+            8, num_heads=8, edge_dim=EDGE_FEATURES if layer_name == "gat_edges" else None
+        )
     if mode == "sparse":
         features = tf.constant(x)
         graph = {"edge_index": tf.constant(edge_index.astype(np.int32))}
@@ -99,7 +103,10 @@ def lablib_step(layer_name: str, mode: str, x: np.ndarray, edge_index: np.ndarra
     else:
         features = tf.constant(x[np.newaxis])
         adjacency = graphs.edge_index_to_adjacency(edge_index, len(x)).astype(np.float32)
-        graph = {"adjacency": tf.constant(adjacency[np.newaxis]), "mask": tf.ones((1, len(x)), tf.bool)}
+        graph = {
+            "adjacency": tf.constant(adjacency[np.newaxis]),
+            "mask": tf.ones((1, len(x)), tf.bool),
+        }
     layer(features, **graph)
 
     @tf.function
@@ -123,13 +130,19 @@ def pyg_step(layer_name: str, mode: str, x: np.ndarray, edge_index: np.ndarray):
         if layer_name == "gcn":
             layer = GCNConv(FEATURES, FEATURES)
         else:
-            layer = GATConv(FEATURES, 8, heads=8, edge_dim=EDGE_FEATURES if layer_name == "gat_edges" else None)
+            layer = GATConv(
+                FEATURES, 8, heads=8, edge_dim=EDGE_FEATURES if layer_name == "gat_edges" else None
+            )
         features = torch.tensor(x, requires_grad=True)
         graph = (torch.tensor(edge_index),)
         if layer_name == "gat_edges":
             graph += (torch.tensor(random_edge_attr(edge_index.shape[1])),)
     else:
-        layer = DenseGCNConv(FEATURES, FEATURES) if layer_name == "gcn" else DenseGATConv(FEATURES, 8, heads=8)
+        layer = (
+            DenseGCNConv(FEATURES, FEATURES)
+            if layer_name == "gcn"
+            else DenseGATConv(FEATURES, 8, heads=8)
+        )
         features = torch.tensor(x[np.newaxis], requires_grad=True)
         adjacency = torch.zeros((1, len(x), len(x)))
         adjacency[0, edge_index[1], edge_index[0]] = 1.0
@@ -218,17 +231,41 @@ def child(args) -> None:
         step()
         times.append(time.perf_counter() - start)
     peak = sampler.stop()
-    print(json.dumps({"seconds": statistics.median(times), "peak_mib": max(peak - before, 0) / 1024.0, "edges": int(edge_index.shape[1])}))
+    print(
+        json.dumps(
+            {
+                "seconds": statistics.median(times),
+                "peak_mib": max(peak - before, 0) / 1024.0,
+                "edges": int(edge_index.shape[1]),
+            }
+        )
+    )
 
 
 def run_child(implementation, layer, mode, nodes, edges, threads, repeats) -> dict:
     command = [
-        sys.executable, os.path.abspath(__file__), "--child", implementation, layer, mode,
-        "--nodes", str(nodes), "--edges", str(edges), "--threads", str(threads), "--repeats", str(repeats),
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        implementation,
+        layer,
+        mode,
+        "--nodes",
+        str(nodes),
+        "--edges",
+        str(edges),
+        "--threads",
+        str(threads),
+        "--repeats",
+        str(repeats),
     ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+        return {
+            "error": done.stderr.strip().splitlines()[-1]
+            if done.stderr.strip()
+            else f"exit {done.returncode}"
+        }
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -238,13 +275,27 @@ def run_child(implementation, layer, mode, nodes, edges, threads, repeats) -> di
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny graphs: checks the script runs")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="threads for TensorFlow and PyTorch (default 1: on a shared, oversubscribed machine "
-                             "multi-threaded kernels mostly measure how long their threads wait for each other)")
-    parser.add_argument("--dense-memory-limit", type=float, default=3.0, help="GiB; larger dense cells are skipped")
-    parser.add_argument("--output", default=None, help="where to write the table (default results/graph_speed.md; none with --quick)")
-    parser.add_argument("--parts", default="speed,scaling", help="speed and/or scaling (comma-separated)")
-    parser.add_argument("--child", nargs=3, metavar=("IMPLEMENTATION", "LAYER", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads for TensorFlow and PyTorch (default 1: on a shared, oversubscribed machine "
+        "multi-threaded kernels mostly measure how long their threads wait for each other)",
+    )
+    parser.add_argument(
+        "--dense-memory-limit", type=float, default=3.0, help="GiB; larger dense cells are skipped"
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="where to write the table (default results/graph_speed.md; none with --quick)",
+    )
+    parser.add_argument(
+        "--parts", default="speed,scaling", help="speed and/or scaling (comma-separated)"
+    )
+    parser.add_argument(
+        "--child", nargs=3, metavar=("IMPLEMENTATION", "LAYER", "MODE"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--nodes", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--edges", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=5, help=argparse.SUPPRESS)
@@ -261,21 +312,40 @@ def main(argv=None):
     nodes, edges = (200, 1000) if args.quick else (2708, 10556)  # part 1: Cora-sized
     repeats, rounds = (2, 1) if args.quick else (10, 7)
     x, edge_index = random_graph(nodes, edges)
-    lines = [] if "speed" not in parts else [
-        f"## Forward + backward on one random graph ({nodes} nodes, {edge_index.shape[1]} directed edges, "
-        f"{FEATURES} input features; GCN → {FEATURES}, GAT 8 heads × 8), {args.threads} threads in both "
-        f"frameworks, median of {rounds} interleaved rounds of {repeats} calls",
-        "",
-        "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
-        "|---|---|---|---|---|",
-    ]
+    lines = (
+        []
+        if "speed" not in parts
+        else [
+            f"## Forward + backward on one random graph ({nodes} nodes, {edge_index.shape[1]} directed edges, "
+            f"{FEATURES} input features; GCN → {FEATURES}, GAT 8 heads × 8), {args.threads} threads in both "
+            f"frameworks, median of {rounds} interleaved rounds of {repeats} calls",
+            "",
+            "| layer | mode | lablib (ms) | PyG (ms) | lablib / PyG |",
+            "|---|---|---|---|---|",
+        ]
+    )
     for layer in ("gcn", "gat", "gat_edges") if "speed" in parts else ():
-        for mode in ("sparse", "dense") if layer != "gat_edges" else ("sparse",):  # PyG's DenseGATConv has no edge_dim
-            steps = {impl: make_step(impl, layer, mode, x, edge_index) for impl in ("lablib", "pyg")}
-            t = time_interleaved(steps, repeats if mode == "sparse" else max(1, repeats // 5), rounds)
-            pyg_name = {("gcn", "sparse"): "GCNConv", ("gat", "sparse"): "GATConv", ("gcn", "dense"): "DenseGCNConv",
-                        ("gat", "dense"): "DenseGATConv", ("gat_edges", "sparse"): f"GATConv(edge_dim={EDGE_FEATURES})"}[(layer, mode)]
-            lablib_name = {"gcn": "GraphConv", "gat": "GraphAttention", "gat_edges": f"GraphAttention(edge_dim={EDGE_FEATURES})"}[layer]
+        for mode in (
+            ("sparse", "dense") if layer != "gat_edges" else ("sparse",)
+        ):  # PyG's DenseGATConv has no edge_dim
+            steps = {
+                impl: make_step(impl, layer, mode, x, edge_index) for impl in ("lablib", "pyg")
+            }
+            t = time_interleaved(
+                steps, repeats if mode == "sparse" else max(1, repeats // 5), rounds
+            )
+            pyg_name = {
+                ("gcn", "sparse"): "GCNConv",
+                ("gat", "sparse"): "GATConv",
+                ("gcn", "dense"): "DenseGCNConv",
+                ("gat", "dense"): "DenseGATConv",
+                ("gat_edges", "sparse"): f"GATConv(edge_dim={EDGE_FEATURES})",
+            }[(layer, mode)]
+            lablib_name = {
+                "gcn": "GraphConv",
+                "gat": "GraphAttention",
+                "gat_edges": f"GraphAttention(edge_dim={EDGE_FEATURES})",
+            }[layer]
             lines.append(
                 f"| {lablib_name} vs {pyg_name} | {mode} | {1e3 * t['lablib']:.2f} | {1e3 * t['pyg']:.2f} | {t['lablib'] / t['pyg']:.2f} |"
             )
@@ -283,17 +353,21 @@ def main(argv=None):
 
     sizes = [] if "scaling" not in parts else [1000] if args.quick else [1000, 10000, 100000]
     degree = 4  # edges per node
-    lines += [] if not sizes else [
-        "",
-        f"## Scaling: one forward + backward, average in-degree {degree} (nodes = edges / {degree}), "
-        f"median of {3 if args.quick else 5} calls, each cell in a fresh process",
-        "",
-        "Peak memory = growth of the resident set from before the graph tensors (dense adjacency included), the layer "
-        "and the compiled step were made; it includes a roughly constant compilation cost.",
-        "",
-        "| edges | nodes | layer | lablib sparse (ms) | lablib sparse peak (MiB) | PyG sparse (ms) | PyG sparse peak (MiB) | lablib dense (ms) | lablib dense peak (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines += (
+        []
+        if not sizes
+        else [
+            "",
+            f"## Scaling: one forward + backward, average in-degree {degree} (nodes = edges / {degree}), "
+            f"median of {3 if args.quick else 5} calls, each cell in a fresh process",
+            "",
+            "Peak memory = growth of the resident set from before the graph tensors (dense adjacency included), the layer "
+            "and the compiled step were made; it includes a roughly constant compilation cost.",
+            "",
+            "| edges | nodes | layer | lablib sparse (ms) | lablib sparse peak (MiB) | PyG sparse (ms) | PyG sparse peak (MiB) | lablib dense (ms) | lablib dense peak (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+    )
     limit_mib = args.dense_memory_limit * 1024
     skipped_from = {}
     for layer in ("gcn", "gat") if sizes else ():
@@ -308,7 +382,9 @@ def main(argv=None):
                         cells[(impl, mode)] = {"skipped": estimate}
                         skipped_from.setdefault(layer, num_nodes)
                         continue
-                cells[(impl, mode)] = run_child(impl, layer, mode, num_nodes, num_edges, args.threads, 3 if args.quick else 5)
+                cells[(impl, mode)] = run_child(
+                    impl, layer, mode, num_nodes, num_edges, args.threads, 3 if args.quick else 5
+                )
                 if mode == "dense" and "peak_mib" in cells[(impl, mode)]:
                     previous_dense = (num_nodes, max(cells[(impl, mode)]["peak_mib"], 1.0))
 
@@ -319,18 +395,42 @@ def main(argv=None):
                     return "skipped", f"≈ {cell['skipped'] / 1024:.0f} GiB (est.)"
                 return f"{1e3 * cell['seconds']:.1f}", f"{cell['peak_mib']:.1f}"
 
-            row = [show(cells[k]) for k in (("lablib", "sparse"), ("pyg", "sparse"), ("lablib", "dense"))]
+            row = [
+                show(cells[k])
+                for k in (("lablib", "sparse"), ("pyg", "sparse"), ("lablib", "dense"))
+            ]
             lines.append(
                 f"| {num_edges} | {num_nodes} | {'GraphConv' if layer == 'gcn' else 'GraphAttention'} | "
                 + " | ".join(f"{a} | {b}" for a, b in row)
                 + " |"
             )
             print(lines[-1], file=sys.stderr, flush=True)
-    lines += [] if not sizes else ["", f"Dense cells were skipped above {args.dense_memory_limit:g} GiB of estimated peak memory"
-              + (": " + ", ".join(f"{k.upper()} from {v} nodes" for k, v in skipped_from.items()) if skipped_from else " (none reached it).")]
-    default = "graph_speed.md" if parts == {"speed", "scaling"} else f"graph_speed_{'_'.join(sorted(parts))}.md"
-    output = args.output or (None if args.quick else os.path.join(ROOT, "benchmarks", "results", default))
-    write_report(output, "Graph layer speed: lablib vs PyTorch Geometric" + (" (--quick)" if args.quick else ""), "\n".join(lines))
+    lines += (
+        []
+        if not sizes
+        else [
+            "",
+            f"Dense cells were skipped above {args.dense_memory_limit:g} GiB of estimated peak memory"
+            + (
+                ": " + ", ".join(f"{k.upper()} from {v} nodes" for k, v in skipped_from.items())
+                if skipped_from
+                else " (none reached it)."
+            ),
+        ]
+    )
+    default = (
+        "graph_speed.md"
+        if parts == {"speed", "scaling"}
+        else f"graph_speed_{'_'.join(sorted(parts))}.md"
+    )
+    output = args.output or (
+        None if args.quick else os.path.join(ROOT, "benchmarks", "results", default)
+    )
+    write_report(
+        output,
+        "Graph layer speed: lablib vs PyTorch Geometric" + (" (--quick)" if args.quick else ""),
+        "\n".join(lines),
+    )
 
 
 if __name__ == "__main__":

@@ -55,19 +55,38 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 NUM_CLASSES = 46
 # --rows keys: the lab's recipe part by part (tf_keras), section 9's (Keras 3: alone, before,
 # now), and the negligible-width model (tiny).
-ROW_KEYS = ("alone", "buckets", "weights", "schedule", "before", "one_pass", "now", "no_dropout",
-            "jit", "xla_update", "tiny")
+ROW_KEYS = (
+    "alone",
+    "buckets",
+    "weights",
+    "schedule",
+    "before",
+    "one_pass",
+    "now",
+    "no_dropout",
+    "jit",
+    "xla_update",
+    "tiny",
+)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=3, help="epochs per row; the first is not timed")
+    parser.add_argument(
+        "--epochs", type=int, default=3, help="epochs per row; the first is not timed"
+    )
     parser.add_argument("--quick", action="store_true", help="400 wires of 64 tokens, 2 epochs")
     parser.add_argument("--output", help="also write the table to this markdown file")
-    parser.add_argument("--modes", default="legacy,keras3",
-                        help="which Keras to time, comma-separated: legacy (tf_keras + tfm), keras3")
-    parser.add_argument("--rows", default="all",
-                        help="which rows, comma-separated keys (all: every row): " + ", ".join(ROW_KEYS))
+    parser.add_argument(
+        "--modes",
+        default="legacy,keras3",
+        help="which Keras to time, comma-separated: legacy (tf_keras + tfm), keras3",
+    )
+    parser.add_argument(
+        "--rows",
+        default="all",
+        help="which rows, comma-separated keys (all: every row): " + ", ".join(ROW_KEYS),
+    )
     parser.add_argument("--child", choices=["legacy", "keras3"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -89,16 +108,21 @@ def lab_data(size):
     from lablib.data import load_reuters, reuters_dataset
 
     (x_all, y_all), _ = load_reuters(num_words=size["num_words"])
-    train, val = train_test_split(np.arange(len(x_all)), test_size=0.1, stratify=y_all, random_state=0)
+    train, val = train_test_split(
+        np.arange(len(x_all)), test_size=0.1, stratify=y_all, random_state=0
+    )
     if size["wires"]:
         train, val = train[: size["wires"]], val[: size["wires"] // 4]
     x_train, y_train = [x_all[i] for i in train], y_all[train]
     x_val, y_val = [x_all[i] for i in val], y_all[val]
     maxlen = size["max_length"]
     return {
-        "train": reuters_dataset(x_train, y_train, batch_size=32, maxlen=maxlen, seed=0, bucket=True),
+        "train": reuters_dataset(
+            x_train, y_train, batch_size=32, maxlen=maxlen, seed=0, bucket=True
+        ),
         "val": reuters_dataset(x_val, y_val, batch_size=256, maxlen=maxlen, shuffle=False),
-        "y_train": y_train, "y_val": y_val,
+        "y_train": y_train,
+        "y_val": y_val,
     }
 
 
@@ -119,7 +143,11 @@ def synthetic(tf, num_words, length, batches, seed=0):
 def macro_f1(labels, predicted):
     from sklearn.metrics import f1_score
 
-    return float(f1_score(labels, predicted, average="macro", labels=list(range(NUM_CLASSES)), zero_division=0))
+    return float(
+        f1_score(
+            labels, predicted, average="macro", labels=list(range(NUM_CLASSES)), zero_division=0
+        )
+    )
 
 
 class EpochClock:
@@ -139,9 +167,24 @@ class EpochClock:
         self.wall, self.cpu, self.callback = [], [], Clock()
 
 
-def time_row(keras, tf, build, data, *, epochs, steps, validation=None, class_weight=None,
-             one_pass=False, old_validation=False, schedule=False, spe=1, jit=False, dropout=0.1,
-             xla_update=False):
+def time_row(
+    keras,
+    tf,
+    build,
+    data,
+    *,
+    epochs,
+    steps,
+    validation=None,
+    class_weight=None,
+    one_pass=False,
+    old_validation=False,
+    schedule=False,
+    spe=1,
+    jit=False,
+    dropout=0.1,
+    xla_update=False,
+):
     """Trains build(...) for ``epochs`` epochs; returns (ms/step wall, ms/step CPU) medians
     over the epochs after the first."""
     from lablib.training import BestValidationEpoch, no_xla_update, warmup_cosine
@@ -149,24 +192,49 @@ def time_row(keras, tf, build, data, *, epochs, steps, validation=None, class_we
     keras.utils.set_random_seed(0)
     rate = warmup_cosine(1e-3, steps_per_epoch=steps, epochs=10) if schedule else 1e-3
     model = build(rate, dropout)
-    optimizer = no_xla_update(keras.optimizers.Adam(rate))  # as the lab's fit (tf_keras: XLA on a GPU)
+    optimizer = no_xla_update(
+        keras.optimizers.Adam(rate)
+    )  # as the lab's fit (tf_keras: XLA on a GPU)
     if xla_update:  # tf_keras's default on a GPU, forced on (also on a CPU, to show its cost there)
         optimizer.jit_compile = True
-    model.compile(optimizer=optimizer, metrics=["accuracy"],
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  steps_per_execution=spe, jit_compile=jit)
+    model.compile(
+        optimizer=optimizer,
+        metrics=["accuracy"],
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=spe,
+        jit_compile=jit,
+    )
     callbacks, fit_validation = [], None
     if old_validation:  # before: Keras' validation pass, then a second pass for the macro-F1
         x_val, y_val = validation
-        callbacks.append(BestValidationEpoch(patience=epochs + 1, metrics={
-            "val_macro_f1": lambda m: macro_f1(y_val, m.predict(x_val, verbose=0).argmax(-1))}))
+        callbacks.append(
+            BestValidationEpoch(
+                patience=epochs + 1,
+                metrics={
+                    "val_macro_f1": lambda m: macro_f1(
+                        y_val, m.predict(x_val, verbose=0).argmax(-1)
+                    )
+                },
+            )
+        )
         fit_validation = x_val
     elif one_pass:  # now: one pass gives the loss, the accuracy and the macro-F1
-        callbacks.append(BestValidationEpoch(patience=epochs + 1, validation=validation,
-                                             prediction_metrics={"val_macro_f1": macro_f1}))
+        callbacks.append(
+            BestValidationEpoch(
+                patience=epochs + 1,
+                validation=validation,
+                prediction_metrics={"val_macro_f1": macro_f1},
+            )
+        )
     clock = EpochClock(keras)
-    model.fit(data, validation_data=fit_validation, epochs=epochs, verbose=0,
-              class_weight=class_weight, callbacks=callbacks + [clock.callback])
+    model.fit(
+        data,
+        validation_data=fit_validation,
+        epochs=epochs,
+        verbose=0,
+        class_weight=class_weight,
+        callbacks=callbacks + [clock.callback],
+    )
     timed_wall, timed_cpu = clock.wall[1:], clock.cpu[1:]
     time_row.epochs = list(clock.wall)  # every epoch's wall seconds, the first included
     return 1000 * statistics.median(timed_wall) / steps, 1000 * statistics.median(timed_cpu) / steps
@@ -188,13 +256,19 @@ def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=1
             padding = tf.math.not_equal(ids, 0)
             x = keras.layers.Embedding(num_words, width, mask_zero=True)(ids)
             table = tf.constant(positional_encoding(max_length, width))
-            x = keras.layers.Lambda(lambda e: e * float(np.sqrt(width)) + table[tf.newaxis, :tf.shape(e)[1]])(x)
+            x = keras.layers.Lambda(
+                lambda e: e * float(np.sqrt(width)) + table[tf.newaxis, : tf.shape(e)[1]]
+            )(x)
             x = keras.layers.Dropout(dropout)(x)
             mask = tfm.nlp.layers.SelfAttentionMask()(x, padding)
             for _ in range(blocks):
                 x = tfm.nlp.layers.TransformerEncoderBlock(
-                    num_attention_heads=heads, inner_dim=inner, inner_activation="relu",
-                    output_dropout=dropout, attention_dropout=dropout)([x, mask])
+                    num_attention_heads=heads,
+                    inner_dim=inner,
+                    inner_activation="relu",
+                    output_dropout=dropout,
+                    attention_dropout=dropout,
+                )([x, mask])
             x = keras.layers.GlobalAveragePooling1D()(x, mask=padding)
         else:
             from lablib.layers import PositionalEncoding, TransformerEncoderBlock
@@ -211,8 +285,9 @@ def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=1
             x = PositionalEncoding(max_length)(Scale()(x))
             x = keras.layers.Dropout(dropout)(x)
             for _ in range(blocks):
-                x = TransformerEncoderBlock(heads, inner, "relu", output_dropout=dropout,
-                                            attention_dropout=dropout)(x)
+                x = TransformerEncoderBlock(
+                    heads, inner, "relu", output_dropout=dropout, attention_dropout=dropout
+                )(x)
             x = keras.layers.GlobalAveragePooling1D()(x)
         x = keras.layers.Dropout(dropout)(x)
         return keras.Model(ids, keras.layers.Dense(NUM_CLASSES)(x))
@@ -243,29 +318,69 @@ def run_child(args):
     tiny_data = synthetic(tf, 100, 16, tiny_steps, seed=1)
     tiny = lab_model(keras, tf, args.child, 100, 16, width=8, heads=1, inner=8)
     common = dict(epochs=epochs, steps=steps)
-    lab_now = dict(validation=validation, one_pass=True, class_weight=weights, schedule=True, spe=32)
+    lab_now = dict(
+        validation=validation, one_pass=True, class_weight=weights, schedule=True, spe=32
+    )
     if args.child == "legacy":
         rows = [
             ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
             ("buckets", "+ the lab's wires in length buckets", dict(data=train)),
             ("weights", "+ topic weights", dict(data=train, class_weight=weights)),
-            ("schedule", "+ warm-up/cosine schedule", dict(data=train, class_weight=weights, schedule=True)),
-            ("before", "+ validation as before (Keras pass + macro-F1 pass): the lab before",
-             dict(data=train, class_weight=weights, schedule=True, validation=validation, old_validation=True)),
-            ("one_pass", "one validation pass instead (BestValidationEpoch(validation=...))",
-             dict(data=train, class_weight=weights, schedule=True, validation=validation, one_pass=True)),
+            (
+                "schedule",
+                "+ warm-up/cosine schedule",
+                dict(data=train, class_weight=weights, schedule=True),
+            ),
+            (
+                "before",
+                "+ validation as before (Keras pass + macro-F1 pass): the lab before",
+                dict(
+                    data=train,
+                    class_weight=weights,
+                    schedule=True,
+                    validation=validation,
+                    old_validation=True,
+                ),
+            ),
+            (
+                "one_pass",
+                "one validation pass instead (BestValidationEpoch(validation=...))",
+                dict(
+                    data=train,
+                    class_weight=weights,
+                    schedule=True,
+                    validation=validation,
+                    one_pass=True,
+                ),
+            ),
             ("now", "+ steps_per_execution=32: the lab now", dict(data=train, **lab_now)),
             ("no_dropout", "the lab now, dropout 0", dict(data=train, dropout=0.0, **lab_now)),
             ("jit", "the lab now + jit_compile=True", dict(data=train, jit=True, **lab_now)),
-            ("xla_update", "the lab now + the optimizer's update under XLA (tf_keras's default on a GPU)",
-             dict(data=train, xla_update=True, **lab_now)),
+            (
+                "xla_update",
+                "the lab now + the optimizer's update under XLA (tf_keras's default on a GPU)",
+                dict(data=train, xla_update=True, **lab_now),
+            ),
         ]
     else:
         rows = [
             ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
-            ("before", "section 9 before: buckets, weights, schedule, validation_data + predict",
-             dict(data=train, class_weight=weights, schedule=True, validation=validation, old_validation=True)),
-            ("now", "section 9 now: one validation pass, steps_per_execution=32", dict(data=train, **lab_now)),
+            (
+                "before",
+                "section 9 before: buckets, weights, schedule, validation_data + predict",
+                dict(
+                    data=train,
+                    class_weight=weights,
+                    schedule=True,
+                    validation=validation,
+                    old_validation=True,
+                ),
+            ),
+            (
+                "now",
+                "section 9 now: one validation pass, steps_per_execution=32",
+                dict(data=train, **lab_now),
+            ),
         ]
     wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
     results = []
@@ -276,26 +391,58 @@ def run_child(args):
         wall, cpu = time_row(keras, tf, build, data_option, **common, **options)
         results.append((name, wall, cpu, time_row.epochs))
         epochs_s = ", ".join(f"{t:.1f}" for t in time_row.epochs)
-        print(f"# {args.child}: {name}: {wall:.1f} ms/step (epochs, s: {epochs_s})", file=sys.stderr, flush=True)
+        print(
+            f"# {args.child}: {name}: {wall:.1f} ms/step (epochs, s: {epochs_s})",
+            file=sys.stderr,
+            flush=True,
+        )
     for spe in (1, 32) if "tiny" in wanted else ():
         wall, cpu = time_row(keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe)
-        results.append((f"negligible width (d=8, 16 tokens), steps_per_execution={spe}", wall, cpu,
-                        time_row.epochs))
+        results.append(
+            (
+                f"negligible width (d=8, 16 tokens), steps_per_execution={spe}",
+                wall,
+                cpu,
+                time_row.epochs,
+            )
+        )
     device = tf.config.list_logical_devices("GPU")
-    gpu = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
-        "device_name", "GPU") if device else None
-    return {"mode": "tf_keras + tfm" if args.child == "legacy" else f"Keras {keras.__version__} + lablib",
-            "tensorflow": tf.__version__, "gpu": gpu, "steps": steps, "length": length,
-            "epochs": epochs, "rows": results}
+    gpu = (
+        tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
+            "device_name", "GPU"
+        )
+        if device
+        else None
+    )
+    return {
+        "mode": "tf_keras + tfm"
+        if args.child == "legacy"
+        else f"Keras {keras.__version__} + lablib",
+        "tensorflow": tf.__version__,
+        "gpu": gpu,
+        "steps": steps,
+        "length": length,
+        "epochs": epochs,
+        "rows": results,
+    }
 
 
 def child_results(args, argv, mode):
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
-               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
+        PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
+    )
     # The child's rows reach this process's stderr as it measures them, so a run stopped
     # by a deadline (a GPU lent for minutes) keeps what it measured.
-    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", mode] + list(argv),
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--child", mode] + list(argv),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     errors = []
 
     def relay():
@@ -316,18 +463,22 @@ def child_results(args, argv, mode):
     if child.returncode != 0 or not lines:
         sys.stderr.write(stdout[-3000:] + "".join(errors)[-3000:])
         raise SystemExit(f"the {mode} child process failed (exit code {child.returncode})")
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def table(parts):
-    lines = ["| Keras | row | ms/step (wall) | ms/step (CPU) | wall / model alone | every epoch (s) |",
-             "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "| Keras | row | ms/step (wall) | ms/step (CPU) | wall / model alone | every epoch (s) |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for part in parts:
         alone = next((row[1] for row in part["rows"] if row[0].startswith("model alone")), None)
         for name, wall, cpu, epochs in part["rows"]:
             ratio = f"{wall / alone:.2f}" if alone and not name.startswith("negligible") else ""
             walls = ", ".join(f"{t:.1f}" for t in epochs)
-            lines.append(f"| {part['mode']} | {name} | {wall:.1f} | {cpu:.1f} | {ratio} | {walls} |")
+            lines.append(
+                f"| {part['mode']} | {name} | {wall:.1f} | {cpu:.1f} | {ratio} | {walls} |"
+            )
     return "\n".join(lines)
 
 
@@ -337,29 +488,43 @@ def main(argv=None):
     if args.child:
         print("RESULT " + json.dumps(run_child(args)))
         return 0
-    child_argv = [a for i, a in enumerate(argv) if a != "--output" and (i == 0 or argv[i - 1] != "--output")]
+    child_argv = [
+        a for i, a in enumerate(argv) if a != "--output" and (i == 0 or argv[i - 1] != "--output")
+    ]
     modes = [m for m in args.modes.split(",") if m]
     if not modes or set(modes) - {"legacy", "keras3"}:
         raise SystemExit(f"--modes is {args.modes!r}; expected legacy, keras3 or legacy,keras3")
     unknown = set(args.rows.split(",")) - set(ROW_KEYS) - {"all"}
     if unknown:
-        raise SystemExit(f"--rows names {sorted(unknown)}; the rows are: {', '.join(ROW_KEYS)} (or all)")
+        raise SystemExit(
+            f"--rows names {sorted(unknown)}; the rows are: {', '.join(ROW_KEYS)} (or all)"
+        )
     parts = [child_results(args, child_argv, mode) for mode in modes]
     first = parts[0]
     summary = []
-    tiny = {part["mode"]: [row for row in part["rows"] if row[0].startswith("negligible")] for part in parts}
-    overhead = "; ".join(f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f})"
-                         for mode, rows in tiny.items() if len(rows) == 2)
+    tiny = {
+        part["mode"]: [row for row in part["rows"] if row[0].startswith("negligible")]
+        for part in parts
+    }
+    overhead = "; ".join(
+        f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f})"
+        for mode, rows in tiny.items()
+        if len(rows) == 2
+    )
     lab_rows = {row[0]: row[1] for row in first["rows"]}
     alone = next((v for k, v in lab_rows.items() if k.startswith("model alone")), None)
     before = next((v for k, v in lab_rows.items() if k.endswith("the lab before")), None)
     now = next((v for k, v in lab_rows.items() if k.endswith("the lab now")), None)
     if alone and before and now:
-        summary.append(f"The lab's step against the model alone: before {before / alone:.2f}, now {now / alone:.2f}.")
+        summary.append(
+            f"The lab's step against the model alone: before {before / alone:.2f}, now {now / alone:.2f}."
+        )
     elif alone and now:
         summary.append(f"The lab's step against the model alone: {now / alone:.2f}.")
     if overhead:
-        summary.append(f"Host overhead per step (the negligible-width model), steps_per_execution 1 -> 32: {overhead}.")
+        summary.append(
+            f"Host overhead per step (the negligible-width model), steps_per_execution 1 -> 32: {overhead}."
+        )
     if args.rows != "all" or len(modes) < 2:
         summary.append(f"Rows run: {args.rows}; Keras: {args.modes} (`--rows`, `--modes`).")
     body = (

@@ -36,8 +36,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # the lab's mode: tf_keras + TF Model Garden
 
 NUM_CLASSES = 46
-CONFIG = dict(embedding_dim=64, num_heads=2, inner_dim=128, num_blocks=1, dropout=0.1,
-              optimizer="adam", learning_rate=1e-3, schedule="warmup_cosine")
+CONFIG = dict(
+    embedding_dim=64,
+    num_heads=2,
+    inner_dim=128,
+    num_blocks=1,
+    dropout=0.1,
+    optimizer="adam",
+    learning_rate=1e-3,
+    schedule="warmup_cosine",
+)
 # The solution's study (solutions/lab2_transformer_reuters.ipynb, section 7).
 VARIANTS = {
     "base": {},
@@ -57,7 +65,9 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="600 wires, 3 variants, 2/1 epochs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="also write the table to this markdown file")
-    parser.add_argument("--from-log", help="JSON of stored runs {full: {...}, budget: {...}}: no training")
+    parser.add_argument(
+        "--from-log", help="JSON of stored runs {full: {...}, budget: {...}}: no training"
+    )
     return parser.parse_args(argv)
 
 
@@ -76,9 +86,14 @@ def main(argv=None):
     if args.from_log:
         with open(args.from_log) as handle:
             log = json.load(handle)
-        rows = {name: {"full": log["full"][name], "budget": log["budget"][name]} for name in log["full"]}
-        preamble = ("From stored runs of the lab itself, one each, seed 0 (no training here): "
-                    + "; ".join(f"{part}: {text}" for part, text in log.get("source", {}).items()) + ".")
+        rows = {
+            name: {"full": log["full"][name], "budget": log["budget"][name]} for name in log["full"]
+        }
+        preamble = (
+            "From stored runs of the lab itself, one each, seed 0 (no training here): "
+            + "; ".join(f"{part}: {text}" for part, text in log.get("source", {}).items())
+            + "."
+        )
         return render(rows, preamble, args.output)
     import numpy as np
     import tensorflow as tf
@@ -98,7 +113,9 @@ def main(argv=None):
     variants = dict(list(VARIANTS.items())[:3]) if args.quick else VARIANTS
 
     (x_all, y_all), _ = load_reuters(num_words=num_words)
-    train, val = train_test_split(np.arange(len(x_all)), test_size=0.1, stratify=y_all, random_state=0)
+    train, val = train_test_split(
+        np.arange(len(x_all)), test_size=0.1, stratify=y_all, random_state=0
+    )
     if args.quick:
         train, val = train[:600], val[:150]
     x_train, y_train = [x_all[i] for i in train], y_all[train]
@@ -106,79 +123,137 @@ def main(argv=None):
     weights = topic_weights(y_train, NUM_CLASSES, power=0.5)
 
     def macro_f1(labels, predicted):
-        return float(f1_score(labels, predicted, average="macro", labels=list(range(NUM_CLASSES)),
-                              zero_division=0))
+        return float(
+            f1_score(
+                labels, predicted, average="macro", labels=list(range(NUM_CLASSES)), zero_division=0
+            )
+        )
 
     def build(config, epochs, steps):
         config = dict(config)
         rate = config["learning_rate"]
         if config["schedule"] == "warmup_cosine":
             rate = warmup_cosine(rate, steps_per_epoch=steps, epochs=epochs)
-        model = lab_model(keras, tf, "legacy", num_words, max_length, width=config["embedding_dim"],
-                          heads=config["num_heads"], inner=config["inner_dim"],
-                          blocks=config["num_blocks"])(rate, config["dropout"])
-        optimizer = no_xla_update({"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
-                                   "rmsprop": keras.optimizers.RMSprop}[config["optimizer"]](learning_rate=rate))
-        model.compile(optimizer=optimizer, metrics=["accuracy"], steps_per_execution=32,
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model = lab_model(
+            keras,
+            tf,
+            "legacy",
+            num_words,
+            max_length,
+            width=config["embedding_dim"],
+            heads=config["num_heads"],
+            inner=config["inner_dim"],
+            blocks=config["num_blocks"],
+        )(rate, config["dropout"])
+        optimizer = no_xla_update(
+            {
+                "adam": keras.optimizers.Adam,
+                "sgd": keras.optimizers.SGD,
+                "rmsprop": keras.optimizers.RMSprop,
+            }[config["optimizer"]](learning_rate=rate)
+        )
+        model.compile(
+            optimizer=optimizer,
+            metrics=["accuracy"],
+            steps_per_execution=32,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
         return model
 
     def train_one(change, epochs, length):
         change = dict(change)
         weighted = change.pop("topic_weights", True)
-        train_ds = reuters_dataset(x_train, y_train, batch_size=32, maxlen=length, seed=0, bucket=True)
+        train_ds = reuters_dataset(
+            x_train, y_train, batch_size=32, maxlen=length, seed=0, bucket=True
+        )
         val_ds = reuters_dataset(x_val, y_val, batch_size=256, maxlen=length, shuffle=False)
         keras.utils.set_random_seed(args.seed)
         model = build({**CONFIG, **change}, epochs, len(train_ds))
-        keeper = BestValidationEpoch(patience=3, validation=(val_ds, y_val),
-                                     prediction_metrics={"val_macro_f1": macro_f1})
+        keeper = BestValidationEpoch(
+            patience=3, validation=(val_ds, y_val), prediction_metrics={"val_macro_f1": macro_f1}
+        )
         start = time.perf_counter()
-        model.fit(train_ds, epochs=epochs, verbose=0, callbacks=[keeper],
-                  class_weight=weights if weighted else None)
+        model.fit(
+            train_ds,
+            epochs=epochs,
+            verbose=0,
+            callbacks=[keeper],
+            class_weight=weights if weighted else None,
+        )
         seconds = time.perf_counter() - start
         predicted = model.predict(val_ds, verbose=0).argmax(-1)
-        return {"val accuracy": float(np.mean(predicted == y_val)), "val macro_f1": macro_f1(y_val, predicted),
-                "best epoch": keeper.best_epoch, "seconds": seconds}
+        return {
+            "val accuracy": float(np.mean(predicted == y_val)),
+            "val macro_f1": macro_f1(y_val, predicted),
+            "best epoch": keeper.best_epoch,
+            "seconds": seconds,
+        }
 
     rows = {}
     for name, change in variants.items():
-        rows[name] = {"full": train_one(change, full_epochs, max_length),
-                      "budget": train_one(change, budget_epochs, budget_length)}
+        rows[name] = {
+            "full": train_one(change, full_epochs, max_length),
+            "budget": train_one(change, budget_epochs, budget_length),
+        }
         print(f"# {name}: {json.dumps(rows[name])}", file=sys.stderr, flush=True)
     gpus = tf.config.list_physical_devices("GPU")
-    device = (tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU only")
-    preamble = (f"{len(rows)} configurations, seed {args.seed}, one run each; full recipe: up to {full_epochs} epochs "
-                f"(patience 3) on {max_length} tokens; budget: {budget_epochs} epochs on {budget_length} tokens; "
-                f"TensorFlow {tf.__version__}, {device}.")
+    device = (
+        tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+        if gpus
+        else "CPU only"
+    )
+    preamble = (
+        f"{len(rows)} configurations, seed {args.seed}, one run each; full recipe: up to {full_epochs} epochs "
+        f"(patience 3) on {max_length} tokens; budget: {budget_epochs} epochs on {budget_length} tokens; "
+        f"TensorFlow {tf.__version__}, {device}."
+    )
     return render(rows, preamble, args.output)
 
 
 def render(rows, preamble, output):
     """The table, the rank correlations and what moved; printed and written."""
     names = list(rows)
-    lines = ["| variant | full: val accuracy | full: val macro-F1 | full: best epoch | full: s "
-             "| budget: val accuracy | budget: val macro-F1 | budget: s | rank full / budget (macro-F1) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| variant | full: val accuracy | full: val macro-F1 | full: best epoch | full: s "
+        "| budget: val accuracy | budget: val macro-F1 | budget: s | rank full / budget (macro-F1) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     order = lambda key, part: sorted(names, key=lambda n: -rows[n][part][key])
     rank_full = {n: i + 1 for i, n in enumerate(order("val macro_f1", "full"))}
     rank_budget = {n: i + 1 for i, n in enumerate(order("val macro_f1", "budget"))}
     for name in order("val macro_f1", "full"):
         full, budget = rows[name]["full"], rows[name]["budget"]
-        lines.append(f"| {name} | {full['val accuracy']:.4f} | {full['val macro_f1']:.4f} | {full['best epoch']} | "
-                     f"{full['seconds']:.0f} | {budget['val accuracy']:.4f} | {budget['val macro_f1']:.4f} | "
-                     f"{budget['seconds']:.0f} | {rank_full[name]} / {rank_budget[name]} |")
+        lines.append(
+            f"| {name} | {full['val accuracy']:.4f} | {full['val macro_f1']:.4f} | {full['best epoch']} | "
+            f"{full['seconds']:.0f} | {budget['val accuracy']:.4f} | {budget['val macro_f1']:.4f} | "
+            f"{budget['seconds']:.0f} | {rank_full[name]} / {rank_budget[name]} |"
+        )
     summary = []
     for key in ("val macro_f1", "val accuracy"):
-        rho = spearman([rows[n]["full"][key] for n in names], [rows[n]["budget"][key] for n in names])
-        summary.append(f"{key}: Spearman {rho:.2f}, first under the full recipe "
-                       f"'{order(key, 'full')[0]}', under the budget '{order(key, 'budget')[0]}'")
-    moved = [f"{n} ({rank_full[n]} -> {rank_budget[n]})" for n in names if abs(rank_full[n] - rank_budget[n]) > 2]
+        rho = spearman(
+            [rows[n]["full"][key] for n in names], [rows[n]["budget"][key] for n in names]
+        )
+        summary.append(
+            f"{key}: Spearman {rho:.2f}, first under the full recipe "
+            f"'{order(key, 'full')[0]}', under the budget '{order(key, 'budget')[0]}'"
+        )
+    moved = [
+        f"{n} ({rank_full[n]} -> {rank_budget[n]})"
+        for n in names
+        if abs(rank_full[n] - rank_budget[n]) > 2
+    ]
     full_s = sum(rows[n]["full"]["seconds"] for n in names)
     budget_s = sum(rows[n]["budget"]["seconds"] for n in names)
-    body = (preamble + "\n\n" + "\n".join(lines) + "\n\n"
-            + "; ".join(summary) + f". Moved by more than two places: {', '.join(moved) or 'none'}. "
-            f"Training time: full {full_s / 60:.1f} min, budget {budget_s / 60:.1f} min "
-            f"({budget_s / full_s:.2f} of the full).\n")
+    body = (
+        preamble
+        + "\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + "; ".join(summary)
+        + f". Moved by more than two places: {', '.join(moved) or 'none'}. "
+        f"Training time: full {full_s / 60:.1f} min, budget {budget_s / 60:.1f} min "
+        f"({budget_s / full_s:.2f} of the full).\n"
+    )
     from _report import write_report
 
     write_report(output, "Lab 2's study: budget vs full training", body)

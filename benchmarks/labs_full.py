@@ -68,10 +68,17 @@ def commit() -> str:
     if named:
         return f"{named} (named by LABLIB_COMMIT)"
     try:
-        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return head + (" + uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout; LABLIB_COMMIT can name it)"
@@ -93,14 +100,18 @@ def cell_text(cell) -> str:
     lines = "".join(parts).rstrip("\n").splitlines()
     if len(lines) > MAX_LINES:
         half = MAX_LINES // 2
-        lines = lines[:half] + [f"... ({len(lines) - MAX_LINES} lines left out) ..."] + lines[-half:]
+        lines = (
+            lines[:half] + [f"... ({len(lines) - MAX_LINES} lines left out) ..."] + lines[-half:]
+        )
     return "\n".join(lines)
 
 
 def seconds(cell) -> float | None:
     timing = cell.get("metadata", {}).get("execution", {})
     try:
-        start = datetime.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
+        start = datetime.datetime.fromisoformat(
+            timing["iopub.execute_input"].replace("Z", "+00:00")
+        )
         end = datetime.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
     except (KeyError, ValueError):
         return None
@@ -139,8 +150,12 @@ def run_lab(name: str, fast: bool, keep: str | None, timeout: int, budget: float
     start = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix=f"{name}-") as workdir:
-            client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                             resources={"metadata": {"path": workdir}})
+            client = nbclient.NotebookClient(
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
+                resources={"metadata": {"path": workdir}},
+            )
             client.reset_execution_trackers()
             with client.setup_kernel():
                 # The budget counts from a started kernel: the lab's cells, not the start-up.
@@ -155,11 +170,15 @@ def run_lab(name: str, fast: bool, keep: str | None, timeout: int, budget: float
                             break
                         client.timeout = max(1, int(min(timeout, left)))
                     try:
-                        client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+                        client.execute_cell(
+                            cell, index, execution_count=client.code_cells_executed + 1
+                        )
                     except nbclient.exceptions.CellTimeoutError:
-                        error = (f"time limit of {budget:g} min reached in cell {index}"
-                                 if deadline is not None and client.timeout < timeout
-                                 else f"cell {index} ran past --timeout {timeout} s")
+                        error = (
+                            f"time limit of {budget:g} min reached in cell {index}"
+                            if deadline is not None and client.timeout < timeout
+                            else f"cell {index} ran past --timeout {timeout} s"
+                        )
                         break
                     except nbclient.exceptions.CellExecutionError as failure:
                         error = str(failure).splitlines()[-1] if str(failure) else repr(failure)
@@ -177,9 +196,19 @@ def run_lab(name: str, fast: bool, keep: str | None, timeout: int, budget: float
 
 
 def render(name, nb, minutes, error, fast) -> str:
-    lines = [f"## {name}: {minutes:.1f} min, {'fast' if fast else 'full'} mode"
-             + ((f", STOPPED: {error}" if error.startswith("time limit") else f", STOPPED at an error: {error}")
-       if error else ""), ""]
+    lines = [
+        f"## {name}: {minutes:.1f} min, {'fast' if fast else 'full'} mode"
+        + (
+            (
+                f", STOPPED: {error}"
+                if error.startswith("time limit")
+                else f", STOPPED at an error: {error}"
+            )
+            if error
+            else ""
+        ),
+        "",
+    ]
     section = "(before the first section)"
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
@@ -191,8 +220,11 @@ def render(name, nb, minutes, error, fast) -> str:
         if not text:
             continue
         took = seconds(cell)
-        lines.append(f"**cell {index}** ({section}; {took:.1f} s)" if took is not None
-                     else f"**cell {index}** ({section})")
+        lines.append(
+            f"**cell {index}** ({section}; {took:.1f} s)"
+            if took is not None
+            else f"**cell {index}** ({section})"
+        )
         lines += ["", "```text", text, "```", ""]
     return "\n".join(lines)
 
@@ -201,10 +233,11 @@ def parse_report(text: str):
     """``(rows, notes, sections)`` of a report: rows and sections keyed by lab name."""
     if TABLE_HEADER not in text:
         raise ReportFormatError(
-            f"it has no table starting {TABLE_HEADER!r} (an older or a hand-made layout)")
+            f"it has no table starting {TABLE_HEADER!r} (an older or a hand-made layout)"
+        )
     _, _, rest = text.partition(TABLE_HEADER)
     starts = list(SECTION.finditer(rest))
-    table_and_notes = rest[:starts[0].start()] if starts else rest
+    table_and_notes = rest[: starts[0].start()] if starts else rest
     rows, notes = {}, []
     lines = table_and_notes.splitlines()[2:]  # the header's remainder and the |---| line
     for index, line in enumerate(lines):
@@ -213,12 +246,14 @@ def parse_report(text: str):
             break
         name = line.strip("|").split("|")[0].strip()
         if name not in LABS:
-            raise ReportFormatError(f"its table has a row for {name!r}, not one of {', '.join(LABS)}")
+            raise ReportFormatError(
+                f"its table has a row for {name!r}, not one of {', '.join(LABS)}"
+            )
         rows[name] = line
     sections = {}
     for match, following in zip(starts, starts[1:] + [None]):
         end = following.start() if following else len(rest)
-        sections[match.group(1)] = rest[match.start():end].strip("\n")
+        sections[match.group(1)] = rest[match.start() : end].strip("\n")
     return rows, "\n".join(notes).strip("\n"), sections
 
 
@@ -247,8 +282,12 @@ def visible_gpus() -> str:
     if not shutil.which("nvidia-smi"):
         return ""
     try:
-        listed = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=60).stdout
+        listed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
     return ", ".join(line.strip() for line in listed.splitlines() if line.strip())
@@ -264,15 +303,29 @@ def existing_report(path: str | None, replace: bool) -> str | None:
     return text
 
 
-def table_row(name: str, fast: bool, minutes: float, error: str | None, started_at: str,
-              arguments: list | None) -> str:
+def table_row(
+    name: str,
+    fast: bool,
+    minutes: float,
+    error: str | None,
+    started_at: str,
+    arguments: list | None,
+) -> str:
     """One row of the report's table: what ran, where, when and with which command."""
     run = run_description(arguments)
     cells = [
         name,
         "fast" if fast else "full",
-        f"{minutes:.1f}" + ((" (stopped at the time limit)" if error.startswith("time limit")
-                             else " (stopped at an error)") if error else ""),
+        f"{minutes:.1f}"
+        + (
+            (
+                " (stopped at the time limit)"
+                if error.startswith("time limit")
+                else " (stopped at an error)"
+            )
+            if error
+            else ""
+        ),
         run["date"],
         started_at,
         run["machine"] + (f"; GPU: {gpus}" if (gpus := visible_gpus()) else ""),
@@ -283,32 +336,55 @@ def table_row(name: str, fast: bool, minutes: float, error: str | None, started_
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--labs", default=",".join(LABS), help=f"comma-separated subset of {', '.join(LABS)}")
-    parser.add_argument("--fast", action="store_true", help="LABLIB_FAST=1 (a check; no file unless --output)")
-    parser.add_argument("--output", default=None, help="report file (default results/labs_full.md in full mode)")
+    parser.add_argument(
+        "--labs", default=",".join(LABS), help=f"comma-separated subset of {', '.join(LABS)}"
+    )
+    parser.add_argument(
+        "--fast", action="store_true", help="LABLIB_FAST=1 (a check; no file unless --output)"
+    )
+    parser.add_argument(
+        "--output", default=None, help="report file (default results/labs_full.md in full mode)"
+    )
     parser.add_argument("--keep", default=None, help="folder to keep the executed notebooks in")
     parser.add_argument("--timeout", type=int, default=4 * 3600, help="seconds per cell")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="minutes per lab: stop a lab when they are spent, keeping what it printed")
-    parser.add_argument("--replace", action="store_true",
-                        help="write the report afresh instead of updating the labs run in an existing one")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="minutes per lab: stop a lab when they are spent, keeping what it printed",
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="write the report afresh instead of updating the labs run in an existing one",
+    )
     args = parser.parse_args(argv)
     labs = [lab.strip() for lab in args.labs.split(",") if lab.strip()]
     unknown = sorted(set(labs) - set(LABS))
     if unknown:
         parser.error(f"--labs: unknown {unknown}; choose from {', '.join(LABS)}")
-    output = args.output or (None if args.fast else os.path.join(ROOT, "benchmarks", "results", "labs_full.md"))
+    output = args.output or (
+        None if args.fast else os.path.join(ROOT, "benchmarks", "results", "labs_full.md")
+    )
     try:
         existing_report(output, args.replace)  # refused before hours of running, not after
     except ReportFormatError as problem:
-        parser.error(f"--output {output}: cannot update this file: {problem}. "
-                     "Pass --replace to overwrite it, or --output to write elsewhere.")
+        parser.error(
+            f"--output {output}: cannot update this file: {problem}. "
+            "Pass --replace to overwrite it, or --output to write elsewhere."
+        )
     runs, failed, started_at = {}, [], commit()  # the code the notebooks ran
     for name in labs:
         nb, minutes, error = run_lab(name, args.fast, args.keep, args.timeout, args.budget)
-        print(f"{name}: {minutes:.1f} min" + (f", error: {error}" if error else ""), file=sys.stderr, flush=True)
-        runs[name] = (table_row(name, args.fast, minutes, error, started_at, argv),
-                      render(name, nb, minutes, error, args.fast))
+        print(
+            f"{name}: {minutes:.1f} min" + (f", error: {error}" if error else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+        runs[name] = (
+            table_row(name, args.fast, minutes, error, started_at, argv),
+            render(name, nb, minutes, error, args.fast),
+        )
         if error:
             failed.append(name)
     print(merge_report(None, runs))
@@ -318,8 +394,11 @@ def main(argv=None):
             existing = existing_report(output, args.replace)
         except ReportFormatError as problem:
             output, existing = output + ".new", None
-            print(f"the report changed into another layout while the labs ran ({problem}); "
-                  f"this run's report goes to {output} instead", file=sys.stderr)
+            print(
+                f"the report changed into another layout while the labs ran ({problem}); "
+                f"this run's report goes to {output} instead",
+                file=sys.stderr,
+            )
             failed.append("report")
         os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
         with open(output, "w") as handle:

@@ -44,14 +44,39 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-SWAP_BINOP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-              ast.Pow: ast.Mult, ast.FloorDiv: ast.Div}
-SWAP_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
-            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
-SWAP_NAME = {"sum": "mean", "mean": "sum", "max": "min", "min": "max", "exp": "log", "log": "exp",
-             "sin": "cos", "cos": "sin", "maximum": "minimum", "minimum": "maximum",
-             "argmax": "argmin", "argmin": "argmax", "reduce_sum": "reduce_mean",
-             "reduce_mean": "reduce_sum", "reduce_max": "reduce_min"}
+SWAP_BINOP = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.Pow: ast.Mult,
+    ast.FloorDiv: ast.Div,
+}
+SWAP_CMP = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+SWAP_NAME = {
+    "sum": "mean",
+    "mean": "sum",
+    "max": "min",
+    "min": "max",
+    "exp": "log",
+    "log": "exp",
+    "sin": "cos",
+    "cos": "sin",
+    "maximum": "minimum",
+    "minimum": "maximum",
+    "argmax": "argmin",
+    "argmin": "argmax",
+    "reduce_sum": "reduce_mean",
+    "reduce_mean": "reduce_sum",
+    "reduce_max": "reduce_min",
+}
 
 
 def parse_args(argv=None):
@@ -59,13 +84,18 @@ def parse_args(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--labs", default=",".join(lab_names()))
-    parser.add_argument("--limit", type=int, default=80, help="mutants per piece at most (spread over the cell)")
+    parser.add_argument(
+        "--limit", type=int, default=80, help="mutants per piece at most (spread over the cell)"
+    )
     parser.add_argument("--quick", action="store_true", help="Lab 1, 6 mutants per piece")
     parser.add_argument("--output", help="also write the table to this markdown file")
     parser.add_argument("--json", help="also write the rows (one per piece) to this JSON file")
     parser.add_argument("--pieces", help="only these pieces (comma-separated names)")
-    parser.add_argument("--messages", action="store_true",
-                        help="print each caught mutant's first failing message to stderr (what a student reads)")
+    parser.add_argument(
+        "--messages",
+        action="store_true",
+        help="print each caught mutant's first failing message to stderr (what a student reads)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -98,17 +128,33 @@ def _kinds(node) -> list[str]:
         kinds.append("drop-minus")
     elif isinstance(node, ast.Compare) and type(node.ops[0]) in SWAP_CMP:
         kinds.append("compare")
-    elif isinstance(node, ast.keyword) and node.arg == "axis" and isinstance(node.value, (ast.Constant, ast.UnaryOp)):
+    elif (
+        isinstance(node, ast.keyword)
+        and node.arg == "axis"
+        and isinstance(node.value, (ast.Constant, ast.UnaryOp))
+    ):
         kinds.append("axis")
     elif isinstance(node, ast.keyword) and node.arg == "keepdims":
         kinds.append("keepdims")
     elif isinstance(node, ast.Attribute) and node.attr == "T":
         kinds.append("drop-T")
-    elif isinstance(node, ast.Attribute) and node.attr in SWAP_NAME and isinstance(node.ctx, ast.Load):
+    elif (
+        isinstance(node, ast.Attribute)
+        and node.attr in SWAP_NAME
+        and isinstance(node.ctx, ast.Load)
+    ):
         kinds.append("function")
-    elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "sqrt" and node.args:
+    elif (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "sqrt"
+        and node.args
+    ):
         kinds.append("drop-sqrt")
-    elif isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    elif (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    ):
         kinds.append("constant")
     elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
         kinds.append("index")
@@ -146,7 +192,11 @@ class _Apply(ast.NodeTransformer):
             return node.args[0]
         elif k == "constant":
             v = node.value
-            node.value = (1 if v == 0 else 0 if v == 1 else v + 1) if isinstance(v, int) else (v * 2 if v else 1.0)
+            node.value = (
+                (1 if v == 0 else 0 if v == 1 else v + 1)
+                if isinstance(v, int)
+                else (v * 2 if v else 1.0)
+            )
         elif k == "index":
             node.slice = _shift(node.slice)
         return node
@@ -217,7 +267,9 @@ def _same(a, b) -> bool:
     try:
         x, y = np.asarray(a), np.asarray(b)
         if x.dtype.kind in "fc" or y.dtype.kind in "fc":
-            return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-6, atol=1e-7, equal_nan=True))
+            return x.shape == y.shape and bool(
+                np.allclose(x, y, rtol=1e-6, atol=1e-7, equal_nan=True)
+            )
         return x.shape == y.shape and bool(np.all(x == y))
     except Exception:  # noqa: BLE001 - values that do not compare are not the same
         return False
@@ -285,8 +337,16 @@ def run_lab(lab: str, limit: int, pieces=None, messages=False) -> dict:
         solution_ns = dict(before)
         exec(compile(source, f"<graded {piece}>", "exec"), solution_ns)
         reference = _probe_values(tests, solution_ns)
-        row = {"lab": lab, "piece": piece, "mutants": 0, "equivalent": 0, "caught": 0, "named": 0,
-               "hint": 0, "missed": []}
+        row = {
+            "lab": lab,
+            "piece": piece,
+            "mutants": 0,
+            "equivalent": 0,
+            "caught": 0,
+            "named": 0,
+            "hint": 0,
+            "missed": [],
+        }
         for description, text, _ in mutants(source, limit):
             row["mutants"] += 1
             mutant_ns = dict(before)
@@ -301,7 +361,12 @@ def run_lab(lab: str, limit: int, pieces=None, messages=False) -> dict:
                 continue
             with contextlib.redirect_stdout(quiet):
                 try:
-                    result = lablib.check(lab, piece, quiet=True, **{o: mutant_ns[o] for o in objects if o in mutant_ns})
+                    result = lablib.check(
+                        lab,
+                        piece,
+                        quiet=True,
+                        **{o: mutant_ns[o] for o in objects if o in mutant_ns},
+                    )
                 except BaseException as error:  # noqa: BLE001
                     row["caught"] += 1
                     row["missed"].append(f"{description} (check raised {type(error).__name__})")
@@ -311,15 +376,24 @@ def run_lab(lab: str, limit: int, pieces=None, messages=False) -> dict:
                 row["missed"].append(description)
                 continue
             row["caught"] += 1
-            row["named"] += bool(getattr(failed[0], "mistake", False) or getattr(failed[0], "named", False))
+            row["named"] += bool(
+                getattr(failed[0], "mistake", False) or getattr(failed[0], "named", False)
+            )
             if messages:
                 mark = "NAMED" if failed[0].mistake else "plain"
-                print(f"## {piece} | {description}\n   [{mark}] {failed[0].name}: {' '.join(failed[0].message.split())[:600]}"
-                      + (f"\n   hint: {failed[0].hint[:200]}" if failed[0].hint else ""), file=sys.stderr, flush=True)
+                print(
+                    f"## {piece} | {description}\n   [{mark}] {failed[0].name}: {' '.join(failed[0].message.split())[:600]}"
+                    + (f"\n   hint: {failed[0].hint[:200]}" if failed[0].hint else ""),
+                    file=sys.stderr,
+                    flush=True,
+                )
             row["hint"] += any(r.hint for r in failed)
         rows.append(row)
-        print(f"# {lab}/{piece}: {json.dumps({k: v for k, v in row.items() if k != 'missed'})}",
-              file=sys.stderr, flush=True)
+        print(
+            f"# {lab}/{piece}: {json.dumps({k: v for k, v in row.items() if k != 'missed'})}",
+            file=sys.stderr,
+            flush=True,
+        )
     return {"rows": rows}
 
 
@@ -330,23 +404,44 @@ def main(argv=None):
         pieces = set(args.pieces.split(",")) if args.pieces else None
         print("RESULT " + json.dumps(run_lab(args.child, args.limit, pieces, args.messages)))
         return 0
-    labs = ["lab1_attention"] if args.quick else [lab.strip() for lab in args.labs.split(",") if lab.strip()]
+    labs = (
+        ["lab1_attention"]
+        if args.quick
+        else [lab.strip() for lab in args.labs.split(",") if lab.strip()]
+    )
     limit = 6 if args.quick else args.limit
-    env = dict(os.environ, LABLIB_FAST="1", PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        LABLIB_FAST="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
+    )
     env.pop("TF_USE_LEGACY_KERAS", None)
     rows = []
     for lab in labs:
-        extra = (["--pieces", args.pieces] if args.pieces else []) + (["--messages"] if args.messages else [])
-        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", lab, "--limit", str(limit)]
-                               + extra, cwd=ROOT, capture_output=True, text=True, env=env)
+        extra = (["--pieces", args.pieces] if args.pieces else []) + (
+            ["--messages"] if args.messages else []
+        )
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--child", lab, "--limit", str(limit)]
+            + extra,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         if args.messages:
-            sys.stderr.write("".join(line + "\n" for line in child.stderr.splitlines()
-                                     if line.startswith(("## ", "   "))))
+            sys.stderr.write(
+                "".join(
+                    line + "\n"
+                    for line in child.stderr.splitlines()
+                    if line.startswith(("## ", "   "))
+                )
+            )
         lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
         if child.returncode != 0 or not lines:
             sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
             raise SystemExit(f"{lab}: the child process failed (exit code {child.returncode})")
-        rows += json.loads(lines[-1][len("RESULT "):])["rows"]
+        rows += json.loads(lines[-1][len("RESULT ") :])["rows"]
     if args.json:
         import tempfile
 
@@ -354,28 +449,39 @@ def main(argv=None):
         with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as handle:
             json.dump(rows, handle, indent=1)
         os.replace(handle.name, args.json)
-    table = ["| lab | piece | mutants | equivalent | caught | caught / non-equivalent | named first | named / caught | printed a fixed hint |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    table = [
+        "| lab | piece | mutants | equivalent | caught | caught / non-equivalent | named first | named / caught | printed a fixed hint |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     totals = {k: 0 for k in ("mutants", "equivalent", "caught", "named", "hint")}
     for row in rows:
         live = row["mutants"] - row["equivalent"]
-        table.append(f"| {row['lab']} | {row['piece']} | {row['mutants']} | {row['equivalent']} | {row['caught']} | "
-                     f"{row['caught'] / live:.0%} | {row['named']} | "
-                     f"{(row['named'] / row['caught']) if row['caught'] else 0:.0%} | {row['hint']} |" if live else
-                     f"| {row['lab']} | {row['piece']} | {row['mutants']} | {row['equivalent']} | 0 | - | 0 | - | 0 |")
+        table.append(
+            f"| {row['lab']} | {row['piece']} | {row['mutants']} | {row['equivalent']} | {row['caught']} | "
+            f"{row['caught'] / live:.0%} | {row['named']} | "
+            f"{(row['named'] / row['caught']) if row['caught'] else 0:.0%} | {row['hint']} |"
+            if live
+            else f"| {row['lab']} | {row['piece']} | {row['mutants']} | {row['equivalent']} | 0 | - | 0 | - | 0 |"
+        )
         for key in totals:
             totals[key] += row[key]
     live = totals["mutants"] - totals["equivalent"]
     missed = [f"- {row['lab']}/{row['piece']}: {m}" for row in rows for m in row["missed"]]
-    body = (f"{'Quick: Lab 1, ' if args.quick else ''}at most {limit} mutants per piece, spread over the "
-            f"student's part of the solution's graded cell (fast mode data).\n\n" + "\n".join(table) + "\n\n"
-            f"All pieces: {live} non-equivalent mutants, {totals['caught']} caught "
-            f"({totals['caught'] / max(live, 1):.0%}), {totals['named']} named in the first failing test "
-            f"({totals['named'] / max(totals['caught'], 1):.0%} of the caught), {totals['hint']} printed a fixed hint.\n\n"
-            "Not caught by the public checks:\n\n" + ("\n".join(missed) or "- none") + "\n")
+    body = (
+        f"{'Quick: Lab 1, ' if args.quick else ''}at most {limit} mutants per piece, spread over the "
+        f"student's part of the solution's graded cell (fast mode data).\n\n"
+        + "\n".join(table)
+        + "\n\n"
+        f"All pieces: {live} non-equivalent mutants, {totals['caught']} caught "
+        f"({totals['caught'] / max(live, 1):.0%}), {totals['named']} named in the first failing test "
+        f"({totals['named'] / max(totals['caught'], 1):.0%} of the caught), {totals['hint']} printed a fixed hint.\n\n"
+        "Not caught by the public checks:\n\n" + ("\n".join(missed) or "- none") + "\n"
+    )
     from _report import write_report
 
-    write_report(args.output, "The public checks under mutation" + (" (--quick)" if args.quick else ""), body)
+    write_report(
+        args.output, "The public checks under mutation" + (" (--quick)" if args.quick else ""), body
+    )
     return 0
 
 

@@ -51,13 +51,43 @@ from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 
 ROWS = {
     # name: (lab, model, Keras mode, batches)
-    "reuters-tfm-batch": ("Lab 2", "tfm TransformerEncoderBlock", "legacy", "padded to each batch's longest wire"),
-    "reuters-tfm-bucket": ("Lab 2", "tfm TransformerEncoderBlock", "legacy", "bucket=True (fixed lengths)"),
-    "reuters-lablib-batch": ("Lab 2", "lablib TransformerEncoderBlock", "keras3", "padded to each batch's longest wire"),
-    "reuters-lablib-bucket": ("Lab 2", "lablib TransformerEncoderBlock", "keras3", "bucket=True (fixed lengths)"),
-    "esol-dense": ("Lab 3/4", "GCN, dense layout", "keras3", "dense, padded to the largest molecule"),
+    "reuters-tfm-batch": (
+        "Lab 2",
+        "tfm TransformerEncoderBlock",
+        "legacy",
+        "padded to each batch's longest wire",
+    ),
+    "reuters-tfm-bucket": (
+        "Lab 2",
+        "tfm TransformerEncoderBlock",
+        "legacy",
+        "bucket=True (fixed lengths)",
+    ),
+    "reuters-lablib-batch": (
+        "Lab 2",
+        "lablib TransformerEncoderBlock",
+        "keras3",
+        "padded to each batch's longest wire",
+    ),
+    "reuters-lablib-bucket": (
+        "Lab 2",
+        "lablib TransformerEncoderBlock",
+        "keras3",
+        "bucket=True (fixed lengths)",
+    ),
+    "esol-dense": (
+        "Lab 3/4",
+        "GCN, dense layout",
+        "keras3",
+        "dense, padded to the largest molecule",
+    ),
     "esol-disjoint": ("Lab 3/4", "GCN, disjoint layout", "keras3", "disjoint, as they come"),
-    "esol-disjoint-fixed": ("Lab 3/4", "GCN, disjoint layout", "keras3", "disjoint, fixed node/edge counts"),
+    "esol-disjoint-fixed": (
+        "Lab 3/4",
+        "GCN, disjoint layout",
+        "keras3",
+        "disjoint, fixed node/edge counts",
+    ),
     "cora-gat": ("Lab 4", "GAT (8 heads x 8)", "keras3", "the whole graph"),
 }
 MARK = "@@retracing"
@@ -93,9 +123,14 @@ def outer_traces(model) -> int:
     total = 0
     for name in ("train_function", "test_function"):
         function = getattr(model, name, None)
-        candidates = [function] + [cell.cell_contents for cell in getattr(function, "__closure__", None) or ()]
-        total += sum(c.experimental_get_tracing_count() for c in candidates
-                     if hasattr(c, "experimental_get_tracing_count"))
+        candidates = [function] + [
+            cell.cell_contents for cell in getattr(function, "__closure__", None) or ()
+        ]
+        total += sum(
+            c.experimental_get_tracing_count()
+            for c in candidates
+            if hasattr(c, "experimental_get_tracing_count")
+        )
     return total
 
 
@@ -119,7 +154,9 @@ def reuters_data(args, bucket):
     held = len(y) // 10
     maxlen = 64 if args.quick else 256
     train = reuters_dataset(x[held:], y[held:], batch_size=32, maxlen=maxlen, seed=0, bucket=bucket)
-    val = reuters_dataset(x[:held], y[:held], batch_size=256, maxlen=maxlen, shuffle=False, bucket=bucket)
+    val = reuters_dataset(
+        x[:held], y[:held], batch_size=256, maxlen=maxlen, shuffle=False, bucket=bucket
+    )
     return train, val
 
 
@@ -148,8 +185,9 @@ def child(args) -> None:
             block_class = import_tfm().nlp.layers.TransformerEncoderBlock
         else:
             from lablib.layers import TransformerEncoderBlock as block_class
-        block = block_class(2, inner_dim=128, inner_activation="relu",
-                            output_dropout=0.1, attention_dropout=0.1)
+        block = block_class(
+            2, inner_dim=128, inner_activation="relu", output_dropout=0.1, attention_dropout=0.1
+        )
         model = reuters.build_transformer(keras, tf, block)
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         model.compile(keras.optimizers.Adam(1e-3), loss, metrics=["accuracy"], jit_compile=True)
@@ -160,11 +198,12 @@ def child(args) -> None:
         esol = load_molecules("esol")
         if args.quick:
             esol = esol[:160]
-        train, valid = esol[: len(esol) * 9 // 10], esol[len(esol) * 9 // 10:]
+        train, valid = esol[: len(esol) * 9 // 10], esol[len(esol) * 9 // 10 :]
         features = esol.x[0].shape[1]
         if row == "esol-dense":
             make = lambda part, shuffle: part.dense_dataset(  # noqa: E731
-                32, shuffle=shuffle, seed=0, max_nodes=esol.max_nodes)
+                32, shuffle=shuffle, seed=0, max_nodes=esol.max_nodes
+            )
             x_in = keras.Input((None, features))
             a_in = keras.Input((None, None))
             m_in = keras.Input((None,), dtype="bool")
@@ -172,13 +211,22 @@ def child(args) -> None:
             for _ in range(3):
                 h = GraphConv(64, activation="relu")(h, adjacency=a_in, mask=m_in)
             g = GraphReadout("sum")(h, mask=m_in)
-            model = keras.Model([x_in, a_in, m_in], keras.layers.Dense(1)(keras.layers.Dense(64, activation="relu")(g)))
+            model = keras.Model(
+                [x_in, a_in, m_in],
+                keras.layers.Dense(1)(keras.layers.Dense(64, activation="relu")(g)),
+            )
         else:
             fixed = row == "esol-disjoint-fixed"
             if fixed:
                 max_nodes, max_edges = esol.disjoint_padding(32)
                 make = lambda part, shuffle: part.disjoint_dataset(  # noqa: E731
-                    32, shuffle=shuffle, seed=0, drop_remainder=True, max_nodes=max_nodes, max_edges=max_edges)
+                    32,
+                    shuffle=shuffle,
+                    seed=0,
+                    drop_remainder=True,
+                    max_nodes=max_nodes,
+                    max_edges=max_edges,
+                )
             else:
                 make = lambda part, shuffle: part.disjoint_dataset(32, shuffle=shuffle, seed=0)  # noqa: E731
 
@@ -207,24 +255,50 @@ def child(args) -> None:
         cora = load_cora()
         weights = cora.train_mask.astype("float32")
         train = tf.data.Dataset.from_tensors(
-            ((cora.x.astype("float32"), cora.edge_index.astype("int32")), cora.y, weights))
+            ((cora.x.astype("float32"), cora.edge_index.astype("int32")), cora.y, weights)
+        )
         val = tf.data.Dataset.from_tensors(
-            ((cora.x.astype("float32"), cora.edge_index.astype("int32")), cora.y, cora.val_mask.astype("float32")))
+            (
+                (cora.x.astype("float32"), cora.edge_index.astype("int32")),
+                cora.y,
+                cora.val_mask.astype("float32"),
+            )
+        )
         x_in = keras.Input((cora.num_features,))
         e_in = keras.Input((None,), dtype="int32")
-        h = GraphAttention(8, num_heads=8, activation="elu", attention_dropout=0.6)(keras.layers.Dropout(0.6)(x_in), edge_index=e_in)
-        logits = GraphAttention(cora.num_classes, num_heads=1, attention_dropout=0.6)(keras.layers.Dropout(0.6)(h), edge_index=e_in)
+        h = GraphAttention(8, num_heads=8, activation="elu", attention_dropout=0.6)(
+            keras.layers.Dropout(0.6)(x_in), edge_index=e_in
+        )
+        logits = GraphAttention(cora.num_classes, num_heads=1, attention_dropout=0.6)(
+            keras.layers.Dropout(0.6)(h), edge_index=e_in
+        )
         model = keras.Model([x_in, e_in], logits)
-        model.compile(keras.optimizers.Adam(5e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                      jit_compile=True)
+        model.compile(
+            keras.optimizers.Adam(5e-3),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=True,
+        )
     else:
         raise SystemExit(f"unknown row {row!r}")
     count_traces(model, counts)
     mark("start")
-    model.fit(train, validation_data=val, epochs=args.epochs, verbose=0,
-              callbacks=[counting_callback(keras, counts)])
-    mark("done", json.dumps({"tensorflow": tf.__version__, "keras": f"{keras.__name__} {keras.__version__}",
-                             "device": tf.config.list_logical_devices()[-1].device_type}))
+    model.fit(
+        train,
+        validation_data=val,
+        epochs=args.epochs,
+        verbose=0,
+        callbacks=[counting_callback(keras, counts)],
+    )
+    mark(
+        "done",
+        json.dumps(
+            {
+                "tensorflow": tf.__version__,
+                "keras": f"{keras.__name__} {keras.__version__}",
+                "device": tf.config.list_logical_devices()[-1].device_type,
+            }
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- parent
@@ -246,8 +320,14 @@ def parse(stderr: str) -> dict:
         if fields[1] == "begin":
             compiled, compile_seconds, current = 0, 0.0, int(fields[2])
         elif fields[1] == "end":
-            epochs.append({"epoch": current, "xla_compilations": compiled,
-                           "xla_seconds": compile_seconds, **json.loads(fields[3])})
+            epochs.append(
+                {
+                    "epoch": current,
+                    "xla_compilations": compiled,
+                    "xla_seconds": compile_seconds,
+                    **json.loads(fields[3]),
+                }
+            )
             compiled, compile_seconds = 0, 0.0
         elif fields[1] == "done":
             meta = json.loads(line.split(" ", 2)[2])
@@ -255,16 +335,31 @@ def parse(stderr: str) -> dict:
 
 
 def run_row(row: str, args) -> dict:
-    env = dict(os.environ, TF_CPP_VMODULE="device_compiler=1", TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.path.join(ROOT, "benchmarks"),
-                                                        os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        TF_CPP_VMODULE="device_compiler=1",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [ROOT, os.path.join(ROOT, "benchmarks"), os.environ.get("PYTHONPATH")])
+        ),
+    )
     env.pop("TF_USE_LEGACY_KERAS", None)  # the child chooses its Keras mode
-    command = [sys.executable, os.path.abspath(__file__), "--child", row, "--epochs", str(args.epochs),
-               "--wires", str(args.wires)] + (["--quick"] if args.quick else [])
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        row,
+        "--epochs",
+        str(args.epochs),
+        "--wires",
+        str(args.wires),
+    ] + (["--quick"] if args.quick else [])
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     result = parse(done.stderr)
     if done.returncode != 0 or len(result["epochs"]) != args.epochs:
-        raise RuntimeError(f"row {row} failed (exit code {done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"row {row} failed (exit code {done.returncode}):\n{done.stderr[-3000:]}"
+        )
     result["row"] = row
     print(json.dumps(result), file=sys.stderr, flush=True)
     return result
@@ -272,16 +367,27 @@ def run_row(row: str, args) -> dict:
 
 def render(results, args) -> str:
     epochs = args.epochs
-    head = "| lab | model | Keras | batches | " + " | ".join(
-        f"epoch {e}: traces / XLA compilations (their s) / s" for e in range(1, epochs + 1)) + " |"
+    head = (
+        "| lab | model | Keras | batches | "
+        + " | ".join(
+            f"epoch {e}: traces / XLA compilations (their s) / s" for e in range(1, epochs + 1)
+        )
+        + " |"
+    )
     lines = [head, "|" + "---|" * (4 + epochs)]
     for result in results:
         lab, model, _, batches = ROWS[result["row"]]
-        cells = [f"{e['train_step'] + e['test_step'] + e.get('loop', 0)} / {e['xla_compilations']} ({e['xla_seconds']:.1f}) / "
-                 f"{e['seconds']:.1f}"
-                 for e in result["epochs"]]
-        lines.append(f"| {lab} | {model} | {result['keras']} | {batches} | " + " | ".join(cells) + " |")
-    versions = sorted({f"TensorFlow {r['tensorflow']}" for r in results} | {r["device"] for r in results})
+        cells = [
+            f"{e['train_step'] + e['test_step'] + e.get('loop', 0)} / {e['xla_compilations']} ({e['xla_seconds']:.1f}) / "
+            f"{e['seconds']:.1f}"
+            for e in result["epochs"]
+        ]
+        lines.append(
+            f"| {lab} | {model} | {result['keras']} | {batches} | " + " | ".join(cells) + " |"
+        )
+    versions = sorted(
+        {f"TensorFlow {r['tensorflow']}" for r in results} | {r["device"] for r in results}
+    )
     return (
         f"Each row trains {epochs} epochs with `jit_compile=True` in a fresh process "
         f"({', '.join(versions)}). traces: calls of `train_step` + `test_step` (each is a trace) + "
@@ -292,17 +398,33 @@ def render(results, args) -> str:
         "s: the epoch's seconds, validation included. Reuters: the first "
         f"{args.wires} training wires (10% of them for validation), "
         f"{'64' if args.quick else '256'} tokens at most, batch 32 (validation 256).\n\n"
-        + "\n".join(lines) + "\n"
+        + "\n".join(lines)
+        + "\n"
     )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny data, 2 epochs: checks the script runs")
-    parser.add_argument("--epochs", type=int, default=None, help="epochs per row (default 3; 2 with --quick)")
-    parser.add_argument("--wires", type=int, default=None, help="Reuters training wires (default 3000; 300 with --quick)")
-    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}")
-    parser.add_argument("--output", default=None, help="the table's file (default results/retracing.md; none with --quick)")
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny data, 2 epochs: checks the script runs"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=None, help="epochs per row (default 3; 2 with --quick)"
+    )
+    parser.add_argument(
+        "--wires",
+        type=int,
+        default=None,
+        help="Reuters training wires (default 3000; 300 with --quick)",
+    )
+    parser.add_argument(
+        "--rows", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}"
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="the table's file (default results/retracing.md; none with --quick)",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.epochs = args.epochs or (2 if args.quick else 3)
@@ -316,7 +438,11 @@ def main(argv=None):
     if unknown:
         parser.error(f"--rows: unknown {unknown}; choose from {', '.join(ROWS)}")
     results = [run_row(row, args) for row in rows]
-    output = None if args.quick else (args.output or os.path.join(ROOT, "benchmarks", "results", "retracing.md"))
+    output = (
+        None
+        if args.quick
+        else (args.output or os.path.join(ROOT, "benchmarks", "results", "retracing.md"))
+    )
     title = "Traces and XLA compilations per epoch" + (" (--quick)" if args.quick else "")
     write_report(output, title, render(results, args))
     return 0

@@ -66,13 +66,13 @@ CONFIG = {
 # --------------------------------------------------------------------------- reporting
 
 
-
-
 def macro_f1(labels, predicted) -> float:
     """Macro-averaged F1 over all 46 topics (a topic never seen nor predicted counts 0)."""
     from sklearn.metrics import f1_score
 
-    return float(f1_score(labels, predicted, average="macro", labels=np.arange(NUM_CLASSES), zero_division=0))
+    return float(
+        f1_score(labels, predicted, average="macro", labels=np.arange(NUM_CLASSES), zero_division=0)
+    )
 
 
 def mean_std(values, scale=1.0, digits=3) -> str:
@@ -106,7 +106,8 @@ def best_epoch_callback(patience, val_inputs=None, val_labels=None):
             metrics = {}
             if val_inputs is not None:
                 metrics["val_macro_f1"] = lambda model: macro_f1(
-                    val_labels, np.argmax(model.predict(val_inputs, verbose=0), axis=-1))
+                    val_labels, np.argmax(model.predict(val_inputs, verbose=0), axis=-1)
+                )
             super().__init__(patience=patience, monitor="val_accuracy", metrics=metrics)
             self.history, self.best_macro_f1 = [], None
 
@@ -163,7 +164,9 @@ def build_transformer(keras, tf, block):
             length = tf.shape(tokens)[1]
             x = self.embedding(tokens) * (d**0.5) + encoding[tf.newaxis, :length]
             x = self.dropout(x, training=training)
-            attention_mask = tf.cast(padding[:, tf.newaxis, :], tf.float32) * tf.ones([1, length, 1])
+            attention_mask = tf.cast(padding[:, tf.newaxis, :], tf.float32) * tf.ones(
+                [1, length, 1]
+            )
             x = self.block([x, attention_mask], training=training)
             x = self.pool(x, mask=padding)
             return self.classify(self.dropout(x, training=training))
@@ -182,7 +185,9 @@ def child(args) -> None:
     keras.utils.set_random_seed(args.seed)
     words = CONFIG["bow_words"] if args.model == "bow" else CONFIG["num_words"]
     (x_train, y_train), (x_test, y_test) = load_reuters(num_words=words)
-    x_train, y_train, x_val, y_val = split_train_validation(x_train, y_train, CONFIG["validation_fraction"], args.seed)
+    x_train, y_train, x_val, y_val = split_train_validation(
+        x_train, y_train, CONFIG["validation_fraction"], args.seed
+    )
     if args.quick:  # tiny subsets: checks the code path, not the score
         x_train, y_train, x_val, y_val = x_train[:256], y_train[:256], x_val[:128], y_val[:128]
         x_test, y_test = x_test[:128], y_test[:128]
@@ -196,8 +201,12 @@ def child(args) -> None:
             return out
 
         model = keras.Sequential(
-            [keras.Input((words,)), keras.layers.Dense(64, activation="relu"),
-             keras.layers.Dense(64, activation="relu"), keras.layers.Dense(NUM_CLASSES)]
+            [
+                keras.Input((words,)),
+                keras.layers.Dense(64, activation="relu"),
+                keras.layers.Dense(64, activation="relu"),
+                keras.layers.Dense(NUM_CLASSES),
+            ]
         )
         optimizer = keras.optimizers.RMSprop(1e-3)
         train_data = (multi_hot(x_train), y_train)
@@ -211,28 +220,63 @@ def child(args) -> None:
         else:
             from lablib.layers import TransformerEncoderBlock as block_class
         block = block_class(
-            CONFIG["num_heads"], inner_dim=CONFIG["inner_dim"], inner_activation="relu",
-            output_dropout=CONFIG["dropout"], attention_dropout=CONFIG["dropout"],
+            CONFIG["num_heads"],
+            inner_dim=CONFIG["inner_dim"],
+            inner_activation="relu",
+            output_dropout=CONFIG["dropout"],
+            attention_dropout=CONFIG["dropout"],
         )
         model = build_transformer(keras, tf, block)
         batch_size = CONFIG["batch_size"]
-        train_data = reuters_dataset(x_train, y_train, batch_size=batch_size, maxlen=CONFIG["maxlen"], seed=args.seed, bucket=True)
+        train_data = reuters_dataset(
+            x_train,
+            y_train,
+            batch_size=batch_size,
+            maxlen=CONFIG["maxlen"],
+            seed=args.seed,
+            bucket=True,
+        )
         steps_per_epoch = len(train_data)  # exact: the bucketed dataset knows its batches
         optimizer = keras.optimizers.Adam(learning_rate(keras, steps_per_epoch, args.epochs))
-        val_data = reuters_dataset(x_val, y_val, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
-        test_inputs = reuters_dataset(x_test, y_test, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False)
+        val_data = reuters_dataset(
+            x_val, y_val, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False
+        )
+        test_inputs = reuters_dataset(
+            x_test, y_test, batch_size=128, maxlen=CONFIG["maxlen"], shuffle=False
+        )
 
-    from lablib.training import no_xla_update  # as the lab: no XLA for tf_keras's sparse updates on a GPU
+    from lablib.training import (
+        no_xla_update,
+    )  # as the lab: no XLA for tf_keras's sparse updates on a GPU
 
-    model.compile(optimizer=no_xla_update(optimizer), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    val_inputs = val_data[0] if isinstance(val_data, tuple) else val_data.map(lambda tokens, label: tokens)
+    model.compile(
+        optimizer=no_xla_update(optimizer),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    val_inputs = (
+        val_data[0] if isinstance(val_data, tuple) else val_data.map(lambda tokens, label: tokens)
+    )
     callback = best_epoch_callback(args.patience, val_inputs, y_val)
     if isinstance(train_data, tuple):
-        model.fit(*train_data, batch_size=batch_size, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0)
+        model.fit(
+            *train_data,
+            batch_size=batch_size,
+            epochs=args.epochs,
+            validation_data=val_data,
+            callbacks=[callback],
+            verbose=0,
+        )
         logits = model.predict(test_inputs, batch_size=512, verbose=0)
     else:
-        model.fit(train_data, epochs=args.epochs, validation_data=val_data, callbacks=[callback], verbose=0,
-                  class_weight=topic_weights(y_train))
+        model.fit(
+            train_data,
+            epochs=args.epochs,
+            validation_data=val_data,
+            callbacks=[callback],
+            verbose=0,
+            class_weight=topic_weights(y_train),
+        )
         logits = model.predict(test_inputs.map(lambda tokens, label: tokens), verbose=0)
     predictions = np.argmax(logits, axis=-1)
     result = {
@@ -247,9 +291,13 @@ def child(args) -> None:
         "val_macro_f1": callback.best_macro_f1,  # at the chosen epoch
         "val_accuracy": callback.best,
         # the first epoch includes tracing; the median of the others is the steady state
-        "seconds_per_epoch": statistics.median(callback.epoch_seconds[1:] or callback.epoch_seconds),
+        "seconds_per_epoch": statistics.median(
+            callback.epoch_seconds[1:] or callback.epoch_seconds
+        ),
         "steps_per_epoch": steps_per_epoch,
-        "device": (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU"))[0].name,
+        "device": (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU"))[
+            0
+        ].name,
         "parameters": int(model.count_params()),
     }
     print(json.dumps(result))
@@ -259,9 +307,22 @@ def run_script_child(script: str, name: str, seed: int, args, legacy: bool, extr
     """Runs ``script --child name --seed seed ...`` in a fresh process (its own Keras mode);
     returns the JSON line it prints last, after echoing it on stderr (the per-seed log)."""
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1" if legacy else "0")
-    command = ([sys.executable, os.path.abspath(script), "--child", name, "--seed", str(seed),
-                "--epochs", str(args.epochs), "--patience", str(args.patience)]
-               + list(extra) + (["--quick"] if args.quick else []))
+    command = (
+        [
+            sys.executable,
+            os.path.abspath(script),
+            "--child",
+            name,
+            "--seed",
+            str(seed),
+            "--epochs",
+            str(args.epochs),
+            "--patience",
+            str(args.patience),
+        ]
+        + list(extra)
+        + (["--quick"] if args.quick else [])
+    )
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{name} seed {seed} failed:\n{done.stderr[-3000:]}")
@@ -271,8 +332,14 @@ def run_script_child(script: str, name: str, seed: int, args, legacy: bool, extr
 
 
 def run_child(model: str, seed: int, args) -> dict:
-    return run_script_child(__file__, model, seed, args, legacy=model == "tfm",
-                            extra=[f"--set={item}" for item in args.set])
+    return run_script_child(
+        __file__,
+        model,
+        seed,
+        args,
+        legacy=model == "tfm",
+        extra=[f"--set={item}" for item in args.set],
+    )
 
 
 # --------------------------------------------------------------------------- main
@@ -290,27 +357,53 @@ def rows_from_log(path: str, key: str, names) -> tuple[dict, str]:
                 row = json.loads(line)
                 if row[key] in rows:
                     rows[row[key]].append(row)
-    note = (f"Rendered from the per-seed lines logged in `{os.path.basename(path)}` (`--from-log`, no "
-            "training); the seeds column says how many finished seeds each row rests on.")
+    note = (
+        f"Rendered from the per-seed lines logged in `{os.path.basename(path)}` (`--from-log`, no "
+        "training); the seeds column says how many finished seeds each row rests on."
+    )
     return {name: found for name, found in rows.items() if found}, note
 
 
 def training_arguments(parser):
     """The options every seed-by-seed Reuters benchmark takes (this script, positions.py)."""
-    parser.add_argument("--quick", action="store_true", help="1 seed, tiny subsets, 1 epoch: checks the script runs")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed, tiny subsets, 1 epoch: checks the script runs"
+    )
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=None, help="most epochs (default 10; 1 with --quick)")
-    parser.add_argument("--patience", type=int, default=3, help="epochs without a better val accuracy before stopping")
+    parser.add_argument(
+        "--epochs", type=int, default=None, help="most epochs (default 10; 1 with --quick)"
+    )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=3,
+        help="epochs without a better val accuracy before stopping",
+    )
     return parser
 
 
 def main(argv=None):
     parser = training_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
-    parser.add_argument("--models", default="bow,tfm,lablib", help="comma-separated subset of bow,tfm,lablib")
-    parser.add_argument("--output", default=None, help="where to write the table (default results/reuters.md; none with --quick)")
-    parser.add_argument("--from-log", default=None, help="render the table from an earlier run's stderr (no training)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help=f"override a transformer setting (repeatable); keys: {', '.join(CONFIG)}")
+    parser.add_argument(
+        "--models", default="bow,tfm,lablib", help="comma-separated subset of bow,tfm,lablib"
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="where to write the table (default results/reuters.md; none with --quick)",
+    )
+    parser.add_argument(
+        "--from-log",
+        default=None,
+        help="render the table from an earlier run's stderr (no training)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a transformer setting (repeatable); keys: {', '.join(CONFIG)}",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -371,14 +464,27 @@ def main(argv=None):
             f"| {names[model]} | {len(rows)} | {mean_std([r['test_accuracy'] for r in rows])} | {mean_std([r['macro_f1'] for r in rows])} | "
             f"{statistics.mean([r['best_epoch'] for r in rows]):.1f} | "
             f"{statistics.median([r['seconds_per_epoch'] for r in rows]):.1f} | {rows[0]['parameters']:,} | "
-            + (f"{statistics.median([r['steps_per_epoch'] / r['seconds_per_epoch'] for r in rows]):.1f} | "
-               f"{rows[0]['device']} |" if all("device" in r for r in rows) else "— | — (not logged then) |")
+            + (
+                f"{statistics.median([r['steps_per_epoch'] / r['seconds_per_epoch'] for r in rows]):.1f} | "
+                f"{rows[0]['device']} |"
+                if all("device" in r for r in rows)
+                else "— | — (not logged then) |"
+            )
         )
-    lines += ["", "Targets (from the issue): transformer test accuracy ≥ 0.83 and macro-F1 ≥ 0.65; "
-              "the book's bag-of-words MLP reaches 0.777 (about 0.79 / macro-F1 0.48 expected here).",
-              ""] + ([f"Wall time of the whole run: {total / 60:.1f} min."] if total else [note])
-    output = args.output or (None if args.quick else os.path.join(ROOT, "benchmarks", "results", "reuters.md"))
-    write_report(output, "Reuters-46: Lab 2 transformer vs bag-of-words" + (" (--quick)" if args.quick else ""), "\n".join(lines))
+    lines += [
+        "",
+        "Targets (from the issue): transformer test accuracy ≥ 0.83 and macro-F1 ≥ 0.65; "
+        "the book's bag-of-words MLP reaches 0.777 (about 0.79 / macro-F1 0.48 expected here).",
+        "",
+    ] + ([f"Wall time of the whole run: {total / 60:.1f} min."] if total else [note])
+    output = args.output or (
+        None if args.quick else os.path.join(ROOT, "benchmarks", "results", "reuters.md")
+    )
+    write_report(
+        output,
+        "Reuters-46: Lab 2 transformer vs bag-of-words" + (" (--quick)" if args.quick else ""),
+        "\n".join(lines),
+    )
 
 
 if __name__ == "__main__":

@@ -49,7 +49,9 @@ MODELS = ("transformer", "gnn-disjoint", "gnn-dense")
 # --------------------------------------------------------------------------- child
 
 
-def child(model_name: str, replicas: int, devices: str, batch_size: int, epochs: int, quick: bool) -> dict:
+def child(
+    model_name: str, replicas: int, devices: str, batch_size: int, epochs: int, quick: bool
+) -> dict:
     import tensorflow as tf
 
     if devices == "cpu":
@@ -79,11 +81,15 @@ def child(model_name: str, replicas: int, devices: str, batch_size: int, epochs:
         with strategy.scope():
             inputs = keras.Input(shape=(length,), dtype="int32")
             h = TokenAndPositionEmbedding(20000, 256, 64)(inputs)
-            h = TransformerEncoderBlock(2, 128, "relu", output_dropout=0.1, attention_dropout=0.1)(h)
+            h = TransformerEncoderBlock(2, 128, "relu", output_dropout=0.1, attention_dropout=0.1)(
+                h
+            )
             h = keras.layers.GlobalAveragePooling1D()(h)
             model = keras.Model(inputs, keras.layers.Dense(46)(h))
-            model.compile(keras.optimizers.Adam(1e-3),
-                          keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            model.compile(
+                keras.optimizers.Adam(1e-3),
+                keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            )
         data = tf.data.Dataset.from_tensor_slices((ids, labels)).batch(batch_size).prefetch(2)
         make_data = lambda: data  # noqa: E731
     else:
@@ -99,12 +105,20 @@ def child(model_name: str, replicas: int, devices: str, batch_size: int, epochs:
                 x_in = keras.Input(shape=(esol.num_node_features,), name="x")
                 e_in = keras.Input(shape=(None,), batch_size=2, dtype="int32", name="edge_index")
                 ids_in = keras.Input(shape=(), dtype="int32", name="graph_ids")
-                inputs, graph, readout = [x_in, e_in, ids_in], {"edge_index": e_in}, {"graph_ids": ids_in}
+                inputs, graph, readout = (
+                    [x_in, e_in, ids_in],
+                    {"edge_index": e_in},
+                    {"graph_ids": ids_in},
+                )
             else:
                 x_in = keras.Input(shape=(None, esol.num_node_features), name="x")
                 a_in = keras.Input(shape=(None, None), name="adjacency")
                 m_in = keras.Input(shape=(None,), dtype="bool", name="mask")
-                inputs, graph, readout = [x_in, a_in, m_in], {"adjacency": a_in, "mask": m_in}, {"mask": m_in}
+                inputs, graph, readout = (
+                    [x_in, a_in, m_in],
+                    {"adjacency": a_in, "mask": m_in},
+                    {"mask": m_in},
+                )
             h = x_in
             for _ in range(3):
                 h = GraphAttention(16, num_heads=4, activation="elu")(h, **graph)
@@ -113,7 +127,9 @@ def child(model_name: str, replicas: int, devices: str, batch_size: int, epochs:
             model = keras.Model(inputs, keras.layers.Dense(1)(g))
             model.compile(keras.optimizers.Adam(1e-3), "mse")
         if layout == "disjoint":
-            make_data = lambda: esol.disjoint_dataset(batch_size, shuffle=True, seed=0, strategy=strategy)  # noqa: E731
+            make_data = lambda: esol.disjoint_dataset(
+                batch_size, shuffle=True, seed=0, strategy=strategy
+            )  # noqa: E731
         else:
             make_data = lambda: esol.dense_dataset(  # noqa: E731
                 batch_size, shuffle=True, seed=0, max_nodes=esol.max_nodes, strategy=strategy
@@ -124,8 +140,12 @@ def child(model_name: str, replicas: int, devices: str, batch_size: int, epochs:
     history = model.fit(dataset, epochs=epochs, verbose=0)
     seconds = time.perf_counter() - started
     return {
-        "model": model_name, "replicas": replicas, "examples": num_examples, "epochs": epochs,
-        "seconds": seconds, "examples_per_second": num_examples * epochs / seconds,
+        "model": model_name,
+        "replicas": replicas,
+        "examples": num_examples,
+        "epochs": epochs,
+        "seconds": seconds,
+        "examples_per_second": num_examples * epochs / seconds,
         "final_loss": float(history.history["loss"][-1]),
     }
 
@@ -135,12 +155,18 @@ def child(model_name: str, replicas: int, devices: str, batch_size: int, epochs:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small data, 1 round: checks the script runs")
+    parser.add_argument(
+        "--quick", action="store_true", help="small data, 1 round: checks the script runs"
+    )
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--replicas", default="1,2")
     parser.add_argument("--devices", default="cpu", choices=("cpu", "gpu"))
-    parser.add_argument("--batch-size", type=int, default=32, help="global batch (split over the replicas)")
-    parser.add_argument("--epochs", type=int, default=2, help="timed epochs per run (after one warm-up epoch)")
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="global batch (split over the replicas)"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=2, help="timed epochs per run (after one warm-up epoch)"
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--output", default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -148,7 +174,9 @@ def main(argv=None):
 
     if args.child:
         model_name, replicas = args.child.split(":")
-        result = child(model_name, int(replicas), args.devices, args.batch_size, args.epochs, args.quick)
+        result = child(
+            model_name, int(replicas), args.devices, args.batch_size, args.epochs, args.quick
+        )
         print("RESULT " + json.dumps(result), flush=True)
         return
 
@@ -162,14 +190,25 @@ def main(argv=None):
     for round_ in range(rounds):
         for model_name in models:
             for replicas in replica_counts:
-                command = [sys.executable, os.path.abspath(__file__), "--child", f"{model_name}:{replicas}",
-                           "--devices", args.devices, "--batch-size", str(args.batch_size),
-                           "--epochs", str(epochs)] + (["--quick"] if args.quick else [])
+                command = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--child",
+                    f"{model_name}:{replicas}",
+                    "--devices",
+                    args.devices,
+                    "--batch-size",
+                    str(args.batch_size),
+                    "--epochs",
+                    str(epochs),
+                ] + (["--quick"] if args.quick else [])
                 done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
                 lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
                 if done.returncode != 0 or not lines:
-                    raise SystemExit(f"{model_name} with {replicas} replicas failed:\n{done.stderr[-4000:]}")
-                result = json.loads(lines[-1][len("RESULT "):])
+                    raise SystemExit(
+                        f"{model_name} with {replicas} replicas failed:\n{done.stderr[-4000:]}"
+                    )
+                result = json.loads(lines[-1][len("RESULT ") :])
                 runs.setdefault((model_name, replicas), []).append(result)
                 print(f"round {round_}: {result}", file=sys.stderr, flush=True)
 
@@ -178,25 +217,36 @@ def main(argv=None):
         "gnn-disjoint": "molecule GAT (3 x GraphAttention 16x4), ESOL, disjoint batches",
         "gnn-dense": "molecule GAT (3 x GraphAttention 16x4), ESOL, padded dense batches + bool mask",
     }
-    where = ("logical CPU devices sharing the same cores (this shows that the path runs, "
-             "not a speed-up)" if args.devices == "cpu" else "GPUs")
+    where = (
+        "logical CPU devices sharing the same cores (this shows that the path runs, not a speed-up)"
+        if args.devices == "cpu"
+        else "GPUs"
+    )
     lines = [
         f"`tf.distribute.MirroredStrategy` over {where}. Global batch {args.batch_size} (split over the "
         f"replicas); training examples per second of `model.fit`, median of {rounds} interleaved runs of "
         f"{epochs} epochs after one warm-up epoch, each run in its own process.",
         "",
-        "| model | " + " | ".join(f"{r} replica{'s' if r > 1 else ''} (examples/s)" for r in replica_counts)
+        "| model | "
+        + " | ".join(f"{r} replica{'s' if r > 1 else ''} (examples/s)" for r in replica_counts)
         + (" | 2 / 1 |" if replica_counts == [1, 2] else " |"),
         "|---|" + "---|" * len(replica_counts) + ("---|" if replica_counts == [1, 2] else ""),
     ]
     for model_name in models:
-        medians = [statistics.median(r["examples_per_second"] for r in runs[(model_name, k)]) for k in replica_counts]
+        medians = [
+            statistics.median(r["examples_per_second"] for r in runs[(model_name, k)])
+            for k in replica_counts
+        ]
         row = f"| {labels[model_name]} | " + " | ".join(f"{m:.0f}" for m in medians)
         if replica_counts == [1, 2]:
             row += f" | {medians[1] / medians[0]:.2f}"
         lines.append(row + " |")
-    output = args.output or (None if args.quick else os.path.join(ROOT, "benchmarks", "results", "scaling.md"))
-    write_report(output, "Scaling: 1 and 2 replicas" + (" (--quick)" if args.quick else ""), "\n".join(lines))
+    output = args.output or (
+        None if args.quick else os.path.join(ROOT, "benchmarks", "results", "scaling.md")
+    )
+    write_report(
+        output, "Scaling: 1 and 2 replicas" + (" (--quick)" if args.quick else ""), "\n".join(lines)
+    )
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ def wrap(keras, block, args):
 def keras_mha_block(keras, args):
     """Post-norm encoder block from Keras 3's own layers (what a student would write)."""
     inputs = keras.Input(shape=(args.length, args.dim))
-    attended = keras.layers.MultiHeadAttention(args.heads, key_dim=args.dim // args.heads)(inputs, inputs)
+    attended = keras.layers.MultiHeadAttention(args.heads, key_dim=args.dim // args.heads)(
+        inputs, inputs
+    )
     z = keras.layers.LayerNormalization(epsilon=1e-12)(inputs + attended)
     hidden = keras.layers.Dense(args.inner, activation="relu")(z)
     out = keras.layers.LayerNormalization(epsilon=1e-12)(z + keras.layers.Dense(args.dim)(hidden))
@@ -118,10 +120,21 @@ def keras3_steps(args):
     keras = get_keras()
     mode = f"Keras {keras.__version__}"
     return tf.__version__, [
-        ("(a) lablib TransformerEncoderBlock", mode,
-         make_step(keras, tf, wrap(keras, TransformerEncoderBlock(args.heads, **block_kwargs(args)), args), args)),
-        ("(b) keras.layers.MultiHeadAttention + LayerNorm + Dense", mode,
-         make_step(keras, tf, wrap(keras, keras_mha_block(keras, args), args), args)),
+        (
+            "(a) lablib TransformerEncoderBlock",
+            mode,
+            make_step(
+                keras,
+                tf,
+                wrap(keras, TransformerEncoderBlock(args.heads, **block_kwargs(args)), args),
+                args,
+            ),
+        ),
+        (
+            "(b) keras.layers.MultiHeadAttention + LayerNorm + Dense",
+            mode,
+            make_step(keras, tf, wrap(keras, keras_mha_block(keras, args), args), args),
+        ),
     ]
 
 
@@ -138,9 +151,14 @@ def run_legacy(args):
     keras = get_keras()
     tfm = import_tfm()
     blocks = [
-        ("(c) tfm.nlp.layers.TransformerEncoderBlock",
-         tfm.nlp.layers.TransformerEncoderBlock(args.heads, **block_kwargs(args))),
-        ("(d) lablib TransformerEncoderBlock", TransformerEncoderBlock(args.heads, **block_kwargs(args))),
+        (
+            "(c) tfm.nlp.layers.TransformerEncoderBlock",
+            tfm.nlp.layers.TransformerEncoderBlock(args.heads, **block_kwargs(args)),
+        ),
+        (
+            "(d) lablib TransformerEncoderBlock",
+            TransformerEncoderBlock(args.heads, **block_kwargs(args)),
+        ),
     ]
     steps = [(name, make_step(keras, tf, wrap(keras, block, args), args)) for name, block in blocks]
     return [(name, "tf_keras (legacy)", run(args.steps)) for name, run in steps]
@@ -149,15 +167,20 @@ def run_legacy(args):
 def legacy_round(args, argv):
     child = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--child", "legacy"] + list(argv),
-        cwd=ROOT, capture_output=True, text=True,
-        env=dict(os.environ, TF_USE_LEGACY_KERAS="1",  # prepend: PYTHONPATH may find TF itself
-                 PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(
+            os.environ,
+            TF_USE_LEGACY_KERAS="1",  # prepend: PYTHONPATH may find TF itself
+            PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
+        ),
     )
     lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
     if child.returncode != 0 or not lines:
         sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
         raise SystemExit(f"legacy-mode child process failed (exit code {child.returncode})")
-    return [tuple(row) for row in json.loads(lines[-1][len("RESULT "):])]
+    return [tuple(row) for row in json.loads(lines[-1][len("RESULT ") :])]
 
 
 def main(argv=None):

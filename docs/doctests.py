@@ -63,8 +63,9 @@ def main() -> int:
         for test in finder.find(module, module_name, globs={**vars(module), **extras}):
             if not test.examples:
                 continue
-            result = runner.run(test, out=(lambda text: None) if test.name in KNOWN_FAILURES
-                                else sys.stdout.write)
+            result = runner.run(
+                test, out=(lambda text: None) if test.name in KNOWN_FAILURES else sys.stdout.write
+            )
             if test.name in KNOWN_FAILURES:
                 (known if result.failed else failed).append(test.name)
                 if not result.failed:
@@ -75,8 +76,10 @@ def main() -> int:
                 passed.append(test.name)
     for name in known:
         print(f"known failure: {name}: {KNOWN_FAILURES[name]}")
-    print(f"docstring examples: {len(passed)} passed, {len(failed)} failed, "
-          f"{len(known)} known failures")
+    print(
+        f"docstring examples: {len(passed)} passed, {len(failed)} failed, "
+        f"{len(known)} known failures"
+    )
     return 1 if failed else 0
 
 

@@ -20,6 +20,7 @@ import griffe
 #: A Sphinx role: ``:func:`name```, ``:class:`~lablib.layers.GraphConv```, ``:data:`X```.
 _ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):`~?([^`]+)`")
 
+
 def _fence_examples(text: str) -> str:
     """Fence each run of ``>>>`` lines at the docstring's left margin, with its output."""
     out, in_block = [], False
@@ -46,5 +47,10 @@ class LablibDocstrings(griffe.Extension):
         text = _fence_examples(_ROLE.sub(r"``\1``", docstring.value))
         if text != docstring.value:
             obj.docstring = griffe.Docstring(
-                text, lineno=docstring.lineno, endlineno=docstring.endlineno,
-                parent=obj, parser=docstring.parser, parser_options=docstring.parser_options)
+                text,
+                lineno=docstring.lineno,
+                endlineno=docstring.endlineno,
+                parent=obj,
+                parser=docstring.parser,
+                parser_options=docstring.parser_options,
+            )

@@ -78,8 +78,14 @@ def _results_index(root: pathlib.Path) -> str:
         "|---|---|",
     ]
     for result in sorted((root / RESULTS).glob("*.md")):
-        title = next((line.lstrip("# ").strip() for line in result.read_text().splitlines()
-                      if line.startswith("#")), result.stem)
+        title = next(
+            (
+                line.lstrip("# ").strip()
+                for line in result.read_text().splitlines()
+                if line.startswith("#")
+            ),
+            result.stem,
+        )
         lines.append(f"| [{result.name}]({result.name}) | {title} |")
     return "\n".join(lines) + "\n"
 
@@ -129,8 +135,14 @@ def _cli_page() -> str:
         "",
     ]
     if examples:
-        lines += ["## Examples", "", "```bash", *(line[4:] for line in examples.splitlines()),
-                  "```", ""]
+        lines += [
+            "## Examples",
+            "",
+            "```bash",
+            *(line[4:] for line in examples.splitlines()),
+            "```",
+            "",
+        ]
     for argv, text in sections:
         title = " ".join(["lablib", *argv])
         lines += [f"## `{title}`", "", "```text", text, "```", ""]
@@ -150,7 +162,9 @@ def on_page_markdown(markdown: str, page, config, files: Files) -> str:
         if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target):
             return match.group(0)  # a URL, an anchor on the page, an absolute path
         path, _, anchor = target.partition("#")
-        if files.get_file_from_path(posixpath.normpath(posixpath.join(posixpath.dirname(src_uri), path))):
+        if files.get_file_from_path(
+            posixpath.normpath(posixpath.join(posixpath.dirname(src_uri), path))
+        ):
             return match.group(0)  # a page or a file of the site
         in_repo = posixpath.normpath(posixpath.join(posixpath.dirname(repo_page), path))
         if in_repo.startswith("..") or not (root / in_repo).exists():

@@ -12,8 +12,14 @@ Sub-packages (imported on first use): ``lablib.layers``, ``lablib.data``,
 
 from lablib._deprecation import LablibDeprecationWarning
 from lablib._version import __version__
-from lablib.backend import (KerasModeError, exact_float32, is_legacy, keras_mode, use_keras3,
-                            use_legacy_keras)
+from lablib.backend import (
+    KerasModeError,
+    exact_float32,
+    is_legacy,
+    keras_mode,
+    use_keras3,
+    use_legacy_keras,
+)
 
 __all__ = [
     "KerasModeError",

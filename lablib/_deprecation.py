@@ -43,8 +43,16 @@ class LablibDeprecationWarning(FutureWarning):
     """An argument name from before lablib 0.2 was used; the message names the new one."""
 
 
-def pop_renamed(kwargs: dict, where: str, old: str, new_value=None, default=None, *,
-                note: str = "", stacklevel: int = 3):
+def pop_renamed(
+    kwargs: dict,
+    where: str,
+    old: str,
+    new_value=None,
+    default=None,
+    *,
+    note: str = "",
+    stacklevel: int = 3,
+):
     """Take the deprecated argument ``old`` out of ``kwargs`` (a ``**kwargs`` dict).
 
     ``new_value`` is what the caller got under the new name, whose default is
@@ -76,8 +84,10 @@ def refuse_unknown(kwargs: dict, where: str, takes: str = "") -> None:
     out by :func:`pop_renamed`) still holds anything: ``where`` names the callable,
     ``takes`` says what it accepts."""
     if kwargs:
-        raise TypeError(f"{where} got unexpected keyword argument(s) "
-                        f"{', '.join(map(repr, kwargs))}" + (f"; {takes}" if takes else "") + ".")
+        raise TypeError(
+            f"{where} got unexpected keyword argument(s) "
+            f"{', '.join(map(repr, kwargs))}" + (f"; {takes}" if takes else "") + "."
+        )
 
 
 def _named(new: str) -> str:

@@ -372,9 +372,7 @@ def check_model(model) -> None:
     """
     outer = layer_family(model)
     if outer is None:
-        raise TypeError(
-            f"check_model expects a Keras model or layer, got {type(model).__name__}."
-        )
+        raise TypeError(f"check_model expects a Keras model or layer, got {type(model).__name__}.")
     mixed = [
         f"{layer.name} ({type(layer).__module__}.{type(layer).__name__})"
         for layer in _sublayers(model)

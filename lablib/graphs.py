@@ -239,8 +239,9 @@ def _check_edge_attrs(edge_attrs, edges, function: str):
 # --------------------------------------------------------------------------- batches
 
 
-def dense_batch(node_features, edge_indices, max_nodes: int | None = None, edge_attr=None,
-                **deprecated):
+def dense_batch(
+    node_features, edge_indices, max_nodes: int | None = None, edge_attr=None, **deprecated
+):
     """Pad a list of graphs into a dense batch for lablib's graph layers.
 
     Memory is ``B * max_nodes**2`` for the adjacency: fine for molecules (tens of
@@ -315,8 +316,9 @@ def _edge_attr_argument(edge_attr, deprecated: dict, function: str):
     return edge_attr
 
 
-def disjoint_batch(node_features, edge_indices, edge_attr=None, max_nodes=None, max_edges=None,
-                   **deprecated):
+def disjoint_batch(
+    node_features, edge_indices, edge_attr=None, max_nodes=None, max_edges=None, **deprecated
+):
     """Glue a list of graphs into one disjoint graph (the sparse batch layout).
 
     Node indices of graph ``b`` are shifted by the number of nodes in graphs
@@ -402,7 +404,9 @@ def _pad_disjoint(x, edge_index, graph_ids, edge_attr, max_nodes, max_edges):
     )
     graph_ids = np.concatenate([graph_ids, np.full(max_nodes - num_nodes, -1, np.int32)])
     if edge_attr is not None:
-        edge_attr = np.concatenate([edge_attr, np.zeros((pad_edges, edge_attr.shape[1]), edge_attr.dtype)])
+        edge_attr = np.concatenate(
+            [edge_attr, np.zeros((pad_edges, edge_attr.shape[1]), edge_attr.dtype)]
+        )
     return x, edge_index, graph_ids, edge_attr
 
 

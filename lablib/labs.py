@@ -23,8 +23,17 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-__all__ = ["Lab", "UnknownLab", "KERAS_MODES", "all_labs", "lab_names", "resolve_lab", "find_lab",
-           "register", "unregister"]
+__all__ = [
+    "Lab",
+    "UnknownLab",
+    "KERAS_MODES",
+    "all_labs",
+    "lab_names",
+    "resolve_lab",
+    "find_lab",
+    "register",
+    "unregister",
+]
 
 #: The Keras a lab runs on: Keras 3, or tf_keras (``TF_USE_LEGACY_KERAS=1``, TF Model Garden).
 KERAS_MODES = ("keras3", "legacy")
@@ -66,15 +75,21 @@ class Lab:
 
     def __post_init__(self):
         if self.keras not in KERAS_MODES:
-            raise ValueError(f"Lab {self.name!r}: keras={self.keras!r}; expected one of {KERAS_MODES}.")
+            raise ValueError(
+                f"Lab {self.name!r}: keras={self.keras!r}; expected one of {KERAS_MODES}."
+            )
         if not self.name or not self.short or "/" in self.name or "/" in self.short:
-            raise ValueError(f"Lab name {self.name!r} / short name {self.short!r}: both must be "
-                             f"non-empty plain names (no '/').")
+            raise ValueError(
+                f"Lab name {self.name!r} / short name {self.short!r}: both must be "
+                f"non-empty plain names (no '/')."
+            )
         for field in ("extras", "imports"):
             value = getattr(self, field)
             if isinstance(value, str):
-                raise TypeError(f"Lab {self.name!r}: {field} must be a tuple of strings, got the "
-                                f"string {value!r}; write ({value!r},).")
+                raise TypeError(
+                    f"Lab {self.name!r}: {field} must be a tuple of strings, got the "
+                    f"string {value!r}; write ({value!r},)."
+                )
 
     @property
     def notebook(self) -> str:
@@ -103,16 +118,43 @@ class Lab:
 
 _PLOTS = ("matplotlib>=3.7",)
 
-_REGISTRY: dict[str, Lab] = {lab.name: lab for lab in (
-    Lab("lab1_attention", "lab1", "Lab 1: Attention from first principles",
-        imports=_PLOTS, fast_seconds=180),
-    Lab("lab2_transformer_reuters", "lab2", "Lab 2: Transformer encoder on Reuters newswires",
-        keras="legacy", extras=("tfm",), imports=(*_PLOTS, "pandas>=2.0"), fast_seconds=480),
-    Lab("lab3_gcn_molecules", "lab3", "Lab 3: Graph convolution on molecules",
-        extras=("molecules",), imports=_PLOTS, fast_seconds=240),
-    Lab("lab4_gat", "lab4", "Lab 4: Graph attention networks",
-        extras=("molecules",), imports=_PLOTS, fast_seconds=240),
-)}
+_REGISTRY: dict[str, Lab] = {
+    lab.name: lab
+    for lab in (
+        Lab(
+            "lab1_attention",
+            "lab1",
+            "Lab 1: Attention from first principles",
+            imports=_PLOTS,
+            fast_seconds=180,
+        ),
+        Lab(
+            "lab2_transformer_reuters",
+            "lab2",
+            "Lab 2: Transformer encoder on Reuters newswires",
+            keras="legacy",
+            extras=("tfm",),
+            imports=(*_PLOTS, "pandas>=2.0"),
+            fast_seconds=480,
+        ),
+        Lab(
+            "lab3_gcn_molecules",
+            "lab3",
+            "Lab 3: Graph convolution on molecules",
+            extras=("molecules",),
+            imports=_PLOTS,
+            fast_seconds=240,
+        ),
+        Lab(
+            "lab4_gat",
+            "lab4",
+            "Lab 4: Graph attention networks",
+            extras=("molecules",),
+            imports=_PLOTS,
+            fast_seconds=240,
+        ),
+    )
+}
 _SHIPPED = frozenset(_REGISTRY)
 
 
@@ -140,8 +182,10 @@ def resolve_lab(name) -> Lab:
         if text in (lab.name, lab.short):
             return lab
     known = ", ".join(f"{lab.short} ({lab.name})" for lab in _REGISTRY.values())
-    raise UnknownLab(f"Unknown lab {text!r}. Expected one of: {known}; or, for a course's own "
-                     f"lab, the path of its spec file (or lablib.labs.register(Lab(...)) first).")
+    raise UnknownLab(
+        f"Unknown lab {text!r}. Expected one of: {known}; or, for a course's own "
+        f"lab, the path of its spec file (or lablib.labs.register(Lab(...)) first)."
+    )
 
 
 def _spec_file(text: str) -> pathlib.Path | None:
@@ -155,11 +199,14 @@ def _spec_file(text: str) -> pathlib.Path | None:
         if len(candidates) != 1:
             raise FileNotFoundError(
                 f"Spec folder {text!r} holds {len(candidates)} lab*.py files "
-                f"({[p.name for p in candidates]}); expected exactly one. Pass the file itself.")
+                f"({[p.name for p in candidates]}); expected exactly one. Pass the file itself."
+            )
         return candidates[0]
     if not path.is_file():
-        raise FileNotFoundError(f"Spec file {text!r} does not exist; pass a lab name "
-                                f"({', '.join(lab_names())}) or the path of a spec module.")
+        raise FileNotFoundError(
+            f"Spec file {text!r} does not exist; pass a lab name "
+            f"({', '.join(lab_names())}) or the path of a spec module."
+        )
     return path
 
 
@@ -196,8 +243,10 @@ def register(lab: Lab) -> Lab:
         if other == lab:
             return other
         if {lab.name, lab.short} & {other.name, other.short}:
-            raise ValueError(f"Lab {lab.name!r} ({lab.short!r}) clashes with the registered lab "
-                             f"{other.name!r} ({other.short!r}); choose other names.")
+            raise ValueError(
+                f"Lab {lab.name!r} ({lab.short!r}) clashes with the registered lab "
+                f"{other.name!r} ({other.short!r}); choose other names."
+            )
     _REGISTRY[lab.name] = lab
     return lab
 

@@ -24,8 +24,18 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["STUB_MESSAGE", "EXERCISE_MESSAGE", "exercise_message", "NOT_DONE",
-           "unfinished_piece", "not_done_text", "start", "SkipUnfinished", "skip", "done"]
+__all__ = [
+    "STUB_MESSAGE",
+    "EXERCISE_MESSAGE",
+    "exercise_message",
+    "NOT_DONE",
+    "unfinished_piece",
+    "not_done_text",
+    "start",
+    "SkipUnfinished",
+    "skip",
+    "done",
+]
 
 #: What a blank lab's stub raises (``lablib assign`` writes it; :func:`unfinished_piece`
 #: reads it back): ``NotImplementedError(STUB_MESSAGE.format(piece="readout"))``.
@@ -61,12 +71,12 @@ def _exercise_names(error: BaseException) -> list[str] | None:
     text = str(error)
     if not isinstance(error, NotImplementedError) or not text.startswith(EXERCISE_MESSAGE):
         return None
-    rest = text[len(EXERCISE_MESSAGE):]
+    rest = text[len(EXERCISE_MESSAGE) :]
     if not rest:
         return []
     if not (rest.startswith(_DEFINES) and rest.endswith(".")):
         return None
-    names = [n.strip() for n in rest[len(_DEFINES):-1].split(",")]
+    names = [n.strip() for n in rest[len(_DEFINES) : -1].split(",")]
     return names if all(n.isidentifier() for n in names) else None
 
 
@@ -80,9 +90,11 @@ def unfinished_piece(exc: BaseException) -> str | None:
 
 def not_done_text(piece: str) -> str:
     """The one line a check (and the grader's feedback) gives a piece still a stub."""
-    return (f"{NOT_DONE}: the graded piece {piece!r} still raises NotImplementedError. "
-            f"Replace `# YOUR CODE HERE` and the `raise` line in its graded cell with your "
-            f"code, run that cell, then this check again.")
+    return (
+        f"{NOT_DONE}: the graded piece {piece!r} still raises NotImplementedError. "
+        f"Replace `# YOUR CODE HERE` and the `raise` line in its graded cell with your "
+        f"code, run that cell, then this check again."
+    )
 
 
 def skip(error: BaseException, names, used) -> bool:
@@ -99,8 +111,7 @@ def skip(error: BaseException, names, used) -> bool:
     piece = unfinished_piece(error)
     if piece is not None:
         work = f"the graded piece {piece!r}"
-        print(f"lablib: skipped the rest of this cell: it needs {work}, which is not "
-              f"written yet.")
+        print(f"lablib: skipped the rest of this cell: it needs {work}, which is not written yet.")
     elif _exercise_names(error) is not None:
         work = "an exercise not written yet (`# YOUR CODE HERE`)"
         print(f"lablib: skipped the rest of this cell: it reaches {work}.")
@@ -110,8 +121,10 @@ def skip(error: BaseException, names, used) -> bool:
         if not waiting:
             return False
         work = _WAITING[waiting[0]]
-        print(f"lablib: skipped this cell: it needs `{waiting[0]}`, which a cell skipped "
-              f"earlier did not finish making (waiting for {work}).")
+        print(
+            f"lablib: skipped this cell: it needs `{waiting[0]}`, which a cell skipped "
+            f"earlier did not finish making (waiting for {work})."
+        )
     for name in list(names) + (_exercise_names(error) or []):
         _WAITING[name] = work
     return True
@@ -176,8 +189,9 @@ else:
 
 def _used_names(node) -> list[str]:
     """Every name the cell reads, functions it defines included."""
-    return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                   and isinstance(n.ctx, ast.Load)})
+    return sorted(
+        {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    )
 
 
 class SkipUnfinished(ast.NodeTransformer):
@@ -189,8 +203,9 @@ class SkipUnfinished(ast.NodeTransformer):
 
     def visit_Module(self, node: ast.Module) -> ast.Module:
         body = node.body
-        if not body or any(isinstance(s, ast.ImportFrom) and s.module == "__future__"
-                           for s in body):
+        if not body or any(
+            isinstance(s, ast.ImportFrom) and s.module == "__future__" for s in body
+        ):
             return node
         wrapper = ast.parse(_TEMPLATE).body[0]
 

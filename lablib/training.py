@@ -49,13 +49,18 @@ def warmup_cosine(peak: float, steps_per_epoch: int, epochs: int, warmup_epochs:
     if not peak > 0:
         raise ValueError(f"warmup_cosine: peak must be a positive learning rate, got {peak!r}.")
     if int(steps_per_epoch) < 1 or int(epochs) < 1 or int(warmup_epochs) < 0:
-        raise ValueError(f"warmup_cosine: steps_per_epoch ({steps_per_epoch!r}) and epochs ({epochs!r}) "
-                         f"must be >= 1 and warmup_epochs ({warmup_epochs!r}) >= 0; pass len(train_ds) "
-                         f"as steps_per_epoch.")
+        raise ValueError(
+            f"warmup_cosine: steps_per_epoch ({steps_per_epoch!r}) and epochs ({epochs!r}) "
+            f"must be >= 1 and warmup_epochs ({warmup_epochs!r}) >= 0; pass len(train_ds) "
+            f"as steps_per_epoch."
+        )
     steps_per_epoch, epochs, warmup_epochs = int(steps_per_epoch), int(epochs), int(warmup_epochs)
     return keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=max(1, (epochs - warmup_epochs) * steps_per_epoch),
-        warmup_target=float(peak), warmup_steps=warmup_epochs * steps_per_epoch)
+        0.0,
+        decay_steps=max(1, (epochs - warmup_epochs) * steps_per_epoch),
+        warmup_target=float(peak),
+        warmup_steps=warmup_epochs * steps_per_epoch,
+    )
 
 
 def no_xla_update(optimizer):
@@ -99,8 +104,11 @@ def topic_weights(labels, num_classes: int, power: float = 0.5) -> dict | None:
         return None
     labels = np.asarray(labels)
     if labels.size == 0 or labels.min() < 0 or labels.max() >= num_classes:
-        raise ValueError(f"topic_weights: labels must be class ids in [0, {num_classes}); got "
-                         f"{labels.size} labels" + (f" from {labels.min()} to {labels.max()}." if labels.size else "."))
+        raise ValueError(
+            f"topic_weights: labels must be class ids in [0, {num_classes}); got "
+            f"{labels.size} labels"
+            + (f" from {labels.min()} to {labels.max()}." if labels.size else ".")
+        )
     counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
     weights = np.where(counts > 0, np.maximum(counts, 1.0) ** -power, 0.0)
     weights /= np.sum(weights * counts) / counts.sum()
@@ -131,19 +139,28 @@ class BestValidationEpoch(keras.callbacks.Callback):
         epoch_seconds: the wall time of each epoch (validation included).
     """
 
-    def __init__(self, patience: int = 3, monitor: str = "val_accuracy",
-                 metrics: Mapping[str, Callable] | None = None, validation=None,
-                 prediction_metrics: Mapping[str, Callable] | None = None):
+    def __init__(
+        self,
+        patience: int = 3,
+        monitor: str = "val_accuracy",
+        metrics: Mapping[str, Callable] | None = None,
+        validation=None,
+        prediction_metrics: Mapping[str, Callable] | None = None,
+    ):
         super().__init__()
         if int(patience) < 1:
             raise ValueError(f"BestValidationEpoch: patience must be >= 1 epoch, got {patience!r}.")
         if prediction_metrics and validation is None:
-            raise ValueError("BestValidationEpoch: prediction_metrics are computed from the "
-                             "validation predictions; pass validation=(inputs, labels) too.")
+            raise ValueError(
+                "BestValidationEpoch: prediction_metrics are computed from the "
+                "validation predictions; pass validation=(inputs, labels) too."
+            )
         if validation is not None:
             if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
-                raise ValueError("BestValidationEpoch: validation must be a pair (inputs, labels), "
-                                 f"got {type(validation).__name__}.")
+                raise ValueError(
+                    "BestValidationEpoch: validation must be a pair (inputs, labels), "
+                    f"got {type(validation).__name__}."
+                )
             labels = np.asarray(validation[1]).reshape(-1)
             validation = (validation[0], labels)
         self.patience, self.monitor = int(patience), monitor
@@ -155,9 +172,11 @@ class BestValidationEpoch(keras.callbacks.Callback):
         inputs, labels = self.validation
         logits = np.asarray(self.model.predict(inputs, verbose=0), dtype=np.float64)
         if logits.ndim != 2 or len(logits) != len(labels):
-            raise ValueError(f"BestValidationEpoch: the model gave predictions of shape "
-                             f"{logits.shape} for {len(labels)} validation labels; pass the "
-                             "validation inputs unshuffled and in the order of the labels.")
+            raise ValueError(
+                f"BestValidationEpoch: the model gave predictions of shape "
+                f"{logits.shape} for {len(labels)} validation labels; pass the "
+                "validation inputs unshuffled and in the order of the labels."
+            )
         shifted = logits - logits.max(axis=1, keepdims=True)
         log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
         predicted = logits.argmax(axis=1)
@@ -181,9 +200,11 @@ class BestValidationEpoch(keras.callbacks.Callback):
         for name, metric in self.metrics.items():
             logs[name] = float(metric(self.model))
         if self.monitor not in logs:
-            raise KeyError(f"BestValidationEpoch monitors {self.monitor!r}, which the logs lack "
-                           f"(they hold {sorted(logs)}); fit with validation_data=... or pass "
-                           f"monitor= one of those.")
+            raise KeyError(
+                f"BestValidationEpoch monitors {self.monitor!r}, which the logs lack "
+                f"(they hold {sorted(logs)}); fit with validation_data=... or pass "
+                f"monitor= one of those."
+            )
         score = float(logs[self.monitor])
         if score > self.best:
             self.best, self.best_epoch, self.wait = score, epoch + 1, 0

@@ -89,4 +89,3 @@ def shared_data() -> pathlib.Path:
             f"the project or set LABLIB_DATA_DIR to a folder holding reuters/, molecules/, cora/."
         )
     return path
-

@@ -31,22 +31,30 @@ def execute_solution(name: str, workdir, monkeypatch, shared_data, env=None):
     """``solutions/<name>.ipynb`` run by :func:`execute_notebook` within its fast-mode
     budget; fails when a cell's output holds a line a student would read as a failure
     (:func:`noise_lines`)."""
-    nb, seconds = execute_notebook(SOLUTIONS / f"{name}.ipynb", workdir, monkeypatch,
-                                   timeout=fast_budget(name), shared_data=shared_data, env=env)
+    nb, seconds = execute_notebook(
+        SOLUTIONS / f"{name}.ipynb",
+        workdir,
+        monkeypatch,
+        timeout=fast_budget(name),
+        shared_data=shared_data,
+        env=env,
+    )
     noise = noise_lines(nb)
-    assert not noise, (f"{name}: a successful run printed {len(noise)} line(s) a student reads as "
-                       "an error or a warning; silence them at their source:\n" + "\n".join(noise[:40]))
+    assert not noise, (
+        f"{name}: a successful run printed {len(noise)} line(s) a student reads as "
+        "an error or a warning; silence them at their source:\n" + "\n".join(noise[:40])
+    )
     return nb, seconds
 
 
 # What a successful run must not print: Python's logging and warnings, tracebacks, the
 # C++ log lines of TensorFlow (glog and absl formats) and matplotlib's font lookups.
 NOISE = re.compile(
-    r"^(?:WARNING|ERROR|CRITICAL)\b"                      # logging (WARNING:tensorflow:..., ERROR:absl:...)
+    r"^(?:WARNING|ERROR|CRITICAL)\b"  # logging (WARNING:tensorflow:..., ERROR:absl:...)
     r"|Traceback \(most recent call last\)"
     r"|^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] "  # TensorFlow's C++ log
-    r"|^[IWEF]\d{4} \d\d:\d\d:\d\d"                      # absl's C++ log
-    r"|^\S+:\d+: \w*Warning: "                              # warnings.warn
+    r"|^[IWEF]\d{4} \d\d:\d\d:\d\d"  # absl's C++ log
+    r"|^\S+:\d+: \w*Warning: "  # warnings.warn
     r"|^findfont: ",
     re.MULTILINE,
 )
@@ -59,13 +67,17 @@ def noise_lines(nb) -> list[str]:
     for index, cell in enumerate(nb.cells):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":  # a cell that raised: always reported
-                found.append(f"cell {index}: {output.get('ename')}: {output.get('evalue', '')[:300]}")
+                found.append(
+                    f"cell {index}: {output.get('ename')}: {output.get('evalue', '')[:300]}"
+                )
                 continue
             if output.get("output_type") == "stream":
                 text = output.get("text", "")
             else:
                 text = output.get("data", {}).get("text/plain", "")
-            found += [f"cell {index}: {line[:300]}" for line in text.splitlines() if NOISE.search(line)]
+            found += [
+                f"cell {index}: {line[:300]}" for line in text.splitlines() if NOISE.search(line)
+            ]
     return found
 
 
@@ -86,19 +98,26 @@ def execute_notebook(path, workdir, monkeypatch, *, timeout: float, shared_data=
     nb = nbformat.read(str(path), as_version=4)
     monkeypatch.setenv("LABLIB_FAST", "1")
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # the lab's first cell sets it
-    monkeypatch.setenv("MPLCONFIGDIR", str(pathlib.Path(workdir) / ".matplotlib"))  # a fresh font cache
+    monkeypatch.setenv(
+        "MPLCONFIGDIR", str(pathlib.Path(workdir) / ".matplotlib")
+    )  # a fresh font cache
     if shared_data is not None:
         monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(
+            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
     monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)  # the notebook chooses
     for key, value in (env or {}).items():
         if value is None:
             monkeypatch.delenv(key, raising=False)
         else:
             monkeypatch.setenv(key, value)
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                     resources={"metadata": {"path": str(workdir)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start

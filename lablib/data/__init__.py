@@ -10,8 +10,13 @@ from lablib._lazy import lazy_exports
 
 _MODULES = {  # submodule: the names it exports
     "reuters": (
-        "load_reuters", "reuters_word_index", "reuters_topic_names", "decode_newswire",
-        "reuters_dataset", "reuters_bucket_lengths", "truncate_sequences",
+        "load_reuters",
+        "reuters_word_index",
+        "reuters_topic_names",
+        "decode_newswire",
+        "reuters_dataset",
+        "reuters_bucket_lengths",
+        "truncate_sequences",
     ),
     "molecules": ("load_molecules", "MoleculeDataset", "smiles_to_graph", "morgan_fingerprints"),
     "graph_dataset": ("GraphDataset",),

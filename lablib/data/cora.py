@@ -229,8 +229,9 @@ class CoraData:
         )
 
 
-def load_cora(data_dir=None, normalize_features: bool = False,
-              sparse_features: bool = False) -> CoraData:
+def load_cora(
+    data_dir=None, normalize_features: bool = False, sparse_features: bool = False
+) -> CoraData:
     """Load Cora with the standard Planetoid split.
 
     Long for its docstring and the Planetoid format's steps (read, reorder the test nodes,
@@ -300,7 +301,7 @@ def load_cora(data_dir=None, normalize_features: bool = False,
     test_mask = np.zeros(num_nodes, dtype=bool)
     num_train = len(np.asarray(parts["y"]))
     train_mask[:num_train] = True
-    val_mask[num_train:num_train + 500] = True
+    val_mask[num_train : num_train + 500] = True
     test_mask[test_sorted] = True
 
     data = CoraData(features, labels, edge_index, train_mask, val_mask, test_mask)

@@ -55,12 +55,22 @@ class GraphDataset:
         batches = dataset.disjoint_dataset(batch_size=8)
     """
 
-    def __init__(self, x, edge_index, y, edge_attr=None, feature_names=None,
-                 edge_feature_names=None, name=None):
+    def __init__(
+        self,
+        x,
+        edge_index,
+        y,
+        edge_attr=None,
+        feature_names=None,
+        edge_feature_names=None,
+        name=None,
+    ):
         self.x = [np.asarray(a, dtype=np.float32) for a in x]
         self.edge_index = [np.asarray(e, dtype=np.int64).reshape(2, -1) for e in edge_index]
         self.y = np.asarray(y)
-        self.edge_attr = None if edge_attr is None else [np.asarray(a, dtype=np.float32) for a in edge_attr]
+        self.edge_attr = (
+            None if edge_attr is None else [np.asarray(a, dtype=np.float32) for a in edge_attr]
+        )
         self.name = name or type(self).__name__
         if not (len(self.x) == len(self.edge_index) == len(self.y)):
             raise ValueError(
@@ -68,19 +78,28 @@ class GraphDataset:
                 f"{len(self.x)}, {len(self.edge_index)} and {len(self.y)}."
             )
         if self.edge_attr is not None and len(self.edge_attr) != len(self.x):
-            raise ValueError(f"{self.name}: edge_attr has {len(self.edge_attr)} entries for {len(self.x)} graphs.")
+            raise ValueError(
+                f"{self.name}: edge_attr has {len(self.edge_attr)} entries for {len(self.x)} graphs."
+            )
         widths = {a.shape[1] for a in self.x if a.ndim == 2}
         if any(a.ndim != 2 for a in self.x) or len(widths) > 1:
-            raise ValueError(f"{self.name}: every x[i] must be [n_i, F] with the same F, got widths {sorted(widths)}.")
+            raise ValueError(
+                f"{self.name}: every x[i] must be [n_i, F] with the same F, got widths {sorted(widths)}."
+            )
         width = widths.pop() if widths else 0
-        self.feature_names = tuple(feature_names) if feature_names is not None else tuple(
-            f"feature_{i}" for i in range(width)
+        self.feature_names = (
+            tuple(feature_names)
+            if feature_names is not None
+            else tuple(f"feature_{i}" for i in range(width))
         )
         if len(self.feature_names) != width:
-            raise ValueError(f"{self.name}: {len(self.feature_names)} feature names for {width} features.")
+            raise ValueError(
+                f"{self.name}: {len(self.feature_names)} feature names for {width} features."
+            )
         edge_widths = {a.shape[1] for a in self.edge_attr or () if a.ndim == 2 and a.size}
         if self.edge_attr is not None and (
-                any(a.ndim != 2 for a in self.edge_attr if a.size) or len(edge_widths) > 1):
+            any(a.ndim != 2 for a in self.edge_attr if a.size) or len(edge_widths) > 1
+        ):
             raise ValueError(
                 f"{self.name}: every edge_attr[i] must be [E_i, D] with the same D, got "
                 f"shapes {sorted({a.shape for a in self.edge_attr})}."
@@ -132,9 +151,15 @@ class GraphDataset:
 
     def subset(self, indices) -> GraphDataset:
         """A new dataset of the graphs at ``indices`` (in that order)."""
-        indices = np.arange(len(self))[indices] if isinstance(indices, slice) else np.asarray(indices, dtype=np.int64).reshape(-1)
+        indices = (
+            np.arange(len(self))[indices]
+            if isinstance(indices, slice)
+            else np.asarray(indices, dtype=np.int64).reshape(-1)
+        )
         if indices.size and (indices.min() < -len(self) or indices.max() >= len(self)):
-            raise IndexError(f"{self.name}: indices must be in [0, {len(self)}), got {indices.min()}..{indices.max()}.")
+            raise IndexError(
+                f"{self.name}: indices must be in [0, {len(self)}), got {indices.min()}..{indices.max()}."
+            )
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.x = [self.x[i] for i in indices]
@@ -172,7 +197,11 @@ class GraphDataset:
             train, valid, test = dataset.split("random", (0.8, 0.1, 0.1), seed=0)
         """
         fractions = tuple(float(f) for f in fractions)
-        if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0, abs_tol=1e-6):
+        if (
+            len(fractions) != 3
+            or min(fractions) < 0
+            or not math.isclose(sum(fractions), 1.0, abs_tol=1e-6)
+        ):
             raise ValueError(
                 f"fractions must be three non-negative numbers summing to 1 (train, valid, "
                 f"test), got {fractions!r}."
@@ -181,8 +210,11 @@ class GraphDataset:
         train_size, valid_size = int(fractions[0] * n), int(fractions[1] * n)
         if method == "random":
             order = np.random.default_rng(seed).permutation(n)
-            parts = (order[:train_size], order[train_size:train_size + valid_size],
-                     order[train_size + valid_size:])
+            parts = (
+                order[:train_size],
+                order[train_size : train_size + valid_size],
+                order[train_size + valid_size :],
+            )
         elif method == "scaffold":
             parts = self._scaffold_parts(train_size, valid_size)
         else:
@@ -192,7 +224,7 @@ class GraphDataset:
     def _scaffold_parts(self, train_size, valid_size):
         raise ValueError(
             f"{self.name}: a scaffold split needs the molecules' SMILES, which this "
-            f"{type(self).__name__} does not have. Use method=\"random\"."
+            f'{type(self).__name__} does not have. Use method="random".'
         )
 
     # ------------------------------------------------------------------ batches
@@ -232,12 +264,13 @@ class GraphDataset:
             indices = rng.permutation(n) if shuffle else np.arange(n)
             stop = n - n % batch_size if drop_remainder else n
             for start in range(0, stop, batch_size):
-                yield indices[start:start + batch_size]
+                yield indices[start : start + batch_size]
 
         return order
 
-    def _finish(self, tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder,
-                strategy):
+    def _finish(
+        self, tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder, strategy
+    ):
         """One ``tf.data`` pipeline of batches, or per-replica pipelines for ``strategy``."""
         if strategy is None:
             order = self._batches(batch_size, shuffle, seed, drop_remainder)
@@ -252,11 +285,13 @@ class GraphDataset:
             batches = len(self) // batch_size if drop_remainder else -(-len(self) // batch_size)
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
             return dataset.prefetch(2)
-        return self._distributed(tf, make_batch, signature, batch_size, shuffle, seed,
-                                 drop_remainder, strategy)
+        return self._distributed(
+            tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder, strategy
+        )
 
-    def _distributed(self, tf, make_batch, signature, batch_size, shuffle, seed,
-                     drop_remainder, strategy):
+    def _distributed(
+        self, tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder, strategy
+    ):
         """Global batches of ``batch_size`` graphs, each replica gluing its own share."""
         replicas = int(strategy.num_replicas_in_sync)
         batch_size = _positive_int(batch_size, "batch_size")
@@ -288,7 +323,7 @@ class GraphDataset:
                         continue  # too few graphs left for one per replica
                     # Replica r gets the r-th consecutive share; tf.distribute hands a
                     # pipeline's consecutive elements to its consecutive replicas.
-                    for share in np.array_split(indices, replicas)[first:first + local]:
+                    for share in np.array_split(indices, replicas)[first : first + local]:
                         yield make_batch(share)
 
             dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
@@ -310,8 +345,9 @@ class GraphDataset:
     def _check_edge_attr_wanted(self, with_edge_attr, deprecated: dict, method: str) -> bool:
         """``with_edge_attr`` (or its old name ``edge_attr``, warned) checked against the data."""
         where = f"GraphDataset.{method}"
-        with_edge_attr = pop_renamed(deprecated, where, "edge_attr", with_edge_attr, False,
-                                     stacklevel=4)
+        with_edge_attr = pop_renamed(
+            deprecated, where, "edge_attr", with_edge_attr, False, stacklevel=4
+        )
         refuse_unknown(deprecated, f"{self.name}.{method}()")
         if with_edge_attr and self.edge_attr is None:
             raise ValueError(
@@ -328,9 +364,17 @@ class GraphDataset:
         replicas = 1 if strategy is None else int(strategy.num_replicas_in_sync)
         return batch_size // replicas if batch_size % replicas == 0 else None
 
-    def dense_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                      max_nodes=None, drop_remainder: bool = False,
-                      with_edge_attr: bool = False, strategy=None, **deprecated):
+    def dense_dataset(
+        self,
+        batch_size: int = 32,
+        shuffle: bool = False,
+        seed=None,
+        max_nodes=None,
+        drop_remainder: bool = False,
+        with_edge_attr: bool = False,
+        strategy=None,
+        **deprecated,
+    ):
         """``tf.data`` batches in the padded dense layout of :func:`lablib.graphs.dense_batch`.
 
         Args:
@@ -386,7 +430,8 @@ class GraphDataset:
 
         def make_batch(indices):
             inputs = graphs.dense_batch(
-                [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
+                [self.x[i] for i in indices],
+                [self.edge_index[i] for i in indices],
                 max_nodes=max_nodes,
                 edge_attr=[self.edge_attr[i] for i in indices] if with_edges else None,
             )
@@ -400,14 +445,26 @@ class GraphDataset:
             tf.TensorSpec((size, max_nodes), tf.bool),
         )
         if with_edges:
-            specs += (tf.TensorSpec((size, max_nodes, max_nodes, self.num_edge_features), tf.float32),)
+            specs += (
+                tf.TensorSpec((size, max_nodes, max_nodes, self.num_edge_features), tf.float32),
+            )
         signature = (specs, self._target_spec(tf, size))
-        return self._finish(tf, make_batch, signature, batch_size, shuffle, seed,
-                            drop_remainder, strategy)
+        return self._finish(
+            tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder, strategy
+        )
 
-    def disjoint_dataset(self, batch_size: int = 32, shuffle: bool = False, seed=None,
-                         drop_remainder: bool = False, with_edge_attr: bool = False,
-                         strategy=None, max_nodes=None, max_edges=None, **deprecated):
+    def disjoint_dataset(
+        self,
+        batch_size: int = 32,
+        shuffle: bool = False,
+        seed=None,
+        drop_remainder: bool = False,
+        with_edge_attr: bool = False,
+        strategy=None,
+        max_nodes=None,
+        max_edges=None,
+        **deprecated,
+    ):
         # Over 80 lines for its docstring (every option of the layout); the code is short.
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
 
@@ -473,9 +530,11 @@ class GraphDataset:
 
         def make_batch(indices):
             inputs = graphs.disjoint_batch(
-                [self.x[i] for i in indices], [self.edge_index[i] for i in indices],
+                [self.x[i] for i in indices],
+                [self.edge_index[i] for i in indices],
                 edge_attr=[self.edge_attr[i] for i in indices] if with_edges else None,
-                max_nodes=max_nodes, max_edges=max_edges,
+                max_nodes=max_nodes,
+                max_edges=max_edges,
             )
             return tuple(inputs), self.y[indices]
 
@@ -488,5 +547,6 @@ class GraphDataset:
         if with_edges:
             specs += (tf.TensorSpec((max_edges, self.num_edge_features), tf.float32),)
         signature = (specs, self._target_spec(tf, size))
-        return self._finish(tf, make_batch, signature, batch_size, shuffle, seed,
-                            drop_remainder, strategy)
+        return self._finish(
+            tf, make_batch, signature, batch_size, shuffle, seed, drop_remainder, strategy
+        )

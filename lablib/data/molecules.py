@@ -60,19 +60,22 @@ _BOND_TYPES = ("SINGLE", "DOUBLE", "TRIPLE", "AROMATIC")
 ATOM_FEATURE_NAMES = tuple(
     [f"element={e}" for e in ELEMENTS]
     + ["element=other"]
-    + [f"degree={d}" for d in _DEGREES[:-1]] + [f"degree>={_DEGREES[-1]}"]
+    + [f"degree={d}" for d in _DEGREES[:-1]]
+    + [f"degree>={_DEGREES[-1]}"]
     + [f"formal_charge<={_CHARGES[0]}"]
     + [f"formal_charge={c:+d}" if c else "formal_charge=0" for c in _CHARGES[1:-1]]
     + [f"formal_charge>={_CHARGES[-1]:+d}"]
-    + [f"total_hydrogens={h}" for h in _HYDROGENS[:-1]] + [f"total_hydrogens>={_HYDROGENS[-1]}"]
+    + [f"total_hydrogens={h}" for h in _HYDROGENS[:-1]]
+    + [f"total_hydrogens>={_HYDROGENS[-1]}"]
     + [f"hybridisation={h}" for h in _HYBRIDISATIONS]
     + ["aromatic", "in_ring"]
 )
 BOND_FEATURE_NAMES = tuple([f"bond={b.lower()}" for b in _BOND_TYPES] + ["conjugated", "in_ring"])
 
 _ELEMENT_COLUMN = {e: i for i, e in enumerate(ELEMENTS)}
-_OFFSETS = np.cumsum([0, len(ELEMENTS) + 1, len(_DEGREES), len(_CHARGES), len(_HYDROGENS),
-                      len(_HYBRIDISATIONS)])
+_OFFSETS = np.cumsum(
+    [0, len(ELEMENTS) + 1, len(_DEGREES), len(_CHARGES), len(_HYDROGENS), len(_HYBRIDISATIONS)]
+)
 _HYBRID_COLUMN = {h: i for i, h in enumerate(_HYBRIDISATIONS)}
 _BOND_COLUMN = {b: i for i, b in enumerate(_BOND_TYPES)}
 
@@ -153,7 +156,7 @@ def _featurise(molecule) -> MoleculeGraph:
     rows = np.arange(num_atoms)
     for group in range(5):
         x[rows, _OFFSETS[group] + columns[:, group]] = 1.0
-    x[:, _OFFSETS[5]:] = columns[:, 5:]
+    x[:, _OFFSETS[5] :] = columns[:, 5:]
 
     bonds = np.array(
         [
@@ -176,7 +179,7 @@ def _featurise(molecule) -> MoleculeGraph:
     bond_features = np.zeros((num_bonds, len(BOND_FEATURE_NAMES)), dtype=np.float32)
     typed = bonds[:, 2] >= 0
     bond_features[np.flatnonzero(typed), bonds[typed, 2]] = 1.0
-    bond_features[:, len(_BOND_TYPES):] = bonds[:, 3:]
+    bond_features[:, len(_BOND_TYPES) :] = bonds[:, 3:]
     edge_attr = np.repeat(bond_features, 2, axis=0)
     return MoleculeGraph(x, edge_index, edge_attr)
 
@@ -241,8 +244,14 @@ def morgan_fingerprints(smiles, radius: int = 2, n_bits: int = 2048, dtype="floa
         smiles = [smiles]
     smiles = list(smiles)
     for value, what in ((radius, "radius"), (n_bits, "n_bits")):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if what == "radius" else 1):
-            raise ValueError(f"{what} must be a {'non-negative' if what == 'radius' else 'positive'} int, got {value!r}.")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, np.integer))
+            or value < (0 if what == "radius" else 1)
+        ):
+            raise ValueError(
+                f"{what} must be a {'non-negative' if what == 'radius' else 'positive'} int, got {value!r}."
+            )
     molecules = [_parse(s) for s in smiles]
     bad = [(i, s) for i, (s, m) in enumerate(zip(smiles, molecules)) if m is None]
     if bad:
@@ -275,10 +284,18 @@ class MoleculeDataset(GraphDataset):
         dataset.x[0].shape, dataset.edge_attr[1].shape    # (3, 37), (12, 6)
     """
 
-    def __init__(self, x, edge_index, edge_attr, y, smiles, skipped=(), target_name=None, name=None):
-        super().__init__(x, edge_index, np.asarray(y, dtype=np.float32), edge_attr=edge_attr,
-                         feature_names=ATOM_FEATURE_NAMES, edge_feature_names=BOND_FEATURE_NAMES,
-                         name=name)
+    def __init__(
+        self, x, edge_index, edge_attr, y, smiles, skipped=(), target_name=None, name=None
+    ):
+        super().__init__(
+            x,
+            edge_index,
+            np.asarray(y, dtype=np.float32),
+            edge_attr=edge_attr,
+            feature_names=ATOM_FEATURE_NAMES,
+            edge_feature_names=BOND_FEATURE_NAMES,
+            name=name,
+        )
         self.smiles = list(smiles)
         self.skipped = list(skipped)
         self.target_name = target_name
@@ -326,9 +343,14 @@ class MoleculeDataset(GraphDataset):
                 stacklevel=3,
             )
         return cls(
-            [g.x for g in graphs_], [g.edge_index for g in graphs_], [g.edge_attr for g in graphs_],
+            [g.x for g in graphs_],
+            [g.edge_index for g in graphs_],
+            [g.edge_attr for g in graphs_],
             np.array(kept_y, dtype=np.float32).reshape((len(kept_y),) + targets.shape[1:]),
-            kept, skipped=skipped, target_name=target_name, name=name,
+            kept,
+            skipped=skipped,
+            target_name=target_name,
+            name=name,
         )
 
     @classmethod
@@ -373,7 +395,9 @@ class MoleculeDataset(GraphDataset):
                     ) from None
                 smiles.append(row[smiles_column].strip())
                 rows.append(row_number)
-        return cls.from_smiles(smiles, targets, name=name or path.name, target_name=target_column, rows=rows)
+        return cls.from_smiles(
+            smiles, targets, name=name or path.name, target_name=target_column, rows=rows
+        )
 
     def _scaffold_parts(self, train_size, valid_size):
         groups = collections.defaultdict(list)
@@ -389,7 +413,11 @@ class MoleculeDataset(GraphDataset):
                 valid.extend(members)
             else:
                 test.extend(members)
-        return np.array(train, dtype=np.int64), np.array(valid, dtype=np.int64), np.array(test, dtype=np.int64)
+        return (
+            np.array(train, dtype=np.int64),
+            np.array(valid, dtype=np.int64),
+            np.array(test, dtype=np.int64),
+        )
 
 
 def murcko_scaffold(smiles: str) -> str:
@@ -411,8 +439,12 @@ def murcko_scaffold(smiles: str) -> str:
 
 #: name -> (registry entry, CSV file, target column, description)
 MOLECULE_DATASETS = {
-    "esol": ("esol", "delaney-processed.csv", "measured log solubility in mols per litre",
-             "aqueous solubility, log(mol/L)"),
+    "esol": (
+        "esol",
+        "delaney-processed.csv",
+        "measured log solubility in mols per litre",
+        "aqueous solubility, log(mol/L)",
+    ),
     "freesolv": ("freesolv", "SAMPL.csv", "expt", "hydration free energy, kcal/mol"),
     "lipophilicity": ("lipophilicity", "Lipophilicity.csv", "exp", "octanol/water logD at pH 7.4"),
 }

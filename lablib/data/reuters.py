@@ -40,12 +40,52 @@ __all__ = [
 # The 46 topics in label order (topics numbered by first appearance in the corpus;
 # the same order as keras.datasets.reuters.get_label_names()).
 REUTERS_TOPICS = (
-    "cocoa", "grain", "veg-oil", "earn", "acq", "wheat", "copper", "housing",
-    "money-supply", "coffee", "sugar", "trade", "reserves", "ship", "cotton", "carcass",
-    "crude", "nat-gas", "cpi", "money-fx", "interest", "gnp", "meal-feed", "alum",
-    "oilseed", "gold", "tin", "strategic-metal", "livestock", "retail", "ipi",
-    "iron-steel", "rubber", "heat", "jobs", "lei", "bop", "zinc", "orange", "pet-chem",
-    "dlr", "gas", "silver", "wpi", "hog", "lead",
+    "cocoa",
+    "grain",
+    "veg-oil",
+    "earn",
+    "acq",
+    "wheat",
+    "copper",
+    "housing",
+    "money-supply",
+    "coffee",
+    "sugar",
+    "trade",
+    "reserves",
+    "ship",
+    "cotton",
+    "carcass",
+    "crude",
+    "nat-gas",
+    "cpi",
+    "money-fx",
+    "interest",
+    "gnp",
+    "meal-feed",
+    "alum",
+    "oilseed",
+    "gold",
+    "tin",
+    "strategic-metal",
+    "livestock",
+    "retail",
+    "ipi",
+    "iron-steel",
+    "rubber",
+    "heat",
+    "jobs",
+    "lei",
+    "bop",
+    "zinc",
+    "orange",
+    "pet-chem",
+    "dlr",
+    "gas",
+    "silver",
+    "wpi",
+    "hog",
+    "lead",
 )
 
 
@@ -162,9 +202,7 @@ def load_reuters(
     xs, labels = xs[indices], labels[indices]
 
     lengths = np.fromiter((len(x) for x in xs), dtype=np.int64, count=len(xs))
-    words = np.fromiter(
-        (w for x in xs for w in x), dtype=np.int64, count=int(lengths.sum())
-    )
+    words = np.fromiter((w for x in xs for w in x), dtype=np.int64, count=int(lengths.sum()))
     if start_char is not None:
         words = words + index_from
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -374,14 +412,16 @@ def reuters_dataset(
     labels = np.asarray(y).reshape(-1).astype(np.int64)
     if len(sequences) != len(labels):
         raise ValueError(f"x has {len(sequences)} sequences but y has {len(labels)} labels.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, (int, np.integer))
+        or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
     if maxlen is not None:
         sequences = truncate_sequences(sequences, maxlen, keep=keep)
     lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
-    flat = np.fromiter(
-        (t for s in sequences for t in s), dtype=np.int32, count=int(lengths.sum())
-    )
+    flat = np.fromiter((t for s in sequences for t in s), dtype=np.int32, count=int(lengths.sum()))
     # The wires live in host memory, where tf.data runs its functions. Made eagerly on a
     # machine with a GPU, a constant would be placed on the GPU, and every wire the map
     # below slices out of it would then cross to the host (8,000 such copies an epoch).
@@ -392,7 +432,7 @@ def reuters_dataset(
         targets = tf.constant(labels)
 
     def one_wire(i):
-        return tokens[starts[i]:starts[i] + sizes[i]], targets[i]
+        return tokens[starts[i] : starts[i] + sizes[i]], targets[i]
 
     dataset = tf.data.Dataset.range(len(labels))
     if shuffle:
@@ -415,7 +455,9 @@ def reuters_dataset(
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(int(per_bucket.sum())))
     else:
         dataset = dataset.padded_batch(
-            batch_size, padded_shapes=([None], []), padding_values=(0, np.int64(0)),
+            batch_size,
+            padded_shapes=([None], []),
+            padding_values=(0, np.int64(0)),
             drop_remainder=drop_remainder,
         )
     return dataset.prefetch(tf.data.AUTOTUNE)

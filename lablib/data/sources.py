@@ -179,11 +179,15 @@ def _existing_folder(value, given: str, advice: str) -> pathlib.Path:
 def _candidates(entry: dict, data_dir) -> list[tuple[str, pathlib.Path]]:
     """(source label, dataset folder) in the order they are searched."""
     places = []
-    holds = f"the folder that holds the dataset sub-folders ({entry['folder']}/ for {entry['name']})"
+    holds = (
+        f"the folder that holds the dataset sub-folders ({entry['folder']}/ for {entry['name']})"
+    )
     if data_dir is not None:
         root = _existing_folder(
-            data_dir, f"data_dir={str(data_dir)!r}",
-            f"Pass {holds}, or data_dir=None to use {DATA_DIR_ENV}, the cache or a download.")
+            data_dir,
+            f"data_dir={str(data_dir)!r}",
+            f"Pass {holds}, or data_dir=None to use {DATA_DIR_ENV}, the cache or a download.",
+        )
         places.append(("data_dir", root / entry["folder"]))
         # Also accept data_dir pointing at a parent folder one level down
         # (".../molecules" for MUTAG) or straight at the dataset's own folder.
@@ -264,9 +268,10 @@ def _stream_to_temp(url: str, folder: pathlib.Path, name: str) -> pathlib.Path:
     temp = pathlib.Path(temp_name)
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "lablib"})
-        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(
-            request, timeout=DOWNLOAD_TIMEOUT_S
-        ) as response:
+        with (
+            os.fdopen(handle, "wb") as out,
+            urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as response,
+        ):
             expected = response.headers.get("Content-Length")
             size = 0
             for chunk in iter(lambda: response.read(_CHUNK), b""):
@@ -365,12 +370,16 @@ def _download_archive(entry: dict, folder: pathlib.Path, specs: list[dict]) -> N
         temp_zip.unlink(missing_ok=True)
 
 
-def _not_found(entry: dict, searched: list[tuple[str, pathlib.Path]], reason: str) -> DataNotFoundError:
+def _not_found(
+    entry: dict, searched: list[tuple[str, pathlib.Path]], reason: str
+) -> DataNotFoundError:
     name = entry["name"]
     files = ", ".join(f["name"] for f in _required(entry))
-    urls = [entry["archive"]["url"]] if entry.get("archive") else [
-        f["url"] for f in entry["files"] if f.get("url")
-    ]
+    urls = (
+        [entry["archive"]["url"]]
+        if entry.get("archive")
+        else [f["url"] for f in entry["files"] if f.get("url")]
+    )
     lines = [
         f"The {name} dataset ({entry['title']}) was not found and could not be downloaded.",
         f"Files needed: {files}.",
@@ -510,7 +519,8 @@ def _download_into(entry, folder, searched, download) -> pathlib.Path:
         why = "disabled (LABLIB_OFFLINE=1)" if _offline() else "disabled (download=False)"
         raise _not_found(entry, searched, why)
     missing = [
-        spec["name"] for spec in entry["files"]
+        spec["name"]
+        for spec in entry["files"]
         if not (folder / spec["name"]).is_file()
         or (_known(spec) and not _matches(folder / spec["name"], spec)[0])
     ]
@@ -592,9 +602,11 @@ def dataset_status(data_dir=None) -> list[dict]:
     for name in dataset_names():
         entry = dataset_info(name)
         required = [f["name"] for f in _required(entry)]
-        urls = [entry["archive"]["url"]] if entry.get("archive") else [
-            f["url"] for f in entry["files"] if f.get("url")
-        ]
+        urls = (
+            [entry["archive"]["url"]]
+            if entry.get("archive")
+            else [f["url"] for f in entry["files"] if f.get("url")]
+        )
         row = {
             "name": name,
             "title": entry["title"],
@@ -616,8 +628,14 @@ def dataset_status(data_dir=None) -> list[dict]:
         for label, folder in candidates:
             if _has_files(folder, entry):
                 ok, bad = _verify_folder(folder, entry)
-                row.update(found=True, source=label, path=str(folder), verified=ok,
-                           bad_files=bad, missing_files=[])
+                row.update(
+                    found=True,
+                    source=label,
+                    path=str(folder),
+                    verified=ok,
+                    bad_files=bad,
+                    missing_files=[],
+                )
                 break
         rows.append(row)
     return rows

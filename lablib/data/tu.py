@@ -54,11 +54,26 @@ class TUDataset(GraphDataset):
         train, valid, test = load_tu_dataset("MUTAG").split("random", seed=0)
     """
 
-    def __init__(self, x, edge_index, y, label_values, edge_attr=None, feature_names=None,
-                 edge_feature_names=None, name=None):
-        super().__init__(x, edge_index, np.asarray(y, dtype=np.int64), edge_attr=edge_attr,
-                         feature_names=feature_names, edge_feature_names=edge_feature_names,
-                         name=name)
+    def __init__(
+        self,
+        x,
+        edge_index,
+        y,
+        label_values,
+        edge_attr=None,
+        feature_names=None,
+        edge_feature_names=None,
+        name=None,
+    ):
+        super().__init__(
+            x,
+            edge_index,
+            np.asarray(y, dtype=np.int64),
+            edge_attr=edge_attr,
+            feature_names=feature_names,
+            edge_feature_names=edge_feature_names,
+            name=name,
+        )
         self.label_values = np.asarray(label_values)
 
     @property
@@ -85,8 +100,16 @@ def _one_hot(values: np.ndarray, names, prefix: str):
         block = np.zeros((len(values), len(categories)), dtype=np.float32)
         block[np.arange(len(values)), codes] = 1.0
         blocks.append(block)
-        known = names if (names is not None and values.shape[1] == 1
-                          and categories.min() >= 0 and categories.max() < len(names)) else None
+        known = (
+            names
+            if (
+                names is not None
+                and values.shape[1] == 1
+                and categories.min() >= 0
+                and categories.max() < len(names)
+            )
+            else None
+        )
         labels += [f"{prefix}={known[c] if known else c}" for c in categories]
     return np.concatenate(blocks, axis=1), labels
 
@@ -128,7 +151,9 @@ def read_tu_folder(folder, name: str) -> TUDataset:
     if path("edge_labels").is_file():
         edge_labels = _read_ints(path("edge_labels"))
         if len(edge_labels) != len(edges):
-            raise ValueError(f"{path('edge_labels')} has {len(edge_labels)} lines for {len(edges)} edges.")
+            raise ValueError(
+                f"{path('edge_labels')} has {len(edge_labels)} lines for {len(edges)} edges."
+            )
         edge_features, edge_names = _one_hot(edge_labels, known.get("edge"), "edge_label")
 
     label_values, y = np.unique(raw_labels, return_inverse=True)
@@ -138,12 +163,18 @@ def read_tu_folder(folder, name: str) -> TUDataset:
     edge_cuts = np.cumsum(np.bincount(edge_graph, minlength=num_graphs))[:-1]
     node_cuts = np.cumsum(node_counts)[:-1]
     x = np.split(features, node_cuts)
-    edge_lists = [
-        (part - starts[g]).T for g, part in enumerate(np.split(edges[order], edge_cuts))
-    ]
+    edge_lists = [(part - starts[g]).T for g, part in enumerate(np.split(edges[order], edge_cuts))]
     edge_attr = None if edge_features is None else np.split(edge_features[order], edge_cuts)
-    return TUDataset(x, edge_lists, y, label_values, edge_attr=edge_attr,
-                     feature_names=feature_names, edge_feature_names=edge_names, name=name)
+    return TUDataset(
+        x,
+        edge_lists,
+        y,
+        label_values,
+        edge_attr=edge_attr,
+        feature_names=feature_names,
+        edge_feature_names=edge_names,
+        name=name,
+    )
 
 
 def _read_structure(path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,8 +182,10 @@ def _read_structure(path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray
     graph labels)``, ids from 0 (``path(suffix)``: the file ``<name>_<suffix>.txt``)."""
     for suffix in ("A", "graph_indicator", "graph_labels"):
         if not path(suffix).is_file():
-            raise FileNotFoundError(f"{path(suffix)} is missing: a TU dataset needs {name}_A.txt, "
-                                    f"{name}_graph_indicator.txt and {name}_graph_labels.txt.")
+            raise FileNotFoundError(
+                f"{path(suffix)} is missing: a TU dataset needs {name}_A.txt, "
+                f"{name}_graph_indicator.txt and {name}_graph_labels.txt."
+            )
     edges = _read_ints(path("A"), 2) - 1
     indicator = _read_ints(path("graph_indicator"), 1)[:, 0] - 1
     raw_labels = _read_ints(path("graph_labels"), 1)[:, 0]
@@ -163,10 +196,14 @@ def _read_structure(path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray
             f"(the number of lines of {path('graph_labels').name})."
         )
     if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
-        raise ValueError(f"{path('A')}: node ids must be within 1..{num_nodes}, found {edges.min() + 1}..{edges.max() + 1}.")
+        raise ValueError(
+            f"{path('A')}: node ids must be within 1..{num_nodes}, found {edges.min() + 1}..{edges.max() + 1}."
+        )
     crossing = np.flatnonzero(indicator[edges[:, 0]] != indicator[edges[:, 1]])
     if crossing.size:
-        raise ValueError(f"{path('A')}: line {crossing[0] + 1} joins nodes of two different graphs.")
+        raise ValueError(
+            f"{path('A')}: line {crossing[0] + 1} joins nodes of two different graphs."
+        )
     return edges, indicator, raw_labels
 
 
@@ -177,7 +214,9 @@ def _node_features(path, known: dict, num_nodes: int) -> tuple[np.ndarray, list[
     if path("node_labels").is_file():
         node_labels = _read_ints(path("node_labels"))
         if len(node_labels) != num_nodes:
-            raise ValueError(f"{path('node_labels')} has {len(node_labels)} lines for {num_nodes} nodes.")
+            raise ValueError(
+                f"{path('node_labels')} has {len(node_labels)} lines for {num_nodes} nodes."
+            )
         block, labels = _one_hot(node_labels, known.get("node"), "node_label")
         feature_blocks.append(block)
         feature_names += labels

@@ -76,7 +76,9 @@ class _Writer:
             permissions = 0o666 & ~_umask()
         handle, temp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
         try:
-            kwargs = {} if "b" in self.mode else {"encoding": self.encoding, "newline": self.newline}
+            kwargs = (
+                {} if "b" in self.mode else {"encoding": self.encoding, "newline": self.newline}
+            )
             with os.fdopen(handle, self.mode, **kwargs) as f:
                 yield f
                 f.flush()
@@ -97,7 +99,9 @@ class _Writer:
         return self._context.__exit__(*exc)
 
 
-def atomic_write(path, data=None, *, binary: bool = False, encoding: str = "utf-8", newline: str | None = None):
+def atomic_write(
+    path, data=None, *, binary: bool = False, encoding: str = "utf-8", newline: str | None = None
+):
     """Replace ``path`` with ``data`` (str or bytes) in one step, or, without ``data``,
     return a context manager giving a file object whose content replaces ``path`` when
     the ``with`` block ends without an exception (an exception leaves ``path`` as it was).
@@ -118,7 +122,9 @@ def atomic_write(path, data=None, *, binary: bool = False, encoding: str = "utf-
     """
     if data is None:
         return _Writer(path, "wb" if binary else "w", encoding, newline)
-    writer = _Writer(path, "wb" if isinstance(data, (bytes, bytearray, memoryview)) else "w", encoding, newline)
+    writer = _Writer(
+        path, "wb" if isinstance(data, (bytes, bytearray, memoryview)) else "w", encoding, newline
+    )
     with writer as f:
         f.write(data)
     return pathlib.Path(path)

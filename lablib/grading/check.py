@@ -153,14 +153,21 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
     results: list[TestResult] = []
     for test in tests:
         if missing:
-            results.append(TestResult.failed(test, f"pass {', '.join(missing)} to check()", Kind.ERROR))
+            results.append(
+                TestResult.failed(test, f"pass {', '.join(missing)} to check()", Kind.ERROR)
+            )
             continue
         # A piece written by hand gets the grader's crib guard here too, so a student
         # learns in the notebook, not from the grade, that calling lablib's own layer, the
         # grader's reference or a ready-made layer gives no points. The judge runs after
         # the probe's window has closed: it may use any reference.
-        request = ProbeRequest(test.id, test.probe, tuple(declared), test.timeout,
-                               BY_HAND if spec.pieces[piece].by_hand else ())
+        request = ProbeRequest(
+            test.id,
+            test.probe,
+            tuple(declared),
+            test.timeout,
+            BY_HAND if spec.pieces[piece].by_hand else (),
+        )
         results.append(judge_test(test, run_probe(request, ns)))
     hold_diagnoses(results)  # one named mistake explains the piece's other failures
     # Hidden tests are never in the student's lablib, so the report always says that

@@ -11,8 +11,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TestFailure", "Mistake", "diagnose", "expect", "expect_close", "expect_equal",
-           "expect_shape"]
+__all__ = [
+    "TestFailure",
+    "Mistake",
+    "diagnose",
+    "expect",
+    "expect_close",
+    "expect_equal",
+    "expect_shape",
+]
 
 
 class TestFailure(AssertionError):
@@ -37,12 +44,17 @@ def _same(got: Any, wrong: Any, rtol: float, atol: float) -> bool:
         g, w = np.asarray(got, dtype=float), np.asarray(wrong, dtype=float)
     except (TypeError, ValueError):
         return False
-    return (g.shape == w.shape and bool(np.all(np.isfinite(g))) and bool(np.all(np.isfinite(w)))
-            and bool(np.allclose(g, w, rtol=rtol, atol=atol)))
+    return (
+        g.shape == w.shape
+        and bool(np.all(np.isfinite(g)))
+        and bool(np.all(np.isfinite(w)))
+        and bool(np.allclose(g, w, rtol=rtol, atol=atol))
+    )
 
 
-def diagnose(got: Any, wrong_answers, *, right: Any = None, rtol: float = 1e-5,
-             atol: float = 1e-6) -> None:
+def diagnose(
+    got: Any, wrong_answers, *, right: Any = None, rtol: float = 1e-5, atol: float = 1e-6
+) -> None:
     """Raise :class:`Mistake` when ``got`` is one of the known wrong answers.
 
     ``wrong_answers``: ``(value, sentence)`` pairs, each the value a typical mistake
@@ -98,8 +110,13 @@ def _mismatch(got: np.ndarray, expected: np.ndarray, bad: np.ndarray) -> str:
     """Where two same-shaped arrays differ: the count, the first differing entries with
     their indices, and both arrays in full when they are small."""
     places = np.argwhere(bad)
-    shown = _first(places, lambda i: f"{_where(i)}: expected {_number(expected[tuple(i)])}, "
-                                     f"got {_number(got[tuple(i)])}", "; ")
+    shown = _first(
+        places,
+        lambda i: (
+            f"{_where(i)}: expected {_number(expected[tuple(i)])}, got {_number(got[tuple(i)])}"
+        ),
+        "; ",
+    )
     text = f"{len(places)} of {bad.size} entries differ ({shown})"
     if expected.size <= SMALL_ARRAY:
         text += f"; expected {_fmt(expected)}, got {_fmt(got)}"
@@ -116,9 +133,7 @@ def expect_shape(got: Any, shape, what: str = "value") -> None:
     """Fail unless ``got`` is an array of exactly ``shape`` (None matches any size)."""
     if not isinstance(got, np.ndarray):
         raise TestFailure(f"{what}: expected an array of shape {tuple(shape)}, got {_fmt(got)}")
-    ok = len(got.shape) == len(shape) and all(
-        s is None or s == g for s, g in zip(shape, got.shape)
-    )
+    ok = len(got.shape) == len(shape) and all(s is None or s == g for s, g in zip(shape, got.shape))
     if not ok:
         raise TestFailure(
             f"{what}: expected shape {tuple(shape)}, got shape {got.shape}",
@@ -132,8 +147,9 @@ def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         g, e = np.asarray(got), np.asarray(expected)
         if g.shape != e.shape:
-            raise TestFailure(f"{what}: expected shape {e.shape}, got shape {g.shape}",
-                              expected=e, got=g)
+            raise TestFailure(
+                f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
+            )
         if not np.array_equal(g, e):
             detail = _mismatch(g, e, g != e) if e.ndim else f"expected {_fmt(e)}, got {_fmt(g)}"
             raise TestFailure(f"{what}: {detail}", expected=e, got=g)
@@ -148,12 +164,14 @@ def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
             got=got,
         )
     if got != expected:
-        raise TestFailure(f"{what}: expected {_fmt(expected)}, got {_fmt(got)}",
-                          expected=expected, got=got)
+        raise TestFailure(
+            f"{what}: expected {_fmt(expected)}, got {_fmt(got)}", expected=expected, got=got
+        )
 
 
-def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6,
-                 what: str = "value") -> None:
+def expect_close(
+    got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6, what: str = "value"
+) -> None:
     """Numerical closeness for numbers, arrays and (nested) lists/dicts of them."""
     if isinstance(expected, dict):
         if not isinstance(got, dict) or set(got) != set(expected):
@@ -162,7 +180,8 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1
             expect_close(got[key], expected[key], rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
         return
     if isinstance(expected, (list, tuple)) and any(
-        isinstance(e, dict) or (isinstance(e, (list, tuple, np.ndarray)) and not isinstance(got, np.ndarray))
+        isinstance(e, dict)
+        or (isinstance(e, (list, tuple, np.ndarray)) and not isinstance(got, np.ndarray))
         for e in expected
     ):
         if not isinstance(got, (list, tuple)) or len(got) != len(expected):
@@ -185,17 +204,24 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1
     if np.any(not_finite):
         places = np.argwhere(not_finite)
         where = _first(places, _where, ", ") or "the value"
-        raise TestFailure(f"{what}: got NaN or infinite values at {where} "
-                          f"({len(places)} of {g.size} entries)", expected=e, got=g)
+        raise TestFailure(
+            f"{what}: got NaN or infinite values at {where} ({len(places)} of {g.size} entries)",
+            expected=e,
+            got=g,
+        )
     close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if not bool(np.all(close)):
         difference = np.where(close, 0.0, np.abs(g - e))
         worst = np.unravel_index(int(np.argmax(difference)), e.shape)
         tolerance = f"tolerance rtol={rtol:g}, atol={atol:g}"
         if e.ndim == 0:
-            detail = (f"expected {_number(e[()])}, got {_number(g[()])} (difference "
-                      f"{float(difference):.3g}; {tolerance})")
+            detail = (
+                f"expected {_number(e[()])}, got {_number(g[()])} (difference "
+                f"{float(difference):.3g}; {tolerance})"
+            )
         else:
-            detail = (f"{_mismatch(g, e, ~close)}; largest difference "
-                      f"{float(difference[worst]):.3g} at {_where(worst)} ({tolerance})")
+            detail = (
+                f"{_mismatch(g, e, ~close)}; largest difference "
+                f"{float(difference[worst]):.3g} at {_where(worst)} ({tolerance})"
+            )
         raise TestFailure(f"{what}: {detail}", expected=e, got=g)

@@ -80,12 +80,16 @@ def _gradebook(folder) -> dict:
     except GradebookError as exc:
         raise ExportError(str(exc)) from None
     except OSError as exc:
-        raise ExportError(f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`.") from None
+        raise ExportError(
+            f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`."
+        ) from None
     newer = changes_since(pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0))
     if newer:
-        raise ExportError(f"{folder}: the written answers' grades changed {newer} time(s) since grades.json was "
-                          f"written; run `lablib report {folder}` (or \"Write the gradebook\" in the review page) "
-                          f"and export again.")
+        raise ExportError(
+            f"{folder}: the written answers' grades changed {newer} time(s) since grades.json was "
+            f'written; run `lablib report {folder}` (or "Write the gradebook" in the review page) '
+            f"and export again."
+        )
     return data
 
 
@@ -114,7 +118,9 @@ def _lab_columns(data: dict, header: str, pieces: bool) -> list[tuple[str, str |
             top = max([r["pieces"].get(piece, {}).get("max_score", 0.0) for r in rows] or [0.0])
             columns.append((f"{header}: {piece}", piece, top))
         for question, about in data.get("questions", {}).items():
-            columns.append((f"{header}: written {question}", f"written:{question}", about.get("points", 0.0)))
+            columns.append(
+                (f"{header}: written {question}", f"written:{question}", about.get("points", 0.0))
+            )
     return columns
 
 
@@ -129,11 +135,16 @@ class _Person:
 
     def joins(self, identity: dict) -> int:
         """How many join fields ``identity`` shares with this student (0: another student)."""
-        return sum(1 for f in _JOIN if identity.get(f) and fold(identity[f]) == fold(self.fields[f]))
+        return sum(
+            1 for f in _JOIN if identity.get(f) and fold(identity[f]) == fold(self.fields[f])
+        )
 
     def clashes(self, identity: dict) -> bool:
         """``identity`` gives a join field a different value: another student."""
-        return any(identity.get(f) and self.fields[f] and fold(identity[f]) != fold(self.fields[f]) for f in _JOIN)
+        return any(
+            identity.get(f) and self.fields[f] and fold(identity[f]) != fold(self.fields[f])
+            for f in _JOIN
+        )
 
 
 def _identities(entry: dict, roster=None, index=None) -> list[dict]:
@@ -145,13 +156,24 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
     identity = entry.get("identity")
     if not isinstance(identity, dict) or not identity:
         student = entry.get("student")
-        identity = dict(student, matched=True) if isinstance(student, dict) else {"key": entry["submission"]}
+        identity = (
+            dict(student, matched=True)
+            if isinstance(student, dict)
+            else {"key": entry["submission"]}
+        )
     if roster is not None and not identity.get("matched"):
-        found = Found(str(entry["submission"]), pathlib.Path(str(entry.get("path", ""))),
-                      str(identity.get("where", "")), str(identity.get("folder", "")), dict(identity.get("lms") or {}))
+        found = Found(
+            str(entry["submission"]),
+            pathlib.Path(str(entry.get("path", ""))),
+            str(identity.get("where", "")),
+            str(identity.get("folder", "")),
+            dict(identity.get("lms") or {}),
+        )
         again = resolve(found, roster, index=index)
         if again.get("matched"):
-            identity = again | {"matched_by": f"{again['matched_by']} (matched by the export's roster)"}
+            identity = again | {
+                "matched_by": f"{again['matched_by']} (matched by the export's roster)"
+            }
     people = [identity]
     for other in identity.get("others") or []:
         if isinstance(other, dict) and any(other.get(f) for f in (*_JOIN, "key", "name")):
@@ -162,12 +184,18 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
 def _place(people: list[_Person], identity: dict, submission: str, lab: str) -> _Person:
     """The export's student of one identity: the roster student it joins (most shared
     ids, none clashing), else a student of its own (kept, counted as not in the roster)."""
-    best = max(((p.joins(identity), i) for i, p in enumerate(people) if not p.clashes(identity)), default=(0, -1))
+    best = max(
+        ((p.joins(identity), i) for i, p in enumerate(people) if not p.clashes(identity)),
+        default=(0, -1),
+    )
     if best[0] > 0:
         return people[best[1]]
     for p in people:  # a row of the same unmatched person in another lab
-        if not p.in_roster and fold(p.fields.get("name") or "") == fold(identity.get("name") or "") and \
-                p.fields.get("_key") == fold(identity.get("key") or submission):
+        if (
+            not p.in_roster
+            and fold(p.fields.get("name") or "") == fold(identity.get("name") or "")
+            and p.fields.get("_key") == fold(identity.get("key") or submission)
+        ):
             return p
     person = _Person(identity, in_roster=False)
     if not person.fields["name"]:
@@ -177,8 +205,17 @@ def _place(people: list[_Person], identity: dict, submission: str, lab: str) -> 
     return person
 
 
-def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool = False,
-           missing: str = "zero", allow_ungraded: bool = False) -> dict:
+def export(
+    fmt: str,
+    outputs,
+    roster,
+    destination,
+    *,
+    columns=None,
+    pieces: bool = False,
+    missing: str = "zero",
+    allow_ungraded: bool = False,
+) -> dict:
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
@@ -207,20 +244,37 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}.")
     if missing not in MISSING:
-        raise ExportError(f"--missing {missing!r}: expected 'zero' (0 and a note) or 'blank' (no grade).")
+        raise ExportError(
+            f"--missing {missing!r}: expected 'zero' (0 and a note) or 'blank' (no grade)."
+        )
     columns = dict(columns or {})
     books = [(pathlib.Path(folder), _gradebook(folder)) for folder in outputs]
     labs = [b["lab"] for _, b in books]
     if len(set(labs)) != len(labs):
-        raise ExportError(f"Two of the outputs hold the same lab ({labs}); pass one output per lab.")
+        raise ExportError(
+            f"Two of the outputs hold the same lab ({labs}); pass one output per lab."
+        )
     unknown = set(columns) - set(labs)
     if unknown:
-        raise ExportError(f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs}).")
+        raise ExportError(
+            f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs})."
+        )
     _refuse_ungraded(books, allow_ungraded)
-    people = [_Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
-              for s in (roster.students if roster is not None else ())]
-    report = {"students": 0, "labs": labs, "unmatched": {}, "without_submission": {}, "ungraded": {}, "missing": {},
-              "not_in_roster": [], "with_totals": 0, "notes": None}
+    people = [
+        _Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
+        for s in (roster.students if roster is not None else ())
+    ]
+    report = {
+        "students": 0,
+        "labs": labs,
+        "unmatched": {},
+        "without_submission": {},
+        "ungraded": {},
+        "missing": {},
+        "not_in_roster": [],
+        "with_totals": 0,
+        "notes": None,
+    }
     _place_rows(people, books, roster, report)
     header_cells, points, values = _grade_columns(people, books, columns, pieces, missing, report)
     for p in people:
@@ -241,7 +295,8 @@ def export(fmt: str, outputs, roster, destination, *, columns=None, pieces: bool
         f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
         f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
         f"{ungraded} with written answers not graded or changed since (noted); {len(report['not_in_roster'])} not in "
-        f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if notes_path else ""))
+        f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if notes_path else "")
+    )
     return report
 
 
@@ -256,16 +311,22 @@ def _refuse_ungraded(books, allow_ungraded: bool) -> None:
             pending[book["lab"]] = waiting
     if pending and not allow_ungraded:
         parts = []
-        for (folder, book) in books:
+        for folder, book in books:
             if book["lab"] in pending:
                 w = pending[book["lab"]]
-                parts.append(f"{folder}: {len(w)} submissions have {sum(n for _, n, _ in w)} written answers never "
-                             f"graded and {sum(s for _, _, s in w)} changed since they were graded "
-                             f"(e.g. {', '.join(n for n, _, _ in w[:3])}); run `lablib review {book['lab']} {folder}`, "
-                             f"then `lablib report {folder}`")
-        raise ExportError("Refusing to export totals that count written answers nobody graded as 0, or grades given "
-                          "to answers changed since. " + "; ".join(parts) + ". Or pass --allow-ungraded to export them "
-                          "anyway (never graded: 0; changed: the earlier grade; each such student noted).")
+                parts.append(
+                    f"{folder}: {len(w)} submissions have {sum(n for _, n, _ in w)} written answers never "
+                    f"graded and {sum(s for _, _, s in w)} changed since they were graded "
+                    f"(e.g. {', '.join(n for n, _, _ in w[:3])}); run `lablib review {book['lab']} {folder}`, "
+                    f"then `lablib report {folder}`"
+                )
+        raise ExportError(
+            "Refusing to export totals that count written answers nobody graded as 0, or grades given "
+            "to answers changed since. "
+            + "; ".join(parts)
+            + ". Or pass --allow-ungraded to export them "
+            "anyway (never graded: 0; changed: the earlier grade; each such student noted)."
+        )
 
 
 def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
@@ -284,8 +345,9 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
         report["unmatched"][lab] = unmatched
 
 
-def _grade_columns(people: list[_Person], books, columns: dict, pieces: bool, missing: str,
-                    report: dict) -> tuple[list, list, dict]:
+def _grade_columns(
+    people: list[_Person], books, columns: dict, pieces: bool, missing: str, report: dict
+) -> tuple[list, list, dict]:
     """The import file's grade columns: ``(headers, points possible, {id(person): cells})``;
     each student's notes and ``report``'s ungraded, missing and without-submission lists."""
     header_cells, points = [], []
@@ -320,7 +382,11 @@ def _best_rows(people: list[_Person], lab: str, title: str, missing: str, report
             never, stale = _pending(row)
             if never or stale:
                 said = [f"{never} written answer(s) never graded, counted as 0"] if never else []
-                said += [f"{stale} written answer(s) changed since graded, the earlier grade counted"] if stale else []
+                said += (
+                    [f"{stale} written answer(s) changed since graded, the earlier grade counted"]
+                    if stale
+                    else []
+                )
                 p.notes.append(f"{title}: {'; '.join(said)}")
                 report["ungraded"].setdefault(lab, []).append(_key(p))
     report["missing"][lab] = [_key(p) for p in people if id(p) not in best]
@@ -340,25 +406,54 @@ def _cell(row, piece, missing: str):
     return num(row["pieces"].get(piece, {}).get("score", 0.0))
 
 
-def _write_import_file(fmt: str, destination: pathlib.Path, people: list[_Person], header_cells,
-                       points, values: dict) -> None:
+def _write_import_file(
+    fmt: str, destination: pathlib.Path, people: list[_Person], header_cells, points, values: dict
+) -> None:
     """The LMS's import file: Canvas' or Moodle's columns, one row per student."""
     with atomic_write(destination, newline="") as f:
         writer = csv.writer(f)
         if fmt == "canvas":
-            writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
-                             *map(spreadsheet_text, header_cells)])
+            writer.writerow(
+                [
+                    "Student",
+                    "ID",
+                    "SIS User ID",
+                    "SIS Login ID",
+                    "Section",
+                    *map(spreadsheet_text, header_cells),
+                ]
+            )
             writer.writerow(["    Points Possible", "", "", "", "", *points])
             for p in people:
                 x = p.fields
-                writer.writerow([*map(spreadsheet_text, (x["name"], x["lms_id"], x["student_id"], x["login"],
-                                                         x["section"])), *values[id(p)]])
+                writer.writerow(
+                    [
+                        *map(
+                            spreadsheet_text,
+                            (x["name"], x["lms_id"], x["student_id"], x["login"], x["section"]),
+                        ),
+                        *values[id(p)],
+                    ]
+                )
         else:
-            writer.writerow(["Full name", "Email address", "ID number", *map(spreadsheet_text, header_cells), "Notes"])
+            writer.writerow(
+                [
+                    "Full name",
+                    "Email address",
+                    "ID number",
+                    *map(spreadsheet_text, header_cells),
+                    "Notes",
+                ]
+            )
             for p in people:
                 x = p.fields
-                writer.writerow([*map(spreadsheet_text, (x["name"], x["email"], x["student_id"])), *values[id(p)],
-                                 spreadsheet_text("; ".join(p.notes))])
+                writer.writerow(
+                    [
+                        *map(spreadsheet_text, (x["name"], x["email"], x["student_id"])),
+                        *values[id(p)],
+                        spreadsheet_text("; ".join(p.notes)),
+                    ]
+                )
 
 
 def _write_notes(destination: pathlib.Path, people: list[_Person]) -> pathlib.Path | None:
@@ -375,8 +470,14 @@ def _write_notes(destination: pathlib.Path, people: list[_Person]) -> pathlib.Pa
         for p in noted:
             x = p.fields
             for note in p.notes:
-                writer.writerow([*map(spreadsheet_text, (x["name"], x["lms_id"], x["student_id"], x["email"],
-                                                         note))])
+                writer.writerow(
+                    [
+                        *map(
+                            spreadsheet_text,
+                            (x["name"], x["lms_id"], x["student_id"], x["email"], note),
+                        )
+                    ]
+                )
     return notes_path
 
 

@@ -34,9 +34,19 @@ from lablib.grading.author import catalog
 from lablib.grading.gradebook import Gradebook, GradebookFolder
 from lablib.grading.gradebook.identity import resolve
 from lablib.grading.gradebook.similarity import (
-    dynamic_code, graded_code, identical_files, similarity_hints)
+    dynamic_code,
+    graded_code,
+    identical_files,
+    similarity_hints,
+)
 from lablib.grading.judge import judge_in_sandbox, judge_submission, summarise, unreadable
-from lablib.grading.notebook import InvalidNotebook, graded_cells, read_notebook, setup_sources, written_answers
+from lablib.grading.notebook import (
+    InvalidNotebook,
+    graded_cells,
+    read_notebook,
+    setup_sources,
+    written_answers,
+)
 from lablib.grading.atomic import atomic_write
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
@@ -56,7 +66,9 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
     every file of the grading package (runner, judges, reports, the shipped specs), the
     lab's spec and hidden-test files, its set-up cells and the limits."""
     h = hashlib.sha256()
-    h.update(f"{CACHE_VERSION}|{__version__}|{json.dumps(dataclasses.asdict(limits), sort_keys=True)}".encode())
+    h.update(
+        f"{CACHE_VERSION}|{__version__}|{json.dumps(dataclasses.asdict(limits), sort_keys=True)}".encode()
+    )
     package = PACKAGE_DIR / "grading"
     for path in sorted(package.rglob("*.py")):
         h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
@@ -67,8 +79,18 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
     return h.hexdigest()
 
 
-def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, limits: Limits = Limits(),
-              mask=(), template=None, cache=None, force: bool = False) -> SubmissionResult:
+def grade_one(
+    lab: LabSpec,
+    name: str,
+    path: pathlib.Path,
+    setup: list[str],
+    *,
+    limits: Limits = Limits(),
+    mask=(),
+    template=None,
+    cache=None,
+    force: bool = False,
+) -> SubmissionResult:
     """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
     the answers to the lab's written questions and the graded code (``template``: the
     released notebook, to find answers by cell id and to tell the student's added cells).
@@ -85,14 +107,33 @@ def grade_one(lab: LabSpec, name: str, path: pathlib.Path, setup: list[str], *, 
     result = cache.get(name, path, key) if cache is not None and not force else None
     if result is None:
         cells = [(piece, cell.source) for piece, cell in found.items()]
-        probes = [ProbeRequest(t.id, t.probe, tuple(lab.pieces[t.piece].objects), t.timeout,
-                               BY_HAND if lab.pieces[t.piece].by_hand else ())
-                  for t in lab.tests if t.piece in found]
-        outcome = run_submission(setup, cells, probes, limits=limits, mask=mask) if probes else RunOutcome()
+        probes = [
+            ProbeRequest(
+                t.id,
+                t.probe,
+                tuple(lab.pieces[t.piece].objects),
+                t.timeout,
+                BY_HAND if lab.pieces[t.piece].by_hand else (),
+            )
+            for t in lab.tests
+            if t.piece in found
+        ]
+        outcome = (
+            run_submission(setup, cells, probes, limits=limits, mask=mask)
+            if probes
+            else RunOutcome()
+        )
         judging = time.monotonic()
-        result = judge_submission(lab, name, str(path), found, outcome, notes=notes,
-                                  sandbox=functools.partial(judge_in_sandbox, limits=limits, mask=mask),
-                                  budget=limits.total_seconds)
+        result = judge_submission(
+            lab,
+            name,
+            str(path),
+            found,
+            outcome,
+            notes=notes,
+            sandbox=functools.partial(judge_in_sandbox, limits=limits, mask=mask),
+            budget=limits.total_seconds,
+        )
         # the judges' time (their sandboxed process's included) is the submission's too
         result.seconds = round(outcome.seconds + time.monotonic() - judging, 3)
         if cache is not None:
@@ -106,7 +147,9 @@ class SubmissionRemoved(UserWarning):
     """A submission of the existing gradebook whose notebook no longer exists: its row is dropped."""
 
 
-def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> list[SubmissionResult]:
+def _merged(
+    previous: list[SubmissionResult], new: list[SubmissionResult]
+) -> list[SubmissionResult]:
     """The gradebook after grading ``new`` into ``previous``: a notebook graded again keeps
     its row's name and gets the new result; every other row stays while its notebook
     exists; rows whose notebook is gone are dropped with a :class:`SubmissionRemoved`
@@ -125,8 +168,12 @@ def _merged(previous: list[SubmissionResult], new: list[SubmissionResult]) -> li
         out.append(r)
     for old in by_path.values():
         if not os.path.exists(old.path):
-            warnings.warn(f"{old.submission} was in the gradebook but {old.path} no longer exists: "
-                          f"its row was dropped.", SubmissionRemoved, stacklevel=3)
+            warnings.warn(
+                f"{old.submission} was in the gradebook but {old.path} no longer exists: "
+                f"its row was dropped.",
+                SubmissionRemoved,
+                stacklevel=3,
+            )
             continue
         name, k = old.submission, 2
         while name.casefold() in names:  # a new submission took the name: keep both rows
@@ -148,10 +195,15 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     says now (its LMS data and time, where they are known)."""
     if new.identity.get("matched") or not old.identity.get("matched"):
         return
-    carried = {k: v for k, v in old.identity.items() if k not in ("lms", "submitted_at", "time_source")}
+    carried = {
+        k: v for k, v in old.identity.items() if k not in ("lms", "submitted_at", "time_source")
+    }
     carried["lms"] = new.identity.get("lms") or old.identity.get("lms", {})
     if new.identity.get("submitted_at"):
-        carried["submitted_at"], carried["time_source"] = new.identity["submitted_at"], new.identity["time_source"]
+        carried["submitted_at"], carried["time_source"] = (
+            new.identity["submitted_at"],
+            new.identity["time_source"],
+        )
     else:
         carried["submitted_at"] = old.identity.get("submitted_at", "")
         carried["time_source"] = old.identity.get("time_source", "")
@@ -186,10 +238,17 @@ def _replaced(results: list[SubmissionResult], now: set) -> list[SubmissionResul
     out = []
     for r in results:
         person = _lms_person(r.identity) if id(r) not in now else None
-        if person is not None and person in newer and os.path.realpath(newer[person].path) != os.path.realpath(r.path):
-            warnings.warn(f"{r.submission} ({r.path}) was replaced by the newer submission of the same student, "
-                          f"{newer[person].submission} ({newer[person].path}): its row was dropped.",
-                          SubmissionReplaced, stacklevel=3)
+        if (
+            person is not None
+            and person in newer
+            and os.path.realpath(newer[person].path) != os.path.realpath(r.path)
+        ):
+            warnings.warn(
+                f"{r.submission} ({r.path}) was replaced by the newer submission of the same student, "
+                f"{newer[person].submission} ({newer[person].path}): its row was dropped.",
+                SubmissionReplaced,
+                stacklevel=3,
+            )
             continue
         out.append(r)
     return out
@@ -199,8 +258,13 @@ def _found_of(result: SubmissionResult) -> Found:
     """A kept row as :func:`~lablib.grading.submissions.find_submissions` found it (what
     its identity recorded), to resolve it again."""
     identity = result.identity or {}
-    return Found(result.submission, pathlib.Path(result.path), str(identity.get("where", "")),
-                 str(identity.get("folder", "")), dict(identity.get("lms") or {}))
+    return Found(
+        result.submission,
+        pathlib.Path(result.path),
+        str(identity.get("where", "")),
+        str(identity.get("folder", "")),
+        dict(identity.get("lms") or {}),
+    )
 
 
 def _identify(found: Found, roster, times, spec) -> dict:
@@ -235,7 +299,9 @@ class _Cache:
         """The key of graded cells ``found`` (piece -> cell) and what reading noticed."""
         h = hashlib.sha256(self.fingerprint.encode())
         for piece, cell in found.items():
-            h.update(b"\0cell\0" + piece.encode() + b"\0" + cell.source.encode("utf-8", "surrogatepass"))
+            h.update(
+                b"\0cell\0" + piece.encode() + b"\0" + cell.source.encode("utf-8", "surrogatepass")
+            )
         for note in notes:
             h.update(b"\0note\0" + note.encode("utf-8", "surrogatepass"))
         return h.hexdigest()
@@ -261,7 +327,9 @@ class _Cache:
         cache.parent.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["answers"], data["code"], data["identity"] = {}, {}, {}
-        atomic_write(cache, json.dumps({"key": key, "result": data}, default=str))  # never half a file
+        atomic_write(
+            cache, json.dumps({"key": key, "result": data}, default=str)
+        )  # never half a file
 
 
 def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) -> list[str]:
@@ -269,7 +337,9 @@ def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) ->
     sees (a venv inside the submissions folder): hidden tests, a spec given by path, the
     output folder and the submissions' folders."""
     spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
-    folders = [pathlib.Path(p) if pathlib.Path(p).is_dir() else pathlib.Path(p).parent for p in submissions]
+    folders = [
+        pathlib.Path(p) if pathlib.Path(p).is_dir() else pathlib.Path(p).parent for p in submissions
+    ]
     return sorted({os.path.realpath(p) for p in [*hidden_dirs, *spec_dirs, out, *folders]} - {"/"})
 
 
@@ -289,10 +359,22 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
             try:
                 results.append(future.result())
             except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
-                tests = [TestResult.failed(t, f"internal grader error: {type(exc).__name__}: {exc}",
-                                           Kind.GRADER_ERROR) for t in spec.tests]
-                results.append(summarise(spec, name, str(path), tests, Status.of([Kind.GRADER_ERROR]),
-                                         notes=[f"grader error: {type(exc).__name__}: {exc}"]))
+                tests = [
+                    TestResult.failed(
+                        t, f"internal grader error: {type(exc).__name__}: {exc}", Kind.GRADER_ERROR
+                    )
+                    for t in spec.tests
+                ]
+                results.append(
+                    summarise(
+                        spec,
+                        name,
+                        str(path),
+                        tests,
+                        Status.of([Kind.GRADER_ERROR]),
+                        notes=[f"grader error: {type(exc).__name__}: {exc}"],
+                    )
+                )
             if bar is not None:
                 bar.update(1)
     if bar is not None:
@@ -300,8 +382,9 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
     return results
 
 
-def grade(lab, submissions, out_dir, options: GradeOptions | None = None,
-          **settings) -> list[SubmissionResult]:
+def grade(
+    lab, submissions, out_dir, options: GradeOptions | None = None, **settings
+) -> list[SubmissionResult]:
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the
@@ -350,11 +433,21 @@ def grade(lab, submissions, out_dir, options: GradeOptions | None = None,
 
     def work(item):
         name, path = item
-        return grade_one(spec, name, path, setup, limits=limits, mask=mask, template=template,
-                         cache=cache, force=options.force)
+        return grade_one(
+            spec,
+            name,
+            path,
+            setup,
+            limits=limits,
+            mask=mask,
+            template=template,
+            cache=cache,
+            force=options.force,
+        )
 
-    graded = _in_parallel(spec, [(f.name, f.path) for f in found], work, options.workers,
-                          options.progress)
+    graded = _in_parallel(
+        spec, [(f.name, f.path) for f in found], work, options.workers, options.progress
+    )
     by_name = {f.name: f for f in found}
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
         r.identity = _identify(by_name[r.submission], roster, times, spec)
@@ -363,8 +456,16 @@ def grade(lab, submissions, out_dir, options: GradeOptions | None = None,
     folder.keep_roster(roster)
     if late_policy is not None or options.fresh:
         folder.keep_late_policy(late_policy)
-    _write(out, spec, results, writers=options.writers, roster=roster, skipped=skipped,
-           late_policy=late_policy, template=template)
+    _write(
+        out,
+        spec,
+        results,
+        writers=options.writers,
+        roster=roster,
+        skipped=skipped,
+        late_policy=late_policy,
+        template=template,
+    )
     return sorted(results, key=lambda r: r.submission)
 
 
@@ -377,30 +478,57 @@ def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool) -> 
         elif times is not None:  # new times: the same student, the time looked up again
             again = _identify(_found_of(r), roster, times, spec)
             if again.get("submitted_at"):
-                r.identity.update(submitted_at=again["submitted_at"],
-                                  time_source=again["time_source"])
+                r.identity.update(
+                    submitted_at=again["submitted_at"], time_source=again["time_source"]
+                )
 
 
-def _write(out: pathlib.Path, spec: LabSpec, results, *, writers=None, roster=None, skipped=(),
-           late_policy=None, template=None) -> None:
+def _write(
+    out: pathlib.Path,
+    spec: LabSpec,
+    results,
+    *,
+    writers=None,
+    roster=None,
+    skipped=(),
+    late_policy=None,
+    template=None,
+) -> None:
     """The reports of ``results``, with the people's grades of the written answers, the
     late penalties and the similarity hints (``template``: the released notebook, whose
     graded cells' code is left out of the comparison)."""
-    blank = {piece: cell.source for piece, cell in graded_cells(template)[0].items()} if template else {}
-    similarity = similarity_hints({r.submission: graded_code(r.code) for r in results if r.code},
-                                  graded_code(blank) if blank else "")
+    blank = (
+        {piece: cell.source for piece, cell in graded_cells(template)[0].items()}
+        if template
+        else {}
+    )
+    similarity = similarity_hints(
+        {r.submission: graded_code(r.code) for r in results if r.code},
+        graded_code(blank) if blank else "",
+    )
     similarity["identical"] = identical_files({r.submission: r.path for r in results})
-    similarity["dynamic_code"] = {r.submission: found for r in results if r.code and (found := dynamic_code(r.code))}
+    similarity["dynamic_code"] = {
+        r.submission: found for r in results if r.code and (found := dynamic_code(r.code))
+    }
     person, through = {}, 0
     if spec.answers and (out / DB_NAME).is_file():
         person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
-    book = Gradebook.of(spec, results, roster=roster, skipped=skipped, person=person,
-                        reviews_through=through, late_policy=late_policy, similarity=similarity)
+    book = Gradebook.of(
+        spec,
+        results,
+        roster=roster,
+        skipped=skipped,
+        person=person,
+        reviews_through=through,
+        late_policy=late_policy,
+        similarity=similarity,
+    )
     report.write_book(out, book, writers)
 
 
-def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None,
-                    late_policy=None) -> list[SubmissionResult]:
+def rewrite_reports(
+    out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=None, late_policy=None
+) -> list[SubmissionResult]:
     """Write the reports of an existing grading output again, without grading: the
     gradebook of ``grades.json`` with the people's latest grades (``lablib report``, the
     review page's "Write the gradebook").
@@ -424,9 +552,13 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
     try:
         stored = folder.read()
     except FileNotFoundError:
-        raise ValueError(f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass "
-                         f"the output folder of a graded lab.") from None
-    spec = lab if isinstance(lab, LabSpec) else load_spec(find_lab(lab or stored["lab"]), hidden_dirs)
+        raise ValueError(
+            f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass "
+            f"the output folder of a graded lab."
+        ) from None
+    spec = (
+        lab if isinstance(lab, LabSpec) else load_spec(find_lab(lab or stored["lab"]), hidden_dirs)
+    )
     results = folder.results(spec.name, stored)
     skipped = folder.skipped(stored)  # kept in the gradebook: the summary lists them again
     roster_given = roster is not None
@@ -445,6 +577,14 @@ def rewrite_reports(out_dir, *, lab=None, roster=None, hidden_dirs=(), writers=N
         template = read_notebook(catalog.find_lab_notebook(spec))[0]
     except (catalog.LabNotebookNotFound, InvalidNotebook, OSError):
         template = None  # the similarity hints then compare the template's code too
-    _write(out, spec, results, writers=writers, roster=roster, skipped=skipped, late_policy=late_policy,
-           template=template)
+    _write(
+        out,
+        spec,
+        results,
+        writers=writers,
+        roster=roster,
+        skipped=skipped,
+        late_policy=late_policy,
+        template=template,
+    )
     return sorted(results, key=lambda r: r.submission)

@@ -34,8 +34,9 @@ def run_autograder(root=None) -> dict:
     hidden = [source / "tests"] if (source / "tests" / f"{config['lab']}.py").is_file() else []
     if hidden:
         os.chmod(source / "tests", 0o700)  # unreadable for the unprivileged grading uid
-    lab = load_spec(find_lab(source / config["spec"] if config.get("spec") else config["lab"]),
-                    hidden)  # the lab resolved once, passed down
+    lab = load_spec(
+        find_lab(source / config["spec"] if config.get("spec") else config["lab"]), hidden
+    )  # the lab resolved once, passed down
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     submission = root / "submission"
@@ -44,10 +45,16 @@ def run_autograder(root=None) -> dict:
     if not books:
         write_reports(results_dir, lab, [], writers=writers)
     else:
-        options = GradeOptions(hidden_dirs=hidden, jobs=1, timeout=config["timeout"],
-                               memory_mb=config["memory_mb"], lab_notebook=source / "lab.ipynb",
-                               progress=False, writers=writers,
-                               fresh=True)  # one upload is the whole gradebook
+        options = GradeOptions(
+            hidden_dirs=hidden,
+            jobs=1,
+            timeout=config["timeout"],
+            memory_mb=config["memory_mb"],
+            lab_notebook=source / "lab.ipynb",
+            progress=False,
+            writers=writers,
+            fresh=True,
+        )  # one upload is the whole gradebook
         grade(lab, books, results_dir, options)
     return json.loads((results_dir / "results.json").read_text())
 
@@ -57,7 +64,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lablib.grading.gradescope")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="grade /autograder/submission into /autograder/results")
-    p.add_argument("--root", default=None, help="autograder root (default $AUTOGRADER_ROOT or /autograder)")
+    p.add_argument(
+        "--root", default=None, help="autograder root (default $AUTOGRADER_ROOT or /autograder)"
+    )
     args = parser.parse_args(argv)
     data = run_autograder(args.root)
     print(f"score {data['score']:g}; {len(data['tests'])} tests")

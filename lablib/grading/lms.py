@@ -41,8 +41,16 @@ import pathlib
 import re
 import unicodedata
 
-__all__ = ["canvas_name", "moodle_name", "read_gradescope_metadata", "GRADESCOPE_METADATA",
-           "LmsDownloadError", "clean_label", "moodle_time", "fold"]
+__all__ = [
+    "canvas_name",
+    "moodle_name",
+    "read_gradescope_metadata",
+    "GRADESCOPE_METADATA",
+    "LmsDownloadError",
+    "clean_label",
+    "moodle_time",
+    "fold",
+]
 
 #: The metadata file of a Gradescope export.
 GRADESCOPE_METADATA = "submission_metadata.yml"
@@ -50,14 +58,21 @@ GRADESCOPE_METADATA = "submission_metadata.yml"
 METADATA_BYTES = 64 * 2**20
 
 # <name>_[LATE_]<user id | anon_<id>>_<attachment id>_<file>; no name when anonymous.
-_CANVAS = re.compile(r"^(?:(?P<name>[^/\\]+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
-                     r"(?P<file>.+)$", re.UNICODE)
+_CANVAS = re.compile(
+    r"^(?:(?P<name>[^/\\]+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
+    r"(?P<file>.+)$",
+    re.UNICODE,
+)
 # <Full name>_<participant id>_assignsubmission_<plugin>_[<file>]
-_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$",
-                     re.DOTALL)
+_MOODLE = re.compile(
+    r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$",
+    re.DOTALL,
+)
 # Characters that change how text is shown rather than what it says: C0/C1 controls,
 # line/paragraph separators, bidirectional overrides and isolates, byte-order marks.
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ufeff]")
+_INVISIBLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ufeff]"
+)
 
 
 class LmsDownloadError(ValueError):
@@ -90,10 +105,15 @@ def canvas_name(file_name: str) -> dict | None:
     if not match:
         return None
     user = match["user"]
-    found = {"lms": "canvas", "name": clean_label(match["name"] or ""), "attachment_id": match["attachment"],
-             "late": bool(match["late"]), "file": clean_label(match["file"])}
+    found = {
+        "lms": "canvas",
+        "name": clean_label(match["name"] or ""),
+        "attachment_id": match["attachment"],
+        "late": bool(match["late"]),
+        "file": clean_label(match["file"]),
+    }
     if user.startswith("anon_"):
-        found["anonymous_id"] = user[len("anon_"):]
+        found["anonymous_id"] = user[len("anon_") :]
     else:
         found["user_id"] = user
     return found
@@ -110,8 +130,13 @@ def moodle_name(name: str) -> dict | None:
     match = _MOODLE.match(unicodedata.normalize("NFC", name))
     if not match:
         return None
-    return {"lms": "moodle", "name": clean_label(match["name"]), "participant_id": match["participant"],
-            "plugin": match["plugin"], "file": clean_label(match["file"] or "")}
+    return {
+        "lms": "moodle",
+        "name": clean_label(match["name"]),
+        "participant_id": match["participant"],
+        "plugin": match["plugin"],
+        "file": clean_label(match["file"] or ""),
+    }
 
 
 def _time_text(value) -> str:
@@ -119,7 +144,9 @@ def _time_text(value) -> str:
     if value is None or value == "":
         return ""
     if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).isoformat(timespec="seconds")
+        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).isoformat(
+            timespec="seconds"
+        )
     text = str(value).strip()
     # Ruby's "2026-04-26 17:34:00.861687000 Z" / "... -0700": at most 6 fractional digits
     text = re.sub(r"(\.\d{6})\d+", r"\1", text)
@@ -129,7 +156,9 @@ def _time_text(value) -> str:
         parsed = dt.datetime.fromisoformat(text)
     except ValueError:
         return str(value).strip()
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)).isoformat(timespec="seconds")
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)).isoformat(
+        timespec="seconds"
+    )
 
 
 def _key(entry, name: str):
@@ -153,39 +182,62 @@ def read_gradescope_metadata(path) -> dict[str, dict]:
     import yaml
 
     path = pathlib.Path(path)
-    what_to_do = ("download the export again (Review Grades > Export Submissions) and unzip it whole, or "
-                  "remove the file to grade the folders without it (each row is then named by its folder)")
+    what_to_do = (
+        "download the export again (Review Grades > Export Submissions) and unzip it whole, or "
+        "remove the file to grade the folders without it (each row is then named by its folder)"
+    )
     try:
         size = path.stat().st_size
         if size > METADATA_BYTES:
-            raise LmsDownloadError(f"{path} is {size / 2**20:.0f} MB, more than Gradescope's submission metadata of "
-                                   f"any class ({METADATA_BYTES // 2**20} MB at most); {what_to_do}.")
+            raise LmsDownloadError(
+                f"{path} is {size / 2**20:.0f} MB, more than Gradescope's submission metadata of "
+                f"any class ({METADATA_BYTES // 2**20} MB at most); {what_to_do}."
+            )
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise LmsDownloadError(f"{path} cannot be read as Gradescope's submission metadata "
-                               f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); {what_to_do}.") from None
+        raise LmsDownloadError(
+            f"{path} cannot be read as Gradescope's submission metadata "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); {what_to_do}."
+        ) from None
     if not isinstance(data, dict):
-        raise LmsDownloadError(f"{path} is not Gradescope's submission metadata (expected a mapping of "
-                               f"submission_<id> folders, got {type(data).__name__}); {what_to_do}.")
+        raise LmsDownloadError(
+            f"{path} is not Gradescope's submission metadata (expected a mapping of "
+            f"submission_<id> folders, got {type(data).__name__}); {what_to_do}."
+        )
     found = {}
     for folder, entry in data.items():
         folder = str(folder)
         submitters = []
         for person in _key(entry, "submitters") or []:
             if isinstance(person, dict):
-                submitters.append({k: clean_label(_key(person, k) or "") for k in ("name", "sid", "email")})
-        history = [_time_text(_key(h, "created_at")) for h in (_key(entry, "history") or []) if isinstance(h, dict)]
-        found[folder] = {"lms": "gradescope", "submission_id": folder.rpartition("_")[2],
-                         "submitters": submitters, "submitted_at": _time_text(_key(entry, "created_at")),
-                         "history": [h for h in history if h]}
+                submitters.append(
+                    {k: clean_label(_key(person, k) or "") for k in ("name", "sid", "email")}
+                )
+        history = [
+            _time_text(_key(h, "created_at"))
+            for h in (_key(entry, "history") or [])
+            if isinstance(h, dict)
+        ]
+        found[folder] = {
+            "lms": "gradescope",
+            "submission_id": folder.rpartition("_")[2],
+            "submitters": submitters,
+            "submitted_at": _time_text(_key(entry, "created_at")),
+            "history": [h for h in history if h],
+        }
     return found
 
 
 #: Moodle's worksheet times ("Wednesday, 10 June 2026, 2:14 PM"; US sites write the month
 #: first), without a zone: the Moodle user's zone, taken as this machine's.
-_MOODLE_TIME_FORMATS = ("%A, %d %B %Y, %I:%M %p", "%A, %B %d, %Y, %I:%M %p", "%A, %d %B %Y, %H:%M",
-                        "%d %B %Y, %I:%M %p", "%d %B %Y, %H:%M")
+_MOODLE_TIME_FORMATS = (
+    "%A, %d %B %Y, %I:%M %p",
+    "%A, %B %d, %Y, %I:%M %p",
+    "%A, %d %B %Y, %H:%M",
+    "%d %B %Y, %I:%M %p",
+    "%d %B %Y, %H:%M",
+)
 
 
 def moodle_time(text: str) -> str:

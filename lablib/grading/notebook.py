@@ -161,7 +161,8 @@ def _normal_cell(index: int, cell, notes: list) -> dict | None:
         new["attachments"] = cell["attachments"]
     cid = cell.get("id")
     new["id"] = (
-        cid if isinstance(cid, str) and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cid)
+        cid
+        if isinstance(cid, str) and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cid)
         else hashlib.sha1(f"{index}:{new['source']}".encode()).hexdigest()[:8]
     )
     return new
@@ -207,8 +208,11 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
     widgets = metadata.pop("widgets", None)
     if widgets is not None:
         notes.append("removed metadata.widgets")
-    cells = [new for index, cell in enumerate(data["cells"])
-             if (new := _normal_cell(index, cell, notes)) is not None]
+    cells = [
+        new
+        for index, cell in enumerate(data["cells"])
+        if (new := _normal_cell(index, cell, notes)) is not None
+    ]
     if len({c["id"] for c in cells}) != len(cells):
         for index, cell in enumerate(cells):
             cell["id"] = f"cell-{index}"
@@ -234,7 +238,9 @@ def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:
 
         nb, notes = read_notebook("submissions/alice.ipynb")
     """
-    if isinstance(source, pathlib.Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+    if isinstance(source, pathlib.Path) or (
+        isinstance(source, str) and not source.lstrip().startswith("{")
+    ):
         path = pathlib.Path(source)  # a path is never parsed as JSON, whatever its name
         _check_size(path.stat().st_size)
         raw = path.read_bytes()
@@ -246,10 +252,13 @@ def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:
         data = json.loads(raw.decode("utf-8-sig"))
         return normalize_notebook(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidNotebook(f"not valid JSON ({exc}); the file is damaged or not a notebook") from None
+        raise InvalidNotebook(
+            f"not valid JSON ({exc}); the file is damaged or not a notebook"
+        ) from None
     except RecursionError:
-        raise InvalidNotebook("its JSON is nested too deeply to be a notebook; the file is damaged "
-                              "or not a notebook") from None
+        raise InvalidNotebook(
+            "its JSON is nested too deeply to be a notebook; the file is damaged or not a notebook"
+        ) from None
 
 
 def _check_size(size: int) -> None:
@@ -257,7 +266,8 @@ def _check_size(size: int) -> None:
         raise InvalidNotebook(
             f"the file is {size / 2**20:.0f} MB; the grader reads notebooks of up to "
             f"{MAX_NOTEBOOK_BYTES // 2**20} MB. Clear the outputs (Edit > Clear all outputs) and "
-            f"save the notebook again.")
+            f"save the notebook again."
+        )
 
 
 def _check_containers(raw: bytes) -> None:
@@ -267,7 +277,8 @@ def _check_containers(raw: bytes) -> None:
             f"the file holds {count:,} JSON objects and lists ('{{' and '['); a notebook holds a "
             f"few thousand and the grader reads up to {MAX_JSON_CONTAINERS:,}. The file is damaged "
             f"or not a notebook; if it is your lab, clear the outputs (Edit > Clear all outputs) "
-            f"and save it again.")
+            f"and save it again."
+        )
 
 
 def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:
@@ -353,9 +364,13 @@ def _answer_regions(source: str) -> list[tuple[str | None, str, bool]]:
 
 def _clean(text: str) -> str:
     """The answer without the placeholder and the markers, stripped."""
-    lines = [line for line in text.split("\n")
-             if line.strip() != ANSWER_PLACEHOLDER and not ANSWER_BEGIN_RE.match(line.strip())
-             and not _ANSWER_END_RE.match(line.strip())]
+    lines = [
+        line
+        for line in text.split("\n")
+        if line.strip() != ANSWER_PLACEHOLDER
+        and not ANSWER_BEGIN_RE.match(line.strip())
+        and not _ANSWER_END_RE.match(line.strip())
+    ]
     return "\n".join(lines).strip()
 
 
@@ -380,10 +395,14 @@ def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]
     questions = list(questions)
     cells = list(nb.get("cells", []))
     template_cells = list((template or {}).get("cells", []))
-    template_texts = {cell_source(c).strip() for c in template_cells if c.get("cell_type") == "markdown"}
+    template_texts = {
+        cell_source(c).strip() for c in template_cells if c.get("cell_type") == "markdown"
+    }
     template_ids = {}
     for c in template_cells:
-        tag = answer_tag(c) or next((rid for rid, _, _ in _answer_regions(cell_source(c)) if rid), None)
+        tag = answer_tag(c) or next(
+            (rid for rid, _, _ in _answer_regions(cell_source(c)) if rid), None
+        )
         if tag and c.get("id"):
             template_ids[tag] = c["id"]
     hits: dict[str, list[tuple[int, str, str]]] = {q: [] for q in questions}
@@ -415,18 +434,26 @@ def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]
         for index, _how, text in hits[q]:
             added = []
             if template is not None:  # markdown cells the student added right below
-                for cell in cells[index + 1:]:
+                for cell in cells[index + 1 :]:
                     extra = cell_source(cell).strip()
-                    if (cell.get("cell_type") != "markdown" or extra in template_texts or answer_tag(cell)
-                            or _answer_regions(extra)):
+                    if (
+                        cell.get("cell_type") != "markdown"
+                        or extra in template_texts
+                        or answer_tag(cell)
+                        or _answer_regions(extra)
+                    ):
                         break
                     added.append(extra)
             if added:
-                notes.append(f"{len(added)} markdown cell(s) added below the answer cell are part of the answer")
+                notes.append(
+                    f"{len(added)} markdown cell(s) added below the answer cell are part of the answer"
+                )
             if text or added:
                 parts.append("\n\n".join(p for p in [text, *added] if p))
         if len({index for index, _, _ in hits[q]}) > 1:
-            notes.append(f"{len(hits[q])} cells hold this answer (cells "
-                         f"{', '.join(str(i + 1) for i, _, _ in hits[q])}); their texts are joined")
+            notes.append(
+                f"{len(hits[q])} cells hold this answer (cells "
+                f"{', '.join(str(i + 1) for i, _, _ in hits[q])}); their texts are joined"
+            )
         answers[q] = WrittenAnswer("\n\n".join(dict.fromkeys(parts)), hits[q][0][1], tuple(notes))
     return answers

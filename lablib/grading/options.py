@@ -46,26 +46,36 @@ class GradeOptions:
     memory_mb: float = _option(4096.0, "memory limit per submission in MB (default 4096)")
     force: bool = _option(False, "grade again even when the submission and the tests are unchanged")
     lab_notebook: str | None = _option(
-        None, "the released lab notebook to take # SETUP cells from (searched first)")
+        None, "the released lab notebook to take # SETUP cells from (searched first)"
+    )
     progress: bool = _option(True, "a progress bar on stderr")
     isolate: bool = _option(True, "the sandbox (namespaces, an unprivileged uid) when run as root")
     writers: tuple[Writer, ...] | None = _option(
-        None, "the report writers (default: lablib.grading.report.DEFAULT_WRITERS)")
-    fresh: bool = _option(False, "start a new gradebook in the output folder (default: update "
-                                 "it, keeping the rows of submissions not graded now while "
-                                 "their notebooks exist)")
+        None, "the report writers (default: lablib.grading.report.DEFAULT_WRITERS)"
+    )
+    fresh: bool = _option(
+        False,
+        "start a new gradebook in the output folder (default: update "
+        "it, keeping the rows of submissions not graded now while "
+        "their notebooks exist)",
+    )
     roster: Roster | None = _option(
-        None, "the class list: each row's student is resolved now and kept in the gradebook")
+        None, "the class list: each row's student is resolved now and kept in the gradebook"
+    )
     times: SubmissionTimes | None = _option(
-        None, "submission times for the rows whose LMS download carries none")
+        None, "submission times for the rows whose LMS download carries none"
+    )
     late_policy: LatePolicy | None = _option(
-        None, "the late policy (kept in the output folder: later regrades and reports apply it)")
+        None, "the late policy (kept in the output folder: later regrades and reports apply it)"
+    )
 
     def __post_init__(self):
         if isinstance(self.hidden_dirs, (str, os.PathLike)):
             path = str(self.hidden_dirs)
-            raise TypeError(f"GradeOptions(hidden_dirs=...) takes a list of folders, got the "
-                            f"single path {path!r}; write [{path!r}].")
+            raise TypeError(
+                f"GradeOptions(hidden_dirs=...) takes a list of folders, got the "
+                f"single path {path!r}; write [{path!r}]."
+            )
         object.__setattr__(self, "hidden_dirs", tuple(str(d) for d in self.hidden_dirs))
         if self.lab_notebook is not None:
             object.__setattr__(self, "lab_notebook", str(self.lab_notebook))
@@ -76,8 +86,10 @@ class GradeOptions:
             if not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"GradeOptions({name}={value!r}): expected a positive number.")
         if self.jobs is not None and (not isinstance(self.jobs, int) or self.jobs < 1):
-            raise ValueError(f"GradeOptions(jobs={self.jobs!r}): expected a whole number >= 1, "
-                             f"or None for one per CPU core.")
+            raise ValueError(
+                f"GradeOptions(jobs={self.jobs!r}): expected a whole number >= 1, "
+                f"or None for one per CPU core."
+            )
 
     @classmethod
     def of(cls, options: GradeOptions | None = None, **changes) -> GradeOptions:
@@ -88,8 +100,7 @@ class GradeOptions:
         """
         unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
-            raise TypeError(f"Unknown grading option(s) {unknown}; the options are "
-                            f"{cls.names()}.")
+            raise TypeError(f"Unknown grading option(s) {unknown}; the options are {cls.names()}.")
         return dataclasses.replace(options or cls(), **changes)
 
     @classmethod

@@ -18,8 +18,18 @@ import hashlib
 from typing import Any
 from collections.abc import Iterable
 
-__all__ = ["Kind", "PROBLEMS", "Status", "TestResult", "PieceScore", "Diagnostic", "Isolation",
-           "WrittenAnswer", "PersonScore", "SubmissionResult"]
+__all__ = [
+    "Kind",
+    "PROBLEMS",
+    "Status",
+    "TestResult",
+    "PieceScore",
+    "Diagnostic",
+    "Isolation",
+    "WrittenAnswer",
+    "PersonScore",
+    "SubmissionResult",
+]
 
 
 class Kind(str, enum.Enum):
@@ -72,13 +82,18 @@ class Status:
     raised: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, problems: Iterable = (), missing: Iterable[str] = (), raised: Iterable[str] = ()) -> Status:
+    def of(
+        cls, problems: Iterable = (), missing: Iterable[str] = (), raised: Iterable[str] = ()
+    ) -> Status:
         """The status of ``problems`` (kinds or their values, any order, repeats allowed),
         ``missing`` pieces and graded cells that ``raised``; kinds outside
         :data:`PROBLEMS` are ignored."""
         given = {Kind(p) for p in problems}
-        return cls(tuple(k for k in PROBLEMS if k in given), tuple(dict.fromkeys(missing)),
-                   tuple(dict.fromkeys(raised)))
+        return cls(
+            tuple(k for k in PROBLEMS if k in given),
+            tuple(dict.fromkeys(missing)),
+            tuple(dict.fromkeys(raised)),
+        )
 
     @property
     def ok(self) -> bool:
@@ -89,8 +104,11 @@ class Status:
     def kinds(self) -> tuple[Kind, ...]:
         """Every kind that applies, most serious first: the problems, ``error`` (a graded
         cell raised), then ``missing``."""
-        return (self.problems + ((Kind.ERROR,) if self.raised else ())
-                + ((Kind.MISSING,) if self.missing else ()))
+        return (
+            self.problems
+            + ((Kind.ERROR,) if self.raised else ())
+            + ((Kind.MISSING,) if self.missing else ())
+        )
 
     def has(self, kind) -> bool:
         """Whether ``kind`` (a :class:`Kind` or its value) applies."""
@@ -110,8 +128,11 @@ class Status:
         return "; ".join(parts)
 
     def to_dict(self) -> dict:
-        return {"problems": [k.value for k in self.problems], "missing": list(self.missing),
-                "raised": list(self.raised)}
+        return {
+            "problems": [k.value for k in self.problems],
+            "missing": list(self.missing),
+            "raised": list(self.raised),
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> Status:
@@ -156,13 +177,26 @@ class TestResult:
         self.kind = Kind(self.kind)
 
     @classmethod
-    def failed(cls, test, message: str, kind, *, mistake: bool = False,
-               detail: str = "") -> TestResult:
+    def failed(
+        cls, test, message: str, kind, *, mistake: bool = False, detail: str = ""
+    ) -> TestResult:
         """A zero-score result of ``test`` (a :class:`~lablib.grading.spec.Test`);
         ``mistake``: ``message`` names the student's mistake, so the test's fixed hint
         (about other mistakes) is left out; ``detail``: for the instructor only."""
-        return cls(test.id, test.piece, test.name, 0.0, test.points, False, test.hidden,
-                   message, "" if mistake else test.hint, Kind(kind), detail, mistake)
+        return cls(
+            test.id,
+            test.piece,
+            test.name,
+            0.0,
+            test.points,
+            False,
+            test.hidden,
+            message,
+            "" if mistake else test.hint,
+            Kind(kind),
+            detail,
+            mistake,
+        )
 
     @classmethod
     def judged(cls, test, fraction: float) -> TestResult:
@@ -170,8 +204,18 @@ class TestResult:
         score = round(test.points * fraction, 6)
         passed = fraction >= 1.0
         message = "" if passed else f"partial credit: {fraction:.0%} of the points"
-        return cls(test.id, test.piece, test.name, score, test.points, passed, test.hidden,
-                   message, test.hint, Kind.PASSED if passed else Kind.FAILED)
+        return cls(
+            test.id,
+            test.piece,
+            test.name,
+            score,
+            test.points,
+            passed,
+            test.hidden,
+            message,
+            test.hint,
+            Kind.PASSED if passed else Kind.FAILED,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -236,9 +280,13 @@ class Isolation:
     @classmethod
     def from_report(cls, report: dict, notes: Iterable[str] = ()) -> Isolation:
         """From the sandbox stage's report (extra keys ignored) plus the grader's ``notes``."""
-        return cls(report.get("uid"), str(report.get("network", "unknown")),
-                   str(report.get("filesystem", "unknown")), str(report.get("processes", "unknown")),
-                   tuple(str(n) for n in report.get("notes", ())) + tuple(notes))
+        return cls(
+            report.get("uid"),
+            str(report.get("network", "unknown")),
+            str(report.get("filesystem", "unknown")),
+            str(report.get("processes", "unknown")),
+            tuple(str(n) for n in report.get("notes", ())) + tuple(notes),
+        )
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
@@ -268,11 +316,18 @@ class WrittenAnswer:
         return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "found": self.found, "notes": list(self.notes), "digest": self.digest}
+        return {
+            "text": self.text,
+            "found": self.found,
+            "notes": list(self.notes),
+            "digest": self.digest,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> WrittenAnswer:
-        return cls(str(data.get("text", "")), str(data.get("found", "")), tuple(data.get("notes", ())))
+        return cls(
+            str(data.get("text", "")), str(data.get("found", "")), tuple(data.get("notes", ()))
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,9 +369,17 @@ class PersonScore:
     @classmethod
     def from_dict(cls, data: dict) -> PersonScore:
         items = tuple((float(i["points"]), str(i["comment"])) for i in data.get("items", ()))
-        return cls(str(data["question"]), float(data.get("score", 0.0)), float(data.get("max_score", 0.0)), items,
-                   str(data.get("comment", "")), float(data.get("adjustment", 0.0)), bool(data.get("graded", False)),
-                   bool(data.get("stale", False)), str(data.get("grader", "")))
+        return cls(
+            str(data["question"]),
+            float(data.get("score", 0.0)),
+            float(data.get("max_score", 0.0)),
+            items,
+            str(data.get("comment", "")),
+            float(data.get("adjustment", 0.0)),
+            bool(data.get("graded", False)),
+            bool(data.get("stale", False)),
+            str(data.get("grader", "")),
+        )
 
 
 @dataclasses.dataclass
@@ -365,13 +428,19 @@ class SubmissionResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready) of the result, tests included."""
         return {
-            "submission": self.submission, "path": self.path, "status": self.status.to_dict(),
-            "score": self.score, "max_score": self.max_score,
+            "submission": self.submission,
+            "path": self.path,
+            "status": self.status.to_dict(),
+            "score": self.score,
+            "max_score": self.max_score,
             "pieces": {p: dataclasses.asdict(s) for p, s in self.pieces.items()},
-            "tests": [t.to_dict() for t in self.tests], "notes": list(self.notes), "output": self.output,
+            "tests": [t.to_dict() for t in self.tests],
+            "notes": list(self.notes),
+            "output": self.output,
             "isolation": self.isolation.to_dict(),
             "diagnostics": [dataclasses.asdict(d) for d in self.diagnostics],
-            "seconds": self.seconds, "cached": self.cached,
+            "seconds": self.seconds,
+            "cached": self.cached,
             "answers": {q: a.to_dict() for q, a in self.answers.items()},
             "code": dict(self.code),
             "identity": dict(self.identity),
@@ -381,12 +450,20 @@ class SubmissionResult:
     def from_dict(cls, data: dict) -> SubmissionResult:
         """Inverse of :meth:`to_dict` (used by the grading cache)."""
         return cls(
-            data["submission"], data["path"], Status.from_dict(data["status"]), data["score"],
-            data["max_score"], {p: PieceScore(**s) for p, s in data["pieces"].items()},
-            [TestResult(**t) for t in data["tests"]], list(data.get("notes", [])), data.get("output", ""),
+            data["submission"],
+            data["path"],
+            Status.from_dict(data["status"]),
+            data["score"],
+            data["max_score"],
+            {p: PieceScore(**s) for p, s in data["pieces"].items()},
+            [TestResult(**t) for t in data["tests"]],
+            list(data.get("notes", [])),
+            data.get("output", ""),
             Isolation.from_report(data.get("isolation", {})),
-            [Diagnostic(**d) for d in data.get("diagnostics", [])], data.get("seconds", 0.0),
+            [Diagnostic(**d) for d in data.get("diagnostics", [])],
+            data.get("seconds", 0.0),
             data.get("cached", False),
             {q: WrittenAnswer.from_dict(a) for q, a in (data.get("answers") or {}).items()},
             {str(p): str(c) for p, c in (data.get("code") or {}).items()},
-            dict(data.get("identity") or {}))
+            dict(data.get("identity") or {}),
+        )

@@ -128,6 +128,8 @@ def sandbox_only(what: str) -> None:
     """
     if _IN_GRADER.get():
         raise NeedsSandbox(what)
+
+
 #: Hidden test modules are imported under this namespace; their tests are hidden.
 HIDDEN_NAMESPACE = "lablib_hidden_tests"
 
@@ -300,16 +302,22 @@ class LabSpec:
     def __repr__(self) -> str:
         return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"
 
-    def piece(self, name: str, objects, description: str = "", *, by_hand: bool = True,
-              error_hints=()) -> Piece:
+    def piece(
+        self, name: str, objects, description: str = "", *, by_hand: bool = True, error_hints=()
+    ) -> Piece:
         """Declare a graded piece and the names its cell must define (``by_hand`` and
         ``error_hints``: see :class:`Piece`)."""
         if isinstance(objects, str):
             objects = (objects,)
         for pattern, _ in error_hints:
             re.compile(pattern)  # a bad pattern fails when the spec loads, not when judging
-        piece = Piece(name, tuple(objects), description, bool(by_hand),
-                      tuple((str(p), str(t)) for p, t in error_hints))
+        piece = Piece(
+            name,
+            tuple(objects),
+            description,
+            bool(by_hand),
+            tuple((str(p), str(t)) for p, t in error_hints),
+        )
         self.pieces[name] = piece
         return piece
 
@@ -324,11 +332,15 @@ class LabSpec:
                        rubric=[(2, "Uses the class counts of these data"), (0, "No answer")])
         """
         if not isinstance(id, str) or not ANSWER_ID_RE.match(id):
-            raise ValueError(f"Lab {self.name!r}: written answer id {id!r} is not a valid id; use lower-case "
-                             f"letters, digits and _ starting with a letter (e.g. 'metric', 'find_error').")
+            raise ValueError(
+                f"Lab {self.name!r}: written answer id {id!r} is not a valid id; use lower-case "
+                f"letters, digits and _ starting with a letter (e.g. 'metric', 'find_error')."
+            )
         if not points > 0:
-            raise ValueError(f"Lab {self.name!r}: written answer {id!r} has points={points!r}; give it a "
-                             f"positive number of points.")
+            raise ValueError(
+                f"Lab {self.name!r}: written answer {id!r} has points={points!r}; give it a "
+                f"positive number of points."
+            )
         items = tuple(RubricItem(float(p), str(c)) for p, c in rubric)
         question = WrittenQuestion(id, float(points), title, items)
         self.answers[id] = question
@@ -404,7 +416,9 @@ class LabSpec:
         for test in self.tests:
             if test.id == test_id:
                 return test
-        raise KeyError(f"Lab {self.name!r} has no test {test_id!r}; known: {[t.id for t in self.tests]}")
+        raise KeyError(
+            f"Lab {self.name!r} has no test {test_id!r}; known: {[t.id for t in self.tests]}"
+        )
 
 
 def _is_hidden_module(module: str) -> bool:
@@ -472,7 +486,9 @@ def _import_file(path: pathlib.Path, module_name: str):
 def _import_spec_file(path: pathlib.Path) -> LabSpec:
     """Import a spec module given by path and return the lab it registers."""
     path = path.resolve()
-    module_name = f"lablib_lab_files.{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    module_name = (
+        f"lablib_lab_files.{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    )
     module = sys.modules.get(module_name) or _import_file(path, module_name)
     lab = _LABS.get(path.stem)
     if lab is None:
@@ -517,8 +533,10 @@ def _shipped_spec(name: str) -> LabSpec:
         _import_file(file, module_name)
     lab = _LABS.get(name)
     if lab is None:
-        raise ValueError(f"Spec file {str(file)!r} registers no lab named {name!r}: call "
-                         f"get_lab({name!r}) in it.")
+        raise ValueError(
+            f"Spec file {str(file)!r} registers no lab named {name!r}: call "
+            f"get_lab({name!r}) in it."
+        )
     if file not in lab.source_files:
         lab.source_files.insert(0, file)
     lab.spec_dir = PUBLIC_TESTS_DIR

@@ -40,8 +40,14 @@ import warnings
 
 from lablib.grading import lms
 
-__all__ = ["find_submissions", "collect_submissions", "Found", "warn_skipped", "SubmissionSkipped",
-           "NOT_A_NOTEBOOK"]
+__all__ = [
+    "find_submissions",
+    "collect_submissions",
+    "Found",
+    "warn_skipped",
+    "SubmissionSkipped",
+    "NOT_A_NOTEBOOK",
+]
 
 
 class SubmissionSkipped(UserWarning):
@@ -67,8 +73,13 @@ def _resolve_inside(entry: pathlib.Path, root: str, refused: list) -> pathlib.Pa
         refused.append((entry, "a broken symbolic link"))
         return None
     if not _inside(real, root):
-        refused.append((entry, f"a symbolic link leading outside the submissions folder {root} "
-                               f"(to {real}); copy the notebook into the folder to grade it"))
+        refused.append(
+            (
+                entry,
+                f"a symbolic link leading outside the submissions folder {root} "
+                f"(to {real}); copy the notebook into the folder to grade it",
+            )
+        )
         return None
     return pathlib.Path(real)
 
@@ -81,7 +92,10 @@ def _entries(folder: pathlib.Path, root: str, refused: list):
     """``(entry, target)`` for each visible entry of ``folder`` (sorted), links resolved
     while they stay inside ``root``; the others are noted in ``refused``."""
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name in ("__pycache__", "__MACOSX"):  # macOS zips' resource forks
+        if entry.name.startswith(".") or entry.name in (
+            "__pycache__",
+            "__MACOSX",
+        ):  # macOS zips' resource forks
             continue
         target = _resolve_inside(entry, root, refused)
         if target is not None:
@@ -137,7 +151,11 @@ def _nfc(parts) -> tuple:
 
 
 def _stem(file_name: str) -> str:
-    return file_name[:-len(".ipynb")] if file_name.lower().endswith(".ipynb") else pathlib.PurePath(file_name).stem
+    return (
+        file_name[: -len(".ipynb")]
+        if file_name.lower().endswith(".ipynb")
+        else pathlib.PurePath(file_name).stem
+    )
 
 
 def _gradescope_label(info: dict, folder: str) -> str:
@@ -155,31 +173,57 @@ def _classify(books, exports) -> tuple[list, list]:
     downloads, plain = [], []
     for parts, target in books:
         parts = _nfc(parts)
-        export = max((p for p in metadata if len(p) < len(parts) - 1 and parts[:len(p)] == p),
-                     key=len, default=None)
+        export = max(
+            (p for p in metadata if len(p) < len(parts) - 1 and parts[: len(p)] == p),
+            key=len,
+            default=None,
+        )
         if export is not None:
             # the submission_<id> folder: the one the metadata lists (an instructor may have
             # sorted the export into section folders), else the first below the export
-            at = next((j for j in range(len(export), len(parts) - 1) if parts[j] in metadata[export]), len(export))
+            at = next(
+                (j for j in range(len(export), len(parts) - 1) if parts[j] in metadata[export]),
+                len(export),
+            )
             folder = parts[at]
-            info = metadata[export].get(folder) or {"lms": "gradescope", "submission_id": folder.rpartition("_")[2],
-                                                     "submitters": [], "submitted_at": "", "history": [],
-                                                     "note": f"{folder} is not in {lms.GRADESCOPE_METADATA}"}
-            downloads.append((lms.clean_label(_gradescope_label(info, folder)), parts[:at + 1], parts,
-                              target, info))
+            info = metadata[export].get(folder) or {
+                "lms": "gradescope",
+                "submission_id": folder.rpartition("_")[2],
+                "submitters": [],
+                "submitted_at": "",
+                "history": [],
+                "note": f"{folder} is not in {lms.GRADESCOPE_METADATA}",
+            }
+            downloads.append(
+                (
+                    lms.clean_label(_gradescope_label(info, folder)),
+                    parts[: at + 1],
+                    parts,
+                    target,
+                    info,
+                )
+            )
             continue
         canvas = lms.canvas_name(parts[-1])
         if canvas is not None:
             label = canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}"
             downloads.append((label, None, parts, target, canvas))
             continue
-        moodle = next(((i, info) for i, part in enumerate(parts[:-1])
-                       if (info := lms.moodle_name(part)) is not None and not info["file"]), None)
+        moodle = next(
+            (
+                (i, info)
+                for i, part in enumerate(parts[:-1])
+                if (info := lms.moodle_name(part)) is not None and not info["file"]
+            ),
+            None,
+        )
         if moodle is None and (flat := lms.moodle_name(parts[-1])) is not None and flat["file"]:
             moodle = (None, flat)
         if moodle is not None:
             i, info = moodle
-            downloads.append((info["name"], parts[:i + 1] if i is not None else None, parts, target, info))
+            downloads.append(
+                (info["name"], parts[: i + 1] if i is not None else None, parts, target, info)
+            )
             continue
         plain.append((parts, target))
     return downloads, plain
@@ -189,8 +233,10 @@ def _student_folders(plain) -> dict[tuple, tuple]:
     """Each plain notebook's student folder: the first folder on its way down that holds
     a notebook itself (parts -> folder parts; () for a notebook at the top)."""
     holding = {parts[:-1] for parts, _ in plain}
-    return {parts: next((parts[:j] for j in range(1, len(parts)) if parts[:j] in holding), ())
-            for parts, _ in plain}
+    return {
+        parts: next((parts[:j] for j in range(1, len(parts)) if parts[:j] in holding), ())
+        for parts, _ in plain
+    }
 
 
 def _named(downloads, plain, given: str) -> list[Found]:
@@ -200,8 +246,15 @@ def _named(downloads, plain, given: str) -> list[Found]:
     items = []  # (label, student folder parts or None, parts, target, lms)
     for parts, target in plain:
         folder = folders[parts]
-        items.append((lms.clean_label(folder[-1]) if folder else lms.clean_label(_stem(parts[-1])),
-                      folder or None, parts, target, {}))
+        items.append(
+            (
+                lms.clean_label(folder[-1]) if folder else lms.clean_label(_stem(parts[-1])),
+                folder or None,
+                parts,
+                target,
+                {},
+            )
+        )
     items.extend(downloads)
     # two students' folders with one name: both named by their path below the folder given
     by_label: dict[str, set] = {}
@@ -217,9 +270,17 @@ def _named(downloads, plain, given: str) -> list[Found]:
         if folder is not None and len(by_label[lms.fold(label)]) > 1 and not info:
             label = "/".join(lms.clean_label(p) for p in folder)
         if folder is not None and per_folder[folder] > 1:  # several notebooks: one submission each
-            below = parts[len(folder):]
-            label = "/".join([label, *(lms.clean_label(p) for p in below[:-1]), lms.clean_label(_stem(below[-1]))])
-        found.append(Found(label or "submission", target, "/".join(parts), "/".join(folder or ()), info))
+            below = parts[len(folder) :]
+            label = "/".join(
+                [
+                    label,
+                    *(lms.clean_label(p) for p in below[:-1]),
+                    lms.clean_label(_stem(below[-1])),
+                ]
+            )
+        found.append(
+            Found(label or "submission", target, "/".join(parts), "/".join(folder or ()), info)
+        )
     return sorted(found, key=lambda f: f.where)
 
 
@@ -230,7 +291,9 @@ def _given_notebook(path: pathlib.Path, target: pathlib.Path) -> Found:
     name = unicodedata.normalize("NFC", path.name)
     canvas = lms.canvas_name(name)
     if canvas is not None:
-        return Found(canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", target, name, "", canvas)
+        return Found(
+            canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", target, name, "", canvas
+        )
     parent = unicodedata.normalize("NFC", path.parent.name)
     moodle = lms.moodle_name(parent)
     if moodle is not None and not moodle["file"]:
@@ -242,7 +305,13 @@ def _given_notebook(path: pathlib.Path, target: pathlib.Path) -> Found:
     if metadata.is_file():
         info = lms.read_gradescope_metadata(metadata).get(parent)
         if info is not None:
-            return Found(lms.clean_label(_gradescope_label(info, parent)), target, f"{parent}/{name}", parent, info)
+            return Found(
+                lms.clean_label(_gradescope_label(info, parent)),
+                target,
+                f"{parent}/{name}",
+                parent,
+                info,
+            )
     return Found(lms.clean_label(_stem(name)), target, name, "", {})
 
 
@@ -295,9 +364,13 @@ def find_submissions(paths, refused: list | None = None) -> list[Found]:
                 elif target.is_dir() and os.path.realpath(target) == root:
                     skipped.append((entry, "a symbolic link to the submissions folder itself"))
                 elif target.is_dir():
-                    inside, more = _walk(target, root, skipped, {root, os.path.realpath(target)}, (entry.name,))
+                    inside, more = _walk(
+                        target, root, skipped, {root, os.path.realpath(target)}, (entry.name,)
+                    )
                     if not inside:
-                        skipped.append((entry, "a folder without a notebook (.ipynb): no row in the gradebook"))
+                        skipped.append(
+                            (entry, "a folder without a notebook (.ipynb): no row in the gradebook")
+                        )
                     books.extend(inside)
                     exports.extend(more)
                 elif entry.name == lms.GRADESCOPE_METADATA:
@@ -312,7 +385,9 @@ def find_submissions(paths, refused: list | None = None) -> list[Found]:
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:
-            raise FileNotFoundError(f"Submission {str(path)!r} does not exist; pass .ipynb files or folders.")
+            raise FileNotFoundError(
+                f"Submission {str(path)!r} does not exist; pass .ipynb files or folders."
+            )
     if refused is not None:
         refused.extend(skipped)
     else:

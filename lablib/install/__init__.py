@@ -9,17 +9,61 @@ Standard library, ``packaging`` and the lab registry only: never TensorFlow.
 """
 
 from lablib.install.environment import KNOWN_NOISE, quiet_known_noise, set_tensorflow_environment
-from lablib.install.pip_run import (installed_versions, newest_version_from_report, pip_failure,
-                                    pip_install_command)
-from lablib.install.plan import (CORE, EXTRAS, PINNED, InstallError, Plan, changed_imports,
-                                 constraints, install_summary, lab_extras, lab_requirements,
-                                 normalize, plan, tf_minor)
-from lablib.install.startup import (ALLOW_TENSORFLOW_CHANGE, DEFAULT_LABLIB_PIP,
-                                    NO_TENSORFLOW_ON_COLAB, RestartRequired, lablib_pip, prepare)
+from lablib.install.pip_run import (
+    installed_versions,
+    newest_version_from_report,
+    pip_failure,
+    pip_install_command,
+)
+from lablib.install.plan import (
+    CORE,
+    EXTRAS,
+    PINNED,
+    InstallError,
+    Plan,
+    changed_imports,
+    constraints,
+    install_summary,
+    lab_extras,
+    lab_requirements,
+    normalize,
+    plan,
+    tf_minor,
+)
+from lablib.install.startup import (
+    ALLOW_TENSORFLOW_CHANGE,
+    DEFAULT_LABLIB_PIP,
+    NO_TENSORFLOW_ON_COLAB,
+    RestartRequired,
+    lablib_pip,
+    prepare,
+)
 
-__all__ = ["DEFAULT_LABLIB_PIP", "ALLOW_TENSORFLOW_CHANGE", "NO_TENSORFLOW_ON_COLAB", "PINNED",
-           "CORE", "EXTRAS", "InstallError", "RestartRequired", "Plan", "lablib_pip",
-           "KNOWN_NOISE", "quiet_known_noise", "set_tensorflow_environment", "lab_extras",
-           "lab_requirements", "plan", "constraints", "pip_install_command", "changed_imports",
-           "pip_failure", "install_summary", "prepare", "normalize", "tf_minor",
-           "installed_versions", "newest_version_from_report"]
+__all__ = [
+    "DEFAULT_LABLIB_PIP",
+    "ALLOW_TENSORFLOW_CHANGE",
+    "NO_TENSORFLOW_ON_COLAB",
+    "PINNED",
+    "CORE",
+    "EXTRAS",
+    "InstallError",
+    "RestartRequired",
+    "Plan",
+    "lablib_pip",
+    "KNOWN_NOISE",
+    "quiet_known_noise",
+    "set_tensorflow_environment",
+    "lab_extras",
+    "lab_requirements",
+    "plan",
+    "constraints",
+    "pip_install_command",
+    "changed_imports",
+    "pip_failure",
+    "install_summary",
+    "prepare",
+    "normalize",
+    "tf_minor",
+    "installed_versions",
+    "newest_version_from_report",
+]

@@ -46,18 +46,30 @@ def set_tensorflow_environment(environ=None, has_gpu=None) -> None:
 # Messages of the labs' dependencies that a student can do nothing about, each matched
 # narrowly: (logger or warning category, text the message contains, why it is harmless).
 KNOWN_NOISE = (
-    ("tensorflow", "triggered tf.function retracing",
-     "the labs build several models and evaluate batches of several lengths by design; "
-     "benchmarks/retracing.py measures what retracing costs"),
-    (UserWarning, "pkg_resources is deprecated as an API",
-     "tensorflow_hub (imported by TF Model Garden) imports pkg_resources"),
-    ("absl", "Detected incompatible Protobuf Gencode/Runtime versions",
-     "tensorflow_datasets, imported by TF Model Garden, cannot load tensorflow_metadata's "
-     "protos with Colab's older protobuf runtime (an ERROR line and a traceback); the labs "
-     "do not use tensorflow_datasets, and replacing Colab's protobuf would need a restart"),
-    (FutureWarning, "which Google will stop supporting in new releases of google.api_core",
-     "google.api_core, loaded with TensorFlow, announces the end of this Python version's "
-     "support; nothing a lab can do"),
+    (
+        "tensorflow",
+        "triggered tf.function retracing",
+        "the labs build several models and evaluate batches of several lengths by design; "
+        "benchmarks/retracing.py measures what retracing costs",
+    ),
+    (
+        UserWarning,
+        "pkg_resources is deprecated as an API",
+        "tensorflow_hub (imported by TF Model Garden) imports pkg_resources",
+    ),
+    (
+        "absl",
+        "Detected incompatible Protobuf Gencode/Runtime versions",
+        "tensorflow_datasets, imported by TF Model Garden, cannot load tensorflow_metadata's "
+        "protos with Colab's older protobuf runtime (an ERROR line and a traceback); the labs "
+        "do not use tensorflow_datasets, and replacing Colab's protobuf would need a restart",
+    ),
+    (
+        FutureWarning,
+        "which Google will stop supporting in new releases of google.api_core",
+        "google.api_core, loaded with TensorFlow, announces the end of this Python version's "
+        "support; nothing a lab can do",
+    ),
 )
 
 

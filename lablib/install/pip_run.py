@@ -35,8 +35,10 @@ __all__ = [
     "model_garden_missing",
 ]
 
-RESTART_HINT = ("restart the session (Colab: Runtime > Restart session), then run this "
-                "notebook again from the top")
+RESTART_HINT = (
+    "restart the session (Colab: Runtime > Restart session), then run this "
+    "notebook again from the top"
+)
 
 #: Runs a command line and returns its ``subprocess.CompletedProcess`` (tests pass a fake pip).
 Runner = Callable[[list], "subprocess.CompletedProcess"]
@@ -64,8 +66,9 @@ def installed_versions(names: Iterable[str] | None = None) -> dict[str, str]:
     return out
 
 
-def pip_install_command(requirements: Sequence[str], constraints_file: str | None = None,
-                        python: str | None = None) -> list[str]:
+def pip_install_command(
+    requirements: Sequence[str], constraints_file: str | None = None, python: str | None = None
+) -> list[str]:
     """The pip command line installing ``requirements`` under ``constraints_file``."""
     command = [python or sys.executable, "-m", "pip", "install", "-q"]
     if constraints_file is not None:
@@ -87,13 +90,25 @@ def newest_version_from_report(report: dict, name: str) -> str:
         metadata = item.get("metadata", {})
         if normalize(metadata.get("name", "")) == normalize(name):
             return metadata["version"]
-    raise InstallError(
-        f"pip found no release of {name}; check the network and the package index.")
+    raise InstallError(f"pip found no release of {name}; check the network and the package index.")
 
 
 def _dry_run(requirement: str, runner: Runner, report: pathlib.Path):
-    return runner([sys.executable, "-m", "pip", "install", "-q", "--dry-run", "--no-deps",
-                   "--ignore-installed", "--report", str(report), requirement])
+    return runner(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--dry-run",
+            "--no-deps",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            requirement,
+        ]
+    )
 
 
 def _newest(name: str, runner: Runner) -> str:
@@ -116,17 +131,26 @@ _BUILD_FAILED = "building {0} from its source failed"
 _PIP_FAILURES = (
     (r"Failed building wheel for ([\w.-]+)", _BUILD_FAILED),
     (r"Could not build wheels for ([\w.-]+)", _BUILD_FAILED),
-    (r"Failed to build installable wheels for some pyproject\.toml based projects \(?([\w.-]+)",
-     _BUILD_FAILED),
+    (
+        r"Failed to build installable wheels for some pyproject\.toml based projects \(?([\w.-]+)",
+        _BUILD_FAILED,
+    ),
     (r"Failed to build ([\w.-]+)", _BUILD_FAILED),
-    (r"metadata-generation-failed[\s\S]*?Encountered error while generating package metadata"
-     r"[\s\S]*?(?:See above for output\.)?", "preparing a source package failed"),
-    (r"(?:NewConnectionError|Failed to establish a new connection"
-     r"|Temporary failure in name resolution"
-     r"|Network is unreachable|Connection refused|Could not fetch URL|ProxyError|SSLError)",
-     "the package index could not be reached (is this runtime online?)"),
-    (r"satisfies the requirement ([A-Za-z0-9_.\-]+)[^\n]*\(from versions: none\)",
-     "pip found no release of {0} at all on its package index (is this runtime online?)"),
+    (
+        r"metadata-generation-failed[\s\S]*?Encountered error while generating package metadata"
+        r"[\s\S]*?(?:See above for output\.)?",
+        "preparing a source package failed",
+    ),
+    (
+        r"(?:NewConnectionError|Failed to establish a new connection"
+        r"|Temporary failure in name resolution"
+        r"|Network is unreachable|Connection refused|Could not fetch URL|ProxyError|SSLError)",
+        "the package index could not be reached (is this runtime online?)",
+    ),
+    (
+        r"satisfies the requirement ([A-Za-z0-9_.\-]+)[^\n]*\(from versions: none\)",
+        "pip found no release of {0} at all on its package index (is this runtime online?)",
+    ),
     (r"No matching distribution found for ([^\s]+)", "no release of {0} fits this runtime"),
     (r"ResolutionImpossible", "the packages' version requirements conflict"),
     (r"Invalid requirement: '?([^'\n]+)", "{0!r} is not a pip requirement"),
@@ -154,14 +178,21 @@ def _pip_error_lines(output: str, limit: int = 25) -> str:
     """pip's own error lines (``ERROR:``, ``error:`` and the build's last lines), at most
     ``limit``: what the student reads instead of pip's whole log."""
     lines = [line.rstrip() for line in output.splitlines() if line.strip()]
-    lines = [line for line in lines
-             if not line.lstrip().startswith(("WARNING: Location", "Looking in"))]
+    lines = [
+        line for line in lines if not line.lstrip().startswith(("WARNING: Location", "Looking in"))
+    ]
     # pip's retries of one request: only the last of each run of them
     retry = "Retrying (Retry("
-    lines = [line for i, line in enumerate(lines)
-             if not (retry in line and i + 1 < len(lines) and retry in lines[i + 1])]
-    wanted = [i for i, line in enumerate(lines)
-              if re.match(r"\s*(ERROR|error|note|hint|ModuleNotFoundError|\S+Error)\b", line)]
+    lines = [
+        line
+        for i, line in enumerate(lines)
+        if not (retry in line and i + 1 < len(lines) and retry in lines[i + 1])
+    ]
+    wanted = [
+        i
+        for i, line in enumerate(lines)
+        if re.match(r"\s*(ERROR|error|note|hint|ModuleNotFoundError|\S+Error)\b", line)
+    ]
     if not wanted:
         return "\n".join(lines[-limit:])
     first = max(0, wanted[0] - 3)
@@ -176,17 +207,25 @@ def pip_failed(requirements, output: str, kept: Mapping[str, str] | None = None)
     if kept:
         now = installed_versions(list(kept))
         if all(now.get(name) == version for name, version in kept.items()):
-            unchanged = (" Nothing was replaced: "
-                         + ", ".join(f"{name} {version}" for name, version in kept.items())
-                         + " as before.")
+            unchanged = (
+                " Nothing was replaced: "
+                + ", ".join(f"{name} {version}" for name, version in kept.items())
+                + " as before."
+            )
         else:
-            unchanged = " Changed all the same: " + ", ".join(
-                f"{name} {version} -> {now.get(name) or '(removed)'}"
-                for name, version in kept.items() if now.get(name) != version
-            ) + f"; {RESTART_HINT}."
+            unchanged = (
+                " Changed all the same: "
+                + ", ".join(
+                    f"{name} {version} -> {now.get(name) or '(removed)'}"
+                    for name, version in kept.items()
+                    if now.get(name) != version
+                )
+                + f"; {RESTART_HINT}."
+            )
     return InstallError(
         f"pip could not install {' '.join(requirements)}: {pip_failure(output)}.{unchanged} "
-        f"pip said:\n{_pip_error_lines(output)}")
+        f"pip said:\n{_pip_error_lines(output)}"
+    )
 
 
 def requirers(changed: Mapping[str, str]) -> dict[str, list[str]]:
@@ -204,8 +243,11 @@ def requirers(changed: Mapping[str, str]) -> dict[str, list[str]]:
             except Exception:  # noqa: BLE001 - a malformed requirement of another package
                 continue
             name = normalize(requirement.name)
-            if name not in changed or not requirement.specifier or requirement.specifier.contains(
-                    changed[name], prereleases=True):
+            if (
+                name not in changed
+                or not requirement.specifier
+                or requirement.specifier.contains(changed[name], prereleases=True)
+            ):
                 continue
             if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
                 continue

@@ -196,9 +196,12 @@ def constraints(installed: Mapping[str, str], keep: Iterable[str] = PINNED) -> l
     return [f"{name}=={versions[name]}" for name in map(normalize, keep) if name in versions]
 
 
-def changed_imports(before: Mapping[str, str], after: Mapping[str, str],
-                    providers: Mapping[str, Sequence[str]],
-                    imported: Iterable[str]) -> list[tuple]:
+def changed_imports(
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+    providers: Mapping[str, Sequence[str]],
+    imported: Iterable[str],
+) -> list[tuple]:
     """The installed distributions that changed and that this process had imported.
 
     Args:
@@ -216,12 +219,18 @@ def changed_imports(before: Mapping[str, str], after: Mapping[str, str],
     for module in imported:
         for dist in providers.get(module.partition(".")[0], ()):
             loaded.add(normalize(dist))
-    return sorted((name, old, after.get(name)) for name, old in before.items()
-                  if name in loaded and after.get(name) != old)
+    return sorted(
+        (name, old, after.get(name))
+        for name, old in before.items()
+        if name in loaded and after.get(name) != old
+    )
 
 
-def install_summary(before: Mapping[str, str], after: Mapping[str, str],
-                    requirers: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+def install_summary(
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+    requirers: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
     """The lines that tell a student what an install did: every distribution added, and
     every one changed or removed (``absl-py 2.5.1 -> 1.4.0 (tensorflow-model-optimization
     requires absl-py~=1.2)``), so no change goes unreported.
@@ -240,8 +249,10 @@ def install_summary(before: Mapping[str, str], after: Mapping[str, str],
         if after.get(name) == before[name]:
             continue
         why = (requirers or {}).get(name)
-        changed.append(f"{name} {before[name]} -> {after.get(name) or '(removed)'}"
-                       + (f" ({'; '.join(why)})" if why else ""))
+        changed.append(
+            f"{name} {before[name]} -> {after.get(name) or '(removed)'}"
+            + (f" ({'; '.join(why)})" if why else "")
+        )
     lines = []
     if added:
         lines.append(f"Added {len(added)}: " + ", ".join(added))

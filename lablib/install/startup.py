@@ -75,7 +75,8 @@ ALLOW_TENSORFLOW_CHANGE = "LABLIB_ALLOW_TENSORFLOW_CHANGE"
 #: What the first cell says on a Colab runtime without TensorFlow (its TPU runtime).
 NO_TENSORFLOW_ON_COLAB = (
     "This Colab runtime has no TensorFlow (Colab's TPU runtimes come without it): choose "
-    "Runtime > Change runtime type > T4 GPU (or CPU), then run this notebook again from the top.")
+    "Runtime > Change runtime type > T4 GPU (or CPU), then run this notebook again from the top."
+)
 
 #: Modules a ``.pth`` file imports at every interpreter start (setuptools' distutils shim):
 #: in memory, but never used by a lab, so a changed setuptools needs no restart for them.
@@ -131,8 +132,7 @@ def _imported_modules() -> list[str]:
     return list(sys.modules)
 
 
-def prepare(lab: str, *, run: pip_run.Runner = pip_run.run, out=None,
-            environ=None) -> list[str]:
+def prepare(lab: str, *, run: pip_run.Runner = pip_run.run, out=None, environ=None) -> list[str]:
     """Install what ``lab`` needs and this Python lacks, without replacing TensorFlow.
 
     Args:
@@ -180,15 +180,25 @@ def prepare(lab: str, *, run: pip_run.Runner = pip_run.run, out=None,
 
     before = pip_run.installed_versions()
     kept = {name: before[name] for name in ("tensorflow", "keras") if name in before}
-    print(f"Installing for {lab}: {' '.join(decided.install)} (keeping "
-          f"{', '.join(decided.pins) or 'nothing pinned'}) ...", file=out, flush=True)
+    print(
+        f"Installing for {lab}: {' '.join(decided.install)} (keeping "
+        f"{', '.join(decided.pins) or 'nothing pinned'}) ...",
+        file=out,
+        flush=True,
+    )
     installed, replaced_tensorflow = _install(decided, tensorflow, kept, run, out, environ)
     _report(lab, installed, before, replaced_tensorflow, out)
     return installed
 
 
-def _install(decided: Plan, tensorflow: str | None, kept: Mapping[str, str],
-             run: pip_run.Runner, out, environ) -> tuple[list, bool]:
+def _install(
+    decided: Plan,
+    tensorflow: str | None,
+    kept: Mapping[str, str],
+    run: pip_run.Runner,
+    out,
+    environ,
+) -> tuple[list, bool]:
     """Runs pip for ``decided``. When that fails because TF Model Garden has no release
     for this TensorFlow, the newest Model Garden with its TensorFlow replaces it, where
     :data:`ALLOW_TENSORFLOW_CHANGE` allows. Returns the requirements installed and
@@ -204,8 +214,9 @@ def _install(decided: Plan, tensorflow: str | None, kept: Mapping[str, str],
     try:
         newest = pip_run.model_garden_missing(tensorflow, run)
     except pip_run.LookupFailed as failed:  # the index gives nothing: say what pip said
-        raise pip_run.pip_failed(decided.install, pip_run.printed(result) + failed.output,
-                                 kept) from None
+        raise pip_run.pip_failed(
+            decided.install, pip_run.printed(result) + failed.output, kept
+        ) from None
     if newest is None:  # Model Garden exists for this TensorFlow: something else failed
         raise pip_run.pip_failed(decided.install, pip_run.printed(result), kept)
     old, new = tf_minor(tensorflow), tf_minor(newest)
@@ -216,13 +227,17 @@ def _install(decided: Plan, tensorflow: str | None, kept: Mapping[str, str],
             f"TensorFlow {new}. Nothing was installed. Use a runtime with TensorFlow {new} "
             f"(Colab's default runtime), or let this cell install TensorFlow {new} with it: "
             f"run `%env {ALLOW_TENSORFLOW_CHANGE}=1` in a cell of its own, then this cell "
-            f"again (a restart follows).")
-    requirements = [f"{TFM_PAIR[0]}=={newest}", f"{TFM_PAIR[1]}~={new}.0",
-                    f"tensorflow~={new}.0"]
+            f"again (a restart follows)."
+        )
+    requirements = [f"{TFM_PAIR[0]}=={newest}", f"{TFM_PAIR[1]}~={new}.0", f"tensorflow~={new}.0"]
     requirements += [r for r in decided.install if requirement_name(r) not in TFM_PAIR]
-    print(f"TF Model Garden has no release for TensorFlow {old}; as "
-          f"{ALLOW_TENSORFLOW_CHANGE} allows, installing tf-models-official {newest} with the "
-          f"TensorFlow {new} it needs ...", file=out, flush=True)
+    print(
+        f"TF Model Garden has no release for TensorFlow {old}; as "
+        f"{ALLOW_TENSORFLOW_CHANGE} allows, installing tf-models-official {newest} with the "
+        f"TensorFlow {new} it needs ...",
+        file=out,
+        flush=True,
+    )
     pins = [p for p in decided.pins if not p.startswith("tensorflow==")]
     result = pip_run.pip_install(requirements, pins, run)
     if result.returncode != 0:
@@ -230,29 +245,36 @@ def _install(decided: Plan, tensorflow: str | None, kept: Mapping[str, str],
     return requirements, True
 
 
-def _report(lab: str, installed: list, before: Mapping[str, str], replaced_tensorflow: bool,
-            out) -> None:
+def _report(
+    lab: str, installed: list, before: Mapping[str, str], replaced_tensorflow: bool, out
+) -> None:
     """Prints what the install added and changed. Raises :class:`RestartRequired` when it
     replaced TensorFlow or changed a package this process had imported."""
     __tracebackhide__ = True
     importlib.invalidate_caches()
     after = pip_run.installed_versions()
-    changed_versions = {name: version for name, version in before.items()
-                        if after.get(name) != version}
+    changed_versions = {
+        name: version for name, version in before.items() if after.get(name) != version
+    }
     summary = install_summary(before, after, pip_run.requirers(changed_versions))
     imported = [m for m in _imported_modules() if m.partition(".")[0] not in _STARTUP_MODULES]
-    changed = changed_imports(before, after, importlib.metadata.packages_distributions(),
-                              imported)
+    changed = changed_imports(before, after, importlib.metadata.packages_distributions(), imported)
     if not (replaced_tensorflow or changed):
-        print("\n".join([f"Installed for {lab}: {' '.join(installed)}"] + summary), file=out,
-              flush=True)
+        print(
+            "\n".join([f"Installed for {lab}: {' '.join(installed)}"] + summary),
+            file=out,
+            flush=True,
+        )
         return
     lines = [f"  {name} {old} -> {new or '(removed)'}" for name, old, new in changed]
     if changed:
         lines.insert(0, "The install changed packages this session had already loaded:")
     if replaced_tensorflow:
-        lines.insert(0, f"TensorFlow was replaced for TF Model Garden: {before.get('tensorflow')}"
-                        f" -> {after.get('tensorflow')}.")
+        lines.insert(
+            0,
+            f"TensorFlow was replaced for TF Model Garden: {before.get('tensorflow')}"
+            f" -> {after.get('tensorflow')}.",
+        )
     message = "\n".join(lines) + f"\nNow {pip_run.RESTART_HINT}."
     print("\n".join(summary + [message]), file=out, flush=True)
     raise RestartRequired(message)

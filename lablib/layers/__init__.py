@@ -19,9 +19,7 @@ disjoint ``x [V, F]`` + ``edge_index [2, E]``): :class:`GraphConv`,
 from lablib._lazy import lazy_exports
 
 _MODULES = {  # submodule: the names it exports
-    "attention": (
-        "scaled_dot_product_attention", "causal_mask", "padding_mask", "masked_softmax"
-    ),
+    "attention": ("scaled_dot_product_attention", "causal_mask", "padding_mask", "masked_softmax"),
     "positional": ("positional_encoding", "PositionalEncoding", "TokenAndPositionEmbedding"),
     "transformer": ("TransformerEncoderBlock", "TransformerDecoderBlock"),
     "graph_conv": ("GraphConv",),

@@ -23,12 +23,13 @@ def register(cls):
 
 def check_positive_int(name: str, value, layer: str) -> int:
     """Return ``value`` as int, or raise ValueError saying what was given and expected."""
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
-        hasattr(value, "__index__")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int,))
+        and not (hasattr(value, "__index__"))
     ):
         raise ValueError(
-            f"{layer}: `{name}` must be a positive integer, got {value!r} "
-            f"({type(value).__name__})."
+            f"{layer}: `{name}` must be a positive integer, got {value!r} ({type(value).__name__})."
         )
     value = int(value)
     if value <= 0:
@@ -86,8 +87,7 @@ def _option_kind(argument: str):
         if argument.endswith(suffix):
             return kind
     raise ValueError(
-        f"{argument!r} is not a weight option (its name ends with none of "
-        f"{list(_OPTION_KINDS)})."
+        f"{argument!r} is not a weight option (its name ends with none of {list(_OPTION_KINDS)})."
     )
 
 

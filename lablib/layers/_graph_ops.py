@@ -18,8 +18,15 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["GraphInputs", "edge_operator", "aggregate", "features_matmul", "in_xla_context", "rank",
-           "shape_text"]
+__all__ = [
+    "GraphInputs",
+    "edge_operator",
+    "aggregate",
+    "features_matmul",
+    "in_xla_context",
+    "rank",
+    "shape_text",
+]
 
 
 def rank(tensor):
@@ -87,8 +94,9 @@ class GraphInputs:
                     f"x [B, N, F]) takes dense features. Pass edge_index=..., or densify "
                     f"x with tf.sparse.to_dense(x)."
                 )
-            require_rank(inputs, 2, f"{name}: sparse node features must be a 2-D "
-                                    f"tf.SparseTensor [V, F].")
+            require_rank(
+                inputs, 2, f"{name}: sparse node features must be a 2-D tf.SparseTensor [V, F]."
+            )
             x = inputs if inputs.dtype == dtype else tf.cast(inputs, dtype)
         else:
             x = tf.convert_to_tensor(inputs)
@@ -255,9 +263,7 @@ def in_xla_context() -> bool:
     try:
         from tensorflow.python.ops import control_flow_util
 
-        return bool(
-            control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-        )
+        return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
     except Exception:  # pragma: no cover - private API moved: take the safe path
         return True
 

@@ -40,8 +40,13 @@ _LEGACY = keras.__name__.startswith("tf_keras")
 
 #: The constructor's weight options, saved by ``get_config``.
 _WEIGHT_OPTIONS = (
-    "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
-    "kernel_constraint", "bias_constraint", "attention_initializer",
+    "kernel_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "bias_constraint",
+    "attention_initializer",
 )
 
 # Options of tfm.nlp.layers.TransformerEncoderBlock that lablib's block does not
@@ -161,9 +166,15 @@ class _TransformerBlock(keras.layers.Layer):
         where = f"{name}.__init__"
         num_heads = pop_renamed(kwargs, where, "num_attention_heads", num_heads, stacklevel=4)
         return_attention_scores = pop_renamed(
-            kwargs, where, "return_attention_scores", False, False, stacklevel=4,
+            kwargs,
+            where,
+            "return_attention_scores",
+            False,
+            False,
+            stacklevel=4,
             note="The constructor flag will go; ask per call: block(x, "
-                 "return_attention_scores=True).")
+            "return_attention_scores=True).",
+        )
         for required, value in (("num_heads", num_heads), ("inner_dim", inner_dim)):
             if value is None:
                 raise TypeError(
@@ -259,11 +270,15 @@ class _TransformerBlock(keras.layers.Layer):
 
     def _build_norm(self, prefix, dim):
         gamma = self.add_weight(
-            name=f"{prefix}_gamma", shape=(dim,), initializer="ones",
+            name=f"{prefix}_gamma",
+            shape=(dim,),
+            initializer="ones",
             **({"experimental_autocast": False} if _LEGACY else {"autocast": False}),
         )
         beta = self.add_weight(
-            name=f"{prefix}_beta", shape=(dim,), initializer="zeros",
+            name=f"{prefix}_beta",
+            shape=(dim,),
+            initializer="zeros",
             **({"experimental_autocast": False} if _LEGACY else {"autocast": False}),
         )
         return gamma, beta
@@ -339,8 +354,13 @@ class _TransformerBlock(keras.layers.Layer):
         def dropout(scores):
             return self._attention_dropout_layer(scores, training=training)
 
-        return attend(query, key, value, attention_mask,
-                      dropout=dropout if self.attention_dropout > 0 else None)
+        return attend(
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=dropout if self.attention_dropout > 0 else None,
+        )
 
     def _feed_forward(self, x, training):
         hidden = tf.matmul(x, self.intermediate_kernel) + self.intermediate_bias

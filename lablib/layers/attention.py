@@ -284,7 +284,5 @@ def padding_mask(token_ids, pad_id=0):
             f"keras.utils.pad_sequences), not embeddings."
         )
     if ids.shape.rank is not None and ids.shape.rank < 1:
-        raise ValueError(
-            "padding_mask: `token_ids` must have shape [B, T] (or [T]), got a scalar."
-        )
+        raise ValueError("padding_mask: `token_ids` must have shape [B, T] (or [T]), got a scalar.")
     return tf.not_equal(ids, tf.cast(pad_id, ids.dtype))[..., None, :]

@@ -24,8 +24,14 @@ __all__ = ["GraphAttention", "EdgeAttention"]
 
 #: The constructor's weight options, saved by ``get_config``.
 _WEIGHT_OPTIONS = (
-    "kernel_initializer", "attention_initializer", "bias_initializer", "kernel_regularizer",
-    "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
+    "kernel_initializer",
+    "attention_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+    "activity_regularizer",
+    "kernel_constraint",
+    "bias_constraint",
 )
 
 
@@ -311,9 +317,7 @@ class GraphAttention(keras.layers.Layer):
                 f"with {features} (shape {shape_text(x)})."
             )
         z = features_matmul(x, tf.cast(self.kernel, dtype))
-        z = tf.reshape(
-            z, tf.concat([tf.shape(z)[:-1], [self.num_heads, self.units]], axis=0)
-        )
+        z = tf.reshape(z, tf.concat([tf.shape(z)[:-1], [self.num_heads, self.units]], axis=0))
         score_source = tf.reduce_sum(z * tf.cast(self.attention_source, dtype), axis=-1)
         score_target = tf.reduce_sum(z * tf.cast(self.attention_target, dtype), axis=-1)
         return z, score_source, score_target
@@ -343,24 +347,34 @@ class GraphAttention(keras.layers.Layer):
                 f"dense_batch build them with edge_attr=...)."
             )
         edge_attr = tf.convert_to_tensor(edge_attr)
-        if not edge_attr.dtype.is_floating and not edge_attr.dtype.is_integer and (
-            edge_attr.dtype != tf.bool
+        if (
+            not edge_attr.dtype.is_floating
+            and not edge_attr.dtype.is_integer
+            and (edge_attr.dtype != tf.bool)
         ):
-            raise ValueError(f"{name}: edge_attr must be numeric, got dtype {edge_attr.dtype.name}.")
+            raise ValueError(
+                f"{name}: edge_attr must be numeric, got dtype {edge_attr.dtype.name}."
+            )
         shape = edge_attr.shape
         if graph.mode == "dense":
-            expected = f"[B, N, N, {self.edge_dim}] (edge_attr[b, i, j]: features of the edge j -> i)"
+            expected = (
+                f"[B, N, N, {self.edge_dim}] (edge_attr[b, i, j]: features of the edge j -> i)"
+            )
             rank = 4
             nodes = graph.x.shape[1]
-            bad_nodes = shape.rank == 4 and nodes is not None and any(
-                size is not None and size != nodes for size in shape[1:3]
+            bad_nodes = (
+                shape.rank == 4
+                and nodes is not None
+                and any(size is not None and size != nodes for size in shape[1:3])
             )
         else:
             expected = f"[E, {self.edge_dim}] (one row per column of edge_index)"
             rank = 2
             bad_nodes = False
         if shape.rank is not None and (
-            shape.rank != rank or (shape[-1] is not None and shape[-1] != self.edge_dim) or bad_nodes
+            shape.rank != rank
+            or (shape[-1] is not None and shape[-1] != self.edge_dim)
+            or bad_nodes
         ):
             raise ValueError(
                 f"{name}: edge_attr must have shape {expected}, got shape {shape_text(edge_attr)}"
@@ -376,7 +390,9 @@ class GraphAttention(keras.layers.Layer):
                 )
         edge_attr = tf.cast(edge_attr, dtype)
         folded = tf.reduce_sum(
-            tf.reshape(tf.cast(self.edge_kernel, dtype), [self.edge_dim, self.num_heads, self.units])
+            tf.reshape(
+                tf.cast(self.edge_kernel, dtype), [self.edge_dim, self.num_heads, self.units]
+            )
             * tf.cast(self.attention_edge, dtype),
             axis=-1,
         )  # [D, H]
@@ -470,11 +486,19 @@ class GraphAttention(keras.layers.Layer):
         return_attention_scores=False,
         **kwargs,
     ):
-        old_style = pop_renamed(kwargs, "GraphAttention.call", "return_attention_coefficients",
-                                note="return_attention_scores=True returns (outputs, scores) "
-                                     "in both layouts; sparse scores are (edge_index, alpha).")
-        refuse_unknown(kwargs, "GraphAttention.call()", "the layer takes inputs, adjacency, "
-                       "mask, edge_index, edge_attr, training and return_attention_scores")
+        old_style = pop_renamed(
+            kwargs,
+            "GraphAttention.call",
+            "return_attention_coefficients",
+            note="return_attention_scores=True returns (outputs, scores) "
+            "in both layouts; sparse scores are (edge_index, alpha).",
+        )
+        refuse_unknown(
+            kwargs,
+            "GraphAttention.call()",
+            "the layer takes inputs, adjacency, "
+            "mask, edge_index, edge_attr, training and return_attention_scores",
+        )
         dtype = self.compute_dtype
         graph = GraphInputs(self, inputs, adjacency, mask, edge_index, dtype)
         if graph.mode == "dense":

@@ -38,8 +38,13 @@ __all__ = ["GraphConv"]
 
 #: The constructor's weight options, saved by ``get_config``.
 _WEIGHT_OPTIONS = (
-    "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
-    "activity_regularizer", "kernel_constraint", "bias_constraint",
+    "kernel_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+    "activity_regularizer",
+    "kernel_constraint",
+    "bias_constraint",
 )
 
 

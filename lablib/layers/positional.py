@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from lablib.layers._common import check_choice, check_positive_int, clone_initializer, keras, register
+from lablib.layers._common import (
+    check_choice,
+    check_positive_int,
+    clone_initializer,
+    keras,
+    register,
+)
 
 
 def not_equal(x, value):
@@ -18,6 +24,7 @@ def not_equal(x, value):
     if ops is not None:  # Keras 3: KerasTensors need keras.ops
         return ops.not_equal(x, value)
     return tf.not_equal(x, tf.cast(value, x.dtype))
+
 
 __all__ = ["positional_encoding", "PositionalEncoding", "TokenAndPositionEmbedding"]
 

@@ -74,9 +74,13 @@ class GraphReadout(keras.layers.Layer):
         return self._disjoint(x, graph_ids, num_graphs)
 
     def _dense(self, x, mask):
-        require_rank(x, 3, "GraphReadout: without `graph_ids`, x must be a dense batch "
-                           "[B, N, F]; for a disjoint batch x [V, F] pass graph_ids=... (from "
-                           "lablib.graphs.disjoint_batch).")
+        require_rank(
+            x,
+            3,
+            "GraphReadout: without `graph_ids`, x must be a dense batch "
+            "[B, N, F]; for a disjoint batch x [V, F] pass graph_ids=... (from "
+            "lablib.graphs.disjoint_batch).",
+        )
         if mask is None:
             if self.mode == "sum":
                 return tf.reduce_sum(x, axis=1)
@@ -84,8 +88,7 @@ class GraphReadout(keras.layers.Layer):
                 return tf.reduce_mean(x, axis=1)
             return tf.reduce_max(x, axis=1)
         mask = tf.convert_to_tensor(mask)
-        require_rank(mask, 2, "GraphReadout: mask must have shape [B, N] (True for real "
-                              "nodes).")
+        require_rank(mask, 2, "GraphReadout: mask must have shape [B, N] (True for real nodes).")
         mask = tf.cast(mask, tf.bool)[:, :, None]  # [B, N, 1]
         if self.mode == "max":
             # The dtype's lowest finite value: never above a real value, finite in float16.
@@ -101,10 +104,15 @@ class GraphReadout(keras.layers.Layer):
 
     def _disjoint(self, x, graph_ids, num_graphs):
         graph_ids = tf.convert_to_tensor(graph_ids)
-        require_rank(x, 2, "GraphReadout: with `graph_ids`, x must be a disjoint batch "
-                           "[V, F]; for a dense batch x [B, N, F] pass mask=... instead.")
-        require_rank(graph_ids, 1, "GraphReadout: graph_ids must have shape [V] (one graph id "
-                                   "per node).")
+        require_rank(
+            x,
+            2,
+            "GraphReadout: with `graph_ids`, x must be a disjoint batch "
+            "[V, F]; for a dense batch x [B, N, F] pass mask=... instead.",
+        )
+        require_rank(
+            graph_ids, 1, "GraphReadout: graph_ids must have shape [V] (one graph id per node)."
+        )
         if not graph_ids.dtype.is_integer:
             raise ValueError(
                 f"GraphReadout: graph_ids must be integers, got dtype {graph_ids.dtype.name}."

@@ -107,8 +107,14 @@ class TransformerEncoderBlock(_TransformerBlock):
 
     _layer_name = "TransformerEncoderBlock"
 
-    def __init__(self, num_heads=None, inner_dim=None, inner_activation=None,
-                 use_query_residual=True, **kwargs):
+    def __init__(
+        self,
+        num_heads=None,
+        inner_dim=None,
+        inner_activation=None,
+        use_query_residual=True,
+        **kwargs,
+    ):
         super().__init__(num_heads, inner_dim, inner_activation, **kwargs)
         if not isinstance(use_query_residual, bool):
             raise ValueError(
@@ -118,8 +124,10 @@ class TransformerEncoderBlock(_TransformerBlock):
         self.use_query_residual = use_query_residual
 
     def build(self, input_shape):
-        if isinstance(input_shape, (list, tuple)) and input_shape and isinstance(
-            input_shape[0], (list, tuple, tf.TensorShape)
+        if (
+            isinstance(input_shape, (list, tuple))
+            and input_shape
+            and isinstance(input_shape[0], (list, tuple, tf.TensorShape))
         ):
             input_shape = input_shape[0]  # [inputs, attention_mask] as tfm
         dim = self._check_input_shape(input_shape, "TransformerEncoderBlock", "inputs")
@@ -130,8 +138,9 @@ class TransformerEncoderBlock(_TransformerBlock):
         self._model_dim = dim
         super().build(input_shape)
 
-    def call(self, inputs, attention_mask=None, mask=None, training=None,
-             return_attention_scores=None):
+    def call(
+        self, inputs, attention_mask=None, mask=None, training=None, return_attention_scores=None
+    ):
         if isinstance(inputs, (list, tuple)):
             if len(inputs) != 2:
                 raise ValueError(
@@ -293,22 +302,32 @@ class TransformerDecoderBlock(_TransformerBlock):
         update = self._output_dropout_layer(update, training=training)
         return self._norm(x + update, norm), result
 
-    def call(self, inputs, encoder_outputs=None, inputs_mask=None,
-             encoder_outputs_mask=None, training=None, return_attention_scores=None,
-             **kwargs):
+    def call(
+        self,
+        inputs,
+        encoder_outputs=None,
+        inputs_mask=None,
+        encoder_outputs_mask=None,
+        training=None,
+        return_attention_scores=None,
+        **kwargs,
+    ):
         layer = "TransformerDecoderBlock"
         # tf_keras passes the inputs' Keras mask as `mask` to a call that takes **kwargs.
         passed_mask = kwargs.pop("mask", None)
         inputs_mask = pop_renamed(kwargs, f"{layer}.call", "decoder_inputs_mask", inputs_mask)
         if inputs_mask is None and not isinstance(passed_mask, (list, tuple)):
             inputs_mask = passed_mask
-        refuse_unknown(kwargs, f"{layer}.call()", "the block is called as block(inputs, "
-                       "encoder_outputs, inputs_mask=None, encoder_outputs_mask=None, "
-                       "training=None, return_attention_scores=False)")
+        refuse_unknown(
+            kwargs,
+            f"{layer}.call()",
+            "the block is called as block(inputs, "
+            "encoder_outputs, inputs_mask=None, encoder_outputs_mask=None, "
+            "training=None, return_attention_scores=False)",
+        )
         if encoder_outputs is None:
             raise ValueError(
-                f"{layer}: call it as block(inputs, encoder_outputs); "
-                f"encoder_outputs is None."
+                f"{layer}: call it as block(inputs, encoder_outputs); encoder_outputs is None."
             )
         decoder_inputs = inputs
         if encoder_outputs_mask is None:
@@ -337,12 +356,14 @@ class TransformerDecoderBlock(_TransformerBlock):
             cross_allowed = keys[:, None, None, :]
 
         x, (_, self_scores) = self._sublayer(
-            decoder_inputs, self._self_attention_norm,
+            decoder_inputs,
+            self._self_attention_norm,
             lambda h: self._attention(self._self_attention, h, h, self_allowed, training),
             training,
         )
         x, (_, cross_scores) = self._sublayer(
-            x, self._cross_attention_norm,
+            x,
+            self._cross_attention_norm,
             lambda h: self._attention(
                 self._cross_attention, h, encoder_outputs, cross_allowed, training
             ),

@@ -22,7 +22,16 @@ pytestmark = pytest.mark.integration  # runs the benchmark scripts
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Longest first (seconds each on 2 cores beside another job, 2026-11-26: 150, 85, 65, 65, 40,
 # 40, 35), so that two at a time finish close together.
-SCRIPTS = ("retracing", "scaling", "esol", "graph_speed", "positions", "reuters", "cora", "mutation")
+SCRIPTS = (
+    "retracing",
+    "scaling",
+    "esol",
+    "graph_speed",
+    "positions",
+    "reuters",
+    "cora",
+    "mutation",
+)
 # The header row each script's table must contain.
 HEADERS = {
     "cora": "| model | implementation | seeds | test accuracy (%) |",
@@ -61,7 +70,11 @@ def quick_runs(shared_data, results_before):
             name = waiting.pop(0)
             process = subprocess.Popen(  # its own session: a kill reaches the script's children
                 [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick"],
-                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
                 start_new_session=True,
             )
             # a reader per process, so that neither blocks on a full pipe while we wait
@@ -90,10 +103,15 @@ def quick_runs(shared_data, results_before):
 def test_quick_run_prints_a_table(quick_runs, name):
     returncode, stdout, stderr = quick_runs[name]
     assert returncode == 0, f"benchmarks/{name}.py --quick failed:\n{stderr[-3000:]}"
-    assert HEADERS[name] in stdout, f"no table header in the output of {name}.py --quick:\n{stdout[-2000:]}"
+    assert HEADERS[name] in stdout, (
+        f"no table header in the output of {name}.py --quick:\n{stdout[-2000:]}"
+    )
     table = [line for line in stdout.splitlines() if line.startswith("| ")]
-    body = [line for line in table
-            if not line.startswith(("| model |", "| layer |", "| edges |", "| lab |", "| positions |"))]
+    body = [
+        line
+        for line in table
+        if not line.startswith(("| model |", "| layer |", "| edges |", "| lab |", "| positions |"))
+    ]
     assert body, f"{name}.py --quick printed a table header but no rows"
     assert "(--quick)" in stdout  # the title says it is not a full measurement
     if name == "graph_speed":
@@ -124,7 +142,9 @@ def test_fixed_batch_shapes_compile_in_the_first_epoch_only(quick_runs):
         later = [e[:2] for e in epochs[1:]]
         if batches == "disjoint, as they come":
             assert any(compilations > 0 for _, compilations in later), (model, batches, epochs)
-        elif batches != "padded to each batch's longest wire":  # (--quick wires all reach 64 tokens)
+        elif (
+            batches != "padded to each batch's longest wire"
+        ):  # (--quick wires all reach 64 tokens)
             assert all(e == (0, 0) for e in later), (model, batches, epochs)
 
 
@@ -142,9 +162,19 @@ def test_committed_esol_table_comes_from_its_committed_log(shared_data, tmp_path
     env = dict(os.environ, LABLIB_DATA_DIR=str(shared_data), TF_CPP_MIN_LOG_LEVEL="2")
     output = tmp_path / "esol.md"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "esol.py"), "--from-log",
-         str(RESULTS / "esol_seeds.log"), "--output", str(output)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "esol.py"),
+            "--from-log",
+            str(RESULTS / "esol_seeds.log"),
+            "--output",
+            str(output),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
 

@@ -27,12 +27,29 @@ TABLES = {
 
 def test_queue_runs_every_benchmark_and_writes_its_tables(shared_data, tmp_path):
     results = tmp_path / "results"
-    committed = {p.name: p.stat().st_mtime_ns for p in (ROOT / "benchmarks" / "results").glob("*.md")}
+    committed = {
+        p.name: p.stat().st_mtime_ns for p in (ROOT / "benchmarks" / "results").glob("*.md")
+    }
     env = dict(os.environ, LABLIB_DATA_DIR=str(shared_data), PYTHON=sys.executable)
     env.pop("TF_USE_LEGACY_KERAS", None)
-    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_queue.sh"), "--quick", "--minutes", "20",
-                           "--skip", "lab2,labs134,cora_timing,retracing", "--results", str(results)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    done = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "benchmarks" / "gpu_queue.sh"),
+            "--quick",
+            "--minutes",
+            "20",
+            "--skip",
+            "lab2,labs134,cora_timing,retracing",
+            "--results",
+            str(results),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     log = (results / "queue.log").read_text()
     assert done.returncode == 0, done.stderr[-2000:] + log
     for step in ("lab2_step", "lab2_study", "transformer_step"):

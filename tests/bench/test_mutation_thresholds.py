@@ -26,8 +26,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HELD = {
-    "lab1_attention": ("attention", "masks", "multi_head_attention", "positional_encoding",
-                       "permutation"),
+    "lab1_attention": (
+        "attention",
+        "masks",
+        "multi_head_attention",
+        "positional_encoding",
+        "permutation",
+    ),
     "lab2_transformer_reuters": ("macro_f1", "positional_encoding", "encoder_block"),
     "lab3_gcn_molecules": ("gcn_scalar", "gcn_matrix", "gcn_edges", "readout"),
     "lab4_gat": ("gat_attention", "multi_head_gat"),
@@ -38,9 +43,23 @@ HELD = {
 def test_public_checks_catch_and_name_mutants(lab, shared_data, tmp_path):
     rows_file = tmp_path / "rows.json"
     env = dict(os.environ, LABLIB_DATA_DIR=str(shared_data))
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mutation.py"), "--labs", lab,
-                           "--limit", "40", "--json", str(rows_file)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "mutation.py"),
+            "--labs",
+            lab,
+            "--limit",
+            "40",
+            "--json",
+            str(rows_file),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {row["piece"]: row for row in json.loads(rows_file.read_text())}
     assert set(HELD[lab]) <= set(rows), f"pieces not measured: {set(HELD[lab]) - set(rows)}"
@@ -48,6 +67,10 @@ def test_public_checks_catch_and_name_mutants(lab, shared_data, tmp_path):
         row = rows[piece]
         live = row["mutants"] - row["equivalent"]
         assert live >= 2, f"{piece}: only {live} live mutants: the measure says nothing"
-        assert row["caught"] >= 0.95 * live, f"{piece}: {row['caught']} of {live} caught; missed {row['missed']}"
-        assert row["named"] >= 0.8 * row["caught"], f"{piece}: {row['named']} of {row['caught']} named"
+        assert row["caught"] >= 0.95 * live, (
+            f"{piece}: {row['caught']} of {live} caught; missed {row['missed']}"
+        )
+        assert row["named"] >= 0.8 * row["caught"], (
+            f"{piece}: {row['named']} of {row['caught']} named"
+        )
         assert row["hint"] == 0, f"{piece}: {row['hint']} mutants printed a fixed hint"

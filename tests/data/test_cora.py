@@ -64,8 +64,12 @@ def test_test_nodes_are_reordered_the_planetoid_way(cora, shared_data):
 def test_class_names_follow_the_class_sizes(cora):
     sizes = dict(zip(cora.class_names, np.bincount(cora.y).tolist()))
     assert sizes == {
-        "Theory": 351, "Reinforcement_Learning": 217, "Genetic_Algorithms": 418,
-        "Neural_Networks": 818, "Probabilistic_Methods": 426, "Case_Based": 298,
+        "Theory": 351,
+        "Reinforcement_Learning": 217,
+        "Genetic_Algorithms": 418,
+        "Neural_Networks": 818,
+        "Probabilistic_Methods": 426,
+        "Case_Based": 298,
         "Rule_Learning": 180,
     }
 

@@ -156,7 +156,9 @@ def test_bad_smiles_are_skipped_and_reported(tmp_path):
 def test_bad_csv_columns_and_names(tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("smiles,value\nCCO,abc\n")
-    with pytest.raises(ValueError, match=r"no column 'logS'; its columns are \['smiles', 'value'\]"):
+    with pytest.raises(
+        ValueError, match=r"no column 'logS'; its columns are \['smiles', 'value'\]"
+    ):
         MoleculeDataset.from_csv(path, target_column="logS")
     with pytest.raises(ValueError, match="data row 1: target 'value' is 'abc'"):
         MoleculeDataset.from_csv(path, target_column="value")
@@ -233,20 +235,26 @@ def test_shuffled_batches_cover_every_graph_once_per_epoch(esol):
     second = np.concatenate([y for _, y in dataset.as_numpy_iterator()])
     assert sorted(first.tolist()) == sorted(small.y.tolist()) == sorted(second.tolist())
     assert not np.array_equal(first, second)  # a new order every epoch
-    again = np.concatenate([y for _, y in small.dense_dataset(16, shuffle=True, seed=3).as_numpy_iterator()])
+    again = np.concatenate(
+        [y for _, y in small.dense_dataset(16, shuffle=True, seed=3).as_numpy_iterator()]
+    )
     np.testing.assert_array_equal(first, again)
 
 
 def test_disjoint_dataset(esol):
     small = esol[:20]
-    (x, edge_index, graph_ids), y = next(iter(small.disjoint_dataset(batch_size=8).as_numpy_iterator()))
+    (x, edge_index, graph_ids), y = next(
+        iter(small.disjoint_dataset(batch_size=8).as_numpy_iterator())
+    )
     sizes = small.num_nodes[:8]
     assert x.shape == (sizes.sum(), F)
     assert graph_ids.tolist() == np.repeat(np.arange(8), sizes).tolist()
     assert edge_index.shape == (2, sum(e.shape[1] for e in small.edge_index[:8]))
     assert (graph_ids[edge_index[0]] == graph_ids[edge_index[1]]).all()
     offset = sizes[0]
-    np.testing.assert_array_equal(edge_index[:, small.edge_index[0].shape[1]:][:, :4], small.edge_index[1][:, :4] + offset)
+    np.testing.assert_array_equal(
+        edge_index[:, small.edge_index[0].shape[1] :][:, :4], small.edge_index[1][:, :4] + offset
+    )
     np.testing.assert_array_equal(y, small.y[:8])
 
 
@@ -258,7 +266,9 @@ def test_edge_feature_names_default_to_the_width_of_edge_attr():
     assert dataset.num_edge_features == 4 and dataset.edge_feature_names[-1] == "edge_feature_3"
     with pytest.raises(ValueError, match="2 edge feature names for 4 edge features"):
         GraphDataset(x, e, np.zeros(2), edge_attr=f, edge_feature_names=["a", "b"])
-    with pytest.raises(ValueError, match=r"every edge_attr\[i\] must be \[E_i, D\] with the same D"):
+    with pytest.raises(
+        ValueError, match=r"every edge_attr\[i\] must be \[E_i, D\] with the same D"
+    ):
         GraphDataset(x, e, np.zeros(2), edge_attr=[np.ones((2, 4)), np.ones((1, 3))])
 
 
@@ -266,7 +276,9 @@ def test_datasets_with_edge_features(esol):
     small = esol[:12]
     D = small.num_edge_features
     assert D == len(small.edge_feature_names) == 6
-    (x, edge_index, graph_ids, f), _ = next(iter(small.disjoint_dataset(batch_size=5, with_edge_attr=True)))
+    (x, edge_index, graph_ids, f), _ = next(
+        iter(small.disjoint_dataset(batch_size=5, with_edge_attr=True))
+    )
     assert f.shape == (edge_index.shape[1], D) and f.dtype == tf.float32
     np.testing.assert_array_equal(f.numpy(), np.concatenate(small.edge_attr[:5]))
     (x, adjacency, mask, fd), _ = next(iter(small.dense_dataset(batch_size=5, with_edge_attr=True)))
@@ -275,7 +287,9 @@ def test_datasets_with_edge_features(esol):
     np.testing.assert_array_equal(fd.numpy()[2, target, source], small.edge_attr[2])
     assert int(small.dense_dataset(batch_size=5, with_edge_attr=True).cardinality()) == 3
     no_edges = GraphDataset(small.x, small.edge_index, small.y)
-    with pytest.raises(ValueError, match=r"with_edge_attr=True but this dataset has no edge features"):
+    with pytest.raises(
+        ValueError, match=r"with_edge_attr=True but this dataset has no edge features"
+    ):
         no_edges.disjoint_dataset(4, with_edge_attr=True)
     from lablib import LablibDeprecationWarning
 

@@ -132,7 +132,7 @@ def test_reuters_dataset_pads_each_batch(default_split):
     for row, sequence in zip(tokens, x[:16]):
         kept = sequence[:120]
         assert row[: len(kept)].tolist() == kept
-        assert not row[len(kept):].any()  # padded with 0
+        assert not row[len(kept) :].any()  # padded with 0
     np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), y)
     assert max(b[0].shape[1] for b in batches) <= 120
 
@@ -154,8 +154,11 @@ def test_reuters_dataset_shuffle_and_bucket(default_split):
 
 def _rows(batches):
     """(label, wire without its padding) for every row of every batch."""
-    return sorted((int(label), tuple(int(t) for t in row[row != 0])) for tokens, labels in batches
-                  for row, label in zip(tokens, labels))
+    return sorted(
+        (int(label), tuple(int(t) for t in row[row != 0]))
+        for tokens, labels in batches
+        for row, label in zip(tokens, labels)
+    )
 
 
 def test_bucketed_batches_have_a_fixed_set_of_shapes_every_epoch(default_split):
@@ -192,22 +195,28 @@ def test_bucketed_batches_have_a_fixed_set_of_shapes_every_epoch(default_split):
 def test_bucket_lengths_given_and_drop_remainder(default_split):
     (x_train, y_train), _ = default_split
     x, y = x_train[:500], y_train[:500]
-    dataset = reuters_dataset(x, y, batch_size=16, maxlen=128, bucket=(32, 64, 128),
-                              drop_remainder=True, seed=0)
+    dataset = reuters_dataset(
+        x, y, batch_size=16, maxlen=128, bucket=(32, 64, 128), drop_remainder=True, seed=0
+    )
     batches = list(dataset.as_numpy_iterator())
     assert {b[0].shape for b in batches} <= {(16, 32), (16, 64), (16, 128)}
     truncated = [min(len(w), 128) for w in x]
     counts = np.bincount(np.searchsorted([32, 64, 128], truncated), minlength=3)
     assert len(batches) == len(dataset) == int((counts // 16).sum())
-    unbucketed = list(reuters_dataset(x, y, batch_size=16, maxlen=128, drop_remainder=True).as_numpy_iterator())
+    unbucketed = list(
+        reuters_dataset(x, y, batch_size=16, maxlen=128, drop_remainder=True).as_numpy_iterator()
+    )
     assert len(unbucketed) == len(x) // 16 and all(b[0].shape[0] == 16 for b in unbucketed)
 
 
-@pytest.mark.parametrize("bucket, message", [
-    ((32, 64), "the longest wire has 128 tokens but the largest bucket length is 64"),
-    ((64, 32, 128), "strictly increasing"),
-    (("short",), "sequence of lengths"),
-])
+@pytest.mark.parametrize(
+    "bucket, message",
+    [
+        ((32, 64), "the longest wire has 128 tokens but the largest bucket length is 64"),
+        ((64, 32, 128), "strictly increasing"),
+        (("short",), "sequence of lengths"),
+    ],
+)
 def test_bad_bucket_lengths_are_refused_with_the_fix(default_split, bucket, message):
     (x_train, y_train), _ = default_split
     long_enough = [w for w in x_train[:200] if len(w) >= 128][:20]
@@ -267,6 +276,8 @@ def test_the_wires_stay_in_host_memory_whatever_the_default_device():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _DEVICE_CHECK], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _DEVICE_CHECK], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "DEVICES" in done.stdout

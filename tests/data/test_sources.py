@@ -33,7 +33,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
         self.requests.append(self.path)
         if self.path.startswith("/short/"):
-            body = (pathlib.Path(self.directory) / self.path[len("/short/"):]).read_bytes()
+            body = (pathlib.Path(self.directory) / self.path[len("/short/") :]).read_bytes()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -181,10 +181,20 @@ def test_resolution_order_data_dir_then_env_then_cache(shared_data, tmp_path, en
 
 
 def test_data_dir_may_name_the_dataset_folder_itself(shared_data, env):
-    assert sources.dataset_path("reuters", data_dir=shared_data / "reuters") == shared_data / "reuters"
-    assert sources.dataset_path("mutag", data_dir=shared_data) == shared_data / "molecules" / "MUTAG"
-    assert sources.dataset_path("mutag", data_dir=shared_data / "molecules") == shared_data / "molecules" / "MUTAG"
-    assert sources.dataset_path("esol", data_dir=shared_data / "molecules") == shared_data / "molecules"
+    assert (
+        sources.dataset_path("reuters", data_dir=shared_data / "reuters") == shared_data / "reuters"
+    )
+    assert (
+        sources.dataset_path("mutag", data_dir=shared_data) == shared_data / "molecules" / "MUTAG"
+    )
+    assert (
+        sources.dataset_path("mutag", data_dir=shared_data / "molecules")
+        == shared_data / "molecules" / "MUTAG"
+    )
+    assert (
+        sources.dataset_path("esol", data_dir=shared_data / "molecules")
+        == shared_data / "molecules"
+    )
 
 
 def test_missing_data_dir_is_an_error_not_a_silent_download(tmp_path, env):
@@ -284,7 +294,9 @@ def test_fetch_dataset_into_a_data_dir(shared_data, tmp_path, env, server, monke
     point_registry_at(monkeypatch, server.url)
     target = tmp_path / "data"
     assert sources.fetch_dataset("freesolv", data_dir=target) == target / "molecules"
-    assert sha256(target / "molecules" / "SAMPL.csv") == sha256(shared_data / "molecules" / "SAMPL.csv")
+    assert sha256(target / "molecules" / "SAMPL.csv") == sha256(
+        shared_data / "molecules" / "SAMPL.csv"
+    )
     assert sources.fetch_dataset("freesolv", data_dir=target) == target / "molecules"
     assert len(server.requests) == 1
     assert not (env / "molecules").exists()  # nothing went to the cache

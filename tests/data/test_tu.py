@@ -59,12 +59,22 @@ def test_edges_are_local_symmetric_and_labelled(mutag, raw):
     first = raw["A"][: mutag.edge_index[0].shape[1]] - 1
     np.testing.assert_array_equal(mutag.edge_index[0], first.T)
     assert mutag.edge_feature_names == (
-        "edge_label=aromatic", "edge_label=single", "edge_label=double", "edge_label=triple"
+        "edge_label=aromatic",
+        "edge_label=single",
+        "edge_label=double",
+        "edge_label=triple",
     )
     edge_attr = np.concatenate(mutag.edge_attr)
-    np.testing.assert_array_equal(edge_attr.argmax(axis=1), np.concatenate(
-        [raw["edge_labels"][:, 0][np.argsort(raw["graph_indicator"][raw["A"][:, 0] - 1, 0], kind="stable")]]
-    ))
+    np.testing.assert_array_equal(
+        edge_attr.argmax(axis=1),
+        np.concatenate(
+            [
+                raw["edge_labels"][:, 0][
+                    np.argsort(raw["graph_indicator"][raw["A"][:, 0] - 1, 0], kind="stable")
+                ]
+            ]
+        ),
+    )
 
 
 def test_split_and_batches(mutag):

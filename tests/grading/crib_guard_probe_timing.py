@@ -50,7 +50,9 @@ def _grade(args) -> dict:
     tests = [t for t in spec.tests if spec.pieces[t.piece].by_hand]
 
     def run(test, guard):
-        request = ProbeRequest(test.id, test.probe, tuple(spec.pieces[test.piece].objects), test.timeout, guard)
+        request = ProbeRequest(
+            test.id, test.probe, tuple(spec.pieces[test.piece].objects), test.timeout, guard
+        )
         started = time.perf_counter()
         raw = run_probe(request, ns)
         return raw, (time.perf_counter() - started) * 1000
@@ -65,9 +67,17 @@ def _grade(args) -> dict:
             raw, ms = run(test, BY_HAND)
             guarded.append(ms)
             result = judge_test(test, raw)
-        rows.append({"id": test.id, "passed": result.passed, "score": result.score,
-                     "max_score": result.max_score, "message": result.message,
-                     "plain_ms": round(min(plain), 2), "guarded_ms": round(min(guarded), 2)})
+        rows.append(
+            {
+                "id": test.id,
+                "passed": result.passed,
+                "score": result.score,
+                "max_score": result.max_score,
+                "message": result.message,
+                "plain_ms": round(min(plain), 2),
+                "guarded_ms": round(min(guarded), 2),
+            }
+        )
     return {"lab": args.lab, "tests": rows, "first_window_ms": round(first, 1)}
 
 

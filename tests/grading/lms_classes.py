@@ -42,20 +42,89 @@ FILE = "lab1_attention.ipynb"
 
 #: The graded code each student hands in: (variant, text in the solution, what the student wrote).
 MISTAKES = {
-    "unscaled": ("energies = query @ key.swapaxes(-1, -2) / np.sqrt(query.shape[-1])",
-                 "energies = query @ key.swapaxes(-1, -2)"),
-    "slide": ("angles = positions / np.power(10000.0, 2 * pair / depth)",
-              "angles = positions / np.power(10000.0, 2 * np.arange(depth)[np.newaxis, :] / depth)"),
+    "unscaled": (
+        "energies = query @ key.swapaxes(-1, -2) / np.sqrt(query.shape[-1])",
+        "energies = query @ key.swapaxes(-1, -2)",
+    ),
+    "slide": (
+        "angles = positions / np.power(10000.0, 2 * pair / depth)",
+        "angles = positions / np.power(10000.0, 2 * np.arange(depth)[np.newaxis, :] / depth)",
+    ),
 }
 VARIANTS = ("full", "full", "full", "blank", "unscaled", "slide")
 
-_FIRST = ["Emma", "Liam", "Olivia", "Noah", "Ava", "Mateo", "Sofía", "Lucas", "Mia", "Ethan", "Amara", "Kenji",
-          "Chloé", "Omar", "Priya", "Jonas", "Leila", "Tomás", "Hana", "Felix", "Ines", "Ravi", "Nora", "Yusuf",
-          "Elif", "Diego", "Freya", "Arjun", "Maja", "Theo", "Aisha", "Lena", "Bruno", "Sven"]
-_LAST = ["Anderson", "Brown", "Chen", "Dubois", "Evans", "Fischer", "García", "Hughes", "Ivanova", "Jensen",
-         "Kowalski", "Lopez", "Müller", "Nakamura", "O'Brien", "Patel", "Quinn", "Rossi", "Schmidt", "Tanaka",
-         "Usman", "Vargas", "Weber", "Xu", "Yilmaz", "Zhang", "Berg", "Costa", "Dahl", "Eriksen", "Ferreira",
-         "Gruber", "Horvat", "Ito"]
+_FIRST = [
+    "Emma",
+    "Liam",
+    "Olivia",
+    "Noah",
+    "Ava",
+    "Mateo",
+    "Sofía",
+    "Lucas",
+    "Mia",
+    "Ethan",
+    "Amara",
+    "Kenji",
+    "Chloé",
+    "Omar",
+    "Priya",
+    "Jonas",
+    "Leila",
+    "Tomás",
+    "Hana",
+    "Felix",
+    "Ines",
+    "Ravi",
+    "Nora",
+    "Yusuf",
+    "Elif",
+    "Diego",
+    "Freya",
+    "Arjun",
+    "Maja",
+    "Theo",
+    "Aisha",
+    "Lena",
+    "Bruno",
+    "Sven",
+]
+_LAST = [
+    "Anderson",
+    "Brown",
+    "Chen",
+    "Dubois",
+    "Evans",
+    "Fischer",
+    "García",
+    "Hughes",
+    "Ivanova",
+    "Jensen",
+    "Kowalski",
+    "Lopez",
+    "Müller",
+    "Nakamura",
+    "O'Brien",
+    "Patel",
+    "Quinn",
+    "Rossi",
+    "Schmidt",
+    "Tanaka",
+    "Usman",
+    "Vargas",
+    "Weber",
+    "Xu",
+    "Yilmaz",
+    "Zhang",
+    "Berg",
+    "Costa",
+    "Dahl",
+    "Eriksen",
+    "Ferreira",
+    "Gruber",
+    "Horvat",
+    "Ito",
+]
 
 
 def _student_list(n: int, seed: int) -> list[dict]:
@@ -68,16 +137,34 @@ def _student_list(n: int, seed: int) -> list[dict]:
         if k == 2:
             first, last = "小明", "王"
         if k == 3:
-            first, last = "Zoë", "Ivanova"  # "mivanova"'s neighbour: the section folder of one student
-        people.append({"k": k, "first": first, "last": last, "sid": f"S{2000 + k}",
-                       "email": f"{unicodedata.normalize('NFKD', first).encode('ascii', 'ignore').decode().lower() or 'x'}"
-                                f".{k}@uni.example", "login": f"u{2000 + k}",
-                       "section": f"Sec-0{1 + k % 2}", "variant": VARIANTS[k % len(VARIANTS)],
-                       "late_hours": (30 if k % 5 == 2 else 3 if k % 7 == 4 else 0),
-                       "answer": "" if VARIANTS[k % len(VARIANTS)] == "blank" else
-                       f"(student {k}) " + rng.choice(["Without positions attention is permutation-equivariant.",
-                                                       "The average over tokens ignores their order.",
-                                                       "An index grows without bound; sinusoids stay bounded."])})
+            first, last = (
+                "Zoë",
+                "Ivanova",
+            )  # "mivanova"'s neighbour: the section folder of one student
+        people.append(
+            {
+                "k": k,
+                "first": first,
+                "last": last,
+                "sid": f"S{2000 + k}",
+                "email": f"{unicodedata.normalize('NFKD', first).encode('ascii', 'ignore').decode().lower() or 'x'}"
+                f".{k}@uni.example",
+                "login": f"u{2000 + k}",
+                "section": f"Sec-0{1 + k % 2}",
+                "variant": VARIANTS[k % len(VARIANTS)],
+                "late_hours": (30 if k % 5 == 2 else 3 if k % 7 == 4 else 0),
+                "answer": ""
+                if VARIANTS[k % len(VARIANTS)] == "blank"
+                else f"(student {k}) "
+                + rng.choice(
+                    [
+                        "Without positions attention is permutation-equivariant.",
+                        "The average over tokens ignores their order.",
+                        "An index grows without bound; sinusoids stay bounded.",
+                    ]
+                ),
+            }
+        )
     return people
 
 
@@ -92,7 +179,11 @@ def _notebooks() -> dict[str, nbformat.NotebookNode]:
         for i, cell in enumerate(nb.cells):
             if f"BEGIN ANSWER {QUESTION}" in cell.source:
                 nb.cells[i] = copy.deepcopy(tagged)
-            if variant in MISTAKES and cell.cell_type == "code" and MISTAKES[variant][0] in cell.source:
+            if (
+                variant in MISTAKES
+                and cell.cell_type == "code"
+                and MISTAKES[variant][0] in cell.source
+            ):
                 cell.source = cell.source.replace(*MISTAKES[variant])
         assert variant == "full" or any(MISTAKES[variant][1] in c.source for c in nb.cells), variant
         out[variant] = nb
@@ -127,8 +218,11 @@ def _nfd(text: str) -> str:
 
 
 def _when(person) -> dt.datetime:
-    return DUE + dt.timedelta(hours=person["late_hours"]) if person["late_hours"] else DUE - dt.timedelta(
-        hours=1 + person["k"] % 9)
+    return (
+        DUE + dt.timedelta(hours=person["late_hours"])
+        if person["late_hours"]
+        else DUE - dt.timedelta(hours=1 + person["k"] % 9)
+    )
 
 
 def _write(path: pathlib.Path, text: str) -> None:
@@ -138,7 +232,9 @@ def _write(path: pathlib.Path, text: str) -> None:
 
 def canvas_slug(person) -> str:
     """Canvas's ``sortable_name`` ("Last, First") as its download writes it."""
-    return "".join(c for c in f"{person['last']}, {person['first']}".lower() if c.isalnum() or c == "_")
+    return "".join(
+        c for c in f"{person['last']}, {person['first']}".lower() if c.isalnum() or c == "_"
+    )
 
 
 def make_canvas(folder, n: int = 33, seed: int = 0) -> dict:
@@ -161,14 +257,25 @@ def make_canvas(folder, n: int = 33, seed: int = 0) -> dict:
         p["time"] = _when(p) if late and p["k"] != 7 else None
     absent["user_id"] = str(184000 + absent["k"])
     absent["time"] = None
-    rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1 (5501)"],
-            ["    Points Possible", "", "", "", "", "23"]]
-    rows += [[f"{p['last']}, {p['first']}", p["user_id"], p["sid"], p["login"], p["section"], ""] for p in people]
+    rows = [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1 (5501)"],
+        ["    Points Possible", "", "", "", "", "23"],
+    ]
+    rows += [
+        [f"{p['last']}, {p['first']}", p["user_id"], p["sid"], p["login"], p["section"], ""]
+        for p in people
+    ]
     rows.append(["Student, Test", "999999", "", "", "Sec-01", ""])
     _csv(folder / "canvas_roster.csv", rows)
     _csv(folder / "times.csv", times)
-    return {"people": people, "subs": subs, "roster": folder / "canvas_roster.csv", "times": folder / "times.csv",
-            "absent": absent, "lms": "canvas"}
+    return {
+        "people": people,
+        "subs": subs,
+        "roster": folder / "canvas_roster.csv",
+        "times": folder / "times.csv",
+        "absent": absent,
+        "lms": "canvas",
+    }
 
 
 def _csv(path: pathlib.Path, rows) -> None:
@@ -192,19 +299,58 @@ def make_moodle(folder, n: int = 33, seed: int = 1) -> dict:
         full = f"{p['first']} {p['last']}"
         name = f"{full}_{p['participant']}_assignsubmission_file_"
         name = _nfd(name) if p["k"] in (1, 3) else name
-        where = subs / ("Sec-03" if p["k"] == 3 else p["section"] if p["k"] % 4 == 0 else "") / name / FILE
+        where = (
+            subs
+            / ("Sec-03" if p["k"] == 3 else p["section"] if p["k"] % 4 == 0 else "")
+            / name
+            / FILE
+        )
         _write(where, notebook(p["variant"], p["answer"]))
         p["path"] = where
         p["time"] = _when(p).replace(second=0, microsecond=0)
     absent["time"] = None
-    rows = [["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade", "Grade can be changed",
-             "Last modified (submission)", "Last modified (grade)", "Feedback comments"]]
+    rows = [
+        [
+            "Identifier",
+            "Full name",
+            "Email address",
+            "Status",
+            "Grade",
+            "Maximum Grade",
+            "Grade can be changed",
+            "Last modified (submission)",
+            "Last modified (grade)",
+            "Feedback comments",
+        ]
+    ]
     for p in people:
-        status = "No submission" if p is absent else "Submitted for grading" + (" - late" if p["late_hours"] else "")
-        rows.append([f"Participant {p['participant']}", f"{p['first']} {p['last']}", p["email"], status, "", "23.00",
-                     "Yes", "-" if p is absent else _moodle_time(p["time"]), "-", ""])
+        status = (
+            "No submission"
+            if p is absent
+            else "Submitted for grading" + (" - late" if p["late_hours"] else "")
+        )
+        rows.append(
+            [
+                f"Participant {p['participant']}",
+                f"{p['first']} {p['last']}",
+                p["email"],
+                status,
+                "",
+                "23.00",
+                "Yes",
+                "-" if p is absent else _moodle_time(p["time"]),
+                "-",
+                "",
+            ]
+        )
     _csv(folder / "worksheet.csv", rows)
-    return {"people": people, "subs": subs, "roster": folder / "worksheet.csv", "absent": absent, "lms": "moodle"}
+    return {
+        "people": people,
+        "subs": subs,
+        "roster": folder / "worksheet.csv",
+        "absent": absent,
+        "lms": "moodle",
+    }
 
 
 def _gradescope_yaml(entries) -> str:
@@ -213,8 +359,14 @@ def _gradescope_yaml(entries) -> str:
         lines.append(f"{folder}:")
         lines.append("  :submitters:")
         for s in submitters:
-            lines += [f"  - :name: {s['name']}", f"    :sid: '{s['sid']}'", f"    :email: {s['email']}"]
-        lines.append(f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S')}.123456789 {when.strftime('%z')}")
+            lines += [
+                f"  - :name: {s['name']}",
+                f"    :sid: '{s['sid']}'",
+                f"    :email: {s['email']}",
+            ]
+        lines.append(
+            f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S')}.123456789 {when.strftime('%z')}"
+        )
         lines.append("  :score: 0.0")
         lines.append("  :history: []")
     return "\n".join(lines) + "\n"
@@ -232,26 +384,47 @@ def make_gradescope(folder, n: int = 33, seed: int = 2) -> dict:
         if p["k"] == 6:  # 5's group partner: no submission of their own
             continue
         sub = f"submission_{410000000 + p['k']}"
-        submitters = [{"name": _nfd(f"{p['first']} {p['last']}") if p["k"] == 1 else f"{p['first']} {p['last']}",
-                       "sid": p["sid"], "email": p["email"]}]
+        submitters = [
+            {
+                "name": _nfd(f"{p['first']} {p['last']}")
+                if p["k"] == 1
+                else f"{p['first']} {p['last']}",
+                "sid": p["sid"],
+                "email": p["email"],
+            }
+        ]
         if p["k"] == 5:
             q = people[6]
-            submitters.append({"name": f"{q['first']} {q['last']}", "sid": q["sid"], "email": q["email"]})
+            submitters.append(
+                {"name": f"{q['first']} {q['last']}", "sid": q["sid"], "email": q["email"]}
+            )
         p["time"] = _when(p).replace(microsecond=0)
         entries.append((sub, submitters, p["time"]))
         where = export / ("Sec-03" if p["k"] == 3 else "") / sub / FILE
         _write(where, notebook(p["variant"], p["answer"]))
         p["path"] = where
-    people[6].update(time=people[5]["time"], variant=people[5]["variant"], answer=people[5]["answer"],
-                     group_of=people[5]["k"])
+    people[6].update(
+        time=people[5]["time"],
+        variant=people[5]["variant"],
+        answer=people[5]["answer"],
+        group_of=people[5]["k"],
+    )
     _write(export / "submission_metadata.yml", _gradescope_yaml(entries))
     absent["time"] = None
-    rows = [["First Name", "Last Name", "SID", "Email", "Role", "Sections"],
-            ["Ian", "Structor", "", "ian@uni.example", "Instructor", ""]]
+    rows = [
+        ["First Name", "Last Name", "SID", "Email", "Role", "Sections"],
+        ["Ian", "Structor", "", "ian@uni.example", "Instructor", ""],
+    ]
     rows += [[p["first"], p["last"], p["sid"], p["email"], "Student", p["section"]] for p in people]
     _csv(folder / "gs_roster.csv", rows)
-    return {"people": people, "subs": folder / "subs", "roster": folder / "gs_roster.csv", "absent": absent,
-            "lms": "gradescope", "export": export}
+    return {
+        "people": people,
+        "subs": folder / "subs",
+        "roster": folder / "gs_roster.csv",
+        "absent": absent,
+        "lms": "gradescope",
+        "export": export,
+    }
 
 
 def resubmit(made: dict, k: int, hours_late: int = 40) -> dict:
@@ -262,15 +435,20 @@ def resubmit(made: dict, k: int, hours_late: int = 40) -> dict:
     when = DUE + dt.timedelta(hours=hours_late)
     p.update(variant="full", time=when, late_hours=hours_late)
     text = notebook("full", p["answer"])
-    if made["lms"] == "canvas":  # a new attachment, LATE, beside the old file (the new zip unzipped over the old)
+    if (
+        made["lms"] == "canvas"
+    ):  # a new attachment, LATE, beside the old file (the new zip unzipped over the old)
         path = p["path"].with_name(f"{canvas_slug(p)}_LATE_{p['user_id']}_{9500000 + k}_{FILE}")
         _write(path, text)
         times = made["times"].with_name("times2.csv")
-        rows = list(csv.reader(open(made["times"], encoding="utf-8"))) + [[p["sid"], "lab1_attention",
-                                                                            when.isoformat(timespec="minutes")]]
+        rows = list(csv.reader(open(made["times"], encoding="utf-8"))) + [
+            [p["sid"], "lab1_attention", when.isoformat(timespec="minutes")]
+        ]
         _csv(times, rows)
         return {"path": path, "args": ["--times", str(times)], "replaces": p["path"]}
-    if made["lms"] == "moodle":  # the same folder, the file replaced; the new worksheet has the new time
+    if (
+        made["lms"] == "moodle"
+    ):  # the same folder, the file replaced; the new worksheet has the new time
         _write(p["path"], text)
         sheet = made["roster"].with_name("worksheet2.csv")
         rows = list(csv.reader(open(made["roster"], encoding="utf-8")))
@@ -283,6 +461,16 @@ def resubmit(made: dict, k: int, hours_late: int = 40) -> dict:
     export2 = made["subs"].parent / "subs2" / "assignment_777_export"
     sub = f"submission_{420000000 + k}"
     _write(export2 / sub / FILE, text)
-    _write(export2 / "submission_metadata.yml", _gradescope_yaml(
-        [(sub, [{"name": f"{p['first']} {p['last']}", "sid": p["sid"], "email": p["email"]}], when)]))
+    _write(
+        export2 / "submission_metadata.yml",
+        _gradescope_yaml(
+            [
+                (
+                    sub,
+                    [{"name": f"{p['first']} {p['last']}", "sid": p["sid"], "email": p["email"]}],
+                    when,
+                )
+            ]
+        ),
+    )
     return {"path": export2 / sub / FILE, "args": [], "replaces": p["path"]}

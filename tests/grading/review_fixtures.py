@@ -23,25 +23,48 @@ from lablib.grading.results import PieceScore, Status, SubmissionResult, Written
 from lablib.grading.review.server import ReviewApp, make_server
 from lablib.grading.spec import LabSpec
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def written_lab() -> LabSpec:
     """Lab 9: two written questions, with a "-1" item in the second's rubric."""
     lab = LabSpec("lab9_written", "Lab 9: written answers")
     lab.piece("f", objects=["f"])
-    lab.answer("why", points=4, title="why it works", rubric=[(2, "Names the cause."), (2, "Gives numbers."),
-                                                              (0, "No answer.")])
-    lab.answer("how", points=3, title="how to fix it", rubric=[(3, "A fix that works."), (-1, "Off topic.")])
+    lab.answer(
+        "why",
+        points=4,
+        title="why it works",
+        rubric=[(2, "Names the cause."), (2, "Gives numbers."), (0, "No answer.")],
+    )
+    lab.answer(
+        "how",
+        points=3,
+        title="how to fix it",
+        rubric=[(3, "A fix that works."), (-1, "Off topic.")],
+    )
     return lab
 
 
 def result(name: str, answers: dict) -> SubmissionResult:
     """A graded submission whose written answers are ``answers`` (question -> text; a
     question left out has no record, as for a notebook that could not be read)."""
-    return SubmissionResult(name, f"/class/{name}.ipynb", Status(), 5.0, 10.0, {"f": PieceScore(5.0, 10.0)}, [],
-                            answers={q: WrittenAnswer(text, "tag") for q, text in answers.items()})
+    return SubmissionResult(
+        name,
+        f"/class/{name}.ipynb",
+        Status(),
+        5.0,
+        10.0,
+        {"f": PieceScore(5.0, 10.0)},
+        [],
+        answers={q: WrittenAnswer(text, "tag") for q, text in answers.items()},
+    )
 
 
 def write_class(out, lab, answers: dict) -> None:
@@ -72,7 +95,12 @@ def request(server, method: str, path: str, body=None, headers=None, token=True)
     auth = {}
     if token:
         auth = {"Authorization": f"Bearer {server.token if token is True else token}"}
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **auth, **(headers or {})})
+    conn.request(
+        method,
+        path,
+        body=data,
+        headers={"Content-Type": "application/json", **auth, **(headers or {})},
+    )
     response = conn.getresponse()
     payload = response.read()
     conn.close()
@@ -85,12 +113,16 @@ def chromium():
     try:
         import playwright.sync_api as playwright
     except ImportError:
-        pytest.fail("Playwright is not installed: the review page is tested in a real headless browser. Install "
-                    "the dev extra (pip install -e '.[dev]').")
+        pytest.fail(
+            "Playwright is not installed: the review page is tested in a real headless browser. Install "
+            "the dev extra (pip install -e '.[dev]')."
+        )
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
-        pytest.fail("No Chromium on PATH: the review page is tested in a real headless browser. "
-                    "Install Debian's chromium package (`bash .ci/run setup` does).")
+        pytest.fail(
+            "No Chromium on PATH: the review page is tested in a real headless browser. "
+            "Install Debian's chromium package (`bash .ci/run setup` does)."
+        )
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
@@ -106,7 +138,9 @@ class ReviewCommand:
     (its first line included) and ``stderr``."""
 
     def __init__(self, process: subprocess.Popen, line: str):
-        match = re.search(r"open (http://(127\.0\.0\.1):(\d+)/\?token=([A-Za-z0-9_-]{16,128}))\s", line)
+        match = re.search(
+            r"open (http://(127\.0\.0\.1):(\d+)/\?token=([A-Za-z0-9_-]{16,128}))\s", line
+        )
         if match is None:
             process.kill()
             out, err = process.communicate(timeout=60)
@@ -122,7 +156,9 @@ class ReviewCommand:
 
 
 @contextlib.contextmanager
-def lablib_review(lab: str, out, *options, grader: str = "ta", command=None, cwd=None, timeout: float = 300):
+def lablib_review(
+    lab: str, out, *options, grader: str = "ta", command=None, cwd=None, timeout: float = 300
+):
     """``lablib review <lab> <out> --no-browser --grader <grader> <options>`` as an instructor
     starts it (a child process: its own per-run token, its signal handlers); yields a
     :class:`ReviewCommand`. On leaving, SIGTERM (as a service manager or ``kill`` stops it):
@@ -131,9 +167,23 @@ def lablib_review(lab: str, out, *options, grader: str = "ta", command=None, cwd
     ``command``: the ``lablib`` command as a list (default: this Python's ``-m lablib.cli``).
     """
     command = list(command or [sys.executable, "-m", "lablib.cli"])
-    process = subprocess.Popen([*command, "review", str(lab), str(out), "--no-browser", "--grader", grader,
-                                *map(str, options)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, encoding="utf-8")
+    process = subprocess.Popen(
+        [
+            *command,
+            "review",
+            str(lab),
+            str(out),
+            "--no-browser",
+            "--grader",
+            grader,
+            *map(str, options),
+        ],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
     review = ReviewCommand(process, process.stdout.readline())
     try:
         yield review
@@ -145,7 +195,11 @@ def lablib_review(lab: str, out, *options, grader: str = "ta", command=None, cwd
         except subprocess.TimeoutExpired:
             process.kill()
             stdout, stderr = process.communicate()
-        review.returncode, review.stdout, review.stderr = process.returncode, review.first_line + stdout, stderr
+        review.returncode, review.stdout, review.stderr = (
+            process.returncode,
+            review.first_line + stdout,
+            stderr,
+        )
 
 
 def _number(text: str) -> float:
@@ -156,13 +210,22 @@ def page_rubric(page) -> list[tuple[float, str]]:
     """The open question's rubric as the page lists it: ``(points, comment)`` per item, in
     the order of their keys (item 1 first)."""
     items = page.locator("#items li button.apply")
-    return [(_number(items.nth(k).locator(".points").inner_text()), items.nth(k).locator(".comment").inner_text())
-            for k in range(items.count())]
+    return [
+        (
+            _number(items.nth(k).locator(".points").inner_text()),
+            items.nth(k).locator(".comment").inner_text(),
+        )
+        for k in range(items.count())
+    ]
 
 
 def answer_text(card) -> str:
     """The text of an answer's card as the page shows it (in the card's shadow root)."""
-    return card.locator(".text").evaluate("(host) => host.shadowRoot ? host.shadowRoot.textContent : ''").strip()
+    return (
+        card.locator(".text")
+        .evaluate("(host) => host.shadowRoot ? host.shadowRoot.textContent : ''")
+        .strip()
+    )
 
 
 def _press_item(page, number: int, count: int) -> None:
@@ -205,13 +268,19 @@ def grade_question(page, expect, question: str, choose, *, clicks: bool = True) 
         expect(card.locator(".badge")).to_have_text(f"{score:g} / {points}")
         applied[token] = {"text": text, "score": score, "items": [rubric[n - 1][1] for n in chosen]}
 
-    empty = [cards.nth(k).get_attribute("data-token") for k in range(total) if cards.nth(k).locator(".empty").count()]
+    empty = [
+        cards.nth(k).get_attribute("data-token")
+        for k in range(total)
+        if cards.nth(k).locator(".empty").count()
+    ]
     if empty:
         for k, number in enumerate(choose("", rubric)):
             for token in empty:
                 page.locator(f".answer[data-token='{token}'] input[type=checkbox]").check()
             _press_item(page, number, len(rubric))
-            expect(page.locator(f".answer[data-token='{empty[-1]}'] .chips span")).to_have_count(k + 1)
+            expect(page.locator(f".answer[data-token='{empty[-1]}'] .chips span")).to_have_count(
+                k + 1
+            )
         for token in empty:
             check(token, "", choose("", rubric))
     for _ in range(total - len(empty)):

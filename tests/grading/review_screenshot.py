@@ -28,15 +28,34 @@ def main(target: str) -> None:
         tmp = pathlib.Path(tmp)
         make_class(tmp / "class", 32)
         lablib = [sys.executable, "-m", "lablib.cli"]
-        subprocess.run([*lablib, "grade", "lab2", "class", "-o", "out", "--roster", "roster.csv", "--quiet"],
-                       cwd=tmp, check=True)
-        review = subprocess.Popen([*lablib, "review", "lab2", "out", "--no-browser", "--grader", "ta-anna",
-                                   "--solution", str(SOLUTION)], cwd=tmp, stdout=subprocess.PIPE, text=True)
+        subprocess.run(
+            [*lablib, "grade", "lab2", "class", "-o", "out", "--roster", "roster.csv", "--quiet"],
+            cwd=tmp,
+            check=True,
+        )
+        review = subprocess.Popen(
+            [
+                *lablib,
+                "review",
+                "lab2",
+                "out",
+                "--no-browser",
+                "--grader",
+                "ta-anna",
+                "--solution",
+                str(SOLUTION),
+            ],
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             url = re.search(r"http://\S+", review.stdout.readline()).group(0)
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium,
-                                            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+                browser = p.chromium.launch(
+                    executable_path=chromium,
+                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+                )
                 page = browser.new_page(viewport={"width": 1400, "height": 1500})
                 page.goto(url + "#find_error")
                 page.wait_for_selector(".answer.focused")

@@ -42,7 +42,9 @@ def test_atomic_write_replaces_whole_and_keeps_the_permissions(tmp_path):
         atomic_write(tmp_path / "fresh.bin", b"\x00\x01")
     finally:
         os.umask(umask)
-    assert stat.S_IMODE((tmp_path / "fresh.bin").stat().st_mode) == 0o644, "a new file gets open()'s permissions"
+    assert stat.S_IMODE((tmp_path / "fresh.bin").stat().st_mode) == 0o644, (
+        "a new file gets open()'s permissions"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.bin", "grades.csv", "grades.json"]
 
 
@@ -71,7 +73,9 @@ def test_a_writer_killed_before_its_rename_leaves_the_old_file(tmp_path):
 
     lab = load_lab(FIXTURE_LAB, hidden_dirs=[FIXTURE_HIDDEN])
     out = tmp_path / "out"
-    report.write_reports(out, lab, [_result(lab, "ann", tmp_path)], writers=[report.JsonGradebook()])
+    report.write_reports(
+        out, lab, [_result(lab, "ann", tmp_path)], writers=[report.JsonGradebook()]
+    )
     before = (out / "grades.json").read_bytes()
     script = textwrap.dedent(f"""
         import os, sys, time
@@ -92,18 +96,24 @@ def test_a_writer_killed_before_its_rename_leaves_the_old_file(tmp_path):
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline() == "written\n"
-        assert os.path.getsize(out / "grades.json") == len(before), "the old file is untouched while writing"
+        assert os.path.getsize(out / "grades.json") == len(before), (
+            "the old file is untouched while writing"
+        )
     finally:
         child.kill()
         child.wait()
     assert child.returncode == -signal.SIGKILL
     assert (out / "grades.json").read_bytes() == before
     leftovers = [p for p in out.iterdir() if p.name.endswith(TEMP_SUFFIX)]
-    assert len(leftovers) == 1 and leftovers[0].stat().st_size > 5_000_000, "the new data went to a temporary file"
+    assert len(leftovers) == 1 and leftovers[0].stat().st_size > 5_000_000, (
+        "the new data went to a temporary file"
+    )
 
 
 def _result(lab, name, folder):
-    tests = [TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden) for t in lab.tests]
+    tests = [
+        TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden) for t in lab.tests
+    ]
     return summarise(lab, name, str(folder / f"{name}.ipynb"), tests, Status())
 
 
@@ -124,7 +134,9 @@ def graded(tmp_path):
 
 
 def _snapshot(folder):
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("cut", ["half", "empty", "not-an-object", "bad-entry", "not-utf8"])
@@ -132,25 +144,42 @@ def test_a_regrade_refuses_a_gradebook_it_cannot_read_and_deletes_nothing(graded
     lab, subs, out = graded
     path = out / "grades.json"
     text = path.read_bytes()
-    path.write_bytes({
-        "half": text[: len(text) // 2],             # cut mid-write
-        "empty": b"",
-        "not-an-object": b"[]\n",
-        "bad-entry": json.dumps(dict(json.loads(text), submissions=[{"submission": "ann"}])).encode(),
-        "not-utf8": b"\xff\xfe" + text,
-    }[cut])
+    path.write_bytes(
+        {
+            "half": text[: len(text) // 2],  # cut mid-write
+            "empty": b"",
+            "not-an-object": b"[]\n",
+            "bad-entry": json.dumps(
+                dict(json.loads(text), submissions=[{"submission": "ann"}])
+            ).encode(),
+            "not-utf8": b"\xff\xfe" + text,
+        }[cut]
+    )
     before = _snapshot(out)
     with pytest.raises(GradebookError) as caught:
         GradebookFolder(out).results(lab.name)
     message = str(caught.value)
-    assert str(path) in message and "--fresh" in message and "Restore grades.json" in message, message
+    assert str(path) in message and "--fresh" in message and "Restore grades.json" in message, (
+        message
+    )
     if cut == "half":
         assert "not valid JSON at line" in message and "cut short" in message, message
     if cut == "bad-entry":
         assert "submission 1 ('ann') cannot be read" in message, message
     # the command line: exit status 2, the same message, nothing graded or written
-    args = ["grade", str(FIXTURE_LAB), str(subs / "ann.ipynb"), "-o", str(out), "--tests", str(FIXTURE_HIDDEN),
-            "--lab-notebook", str(FIXTURE_SOLUTION), "--quiet", "--no-sandbox"]
+    args = [
+        "grade",
+        str(FIXTURE_LAB),
+        str(subs / "ann.ipynb"),
+        "-o",
+        str(out),
+        "--tests",
+        str(FIXTURE_HIDDEN),
+        "--lab-notebook",
+        str(FIXTURE_SOLUTION),
+        "--quiet",
+        "--no-sandbox",
+    ]
     assert main(args) == 2
     assert str(path) in capsys.readouterr().err
     assert main(["report", str(out), "--lab", str(FIXTURE_LAB)]) == 2
@@ -164,8 +193,16 @@ def test_a_missing_gradebook_is_a_new_one_and_fresh_replaces_a_cut_one(graded):
     lab, subs, out = graded
     assert GradebookFolder(out.parent / "nowhere").results(lab.name) == []
     (out / "grades.json").write_text('{"lab": "lab0_fix')
-    results = grade(lab, [subs / "ann.ipynb"], out, lab_notebook=FIXTURE_SOLUTION, progress=False, isolate=False,
-                    fresh=True, timeout=30)
+    results = grade(
+        lab,
+        [subs / "ann.ipynb"],
+        out,
+        lab_notebook=FIXTURE_SOLUTION,
+        progress=False,
+        isolate=False,
+        fresh=True,
+        timeout=30,
+    )
     assert [r.submission for r in results] == ["ann"] and results[0].score == results[0].max_score
     assert json.loads((out / "grades.json").read_text())["submissions"][0]["submission"] == "ann"
     assert sorted(p.name for p in (out / "feedback").glob("*.md")) == ["ann.md"]

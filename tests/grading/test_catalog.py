@@ -16,23 +16,38 @@ def test_shipped_labs_are_found_without_any_folder(monkeypatch, tmp_path):
     path = catalog.find_lab_notebook("lab1_attention")
     assert path == catalog.PACKAGE_LABS_DIR / "lab1_attention.ipynb" and path.is_file()
     setup = catalog.lab_setup("lab1_attention")
-    assert setup and all(not line.lstrip().startswith("%") for s in setup for line in s.splitlines())
+    assert setup and all(
+        not line.lstrip().startswith("%") for s in setup for line in s.splitlines()
+    )
 
 
 def test_search_order_explicit_then_course_then_package(monkeypatch, tmp_path):
     course, other = tmp_path / "course", tmp_path / "other"
     for folder in (course, other):
         (folder / "labs").mkdir(parents=True)
-        shutil.copy(catalog.PACKAGE_LABS_DIR / "lab1_attention.ipynb", folder / "labs" / "lab1_attention.ipynb")
+        shutil.copy(
+            catalog.PACKAGE_LABS_DIR / "lab1_attention.ipynb",
+            folder / "labs" / "lab1_attention.ipynb",
+        )
     monkeypatch.setenv(catalog.COURSE_DIR_ENV, str(other))
     assert catalog.find_lab_notebook("lab1_attention") == other / "labs" / "lab1_attention.ipynb"
     # --course wins over the environment, --lab-notebook over both
-    assert catalog.find_lab_notebook("lab1_attention", course_dir=course) == course / "labs" / "lab1_attention.ipynb"
-    assert catalog.find_lab_notebook("lab1_attention", course_dir=course,
-                                     lab_notebook=FIXTURE_SOLUTION) == FIXTURE_SOLUTION
+    assert (
+        catalog.find_lab_notebook("lab1_attention", course_dir=course)
+        == course / "labs" / "lab1_attention.ipynb"
+    )
+    assert (
+        catalog.find_lab_notebook(
+            "lab1_attention", course_dir=course, lab_notebook=FIXTURE_SOLUTION
+        )
+        == FIXTURE_SOLUTION
+    )
     # a course folder without the lab falls through to the package copy
     (course / "labs" / "lab1_attention.ipynb").unlink()
-    assert catalog.find_lab_notebook("lab1_attention", course_dir=course).parent == catalog.PACKAGE_LABS_DIR
+    assert (
+        catalog.find_lab_notebook("lab1_attention", course_dir=course).parent
+        == catalog.PACKAGE_LABS_DIR
+    )
 
 
 def test_missing_notebook_lists_every_place(monkeypatch, tmp_path):
@@ -51,8 +66,21 @@ def test_grade_command_reports_the_places_looked(monkeypatch, tmp_path, capsys):
     from grading_paths import FIXTURE_LAB
 
     monkeypatch.delenv(catalog.COURSE_DIR_ENV, raising=False)
-    assert main(["grade", str(FIXTURE_LAB), str(FIXTURE_SOLUTION), "-o", str(tmp_path / "out"),
-                 "--course", str(tmp_path / "course"), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "grade",
+                str(FIXTURE_LAB),
+                str(FIXTURE_SOLUTION),
+                "-o",
+                str(tmp_path / "out"),
+                "--course",
+                str(tmp_path / "course"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "No released notebook found for lab 'lab0_fixture'" in err
     assert str(tmp_path / "course" / "labs" / "lab0_fixture.ipynb") in err
@@ -66,6 +94,23 @@ def test_grade_with_a_course_folder(monkeypatch, tmp_path):
     course = tmp_path / "course"
     assign_notebook(FIXTURE_SOLUTION, course / "labs")
     monkeypatch.chdir(tmp_path)
-    assert main(["grade", str(FIXTURE_LAB), str(FIXTURE_SOLUTION), "-o", "out", "--course", str(course),
-                 "--tests", str(FIXTURE_HIDDEN), "--timeout", "20", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                str(FIXTURE_LAB),
+                str(FIXTURE_SOLUTION),
+                "-o",
+                "out",
+                "--course",
+                str(course),
+                "--tests",
+                str(FIXTURE_HIDDEN),
+                "--timeout",
+                "20",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "lab0_fixture,ok,8," in (tmp_path / "out" / "grades.csv").read_text()

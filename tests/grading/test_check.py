@@ -172,8 +172,10 @@ def test_an_error_in_a_graded_cell_quotes_its_line_and_the_setup_rule():
         ns["pool"]([1])
     except NameError as error:
         text = describe_exception(error)
-    assert ("NameError: name 'helper' is not defined (at graded cell readout, line 2: "
-            "return [helper(x) for x in xs]). If helper is defined in another cell") in text
+    assert (
+        "NameError: name 'helper' is not defined (at graded cell readout, line 2: "
+        "return [helper(x) for x in xs]). If helper is defined in another cell"
+    ) in text
     assert text.count("line 2") == 1 and "# SETUP cells and your # GRADED: cells" in text
 
 
@@ -196,9 +198,15 @@ def test_a_crib_is_named_in_the_notebook_check_too():
 
     cribbed = lablib.check("lab3", "gcn_matrix", gcn_layer_matrix, quiet=True)
     assert not cribbed.passed and cribbed.score == 0
-    assert all("your code calls lablib.grading.specs.lab3_gcn_molecules.reference_gcn" in r.message
-               for r in cribbed.results)
+    assert all(
+        "your code calls lablib.grading.specs.lab3_gcn_molecules.reference_gcn" in r.message
+        for r in cribbed.results
+    )
     assert lablib.check("lab3", "gcn_matrix", honest, quiet=True).passed
-    aliased = lablib.check("lab3", "gcn_matrix", reference_gcn, quiet=True)  # the name *is* the reference
-    assert not aliased.passed and all("your code calls lablib.grading.specs.lab3_gcn_molecules."
-                                      "reference_gcn" in r.message for r in aliased.results)
+    aliased = lablib.check(
+        "lab3", "gcn_matrix", reference_gcn, quiet=True
+    )  # the name *is* the reference
+    assert not aliased.passed and all(
+        "your code calls lablib.grading.specs.lab3_gcn_molecules.reference_gcn" in r.message
+        for r in aliased.results
+    )

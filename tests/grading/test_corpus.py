@@ -36,16 +36,42 @@ def graded(tmp_path_factory):
     for path in (tmp, tmp / "instructor"):
         os.chmod(path, 0o755)
     started = time.time()
-    command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(CORPUS), "-o", str(out),
-               "--tests", str(hidden), "--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb"),
-               "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "lablib.cli",
+        "grade",
+        str(lab),
+        str(CORPUS),
+        "-o",
+        str(out),
+        "--tests",
+        str(hidden),
+        "--lab-notebook",
+        str(lab / "solutions" / "lab0_fixture.ipynb"),
+        "--jobs",
+        "2",
+        "--timeout",
+        "5",
+        "--memory",
+        "400",
+        "--quiet",
+    ]
     batch = f"corpus-{os.getpid()}-{started}"
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT,
-                            env=dict(os.environ, LABLIB_BATCH=batch))
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=dict(os.environ, LABLIB_BATCH=batch),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
-    data = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    data = {
+        s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]
+    }
     return out, rows, data, batch
 
 
@@ -67,7 +93,9 @@ def test_status_and_score(graded, name):
         pytest.skip("this attack is only stopped by the sandbox (root on Linux); see ISOLATION.md")
     row = rows[name]
     assert row["status"] == expect["status"], data[name]["notes"]
-    assert float(row["score"]) == expect["score"], [(t["id"], t["message"]) for t in data[name]["tests"]]
+    assert float(row["score"]) == expect["score"], [
+        (t["id"], t["message"]) for t in data[name]["tests"]
+    ]
     assert float(row["max_score"]) == 8
     if "message" in expect:  # every test that failed says it
         failed = [t for t in data[name]["tests"] if not t["passed"]]
@@ -84,7 +112,9 @@ def test_output_folder_was_not_written_by_students(graded):
     assert not (out / "HACKED.txt").exists()
     for path in [out / "grades.csv", *(out / "feedback").iterdir()]:
         assert "HACKED" not in path.read_text()
-    book = json.loads((out / "grades.json").read_text())  # it quotes each submission's code, HACKED included
+    book = json.loads(
+        (out / "grades.json").read_text()
+    )  # it quotes each submission's code, HACKED included
     for entry in book["submissions"]:
         entry.pop("code")
     assert "HACKED" not in json.dumps(book)

@@ -60,8 +60,10 @@ def grade_piece(ns, piece, guard=BY_HAND):
     """The public tests of ``piece`` on ``ns``: what the grader's child and judge give."""
     spec = load_lab(LAB)
     objects = tuple(spec.pieces[piece].objects)
-    return [judge_test(t, run_probe(ProbeRequest(t.id, t.probe, objects, t.timeout, guard), ns))
-            for t in spec.tests_for(piece, hidden=False)]
+    return [
+        judge_test(t, run_probe(ProbeRequest(t.id, t.probe, objects, t.timeout, guard), ns))
+        for t in spec.tests_for(piece, hidden=False)
+    ]
 
 
 def assert_crib(ns, piece, named, *, scores_without_guard=True):
@@ -71,7 +73,9 @@ def assert_crib(ns, piece, named, *, scores_without_guard=True):
         plain = grade_piece(ns, piece, guard=())
         assert sum(r.score for r in plain) > 0, [(r.id, r.message) for r in plain]
     guarded = grade_piece(ns, piece)
-    assert guarded and all(r.score == 0 for r in guarded), [(r.id, r.score, r.message) for r in guarded]
+    assert guarded and all(r.score == 0 for r in guarded), [
+        (r.id, r.score, r.message) for r in guarded
+    ]
     for r in guarded:
         assert named in r.message and "no points" in r.message, (r.id, r.message)
     return guarded
@@ -90,7 +94,7 @@ def lablib_still_works():
 SDPA = "lablib.layers.attention.scaled_dot_product_attention"
 
 
-ATTENTION_PARTIAL = '''# GRADED: attention
+ATTENTION_PARTIAL = """# GRADED: attention
 import functools
 import numpy as np
 from lablib.layers import scaled_dot_product_attention
@@ -101,11 +105,11 @@ _attend = functools.partial(scaled_dot_product_attention)
 def attention(query, key, value, mask=None):
     output, weights = _attend(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
 # The same partial, found only when the function runs (no name in its code leads to it):
 # the disarmed function itself raises.
-ATTENTION_PARTIAL_HIDDEN = '''# GRADED: attention
+ATTENTION_PARTIAL_HIDDEN = """# GRADED: attention
 import functools
 import numpy as np
 import lablib.layers
@@ -116,9 +120,9 @@ globals()["_" + "a"] = functools.partial(getattr(lablib.layers, "scaled_dot_prod
 def attention(query, key, value, mask=None):
     output, weights = globals()["_" + "a"](query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
-ATTENTION_NO_PROFILER = '''# GRADED: attention
+ATTENTION_NO_PROFILER = """# GRADED: attention
 import sys
 import numpy as np
 from lablib.layers import scaled_dot_product_attention
@@ -129,9 +133,9 @@ def attention(query, key, value, mask=None):
     sys.settrace(None)
     output, weights = scaled_dot_product_attention(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
-ATTENTION_THREAD = '''# GRADED: attention
+ATTENTION_THREAD = """# GRADED: attention
 import threading
 import numpy as np
 import lablib.layers
@@ -149,9 +153,9 @@ def attention(query, key, value, mask=None):
     worker.join()
     output, weights = box["result"]
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
-POSITIONAL_REIMPORTED = '''# GRADED: positional_encoding
+POSITIONAL_REIMPORTED = """# GRADED: positional_encoding
 import importlib.util
 import os
 import numpy as np
@@ -165,10 +169,10 @@ _spec.loader.exec_module(_module)
 
 def positional_encoding(length, depth):
     return np.asarray(_module.positional_encoding(length, depth))
-'''
+"""
 
 # Loaded again while the test runs: the audit hook refuses to read the file.
-POSITIONAL_REIMPORTED_LATE = '''# GRADED: positional_encoding
+POSITIONAL_REIMPORTED_LATE = """# GRADED: positional_encoding
 import importlib.util
 import os
 import numpy as np
@@ -181,9 +185,9 @@ def positional_encoding(length, depth):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return np.asarray(module.positional_encoding(length, depth))
-'''
+"""
 
-ATTENTION_GETSOURCE = '''# GRADED: attention
+ATTENTION_GETSOURCE = """# GRADED: attention
 import inspect
 import numpy as np
 import lablib.layers.attention as _impl
@@ -197,11 +201,11 @@ del _scope
 def attention(query, key, value, mask=None):
     output, weights = _copy(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
 # getsource + exec while the test runs: lablib's lines are out of linecache and its file
 # cannot be opened (a disarmed function's own source is the raiser's, not lablib's).
-ATTENTION_GETSOURCE_LATE = '''# GRADED: attention
+ATTENTION_GETSOURCE_LATE = """# GRADED: attention
 import inspect
 import numpy as np
 import lablib.layers.attention as _impl
@@ -214,11 +218,11 @@ def attention(query, key, value, mask=None):
     exec(inspect.getsource(_impl), scope)
     output, weights = scope["scaled_dot_product_attention"](query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
 # The module's source read in the cell, run while the test runs: the code it compiles is
 # lablib's own, so running it is refused.
-ATTENTION_SOURCE_KEPT = '''# GRADED: attention
+ATTENTION_SOURCE_KEPT = """# GRADED: attention
 import inspect
 import numpy as np
 import lablib.layers.attention as _impl
@@ -231,11 +235,11 @@ def attention(query, key, value, mask=None):
     exec(_SOURCE, scope)
     output, weights = scope["scaled_dot_product_attention"](query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
 # Traced into a TensorFlow graph in the cell: calling the traced function later runs the
 # graph, not lablib's Python; the search finds lablib's function behind the tf.function.
-ATTENTION_TRACED = '''# GRADED: attention
+ATTENTION_TRACED = """# GRADED: attention
 import numpy as np
 import tensorflow as tf
 from lablib.layers import scaled_dot_product_attention
@@ -248,9 +252,9 @@ _traced(_worked, _worked, _worked)
 def attention(query, key, value, mask=None):
     output, weights = _traced(np.asarray(query, float), np.asarray(key, float), np.asarray(value, float))
     return np.asarray(output), np.asarray(weights)
-'''
+"""
 
-ATTENTION_LABLIB_FILENAME = '''# GRADED: attention
+ATTENTION_LABLIB_FILENAME = """# GRADED: attention
 import os
 import numpy as np
 import lablib.layers
@@ -260,9 +264,9 @@ _file = os.path.join(os.path.dirname(lablib.layers.__file__), "attention.py")
 exec(compile("def attention(query, key, value, mask=None):\\n"
              "    output, weights = scaled_dot_product_attention(query, key, value, mask=mask)\\n"
              "    return np.asarray(output), np.asarray(weights)\\n", _file, "exec"), globals())
-'''
+"""
 
-MHA_IN_A_DICT = '''# GRADED: multi_head_attention
+MHA_IN_A_DICT = """# GRADED: multi_head_attention
 _READY = {"mha": keras.layers.MultiHeadAttention}
 
 
@@ -296,31 +300,59 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             getattr(ready, name).set_weights([kernel, bias])
         return ready(inputs, inputs, attention_mask=attention_mask,
                      return_attention_scores=return_attention_scores)
-'''
+"""
 
 # The ready-made layer found only when the layer runs (a string lookup): its methods raise.
-MHA_LOOKED_UP = MHA_IN_A_DICT.replace('_READY = {"mha": keras.layers.MultiHeadAttention}\n', "").replace(
-    '_READY["mha"]', 'getattr(keras.layers, "MultiHead" + "Attention")')
+MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
+    '_READY = {"mha": keras.layers.MultiHeadAttention}\n', ""
+).replace('_READY["mha"]', 'getattr(keras.layers, "MultiHead" + "Attention")')
 
 
-@pytest.mark.parametrize("piece, cell, named", [
-    ("attention", ATTENTION_PARTIAL, SDPA),
-    ("attention", ATTENTION_PARTIAL_HIDDEN, SDPA),
-    ("attention", ATTENTION_NO_PROFILER, SDPA),
-    ("attention", ATTENTION_THREAD, SDPA),
-    ("positional_encoding", POSITIONAL_REIMPORTED, "lablib.layers.positional.positional_encoding"),
-    ("positional_encoding", POSITIONAL_REIMPORTED_LATE, "your code reads lablib's file"),
-    ("attention", ATTENTION_GETSOURCE, "a copy of " + SDPA),
-    ("attention", ATTENTION_GETSOURCE_LATE, "your code reads lablib's file"),
-    ("attention", ATTENTION_SOURCE_KEPT, "your code calls lablib.layers.attention,"),
-    ("attention", ATTENTION_LABLIB_FILENAME, SDPA),
-    ("attention", ATTENTION_TRACED, SDPA),
-    ("multi_head_attention", MHA_IN_A_DICT, "keras.layers.MultiHeadAttention, a ready-made implementation"),
-    ("multi_head_attention", MHA_LOOKED_UP, "keras.layers.MultiHeadAttention, a ready-made implementation"),
-], ids=["partial", "partial-looked-up", "profiler-off", "worker-thread", "reimport-dot-path",
-        "reimport-during-test", "getsource-exec", "getsource-during-test", "source-kept-exec-during-test",
-        "lablib-file-name", "traced-tf-function",
-        "keras-mha-in-dict", "keras-mha-looked-up"])
+@pytest.mark.parametrize(
+    "piece, cell, named",
+    [
+        ("attention", ATTENTION_PARTIAL, SDPA),
+        ("attention", ATTENTION_PARTIAL_HIDDEN, SDPA),
+        ("attention", ATTENTION_NO_PROFILER, SDPA),
+        ("attention", ATTENTION_THREAD, SDPA),
+        (
+            "positional_encoding",
+            POSITIONAL_REIMPORTED,
+            "lablib.layers.positional.positional_encoding",
+        ),
+        ("positional_encoding", POSITIONAL_REIMPORTED_LATE, "your code reads lablib's file"),
+        ("attention", ATTENTION_GETSOURCE, "a copy of " + SDPA),
+        ("attention", ATTENTION_GETSOURCE_LATE, "your code reads lablib's file"),
+        ("attention", ATTENTION_SOURCE_KEPT, "your code calls lablib.layers.attention,"),
+        ("attention", ATTENTION_LABLIB_FILENAME, SDPA),
+        ("attention", ATTENTION_TRACED, SDPA),
+        (
+            "multi_head_attention",
+            MHA_IN_A_DICT,
+            "keras.layers.MultiHeadAttention, a ready-made implementation",
+        ),
+        (
+            "multi_head_attention",
+            MHA_LOOKED_UP,
+            "keras.layers.MultiHeadAttention, a ready-made implementation",
+        ),
+    ],
+    ids=[
+        "partial",
+        "partial-looked-up",
+        "profiler-off",
+        "worker-thread",
+        "reimport-dot-path",
+        "reimport-during-test",
+        "getsource-exec",
+        "getsource-during-test",
+        "source-kept-exec-during-test",
+        "lablib-file-name",
+        "traced-tf-function",
+        "keras-mha-in-dict",
+        "keras-mha-looked-up",
+    ],
+)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_each_bypass_scores_nothing_and_is_named(solution_ns, piece, cell, named):
     cribbed = with_cell(solution_ns, piece, cell)
@@ -335,7 +367,8 @@ def test_a_swallowed_crib_still_counts(solution_ns):
     cell = ATTENTION_NO_PROFILER.replace(
         "    output, weights = scaled_dot_product_attention(query, key, value, mask=mask)\n",
         "    try:\n        output, weights = scaled_dot_product_attention(query, key, value, mask=mask)\n"
-        "    except BaseException:\n        return _honest(query, key, value, mask)\n")
+        "    except BaseException:\n        return _honest(query, key, value, mask)\n",
+    )
     ns = dict(solution_ns, _honest=solution_ns["attention"])
     assert_crib(with_cell(ns, "attention", cell), "attention", SDPA)
 
@@ -344,19 +377,22 @@ def test_a_thread_left_running_fails_its_test_and_the_next(solution_ns):
     """A thread still running when the probe returns could compute anything afterwards:
     its test and every later by-hand test while it runs get 0."""
     release = threading.Event()
-    cell = '''# GRADED: attention
+    cell = """# GRADED: attention
 import threading
 
 
 def attention(query, key, value, mask=None):
     threading.Thread(target=_release.wait, daemon=True).start()
     return _honest(query, key, value, mask)
-'''
-    ns = with_cell(dict(solution_ns, _honest=solution_ns["attention"], _release=release), "attention", cell)
+"""
+    ns = with_cell(
+        dict(solution_ns, _honest=solution_ns["attention"], _release=release), "attention", cell
+    )
     try:
         results = grade_piece(ns, "attention")
-        assert all(r.score == 0 and "still running after the test" in r.message for r in results), \
-            [(r.id, r.message) for r in results]
+        assert all(r.score == 0 and "still running after the test" in r.message for r in results), [
+            (r.id, r.message) for r in results
+        ]
         masks = grade_piece(solution_ns, "masks")
         assert all(r.score == 0 and "an earlier test" in r.message for r in masks)
     finally:
@@ -367,21 +403,31 @@ def attention(query, key, value, mask=None):
     assert all(r.passed for r in grade_piece(solution_ns, "masks"))
 
 
-@pytest.mark.parametrize("operation, named", [
-    ("import gc; gc.get_objects()", "gc.get_objects"),
-    ("_original.replace(co_name='mine')", "lablib's own bytecode"),
-    ("import subprocess; subprocess.run(['true'])", "a new process"),
-    ("import lablib.layers.attention as m; m.scaled_dot_product_attention.__code__ = _original", "__code__"),
-])
+@pytest.mark.parametrize(
+    "operation, named",
+    [
+        ("import gc; gc.get_objects()", "gc.get_objects"),
+        ("_original.replace(co_name='mine')", "lablib's own bytecode"),
+        ("import subprocess; subprocess.run(['true'])", "a new process"),
+        (
+            "import lablib.layers.attention as m; m.scaled_dot_product_attention.__code__ = _original",
+            "__code__",
+        ),
+    ],
+)
 def test_the_window_refuses_what_would_fetch_lablib_again(solution_ns, operation, named):
-    cell = f'''# GRADED: attention
+    cell = f"""# GRADED: attention
 def attention(query, key, value, mask=None):
     {operation}
     return _honest(query, key, value, mask)
-'''
+"""
     from lablib.layers.attention import scaled_dot_product_attention
 
-    ns = dict(solution_ns, _honest=solution_ns["attention"], _original=scaled_dot_product_attention.__code__)
+    ns = dict(
+        solution_ns,
+        _honest=solution_ns["attention"],
+        _original=scaled_dot_product_attention.__code__,
+    )
     results = assert_crib(with_cell(ns, "attention", cell), "attention", named)
     assert all("while the test runs" in r.message for r in results)
 
@@ -389,7 +435,7 @@ def attention(query, key, value, mask=None):
 def test_lablibs_code_built_into_a_new_function_is_a_copy(solution_ns):
     """types.FunctionType(lablib's code, ...) before the test: the graded name holds
     lablib's own code; during the test, building it is refused."""
-    early = '''# GRADED: attention
+    early = """# GRADED: attention
 import types
 import numpy as np
 import lablib.layers.attention as _impl
@@ -401,10 +447,11 @@ attention_copy = types.FunctionType(_f.__code__, _f.__globals__, "copy", _f.__de
 def attention(query, key, value, mask=None):
     output, weights = attention_copy(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
+"""
     assert_crib(with_cell(solution_ns, "attention", early), "attention", SDPA)
     late = early.replace("attention_copy = types", "_make = lambda: types").replace(
-        "output, weights = attention_copy(", "output, weights = _make()(")
+        "output, weights = attention_copy(", "output, weights = _make()("
+    )
     assert_crib(with_cell(solution_ns, "attention", late), "attention", SDPA)
 
 
@@ -413,11 +460,14 @@ def test_probes_own_functions_stay_callable_for_that_probe_only(solution_ns):
     own code reaches it): callable there. The attention piece's probes do not use it:
     calling it from attention is a crib."""
     assert all(r.passed for r in grade_piece(solution_ns, "permutation"))
-    cell = '''# GRADED: attention
+    cell = """# GRADED: attention
 from lablib.grading.specs.lab1_attention import handed_attention as attention
-'''
-    assert_crib(with_cell(solution_ns, "attention", cell), "attention",
-                "lablib.grading.specs.lab1_attention.handed_attention, the grader's own reference")
+"""
+    assert_crib(
+        with_cell(solution_ns, "attention", cell),
+        "attention",
+        "lablib.grading.specs.lab1_attention.handed_attention, the grader's own reference",
+    )
 
 
 def test_a_judge_may_call_lablibs_reference(solution_ns):
@@ -440,7 +490,9 @@ def test_a_judge_may_call_lablibs_reference(solution_ns):
         x = (np.arange(12.0).reshape(3, 4) / 10).astype("float32")
         expect_close(got, np.asarray(scaled_dot_product_attention(x, x, x)[1]), atol=1e-5)
 
-    request = ProbeRequest(compare_with_lablib.id, compare_with_lablib.probe, ("attention",), None, BY_HAND)
+    request = ProbeRequest(
+        compare_with_lablib.id, compare_with_lablib.probe, ("attention",), None, BY_HAND
+    )
     assert judge_test(compare_with_lablib, run_probe(request, solution_ns)).passed
     cribbed = with_cell(solution_ns, "attention", ATTENTION_PARTIAL)
     result = judge_test(compare_with_lablib, run_probe(request, cribbed))
@@ -461,7 +513,10 @@ def test_everything_is_put_back_after_a_window():
         assert impl.scaled_dot_product_attention.__code__ is not before[0]
         assert TransformerEncoderBlock.call.__code__ is not before[1]
     assert window.found is None
-    assert (impl.scaled_dot_product_attention.__code__, TransformerEncoderBlock.call.__code__) == before
+    assert (
+        impl.scaled_dot_product_attention.__code__,
+        TransformerEncoderBlock.call.__code__,
+    ) == before
     assert {k: v for k, v in linecache.cache.items() if "lablib" in k} == lines
     import gc
 
@@ -483,13 +538,20 @@ def test_copies_are_compared_without_names_comments_or_docstrings():
     scope = dict(vars(positional))
     exec(compile(edited, "<elsewhere>", "exec"), scope)
     cat = catalogue(BY_HAND)
-    assert cat.copied(scope["positional_encoding"].__code__) == "lablib.layers.positional.positional_encoding"
-    assert fingerprint(scope["positional_encoding"].__code__) == fingerprint(positional.positional_encoding.__code__)
+    assert (
+        cat.copied(scope["positional_encoding"].__code__)
+        == "lablib.layers.positional.positional_encoding"
+    )
+    assert fingerprint(scope["positional_encoding"].__code__) == fingerprint(
+        positional.positional_encoding.__code__
+    )
 
     def honest(length, depth):
         positions = np.arange(length)[:, None]
         angles = positions / np.power(10000.0, 2 * (np.arange(depth)[None] // 2) / depth)
-        return np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles)).astype(np.float32)
+        return np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles)).astype(
+            np.float32
+        )
 
     assert cat.lablib_code(honest.__code__) is None
 
@@ -502,8 +564,11 @@ def test_the_solution_is_no_copy_of_the_specs_references(solution_ns):
     for piece in spec.pieces.values():
         for name in piece.objects:
             obj = solution_ns[name]
-            functions = [obj] if callable(obj) and hasattr(obj, "__code__") else [
-                v for v in vars(obj).values() if hasattr(v, "__code__")]
+            functions = (
+                [obj]
+                if callable(obj) and hasattr(obj, "__code__")
+                else [v for v in vars(obj).values() if hasattr(v, "__code__")]
+            )
             for function in functions:
                 assert cat.lablib_code(function.__code__) is None, (name, function)
 
@@ -529,14 +594,17 @@ def test_paths_are_compared_resolved(tmp_path):
     link = tmp_path / "innocent.py"
     os.symlink(positional.__file__, link)
     folder = os.path.dirname(positional.__file__)
-    for path in (link, os.path.join(folder, ".", "positional.py"),
-                 os.path.join(folder, "..", "layers", "positional.py")):
+    for path in (
+        link,
+        os.path.join(folder, ".", "positional.py"),
+        os.path.join(folder, "..", "layers", "positional.py"),
+    ):
         assert cat.guarded_path(path), path
     assert not cat.guarded_path(tmp_path / "elsewhere.py")
     assert not cat.guarded_path(os.path.join(os.path.dirname(folder), "graphs.py"))  # not guarded
 
 
-LATE_IMPORTS = '''
+LATE_IMPORTS = """
 import sys
 import keras  # the lab's set-up imports Keras before any probe
 from lablib.grading.run.guard import BY_HAND, Window, message
@@ -563,7 +631,7 @@ for student in (layer_on_first_use, f1_imported_in_the_test):
 from sklearn.metrics import f1_score
 import lablib.layers
 print(f1_score([0, 1], [0, 1], average="macro"), type(lablib.layers.GraphConv(2)).__name__)
-'''
+"""
 
 
 def test_modules_imported_late_are_disarmed_too():
@@ -573,18 +641,24 @@ def test_modules_imported_late_are_disarmed_too():
     import subprocess
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", LATE_IMPORTS], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_IMPORTS], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
-    assert lines[-3].startswith("your code calls lablib.layers.graph_conv.GraphConv, lablib's own"), lines
+    assert lines[-3].startswith(
+        "your code calls lablib.layers.graph_conv.GraphConv, lablib's own"
+    ), lines
     assert lines[-2].startswith("your code calls sklearn.metrics.f1_score, a ready-made"), lines
     assert lines[-1] == "1.0 GraphConv", lines
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-@pytest.mark.parametrize("cell", [ATTENTION_PARTIAL, ATTENTION_PARTIAL_HIDDEN, ATTENTION_THREAD],
-                         ids=["partial", "partial-looked-up", "worker-thread"])
+@pytest.mark.parametrize(
+    "cell",
+    [ATTENTION_PARTIAL, ATTENTION_PARTIAL_HIDDEN, ATTENTION_THREAD],
+    ids=["partial", "partial-looked-up", "worker-thread"],
+)
 def test_lablib_check_applies_the_same_guard_in_the_notebook(solution_ns, cell, capsys):
     """lablib.check in the student's process: the partial and the thread score nothing
     there, with the grader's sentence; the honest function passes."""
@@ -594,12 +668,14 @@ def test_lablib_check_applies_the_same_guard_in_the_notebook(solution_ns, cell, 
     result = lablib.check("lab1", "attention", cribbed["attention"])
     out = capsys.readouterr().out
     assert result.score == 0 and result.results
-    assert all(f"your code calls {SDPA}, lablib's own implementation" in r.message for r in result.results)
+    assert all(
+        f"your code calls {SDPA}, lablib's own implementation" in r.message for r in result.results
+    )
     assert f"your code calls {SDPA}" in out
     assert lablib.check("lab1", "attention", solution_ns["attention"], quiet=True).passed
 
 
-TAMPERING = '''
+TAMPERING = """
 import sys
 sys.path[:0] = [{helpers!r}, {tests!r}]
 from notebook_helpers import SOLUTIONS, exec_lab_cells
@@ -620,28 +696,45 @@ except BaseException as error:
     print("refused:", error)
 result = child.run_probe(request, ns)
 print("after:", result.ok, result.error)
-'''
+"""
 
 
-@pytest.mark.parametrize("attack, outcome", [
-    ("guard.Window.__enter__ = lambda self: self", "after: False your code changed lablib's grading code "
-                                                   "(lablib.grading.run.guard.Window.__enter__)"),
-    ("child.Window = type('W', (), {'__init__': lambda *a: None})", "(lablib.grading.run.child.Window)"),
-    ("import types; types.FunctionType = int", "(types.FunctionType)"),
-    ("guard.verify.__defaults__ = ((),)", "refused: verify.__defaults__"),
-    ("child.run_probe.__code__ = (lambda request, ns, *, _verify=None: None).__code__",
-     "refused: run_probe.__code__"),
-], ids=["class-attribute", "module-name", "standard-library", "verify-defaults", "run-probe-code"])
+@pytest.mark.parametrize(
+    "attack, outcome",
+    [
+        (
+            "guard.Window.__enter__ = lambda self: self",
+            "after: False your code changed lablib's grading code "
+            "(lablib.grading.run.guard.Window.__enter__)",
+        ),
+        (
+            "child.Window = type('W', (), {'__init__': lambda *a: None})",
+            "(lablib.grading.run.child.Window)",
+        ),
+        ("import types; types.FunctionType = int", "(types.FunctionType)"),
+        ("guard.verify.__defaults__ = ((),)", "refused: verify.__defaults__"),
+        (
+            "child.run_probe.__code__ = (lambda request, ns, *, _verify=None: None).__code__",
+            "refused: run_probe.__code__",
+        ),
+    ],
+    ids=["class-attribute", "module-name", "standard-library", "verify-defaults", "run-probe-code"],
+)
 def test_switching_the_guard_off_in_a_cell_fails_instead(attack, outcome):
     """The grader's child calls guard.protect() before any student code: rebinding the
     guard's names then fails the by-hand tests with a sentence saying so, and changing its
     functions' code or defaults is refused (a process of its own, as the child is)."""
     import subprocess
 
-    script = TAMPERING.format(helpers=str(SOLUTIONS.parent / "tests" / "grading"),
-                              tests=str(SOLUTIONS.parent / "tests"), attack=attack)
+    script = TAMPERING.format(
+        helpers=str(SOLUTIONS.parent / "tests" / "grading"),
+        tests=str(SOLUTIONS.parent / "tests"),
+        attack=attack,
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", LABLIB_FAST="1")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "honest: True" in done.stdout, done.stdout
     assert outcome in done.stdout, done.stdout
@@ -654,7 +747,7 @@ def test_switching_the_guard_off_during_the_test_is_noticed(solution_ns):
     back gets lablib's answer, but the window notices it was switched off: no points."""
     from lablib.layers.attention import scaled_dot_product_attention
 
-    cell = '''# GRADED: attention
+    cell = """# GRADED: attention
 import numpy as np
 import lablib.grading.run.guard as _guard
 import lablib.layers.attention as _impl
@@ -666,8 +759,12 @@ def attention(query, key, value, mask=None):
     found.__code__ = _original
     output, weights = found(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-'''
-    ns = with_cell(dict(solution_ns, _original=scaled_dot_product_attention.__code__), "attention", cell)
-    results = assert_crib(ns, "attention", "your code changed lablib's grading code (the crib guard's state)")
+"""
+    ns = with_cell(
+        dict(solution_ns, _original=scaled_dot_product_attention.__code__), "attention", cell
+    )
+    results = assert_crib(
+        ns, "attention", "your code changed lablib's grading code (the crib guard's state)"
+    )
     assert len(results) == 4
     lablib_still_works()

@@ -18,7 +18,7 @@ from lablib.grading.grade import grade
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # grades notebooks in child processes
 
 LAB1 = {
-    "attention": '''# GRADED: attention
+    "attention": """# GRADED: attention
 import numpy as np
 from lablib.layers import scaled_dot_product_attention
 
@@ -26,8 +26,8 @@ from lablib.layers import scaled_dot_product_attention
 def attention(query, key, value, mask=None):
     output, weights = scaled_dot_product_attention(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
-''',
-    "masks": '''# GRADED: masks
+""",
+    "masks": """# GRADED: masks
 import numpy as np
 import lablib.layers as layers
 
@@ -38,8 +38,8 @@ def padding_mask(token_ids, pad_id=0):
 
 def causal_mask(length):
     return np.asarray(layers.causal_mask(length))
-''',
-    "positional_encoding": '''# GRADED: positional_encoding
+""",
+    "positional_encoding": """# GRADED: positional_encoding
 import numpy as np
 from lablib.layers.positional import positional_encoding as lablibs
 
@@ -50,27 +50,27 @@ def _helper(length, depth):  # a helper of the student's own in between
 
 def positional_encoding(length, depth):
     return np.asarray(_helper(length, depth))
-''',
+""",
 }
 
 LAB3 = {
-    "gcn_scalar": '''# GRADED: gcn_scalar
+    "gcn_scalar": """# GRADED: gcn_scalar
 import numpy as np
 from lablib.grading.specs.lab3_gcn_molecules import reference_gcn
 
 
 def gcn_layer_scalar(H, A, W, B, activation=np.tanh):
     return reference_gcn(H, A, W, B, activation)
-''',
-    "gcn_matrix": '''# GRADED: gcn_matrix
+""",
+    "gcn_matrix": """# GRADED: gcn_matrix
 import numpy as np
 
 
 def gcn_layer_matrix(H, A, W, B, activation=np.tanh):
     from lablib.grading.specs import lab3_gcn_molecules as spec  # imported at call time
     return spec.reference_gcn(H, A, W, B, activation)
-''',
-    "gcn_edges": '''# GRADED: gcn_edges
+""",
+    "gcn_edges": """# GRADED: gcn_edges
 import numpy as np
 import lablib.layers as layers
 
@@ -81,23 +81,40 @@ def gcn_layer_edges(H, edge_index, W, B, activation=np.tanh):  # lablib's sparse
     conv(H, edge_index=edge_index)
     conv.set_weights([np.asarray(W, "float32").T, np.asarray(B, "float32").T, np.zeros(len(W), "float32")])
     return activation(np.asarray(conv(H, edge_index=edge_index), dtype=float))
-''',
-    "readout": '''# GRADED: readout
+""",
+    "readout": """# GRADED: readout
 from lablib.grading.specs.lab3_gcn_molecules import reference_readout as readout  # no code of its own
-''',
+""",
 }
 
 
-@pytest.mark.parametrize("lab, cells, called", [
-    ("lab1_attention", LAB1, {"attention": "lablib.layers.attention.scaled_dot_product_attention",
-                              "masks": "lablib.layers.attention.",
-                              "positional_encoding": "lablib.layers.positional.positional_encoding"}),
-    ("lab3_gcn_molecules", LAB3, {"gcn_scalar": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
-                                  "gcn_matrix": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
-                                  "gcn_edges": "lablib.layers.graph_conv.",
-                                  "readout": "lablib.grading.specs.lab3_gcn_molecules.reference_readout"}),
-])
-def test_each_crib_gets_nothing_and_is_named(lab, cells, called, shared_data, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "lab, cells, called",
+    [
+        (
+            "lab1_attention",
+            LAB1,
+            {
+                "attention": "lablib.layers.attention.scaled_dot_product_attention",
+                "masks": "lablib.layers.attention.",
+                "positional_encoding": "lablib.layers.positional.positional_encoding",
+            },
+        ),
+        (
+            "lab3_gcn_molecules",
+            LAB3,
+            {
+                "gcn_scalar": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
+                "gcn_matrix": "lablib.grading.specs.lab3_gcn_molecules.reference_gcn",
+                "gcn_edges": "lablib.layers.graph_conv.",
+                "readout": "lablib.grading.specs.lab3_gcn_molecules.reference_readout",
+            },
+        ),
+    ],
+)
+def test_each_crib_gets_nothing_and_is_named(
+    lab, cells, called, shared_data, tmp_path, monkeypatch
+):
     monkeypatch.setenv("LABLIB_FAST", "1")
     monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
     solution = ROOT / "solutions" / f"{lab}.ipynb"
@@ -108,20 +125,32 @@ def test_each_crib_gets_nothing_and_is_named(lab, cells, called, shared_data, tm
     assert replaced == len(cells)
     (subs / "crib.ipynb").write_bytes(cribbed)
     (subs / "solution.ipynb").write_bytes(solution.read_bytes())
-    results = {r.submission: r for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False,
-                                              lab_notebook=blank)}
+    results = {
+        r.submission: r
+        for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False, lab_notebook=blank)
+    }
     crib, honest = results["crib"], results["solution"]
     for piece, name in called.items():
         tests = [t for t in crib.tests if t.piece == piece]
-        assert tests and all(t.score == 0 for t in tests), [(t.id, t.score, t.message) for t in tests]
+        assert tests and all(t.score == 0 for t in tests), [
+            (t.id, t.score, t.message) for t in tests
+        ]
         for t in tests:
-            assert f"your code calls {name}" in t.message and "write it yourself" in t.message, (t.id, t.message)
+            assert f"your code calls {name}" in t.message and "write it yourself" in t.message, (
+                t.id,
+                t.message,
+            )
     public = [t for t in honest.tests if not t.hidden]
-    assert honest.status.ok and all(t.passed for t in public), [(t.id, t.message) for t in public if not t.passed]
-    assert "grader's own reference" in " ".join(t.message for t in crib.tests) or lab == "lab1_attention"
+    assert honest.status.ok and all(t.passed for t in public), [
+        (t.id, t.message) for t in public if not t.passed
+    ]
+    assert (
+        "grader's own reference" in " ".join(t.message for t in crib.tests)
+        or lab == "lab1_attention"
+    )
 
 
-MASKS_PROFILER_OFF = '''# GRADED: masks
+MASKS_PROFILER_OFF = """# GRADED: masks
 import sys
 import numpy as np
 import lablib.layers as layers
@@ -135,10 +164,12 @@ def padding_mask(token_ids, pad_id=0):
 def causal_mask(length):
     sys.setprofile(None)
     return np.asarray(layers.causal_mask(length))
-'''
+"""
 
 
-def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(shared_data, tmp_path, monkeypatch):
+def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
+    shared_data, tmp_path, monkeypatch
+):
     """Issue 29's bypasses of the old tracer, graded by the real grader in its child
     process (the in-process versions, with their variants: test_crib_guard.py): a worker
     thread, the profiler switched off, positional.py loaded again by a /./ path (in the cell
@@ -153,19 +184,38 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(shared_data, tm
     sdpa = "your code calls lablib.layers.attention.scaled_dot_product_attention"
     mha = "your code calls keras.layers.MultiHeadAttention, a ready-made implementation"
     cases = {
-        "thread": ({"attention": bypass.ATTENTION_THREAD, "masks": MASKS_PROFILER_OFF,
-                    "positional_encoding": bypass.POSITIONAL_REIMPORTED,
-                    "multi_head_attention": bypass.MHA_IN_A_DICT},
-                   {"attention": sdpa, "masks": "your code calls lablib.layers.attention.",
-                    "positional_encoding": "your code calls lablib.layers.positional.positional_encoding",
-                    "multi_head_attention": mha}),
-        "partial": ({"attention": bypass.ATTENTION_PARTIAL_HIDDEN,
-                     "positional_encoding": bypass.POSITIONAL_REIMPORTED_LATE,
-                     "multi_head_attention": bypass.MHA_LOOKED_UP},
-                    {"attention": sdpa, "positional_encoding": "your code reads lablib's file",
-                     "multi_head_attention": mha}),
-        "getsource": ({"attention": bypass.ATTENTION_GETSOURCE},
-                      {"attention": "your code runs a copy of lablib.layers.attention.scaled_dot_product_attention"}),
+        "thread": (
+            {
+                "attention": bypass.ATTENTION_THREAD,
+                "masks": MASKS_PROFILER_OFF,
+                "positional_encoding": bypass.POSITIONAL_REIMPORTED,
+                "multi_head_attention": bypass.MHA_IN_A_DICT,
+            },
+            {
+                "attention": sdpa,
+                "masks": "your code calls lablib.layers.attention.",
+                "positional_encoding": "your code calls lablib.layers.positional.positional_encoding",
+                "multi_head_attention": mha,
+            },
+        ),
+        "partial": (
+            {
+                "attention": bypass.ATTENTION_PARTIAL_HIDDEN,
+                "positional_encoding": bypass.POSITIONAL_REIMPORTED_LATE,
+                "multi_head_attention": bypass.MHA_LOOKED_UP,
+            },
+            {
+                "attention": sdpa,
+                "positional_encoding": "your code reads lablib's file",
+                "multi_head_attention": mha,
+            },
+        ),
+        "getsource": (
+            {"attention": bypass.ATTENTION_GETSOURCE},
+            {
+                "attention": "your code runs a copy of lablib.layers.attention.scaled_dot_product_attention"
+            },
+        ),
         "filename": ({"attention": bypass.ATTENTION_LABLIB_FILENAME}, {"attention": sdpa}),
     }
     subs = tmp_path / "subs"
@@ -174,14 +224,22 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(shared_data, tm
         cribbed, replaced = with_graded_cells(ROOT / "solutions" / f"{lab}.ipynb", cells)
         assert replaced == len(cells)
         (subs / f"{name}.ipynb").write_bytes(cribbed)
-    results = {r.submission: r for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False,
-                                              lab_notebook=blank)}
+    results = {
+        r.submission: r
+        for r in grade(lab, [subs], tmp_path / "out", jobs=1, progress=False, lab_notebook=blank)
+    }
     for name, (cells, named) in cases.items():
         result = results[name]
         for piece, sentence in named.items():
             tests = [t for t in result.tests if t.piece == piece]
-            assert tests and all(t.score == 0 for t in tests), (name, [(t.id, t.score, t.message) for t in tests])
+            assert tests and all(t.score == 0 for t in tests), (
+                name,
+                [(t.id, t.score, t.message) for t in tests],
+            )
             for t in tests:
                 assert sentence in t.message and "no points" in t.message, (name, t.id, t.message)
         untouched = [t for t in result.tests if t.piece not in cells and not t.hidden]
-        assert all(t.passed for t in untouched), (name, [(t.id, t.message) for t in untouched if not t.passed])
+        assert all(t.passed for t in untouched), (
+            name,
+            [(t.id, t.message) for t in untouched if not t.passed],
+        )

@@ -24,8 +24,11 @@ def test_reference_block_is_lablibs_block(mask):
     block = TransformerEncoderBlock(num_heads=CASE[3], inner_dim=CASE[5], inner_activation="relu")
     block(x[None].astype("float32"))
     block.set_weights(arrays)
-    out, attention = block(x[None].astype("float32"), mask=None if mask is None else mask[None],
-                           return_attention_scores=True)
+    out, attention = block(
+        x[None].astype("float32"),
+        mask=None if mask is None else mask[None],
+        return_attention_scores=True,
+    )
     want_out, want_attention = spec.reference_block(x, weights, mask)
     rows = slice(None) if mask is None else mask  # padded queries: compared by neither lab nor tfm
     assert np.abs(np.asarray(out)[0][rows] - want_out[rows]).max() < 2e-5
@@ -38,8 +41,9 @@ def test_reference_block_is_model_gardens_block():
 
     tfm = import_tfm()
     x, weights, arrays = _inputs()
-    block = tfm.nlp.layers.TransformerEncoderBlock(num_attention_heads=CASE[3], inner_dim=CASE[5],
-                                                   inner_activation="relu")
+    block = tfm.nlp.layers.TransformerEncoderBlock(
+        num_attention_heads=CASE[3], inner_dim=CASE[5], inner_activation="relu"
+    )
     allowed = np.broadcast_to(MASK[None, None, :], (1, len(MASK), len(MASK))).astype("float32")
     block([x[None].astype("float32"), allowed])
     block.set_weights(arrays)

@@ -43,14 +43,39 @@ from lablib._version import PACKAGE_DIR
 pytestmark = pytest.mark.integration  # grades the hostile corpus once per environment
 
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
-DOCKER_CAPABILITIES = ("chown", "dac_override", "fsetid", "fowner", "mknod", "net_raw", "setgid", "setuid",
-                       "setfcap", "setpcap", "net_bind_service", "sys_chroot", "kill", "audit_write")
+DOCKER_CAPABILITIES = (
+    "chown",
+    "dac_override",
+    "fsetid",
+    "fowner",
+    "mknod",
+    "net_raw",
+    "setgid",
+    "setuid",
+    "setfcap",
+    "setpcap",
+    "net_bind_service",
+    "sys_chroot",
+    "kill",
+    "audit_write",
+)
 #: environment -> (what its isolation notes must say, whether the sandbox's private root exists there)
 ENVIRONMENTS = {
-    "docker-capabilities": (["no mount namespace: Operation not permitted", "no network namespace",
-                             "memory measured: the run's processes only"], False),
-    "chroot": (["no private root file system: [Errno 22] mount /: Invalid argument",
-                "memory measured: the run's processes only"], False),
+    "docker-capabilities": (
+        [
+            "no mount namespace: Operation not permitted",
+            "no network namespace",
+            "memory measured: the run's processes only",
+        ],
+        False,
+    ),
+    "chroot": (
+        [
+            "no private root file system: [Errno 22] mount /: Invalid argument",
+            "memory measured: the run's processes only",
+        ],
+        False,
+    ),
     "no-cgroups": (["no kernel limits: no cgroup hierarchy found"], True),
     "read-only-cgroup2": (["no kernel limits: cgroups unavailable", "Read-only file system"], True),
 }
@@ -59,7 +84,9 @@ ENVIRONMENTS = {
 def _missing_tools():
     if not (sys.platform.startswith("linux") and os.getuid() == 0):
         return "these environments are made with namespaces and mounts: root on Linux"
-    missing = [tool for tool in ("unshare", "chroot", "setpriv", "mount") if shutil.which(tool) is None]
+    missing = [
+        tool for tool in ("unshare", "chroot", "setpriv", "mount") if shutil.which(tool) is None
+    ]
     return f"missing {', '.join(missing)} (util-linux, coreutils)" if missing else None
 
 
@@ -68,8 +95,17 @@ def _chroot_script(new_root, shared) -> str:
     folders (run inside ``unshare --mount``) and end with ``CHROOT`` set to enter it.
     A folder closed to other users (``/root``, where pyenv puts Python) gets an open
     folder of its own holding only what the grader needs from it, as an image would."""
-    needed = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable),
-                                            os.path.dirname(os.path.realpath(sys.executable)), PACKAGE_DIR, ROOT)}
+    needed = {
+        os.path.realpath(p)
+        for p in (
+            sys.base_prefix,
+            sys.prefix,
+            os.path.dirname(sys.executable),
+            os.path.dirname(os.path.realpath(sys.executable)),
+            PACKAGE_DIR,
+            ROOT,
+        )
+    }
     q = shlex.quote
     lines = ["set -e", f"R={q(str(new_root))}", 'mkdir -p "$R"']
     needed.add(os.path.realpath(shared))
@@ -82,7 +118,9 @@ def _chroot_script(new_root, shared) -> str:
         elif os.path.isdir(host) and os.stat(host).st_mode & 0o001 and name != "tmp":
             lines.append(f'mkdir -p "$R"/{q(name)} && mount --rbind {q(host)} "$R"/{q(name)}')
         elif os.path.isdir(host):  # /tmp of its own; a closed folder holds only what is needed
-            lines.append(f'mkdir -p "$R"/{q(name)} && chmod {"1777" if name == "tmp" else "755"} "$R"/{q(name)}')
+            lines.append(
+                f'mkdir -p "$R"/{q(name)} && chmod {"1777" if name == "tmp" else "755"} "$R"/{q(name)}'
+            )
             inside = sorted(p for p in needed if p.startswith(host + "/"))
             for path in (p for p in inside if not any(p.startswith(o + "/") for o in inside)):
                 lines.append(f'mkdir -p "$R"{q(path)} && mount --rbind {q(path)} "$R"{q(path)}')
@@ -95,18 +133,26 @@ def _environment_script(name, work, commands) -> str:
     run = "\n".join(shlex.join(c) for c in commands)
     if name in ("docker-capabilities", "chroot"):
         caps = ",".join(["-all", *(f"+{c}" for c in DOCKER_CAPABILITIES)])
-        prefix = ["setpriv", f"--bounding-set={caps}", "--inh-caps=-all", "--"] if name != "chroot" else []
+        prefix = (
+            ["setpriv", f"--bounding-set={caps}", "--inh-caps=-all", "--"]
+            if name != "chroot"
+            else []
+        )
         inner = f"cd {shlex.quote(str(ROOT))}\n{run}"
-        return (f"{_chroot_script(work / 'root', work)}\n"
-                f"exec chroot \"$R\" {shlex.join(prefix)} sh -c {shlex.quote(inner)}")
+        return (
+            f"{_chroot_script(work / 'root', work)}\n"
+            f'exec chroot "$R" {shlex.join(prefix)} sh -c {shlex.quote(inner)}'
+        )
     if name == "no-cgroups":
         make = "mount -t tmpfs -o size=64k,mode=755 no-cgroups /sys/fs/cgroup"
     else:
-        make = ("mount -t tmpfs -o size=64k,mode=755 read-only-cgroup2 /sys/fs/cgroup\n"
-                "for f in cgroup.controllers cgroup.subtree_control; do echo 'cpu memory pids' > /sys/fs/cgroup/$f; done\n"
-                ": > /sys/fs/cgroup/cgroup.procs\n"
-                "mount -o remount,ro /sys/fs/cgroup\n"
-                "if touch /sys/fs/cgroup/x 2>/dev/null; then echo 'not read-only' >&2; exit 3; fi")
+        make = (
+            "mount -t tmpfs -o size=64k,mode=755 read-only-cgroup2 /sys/fs/cgroup\n"
+            "for f in cgroup.controllers cgroup.subtree_control; do echo 'cpu memory pids' > /sys/fs/cgroup/$f; done\n"
+            ": > /sys/fs/cgroup/cgroup.procs\n"
+            "mount -o remount,ro /sys/fs/cgroup\n"
+            "if touch /sys/fs/cgroup/x 2>/dev/null; then echo 'not read-only' >&2; exit 3; fi"
+        )
     return f"set -e\n{make}\ncd {shlex.quote(str(ROOT))}\n{run}"
 
 
@@ -125,18 +171,52 @@ def graded(request, tmp_path_factory):
     shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
     os.chmod(work / "instructor", 0o755)
     out = work / "out"
-    commands = [[sys.executable, "-m", "lablib.cli", "grade", str(lab), str(CORPUS), "-o", str(out),
-                 "--tests", str(hidden), "--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb"),
-                 "--jobs", "2", "--timeout", "5", "--memory", "400", "--quiet"]]
+    commands = [
+        [
+            sys.executable,
+            "-m",
+            "lablib.cli",
+            "grade",
+            str(lab),
+            str(CORPUS),
+            "-o",
+            str(out),
+            "--tests",
+            str(hidden),
+            "--lab-notebook",
+            str(lab / "solutions" / "lab0_fixture.ipynb"),
+            "--jobs",
+            "2",
+            "--timeout",
+            "5",
+            "--memory",
+            "400",
+            "--quiet",
+        ]
+    ]
     batch = f"environments-{name}-{os.getpid()}-{time.time()}"
     started = time.monotonic()
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           _environment_script(name, work, commands)],
-                          capture_output=True, text=True, timeout=900, env=dict(os.environ, LABLIB_BATCH=batch))
+    done = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            _environment_script(name, work, commands),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ, LABLIB_BATCH=batch),
+    )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
-    data = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    data = {
+        s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]
+    }
     print(f"{name}: graded in {time.monotonic() - started:.0f} s")
     return name, work, rows, data, batch
 
@@ -151,8 +231,12 @@ def test_the_corpus_keeps_its_grades(graded):
             continue  # only the private root stops it; the notes say it is missing (next test)
         row = rows[submission]
         if (row["status"], float(row["score"])) != (expect["status"], expect["score"]):
-            wrong[submission] = (row["status"], row["score"], data[submission]["notes"],
-                                 [t["message"] for t in data[submission]["tests"] if not t["passed"]])
+            wrong[submission] = (
+                row["status"],
+                row["score"],
+                data[submission]["notes"],
+                [t["message"] for t in data[submission]["tests"] if not t["passed"]],
+            )
     assert wrong == {}, wrong
     assert rows["solution"]["score"] == "8" and rows["solution"]["status"] == "ok"
     assert rows["memory_blowup"]["status"] == "memory", "memory is still measured"
@@ -186,15 +270,37 @@ def test_lab1_solution_scores_full_marks_in_a_chroot(tmp_path):
     os.chmod(tmp_path, 0o755)
     (tmp_path / "subs").mkdir()
     shutil.copy(ROOT / "solutions" / "lab1_attention.ipynb", tmp_path / "subs" / "solution.ipynb")
-    command = [sys.executable, "-m", "lablib.cli", "grade", "lab1", str(tmp_path / "subs"), "-o",
-               str(tmp_path / "out"), "--quiet"]
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           _environment_script("chroot", tmp_path, [command])],
-                          capture_output=True, text=True, timeout=900)
+    command = [
+        sys.executable,
+        "-m",
+        "lablib.cli",
+        "grade",
+        "lab1",
+        str(tmp_path / "subs"),
+        "-o",
+        str(tmp_path / "out"),
+        "--quiet",
+    ]
+    done = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            _environment_script("chroot", tmp_path, [command]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
     entry = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"][0]
-    assert (entry["score"], entry["max_score"], entry["status"]) == (19, 19, "ok"), \
-        (entry["notes"], entry["diagnostics"])
+    assert (entry["score"], entry["max_score"], entry["status"]) == (19, 19, "ok"), (
+        entry["notes"],
+        entry["diagnostics"],
+    )
     notes = entry["isolation"]["notes"]
     assert any("mount /: Invalid argument" in n for n in notes), notes
     assert any(n.startswith("memory measured: the run's processes only") for n in notes), notes

@@ -19,15 +19,29 @@ from grading_paths import batch_leftovers
 
 pytestmark = pytest.mark.integration  # runs submissions in sandboxed child processes
 
-needs_root = pytest.mark.skipif(not sandbox_possible(), reason="the sandbox stage needs root on Linux")
+needs_root = pytest.mark.skipif(
+    not sandbox_possible(), reason="the sandbox stage needs root on Linux"
+)
 
 
-@pytest.mark.parametrize("value", [
-    None, True, 3, -2.5, float("nan"), float("inf"), "text",
-    [1, [2.0, "x"]], (1, (2, 3)), {"a": np.arange(3), "b": (np.ones((2, 2), np.float32), None)},
-    {"a": 1, "d": 2, "t": 3},  # keys that look like the format's own tags
-    np.array([True, False]), np.array(["ab", "c"]),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -2.5,
+        float("nan"),
+        float("inf"),
+        "text",
+        [1, [2.0, "x"]],
+        (1, (2, 3)),
+        {"a": np.arange(3), "b": (np.ones((2, 2), np.float32), None)},
+        {"a": 1, "d": 2, "t": 3},  # keys that look like the format's own tags
+        np.array([True, False]),
+        np.array(["ab", "c"]),
+    ],
+)
 def test_encode_decode_round_trip(value):
     tree, blobs = protocol.encode_value(value)
     back = protocol.decode_value(tree, blobs)
@@ -41,6 +55,7 @@ def test_encode_rejects_non_plain_values():
     class Sneaky(float):
         def __eq__(self, other):
             return True
+
     for bad in (Sneaky(1.0), np.array([object()], dtype=object), {1, 2}, np.float32(1.0)):
         with pytest.raises(TypeError):
             protocol.encode_value(bad)
@@ -48,6 +63,7 @@ def test_encode_rejects_non_plain_values():
 
 def test_decode_is_strict_and_never_unpickles():
     import pickle
+
     with pytest.raises(protocol.ProtocolError):
         protocol.decode_value({"a": 0}, [pickle.dumps(object())])
     buf = io.BytesIO()
@@ -92,6 +108,7 @@ def _double(ns):
 
 def _whoami(ns):
     import socket
+
     try:
         socket.create_connection(("1.1.1.1", 53), timeout=1).close()
         net = "up"
@@ -102,6 +119,7 @@ def _whoami(ns):
 
 def _segfault(ns):
     import ctypes
+
     return ctypes.string_at(0)
 
 
@@ -115,20 +133,39 @@ def _exit(ns):
 
 
 def test_run_submission_recovers_from_each_failure_and_keeps_later_results():
-    tests = [_t("double", _double), _t("segfault", _segfault), _t("loop", _loop, timeout=1.5),
-             _t("exit", _exit), _t("again", _double)]
-    out = run_submission(["import numpy as np\n"], [("f", "def f(x):\n    return 2 * x\nprint('hello')")],
-                         tests, limits=Limits(timeout=5, memory_mb=1024))
+    tests = [
+        _t("double", _double),
+        _t("segfault", _segfault),
+        _t("loop", _loop, timeout=1.5),
+        _t("exit", _exit),
+        _t("again", _double),
+    ]
+    out = run_submission(
+        ["import numpy as np\n"],
+        [("f", "def f(x):\n    return 2 * x\nprint('hello')")],
+        tests,
+        limits=Limits(timeout=5, memory_mb=1024),
+    )
     assert out.results["f::double"].ok and np.array_equal(out.results["f::double"].value, [0, 2, 4])
-    assert out.results["f::segfault"].kind == "crashed" and "SIGSEGV" in out.results["f::segfault"].error
+    assert (
+        out.results["f::segfault"].kind == "crashed"
+        and "SIGSEGV" in out.results["f::segfault"].error
+    )
     assert out.results["f::loop"].kind == "timeout"
     assert out.results["f::exit"].kind == "crashed" and "code 7" in out.results["f::exit"].error
     assert out.results["f::again"].ok
     assert out.attempts == 4 and "hello" in out.output
     assert sorted(p.kind for p in out.problems) == ["crashed", "crashed", "timeout"]
     # the instructor learns how each attempt ended
-    assert [d.running for d in out.diagnostics] == ["test f::segfault", "test f::loop", "test f::exit"]
-    assert out.diagnostics[2].exit == "exited with code 7" and "hello" in out.diagnostics[2].output_tail
+    assert [d.running for d in out.diagnostics] == [
+        "test f::segfault",
+        "test f::loop",
+        "test f::exit",
+    ]
+    assert (
+        out.diagnostics[2].exit == "exited with code 7"
+        and "hello" in out.diagnostics[2].output_tail
+    )
 
 
 def test_a_slow_loris_ends_within_the_submissions_total_budget():
@@ -137,13 +174,18 @@ def test_a_slow_loris_ends_within_the_submissions_total_budget():
     counted over all attempts and stops at Limits.total."""
     import time
 
-    cells = [(f"c{i}", f"import time\ntime.sleep(1.7)\ndef f{i}(ns=None):\n    return {i}") for i in range(4)]
+    cells = [
+        (f"c{i}", f"import time\ntime.sleep(1.7)\ndef f{i}(ns=None):\n    return {i}")
+        for i in range(4)
+    ]
     exits = [ProbeRequest(f"c{i}::exit", lambda ns: os._exit(3), (f"f{i}",)) for i in range(2)]
     later = [ProbeRequest("c3::value", lambda ns: ns["f3"](), ("f3",))]
     start = time.monotonic()
     out = run_submission([], cells, exits + later, limits=Limits(timeout=2, total=8))
     took = time.monotonic() - start
-    assert out.student_seconds < 8 + 2.5, out.student_seconds  # at most one request past the budget's end
+    assert out.student_seconds < 8 + 2.5, (
+        out.student_seconds
+    )  # at most one request past the budget's end
     assert took < 8 + 4 * 6, took  # plus the start of each attempt, never a replay of everything
     assert out.results["c3::value"].kind == "timeout", out.results["c3::value"]
     assert "whole time budget (8 s in all)" in out.results["c3::value"].error
@@ -157,23 +199,34 @@ def test_values_kept_from_one_submission_are_capped_in_all(monkeypatch):
 
     monkeypatch.setattr(supervisor, "MAX_KEPT_BYTES", 400)  # one small array's npy blob: 152 bytes
     tests = [_t("first", _double), _t("second", _double), _t("third", _double)]
-    out = run_submission([], [("f", "def f(x):\n    return 2 * x")], tests, limits=Limits(timeout=20))
+    out = run_submission(
+        [], [("f", "def f(x):\n    return 2 * x")], tests, limits=Limits(timeout=20)
+    )
     assert out.results["f::first"].ok and out.results["f::second"].ok
     third = out.results["f::third"]
-    assert not third.ok and "passed 400 bytes in all (this one 152 bytes)" in third.error, third.error
+    assert not third.ok and "passed 400 bytes in all (this one 152 bytes)" in third.error, (
+        third.error
+    )
     assert "small arrays" in third.error and out.kept_bytes <= 400
 
 
 def test_cell_errors_and_missing_objects_are_reported_not_raised():
-    out = run_submission([], [("f", "raise ValueError('boom')")], [_t("double", _double)],
-                         limits=Limits(timeout=5))
+    out = run_submission(
+        [], [("f", "raise ValueError('boom')")], [_t("double", _double)], limits=Limits(timeout=5)
+    )
     assert out.cell_errors["f"].kind == "error" and "ValueError: boom" in out.cell_errors["f"].text
-    assert out.results["f::double"] == ProbeResult(False, None, "error", "the graded cell does not define f")
+    assert out.results["f::double"] == ProbeResult(
+        False, None, "error", "the graded cell does not define f"
+    )
 
 
 def test_a_cell_printing_then_exiting_leaves_its_output_and_exit_code_for_the_instructor():
-    out = run_submission([], [("f", "print('last words', flush=True)\nimport os\nos._exit(3)")],
-                         [_t("double", _double)], limits=Limits(timeout=10))
+    out = run_submission(
+        [],
+        [("f", "print('last words', flush=True)\nimport os\nos._exit(3)")],
+        [_t("double", _double)],
+        limits=Limits(timeout=10),
+    )
     assert out.cell_errors["f"].kind == "crashed" and "code 3" in out.cell_errors["f"].text
     assert out.diagnostics[0].exit == "exited with code 3"
     assert "last words" in out.diagnostics[0].output_tail and "last words" in out.output
@@ -183,7 +236,7 @@ def test_messages_from_the_child_never_move_a_deadline():
     # A graded cell that keeps writing old-style progress messages to the result pipe
     # while it runs for 60 s: the grader ends it at its own deadline, or at the first
     # message it did not ask for, never later.
-    cell = '''
+    cell = """
 import json, os, struct, threading, time
 def _spam():
     fds = [int(n) for n in os.listdir("/proc/self/fd")]
@@ -200,7 +253,7 @@ threading.Thread(target=_spam, daemon=True).start()
 time.sleep(60)
 def f(x):
     return 2 * x
-'''
+"""
     started = time.monotonic()
     out = run_submission([], [("f", cell)], [_t("double", _double)], limits=Limits(timeout=4))
     assert time.monotonic() - started < 30
@@ -209,7 +262,10 @@ def f(x):
 
 
 def test_a_cell_ending_at_its_limit_costs_only_its_own_piece():
-    cells = [("slow", "import time\ntime.sleep(3.0)\nslow = 1"), ("f", "def f(x):\n    return 2 * x")]
+    cells = [
+        ("slow", "import time\ntime.sleep(3.0)\nslow = 1"),
+        ("f", "def f(x):\n    return 2 * x"),
+    ]
     probes = [ProbeRequest("slow::t", lambda ns: ns["slow"], ("slow",)), _t("double", _double)]
     out = run_submission([], cells, probes, limits=Limits(timeout=3.0))
     assert out.results["f::double"].ok, out.results
@@ -221,14 +277,19 @@ def test_memory_limit_reports_memory():
         chunks = []
         while True:
             chunks.append(np.ones(2**22))
-    out = run_submission(["import numpy as np\n"], [("f", "f = 1")], [_t("hog", hog)],
-                         limits=Limits(timeout=20, memory_mb=300))
+
+    out = run_submission(
+        ["import numpy as np\n"],
+        [("f", "f = 1")],
+        [_t("hog", hog)],
+        limits=Limits(timeout=20, memory_mb=300),
+    )
     assert out.results["f::hog"].kind == "memory"
     assert [p.kind for p in out.problems] == ["memory"]
 
 
 def test_a_detached_process_that_keeps_forking_neither_hangs_the_run_nor_outlives_it(monkeypatch):
-    cell = '''
+    cell = """
 import os, time
 if os.fork() == 0:
     os.setsid()
@@ -238,7 +299,7 @@ if os.fork() == 0:
         time.sleep(0.005)
 def f(x):
     return 2 * x
-'''
+"""
     batch = f"reforker-{os.getpid()}-{time.time()}"
     monkeypatch.setenv("LABLIB_BATCH", batch)
     started = time.monotonic()
@@ -252,7 +313,7 @@ def f(x):
 @needs_root
 def test_memory_counts_detached_helpers_and_scratch_space():
     # Double-forked helpers leave the child's process tree; the sandbox counts the uid.
-    cell = '''
+    cell = """
 import os, time
 for _ in range(3):
     if os.fork() == 0:
@@ -265,30 +326,38 @@ for _ in range(3):
         os._exit(0)
 time.sleep(30)
 f = 1
-'''
-    out = run_submission([], [("f", cell)], [_t("one", lambda ns: ns["f"])],
-                         limits=Limits(timeout=25, memory_mb=450))
+"""
+    out = run_submission(
+        [], [("f", cell)], [_t("one", lambda ns: ns["f"])], limits=Limits(timeout=25, memory_mb=450)
+    )
     assert out.cell_errors["f"].kind == "memory", out.cell_errors
-    scratch = '''
+    scratch = """
 import time
 with open("/tmp/fill", "wb") as f:
     for _ in range(450):
         f.write(b"x" * 2**20)
 time.sleep(30)
 f = 1
-'''
-    out = run_submission([], [("f", scratch)], [_t("one", lambda ns: ns["f"])],
-                         limits=Limits(timeout=25, memory_mb=400))
-    assert out.cell_errors["f"].kind in ("memory", "error"), out.cell_errors  # killed, or the tmpfs was full
+"""
+    out = run_submission(
+        [],
+        [("f", scratch)],
+        [_t("one", lambda ns: ns["f"])],
+        limits=Limits(timeout=25, memory_mb=400),
+    )
+    assert out.cell_errors["f"].kind in ("memory", "error"), (
+        out.cell_errors
+    )  # killed, or the tmpfs was full
 
 
 @needs_root
 def test_sandbox_drops_privileges_network_and_hides_the_host(tmp_path):
     import json
+
     secret = tmp_path.parent / f"{tmp_path.name}-secret"
     secret.mkdir()
     (secret / "answers.py").write_text("SECRET = 42")
-    probe_cell = f'''
+    probe_cell = f"""
 import os, glob
 def f(ns=None):
     out = {{}}
@@ -305,9 +374,14 @@ def f(ns=None):
     except OSError as exc:
         out["usr"] = type(exc).__name__
     return out
-'''
-    out = run_submission([], [("f", probe_cell)], [_t("who", _whoami), _t("look", lambda ns: ns["f"]())],
-                         limits=Limits(timeout=20), mask=[str(secret)])
+"""
+    out = run_submission(
+        [],
+        [("f", probe_cell)],
+        [_t("who", _whoami), _t("look", lambda ns: ns["f"]())],
+        limits=Limits(timeout=20),
+        mask=[str(secret)],
+    )
     who, look = out.results["f::who"].value, out.results["f::look"].value
     assert who["uid"] != 0 and who["net"] == "down" and who["cwd"] == "/tmp/work"
     assert look["read"] == "FileNotFoundError"
@@ -337,7 +411,9 @@ def test_a_course_folder_on_pythonpath_exposes_its_packages_not_its_files(tmp_pa
     exposed = needed_paths()
     assert str(course / "helpers") in exposed and str(course / "tools.py") in exposed
     assert str(site) in exposed  # installed distributions: the folder whole
-    assert not [p for p in exposed if p == str(course) or "solutions" in p or p.endswith("notes.txt")], exposed
+    assert not [
+        p for p in exposed if p == str(course) or "solutions" in p or p.endswith("notes.txt")
+    ], exposed
 
 
 @needs_root
@@ -348,7 +424,7 @@ def test_the_solutions_in_a_course_folder_on_pythonpath_stay_hidden(tmp_path, mo
     (course / "helpers").mkdir()
     (course / "helpers" / "__init__.py").write_text("VALUE = 7\n")
     monkeypatch.setenv("PYTHONPATH", str(course))
-    cell = f'''
+    cell = f"""
 def f():
     out = {{}}
     for key, path in (("solution", {str(course / "solutions" / "lab1_attention.ipynb")!r}),
@@ -358,8 +434,10 @@ def f():
         except OSError as exc:
             out[key] = type(exc).__name__
     return out
-'''
-    out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20))
+"""
+    out = run_submission(
+        [], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20)
+    )
     look = out.results["f::look"].value
     assert look == {"solution": "FileNotFoundError", "package": "VALUE = 7\n"}, look
 
@@ -370,7 +448,7 @@ def test_memory_the_supervisor_cannot_see_is_stopped_by_the_kernel():
     child's, are in no process's RSS: the red team held 2.9 GB under --memory 2000. The
     attempt's cgroup counts them; the run ends as `memory` and the gradebook says which
     limits the kernel enforced."""
-    memfd = '''
+    memfd = """
 import os
 def f():
     fd = os.memfd_create("hold")
@@ -378,19 +456,25 @@ def f():
     for _ in range(60):  # 960 MB, never mapped
         os.write(fd, block)
     return "held"
-'''
-    userns = '''
+"""
+    userns = """
 import os, subprocess
 def f():
     script = "mkdir -p /tmp/m && mount -t tmpfs -o size=2g none /tmp/m && head -c 900000000 /dev/zero > /tmp/m/x && echo held"
     done = subprocess.run(["unshare", "-Urm", "sh", "-c", script], capture_output=True, text=True)
     return done.stdout.strip() or done.stderr.strip()[:200]
-'''
+"""
     for cell in (memfd, userns):
-        out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())],
-                             limits=Limits(timeout=60, memory_mb=400))
+        out = run_submission(
+            [],
+            [("f", cell)],
+            [_t("look", lambda ns: ns["f"]())],
+            limits=Limits(timeout=60, memory_mb=400),
+        )
         result = out.results["f::look"]
-        assert any(n.startswith("kernel limits: cgroup") for n in out.isolation.notes), out.isolation.notes
+        assert any(n.startswith("kernel limits: cgroup") for n in out.isolation.notes), (
+            out.isolation.notes
+        )
         # held: the kernel stopped it; or the attack could not even start here (no user namespaces)
         assert result.kind == "memory" or (result.ok and result.value != "held"), result
         if result.kind == "memory":
@@ -404,14 +488,14 @@ def test_a_classmate_starting_busy_loops_does_not_starve_an_honest_run():
     probe gets about a core, not 2 of 41 shares."""
     import threading
 
-    hog = '''
+    hog = """
 import subprocess, sys, time
 LOOPS = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(40)]
 def f():
     time.sleep(12)
     return len(LOOPS)
-'''
-    honest = '''
+"""
+    honest = """
 import time
 def f():
     start, wall = time.process_time(), time.monotonic()
@@ -419,12 +503,13 @@ def f():
     for i in range(6_000_000):
         total += i
     return [time.process_time() - start, time.monotonic() - wall]
-'''
+"""
     outcomes = {}
 
     def grade(name, cell, timeout):
-        outcomes[name] = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())],
-                                        limits=Limits(timeout=timeout))
+        outcomes[name] = run_submission(
+            [], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=timeout)
+        )
 
     hogging = threading.Thread(target=grade, args=("hog", hog, 30))
     hogging.start()
@@ -445,7 +530,7 @@ def test_the_child_cannot_make_user_namespaces_but_threads_and_forks_work():
     """A tmpfs mounted in a user namespace of its own was how the red team hid memory; the
     sandbox refuses new user namespaces (seccomp: unshare/clone with CLONE_NEWUSER get
     EPERM, clone3 ENOSYS so that libc falls back to clone), nothing else."""
-    cell = '''
+    cell = """
 import os, subprocess, threading
 def f():
     out = {}
@@ -466,10 +551,14 @@ def f():
     out["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     out["thread"] = box
     return out
-'''
-    out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=30))
+"""
+    out = run_submission(
+        [], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=30)
+    )
     look = out.results["f::look"].value
-    assert look["unshare"] != 0 and look["os.unshare"] in ("PermissionError", "AttributeError"), look
+    assert look["unshare"] != 0 and look["os.unshare"] in ("PermissionError", "AttributeError"), (
+        look
+    )
     assert look["thread"] == [1] and look["fork"] == 3, look
     assert "no new user namespaces (seccomp)" in out.isolation.processes
 
@@ -484,9 +573,20 @@ def _venv_sharing_this_one(path):
     import lablib
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
-    site_dir = subprocess.run([str(path / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    lines = [sysconfig.get_path("purelib"), os.path.dirname(os.path.dirname(os.path.realpath(lablib.__file__)))]
+    site_dir = subprocess.run(
+        [
+            str(path / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    lines = [
+        sysconfig.get_path("purelib"),
+        os.path.dirname(os.path.dirname(os.path.realpath(lablib.__file__))),
+    ]
     with open(os.path.join(site_dir, "shared.pth"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
@@ -498,20 +598,29 @@ def test_sandbox_runs_a_python_installed_under_tmp(tmp_path):
     import subprocess
 
     venv = _venv_sharing_this_one(tmp_path / "venv")
-    code = '''
+    code = """
 import numpy as np
 from lablib.grading.run import run_submission, ProbeRequest, Limits
 out = run_submission([], [("f", "import sys\\ndef f():\\n    return sys.executable")],
                      [ProbeRequest("f::t", lambda ns: ns["f"](), ("f",))], limits=Limits(timeout=30))
 print(out.results["f::t"])
-'''
-    result = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                            timeout=300, cwd=tmp_path)
-    assert "ok=True" in result.stdout and str(venv) in result.stdout, result.stdout + result.stderr[-2000:]
+"""
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert "ok=True" in result.stdout and str(venv) in result.stdout, (
+        result.stdout + result.stderr[-2000:]
+    )
 
 
 @needs_root
-def test_sandbox_hides_host_sockets_the_grader_command_line_and_keeps_shared_memory_private(tmp_path):
+def test_sandbox_hides_host_sockets_the_grader_command_line_and_keeps_shared_memory_private(
+    tmp_path,
+):
     import ctypes
     import socket
 
@@ -519,7 +628,7 @@ def test_sandbox_hides_host_sockets_the_grader_command_line_and_keeps_shared_mem
     server.bind(str(tmp_path / "service.sock"))  # a root service's socket on the host
     server.listen(1)
     key = 0x1AB5 + os.getpid() % 1000
-    cell = f'''
+    cell = f"""
 import ctypes, os, socket
 def f():
     out = {{}}
@@ -535,9 +644,11 @@ def f():
     out["big_segment"] = libc.shmget({key + 1}, 2**30, 0o1000 | 0o600)   # 1 GiB: above the cap
     out["segment"] = libc.shmget({key}, 2**20, 0o1000 | 0o600)
     return out
-'''
+"""
     try:
-        out = run_submission([], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20))
+        out = run_submission(
+            [], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=20)
+        )
     finally:
         server.close()
     look = out.results["f::look"].value
@@ -570,8 +681,13 @@ out = run_submission([], [("f", cell)], [ProbeRequest("f::t", lambda ns: ns["f"]
                      limits=Limits(timeout=60), mask=[{str(subs)!r}])
 print("RESULT", out.results["f::t"])
 '''
-    result = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                            timeout=300, cwd=tmp_path)
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert "RESULT ProbeResult(ok=True" in result.stdout, result.stdout + result.stderr[-2000:]
     assert "answers" not in result.stdout
 
@@ -579,7 +695,7 @@ print("RESULT", out.results["f::t"])
 def test_floods_and_forged_isolation_reports_are_neither_kept_nor_recorded():
     import psutil
 
-    cell = '''
+    cell = """
 import json, os, struct
 def _frame(header, blob=b""):
     data = json.dumps(dict(header, blobs=[len(blob)] if blob else [])).encode()
@@ -591,8 +707,8 @@ for fd in fds:   # a reply claiming the grader runs as root on the host network
     except OSError:
         pass
 f = 1
-'''
-    flood = '''
+"""
+    flood = """
 def flood():
     import json, os, struct
     blob = b"x" * (60 * 2**20)
@@ -604,13 +720,21 @@ def flood():
             except OSError:
                 break
     return 1
-'''
+"""
     before = psutil.Process().memory_info().rss
-    out = run_submission([], [("f", cell), ("flood", flood)],
-                         [ProbeRequest("f::one", lambda ns: ns["f"], ("f",)),
-                          ProbeRequest("flood::t", lambda ns: ns["flood"](), ("flood",))],
-                         limits=Limits(timeout=30))
-    assert out.results["flood::t"].kind == "crashed" and "did not ask for" in out.results["flood::t"].error
+    out = run_submission(
+        [],
+        [("f", cell), ("flood", flood)],
+        [
+            ProbeRequest("f::one", lambda ns: ns["f"], ("f",)),
+            ProbeRequest("flood::t", lambda ns: ns["flood"](), ("flood",)),
+        ],
+        limits=Limits(timeout=30),
+    )
+    assert (
+        out.results["flood::t"].kind == "crashed"
+        and "did not ask for" in out.results["flood::t"].error
+    )
     assert psutil.Process().memory_info().rss - before < 400 * 2**20
     assert out.isolation.network != "host" and "x" * 1000 not in str(out.isolation)
     assert out.isolation.uid != 0 or not sandbox_possible()

@@ -36,12 +36,19 @@ def test_many_differences_are_counted_and_small_arrays_shown_whole():
 
 def test_scalars_nan_and_exact_arrays():
     scalar = _message(lambda: expect_close(0.25, 0.5, what="loss"))
-    assert scalar == "loss: expected 0.5, got 0.25 (difference 0.25; tolerance rtol=1e-05, atol=1e-06)"
+    assert (
+        scalar == "loss: expected 0.5, got 0.25 (difference 0.25; tolerance rtol=1e-05, atol=1e-06)"
+    )
     nan = np.ones((3, 4))
     nan[2, 1] = np.nan
     assert "got NaN or infinite values at [2, 1] (1 of 12 entries)" in _message(
-        lambda: expect_close(nan, np.ones((3, 4))))
-    exact = _message(lambda: expect_equal(np.array([[True, False]]), np.array([[True, True]]), what="mask"))
+        lambda: expect_close(nan, np.ones((3, 4)))
+    )
+    exact = _message(
+        lambda: expect_equal(np.array([[True, False]]), np.array([[True, True]]), what="mask")
+    )
     assert exact.startswith("mask: 1 of 2 entries differ ([0, 1]: expected True, got False)")
-    assert "expected shape (2,), got shape (3,)" in _message(lambda: expect_equal(np.zeros(3), np.zeros(2)))
+    assert "expected shape (2,), got shape (3,)" in _message(
+        lambda: expect_equal(np.zeros(3), np.zeros(2))
+    )
     expect_close(np.ones((2, 2)) + 1e-9, np.ones((2, 2)))  # within tolerance: no failure

@@ -50,9 +50,19 @@ def _book(tmp_path, out, rows, roster=None, graded=True, changed=()):
     results, person = [], {}
     for name, (points, user) in rows.items():
         lms = {"lms": "canvas", "name": name, "user_id": user, "late": False} if user else {}
-        r = SubmissionResult(name, str(tmp_path / f"{name}.ipynb"), Status(), points, 10.0,
-                             {"f": PieceScore(points, 10.0)}, [], answers={"why": WrittenAnswer("because", "tag")})
-        r.identity = resolve(Found(name, tmp_path / f"{name}.ipynb", f"{name}.ipynb", "", lms), roster, lab=lab)
+        r = SubmissionResult(
+            name,
+            str(tmp_path / f"{name}.ipynb"),
+            Status(),
+            points,
+            10.0,
+            {"f": PieceScore(points, 10.0)},
+            [],
+            answers={"why": WrittenAnswer("because", "tag")},
+        )
+        r.identity = resolve(
+            Found(name, tmp_path / f"{name}.ipynb", f"{name}.ipynb", "", lms), roster, lab=lab
+        )
         results.append(r)
         person[name] = {"why": PersonScore("why", 3.0, 4.0, graded=graded, stale=name in changed)}
     write_reports(out, lab, results, roster=roster, person=person)
@@ -63,38 +73,70 @@ def test_the_identity_kept_at_grading_is_the_student(tmp_path):
     """Graded with Canvas's roster from a Canvas download (files named by user id), exported
     with lablib's roster holding the same SIS ids: nobody drops out."""
     canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
-    lab = _book(tmp_path, tmp_path / "out", {"doeerin": (10, "1001"), "roefrank": (4, "1002"), "zed": (7, "1999")},
-                roster=canvas)
+    lab = _book(
+        tmp_path,
+        tmp_path / "out",
+        {"doeerin": (10, "1001"), "roefrank": (4, "1002"), "zed": (7, "1999")},
+        roster=canvas,
+    )
     ours = Roster.load(_write(tmp_path, "ours.csv", OURS))
     done = export("moodle", [tmp_path / "out"], ours, tmp_path / "moodle.csv")
-    rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "moodle.csv", encoding="utf-8"))}
+    rows = {
+        r["Full name"]: r for r in csv.DictReader(open(tmp_path / "moodle.csv", encoding="utf-8"))
+    }
     assert rows["Erin Doe"][lab.title] == "13" and rows["Frank Roe"][lab.title] == "7"
     assert rows["Gina Poe"][lab.title] == "0" and "no submission" in rows["Gina Poe"]["Notes"]
-    assert rows["zed"][lab.title] == "10" and "not in the roster" in rows["zed"]["Notes"], "kept, never dropped"
+    assert rows["zed"][lab.title] == "10" and "not in the roster" in rows["zed"]["Notes"], (
+        "kept, never dropped"
+    )
     assert done["not_in_roster"] == ["1999"] and done["unmatched"][lab.name] == ["zed"]
     assert done["students"] == 4 and done["with_totals"] == 3
     # without a roster: the gradebook's identities, Canvas's columns filled from them
     export("canvas", [tmp_path / "out"], None, tmp_path / "canvas.csv", missing="blank")
     table = {r[0]: r for r in csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8"))}
-    assert table["Doe, Erin"][1:5] == ["1001", "S001", "erin", "A"] and table["Doe, Erin"][5] == "13"
+    assert (
+        table["Doe, Erin"][1:5] == ["1001", "S001", "erin", "A"] and table["Doe, Erin"][5] == "13"
+    )
     assert table["zed"][1] == "1999", "the Canvas user id of the download"
 
 
 def test_ungraded_and_changed_answers_are_refused_unless_allowed(tmp_path):
     roster = Roster.load(_write(tmp_path, "ours.csv", OURS))
-    _book(tmp_path, tmp_path / "out", {"S001": (10, None), "S002": (4, None)}, roster=roster, graded=False)
-    with pytest.raises(ExportError, match=r"2 submissions have 2 written answers never graded and 0 changed.*"
-                                          r"lablib review lab9_export"):
+    _book(
+        tmp_path,
+        tmp_path / "out",
+        {"S001": (10, None), "S002": (4, None)},
+        roster=roster,
+        graded=False,
+    )
+    with pytest.raises(
+        ExportError,
+        match=r"2 submissions have 2 written answers never graded and 0 changed.*"
+        r"lablib review lab9_export",
+    ):
         export("canvas", [tmp_path / "out"], roster, tmp_path / "x.csv")
     assert not (tmp_path / "x.csv").exists()
-    _book(tmp_path, tmp_path / "out2", {"S001": (10, None), "S002": (4, None)}, roster=roster, changed={"S002"})
+    _book(
+        tmp_path,
+        tmp_path / "out2",
+        {"S001": (10, None), "S002": (4, None)},
+        roster=roster,
+        changed={"S002"},
+    )
     with pytest.raises(ExportError, match="1 changed since they were graded"):
         export("canvas", [tmp_path / "out2"], roster, tmp_path / "x.csv")
     done = export("canvas", [tmp_path / "out2"], roster, tmp_path / "x.csv", allow_ungraded=True)
-    assert done["ungraded"] == {"lab9_export": ["S002"]} and "1 with written answers not graded" in done["summary"]
+    assert (
+        done["ungraded"] == {"lab9_export": ["S002"]}
+        and "1 with written answers not graded" in done["summary"]
+    )
     notes = list(csv.DictReader(open(tmp_path / "x.notes.csv", encoding="utf-8")))
     assert [(n["SIS User ID"], n["Note"]) for n in notes if "written" in n["Note"]] == [
-        ("S002", "Lab 9: export: 1 written answer(s) changed since graded, the earlier grade counted")]
+        (
+            "S002",
+            "Lab 9: export: 1 written answer(s) changed since graded, the earlier grade counted",
+        )
+    ]
     assert main(["export", "canvas", str(tmp_path / "out"), "-o", str(tmp_path / "y.csv")]) == 2
 
 
@@ -102,15 +144,36 @@ def test_missing_rule_summary_line_and_stale_notes(tmp_path, capsys):
     roster_path = _write(tmp_path, "ours.csv", OURS)
     roster = Roster.load(roster_path)
     _book(tmp_path, tmp_path / "out", {"S001": (10, None)}, roster=roster)
-    assert main(["export", "moodle", str(tmp_path / "out"), "--roster", str(roster_path), "-o",
-                 str(tmp_path / "m.csv"), "--missing", "blank"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "moodle",
+                str(tmp_path / "out"),
+                "--roster",
+                str(roster_path),
+                "-o",
+                str(tmp_path / "m.csv"),
+                "--missing",
+                "blank",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "3 students (1 with a submission for every lab; 2 missing one or more (left empty); 0 with written " \
-           "answers not graded or changed since (noted); 0 not in the roster)" in out
+    assert (
+        "3 students (1 with a submission for every lab; 2 missing one or more (left empty); 0 with written "
+        "answers not graded or changed since (noted); 0 not in the roster)" in out
+    )
     rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
     assert rows["Frank Roe"]["Lab 9: export"] == "" and "left empty" in rows["Frank Roe"]["Notes"]
     # everyone graded later: the notes file of the earlier export does not stay behind
-    _book(tmp_path, tmp_path / "all", {"S001": (10, None), "S002": (1, None), "S003": (2, None)}, roster=roster)
+    _book(
+        tmp_path,
+        tmp_path / "all",
+        {"S001": (10, None), "S002": (1, None), "S003": (2, None)},
+        roster=roster,
+    )
     (tmp_path / "m.notes.csv").write_text("stale")
     done = export("moodle", [tmp_path / "all"], roster, tmp_path / "m.csv")
     assert done["notes"] is None and not (tmp_path / "m.notes.csv").exists()
@@ -118,19 +181,48 @@ def test_missing_rule_summary_line_and_stale_notes(tmp_path, capsys):
 
 def test_names_stay_text_and_groups_share_the_grade(tmp_path):
     lab = _lab()
-    gs = Roster.load(_write(tmp_path, "gs.csv", "First Name,Last Name,SID,Email,Role\nAlice,A,111,a@x.edu,Student\n"
-                                                "Bob,B,222,b@x.edu,Student\n=cmd|' /C calc'!A0,X,333,c@x.edu,Student\n"))
-    group = {"lms": "gradescope", "submitted_at": "", "submitters": [
-        {"name": "Alice A", "sid": "111", "email": ""}, {"name": "Bob B", "sid": "222", "email": ""}]}
-    hostile = {"lms": "gradescope", "submitted_at": "", "submitters": [{"name": "=cmd", "sid": "333", "email": ""}]}
+    gs = Roster.load(
+        _write(
+            tmp_path,
+            "gs.csv",
+            "First Name,Last Name,SID,Email,Role\nAlice,A,111,a@x.edu,Student\n"
+            "Bob,B,222,b@x.edu,Student\n=cmd|' /C calc'!A0,X,333,c@x.edu,Student\n",
+        )
+    )
+    group = {
+        "lms": "gradescope",
+        "submitted_at": "",
+        "submitters": [
+            {"name": "Alice A", "sid": "111", "email": ""},
+            {"name": "Bob B", "sid": "222", "email": ""},
+        ],
+    }
+    hostile = {
+        "lms": "gradescope",
+        "submitted_at": "",
+        "submitters": [{"name": "=cmd", "sid": "333", "email": ""}],
+    }
     results = []
     for name, lms, points in (("Alice A", group, 8.0), ("=cmd", hostile, 5.0)):
-        r = SubmissionResult(name, str(tmp_path / f"{name}.ipynb"), Status(), points, 10.0,
-                             {"f": PieceScore(points, 10.0)}, [], answers={"why": WrittenAnswer("x", "tag")})
+        r = SubmissionResult(
+            name,
+            str(tmp_path / f"{name}.ipynb"),
+            Status(),
+            points,
+            10.0,
+            {"f": PieceScore(points, 10.0)},
+            [],
+            answers={"why": WrittenAnswer("x", "tag")},
+        )
         r.identity = resolve(Found(name, tmp_path / "x.ipynb", "", "", lms), gs, lab=lab)
         results.append(r)
-    write_reports(tmp_path / "out", lab, results, roster=gs,
-                  person={r.submission: {"why": PersonScore("why", 1.0, 4.0, graded=True)} for r in results})
+    write_reports(
+        tmp_path / "out",
+        lab,
+        results,
+        roster=gs,
+        person={r.submission: {"why": PersonScore("why", 1.0, 4.0, graded=True)} for r in results},
+    )
     export("canvas", [tmp_path / "out"], gs, tmp_path / "c.csv")
     rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
     table = {r[2]: r for r in rows[2:]}

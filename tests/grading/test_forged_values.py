@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration  # runs the real labs' probes and judges in
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-PROBE_VALUES = r'''
+PROBE_VALUES = r"""
 import pickle, sys
 from lablib.grading.notebook import graded_cells, read_notebook, setup_sources
 from lablib.grading.spec import load_lab, to_plain
@@ -47,7 +47,7 @@ for test in lab.tests:
         values[test.name] = to_plain(test.probe(objects))
 with open(out, "wb") as f:
     pickle.dump(values, f)
-'''
+"""
 
 
 def probe_values(lab_name, names, tmp_path_factory, legacy=False):
@@ -56,9 +56,21 @@ def probe_values(lab_name, names, tmp_path_factory, legacy=False):
     env = dict(os.environ, LABLIB_FAST="1", TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_USE_LEGACY_KERAS", None)
     result = subprocess.run(
-        [sys.executable, "-c", PROBE_VALUES, str(ROOT / "solutions" / f"{lab_name}.ipynb"),
-         lab_name, str(out), ",".join(names)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
+        [
+            sys.executable,
+            "-c",
+            PROBE_VALUES,
+            str(ROOT / "solutions" / f"{lab_name}.ipynb"),
+            lab_name,
+            str(out),
+            ",".join(names),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=1500,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out, "rb") as f:
         values = pickle.load(f)
@@ -100,9 +112,15 @@ def test_lab3_real_values_pass(lab3, lab3_values):
 def test_lab3_structure_forgeries_fail(lab3, lab3_values):
     real = lab3_values["gcn_structure"]
     zeros = np.zeros((6, 1))
-    constants = {"compiled": True, "num_inputs": 3, "output": zeros, "permuted": zeros,
-                 "garbage_padding": zeros, "wider_padding": zeros,
-                 "edge_removed": np.r_[[[1.0]], np.zeros((5, 1))]}
+    constants = {
+        "compiled": True,
+        "num_inputs": 3,
+        "output": zeros,
+        "permuted": zeros,
+        "garbage_padding": zeros,
+        "wider_padding": zeros,
+        "edge_removed": np.r_[[[1.0]], np.zeros((5, 1))],
+    }
     # The properties alone, with the real model: outputs that model does not produce.
     rejects(lab3, "gcn_structure", {**real, **constants})
     # The properties alone, without a model.
@@ -112,8 +130,11 @@ def test_lab3_structure_forgeries_fail(lab3, lab3_values):
     # Weights that do not fit the architecture.
     rejects(lab3, "gcn_structure", {**real, "weights": real["weights"][:-1]})
     # An architecture that makes the grader allocate gigabytes.
-    rejects(lab3, "gcn_structure",
-            {**real, "architecture": real["architecture"].replace('"units": 16', '"units": 1000000')})
+    rejects(
+        lab3,
+        "gcn_structure",
+        {**real, "architecture": real["architecture"].replace('"units": 16', '"units": 1000000')},
+    )
 
 
 @pytest.mark.slow
@@ -137,8 +158,11 @@ def test_lab3_training_forgeries_fail(lab3, lab3_values):
 def test_lab3_readout_forgeries_fail(lab3, lab3_values):
     real = lab3_values["readout_permutation_and_mode"]
     same = np.zeros((3, 4))
-    rejects(lab3, "readout_permutation_and_mode",
-            {**real, **{mode: [same, same] for mode in ("sum", "mean", "max")}})
+    rejects(
+        lab3,
+        "readout_permutation_and_mode",
+        {**real, **{mode: [same, same] for mode in ("sum", "mean", "max")}},
+    )
 
 
 # ---------------------------------------------------------------------------- Lab 4
@@ -168,15 +192,25 @@ def test_lab4_structure_forgeries_fail(lab4, lab4_values):
     base = np.zeros((24, 3))
     near = base.copy()
     near[0] = 1.0
-    constants = {"compiled": True, "num_inputs": 2, "output": base, "repeat": base,
-                 "far_change": base, "near_change": near, "training_a": base,
-                 "training_b": base + 1.0}
+    constants = {
+        "compiled": True,
+        "num_inputs": 2,
+        "output": base,
+        "repeat": base,
+        "far_change": base,
+        "near_change": near,
+        "training_a": base,
+        "training_b": base + 1.0,
+    }
     rejects(lab4, "gat_structure", {**real, **constants})
     rejects(lab4, "gat_structure", {**constants, "architecture": "{}", "weights": []})
     rejects(lab4, "gat_structure", {**real, "weights": [2 * w for w in real["weights"]]})
     # A model without dropout reported with dropout's two different training outputs.
-    no_dropout = real["architecture"].replace('"rate": 0.6', '"rate": 0.0').replace(
-        '"attention_dropout": 0.6', '"attention_dropout": 0.0')
+    no_dropout = (
+        real["architecture"]
+        .replace('"rate": 0.6', '"rate": 0.0')
+        .replace('"attention_dropout": 0.6', '"attention_dropout": 0.0')
+    )
     assert no_dropout != real["architecture"]
     rejects(lab4, "gat_structure", {**real, "architecture": no_dropout})
 
@@ -216,12 +250,24 @@ def test_lab1_projection_forgeries_fail(lab1, lab1_values):
     real = lab1_values["four_dense_projections"]
     eye = np.eye(6, dtype=np.float32)
     # Class names and shapes alone (the old judge's view), without the computation.
-    names = {name: {"class": "Dense", "weights": [eye, np.zeros(6, np.float32)],
-                    "output": np.zeros((1, 4, 6), np.float32)}
-             for name in ("query_dense", "key_dense", "value_dense", "output_dense")}
-    rejects(lab1, "four_dense_projections",
-            {"projections": names, "sublayers": ["Dense"] * 4, "output": np.zeros((1, 4, 6)),
-             "weights": [eye, np.zeros(6, np.float32)] * 4})
+    names = {
+        name: {
+            "class": "Dense",
+            "weights": [eye, np.zeros(6, np.float32)],
+            "output": np.zeros((1, 4, 6), np.float32),
+        }
+        for name in ("query_dense", "key_dense", "value_dense", "output_dense")
+    }
+    rejects(
+        lab1,
+        "four_dense_projections",
+        {
+            "projections": names,
+            "sublayers": ["Dense"] * 4,
+            "output": np.zeros((1, 4, 6)),
+            "weights": [eye, np.zeros(6, np.float32)] * 4,
+        },
+    )
     # Real projections, a layer output that is not attention over them.
     rejects(lab1, "four_dense_projections", {**real, "output": np.zeros_like(real["output"])})
     # A projection whose reported output is not x @ kernel + bias.
@@ -249,8 +295,12 @@ def test_lab1_gap_forgeries_fail(lab1, lab1_values):
 
 # ---------------------------------------------------------------------------- Lab 2
 
-LAB2 = ["output_shapes_and_compiled", "uses_tfm_blocks_and_masking_embedding",
-        "padding_does_not_change_predictions", "learns_and_trains_every_weight"]
+LAB2 = [
+    "output_shapes_and_compiled",
+    "uses_tfm_blocks_and_masking_embedding",
+    "padding_does_not_change_predictions",
+    "learns_and_trains_every_weight",
+]
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +316,10 @@ def lab2_values(tmp_path_factory):
 @pytest.mark.slow
 def test_lab2_real_values_pass(lab2, lab2_values):
     for name in LAB2:
-        assert lab2_values[name]["trace" if "trace" in lab2_values[name] else "trace_after"] is not None
+        assert (
+            lab2_values[name]["trace" if "trace" in lab2_values[name] else "trace_after"]
+            is not None
+        )
         assert judge(lab2, name, lab2_values[name]) == 1.0, name
 
 
@@ -287,11 +340,16 @@ def test_lab2_forgeries_fail(lab2, lab2_values):
         step["logits"] = np.zeros_like(step["logits"])
     rejects(lab2, "output_shapes_and_compiled", forged)
     # A trace whose encoder block does not compute its reported output.
-    rejects(lab2, "output_shapes_and_compiled", {**shapes, "trace": _scaled_block(shapes["trace"], 1.5)})
+    rejects(
+        lab2, "output_shapes_and_compiled", {**shapes, "trace": _scaled_block(shapes["trace"], 1.5)}
+    )
 
     blocks = lab2_values["uses_tfm_blocks_and_masking_embedding"]
-    rejects(lab2, "uses_tfm_blocks_and_masking_embedding",
-            {**blocks, "trace": _scaled_block(blocks["trace"], 0.5)})
+    rejects(
+        lab2,
+        "uses_tfm_blocks_and_masking_embedding",
+        {**blocks, "trace": _scaled_block(blocks["trace"], 0.5)},
+    )
 
     padding = lab2_values["padding_does_not_change_predictions"]
     same = np.zeros((8, 4))
@@ -304,12 +362,23 @@ def test_lab2_forgeries_fail(lab2, lab2_values):
 
     learns = lab2_values["learns_and_trains_every_weight"]
     # Falling losses and moved weights reported, but the trained trace is the untrained one.
-    rejects(lab2, "learns_and_trains_every_weight",
-            {**learns, "loss_before": 2.0, "loss_after": 0.1,
-             "changes": [1.0] * len(learns["changes"]), "trace_after": learns["trace_before"]})
+    rejects(
+        lab2,
+        "learns_and_trains_every_weight",
+        {
+            **learns,
+            "loss_before": 2.0,
+            "loss_after": 0.1,
+            "changes": [1.0] * len(learns["changes"]),
+            "trace_after": learns["trace_before"],
+        },
+    )
     # Weights moved at random after "training": the logits they give do not fit.
-    rejects(lab2, "learns_and_trains_every_weight",
-            {**learns, "trace_after": _scaled_block(learns["trace_after"], 1.01)})
+    rejects(
+        lab2,
+        "learns_and_trains_every_weight",
+        {**learns, "trace_after": _scaled_block(learns["trace_after"], 1.01)},
+    )
 
 
 # ------------------------------------------------------- rebuilding models in the grader
@@ -356,6 +425,7 @@ def test_rebuild_model_falls_back_only_for_classes_it_cannot_know():
     values = describe_model(_small_model(Doubling()))
     claimed = values["architecture"].replace('"class_name": "Doubling"', '"class_name": "Nope"')
     import json
+
     config = json.loads(claimed)
     for layer in config["config"]["layers"]:
         if layer["class_name"] == "Nope":
@@ -364,11 +434,14 @@ def test_rebuild_model_falls_back_only_for_classes_it_cannot_know():
         rebuild_model(json.dumps(config), values["weights"])
 
 
-@pytest.mark.parametrize("architecture, weights", [
-    ("not json", []),
-    ('{"a": 1}', []),
-    ("not serializable: TypeError", []),
-])
+@pytest.mark.parametrize(
+    "architecture, weights",
+    [
+        ("not json", []),
+        ('{"a": 1}', []),
+        ("not serializable: TypeError", []),
+    ],
+)
 def test_rebuild_model_rejects_what_is_not_a_model(architecture, weights):
     from lablib.grading.specs._model_checks import rebuild_model
 
@@ -383,8 +456,9 @@ def test_rebuild_model_rejects_weights_that_do_not_fit_and_huge_sizes():
     with pytest.raises(TestFailure, match="do not fit"):
         rebuild_model(values["architecture"], values["weights"][:-1])
     with pytest.raises(TestFailure, match="sizes up to"):
-        rebuild_model(values["architecture"].replace('"units": 4', '"units": 100000000'),
-                      values["weights"])
+        rebuild_model(
+            values["architecture"].replace('"units": 4', '"units": 100000000'), values["weights"]
+        )
 
 
 def test_judge_bomb_is_not_rebuilt_and_sizes_in_lists_count():
@@ -401,11 +475,25 @@ def test_judge_bomb_is_not_rebuilt_and_sizes_in_lists_count():
     values = describe_model(_small_model())
     config = json.loads(values["architecture"])
     layers = config["config"]["layers"]
-    bomb = {"module": "keras.layers", "class_name": "UpSampling2D", "registered_name": None,
-            "config": {"name": "up", "size": [1000, 1000], "data_format": "channels_last",
-                       "interpolation": "nearest", "trainable": True, "dtype": "float32"}}
-    wrapped = {"module": "keras.layers", "class_name": "TimeDistributed", "registered_name": None,
-               "config": {"name": "td", "layer": dict(bomb, config=dict(bomb["config"], size=[900, 900]))}}
+    bomb = {
+        "module": "keras.layers",
+        "class_name": "UpSampling2D",
+        "registered_name": None,
+        "config": {
+            "name": "up",
+            "size": [1000, 1000],
+            "data_format": "channels_last",
+            "interpolation": "nearest",
+            "trainable": True,
+            "dtype": "float32",
+        },
+    }
+    wrapped = {
+        "module": "keras.layers",
+        "class_name": "TimeDistributed",
+        "registered_name": None,
+        "config": {"name": "td", "layer": dict(bomb, config=dict(bomb["config"], size=[900, 900]))},
+    }
     before = psutil.Process().memory_info().rss
     for extra in (bomb, wrapped):
         forged = json.loads(json.dumps(config))

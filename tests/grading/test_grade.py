@@ -35,15 +35,38 @@ def _rows(out):
 
 def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys):
     out = tmp_path / "out"
-    args = ["grade", str(FIXTURE_LAB), str(batch), "-o", str(out), "--tests", str(FIXTURE_HIDDEN),
-            "--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "2", "--timeout", "20", "--quiet"]
+    args = [
+        "grade",
+        str(FIXTURE_LAB),
+        str(batch),
+        "-o",
+        str(out),
+        "--tests",
+        str(FIXTURE_HIDDEN),
+        "--lab-notebook",
+        str(FIXTURE_SOLUTION),
+        "--jobs",
+        "2",
+        "--timeout",
+        "20",
+        "--quiet",
+    ]
     assert main(args) == 0
     rows = _rows(out)
-    assert list(next(iter(rows.values()))) == ["submission", "status", "score", "max_score",
-                                                "normalize", "softmax", "running_mean"]
+    assert list(next(iter(rows.values()))) == [
+        "submission",
+        "status",
+        "score",
+        "max_score",
+        "normalize",
+        "softmax",
+        "running_mean",
+    ]
     assert rows["alice"]["status"] == "ok" and rows["alice"]["score"] == "8"
     assert rows["bob"]["score"] == "0" and rows["bob"]["status"] == "ok"
-    assert rows["carol"]["status"] == "missing: running_mean" and rows["carol"]["running_mean"] == "0"
+    assert (
+        rows["carol"]["status"] == "missing: running_mean" and rows["carol"]["running_mean"] == "0"
+    )
     assert rows["carol"]["score"] == "6"
     summary = json.loads((out / "summary.json").read_text())  # the class at a glance
     assert summary["submissions"] == 3 and summary["statuses"]["missing"] == 1
@@ -75,12 +98,37 @@ def test_grade_writes_gradebook_feedback_and_uses_cache(batch, tmp_path, capsys)
 
 
 def test_grade_command_line_entry_point_and_errors(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", "lab_nope", str(FIXTURE_SOLUTION),
-                             "-o", str(tmp_path)], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lablib.cli",
+            "grade",
+            "lab_nope",
+            str(FIXTURE_SOLUTION),
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2 and "Unknown lab 'lab_nope'" in result.stderr
-    result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB),
-                             str(tmp_path / "none.ipynb"), "-o", str(tmp_path), "--lab-notebook",
-                             str(FIXTURE_SOLUTION)], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lablib.cli",
+            "grade",
+            str(FIXTURE_LAB),
+            str(tmp_path / "none.ipynb"),
+            "-o",
+            str(tmp_path),
+            "--lab-notebook",
+            str(FIXTURE_SOLUTION),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2 and "does not exist" in result.stderr
 
 
@@ -93,13 +141,19 @@ def test_assign_command(tmp_path, capsys):
 
 def test_data_subcommands_call_sources(monkeypatch, tmp_path, capsys):
     import types
+
     calls = []
     fake = types.ModuleType("lablib.data.sources")
-    fake.dataset_status = lambda data_dir=None: calls.append(("status", data_dir)) or [
-        {"name": "cora", "present": True}, {"name": "reuters", "present": False}]
-    fake.fetch_dataset = lambda name, data_dir=None: calls.append(("fetch", name, data_dir)) or tmp_path / name
+    fake.dataset_status = lambda data_dir=None: (
+        calls.append(("status", data_dir))
+        or [{"name": "cora", "present": True}, {"name": "reuters", "present": False}]
+    )
+    fake.fetch_dataset = lambda name, data_dir=None: (
+        calls.append(("fetch", name, data_dir)) or tmp_path / name
+    )
     monkeypatch.setitem(sys.modules, "lablib.data.sources", fake)
     import lablib.data
+
     monkeypatch.setattr(lablib.data, "sources", fake, raising=False)
     assert main(["data", "list", "--data-dir", str(tmp_path)]) == 0
     assert main(["data", "fetch", "cora"]) == 0
@@ -124,8 +178,19 @@ def test_collect_submissions_names(tmp_path):
 
 def test_regrade_one_student_keeps_the_class_and_no_stale_file(batch, tmp_path, capsys):
     out = tmp_path / "out"
-    common = ["-o", str(out), "--tests", str(FIXTURE_HIDDEN), "--lab-notebook", str(FIXTURE_SOLUTION),
-              "--jobs", "2", "--timeout", "20", "--quiet"]
+    common = [
+        "-o",
+        str(out),
+        "--tests",
+        str(FIXTURE_HIDDEN),
+        "--lab-notebook",
+        str(FIXTURE_SOLUTION),
+        "--jobs",
+        "2",
+        "--timeout",
+        "20",
+        "--quiet",
+    ]
     assert main(["grade", str(FIXTURE_LAB), str(batch), *common]) == 0
     assert sorted(_rows(out)) == ["alice", "bob", "carol"]
     # the student fixes bob's softmax; only bob is graded again, into the class's output
@@ -143,15 +208,23 @@ def test_regrade_one_student_keeps_the_class_and_no_stale_file(batch, tmp_path, 
     err = capsys.readouterr().err
     assert "lablib grade: removed: carol was in the gradebook" in err and "no longer exists" in err
     assert sorted(_rows(out)) == ["alice", "bob"]
-    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["alice.html", "alice.md", "bob.html", "bob.md"]
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == [
+        "alice.html",
+        "alice.md",
+        "bob.html",
+        "bob.md",
+    ]
     assert not list((out / "instructor").glob("*.md"))
     # --fresh starts a new gradebook; another lab's gradebook is never overwritten
     assert main(["grade", str(FIXTURE_LAB), str(batch / "alice.ipynb"), *common, "--fresh"]) == 0
-    assert sorted(_rows(out)) == ["alice"] and sorted(p.name for p in (out / "feedback").iterdir()) == [
-        "alice.html", "alice.md"]
+    assert sorted(_rows(out)) == ["alice"] and sorted(
+        p.name for p in (out / "feedback").iterdir()
+    ) == ["alice.html", "alice.md"]
     capsys.readouterr()
     assert main(["grade", "lab1", str(batch / "alice.ipynb"), "-o", str(out), "--quiet"]) == 2
-    assert "holds the gradebook of 'lab0_fixture', not of 'lab1_attention'" in capsys.readouterr().err
+    assert (
+        "holds the gradebook of 'lab0_fixture', not of 'lab1_attention'" in capsys.readouterr().err
+    )
 
 
 def test_names_are_inert_in_the_spreadsheet_and_the_terminal(tmp_path, capsys):
@@ -160,14 +233,33 @@ def test_names_are_inert_in_the_spreadsheet_and_the_terminal(tmp_path, capsys):
     for name in ("=HYPERLINK(1)", "+1+1", "@SUM(1)", "-2", "clear\x1b[2Jscreen"):
         shutil.copy(FIXTURE_SOLUTION, subs / f"{name}.ipynb")
     out = tmp_path / "out"
-    assert main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(out), "--lab-notebook", str(FIXTURE_SOLUTION),
-                 "--jobs", "2", "--timeout", "20", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                str(FIXTURE_LAB),
+                str(subs),
+                "-o",
+                str(out),
+                "--lab-notebook",
+                str(FIXTURE_SOLUTION),
+                "--jobs",
+                "2",
+                "--timeout",
+                "20",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "clear?[2Jscreen" in printed
     with open(out / "grades.csv", newline="") as f:
         names = [row["submission"] for row in csv.DictReader(f)]
     # control characters are replaced where the name is read: no report holds them
-    assert sorted(names) == sorted(["'=HYPERLINK(1)", "'+1+1", "'@SUM(1)", "'-2", "clear?[2Jscreen"])
+    assert sorted(names) == sorted(
+        ["'=HYPERLINK(1)", "'+1+1", "'@SUM(1)", "'-2", "clear?[2Jscreen"]
+    )
     data = json.loads((out / "grades.json").read_text())  # the JSON keeps the names as they are
     assert "=HYPERLINK(1)" in {s["submission"] for s in data["submissions"]}
 
@@ -186,12 +278,16 @@ def test_judging_time_counts_in_the_submissions_seconds(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(grade_module, "judge_submission", slow_judge)
-    monkeypatch.setattr(grade_module, "run_submission",  # a run of 0.25 s that answered nothing
-                        lambda *a, **k: grade_module.RunOutcome(seconds=0.25))
+    monkeypatch.setattr(
+        grade_module,
+        "run_submission",  # a run of 0.25 s that answered nothing
+        lambda *a, **k: grade_module.RunOutcome(seconds=0.25),
+    )
     lab = load_lab(str(FIXTURE_LAB))
     from lablib.grading.notebook import read_notebook, setup_sources
 
     nb, _ = read_notebook(FIXTURE_SOLUTION)
-    result = grade_module.grade_one(lab, "alice", FIXTURE_SOLUTION, setup_sources(nb),
-                                    limits=grade_module.Limits(timeout=20))
+    result = grade_module.grade_one(
+        lab, "alice", FIXTURE_SOLUTION, setup_sources(nb), limits=grade_module.Limits(timeout=20)
+    )
     assert 1.2 <= result.seconds < 5, result.seconds  # the run's 0.25 s and the judge's second

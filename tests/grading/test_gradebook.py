@@ -24,8 +24,9 @@ def lab():
 
 def _result(lab, name, folder):
     shutil.copy(FIXTURE_SOLUTION, folder / f"{name}.ipynb")
-    tests = [TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden)
-             for t in lab.tests]
+    tests = [
+        TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden) for t in lab.tests
+    ]
     return summarise(lab, name, str(folder / f"{name}.ipynb"), tests, Status())
 
 
@@ -43,7 +44,8 @@ def test_skipped_paths_are_kept_in_the_gradebook_not_read_from_the_summary(lab, 
     skipped = [(str(tmp_path / "notes.txt"), "not a notebook: only .ipynb files are graded")]
     write_reports(out, lab, [_result(lab, "ann", tmp_path)], skipped=skipped)
     assert json.loads((out / "grades.json").read_text())["skipped"] == [
-        {"path": skipped[0][0], "reason": skipped[0][1]}]
+        {"path": skipped[0][0], "reason": skipped[0][1]}
+    ]
     (out / "summary.json").write_text("not a summary")  # a report: never read back
     rewrite_reports(out, lab=lab)
     summary = json.loads((out / "summary.json").read_text())
@@ -55,7 +57,7 @@ def test_a_stored_gradebook_with_a_broken_skipped_list_is_an_error(lab, tmp_path
     write_reports(out, lab, [_result(lab, "ann", tmp_path)])
     data = json.loads((out / "grades.json").read_text())
     (out / "grades.json").write_text(json.dumps(dict(data, skipped=["notes.txt"])))
-    with pytest.raises(GradebookError, match="\"skipped\" is not a list"):
+    with pytest.raises(GradebookError, match='"skipped" is not a list'):
         rewrite_reports(out, lab=lab)
 
 

@@ -30,8 +30,9 @@ def _install(zip_path, root):
 
 def _run(root):
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHON=sys.executable)
-    result = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        ["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads((root / "results" / "results.json").read_text())
 
@@ -54,13 +55,33 @@ def test_zip_contents(tmp_path):
     import lablib
 
     zip_path = tmp_path / "autograder.zip"
-    assert main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN),
-                 "--lab-notebook", str(FIXTURE_SOLUTION)]) == 0
+    assert (
+        main(
+            [
+                "gradescope",
+                str(FIXTURE_LAB),
+                "-o",
+                str(zip_path),
+                "--tests",
+                str(FIXTURE_HIDDEN),
+                "--lab-notebook",
+                str(FIXTURE_SOLUTION),
+            ]
+        )
+        == 0
+    )
     wheel_name = f"lablib-{lablib.__version__}-py3-none-any.whl"
     with zipfile.ZipFile(zip_path) as zf:
         names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "config.json", "lab.ipynb", "tests/lab0_fixture.py",
-                "spec/lab0_fixture.py", f"wheels/{wheel_name}"} <= names
+        assert {
+            "setup.sh",
+            "run_autograder",
+            "config.json",
+            "lab.ipynb",
+            "tests/lab0_fixture.py",
+            "spec/lab0_fixture.py",
+            f"wheels/{wheel_name}",
+        } <= names
         setup_sh = zf.read("setup.sh").decode()
         _setup_installs_only_the_shipped_wheel(setup_sh, wheel_name)
         assert "lablib==" not in setup_sh
@@ -71,7 +92,10 @@ def test_zip_contents(tmp_path):
     (tmp_path / wheel_name).write_bytes(wheel_bytes)
     with zipfile.ZipFile(tmp_path / wheel_name) as wz:  # the running lablib, with a valid RECORD
         package = pathlib.Path(lablib.__file__).parent
-        assert wz.read("lablib/grading/gradescope.py") == (package / "grading" / "gradescope.py").read_bytes()
+        assert (
+            wz.read("lablib/grading/gradescope.py")
+            == (package / "grading" / "gradescope.py").read_bytes()
+        )
         assert "lablib/grading/labs/lab1_attention.ipynb" in wz.namelist()
         assert not [n for n in wz.namelist() if "__pycache__" in n or n.startswith("solutions/")]
         info = f"lablib-{lablib.__version__}.dist-info"
@@ -82,19 +106,44 @@ def test_zip_contents(tmp_path):
         for name, digest, size in rows:
             if name != f"{info}/RECORD":
                 data = wz.read(name)
-                expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                expected = (
+                    base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                )
                 assert digest == f"sha256={expected}" and int(size) == len(data), name
     again = tmp_path / "again.zip"
-    main(["gradescope", str(FIXTURE_LAB), "-o", str(again), "--tests", str(FIXTURE_HIDDEN),
-          "--lab-notebook", str(FIXTURE_SOLUTION)])
+    main(
+        [
+            "gradescope",
+            str(FIXTURE_LAB),
+            "-o",
+            str(again),
+            "--tests",
+            str(FIXTURE_HIDDEN),
+            "--lab-notebook",
+            str(FIXTURE_SOLUTION),
+        ]
+    )
     assert again.read_bytes() == zip_path.read_bytes()  # deterministic
     # --wheel ships the file given, as it is
     given = tmp_path / "given" / wheel_name
     given.parent.mkdir()
     given.write_bytes(wheel_bytes)
     third = tmp_path / "third.zip"
-    assert main(["gradescope", str(FIXTURE_LAB), "-o", str(third), "--lab-notebook", str(FIXTURE_SOLUTION),
-                 "--wheel", str(given)]) == 0
+    assert (
+        main(
+            [
+                "gradescope",
+                str(FIXTURE_LAB),
+                "-o",
+                str(third),
+                "--lab-notebook",
+                str(FIXTURE_SOLUTION),
+                "--wheel",
+                str(given),
+            ]
+        )
+        == 0
+    )
     with zipfile.ZipFile(third) as zf:
         assert zf.read(f"wheels/{wheel_name}") == wheel_bytes
 
@@ -103,14 +152,36 @@ def test_results_without_hidden_tests_are_visible_at_once():
     from lablib.grading.report.gradescope import to_gradescope_json
     from lablib.grading.results import Status, SubmissionResult, TestResult
 
-    public = TestResult(id="softmax::worked_example", piece="softmax", name="worked_example", score=2.0,
-                        max_score=2.0, passed=True, hidden=False)
-    hidden = TestResult(id="softmax::large", piece="softmax", name="large", score=0.0, max_score=3.0,
-                        passed=False, hidden=True, message="wrong")
+    public = TestResult(
+        id="softmax::worked_example",
+        piece="softmax",
+        name="worked_example",
+        score=2.0,
+        max_score=2.0,
+        passed=True,
+        hidden=False,
+    )
+    hidden = TestResult(
+        id="softmax::large",
+        piece="softmax",
+        name="large",
+        score=0.0,
+        max_score=3.0,
+        passed=False,
+        hidden=True,
+        message="wrong",
+    )
 
     def result(*tests):
-        return SubmissionResult(submission="a", path="a.ipynb", status=Status(), score=sum(t.score for t in tests),
-                                max_score=sum(t.max_score for t in tests), pieces={}, tests=list(tests))
+        return SubmissionResult(
+            submission="a",
+            path="a.ipynb",
+            status=Status(),
+            score=sum(t.score for t in tests),
+            max_score=sum(t.max_score for t in tests),
+            pieces={},
+            tests=list(tests),
+        )
 
     data = to_gradescope_json(result(public))
     assert data["visibility"] == "visible" and data["score"] == 2.0
@@ -122,35 +193,52 @@ def test_setup_sh_installs_into_its_own_venv_never_the_system_python(tmp_path):
     """An externally managed system Python (PEP 668) refuses `pip install`: setup.sh makes
     (or reuses) a venv and every pip command runs that venv's Python; run_autograder uses it."""
     zip_path = tmp_path / "autograder.zip"
-    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--lab-notebook", str(FIXTURE_SOLUTION)])
+    main(
+        [
+            "gradescope",
+            str(FIXTURE_LAB),
+            "-o",
+            str(zip_path),
+            "--lab-notebook",
+            str(FIXTURE_SOLUTION),
+        ]
+    )
     with zipfile.ZipFile(zip_path) as zf:
         setup_sh, run_autograder = zf.read("setup.sh").decode(), zf.read("run_autograder").decode()
     pip_lines = [line for line in setup_sh.splitlines() if " pip " in line]
-    assert pip_lines and all(line.lstrip().startswith('"$VENV/bin/python" -m pip') for line in pip_lines), pip_lines
+    assert pip_lines and all(
+        line.lstrip().startswith('"$VENV/bin/python" -m pip') for line in pip_lines
+    ), pip_lines
     assert 'python3 -m venv "$VENV"' in setup_sh and "python3-venv" in setup_sh
-    assert '${LABLIB_VENV:-/autograder/lablib-venv}/bin/python' in run_autograder
+    assert "${LABLIB_VENV:-/autograder/lablib-venv}/bin/python" in run_autograder
 
     # Run it: a fresh venv is made at LABLIB_VENV; pip is stubbed to record what it is asked.
     venv = tmp_path / "gs-venv"
     fake = tmp_path / "fake-bin"
     fake.mkdir()
-    (fake / "apt-get").write_text("#!/bin/sh\necho apt-get \"$@\" >> \"$LOG\"\n")
+    (fake / "apt-get").write_text('#!/bin/sh\necho apt-get "$@" >> "$LOG"\n')
     (fake / "apt-get").chmod(0o755)
     source = tmp_path / "source"
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(source)
     log = tmp_path / "log"
-    stub = ("#!/bin/sh\necho \"$0 $*\" >> \"$LOG\"\n"
-            "case \"$*\" in *'import lablib'*) exit 0;; esac\nexit 0\n")
+    stub = (
+        '#!/bin/sh\necho "$0 $*" >> "$LOG"\n'
+        "case \"$*\" in *'import lablib'*) exit 0;; esac\nexit 0\n"
+    )
     # Make the venv first with a stub python that records every call (pip included).
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text(stub)
     (venv / "bin" / "python").chmod(0o755)
     env = dict(os.environ, LABLIB_VENV=str(venv), LOG=str(log), PATH=f"{fake}:{os.environ['PATH']}")
-    result = subprocess.run(["bash", str(source / "setup.sh")], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["bash", str(source / "setup.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     calls = log.read_text().splitlines()
-    assert all(c.startswith(f"{venv}/bin/python ") for c in calls), calls  # the venv reused, apt untouched
+    assert all(c.startswith(f"{venv}/bin/python ") for c in calls), (
+        calls
+    )  # the venv reused, apt untouched
     assert any("-m pip install" in c and "/wheels/lablib-" in c for c in calls), calls
 
 
@@ -158,33 +246,67 @@ def test_wrong_wheel_is_refused(tmp_path, capsys):
     bogus = tmp_path / "lablib-0.1.0-py3-none-any.whl"
     with zipfile.ZipFile(bogus, "w") as zf:
         zf.writestr("other/__init__.py", "")
-    cases = [(bogus, "is not a lablib wheel (no lablib-0.1.0.dist-info/METADATA"),
-             (tmp_path / "missing.whl", "does not exist"),
-             (FIXTURE_SOLUTION, "not named like a lablib wheel")]
+    cases = [
+        (bogus, "is not a lablib wheel (no lablib-0.1.0.dist-info/METADATA"),
+        (tmp_path / "missing.whl", "does not exist"),
+        (FIXTURE_SOLUTION, "not named like a lablib wheel"),
+    ]
     for wheel, words in cases:
-        assert main(["gradescope", str(FIXTURE_LAB), "-o", str(tmp_path / "ag.zip"),
-                     "--lab-notebook", str(FIXTURE_SOLUTION), "--wheel", str(wheel)]) == 2
+        assert (
+            main(
+                [
+                    "gradescope",
+                    str(FIXTURE_LAB),
+                    "-o",
+                    str(tmp_path / "ag.zip"),
+                    "--lab-notebook",
+                    str(FIXTURE_SOLUTION),
+                    "--wheel",
+                    str(wheel),
+                ]
+            )
+            == 2
+        )
         assert words in capsys.readouterr().err
     assert not (tmp_path / "ag.zip").exists()
 
 
 def test_run_autograder_writes_gradescope_results(tmp_path):
     zip_path = tmp_path / "autograder.zip"
-    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN),
-          "--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "10"])
+    main(
+        [
+            "gradescope",
+            str(FIXTURE_LAB),
+            "-o",
+            str(zip_path),
+            "--tests",
+            str(FIXTURE_HIDDEN),
+            "--lab-notebook",
+            str(FIXTURE_SOLUTION),
+            "--timeout",
+            "10",
+        ]
+    )
     root = tmp_path / "autograder"
     _install(zip_path, root)
     shutil.copy(FIXTURE_SOLUTION, root / "submission" / "my_lab.ipynb")
     data = _run(root)
     assert data["score"] == 8 and data["stdout_visibility"] == "hidden"
-    assert {t["name"] for t in data["tests"]} >= {"softmax: worked_example", "softmax: large_logits (hidden)"}
+    assert {t["name"] for t in data["tests"]} >= {
+        "softmax: worked_example",
+        "softmax: large_logits (hidden)",
+    }
     hidden = next(t for t in data["tests"] if t["name"].endswith("(hidden)"))
     assert hidden["visibility"] == "after_published" and hidden["max_score"] > 0
-    assert all(set(t) == {"name", "score", "max_score", "output", "visibility"} for t in data["tests"])
+    assert all(
+        set(t) == {"name", "score", "max_score", "output", "visibility"} for t in data["tests"]
+    )
     # Students see no total (it counts the hidden points) until the instructor publishes;
     # the public tests are shown at once.
     assert data["visibility"] == "after_published"
-    assert all(t["visibility"] == "visible" for t in data["tests"] if not t["name"].endswith("(hidden)"))
+    assert all(
+        t["visibility"] == "visible" for t in data["tests"] if not t["name"].endswith("(hidden)")
+    )
     # The same writers as `lablib grade` ran: the gradebook and feedback stay beside results.json.
     results = root / "results"
     assert (results / "grades.csv").read_text().splitlines()[1].startswith("my_lab,ok,8,")

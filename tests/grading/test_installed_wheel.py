@@ -16,7 +16,10 @@ import pytest
 from grading_paths import ROOT
 from wheel_venv import fresh_venv, run, wheel_files
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]  # builds and installs a wheel, runs a simulated Gradescope
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+]  # builds and installs a wheel, runs a simulated Gradescope
 
 LAB = "lab1_attention"
 SOLUTION = ROOT / "solutions" / f"{LAB}.ipynb"
@@ -31,9 +34,28 @@ def test_grade_from_an_empty_folder(installed_lablib, tmp_path):
     shutil.copy(ROOT / "labs" / f"{LAB}.ipynb", subs / "blank.ipynb")
     empty = tmp_path / "empty"
     empty.mkdir()
-    run([python.parent / "lablib", "grade", LAB, subs / "solution.ipynb", subs / "blank.ipynb", "-o", "out",
-          "--jobs", "1", "--timeout", TIMEOUT, "--quiet"], cwd=empty, timeout=1500)
-    data = {s["submission"]: s for s in json.loads((empty / "out" / "grades.json").read_text())["submissions"]}
+    run(
+        [
+            python.parent / "lablib",
+            "grade",
+            LAB,
+            subs / "solution.ipynb",
+            subs / "blank.ipynb",
+            "-o",
+            "out",
+            "--jobs",
+            "1",
+            "--timeout",
+            TIMEOUT,
+            "--quiet",
+        ],
+        cwd=empty,
+        timeout=1500,
+    )
+    data = {
+        s["submission"]: s
+        for s in json.loads((empty / "out" / "grades.json").read_text())["submissions"]
+    }
     assert data["solution"]["status"] == "ok", data["solution"]["notes"]
     assert (data["solution"]["score"], data["solution"]["max_score"]) == (19, 19)
     assert data["blank"]["score"] == 0
@@ -43,16 +65,23 @@ def test_gradescope_zip_from_an_installed_wheel(installed_lablib, tmp_path):
     python, wheel = installed_lablib
     empty = tmp_path / "empty"
     empty.mkdir()
-    run([python.parent / "lablib", "gradescope", LAB, "-o", "ag.zip", "--timeout", TIMEOUT], cwd=empty)
+    run(
+        [python.parent / "lablib", "gradescope", LAB, "-o", "ag.zip", "--timeout", TIMEOUT],
+        cwd=empty,
+    )
     root = tmp_path / "autograder"
     with zipfile.ZipFile(empty / "ag.zip") as zf:
-        shipped = [n for n in zf.namelist() if n.startswith("wheels/lablib-") and n.endswith(".whl")]
+        shipped = [
+            n for n in zf.namelist() if n.startswith("wheels/lablib-") and n.endswith(".whl")
+        ]
         assert len(shipped) == 1, zf.namelist()
         zf.extractall(root / "source")
     setup_sh = (root / "source" / "setup.sh").read_text()
     for line in (line for line in setup_sh.splitlines() if "pip install" in line):
         named = [w for w in line.replace('"', " ").split() if "lablib" in w.lower()]
-        assert all(w.startswith("$HERE/wheels/lablib-") for w in named), line  # never lablib by name
+        assert all(w.startswith("$HERE/wheels/lablib-") for w in named), (
+            line
+        )  # never lablib by name
     # the zip's wheel is the installed lablib, rebuilt from its RECORD: same package files
     assert wheel_files(root / "source" / shipped[0]) == wheel_files(wheel)
 
@@ -66,7 +95,13 @@ def test_gradescope_zip_from_an_installed_wheel(installed_lablib, tmp_path):
     os.chmod(fake_bin / "apt-get", 0o755)
     path = f"{fake_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     venv = str(tmp_path / "gradescope-venv")
-    run(["bash", root / "source" / "setup.sh"], cwd=root / "source", PATH=path, PIP_NO_INDEX="1", LABLIB_VENV=venv)
+    run(
+        ["bash", root / "source" / "setup.sh"],
+        cwd=root / "source",
+        PATH=path,
+        PIP_NO_INDEX="1",
+        LABLIB_VENV=venv,
+    )
     where = run([target, "-c", "import lablib; print(lablib.__file__)"], cwd=tmp_path)
     assert where.startswith(venv), where
 
@@ -74,8 +109,14 @@ def test_gradescope_zip_from_an_installed_wheel(installed_lablib, tmp_path):
         (root / name).mkdir()
     shutil.copy(SOLUTION, root / "submission" / f"{LAB}.ipynb")
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
-    run(["bash", root / "run_autograder"], cwd=root, timeout=1500, PATH=path, AUTOGRADER_ROOT=str(root),
-        LABLIB_VENV=venv)
+    run(
+        ["bash", root / "run_autograder"],
+        cwd=root,
+        timeout=1500,
+        PATH=path,
+        AUTOGRADER_ROOT=str(root),
+        LABLIB_VENV=venv,
+    )
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 19, results["output"]
     assert all(t["score"] == t["max_score"] for t in results["tests"]), results["tests"]

@@ -38,17 +38,22 @@ def test_penalty_per_started_day_with_cap_grace_and_extensions():
 
 def test_penalty_per_hour_in_points_and_never_more_than_the_points():
     policy = LatePolicy.parse(due=DUE, per_hour="1.5")
-    assert policy.penalty("2026-11-21T02:30+01:00", 20).penalty == 4.5  # 2 h 31 min: 3 started hours
+    assert (
+        policy.penalty("2026-11-21T02:30+01:00", 20).penalty == 4.5
+    )  # 2 h 31 min: 3 started hours
     assert policy.penalty("2026-11-30T02:30+01:00", 20).penalty == 20
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"due": "next friday"}, "not a time"),
-    ({"due": DUE, "per_day": "ten"}, "not an amount"),
-    ({"due": DUE, "per_day": "150%"}, "out of range"),
-    ({"due": DUE, "per_day": "1", "per_hour": "1"}, "not both"),
-    ({"due": DUE, "grace": "15"}, "with its unit"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"due": "next friday"}, "not a time"),
+        ({"due": DUE, "per_day": "ten"}, "not an amount"),
+        ({"due": DUE, "per_day": "150%"}, "out of range"),
+        ({"due": DUE, "per_day": "1", "per_hour": "1"}, "not both"),
+        ({"due": DUE, "grace": "15"}, "with its unit"),
+    ],
+)
 def test_bad_policies_are_refused_with_what_to_write(kwargs, message):
     with pytest.raises(LateError, match=message):
         LatePolicy.parse(**kwargs)
@@ -58,7 +63,9 @@ def test_times_and_durations():
     assert parse_time("2026-11-20 23:58:12 -0800").utcoffset() == dt.timedelta(hours=-8)
     assert parse_time("2026-11-20T23:58Z").utcoffset() == dt.timedelta(0)
     assert parse_time("2026-11-20T23:58").tzinfo is not None, "a naive time is in the local zone"
-    assert parse_duration("1d12h") == dt.timedelta(hours=36) and parse_duration("90m") == dt.timedelta(minutes=90)
+    assert parse_duration("1d12h") == dt.timedelta(hours=36) and parse_duration(
+        "90m"
+    ) == dt.timedelta(minutes=90)
 
 
 def _lab():
@@ -69,28 +76,56 @@ def _lab():
 
 
 def _class(tmp_path, times):
-    results = [SubmissionResult(name, str(tmp_path / f"{name}.ipynb"), Status(), 10.0, 15.0,
-                                {"f": PieceScore(10.0, 15.0)}, []) for name in times]
+    results = [
+        SubmissionResult(
+            name,
+            str(tmp_path / f"{name}.ipynb"),
+            Status(),
+            10.0,
+            15.0,
+            {"f": PieceScore(10.0, 15.0)},
+            [],
+        )
+        for name in times
+    ]
     roster = tmp_path / "roster.csv"
     with open(roster, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student_id", "name", "email", "section", "submission", "submitted_at", "extension"])
+        writer.writerow(
+            ["student_id", "name", "email", "section", "submission", "submitted_at", "extension"]
+        )
         for k, (name, when) in enumerate(times.items()):
-            writer.writerow([f"{k}", name.title(), f"{name}@x.edu", "A", name, when, "2d" if name == "dan" else ""])
+            writer.writerow(
+                [
+                    f"{k}",
+                    name.title(),
+                    f"{name}@x.edu",
+                    "A",
+                    name,
+                    when,
+                    "2d" if name == "dan" else "",
+                ]
+            )
     return results, roster
 
 
 def test_penalties_reach_every_report_and_the_export(tmp_path):
     lab = _lab()
-    times = {"ann": "2026-11-20T22:00+01:00", "bob": "2026-11-21T10:00+01:00", "cat": "",
-             "dan": "2026-11-22T10:00+01:00"}
+    times = {
+        "ann": "2026-11-20T22:00+01:00",
+        "bob": "2026-11-21T10:00+01:00",
+        "cat": "",
+        "dan": "2026-11-22T10:00+01:00",
+    }
     results, roster_path = _class(tmp_path, times)
     out = tmp_path / "out"
     policy = LatePolicy.parse(due=DUE, per_day="10%", cap="50%")
     report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert rows["ann"]["late_penalty"] == "0" and rows["ann"]["total"] == "10"
-    assert rows["bob"]["late_penalty"] == "2" and rows["bob"]["total"] == "8", "10% of 20 points possible"
+    assert rows["bob"]["late_penalty"] == "2" and rows["bob"]["total"] == "8", (
+        "10% of 20 points possible"
+    )
     assert rows["bob"]["late_hours"] == "10.02"
     assert rows["cat"]["late_penalty"] == "" and rows["cat"]["total"] == "10", "no time: no penalty"
     assert rows["dan"]["late_penalty"] == "0", "the roster's extension"
@@ -101,15 +136,31 @@ def test_penalties_reach_every_report_and_the_export(tmp_path):
     assert summary["late"]["late"] == 1 and summary["late"]["no_time"] == ["cat"]
     assert summary["late"]["total"]["mean"] == 9.5, "the totals the gradebook gives: 10, 8, 10, 10"
     assert "Late work" in (out / "summary.html").read_text()
-    entry = next(e for e in json.loads((out / "grades.json").read_text())["submissions"] if e["submission"] == "bob")
+    entry = next(
+        e
+        for e in json.loads((out / "grades.json").read_text())["submissions"]
+        if e["submission"] == "bob"
+    )
     assert entry["late"]["penalty"] == 2 and entry["total"] == 8
-    with pytest.raises(ExportError, match="4 written answers never graded"):  # nobody graded them yet
+    with pytest.raises(
+        ExportError, match="4 written answers never graded"
+    ):  # nobody graded them yet
         export("canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv")
-    done = export("canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv", allow_ungraded=True)
-    assert len(done["ungraded"][lab.name]) == 4 and "4 with written answers not graded" in done["summary"]
+    done = export(
+        "canvas", [out], Roster.load(roster_path), tmp_path / "canvas.csv", allow_ungraded=True
+    )
+    assert (
+        len(done["ungraded"][lab.name]) == 4
+        and "4 with written answers not graded" in done["summary"]
+    )
     header, possible, *students = list(csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8")))
     assert possible[header.index(lab.title)] == "20"
-    assert {r[0]: r[header.index(lab.title)] for r in students} == {"Ann": "10", "Bob": "8", "Cat": "10", "Dan": "10"}
+    assert {r[0]: r[header.index(lab.title)] for r in students} == {
+        "Ann": "10",
+        "Bob": "8",
+        "Cat": "10",
+        "Dan": "10",
+    }
 
 
 def test_the_kept_policy_applies_to_rewrites_and_file_times_work(tmp_path):
@@ -122,9 +173,13 @@ def test_the_kept_policy_applies_to_rewrites_and_file_times_work(tmp_path):
     out = tmp_path / "out"
     report.write_reports(out, lab, results)
     (out / ".roster.csv").write_text(roster_path.read_text())
-    rewrite_reports(out, lab=lab, late_policy=LatePolicy.parse(due=DUE, per_day="2", from_files=True))
+    rewrite_reports(
+        out, lab=lab, late_policy=LatePolicy.parse(due=DUE, per_day="2", from_files=True)
+    )
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
-    assert rows["eve"]["late_penalty"] == "0" and rows["fay"]["late_penalty"] == "4", "30 h: 2 started days"
+    assert rows["eve"]["late_penalty"] == "0" and rows["fay"]["late_penalty"] == "4", (
+        "30 h: 2 started days"
+    )
     rewrite_reports(out, lab=lab)  # no policy given: the kept one
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert rows["fay"]["total"] == "6"

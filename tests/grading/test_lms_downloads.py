@@ -9,8 +9,14 @@ import unicodedata
 
 import pytest
 
-from lablib.grading.lms import (LmsDownloadError, canvas_name, clean_label, moodle_name, moodle_time,
-                                read_gradescope_metadata)
+from lablib.grading.lms import (
+    LmsDownloadError,
+    canvas_name,
+    clean_label,
+    moodle_name,
+    moodle_time,
+    read_gradescope_metadata,
+)
 from lablib.grading.submissions import find_submissions
 
 
@@ -20,41 +26,81 @@ def _book(path):
     return path
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("andersonemma_184001_9000001_lab4_gat.ipynb",
-     {"name": "andersonemma", "user_id": "184001", "attachment_id": "9000001", "late": False, "file": "lab4_gat.ipynb"}),
-    ("andersonemma_LATE_184001_9000001_lab4_gat.ipynb", {"late": True, "user_id": "184001", "name": "andersonemma"}),
-    ("o_brienpat_12_345_x_1_2_y.ipynb", {"name": "o_brienpat", "user_id": "12", "file": "x_1_2_y.ipynb"}),
-    ("anon_ab3d9_9000001_lab.ipynb", {"name": "", "anonymous_id": "ab3d9", "late": False}),
-    ("LATE_anon_ab3d9_9000001_lab.ipynb", {"name": "", "anonymous_id": "ab3d9", "late": True}),
-    (unicodedata.normalize("NFD", "núñezjosé_7_800_lab.ipynb"), {"name": "núñezjosé", "user_id": "7"}),
-    ("王小明_55_1234_lab-1.ipynb", {"name": "王小明", "file": "lab-1.ipynb"}),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        (
+            "andersonemma_184001_9000001_lab4_gat.ipynb",
+            {
+                "name": "andersonemma",
+                "user_id": "184001",
+                "attachment_id": "9000001",
+                "late": False,
+                "file": "lab4_gat.ipynb",
+            },
+        ),
+        (
+            "andersonemma_LATE_184001_9000001_lab4_gat.ipynb",
+            {"late": True, "user_id": "184001", "name": "andersonemma"},
+        ),
+        (
+            "o_brienpat_12_345_x_1_2_y.ipynb",
+            {"name": "o_brienpat", "user_id": "12", "file": "x_1_2_y.ipynb"},
+        ),
+        ("anon_ab3d9_9000001_lab.ipynb", {"name": "", "anonymous_id": "ab3d9", "late": False}),
+        ("LATE_anon_ab3d9_9000001_lab.ipynb", {"name": "", "anonymous_id": "ab3d9", "late": True}),
+        (
+            unicodedata.normalize("NFD", "núñezjosé_7_800_lab.ipynb"),
+            {"name": "núñezjosé", "user_id": "7"},
+        ),
+        ("王小明_55_1234_lab-1.ipynb", {"name": "王小明", "file": "lab-1.ipynb"}),
+    ],
+)
 def test_canvas_download_names(name, expected):
     found = canvas_name(name)
     assert found is not None and found["lms"] == "canvas"
     assert {k: found.get(k) for k in expected} == expected
 
 
-@pytest.mark.parametrize("name", ["s01.ipynb", "lab1_2_3.ipynb", "hw_1_22_final.ipynb", "erin_lab1.ipynb",
-                                  "andersonemma_184001_lab1.ipynb"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "s01.ipynb",
+        "lab1_2_3.ipynb",
+        "hw_1_22_final.ipynb",
+        "erin_lab1.ipynb",
+        "andersonemma_184001_lab1.ipynb",
+    ],
+)
 def test_other_names_are_not_canvas_downloads(name):
     assert canvas_name(name) is None  # an attachment id has at least 3 digits
 
 
 def test_moodle_download_names():
     folder = moodle_name("Emma Anderson_1234567_assignsubmission_file_")
-    assert folder == {"lms": "moodle", "name": "Emma Anderson", "participant_id": "1234567", "plugin": "file",
-                      "file": ""}
+    assert folder == {
+        "lms": "moodle",
+        "name": "Emma Anderson",
+        "participant_id": "1234567",
+        "plugin": "file",
+        "file": "",
+    }
     flat = moodle_name("Emma Anderson_1234567_assignsubmission_file_lab1.ipynb")
     assert flat["file"] == "lab1.ipynb" and flat["participant_id"] == "1234567"
-    assert moodle_name("Team 3-Emma Anderson_42_assignsubmission_onlinetext_")["plugin"] == "onlinetext"
+    assert (
+        moodle_name("Team 3-Emma Anderson_42_assignsubmission_onlinetext_")["plugin"]
+        == "onlinetext"
+    )
     assert moodle_name("Participant_99_assignsubmission_file_")["name"] == "Participant"
-    assert moodle_name("Emma Anderson_1234567_assignsubmission_file") == folder, "downloader.php: no last '_'"
+    assert moodle_name("Emma Anderson_1234567_assignsubmission_file") == folder, (
+        "downloader.php: no last '_'"
+    )
     assert moodle_name("Emma Anderson") is None and moodle_name("lab1.ipynb") is None
     assert moodle_time("Wednesday, 10 June 2026, 2:14 PM").startswith("2026-06-10T14:14")
     assert moodle_time("Wednesday, September 23, 2020, 9:00 PM").startswith("2020-09-23T21:00")
-    assert moodle_time("-") == "" and moodle_time("next week") == "next week"  # unread: the late policy says so
+    assert (
+        moodle_time("-") == "" and moodle_time("next week") == "next week"
+    )  # unread: the late policy says so
 
 
 GRADESCOPE = """submission_409194023:
@@ -86,14 +132,23 @@ def test_gradescope_metadata(tmp_path):
     path.write_text(GRADESCOPE)
     meta = read_gradescope_metadata(path)
     first = meta["submission_409194023"]
-    assert first["submitters"] == [{"name": "First Last", "sid": "123456789", "email": "first@uni.example"}]
-    assert first["submitted_at"] == "2026-04-26T17:34:00+00:00" and first["history"] == ["2026-04-25T10:00:00-07:00"]
+    assert first["submitters"] == [
+        {"name": "First Last", "sid": "123456789", "email": "first@uni.example"}
+    ]
+    assert first["submitted_at"] == "2026-04-26T17:34:00+00:00" and first["history"] == [
+        "2026-04-25T10:00:00-07:00"
+    ]
     assert [p["sid"] for p in meta["submission_500000001"]["submitters"]] == ["111", "222"]
     assert meta["submission_500000001"]["submitted_at"] == "2026-04-26T09:00:00-07:00"
-    assert meta["submission_600000002"]["submitters"] == [] and meta["submission_600000002"]["submitted_at"] == ""
+    assert (
+        meta["submission_600000002"]["submitters"] == []
+        and meta["submission_600000002"]["submitted_at"] == ""
+    )
     path.write_text("submission_1:\n  :submitters: [\n")
-    with pytest.raises(LmsDownloadError, match="cannot be read as Gradescope's submission metadata.*download the "
-                                               "export again"):
+    with pytest.raises(
+        LmsDownloadError,
+        match="cannot be read as Gradescope's submission metadata.*download the export again",
+    ):
         read_gradescope_metadata(path)
     path.write_text("- a list\n")
     with pytest.raises(LmsDownloadError, match="expected a mapping"):
@@ -115,8 +170,15 @@ def test_find_submissions_in_every_layout_at_once(tmp_path):
     subs = tmp_path / "subs"
     _book(subs / "Sec-03" / "ivanovazoë_LATE_184003_9000003_lab1_attention.ipynb")
     _book(subs / "andersonemma_184000_9000000_lab1_attention.ipynb")
-    _book(subs / "moodle" / unicodedata.normalize("NFD", "José Núñez_7300017_assignsubmission_file_") / "lab1.ipynb")
-    _book(subs / "moodle" / "Sec-03" / "Emma Anderson_7300000_assignsubmission_file_" / "lab1.ipynb")
+    _book(
+        subs
+        / "moodle"
+        / unicodedata.normalize("NFD", "José Núñez_7300017_assignsubmission_file_")
+        / "lab1.ipynb"
+    )
+    _book(
+        subs / "moodle" / "Sec-03" / "Emma Anderson_7300000_assignsubmission_file_" / "lab1.ipynb"
+    )
     export = subs / "gs" / "assignment_777_export"
     (export / "Sec-03" / "submission_409194023").mkdir(parents=True)
     _book(export / "Sec-03" / "submission_409194023" / "lab1.ipynb")
@@ -126,10 +188,19 @@ def test_find_submissions_in_every_layout_at_once(tmp_path):
     _book(subs / "__MACOSX" / "._lab1.ipynb")
     refused = []
     found = {f.name: f for f in find_submissions([subs], refused)}
-    assert sorted(found) == ["Alice A", "Emma Anderson", "First Last", "José Núñez", "andersonemma", "ivanovazoë",
-                             "mivanova"]
+    assert sorted(found) == [
+        "Alice A",
+        "Emma Anderson",
+        "First Last",
+        "José Núñez",
+        "andersonemma",
+        "ivanovazoë",
+        "mivanova",
+    ]
     assert found["ivanovazoë"].lms["late"] and found["ivanovazoë"].lms["user_id"] == "184003"
-    assert found["José Núñez"].lms["participant_id"] == "7300017" and unicodedata.is_normalized("NFC", "José Núñez")
+    assert found["José Núñez"].lms["participant_id"] == "7300017" and unicodedata.is_normalized(
+        "NFC", "José Núñez"
+    )
     assert found["First Last"].lms["submitted_at"] == "2026-04-26T17:34:00+00:00"
     assert found["First Last"].folder.endswith("Sec-03/submission_409194023")
     assert found["mivanova"].folder == "Sec-01/mivanova" and found["mivanova"].lms == {}
@@ -137,7 +208,12 @@ def test_find_submissions_in_every_layout_at_once(tmp_path):
     # a notebook given by its path carries what its download says
     one = find_submissions([export / "submission_500000001" / "lab1.ipynb"])[0]
     assert one.name == "Alice A" and [p["sid"] for p in one.lms["submitters"]] == ["111", "222"]
-    assert find_submissions([subs / "andersonemma_184000_9000000_lab1_attention.ipynb"])[0].lms["user_id"] == "184000"
+    assert (
+        find_submissions([subs / "andersonemma_184000_9000000_lab1_attention.ipynb"])[0].lms[
+            "user_id"
+        ]
+        == "184000"
+    )
 
 
 def test_hostile_names_are_made_harmless(tmp_path):
@@ -147,7 +223,9 @@ def test_hostile_names_are_made_harmless(tmp_path):
     assert clean_label("../../etc/passwd") == ".._.._etc_passwd"
     meta = tmp_path / "export" / "submission_metadata.yml"
     _book(tmp_path / "export" / "submission_1" / "lab.ipynb")
-    meta.write_text("submission_1:\n  :submitters:\n  - :name: \"../../x\\e[31m\\u202Eevil\"\n    :sid: '=1+1'\n")
+    meta.write_text(
+        "submission_1:\n  :submitters:\n  - :name: \"../../x\\e[31m\\u202Eevil\"\n    :sid: '=1+1'\n"
+    )
     found = find_submissions([tmp_path / "export"])[0]
     assert found.name == ".._.._x?[31m?evil" and found.lms["submitters"][0]["sid"] == "=1+1"
     assert found.path == tmp_path / "export" / "submission_1" / "lab.ipynb"

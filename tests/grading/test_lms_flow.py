@@ -44,7 +44,16 @@ from lablib.cli import main
 from lablib.grading.gradebook.late import LatePolicy
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.spec import load_lab
-from lms_classes import DUE, QUESTION, SOLUTION, make_canvas, make_gradescope, make_moodle, resubmit, write_variants
+from lms_classes import (
+    DUE,
+    QUESTION,
+    SOLUTION,
+    make_canvas,
+    make_gradescope,
+    make_moodle,
+    resubmit,
+    write_variants,
+)
 from review_fixtures import chromium, grade_question, lablib_review
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -66,18 +75,38 @@ def seed(tmp_path_factory):
     """The four graded codes graded once: the cache every class starts with, and each
     code's automatic points."""
     folder = tmp_path_factory.mktemp("seed")
-    code, out, err = _cli("grade", "lab1", write_variants(folder / "variants"), "-o", folder / "out", "--jobs", "2",
-                          "--quiet")
+    code, out, err = _cli(
+        "grade",
+        "lab1",
+        write_variants(folder / "variants"),
+        "-o",
+        folder / "out",
+        "--jobs",
+        "2",
+        "--quiet",
+    )
     assert code == 0, err
-    auto = {r["submission"]: float(r["score"]) for r in csv.DictReader(open(folder / "out" / "grades.csv"))}
-    assert auto["full"] == 19 and auto["blank"] == 0 and 0 < auto["unscaled"] < 19 and 0 < auto["slide"] < 19, auto
+    auto = {
+        r["submission"]: float(r["score"])
+        for r in csv.DictReader(open(folder / "out" / "grades.csv"))
+    }
+    assert (
+        auto["full"] == 19
+        and auto["blank"] == 0
+        and 0 < auto["unscaled"] < 19
+        and 0 < auto["slide"] < 19
+    ), auto
     return folder / "out" / ".cache", auto
 
 
 def _person(made: dict, identity: dict) -> dict:
     """The class's student an identity names (by SID, else e-mail: Moodle's worksheet has no SID)."""
-    found = [p for p in made["people"] if identity.get("student_id") == p["sid"]
-             or (not identity.get("student_id") and identity.get("email") == p["email"])]
+    found = [
+        p
+        for p in made["people"]
+        if identity.get("student_id") == p["sid"]
+        or (not identity.get("student_id") and identity.get("email") == p["email"])
+    ]
     assert len(found) == 1, identity
     return found[0]
 
@@ -86,7 +115,13 @@ def _choose(text: str, rubric: list) -> list[int]:
     """The grader's choice of rubric items (numbers, from 1) for an answer as the page shows
     it: "No answer." for an empty one, else student k's first 1 + k % 4 scoring items."""
     if not text:
-        return [next(n for n, (points, comment) in enumerate(rubric, 1) if points == 0 and "No answer" in comment)]
+        return [
+            next(
+                n
+                for n, (points, comment) in enumerate(rubric, 1)
+                if points == 0 and "No answer" in comment
+            )
+        ]
     k = int(re.match(r"\(student (\d+)\)", text).group(1))
     scored = [n for n, (points, _) in enumerate(rubric, 1) if points > 0]
     return scored[: 1 + k % len(scored)]
@@ -103,7 +138,11 @@ def _written(made: dict, applied: dict) -> dict:
             written[k] = shown["score"]
         else:
             empty.add(shown["score"])
-    blank = [p for p in made["people"] if not p["answer"] and p is not made["absent"] and "group_of" not in p]
+    blank = [
+        p
+        for p in made["people"]
+        if not p["answer"] and p is not made["absent"] and "group_of" not in p
+    ]
     assert len(empty) == 1 and len(applied) - len(written) == len(blank), (empty, len(blank))
     (score,) = empty
     written.update({p["k"]: score for p in blank})
@@ -115,15 +154,29 @@ def _flow(made: dict, tmp, seed, fmt: str) -> dict:
     out = tmp / "out"
     shutil.copytree(cache, out / ".cache")
     extra = ["--times", made["times"]] if "times" in made else []
-    graded = _cli("grade", "lab1", made["subs"], "-o", out, "--roster", made["roster"], "--jobs", "2", "--quiet",
-                  *POLICY, *extra)
+    graded = _cli(
+        "grade",
+        "lab1",
+        made["subs"],
+        "-o",
+        out,
+        "--roster",
+        made["roster"],
+        "--jobs",
+        "2",
+        "--quiet",
+        *POLICY,
+        *extra,
+    )
     assert graded[0] == 0, graded[2]
     first = json.loads((out / "grades.json").read_text())
     early = _cli("export", fmt, out, "--roster", made["roster"], "-o", tmp / "early.csv")
 
     # the written answers graded on the review page, as a grader grades them
-    with lablib_review("lab1", out, "--solution", SOLUTION, grader="ta-lms", cwd=tmp) as review, \
-            chromium() as (browser, expect):
+    with (
+        lablib_review("lab1", out, "--solution", SOLUTION, grader="ta-lms", cwd=tmp) as review,
+        chromium() as (browser, expect),
+    ):
         page = browser.new_page()
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -132,16 +185,25 @@ def _flow(made: dict, tmp, seed, fmt: str) -> dict:
         page.locator("#write").click()
         expect(page.locator("#status")).to_contain_text("0 written answers still to grade")
         assert not errors, errors
-    assert review.returncode == 0 and "0 written answers still to grade" in review.stdout, review.stderr
+    assert review.returncode == 0 and "0 written answers still to grade" in review.stdout, (
+        review.stderr
+    )
     written = _written(made, applied)
     reviewed = json.loads((out / "grades.json").read_text())
     assert len(reviewed["submissions"]) == len(first["submissions"])
     for entry in reviewed["submissions"]:  # each answer's points went to the student who wrote it
         person = _person(made, entry["identity"])
         given = entry["written"][QUESTION]
-        assert given["graded"] and not given["stale"] and entry["ungraded"] == 0, entry["submission"]
-        assert given["score"] == pytest.approx(written[person["k"]]), (entry["submission"], person["k"])
-    assert {e["grader"] for e in ReviewStore(out / DB_NAME, load_lab("lab1")).events()} == {"ta-lms"}
+        assert given["graded"] and not given["stale"] and entry["ungraded"] == 0, entry[
+            "submission"
+        ]
+        assert given["score"] == pytest.approx(written[person["k"]]), (
+            entry["submission"],
+            person["k"],
+        )
+    assert {e["grader"] for e in ReviewStore(out / DB_NAME, load_lab("lab1")).events()} == {
+        "ta-lms"
+    }
     reported = _cli("report", out)
     assert reported[0] == 0, reported[2]
 
@@ -150,10 +212,21 @@ def _flow(made: dict, tmp, seed, fmt: str) -> dict:
     assert regraded[0] == 0, regraded[2]
     exported = _cli("export", fmt, out, "--roster", made["roster"], "-o", tmp / "export.csv")
     assert exported[0] == 0, exported[2]
-    return {"made": made, "out": out, "auto": auto, "graded": graded, "first": first, "early": early,
-            "written": written, "regraded": regraded, "exported": exported, "export": tmp / "export.csv",
-            "fmt": fmt, "book": json.loads((out / "grades.json").read_text()),
-            "summary": json.loads((out / "summary.json").read_text())}
+    return {
+        "made": made,
+        "out": out,
+        "auto": auto,
+        "graded": graded,
+        "first": first,
+        "early": early,
+        "written": written,
+        "regraded": regraded,
+        "exported": exported,
+        "export": tmp / "export.csv",
+        "fmt": fmt,
+        "book": json.loads((out / "grades.json").read_text()),
+        "summary": json.loads((out / "summary.json").read_text()),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -206,14 +279,22 @@ def test_every_roster_student_is_exported_with_the_expected_total(lms, request):
     key = "sid" if flow["fmt"] == "canvas" else "email"
     assert sorted(rows) == sorted(p[key] for p in people), "every roster student, no one else"
     for person in people:
-        assert float(rows[person[key]][column]) == pytest.approx(_expected(flow, person)), (lms, person["k"])
+        assert float(rows[person[key]][column]) == pytest.approx(_expected(flow, person)), (
+            lms,
+            person["k"],
+        )
     summary = flow["exported"][1]
     assert f"{len(people)} students" in summary and "0 not in the roster" in summary
-    assert "0 with written answers not graded" in summary and "1 missing one or more (0, noted)" in summary
+    assert (
+        "0 with written answers not graded" in summary
+        and "1 missing one or more (0, noted)" in summary
+    )
     assert flow["book"]["roster"]["unmatched_submissions"] == []
     assert [s["name"] for s in flow["book"]["roster"]["students_without_submission"]] == [
-        f"{flow['made']['absent']['first']} {flow['made']['absent']['last']}" if lms != "canvas" else
-        f"{flow['made']['absent']['last']}, {flow['made']['absent']['first']}"]
+        f"{flow['made']['absent']['first']} {flow['made']['absent']['last']}"
+        if lms != "canvas"
+        else f"{flow['made']['absent']['last']}, {flow['made']['absent']['first']}"
+    ]
 
 
 @pytest.mark.parametrize("lms", FLOWS)
@@ -228,16 +309,24 @@ def test_export_before_review_is_refused(lms, request):
 def test_identities_are_resolved_once_and_kept(lms, request):
     flow = request.getfixturevalue(lms)
     entries = flow["first"]["submissions"]
-    assert all(e["identity"]["matched"] for e in entries), [e["submission"] for e in entries
-                                                             if not e["identity"]["matched"]]
+    assert all(e["identity"]["matched"] for e in entries), [
+        e["submission"] for e in entries if not e["identity"]["matched"]
+    ]
     by_k = {_person(flow["made"], e["identity"])["k"]: e for e in entries}
     # the section folder holding one student is not the student; names NFC
     assert by_k[3]["submission"] in ("ivanovazoë", "Zoë Ivanova")
     assert by_k[1]["submission"] in ("núñezjosé", "José Núñez")
-    how = {"canvas": "Canvas user id", "moodle": "Moodle participant id", "gradescope": "Gradescope SID"}[lms]
+    how = {
+        "canvas": "Canvas user id",
+        "moodle": "Moodle participant id",
+        "gradescope": "Gradescope SID",
+    }[lms]
     assert all(e["identity"]["matched_by"].startswith(how) for e in entries)
     # the regrade kept every other row's identity
-    after = {e["submission"]: _person(flow["made"], e["identity"])["k"] for e in flow["book"]["submissions"]}
+    after = {
+        e["submission"]: _person(flow["made"], e["identity"])["k"]
+        for e in flow["book"]["submissions"]
+    }
     assert after == {e["submission"]: _person(flow["made"], e["identity"])["k"] for e in entries}
 
 
@@ -245,10 +334,15 @@ def test_identities_are_resolved_once_and_kept(lms, request):
 def test_the_resubmission_replaces_the_row_and_its_time(lms, request):
     flow = request.getfixturevalue(lms)
     person = flow["made"]["people"][RESUBMITS]
-    entry = next(e for e in flow["book"]["submissions"] if _person(flow["made"], e["identity"]) is person)
+    entry = next(
+        e for e in flow["book"]["submissions"] if _person(flow["made"], e["identity"]) is person
+    )
     assert entry["score"] == 19 and entry["late"]["late_seconds"] == 40 * 3600
     assert entry["written"][QUESTION]["graded"] and not entry["written"][QUESTION]["stale"]
-    assert sum(_person(flow["made"], e["identity"]) is person for e in flow["book"]["submissions"]) == 1
+    assert (
+        sum(_person(flow["made"], e["identity"]) is person for e in flow["book"]["submissions"])
+        == 1
+    )
     if lms != "moodle":  # a new file: the old row is replaced, with a word
         assert "lablib grade: replaced:" in flow["regraded"][2]
     # a regrade of one names, again, the student without a submission (from the gradebook)
@@ -258,17 +352,27 @@ def test_the_resubmission_replaces_the_row_and_its_time(lms, request):
 def test_canvas_late_markers_without_a_time_are_listed(canvas):
     entries = {e["identity"]["student_id"]: e for e in canvas["book"]["submissions"]}
     marked = next(p for p in canvas["made"]["people"] if p["k"] == 7)
-    assert entries[marked["sid"]]["identity"]["lms"]["late"] and entries[marked["sid"]]["late"] is None
-    assert f"{entries[marked['sid']]['submission']} is marked LATE by Canvas but has no submission time" in \
-        canvas["graded"][2]
-    assert canvas["summary"]["late"]["marked_late_no_time"] == [entries[marked["sid"]]["submission"]]
+    assert (
+        entries[marked["sid"]]["identity"]["lms"]["late"] and entries[marked["sid"]]["late"] is None
+    )
+    assert (
+        f"{entries[marked['sid']]['submission']} is marked LATE by Canvas but has no submission time"
+        in canvas["graded"][2]
+    )
+    assert canvas["summary"]["late"]["marked_late_no_time"] == [
+        entries[marked["sid"]]["submission"]
+    ]
     timed = [e for e in entries.values() if e["identity"]["lms"]["late"] and e["late"]]
     assert timed and all(e["identity"]["time_source"].startswith("the times file") for e in timed)
 
 
 def test_gradescope_group_and_times(gradescope):
     people = gradescope["made"]["people"]
-    group = next(e for e in gradescope["book"]["submissions"] if e["identity"]["student_id"] == people[5]["sid"])
+    group = next(
+        e
+        for e in gradescope["book"]["submissions"]
+        if e["identity"]["student_id"] == people[5]["sid"]
+    )
     assert [o["student_id"] for o in group["identity"]["others"]] == [people[6]["sid"]]
     assert group["identity"]["time_source"] == "Gradescope's submission_metadata.yml"
 
@@ -284,7 +388,7 @@ def test_terminal_table_is_aligned(lms, request):
     flow = request.getfixturevalue(lms)
     score = re.compile(r"  +\d+(?:\.\d+)?(/)\d+ +\S")  # the scores' slashes line up
     lines = [line for line in flow["graded"][1].splitlines() if score.search(line)]
-    columns = {wcswidth(line[:score.search(line).start(1)]) for line in lines}
+    columns = {wcswidth(line[: score.search(line).start(1)]) for line in lines}
     assert len(lines) >= 30 and len(columns) == 1, columns
 
 
@@ -292,7 +396,9 @@ def test_summary_headline_and_named_mistakes(canvas):
     summary = canvas["summary"]
     rows = canvas["book"]["submissions"]
     assert summary["total"]["possible"] == POSSIBLE
-    assert summary["total"]["mean"] == pytest.approx(round(sum(e["total"] for e in rows) / len(rows), 3))
+    assert summary["total"]["mean"] == pytest.approx(
+        round(sum(e["total"] for e in rows) / len(rows), 3)
+    )
     assert sum(summary["total"]["histogram"]["counts"]) == len(rows)
     assert summary["statuses"]["error"] == 0, "a stub is not attempted, never an error"
     first = summary["mistakes"][0]
@@ -304,4 +410,7 @@ def test_summary_headline_and_named_mistakes(canvas):
     assert "not attempted" in attention["failures"] and "error" not in attention["failures"]
     assert not attention["common_failure"]["message"].startswith("not done yet")
     page = (canvas["out"] / "summary.html").read_text()
-    assert "Named mistakes, most students first" in page and "automatic + written - late penalty" in page
+    assert (
+        "Named mistakes, most students first" in page
+        and "automatic + written - late penalty" in page
+    )

@@ -24,7 +24,9 @@ def test_names_unique_across_folders(tmp_path):
     _book(tmp_path / "d2" / "alice.ipynb")
     _book(tmp_path / "d3" / "alice-2.ipynb")
     _book(tmp_path / "d4" / "Alice.ipynb")
-    found = collect_submissions([tmp_path / "d1", tmp_path / "d2", tmp_path / "d3", tmp_path / "d4"])
+    found = collect_submissions(
+        [tmp_path / "d1", tmp_path / "d2", tmp_path / "d3", tmp_path / "d4"]
+    )
     names = [name for name, _ in found]
     assert names == ["alice", "alice-3", "alice-2", "Alice-4"]  # alice-2 keeps its own name
     assert len({n.casefold() for n in names}) == len(names)
@@ -32,12 +34,24 @@ def test_names_unique_across_folders(tmp_path):
 
 
 def test_feedback_stems_never_collide():
-    names = ["Smith, John", "Smith_ John", "alice/hw", "alice_hw", "bob", "Bob", "carol", ".hidden",
-             "x" * 300, "x" * 300 + "y"]
+    names = [
+        "Smith, John",
+        "Smith_ John",
+        "alice/hw",
+        "alice_hw",
+        "bob",
+        "Bob",
+        "carol",
+        ".hidden",
+        "x" * 300,
+        "x" * 300 + "y",
+    ]
     stems = feedback_stems(names)
     assert len({s.casefold() for s in stems.values()}) == len(names)
     assert stems["carol"] == "carol"  # a safe, unshared name is kept as it is
-    assert stems["Smith, John"].startswith("Smith__John-") and stems["Smith_ John"].startswith("Smith__John-")
+    assert stems["Smith, John"].startswith("Smith__John-") and stems["Smith_ John"].startswith(
+        "Smith__John-"
+    )
     assert stems["alice/hw"] != stems["alice_hw"]
     assert not stems[".hidden"].startswith(".")
     assert all("/" not in s and len(s) < 140 for s in stems.values())
@@ -51,8 +65,12 @@ def test_write_reports_one_file_per_submission(fixture_lab, tmp_path):
     names = ["Smith, John", "Smith_ John", "alice/hw", "alice_hw"]
     results = []
     for i, name in enumerate(names):
-        tests = [TestResult(t.id, t.piece, t.name, t.points if i % 2 else 0.0, t.points, bool(i % 2), t.hidden)
-                 for t in fixture_lab.tests]
+        tests = [
+            TestResult(
+                t.id, t.piece, t.name, t.points if i % 2 else 0.0, t.points, bool(i % 2), t.hidden
+            )
+            for t in fixture_lab.tests
+        ]
         results.append(summarise(fixture_lab, name, f"/subs/{i}.ipynb", tests, Status()))
     write_reports(tmp_path, fixture_lab, results)
     files = sorted(p.name for p in (tmp_path / "feedback").glob("*.md"))
@@ -88,10 +106,14 @@ def test_symlinks_leading_outside_are_refused(tree):
     assert all(str(outside) not in str(path) for _, path in found)
     reasons = {path.name: reason for path, reason in refused}
     assert set(reasons) == {"eve", "mallory.ipynb", "extra.ipynb", "broken.ipynb"}
-    assert "outside the submissions folder" in reasons["eve"] and "broken" in reasons["broken.ipynb"]
+    assert (
+        "outside the submissions folder" in reasons["eve"] and "broken" in reasons["broken.ipynb"]
+    )
     with pytest.warns(SubmissionSkipped) as caught:  # without a list to fill: one warning each
         collect_submissions([subs])
-    assert sorted(str(w.message).split(" is not graded")[0] for w in caught) == sorted(str(p) for p, _ in refused)
+    assert sorted(str(w.message).split(" is not graded")[0] for w in caught) == sorted(
+        str(p) for p, _ in refused
+    )
     # a notebook given by path: its own folder is the limit
     refused = []
     assert collect_submissions([subs / "mallory.ipynb"], refused=refused) == []
@@ -106,9 +128,15 @@ def test_symlinks_inside_the_folder_are_resolved(tree):
     os.symlink(subs, subs / "everyone")
     refused = []
     found = dict(collect_submissions([subs], refused=refused))
-    assert found == {"alice": subs / "alice.ipynb", "bob": subs / "bob" / "lab.ipynb",
-                     "carol": (subs / "alice.ipynb").resolve(), "dave": (subs / "bob" / "lab.ipynb").resolve()}
-    assert [(p.name, r) for p, r in refused] == [("everyone", "a symbolic link to the submissions folder itself")]
+    assert found == {
+        "alice": subs / "alice.ipynb",
+        "bob": subs / "bob" / "lab.ipynb",
+        "carol": (subs / "alice.ipynb").resolve(),
+        "dave": (subs / "bob" / "lab.ipynb").resolve(),
+    }
+    assert [(p.name, r) for p, r in refused] == [
+        ("everyone", "a symbolic link to the submissions folder itself")
+    ]
 
 
 def test_symlinked_folder_is_not_graded_end_to_end(tmp_path, fixture_lab):
@@ -123,14 +151,30 @@ def test_symlinked_folder_is_not_graded_end_to_end(tmp_path, fixture_lab):
     os.symlink(outside, subs / "eve")
     (subs / "alice-notes.txt").write_text("my answers are in the notebook")
     with pytest.warns(SubmissionSkipped, match="eve is not graded"):
-        results = grade(fixture_lab, [subs], tmp_path / "out", lab_notebook=FIXTURE_SOLUTION, jobs=1,
-                        timeout=20, progress=False)
+        results = grade(
+            fixture_lab,
+            [subs],
+            tmp_path / "out",
+            lab_notebook=FIXTURE_SOLUTION,
+            jobs=1,
+            timeout=20,
+            progress=False,
+        )
     assert [r.submission for r in results] == ["alice"]
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())  # the instructor sees both
-    assert [(pathlib.Path(s["path"]).name, s["reason"].split(":")[0]) for s in summary["skipped"]] == [
-        ("alice-notes.txt", "not a notebook"), ("eve", "a symbolic link leading outside the submissions folder "
-                                                       f"{subs.resolve()} (to {outside.resolve()}); copy the notebook "
-                                                       "into the folder to grade it")]
+    summary = json.loads(
+        (tmp_path / "out" / "summary.json").read_text()
+    )  # the instructor sees both
+    assert [
+        (pathlib.Path(s["path"]).name, s["reason"].split(":")[0]) for s in summary["skipped"]
+    ] == [
+        ("alice-notes.txt", "not a notebook"),
+        (
+            "eve",
+            "a symbolic link leading outside the submissions folder "
+            f"{subs.resolve()} (to {outside.resolve()}); copy the notebook "
+            "into the folder to grade it",
+        ),
+    ]
     assert "Not graded (2)" in (tmp_path / "out" / "summary.html").read_text()
 
 
@@ -153,7 +197,8 @@ def test_every_visible_file_that_is_not_graded_is_listed(tmp_path):
         ("README.txt", NOT_A_NOTEBOOK),
         ("bob/lab1.pdf", NOT_A_NOTEBOOK),
         ("bob", "a folder without a notebook (.ipynb): no row in the gradebook"),
-        ("carol/drafts/idea.py", NOT_A_NOTEBOOK)]
+        ("carol/drafts/idea.py", NOT_A_NOTEBOOK),
+    ]
 
 
 def test_grade_command_reports_skipped_links(tmp_path, capsys):
@@ -166,8 +211,25 @@ def test_grade_command_reports_skipped_links(tmp_path, capsys):
     os.symlink(outside / "secret.ipynb", subs / "mallory.ipynb")
     from grading_paths import FIXTURE_LAB
 
-    assert main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(tmp_path / "out"), "--lab-notebook",
-                 str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                str(FIXTURE_LAB),
+                str(subs),
+                "-o",
+                str(tmp_path / "out"),
+                "--lab-notebook",
+                str(FIXTURE_SOLUTION),
+                "--jobs",
+                "1",
+                "--timeout",
+                "20",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert f"lablib grade: skipped: {subs / 'mallory.ipynb'} is not graded" in captured.err
     assert "mallory" not in captured.out and "alice" in captured.out
@@ -177,14 +239,30 @@ def test_nested_folders_keep_the_student(tmp_path):
     """A row is named by the student's folder: the first folder on the way down that holds
     a notebook itself; section and team folders above it (even a section of one student)
     are not students."""
-    for rel in ("section A/team 3/erin/lab1.ipynb", "section A/team 3/frank/lab1.ipynb",
-                "section A/team 4/gina/LAB1.IPYNB", "carol/submission.ipynb", "carol/drafts/idea.ipynb",
-                "Sec-03/mivanova/lab4_gat.ipynb", "Sec-01/zoe/lab.ipynb", "Sec-02/zoe/lab.ipynb",
-                "W04.IPYNB"):
+    for rel in (
+        "section A/team 3/erin/lab1.ipynb",
+        "section A/team 3/frank/lab1.ipynb",
+        "section A/team 4/gina/LAB1.IPYNB",
+        "carol/submission.ipynb",
+        "carol/drafts/idea.ipynb",
+        "Sec-03/mivanova/lab4_gat.ipynb",
+        "Sec-01/zoe/lab.ipynb",
+        "Sec-02/zoe/lab.ipynb",
+        "W04.IPYNB",
+    ):
         _book(tmp_path / rel)
     found = dict(collect_submissions([tmp_path]))
-    assert sorted(found) == ["Sec-01/zoe", "Sec-02/zoe", "W04", "carol/drafts/idea", "carol/submission", "erin",
-                             "frank", "gina", "mivanova"]
+    assert sorted(found) == [
+        "Sec-01/zoe",
+        "Sec-02/zoe",
+        "W04",
+        "carol/drafts/idea",
+        "carol/submission",
+        "erin",
+        "frank",
+        "gina",
+        "mivanova",
+    ]
     assert found["frank"] == tmp_path / "section A" / "team 3" / "frank" / "lab1.ipynb"
     assert found["mivanova"] == tmp_path / "Sec-03" / "mivanova" / "lab4_gat.ipynb"
 
@@ -203,4 +281,7 @@ def test_names_are_nfc_and_free_of_control_characters(tmp_path):
     assert "josé.núñez" in names and unicodedata.is_normalized("NFC", "".join(names))
     assert "evil?[2Jname?gnp" in names
     assert all(c.isprintable() for n in names for c in n)
-    assert sorted(n for n in names if n.startswith("NFC")) == ["NFC/ü", "NFC/ü-2"]  # one name, made unique
+    assert sorted(n for n in names if n.startswith("NFC")) == [
+        "NFC/ü",
+        "NFC/ü-2",
+    ]  # one name, made unique

@@ -14,10 +14,14 @@ from grading_paths import CORPUS, FIXTURE_SOLUTION
 
 
 def _nb(*sources, cell_type="code"):
-    return nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell(s) if cell_type == "code" else nbformat.v4.new_markdown_cell(s)
-        for s in sources
-    ])
+    return nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(s)
+            if cell_type == "code"
+            else nbformat.v4.new_markdown_cell(s)
+            for s in sources
+        ]
+    )
 
 
 def test_invalid_json_raises_invalid_notebook():
@@ -54,7 +58,9 @@ def test_huge_outputs_are_stripped():
 
 
 def test_graded_cells_by_marker_last_duplicate_wins_with_note():
-    nb = _nb("# GRADED: a\nx = 1", "print('no marker')", "\n# GRADED: b\ny = 2", "# GRADED: a\nx = 3")
+    nb = _nb(
+        "# GRADED: a\nx = 1", "print('no marker')", "\n# GRADED: b\ny = 2", "# GRADED: a\nx = 3"
+    )
     cells, notes = nbt.graded_cells(nb)
     assert cells["a"].source.endswith("x = 3") and cells["a"].occurrences == 2
     assert cells["b"].index == 2
@@ -65,26 +71,45 @@ def test_graded_cells_by_marker_last_duplicate_wins_with_note():
 
 
 def test_setup_cells_have_magics_removed():
-    nb = _nb("# SETUP\n%matplotlib inline\n!pip install foo\nimport numpy as np", "%%bash\n# SETUP\necho",
-             "# GRADED: a\nx=1")
+    nb = _nb(
+        "# SETUP\n%matplotlib inline\n!pip install foo\nimport numpy as np",
+        "%%bash\n# SETUP\necho",
+        "# GRADED: a\nx=1",
+    )
     assert nbt.setup_sources(nb) == ["# SETUP\nimport numpy as np\n"]
     assert nbt.strip_magics("%%time\nx = 1") == ""
 
 
 def test_make_assignment_stubs_regions_keeps_indentation_and_context():
-    source = ("# GRADED: f\ndef f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x + y\n"
-              "    ### END SOLUTION\n\nZ = 3")
+    source = (
+        "# GRADED: f\ndef f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x + y\n"
+        "    ### END SOLUTION\n\nZ = 3"
+    )
     md = "Why?\n<!-- BEGIN ANSWER -->\nBecause.\n<!-- END ANSWER -->\nEnd."
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, execution_count=4,
-                                                                   outputs=[nbformat.v4.new_output("stream", text="hi")]),
-                                         nbformat.v4.new_markdown_cell(md)])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                source, execution_count=4, outputs=[nbformat.v4.new_output("stream", text="hi")]
+            ),
+            nbformat.v4.new_markdown_cell(md),
+        ]
+    )
     blank = assignment.make_assignment(nb)
     code = blank.cells[0]
     assert code.source.splitlines() == [
-        "# GRADED: f", "def f(x):", "    y = 1", "    # YOUR CODE HERE",
-        "    raise NotImplementedError(\"Write your code for the graded piece 'f' here.\")", "", "Z = 3"]
+        "# GRADED: f",
+        "def f(x):",
+        "    y = 1",
+        "    # YOUR CODE HERE",
+        "    raise NotImplementedError(\"Write your code for the graded piece 'f' here.\")",
+        "",
+        "Z = 3",
+    ]
     assert code.outputs == [] and code.execution_count is None
-    assert "Because" not in blank.cells[1].source and assignment.ANSWER_PLACEHOLDER in blank.cells[1].source
+    assert (
+        "Because" not in blank.cells[1].source
+        and assignment.ANSWER_PLACEHOLDER in blank.cells[1].source
+    )
     assert blank.cells[1].source.endswith("End.")
     ns = {}
     exec(code.source, ns)
@@ -92,11 +117,14 @@ def test_make_assignment_stubs_regions_keeps_indentation_and_context():
         ns["f"](1)
 
 
-@pytest.mark.parametrize("bad, match", [
-    ("### BEGIN SOLUTION\nx = 1\n", "never closed"),
-    ("x = 1\n### END SOLUTION\n", "without a matching"),
-    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n", "inside another region"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ("### BEGIN SOLUTION\nx = 1\n", "never closed"),
+        ("x = 1\n### END SOLUTION\n", "without a matching"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n", "inside another region"),
+    ],
+)
 def test_make_assignment_rejects_unbalanced_regions(bad, match):
     with pytest.raises(ValueError, match=match):
         assignment.make_assignment(_nb(bad))
@@ -123,7 +151,9 @@ def test_reading_is_bounded_and_a_path_is_never_json(tmp_path, monkeypatch):
     for source in (good, str(good)):
         assert "f" in nbt.graded_cells(nbt.read_notebook(source)[0])[0]
     monkeypatch.setattr(nbt, "MAX_NOTEBOOK_BYTES", 100)
-    with pytest.raises(nbt.InvalidNotebook, match=r"reads notebooks of up to 0 MB. Clear the outputs"):
+    with pytest.raises(
+        nbt.InvalidNotebook, match=r"reads notebooks of up to 0 MB. Clear the outputs"
+    ):
         nbt.read_notebook(good)
 
 
@@ -132,21 +162,28 @@ def test_a_notebook_of_millions_of_tiny_objects_is_refused_before_parsing():
     '{' and '[' is checked on the bytes first, and the file is an invalid notebook."""
     import time
 
-    tiny = b'{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"x": [' + b"{}," * 3_000_000 + b"{}]}}"
+    tiny = (
+        b'{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"x": ['
+        + b"{}," * 3_000_000
+        + b"{}]}}"
+    )
     start = time.perf_counter()
     with pytest.raises(nbt.InvalidNotebook, match=r"holds 3,000,00\d JSON objects and lists"):
         nbt.read_notebook(tiny)
     assert time.perf_counter() - start < 2.0  # counted, never parsed
     assert nbt.MAX_JSON_CONTAINERS >= 100 * max(
         path.read_bytes().count(b"{") + path.read_bytes().count(b"[")
-        for path in (pathlib.Path(__file__).resolve().parents[2] / "solutions").glob("*.ipynb"))
+        for path in (pathlib.Path(__file__).resolve().parents[2] / "solutions").glob("*.ipynb")
+    )
 
 
 def test_an_unreadable_notebook_says_why_once(fixture_lab):
     from lablib.grading.judge import unreadable
     from lablib.grading.report.feedback_markdown import feedback_markdown
 
-    result = unreadable(fixture_lab, "alice", "/subs/alice.ipynb", "not valid JSON (Expecting value)")
+    result = unreadable(
+        fixture_lab, "alice", "/subs/alice.ipynb", "not valid JSON (Expecting value)"
+    )
     text = feedback_markdown(fixture_lab.title, result)
     assert text.count("Expecting value") == 1 and result.score == 0
     assert "## What to fix" not in text and "invalid-notebook" in text

@@ -28,17 +28,23 @@ from lablib.grading.review.render import TAGS
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from review_fixtures import result, write_class, written_lab
 
-HOSTILE = ('<script>window.pwned=1</script> <img src=x onerror="window.pwned=1"> '
-           '[click](javascript:window.pwned=1) <iframe src="http://127.0.0.2:9/"></iframe> '
-           '$\\text{<b id="x">bold</b>}$ and $x_1^2 + \\frac{a}{b}$')
+HOSTILE = (
+    '<script>window.pwned=1</script> <img src=x onerror="window.pwned=1"> '
+    '[click](javascript:window.pwned=1) <iframe src="http://127.0.0.2:9/"></iframe> '
+    '$\\text{<b id="x">bold</b>}$ and $x_1^2 + \\frac{a}{b}$'
+)
 
 
 def _pdftotext(path) -> str:
     tool = shutil.which("pdftotext")
     if tool is None:
-        pytest.fail("pdftotext is not on PATH: the printed PDFs are read back with it. Install poppler-utils "
-                    "(`bash .ci/run setup` does).")
-    return subprocess.run([tool, "-layout", str(path), "-"], capture_output=True, text=True, check=True).stdout
+        pytest.fail(
+            "pdftotext is not on PATH: the printed PDFs are read back with it. Install poppler-utils "
+            "(`bash .ci/run setup` does)."
+        )
+    return subprocess.run(
+        [tool, "-layout", str(path), "-"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def _pages(path) -> int:
@@ -72,9 +78,15 @@ def _with_roster(out, names: dict) -> None:
 
 
 def _roster(n: int) -> dict:
-    people = {f"s{k:02d}": (f"20{k:04d}", f"Student {k} Lastname", f"s{k}@uni.example") for k in range(n)}
+    people = {
+        f"s{k:02d}": (f"20{k:04d}", f"Student {k} Lastname", f"s{k}@uni.example") for k in range(n)
+    }
     people["s01"] = ("200001", "José Núñez", "jose@uni.example")
-    people["s02"] = ("../../etc/passwd", "Path Tricks", "p@uni.example")  # an id that is no file name
+    people["s02"] = (
+        "../../etc/passwd",
+        "Path Tricks",
+        "p@uni.example",
+    )  # an id that is no file name
     return people
 
 
@@ -88,8 +100,25 @@ class _Elements(html.parser.HTMLParser):
 
 
 #: The printed page's own elements (the cover and the sections); the answers' come from render.TAGS.
-PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "h1", "h2", "table", "tr", "th", "td", "p",
-             "ol", "li", "section"}
+PAGE_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "div",
+    "h1",
+    "h2",
+    "table",
+    "tr",
+    "th",
+    "td",
+    "p",
+    "ol",
+    "li",
+    "section",
+}
 
 
 def _check_printed_html(page: str) -> None:
@@ -102,9 +131,17 @@ def _check_printed_html(page: str) -> None:
     for tag, attrs in parser.tags:
         assert tag in (TAGS - {"a"}) | PAGE_TAGS, tag
         for name, value in attrs.items():
-            assert not name.startswith("on") and name not in ("src", "href", "srcdoc", "style", "id", "action"), \
-                (tag, name, value)
-    assert "<script" not in page and "<img" not in page and "<iframe" not in page and "<a " not in page
+            assert not name.startswith("on") and name not in (
+                "src",
+                "href",
+                "srcdoc",
+                "style",
+                "id",
+                "action",
+            ), (tag, name, value)
+    assert (
+        "<script" not in page and "<img" not in page and "<iframe" not in page and "<a " not in page
+    )
 
 
 def test_a_pdf_per_student_in_gradescopes_order(tmp_path):
@@ -119,48 +156,79 @@ def test_a_pdf_per_student_in_gradescopes_order(tmp_path):
     people["s99"] = ("209999", "Broken Notebook", "b@uni.example")
     _with_roster(out, people)
     dest = tmp_path / "pdfs"
-    manifest = printout.write_printouts(out, lab, dest, questions="how,why", html=True, engine="playwright")
+    manifest = printout.write_printouts(
+        out, lab, dest, questions="how,why", html=True, engine="playwright"
+    )
     assert manifest["questions"] == ["how", "why"] and manifest["engine"] == "playwright"
     files = sorted(p.name for p in dest.glob("*.pdf"))
     assert len(files) == n + 1 == len(manifest["students"])
-    assert "200001.pdf" in files and ".._.._etc_passwd.pdf" not in files and "_.._etc_passwd.pdf" in files, files
+    assert (
+        "200001.pdf" in files
+        and ".._.._etc_passwd.pdf" not in files
+        and "_.._etc_passwd.pdf" in files
+    ), files
     assert not list(tmp_path.glob("etc*")) and all(p.parent == dest for p in dest.glob("*.pdf"))
     by_submission = {e["submission"]: e for e in manifest["students"]}
     for submission, entry in by_submission.items():
         pdf = dest / entry["file"]
         assert pdf.read_bytes().startswith(b"%PDF")
-        assert _pages(pdf) == entry["pages"] == 3, (submission, entry)  # a cover, then a page per question
+        assert _pages(pdf) == entry["pages"] == 3, (
+            submission,
+            entry,
+        )  # a cover, then a page per question
     # one student's pages: the cover names the student, then the answers in Gradescope's order
     jose = _pdftotext(dest / by_submission["s01"]["file"])
     pages = jose.split("\f")
     assert "José Núñez" in pages[0] and "200001" in pages[0] and "s01" in pages[0]
     assert "Question 1: how" in pages[1] and "Lower it to 0.01, student 1." in pages[1]
-    assert "Question 2: why" in pages[2] and "Answer of student 1: the cause is the learning rate" in pages[2]
+    assert (
+        "Question 2: why" in pages[2]
+        and "Answer of student 1: the cause is the learning rate" in pages[2]
+    )
     assert "𝜂" in pages[2] or "η" in pages[2], "the formula is drawn (MathML), not left as TeX"
     assert "\\eta" not in jose
     # the hostile answer: shown as text, nothing of it live in what was printed
     hostile = _pdftotext(dest / by_submission["s03"]["file"])
     assert '<b id="x">bold</b>' in hostile and "click" in hostile
-    page = (dest / "html" / by_submission["s03"]["file"].replace(".pdf", ".html")).read_text(encoding="utf-8")
+    page = (dest / "html" / by_submission["s03"]["file"].replace(".pdf", ".html")).read_text(
+        encoding="utf-8"
+    )
     _check_printed_html(page)
     assert "<math" in page and "&lt;b" in page and "bold&lt;/b&gt;" in page
     for entry in manifest["students"]:
-        _check_printed_html((dest / "html" / entry["file"].replace(".pdf", ".html")).read_text(encoding="utf-8"))
+        _check_printed_html(
+            (dest / "html" / entry["file"].replace(".pdf", ".html")).read_text(encoding="utf-8")
+        )
     assert "No answer written." in _pdftotext(dest / by_submission["s04"]["file"]).split("\f")[1]
     unreadable = _pdftotext(dest / by_submission["s99"]["file"])
     assert "Broken Notebook" in unreadable and unreadable.count("could not be read") == 2
-    assert by_submission["s99"]["unreadable"] and by_submission["s99"]["digests"] == {"how": "missing", "why": "missing"}
+    assert by_submission["s99"]["unreadable"] and by_submission["s99"]["digests"] == {
+        "how": "missing",
+        "why": "missing",
+    }
 
 
 def test_the_chromium_command_line_prints_the_same_without_playwright(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"
-    write_class(out, lab, {"alice": {"why": "Because $a^2$.", "how": "Like this."}, "bob": {"why": HOSTILE, "how": ""}})
+    write_class(
+        out,
+        lab,
+        {
+            "alice": {"why": "Because $a^2$.", "how": "Like this."},
+            "bob": {"why": HOSTILE, "how": ""},
+        },
+    )
     manifest = printout.write_printouts(out, lab, tmp_path / "pdfs", engine="cli")
-    assert manifest["engine"] == "cli" and sorted(e["file"] for e in manifest["students"]) == ["alice.pdf", "bob.pdf"]
+    assert manifest["engine"] == "cli" and sorted(e["file"] for e in manifest["students"]) == [
+        "alice.pdf",
+        "bob.pdf",
+    ]
     text = _pdftotext(tmp_path / "pdfs" / "bob.pdf")
     assert _pages(tmp_path / "pdfs" / "bob.pdf") == 3 and '<b id="x">bold</b>' in text
-    assert "file:" not in text and "lablib-print" not in text, "no header or footer with the temporary file's path"
+    assert "file:" not in text and "lablib-print" not in text, (
+        "no header or footer with the temporary file's path"
+    )
     assert "Because" in _pdftotext(tmp_path / "pdfs" / "alice.pdf")
 
 
@@ -177,24 +245,37 @@ def test_errors_say_what_to_do(tmp_path):
 def test_the_peoples_points_as_csv(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"
-    write_class(out, lab, {"alice": {"why": "a", "how": "b"}, "=HYPERLINK(1)": {"why": "c", "how": "d"}})
+    write_class(
+        out, lab, {"alice": {"why": "a", "how": "b"}, "=HYPERLINK(1)": {"why": "c", "how": "d"}}
+    )
     store = ReviewStore(out / DB_NAME, lab)
     cause, numbers, _ = [r.id for r in store.rubric("why")]
     extra = store.save_item("why", 1, "Clear.").id
     from lablib.grading.results import WrittenAnswer
 
-    store.apply(["alice"], "why", {"items": [cause, numbers, extra], "comment": "Well put."},
-                digest={"alice": WrittenAnswer("a").digest})
+    store.apply(
+        ["alice"],
+        "why",
+        {"items": [cause, numbers, extra], "comment": "Well put."},
+        digest={"alice": WrittenAnswer("a").digest},
+    )
     path = tmp_path / "points.csv"
     assert printout.write_points_csv(out, lab, path) == 4
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
     assert [r["question"] for r in rows] == ["why", "how", "why", "how"]
     alice = next(r for r in rows if r["student"] == "alice" and r["question"] == "why")
     assert (alice["points"], alice["max_points"], alice["status"]) == ("4", "4", "graded")
-    assert alice["comment"] == ("'+2: Names the cause.; +2: Gives numbers.; +1: Clear.; Comment: Well put.; "
-                                "3 items add to +5; capped at the question's 4 points."), "text, never a formula"
-    assert next(r for r in rows if r["question"] == "how" and r["student"] == "alice")["status"] == "not graded"
-    assert any(r["student"] == "'=HYPERLINK(1)" for r in rows), "a name that looks like a formula stays text"
+    assert alice["comment"] == (
+        "'+2: Names the cause.; +2: Gives numbers.; +1: Clear.; Comment: Well put.; "
+        "3 items add to +5; capped at the question's 4 points."
+    ), "text, never a formula"
+    assert (
+        next(r for r in rows if r["question"] == "how" and r["student"] == "alice")["status"]
+        == "not graded"
+    )
+    assert any(r["student"] == "'=HYPERLINK(1)" for r in rows), (
+        "a name that looks like a formula stays text"
+    )
 
 
 # ---------------------------------------------------------------------------- Gradescope's evaluations
@@ -205,13 +286,39 @@ def _evaluations_csv(rows, items) -> str:
     row per submission, the rubric's points, type and scoring method below."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    head = ["Assignment Submission ID", "Question Submission ID", "Name", "SID", "Email", "Sections", "Score",
-            "Submission Time", "Adjustment", "Comments", "Grader", "Tags"]
+    head = [
+        "Assignment Submission ID",
+        "Question Submission ID",
+        "Name",
+        "SID",
+        "Email",
+        "Sections",
+        "Score",
+        "Submission Time",
+        "Adjustment",
+        "Comments",
+        "Grader",
+        "Tags",
+    ]
     writer.writerow(head + [name for name, _ in items])
     for k, (name, sid, email, score, adjustment, comment, applied) in enumerate(rows):
-        writer.writerow([f"30{k}", f"40{k}", name, sid, email, "", score, "2026-11-20 23:10:00 +0100", adjustment,
-                         comment, "TA One" if score != "" else "", ""] +
-                        ["true" if item in applied else "false" for item, _ in items])
+        writer.writerow(
+            [
+                f"30{k}",
+                f"40{k}",
+                name,
+                sid,
+                email,
+                "",
+                score,
+                "2026-11-20 23:10:00 +0100",
+                adjustment,
+                comment,
+                "TA One" if score != "" else "",
+                "",
+            ]
+            + ["true" if item in applied else "false" for item, _ in items]
+        )
     writer.writerow(["Point Values"] + [""] * (len(head) - 1) + [points for _, points in items])
     writer.writerow(["Rubric Type"] + [""] * (len(head) - 1) + ["positive"] * len(items))
     writer.writerow(["Scoring Method"] + [""] * (len(head) - 1) + ["Sum"] * len(items))
@@ -233,51 +340,101 @@ def test_gradescopes_evaluations_come_back_into_the_review_store(tmp_path):
     store = ReviewStore(out / DB_NAME, lab)
     local = store.rubric("why")[0].id
     store.apply(["s02"], "why", {"items": [local]}, grader="ta2")  # graded in lablib meanwhile
-    why_items = [("Names the cause.", 2.0), ("Gives numbers.", 2.0), ("Bonus: cites the paper", 1.0)]
+    why_items = [
+        ("Names the cause.", 2.0),
+        ("Gives numbers.", 2.0),
+        ("Bonus: cites the paper", 1.0),
+    ]
     how_items = [("A fix that works.", 3.0), ("Off topic.", -1.0)]
     roster = _roster(n)
-    why_rows = [(roster[s][1], roster[s][0], roster[s][2], score, adj, comment, applied) for s, score, adj, comment,
-                applied in [("s00", 4, "", "Good.", {"Names the cause.", "Gives numbers."}),
-                            ("s01", 4, "", "", {"Names the cause.", "Gives numbers.", "Bonus: cites the paper"}),
-                            ("s02", 2, "", "", {"Gives numbers."}),
-                            ("s03", 1.5, -0.5, "Half.", {"Names the cause."}),
-                            ("s04", "", "", "", set()),
-                            ("s05", 2, "", "", {"Names the cause."})]]
+    why_rows = [
+        (roster[s][1], roster[s][0], roster[s][2], score, adj, comment, applied)
+        for s, score, adj, comment, applied in [
+            ("s00", 4, "", "Good.", {"Names the cause.", "Gives numbers."}),
+            ("s01", 4, "", "", {"Names the cause.", "Gives numbers.", "Bonus: cites the paper"}),
+            ("s02", 2, "", "", {"Gives numbers."}),
+            ("s03", 1.5, -0.5, "Half.", {"Names the cause."}),
+            ("s04", "", "", "", set()),
+            ("s05", 2, "", "", {"Names the cause."}),
+        ]
+    ]
     why_rows.append(("Not In Class", "999", "ghost@uni.example", 4, "", "", {"Names the cause."}))
-    how_rows = [(roster[s][1], "", roster[s][2], score, "", "", applied) for s, score, applied in
-                [("s00", 3, {"A fix that works."}), ("s01", 2, {"A fix that works.", "Off topic."}),
-                 ("s03", 0, {"Off topic."})]]
+    how_rows = [
+        (roster[s][1], "", roster[s][2], score, "", "", applied)
+        for s, score, applied in [
+            ("s00", 3, {"A fix that works."}),
+            ("s01", 2, {"A fix that works.", "Off topic."}),
+            ("s03", 0, {"Off topic."}),
+        ]
+    ]
     archive = tmp_path / "assignment_123_export.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("assignment_123_export/2_Question_2.csv", _evaluations_csv(why_rows, why_items))
-        z.writestr("assignment_123_export/1_How_to_fix_it.csv", _evaluations_csv(how_rows, how_items))
-    summary = printout.import_gradescope(out, lab, archive, questions="how,why", printout=printed, grader="prof")
+        z.writestr(
+            "assignment_123_export/1_How_to_fix_it.csv", _evaluations_csv(how_rows, how_items)
+        )
+    summary = printout.import_gradescope(
+        out, lab, archive, questions="how,why", printout=printed, grader="prof"
+    )
     assert summary["imported"] == {"why": 4, "how": 3}, summary
     assert summary["ungraded"] == 1 and summary["items_added"] == 1
     assert len(summary["unmatched"]) == 1 and "Not In Class" in summary["unmatched"][0]
     assert len(summary["conflicts"]) == 1 and "s02" in summary["conflicts"][0]
     store = ReviewStore(out / DB_NAME, lab)
-    digests = {s: {q: a.digest for q, a in result(s, t).answers.items()} for s, t in changed.items()}
+    digests = {
+        s: {q: a.digest for q, a in result(s, t).answers.items()} for s, t in changed.items()
+    }
     scores = store.person_scores(list(changed), digests)
     assert scores["s00"]["why"].score == 4 and scores["s00"]["why"].comment == "Good."
     assert scores["s01"]["why"].score == 4, "Gradescope's 5 within the question's 4 points"
     assert scores["s03"]["why"].score == 1.5 and scores["s03"]["why"].adjustment == -0.5
     assert scores["s01"]["how"].score == 2 and scores["s03"]["how"].score == 0
     assert [c for _, c in scores["s01"]["how"].items] == ["A fix that works.", "Off topic."]
-    assert scores["s02"]["why"].score == 2 and scores["s02"]["why"].grader == "ta2", "lablib's grade kept"
+    assert scores["s02"]["why"].score == 2 and scores["s02"]["why"].grader == "ta2", (
+        "lablib's grade kept"
+    )
     assert scores["s05"]["why"].stale, "graded for the text printed; the student changed it since"
     assert not scores["s00"]["why"].stale
     assert any(r.comment == "Bonus: cites the paper" and r.points == 1 for r in store.rubric("why"))
-    assert all(e["grader"] == "prof (Gradescope: TA One)" for e in store.events() if e["what"] == "grade"
-               and e["submission"] != "s02")
+    assert all(
+        e["grader"] == "prof (Gradescope: TA One)"
+        for e in store.events()
+        if e["what"] == "grade" and e["submission"] != "s02"
+    )
     # again: nothing changes; with --replace (from the command line) lablib's grade of s02 is Gradescope's
-    again = printout.import_gradescope(out, lab, archive, questions="how,why", printout=printed, grader="prof")
+    again = printout.import_gradescope(
+        out, lab, archive, questions="how,why", printout=printed, grader="prof"
+    )
     assert again["imported"] == {"why": 0, "how": 0} and again["unchanged"] == 7
-    spec = tmp_path / "lab9_written.py"  # the lab as a spec file, as a course's own lab is given to lablib
-    spec.write_text("from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8")
-    assert cli.main(["written", "import", str(spec), str(out), str(archive), "--questions", "how,why",
-                     "--printout", str(printed), "--grader", "prof", "--replace"]) == 0
-    assert ReviewStore(out / DB_NAME, lab).person_scores(["s02"])["s02"]["why"].grader == "prof (Gradescope: TA One)"
+    spec = (
+        tmp_path / "lab9_written.py"
+    )  # the lab as a spec file, as a course's own lab is given to lablib
+    spec.write_text(
+        "from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8"
+    )
+    assert (
+        cli.main(
+            [
+                "written",
+                "import",
+                str(spec),
+                str(out),
+                str(archive),
+                "--questions",
+                "how,why",
+                "--printout",
+                str(printed),
+                "--grader",
+                "prof",
+                "--replace",
+            ]
+        )
+        == 0
+    )
+    assert (
+        ReviewStore(out / DB_NAME, lab).person_scores(["s02"])["s02"]["why"].grader
+        == "prof (Gradescope: TA One)"
+    )
 
 
 def test_an_evaluations_file_that_names_no_question_is_refused(tmp_path):
@@ -285,7 +442,9 @@ def test_an_evaluations_file_that_names_no_question_is_refused(tmp_path):
     out = tmp_path / "out"
     write_class(out, lab, {"alice": {"why": "a", "how": "b"}})
     path = tmp_path / "7_Something_else.csv"
-    path.write_text(_evaluations_csv([("alice", "", "", 1, "", "", set())], [("x", 1.0)]), encoding="utf-8")
+    path.write_text(
+        _evaluations_csv([("alice", "", "", 1, "", "", set())], [("x", 1.0)]), encoding="utf-8"
+    )
     with pytest.raises(printout.PrintoutError, match=r"--question 7=<id>"):
         printout.import_gradescope(out, lab, path)
     report_ = printout.import_gradescope(out, lab, path, question_map={"7": "how"})
@@ -299,14 +458,36 @@ def test_an_evaluations_file_that_names_no_question_is_refused(tmp_path):
 def test_the_command_line(tmp_path, capsys):
     lab = written_lab()
     out = tmp_path / "out"
-    write_class(out, lab, {"alice": {"why": "Because $a^2$.", "how": "Like this."}, "bob": {"why": "No.", "how": ""}})
+    write_class(
+        out,
+        lab,
+        {"alice": {"why": "Because $a^2$.", "how": "Like this."}, "bob": {"why": "No.", "how": ""}},
+    )
     spec = tmp_path / "lab9_written.py"
-    spec.write_text("from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8")
-    assert cli.main(["written", "pdf", str(spec), str(out), "-o", str(tmp_path / "pdfs"), "--html"]) == 0
+    spec.write_text(
+        "from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8"
+    )
+    assert (
+        cli.main(["written", "pdf", str(spec), str(out), "-o", str(tmp_path / "pdfs"), "--html"])
+        == 0
+    )
     said = capsys.readouterr().out
     assert "wrote 2 PDFs (6 pages, questions why, how)" in said, said
-    assert sorted(p.name for p in (tmp_path / "pdfs").iterdir()) == ["alice.pdf", "bob.pdf", "html", "manifest.json"]
-    assert cli.main(["written", "points", str(spec), str(out), "-o", str(tmp_path / "points.csv")]) == 0
+    assert sorted(p.name for p in (tmp_path / "pdfs").iterdir()) == [
+        "alice.pdf",
+        "bob.pdf",
+        "html",
+        "manifest.json",
+    ]
+    assert (
+        cli.main(["written", "points", str(spec), str(out), "-o", str(tmp_path / "points.csv")])
+        == 0
+    )
     assert "4 rows" in capsys.readouterr().out
-    assert cli.main(["written", "pdf", str(spec), str(out), "-o", str(tmp_path / "x"), "--questions", "why"]) == 2
+    assert (
+        cli.main(
+            ["written", "pdf", str(spec), str(out), "-o", str(tmp_path / "x"), "--questions", "why"]
+        )
+        == 2
+    )
     assert "missing ['how']" in capsys.readouterr().err

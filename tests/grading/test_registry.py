@@ -17,8 +17,14 @@ from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 @pytest.fixture()
 def fixture_entry():
     """The fixture lab registered as a course would register its own lab."""
-    entry = labs.register(labs.Lab("lab0_fixture", "lab0", "Fixture lab (registered)",
-                                   spec=str(FIXTURE_LAB / "lab0_fixture.py")))
+    entry = labs.register(
+        labs.Lab(
+            "lab0_fixture",
+            "lab0",
+            "Fixture lab (registered)",
+            spec=str(FIXTURE_LAB / "lab0_fixture.py"),
+        )
+    )
     yield entry
     labs.unregister("lab0")
 
@@ -45,7 +51,9 @@ def test_register_refuses_clashes_and_shipped_labs_stay():
         labs.Lab("x", "y", "z", extras="tfm")
 
 
-def test_a_registered_lab_is_assigned_checked_and_graded(fixture_entry, tmp_path, monkeypatch, capsys):
+def test_a_registered_lab_is_assigned_checked_and_graded(
+    fixture_entry, tmp_path, monkeypatch, capsys
+):
     # assign: `lablib assign lab0` in a course folder finds solutions/<name>.ipynb
     course = tmp_path / "course"
     (course / "solutions").mkdir(parents=True)
@@ -70,10 +78,33 @@ def test_a_registered_lab_is_assigned_checked_and_graded(fixture_entry, tmp_path
     shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
     shutil.copy(blank, subs / "bob.ipynb")
     out = tmp_path / "out"
-    assert main(["grade", "lab0", str(subs), "-o", str(out), "--course", str(course),
-                 "--tests", str(FIXTURE_HIDDEN), "--timeout", "20", "--jobs", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                "lab0",
+                str(subs),
+                "-o",
+                str(out),
+                "--course",
+                str(course),
+                "--tests",
+                str(FIXTURE_HIDDEN),
+                "--timeout",
+                "20",
+                "--jobs",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
-    assert (rows["alice"]["status"], rows["alice"]["score"], rows["alice"]["max_score"]) == ("ok", "8", "8")
+    assert (rows["alice"]["status"], rows["alice"]["score"], rows["alice"]["max_score"]) == (
+        "ok",
+        "8",
+        "8",
+    )
     assert (rows["bob"]["status"], rows["bob"]["score"]) == ("ok", "0")
     assert "Fixture lab" in (out / "feedback" / "alice.md").read_text()

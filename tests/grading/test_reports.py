@@ -10,17 +10,38 @@ from lablib.grading.results import Diagnostic, Kind, Status, TestResult
 
 markdown_it = pytest.importorskip("markdown_it")
 
-EVIL = ("```\n# Forged heading\n<img src=x onerror=alert(1)> [click](javascript:alert(1)) "
-        "![i](http://x/y.png) &amp; | cell ` code")
+EVIL = (
+    "```\n# Forged heading\n<img src=x onerror=alert(1)> [click](javascript:alert(1)) "
+    "![i](http://x/y.png) &amp; | cell ` code"
+)
 
 
 def _evil_result(lab):
-    tests = [TestResult.failed(t, EVIL if i % 2 else EVIL.replace("\n", " "), Kind.ERROR)
-             for i, t in enumerate(lab.tests) if not t.hidden]
-    diagnostics = [Diagnostic(ended="crashed", running="cell <b>x</b>", attempt=1, detail=EVIL,
-                              exit="exited with code 1", output_tail="hello\n" + EVIL)]
-    return summarise(lab, "<b>eve</b> [x](javascript:1)", "/subs/eve.ipynb", tests,
-                     Status.of([Kind.CRASHED]), notes=[EVIL], output=EVIL, diagnostics=diagnostics)
+    tests = [
+        TestResult.failed(t, EVIL if i % 2 else EVIL.replace("\n", " "), Kind.ERROR)
+        for i, t in enumerate(lab.tests)
+        if not t.hidden
+    ]
+    diagnostics = [
+        Diagnostic(
+            ended="crashed",
+            running="cell <b>x</b>",
+            attempt=1,
+            detail=EVIL,
+            exit="exited with code 1",
+            output_tail="hello\n" + EVIL,
+        )
+    ]
+    return summarise(
+        lab,
+        "<b>eve</b> [x](javascript:1)",
+        "/subs/eve.ipynb",
+        tests,
+        Status.of([Kind.CRASHED]),
+        notes=[EVIL],
+        output=EVIL,
+        diagnostics=diagnostics,
+    )
 
 
 @pytest.mark.parametrize("render", [feedback_markdown, instructor_markdown])
@@ -40,7 +61,9 @@ def test_a_graded_cell_that_raised_is_a_status_of_its_own(fixture_lab, tmp_path)
     from lablib.grading.report.summary import class_summary
     from lablib.grading.report.text import explain_status, status_text
 
-    status = Status.of([Kind.TIMEOUT], ["running_mean"], ["softmax (NameError)", "softmax (NameError)"])
+    status = Status.of(
+        [Kind.TIMEOUT], ["running_mean"], ["softmax (NameError)", "softmax (NameError)"]
+    )
     assert not status.ok and status.raised == ("softmax (NameError)",)
     assert status.kinds == (Kind.TIMEOUT, Kind.ERROR, Kind.MISSING)
     assert status_text(status) == "timeout; error: softmax (NameError); missing: running_mean"
@@ -48,10 +71,15 @@ def test_a_graded_cell_that_raised_is_a_status_of_its_own(fixture_lab, tmp_path)
     assert Status.from_dict(status.to_dict()) == status
     assert Status.from_dict({"problems": [], "missing": []}).ok  # a cached result of before
 
-    tests = [TestResult.failed(t, "NameError: name 'my_temperature' is not defined", Kind.ERROR)
-             if t.piece == "softmax" else TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden)
-             for t in fixture_lab.tests]
-    result = summarise(fixture_lab, "ada", "/subs/ada.ipynb", tests, Status.of(raised=["softmax (NameError)"]))
+    tests = [
+        TestResult.failed(t, "NameError: name 'my_temperature' is not defined", Kind.ERROR)
+        if t.piece == "softmax"
+        else TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden)
+        for t in fixture_lab.tests
+    ]
+    result = summarise(
+        fixture_lab, "ada", "/subs/ada.ipynb", tests, Status.of(raised=["softmax (NameError)"])
+    )
     entry = dict(result.to_dict(), problems=[], missing=[], raised=["softmax (NameError)"])
     assert result_from_entry(entry).status == result.status
     summary = class_summary(fixture_lab, [result])
@@ -65,5 +93,15 @@ def test_the_childs_exception_name_enters_the_status_only_as_a_plain_identifier(
     from lablib.grading.run.supervisor import _identifier
 
     assert _identifier("NameError") == "NameError" and _identifier("_My_Error2") == "_My_Error2"
-    for forged in ['=HYPERLINK("x")', "\x1b[2J", "<b>x</b>", "a b", "Érreur", "", None, 42, "E" * 101]:
+    for forged in [
+        '=HYPERLINK("x")',
+        "\x1b[2J",
+        "<b>x</b>",
+        "a b",
+        "Érreur",
+        "",
+        None,
+        42,
+        "E" * 101,
+    ]:
         assert _identifier(forged) == "", forged

@@ -32,10 +32,22 @@ QUESTIONS = ("why", "how")
 def _results(n: int = 6) -> list[SubmissionResult]:
     results = []
     for k in range(n):
-        answers = {"why": WrittenAnswer(f"Because $x_{k}^2$ grows, student {k}." if k % 3 else "", "tag"),
-                   "how": WrittenAnswer(f"Fix {k}: <script>alert({k})</script>", "marker")}
-        results.append(SubmissionResult(f"student{k:02d}", f"/class/student{k:02d}.ipynb", Status(), 5.0, 10.0,
-                                        {"f": PieceScore(5.0, 10.0)}, [], answers=answers))
+        answers = {
+            "why": WrittenAnswer(f"Because $x_{k}^2$ grows, student {k}." if k % 3 else "", "tag"),
+            "how": WrittenAnswer(f"Fix {k}: <script>alert({k})</script>", "marker"),
+        }
+        results.append(
+            SubmissionResult(
+                f"student{k:02d}",
+                f"/class/student{k:02d}.ipynb",
+                Status(),
+                5.0,
+                10.0,
+                {"f": PieceScore(5.0, 10.0)},
+                [],
+                answers=answers,
+            )
+        )
     return results
 
 
@@ -55,11 +67,17 @@ def test_store_scores_items_adjustments_and_keeps_them_in_bounds(graded):
     store = ReviewStore(out / DB_NAME, lab)
     why = {r.comment: r.id for r in store.rubric("why")}
     store.apply(["student01"], "why", {"items": [why["Names the cause."], why["Gives numbers."]]})
-    store.apply(["student02"], "why", {"items": [why["Names the cause."]], "adjustment": 5, "comment": "good"})
+    store.apply(
+        ["student02"],
+        "why",
+        {"items": [why["Names the cause."]], "adjustment": 5, "comment": "good"},
+    )
     store.apply(["student03"], "why", {"items": [why["No answer."]]})
     scores = store.person_scores(["student01", "student02", "student03", "student04"])
     assert scores["student01"]["why"].score == 4 and scores["student01"]["why"].graded
-    assert scores["student02"]["why"].score == 4, "items + adjustment are capped at the question's points"
+    assert scores["student02"]["why"].score == 4, (
+        "items + adjustment are capped at the question's points"
+    )
     assert scores["student02"]["why"].comment == "good"
     assert scores["student03"]["why"].graded and scores["student03"]["why"].score == 0
     assert not scores["student04"]["why"].graded and scores["student04"]["why"].pending
@@ -113,9 +131,15 @@ def test_a_grade_of_another_text_is_stale_until_graded_again(graded):
     store.set_items("student01", "why", [store.rubric("why")[0].id], digest=old.digest)
     results["student01"].answers["why"] = WrittenAnswer("A new text after a resubmission.", "tag")
     scores, _ = store.for_gradebook(results.values())
-    assert scores["student01"]["why"].stale and scores["student01"]["why"].score == 2, "kept, flagged"
-    store.set_items("student01", "why", [store.rubric("why")[0].id],
-                    digest=results["student01"].answers["why"].digest)
+    assert scores["student01"]["why"].stale and scores["student01"]["why"].score == 2, (
+        "kept, flagged"
+    )
+    store.set_items(
+        "student01",
+        "why",
+        [store.rubric("why")[0].id],
+        digest=results["student01"].answers["why"].digest,
+    )
     assert not store.for_gradebook(results.values())[0]["student01"]["why"].stale
 
 
@@ -130,8 +154,10 @@ def test_two_graders_at_once_lose_nothing(graded):
             for name in names:
                 store.apply([name], question, {"items": [item]}, grader=question)
 
-    threads = [threading.Thread(target=grade, args=(first, "why", why)),
-               threading.Thread(target=grade, args=(second, "how", how))]
+    threads = [
+        threading.Thread(target=grade, args=(first, "why", why)),
+        threading.Thread(target=grade, args=(second, "how", how)),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -147,8 +173,10 @@ def test_two_graders_at_once_lose_nothing(graded):
 
 
 def test_markdown_renders_math_and_never_runs_student_html():
-    html = render_markdown("**Bold** and $\\frac{a}{b}$\n\n$$x^2$$\n\n<script>alert(1)</script>"
-                           "<img src=x onerror=alert(1)> [x](javascript:alert(1)) $\\notamacro{$")
+    html = render_markdown(
+        "**Bold** and $\\frac{a}{b}$\n\n$$x^2$$\n\n<script>alert(1)</script>"
+        "<img src=x onerror=alert(1)> [x](javascript:alert(1)) $\\notamacro{$"
+    )
     assert "<strong>Bold</strong>" in html
     assert html.count("<math") == 2 and "<mfrac>" in html
     assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
@@ -163,10 +191,14 @@ def test_gradebook_adds_the_peoples_points_everywhere(graded):
     lab, out = graded
     store = ReviewStore(out / DB_NAME, lab)
     why = store.rubric("why")
-    store.apply(["student01"], "why", {"items": [why[0].id, why[1].id], "comment": "Clear & <right>."})
+    store.apply(
+        ["student01"], "why", {"items": [why[0].id, why[1].id], "comment": "Clear & <right>."}
+    )
     store.apply(["student02"], "how", {"adjustment": 1.5})
     rewrite_reports(out, lab=lab)
-    rows = {row["submission"]: row for row in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    rows = {
+        row["submission"]: row for row in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))
+    }
     assert rows["student01"]["written: why"] == "4" and rows["student01"]["written: how"] == ""
     assert rows["student01"]["total"] == "9" and rows["student01"]["max_total"] == "17"
     assert rows["student01"]["ungraded"] == "1" and rows["student00"]["ungraded"] == "2"
@@ -180,12 +212,18 @@ def test_gradebook_adds_the_peoples_points_everywhere(graded):
     assert "**how** (how to fix it): not graded yet" in feedback
     assert "Clear &amp; &lt;right&gt;." in (out / "feedback" / "student01.html").read_text()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["written"]["questions"][0]["graded"] == 1 and summary["written"]["to_grade"] == 10
+    assert (
+        summary["written"]["questions"][0]["graded"] == 1 and summary["written"]["to_grade"] == 10
+    )
     assert "Written answers (graded by a person)" in (out / "summary.html").read_text()
     results = report.gradescope.to_gradescope_json(
-        entry_result := next(r for r in rewrite_reports(out, lab=lab) if r.submission == "student01"),
-        written=Gradebook.of(lab, [entry_result], person=store.person_scores(["student01"])).written(
-            entry_result))
+        entry_result := next(
+            r for r in rewrite_reports(out, lab=lab) if r.submission == "student01"
+        ),
+        written=Gradebook.of(
+            lab, [entry_result], person=store.person_scores(["student01"])
+        ).written(entry_result),
+    )
     assert results["score"] == 9 and "how (3 points)" in results["output"]
 
 
@@ -195,21 +233,35 @@ def test_export_refuses_a_gradebook_older_than_its_reviews(graded, tmp_path):
 
     lab, out = graded
     roster_path = tmp_path / "roster.csv"
-    roster_path.write_text("student_id,name,email,section,submission\n" + "".join(
-        f"{k},S {k},s{k}@x.edu,A,student{k:02d}\n" for k in range(6)))
+    roster_path.write_text(
+        "student_id,name,email,section,submission\n"
+        + "".join(f"{k},S {k},s{k}@x.edu,A,student{k:02d}\n" for k in range(6))
+    )
     store = ReviewStore(out / DB_NAME, lab)
     store.apply(["student03"], "how", {"items": [store.rubric("how")[0].id]})
     with pytest.raises(ExportError, match="changed 1 time"):
         export("canvas", [out], Roster.load(roster_path), tmp_path / "c.csv")
     rewrite_reports(out, lab=lab)
-    with pytest.raises(ExportError, match="written answers never graded"):  # most answers are still to grade
+    with pytest.raises(
+        ExportError, match="written answers never graded"
+    ):  # most answers are still to grade
         export("canvas", [out], Roster.load(roster_path), tmp_path / "c.csv", pieces=True)
-    export("canvas", [out], Roster.load(roster_path), tmp_path / "c.csv", pieces=True, allow_ungraded=True)
+    export(
+        "canvas",
+        [out],
+        Roster.load(roster_path),
+        tmp_path / "c.csv",
+        pieces=True,
+        allow_ungraded=True,
+    )
     rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
     header, possible, *students = rows
     assert possible[header.index(lab.title)] == "17"
     three = next(r for r in students if r[0] == "S 3")
-    assert three[header.index(lab.title)] == "8" and three[header.index(f"{lab.title}: written how")] == "3"
+    assert (
+        three[header.index(lab.title)] == "8"
+        and three[header.index(f"{lab.title}: written how")] == "3"
+    )
 
 
 # --------------------------------------------------------------------------- server
@@ -218,7 +270,12 @@ def test_export_refuses_a_gradebook_older_than_its_reviews(graded, tmp_path):
 @pytest.fixture
 def server(graded):
     lab, out = graded
-    app = ReviewApp(out, lab, grader="tester", on_write=lambda: f"wrote {len(rewrite_reports(out, lab=lab))} rows")
+    app = ReviewApp(
+        out,
+        lab,
+        grader="tester",
+        on_write=lambda: f"wrote {len(rewrite_reports(out, lab=lab))} rows",
+    )
     srv = make_server(app, port=0)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
@@ -233,7 +290,12 @@ def _request(srv, method, path, body=None, headers=None, token=True):
     conn = http.client.HTTPConnection(host, port, timeout=10)
     data = None if body is None else json.dumps(body).encode()
     auth = {"Authorization": f"Bearer {srv.token}"} if token else {}
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **auth, **(headers or {})})
+    conn.request(
+        method,
+        path,
+        body=data,
+        headers={"Content-Type": "application/json", **auth, **(headers or {})},
+    )
     response = conn.getresponse()
     payload = response.read()
     conn.close()
@@ -245,7 +307,9 @@ def test_the_page_sees_no_names_and_answers_are_shuffled_per_question(server):
     status, why = _request(srv, "GET", "/api/question/why")
     assert status == 200 and len(why["answers"]) == 6
     text = json.dumps(why)
-    assert "student0" not in text.replace("student 0", "").replace("student 1", ""), "no names reach the page"
+    assert "student0" not in text.replace("student 0", "").replace("student 1", ""), (
+        "no names reach the page"
+    )
     _, how = _request(srv, "GET", "/api/question/how")
     assert [a["token"] for a in why["answers"]] != [a["token"] for a in how["answers"]]
     # the order: the page's answers, named through the server's own tokens, are in the
@@ -258,9 +322,13 @@ def test_the_page_sees_no_names_and_answers_are_shuffled_per_question(server):
         orders[q] = app._by_token(q, [a["token"] for a in page["answers"]])
         assert orders[q] == app._ordered(q)
     names = sorted(r.submission for r in _results())
-    assert orders["why"] != names and orders["how"] != names and orders["why"] != orders["how"], orders
+    assert orders["why"] != names and orders["how"] != names and orders["why"] != orders["how"], (
+        orders
+    )
     _, how = _request(srv, "GET", "/api/question/how")  # the tokens under the fixed key
-    assert "html" not in how["answers"][0] and "Fix" not in json.dumps(how), "the list carries no answer text"
+    assert "html" not in how["answers"][0] and "Fix" not in json.dumps(how), (
+        "the list carries no answer text"
+    )
     status, texts = _request(srv, "GET", f"/api/texts/how?answers={how['answers'][0]['token']}")
     assert status == 200 and "&lt;script&gt;" in texts["answers"][0]["html"]
     assert texts["answers"][0]["digest"] == how["answers"][0]["digest"]
@@ -270,9 +338,19 @@ def test_the_page_sees_no_names_and_answers_are_shuffled_per_question(server):
 def test_the_server_refuses_other_hosts_sites_and_bad_changes(server):
     srv, app, lab, out = server
     assert _request(srv, "GET", "/api/questions", headers={"Host": "evil.example:80"})[0] == 403
-    assert _request(srv, "POST", "/api/change", {"action": "write"}, {"Origin": "http://evil.example"})[0] == 403
-    assert _request(srv, "POST", "/api/change", {"action": "write"}, {"Content-Type": "text/plain"})[0] == 415
-    status, body = _request(srv, "POST", "/api/change", {"action": "grade", "question": "why", "answers": ["nope"]})
+    assert (
+        _request(
+            srv, "POST", "/api/change", {"action": "write"}, {"Origin": "http://evil.example"}
+        )[0]
+        == 403
+    )
+    assert (
+        _request(srv, "POST", "/api/change", {"action": "write"}, {"Content-Type": "text/plain"})[0]
+        == 415
+    )
+    status, body = _request(
+        srv, "POST", "/api/change", {"action": "grade", "question": "why", "answers": ["nope"]}
+    )
     assert status == 400 and "reload the page" in body["error"]
     status, body = _request(srv, "POST", "/api/change", {"action": "explode", "question": "why"})
     assert status == 400 and "Unknown action" in body["error"]
@@ -287,13 +365,23 @@ def test_review_page_in_headless_chromium(server, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        pytest.fail("No Chromium on PATH: the review page is tested in a real headless browser. "
-                    "Install Debian's chromium package (`bash .ci/run setup` does).")
+        pytest.fail(
+            "No Chromium on PATH: the review page is tested in a real headless browser. "
+            "Install Debian's chromium package (`bash .ci/run setup` does)."
+        )
     srv, app, lab, out = server
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--no-first-run", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=chromium,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],
+        )
         try:
             expect = playwright.expect
             page = browser.new_page()
@@ -320,7 +408,10 @@ def test_review_page_in_headless_chromium(server, tmp_path):
             page.reload()
             page.wait_for_selector(f".answer[data-token='{token}'] .badge.done")
             assert page.locator(f".answer[data-token='{token}'] .badge").text_content() == "4 / 4"
-            assert page.locator(f".answer[data-token='{second}'] textarea").input_value() == "See the lecture's slide 12."
+            assert (
+                page.locator(f".answer[data-token='{second}'] textarea").input_value()
+                == "See the lecture's slide 12."
+            )
             other = browser.new_context().new_page()  # a second grader
             other.goto(srv.url + "#why")
             other.wait_for_selector(f".answer[data-token='{token}'] .badge.done")

@@ -91,9 +91,13 @@ def _wrapped(payload: str) -> list[str]:
 def hostile_class() -> dict:
     """30 students: question ``why`` holds the red team's payloads (in \\text{} and raw),
     question ``how`` the corpus, four payloads per answer in each of its three forms."""
-    why = [f"My answer. $\\text{{{p}}}$ 4 / 4 graded" for p in ISSUE_PAYLOADS] + ISSUE_PAYLOADS + MATH_PAYLOADS
+    why = (
+        [f"My answer. $\\text{{{p}}}$ 4 / 4 graded" for p in ISSUE_PAYLOADS]
+        + ISSUE_PAYLOADS
+        + MATH_PAYLOADS
+    )
     how = [p for payload in XSS_CORPUS for p in _wrapped(payload)]
-    how = ["\n\n".join(how[k:k + 4]) for k in range(0, len(how), 4)]
+    how = ["\n\n".join(how[k : k + 4]) for k in range(0, len(how), 4)]
     n = max(len(why), len(how)) + 1
     why += [f"An honest answer: $x_{k}^2$ grows." for k in range(n - len(why))]
     how += [f"An honest fix {k}." for k in range(n - len(how))]
@@ -116,7 +120,11 @@ def _check_fragment(fragment: str) -> None:
     for tag, attrs in parser.found:
         assert tag in TAGS, (tag, fragment[:300])
         for name, value in attrs.items():
-            allowed = ATTRIBUTES.get(tag, set()) | {"class"} | ({"target", "rel"} if tag == "a" else set())
+            allowed = (
+                ATTRIBUTES.get(tag, set())
+                | {"class"}
+                | ({"target", "rel"} if tag == "a" else set())
+            )
             assert name in allowed, (tag, name, value)
             if name == "href":
                 assert re.match(r"(https?:|mailto:)", value), value
@@ -186,7 +194,10 @@ def _page_ids() -> set[str]:
 
 def _check_dom(report: dict, origin: str) -> None:
     assert set(report["ids"]) <= _page_ids(), set(report["ids"]) - _page_ids()
-    assert report["metas"] == ['<meta charset="utf-8">', '<meta name="referrer" content="no-referrer">']
+    assert report["metas"] == [
+        '<meta charset="utf-8">',
+        '<meta name="referrer" content="no-referrer">',
+    ]
     assert report["dangerous"] == 0 and report["strayFields"] == []
     assert report["badges"] == report["cards"] > 0, "one badge per answer, the page's own"
     assert report["newPoints"], "#new-points is the page's field"
@@ -195,9 +206,18 @@ def _check_dom(report: dict, origin: str) -> None:
     assert report["shadow"], "the answers are drawn in shadow roots"
     for tag, namespace, attrs, nested in report["shadow"]:
         assert tag in TAGS and not nested, tag
-        assert namespace in ("http://www.w3.org/1999/xhtml", "http://www.w3.org/1998/Math/MathML"), namespace
+        assert namespace in (
+            "http://www.w3.org/1999/xhtml",
+            "http://www.w3.org/1998/Math/MathML",
+        ), namespace
         for name, value in attrs:
-            assert not name.startswith("on") and name not in ("id", "style", "src", "srcdoc", "action"), (tag, name)
+            assert not name.startswith("on") and name not in (
+                "id",
+                "style",
+                "src",
+                "srcdoc",
+                "action",
+            ), (tag, name)
             if name == "href":
                 assert re.match(r"(https?:|mailto:)", value), value
             if name == "target":
@@ -239,8 +259,10 @@ def test_no_answer_reaches_the_page_in_chromium(tmp_path):
         expect(page.locator(".answer[data-text]")).to_have_count(len(hostile_class()))
         _check_dom(page.evaluate(_DOM_REPORT), origin)
         # what \text{} held is shown as typed, inside the answer's own root
-        texts = page.evaluate("() => Array.from(document.querySelectorAll('.answer .text'), "
-                              "(h) => h.shadowRoot.textContent)")
+        texts = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.answer .text'), "
+            "(h) => h.shadowRoot.textContent)"
+        )
         assert any('<b id="x">bold</b>' in t for t in texts), texts[:3]
         # the forged badge: its answer is still "to grade"
         forged = next(k for k, t in enumerate(texts) if '<span class="badge done">' in t)
@@ -260,12 +282,15 @@ def test_no_answer_reaches_the_page_in_chromium(tmp_path):
         page.locator("#questions button[data-question='how']").click()
         expect(page.locator("#q-title")).to_contain_text("how")
         expect(page.locator(".answer[data-text]")).to_have_count(len(hostile_class()))
-        page.wait_for_timeout(1500)  # a refresh, a meta refresh, an autofocus would have acted by now
+        page.wait_for_timeout(
+            1500
+        )  # a refresh, a meta refresh, an autofocus would have acted by now
         _check_dom(page.evaluate(_DOM_REPORT), origin)
         assert page.url.startswith(origin) and "token" not in page.url, page.url
         assert len(page.frames) == 1 and not dialogs and not errors, (page.frames, dialogs, errors)
-    assert all(url.startswith(origin + "/") and _own(url[len(origin):]) for url in requests), \
-        [u for u in requests if not (u.startswith(origin + "/") and _own(u[len(origin):]))]
+    assert all(url.startswith(origin + "/") and _own(url[len(origin) :]) for url in requests), [
+        u for u in requests if not (u.startswith(origin + "/") and _own(u[len(origin) :]))
+    ]
     assert all(_own(p) for p in paths) and not any("nested" in p for p in paths), paths
     store = ReviewStore(out / DB_NAME, lab)
     minus = [r for r in store.rubric("why") if r.comment == "Wrong sign."]
@@ -273,8 +298,10 @@ def test_no_answer_reaches_the_page_in_chromium(tmp_path):
     scores = store.person_scores(list(hostile_class()))
     graded = {n: s["why"] for n, s in scores.items() if s["why"].graded}
     assert len(graded) == 1, graded
-    (name, score), = graded.items()
-    assert 'id="new-points"' in hostile_class()[name]["why"], "the answer graded is the one with the hidden input"
+    ((name, score),) = graded.items()
+    assert 'id="new-points"' in hostile_class()[name]["why"], (
+        "the answer graded is the one with the hidden input"
+    )
     assert score.items == ((2.0, "Names the cause."), (-1.0, "Wrong sign.")) and score.score == 1
     assert all(e["grader"] == "tester" for e in store.events())
 
@@ -287,12 +314,19 @@ def test_the_page_holds_even_without_the_sanitisers(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"
     write_class(out, lab, {f"s{k}": {"why": f"answer {k}", "how": "fix"} for k in range(3)})
-    raw = "".join([f'<meta http-equiv="refresh" content="1;url=http://{FOREIGN}/phish">',
-                   f'<base href="http://{FOREIGN}/">', '<iframe src="/?nested"></iframe>',
-                   '<img src="/api/questions" onerror="window.pwned=1">', '<svg onload="window.pwned=2"></svg>',
-                   '<input id="new-points" value="4">', "<style>body { background: red }</style>",
-                   '<div style="position:fixed;inset:0;background:red">covered</div>',
-                   f'<form id="f" action="http://{FOREIGN}/"><button id="b">go</button></form>'])
+    raw = "".join(
+        [
+            f'<meta http-equiv="refresh" content="1;url=http://{FOREIGN}/phish">',
+            f'<base href="http://{FOREIGN}/">',
+            '<iframe src="/?nested"></iframe>',
+            '<img src="/api/questions" onerror="window.pwned=1">',
+            '<svg onload="window.pwned=2"></svg>',
+            '<input id="new-points" value="4">',
+            "<style>body { background: red }</style>",
+            '<div style="position:fixed;inset:0;background:red">covered</div>',
+            f'<form id="f" action="http://{FOREIGN}/"><button id="b">go</button></form>',
+        ]
+    )
     with running(out, lab) as (server, app), chromium() as (browser, expect):
         paths = _record_server(server)
         origin = server.address.rstrip("/")
@@ -302,19 +336,26 @@ def test_the_page_holds_even_without_the_sanitisers(tmp_path):
         page.on("requestfinished", lambda r: requests.append(r.url))
         page.goto(server.url)
         expect(page.locator(".answer[data-text]")).to_have_count(3)
-        page.evaluate("(html) => { const host = document.createElement('div'); document.body.appendChild(host);"
-                      " host.attachShadow({ mode: 'open' }).innerHTML = html;"
-                      " host.shadowRoot.getElementById('b').click(); }", raw)
+        page.evaluate(
+            "(html) => { const host = document.createElement('div'); document.body.appendChild(host);"
+            " host.attachShadow({ mode: 'open' }).innerHTML = html;"
+            " host.shadowRoot.getElementById('b').click(); }",
+            raw,
+        )
         page.wait_for_timeout(2500)
         report = page.evaluate(_DOM_REPORT)
         assert page.url.startswith(origin) and report["base"].startswith(origin)
         assert report["pwned"] is None and report["newPoints"]
-        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(250, 250, 250)"
+        assert (
+            page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(250, 250, 250)"
+        )
         violated = " ".join(report["violations"])
         for directive in ("script-src", "style-src", "frame-src", "img-src", "form-action"):
             assert directive in violated, (directive, report["violations"])
-    assert all(_own(u[len(origin):]) for u in requests), requests
-    assert not any("nested" in p or p.startswith("/api/questions") and "phish" in p for p in paths), paths
+    assert all(_own(u[len(origin) :]) for u in requests), requests
+    assert not any(
+        "nested" in p or p.startswith("/api/questions") and "phish" in p for p in paths
+    ), paths
     assert "/?nested" not in paths
 
 
@@ -331,8 +372,15 @@ def test_security_headers_and_token_stay_on_the_page(tmp_path):
         response = conn.getresponse()
         response.read()
         csp = response.getheader("Content-Security-Policy")
-        for directive in ("default-src 'none'", "script-src 'self'", "base-uri 'none'", "form-action 'none'",
-                          "frame-ancestors 'none'", "frame-src 'none'", "object-src 'none'"):
+        for directive in (
+            "default-src 'none'",
+            "script-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+            "frame-src 'none'",
+            "object-src 'none'",
+        ):
             assert directive in csp, (directive, csp)
         assert "unsafe" not in csp
         assert response.getheader("Referrer-Policy") == "no-referrer"

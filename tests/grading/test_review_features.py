@@ -18,8 +18,10 @@ from lablib.grading.review.store import DB_NAME, ReviewStore, word_diff
 from lablib.grading.spec import LabSpec
 from review_fixtures import chromium, request, result, running, write_class, written_lab
 
-CLASS = {f"student{k:02d}": {"why": f"The cause is the learning rate, answer {k}.", "how": f"Fix {k}."}
-         for k in range(6)}
+CLASS = {
+    f"student{k:02d}": {"why": f"The cause is the learning rate, answer {k}.", "how": f"Fix {k}."}
+    for k in range(6)
+}
 
 
 def _name_of(app, question, token):
@@ -48,17 +50,22 @@ def test_word_diff_keeps_spacing_and_is_bounded():
     assert "".join(t for op, t in segments if op in "=+") == "The cause is the batch size <b>x</b>."
     assert "".join(t for op, t in segments if op in "=-") == "The cause is the learning rate."
     long = word_diff("word " * 50_000 + "end", "word " * 50_000 + "fin")
-    assert long[0][0] == "…" and long[-2:] == [["-", "end"], ["+", "fin"]], "unchanged text is shortened"
+    assert long[0][0] == "…" and long[-2:] == [["-", "end"], ["+", "fin"]], (
+        "unchanged text is shortened"
+    )
     huge = word_diff("a " * 60_000, "b " * 60_000)
-    assert sum(len(t) for op, t in huge if op != "…") <= 50_000, "a diff shows at most 50,000 characters"
+    assert sum(len(t) for op, t in huge if op != "…") <= 50_000, (
+        "a diff shows at most 50,000 characters"
+    )
 
 
 def test_a_changed_answer_shows_what_changed_since_graded(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"
     write_class(out, lab, CLASS)
-    changed = ('The cause is the batch size <img src=x onerror="window.pwned=1"> <b>bold</b>, '
-               'answer 2.')
+    changed = (
+        'The cause is the batch size <img src=x onerror="window.pwned=1"> <b>bold</b>, answer 2.'
+    )
     with running(out, lab) as (server, app), chromium() as (browser, expect):
         page, errors = _open(browser, server)
         card = _card_of(page, app, "student02")
@@ -85,8 +92,11 @@ def test_a_changed_answer_shows_what_changed_since_graded(tmp_path):
         token = app._token("why", "student02")
         assert next(a for a in listed["answers"] if a["token"] == token)["diff"]
         status, body = request(server, "GET", f"/api/diff/why/{app._token('why', 'student03')}")
-        assert status == 200 and body == {"token": app._token("why", "student03"), "available": False,
-                                          "reason": "This answer has not been graded yet."}
+        assert status == 200 and body == {
+            "token": app._token("why", "student03"),
+            "available": False,
+            "reason": "This answer has not been graded yet.",
+        }
     digest, text = ReviewStore(out / DB_NAME, lab).graded_text("student02", "why")
     assert text == CLASS["student02"]["why"], "the store keeps the text the grade was given for"
 
@@ -126,7 +136,9 @@ def test_a_flag_for_a_second_look_is_set_listed_filtered_and_cleared(tmp_path):
     events = [e for e in store.events() if e["what"] in ("flag", "unflag")]
     assert [e["what"] for e in reversed(events)] == ["flag", "flag", "unflag"]
     assert all(e["grader"] == "ta1" for e in events)
-    assert all(not s["why"].graded for s in store.person_scores(list(CLASS)).values()), "a flag is not a grade"
+    assert all(not s["why"].graded for s in store.person_scores(list(CLASS)).values()), (
+        "a flag is not a grade"
+    )
 
 
 def test_answers_are_filtered_by_state_rubric_item_and_score(tmp_path):
@@ -143,14 +155,22 @@ def test_answers_are_filtered_by_state_rubric_item_and_score(tmp_path):
         expect(page.locator(".answer")).to_have_count(len(CLASS))
 
         def shown():
-            return {_name_of(app, "why", t) for t in page.locator(".answer").evaluate_all(
-                "(cards) => cards.map((c) => c.dataset.token)")}
+            return {
+                _name_of(app, "why", t)
+                for t in page.locator(".answer").evaluate_all(
+                    "(cards) => cards.map((c) => c.dataset.token)"
+                )
+            }
 
-        cases = {f"item:{cause}": {"student00", "student01", "student02"},
-                 f"noitem:{cause}": {"student03", "student04", "student05"},
-                 "score:2": {"student00", "student01", "student03"}, "score:4": {"student02"},
-                 "todo": {"student04", "student05"}, "graded": {"student00", "student01", "student02", "student03"},
-                 "all": set(CLASS)}
+        cases = {
+            f"item:{cause}": {"student00", "student01", "student02"},
+            f"noitem:{cause}": {"student03", "student04", "student05"},
+            "score:2": {"student00", "student01", "student03"},
+            "score:4": {"student02"},
+            "todo": {"student04", "student05"},
+            "graded": {"student00", "student01", "student02", "student03"},
+            "all": set(CLASS),
+        }
         for value, expected in cases.items():
             page.locator("#filter").select_option(value)
             expect(page.locator(".answer")).to_have_count(len(expected))
@@ -194,9 +214,13 @@ def test_unreadable_notebooks_are_counted_apart_and_never_graded_in_the_page(tmp
         page.keyboard.press("u")  # select every answer still to grade, then one item to all
         page.keyboard.press("3")  # "No answer." (0 points)
         expect(page.locator(".badge.done")).to_have_count(len(CLASS))
-        expect(page.locator("#progress-text")).to_have_text(f"{len(CLASS)}/{len(CLASS)} graded · 2 unreadable")
+        expect(page.locator("#progress-text")).to_have_text(
+            f"{len(CLASS)}/{len(CLASS)} graded · 2 unreadable"
+        )
         assert not errors
-    scores = ReviewStore(out / DB_NAME, lab).person_scores(list(CLASS) + ["kq7-corrupt", "zx3-legacy"])
+    scores = ReviewStore(out / DB_NAME, lab).person_scores(
+        list(CLASS) + ["kq7-corrupt", "zx3-legacy"]
+    )
     assert not scores["kq7-corrupt"]["why"].graded and not scores["zx3-legacy"]["why"].graded
 
 
@@ -206,7 +230,9 @@ def test_unreadable_notebooks_are_counted_apart_and_never_graded_in_the_page(tmp
 def _many_items_lab() -> LabSpec:
     lab = LabSpec("lab9_many", "Lab 9: a long rubric")
     lab.piece("f", objects=["f"])
-    lab.answer("why", points=20, title="why it works", rubric=[(1, f"Point {k + 1}.") for k in range(12)])
+    lab.answer(
+        "why", points=20, title="why it works", rubric=[(1, f"Point {k + 1}.") for k in range(12)]
+    )
     return lab
 
 
@@ -221,7 +247,10 @@ def test_more_than_nine_rubric_items_are_reached_by_their_numbers(tmp_path):
         card.locator("h3 span").first.click()
 
         def applied():
-            return {c for _, c in ReviewStore(out / DB_NAME, lab).person_scores(["s0"])["s0"]["why"].items}
+            return {
+                c
+                for _, c in ReviewStore(out / DB_NAME, lab).person_scores(["s0"])["s0"]["why"].items
+            }
 
         page.keyboard.press("1")
         page.keyboard.press("2")  # item 12
@@ -238,7 +267,10 @@ def test_more_than_nine_rubric_items_are_reached_by_their_numbers(tmp_path):
         page.keyboard.press("9")  # no item 19: item 1, then 9 at once
         expect(card.locator(".chips span")).to_have_count(4)
         assert applied() == {"Point 1.", "Point 3.", "Point 9.", "Point 12."}
-        assert page.locator("#items li").nth(11).locator("button.apply").get_attribute("title") == "keys 12 Enter"
+        assert (
+            page.locator("#items li").nth(11).locator("button.apply").get_attribute("title")
+            == "keys 12 Enter"
+        )
         assert not errors
 
 
@@ -249,19 +281,48 @@ def test_more_than_nine_rubric_items_are_reached_by_their_numbers(tmp_path):
 #: rather than the roster's ``student`` field, and what the card then says.
 IDENTITIES = {
     # matched to a roster student at grading (by Canvas's user id): the identity's fields
-    "student01": ({"key": "S9001", "name": "Zhao, Émilie", "student_id": "S9001", "email": "emilie.zhao@uni.example",
-                   "lms_id": "184001", "matched": True, "matched_by": "Canvas user id 184001",
-                   "lms": {"lms": "canvas", "user_id": "184001", "name": "zhaoemilie"}, "others": []},
-                  "Student: Zhao, Émilie, S9001, emilie.zhao@uni.example"),
+    "student01": (
+        {
+            "key": "S9001",
+            "name": "Zhao, Émilie",
+            "student_id": "S9001",
+            "email": "emilie.zhao@uni.example",
+            "lms_id": "184001",
+            "matched": True,
+            "matched_by": "Canvas user id 184001",
+            "lms": {"lms": "canvas", "user_id": "184001", "name": "zhaoemilie"},
+            "others": [],
+        },
+        "Student: Zhao, Émilie, S9001, emilie.zhao@uni.example",
+    ),
     # no roster student matched: what the Canvas download said (its user id, named)
-    "student02": ({"key": "184002", "name": "anderssonemma", "student_id": "", "email": "", "lms_id": "184002",
-                   "matched": False, "matched_by": "", "lms": {"lms": "canvas", "user_id": "184002"}, "others": []},
-                  "Student: anderssonemma, Canvas user id 184002"),
+    "student02": (
+        {
+            "key": "184002",
+            "name": "anderssonemma",
+            "student_id": "",
+            "email": "",
+            "lms_id": "184002",
+            "matched": False,
+            "matched_by": "",
+            "lms": {"lms": "canvas", "user_id": "184002"},
+            "others": [],
+        },
+        "Student: anderssonemma, Canvas user id 184002",
+    ),
     # a Gradescope group: its other submitter too
-    "student04": ({"key": "S2005", "name": "Ava Evans", "student_id": "S2005", "email": "ava.5@uni.example",
-                   "matched": True, "matched_by": "Gradescope SID S2005",
-                   "others": [{"name": "Mateo Fischer", "student_id": "S2006", "matched": True}]},
-                  "Student: Ava Evans (a group with Mateo Fischer), S2005, ava.5@uni.example"),
+    "student04": (
+        {
+            "key": "S2005",
+            "name": "Ava Evans",
+            "student_id": "S2005",
+            "email": "ava.5@uni.example",
+            "matched": True,
+            "matched_by": "Gradescope SID S2005",
+            "others": [{"name": "Mateo Fischer", "student_id": "S2006", "matched": True}],
+        },
+        "Student: Ava Evans (a group with Mateo Fischer), S2005, ava.5@uni.example",
+    ),
 }
 
 
@@ -272,12 +333,19 @@ def _with_students(out) -> None:
     path = out / "grades.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     for k, entry in enumerate(data["submissions"]):
-        entry["student"] = {"student_id": f"900{k}", "name": f"Émilie Zhao {k}", "email": f"ez{k}@uni.example"}
+        entry["student"] = {
+            "student_id": f"900{k}",
+            "name": f"Émilie Zhao {k}",
+            "email": f"ez{k}@uni.example",
+        }
         if entry["submission"] in IDENTITIES:
             entry["identity"] = IDENTITIES[entry["submission"]][0]
         if entry["submission"] == "student02":
             entry["student"] = None  # no roster student matched
-    assert not data["submissions"][3].get("identity") and data["submissions"][3]["submission"] == "student03"
+    assert (
+        not data["submissions"][3].get("identity")
+        and data["submissions"][3]["submission"] == "student03"
+    )
     atomic_write(path, json.dumps(data))
 
 
@@ -286,22 +354,33 @@ def test_the_reveal_is_one_logged_request_and_shows_one_name(tmp_path):
     out = tmp_path / "out"
     write_class(out, lab, CLASS)
     _with_students(out)
-    with running(out, lab) as (server, app), chromium() as (browser, expect):  # a TA's server: no reveal
+    with (
+        running(out, lab) as (server, app),
+        chromium() as (browser, expect),
+    ):  # a TA's server: no reveal
         page, errors = _open(browser, server)
         expect(page.locator(".answer[data-text]")).to_have_count(len(CLASS))
         expect(page.locator(".answer .who:visible")).to_have_count(0)
         token = app._token("why", "student01")
-        status, body = request(server, "POST", "/api/change", {"action": "reveal", "question": "why", "answer": token})
+        status, body = request(
+            server, "POST", "/api/change", {"action": "reveal", "question": "why", "answer": token}
+        )
         assert status == 400 and "--reveal" in body["error"], body
-    with running(out, lab, grader="instructor", reveal=True) as (server, app), chromium() as (browser, expect):
+    with (
+        running(out, lab, grader="instructor", reveal=True) as (server, app),
+        chromium() as (browser, expect),
+    ):
         for path in ("/api/questions", "/api/question/why", "/api/question/how"):
             data = json.dumps(request(server, "GET", path)[1])
-            assert "Zhao" not in data and "Evans" not in data and "anderssonemma" not in data, \
+            assert "Zhao" not in data and "Evans" not in data and "anderssonemma" not in data, (
                 "names stay out of the page's data"
+            )
         page, errors = _open(browser, server)
         card = _card_of(page, app, "student01")
         expect(card).to_have_attribute("data-text", "shown")
-        page.once("dialog", lambda d: d.dismiss())  # changed their mind: nothing asked, nothing logged
+        page.once(
+            "dialog", lambda d: d.dismiss()
+        )  # changed their mind: nothing asked, nothing logged
         card.locator(".who").click()
         page.wait_for_timeout(300)
         assert not [e for e in ReviewStore(out / DB_NAME, lab).events() if e["what"] == "reveal"]
@@ -311,38 +390,72 @@ def test_the_reveal_is_one_logged_request_and_shows_one_name(tmp_path):
         # the identity resolved at grading, not the roster's field ("Émilie Zhao 1, 9001")
         expect(card.locator(".student")).to_have_text(IDENTITIES["student01"][1])
         assert "recorded in the review log" in messages[0]
-        expect(page.locator("#status")).to_contain_text("recorded in the review log under instructor")
+        expect(page.locator("#status")).to_contain_text(
+            "recorded in the review log under instructor"
+        )
         text = page.evaluate("() => document.body.innerText")
         assert text.count("Zhao") == 1, "the name shows for that answer only"
         expect(card.locator(".who")).to_be_hidden()
-        shown = {"student01": IDENTITIES["student01"][1], "student02": IDENTITIES["student02"][1],
-                 "student04": IDENTITIES["student04"][1],
-                 "student03": "Student: Émilie Zhao 3, 9003, ez3@uni.example"}  # no identity: the roster's field
+        shown = {
+            "student01": IDENTITIES["student01"][1],
+            "student02": IDENTITIES["student02"][1],
+            "student04": IDENTITIES["student04"][1],
+            "student03": "Student: Émilie Zhao 3, 9003, ez3@uni.example",
+        }  # no identity: the roster's field
         for name in ("student02", "student04", "student03"):
             other = _card_of(page, app, name)
             page.once("dialog", lambda d: d.accept())
             other.locator(".who").click()
             expect(other.locator(".student")).to_have_text(shown[name])
         expect(page.locator(".answer .student:visible")).to_have_text(
-            [shown[_name_of(app, "why", t)] for t in page.locator(".answer .student:visible").evaluate_all(
-                "(spans) => spans.map((s) => s.closest('.answer').dataset.token)")])
+            [
+                shown[_name_of(app, "why", t)]
+                for t in page.locator(".answer .student:visible").evaluate_all(
+                    "(spans) => spans.map((s) => s.closest('.answer').dataset.token)"
+                )
+            ]
+        )
         assert not errors
     reveals = [e for e in ReviewStore(out / DB_NAME, lab).events() if e["what"] == "reveal"]
     assert [(e["grader"], e["submission"], e["question"]) for e in reversed(reveals)] == [
-        ("instructor", name, "why") for name in ("student01", "student02", "student04", "student03")]
+        ("instructor", name, "why") for name in ("student01", "student02", "student04", "student03")
+    ]
 
 
 def test_revealed_student_prefers_the_identity_and_falls_back_to_the_roster():
-    roster = {"student_id": "9001", "name": "Émilie Zhao", "email": "ez@uni.example", "section": "A"}
+    roster = {
+        "student_id": "9001",
+        "name": "Émilie Zhao",
+        "email": "ez@uni.example",
+        "section": "A",
+    }
     assert revealed_student(IDENTITIES["student01"][0], roster) == {
-        "name": "Zhao, Émilie", "student_id": "S9001", "email": "emilie.zhao@uni.example"}
-    moodle = {"key": "Participant 7300017", "name": "José Núñez", "participant_id": "7300017", "matched": False}
-    assert revealed_student(moodle, None) == {"name": "José Núñez", "student_id": "Moodle participant 7300017",
-                                              "email": ""}
+        "name": "Zhao, Émilie",
+        "student_id": "S9001",
+        "email": "emilie.zhao@uni.example",
+    }
+    moodle = {
+        "key": "Participant 7300017",
+        "name": "José Núñez",
+        "participant_id": "7300017",
+        "matched": False,
+    }
+    assert revealed_student(moodle, None) == {
+        "name": "José Núñez",
+        "student_id": "Moodle participant 7300017",
+        "email": "",
+    }
     nameless = {"key": "subs/kq7", "name": "", "student_id": "", "email": "", "matched": False}
-    for identity in ({}, None, nameless):  # no identity, or one that names no one: the roster's field
-        assert revealed_student(identity, roster) == {"name": "Émilie Zhao", "student_id": "9001",
-                                                      "email": "ez@uni.example"}
+    for identity in (
+        {},
+        None,
+        nameless,
+    ):  # no identity, or one that names no one: the roster's field
+        assert revealed_student(identity, roster) == {
+            "name": "Émilie Zhao",
+            "student_id": "9001",
+            "email": "ez@uni.example",
+        }
     assert revealed_student(nameless, None) == {} and revealed_student({}, {"name": ""}) == {}
 
 
@@ -359,11 +472,18 @@ def test_the_progress_text_fits_at_320_px_with_300_students(tmp_path):
     store = ReviewStore(out / DB_NAME, lab)
     item = store.rubric("why")[0].id
     names = [r.submission for r in rows]
-    store.apply(names[:123], "why", {"items": [item]}, grader="t",
-                digest={r.submission: r.answers["why"].digest for r in rows})
+    store.apply(
+        names[:123],
+        "why",
+        {"items": [item]},
+        grader="t",
+        digest={r.submission: r.answers["why"].digest for r in rows},
+    )
     store.set_flag(names[200:212], "why", True, grader="t")
-    write_class_stale = {r.submission: {"why": r.answers["why"].text + (" changed" if k < 17 else ""), "how": "Fix."}
-                         for k, r in enumerate(rows)}
+    write_class_stale = {
+        r.submission: {"why": r.answers["why"].text + (" changed" if k < 17 else ""), "how": "Fix."}
+        for k, r in enumerate(rows)
+    }
     report.write_reports(out, lab, [result(n, a) for n, a in write_class_stale.items()] + [broken])
     measure = """() => {
       const box = document.getElementById("progress"), text = document.getElementById("progress-text");
@@ -376,10 +496,14 @@ def test_the_progress_text_fits_at_320_px_with_300_students(tmp_path):
     with running(out, lab) as (server, app), chromium() as (browser, expect):
         for width in (320, 1280):
             page, errors = _open(browser, server, viewport={"width": width, "height": 900})
-            expect(page.locator("#progress-text")).to_have_text("106/300 graded · 17 changed · 12 flagged · 1 unreadable")
+            expect(page.locator("#progress-text")).to_have_text(
+                "106/300 graded · 17 changed · 12 flagged · 1 unreadable"
+            )
             got = page.evaluate(measure)
             assert got["overflow"] <= 0 and got["boxOverflow"] <= 0 and got["inside"], got
-            assert got["right"] <= width and got["page"] <= width, f"nothing wider than the {width} px window: {got}"
+            assert got["right"] <= width and got["page"] <= width, (
+                f"nothing wider than the {width} px window: {got}"
+            )
             page.screenshot(path=str(tmp_path / f"review-{width}.png"))
             assert not errors
             page.close()

@@ -21,7 +21,10 @@ from lablib.grading.grade import rewrite_reports
 from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewStore
 from review_fixtures import chromium, request, running, write_class, written_lab
 
-CLASS = {f"student{k:02d}": {"why": f"Because $x_{k}^2$ grows, student {k}.", "how": f"Fix {k}."} for k in range(6)}
+CLASS = {
+    f"student{k:02d}": {"why": f"Because $x_{k}^2$ grows, student {k}.", "how": f"Fix {k}."}
+    for k in range(6)
+}
 
 
 def _read(server, question="why"):
@@ -37,8 +40,14 @@ def _read(server, question="why"):
 def _grade(server, page, texts, token, headers=None, **change):
     """A grade as the page sends it: the digest shown and the version read."""
     answer = next(a for a in page["answers"] if a["token"] == token)
-    body = {"action": "grade", "question": page["id"], "answers": [token], "seen": {token: texts[token]["digest"]},
-            "versions": {token: answer["version"]}, **change}
+    body = {
+        "action": "grade",
+        "question": page["id"],
+        "answers": [token],
+        "seen": {token: texts[token]["digest"]},
+        "versions": {token: answer["version"]},
+        **change,
+    }
     return request(server, "POST", "/api/change", body, headers=headers)
 
 
@@ -54,27 +63,43 @@ def test_the_api_refuses_requests_without_this_runs_token(tmp_path):
     out = tmp_path / "out"
     write_class(out, lab, CLASS)
     with running(out, lab) as (server, app):
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_-]{43}", server.url), server.url
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_-]{43}", server.url), (
+            server.url
+        )
         status, body = request(server, "GET", "/api/questions", token=False)
         assert status == 401 and "?token=" in body["error"], body
         status, body = request(server, "GET", "/api/question/why", token="x" * 43)
         assert status == 403 and "not this review server's" in body["error"], body
-        status, body = request(server, "GET", "/api/question/why", headers={"Authorization": "Basic abc"},
-                               token=False)
+        status, body = request(
+            server, "GET", "/api/question/why", headers={"Authorization": "Basic abc"}, token=False
+        )
         assert status == 401
         page, texts = _read(server)
         token = page["answers"][0]["token"]
         item = page["rubric"][0]["id"]
         for auth in (False, "y" * 43):
-            status, body = request(server, "POST", "/api/change",
-                                   {"action": "grade", "question": "why", "answers": [token], "add": item,
-                                    "seen": {token: texts[token]["digest"]}, "versions": {token: 0}}, token=auth)
+            status, body = request(
+                server,
+                "POST",
+                "/api/change",
+                {
+                    "action": "grade",
+                    "question": "why",
+                    "answers": [token],
+                    "add": item,
+                    "seen": {token: texts[token]["digest"]},
+                    "versions": {token: 0},
+                },
+                token=auth,
+            )
             assert status in (401, 403), (status, body)
             status, _ = request(server, "GET", f"/api/texts/why?answers={token}", token=auth)
             assert status in (401, 403)
         assert app.store.events() == [], "a refused request changed nothing"
         status, body = request(server, "GET", "/", token=False)
-        assert status == 200 and b"student0" not in body and b"Because" not in body, "the page itself holds no data"
+        assert status == 200 and b"student0" not in body and b"Because" not in body, (
+            "the page itself holds no data"
+        )
         status, _ = _grade(server, page, texts, token, add=item)
         assert status == 200
         assert len(app.store.events()) == 1
@@ -89,16 +114,39 @@ def test_the_log_names_the_servers_grader_whatever_the_request_says(tmp_path):
     with running(out, lab, grader="ta-anna") as (server, app):
         page, texts = _read(server)
         token = page["answers"][0]["token"]
-        forged = {"X-Grader": "mallory", "From": "mallory@example.org", "X-Forwarded-User": "mallory"}
-        status, body = _grade(server, page, texts, token, add=page["rubric"][0]["id"], grader="mallory")
-        assert status == 400 and "'grader'" in body["error"], "a change naming a grader is refused whole"
-        status, body = request(server, "POST", "/api/change", {"action": "item", "question": "why", "points": 1,
-                                                               "comment": "Half the cause.", "grader": "mallory"})
+        forged = {
+            "X-Grader": "mallory",
+            "From": "mallory@example.org",
+            "X-Forwarded-User": "mallory",
+        }
+        status, body = _grade(
+            server, page, texts, token, add=page["rubric"][0]["id"], grader="mallory"
+        )
+        assert status == 400 and "'grader'" in body["error"], (
+            "a change naming a grader is refused whole"
+        )
+        status, body = request(
+            server,
+            "POST",
+            "/api/change",
+            {
+                "action": "item",
+                "question": "why",
+                "points": 1,
+                "comment": "Half the cause.",
+                "grader": "mallory",
+            },
+        )
         assert status == 400 and app.store.events() == []
         status, _ = _grade(server, page, texts, token, add=page["rubric"][0]["id"], headers=forged)
         assert status == 200
-        status, _ = request(server, "POST", "/api/change", {"action": "item", "question": "why", "points": 1,
-                                                            "comment": "Half the cause."}, headers=forged)
+        status, _ = request(
+            server,
+            "POST",
+            "/api/change",
+            {"action": "item", "question": "why", "points": 1, "comment": "Half the cause."},
+            headers=forged,
+        )
         assert status == 200
         events = app.store.events()
         assert [e["grader"] for e in events] == ["ta-anna", "ta-anna"], events
@@ -116,20 +164,41 @@ def test_lablib_review_prints_an_address_with_its_token(tmp_path):
     out = tmp_path / "out"
     write_class(out, lab, CLASS)
     spec = tmp_path / "lab9_written.py"
-    spec.write_text("from lablib.grading.spec import LabSpec\n"
-                    "lab = LabSpec('lab9_written', 'Lab 9: written answers')\n"
-                    "lab.piece('f', objects=['f'])\n"
-                    "lab.answer('why', points=4, title='why it works', rubric=[(2, 'Names the cause.')])\n"
-                    "lab.answer('how', points=3, title='how to fix it', rubric=[(3, 'A fix that works.')])\n")
+    spec.write_text(
+        "from lablib.grading.spec import LabSpec\n"
+        "lab = LabSpec('lab9_written', 'Lab 9: written answers')\n"
+        "lab.piece('f', objects=['f'])\n"
+        "lab.answer('why', points=4, title='why it works', rubric=[(2, 'Names the cause.')])\n"
+        "lab.answer('how', points=3, title='how to fix it', rubric=[(3, 'A fix that works.')])\n"
+    )
     import nbformat
 
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("Why does it work?"),
-                      nbformat.v4.new_markdown_cell("<!-- BEGIN ANSWER why -->\nYour answer.\n<!-- END ANSWER why -->")]
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("Why does it work?"),
+        nbformat.v4.new_markdown_cell(
+            "<!-- BEGIN ANSWER why -->\nYour answer.\n<!-- END ANSWER why -->"
+        ),
+    ]
     nbformat.write(notebook, str(tmp_path / "lab9_written.ipynb"))
-    review = subprocess.Popen([sys.executable, "-m", "lablib.cli", "review", str(spec), str(out), "--no-browser",
-                               "--grader", "ta-cli", "--lab-notebook", str(tmp_path / "lab9_written.ipynb")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    review = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lablib.cli",
+            "review",
+            str(spec),
+            str(out),
+            "--no-browser",
+            "--grader",
+            "ta-cli",
+            "--lab-notebook",
+            str(tmp_path / "lab9_written.ipynb"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = review.stdout.readline()
         match = re.search(r"open (http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{43}))\s", line)
@@ -175,18 +244,24 @@ def test_a_regrade_between_the_read_and_the_click_leaves_a_stale_grade(tmp_path)
         token = page["answers"][0]["token"]
         name = _name_of(app, "why", token)
         shown = texts[token]["digest"]
-        changed = dict(CLASS, **{name: {"why": "A resubmitted, different answer.", "how": CLASS[name]["how"]}})
+        changed = dict(
+            CLASS, **{name: {"why": "A resubmitted, different answer.", "how": CLASS[name]["how"]}}
+        )
         write_class(out, lab, changed)  # the regrade lands now
         status, body = _grade(server, page, texts, token, add=page["rubric"][0]["id"])
         assert status == 200, body
         (answer,) = body["answers"]
         assert answer["stale"] and answer["graded"] and answer["digest"] != shown
-        assert "changed since the page showed" in body["message"] and body["changed_text"] == [token]
+        assert "changed since the page showed" in body["message"] and body["changed_text"] == [
+            token
+        ]
         status, questions = request(server, "GET", "/api/questions")
         assert next(q for q in questions["questions"] if q["id"] == "why")["stale"] == 1
         rows = rewrite_reports(out, lab=lab)
     scores, _ = ReviewStore(out / DB_NAME, lab).for_gradebook(rows)
-    assert scores[name]["why"].stale and scores[name]["why"].pending, "graded for the text seen, flagged"
+    assert scores[name]["why"].stale and scores[name]["why"].pending, (
+        "graded for the text seen, flagged"
+    )
     # the same click after the page showed the new text: not stale
     with running(out, lab) as (server, app):
         page, texts = _read(server)
@@ -200,13 +275,22 @@ def test_an_unreadable_notebook_is_kept_out_of_the_answers_to_grade(tmp_path):
     A grade the store holds for it from before (given to no text) is stale once there is one."""
     lab = written_lab()
     out = tmp_path / "out"
-    unreadable = dict(CLASS, student03={})  # no record of any answer: the notebook could not be read
+    unreadable = dict(
+        CLASS, student03={}
+    )  # no record of any answer: the notebook could not be read
     write_class(out, lab, unreadable)
-    ReviewStore(out / DB_NAME, lab).apply(["student03"], "why", {"adjustment": 1},
-                                          digest={"student03": MISSING_DIGEST}, grader="older page")
+    ReviewStore(out / DB_NAME, lab).apply(
+        ["student03"],
+        "why",
+        {"adjustment": 1},
+        digest={"student03": MISSING_DIGEST},
+        grader="older page",
+    )
     with running(out, lab) as (server, app):
         page, texts = _read(server)
-        assert len(page["answers"]) == len(CLASS) - 1 and "student03" not in [_name_of(app, "why", t) for t in texts]
+        assert len(page["answers"]) == len(CLASS) - 1 and "student03" not in [
+            _name_of(app, "why", t) for t in texts
+        ]
         assert page["unreadable"] == [{"number": 1, "reason": page["unreadable"][0]["reason"]}]
         assert "grades.json holds no record" in page["unreadable"][0]["reason"]
         status, info = request(server, "GET", "/api/questions")
@@ -214,18 +298,29 @@ def test_an_unreadable_notebook_is_kept_out_of_the_answers_to_grade(tmp_path):
         assert (why["answers"], why["unreadable"], why["graded"]) == (len(CLASS) - 1, 1, 0)
         hidden = app._token("why", "student03")  # the answer's token, were it shown: refused
         no_answer = next(r["id"] for r in page["rubric"] if r["comment"] == "No answer.")
-        body = {"action": "grade", "question": "why", "answers": [hidden], "seen": {hidden: MISSING_DIGEST},
-                "versions": {hidden: 0}, "add": no_answer}
+        body = {
+            "action": "grade",
+            "question": "why",
+            "answers": [hidden],
+            "seen": {hidden: MISSING_DIGEST},
+            "versions": {hidden: 0},
+            "add": no_answer,
+        }
         status, refused = request(server, "POST", "/api/change", body)
         assert status == 400 and "Unknown answer" in refused["error"], refused
         write_class(out, lab, CLASS)  # the notebook is read at the next grading: it has an answer
-        status, changes = request(server, "GET", f"/api/question/why/changes?since={page['version']}"
-                                                 f"&generation={page['generation']}")
+        status, changes = request(
+            server,
+            "GET",
+            f"/api/question/why/changes?since={page['version']}&generation={page['generation']}",
+        )
         assert changes == {"reload": True, "generation": page["generation"] + 1}
         page, texts = _read(server)
         assert len(page["answers"]) == len(CLASS) and page["unreadable"] == []
         answer = next(a for a in page["answers"] if _name_of(app, "why", a["token"]) == "student03")
-        assert answer["stale"] and not answer["empty"] and not answer["diff"], "no text was graded: no diff"
+        assert answer["stale"] and not answer["empty"] and not answer["diff"], (
+            "no text was graded: no diff"
+        )
         rows = rewrite_reports(out, lab=lab)
     scores, _ = ReviewStore(out / DB_NAME, lab).for_gradebook(rows)
     assert scores["student03"]["why"].stale, "a grade given while unreadable is looked at again"
@@ -241,33 +336,78 @@ def test_two_graders_on_one_rubric_item_never_undo_each_other(tmp_path):
         item_a = page_a["rubric"][0]
         item_b = page_b["rubric"][0]
         assert item_a == item_b
-        status, body = request(b, "POST", "/api/change", {"action": "item", "question": "why", "id": item_b["id"],
-                                                          "version": item_b["version"], "points": 1,
-                                                          "comment": item_b["comment"]})
+        status, body = request(
+            b,
+            "POST",
+            "/api/change",
+            {
+                "action": "item",
+                "question": "why",
+                "id": item_b["id"],
+                "version": item_b["version"],
+                "points": 1,
+                "comment": item_b["comment"],
+            },
+        )
         assert status == 200
         # A edits the comment, from the item as A read it (A's old points: 2)
-        status, body = request(a, "POST", "/api/change", {"action": "item", "question": "why", "id": item_a["id"],
-                                                          "version": item_a["version"], "points": item_a["points"],
-                                                          "comment": "Names the cause, clearly."})
+        status, body = request(
+            a,
+            "POST",
+            "/api/change",
+            {
+                "action": "item",
+                "question": "why",
+                "id": item_a["id"],
+                "version": item_a["version"],
+                "points": item_a["points"],
+                "comment": "Names the cause, clearly.",
+            },
+        )
         assert status == 409, body
         assert "changed by another grader" in body["error"] and "now +1" in body["error"]
         now = next(r for r in body["rubric"] if r["id"] == item_a["id"])
-        assert now["points"] == 1 and now["comment"] == item_a["comment"], "the page gets the item as it is now"
+        assert now["points"] == 1 and now["comment"] == item_a["comment"], (
+            "the page gets the item as it is now"
+        )
         stored = next(r for r in app_b.store.rubric("why") if r.id == item_a["id"])
         assert stored.points == 1 and stored.comment == item_a["comment"], "B's points stand"
         # A, having seen B's change, edits again from the item as it is now
-        status, body = request(a, "POST", "/api/change", {"action": "item", "question": "why", "id": now["id"],
-                                                          "version": now["version"], "points": now["points"],
-                                                          "comment": "Names the cause, clearly."})
+        status, body = request(
+            a,
+            "POST",
+            "/api/change",
+            {
+                "action": "item",
+                "question": "why",
+                "id": now["id"],
+                "version": now["version"],
+                "points": now["points"],
+                "comment": "Names the cause, clearly.",
+            },
+        )
         assert status == 200
         stored = next(r for r in app_b.store.rubric("why") if r.id == item_a["id"])
         assert (stored.points, stored.comment) == (1, "Names the cause, clearly.")
         # an edit without a version is refused: every write says what it was based on
-        status, body = request(a, "POST", "/api/change", {"action": "item", "question": "why", "id": now["id"],
-                                                          "points": 2, "comment": "x"})
+        status, body = request(
+            a,
+            "POST",
+            "/api/change",
+            {"action": "item", "question": "why", "id": now["id"], "points": 2, "comment": "x"},
+        )
         assert status == 400 and "version" in body["error"]
-        status, body = request(a, "POST", "/api/change", {"action": "delete-item", "question": "why",
-                                                          "id": now["id"], "version": now["version"]})
+        status, body = request(
+            a,
+            "POST",
+            "/api/change",
+            {
+                "action": "delete-item",
+                "question": "why",
+                "id": now["id"],
+                "version": now["version"],
+            },
+        )
         assert status == 409
         graders = [(e["grader"], e["what"]) for e in app_b.store.events()]
         assert graders == [("ta-a", "edit item"), ("ta-b", "edit item")], graders
@@ -288,14 +428,24 @@ def test_two_graders_on_one_answer_never_undo_each_other(tmp_path):
         assert body["answers"][0]["items"] == [cause], "the page gets B's grade"
         name = _name_of(app, "why", token)
         score = app.store.person_scores([name])[name]["why"]
-        assert score.items == ((2.0, "Names the cause."),) and score.comment == "", "nothing of A's was saved"
+        assert score.items == ((2.0, "Names the cause."),) and score.comment == "", (
+            "nothing of A's was saved"
+        )
         # a bulk apply with one answer changed since is refused whole
         other = page_a["answers"][1]["token"]
-        body = {"action": "grade", "question": "why", "answers": [other, token], "add": numbers,
-                "seen": {t: texts_a[t]["digest"] for t in (other, token)}, "versions": {other: 0, token: 0}}
+        body = {
+            "action": "grade",
+            "question": "why",
+            "answers": [other, token],
+            "add": numbers,
+            "seen": {t: texts_a[t]["digest"] for t in (other, token)},
+            "versions": {other: 0, token: 0},
+        }
         status, refused = request(a, "POST", "/api/change", body)
         assert status == 409 and len(refused["answers"]) == 2
-        assert not app.store.person_scores([_name_of(app, "why", other)])[_name_of(app, "why", other)]["why"].graded
+        assert not app.store.person_scores([_name_of(app, "why", other)])[
+            _name_of(app, "why", other)
+        ]["why"].graded
         status, page_a = request(a, "GET", "/api/question/why")
         assert _grade(a, page_a, texts_a, token, add=numbers)[0] == 200
         assert app.store.person_scores([name])[name]["why"].score == 4
@@ -315,15 +465,34 @@ def test_the_refresh_sends_only_what_changed(tmp_path):
         status, body = request(server, "GET", since)
         assert [a["token"] for a in body["answers"]] == [token] and body["rubric"] is None
         assert body["version"] > page["version"]
-        status, after = request(server, "GET", f"/api/question/why/changes?since={body['version']}"
-                                               f"&generation={page['generation']}")
+        status, after = request(
+            server,
+            "GET",
+            f"/api/question/why/changes?since={body['version']}&generation={page['generation']}",
+        )
         assert after["answers"] == []
         item = page["rubric"][0]
-        request(server, "POST", "/api/change", {"action": "item", "question": "why", "id": item["id"],
-                                                "version": item["version"], "points": 1, "comment": "Half."})
-        status, body = request(server, "GET", f"/api/question/why/changes?since={after['version']}"
-                                              f"&generation={page['generation']}")
-        assert len(body["answers"]) == len(CLASS) and body["rubric"][0]["points"] == 1, "an item re-scores all"
+        request(
+            server,
+            "POST",
+            "/api/change",
+            {
+                "action": "item",
+                "question": "why",
+                "id": item["id"],
+                "version": item["version"],
+                "points": 1,
+                "comment": "Half.",
+            },
+        )
+        status, body = request(
+            server,
+            "GET",
+            f"/api/question/why/changes?since={after['version']}&generation={page['generation']}",
+        )
+        assert len(body["answers"]) == len(CLASS) and body["rubric"][0]["points"] == 1, (
+            "an item re-scores all"
+        )
         status, body = request(server, "GET", "/api/question/why/changes?since=x&generation=1")
         assert status == 400 and "since=" in body["error"]
 
@@ -335,16 +504,29 @@ def test_the_races_in_the_page(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"
     write_class(out, lab, CLASS)
-    with running(out, lab, grader="ta-a") as (a, app), running(out, lab, grader="ta-b") as (b, _), \
-            chromium() as (browser, expect):
+    with (
+        running(out, lab, grader="ta-a") as (a, app),
+        running(out, lab, grader="ta-b") as (b, _),
+        chromium() as (browser, expect),
+    ):
         page = browser.new_page()
         page.goto(a.url + "#why")
         expect(page.locator(".answer[data-text]")).to_have_count(len(CLASS))
         # B changes item 1's points; A, not yet refreshed, edits its comment
         rubric = request(b, "GET", "/api/question/why")[1]["rubric"]
-        request(b, "POST", "/api/change", {"action": "item", "question": "why", "id": rubric[0]["id"],
-                                           "version": rubric[0]["version"], "points": 1,
-                                           "comment": rubric[0]["comment"]})
+        request(
+            b,
+            "POST",
+            "/api/change",
+            {
+                "action": "item",
+                "question": "why",
+                "id": rubric[0]["id"],
+                "version": rubric[0]["version"],
+                "points": 1,
+                "comment": rubric[0]["comment"],
+            },
+        )
         replies = iter(["2", "Names the cause, clearly."])
         page.on("dialog", lambda d: d.accept(next(replies)))
         page.locator("#items li .edit").nth(0).click()
@@ -365,13 +547,17 @@ def test_the_races_in_the_page(tmp_path):
         third = page.locator(".answer").nth(2)
         token = third.get_attribute("data-token")
         name = _name_of(app, "why", token)
-        write_class(out, lab, dict(CLASS, **{name: {"why": "Rewritten after the deadline.", "how": "x"}}))
+        write_class(
+            out, lab, dict(CLASS, **{name: {"why": "Rewritten after the deadline.", "how": "x"}})
+        )
         third.locator("h3 span").first.click()
         page.keyboard.press("2")
         expect(page.locator("#status")).to_contain_text("changed since the page showed")
         expect(third.locator(".badge")).to_have_text("answer changed since graded")
         expect(third.locator(".text")).to_contain_text("Rewritten after the deadline.")
-    score = ReviewStore(out / DB_NAME, lab).for_gradebook(rewrite_reports(out, lab=lab))[0][name]["why"]
+    score = ReviewStore(out / DB_NAME, lab).for_gradebook(rewrite_reports(out, lab=lab))[0][name][
+        "why"
+    ]
     assert score.stale and score.items == ((2.0, "Gives numbers."),)
 
 
@@ -405,7 +591,13 @@ def test_a_review_database_of_the_previous_schema_is_carried_over(tmp_path):
     assert (score.score, score.comment, score.grader) == (2.5, "ok", "ta")
     assert store.answers("why", {"student01": "abc"})["student01"]["version"] == 0
     assert [r.version for r in store.rubric("why")] == [0]
-    store.apply(["student01"], "why", {"adjustment": 1}, digest={"student01": "abc"}, versions={"student01": 0})
+    store.apply(
+        ["student01"],
+        "why",
+        {"adjustment": 1},
+        digest={"student01": "abc"},
+        versions={"student01": 0},
+    )
     assert store.answers("why", {"student01": "abc"})["student01"]["version"] > 0
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "3"

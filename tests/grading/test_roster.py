@@ -40,15 +40,26 @@ def _write(tmp_path, name, text):
 
 def test_the_three_layouts_are_read(tmp_path):
     canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
-    assert [s.name for s in canvas.students] == ["Doe, Erin", "Roe, Frank", "Poe, Gina"]  # no points row, no test student
+    assert [s.name for s in canvas.students] == [
+        "Doe, Erin",
+        "Roe, Frank",
+        "Poe, Gina",
+    ]  # no points row, no test student
     erin = canvas.students[0]
-    assert (erin.lms_id, erin.student_id, erin.login, erin.section) == ("1001", "S001", "erin", "Section A")
+    assert (erin.lms_id, erin.student_id, erin.login, erin.section) == (
+        "1001",
+        "S001",
+        "erin",
+        "Section A",
+    )
     gradescope = Roster.load(_write(tmp_path, "gs.csv", GRADESCOPE))
     assert [s.name for s in gradescope.students] == ["Erin Doe", "Frank Roe"]  # students only
     assert gradescope.students[1].email == "frank@uni.edu"
     ours = Roster.load(_write(tmp_path, "ours.csv", OURS))
     assert ours.students[1].submission == "section A/team 3/frank/lab1.ipynb"
-    with pytest.raises(RosterError, match=r"no column naming a student \(its header: \['x', 'y'\]\)"):
+    with pytest.raises(
+        RosterError, match=r"no column naming a student \(its header: \['x', 'y'\]\)"
+    ):
         Roster.load(_write(tmp_path, "bad.csv", "x,y\n1,2\n"))
     with pytest.raises(RosterError, match="lists no student"):
         Roster.load(_write(tmp_path, "empty.csv", "student_id,name\n"))
@@ -56,27 +67,59 @@ def test_the_three_layouts_are_read(tmp_path):
 
 def test_submissions_match_by_identifier_or_by_the_submission_column(tmp_path):
     canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
-    match = match_roster(canvas, [("erin", "/s/erin/lab1.ipynb"), ("S002", "/s/S002.ipynb"), ("zed", "/s/zed.ipynb")])
-    assert {n: s.name for n, s in match.students.items()} == {"erin": "Doe, Erin", "S002": "Roe, Frank"}
-    assert match.unmatched == ("zed",) and [s.name for s in match.without_submission] == ["Poe, Gina"]
+    match = match_roster(
+        canvas, [("erin", "/s/erin/lab1.ipynb"), ("S002", "/s/S002.ipynb"), ("zed", "/s/zed.ipynb")]
+    )
+    assert {n: s.name for n, s in match.students.items()} == {
+        "erin": "Doe, Erin",
+        "S002": "Roe, Frank",
+    }
+    assert match.unmatched == ("zed",) and [s.name for s in match.without_submission] == [
+        "Poe, Gina"
+    ]
     gradescope = Roster.load(_write(tmp_path, "gs.csv", GRADESCOPE))
-    match = match_roster(gradescope, [("erin@uni.edu", "/s/erin@uni.edu/x.ipynb"), ("sec/frank", "/s/sec/frank/lab.ipynb")])
-    assert {n: s.name for n, s in match.students.items()} == {"erin@uni.edu": "Erin Doe", "sec/frank": "Frank Roe"}
+    match = match_roster(
+        gradescope,
+        [("erin@uni.edu", "/s/erin@uni.edu/x.ipynb"), ("sec/frank", "/s/sec/frank/lab.ipynb")],
+    )
+    assert {n: s.name for n, s in match.students.items()} == {
+        "erin@uni.edu": "Erin Doe",
+        "sec/frank": "Frank Roe",
+    }
     ours = Roster.load(_write(tmp_path, "ours.csv", OURS))
-    rows = [("section A/team 3/erin", "/s/section A/team 3/erin/lab1.ipynb"),
-            ("section A/team 3/frank", "/s/section A/team 3/frank/lab1.ipynb")]
+    rows = [
+        ("section A/team 3/erin", "/s/section A/team 3/erin/lab1.ipynb"),
+        ("section A/team 3/frank", "/s/section A/team 3/frank/lab1.ipynb"),
+    ]
     assert {n: s.student_id for n, s in match_roster(ours, rows).students.items()} == {
-        "section A/team 3/erin": "S001", "section A/team 3/frank": "S002"}
-    shared = Roster.load(_write(tmp_path, "shared.csv", "student_id,name,email\n1,A,x@u.edu\n2,B,x@u.edu\n"))
-    assert match_roster(shared, [("x", "/s/x.ipynb")]).unmatched == ("x",)  # an identifier of two students: neither
+        "section A/team 3/erin": "S001",
+        "section A/team 3/frank": "S002",
+    }
+    shared = Roster.load(
+        _write(tmp_path, "shared.csv", "student_id,name,email\n1,A,x@u.edu\n2,B,x@u.edu\n")
+    )
+    assert match_roster(shared, [("x", "/s/x.ipynb")]).unmatched == (
+        "x",
+    )  # an identifier of two students: neither
 
 
 def _gradebook(lab, out, scores, roster=None):
     """A written gradebook whose rows score ``scores`` (name -> fraction of every test)."""
     results = []
     for name, fraction in scores.items():
-        tests = [TestResult(t.id, t.piece, t.name, round(t.points * fraction, 6), t.points, fraction == 1,
-                            t.hidden, kind=Kind.PASSED if fraction == 1 else Kind.FAILED) for t in lab.tests]
+        tests = [
+            TestResult(
+                t.id,
+                t.piece,
+                t.name,
+                round(t.points * fraction, 6),
+                t.points,
+                fraction == 1,
+                t.hidden,
+                kind=Kind.PASSED if fraction == 1 else Kind.FAILED,
+            )
+            for t in lab.tests
+        ]
         results.append(summarise(lab, name, f"/subs/{name}.ipynb", tests, Status()))
     write_reports(out, lab, results, roster=roster)
     return results
@@ -87,7 +130,11 @@ def test_gradebook_with_a_roster_names_students_and_lists_the_rest(fixture_lab, 
     _gradebook(fixture_lab, tmp_path / "out", {"erin": 1.0, "S002": 0.5, "=zed": 0.0}, roster)
     with open(tmp_path / "out" / "grades.csv", newline="") as f:
         rows = {r["submission"]: r for r in csv.DictReader(f)}
-    assert (rows["erin"]["student_id"], rows["erin"]["name"], rows["erin"]["section"]) == ("S001", "Doe, Erin", "Section A")
+    assert (rows["erin"]["student_id"], rows["erin"]["name"], rows["erin"]["section"]) == (
+        "S001",
+        "Doe, Erin",
+        "Section A",
+    )
     assert rows["'=zed"]["student_id"] == ""  # no student, and the name stays text
     data = json.loads((tmp_path / "out" / "grades.json").read_text())
     assert data["roster"]["unmatched_submissions"] == ["=zed"]
@@ -98,10 +145,29 @@ def test_gradebook_with_a_roster_names_students_and_lists_the_rest(fixture_lab, 
 
 def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
     canvas_roster = _write(tmp_path, "canvas.csv", CANVAS)
-    _gradebook(fixture_lab, tmp_path / "lab0", {"erin": 1.0, "S002": 0.5, "frank": 0.25, "zed": 0.0})
+    _gradebook(
+        fixture_lab, tmp_path / "lab0", {"erin": 1.0, "S002": 0.5, "frank": 0.25, "zed": 0.0}
+    )
     out = tmp_path / "canvas_import.csv"
-    assert main(["export", "canvas", str(tmp_path / "lab0"), "--roster", str(canvas_roster), "-o", str(out),
-                 "--column", "lab0_fixture=Lab 0 (777)", "--pieces", "--missing", "blank"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "canvas",
+                str(tmp_path / "lab0"),
+                "--roster",
+                str(canvas_roster),
+                "-o",
+                str(out),
+                "--column",
+                "lab0_fixture=Lab 0 (777)",
+                "--pieces",
+                "--missing",
+                "blank",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     # graded without a roster: the export's roster matches the rows; zed matches no one and is still written
     assert "submission zed matched no roster student: exported" in captured.err
@@ -113,20 +179,51 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
     assert rows[0][6:] == [f"Lab 0 (777): {p}" for p in fixture_lab.pieces]
     assert rows[1][0].strip() == "Points Possible" and rows[1][5] == f"{fixture_lab.max_score:g}"
     table = {r[0]: r for r in rows[2:]}
-    assert table["Doe, Erin"][1:6] == ["1001", "S001", "erin", "Section A", f"{fixture_lab.max_score:g}"]
-    assert table["Roe, Frank"][5] == f"{fixture_lab.max_score * 0.5:g}"  # two notebooks: the best counts
+    assert table["Doe, Erin"][1:6] == [
+        "1001",
+        "S001",
+        "erin",
+        "Section A",
+        f"{fixture_lab.max_score:g}",
+    ]
+    assert (
+        table["Roe, Frank"][5] == f"{fixture_lab.max_score * 0.5:g}"
+    )  # two notebooks: the best counts
     assert table["Poe, Gina"][5] == ""  # no submission, --missing blank: no grade
-    assert table["zed"][5] == "0" and len(rows) == 6  # kept, from its own identity; the test student left out
+    assert (
+        table["zed"][5] == "0" and len(rows) == 6
+    )  # kept, from its own identity; the test student left out
     notes = {r[0]: r[4] for r in csv.reader(open(tmp_path / "canvas_import.notes.csv", newline=""))}
     assert "no submission" in notes["Poe, Gina"] and "not in the roster" in notes["zed"]
     moodle = tmp_path / "moodle.csv"
     gradescope_roster = _write(tmp_path, "gs.csv", GRADESCOPE)
-    assert main(["export", "moodle", str(tmp_path / "lab0"), "--roster", str(gradescope_roster), "-o", str(moodle)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "moodle",
+                str(tmp_path / "lab0"),
+                "--roster",
+                str(gradescope_roster),
+                "-o",
+                str(moodle),
+            ]
+        )
+        == 0
+    )
     rows = list(csv.reader(moodle.open(newline="")))
-    assert rows[0] == ["Full name", "Email address", "ID number", "Fixture lab: normalise, softmax, running mean",
-                       "Notes"]
+    assert rows[0] == [
+        "Full name",
+        "Email address",
+        "ID number",
+        "Fixture lab: normalise, softmax, running mean",
+        "Notes",
+    ]
     assert rows[1] == ["Erin Doe", "erin@uni.edu", "S001", f"{fixture_lab.max_score:g}", ""]
-    assert main(["export", "canvas", str(tmp_path), "--roster", str(canvas_roster), "-o", str(out)]) == 2
+    assert (
+        main(["export", "canvas", str(tmp_path), "--roster", str(canvas_roster), "-o", str(out)])
+        == 2
+    )
     assert "pass the output folders of `lablib grade`" in capsys.readouterr().err
 
 
@@ -138,9 +235,29 @@ def test_grade_command_with_a_roster(tmp_path, capsys):
         shutil.copy(FIXTURE_SOLUTION, subs / student / "lab1.ipynb")
     roster = _write(tmp_path, "ours.csv", OURS)
     out = tmp_path / "out"
-    assert main(["grade", str(FIXTURE_LAB), str(tmp_path / "subs"), "-o", str(out), "--tests", str(FIXTURE_HIDDEN),
-                 "--lab-notebook", str(FIXTURE_SOLUTION), "--roster", str(roster), "--jobs", "2",
-                 "--timeout", "20", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                str(FIXTURE_LAB),
+                str(tmp_path / "subs"),
+                "-o",
+                str(out),
+                "--tests",
+                str(FIXTURE_HIDDEN),
+                "--lab-notebook",
+                str(FIXTURE_SOLUTION),
+                "--roster",
+                str(roster),
+                "--jobs",
+                "2",
+                "--timeout",
+                "20",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     with open(out / "grades.csv", newline="") as f:
         rows = {r["submission"]: r for r in csv.DictReader(f)}
     # rows named by the student's folder, matched by the roster's paths below the folder given

@@ -116,14 +116,22 @@ def test_sandboxed_judges_keep_the_grader_small_and_count_their_time(lab, tmp_pa
     endless = by_name["endless"]
     assert endless.kind == Kind.TIMEOUT and "time limit (4 s)" in endless.message, endless.message
     wrong = by_name["wrong_in_sandbox"]
-    assert wrong.kind == Kind.FAILED and wrong.message == "double(3.0) gave 6.0; this judge wants 7.0"
+    assert (
+        wrong.kind == Kind.FAILED and wrong.message == "double(3.0) gave 6.0; this judge wants 7.0"
+    )
     for name in ("unsendable", "judge_crashes"):  # the grader's fault, not the student's
-        assert by_name[name].kind == Kind.GRADER_ERROR, (name, by_name[name].kind, by_name[name].message)
+        assert by_name[name].kind == Kind.GRADER_ERROR, (
+            name,
+            by_name[name].kind,
+            by_name[name].message,
+        )
     assert "could not be sent" in by_name["unsendable"].message
     assert "the sandboxed judging process failed" in by_name["judge_crashes"].message
     assert grown_mb < 200, f"the grader grew by {grown_mb:.0f} MB"
     assert result.seconds >= 4, result.seconds  # the endless judge's 4 s are the submission's
-    assert set(result.status.problems) == {Kind.MEMORY, Kind.TIMEOUT, Kind.GRADER_ERROR}, result.status
+    assert set(result.status.problems) == {Kind.MEMORY, Kind.TIMEOUT, Kind.GRADER_ERROR}, (
+        result.status
+    )
     assert any("judging test double::memory_bomb" in note for note in result.notes), result.notes
     assert result.score == 2 and result.max_score == 7
 
@@ -139,8 +147,9 @@ def _build_gcn_regressor(num_features, hidden_units=64, num_layers=3):
     mask_in = keras.Input(shape=(None,), dtype="bool", name="mask")
     h = x_in
     for i in range(num_layers):
-        h = layers.GraphConv(hidden_units, normalization="mean", activation="relu",
-                             name=f"graph_conv_{i}")(h, adjacency=adjacency_in, mask=mask_in)
+        h = layers.GraphConv(
+            hidden_units, normalization="mean", activation="relu", name=f"graph_conv_{i}"
+        )(h, adjacency=adjacency_in, mask=mask_in)
     g = layers.GraphReadout("sum", name="readout")(h, mask=mask_in)
     g = keras.layers.Dense(hidden_units, activation="relu")(g)
     out = keras.layers.Dense(1, name="prediction")(g)

@@ -19,7 +19,13 @@ import zlib
 
 from lablib.grading import report
 from lablib.grading.results import PieceScore, Status, SubmissionResult
-from lablib.grading.gradebook.similarity import dynamic_code, graded_code, identical_files, similar_pairs, similarity_hints
+from lablib.grading.gradebook.similarity import (
+    dynamic_code,
+    graded_code,
+    identical_files,
+    similar_pairs,
+    similarity_hints,
+)
 from lablib.grading.spec import LabSpec
 
 TEMPLATE = '''# GRADED: attention
@@ -39,8 +45,11 @@ def attention(query, key, value, mask=None):
     return weights @ value, weights
 '''
 # Ann's code with every name changed and a comment added: still the same passage
-BOB = ANN.replace("scores", "logits").replace("weights", "alpha").replace(
-    "    if mask", "    # mask out the padding\n    if mask")
+BOB = (
+    ANN.replace("scores", "logits")
+    .replace("weights", "alpha")
+    .replace("    if mask", "    # mask out the padding\n    if mask")
+)
 CAT = '''# GRADED: attention
 def attention(query, key, value, mask=None):
     """Scaled dot-product attention."""
@@ -67,8 +76,9 @@ def test_renamed_copy_is_paired_and_an_own_solution_is_not():
 
 
 def test_same_code_is_grouped_and_the_blank_lab_never_counts():
-    pairs, groups = _pairs({"ann": ANN, "eve": ANN + "\n\n", "fay": ANN, "cat": CAT,
-                            "dan": TEMPLATE, "gus": TEMPLATE})
+    pairs, groups = _pairs(
+        {"ann": ANN, "eve": ANN + "\n\n", "fay": ANN, "cat": CAT, "dan": TEMPLATE, "gus": TEMPLATE}
+    )
     assert groups == [["ann", "eve", "fay"]]
     assert pairs == [], "a group is compared through its first member; cat is her own"
 
@@ -84,18 +94,38 @@ def test_summary_shows_pairs_side_by_side(tmp_path):
     lab = LabSpec("lab7_sim", "Lab 7")
     lab.piece("attention", objects=["attention"])
     codes = {"ann": ANN, "bob": BOB, "cat": CAT}
-    results = [SubmissionResult(n, str(tmp_path / f"{n}.ipynb"), Status(), 1.0, 1.0,
-                                {"attention": PieceScore(1.0, 1.0)}, [], code={"attention": c}) for n, c in codes.items()]
+    results = [
+        SubmissionResult(
+            n,
+            str(tmp_path / f"{n}.ipynb"),
+            Status(),
+            1.0,
+            1.0,
+            {"attention": PieceScore(1.0, 1.0)},
+            [],
+            code={"attention": c},
+        )
+        for n, c in codes.items()
+    ]
     pairs, groups = similar_pairs({r.submission: graded_code(r.code) for r in results}, TEMPLATE)
-    report.write_reports(tmp_path / "out", lab, results,
-                         similarity={"pairs": pairs, "same_code": groups, "identical": []})
+    report.write_reports(
+        tmp_path / "out",
+        lab,
+        results,
+        similarity={"pairs": pairs, "same_code": groups, "identical": []},
+    )
     page = (tmp_path / "out" / "summary.html").read_text()
-    assert "Similar code (hints, not verdicts)" in page and "<mark>" in page and "ann and bob" in page
+    assert (
+        "Similar code (hints, not verdicts)" in page and "<mark>" in page and "ann and bob" in page
+    )
     data = json.loads((tmp_path / "out" / "summary.json").read_text())["similarity"]
-    assert [(p["a"], p["b"]) for p in data["pairs"]] == [("ann", "bob")] and "code_a" not in data["pairs"][0]
+    assert [(p["a"], p["b"]) for p in data["pairs"]] == [("ann", "bob")] and "code_a" not in data[
+        "pairs"
+    ][0]
 
 
 # ---------------------------------------------------------------- issue 29 item 7, issue 30 item 4
+
 
 def _parenthesised_with_dead_lines(code):
     """The red team's first evasion: every assigned value in parentheses, and a dead
@@ -117,8 +147,10 @@ def _encoded(code):
     """The red team's second evasion: the graded cell's code as zlib + base64, run by exec."""
     body = code.split("\n", 1)[1]
     payload = base64.b64encode(zlib.compress(body.encode())).decode()
-    return (f"# GRADED: attention\nimport base64 as b64, zlib\n"
-            f"exec(zlib.decompress(b64.b64decode({payload!r})).decode())\n")
+    return (
+        f"# GRADED: attention\nimport base64 as b64, zlib\n"
+        f"exec(zlib.decompress(b64.b64decode({payload!r})).decode())\n"
+    )
 
 
 def test_parenthesised_values_and_dead_lines_hide_nothing():
@@ -136,14 +168,21 @@ def test_encoded_code_is_decoded_compared_and_flagged():
     assert [(p.a, p.b) for p in pairs] == [("ann", "eve")] and pairs[0].similarity > 0.9, pairs
     assert pairs[0].marks_b, "the exec line is marked: the decoded code is shared"
     flagged = dynamic_code({"attention": encoded})
-    assert len(flagged) == 1 and "exec(zlib.decompress(b64.b64decode(...)).decode())" in flagged[0], flagged
+    assert (
+        len(flagged) == 1 and "exec(zlib.decompress(b64.b64decode(...)).decode())" in flagged[0]
+    ), flagged
     assert "decoded without running it" in flagged[0] and "line 3" in flagged[0]
-    built = ("# GRADED: attention\ncodes = [100, 101, 102]\n"
-             "exec(''.join(chr(c) for c in codes))\nrun = getattr(__builtins__, 'eval')\n")
+    built = (
+        "# GRADED: attention\ncodes = [100, 101, 102]\n"
+        "exec(''.join(chr(c) for c in codes))\nrun = getattr(__builtins__, 'eval')\n"
+    )
     flagged = dynamic_code({"attention": built})
     assert len(flagged) == 2 and "not decodable without running it" in flagged[0], flagged
     assert "getattr(..., 'eval')" in flagged[1], flagged
-    assert dynamic_code({"attention": ANN, "model": "history = model.evaluate(x)\nre.compile('a')\n"}) == []
+    assert (
+        dynamic_code({"attention": ANN, "model": "history = model.evaluate(x)\nre.compile('a')\n"})
+        == []
+    )
 
 
 def test_called_functions_count_as_written_and_renamed_variables_do_not():
@@ -153,7 +192,9 @@ def test_called_functions_count_as_written_and_renamed_variables_do_not():
     pairs, _ = similar_pairs({"ann": ANN, "mean": mean}, TEMPLATE, threshold=0.0)
     assert pairs[0].similarity < 1.0
     line = mean.index("weights.mean")
-    assert not any(start <= line < end for start, end in pairs[0].marks_b), "the differing line is not marked"
+    assert not any(start <= line < end for start, end in pairs[0].marks_b), (
+        "the differing line is not marked"
+    )
     pairs, _ = similar_pairs({"ann": ANN, "bob": BOB}, TEMPLATE)
     assert pairs[0].similarity == 1.0
 
@@ -161,30 +202,53 @@ def test_called_functions_count_as_written_and_renamed_variables_do_not():
 def test_a_partial_submission_inside_a_complete_one_is_not_100_percent():
     half = ANN.split("    weights =")[0] + "    raise NotImplementedError\n"
     pairs, _ = similar_pairs({"ann": ANN, "half": half}, TEMPLATE, threshold=0.0)
-    assert pairs[0].share_b > 0.9 and pairs[0].share_a < 0.7 and pairs[0].similarity == pairs[0].share_a
+    assert (
+        pairs[0].share_b > 0.9
+        and pairs[0].share_a < 0.7
+        and pairs[0].similarity == pairs[0].share_a
+    )
     assert similar_pairs({"ann": ANN, "half": half}, TEMPLATE)[0] == []
 
 
 _VARIANTS = [
-    ["{d} = key.shape[-1]", "{d} = query.shape[-1]", "{d} = float(key.shape[-1])", "{d} = np.shape(key)[-1]"],
-    ["{s} = query @ np.swapaxes(key, -1, -2) / np.sqrt({d})",
-     "{s} = np.matmul(query, np.swapaxes(key, -2, -1)) / np.sqrt({d})",
-     "{s} = np.einsum('...qd,...kd->...qk', query, key) / {d} ** 0.5",
-     "{s} = (query @ key.swapaxes(-1, -2)) * (1.0 / np.sqrt({d}))"],
-    ["if mask is not None:\n        {s} = np.where(mask, {s}, -1e9)",
-     "if mask is not None:\n        {s} = {s} + (1.0 - mask) * -1e9",
-     "{s} = np.where(mask, {s}, -np.inf) if mask is not None else {s}",
-     "if mask is not None:\n        {s} = np.where(mask.astype(bool), {s}, -1e9)"],
-    ["{e} = np.exp({s} - {s}.max(axis=-1, keepdims=True))\n    {w} = {e} / {e}.sum(axis=-1, keepdims=True)",
-     "{s} = {s} - np.max({s}, axis=-1, keepdims=True)\n    {w} = np.exp({s}) / np.sum(np.exp({s}), axis=-1, keepdims=True)",
-     "{w} = np.exp({s} - np.amax({s}, -1, keepdims=True))\n    {w} /= {w}.sum(-1, keepdims=True)",
-     "{e} = np.exp({s} - {s}.max(-1)[..., None])\n    {w} = {e} / {e}.sum(-1)[..., None]"],
-    ["return {w} @ value, {w}", "return np.matmul({w}, value), {w}",
-     "{o} = np.einsum('...qk,...kd->...qd', {w}, value)\n    return {o}, {w}",
-     "{o} = {w} @ value\n    return {o}, {w}"],
+    [
+        "{d} = key.shape[-1]",
+        "{d} = query.shape[-1]",
+        "{d} = float(key.shape[-1])",
+        "{d} = np.shape(key)[-1]",
+    ],
+    [
+        "{s} = query @ np.swapaxes(key, -1, -2) / np.sqrt({d})",
+        "{s} = np.matmul(query, np.swapaxes(key, -2, -1)) / np.sqrt({d})",
+        "{s} = np.einsum('...qd,...kd->...qk', query, key) / {d} ** 0.5",
+        "{s} = (query @ key.swapaxes(-1, -2)) * (1.0 / np.sqrt({d}))",
+    ],
+    [
+        "if mask is not None:\n        {s} = np.where(mask, {s}, -1e9)",
+        "if mask is not None:\n        {s} = {s} + (1.0 - mask) * -1e9",
+        "{s} = np.where(mask, {s}, -np.inf) if mask is not None else {s}",
+        "if mask is not None:\n        {s} = np.where(mask.astype(bool), {s}, -1e9)",
+    ],
+    [
+        "{e} = np.exp({s} - {s}.max(axis=-1, keepdims=True))\n    {w} = {e} / {e}.sum(axis=-1, keepdims=True)",
+        "{s} = {s} - np.max({s}, axis=-1, keepdims=True)\n    {w} = np.exp({s}) / np.sum(np.exp({s}), axis=-1, keepdims=True)",
+        "{w} = np.exp({s} - np.amax({s}, -1, keepdims=True))\n    {w} /= {w}.sum(-1, keepdims=True)",
+        "{e} = np.exp({s} - {s}.max(-1)[..., None])\n    {w} = {e} / {e}.sum(-1)[..., None]",
+    ],
+    [
+        "return {w} @ value, {w}",
+        "return np.matmul({w}, value), {w}",
+        "{o} = np.einsum('...qk,...kd->...qd', {w}, value)\n    return {o}, {w}",
+        "{o} = {w} @ value\n    return {o}, {w}",
+    ],
 ]
-_NAMES = {"d": ["d", "d_k", "dk", "depth"], "s": ["scores", "logits", "s", "att"], "e": ["e", "exps", "num", "z"],
-          "w": ["weights", "alpha", "p", "probs"], "o": ["out", "output", "context", "result"]}
+_NAMES = {
+    "d": ["d", "d_k", "dk", "depth"],
+    "s": ["scores", "logits", "s", "att"],
+    "e": ["e", "exps", "num", "z"],
+    "w": ["weights", "alpha", "p", "probs"],
+    "o": ["out", "output", "context", "result"],
+}
 
 
 def _honest_class(n, seed):
@@ -195,9 +259,13 @@ def _honest_class(n, seed):
     codes = {}
     for i, combo in enumerate(combos):
         names = {k: rng.choice(v) for k, v in _NAMES.items()}
-        body = "\n    ".join(_VARIANTS[step][choice].format(**names) for step, choice in enumerate(combo))
-        codes[f"student{i:02d}"] = ('# GRADED: attention\ndef attention(query, key, value, mask=None):\n'
-                                    f'    """Scaled dot-product attention."""\n    {body}\n')
+        body = "\n    ".join(
+            _VARIANTS[step][choice].format(**names) for step, choice in enumerate(combo)
+        )
+        codes[f"student{i:02d}"] = (
+            "# GRADED: attention\ndef attention(query, key, value, mask=None):\n"
+            f'    """Scaled dot-product attention."""\n    {body}\n'
+        )
     return codes
 
 
@@ -205,14 +273,25 @@ def test_a_near_copy_among_30_honest_solutions_comes_first():
     codes = _honest_class(30, seed=29)
     original = codes["student07"]
     copy = original
-    for old, new in (("scores", "sc"), ("logits", "lg"), ("weights", "wts"), ("alpha", "a_"), ("probs", "pr"),
-                     ("exps", "ex"), ("output", "res"), ("depth", "dep"), ("d_k", "dim")):
+    for old, new in (
+        ("scores", "sc"),
+        ("logits", "lg"),
+        ("weights", "wts"),
+        ("alpha", "a_"),
+        ("probs", "pr"),
+        ("exps", "ex"),
+        ("output", "res"),
+        ("depth", "dep"),
+        ("d_k", "dim"),
+    ):
         copy = re.sub(rf"\b{old}\b", new, copy)
     copy = _parenthesised_with_dead_lines(copy).replace('"""Scaled', '"""My own scaled')
     codes["zed"] = copy
     hints = similarity_hints(codes, TEMPLATE)
     first = hints["pairs"][0]
-    assert (first.a, first.b) == ("student07", "zed") and first.similarity >= 0.9, hints["pairs"][:3]
+    assert (first.a, first.b) == ("student07", "zed") and first.similarity >= 0.9, hints["pairs"][
+        :3
+    ]
     others = [p.similarity for p in hints["pairs"][1:]]
     assert all(s < first.similarity for s in others), hints["pairs"][:3]
     assert hints["compared"] == 31 and hints["found"] >= len(hints["pairs"])
@@ -229,11 +308,17 @@ def test_the_hints_are_the_same_in_every_process():
         "from lablib.grading.gradebook.similarity import similarity_hints\n"
         "codes = dict(_honest_class(30, seed=3), ann=ANN, bob=BOB, cat=CAT, eve=_encoded(ANN))\n"
         "hints = similarity_hints(codes, TEMPLATE, threshold=0.3)\n"
-        "print(json.dumps([p.to_dict() for p in hints['pairs']] + [hints['found'], hints['common']]))\n")
+        "print(json.dumps([p.to_dict() for p in hints['pairs']] + [hints['found'], hints['common']]))\n"
+    )
     outputs = []
     for seed in ("1", "2", "12345"):
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                              env=dict(os.environ, PYTHONHASHSEED=seed))
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1] == outputs[2]
@@ -245,15 +330,31 @@ def test_summary_states_the_cap_and_flags_dynamic_code(tmp_path):
     lab = LabSpec("lab7_sim", "Lab 7")
     lab.piece("attention", objects=["attention"])
     codes = dict(ann=ANN, bob=BOB, eve=_encoded(ANN), fay=_parenthesised_with_dead_lines(ANN))
-    results = [SubmissionResult(n, str(tmp_path / f"{n}.ipynb"), Status(), 1.0, 1.0,
-                                {"attention": PieceScore(1.0, 1.0)}, [], code={"attention": c}) for n, c in codes.items()]
-    hints = similarity_hints({n: graded_code({"attention": c}) for n, c in codes.items()}, TEMPLATE, limit=2)
+    results = [
+        SubmissionResult(
+            n,
+            str(tmp_path / f"{n}.ipynb"),
+            Status(),
+            1.0,
+            1.0,
+            {"attention": PieceScore(1.0, 1.0)},
+            [],
+            code={"attention": c},
+        )
+        for n, c in codes.items()
+    ]
+    hints = similarity_hints(
+        {n: graded_code({"attention": c}) for n, c in codes.items()}, TEMPLATE, limit=2
+    )
     assert hints["found"] == 6 and len(hints["pairs"]) == 2
     hints.update(identical=[], dynamic_code={"eve": dynamic_code({"attention": codes["eve"]})})
     report.write_reports(tmp_path / "out", lab, results, similarity=hints)
     page = (tmp_path / "out" / "summary.html").read_text()
     assert "Showing the 2 most similar of 6 pairs at 60% or more (at most 2 are listed)" in page
-    assert "Graded code that runs code given as data" in page and "eve: attention, line 3: exec(" in page
+    assert (
+        "Graded code that runs code given as data" in page
+        and "eve: attention, line 3: exec(" in page
+    )
     data = json.loads((tmp_path / "out" / "summary.json").read_text())["similarity"]
     assert data["found"] == 6 and data["cap"] == 2 and list(data["dynamic_code"]) == ["eve"]
     assert "deterministic" in data["method"]
@@ -262,13 +363,23 @@ def test_summary_states_the_cap_and_flags_dynamic_code(tmp_path):
 def test_hostile_code_cannot_exhaust_the_grader():
     """The hints read hostile code in the grader's own process: decoding is bounded in
     size, steps and depth, and code that cannot be parsed is compared as text."""
-    bomb = ("import zlib\nexec(zlib.decompress(" + repr(zlib.compress(b"x = 1\n" * 2_000_000)) + "))\n")
-    doubling = "a0 = 'x'\n" + "".join(f"a{i + 1} = a{i} + a{i}\n" for i in range(60)) + "exec(a60)\n"
+    bomb = (
+        "import zlib\nexec(zlib.decompress(" + repr(zlib.compress(b"x = 1\n" * 2_000_000)) + "))\n"
+    )
+    doubling = (
+        "a0 = 'x'\n" + "".join(f"a{i + 1} = a{i} + a{i}\n" for i in range(60)) + "exec(a60)\n"
+    )
     joined = "a = '" + "y" * 100_000 + "'\nexec(''.join([" + ", ".join(["a"] * 4000) + "]))\n"
     padded = "# " + "x" * 600_000 + "\nexec(code)\n"
     nested = "f = " + "lambda: " * 2000 + "0\n"
-    codes = {"bomb": bomb, "doubling": doubling, "joined": joined, "padded": padded, "nested": nested,
-             "magic": "%timeit f()\n!pip install x\n" + ANN}
+    codes = {
+        "bomb": bomb,
+        "doubling": doubling,
+        "joined": joined,
+        "padded": padded,
+        "nested": nested,
+        "magic": "%timeit f()\n!pip install x\n" + ANN,
+    }
     started = time.monotonic()
     hints = similarity_hints(codes, TEMPLATE)
     flags = {name: dynamic_code({"p": code}) for name, code in codes.items()}

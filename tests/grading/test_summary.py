@@ -33,8 +33,16 @@ def _class(lab, n=14, seed=0):
                 tests.append(TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden))
             else:
                 tests.append(TestResult.failed(t, "wrong", "timeout" if kinds else "failed"))
-        results.append(summarise(lab, f"student{k:02d}", f"/subs/student{k:02d}.ipynb", tests,
-                                 Status.of(kinds, missing), seconds=round(rng.uniform(1, 30), 3)))
+        results.append(
+            summarise(
+                lab,
+                f"student{k:02d}",
+                f"/subs/student{k:02d}.ipynb",
+                tests,
+                Status.of(kinds, missing),
+                seconds=round(rng.uniform(1, 30), 3),
+            )
+        )
     return results
 
 
@@ -76,10 +84,19 @@ def test_summary_counts(fixture_lab):
         if row["failed"]:
             assert row["common_failure"]["message"] in ("wrong", "no cell")
             assert row["common_failure"]["count"] == max(
-                sum(t.message == m for r in results for t in r.tests if t.id == row["id"] and not t.passed)
-                for m in ("wrong", "no cell"))
+                sum(
+                    t.message == m
+                    for r in results
+                    for t in r.tests
+                    if t.id == row["id"] and not t.passed
+                )
+                for m in ("wrong", "no cell")
+            )
     seconds = [s["seconds"] for s in data["slowest"]]
-    assert len(seconds) == min(SLOWEST, n) and seconds == sorted((r.seconds for r in results), reverse=True)[:SLOWEST]
+    assert (
+        len(seconds) == min(SLOWEST, n)
+        and seconds == sorted((r.seconds for r in results), reverse=True)[:SLOWEST]
+    )
     empty = class_summary(fixture_lab, [])
     assert empty["submissions"] == 0 and empty["score"]["mean"] is None and empty["slowest"] == []
 
@@ -98,7 +115,10 @@ def test_summary_page_is_static_and_names_every_piece(fixture_lab, tmp_path):
     # only in-page references, and relative links to the batch's own feedback and instructor files
     assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!#|feedback/|instructor/)", page)
     assert not re.search(r"href=\"(?:feedback|instructor)/[^\"]*(?:\.\.|//|:)", page)
-    assert "No submissions" in write_summary(tmp_path / "none", fixture_lab, [])["summary_html"].read_text()
+    assert (
+        "No submissions"
+        in write_summary(tmp_path / "none", fixture_lab, [])["summary_html"].read_text()
+    )
 
 
 def _chromium() -> str:
@@ -106,8 +126,10 @@ def _chromium() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail(f"No Chromium found on PATH: the summary page is checked in a real headless browser. "
-                f"Install the Debian package(s) `{CHROMIUM_PACKAGES}` (apt-get install -y {CHROMIUM_PACKAGES}).")
+    pytest.fail(
+        f"No Chromium found on PATH: the summary page is checked in a real headless browser. "
+        f"Install the Debian package(s) `{CHROMIUM_PACKAGES}` (apt-get install -y {CHROMIUM_PACKAGES})."
+    )
 
 
 def test_summary_page_renders_in_headless_chromium(fixture_lab, tmp_path):
@@ -116,10 +138,20 @@ def test_summary_page_renders_in_headless_chromium(fixture_lab, tmp_path):
     page = write_summary(tmp_path / "out", fixture_lab, _class(fixture_lab))["summary_html"]
     shot = tmp_path / "summary.png"
     width, height = 1200, 2200
-    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--no-first-run", "--disable-extensions", "--host-resolver-rules=MAP * ~NOTFOUND",
-               f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-               f"--window-size={width},{height}", page.resolve().as_uri()]
+    command = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={shot}",
+        f"--window-size={width},{height}",
+        page.resolve().as_uri(),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0 and shot.is_file(), result.stderr[-2000:]
     image = np.asarray(Image.open(shot).convert("RGB"))
@@ -133,8 +165,12 @@ def test_summary_page_renders_in_headless_chromium(fixture_lab, tmp_path):
         return int(np.all(np.abs(image.astype(int) - rgb) <= 8, axis=2).sum())
 
     # the plots' bars are drawn: the total histogram's blue and the pieces' green
-    assert pixels((0x3B, 0x6E, 0xA8)) > 500, "the total score histogram (inline SVG) was not rendered"
-    assert pixels((0x5A, 0x9E, 0x6F)) > 500, "the per-piece histograms (inline SVG) were not rendered"
+    assert pixels((0x3B, 0x6E, 0xA8)) > 500, (
+        "the total score histogram (inline SVG) was not rendered"
+    )
+    assert pixels((0x5A, 0x9E, 0x6F)) > 500, (
+        "the per-piece histograms (inline SVG) were not rendered"
+    )
 
 
 def test_summary_headline_is_the_totals_and_mistakes_are_ranked(fixture_lab, tmp_path):
@@ -153,8 +189,14 @@ def test_summary_headline_is_the_totals_and_mistakes_are_ranked(fixture_lab, tmp
         for t in tests:
             if k < 3 and t.piece == piece:  # the blank lab's stub
                 out.append(TestResult.failed(t, not_done_text(piece), "error"))
-            elif 3 <= k < 7 and t.piece == piece:  # the same named mistake, worded with each test's numbers
-                r = TestResult.failed(t, f"The scores are not scaled (here sqrt({same_piece.index(t) + 2})).", "failed")
+            elif (
+                3 <= k < 7 and t.piece == piece
+            ):  # the same named mistake, worded with each test's numbers
+                r = TestResult.failed(
+                    t,
+                    f"The scores are not scaled (here sqrt({same_piece.index(t) + 2})).",
+                    "failed",
+                )
                 r.mistake = True
                 out.append(r)
             elif k == 7 and t.piece == piece:
@@ -166,20 +208,32 @@ def test_summary_headline_is_the_totals_and_mistakes_are_ranked(fixture_lab, tmp
             else:
                 out.append(TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden))
         results.append(summarise(fixture_lab, f"s{k}", f"/subs/s{k}.ipynb", out, Status()))
-    totals = {r.submission: r.score + 2.0 for r in results}  # as if every written answer got 2 points
+    totals = {
+        r.submission: r.score + 2.0 for r in results
+    }  # as if every written answer got 2 points
     data = class_summary(fixture_lab, results, totals=totals)
     assert data["total"]["mean"] == pytest.approx(round(sum(totals.values()) / 10, 3))
-    assert sum(data["total"]["histogram"]["counts"]) == 10 and data["total"]["max"] == max(totals.values())
+    assert sum(data["total"]["histogram"]["counts"]) == 10 and data["total"]["max"] == max(
+        totals.values()
+    )
     assert data["score"]["mean"] == pytest.approx(round(sum(r.score for r in results) / 10, 3))
     assert [(m["mistake"], m["students"]) for m in data["mistakes"]] == [
-        ("The scores are not scaled (here sqrt(2)).", 4), ("Self loops were added twice.", 1)]
+        ("The scores are not scaled (here sqrt(2)).", 4),
+        ("Self loops were added twice.", 1),
+    ]
     assert sorted(data["mistakes"][0]["tests"]) == sorted(t.name for t in same_piece)
     row = next(t for t in data["tests"] if t["id"] == same_piece[0].id)
     assert row["failures"] == {"not attempted": 3, "failed": 6} and row["attempted"] == 7
-    assert row["common_failure"] == {"message": "The scores are not scaled (here sqrt(2)).", "count": 4}
+    assert row["common_failure"] == {
+        "message": "The scores are not scaled (here sqrt(2)).",
+        "count": 4,
+    }
     assert row["mistakes"][0]["count"] == 4 and data["statuses"]["error"] == 0
     assert next(p for p in data["pieces"] if p["piece"] == piece)["not_attempted"] == 3
     page = summary_html(data)
-    assert "Named mistakes, most students first" in page and "automatic + written - late penalty" in page
+    assert (
+        "Named mistakes, most students first" in page
+        and "automatic + written - late penalty" in page
+    )
     assert page.index("Named mistakes") < page.index("Graded pieces")
     assert f"total: mean <b>{data['total']['mean']:g}</b>" in page

@@ -26,11 +26,18 @@ def test_assign_keeps_named_markers_and_tags_each_answer_cell(name):
     for q, cell in tagged.items():
         assert f"<!-- BEGIN ANSWER {q} -->" in cell.source and "<!-- END ANSWER -->" in cell.source
         assert ANSWER_PLACEHOLDER in cell.source
-    assert all(a.text == "" and a.found == "marker" for a in written_answers(blank, spec.answers, template=blank).values())
+    assert all(
+        a.text == "" and a.found == "marker"
+        for a in written_answers(blank, spec.answers, template=blank).values()
+    )
     model = written_answers(solution, spec.answers, template=blank)
-    assert all(len(a.text) > 200 for a in model.values()), "the model answers are found in the solution"
+    assert all(len(a.text) > 200 for a in model.values()), (
+        "the model answers are found in the solution"
+    )
     released = read_notebook(ROOT / "labs" / f"{name}.ipynb")[0]
-    assert [answer_tag(c) for c in released.cells if answer_tag(c)] == list(spec.answers), "labs/ is up to date"
+    assert [answer_tag(c) for c in released.cells if answer_tag(c)] == list(spec.answers), (
+        "labs/ is up to date"
+    )
 
 
 def _blank():
@@ -45,13 +52,20 @@ def test_answers_found_however_the_cell_was_edited():
     blank = _blank()
     nb = copy.deepcopy(blank)
     metric, study, error = (_cell(nb, q) for q in ("metric", "study", "find_error"))
-    nb.cells[metric].source = "Macro-F1, because the topics are unbalanced."  # markers and prompt deleted
-    nb.cells[study].source = nb.cells[study].source.replace(ANSWER_PLACEHOLDER, "Three variants: ...")
+    nb.cells[
+        metric
+    ].source = "Macro-F1, because the topics are unbalanced."  # markers and prompt deleted
+    nb.cells[study].source = nb.cells[study].source.replace(
+        ANSWER_PLACEHOLDER, "Three variants: ..."
+    )
     nb.cells[study].metadata.clear()  # tag lost: found by its marker
     nb.cells[error].source = nb.cells[error].source.replace(ANSWER_PLACEHOLDER, "The exponent.")
     nb.cells.insert(error + 1, nbformat.v4.new_markdown_cell("A second cell of mine, $2i/d$."))
     found = written_answers(nb, ["metric", "study", "find_error"], template=blank)
-    assert found["metric"].text == "Macro-F1, because the topics are unbalanced." and found["metric"].found == "tag"
+    assert (
+        found["metric"].text == "Macro-F1, because the topics are unbalanced."
+        and found["metric"].found == "tag"
+    )
     assert found["study"].text == "Three variants: ..." and found["study"].found == "marker"
     assert found["find_error"].text == "The exponent.\n\nA second cell of mine, $2i/d$."
     assert "added below" in found["find_error"].notes[0]
@@ -68,8 +82,15 @@ def test_a_deleted_or_duplicated_answer_cell_is_said():
     twin.id = "my-copy"
     nb.cells.insert(study + 5, twin)
     found = written_answers(nb, ["metric", "study"], template=blank)
-    assert found["metric"].text == "" and found["metric"].found == "" and "deleted" in found["metric"].notes[0]
-    assert found["study"].text == "First try.\n\nSecond try." and "2 cells hold this answer" in found["study"].notes[-1]
+    assert (
+        found["metric"].text == ""
+        and found["metric"].found == ""
+        and "deleted" in found["metric"].notes[0]
+    )
+    assert (
+        found["study"].text == "First try.\n\nSecond try."
+        and "2 cells hold this answer" in found["study"].notes[-1]
+    )
 
 
 def test_found_by_the_released_cell_id_when_tag_and_markers_are_gone():
@@ -79,7 +100,9 @@ def test_found_by_the_released_cell_id_when_tag_and_markers_are_gone():
     nb.cells[i].metadata.clear()
     nb.cells[i].source = "It is the exponent."
     found = written_answers(nb, ["find_error"], template=blank)
-    assert found["find_error"].text == "It is the exponent." and found["find_error"].found == "cell id"
+    assert (
+        found["find_error"].text == "It is the exponent." and found["find_error"].found == "cell id"
+    )
 
 
 def test_spec_refuses_bad_written_questions():
@@ -92,7 +115,10 @@ def test_spec_refuses_bad_written_questions():
 
 def test_assign_refuses_two_answers_in_one_cell():
     nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_markdown_cell(
-        "<!-- BEGIN ANSWER a -->\nx\n<!-- END ANSWER -->\n<!-- BEGIN ANSWER b -->\ny\n<!-- END ANSWER -->"))
+    nb.cells.append(
+        nbformat.v4.new_markdown_cell(
+            "<!-- BEGIN ANSWER a -->\nx\n<!-- END ANSWER -->\n<!-- BEGIN ANSWER b -->\ny\n<!-- END ANSWER -->"
+        )
+    )
     with pytest.raises(ValueError, match="its own cell"):
         make_assignment(nb)

@@ -24,7 +24,9 @@ __all__ = ["env", "run", "fresh_venv", "wheel_files", "install_from_wheel"]
 def env(**extra):
     """This process's environment for a command of the installed lablib: no checkout
     path, fast mode, ``extra`` added."""
-    out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    out = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+    }
     out.update(LABLIB_FAST="1", TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg", **extra)
     out.pop("TF_USE_LEGACY_KERAS", None)
     out.pop("LABLIB_COURSE_DIR", None)
@@ -32,18 +34,31 @@ def env(**extra):
 
 
 def run(command, cwd, timeout=600, **extra):
-    result = subprocess.run([str(c) for c in command], cwd=cwd, env=env(**extra), capture_output=True,
-                            text=True, timeout=timeout)
+    result = subprocess.run(
+        [str(c) for c in command],
+        cwd=cwd,
+        env=env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     return result.stdout
 
 
 def fresh_venv(path: pathlib.Path, with_pip: bool) -> pathlib.Path:
     """A new venv whose lablib can only come from what is installed into it."""
-    run([sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), path], cwd=path.parent)
+    run(
+        [sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), path],
+        cwd=path.parent,
+    )
     python = path / "bin" / "python"
-    purelib = pathlib.Path(run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               cwd=path.parent).strip())
+    purelib = pathlib.Path(
+        run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            cwd=path.parent,
+        ).strip()
+    )
     (purelib / "zz_running_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
 
@@ -56,15 +71,51 @@ def wheel_files(path) -> dict:
 def install_from_wheel(tmp: pathlib.Path):
     """(python of a fresh venv in ``tmp`` with lablib installed from a wheel, that wheel)."""
     source = tmp / "source"  # a clean copy: setuptools' build/ folder may hold stale files
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis",
-        "grading-out", "cache"))
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "-w", tmp / "dist", source], cwd=tmp)
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "build",
+            "dist",
+            "*.egg-info",
+            "__pycache__",
+            ".pytest_cache",
+            ".hypothesis",
+            "grading-out",
+            "cache",
+        ),
+    )
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            tmp / "dist",
+            source,
+        ],
+        cwd=tmp,
+    )
     (wheel,) = (tmp / "dist").glob("lablib-*.whl")
     python = fresh_venv(tmp / "venv", with_pip=False)
-    run([sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "-q", wheel], cwd=tmp)
-    where = run([python, "-c", "import lablib, sys; print(lablib.__file__); print(sys.path)"], cwd=tmp)
-    assert where.startswith(str(tmp / "venv")), where  # lablib from the wheel, not from the checkout
-    assert f"'{ROOT}'" not in where and f"'{ROOT}/lablib'" not in where  # the checkout is not on the path
+    run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "-q", wheel],
+        cwd=tmp,
+    )
+    where = run(
+        [python, "-c", "import lablib, sys; print(lablib.__file__); print(sys.path)"], cwd=tmp
+    )
+    assert where.startswith(str(tmp / "venv")), (
+        where
+    )  # lablib from the wheel, not from the checkout
+    assert (
+        f"'{ROOT}'" not in where and f"'{ROOT}/lablib'" not in where
+    )  # the checkout is not on the path
     return python, wheel

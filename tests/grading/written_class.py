@@ -94,12 +94,25 @@ def make_class(folder, n: int = 32, seed: int = 0) -> dict:
         out["paths"].append(path)
         out["answers"][name] = written
         hours = k if k % 4 == 3 else -k - 1
-        submitted = (dt.datetime.fromisoformat(DUE) + dt.timedelta(hours=hours)).isoformat(timespec="minutes")
-        rows.append([f"{1000 + k}", f"Student {k:02d}", f"s{k:02d}@example.edu", f"S{k % 3}", f"{name}.ipynb",
-                     submitted, "2d" if k == 11 else ""])
+        submitted = (dt.datetime.fromisoformat(DUE) + dt.timedelta(hours=hours)).isoformat(
+            timespec="minutes"
+        )
+        rows.append(
+            [
+                f"{1000 + k}",
+                f"Student {k:02d}",
+                f"s{k:02d}@example.edu",
+                f"S{k % 3}",
+                f"{name}.ipynb",
+                submitted,
+                "2d" if k == 11 else "",
+            ]
+        )
     with open(out["roster"], "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student_id", "name", "email", "section", "submission", "submitted_at", "extension"])
+        writer.writerow(
+            ["student_id", "name", "email", "section", "submission", "submitted_at", "extension"]
+        )
         writer.writerows(rows)
     return out
 

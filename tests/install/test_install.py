@@ -26,16 +26,29 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # short name -> notebook name, from the lab registry
 LABS = {lab.short: lab.name for lab in all_labs()}
 
-COLAB = {"tensorflow": "2.19.0", "keras": "3.10.0", "numpy": "2.0.2", "protobuf": "5.29.5",
-         "ml_dtypes": "0.4.1", "h5py": "3.14.0", "scipy": "1.16.1", "scikit-learn": "1.6.1",
-         "matplotlib": "3.10.0", "pandas": "2.2.2", "setuptools": "75.2.0"}
+COLAB = {
+    "tensorflow": "2.19.0",
+    "keras": "3.10.0",
+    "numpy": "2.0.2",
+    "protobuf": "5.29.5",
+    "ml_dtypes": "0.4.1",
+    "h5py": "3.14.0",
+    "scipy": "1.16.1",
+    "scikit-learn": "1.6.1",
+    "matplotlib": "3.10.0",
+    "pandas": "2.2.2",
+    "setuptools": "75.2.0",
+}
 
 
 def _setup_cfg():
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")
-    lines = lambda text: [line.strip() for line in text.splitlines()
-                          if line.strip() and not line.strip().startswith("#")]
+    lines = lambda text: [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
     extras = {name: lines(value) for name, value in parser["options.extras_require"].items()}
     return lines(parser["options"]["install_requires"]), extras
 
@@ -53,24 +66,40 @@ def test_core_and_extras_equal_setup_cfg():
     assert core == list(install.CORE)
     for name, requirements in install.EXTRAS.items():
         assert extras[name] == list(requirements), name
-    everything = set(core) | {r for name in install.EXTRAS for r in extras[name]} | set(extras["grading"])
+    everything = (
+        set(core) | {r for name in install.EXTRAS for r in extras[name]} | set(extras["grading"])
+    )
     everything |= {r for lab in all_labs() for r in lab.imports}
-    assert everything - set(core) <= set(extras["dev"]), "dev must hold every extra and every lab import"
+    assert everything - set(core) <= set(extras["dev"]), (
+        "dev must hold every extra and every lab import"
+    )
 
 
 def test_lab_needs_cover_every_import_of_the_notebook():
     # Top-level modules a lab's cells import -> the distribution that provides them.
-    provider = {"numpy": "numpy", "tensorflow": "tensorflow", "keras": "keras",
-                "matplotlib": "matplotlib", "pandas": "pandas", "sklearn": "scikit-learn",
-                "tensorflow_models": "tf-models-official", "scipy": "scipy", "rdkit": "rdkit"}
+    provider = {
+        "numpy": "numpy",
+        "tensorflow": "tensorflow",
+        "keras": "keras",
+        "matplotlib": "matplotlib",
+        "pandas": "pandas",
+        "sklearn": "scikit-learn",
+        "tensorflow_models": "tf-models-official",
+        "scipy": "scipy",
+        "rdkit": "rdkit",
+    }
     stdlib = set(sys.stdlib_module_names) | {"lablib"}
     for lab, name in LABS.items():
         nb = json.loads((ROOT / "solutions" / f"{name}.ipynb").read_text())
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-        modules = {m.split(".")[0] for m in re.findall(r"^\s*(?:import|from)\s+([\w.]+)", code, re.M)}
+        modules = {
+            m.split(".")[0] for m in re.findall(r"^\s*(?:import|from)\s+([\w.]+)", code, re.M)
+        }
         needed = {requirement_name(r) for r in install.lab_requirements(lab, "2.19.0")}
         for module in modules - stdlib:
-            assert module in provider, f"{name} imports {module}: add it to the lab's imports in lablib/labs.py"
+            assert module in provider, (
+                f"{name} imports {module}: add it to the lab's imports in lablib/labs.py"
+            )
             assert install.normalize(provider[module]) in needed, (lab, module)
         if "lablib.data.molecules" in code or "load_molecules" in code or "smiles_to_graph" in code:
             assert "rdkit" in needed, lab
@@ -93,10 +122,19 @@ def test_gradescope_setup_installs_the_labs_extras(tmp_path, monkeypatch):
 
     wheel = tmp_path / f"lablib-{lablib.__version__}-py3-none-any.whl"
     wheel.write_bytes(b"not read here")
-    monkeypatch.setattr(distwheel, "check_wheel", lambda path: {
-        "version": lablib.__version__, "extras": ["tfm", "molecules", "grading", "dev", "pyg", "bench"]})
-    for lab, extras in [("lab2_transformer_reuters", "[grading,tfm]"), ("lab3_gcn_molecules", "[grading,molecules]"),
-                        ("lab1_attention", "[grading]")]:
+    monkeypatch.setattr(
+        distwheel,
+        "check_wheel",
+        lambda path: {
+            "version": lablib.__version__,
+            "extras": ["tfm", "molecules", "grading", "dev", "pyg", "bench"],
+        },
+    )
+    for lab, extras in [
+        ("lab2_transformer_reuters", "[grading,tfm]"),
+        ("lab3_gcn_molecules", "[grading,molecules]"),
+        ("lab1_attention", "[grading]"),
+    ]:
         out = autograder.build_autograder(lab, tmp_path / f"{lab}.zip", wheel=wheel)
         setup_sh = zipfile.ZipFile(out).read("setup.sh").decode()
         assert f'"$HERE/wheels/{wheel.name}{extras}"' in setup_sh, setup_sh
@@ -116,7 +154,9 @@ def test_lab2_asks_for_model_garden_of_the_installed_tensorflow_minor():
     # No TensorFlow yet: the extra's own ranges, pip picks a consistent set.
     assert "tf-models-official>=2.19" in install.lab_requirements("lab2", None)
     for lab in ("lab1", "lab3", "lab4"):
-        assert not any(r.startswith(("tf-models", "tf-keras")) for r in install.lab_requirements(lab, "2.19.0"))
+        assert not any(
+            r.startswith(("tf-models", "tf-keras")) for r in install.lab_requirements(lab, "2.19.0")
+        )
     with pytest.raises(ValueError, match="lab5.*lab1"):
         install.lab_requirements("lab5", "2.19.0")
 
@@ -125,15 +165,36 @@ def test_the_names_released_notebooks_and_graders_import_stay_in_lablib_install(
     """The released notebooks' first cells import ``prepare`` from ``lablib.install``,
     ``lablib gradescope`` imports ``lab_extras``: every name the module exported before it
     became a package (0.3.0) is still there, and importing it never imports TensorFlow."""
-    released = ["DEFAULT_LABLIB_PIP", "ALLOW_TENSORFLOW_CHANGE", "NO_TENSORFLOW_ON_COLAB",
-                "PINNED", "CORE", "EXTRAS", "InstallError", "RestartRequired", "Plan",
-                "lablib_pip", "KNOWN_NOISE", "quiet_known_noise", "set_tensorflow_environment",
-                "lab_extras", "lab_requirements", "plan", "constraints", "pip_install_command",
-                "changed_imports", "pip_failure", "install_summary", "prepare"]
+    released = [
+        "DEFAULT_LABLIB_PIP",
+        "ALLOW_TENSORFLOW_CHANGE",
+        "NO_TENSORFLOW_ON_COLAB",
+        "PINNED",
+        "CORE",
+        "EXTRAS",
+        "InstallError",
+        "RestartRequired",
+        "Plan",
+        "lablib_pip",
+        "KNOWN_NOISE",
+        "quiet_known_noise",
+        "set_tensorflow_environment",
+        "lab_extras",
+        "lab_requirements",
+        "plan",
+        "constraints",
+        "pip_install_command",
+        "changed_imports",
+        "pip_failure",
+        "install_summary",
+        "prepare",
+    ]
     assert set(released) <= set(install.__all__)
     assert all(getattr(install, name) is not None for name in install.__all__)
-    code = ("import sys; from lablib.install import prepare, lab_extras; "
-            "assert 'tensorflow' not in sys.modules, sorted(sys.modules)")
+    code = (
+        "import sys; from lablib.install import prepare, lab_extras; "
+        "assert 'tensorflow' not in sys.modules, sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -143,20 +204,31 @@ def test_the_names_released_notebooks_and_graders_import_stay_in_lablib_install(
 def test_plan_on_colab_installs_only_what_is_missing_and_pins_the_stack():
     lab3 = install.plan(install.lab_requirements("lab3", "2.19.0"), COLAB)
     assert lab3.install == ["rdkit>=2024.3"]
-    assert lab3.pins == ["tensorflow==2.19.0", "keras==3.10.0", "numpy==2.0.2", "protobuf==5.29.5",
-                         "ml-dtypes==0.4.1", "h5py==3.14.0"]
+    assert lab3.pins == [
+        "tensorflow==2.19.0",
+        "keras==3.10.0",
+        "numpy==2.0.2",
+        "protobuf==5.29.5",
+        "ml-dtypes==0.4.1",
+        "h5py==3.14.0",
+    ]
     assert install.plan(install.lab_requirements("lab1", "2.19.0"), COLAB).nothing_to_do
     lab2 = install.plan(install.lab_requirements("lab2", "2.19.0"), COLAB)
     assert lab2.install == ["tf-models-official~=2.19.0", "tf-keras~=2.19.0"]
     # Model Garden of another minor counts as missing.
     present = dict(COLAB, **{"tf-models-official": "2.20.0", "tf_keras": "2.19.0"})
     assert install.plan(install.lab_requirements("lab2", "2.19.0"), present).install == [
-        "tf-models-official~=2.19.0"]
+        "tf-models-official~=2.19.0"
+    ]
 
 
 def test_plan_upgrades_an_old_unpinned_package_but_never_replaces_a_pinned_one():
-    assert install.plan(["matplotlib>=3.7"], dict(COLAB, matplotlib="3.5.0")).install == ["matplotlib>=3.7"]
-    with pytest.raises(install.InstallError, match=r"keras 3\.5\.0 is installed; this lab needs keras>=3\.10"):
+    assert install.plan(["matplotlib>=3.7"], dict(COLAB, matplotlib="3.5.0")).install == [
+        "matplotlib>=3.7"
+    ]
+    with pytest.raises(
+        install.InstallError, match=r"keras 3\.5\.0 is installed; this lab needs keras>=3\.10"
+    ):
         install.plan(install.CORE, dict(COLAB, keras="3.5.0"))
     with pytest.raises(install.InstallError, match="tensorflow 2.15.1"):
         install.plan(install.CORE, dict(COLAB, tensorflow="2.15.1"))
@@ -179,7 +251,9 @@ def test_changed_imports_only_reports_loaded_distributions():
     before = {"numpy": "2.0.2", "tensorflow": "2.19.0", "rich": "13.0", "six": "1.16"}
     after = {"numpy": "2.1.0", "tensorflow": "2.19.0", "rich": "14.0", "tf-keras": "2.19.0"}
     providers = {"numpy": ["numpy"], "rich": ["rich"], "six": ["six"], "tensorflow": ["tensorflow"]}
-    changed = install.changed_imports(before, after, providers, ["numpy.linalg", "tensorflow", "six"])
+    changed = install.changed_imports(
+        before, after, providers, ["numpy.linalg", "tensorflow", "six"]
+    )
     assert changed == [("numpy", "2.0.2", "2.1.0"), ("six", "1.16", None)]
 
 
@@ -192,8 +266,9 @@ def test_changed_imports_with_this_environments_metadata():
     assert now["numpy"] == numpy.__version__
     assert install.installed_versions(["ML_Dtypes"]) == {"ml-dtypes": now["ml-dtypes"]}
     before = dict(now, numpy="1.0.0", pip="0.1")
-    changed = install.changed_imports(before, now, importlib.metadata.packages_distributions(),
-                                      ["numpy.linalg", "json"])
+    changed = install.changed_imports(
+        before, now, importlib.metadata.packages_distributions(), ["numpy.linalg", "json"]
+    )
     assert changed == [("numpy", "1.0.0", numpy.__version__)]
 
 
@@ -221,14 +296,22 @@ class FakePip:
         self.commands.append(command)
         if self.offline:
             return subprocess.CompletedProcess(command, 1, "", OFFLINE)
-        args = command[command.index("install") + 1:]
+        args = command[command.index("install") + 1 :]
         if "--dry-run" in args:
             report = pathlib.Path(args[args.index("--report") + 1])
             requirement = Requirement(args[-1])
-            versions = [v for v in self.available.get(requirement.name, []) if v in requirement.specifier]
+            versions = [
+                v for v in self.available.get(requirement.name, []) if v in requirement.specifier
+            ]
             if not versions:
-                return subprocess.CompletedProcess(command, 1, "", f"ERROR: No matching distribution found for {args[-1]}")
-            report.write_text(json.dumps({"install": [{"metadata": {"name": requirement.name, "version": versions[-1]}}]}))
+                return subprocess.CompletedProcess(
+                    command, 1, "", f"ERROR: No matching distribution found for {args[-1]}"
+                )
+            report.write_text(
+                json.dumps(
+                    {"install": [{"metadata": {"name": requirement.name, "version": versions[-1]}}]}
+                )
+            )
             return subprocess.CompletedProcess(command, 0, "", "")
         if self.fail:
             return subprocess.CompletedProcess(command, 1, "", self.fail)
@@ -236,12 +319,18 @@ class FakePip:
         if "-c" in args:
             self.constraints = pathlib.Path(args[args.index("-c") + 1]).read_text()
             pins = dict(line.split("==") for line in self.constraints.split())
-        requirements = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] != "-c"]
+        requirements = [
+            a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] != "-c"
+        ]
         for text in requirements:
             requirement = Requirement(text)
-            versions = [v for v in self.available.get(requirement.name, []) if v in requirement.specifier]
+            versions = [
+                v for v in self.available.get(requirement.name, []) if v in requirement.specifier
+            ]
             if not versions:
-                return subprocess.CompletedProcess(command, 1, "", f"ERROR: No matching distribution found for {text}")
+                return subprocess.CompletedProcess(
+                    command, 1, "", f"ERROR: No matching distribution found for {text}"
+                )
             if requirement.name == "tf-models-official":  # pins its TensorFlow minor
                 tf = f"{install.tf_minor(versions[-1])}.0"
                 if pins.get("tensorflow", tf) != tf:
@@ -278,22 +367,40 @@ ERROR: Failed to build installable wheels for some pyproject.toml based projects
 def fake_env(monkeypatch):
     def make(versions, available, imported=(), **kwargs):
         pip = FakePip(versions, available, **kwargs)
-        monkeypatch.setattr(pip_run, "installed_versions",
-                            lambda names=None: {install.normalize(k): v for k, v in pip.versions.items()
-                                                if names is None or install.normalize(k) in map(install.normalize, names)})
-        monkeypatch.setattr(importlib.metadata, "packages_distributions",
-                            lambda: {name.replace("-", "_"): [name] for name in pip.versions})
+        monkeypatch.setattr(
+            pip_run,
+            "installed_versions",
+            lambda names=None: {
+                install.normalize(k): v
+                for k, v in pip.versions.items()
+                if names is None or install.normalize(k) in map(install.normalize, names)
+            },
+        )
+        monkeypatch.setattr(
+            importlib.metadata,
+            "packages_distributions",
+            lambda: {name.replace("-", "_"): [name] for name in pip.versions},
+        )
         monkeypatch.setattr(startup, "_imported_modules", lambda: list(imported))
         return pip
+
     return make
 
 
-AVAILABLE = {"tf-models-official": ["2.19.1", "2.20.0"], "tf-keras": ["2.19.0", "2.20.1", "2.21.0"],
-             "rdkit": ["2025.3.1"], "matplotlib": ["3.10.5"], "numpy": ["2.3.0"]}
+AVAILABLE = {
+    "tf-models-official": ["2.19.1", "2.20.0"],
+    "tf-keras": ["2.19.0", "2.20.1", "2.21.0"],
+    "rdkit": ["2025.3.1"],
+    "matplotlib": ["3.10.5"],
+    "numpy": ["2.3.0"],
+}
 
 
 def test_prepare_with_everything_present_runs_no_pip(fake_env):
-    pip = fake_env(dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}), AVAILABLE)
+    pip = fake_env(
+        dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}),
+        AVAILABLE,
+    )
     out = io.StringIO()
     for lab in LABS:
         assert install.prepare(lab, run=pip, out=out) == []
@@ -303,7 +410,10 @@ def test_prepare_with_everything_present_runs_no_pip(fake_env):
 def test_prepare_lab2_installs_model_garden_for_colabs_tensorflow(fake_env):
     pip = fake_env(COLAB, AVAILABLE, imported=["numpy", "keras"])
     out = io.StringIO()
-    assert install.prepare("lab2", run=pip, out=out) == ["tf-models-official~=2.19.0", "tf-keras~=2.19.0"]
+    assert install.prepare("lab2", run=pip, out=out) == [
+        "tf-models-official~=2.19.0",
+        "tf-keras~=2.19.0",
+    ]
     assert len(pip.commands) == 1 and "tensorflow==2.19.0" in pip.constraints.split()
     assert pip.versions["tensorflow"] == "2.19.0" and pip.versions["tf-models-official"] == "2.19.1"
     assert "Installed for lab2: tf-models-official~=2.19.0 tf-keras~=2.19.0" in out.getvalue()
@@ -317,15 +427,25 @@ def test_prepare_lab2_without_model_garden_for_this_minor_says_so_and_installs_n
     with pytest.raises(install.InstallError) as error:
         install.prepare("lab2", run=pip, out=io.StringIO(), environ={})
     message = str(error.value)
-    assert "no release for TensorFlow 2.21" in message and "2.20.0, needs TensorFlow 2.20" in message
-    assert f"%env {install.ALLOW_TENSORFLOW_CHANGE}=1" in message and "Nothing was installed" in message
+    assert (
+        "no release for TensorFlow 2.21" in message and "2.20.0, needs TensorFlow 2.20" in message
+    )
+    assert (
+        f"%env {install.ALLOW_TENSORFLOW_CHANGE}=1" in message
+        and "Nothing was installed" in message
+    )
     assert pip.versions["tensorflow"] == "2.21.0" and "tf-models-official" not in pip.versions
 
 
 def test_prepare_lab2_replaces_tensorflow_only_when_allowed_and_then_stops(fake_env):
-    pip = fake_env(dict(COLAB, tensorflow="2.21.0"), dict(AVAILABLE, tensorflow=["2.20.0", "2.21.0"]))
+    pip = fake_env(
+        dict(COLAB, tensorflow="2.21.0"), dict(AVAILABLE, tensorflow=["2.20.0", "2.21.0"])
+    )
     out = io.StringIO()
-    with pytest.raises(install.RestartRequired, match=r"TensorFlow was replaced for TF Model Garden: 2\.21\.0 -> 2\.20\.0(.|\n)*Restart session"):
+    with pytest.raises(
+        install.RestartRequired,
+        match=r"TensorFlow was replaced for TF Model Garden: 2\.21\.0 -> 2\.20\.0(.|\n)*Restart session",
+    ):
         install.prepare("lab2", run=pip, out=out, environ={install.ALLOW_TENSORFLOW_CHANGE: "1"})
     assert pip.versions["tf-models-official"] == "2.20.0" and pip.versions["tf-keras"] == "2.20.1"
     assert f"as {install.ALLOW_TENSORFLOW_CHANGE} allows" in out.getvalue()
@@ -338,7 +458,9 @@ def test_a_failed_build_is_reported_as_what_it_was_never_as_no_release(fake_env)
     not build: the message names that package and quotes pip; TensorFlow is untouched."""
     pip = fake_env(COLAB, AVAILABLE, fail=SEQEVAL)
     with pytest.raises(install.InstallError) as error:
-        install.prepare("lab2", run=pip, out=io.StringIO(), environ={install.ALLOW_TENSORFLOW_CHANGE: "1"})
+        install.prepare(
+            "lab2", run=pip, out=io.StringIO(), environ={install.ALLOW_TENSORFLOW_CHANGE: "1"}
+        )
     message = str(error.value)
     assert "building seqeval from its source failed" in message
     assert "Nothing was replaced: tensorflow 2.19.0, keras 3.10.0 as before" in message
@@ -358,8 +480,10 @@ def test_an_unreachable_index_is_reported_with_pips_error(fake_env):
     assert "Nothing was replaced: tensorflow 2.19.0, keras 3.10.0 as before" in message
     assert "Connection refused" in message and "no release for TensorFlow" not in message
     assert pip.versions == COLAB
-    many = "\n".join([OFFLINE.splitlines()[0].replace("total=0", f"total={n}") for n in (2, 1, 0)]
-                     + OFFLINE.splitlines()[1:])
+    many = "\n".join(
+        [OFFLINE.splitlines()[0].replace("total=0", f"total={n}") for n in (2, 1, 0)]
+        + OFFLINE.splitlines()[1:]
+    )
     assert pip_run._pip_error_lines(many) == OFFLINE.strip()  # one line per run of pip's retries
 
 
@@ -369,38 +493,65 @@ def test_colab_without_tensorflow_says_to_change_the_runtime(fake_env):
     pip = fake_env(tpu, AVAILABLE)
     for lab in LABS:
         with pytest.raises(install.InstallError) as error:
-            install.prepare(lab, run=pip, out=io.StringIO(), environ={"COLAB_RELEASE_TAG": "release-colab-20260819"})
+            install.prepare(
+                lab,
+                run=pip,
+                out=io.StringIO(),
+                environ={"COLAB_RELEASE_TAG": "release-colab-20260819"},
+            )
         assert str(error.value) == install.NO_TENSORFLOW_ON_COLAB
         assert "Change runtime type" in str(error.value) and str(error.value).count(". ") == 0
     assert pip.commands == []
 
 
-@pytest.mark.parametrize("output, expected", [
-    (SEQEVAL, "building seqeval from its source failed"),
-    ("ERROR: Could not build wheels for seqeval, which is required to install pyproject.toml-based projects",
-     "building seqeval from its source failed"),
-    (OFFLINE, "the package index could not be reached (is this runtime online?)"),
-    ("ERROR: No matching distribution found for rdkit>=2024.3", "no release of rdkit>=2024.3 fits this runtime"),
-    ("ERROR: Could not find a version that satisfies the requirement tf-models-official~=2.19.0 (from versions: none)\n"
-     "ERROR: No matching distribution found for tf-models-official~=2.19.0",
-     "pip found no release of tf-models-official at all on its package index (is this runtime online?)"),
-    ("ERROR: Cannot install x because these package versions have conflicting dependencies.\n"
-     "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io", "the packages' version requirements conflict"),
-    ("ERROR: Invalid requirement: 'lablib.whl'", "'lablib.whl' is not a pip requirement"),
-    ("something else entirely", "pip failed"),
-])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        (SEQEVAL, "building seqeval from its source failed"),
+        (
+            "ERROR: Could not build wheels for seqeval, which is required to install pyproject.toml-based projects",
+            "building seqeval from its source failed",
+        ),
+        (OFFLINE, "the package index could not be reached (is this runtime online?)"),
+        (
+            "ERROR: No matching distribution found for rdkit>=2024.3",
+            "no release of rdkit>=2024.3 fits this runtime",
+        ),
+        (
+            "ERROR: Could not find a version that satisfies the requirement tf-models-official~=2.19.0 (from versions: none)\n"
+            "ERROR: No matching distribution found for tf-models-official~=2.19.0",
+            "pip found no release of tf-models-official at all on its package index (is this runtime online?)",
+        ),
+        (
+            "ERROR: Cannot install x because these package versions have conflicting dependencies.\n"
+            "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io",
+            "the packages' version requirements conflict",
+        ),
+        ("ERROR: Invalid requirement: 'lablib.whl'", "'lablib.whl' is not a pip requirement"),
+        ("something else entirely", "pip failed"),
+    ],
+)
 def test_pip_failure_names_what_failed(output, expected):
     assert install.pip_failure(output) == expected
 
 
 def test_install_summary_lists_every_change_with_what_required_it():
     before = {"absl-py": "2.5.1", "setuptools": "84.2.1", "tensorflow": "2.19.0"}
-    after = {"absl-py": "1.4.0", "setuptools": "80.10.2", "tensorflow": "2.19.0", "tf-models-official": "2.19.1",
-             "seqeval": "1.2.2"}
-    lines = install.install_summary(before, after, {"absl-py": ["tensorflow-model-optimization requires absl-py~=1.2"]})
-    assert lines == ["Added 2: seqeval 1.2.2, tf-models-official 2.19.1",
-                     "Changed 2: absl-py 2.5.1 -> 1.4.0 (tensorflow-model-optimization requires absl-py~=1.2), "
-                     "setuptools 84.2.1 -> 80.10.2"]
+    after = {
+        "absl-py": "1.4.0",
+        "setuptools": "80.10.2",
+        "tensorflow": "2.19.0",
+        "tf-models-official": "2.19.1",
+        "seqeval": "1.2.2",
+    }
+    lines = install.install_summary(
+        before, after, {"absl-py": ["tensorflow-model-optimization requires absl-py~=1.2"]}
+    )
+    assert lines == [
+        "Added 2: seqeval 1.2.2, tf-models-official 2.19.1",
+        "Changed 2: absl-py 2.5.1 -> 1.4.0 (tensorflow-model-optimization requires absl-py~=1.2), "
+        "setuptools 84.2.1 -> 80.10.2",
+    ]
     assert install.install_summary(before, before) == []
 
 
@@ -408,20 +559,28 @@ def test_requirers_reads_installed_metadata():
     """With this environment's metadata: a version of packaging that its requirers exclude
     is explained by them (packaging is required by pytest, among others)."""
     found = pip_run.requirers({"packaging": "0.1"})
-    assert found.get("packaging") and all(" requires packaging" in line for line in found["packaging"])
+    assert found.get("packaging") and all(
+        " requires packaging" in line for line in found["packaging"]
+    )
     assert pip_run.requirers({}) == {}
 
 
 def test_setuptools_shim_in_memory_needs_no_restart(fake_env):
     """setuptools' .pth imports _distutils_hack at every start: a setuptools downgrade
     (Lab 2 asks setuptools<81 where 84 is installed) must not demand a restart for it."""
-    pip = fake_env(dict(COLAB, setuptools="84.2.1"), dict(AVAILABLE, setuptools=["80.10.2"]),
-                   imported=["_distutils_hack", "numpy"])
+    pip = fake_env(
+        dict(COLAB, setuptools="84.2.1"),
+        dict(AVAILABLE, setuptools=["80.10.2"]),
+        imported=["_distutils_hack", "numpy"],
+    )
     out = io.StringIO()
     assert "setuptools<81" in install.prepare("lab2", run=pip, out=out, environ={})
     assert "setuptools 84.2.1 -> 80.10.2" in out.getvalue()
-    pip = fake_env(dict(COLAB, setuptools="84.2.1"), dict(AVAILABLE, setuptools=["80.10.2"]),
-                   imported=["setuptools", "numpy"])
+    pip = fake_env(
+        dict(COLAB, setuptools="84.2.1"),
+        dict(AVAILABLE, setuptools=["80.10.2"]),
+        imported=["setuptools", "numpy"],
+    )
     with pytest.raises(install.RestartRequired, match="setuptools 84.2.1 -> 80.10.2"):
         install.prepare("lab2", run=pip, out=io.StringIO(), environ={})
 
@@ -439,7 +598,10 @@ def test_prepare_stops_when_a_loaded_package_changed(fake_env):
 
 def test_prepare_reports_a_failed_pip(fake_env):
     pip = fake_env(COLAB, {"rdkit": []})
-    with pytest.raises(install.InstallError, match="could not install rdkit>=2024.3: no release of rdkit>=2024.3 fits this runtime(.|\n)*No matching distribution"):
+    with pytest.raises(
+        install.InstallError,
+        match="could not install rdkit>=2024.3: no release of rdkit>=2024.3 fits this runtime(.|\n)*No matching distribution",
+    ):
         install.prepare("lab3", run=pip, out=io.StringIO())
 
 
@@ -447,7 +609,10 @@ def test_prepare_sets_tensorflows_environment_keeping_what_is_set(fake_env, monk
     """Every lab's first cell: TensorFlow grows its GPU memory instead of taking the whole
     card at start (on an H100, Lab 2 ran out of memory beside a lab kernel without it),
     and its C++ start-up log stays out of the notebook; a value already set is kept."""
-    pip = fake_env(dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}), AVAILABLE)
+    pip = fake_env(
+        dict(COLAB, **{"tf-models-official": "2.19.1", "tf-keras": "2.19.0", "rdkit": "2025.3.1"}),
+        AVAILABLE,
+    )
     for lab in LABS:
         monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
         monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
@@ -457,7 +622,10 @@ def test_prepare_sets_tensorflows_environment_keeping_what_is_set(fake_env, monk
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
     install.prepare("lab1", run=pip, out=io.StringIO())
-    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "false" and os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    assert (
+        os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "false"
+        and os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    )
 
 
 @pytest.mark.parametrize("has_gpu, level", [(True, "2"), (False, "3")])
@@ -480,6 +648,7 @@ def test_every_first_cell_turns_tf32_off_after_choosing_keras():
 def test_prepare_on_this_environment_needs_nothing_and_runs_no_pip():
     """The grader's sandbox runs the SETUP cells offline: with the dev install present,
     prepare() must only read metadata."""
+
     def no_pip(command):
         raise AssertionError(f"prepare ran {command}")
 
@@ -512,24 +681,41 @@ def test_cell_installs_lablib_alone_from_lablib_pip(value, tmp_path, monkeypatch
     monkeypatch.setattr(lablib, "use_keras3", lambda: None)
     monkeypatch.setattr(lablib, "exact_float32", lambda: False)
     exec(compile(_first_cell("lab1"), "cell", "exec"), {})
-    assert calls == [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", install.lablib_pip(value)]]
+    assert calls == [
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", install.lablib_pip(value)]
+    ]
     assert prepared == ["lab1"]
 
 
-@pytest.mark.parametrize("value, pip_says, expected", [
-    ("/content/lablib-0.3.0-py3-none-any.whl", "ERROR: Invalid requirement: '/content/lablib-0.3.0-py3-none-any.whl'",
-     "LABLIB_PIP='/content/lablib-0.3.0-py3-none-any.whl': no such file on this machine."),
-    ("", "  fatal: unable to access 'https://github.com/lablib-course/lablib/': Could not resolve host: github.com\n"
-         "error: subprocess-exited-with-error",
-     "LABLIB_PIP='lablib @ git+https://github.com/lablib-course/lablib'. Set LABLIB_PIP"),
-])
-def test_cell_says_what_it_tried_when_lablib_cannot_be_installed(value, pip_says, expected, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "value, pip_says, expected",
+    [
+        (
+            "/content/lablib-0.3.0-py3-none-any.whl",
+            "ERROR: Invalid requirement: '/content/lablib-0.3.0-py3-none-any.whl'",
+            "LABLIB_PIP='/content/lablib-0.3.0-py3-none-any.whl': no such file on this machine.",
+        ),
+        (
+            "",
+            "  fatal: unable to access 'https://github.com/lablib-course/lablib/': Could not resolve host: github.com\n"
+            "error: subprocess-exited-with-error",
+            "LABLIB_PIP='lablib @ git+https://github.com/lablib-course/lablib'. Set LABLIB_PIP",
+        ),
+    ],
+)
+def test_cell_says_what_it_tried_when_lablib_cannot_be_installed(
+    value, pip_says, expected, tmp_path, monkeypatch
+):
     """A missing wheel or an unreachable repository: one short message naming what was
     tried, what to set, and pip's last lines; not pip's chained traceback."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LABLIB_PIP", value)
     monkeypatch.setitem(sys.modules, "lablib", None)
-    monkeypatch.setattr(subprocess, "run", lambda command, **kw: subprocess.CompletedProcess(command, 1, "", pip_says))
+    monkeypatch.setattr(
+        subprocess,
+        "run",
+        lambda command, **kw: subprocess.CompletedProcess(command, 1, "", pip_says),
+    )
     with pytest.raises(RuntimeError) as error:
         exec(compile(_first_cell("lab2"), "cell", "exec"), {})
     message = str(error.value)
@@ -556,29 +742,45 @@ def test_known_noise_is_dropped_and_nothing_else():
             warnings.simplefilter("always")
             install.quiet_known_noise()
             install.quiet_known_noise()  # a first cell run twice
-            logger.warning("5 out of the last 9 calls to <function f> triggered tf.function retracing.")
+            logger.warning(
+                "5 out of the last 9 calls to <function f> triggered tf.function retracing."
+            )
             logger.warning("Model was constructed with shape (None, 3)")
-            warnings.warn("pkg_resources is deprecated as an API. See https://setuptools.pypa.io", UserWarning, stacklevel=1)
+            warnings.warn(
+                "pkg_resources is deprecated as an API. See https://setuptools.pypa.io",
+                UserWarning,
+                stacklevel=1,
+            )
             warnings.warn("pkg_resources is deprecated as an API", DeprecationWarning, stacklevel=1)
             warnings.warn("The structure of `inputs` doesn't match", UserWarning, stacklevel=1)
-            warnings.warn("You are using a Python version (3.11.7) which Google will stop supporting in "
-                          "new releases of google.api_core once it reaches its end of life", FutureWarning, stacklevel=1)
+            warnings.warn(
+                "You are using a Python version (3.11.7) which Google will stop supporting in "
+                "new releases of google.api_core once it reaches its end of life",
+                FutureWarning,
+                stacklevel=1,
+            )
             absl = logging.getLogger("absl")
             absl.addHandler(handler)
             try:
-                absl.error("Detected incompatible Protobuf Gencode/Runtime versions when loading "
-                           "tensorflow_metadata/proto/v0/anomalies.proto: gencode 6.31.1 runtime 5.29.6")
+                absl.error(
+                    "Detected incompatible Protobuf Gencode/Runtime versions when loading "
+                    "tensorflow_metadata/proto/v0/anomalies.proto: gencode 6.31.1 runtime 5.29.6"
+                )
                 absl.error("Model Garden could not load its checkpoint")
             finally:
                 absl.removeHandler(handler)
                 absl.filters[:] = [f for f in absl.filters if type(f).__name__ != "_DropKnownNoise"]
-        assert stream.getvalue() == ("Model was constructed with shape (None, 3)\n"
-                                     "Model Garden could not load its checkpoint\n")
+        assert stream.getvalue() == (
+            "Model was constructed with shape (None, 3)\n"
+            "Model Garden could not load its checkpoint\n"
+        )
         assert [(w.category, str(w.message)) for w in caught] == [
             (DeprecationWarning, "pkg_resources is deprecated as an API"),
-            (UserWarning, "The structure of `inputs` doesn't match")]
-        assert len(logger.filters) == len(before) + (0 if any(
-            type(f).__name__ == "_DropKnownNoise" for f in before) else 1)
+            (UserWarning, "The structure of `inputs` doesn't match"),
+        ]
+        assert len(logger.filters) == len(before) + (
+            0 if any(type(f).__name__ == "_DropKnownNoise" for f in before) else 1
+        )
     finally:
         logger.removeHandler(handler)
         logger.filters[:] = before

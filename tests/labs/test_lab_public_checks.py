@@ -34,11 +34,13 @@ LABS = [(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb", str(FIXTURE_LAB))] + 
     (path, path.stem) for path in sorted((ROOT / "solutions").glob("*.ipynb"))
 ]
 PARAMS = [
-    pytest.param(path, spec, id=path.stem, marks=() if path.stem == "lab0_fixture" else pytest.mark.slow)
+    pytest.param(
+        path, spec, id=path.stem, marks=() if path.stem == "lab0_fixture" else pytest.mark.slow
+    )
     for path, spec in LABS
 ]
 
-IN_PROCESS = r'''
+IN_PROCESS = r"""
 import json, sys
 sys.path.insert(0, sys.argv[3])  # tests/: notebook_helpers
 from notebook_helpers import exec_lab_cells
@@ -54,7 +56,7 @@ for piece in lab.pieces:
     result = lablib.check(lab.name, piece, quiet=True, **objects)
     report[piece] = [(r.name, r.passed, r.message) for r in result.results]
 print("REPORT" + json.dumps(report))
-'''
+"""
 
 
 def _env():
@@ -65,12 +67,22 @@ def _env():
 
 @pytest.mark.parametrize("solution, spec", PARAMS)
 def test_public_checks_pass_in_process(solution, spec):
-    result = subprocess.run([sys.executable, "-c", IN_PROCESS, str(solution), spec, str(ROOT / "tests")], capture_output=True,
-                            text=True, env=_env(), cwd=ROOT, timeout=1500)
+    result = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, str(solution), spec, str(ROOT / "tests")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=1500,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.split("REPORT", 1)[1])
-    assert report and all(tests for tests in report.values()), f"pieces without public tests: {report}"
-    failed = [(piece, name, msg) for piece, tests in report.items() for name, ok, msg in tests if not ok]
+    assert report and all(tests for tests in report.values()), (
+        f"pieces without public tests: {report}"
+    )
+    failed = [
+        (piece, name, msg) for piece, tests in report.items() for name, ok, msg in tests if not ok
+    ]
     assert not failed
 
 
@@ -96,14 +108,19 @@ def test_solution_full_marks_blank_zero(solution, spec, tmp_path, monkeypatch):
     blank = assign_notebook(solution, tmp_path / "labs")
     (subs / "blank.ipynb").write_bytes(blank.read_bytes())
     (subs / "filled.ipynb").write_bytes(_filled(blank, solution))
-    results = {r.submission: r for r in grade(spec, [subs], tmp_path / "out", jobs=2, progress=False,
-                                              lab_notebook=blank)}
+    results = {
+        r.submission: r
+        for r in grade(spec, [subs], tmp_path / "out", jobs=2, progress=False, lab_notebook=blank)
+    }
     sol, empty = results["solution"], results["blank"]
     for name in ("solution", "filled"):
         result = results[name]
         public = [t for t in result.tests if not t.hidden]
         assert result.status.ok, (name, result.notes)
-        assert [t.id for t in public if not t.passed] == [], (name, [(t.id, t.message) for t in public if not t.passed])
+        assert [t.id for t in public if not t.passed] == [], (
+            name,
+            [(t.id, t.message) for t in public if not t.passed],
+        )
         assert sum(t.score for t in public) == sum(t.max_score for t in public) > 0, name
     assert results["filled"].score == sol.score and results["filled"].max_score == sol.max_score
     assert empty.status.ok and empty.score == 0
@@ -125,34 +142,74 @@ def test_lab1_two_workers_in_a_fresh_grader_keep_full_marks(tmp_path):
     blank = assign_notebook(solution, tmp_path / "labs")
     (subs / "blank.ipynb").write_bytes(blank.read_bytes())
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "lablib.cli", "grade", "lab1_attention", str(subs), "-o",
-                             str(out), "--jobs", "2", "--quiet", "--lab-notebook", str(blank)],
-                            capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=1500)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lablib.cli",
+            "grade",
+            "lab1_attention",
+            str(subs),
+            "-o",
+            str(out),
+            "--jobs",
+            "2",
+            "--quiet",
+            "--lab-notebook",
+            str(blank),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=1500,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    rows = {
+        s["submission"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]
+    }
     for name in ("first", "second"):
-        assert rows[name]["status"] == "ok" and rows[name]["score"] == rows[name]["max_score"] == 19, rows[name]
+        assert (
+            rows[name]["status"] == "ok" and rows[name]["score"] == rows[name]["max_score"] == 19
+        ), rows[name]
     assert rows["blank"]["score"] == 0
 
 
-@pytest.mark.parametrize("name", ["lab1_attention", "lab2_transformer_reuters", "lab3_gcn_molecules", "lab4_gat"])
+@pytest.mark.parametrize(
+    "name", ["lab1_attention", "lab2_transformer_reuters", "lab3_gcn_molecules", "lab4_gat"]
+)
 def test_a_blank_lab_runs_top_to_bottom(name, shared_data, tmp_path, monkeypatch):
-    """"Run all" on a blank lab: every graded piece's check says "not done yet" in its own
+    """ "Run all" on a blank lab: every graded piece's check says "not done yet" in its own
     cell, the demo cells that need an unfinished piece skip with one line, and no cell
     stops the run (nbclient raises on the first error)."""
     from notebook_helpers import execute_notebook, fast_budget, outputs_text
 
-    nb, _ = execute_notebook(ROOT / "labs" / f"{name}.ipynb", tmp_path, monkeypatch,
-                             timeout=fast_budget(name), shared_data=shared_data)
+    nb, _ = execute_notebook(
+        ROOT / "labs" / f"{name}.ipynb",
+        tmp_path,
+        monkeypatch,
+        timeout=fast_budget(name),
+        shared_data=shared_data,
+    )
     text = outputs_text(nb)
     found = re.search(r"Traceback|Error", text.replace("NotImplementedError", ""))
-    assert not found, text.replace("NotImplementedError", "")[max(0, found.start() - 1500):found.end() + 500]
-    pieces = [c.source.split("\n", 1)[0].split(":", 1)[1].strip()
-              for c in nb.cells if c.source.startswith("# GRADED:")]
+    assert not found, text.replace("NotImplementedError", "")[
+        max(0, found.start() - 1500) : found.end() + 500
+    ]
+    pieces = [
+        c.source.split("\n", 1)[0].split(":", 1)[1].strip()
+        for c in nb.cells
+        if c.source.startswith("# GRADED:")
+    ]
     for piece in pieces:
-        check_cells = [c for c in nb.cells if c.cell_type == "code" and "lablib.check(" in c.source
-                       and f'"{piece}"' in c.source]
+        check_cells = [
+            c
+            for c in nb.cells
+            if c.cell_type == "code" and "lablib.check(" in c.source and f'"{piece}"' in c.source
+        ]
         assert check_cells, piece
         shown = json.dumps([o for c in check_cells for o in c.outputs])
-        assert f"not done yet: the graded piece '{piece}' still raises NotImplementedError" in shown, piece
+        assert (
+            f"not done yet: the graded piece '{piece}' still raises NotImplementedError" in shown
+        ), piece
     assert "lablib: skipped" in text

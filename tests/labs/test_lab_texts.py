@@ -8,7 +8,12 @@ import re
 
 import pytest
 
-from lablib.grading.specs import lab1_attention, lab2_transformer_reuters, lab3_gcn_molecules, lab4_gat
+from lablib.grading.specs import (
+    lab1_attention,
+    lab2_transformer_reuters,
+    lab3_gcn_molecules,
+    lab4_gat,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -37,8 +42,11 @@ def test_every_cited_repository_file_is_linked_and_exists(path):
             link = f"[`{cited}`]({REPO}{cited})"
             assert text[match.start() - 1 : match.start() - 1 + len(link)] == link, (
                 f"{path.name} cell {index}: `{cited}` is cited without a link to the repository; "
-                f"write {link}")
-            assert (ROOT / cited).exists(), f"{path.name} cell {index} links {cited}, which does not exist"
+                f"write {link}"
+            )
+            assert (ROOT / cited).exists(), (
+                f"{path.name} cell {index} links {cited}, which does not exist"
+            )
 
 
 SPECS = [lab1_attention, lab2_transformer_reuters, lab3_gcn_molecules, lab4_gat]
@@ -63,14 +71,18 @@ def test_gat_vs_transformer_gives_a_point_per_difference_asked_for():
 
 
 def test_find_error_gives_one_point_to_one_idea():
-    items = [item for item in lab2_transformer_reuters.lab.answers["find_error"].rubric if item.points]
+    items = [
+        item for item in lab2_transformer_reuters.lab.answers["find_error"].rubric if item.points
+    ]
     p1 = [item for item in items if "p_1" in item.comment]
     layout = [item for item in items if "concatenated" in item.comment]
     assert len(p1) == 1 and len(layout) == 1 and p1 != layout
 
 
 def test_metric_rubric_says_what_an_argued_accuracy_earns():
-    comments = " ".join(item.comment for item in lab2_transformer_reuters.lab.answers["metric"].rubric)
+    comments = " ".join(
+        item.comment for item in lab2_transformer_reuters.lab.answers["metric"].rubric
+    )
     assert "accuracy" in comments and "full marks" in comments
 
 
@@ -78,14 +90,18 @@ def test_study_rubric_and_text_use_the_same_noise():
     """The text, the model answer and the rubric give one threshold: about a point of
     validation accuracy, about three of validation macro-F1 (issue 31)."""
     lab = ROOT / "solutions/lab2_transformer_reuters.ipynb"
-    comments = " ".join(item.comment for item in lab2_transformer_reuters.lab.answers["study"].rubric)
+    comments = " ".join(
+        item.comment for item in lab2_transformer_reuters.lab.answers["study"].rubric
+    )
     for text in (_cell(lab, "**Your study**"), _cell(lab, "BEGIN ANSWER study"), comments):
         assert "three points" in text and "a point" in text, text[:200]
         assert "within about a point is called noise" not in text
 
 
 def test_readout_rubric_names_the_alternative_and_the_lab_shows_size():
-    comments = " ".join(item.comment for item in lab3_gcn_molecules.lab.answers["readout_choice"].rubric)
+    comments = " ".join(
+        item.comment for item in lab3_gcn_molecules.lab.answers["readout_choice"].rubric
+    )
     assert "composition" in comments
     cells = json.loads((ROOT / "solutions/lab3_gcn_molecules.ipynb").read_text())["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
@@ -103,5 +119,7 @@ def test_positions_rubric_asks_one_reason_and_the_per_token_steps():
     rubric = [item.comment for item in lab1_attention.lab.answers["positions"].rubric]
     assert any("per-token lookup" in c and "projections" in c for c in rubric), rubric
     assert any("asks for one" in c and "more earn nothing more" in c for c in rubric), rubric
-    question = _cell(ROOT / "solutions" / "lab1_attention.ipynb", "Why not add the raw position index")
+    question = _cell(
+        ROOT / "solutions" / "lab1_attention.ipynb", "Why not add the raw position index"
+    )
     assert "Give one reason" in question and "three steps" in question

@@ -10,7 +10,9 @@ from lablib.grading.author.assignment import assign_notebook, expected_assignmen
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
-FIXTURE_SOLUTION = ROOT / "tests" / "grading" / "fixtures" / "lab0_fixture" / "solutions" / "lab0_fixture.ipynb"
+FIXTURE_SOLUTION = (
+    ROOT / "tests" / "grading" / "fixtures" / "lab0_fixture" / "solutions" / "lab0_fixture.ipynb"
+)
 
 
 def stale_labs(solutions, labs_dir: pathlib.Path) -> list[str]:
@@ -28,7 +30,9 @@ def stale_labs(solutions, labs_dir: pathlib.Path) -> list[str]:
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
 def test_lab_matches_solution(solution):
     problems = stale_labs([solution], ROOT / "labs")
-    assert not problems, f"{problems[0]}: run `lablib assign` from the project root and commit labs/."
+    assert not problems, (
+        f"{problems[0]}: run `lablib assign` from the project root and commit labs/."
+    )
 
 
 def test_package_ships_exactly_the_released_labs():
@@ -36,12 +40,20 @@ def test_package_ships_exactly_the_released_labs():
     released = {p.name: p.read_bytes() for p in (ROOT / "labs").glob("*.ipynb")}
     shipped = {p.name: p.read_bytes() for p in package.glob("*.ipynb")}
     assert released, "labs/ holds no notebooks"
-    assert sorted(shipped) == sorted(released), "run `lablib assign` from the project root and commit lablib/grading/labs/"
+    assert sorted(shipped) == sorted(released), (
+        "run `lablib assign` from the project root and commit lablib/grading/labs/"
+    )
     stale = [name for name in released if shipped[name] != released[name]]
-    assert not stale, f"lablib/grading/labs/{stale[0]} differs from labs/: run `lablib assign` from the project root"
+    assert not stale, (
+        f"lablib/grading/labs/{stale[0]} differs from labs/: run `lablib assign` from the project root"
+    )
     for name, data in shipped.items():  # blank labs only: students install the same package
-        assert data != (ROOT / "solutions" / name).read_bytes(), f"lablib/grading/labs/{name} is a solution"
-    assert not [p for p in package.iterdir() if p.suffix != ".ipynb"], "only released notebooks belong there"
+        assert data != (ROOT / "solutions" / name).read_bytes(), (
+            f"lablib/grading/labs/{name} is a solution"
+        )
+    assert not [p for p in package.iterdir() if p.suffix != ".ipynb"], (
+        "only released notebooks belong there"
+    )
 
 
 def test_stale_check_detects_missing_changed_and_fresh_labs(tmp_path):

@@ -12,8 +12,11 @@ import numpy as np
 from lablib.grading.specs import _positional_checks
 
 SPECS = pathlib.Path(_positional_checks.__file__).parent
-ANSWER = re.compile(r"floor\s*\(\s*j\s*/\s*2\s*\)|share[sd]? (one|the same|its) frequenc"
-                    r"|shares the frequency|2j\s*/\s*d_model", re.IGNORECASE)
+ANSWER = re.compile(
+    r"floor\s*\(\s*j\s*/\s*2\s*\)|share[sd]? (one|the same|its) frequenc"
+    r"|shares the frequency|2j\s*/\s*d_model",
+    re.IGNORECASE,
+)
 
 
 def test_the_positional_diagnoses_name_the_place_not_the_answer():
@@ -32,10 +35,16 @@ def _message_strings(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "answer":
             hidden.update(id(n) for n in ast.walk(node))
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(
+            node
+        ):
             hidden.add(id(node.body[0].value))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in hidden:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in hidden
+        ):
             yield node.lineno, node.value
 
 

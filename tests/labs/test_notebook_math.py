@@ -59,8 +59,11 @@ process.stdout.write(JSON.stringify(errors));
 def markdown_cells(path):
     """[(cell index, source)] of the notebook's markdown cells."""
     cells = json.loads(path.read_text())["cells"]
-    return [(index, "".join(cell["source"])) for index, cell in enumerate(cells)
-            if cell["cell_type"] == "markdown"]
+    return [
+        (index, "".join(cell["source"]))
+        for index, cell in enumerate(cells)
+        if cell["cell_type"] == "markdown"
+    ]
 
 
 def without_code(text):
@@ -101,25 +104,41 @@ def katex_errors(items):
     """KaTeX's verdict on each (tex, display): None when it renders, else the message."""
     node = shutil.which("node")
     if node is None:
-        pytest.fail("Node.js is not installed; the math check renders formulas with KaTeX "
-                    "in Node: install Node (apt-get install nodejs npm) and KaTeX (see this "
-                    "module's docstring).")
+        pytest.fail(
+            "Node.js is not installed; the math check renders formulas with KaTeX "
+            "in Node: install Node (apt-get install nodejs npm) and KaTeX (see this "
+            "module's docstring)."
+        )
     payload = json.dumps([{"tex": tex, "display": display} for tex, display in items])
-    result = subprocess.run([node, "-e", KATEX_SCRIPT], input=payload, capture_output=True,
-                            text=True, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [node, "-e", KATEX_SCRIPT],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     if "Cannot find module 'katex'" in result.stderr:
-        pytest.fail("KaTeX is not installed where Node finds it: run "
-                    "`npm install --prefix .ci/node katex@0.16.47` and set "
-                    "NODE_PATH=$PWD/.ci/node/node_modules (see this module's docstring).")
+        pytest.fail(
+            "KaTeX is not installed where Node finds it: run "
+            "`npm install --prefix .ci/node katex@0.16.47` and set "
+            "NODE_PATH=$PWD/.ci/node/node_modules (see this module's docstring)."
+        )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
 
 
 def test_the_extractor_finds_inline_display_and_skips_code():
-    text = ("Cost $5 and `$x$` in code, $a_i$ inline,\n\n$$\\frac{1}{2}$$ and "
-            "$b$.\n```\n$not math$\n```\nA \\$ sign, $c \\$ d$.")
-    assert formulas(text) == [("\\frac{1}{2}", True), ("a_i", False), ("b", False),
-                              ("c \\$ d", False)]
+    text = (
+        "Cost $5 and `$x$` in code, $a_i$ inline,\n\n$$\\frac{1}{2}$$ and "
+        "$b$.\n```\n$not math$\n```\nA \\$ sign, $c \\$ d$."
+    )
+    assert formulas(text) == [
+        ("\\frac{1}{2}", True),
+        ("a_i", False),
+        ("b", False),
+        ("c \\$ d", False),
+    ]
 
 
 def test_the_checks_catch_the_corruptions_they_are_for():
@@ -129,9 +148,14 @@ def test_the_checks_catch_the_corruptions_they_are_for():
     assert environment_errors(r"$$\begin{cases} 1 \end{pmatrix}$$")
     assert environment_errors(r"$$\begin{cases} 1 $$")
     assert not environment_errors(r"$$\begin{pmatrix} \begin{cases} 1 \end{cases} \end{pmatrix}$$")
-    verdicts = katex_errors([(r"\sin\left(x\right)", False), (r"\sin\left(x\rght)", False),
-                             (r"\frac{1}{2", True),
-                             (r"\begin{cases} a & b \\ c & d \end{cases}", True)])
+    verdicts = katex_errors(
+        [
+            (r"\sin\left(x\right)", False),
+            (r"\sin\left(x\rght)", False),
+            (r"\frac{1}{2", True),
+            (r"\begin{cases} a & b \\ c & d \end{cases}", True),
+        ]
+    )
     assert verdicts[0] is None and verdicts[3] is None, verdicts
     assert verdicts[1] and verdicts[2], verdicts
 
@@ -142,7 +166,7 @@ def test_markdown_cells_have_clean_balanced_renderable_math(path):
     problems, items, where = [], [], []
     for index, text in markdown_cells(path):
         for match in CONTROL.finditer(text):
-            context = text[max(0, match.start() - 30): match.end() + 30]
+            context = text[max(0, match.start() - 30) : match.end() + 30]
             problems.append(f"cell {index}: control character {match.group(0)!r} in {context!r}")
         problems.extend(f"cell {index}: {message}" for message in environment_errors(text))
         for tex, display in formulas(text):

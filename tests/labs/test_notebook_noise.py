@@ -59,8 +59,13 @@ def test_the_labs_own_output_passes():
 def test_an_error_output_counts_and_displayed_values_are_read():
     nb = _notebook()
     nb.cells[1].outputs = [
-        nbformat.v4.new_output("error", ename="ValueError", evalue="bad", traceback=["ValueError: bad"]),
-        nbformat.v4.new_output("execute_result", data={"text/plain": "WARNING:root:shown as a value"},
-                               execution_count=1),
+        nbformat.v4.new_output(
+            "error", ename="ValueError", evalue="bad", traceback=["ValueError: bad"]
+        ),
+        nbformat.v4.new_output(
+            "execute_result",
+            data={"text/plain": "WARNING:root:shown as a value"},
+            execution_count=1,
+        ),
     ]
     assert noise_lines(nb) == ["cell 1: ValueError: bad", "cell 1: WARNING:root:shown as a value"]

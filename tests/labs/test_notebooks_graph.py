@@ -46,6 +46,7 @@ def test_lab3_gcn_molecules_solution_runs(shared_data, tmp_path, monkeypatch):
     assert max(_max_difference(text, "matrix vs lablib")) < 1e-5
     assert max(_max_difference(text, "sum") + _max_difference(text, " max:")) < 1e-5
     assert "| GCN (this lab) |" in text and "| mean predictor |" in text
+
     # Optional section 8: coordinates in the features break rotation/translation invariance
     # (not permutation invariance); bond lengths and an EGNN layer's features are invariant,
     # its coordinates equivariant, and the layer does move them.

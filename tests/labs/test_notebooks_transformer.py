@@ -19,7 +19,9 @@ from notebook_helpers import execute_solution, fast_budget, outputs_text  # noqa
 
 
 def _execute(name, shared_data, tmp_path, monkeypatch):
-    return execute_solution(name, tmp_path, monkeypatch, shared_data, env={"MPLBACKEND": None})  # the kernel's inline backend
+    return execute_solution(
+        name, tmp_path, monkeypatch, shared_data, env={"MPLBACKEND": None}
+    )  # the kernel's inline backend
 
 
 @pytest.mark.slow
@@ -52,10 +54,15 @@ def test_lab2_transformer_reuters_solution_runs(shared_data, tmp_path, monkeypat
     # Optional sections 10-12: both position encodings and the class token train; the
     # learned table refuses a wire longer than its rows while the sinusoidal model reads
     # it; the head ablation ran (the notebook asserts that the weights were restored).
-    for name in ("sinusoidal positions, mean pooling", "learned positions, mean pooling",
-                 "sinusoidal positions, class token"):
+    for name in (
+        "sinusoidal positions, mean pooling",
+        "learned positions, mean pooling",
+        "sinusoidal positions, class token",
+    ):
         assert re.search(re.escape(name) + r": \{'test accuracy': [\d.]+", text), name
-    assert re.search(r"learned positions: the table has (\d+) rows.*\n.*max_length=\1", text), text[-3000:]
+    assert re.search(r"learned positions: the table has (\d+) rows.*\n.*max_length=\1", text), text[
+        -3000:
+    ]
     assert "sinusoidal, first 2 * MAX_LENGTH tokens" in text
     assert "block 0: without head 1" in text and "block 0: no head at all" in text
 

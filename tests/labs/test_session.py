@@ -4,7 +4,7 @@ import pytest
 
 from lablib import session
 
-STUB = f'raise NotImplementedError({session.STUB_MESSAGE.format(piece="readout")!r})'
+STUB = f"raise NotImplementedError({session.STUB_MESSAGE.format(piece='readout')!r})"
 
 
 @pytest.fixture()
@@ -26,18 +26,28 @@ def _run(shell, capsys, code):
 
 
 def test_a_cell_calling_an_unfinished_piece_skips_with_one_line(shell, capsys):
-    result, out = _run(shell, capsys, "before = 1\nwith open(__file__ if False else '/dev/null'):\n"
-                                      "    pooled = readout(2, 3)\nafter = 2\nprint('never')")
+    result, out = _run(
+        shell,
+        capsys,
+        "before = 1\nwith open(__file__ if False else '/dev/null'):\n"
+        "    pooled = readout(2, 3)\nafter = 2\nprint('never')",
+    )
     assert result.success and result.error_in_exec is None
-    assert out.strip() == ("lablib: skipped the rest of this cell: it needs the graded piece "
-                           "'readout', which is not written yet.")
+    assert out.strip() == (
+        "lablib: skipped the rest of this cell: it needs the graded piece "
+        "'readout', which is not written yet."
+    )
     names = shell.user_ns
     assert names["before"] == 1 and "pooled" not in names and "after" not in names
     # A later cell that needs what the skipped cell would have made skips too, saying why.
     result, out = _run(shell, capsys, "print(pooled.shape)")
     assert result.success
-    assert "needs `pooled`, which a cell skipped earlier did not finish making (waiting for " \
-           "the graded piece 'readout')" in out and out.count("\n") == 1
+    assert (
+        "needs `pooled`, which a cell skipped earlier did not finish making (waiting for "
+        "the graded piece 'readout')"
+        in out
+        and out.count("\n") == 1
+    )
     # What the interrupted cell did bind is incomplete too: any error that uses it skips.
     result, out = _run(shell, capsys, "before['key']")
     assert result.success and "needs `before`" in out
@@ -54,9 +64,13 @@ def test_a_cell_calling_an_unfinished_piece_skips_with_one_line(shell, capsys):
     assert result.success and "it reaches an exercise not written yet" in out
     result, out = _run(shell, capsys, "print(METRIC)")
     assert result.success and "needs `METRIC`" in out and "waiting for an exercise" in out
-    result, out = _run(shell, capsys, f"VARIANTS = 1\nraise NotImplementedError({session.EXERCISE_MESSAGE!r})")
-    assert result.success and out.strip() == ("lablib: skipped the rest of this cell: it reaches an "
-                                              "exercise not written yet (`# YOUR CODE HERE`).")
+    result, out = _run(
+        shell, capsys, f"VARIANTS = 1\nraise NotImplementedError({session.EXERCISE_MESSAGE!r})"
+    )
+    assert result.success and out.strip() == (
+        "lablib: skipped the rest of this cell: it reaches an "
+        "exercise not written yet (`# YOUR CODE HERE`)."
+    )
 
 
 def test_other_errors_keep_their_traceback(shell, capsys):
@@ -75,7 +89,9 @@ def test_cells_behave_as_before_otherwise(shell, capsys):
     assert result.result is None and out == ""  # a trailing semicolon still hides it
     result, _ = _run(shell, capsys, "from __future__ import annotations\ny: int = 3\ny")
     assert result.success and result.result == 3
-    result, _ = _run(shell, capsys, "def twice(v):\n    return 2 * v\n\nclass K:\n    pass\ntwice(4)")
+    result, _ = _run(
+        shell, capsys, "def twice(v):\n    return 2 * v\n\nclass K:\n    pass\ntwice(4)"
+    )
     assert result.result == 8 and "K" in shell.user_ns
     # Once the piece is written, the same cells run.
     shell.run_cell("def readout(H, mask):\n    return H + mask\n")
@@ -89,5 +105,7 @@ def test_outside_ipython_nothing_changes():
     assert session.start() is False  # pytest runs no IPython shell
     assert session.unfinished_piece(NotImplementedError("something else")) is None
     assert session.unfinished_piece(ValueError(session.STUB_MESSAGE.format(piece="x"))) is None
-    assert session.unfinished_piece(
-        NotImplementedError(session.STUB_MESSAGE.format(piece="masks"))) == "masks"
+    assert (
+        session.unfinished_piece(NotImplementedError(session.STUB_MESSAGE.format(piece="masks")))
+        == "masks"
+    )

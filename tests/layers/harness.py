@@ -138,9 +138,7 @@ def check_call(case: LayerCase):
     with tf.GradientTape() as tape:
         outputs = _call(layer, tensors, case.call_kwargs)
         output = _first(outputs)
-        projection = tf.constant(
-            np.random.default_rng(0).normal(size=output.shape), output.dtype
-        )
+        projection = tf.constant(np.random.default_rng(0).normal(size=output.shape), output.dtype)
         loss = tf.reduce_sum(output * projection)
     assert tuple(output.shape) == tuple(case.output_shape), (
         f"{case.name}: output shape {tuple(output.shape)}, expected {case.output_shape}"
@@ -162,8 +160,9 @@ def check_call(case: LayerCase):
 def _model(case: LayerCase):
     """A functional model around a fresh layer: one ``keras.Input`` per input tensor."""
     inputs = {
-        name: keras.Input(batch_shape=np.shape(value), dtype=np.asarray(value).dtype.name,
-                          name=name)
+        name: keras.Input(
+            batch_shape=np.shape(value), dtype=np.asarray(value).dtype.name, name=name
+        )
         for name, value in case.inputs.items()
     }
     outputs = _first(_call(case.layer_class(**case.init_kwargs), inputs, case.call_kwargs))
@@ -183,8 +182,9 @@ def check_training(case: LayerCase):
     optimizer = keras.optimizers.Adam(0.01, epsilon=1e-12)
     target = np.random.default_rng(1).normal(size=case.output_shape).astype("float32")
     with tf.GradientTape() as tape:
-        output = _first(model([tf.convert_to_tensor(v) for v in case.inputs.values()],
-                              training=True))
+        output = _first(
+            model([tf.convert_to_tensor(v) for v in case.inputs.values()], training=True)
+        )
         loss = tf.reduce_mean(tf.square(tf.cast(output, tf.float32) - target))
     gradients = tape.gradient(loss, model.trainable_weights)
     optimizer.apply_gradients(zip(gradients, model.trainable_weights))
@@ -205,8 +205,9 @@ def check_saving(case: LayerCase, tmp_path):
     assert len(revived) == len(original) == 1, f"{case.name}: the loaded model has {revived}"
     assert revived[0].get_config() == original[0].get_config()
     # Equal up to float32 rounding: a GPU's segment sums add messages in any order.
-    np.testing.assert_allclose(_model_output(loaded, case), _model_output(model, case),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        _model_output(loaded, case), _model_output(model, case), rtol=1e-6, atol=1e-6
+    )
 
 
 def _all_outputs(outputs):
@@ -235,8 +236,7 @@ def check_mixed_precision(case: LayerCase, layer32):
     for got, want in zip(_all_outputs(outputs16), outputs32):
         got = got.astype(np.float32)
         assert np.all(np.isfinite(got))
-        np.testing.assert_allclose(got, want, atol=case.mixed_tolerance,
-                                   rtol=case.mixed_tolerance)
+        np.testing.assert_allclose(got, want, atol=case.mixed_tolerance, rtol=case.mixed_tolerance)
 
 
 def check_xla(case: LayerCase, layer):
@@ -286,4 +286,3 @@ def layer_tests(cases):
         run_layer_test(case, tmp_path)
 
     return test_layer, test_layer_legacy
-

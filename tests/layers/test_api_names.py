@@ -17,12 +17,12 @@ from lablib.data.graph_dataset import GraphDataset
 
 #: Names of the old dialects that no signature may carry (aliases live in **kwargs).
 OLD_DIALECT = {
-    "num_attention_heads",            # Model Garden's; Keras says num_heads
+    "num_attention_heads",  # Model Garden's; Keras says num_heads
     "return_attention_coefficients",  # lablib 0.1's; Keras says return_attention_scores
-    "edge_attrs",                     # edge features are edge_attr everywhere
-    "decoder_inputs",                 # a layer's first call argument is inputs
+    "edge_attrs",  # edge features are edge_attr everywhere
+    "decoder_inputs",  # a layer's first call argument is inputs
     "decoder_inputs_mask",
-    "dense",                          # one return type per method
+    "dense",  # one return type per method
 }
 
 ATTENTION_LAYERS = ("TransformerEncoderBlock", "TransformerDecoderBlock", "GraphAttention")
@@ -37,8 +37,11 @@ def _public_layers():
 
 
 def _parameters(function):
-    return [p for p in inspect.signature(function).parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    return [
+        p
+        for p in inspect.signature(function).parameters.values()
+        if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
 
 
 def _places():
@@ -106,8 +109,10 @@ def test_return_arity_is_set_by_the_flag_alone():
     xs, es = _graph()
     dense, disjoint = graphs.dense_batch(xs, es), graphs.disjoint_batch(xs, es)
     gat = layers.GraphAttention(2, num_heads=2)
-    for call in (lambda **k: gat(dense.x, adjacency=dense.adjacency, mask=dense.mask, **k),
-                 lambda **k: gat(disjoint.x, edge_index=disjoint.edge_index, **k)):
+    for call in (
+        lambda **k: gat(dense.x, adjacency=dense.adjacency, mask=dense.mask, **k),
+        lambda **k: gat(disjoint.x, edge_index=disjoint.edge_index, **k),
+    ):
         assert tf.is_tensor(call())
         assert tf.is_tensor(call(return_attention_scores=False))
         out, scores = call(return_attention_scores=True)
@@ -137,9 +142,14 @@ def _alias_calls():
     dataset = GraphDataset(xs, es, np.array([0.5, 1.5], "float32"), edge_attr=fs)
     disjoint = graphs.disjoint_batch(xs, es)
     edge_index = disjoint.edge_index
-    cora = CoraData(x=np.eye(3, dtype="float32"), y=np.zeros(3, "int64"),
-                    edge_index=np.array([[0, 1], [1, 2]]), train_mask=np.ones(3, bool),
-                    val_mask=np.zeros(3, bool), test_mask=np.zeros(3, bool))
+    cora = CoraData(
+        x=np.eye(3, dtype="float32"),
+        y=np.zeros(3, "int64"),
+        edge_index=np.array([[0, 1], [1, 2]]),
+        train_mask=np.ones(3, bool),
+        val_mask=np.zeros(3, bool),
+        test_mask=np.zeros(3, bool),
+    )
 
     def block(cls, **k):
         return cls(inner_dim=8, inner_activation="relu", **k)
@@ -147,44 +157,86 @@ def _alias_calls():
     gat = layers.GraphAttention(2, num_heads=2)
     decoder = layers.TransformerDecoderBlock(2, 8, "relu")
     return [
-        ("TransformerEncoderBlock.__init__", "num_attention_heads",
-         lambda: block(layers.TransformerEncoderBlock, num_attention_heads=2).num_heads,
-         lambda: block(layers.TransformerEncoderBlock, num_heads=2).num_heads),
-        ("TransformerDecoderBlock.__init__", "num_attention_heads",
-         lambda: block(layers.TransformerDecoderBlock, num_attention_heads=2).num_heads,
-         lambda: block(layers.TransformerDecoderBlock, num_heads=2).num_heads),
-        ("TransformerEncoderBlock.__init__", "return_attention_scores",
-         lambda: len(block(layers.TransformerEncoderBlock, num_heads=2,
-                           return_attention_scores=True)(x)),
-         lambda: len(block(layers.TransformerEncoderBlock, num_heads=2)(
-             x, return_attention_scores=True))),
-        ("TransformerDecoderBlock.__init__", "return_attention_scores",
-         lambda: len(block(layers.TransformerDecoderBlock, num_heads=2,
-                           return_attention_scores=True)(x, x)),
-         lambda: len(block(layers.TransformerDecoderBlock, num_heads=2)(
-             x, x, return_attention_scores=True))),
-        ("TransformerDecoderBlock.call", "decoder_inputs_mask",
-         lambda: decoder(x, x, decoder_inputs_mask=mask),
-         lambda: decoder(x, x, inputs_mask=mask)),
-        ("GraphAttention.call", "return_attention_coefficients",
-         lambda: gat(disjoint.x, edge_index=edge_index, return_attention_coefficients=True),
-         lambda: (lambda out, s: (out, s.alpha, s.edge_index))(
-             *gat(disjoint.x, edge_index=edge_index, return_attention_scores=True))),
-        ("dense_batch", "edge_attrs",
-         lambda: graphs.dense_batch(xs, es, edge_attrs=fs),
-         lambda: graphs.dense_batch(xs, es, edge_attr=fs)),
-        ("disjoint_batch", "edge_attrs",
-         lambda: graphs.disjoint_batch(xs, es, edge_attrs=fs),
-         lambda: graphs.disjoint_batch(xs, es, edge_attr=fs)),
-        ("GraphDataset.dense_dataset", "edge_attr",
-         lambda: next(iter(dataset.dense_dataset(2, edge_attr=True)))[0],
-         lambda: next(iter(dataset.dense_dataset(2, with_edge_attr=True)))[0]),
-        ("GraphDataset.disjoint_dataset", "edge_attr",
-         lambda: next(iter(dataset.disjoint_dataset(2, edge_attr=True)))[0],
-         lambda: next(iter(dataset.disjoint_dataset(2, with_edge_attr=True)))[0]),
-        ("CoraData.adjacency", "dense",
-         lambda: cora.adjacency(dense=False).toarray(),
-         lambda: cora.sparse_adjacency().toarray()),
+        (
+            "TransformerEncoderBlock.__init__",
+            "num_attention_heads",
+            lambda: block(layers.TransformerEncoderBlock, num_attention_heads=2).num_heads,
+            lambda: block(layers.TransformerEncoderBlock, num_heads=2).num_heads,
+        ),
+        (
+            "TransformerDecoderBlock.__init__",
+            "num_attention_heads",
+            lambda: block(layers.TransformerDecoderBlock, num_attention_heads=2).num_heads,
+            lambda: block(layers.TransformerDecoderBlock, num_heads=2).num_heads,
+        ),
+        (
+            "TransformerEncoderBlock.__init__",
+            "return_attention_scores",
+            lambda: len(
+                block(layers.TransformerEncoderBlock, num_heads=2, return_attention_scores=True)(x)
+            ),
+            lambda: len(
+                block(layers.TransformerEncoderBlock, num_heads=2)(x, return_attention_scores=True)
+            ),
+        ),
+        (
+            "TransformerDecoderBlock.__init__",
+            "return_attention_scores",
+            lambda: len(
+                block(layers.TransformerDecoderBlock, num_heads=2, return_attention_scores=True)(
+                    x, x
+                )
+            ),
+            lambda: len(
+                block(layers.TransformerDecoderBlock, num_heads=2)(
+                    x, x, return_attention_scores=True
+                )
+            ),
+        ),
+        (
+            "TransformerDecoderBlock.call",
+            "decoder_inputs_mask",
+            lambda: decoder(x, x, decoder_inputs_mask=mask),
+            lambda: decoder(x, x, inputs_mask=mask),
+        ),
+        (
+            "GraphAttention.call",
+            "return_attention_coefficients",
+            lambda: gat(disjoint.x, edge_index=edge_index, return_attention_coefficients=True),
+            lambda: (lambda out, s: (out, s.alpha, s.edge_index))(
+                *gat(disjoint.x, edge_index=edge_index, return_attention_scores=True)
+            ),
+        ),
+        (
+            "dense_batch",
+            "edge_attrs",
+            lambda: graphs.dense_batch(xs, es, edge_attrs=fs),
+            lambda: graphs.dense_batch(xs, es, edge_attr=fs),
+        ),
+        (
+            "disjoint_batch",
+            "edge_attrs",
+            lambda: graphs.disjoint_batch(xs, es, edge_attrs=fs),
+            lambda: graphs.disjoint_batch(xs, es, edge_attr=fs),
+        ),
+        (
+            "GraphDataset.dense_dataset",
+            "edge_attr",
+            lambda: next(iter(dataset.dense_dataset(2, edge_attr=True)))[0],
+            lambda: next(iter(dataset.dense_dataset(2, with_edge_attr=True)))[0],
+        ),
+        (
+            "GraphDataset.disjoint_dataset",
+            "edge_attr",
+            lambda: next(iter(dataset.disjoint_dataset(2, edge_attr=True)))[0],
+            lambda: next(iter(dataset.disjoint_dataset(2, with_edge_attr=True)))[0],
+        ),
+        (
+            "CoraData.adjacency",
+            "dense",
+            lambda: cora.adjacency(dense=False).toarray(),
+            lambda: cora.sparse_adjacency().toarray(),
+        ),
     ]
 
 

@@ -28,7 +28,9 @@ def reference_attention(q, k, v, mask=None):
             keep = allowed[index][i]
             if not keep.any():
                 continue
-            energies = np.array([q[index][i] @ k[index][j] / np.sqrt(q.shape[-1]) for j in range(t_k)])
+            energies = np.array(
+                [q[index][i] @ k[index][j] / np.sqrt(q.shape[-1]) for j in range(t_k)]
+            )
             energies = np.where(keep, energies, -np.inf)
             alpha = np.exp(energies - energies.max())
             alpha /= alpha.sum()
@@ -95,8 +97,8 @@ def test_causal_and_padding_combined():
     assert combined.shape == (1, 4, 4)
     _, weights = scaled_dot_product_attention(x, x, x, mask=combined)
     w = weights.numpy()[0]
-    assert np.all(np.triu(w, 1) == 0)          # no attention to later keys
-    assert np.all(w[:, 3] == 0)               # nor to the padding key
+    assert np.all(np.triu(w, 1) == 0)  # no attention to later keys
+    assert np.all(w[:, 3] == 0)  # nor to the padding key
 
 
 def test_fully_masked_row_is_zero_not_nan():
@@ -147,7 +149,9 @@ def test_jit_compiled_function_matches_eager():
 def test_shape_errors_are_clear(q_shape, k_shape, v_shape, mask_shape, words):
     mask = None if mask_shape is None else np.ones(mask_shape, bool)
     with pytest.raises(ValueError) as info:
-        scaled_dot_product_attention(np.ones(q_shape), np.ones(k_shape), np.ones(v_shape), mask=mask)
+        scaled_dot_product_attention(
+            np.ones(q_shape), np.ones(k_shape), np.ones(v_shape), mask=mask
+        )
     for word in words:
         assert word in str(info.value)
 
@@ -160,7 +164,9 @@ def test_non_numeric_inputs_are_refused():
 def test_causal_mask():
     np.testing.assert_array_equal(causal_mask(4).numpy(), np.tril(np.ones((4, 4), bool)))
     assert causal_mask(4).dtype == tf.bool
-    np.testing.assert_array_equal(causal_mask(tf.constant(3)).numpy(), np.tril(np.ones((3, 3), bool)))
+    np.testing.assert_array_equal(
+        causal_mask(tf.constant(3)).numpy(), np.tril(np.ones((3, 3), bool))
+    )
     for bad in (0, -2, 2.5, "3", True):
         with pytest.raises(ValueError, match="positive integer"):
             causal_mask(bad)
@@ -201,8 +207,9 @@ def test_masked_softmax_rows_and_fully_masked_rows():
     key_mask = np.array([[1, 1, 0, 1]])
     np.testing.assert_array_equal(masked_softmax(logits, key_mask).numpy()[..., 2], 0)
     np.testing.assert_allclose(masked_softmax(logits, axis=1).numpy().sum(1), 1, atol=1e-6)
-    np.testing.assert_allclose(masked_softmax(logits).numpy(), tf.nn.softmax(logits).numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        masked_softmax(logits).numpy(), tf.nn.softmax(logits).numpy(), atol=1e-6
+    )
 
 
 def test_masked_softmax_float16_gradients_and_xla():
@@ -219,5 +226,6 @@ def test_masked_softmax_float16_gradients_and_xla():
         loss = tf.reduce_sum(masked_softmax(x, mask) * tf.constant([1.0, 2.0, 3.0]))
     assert np.all(np.isfinite(tape.gradient(loss, x).numpy()))
     compiled = tf.function(lambda x, m: masked_softmax(x, m), jit_compile=True)
-    np.testing.assert_allclose(compiled(x, mask).numpy(), masked_softmax(x, mask).numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        compiled(x, mask).numpy(), masked_softmax(x, mask).numpy(), atol=1e-6
+    )

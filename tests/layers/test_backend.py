@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -21,7 +20,11 @@ def run_python(code: str, **env) -> subprocess.CompletedProcess:
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -31,23 +34,28 @@ def lines(result):
 
 
 def test_import_lablib_does_not_import_tensorflow():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import sys, lablib
         print("tensorflow" in sys.modules, "keras" in sys.modules)
         lablib.check, lablib.use_keras3, lablib.use_legacy_keras
         print("tensorflow" in sys.modules)
-    """))
+    """)
+    )
     assert out == ["False False", "False"]
 
 
 def test_default_is_keras3_and_legacy_switch_before_import():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import lablib
         from lablib import backend
         print(backend.keras.__name__, lablib.keras_mode())
-    """))
+    """)
+    )
     assert out == ["keras keras3"]
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import lablib
         print(lablib.use_legacy_keras())
         import tensorflow as tf
@@ -55,14 +63,16 @@ def test_default_is_keras3_and_legacy_switch_before_import():
         from lablib.backend import keras
         print(keras.__name__, tf.keras.layers.Dense.__module__.split(".")[0],
               layers.Dense.__module__.split(".")[0], lablib.is_legacy())
-    """))
+    """)
+    )
     assert out == ["legacy", "tf_keras tf_keras tf_keras True"]
 
 
 def test_exact_float32_turns_tf32_off_for_the_session_and_full_float32_restores():
     """The switch is the same on a CPU (where it changes no result) as on a GPU; an H100
     run of the layer tests with it passed where TF32 had failed 34 of them."""
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import lablib
         from lablib import backend
         lablib.use_keras3()
@@ -75,23 +85,27 @@ def test_exact_float32_turns_tf32_off_for_the_session_and_full_float32_restores(
         with backend.full_float32():
             print("inside", config.tensor_float_32_execution_enabled())
         print("after", config.tensor_float_32_execution_enabled())
-    """))
+    """)
+    )
     assert out == ["True", "True False", "False False", "inside False", "after True"]
 
 
 def test_full_float32_never_imports_tensorflow():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import sys
         from lablib import backend
         with backend.full_float32():
             pass
         print("tensorflow" in sys.modules)
-    """))
+    """)
+    )
     assert out == ["False"]
 
 
 def test_switching_after_tensorflow_import_is_refused():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import tensorflow as tf
         import lablib
         try:
@@ -99,22 +113,26 @@ def test_switching_after_tensorflow_import_is_refused():
         except lablib.KerasModeError as error:
             print("refused:", error)
         print(lablib.keras_mode())
-    """))
+    """)
+    )
     assert out[0].startswith("refused:")
     assert "already been imported in Keras 3 mode" in out[0]
     assert "Restart" in out[0] and "use_legacy_keras()" in out[0]
     assert out[1] == "keras3"
     # Choosing the mode that is already active is fine.
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import tensorflow as tf
         import lablib
         print(lablib.use_keras3())
-    """))
+    """)
+    )
     assert out == ["keras3"]
 
 
 def test_variable_set_after_tensorflow_import_is_detected():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import os
         import tensorflow as tf
         os.environ["TF_USE_LEGACY_KERAS"] = "1"   # too late: half-working state
@@ -123,13 +141,15 @@ def test_variable_set_after_tensorflow_import_is_detected():
             backend.get_keras()
         except backend.KerasModeError as error:
             print("refused:", error)
-    """))
+    """)
+    )
     assert len(out) == 1 and out[0].startswith("refused:")
     assert "changed after TensorFlow was imported" in out[0]
 
 
 def test_tfm_layer_inside_keras3_model_is_reported():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import lablib
         from lablib import backend
         keras = backend.keras
@@ -159,7 +179,8 @@ def test_tfm_layer_inside_keras3_model_is_reported():
             backend.check_model(42)
         except TypeError as error:
             print("TypeError:", error)
-    """))
+    """)
+    )
     assert out[0] == "import_tfm refused"
     assert out[1].startswith("check_model refused:")
     assert "TransformerEncoderBlock" in out[1] and "never change" in out[1]
@@ -168,7 +189,8 @@ def test_tfm_layer_inside_keras3_model_is_reported():
 
 
 def test_legacy_model_with_tfm_block_passes_check_and_trains():
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import lablib
         lablib.use_legacy_keras()
         import numpy as np
@@ -192,7 +214,8 @@ def test_legacy_model_with_tfm_block_passes_check_and_trains():
         model.fit(data, data[:, 0] % 2, epochs=2, verbose=0)
         changed = all(not np.allclose(b, w.numpy()) for b, w in zip(before, weights))
         print("ok", len(weights) >= 10, changed)
-    """))
+    """)
+    )
     assert out == ["ok True True"]
 
 
@@ -205,7 +228,8 @@ def test_the_private_keras_method_wrapped_for_strategies():
     trainer and strategy stand in for a multi-device run; the real one, a bool mask
     under two replicas, is test_distribute's
     ``test_dense_graph_model_with_bool_mask_under_mirrored_strategy``."""
-    out = lines(run_python("""
+    out = lines(
+        run_python("""
         import contextlib, inspect
         from lablib import backend
         keras = backend.get_keras()  # Keras 3: applies the wrapper
@@ -257,12 +281,15 @@ def test_the_private_keras_method_wrapped_for_strategies():
             method(wrapped, iterator=epoch(arity))
             print("wrapper", arity, wrapped._distribute_strategy.reduced,
                   [a is b for a, b in zip(wrapped.built[0], first)])
-    """))
+    """)
+    )
     assert out[1] == "signature (self, iterator=None, data_batch=None)", (
         f"Keras changed the private method lablib.backend wraps: {out[1]}; read it, then "
-        "adapt or drop lablib.backend._fix_distributed_build")
+        "adapt or drop lablib.backend._fix_distributed_build"
+    )
     assert out[0] == "wrapped True", f"lablib's wrapper is not applied: {out}"
     assert out[2] == "keras averages ['MEAN'] True", (
         f"Keras no longer averages the replicas' batches before the build ({out[2]}): "
-        "lablib.backend._fix_distributed_build is no longer needed; drop it")
+        "lablib.backend._fix_distributed_build is no longer needed; drop it"
+    )
     assert out[3:] == ["wrapper 2 [] [True, True]", "wrapper 3 [] [True, True]"]

@@ -104,7 +104,7 @@ def test_padded_disjoint_batch_leaves_real_outputs_unchanged():
     x, e, ids = graphs.disjoint_batch(xs, es)
     px, pe, pids = graphs.disjoint_batch(xs, es, max_nodes=len(x) + 3, max_edges=e.shape[1] + 5)
     assert px.shape == (len(x) + 3, 5) and pe.shape == (2, e.shape[1] + 5)
-    assert (pids[len(x):] == -1).all() and (pe[:, e.shape[1]:] == len(x) + 2).all()
+    assert (pids[len(x) :] == -1).all() and (pe[:, e.shape[1] :] == len(x) + 2).all()
     keras.utils.set_random_seed(0)
     model = DisjointGraphModel()
     plain = model((x, e, ids)).numpy()
@@ -149,7 +149,10 @@ def test_fixed_shape_disjoint_fit_under_jit_compile():
 def test_disjoint_padding_fits_every_batch():
     esol = load_molecules("esol")
     max_nodes, max_edges = esol.disjoint_padding(16)
-    nodes, edges = np.sort(esol.num_nodes)[::-1], np.sort([e.shape[1] for e in esol.edge_index])[::-1]
+    nodes, edges = (
+        np.sort(esol.num_nodes)[::-1],
+        np.sort([e.shape[1] for e in esol.edge_index])[::-1],
+    )
     assert max_nodes == nodes[:16].sum() + 1 and max_edges == edges[:16].sum()
     with pytest.raises(ValueError, match="positive int"):
         esol.disjoint_padding(0)
@@ -164,9 +167,22 @@ def test_two_replica_suite():
     env = dict(os.environ, LABLIB_TEST_LOGICAL_CPUS="2")
     env.pop("TF_USE_LEGACY_KERAS", None)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-m", "distributed", "-p", "no:cacheprovider",
-         str(pathlib.Path(__file__).resolve())],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "distributed",
+            "-p",
+            "no:cacheprovider",
+            str(pathlib.Path(__file__).resolve()),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     tail = (result.stdout + result.stderr)[-6000:]
     print(tail)
@@ -183,8 +199,16 @@ def _strategy():
     return tf.distribute.MirroredStrategy([d.name for d in devices])
 
 
-def _compare_one_step(build, loss, fit_single, fit_distributed, jit_compile=False,
-                      reported_loss=None, sample=None, build_mirrored=None):
+def _compare_one_step(
+    build,
+    loss,
+    fit_single,
+    fit_distributed,
+    jit_compile=False,
+    reported_loss=None,
+    sample=None,
+    build_mirrored=None,
+):
     """One SGD step on one device and under the strategy, from the same weights: same
     loss, same updated weights. ``reported_loss(model)``: the loss that fit under the
     strategy reports, computed on one device before the step (default: the one-device
@@ -205,7 +229,9 @@ def _compare_one_step(build, loss, fit_single, fit_distributed, jit_compile=Fals
     mirrored.set_weights(single.get_weights())
     loss_single = fit_single(single).history["loss"][0]
     loss_mirrored = fit_distributed(mirrored, strategy).history["loss"][0]
-    np.testing.assert_allclose(loss_mirrored, loss_single if expected is None else expected, rtol=LOSS_RTOL)
+    np.testing.assert_allclose(
+        loss_mirrored, loss_single if expected is None else expected, rtol=LOSS_RTOL
+    )
     for a, b in zip(mirrored.get_weights(), single.get_weights()):
         np.testing.assert_allclose(a, b, atol=WEIGHT_ATOL)
     return strategy
@@ -230,10 +256,14 @@ def test_transformer_under_mirrored_strategy():
     ids = rng.integers(0, 30, size=(16, 8)).astype(np.int32)
     labels = (ids[:, 0] > 15).astype(np.int32)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    fit = lambda model, *_: model.fit(ids, labels, batch_size=16, epochs=1, shuffle=False, verbose=0)  # noqa: E731
+    fit = lambda model, *_: model.fit(
+        ids, labels, batch_size=16, epochs=1, shuffle=False, verbose=0
+    )  # noqa: E731
     strategy = _compare_one_step(transformer_model, loss, fit, fit)
     _fit_moves_every_weight(
-        strategy, transformer_model, loss,
+        strategy,
+        transformer_model,
+        loss,
         lambda m: m.fit(ids, labels, batch_size=8, epochs=2, verbose=0),
     )
 
@@ -245,10 +275,15 @@ def test_dense_graph_model_with_bool_mask_under_mirrored_strategy():
     assert m.dtype == bool  # exactly as dense_batch returns it
     y = np.random.default_rng(4).normal(size=(16, 1)).astype(np.float32)
     build = lambda: dense_graph_model(7, 5)  # noqa: E731
-    fit = lambda model, *_: model.fit([x, a, m], y, batch_size=16, epochs=1, shuffle=False, verbose=0)  # noqa: E731
+    fit = lambda model, *_: model.fit(
+        [x, a, m], y, batch_size=16, epochs=1, shuffle=False, verbose=0
+    )  # noqa: E731
     strategy = _compare_one_step(build, "mse", fit, fit)
     _fit_moves_every_weight(
-        strategy, build, "mse", lambda model: model.fit([x, a, m], y, batch_size=8, epochs=2, verbose=0)
+        strategy,
+        build,
+        "mse",
+        lambda model: model.fit([x, a, m], y, batch_size=8, epochs=2, verbose=0),
     )
 
 
@@ -267,10 +302,13 @@ def test_disjoint_graph_model_under_mirrored_strategy():
     )
     for xr, er in zip(xs, es):
         assert er.shape[0] == 2 and int(tf.reduce_max(er)) < xr.shape[0]
-    assert esol.disjoint_dataset(32, strategy=strategy).cardinality == 36  # 1128 graphs: 35 + 1 smaller
+    assert (
+        esol.disjoint_dataset(32, strategy=strategy).cardinality == 36
+    )  # 1128 graphs: 35 + 1 smaller
 
     _compare_one_step(
-        DisjointGraphModel, "mse",
+        DisjointGraphModel,
+        "mse",
         lambda model: model.fit(esol.disjoint_dataset(32), epochs=1, steps_per_epoch=1, verbose=0),
         lambda model, strategy: model.fit(
             esol.disjoint_dataset(32, strategy=strategy), epochs=1, steps_per_epoch=1, verbose=0
@@ -280,9 +318,13 @@ def test_disjoint_graph_model_under_mirrored_strategy():
     )
     subset = esol[:128]
     _fit_moves_every_weight(
-        strategy, DisjointGraphModel, "mse",
+        strategy,
+        DisjointGraphModel,
+        "mse",
         lambda model: model.fit(
-            subset.disjoint_dataset(32, shuffle=True, seed=0, strategy=strategy), epochs=2, verbose=0
+            subset.disjoint_dataset(32, shuffle=True, seed=0, strategy=strategy),
+            epochs=2,
+            verbose=0,
         ),
     )
 
@@ -312,13 +354,15 @@ def test_fixed_shape_disjoint_under_strategy():
     esol = load_molecules("esol")[:128]
     max_nodes, max_edges = esol.disjoint_padding(16)
     strategy = _strategy()
-    fixed = esol.disjoint_dataset(32, strategy=strategy, drop_remainder=True,
-                                  max_nodes=max_nodes, max_edges=max_edges)
+    fixed = esol.disjoint_dataset(
+        32, strategy=strategy, drop_remainder=True, max_nodes=max_nodes, max_edges=max_edges
+    )
     (x, e, ids), y = fixed.element_spec
     assert all(s.shape == (max_nodes, 37) for s in x._value_specs)
     assert all(s.shape == (16,) for s in y._value_specs)
     _compare_one_step(
-        DisjointGraphModel, "mse",
+        DisjointGraphModel,
+        "mse",
         lambda model: model.fit(esol.disjoint_dataset(32), epochs=1, steps_per_epoch=1, verbose=0),
         lambda model, strategy: model.fit(fixed, epochs=1, steps_per_epoch=1, verbose=0),
         sample=next(iter(esol.disjoint_dataset(16)))[0],
@@ -333,7 +377,9 @@ def test_dense_dataset_under_strategy_and_errors():
     dataset = esol.dense_dataset(16, strategy=strategy, max_nodes=esol.max_nodes)
     assert dataset.cardinality == 3  # 16 + 16 + 8 (4 per replica)
     (x, a, m), y = next(iter(dataset))
-    assert [tuple(v.shape) for v in strategy.experimental_local_results(x)] == [(8, esol.max_nodes, 37)] * 2
+    assert [tuple(v.shape) for v in strategy.experimental_local_results(x)] == [
+        (8, esol.max_nodes, 37)
+    ] * 2
     assert all(v.dtype == tf.bool for v in strategy.experimental_local_results(m))
     with pytest.raises(ValueError, match="multiple of 2"):
         esol.disjoint_dataset(15, strategy=strategy)

@@ -169,7 +169,9 @@ def test_relabelling_nodes_permutes_outputs(seed, num_nodes):
     out_new = layer(x_new, edge_index=edge_new).numpy()
     np.testing.assert_allclose(out_new[permutation], out, atol=1e-5)
     a = graphs.edge_index_to_adjacency(edge_new, num_nodes)[None]
-    np.testing.assert_allclose(layer(x_new[None], adjacency=a).numpy()[0][permutation], out, atol=1e-5)
+    np.testing.assert_allclose(
+        layer(x_new[None], adjacency=a).numpy()[0][permutation], out, atol=1e-5
+    )
 
 
 def _with_dropout_free_twin(**dropout):
@@ -186,7 +188,9 @@ def _with_dropout_free_twin(**dropout):
 
 
 def test_attention_dropout_only_in_training():
-    layer, plain, xd, edge_index, (x, adjacency, mask) = _with_dropout_free_twin(attention_dropout=0.5)
+    layer, plain, xd, edge_index, (x, adjacency, mask) = _with_dropout_free_twin(
+        attention_dropout=0.5
+    )
     inference = layer(xd, edge_index=edge_index, training=False).numpy()
     np.testing.assert_allclose(inference, plain(xd, edge_index=edge_index).numpy(), atol=1e-6)
     trained = layer(xd, edge_index=edge_index, training=True).numpy()
@@ -254,28 +258,67 @@ def _edge_inputs(layout, seed=7):
 
 # Config, .keras saving, shapes, weights, training, mixed precision (scores too) and XLA,
 # in both Keras modes (tests/layers/harness.py).
-_OPTIONS = {"negative_slope": 0.1, "attention_dropout": 0.2, "value_dropout": 0.3,
-            "activation": "elu", "bias_initializer": "random_normal"}
+_OPTIONS = {
+    "negative_slope": 0.1,
+    "attention_dropout": 0.2,
+    "value_dropout": 0.3,
+    "activation": "elu",
+    "bias_initializer": "random_normal",
+}
 CASES = [
-    LayerCase("dense-concat", GraphAttention, {"units": 3, "num_heads": 2, **_OPTIONS},
-              dense_inputs(seed=6), (2, 5, 6), 4),
-    LayerCase("dense-mean-scores", GraphAttention,
-              {"units": 3, "num_heads": 2, "concat_heads": False, **_OPTIONS},
-              dense_inputs(seed=8), (2, 5, 3), 4,
-              call_kwargs={"return_attention_scores": True}),
-    LayerCase("sparse-scores", GraphAttention, {"units": 4, "num_heads": 2},
-              sparse_inputs(seed=9), (8, 8), 4, call_kwargs={"return_attention_scores": True}),
+    LayerCase(
+        "dense-concat",
+        GraphAttention,
+        {"units": 3, "num_heads": 2, **_OPTIONS},
+        dense_inputs(seed=6),
+        (2, 5, 6),
+        4,
+    ),
+    LayerCase(
+        "dense-mean-scores",
+        GraphAttention,
+        {"units": 3, "num_heads": 2, "concat_heads": False, **_OPTIONS},
+        dense_inputs(seed=8),
+        (2, 5, 3),
+        4,
+        call_kwargs={"return_attention_scores": True},
+    ),
+    LayerCase(
+        "sparse-scores",
+        GraphAttention,
+        {"units": 4, "num_heads": 2},
+        sparse_inputs(seed=9),
+        (8, 8),
+        4,
+        call_kwargs={"return_attention_scores": True},
+    ),
     # Without self loops, a node's target score is added to every logit of its softmax: it
     # only matters through the LeakyReLU's kink, so it may get no gradient at all here.
-    LayerCase("sparse-no-self-loops", GraphAttention,
-              {"units": 2, "add_self_loops": False, "use_bias": False},
-              sparse_inputs(seed=7), (8, 2), 3, still_weights=("attention_target",)),
-    LayerCase("dense-edge-features", GraphAttention,
-              {"units": 3, "num_heads": 2, "edge_dim": 2, "activation": "elu"},
-              _edge_inputs("dense"), (2, 5, 6), 6),
-    LayerCase("sparse-edge-features", GraphAttention,
-              {"units": 4, "num_heads": 2, "edge_dim": 2, "concat_heads": False},
-              _edge_inputs("sparse", seed=8), (8, 4), 6),
+    LayerCase(
+        "sparse-no-self-loops",
+        GraphAttention,
+        {"units": 2, "add_self_loops": False, "use_bias": False},
+        sparse_inputs(seed=7),
+        (8, 2),
+        3,
+        still_weights=("attention_target",),
+    ),
+    LayerCase(
+        "dense-edge-features",
+        GraphAttention,
+        {"units": 3, "num_heads": 2, "edge_dim": 2, "activation": "elu"},
+        _edge_inputs("dense"),
+        (2, 5, 6),
+        6,
+    ),
+    LayerCase(
+        "sparse-edge-features",
+        GraphAttention,
+        {"units": 4, "num_heads": 2, "edge_dim": 2, "concat_heads": False},
+        _edge_inputs("sparse", seed=8),
+        (8, 4),
+        6,
+    ),
 ]
 test_layer, test_layer_legacy = layer_tests(CASES)
 
@@ -294,8 +337,14 @@ def test_weight_names():
     layer = GraphAttention(3, num_heads=2, edge_dim=2)
     layer.build((None, 3))
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in layer.weights}
-    assert shapes == {"kernel": (3, 6), "attention_source": (2, 3), "attention_target": (2, 3),
-                      "edge_kernel": (2, 6), "attention_edge": (2, 3), "bias": (6,)}
+    assert shapes == {
+        "kernel": (3, 6),
+        "attention_source": (2, 3),
+        "attention_target": (2, 3),
+        "edge_kernel": (2, 6),
+        "attention_edge": (2, 3),
+        "bias": (6,),
+    }
 
 
 # --------------------------------------------------------------------------- errors
@@ -347,8 +396,11 @@ def test_edge_features_match_equations_computed_node_by_node():
     out = layer(x, edge_index=edge_index, edge_attr=f).numpy()
     w = layer.kernel.numpy().reshape(3, heads, units)
     w_edge = layer.edge_kernel.numpy().reshape(2, heads, units)
-    a_s, a_t, a_e = (layer.attention_source.numpy(), layer.attention_target.numpy(),
-                     layer.attention_edge.numpy())
+    a_s, a_t, a_e = (
+        layer.attention_source.numpy(),
+        layer.attention_target.numpy(),
+        layer.attention_edge.numpy(),
+    )
     expected = np.zeros((4, heads * units))
     for i in range(4):
         incoming = [(int(s), f[k]) for k, (s, t) in enumerate(edge_index.T) if t == i]
@@ -361,8 +413,9 @@ def test_edge_features_match_equations_computed_node_by_node():
                 e = a_t[h] @ z(i) + a_s[h] @ z(j) + a_e[h] @ (feat @ w_edge[:, h])
                 scores.append(e if e > 0 else 0.2 * e)
             weights = np.exp(scores) / np.sum(np.exp(scores))
-            expected[i, h * units:(h + 1) * units] = sum(
-                a * z(j) for a, (j, _) in zip(weights, senders))
+            expected[i, h * units : (h + 1) * units] = sum(
+                a * z(j) for a, (j, _) in zip(weights, senders)
+            )
     np.testing.assert_allclose(out, expected + layer.bias.numpy(), atol=1e-5)
     # The edge features matter: other features, other output.
     assert not np.allclose(layer(x, edge_index=edge_index, edge_attr=f * 3).numpy(), out)
@@ -374,19 +427,29 @@ def test_edge_features_dense_and_sparse_batches_agree(concat_heads, add_self_loo
     xs, es, fs = _edge_graphs(seed=1, edge_dim=3, num_features=4)
     x, adjacency, mask, f_dense = graphs.dense_batch(xs, es, max_nodes=7, edge_attr=fs)
     xd, edge_index, _, f_sparse = graphs.disjoint_batch(xs, es, edge_attr=fs)
-    layer = GraphAttention(3, num_heads=2, concat_heads=concat_heads, edge_dim=3,
-                           add_self_loops=add_self_loops, activation="elu")
-    dense, alpha = layer(x, adjacency=adjacency, mask=mask, edge_attr=f_dense,
-                         return_attention_scores=True)
-    sparse, (index, alpha_s) = layer(xd, edge_index=edge_index, edge_attr=f_sparse,
-                                     return_attention_scores=True)
+    layer = GraphAttention(
+        3,
+        num_heads=2,
+        concat_heads=concat_heads,
+        edge_dim=3,
+        add_self_loops=add_self_loops,
+        activation="elu",
+    )
+    dense, alpha = layer(
+        x, adjacency=adjacency, mask=mask, edge_attr=f_dense, return_attention_scores=True
+    )
+    sparse, (index, alpha_s) = layer(
+        xd, edge_index=edge_index, edge_attr=f_sparse, return_attention_scores=True
+    )
     np.testing.assert_allclose(dense.numpy()[mask], sparse.numpy(), atol=1e-5)
     assert np.all(dense.numpy()[~mask] == 0)
     # The same coefficients in both layouts ([B, H, N, N] against one row per edge).
     offsets = np.repeat([0, xs[0].shape[0]], [xs[0].shape[0], xs[1].shape[0]])
     graph_of = np.repeat([0, 1], [xs[0].shape[0], xs[1].shape[0]])
     sources, targets = index.numpy()
-    picked = alpha.numpy()[graph_of[targets], :, targets - offsets[targets], sources - offsets[sources]]
+    picked = alpha.numpy()[
+        graph_of[targets], :, targets - offsets[targets], sources - offsets[sources]
+    ]
     np.testing.assert_allclose(picked, alpha_s.numpy(), atol=1e-6)
 
 
@@ -423,10 +486,12 @@ def test_edge_features_of_input_self_loops_are_ignored():
     layer = GraphAttention(2, num_heads=2, edge_dim=2)
     reference = layer(x, edge_index=edge_index, edge_attr=f).numpy()
     np.testing.assert_allclose(
-        layer(x, edge_index=with_loops, edge_attr=f_loops).numpy(), reference, atol=1e-5)
+        layer(x, edge_index=with_loops, edge_attr=f_loops).numpy(), reference, atol=1e-5
+    )
     _, a, _, f_dense = graphs.dense_batch([x], [with_loops], edge_attr=[f_loops])
     np.testing.assert_allclose(
-        layer(x[None], adjacency=a, edge_attr=f_dense).numpy()[0], reference, atol=1e-5)
+        layer(x[None], adjacency=a, edge_attr=f_dense).numpy()[0], reference, atol=1e-5
+    )
 
 
 @settings(max_examples=6, deadline=None)
@@ -443,10 +508,12 @@ def test_edge_features_relabelling_nodes_permutes_outputs(seed, num_nodes):
     layer = _EDGE_PERMUTATION_LAYER
     out = layer(x, edge_index=edge_index, edge_attr=f).numpy()
     np.testing.assert_allclose(
-        layer(x_new, edge_index=edge_new, edge_attr=f_new).numpy()[permutation], out, atol=1e-5)
+        layer(x_new, edge_index=edge_new, edge_attr=f_new).numpy()[permutation], out, atol=1e-5
+    )
     _, a, _, f_dense = graphs.dense_batch([x_new], [edge_new], edge_attr=[f_new])
     np.testing.assert_allclose(
-        layer(x_new[None], adjacency=a, edge_attr=f_dense).numpy()[0][permutation], out, atol=1e-5)
+        layer(x_new[None], adjacency=a, edge_attr=f_dense).numpy()[0][permutation], out, atol=1e-5
+    )
 
 
 _EDGE_PERMUTATION_LAYER = GraphAttention(2, num_heads=2, edge_dim=2, activation="elu")
@@ -458,16 +525,26 @@ def test_edge_features_bad_inputs_are_explained():
     x, adjacency, mask, f = graphs.dense_batch(xs, es, edge_attr=fs)
     with pytest.raises(ValueError, match=r"`edge_dim` must be a positive integer, got 0"):
         GraphAttention(2, edge_dim=0)
-    with pytest.raises(ValueError, match=r"got `edge_attr` but the layer was created without `edge_dim`"):
+    with pytest.raises(
+        ValueError, match=r"got `edge_attr` but the layer was created without `edge_dim`"
+    ):
         GraphAttention(2)(xd, edge_index=edge_index, edge_attr=fd)
     layer = GraphAttention(2, edge_dim=2)
-    with pytest.raises(ValueError, match=r"created with edge_dim=2 and needs `edge_attr`.*\[E, 2\]"):
+    with pytest.raises(
+        ValueError, match=r"created with edge_dim=2 and needs `edge_attr`.*\[E, 2\]"
+    ):
         layer(xd, edge_index=edge_index)
-    with pytest.raises(ValueError, match=r"edge_attr must have shape \[E, 2\].*got shape \[\d+, 3\]"):
+    with pytest.raises(
+        ValueError, match=r"edge_attr must have shape \[E, 2\].*got shape \[\d+, 3\]"
+    ):
         layer(xd, edge_index=edge_index, edge_attr=np.ones((fd.shape[0], 3), np.float32))
     with pytest.raises(ValueError, match=r"edge_attr has 2 rows but edge_index has \d+ edges"):
         layer(xd, edge_index=edge_index, edge_attr=fd[:2])
-    with pytest.raises(ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 5, 5\]"):
+    with pytest.raises(
+        ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 5, 5\]"
+    ):
         layer(x, adjacency=adjacency, mask=mask, edge_attr=f[..., 0])
-    with pytest.raises(ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 4, 4, 2\]"):
+    with pytest.raises(
+        ValueError, match=r"edge_attr must have shape \[B, N, N, 2\].*got shape \[2, 4, 4, 2\]"
+    ):
         layer(x, adjacency=adjacency, mask=mask, edge_attr=f[:, :4, :4])

@@ -33,9 +33,7 @@ def test_mean_form_equals_scalar_formula():
     expected = np.zeros((4, 3))
     for i in range(4):
         senders = [int(s) for s, t in edge_index.T if t == i]
-        neighbour_mean = (
-            sum(x[j] for j in senders) / len(senders) if senders else np.zeros(2)
-        )
+        neighbour_mean = sum(x[j] for j in senders) / len(senders) if senders else np.zeros(2)
         for k in range(3):
             expected[i, k] = (
                 sum(neighbour_mean[f] * w[f, k] for f in range(2))
@@ -53,9 +51,7 @@ def test_symmetric_form_equals_matrix_formula():
     rng = np.random.default_rng(1)
     x, edge_index = random_graph(rng, 6, 4)
     adjacency = graphs.edge_index_to_adjacency(edge_index, 6)
-    layer = GraphConv(
-        5, activation="tanh", bias_initializer="random_normal"
-    )
+    layer = GraphConv(5, activation="tanh", bias_initializer="random_normal")
     out = layer(x[None], adjacency=adjacency[None]).numpy()[0]
     a_hat = adjacency + np.eye(6)
     d_inv_sqrt = np.diag(1.0 / np.sqrt(a_hat.sum(axis=1)))
@@ -145,16 +141,31 @@ def test_relabelling_nodes_permutes_outputs(seed, num_nodes):
 # Config, .keras saving, shapes, weights, training, mixed precision and XLA, in both Keras
 # modes (tests/layers/harness.py), for each form in each layout.
 CASES = [
-    LayerCase(f"{layout}-{normalization}", GraphConv,
-              {"units": 4, "normalization": normalization, "activation": "relu",
-               "kernel_regularizer": "l2", "bias_initializer": "random_normal"},
-              inputs, (2, 5, 4) if layout == "dense" else (8, 4),
-              num_trainable_weights=2 if normalization == "symmetric" else 3)
+    LayerCase(
+        f"{layout}-{normalization}",
+        GraphConv,
+        {
+            "units": 4,
+            "normalization": normalization,
+            "activation": "relu",
+            "kernel_regularizer": "l2",
+            "bias_initializer": "random_normal",
+        },
+        inputs,
+        (2, 5, 4) if layout == "dense" else (8, 4),
+        num_trainable_weights=2 if normalization == "symmetric" else 3,
+    )
     for normalization in NORMALIZATIONS
     for layout, inputs in (("dense", dense_inputs()), ("sparse", sparse_inputs()))
 ] + [
-    LayerCase("dense-no-bias-wide", GraphConv,  # more units than features: aggregate first
-              {"units": 7, "use_bias": False, "name": "gc"}, dense_inputs(), (2, 5, 7), 1),
+    LayerCase(
+        "dense-no-bias-wide",
+        GraphConv,  # more units than features: aggregate first
+        {"units": 7, "use_bias": False, "name": "gc"},
+        dense_inputs(),
+        (2, 5, 7),
+        1,
+    ),
 ]
 test_layer, test_layer_legacy = layer_tests(CASES)
 
@@ -171,8 +182,10 @@ def test_activity_regularizer_adds_a_loss_and_is_saved():
 
     xs, es = two_graphs(seed=2)
     x, adjacency, mask = graphs.dense_batch(xs, es)
-    for layer in (GraphConv(3, activity_regularizer="l2"),
-                  GraphAttention(3, num_heads=2, activity_regularizer="l2")):
+    for layer in (
+        GraphConv(3, activity_regularizer="l2"),
+        GraphAttention(3, num_heads=2, activity_regularizer="l2"),
+    ):
         plain = type(layer).from_config({**layer.get_config(), "activity_regularizer": None})
         out = layer(x, adjacency=adjacency, mask=mask)
         plain(x, adjacency=adjacency, mask=mask)
@@ -180,8 +193,10 @@ def test_activity_regularizer_adds_a_loss_and_is_saved():
         # tf_keras and Keras >= 3.14 divide an activity loss by the batch size (here 2
         # graphs); earlier Keras 3 releases (Colab's 3.10 to 3.13) do not.
         total = 0.01 * float(np.sum(np.square(out)))
-        assert float(layer.losses[0]) in (pytest.approx(total, rel=1e-4),
-                                          pytest.approx(total / out.shape[0], rel=1e-4))
+        assert float(layer.losses[0]) in (
+            pytest.approx(total, rel=1e-4),
+            pytest.approx(total / out.shape[0], rel=1e-4),
+        )
         config = layer.get_config()
         assert config["activity_regularizer"]["class_name"] in ("L2", "l2")
         assert type(layer).from_config(config).activity_regularizer is not None
@@ -217,7 +232,9 @@ def test_graph_captured_by_a_function_is_normalised_once(normalization):
     step = tf.function(lambda x: layer(x, edge_index=edges))
     eager = layer(xd, edge_index=edge_index).numpy()
     np.testing.assert_allclose(step(xd).numpy(), eager, atol=1e-6)
-    np.testing.assert_allclose(step(2 * xd).numpy(), layer(2 * xd, edge_index=edge_index), atol=1e-6)
+    np.testing.assert_allclose(
+        step(2 * xd).numpy(), layer(2 * xd, edge_index=edge_index), atol=1e-6
+    )
     assert _count_ops(step, xd, op_type="UnsortedSegmentSum") == 0  # precomputed
     jitted = tf.function(lambda x: layer(x, edge_index=edges), jit_compile=True)
     np.testing.assert_allclose(jitted(xd).numpy(), eager, atol=1e-5)
@@ -251,7 +268,9 @@ def test_bad_inputs_are_explained():
         layer(x3, adjacency=a, edge_index=e)
     with pytest.raises(ValueError, match=r"x must have shape \[B, N, F\], got shape \[4, 3\]"):
         layer(x2, adjacency=a)
-    with pytest.raises(ValueError, match=r"adjacency must have shape \[B, N, N\].*got shape \[4, 4\]"):
+    with pytest.raises(
+        ValueError, match=r"adjacency must have shape \[B, N, N\].*got shape \[4, 4\]"
+    ):
         layer(x3, adjacency=a[0])
     with pytest.raises(ValueError, match=r"does not match x shape"):
         layer(x3, adjacency=np.zeros((1, 5, 5), np.float32))
@@ -259,7 +278,9 @@ def test_bad_inputs_are_explained():
         layer(x3, adjacency=a, mask=np.ones((4,), bool))
     with pytest.raises(ValueError, match=r"x must have shape \[V, F\], got shape \[1, 4, 3\]"):
         layer(x3, edge_index=e)
-    with pytest.raises(ValueError, match=r"edge_index must have shape \[2, E\].*\[3, 2\].*transpose"):
+    with pytest.raises(
+        ValueError, match=r"edge_index must have shape \[2, E\].*\[3, 2\].*transpose"
+    ):
         layer(x2, edge_index=np.array([[0, 1], [1, 2], [2, 3]]))
     with pytest.raises(ValueError, match=r"integer node indices"):
         layer(x2, edge_index=e.astype(np.float32))

@@ -89,13 +89,15 @@ def test_edge_features_in_both_batch_layouts():
     x3, e3 = np.ones((2, 2)), np.array([[1], [0]])
     f1 = np.arange(6, dtype=np.float64).reshape(3, 2)
     f3 = np.array([[7, 8]])
-    x, edge_index, graph_ids, f = graphs.disjoint_batch([x1, x2, x3], [e1, e2, e3],
-                                                        edge_attr=[f1, np.zeros(0), f3])
+    x, edge_index, graph_ids, f = graphs.disjoint_batch(
+        [x1, x2, x3], [e1, e2, e3], edge_attr=[f1, np.zeros(0), f3]
+    )
     assert f.dtype == np.float32 and f.shape == (4, 2)
     np.testing.assert_array_equal(f, [[0, 1], [2, 3], [4, 5], [7, 8]])  # aligned with edge_index
     np.testing.assert_array_equal(edge_index[:, 3], [6, 5])
-    xd, adjacency, mask, fd = graphs.dense_batch([x1, x2, x3], [e1, e2, e3],
-                                                 edge_attr=[f1, np.zeros((0, 2)), f3])
+    xd, adjacency, mask, fd = graphs.dense_batch(
+        [x1, x2, x3], [e1, e2, e3], edge_attr=[f1, np.zeros((0, 2)), f3]
+    )
     assert fd.shape == (3, 3, 3, 2) and fd.dtype == np.float32
     np.testing.assert_array_equal(fd[0, 1, 0], [0, 1])  # edge 0 -> 1 at [target, source]
     np.testing.assert_array_equal(fd[0, 0, 2], [4, 5])
@@ -119,7 +121,9 @@ def test_old_edge_attrs_name_warns_and_still_works():
     f1 = np.arange(6, dtype=np.float32).reshape(3, 2)
     for function in (graphs.dense_batch, graphs.disjoint_batch):
         expected = function([x1], [e1], edge_attr=[f1])
-        with pytest.warns(LablibDeprecationWarning, match=r"`edge_attrs` is deprecated .* use `edge_attr`"):
+        with pytest.warns(
+            LablibDeprecationWarning, match=r"`edge_attrs` is deprecated .* use `edge_attr`"
+        ):
             old = function([x1], [e1], edge_attrs=[f1])
         for got, want in zip(old, expected):
             np.testing.assert_array_equal(got, want)
@@ -133,28 +137,63 @@ def test_old_edge_attrs_name_warns_and_still_works():
     "call, message",
     [
         (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0, 1]])]), r"shape \[2, E\]"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0, 1], [1, 0], [0, 0]])]), r"transpose"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [2]])]), r"refers to node 2.*2 nodes"),
-        (lambda: graphs.dense_batch([np.ones((2, 3)), np.ones((2, 4))], [np.zeros((2, 0))] * 2), r"4 features.*3"),
+        (
+            lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0, 1], [1, 0], [0, 0]])]),
+            r"transpose",
+        ),
+        (
+            lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [2]])]),
+            r"refers to node 2.*2 nodes",
+        ),
+        (
+            lambda: graphs.dense_batch([np.ones((2, 3)), np.ones((2, 4))], [np.zeros((2, 0))] * 2),
+            r"4 features.*3",
+        ),
         (lambda: graphs.dense_batch([np.ones((2, 3))], []), r"1 node feature arrays but 0"),
         (lambda: graphs.dense_batch(np.ones((2, 3)), [np.zeros((2, 0))]), r"list with one"),
-        (lambda: graphs.disjoint_batch([np.ones(3)], [np.zeros((2, 0))]), r"\[num_nodes, num_features\]"),
+        (
+            lambda: graphs.disjoint_batch([np.ones(3)], [np.zeros((2, 0))]),
+            r"\[num_nodes, num_features\]",
+        ),
         (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0.5], [1.0]])]), r"integer"),
         (lambda: graphs.edge_index_to_adjacency(np.array([[0], [3]]), 3), r"refers to node 3"),
         (lambda: graphs.adjacency_to_edge_index(np.ones((2, 3))), r"square"),
-        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=np.ones((1, 2))),
-         r"edge_attr must be a list with one \[E_i, D\] array per graph"),
-        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[]),
-         r"got 0 edge_attr arrays for 1 graphs"),
-        (lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.ones((2, 2))]),
-         r"graph 0: edge_attr has 2 rows but edge_index has 1 edges"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.ones(2)]),
-         r"graph 0: edge_attr must have shape \[num_edges, D\], got shape \[2\]"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))] * 2, [np.array([[0], [1]])] * 2,
-                                    edge_attr=[np.ones((1, 2)), np.ones((1, 3))]),
-         r"graph 1 has 3 features per edge but graph 0 has 2"),
-        (lambda: graphs.dense_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.array([["a", "b"]])]),
-         r"edge_attr must be numeric"),
+        (
+            lambda: graphs.disjoint_batch(
+                [np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=np.ones((1, 2))
+            ),
+            r"edge_attr must be a list with one \[E_i, D\] array per graph",
+        ),
+        (
+            lambda: graphs.disjoint_batch([np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[]),
+            r"got 0 edge_attr arrays for 1 graphs",
+        ),
+        (
+            lambda: graphs.disjoint_batch(
+                [np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.ones((2, 2))]
+            ),
+            r"graph 0: edge_attr has 2 rows but edge_index has 1 edges",
+        ),
+        (
+            lambda: graphs.dense_batch(
+                [np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.ones(2)]
+            ),
+            r"graph 0: edge_attr must have shape \[num_edges, D\], got shape \[2\]",
+        ),
+        (
+            lambda: graphs.dense_batch(
+                [np.ones((2, 3))] * 2,
+                [np.array([[0], [1]])] * 2,
+                edge_attr=[np.ones((1, 2)), np.ones((1, 3))],
+            ),
+            r"graph 1 has 3 features per edge but graph 0 has 2",
+        ),
+        (
+            lambda: graphs.dense_batch(
+                [np.ones((2, 3))], [np.array([[0], [1]])], edge_attr=[np.array([["a", "b"]])]
+            ),
+            r"edge_attr must be numeric",
+        ),
     ],
 )
 def test_errors_are_clear(call, message):
@@ -192,7 +231,8 @@ def test_segment_softmax_matches_reference_and_masks():
     np.testing.assert_array_equal(same, alpha)
     full = graphs.segment_softmax(logits, segments, 4).numpy()
     np.testing.assert_allclose(
-        tf.math.unsorted_segment_sum(full, segments, 4).numpy(), np.ones((4, 2)), atol=1e-6)
+        tf.math.unsorted_segment_sum(full, segments, 4).numpy(), np.ones((4, 2)), atol=1e-6
+    )
     # float16 logits: computed in float32, returned in float16, finite for large logits
     half = graphs.segment_softmax((logits * 1e3).astype(np.float16), segments, 4, mask=mask)
     assert half.dtype == tf.float16 and np.all(np.isfinite(half.numpy()))
@@ -208,8 +248,9 @@ def test_segment_softmax_gradients_finite_and_xla():
         alpha = graphs.segment_softmax(logits, segments, 2, mask=mask)
         loss = tf.reduce_sum(alpha * tf.constant([[1.0], [3.0], [5.0]]))
     assert np.all(np.isfinite(tape.gradient(loss, logits).numpy()))
-    compiled = tf.function(lambda l, s, m: graphs.segment_softmax(l, s, 2, mask=m),
-                           jit_compile=True)
+    compiled = tf.function(
+        lambda l, s, m: graphs.segment_softmax(l, s, 2, mask=m), jit_compile=True
+    )
     np.testing.assert_allclose(compiled(logits, segments, mask).numpy(), alpha.numpy(), atol=1e-6)
 
 

@@ -16,9 +16,22 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def test_legacy_mode_suite():
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-m", "legacy", "-p", "no:cacheprovider",
-         str(ROOT / "tests")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "legacy",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "tests"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     tail = (result.stdout + result.stderr)[-6000:]
     print(tail)

@@ -51,13 +51,16 @@ def test_shift_is_a_rotation_of_each_pair():
         c, s = math.cos(shift * w), math.sin(shift * w)
         rotation = np.array([[c, -s], [s, c]])  # [sin, cos](a + b) = [sin, cos](a) @ R(b)
         np.testing.assert_allclose(
-            pe[shift:, 2 * i:2 * i + 2], pe[:-shift, 2 * i:2 * i + 2] @ rotation, atol=1e-6
+            pe[shift:, 2 * i : 2 * i + 2], pe[:-shift, 2 * i : 2 * i + 2] @ rotation, atol=1e-6
         )
 
 
 def test_shift_is_linear_for_the_paper_but_not_for_the_slide():
     depth, shift = 16, 3
-    for table, linear in ((positional_encoding(80, depth), True), (slide_encoding(80, depth), False)):
+    for table, linear in (
+        (positional_encoding(80, depth), True),
+        (slide_encoding(80, depth), False),
+    ):
         table = np.asarray(table, np.float64)
         before, after = table[:-shift], table[shift:]
         matrix, *_ = np.linalg.lstsq(before, after, rcond=None)
@@ -76,7 +79,9 @@ def test_positional_encoding_layer_adds_table_and_keeps_mask():
     x = np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32")
     mask = tf.constant([[True] * 6, [True] * 3 + [False] * 3])
     out = layer(x, mask=mask)
-    np.testing.assert_allclose(out.numpy() - x, np.broadcast_to(positional_encoding(10, 4)[:6], x.shape), atol=1e-6)
+    np.testing.assert_allclose(
+        out.numpy() - x, np.broadcast_to(positional_encoding(10, 4)[:6], x.shape), atol=1e-6
+    )
     np.testing.assert_array_equal(layer.compute_mask(x, mask).numpy(), mask.numpy())
     tokens = keras.Input(shape=(None,), dtype="int32")
     embedded = keras.layers.Embedding(20, 4, mask_zero=True)(tokens)
@@ -117,7 +122,9 @@ def test_token_and_position_embedding(positional):
         if positional == "sinusoidal"
         else layer.position_embeddings.numpy()[:4]
     )
-    np.testing.assert_allclose(out.numpy() - tokens, np.broadcast_to(expected, out.shape), atol=1e-6)
+    np.testing.assert_allclose(
+        out.numpy() - tokens, np.broadcast_to(expected, out.shape), atol=1e-6
+    )
     np.testing.assert_array_equal(layer.compute_mask(ids).numpy(), ids != 0)
     assert len(layer.trainable_weights) == (2 if positional == "learned" else 1)
 
@@ -137,7 +144,11 @@ def test_scale_embeddings_multiplies_the_tokens_not_the_positions(positional):
     ids = np.array([[3, 4, 5, 0], [7, 0, 0, 0]])
     out = layer(ids).numpy()
     tokens = tf.gather(layer.token_embeddings, ids).numpy()
-    positions = positional_encoding(6, 16)[:4] if positional == "sinusoidal" else layer.position_embeddings.numpy()[:4]
+    positions = (
+        positional_encoding(6, 16)[:4]
+        if positional == "sinusoidal"
+        else layer.position_embeddings.numpy()[:4]
+    )
     np.testing.assert_allclose(out, 4.0 * tokens + positions, rtol=1e-6, atol=1e-6)  # sqrt(16) = 4
     assert TokenAndPositionEmbedding(12, 6, 16).get_config()["scale_embeddings"] is False
 
@@ -162,7 +173,9 @@ def test_scale_embeddings_moves_the_tokens_faster_under_adam():
         for _ in range(steps):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(tf.square(layer(ids) - target))
-            optimizer.apply_gradients(zip(tape.gradient(loss, [layer.token_embeddings]), [layer.token_embeddings]))
+            optimizer.apply_gradients(
+                zip(tape.gradient(loss, [layer.token_embeddings]), [layer.token_embeddings])
+            )
         effective = layer.token_embeddings.numpy() * (np.sqrt(d) if scale else 1.0)
         moved[scale] = np.abs(effective - start)[np.unique(ids)].mean()
     np.testing.assert_allclose(moved[True] / moved[False], np.sqrt(d), rtol=0.05)
@@ -171,11 +184,15 @@ def test_scale_embeddings_moves_the_tokens_faster_under_adam():
 def test_token_and_position_embedding_no_mask_and_float_ids():
     layer = TokenAndPositionEmbedding(10, 4, 2, mask_zero=False)
     assert layer.compute_mask(np.array([[1, 0]])) is None
-    np.testing.assert_allclose(layer(np.array([[1.0, 0.0]], "float32")).numpy(), layer(np.array([[1, 0]])).numpy())
+    np.testing.assert_allclose(
+        layer(np.array([[1.0, 0.0]], "float32")).numpy(), layer(np.array([[1, 0]])).numpy()
+    )
 
 
 def test_token_and_position_embedding_errors():
-    with pytest.raises(ValueError, match=r"`positional` must be one of 'sinusoidal', 'learned', got 'rope'"):
+    with pytest.raises(
+        ValueError, match=r"`positional` must be one of 'sinusoidal', 'learned', got 'rope'"
+    ):
         TokenAndPositionEmbedding(10, 4, 2, positional="rope")
     with pytest.raises(ValueError, match=r"`vocabulary_size` must be a positive integer, got -1"):
         TokenAndPositionEmbedding(-1, 4, 2)
@@ -201,15 +218,38 @@ def _ids(seed=3, batch=2, length=6, vocabulary=12):
 # Config, .keras saving, shapes, weights, training, mixed precision and XLA, in both Keras
 # modes (tests/layers/harness.py).
 CASES = [
-    LayerCase("positional-encoding", PositionalEncoding, {"max_length": 9},
-              {"inputs": np.random.default_rng(1).normal(size=(2, 5, 6)).astype("float32")},
-              (2, 5, 6), 0),
-    LayerCase("embedding-sinusoidal", TokenAndPositionEmbedding,
-              {"vocabulary_size": 12, "max_length": 6, "embedding_dim": 4}, _ids(), (2, 6, 4), 1),
-    LayerCase("embedding-learned-scaled", TokenAndPositionEmbedding,
-              {"vocabulary_size": 12, "max_length": 8, "embedding_dim": 16,
-               "positional": "learned", "scale_embeddings": True, "mask_zero": False,
-               "embeddings_initializer": "glorot_uniform"}, _ids(seed=4), (2, 6, 16), 2),
+    LayerCase(
+        "positional-encoding",
+        PositionalEncoding,
+        {"max_length": 9},
+        {"inputs": np.random.default_rng(1).normal(size=(2, 5, 6)).astype("float32")},
+        (2, 5, 6),
+        0,
+    ),
+    LayerCase(
+        "embedding-sinusoidal",
+        TokenAndPositionEmbedding,
+        {"vocabulary_size": 12, "max_length": 6, "embedding_dim": 4},
+        _ids(),
+        (2, 6, 4),
+        1,
+    ),
+    LayerCase(
+        "embedding-learned-scaled",
+        TokenAndPositionEmbedding,
+        {
+            "vocabulary_size": 12,
+            "max_length": 8,
+            "embedding_dim": 16,
+            "positional": "learned",
+            "scale_embeddings": True,
+            "mask_zero": False,
+            "embeddings_initializer": "glorot_uniform",
+        },
+        _ids(seed=4),
+        (2, 6, 16),
+        2,
+    ),
 ]
 test_layer, test_layer_legacy = layer_tests(CASES)
 
@@ -223,5 +263,8 @@ def test_legacy_positional_layers_pass_the_mask_on():
     assert getattr(x, "_keras_mask", None) is not None
     model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(x))
     # Masked mean: padding positions do not count.
-    np.testing.assert_allclose(model.predict(np.array([[3, 4, 0, 0, 0, 0]]), verbose=0),
-                               model.predict(np.array([[3, 4]]), verbose=0), atol=1e-5)
+    np.testing.assert_allclose(
+        model.predict(np.array([[3, 4, 0, 0, 0, 0]]), verbose=0),
+        model.predict(np.array([[3, 4]]), verbose=0),
+        atol=1e-5,
+    )

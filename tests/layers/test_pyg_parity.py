@@ -68,9 +68,7 @@ def test_gcn_conv_matches(seed):
 
     layer = GraphConv(5, normalization="symmetric")
     layer.build(x.shape)
-    layer.set_weights(
-        [_numpy(reference_layer.lin.weight).T, _numpy(reference_layer.bias)]
-    )
+    layer.set_weights([_numpy(reference_layer.lin.weight).T, _numpy(reference_layer.bias)])
     _check(f"GCNConv seed={seed}", reference, *_both_layouts(layer, x, edge_index, adjacency))
 
 
@@ -92,7 +90,9 @@ def test_sage_conv_mean_matches(seed):
         ]
     )
     assert np.abs(reference[0]).sum() > 0  # node 0 has no neighbours: self term + bias
-    _check(f"SAGEConv(mean) seed={seed}", reference, *_both_layouts(layer, x, edge_index, adjacency))
+    _check(
+        f"SAGEConv(mean) seed={seed}", reference, *_both_layouts(layer, x, edge_index, adjacency)
+    )
 
 
 @pytest.mark.parametrize("concat_heads", [True, False])
@@ -132,7 +132,10 @@ def test_gat_conv_matches(seed, concat_heads):
     _, dense_alpha = layer(x[None], adjacency=adjacency[None], return_attention_scores=True)
     sources, targets = _numpy(reference_index)
     np.testing.assert_allclose(
-        np.asarray(dense_alpha)[0][:, targets, sources].T, _numpy(reference_alpha), atol=ATOL, rtol=0
+        np.asarray(dense_alpha)[0][:, targets, sources].T,
+        _numpy(reference_alpha),
+        atol=ATOL,
+        rtol=0,
     )
     assert tf.is_tensor(alpha)
 
@@ -148,8 +151,12 @@ def test_gat_conv_with_edge_features_matches(concat_heads):
     edge_index = np.concatenate([edge_index, [[2, 5], [2, 5]]], axis=1)
     adjacency[[2, 5], [2, 5]] = 1.0
     edge_dim, heads, units = 4, 2, 3
-    edge_attr = np.random.default_rng(seed).normal(size=(edge_index.shape[1], edge_dim)).astype(np.float32)
-    reference_layer = GATConv(x.shape[1], units, heads=heads, concat=concat_heads, edge_dim=edge_dim)
+    edge_attr = (
+        np.random.default_rng(seed).normal(size=(edge_index.shape[1], edge_dim)).astype(np.float32)
+    )
+    reference_layer = GATConv(
+        x.shape[1], units, heads=heads, concat=concat_heads, edge_dim=edge_dim
+    )
     _randomise_bias(reference_layer)
     reference = _numpy(reference_layer(_torch(x), _torch(edge_index), _torch(edge_attr)))
 
@@ -164,5 +171,9 @@ def test_gat_conv_with_edge_features_matches(concat_heads):
     sparse = layer(x, edge_index=edge_index.astype(np.int32), edge_attr=edge_attr)
     _, _, _, dense_attr = graphs.dense_batch([x], [edge_index], edge_attr=[edge_attr])
     dense = layer(x[None], adjacency=adjacency[None], edge_attr=dense_attr)
-    _check(f"GATConv edge_dim={edge_dim} concat={concat_heads}", reference,
-           np.asarray(sparse), np.asarray(dense)[0])
+    _check(
+        f"GATConv edge_dim={edge_dim} concat={concat_heads}",
+        reference,
+        np.asarray(sparse),
+        np.asarray(dense)[0],
+    )

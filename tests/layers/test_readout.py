@@ -110,8 +110,15 @@ def _case_inputs(layout, seed=4):
 # Config, .keras saving, shapes, mixed precision and XLA, in both Keras modes
 # (tests/layers/harness.py); num_graphs given, as XLA needs it.
 CASES = [
-    LayerCase(f"{layout}-{mode}", GraphReadout, {"mode": mode}, _case_inputs(layout), (3, 3), 0,
-              call_kwargs={} if layout == "dense" else {"num_graphs": 3})
+    LayerCase(
+        f"{layout}-{mode}",
+        GraphReadout,
+        {"mode": mode},
+        _case_inputs(layout),
+        (3, 3),
+        0,
+        call_kwargs={} if layout == "dense" else {"num_graphs": 3},
+    )
     for mode in MODES
     for layout in ("dense", "disjoint")
 ]
@@ -122,9 +129,13 @@ def test_bad_arguments_and_inputs():
     with pytest.raises(ValueError, match=r"`mode` must be one of 'sum', 'mean', 'max', got 'avg'"):
         GraphReadout("avg")
     layer = GraphReadout("sum")
-    with pytest.raises(ValueError, match=r"x must be a dense batch \[B, N, F\];.* Got shape \[4, 3\]"):
+    with pytest.raises(
+        ValueError, match=r"x must be a dense batch \[B, N, F\];.* Got shape \[4, 3\]"
+    ):
         layer(np.ones((4, 3), np.float32))
-    with pytest.raises(ValueError, match=r"x must be a disjoint batch \[V, F\];.* Got shape \[1, 4, 3\]"):
+    with pytest.raises(
+        ValueError, match=r"x must be a disjoint batch \[V, F\];.* Got shape \[1, 4, 3\]"
+    ):
         layer(np.ones((1, 4, 3), np.float32), graph_ids=np.zeros(4, np.int32))
     with pytest.raises(ValueError, match=r"graph_ids has 3 entries but x has 4 nodes"):
         layer(np.ones((4, 3), np.float32), graph_ids=np.zeros(3, np.int32))

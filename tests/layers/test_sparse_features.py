@@ -13,7 +13,9 @@ from harness import LayerCase, layer_tests
 
 def sparse_graph(seed=0, num_nodes=12, num_features=20, density=0.2):
     rng = np.random.default_rng(seed)
-    x = (rng.random((num_nodes, num_features)) < density) * rng.normal(size=(num_nodes, num_features))
+    x = (rng.random((num_nodes, num_features)) < density) * rng.normal(
+        size=(num_nodes, num_features)
+    )
     x = x.astype(np.float32)
     x[3] = 0.0  # a node without any feature
     src = rng.integers(0, num_nodes, size=3 * num_nodes)
@@ -61,7 +63,9 @@ def test_sparse_dropout_drops_only_stored_values():
     np.testing.assert_array_equal(dropped.indices.numpy(), sparse.indices.numpy())
     before, after = sparse.values.numpy(), dropped.values.numpy()
     kept = after != 0
-    np.testing.assert_allclose(after[kept], 2.0 * before[kept], rtol=1e-6)  # scaled by 1 / (1 - rate)
+    np.testing.assert_allclose(
+        after[kept], 2.0 * before[kept], rtol=1e-6
+    )  # scaled by 1 / (1 - rate)
     assert 0.4 < 1.0 - kept.mean() < 0.6, kept.mean()  # ~1000 values: 0.5 +- 0.1 is > 6 sigma
     # dense inputs: ordinary dropout, zeros stay zeros
     out = layer(tf.constant(dense), training=True).numpy()
@@ -71,10 +75,14 @@ def test_sparse_dropout_drops_only_stored_values():
 # SparseDropout on dense inputs through the harness (tests/layers/harness.py): config,
 # .keras saving, shapes, mixed precision and XLA, in both Keras modes.
 CASES = [
-    LayerCase("sparse-dropout-dense-inputs", SparseDropout,
-              {"rate": 0.3, "seed": 2, "name": "input_dropout"},
-              {"inputs": np.random.default_rng(4).normal(size=(6, 5)).astype("float32")},
-              (6, 5), 0),
+    LayerCase(
+        "sparse-dropout-dense-inputs",
+        SparseDropout,
+        {"rate": 0.3, "seed": 2, "name": "input_dropout"},
+        {"inputs": np.random.default_rng(4).normal(size=(6, 5)).astype("float32")},
+        (6, 5),
+        0,
+    ),
 ]
 test_layer, test_layer_legacy = layer_tests(CASES)
 
@@ -98,7 +106,11 @@ def test_sparse_features_in_the_dense_layout_are_refused():
 def test_load_cora_sparse_features(shared_data):
     dense = load_cora(shared_data, normalize_features=True)
     sparse = load_cora(shared_data, normalize_features=True, sparse_features=True)
-    assert isinstance(sparse.x, tf.SparseTensor) and sparse.sparse_features and not dense.sparse_features
+    assert (
+        isinstance(sparse.x, tf.SparseTensor)
+        and sparse.sparse_features
+        and not dense.sparse_features
+    )
     assert sparse.num_nodes == 2708 and sparse.num_features == 1433
     assert int(tf.size(sparse.x.values)) == int(np.count_nonzero(dense.x))  # 1.3 % of the entries
     np.testing.assert_allclose(tf.sparse.to_dense(sparse.x).numpy(), dense.x, rtol=1e-6)
@@ -110,5 +122,7 @@ def test_load_cora_sparse_features(shared_data):
     layer = GraphConv(7)
     np.testing.assert_allclose(
         layer(sparse.x, edge_index=sparse.edge_index).numpy(),
-        layer(dense.x, edge_index=dense.edge_index).numpy(), rtol=1e-5, atol=1e-6,
+        layer(dense.x, edge_index=dense.edge_index).numpy(),
+        rtol=1e-5,
+        atol=1e-6,
     )

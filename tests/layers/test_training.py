@@ -26,7 +26,9 @@ def test_topic_weights_keep_the_average_example_at_one():
     assert np.mean([weights[c] for c in labels]) == pytest.approx(1.0)
     assert weights[3] / weights[0] == pytest.approx(np.sqrt(90))  # n_c ** -0.5
     assert topic_weights(labels, 4, power=0) is None
-    assert topic_weights(labels, 4, power=1.0)[3] / topic_weights(labels, 4, power=1.0)[0] == pytest.approx(90)
+    assert topic_weights(labels, 4, power=1.0)[3] / topic_weights(labels, 4, power=1.0)[
+        0
+    ] == pytest.approx(90)
     with pytest.raises(ValueError, match=r"class ids in \[0, 3\)"):
         topic_weights(labels, num_classes=3)
 
@@ -67,7 +69,9 @@ def test_best_validation_epoch_in_fit_says_what_the_logs_lack():
     x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
     y = (x[:, 0] > 0).astype("int32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+    )
     keeper = BestValidationEpoch(patience=5, metrics={"val_score": lambda m: 0.25})
     history = model.fit(x, y, validation_data=(x, y), epochs=3, verbose=0, callbacks=[keeper])
     assert history.history["val_score"] == [0.25] * 3 and 1 <= keeper.best_epoch <= 3
@@ -84,10 +88,19 @@ def test_one_validation_pass_matches_keras_validation_and_feeds_prediction_metri
     x = rng.normal(size=(96, 4)).astype("float32")
     y = (x[:, 0] + 0.3 * rng.normal(size=96) > 0).astype("int32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+    )
     seen = []
-    keeper = BestValidationEpoch(patience=5, validation=(x, y), prediction_metrics={
-        "val_errors": lambda labels, predicted: seen.append((labels, predicted)) or float(np.sum(labels != predicted))})
+    keeper = BestValidationEpoch(
+        patience=5,
+        validation=(x, y),
+        prediction_metrics={
+            "val_errors": lambda labels, predicted: (
+                seen.append((labels, predicted)) or float(np.sum(labels != predicted))
+            )
+        },
+    )
     history = model.fit(x, y, epochs=2, verbose=0, callbacks=[keeper]).history
     loss, accuracy = model.evaluate(x, y, verbose=0)
     assert history["val_loss"][-1] == pytest.approx(loss, rel=1e-5)
@@ -101,7 +114,9 @@ def test_one_validation_pass_matches_keras_validation_and_feeds_prediction_metri
     wrong.set_model(model)
     wrong.on_train_begin()
     wrong.on_epoch_begin(0)
-    with pytest.raises(ValueError, match="predictions of shape \\(10, 3\\) for 96 validation labels"):
+    with pytest.raises(
+        ValueError, match="predictions of shape \\(10, 3\\) for 96 validation labels"
+    ):
         wrong.on_epoch_end(0, {})
 
 
@@ -132,5 +147,7 @@ def test_no_xla_update_stops_one_compilation_per_sparse_gradient_shape():
     assert traces(fixed) == 0
     import keras as keras_3  # the Keras 3 package, whatever lablib's mode
 
-    keras3 = keras_3.optimizers.Adam(1e-3)  # no such flag (Keras 3 compiles the whole step): unchanged
+    keras3 = keras_3.optimizers.Adam(
+        1e-3
+    )  # no such flag (Keras 3 compiles the whole step): unchanged
     assert no_xla_update(keras3) is keras3 and not hasattr(keras3, "jit_compile")

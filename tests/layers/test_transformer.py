@@ -15,6 +15,7 @@ RNG = np.random.default_rng(0)
 
 # -- an independent NumPy reference of the encoder block ---------------------
 
+
 def np_layer_norm(x, gamma, beta, eps):
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
@@ -22,15 +23,26 @@ def np_layer_norm(x, gamma, beta, eps):
 
 
 def np_multi_head(w, prefix, q_in, kv_in, allowed):
-    q = np.einsum("btd,dhk->bhtk", q_in, w[f"{prefix}_query_kernel"]) + w[f"{prefix}_query_bias"][:, None]
-    k = np.einsum("btd,dhk->bhtk", kv_in, w[f"{prefix}_key_kernel"]) + w[f"{prefix}_key_bias"][:, None]
-    v = np.einsum("btd,dhk->bhtk", kv_in, w[f"{prefix}_value_kernel"]) + w[f"{prefix}_value_bias"][:, None]
+    q = (
+        np.einsum("btd,dhk->bhtk", q_in, w[f"{prefix}_query_kernel"])
+        + w[f"{prefix}_query_bias"][:, None]
+    )
+    k = (
+        np.einsum("btd,dhk->bhtk", kv_in, w[f"{prefix}_key_kernel"])
+        + w[f"{prefix}_key_bias"][:, None]
+    )
+    v = (
+        np.einsum("btd,dhk->bhtk", kv_in, w[f"{prefix}_value_kernel"])
+        + w[f"{prefix}_value_bias"][:, None]
+    )
     e = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     e = np.where(allowed, e, -np.inf)
     a = np.exp(e - e.max(-1, keepdims=True))
     a /= a.sum(-1, keepdims=True)
     heads = a @ v
-    return np.einsum("bhtv,hvd->btd", heads, w[f"{prefix}_output_kernel"]) + w[f"{prefix}_output_bias"]
+    return (
+        np.einsum("bhtv,hvd->btd", heads, w[f"{prefix}_output_kernel"]) + w[f"{prefix}_output_bias"]
+    )
 
 
 def np_encoder(block, x, key_mask, norm_first):
@@ -42,7 +54,11 @@ def np_encoder(block, x, key_mask, norm_first):
         return np_layer_norm(h, w[f"{name}_gamma"], w[f"{name}_beta"], eps)
 
     def ffn(h):
-        return np.maximum(h @ w["intermediate_kernel"] + w["intermediate_bias"], 0) @ w["output_kernel"] + w["output_bias"]
+        return (
+            np.maximum(h @ w["intermediate_kernel"] + w["intermediate_bias"], 0)
+            @ w["output_kernel"]
+            + w["output_bias"]
+        )
 
     if norm_first:
         h = ln(x, "self_attention_layer_norm")
@@ -63,7 +79,9 @@ def encoder_decoder_model(vocabulary=20, length=6, dim=8):
     encoded = TokenAndPositionEmbedding(vocabulary, length, dim, name="source_embedding")(source)
     encoded = TransformerEncoderBlock(2, 16, "relu", name="encoder")(encoded)
     decoded = TokenAndPositionEmbedding(vocabulary, length, dim, name="target_embedding")(target)
-    decoded = TransformerDecoderBlock(2, 16, "gelu", norm_first=True, name="decoder")(decoded, encoded)
+    decoded = TransformerDecoderBlock(2, 16, "gelu", norm_first=True, name="decoder")(
+        decoded, encoded
+    )
     pooled = keras.layers.GlobalAveragePooling1D()(decoded)
     return keras.Model([source, target], keras.layers.Dense(3, dtype="float32")(pooled))
 
@@ -77,6 +95,7 @@ def token_batch(batch=8, length=6, vocabulary=20, seed=0):
 
 
 # -- encoder -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_matches_numpy_reference(norm_first):
@@ -95,14 +114,18 @@ def test_encoder_padding_does_not_change_real_tokens(norm_first):
     block = TransformerEncoderBlock(2, 16, "relu", norm_first=norm_first)
     real = RNG.normal(size=(1, 3, 8)).astype("float32")
     padded = np.concatenate([real, RNG.normal(size=(1, 4, 8)).astype("float32")], axis=1)
-    other_padding = np.concatenate([real, 100 * RNG.normal(size=(1, 4, 8)).astype("float32")], axis=1)
+    other_padding = np.concatenate(
+        [real, 100 * RNG.normal(size=(1, 4, 8)).astype("float32")], axis=1
+    )
     mask = tf.constant([[True] * 3 + [False] * 4])
     alone = block(real).numpy()
     np.testing.assert_allclose(block(padded, mask=mask).numpy()[:, :3], alone, atol=1e-5)
     np.testing.assert_allclose(block(other_padding, mask=mask).numpy()[:, :3], alone, atol=1e-5)
     # An explicit [B, T, T] attention mask and tfm's list form say the same thing.
     attention_mask = tf.cast(tf.tile(mask[:, None, :], [1, 7, 1]), tf.float32)
-    np.testing.assert_allclose(block(padded, attention_mask=attention_mask).numpy()[:, :3], alone, atol=1e-5)
+    np.testing.assert_allclose(
+        block(padded, attention_mask=attention_mask).numpy()[:, :3], alone, atol=1e-5
+    )
     np.testing.assert_allclose(block([padded, attention_mask]).numpy()[:, :3], alone, atol=1e-5)
     # Without a mask the padding does change them (so the test above can fail).
     assert np.abs(block(padded).numpy()[:, :3] - alone).max() > 1e-3
@@ -145,7 +168,7 @@ def test_key_and_value_dims_set_the_head_sizes():
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in block.weights}
     assert shapes["self_attention_query_kernel"] == (8, 4, 3)
     assert shapes["self_attention_value_kernel"] == (8, 4, 5)
-    assert len(block.weights) == 4 + 2 + 4 + 2    # no attention biases
+    assert len(block.weights) == 4 + 2 + 4 + 2  # no attention biases
 
 
 def test_defaults_follow_tfm():
@@ -187,8 +210,12 @@ def test_encoder_bad_inputs():
         TransformerEncoderBlock(3, 8, "relu")(np.ones((1, 4, 10), "float32"))
     with pytest.raises(ValueError, match=r"\[batch, T, d\].*got shape \(4, 10\)"):
         TransformerEncoderBlock(2, 8, "relu")(np.ones((4, 10), "float32"))
-    with pytest.raises(ValueError, match=r"attention_mask` must have shape \[batch, T_query, T_key\]"):
-        TransformerEncoderBlock(2, 8, "relu")(np.ones((1, 4, 8), "float32"), attention_mask=np.ones((1, 4)))
+    with pytest.raises(
+        ValueError, match=r"attention_mask` must have shape \[batch, T_query, T_key\]"
+    ):
+        TransformerEncoderBlock(2, 8, "relu")(
+            np.ones((1, 4, 8), "float32"), attention_mask=np.ones((1, 4))
+        )
     # tfm-only options at their default values are accepted (a tfm config loads).
     TransformerEncoderBlock(2, 8, "relu", output_range=None, use_rms_norm=False)
 
@@ -200,8 +227,9 @@ def test_encoder_trains_in_keras_model():
     keras.utils.set_random_seed(0)
     inputs = keras.Input(shape=(6,), dtype="int32")
     x = TokenAndPositionEmbedding(20, 6, 8)(inputs)
-    x = TransformerEncoderBlock(2, 16, "relu", output_dropout=0.1, attention_dropout=0.1,
-                                inner_dropout=0.1, name="encoder")(x)
+    x = TransformerEncoderBlock(
+        2, 16, "relu", output_dropout=0.1, attention_dropout=0.1, inner_dropout=0.1, name="encoder"
+    )(x)
     x = keras.layers.GlobalAveragePooling1D()(x)
     model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(x))
     model.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
@@ -219,13 +247,16 @@ def test_encoder_trains_in_keras_model():
 
 
 def test_dropout_only_in_training():
-    block = TransformerEncoderBlock(2, 16, "relu", output_dropout=0.5, attention_dropout=0.5, inner_dropout=0.5)
+    block = TransformerEncoderBlock(
+        2, 16, "relu", output_dropout=0.5, attention_dropout=0.5, inner_dropout=0.5
+    )
     x = RNG.normal(size=(2, 4, 8)).astype("float32")
     np.testing.assert_allclose(block(x, training=False).numpy(), block(x).numpy())
     assert np.abs(block(x, training=True).numpy() - block(x).numpy()).max() > 1e-3
 
 
 # -- decoder -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_is_causal(norm_first):
@@ -245,8 +276,12 @@ def test_decoder_uses_encoder_and_honours_its_padding():
     decoder_inputs = RNG.normal(size=(1, 3, 8)).astype("float32")
     encoder_outputs = RNG.normal(size=(1, 5, 8)).astype("float32")
     encoder_mask = tf.constant([[True, True, True, False, False]])
-    out, self_scores, cross_scores = block(decoder_inputs, encoder_outputs, encoder_outputs_mask=encoder_mask,
-                                           return_attention_scores=True)
+    out, self_scores, cross_scores = block(
+        decoder_inputs,
+        encoder_outputs,
+        encoder_outputs_mask=encoder_mask,
+        return_attention_scores=True,
+    )
     assert self_scores.shape == (1, 2, 3, 3) and cross_scores.shape == (1, 2, 3, 5)
     np.testing.assert_array_equal(cross_scores.numpy()[..., 3:], 0)
     assert np.all(np.triu(self_scores.numpy()[0, 0], 1) == 0)
@@ -285,7 +320,9 @@ def test_decoder_encoder_padding_in_model_is_honoured():
     enc = RNG.normal(size=(1, 3, 8)).astype("float32")
     dec = RNG.normal(size=(1, 4, 8)).astype("float32")
     padded = np.concatenate([enc, np.zeros((1, 2, 8), "float32")], axis=1)
-    np.testing.assert_allclose(model.predict([padded, dec], verbose=0), model.predict([enc, dec], verbose=0), atol=1e-5)
+    np.testing.assert_allclose(
+        model.predict([padded, dec], verbose=0), model.predict([enc, dec], verbose=0), atol=1e-5
+    )
 
 
 def test_decoder_with_different_encoder_size():
@@ -293,8 +330,8 @@ def test_decoder_with_different_encoder_size():
     out = block(np.ones((2, 3, 8), "float32"), np.ones((2, 5, 6), "float32"))
     assert out.shape == (2, 3, 8)
     shapes = {w.name.split("/")[-1].split(":")[0]: tuple(w.shape) for w in block.weights}
-    assert shapes["cross_attention_key_kernel"] == (6, 2, 4)      # from d_enc = 6
-    assert shapes["cross_attention_query_kernel"] == (8, 2, 4)    # from d = 8
+    assert shapes["cross_attention_key_kernel"] == (6, 2, 4)  # from d_enc = 6
+    assert shapes["cross_attention_query_kernel"] == (8, 2, 4)  # from d = 8
     with pytest.raises(ValueError, match=r"encoder_outputs have size 7 .*built for 6"):
         block(np.ones((2, 3, 8), "float32"), np.ones((2, 5, 7), "float32"))
     with pytest.raises(ValueError, match="num_heads"):
@@ -311,8 +348,9 @@ class _UniformAttention(TransformerEncoderBlock):
 
     def _compute_attention(self, query, key, value, attention_mask=None, training=None):
         self.seen.append((query.shape.as_list(), key.shape.as_list(), value.shape.as_list()))
-        allowed = tf.broadcast_to(attention_mask, tf.concat([tf.shape(query)[:-1],
-                                                             tf.shape(key)[-2:-1]], 0))
+        allowed = tf.broadcast_to(
+            attention_mask, tf.concat([tf.shape(query)[:-1], tf.shape(key)[-2:-1]], 0)
+        )
         scores = tf.cast(allowed, query.dtype)
         scores /= tf.reduce_sum(scores, axis=-1, keepdims=True)
         return tf.matmul(scores, value), scores
@@ -354,6 +392,7 @@ def test_compute_attention_is_the_override_point():
 
 # -- legacy (tf_keras) mode ------------------------------------------------------
 
+
 def _tfm():
     from lablib.backend import import_tfm
 
@@ -375,8 +414,11 @@ def test_legacy_parity_with_tfm_block(norm_first):
     randomize(reference, seed=7)  # non-trivial layer-norm and bias values too
     block.set_weights(reference.get_weights())
     want = reference([x, attention_mask]).numpy()
-    for got in (block(x, attention_mask=attention_mask), block([x, attention_mask]),
-                block(x, mask=tf.constant(real > 0))):
+    for got in (
+        block(x, attention_mask=attention_mask),
+        block([x, attention_mask]),
+        block(x, mask=tf.constant(real > 0)),
+    ):
         difference = np.abs(got.numpy() - want).max()  # padded query rows included
         print(f"norm_first={norm_first}: max |lablib - tfm| = {difference:.2e}")
         assert difference < 1e-5
@@ -391,7 +433,8 @@ def test_legacy_decoder_reads_the_encoder_mask():
     source[:, 4:] = 0
     np.testing.assert_allclose(
         model.predict([source[:, :4], target], verbose=0),
-        model.predict([source, target], verbose=0), atol=1e-5,
+        model.predict([source, target], verbose=0),
+        atol=1e-5,
     )
 
 
@@ -412,20 +455,53 @@ def test_legacy_encoder_ignores_padding():
 _X = RNG.normal(size=(2, 5, 8)).astype("float32")
 _KEYS = np.array([[True] * 5, [True] * 3 + [False] * 2])
 CASES = [
-    LayerCase("encoder-post-norm-mask", TransformerEncoderBlock,
-              {"num_heads": 2, "inner_dim": 16, "inner_activation": "relu",
-               "output_dropout": 0.1, "attention_dropout": 0.1, "inner_dropout": 0.1},
-              {"inputs": _X, "mask": _KEYS}, (2, 5, 8), 16),
-    LayerCase("encoder-pre-norm-options", TransformerEncoderBlock,
-              {"num_heads": 4, "inner_dim": 32, "inner_activation": "gelu", "norm_first": True,
-               "norm_epsilon": 1e-6, "use_bias": False, "kernel_initializer": "he_normal",
-               "kernel_regularizer": "l2", "key_dim": 3, "value_dim": 5,
-               "use_query_residual": False, "name": "blk"},
-              {"inputs": _X, "attention_mask": _KEYS[:, None, :] & _KEYS[:, :, None]},
-              (2, 5, 8), 12),
-    LayerCase("decoder", TransformerDecoderBlock,
-              {"num_heads": 2, "inner_dim": 16, "inner_activation": "relu", "norm_first": True},
-              {"inputs": RNG.normal(size=(2, 4, 8)).astype("float32"), "encoder_outputs": _X,
-               "encoder_outputs_mask": _KEYS}, (2, 4, 8), 26),
+    LayerCase(
+        "encoder-post-norm-mask",
+        TransformerEncoderBlock,
+        {
+            "num_heads": 2,
+            "inner_dim": 16,
+            "inner_activation": "relu",
+            "output_dropout": 0.1,
+            "attention_dropout": 0.1,
+            "inner_dropout": 0.1,
+        },
+        {"inputs": _X, "mask": _KEYS},
+        (2, 5, 8),
+        16,
+    ),
+    LayerCase(
+        "encoder-pre-norm-options",
+        TransformerEncoderBlock,
+        {
+            "num_heads": 4,
+            "inner_dim": 32,
+            "inner_activation": "gelu",
+            "norm_first": True,
+            "norm_epsilon": 1e-6,
+            "use_bias": False,
+            "kernel_initializer": "he_normal",
+            "kernel_regularizer": "l2",
+            "key_dim": 3,
+            "value_dim": 5,
+            "use_query_residual": False,
+            "name": "blk",
+        },
+        {"inputs": _X, "attention_mask": _KEYS[:, None, :] & _KEYS[:, :, None]},
+        (2, 5, 8),
+        12,
+    ),
+    LayerCase(
+        "decoder",
+        TransformerDecoderBlock,
+        {"num_heads": 2, "inner_dim": 16, "inner_activation": "relu", "norm_first": True},
+        {
+            "inputs": RNG.normal(size=(2, 4, 8)).astype("float32"),
+            "encoder_outputs": _X,
+            "encoder_outputs_mask": _KEYS,
+        },
+        (2, 4, 8),
+        26,
+    ),
 ]
 test_layer, test_layer_legacy = layer_tests(CASES)

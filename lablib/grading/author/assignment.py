@@ -41,8 +41,17 @@ from lablib.grading.notebook import (
 )
 from lablib.session import STUB_MESSAGE, exercise_message
 
-__all__ = ["BEGIN_SOLUTION", "END_SOLUTION", "BEGIN_ANSWER", "END_ANSWER", "ANSWER_PLACEHOLDER",
-           "make_assignment", "dumps_notebook", "assign_notebook", "expected_assignment_text"]
+__all__ = [
+    "BEGIN_SOLUTION",
+    "END_SOLUTION",
+    "BEGIN_ANSWER",
+    "END_ANSWER",
+    "ANSWER_PLACEHOLDER",
+    "make_assignment",
+    "dumps_notebook",
+    "assign_notebook",
+    "expected_assignment_text",
+]
 
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
@@ -50,7 +59,9 @@ BEGIN_ANSWER = "<!-- BEGIN ANSWER -->"
 END_ANSWER = ANSWER_END
 
 
-def _replace_regions(source: str, begin, end: str, stub, where: str, *, keep_markers: bool = False) -> str:
+def _replace_regions(
+    source: str, begin, end: str, stub, where: str, *, keep_markers: bool = False
+) -> str:
     """``source`` with each ``begin`` ... ``end`` region replaced by ``stub(indent, region)``;
     ``begin`` is a line or a compiled pattern; ``keep_markers`` keeps both marker lines."""
     lines = source.split("\n")
@@ -60,10 +71,12 @@ def _replace_regions(source: str, begin, end: str, stub, where: str, *, keep_mar
     region: list[str] = []
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
-        if (begin.match(stripped) if hasattr(begin, "match") else stripped == begin):
+        if begin.match(stripped) if hasattr(begin, "match") else stripped == begin:
             if inside:
-                raise ValueError(f"{where}, line {number}: {_name(begin)!r} inside another region; close it with "
-                                 f"{end!r} first.")
+                raise ValueError(
+                    f"{where}, line {number}: {_name(begin)!r} inside another region; close it with "
+                    f"{end!r} first."
+                )
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
             region = []
@@ -72,7 +85,9 @@ def _replace_regions(source: str, begin, end: str, stub, where: str, *, keep_mar
             continue
         if stripped == end:
             if not inside:
-                raise ValueError(f"{where}, line {number}: {end!r} without a matching {_name(begin)!r}.")
+                raise ValueError(
+                    f"{where}, line {number}: {end!r} without a matching {_name(begin)!r}."
+                )
             inside = False
             out.extend(stub(indent, "\n".join(region)))
             if keep_markers:
@@ -83,7 +98,9 @@ def _replace_regions(source: str, begin, end: str, stub, where: str, *, keep_mar
         else:
             out.append(line)
     if inside:
-        raise ValueError(f"{where}: {_name(begin)!r} is never closed; add {end!r} after the solution.")
+        raise ValueError(
+            f"{where}: {_name(begin)!r} is never closed; add {end!r} after the solution."
+        )
     return "\n".join(out)
 
 
@@ -109,12 +126,16 @@ def make_assignment(nb) -> nbformat.NotebookNode:
         if cell.cell_type == "code":
             match = GRADED_RE.match(first_line(source))
             piece = match.group(1) if match else None
+
             def stub(indent, solution, piece=piece):
                 if piece:
                     message = STUB_MESSAGE.format(piece=piece)
                 else:  # an exercise at the top level says what it defines (lablib.session)
                     message = exercise_message(solution if not indent else "")
-                return [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError({message!r})"]
+                return [
+                    f"{indent}# YOUR CODE HERE",
+                    f"{indent}raise NotImplementedError({message!r})",
+                ]
 
             cell.source = _replace_regions(source, BEGIN_SOLUTION, END_SOLUTION, stub, where)
             cell.outputs = []
@@ -122,14 +143,24 @@ def make_assignment(nb) -> nbformat.NotebookNode:
             for key in ("executionInfo", "outputId", "colab", "execution"):
                 cell.metadata.pop(key, None)
         elif cell.cell_type == "markdown":
-            ids = [m.group(1) for m in map(ANSWER_BEGIN_RE.match, (line.strip() for line in source.split("\n")))
-                   if m and m.group(1)]
+            ids = [
+                m.group(1)
+                for m in map(ANSWER_BEGIN_RE.match, (line.strip() for line in source.split("\n")))
+                if m and m.group(1)
+            ]
             if len(ids) > 1:
-                raise ValueError(f"{where}: one cell holds the answers of {ids}; give each written question "
-                                 f"its own cell (the grader finds an answer by its cell).")
+                raise ValueError(
+                    f"{where}: one cell holds the answers of {ids}; give each written question "
+                    f"its own cell (the grader finds an answer by its cell)."
+                )
             cell.source = _replace_regions(
-                source, ANSWER_BEGIN_RE, END_ANSWER, lambda indent, _answer: [indent + ANSWER_PLACEHOLDER], where,
-                keep_markers=True)
+                source,
+                ANSWER_BEGIN_RE,
+                END_ANSWER,
+                lambda indent, _answer: [indent + ANSWER_PLACEHOLDER],
+                where,
+                keep_markers=True,
+            )
             if ids:
                 cell.metadata[ANSWER_METADATA] = {"answer": ids[0]}
     nb.metadata.pop("widgets", None)

@@ -27,8 +27,16 @@ import pathlib
 from lablib._version import PACKAGE_DIR
 from lablib.grading.notebook import read_notebook, setup_sources
 
-__all__ = ["COURSE_DIR_ENV", "PACKAGE_LABS_DIR", "LabNotebookNotFound", "search_path",
-           "find_lab_notebook", "find_solution_notebook", "lab_setup", "packaged_labs"]
+__all__ = [
+    "COURSE_DIR_ENV",
+    "PACKAGE_LABS_DIR",
+    "LabNotebookNotFound",
+    "search_path",
+    "find_lab_notebook",
+    "find_solution_notebook",
+    "lab_setup",
+    "packaged_labs",
+]
 
 #: Environment variable naming the course folder (``<dir>/labs/<lab>.ipynb``).
 COURSE_DIR_ENV = "LABLIB_COURSE_DIR"
@@ -64,10 +72,16 @@ def search_path(lab, *, lab_notebook=None, course_dir=None) -> list[tuple[str, p
     name = _lab_name(lab)
     places = []
     if course_dir is not None:
-        places.append(("--course", pathlib.Path(course_dir).expanduser() / "labs" / f"{name}.ipynb"))
+        places.append(
+            ("--course", pathlib.Path(course_dir).expanduser() / "labs" / f"{name}.ipynb")
+        )
     elif os.environ.get(COURSE_DIR_ENV):
-        places.append((f"${COURSE_DIR_ENV}",
-                       pathlib.Path(os.environ[COURSE_DIR_ENV]).expanduser() / "labs" / f"{name}.ipynb"))
+        places.append(
+            (
+                f"${COURSE_DIR_ENV}",
+                pathlib.Path(os.environ[COURSE_DIR_ENV]).expanduser() / "labs" / f"{name}.ipynb",
+            )
+        )
     places.append(("shipped with lablib", PACKAGE_LABS_DIR / f"{name}.ipynb"))
     return places
 
@@ -85,8 +99,10 @@ def find_lab_notebook(lab, *, lab_notebook=None, course_dir=None) -> pathlib.Pat
     name = _lab_name(lab)
     looked = "; ".join(f"{where}: {path}" for where, path in places)
     if lab_notebook is not None:
-        raise LabNotebookNotFound(f"Lab notebook {str(places[0][1])!r} (given with --lab-notebook) does not "
-                                  f"exist; pass the released notebook of lab {name!r}.")
+        raise LabNotebookNotFound(
+            f"Lab notebook {str(places[0][1])!r} (given with --lab-notebook) does not "
+            f"exist; pass the released notebook of lab {name!r}."
+        )
     raise LabNotebookNotFound(
         f"No released notebook found for lab {name!r} (looked in {looked}). Pass "
         f"--lab-notebook PATH, or --course DIR (or set {COURSE_DIR_ENV}) for a folder holding "
@@ -118,7 +134,9 @@ def find_solution_notebook(lab, *, solution=None, course_dir=None) -> pathlib.Pa
     if solution is not None:
         path = pathlib.Path(solution).expanduser()
         if not path.is_file():
-            raise LabNotebookNotFound(f"Solution notebook {str(path)!r} (given with --solution) does not exist.")
+            raise LabNotebookNotFound(
+                f"Solution notebook {str(path)!r} (given with --solution) does not exist."
+            )
         return path
     course = course_dir or os.environ.get(COURSE_DIR_ENV)
     if course:

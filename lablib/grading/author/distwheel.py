@@ -44,8 +44,10 @@ def _distribution():
     # An installed dist-info first: a source tree's lablib.egg-info (written by
     # `pip install -e .` into the checkout, found through the working directory) lists
     # the files as they were then and carries PKG-INFO instead of METADATA.
-    found = sorted(importlib.metadata.distributions(name="lablib"),
-                   key=lambda d: d.read_text("METADATA") is None)
+    found = sorted(
+        importlib.metadata.distributions(name="lablib"),
+        key=lambda d: d.read_text("METADATA") is None,
+    )
     try:
         if not found:
             raise importlib.metadata.PackageNotFoundError("lablib")
@@ -65,8 +67,9 @@ def _distribution():
 
 
 def _skipped(relative: pathlib.PurePath) -> bool:
-    return (any(part == "__pycache__" or part.startswith(".") for part in relative.parts)
-            or relative.suffix in (".pyc", ".pyo"))
+    return any(
+        part == "__pycache__" or part.startswith(".") for part in relative.parts
+    ) or relative.suffix in (".pyc", ".pyo")
 
 
 def wheel_files() -> tuple[dict[str, pathlib.Path], str]:
@@ -119,12 +122,18 @@ def running_wheel(dest_dir) -> pathlib.Path:
     version = dist.version
     info = f"lablib-{version}.dist-info"
     contents = {name: path.read_bytes() for name, path in files.items()}
-    contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "").encode()
+    contents[f"{info}/METADATA"] = (
+        dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    ).encode()
     if dist.read_text("entry_points.txt"):
         contents[f"{info}/entry_points.txt"] = dist.read_text("entry_points.txt").encode()
-    contents[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: lablib.grading.author.distwheel\n"
-                                 f"Root-Is-Purelib: true\nTag: {tag}\n").encode()
-    record = "".join(f"{name},{_digest(data)},{len(data)}\n" for name, data in sorted(contents.items()))
+    contents[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: lablib.grading.author.distwheel\n"
+        f"Root-Is-Purelib: true\nTag: {tag}\n"
+    ).encode()
+    record = "".join(
+        f"{name},{_digest(data)},{len(data)}\n" for name, data in sorted(contents.items())
+    )
     contents[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     dest = pathlib.Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
@@ -145,23 +154,33 @@ def check_wheel(path) -> dict:
     """
     path = pathlib.Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"Wheel {str(path)!r} does not exist; build one with `pip wheel --no-deps .` "
-                                "in lablib's source tree, or leave --wheel out to use the running lablib.")
+        raise FileNotFoundError(
+            f"Wheel {str(path)!r} does not exist; build one with `pip wheel --no-deps .` "
+            "in lablib's source tree, or leave --wheel out to use the running lablib."
+        )
     match = re.fullmatch(r"lablib-([\w.!+]+)-([\w.]+-[\w.]+-[\w.]+)\.whl", path.name, re.ASCII)
     if not match:
-        raise ValueError(f"{path.name!r} is not named like a lablib wheel (lablib-<version>-py3-none-any.whl).")
+        raise ValueError(
+            f"{path.name!r} is not named like a lablib wheel (lablib-<version>-py3-none-any.whl)."
+        )
     try:
         with zipfile.ZipFile(path) as zf:
             names = set(zf.namelist())
             metadata = zf.read(f"lablib-{match.group(1)}.dist-info/METADATA").decode()
     except zipfile.BadZipFile:
-        raise ValueError(f"{str(path)!r} is not a lablib wheel (not a zip file); build one with "
-                         "`pip wheel --no-deps .` in lablib's source tree.") from None
+        raise ValueError(
+            f"{str(path)!r} is not a lablib wheel (not a zip file); build one with "
+            "`pip wheel --no-deps .` in lablib's source tree."
+        ) from None
     except KeyError:
-        raise ValueError(f"{str(path)!r} is not a lablib wheel (no lablib-{match.group(1)}.dist-info/METADATA "
-                         "inside); build one with `pip wheel --no-deps .` in lablib's source tree.") from None
+        raise ValueError(
+            f"{str(path)!r} is not a lablib wheel (no lablib-{match.group(1)}.dist-info/METADATA "
+            "inside); build one with `pip wheel --no-deps .` in lablib's source tree."
+        ) from None
     if "lablib/__init__.py" not in names or not re.search(r"^Name:\s*lablib\s*$", metadata, re.M):
-        raise ValueError(f"{str(path)!r} does not hold the lablib package (lablib/__init__.py and "
-                         "Name: lablib in its METADATA).")
+        raise ValueError(
+            f"{str(path)!r} does not hold the lablib package (lablib/__init__.py and "
+            "Name: lablib in its METADATA)."
+        )
     extras = re.findall(r"^Provides-Extra:\s*(\S+)", metadata, re.M)
     return {"version": match.group(1), "extras": extras}

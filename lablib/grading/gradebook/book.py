@@ -123,10 +123,18 @@ class Gradebook:
     similarity: dict | None = None
 
     @classmethod
-    def of(cls, lab: LabSpec, results: Sequence[SubmissionResult], *, roster: Roster | None = None,
-           skipped: Iterable[tuple[object, object]] = (),
-           person: dict[str, dict[str, PersonScore]] | None = None, reviews_through: int = 0,
-           late_policy: LatePolicy | None = None, similarity: dict | None = None) -> Gradebook:
+    def of(
+        cls,
+        lab: LabSpec,
+        results: Sequence[SubmissionResult],
+        *,
+        roster: Roster | None = None,
+        skipped: Iterable[tuple[object, object]] = (),
+        person: dict[str, dict[str, PersonScore]] | None = None,
+        reviews_through: int = 0,
+        late_policy: LatePolicy | None = None,
+        similarity: dict | None = None,
+    ) -> Gradebook:
         """The gradebook of ``results``; ``roster`` names the students of their identities
         (a result without one, made outside ``lablib grade``, is resolved here);
         ``skipped`` lists the paths not graded (``(path, reason)``); ``person`` holds the
@@ -138,10 +146,17 @@ class Gradebook:
                 if not r.identity:
                     r.identity = resolve(Found(r.submission, pathlib.Path(r.path)), roster, lab=lab)
             match = roster.match_of({r.submission: r.identity for r in ordered})
-        return cls(lab=lab, results=ordered, stems=feedback_stems(r.submission for r in ordered),
-                   roster=match, skipped=tuple((str(p), str(why)) for p, why in skipped),
-                   person=dict(person or {}), reviews_through=reviews_through,
-                   late_policy=late_policy, similarity=similarity)
+        return cls(
+            lab=lab,
+            results=ordered,
+            stems=feedback_stems(r.submission for r in ordered),
+            roster=match,
+            skipped=tuple((str(p), str(why)) for p, why in skipped),
+            person=dict(person or {}),
+            reviews_through=reviews_through,
+            late_policy=late_policy,
+            similarity=similarity,
+        )
 
     @property
     def questions(self) -> list[WrittenQuestion]:
@@ -165,7 +180,8 @@ class Gradebook:
         student = self.student(result)
         identity = result.identity or {}
         submitted = identity.get("submitted_at") or (
-            student.submitted_at if student and not identity else "")
+            student.submitted_at if student and not identity else ""
+        )
         if not submitted and policy.from_files:
             try:
                 mtime = os.path.getmtime(result.path)
@@ -176,25 +192,35 @@ class Gradebook:
             return None
         possible = result.max_score + sum(q.points for q in self.questions)
         try:
-            late = policy.penalty(submitted, possible,
-                                  extension=student.extension if student else None,
-                                  due=student.due if student else None)
+            late = policy.penalty(
+                submitted,
+                possible,
+                extension=student.extension if student else None,
+                due=student.due if student else None,
+            )
         except LateError as exc:
-            return Late(str(submitted), "", 0.0, 0, 0.0,
-                        f"Lateness not computed, no deduction: {exc}")
+            return Late(
+                str(submitted), "", 0.0, 0, 0.0, f"Lateness not computed, no deduction: {exc}"
+            )
         lms = identity.get("lms") or {}
         if lms.get("late") and late.late_seconds <= 0:  # the LMS's word against the time given
             who = lms.get("lms", "The LMS").capitalize()
-            late = dataclasses.replace(late, text=f"{late.text} {who} marks it late: check its due "
-                                                  f"date and this submission time.")
+            late = dataclasses.replace(
+                late,
+                text=f"{late.text} {who} marks it late: check its due "
+                f"date and this submission time.",
+            )
         return late
 
     def marked_late_without_time(self, result: SubmissionResult) -> bool:
         """The LMS download marks the submission late (Canvas's ``LATE``) but no time was
         found for it: no deduction can be computed (give its time with ``--times``)."""
         identity = result.identity or {}
-        return bool((identity.get("lms") or {}).get("late")) and self.late_policy is not None \
+        return (
+            bool((identity.get("lms") or {}).get("late"))
+            and self.late_policy is not None
             and self.late(result) is None
+        )
 
     def row(self, result: SubmissionResult) -> Row:
         """The row's points: the people's grades, the lateness and the total, computed once."""

@@ -50,11 +50,28 @@ from lablib.grading.lms import fold
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
 from lablib.grading.submissions import Found
 
-__all__ = ["resolve", "resolve_all", "match_roster", "student_of", "identity_keys", "RosterIndex",
-           "STUDENT_FIELDS"]
+__all__ = [
+    "resolve",
+    "resolve_all",
+    "match_roster",
+    "student_of",
+    "identity_keys",
+    "RosterIndex",
+    "STUDENT_FIELDS",
+]
 
 #: The roster fields an identity carries.
-STUDENT_FIELDS = ("student_id", "name", "email", "section", "lms_id", "login", "participant_id", "extension", "due")
+STUDENT_FIELDS = (
+    "student_id",
+    "name",
+    "email",
+    "section",
+    "lms_id",
+    "login",
+    "participant_id",
+    "extension",
+    "due",
+)
 
 
 def _slug(text: str) -> str:
@@ -98,8 +115,12 @@ class RosterIndex:
                 self.explicit.setdefault(key, []).append(s)
             for key in s.identifiers():
                 self.ids.setdefault(key, []).append(s)
-            for table, value in ((self.lms_ids, s.lms_id), (self.participants, s.participant_id),
-                                 (self.student_ids, s.student_id), (self.emails, s.email)):
+            for table, value in (
+                (self.lms_ids, s.lms_id),
+                (self.participants, s.participant_id),
+                (self.student_ids, s.student_id),
+                (self.emails, s.email),
+            ):
                 if value.strip():
                     table.setdefault(fold(value), []).append(s)
             for form in _name_forms(s):
@@ -123,7 +144,12 @@ def _candidates(found) -> list[str]:
     name = str(found.name)
     where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
     folder = str(getattr(found, "folder", "") or "")
-    stem = re.sub(r"\.ipynb$", "", found.path.name if hasattr(found.path, "name") else str(found.path), flags=re.I)
+    stem = re.sub(
+        r"\.ipynb$",
+        "",
+        found.path.name if hasattr(found.path, "name") else str(found.path),
+        flags=re.I,
+    )
     out = [name, where, folder, f"{name}/{stem}", stem]
     for text in (name, where):
         out += text.split("/")
@@ -180,13 +206,19 @@ def _from_lms(found) -> dict:
     kind = lms.get("lms")
     if kind == "canvas":
         identity.update(name=lms.get("name", ""), lms_id=lms.get("user_id", ""))
-        key = lms.get("user_id") or (f"anon_{lms['anonymous_id']}" if lms.get("anonymous_id") else "")
+        key = lms.get("user_id") or (
+            f"anon_{lms['anonymous_id']}" if lms.get("anonymous_id") else ""
+        )
     elif kind == "moodle":
         identity.update(name=lms.get("name", ""), participant_id=lms.get("participant_id", ""))
         key = f"Participant {lms['participant_id']}" if lms.get("participant_id") else ""
     elif kind == "gradescope" and lms.get("submitters"):
         first = lms["submitters"][0]
-        identity.update(name=first.get("name", ""), student_id=first.get("sid", ""), email=first.get("email", ""))
+        identity.update(
+            name=first.get("name", ""),
+            student_id=first.get("sid", ""),
+            email=first.get("email", ""),
+        )
         key = first.get("sid") or first.get("email") or ""
     else:
         key = ""
@@ -218,8 +250,11 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
             if people:
                 student, how = people[0]
                 for other, other_how in people[1:]:
-                    others.append((_from_student(other) | {"matched": True, "matched_by": other_how})
-                                  if other is not None else {"matched": False})
+                    others.append(
+                        (_from_student(other) | {"matched": True, "matched_by": other_how})
+                        if other is not None
+                        else {"matched": False}
+                    )
         if student is None and not explicit:
             student, key = index.one(index.ids, _candidates(found))
             how = f"the name {key!r}" if student is not None else ""
@@ -229,10 +264,19 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
             identity = _from_student(student) | {"matched": True, "matched_by": how}
     if not identity:
         identity = _from_lms(found) | {"matched": False, "matched_by": ""}
-    if lms.get("lms") == "gradescope" and not others:  # a group's other submitters, without a roster
-        others = [{"name": p.get("name", ""), "student_id": p.get("sid", ""), "email": p.get("email", ""),
-                   "key": p.get("sid") or p.get("email") or p.get("name", ""), "matched": False}
-                  for p in lms.get("submitters", [])[1:]]
+    if (
+        lms.get("lms") == "gradescope" and not others
+    ):  # a group's other submitters, without a roster
+        others = [
+            {
+                "name": p.get("name", ""),
+                "student_id": p.get("sid", ""),
+                "email": p.get("email", ""),
+                "key": p.get("sid") or p.get("email") or p.get("name", ""),
+                "matched": False,
+            }
+            for p in lms.get("submitters", [])[1:]
+        ]
     identity["lms"] = lms
     identity["others"] = others
     identity["submitted_at"], identity["time_source"] = _time(identity, found, roster, times, lab)
@@ -259,7 +303,10 @@ def _time(identity: dict, found, roster, times, lab) -> tuple[str, str]:
 
 def identity_keys(identity: dict) -> set[str]:
     """The folded identifiers of an identity (to find the same person elsewhere)."""
-    keys = {identity.get(k, "") for k in ("key", "student_id", "lms_id", "email", "login", "participant_id")}
+    keys = {
+        identity.get(k, "")
+        for k in ("key", "student_id", "lms_id", "email", "login", "participant_id")
+    }
     email = identity.get("email", "")
     if email:
         keys.add(email.split("@", 1)[0])
@@ -273,11 +320,18 @@ def student_of(identity: dict, roster=None) -> Student | None:
     if not identity or not identity.get("matched"):
         return None
     if roster is not None:
-        wanted = tuple(fold(identity.get(k, "")) for k in ("student_id", "lms_id", "email", "participant_id",
-                                                             "login", "name"))
+        wanted = tuple(
+            fold(identity.get(k, ""))
+            for k in ("student_id", "lms_id", "email", "participant_id", "login", "name")
+        )
         for student in roster.students:
-            if tuple(fold(getattr(student, k)) for k in ("student_id", "lms_id", "email", "participant_id", "login",
-                                                         "name")) == wanted:
+            if (
+                tuple(
+                    fold(getattr(student, k))
+                    for k in ("student_id", "lms_id", "email", "participant_id", "login", "name")
+                )
+                == wanted
+            ):
                 return student
     fields = {f.name for f in dataclasses.fields(Student)}
     return Student(**{k: str(identity.get(k, "") or "") for k in STUDENT_FIELDS if k in fields})

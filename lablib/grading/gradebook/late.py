@@ -36,8 +36,10 @@ import re
 
 __all__ = ["LatePolicy", "Late", "LateError", "parse_time", "parse_duration"]
 
-_DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*d)?\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m(?:in)?)?\s*$",
-                       re.IGNORECASE)
+_DURATION = re.compile(
+    r"^\s*(?:(\d+(?:\.\d+)?)\s*d)?\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m(?:in)?)?\s*$",
+    re.IGNORECASE,
+)
 
 
 class LateError(ValueError):
@@ -55,8 +57,10 @@ def parse_time(text) -> dt.datetime:
         try:
             value = dt.datetime.fromisoformat(cleaned)
         except ValueError:
-            raise LateError(f"{raw!r} is not a time: use ISO 8601, e.g. 2026-11-20T23:59 or "
-                            f"2026-11-20 23:59:00 -0800 (a time without a zone is in this machine's zone).") from None
+            raise LateError(
+                f"{raw!r} is not a time: use ISO 8601, e.g. 2026-11-20T23:59 or "
+                f"2026-11-20 23:59:00 -0800 (a time without a zone is in this machine's zone)."
+            ) from None
     return value if value.tzinfo else value.astimezone()
 
 
@@ -67,7 +71,9 @@ def parse_duration(text) -> dt.timedelta:
         return text
     match = _DURATION.match(str(text or ""))
     if not str(text or "").strip() or not match or not any(match.groups()):
-        raise LateError(f"{text!r} is not a duration: write it with its unit, e.g. 15m, 36h, 2d or 1d12h.")
+        raise LateError(
+            f"{text!r} is not a duration: write it with its unit, e.g. 15m, 36h, 2d or 1d12h."
+        )
     days, hours, minutes = (float(g or 0) for g in match.groups())
     return dt.timedelta(days=days, hours=hours, minutes=minutes)
 
@@ -79,10 +85,14 @@ def _amount(text, what: str) -> tuple[float, bool]:
     try:
         value = float(raw.rstrip("%").strip())
     except ValueError:
-        raise LateError(f"{what} {raw!r} is not an amount: give a percentage of the points possible (10%) "
-                        f"or a number of points (2).") from None
+        raise LateError(
+            f"{what} {raw!r} is not an amount: give a percentage of the points possible (10%) "
+            f"or a number of points (2)."
+        ) from None
     if value < 0 or (percent and value > 100):
-        raise LateError(f"{what} {raw!r} is out of range: 0 to 100% or a non-negative number of points.")
+        raise LateError(
+            f"{what} {raw!r} is out of range: 0 to 100% or a non-negative number of points."
+        )
     return value, percent
 
 
@@ -90,7 +100,11 @@ def _human(delta: dt.timedelta) -> str:
     minutes = int(round(delta.total_seconds() / 60))
     days, rest = divmod(minutes, 24 * 60)
     hours, minutes = divmod(rest, 60)
-    parts = [f"{days} d" if days else "", f"{hours} h" if hours else "", f"{minutes} min" if minutes else ""]
+    parts = [
+        f"{days} d" if days else "",
+        f"{hours} h" if hours else "",
+        f"{minutes} min" if minutes else "",
+    ]
     return " ".join(p for p in parts if p) or "0 min"
 
 
@@ -130,7 +144,9 @@ class LatePolicy:
     from_files: bool = False
 
     @classmethod
-    def parse(cls, *, due, per_day=None, per_hour=None, cap=None, grace=None, from_files=False) -> LatePolicy:
+    def parse(
+        cls, *, due, per_day=None, per_hour=None, cap=None, grace=None, from_files=False
+    ) -> LatePolicy:
         """A checked policy: ``due`` a time, ``per_day`` or ``per_hour`` an amount
         (``10%`` or points), ``cap`` an amount, ``grace`` a duration.
 
@@ -140,8 +156,14 @@ class LatePolicy:
         if per_day is not None and per_hour is not None:
             raise LateError("Give either a deduction per day or per hour, not both.")
         per, deduction = ("hour", per_hour) if per_hour is not None else ("day", per_day or "0")
-        policy = cls(parse_time(due).isoformat(timespec="minutes"), per, str(deduction), str(cap or ""),
-                     str(grace or "0m"), bool(from_files))
+        policy = cls(
+            parse_time(due).isoformat(timespec="minutes"),
+            per,
+            str(deduction),
+            str(cap or ""),
+            str(grace or "0m"),
+            bool(from_files),
+        )
         policy.check()
         return policy
 
@@ -165,11 +187,23 @@ class LatePolicy:
         late = when - deadline
         times = f"submitted {when:%Y-%m-%d %H:%M %z}, due {deadline:%Y-%m-%d %H:%M %z}"
         if late.total_seconds() <= 0:
-            return Late(when.isoformat(timespec="minutes"), deadline.isoformat(timespec="minutes"), 0.0, 0, 0.0,
-                        f"On time ({times}).")
+            return Late(
+                when.isoformat(timespec="minutes"),
+                deadline.isoformat(timespec="minutes"),
+                0.0,
+                0,
+                0.0,
+                f"On time ({times}).",
+            )
         if late <= parse_duration(self.grace):
-            return Late(when.isoformat(timespec="minutes"), deadline.isoformat(timespec="minutes"), 0.0, 0, 0.0,
-                        f"Within the grace period of {_human(parse_duration(self.grace))} ({times}): no deduction.")
+            return Late(
+                when.isoformat(timespec="minutes"),
+                deadline.isoformat(timespec="minutes"),
+                0.0,
+                0,
+                0.0,
+                f"Within the grace period of {_human(parse_duration(self.grace))} ({times}): no deduction.",
+            )
         unit = dt.timedelta(days=1) if self.per == "day" else dt.timedelta(hours=1)
         units = math.ceil(late / unit)
         value, percent = _amount(self.deduction, "The deduction")
@@ -179,19 +213,29 @@ class LatePolicy:
             deduction = min(deduction, cap / 100 * possible if cap_percent else cap)
         deduction = round(min(deduction, possible), 4)
         rule = f"{self.deduction} of the points possible" if percent else f"{self.deduction} points"
-        text = (f"Late by {_human(late)} ({times}): "
-                f"{units} {self.per}{'s' if units != 1 else ''} started, {rule} per {self.per}"
-                f"{f' (at most {self.cap})' if self.cap else ''}: -{deduction:g} points.")
-        return Late(when.isoformat(timespec="minutes"), deadline.isoformat(timespec="minutes"), late.total_seconds(),
-                    units, deduction, text)
+        text = (
+            f"Late by {_human(late)} ({times}): "
+            f"{units} {self.per}{'s' if units != 1 else ''} started, {rule} per {self.per}"
+            f"{f' (at most {self.cap})' if self.cap else ''}: -{deduction:g} points."
+        )
+        return Late(
+            when.isoformat(timespec="minutes"),
+            deadline.isoformat(timespec="minutes"),
+            late.total_seconds(),
+            units,
+            deduction,
+            text,
+        )
 
     def describe(self) -> str:
         """The policy in words (for the summary)."""
         grace = parse_duration(self.grace)
-        return (f"due {parse_time(self.due):%Y-%m-%d %H:%M %z}; {self.deduction} per started {self.per} late"
-                f"{f', at most {self.cap}' if self.cap else ''}{f', grace {_human(grace)}' if grace else ''}; "
-                f"times from the LMS download, the times file or the roster"
-                f"{', else the notebooks’ file times' if self.from_files else ''}")
+        return (
+            f"due {parse_time(self.due):%Y-%m-%d %H:%M %z}; {self.deduction} per started {self.per} late"
+            f"{f', at most {self.cap}' if self.cap else ''}{f', grace {_human(grace)}' if grace else ''}; "
+            f"times from the LMS download, the times file or the roster"
+            f"{', else the notebooks’ file times' if self.from_files else ''}"
+        )
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

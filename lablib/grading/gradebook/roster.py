@@ -92,8 +92,14 @@ class Student:
 
     def identifiers(self) -> set[str]:
         """Everything a submission may be named after, folded (NFC, lower case)."""
-        keys = {self.student_id, self.lms_id, self.login, self.email, self.email.split("@", 1)[0],
-                self.participant_id}
+        keys = {
+            self.student_id,
+            self.lms_id,
+            self.login,
+            self.email,
+            self.email.split("@", 1)[0],
+            self.participant_id,
+        }
         return {fold(k) for k in keys if k and k.strip()}
 
     def time_for(self, aliases) -> tuple[str, str]:
@@ -136,16 +142,24 @@ _COLUMNS = {
     "lms_id": ("id",),
     "login": ("sis login id", "login", "login id", "username"),
     "role": ("role",),
-    "submitted_at": ("submitted_at", "submitted at", "submission time", "submitted", "submission date",
-                     "last modified (submission)"),
+    "submitted_at": (
+        "submitted_at",
+        "submitted at",
+        "submission time",
+        "submitted",
+        "submission date",
+        "last modified (submission)",
+    ),
     "extension": ("extension", "extensions"),
     "due": ("due", "due date", "due_at", "due at"),
     "participant_id": ("identifier",),
 }
 _TEST_STUDENTS = {"student, test", "test student"}
 # submitted_at:<lab>, "submitted at lab1", "lab1 submitted_at"
-_LAB_TIME = re.compile(r"^(?:submitted[_ ]at|submission time)\s*[:/ ]\s*(?P<lab>[\w.-]+)$"
-                       r"|^(?P<lab2>[\w.-]+)\s*[:/ ]\s*(?:submitted[_ ]at|submission time)$")
+_LAB_TIME = re.compile(
+    r"^(?:submitted[_ ]at|submission time)\s*[:/ ]\s*(?P<lab>[\w.-]+)$"
+    r"|^(?P<lab2>[\w.-]+)\s*[:/ ]\s*(?:submitted[_ ]at|submission time)$"
+)
 
 
 def lab_aliases(lab) -> tuple[str, ...]:
@@ -168,7 +182,9 @@ def _read_csv(path, what: str) -> list[list[str]]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise RosterError(f"{what} {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8).") from None
+        raise RosterError(
+            f"{what} {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8)."
+        ) from None
     try:
         return list(csv.reader(text.splitlines()))
     except csv.Error as exc:
@@ -195,22 +211,32 @@ class Roster:
         path = pathlib.Path(path)
         rows = _read_csv(path, "Roster")
         if not rows:
-            raise RosterError(f"Roster {str(path)!r} is empty; expected a header row and one row per student.")
+            raise RosterError(
+                f"Roster {str(path)!r} is empty; expected a header row and one row per student."
+            )
         header = [fold(h) for h in rows[0]]
-        where = {field: next((i for i, h in enumerate(header) if h in names), None)
-                 for field, names in _COLUMNS.items()}
-        if all(where[f] is None for f in ("student_id", "name", "first", "email", "lms_id", "login", "participant_id")):
+        where = {
+            field: next((i for i, h in enumerate(header) if h in names), None)
+            for field, names in _COLUMNS.items()
+        }
+        if all(
+            where[f] is None
+            for f in ("student_id", "name", "first", "email", "lms_id", "login", "participant_id")
+        ):
             raise RosterError(
                 f"Roster {str(path)!r} has no column naming a student (its header: {rows[0]}). Expected "
                 f"lablib's 'student_id, name, email, section, submission', a Canvas gradebook export "
                 f"(Student, ID, SIS User ID, ...), a Gradescope roster (First Name, Last Name, SID, Email) or "
-                f"a Moodle grading worksheet (Identifier, Full name, Email address, ...).")
+                f"a Moodle grading worksheet (Identifier, Full name, Email address, ...)."
+            )
         lab_times = {}
         for i, h in enumerate(header):
             match = _LAB_TIME.match(h)
             if match and h not in _COLUMNS["submitted_at"]:
                 lab_times[i] = match["lab"] or match["lab2"]
-        students = [s for s in (cls._student(row, where, lab_times) for row in rows[1:]) if s is not None]
+        students = [
+            s for s in (cls._student(row, where, lab_times) for row in rows[1:]) if s is not None
+        ]
         if not students:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
         return cls(students, str(path))
@@ -230,9 +256,23 @@ class Roster:
         submitted = get("submitted_at")
         if where["participant_id"] is not None:
             submitted = moodle_time(submitted)  # the worksheet's "Wednesday, 10 June 2026, 2:14 PM"
-        times = tuple((lab, row[i].strip()) for i, lab in lab_times.items() if i < len(row) and row[i].strip())
-        student = Student(get("student_id"), name, get("email"), get("section"), get("submission"),
-                          get("lms_id"), get("login"), submitted, get("extension"), get("due"), participant, times)
+        times = tuple(
+            (lab, row[i].strip()) for i, lab in lab_times.items() if i < len(row) and row[i].strip()
+        )
+        student = Student(
+            get("student_id"),
+            name,
+            get("email"),
+            get("section"),
+            get("submission"),
+            get("lms_id"),
+            get("login"),
+            submitted,
+            get("extension"),
+            get("due"),
+            participant,
+            times,
+        )
         return student if student.identifiers() or name else None
 
     def match_of(self, identities: dict) -> RosterMatch:
@@ -252,14 +292,17 @@ class Roster:
             for other in identity.get("others", []):
                 if other.get("matched") and (s := by_key.get(_student_key(other))) is not None:
                     claimed.add(id(s))
-        return RosterMatch(students, tuple(unmatched),
-                           tuple(s for s in self.students if id(s) not in claimed))
+        return RosterMatch(
+            students, tuple(unmatched), tuple(s for s in self.students if id(s) not in claimed)
+        )
 
 
 def _student_key(fields: dict) -> tuple:
     """What tells two descriptions of a roster student apart (ids, e-mail, name)."""
-    return tuple(fold(fields.get(k, "")) for k in ("student_id", "lms_id", "email", "participant_id", "login",
-                                                   "name"))
+    return tuple(
+        fold(fields.get(k, ""))
+        for k in ("student_id", "lms_id", "email", "participant_id", "login", "name")
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,12 +335,18 @@ class SubmissionTimes:
         rows = _read_csv(path, "Times file")
         header = [fold(h) for h in rows[0]] if rows else []
         try:
-            student, when = header.index("student"), next(i for i, h in enumerate(header)
-                                                          if h in ("submitted_at", "submitted at", "time"))
+            student, when = (
+                header.index("student"),
+                next(
+                    i for i, h in enumerate(header) if h in ("submitted_at", "submitted at", "time")
+                ),
+            )
         except (ValueError, StopIteration):
-            raise RosterError(f"Times file {str(path)!r} needs a header 'student,lab,submitted_at' (its header: "
-                              f"{rows[0] if rows else []}); one row per submission, e.g. "
-                              f"'S001,lab1,2026-11-20T23:10+01:00'.") from None
+            raise RosterError(
+                f"Times file {str(path)!r} needs a header 'student,lab,submitted_at' (its header: "
+                f"{rows[0] if rows else []}); one row per submission, e.g. "
+                f"'S001,lab1,2026-11-20T23:10+01:00'."
+            ) from None
         lab = header.index("lab") if "lab" in header else None
         out = []
         for line, row in enumerate(rows[1:], 2):
@@ -306,12 +355,21 @@ class SubmissionTimes:
             who = row[student].strip() if student < len(row) else ""
             value = row[when].strip() if when < len(row) else ""
             if not who or not value:
-                raise RosterError(f"Times file {str(path)!r}, line {line}: expected a student and a time, got {row}.")
+                raise RosterError(
+                    f"Times file {str(path)!r}, line {line}: expected a student and a time, got {row}."
+                )
             try:
                 parse_time(value)
             except LateError as exc:
                 raise RosterError(f"Times file {str(path)!r}, line {line}: {exc}") from None
-            out.append((fold(who), fold(row[lab]) if lab is not None and lab < len(row) else "", value, line))
+            out.append(
+                (
+                    fold(who),
+                    fold(row[lab]) if lab is not None and lab < len(row) else "",
+                    value,
+                    line,
+                )
+            )
         if not out:
             raise RosterError(f"Times file {str(path)!r} lists no submission below its header.")
         return cls(tuple(out), str(path))
@@ -324,8 +382,11 @@ class SubmissionTimes:
 
         names = {fold(a) for a in aliases}
         keys = {fold(i) for i in identifiers if i}
-        found = [(parse_time(t), t, line) for who, lab, t, line in self.rows
-                 if who in keys and (not lab or lab in names)]
+        found = [
+            (parse_time(t), t, line)
+            for who, lab, t, line in self.rows
+            if who in keys and (not lab or lab in names)
+        ]
         if not found:
             return "", ""
         _, text, line = max(found, key=lambda f: f[0])

@@ -63,8 +63,20 @@ import re
 import tokenize
 import zlib
 
-__all__ = ["Pair", "similar_pairs", "similarity_hints", "dynamic_code", "identical_files", "graded_code",
-           "THRESHOLD", "NOISE_TOKENS", "GUARANTEE_TOKENS", "MAX_PAIRS", "COMMON_MIN", "COMMON_SHARE"]
+__all__ = [
+    "Pair",
+    "similar_pairs",
+    "similarity_hints",
+    "dynamic_code",
+    "identical_files",
+    "graded_code",
+    "THRESHOLD",
+    "NOISE_TOKENS",
+    "GUARANTEE_TOKENS",
+    "MAX_PAIRS",
+    "COMMON_MIN",
+    "COMMON_SHARE",
+]
 
 #: Pairs whose smaller share is at least this are listed.
 THRESHOLD = 0.6
@@ -84,13 +96,38 @@ MAX_CODE = 500_000
 #: At most this much decoded text per submission (decompression bombs stay small).
 MAX_DECODED = 1_000_000
 #: Names a course's set-up cells give modules, counted as the modules' names.
-KNOWN_ALIASES = {"np": "numpy", "tf": "tensorflow", "pd": "pandas", "plt": "matplotlib.pyplot",
-                 "nx": "networkx", "sp": "scipy", "tfm": "tensorflow_models"}
+KNOWN_ALIASES = {
+    "np": "numpy",
+    "tf": "tensorflow",
+    "pd": "pandas",
+    "plt": "matplotlib.pyplot",
+    "nx": "networkx",
+    "sp": "scipy",
+    "tfm": "tensorflow_models",
+}
 #: Calls that run (or import) code given as data.
-DYNAMIC = {"exec", "eval", "compile", "__import__", "builtins.exec", "builtins.eval", "builtins.compile",
-           "builtins.__import__", "importlib.import_module", "marshal.loads", "pickle.loads", "dill.loads",
-           "cloudpickle.loads", "types.FunctionType", "types.CodeType", "runpy.run_path", "runpy.run_module",
-           "runpy._run_code", "code.InteractiveInterpreter", "code.interact"}
+DYNAMIC = {
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "builtins.exec",
+    "builtins.eval",
+    "builtins.compile",
+    "builtins.__import__",
+    "importlib.import_module",
+    "marshal.loads",
+    "pickle.loads",
+    "dill.loads",
+    "cloudpickle.loads",
+    "types.FunctionType",
+    "types.CodeType",
+    "runpy.run_path",
+    "runpy.run_module",
+    "runpy._run_code",
+    "code.InteractiveInterpreter",
+    "code.interact",
+}
 _DYNAMIC_WORDS = {"exec", "eval", "compile", "__import__", "import_module"}
 _RUNS_SOURCE = {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
 
@@ -165,11 +202,30 @@ def _bounded(factory):
         if len(out) > MAX_DECODED:
             raise _NotStatic("decoded text too large")
         return out
+
     return run
 
 
-_TEXT_CODECS = {"rot13", "rot_13", "base64", "base_64", "hex", "hex_codec", "zlib", "zip", "zlib_codec", "bz2",
-                "utf-8", "utf8", "ascii", "latin-1", "latin1", "utf-16", "unicode_escape", "raw_unicode_escape"}
+_TEXT_CODECS = {
+    "rot13",
+    "rot_13",
+    "base64",
+    "base_64",
+    "hex",
+    "hex_codec",
+    "zlib",
+    "zip",
+    "zlib_codec",
+    "bz2",
+    "utf-8",
+    "utf8",
+    "ascii",
+    "latin-1",
+    "latin1",
+    "utf-16",
+    "unicode_escape",
+    "raw_unicode_escape",
+}
 
 
 def _codecs_decode(data, encoding="utf-8", errors="strict"):
@@ -185,15 +241,25 @@ def _codecs_decode(data, encoding="utf-8", errors="strict"):
 
 #: Functions that decode data without running anything, by their dotted name.
 _DECODERS = {
-    "base64.b64decode": base64.b64decode, "base64.standard_b64decode": base64.standard_b64decode,
-    "base64.urlsafe_b64decode": base64.urlsafe_b64decode, "base64.b32decode": base64.b32decode,
-    "base64.b16decode": base64.b16decode, "base64.b85decode": base64.b85decode,
-    "base64.a85decode": base64.a85decode, "base64.decodebytes": base64.decodebytes,
-    "binascii.a2b_base64": binascii.a2b_base64, "binascii.unhexlify": binascii.unhexlify,
-    "binascii.a2b_hex": binascii.a2b_hex, "zlib.decompress": _zlib,
-    "gzip.decompress": lambda data: _zlib(data, 31), "bz2.decompress": _bounded(bz2.BZ2Decompressor),
-    "lzma.decompress": _bounded(lzma.LZMADecompressor), "codecs.decode": _codecs_decode,
-    "bytes.fromhex": bytes.fromhex, "bytearray.fromhex": bytes.fromhex, "chr": chr,
+    "base64.b64decode": base64.b64decode,
+    "base64.standard_b64decode": base64.standard_b64decode,
+    "base64.urlsafe_b64decode": base64.urlsafe_b64decode,
+    "base64.b32decode": base64.b32decode,
+    "base64.b16decode": base64.b16decode,
+    "base64.b85decode": base64.b85decode,
+    "base64.a85decode": base64.a85decode,
+    "base64.decodebytes": base64.decodebytes,
+    "binascii.a2b_base64": binascii.a2b_base64,
+    "binascii.unhexlify": binascii.unhexlify,
+    "binascii.a2b_hex": binascii.a2b_hex,
+    "zlib.decompress": _zlib,
+    "gzip.decompress": lambda data: _zlib(data, 31),
+    "bz2.decompress": _bounded(bz2.BZ2Decompressor),
+    "lzma.decompress": _bounded(lzma.LZMADecompressor),
+    "codecs.decode": _codecs_decode,
+    "bytes.fromhex": bytes.fromhex,
+    "bytearray.fromhex": bytes.fromhex,
+    "chr": chr,
     "str": lambda *a: str(*a) if len(a) != 1 or isinstance(a[0], (str, int, float)) else _no(),
     "bytes": lambda *a: bytes(*a) if a and isinstance(a[0], (bytes, list, tuple, str)) else _no(),
 }
@@ -237,8 +303,13 @@ def _fold(node, aliases, constants, depth=0, state=None):
         return left + right
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
         value = fold(node.value)
-        parts = [None if p is None else fold(p) for p in (node.slice.lower, node.slice.upper, node.slice.step)]
-        if not isinstance(value, (str, bytes)) or any(p is not None and not isinstance(p, int) for p in parts):
+        parts = [
+            None if p is None else fold(p)
+            for p in (node.slice.lower, node.slice.upper, node.slice.step)
+        ]
+        if not isinstance(value, (str, bytes)) or any(
+            p is not None and not isinstance(p, int) for p in parts
+        ):
             raise _NotStatic("not a slice of text")
         return value[slice(*parts)]
     if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
@@ -251,12 +322,17 @@ def _fold(node, aliases, constants, depth=0, state=None):
             args = [fold(a) for a in node.args]
             if func.attr == "join" and isinstance(target, (str, bytes)) and len(args) == 1:
                 parts = args[0] if isinstance(args[0], list) else _no()
-                if sum(len(x) if isinstance(x, (str, bytes)) else 0 for x in parts) \
-                        + len(target) * len(parts) > MAX_DECODED:
+                if (
+                    sum(len(x) if isinstance(x, (str, bytes)) else 0 for x in parts)
+                    + len(target) * len(parts)
+                    > MAX_DECODED
+                ):
                     raise _NotStatic("too large")
                 return target.join(parts)
             if func.attr == "decode" and isinstance(target, bytes):
-                return _codecs_decode(target, *args, **kwargs) if args or kwargs else target.decode()
+                return (
+                    _codecs_decode(target, *args, **kwargs) if args or kwargs else target.decode()
+                )
             if func.attr == "encode" and isinstance(target, str):
                 return target.encode(*[str(a) for a in args])
             raise _NotStatic("method")
@@ -305,7 +381,11 @@ def _constants(tree) -> dict[str, ast.AST]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             values[node.targets[0].id] = node.value
     return {name: value for name, value in values.items() if stores.get(name) == 1}
 
@@ -338,7 +418,9 @@ class _Decoder(ast.NodeTransformer):
     def __init__(self, aliases, constants, depth=0, budget=None):
         self.aliases, self.constants, self.depth = aliases, constants, depth
         self.budget = budget if budget is not None else [MAX_DECODED]
-        self.findings: list[tuple[int, str, str | None, int]] = []  # (line, callee, call text, decoded lines)
+        self.findings: list[
+            tuple[int, str, str | None, int]
+        ] = []  # (line, callee, call text, decoded lines)
 
     def _decoded(self, call: ast.Call, mode: str):
         """The parsed code of ``call``'s first argument, or None."""
@@ -355,8 +437,12 @@ class _Decoder(ast.NodeTransformer):
             tree = ast.parse(source, mode=mode)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        inner = _Decoder({**self.aliases, **_imports(tree)}, {**self.constants, **_constants(tree)},
-                         self.depth + 1, self.budget)
+        inner = _Decoder(
+            {**self.aliases, **_imports(tree)},
+            {**self.constants, **_constants(tree)},
+            self.depth + 1,
+            self.budget,
+        )
         tree = inner.visit(tree)
         self.findings += inner.findings
         return tree
@@ -370,13 +456,22 @@ class _Decoder(ast.NodeTransformer):
         func = node.func
         if name is None:
             # __builtins__["exec"](...), vars(builtins)["eval"](...), obj().exec(...)
-            key = func.slice.value if isinstance(func, ast.Subscript) and isinstance(func.slice, ast.Constant) else \
-                func.attr if isinstance(func, ast.Attribute) else None
+            key = (
+                func.slice.value
+                if isinstance(func, ast.Subscript) and isinstance(func.slice, ast.Constant)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else None
+            )
             if key in _DYNAMIC_WORDS:
                 self._note(node, _short(func), None)
             return node
-        if name in ("getattr", "builtins.getattr") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                and node.args[1].value in _DYNAMIC_WORDS:
+        if (
+            name in ("getattr", "builtins.getattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in _DYNAMIC_WORDS
+        ):
             self._note(node, f"getattr(..., {node.args[1].value!r})", None)
             return node
         if name not in DYNAMIC:
@@ -432,8 +527,10 @@ class _Inline(ast.NodeTransformer):
 
 def _pure(node) -> bool:
     """An expression whose evaluation has no effect worth keeping (no call, no await...)."""
-    return not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
-                   for n in ast.walk(node))
+    return not any(
+        isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
+        for n in ast.walk(node)
+    )
 
 
 def _read_names(tree) -> set[str]:
@@ -489,7 +586,9 @@ def _overwritten(names: list[str], rest: list) -> bool:
                 left -= set(_names_only(target) or ())
         if not left:
             return True
-        if isinstance(stmt, _COMPOUND) or isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+        if isinstance(stmt, _COMPOUND) or isinstance(
+            stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)
+        ):
             return False  # a loop may come back, a branch may not run: keep it
     return False
 
@@ -510,10 +609,16 @@ def _drop_dead(tree) -> None:
                     continue
                 kept = []
                 for i, stmt in enumerate(body):
-                    if isinstance(stmt, ast.Expr) and _pure(stmt.value) or isinstance(stmt, ast.Pass):
+                    if (
+                        isinstance(stmt, ast.Expr)
+                        and _pure(stmt.value)
+                        or isinstance(stmt, ast.Pass)
+                    ):
                         continue
                     names = None if isinstance(node, ast.ClassDef) else _stored_names(stmt)
-                    if names is not None and (not read.intersection(names) or _overwritten(names, body[i + 1:])):
+                    if names is not None and (
+                        not read.intersection(names) or _overwritten(names, body[i + 1 :])
+                    ):
                         continue
                     kept.append(stmt)
                 if not kept and field == "body" and not isinstance(node, ast.Module):
@@ -552,7 +657,9 @@ def _bound_names(tree) -> set[str]:
 
 _SKIP = {tokenize.NL, tokenize.COMMENT, tokenize.ENCODING, tokenize.ENDMARKER}
 _FSTRING = {getattr(tokenize, n) for n in ("FSTRING_START",) if hasattr(tokenize, n)}
-_FSTRING_SKIP = {getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)}
+_FSTRING_SKIP = {
+    getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, n)
+}
 
 
 class _Words:
@@ -606,11 +713,14 @@ class _Words:
         return out, raw, keys
 
 
-_LEX = re.compile(r"""(?P<comment>\#[^\n]*)
+_LEX = re.compile(
+    r"""(?P<comment>\#[^\n]*)
   |(?P<string>[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
   |(?P<name>[^\W\d]\w*)
   |(?P<number>\d[\w.]*(?:[eE][-+]?\d+)?|\.\d\w*)
-  |(?P<op>\*\*=?|//=?|>>=?|<<=?|->|:=|\.\.\.|[-+*/%@&|^=<>!]=|\S)""", re.VERBOSE)
+  |(?P<op>\*\*=?|//=?|>>=?|<<=?|->|:=|\.\.\.|[-+*/%@&|^=<>!]=|\S)""",
+    re.VERBOSE,
+)
 
 
 def _lex(text: str) -> list[tuple[str, int, int]]:
@@ -632,7 +742,9 @@ def _aligned(keys: list[str | None], original: str, base: int) -> list[tuple[int
     theirs = _lex(original)
     wanted = [(i, k) for i, k in enumerate(keys) if k is not None]
     spans: list[tuple[int, int] | None] = [None] * len(keys)
-    matcher = difflib.SequenceMatcher(None, [k for _, k in wanted], [k for k, _, _ in theirs], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, [k for _, k in wanted], [k for k, _, _ in theirs], autojunk=False
+    )
     for block in matcher.get_matching_blocks():
         for j in range(block.size):
             _, start, end = theirs[block.b + j]
@@ -640,8 +752,18 @@ def _aligned(keys: list[str | None], original: str, base: int) -> list[tuple[int
     return spans
 
 
-_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
-             ast.With, ast.AsyncWith, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
 _BEGIN, _END = "<indent>", "<dedent>"
@@ -678,7 +800,9 @@ class _Offsets:
         text = self.lines[line - 1]
         if col is None:
             return self.starts[line - 1] + len(text.rstrip("\r\n"))
-        return self.starts[line - 1] + len(text.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "ignore"))
+        return self.starts[line - 1] + len(
+            text.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "ignore")
+        )
 
     def span(self, node, whole: bool = True) -> tuple[int, int]:
         line = getattr(node, "lineno", None)
@@ -694,8 +818,16 @@ class _Offsets:
         return (start, self.at(line, None))
 
 
-def _emit(text: str, node, whole: bool, words: _Words, offsets: _Offsets, out_tokens, out_spans,
-          header: bool = False) -> None:
+def _emit(
+    text: str,
+    node,
+    whole: bool,
+    words: _Words,
+    offsets: _Offsets,
+    out_tokens,
+    out_spans,
+    header: bool = False,
+) -> None:
     """Append ``text``'s tokens (the normalised form of ``node``, or of its first clause),
     each with the span of the student's own token it matches; code decoded from an
     ``exec`` is marked where the ``exec`` is."""
@@ -719,14 +851,25 @@ def _units(body, words: _Words, offsets: _Offsets, out_tokens: list, out_spans: 
             for field in ("body", "orelse", "finalbody", "handlers"):
                 if hasattr(head, field):
                     setattr(head, field, [] if field != "body" else [ast.Pass()])
-            _emit(ast.unparse(head), stmt, False, words, offsets, out_tokens, out_spans, header=True)
+            _emit(
+                ast.unparse(head), stmt, False, words, offsets, out_tokens, out_spans, header=True
+            )
             _units(stmt.body, words, offsets, out_tokens, out_spans)
             out_tokens.append(_END)
             out_spans.append((0, 0))
             for handler in getattr(stmt, "handlers", []):
                 head = copy.copy(handler)
                 head.body = [ast.Pass()]
-                _emit(ast.unparse(head), handler, False, words, offsets, out_tokens, out_spans, header=True)
+                _emit(
+                    ast.unparse(head),
+                    handler,
+                    False,
+                    words,
+                    offsets,
+                    out_tokens,
+                    out_spans,
+                    header=True,
+                )
                 _units(handler.body, words, offsets, out_tokens, out_spans)
                 out_tokens.append(_END)
                 out_spans.append((0, 0))
@@ -749,8 +892,11 @@ def _lexical(code: str) -> tuple[list[str], list[tuple[int, int]]]:
     """Tokens of code that does not parse as Python (a magic, a syntax error): names kept
     as written except those assigned somewhere (``x =``), which become ``V``."""
     pieces = list(re.finditer(r"[A-Za-z_]\w*|\d[\w.]*|'[^'\n]*'|\"[^\"\n]*\"|#[^\n]*|\S", code))
-    assigned = {m.group() for i, m in enumerate(pieces[:-1]) if re.match(r"[A-Za-z_]", m.group())
-                and pieces[i + 1].group() == "="}
+    assigned = {
+        m.group()
+        for i, m in enumerate(pieces[:-1])
+        if re.match(r"[A-Za-z_]", m.group()) and pieces[i + 1].group() == "="
+    }
     tokens, spans = [], []
     for i, m in enumerate(pieces):
         text = m.group()
@@ -816,10 +962,12 @@ def _hash(tokens) -> int:
 
 
 def _kgram_hashes(tokens: list[str], k: int = NOISE_TOKENS) -> list[int]:
-    return [_hash(tokens[i:i + k]) for i in range(len(tokens) - k + 1)]
+    return [_hash(tokens[i : i + k]) for i in range(len(tokens) - k + 1)]
 
 
-def _winnow(hashes: list[int], window: int = GUARANTEE_TOKENS - NOISE_TOKENS + 1) -> dict[int, list[int]]:
+def _winnow(
+    hashes: list[int], window: int = GUARANTEE_TOKENS - NOISE_TOKENS + 1
+) -> dict[int, list[int]]:
     """Robust winnowing: in every window of ``window`` hashes, the smallest (the rightmost
     of equal ones); hash -> the positions selected."""
     selected: dict[int, list[int]] = {}
@@ -851,13 +999,17 @@ class _Print:
         return out
 
 
-def _marks(code: str, spans: list[tuple[int, int]], positions: set[int]) -> tuple[tuple[int, int], ...]:
+def _marks(
+    code: str, spans: list[tuple[int, int]], positions: set[int]
+) -> tuple[tuple[int, int], ...]:
     """Character ranges of the tokens at ``positions``, joined across the spaces, commas and
     brackets between them (one mark per passage, not one per token)."""
     ranges = sorted({spans[p] for p in positions if p < len(spans) and spans[p][1] > spans[p][0]})
     merged: list[list[int]] = []
     for start, end in ranges:
-        if merged and (start <= merged[-1][1] or not code[merged[-1][1]:start].strip(" \t\n()[],")):
+        if merged and (
+            start <= merged[-1][1] or not code[merged[-1][1] : start].strip(" \t\n()[],")
+        ):
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
@@ -868,8 +1020,9 @@ def _normal(code: str) -> str:
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
 
 
-def similarity_hints(codes: dict, template: str = "", *, threshold: float = THRESHOLD,
-                     limit: int = MAX_PAIRS) -> dict:
+def similarity_hints(
+    codes: dict, template: str = "", *, threshold: float = THRESHOLD, limit: int = MAX_PAIRS
+) -> dict:
     """Everything :func:`similar_pairs` finds, with the counts the summary states.
 
     Returns:
@@ -886,7 +1039,9 @@ def similarity_hints(codes: dict, template: str = "", *, threshold: float = THRE
     groups = []
     for members in by_text.values():
         analysis = _analyse(codes[members[0]])
-        selected = {h: p for h, p in _winnow(_kgram_hashes(analysis.tokens)).items() if h not in boilerplate}
+        selected = {
+            h: p for h, p in _winnow(_kgram_hashes(analysis.tokens)).items() if h not in boilerplate
+        }
         if selected:
             prints[members[0]] = _Print(analysis, selected)
             if len(members) > 1:
@@ -899,14 +1054,16 @@ def similarity_hints(codes: dict, template: str = "", *, threshold: float = THRE
                 counts[h] = counts.get(h, 0) + 1
         common = {h for h, n in counts.items() if n > COMMON_SHARE * len(prints)}
         for name in list(prints):
-            prints[name].selected = {h: p for h, p in prints[name].selected.items() if h not in common}
+            prints[name].selected = {
+                h: p for h, p in prints[name].selected.items() if h not in common
+            }
             if not prints[name].selected:
                 del prints[name]
     names = sorted(prints)
     coverage = {n: len(prints[n].covered()) for n in names}
     pairs = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             shared = prints[a].selected.keys() & prints[b].selected.keys()
             if not shared:
                 continue
@@ -914,17 +1071,35 @@ def similarity_hints(codes: dict, template: str = "", *, threshold: float = THRE
             share_a, share_b = len(covered_a) / coverage[a], len(covered_b) / coverage[b]
             similarity = min(share_a, share_b)
             if similarity >= threshold:
-                pairs.append(Pair(a, b, round(similarity, 4), round(share_a, 4), round(share_b, 4),
-                                  min(len(covered_a), len(covered_b)), codes[a], codes[b],
-                                  _marks(codes[a], prints[a].analysis.spans, covered_a),
-                                  _marks(codes[b], prints[b].analysis.spans, covered_b)))
+                pairs.append(
+                    Pair(
+                        a,
+                        b,
+                        round(similarity, 4),
+                        round(share_a, 4),
+                        round(share_b, 4),
+                        min(len(covered_a), len(covered_b)),
+                        codes[a],
+                        codes[b],
+                        _marks(codes[a], prints[a].analysis.spans, covered_a),
+                        _marks(codes[b], prints[b].analysis.spans, covered_b),
+                    )
+                )
     pairs.sort(key=lambda p: (-p.similarity, -p.tokens, p.a, p.b))
-    return {"pairs": pairs[:limit], "same_code": sorted(groups, key=lambda g: (-len(g), g)), "found": len(pairs),
-            "threshold": threshold, "cap": limit, "common": len(common), "compared": len(names)}
+    return {
+        "pairs": pairs[:limit],
+        "same_code": sorted(groups, key=lambda g: (-len(g), g)),
+        "found": len(pairs),
+        "threshold": threshold,
+        "cap": limit,
+        "common": len(common),
+        "compared": len(names),
+    }
 
 
-def similar_pairs(codes: dict, template: str = "", *, threshold: float = THRESHOLD,
-                  limit: int = MAX_PAIRS) -> tuple[list[Pair], list[list[str]]]:
+def similar_pairs(
+    codes: dict, template: str = "", *, threshold: float = THRESHOLD, limit: int = MAX_PAIRS
+) -> tuple[list[Pair], list[list[str]]]:
     """The near-identical submissions among ``codes`` (name -> graded code); ``template``
     is the released lab's graded code (removed from every submission).
 
@@ -948,8 +1123,10 @@ def dynamic_code(cells: dict) -> list[str]:
     out = []
     for piece, source in cells.items():
         if len(source) > MAX_CODE:
-            out.append(f"{piece}: {len(source):,} characters of code, more than the {MAX_CODE:,} the hints "
-                       f"read (compared by its beginning only, not inspected for code run as data)")
+            out.append(
+                f"{piece}: {len(source):,} characters of code, more than the {MAX_CODE:,} the hints "
+                f"read (compared by its beginning only, not inspected for code run as data)"
+            )
             continue
         try:
             tree = ast.parse(source)
@@ -959,12 +1136,17 @@ def dynamic_code(cells: dict) -> list[str]:
         try:
             decoder.visit(tree)
         except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
-            out.append(f"{piece}: could not be inspected for code run as data ({type(exc).__name__})")
+            out.append(
+                f"{piece}: could not be inspected for code run as data ({type(exc).__name__})"
+            )
             continue
         for line, callee, text, decoded in decoder.findings:
-            what = ("decoded without running it and compared in its place"
-                    f" ({decoded} line{'s' if decoded != 1 else ''})" if decoded is not None
-                    else "not decodable without running it")
+            what = (
+                "decoded without running it and compared in its place"
+                f" ({decoded} line{'s' if decoded != 1 else ''})"
+                if decoded is not None
+                else "not decodable without running it"
+            )
             out.append(f"{piece}, line {line}: {text} runs code given as data ({callee}); {what}")
     return out
 

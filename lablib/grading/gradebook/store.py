@@ -52,8 +52,14 @@ from lablib.grading.gradebook.late import LateError, LatePolicy
 from lablib.grading.gradebook.roster import Roster
 from lablib.grading.results import SubmissionResult
 
-__all__ = ["GradebookFolder", "GradebookError", "result_from_entry", "GRADEBOOK_FILE",
-           "POLICY_FILE", "ROSTER_COPY"]
+__all__ = [
+    "GradebookFolder",
+    "GradebookError",
+    "result_from_entry",
+    "GRADEBOOK_FILE",
+    "POLICY_FILE",
+    "ROSTER_COPY",
+]
 
 #: The gradebook's file in a grading output folder.
 GRADEBOOK_FILE = "grades.json"
@@ -64,10 +70,12 @@ POLICY_FILE = "late.json"
 ROSTER_COPY = ".roster.csv"
 
 #: What to do about a gradebook that cannot be read, in every message that says so.
-WHAT_TO_DO = ("Nothing in the folder was changed. Restore grades.json (from a backup or version "
-              "control) and run the command again, or grade every submission again into a new "
-              "gradebook with `lablib grade ... --fresh` (rows of submissions not graded in that "
-              "run are then dropped).")
+WHAT_TO_DO = (
+    "Nothing in the folder was changed. Restore grades.json (from a backup or version "
+    "control) and run the command again, or grade every submission again into a new "
+    "gradebook with `lablib grade ... --fresh` (rows of submissions not graded in that "
+    "run are then dropped)."
+)
 
 
 class GradebookError(ValueError):
@@ -92,8 +100,9 @@ def _entry(book: Gradebook, result: SubmissionResult) -> dict:
     entry.update(status=result.status.text(), feedback=f"feedback/{book.stems[result.submission]}")
     row = book.row(result)
     if book.questions:
-        entry.update(written={q.id: score.to_dict() for q, score in row.written},
-                     ungraded=row.pending)
+        entry.update(
+            written={q.id: score.to_dict() for q, score in row.written}, ungraded=row.pending
+        )
     if book.late_policy is not None:
         entry["late"] = None if row.late is None else row.late.to_dict()
     if book.questions or book.late_policy is not None:
@@ -136,25 +145,39 @@ class GradebookFolder:
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise GradebookError(f"{path} cannot be read: it is not UTF-8 text (byte {exc.start} "
-                                 f"of {len(raw)}). {WHAT_TO_DO}") from None
+            raise GradebookError(
+                f"{path} cannot be read: it is not UTF-8 text (byte {exc.start} "
+                f"of {len(raw)}). {WHAT_TO_DO}"
+            ) from None
         except json.JSONDecodeError as exc:
             if not raw.strip():
-                raise GradebookError(f"{path} cannot be read: it is empty ({len(raw)} bytes). "
-                                     f"{WHAT_TO_DO}") from None
-            cut = "" if raw.rstrip().endswith(b"}") else (
-                " (it does not end as a gradebook ends: cut short while being written?)")
-            raise GradebookError(f"{path} cannot be read: not valid JSON at line {exc.lineno}, "
-                                 f"column {exc.colno} ({exc.msg}; {len(raw)} bytes){cut}. "
-                                 f"{WHAT_TO_DO}") from None
+                raise GradebookError(
+                    f"{path} cannot be read: it is empty ({len(raw)} bytes). {WHAT_TO_DO}"
+                ) from None
+            cut = (
+                ""
+                if raw.rstrip().endswith(b"}")
+                else (" (it does not end as a gradebook ends: cut short while being written?)")
+            )
+            raise GradebookError(
+                f"{path} cannot be read: not valid JSON at line {exc.lineno}, "
+                f"column {exc.colno} ({exc.msg}; {len(raw)} bytes){cut}. "
+                f"{WHAT_TO_DO}"
+            ) from None
         except RecursionError:
-            raise GradebookError(f"{path} cannot be read: it is nested too deeply to be a "
-                                 f"gradebook. {WHAT_TO_DO}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("lab"), str) \
-                or not isinstance(data.get("submissions"), list):
-            raise GradebookError(f"{path} is JSON but not a gradebook written by `lablib grade` "
-                                 f"(expected an object with \"lab\" and a list \"submissions\"). "
-                                 f"{WHAT_TO_DO}")
+            raise GradebookError(
+                f"{path} cannot be read: it is nested too deeply to be a gradebook. {WHAT_TO_DO}"
+            ) from None
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("lab"), str)
+            or not isinstance(data.get("submissions"), list)
+        ):
+            raise GradebookError(
+                f"{path} is JSON but not a gradebook written by `lablib grade` "
+                f'(expected an object with "lab" and a list "submissions"). '
+                f"{WHAT_TO_DO}"
+            )
         return data
 
     def results(self, lab_name: str, data: dict | None = None) -> list[SubmissionResult]:
@@ -173,9 +196,11 @@ class GradebookFolder:
             except FileNotFoundError:
                 return []
         if data.get("lab") != lab_name:
-            raise ValueError(f"{self.out} holds the gradebook of {data.get('lab')!r}, not of "
-                             f"{lab_name!r}: grade into another folder (-o), or pass --fresh to "
-                             f"replace it.")
+            raise ValueError(
+                f"{self.out} holds the gradebook of {data.get('lab')!r}, not of "
+                f"{lab_name!r}: grade into another folder (-o), or pass --fresh to "
+                f"replace it."
+            )
         results = []
         for number, entry in enumerate(data["submissions"], 1):
             try:
@@ -185,7 +210,8 @@ class GradebookFolder:
                 named = f" ({name!r})" if isinstance(name, str) else ""
                 raise GradebookError(
                     f"{self.path}: submission {number}{named} cannot be read "
-                    f"({type(exc).__name__}: {str(exc)[:200]}). {WHAT_TO_DO}") from None
+                    f"({type(exc).__name__}: {str(exc)[:200]}). {WHAT_TO_DO}"
+                ) from None
         return results
 
     @staticmethod
@@ -199,9 +225,11 @@ class GradebookFolder:
         try:
             return tuple((str(s["path"]), str(s["reason"])) for s in data.get("skipped", []))
         except (TypeError, KeyError) as exc:
-            raise GradebookError(f"grades.json: \"skipped\" is not a list of {{\"path\", "
-                                 f"\"reason\"}} ({type(exc).__name__}: {exc}). "
-                                 f"{WHAT_TO_DO}") from None
+            raise GradebookError(
+                f'grades.json: "skipped" is not a list of {{"path", '
+                f'"reason"}} ({type(exc).__name__}: {exc}). '
+                f"{WHAT_TO_DO}"
+            ) from None
 
     def write(self, book: Gradebook) -> pathlib.Path:
         """Write ``grades.json`` of ``book`` (the folder must exist); returns its path."""
@@ -209,8 +237,13 @@ class GradebookFolder:
         data = {
             "lab": lab.name,
             "title": lab.title,
-            "pieces": {p: {"objects": list(lab.pieces[p].objects),
-                           "description": lab.pieces[p].description} for p in book.pieces},
+            "pieces": {
+                p: {
+                    "objects": list(lab.pieces[p].objects),
+                    "description": lab.pieces[p].description,
+                }
+                for p in book.pieces
+            },
             "questions": {q.id: {"points": q.points, "title": q.title} for q in book.questions},
             "reviews_through": book.reviews_through,
             "late_policy": None if book.late_policy is None else book.late_policy.to_dict(),
@@ -220,8 +253,10 @@ class GradebookFolder:
         if book.roster is not None:
             data["roster"] = {
                 "unmatched_submissions": list(book.roster.unmatched),
-                "students_without_submission": [dataclasses.asdict(s)
-                                                for s in book.roster.without_submission]}
+                "students_without_submission": [
+                    dataclasses.asdict(s) for s in book.roster.without_submission
+                ],
+            }
         return atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
 
     # ------------------------------------------------------- the roster and the policy
@@ -234,8 +269,12 @@ class GradebookFolder:
     def keep_roster(self, roster: Roster | None) -> None:
         """Keep a copy of ``roster``'s file: later regrades and reports use it."""
         kept = self.out / ROSTER_COPY
-        if roster is not None and roster.source and os.path.isfile(roster.source) and not (
-                kept.exists() and os.path.samefile(roster.source, kept)):
+        if (
+            roster is not None
+            and roster.source
+            and os.path.isfile(roster.source)
+            and not (kept.exists() and os.path.samefile(roster.source, kept))
+        ):
             atomic_write(kept, pathlib.Path(roster.source).read_bytes())
 
     def late_policy(self) -> LatePolicy | None:
@@ -250,8 +289,9 @@ class GradebookFolder:
         try:
             return LatePolicy.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, TypeError) as exc:
-            raise LateError(f"{path} cannot be read as a late policy ({exc}); give --due again "
-                            f"or delete it.") from None
+            raise LateError(
+                f"{path} cannot be read as a late policy ({exc}); give --due again or delete it."
+            ) from None
 
     def keep_late_policy(self, policy: LatePolicy | None) -> None:
         """Keep ``policy`` (``late.json``) for later regrades and reports; None removes

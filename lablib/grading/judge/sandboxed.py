@@ -45,8 +45,10 @@ class _JudgeCall:
         except MemoryError:  # the limit, reported as such by the process (kind memory)
             raise
         except Exception as exc:  # noqa: BLE001 - the judge's bug, reported as such
-            return {"error": f"{type(exc).__name__}: {exc}",
-                    "detail": "".join(traceback.format_exception(exc))[-4000:]}
+            return {
+                "error": f"{type(exc).__name__}: {exc}",
+                "detail": "".join(traceback.format_exception(exc))[-4000:],
+            }
         if returned is None or returned is True:
             return {"returned": None}
         return {"returned": returned if type(returned) in (int, float) else repr(returned)[:200]}
@@ -86,26 +88,37 @@ def _result(test, reply, diagnostics: str) -> TestResult:
     if not reply.ok and reply.kind in (Kind.TIMEOUT, Kind.MEMORY):  # what the model cost
         if error.startswith("not run: "):
             return TestResult.failed(
-                test, f"judging this test (it rebuilds and runs your model in a sandboxed "
-                      f"process) did not run: {error.removeprefix('not run: ')}", reply.kind)
+                test,
+                f"judging this test (it rebuilds and runs your model in a sandboxed "
+                f"process) did not run: {error.removeprefix('not run: ')}",
+                reply.kind,
+            )
         return TestResult.failed(
-            test, f"judging this test rebuilds and runs your model in a sandboxed process, "
-                  f"and that {error.removeprefix('this test ')}", reply.kind)
+            test,
+            f"judging this test rebuilds and runs your model in a sandboxed process, "
+            f"and that {error.removeprefix('this test ')}",
+            reply.kind,
+        )
     if not reply.ok:  # no code of the student's runs there: the grader's problem
         return judge_error(test, f"the sandboxed judging process failed ({error})", diagnostics)
     value = reply.value if isinstance(reply.value, dict) else {}
     if "failed" in value:
         return failed_message(test, str(value["failed"]), bool(value.get("mistake")))
     if "error" in value or "returned" not in value:
-        return judge_error(test, str(value.get("error", "the sandboxed judge sent no result")),
-                           str(value.get("detail", "")))
+        return judge_error(
+            test,
+            str(value.get("error", "the sandboxed judge sent no result")),
+            str(value.get("detail", "")),
+        )
     try:
         return judged(test, test.fraction(value["returned"]))
     except TypeError as exc:
         return judge_error(test, str(exc), "")
 
 
-def judge_in_sandbox(pending, *, limits: Limits = Limits(), mask=(), seconds_left=None) -> tuple[dict, float]:
+def judge_in_sandbox(
+    pending, *, limits: Limits = Limits(), mask=(), seconds_left=None
+) -> tuple[dict, float]:
     """Run the judges of ``pending`` in one sandboxed process.
 
     Args:
@@ -129,8 +142,9 @@ def judge_in_sandbox(pending, *, limits: Limits = Limits(), mask=(), seconds_lef
         call = _JudgeCall(test.judge_fn, raw.value)
         why = _unsendable(call)
         if why is not None:
-            results[test.id] = judge_error(test, f"the judge could not be sent to the sandboxed "
-                                                 f"judging process ({why})", "")
+            results[test.id] = judge_error(
+                test, f"the judge could not be sent to the sandboxed judging process ({why})", ""
+            )
             continue
         requests.append(ProbeRequest(test.id, call, (), test.timeout))
     if not requests:
@@ -138,8 +152,11 @@ def judge_in_sandbox(pending, *, limits: Limits = Limits(), mask=(), seconds_lef
     if seconds_left is not None:
         limits = dataclasses.replace(limits, total=max(0.0, seconds_left))
     outcome = run_submission([], [], requests, limits=limits, mask=mask)
-    diagnostics = "\n".join(f"{d.ended} while running {d.running}: {d.detail} ({d.exit}); "
-                            f"output: {d.output_tail[-1500:]}" for d in outcome.diagnostics)
+    diagnostics = "\n".join(
+        f"{d.ended} while running {d.running}: {d.detail} ({d.exit}); "
+        f"output: {d.output_tail[-1500:]}"
+        for d in outcome.diagnostics
+    )
     for test, _ in pending:
         if test.id not in results:
             results[test.id] = _result(test, outcome.results[test.id], diagnostics)

@@ -9,15 +9,23 @@ be read at all is judged by :func:`unreadable`.
 from __future__ import annotations
 
 from lablib.grading.judge.tests import hold_diagnoses, judge_test
-from lablib.grading.results import Diagnostic, Kind, PieceScore, Status, SubmissionResult, TestResult
+from lablib.grading.results import (
+    Diagnostic,
+    Kind,
+    PieceScore,
+    Status,
+    SubmissionResult,
+    TestResult,
+)
 from lablib.grading.spec import LabSpec
 from lablib.session import NOT_DONE
 
 __all__ = ["judge_submission", "summarise", "unreadable"]
 
 
-def summarise(lab: LabSpec, name: str, path: str, results: list[TestResult], status: Status,
-              **extra) -> SubmissionResult:
+def summarise(
+    lab: LabSpec, name: str, path: str, results: list[TestResult], status: Status, **extra
+) -> SubmissionResult:
     """A :class:`SubmissionResult` (per-piece sums in the lab's order, totals) of judged tests."""
     sums = {p: [0.0, 0.0] for p in lab.pieces}
     for r in results:
@@ -33,10 +41,22 @@ def summarise(lab: LabSpec, name: str, path: str, results: list[TestResult], sta
 def unreadable(lab: LabSpec, name: str, path: str, reason: str) -> SubmissionResult:
     """The result of a notebook that could not be read: every test 0, ``invalid-notebook``,
     the reason said once (in the notes), not once per test."""
-    results = [TestResult.failed(t, "not graded: the notebook could not be read (the reason is in the note)",
-                                 Kind.INVALID_NOTEBOOK) for t in lab.tests]
-    return summarise(lab, name, path, results, Status.of([Kind.INVALID_NOTEBOOK]),
-                     notes=[f"invalid notebook: {reason}"])
+    results = [
+        TestResult.failed(
+            t,
+            "not graded: the notebook could not be read (the reason is in the note)",
+            Kind.INVALID_NOTEBOOK,
+        )
+        for t in lab.tests
+    ]
+    return summarise(
+        lab,
+        name,
+        path,
+        results,
+        Status.of([Kind.INVALID_NOTEBOOK]),
+        notes=[f"invalid notebook: {reason}"],
+    )
 
 
 def _one_reason_for_stubs(results: list[TestResult]) -> None:
@@ -53,13 +73,18 @@ def _raised(lab: LabSpec, cell_errors) -> dict:
     """The graded cells that raised (an error, not a time, memory or crash limit, which
     are problems of their own), piece -> :class:`CellError`, in the lab's order; a blank
     lab's stub is "not done yet", not an error."""
-    return {piece: cell_errors[piece] for piece in lab.pieces
-            if piece in cell_errors and cell_errors[piece].kind == Kind.ERROR
-            and not cell_errors[piece].text.startswith(NOT_DONE)}
+    return {
+        piece: cell_errors[piece]
+        for piece in lab.pieces
+        if piece in cell_errors
+        and cell_errors[piece].kind == Kind.ERROR
+        and not cell_errors[piece].text.startswith(NOT_DONE)
+    }
 
 
-def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(),
-                     sandbox=None, budget=None) -> SubmissionResult:
+def judge_submission(
+    lab: LabSpec, name: str, path: str, found, outcome, notes=(), sandbox=None, budget=None
+) -> SubmissionResult:
     """Judge every test of ``lab`` for one submission.
 
     Args:
@@ -85,19 +110,27 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
     results, pending = [], []
     for t in lab.tests:
         if t.piece not in found:
-            results.append(TestResult.failed(
-                t, f"no cell starts with `# GRADED: {t.piece}`; restore the graded cell from the lab",
-                Kind.MISSING))
+            results.append(
+                TestResult.failed(
+                    t,
+                    f"no cell starts with `# GRADED: {t.piece}`; restore the graded cell from the lab",
+                    Kind.MISSING,
+                )
+            )
         else:
             raw = outcome.results.get(t.id)
-            result = judge_test(t, raw, outcome.cell_errors.get(t.piece), in_grader=sandbox is not None)
+            result = judge_test(
+                t, raw, outcome.cell_errors.get(t.piece), in_grader=sandbox is not None
+            )
             if result is None:
                 pending.append((len(results), t, raw))
             results.append(result)
     seconds = outcome.seconds
     if pending:
-        judged, took = sandbox([(t, raw) for _, t, raw in pending],
-                               seconds_left=None if budget is None else budget - outcome.student_seconds)
+        judged, took = sandbox(
+            [(t, raw) for _, t, raw in pending],
+            seconds_left=None if budget is None else budget - outcome.student_seconds,
+        )
         seconds += took
         for index, t, _ in pending:
             results[index] = judged[t.id]
@@ -105,23 +138,40 @@ def judge_submission(lab: LabSpec, name: str, path: str, found, outcome, notes=(
     hold_diagnoses(results)
     notes = list(notes)
     problems = [p.kind for p in outcome.problems]
-    limited = [(results[i].kind, t.id) for i, t, _ in pending
-               if results[i].kind in (Kind.TIMEOUT, Kind.MEMORY, Kind.CRASHED)]
+    limited = [
+        (results[i].kind, t.id)
+        for i, t, _ in pending
+        if results[i].kind in (Kind.TIMEOUT, Kind.MEMORY, Kind.CRASHED)
+    ]
     problems += [kind for kind, _ in limited]
     if any(r.kind == Kind.GRADER_ERROR for r in results):
         problems.append(Kind.GRADER_ERROR)
         notes.append("grader-error: a judge failed (see diagnostics); this result is not cached")
     notes += [f"{p.kind}: {p.where}" for p in outcome.problems]
-    notes += [f"{kind}: judging test {test_id} (the model, rebuilt in a sandboxed process)"
-              for kind, test_id in limited]
+    notes += [
+        f"{kind}: judging test {test_id} (the model, rebuilt in a sandboxed process)"
+        for kind, test_id in limited
+    ]
     raised = _raised(lab, outcome.cell_errors)
     # What raised, said once: its tests may all pass (the line that failed came after
     # what they use), and then no test message quotes it.
     notes += [f"graded cell {piece} raised {error.text}" for piece, error in raised.items()]
     diagnostics = list(outcome.diagnostics)
-    diagnostics += [Diagnostic(ended=Kind.GRADER_ERROR.value, test=r.id, detail=r.detail)
-                    for r in results if r.kind == Kind.GRADER_ERROR]
+    diagnostics += [
+        Diagnostic(ended=Kind.GRADER_ERROR.value, test=r.id, detail=r.detail)
+        for r in results
+        if r.kind == Kind.GRADER_ERROR
+    ]
     labels = [f"{piece} ({error.exception or 'an exception'})" for piece, error in raised.items()]
-    return summarise(lab, name, path, results, Status.of(problems, missing, labels), notes=notes,
-                     output=outcome.output, isolation=outcome.isolation, diagnostics=diagnostics,
-                     seconds=round(seconds, 3))
+    return summarise(
+        lab,
+        name,
+        path,
+        results,
+        Status.of(problems, missing, labels),
+        notes=notes,
+        output=outcome.output,
+        isolation=outcome.isolation,
+        diagnostics=diagnostics,
+        seconds=round(seconds, 3),
+    )

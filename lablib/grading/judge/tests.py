@@ -59,11 +59,13 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
         except NeedsSandbox:
             return None
         except (TestFailure, AssertionError) as exc:
-            return TestResult.failed(test, failure_text(exc), Kind.FAILED,
-                                     mistake=isinstance(exc, Mistake))
+            return TestResult.failed(
+                test, failure_text(exc), Kind.FAILED, mistake=isinstance(exc, Mistake)
+            )
         except Exception as exc:  # noqa: BLE001 - a bug or a broken install in the grader
-            return judge_error(test, f"{type(exc).__name__}: {exc}",
-                               "".join(traceback.format_exception(exc)))
+            return judge_error(
+                test, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
+            )
         return TestResult.judged(test, fraction)
     prefix = ""
     if cell_error is not None:
@@ -73,8 +75,9 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
     if named is None:
         return TestResult.failed(test, prefix + str(raw.error), raw.kind or Kind.ERROR)
     # the sentence names the mistake; the fixed hint is about others
-    return TestResult.failed(test, f"{prefix}{named} (Your code raised {raw.error})", Kind.ERROR,
-                             mistake=True)
+    return TestResult.failed(
+        test, f"{prefix}{named} (Your code raised {raw.error})", Kind.ERROR, mistake=True
+    )
 
 
 def failure_text(exc: BaseException) -> str:
@@ -107,14 +110,17 @@ def hold_diagnoses(results: list[TestResult]) -> None:
         if first is None or r.passed or r.mistake or r.kind not in (Kind.FAILED, Kind.ERROR):
             continue
         r.hint = ""
-        r.message = (f"{r.message} (the mistake named in {first} may be why this test fails "
-                     "too: fix that one first)")
+        r.message = (
+            f"{r.message} (the mistake named in {first} may be why this test fails "
+            "too: fix that one first)"
+        )
 
 
 def judge_error(test: Test, what: str, detail: str) -> TestResult:
     """A judge that failed (the grader's error, not the student's)."""
-    return TestResult.failed(test, f"the judge failed: {what}", Kind.GRADER_ERROR,
-                             detail=detail[-4000:])
+    return TestResult.failed(
+        test, f"the judge failed: {what}", Kind.GRADER_ERROR, detail=detail[-4000:]
+    )
 
 
 def judged(test: Test, fraction: float) -> TestResult:

@@ -39,13 +39,29 @@ from lablib.grading.report.gradescope import GradescopeResults
 from lablib.grading.report.instructor import InstructorViews
 from lablib.grading.report.summary import ClassSummary
 
-__all__ = ["Writer", "DEFAULT_WRITERS", "write_reports", "write_book", "CsvGradebook",
-           "JsonGradebook", "MarkdownFeedback", "HtmlFeedback", "InstructorViews", "ClassSummary",
-           "GradescopeResults"]
+__all__ = [
+    "Writer",
+    "DEFAULT_WRITERS",
+    "write_reports",
+    "write_book",
+    "CsvGradebook",
+    "JsonGradebook",
+    "MarkdownFeedback",
+    "HtmlFeedback",
+    "InstructorViews",
+    "ClassSummary",
+    "GradescopeResults",
+]
 
 #: What ``lablib grade`` writes.
-DEFAULT_WRITERS: tuple[Writer, ...] = (CsvGradebook(), JsonGradebook(), MarkdownFeedback(), HtmlFeedback(),
-                                       InstructorViews(), ClassSummary())
+DEFAULT_WRITERS: tuple[Writer, ...] = (
+    CsvGradebook(),
+    JsonGradebook(),
+    MarkdownFeedback(),
+    HtmlFeedback(),
+    InstructorViews(),
+    ClassSummary(),
+)
 
 
 def write_book(out_dir, book: Gradebook, writers=None) -> dict[str, list[pathlib.Path]]:
@@ -53,13 +69,25 @@ def write_book(out_dir, book: Gradebook, writers=None) -> dict[str, list[pathlib
     (default :data:`DEFAULT_WRITERS`); returns writer name -> the paths it wrote."""
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return {writer.name: writer.write(out, book)
-            for writer in (DEFAULT_WRITERS if writers is None else writers)}
+    return {
+        writer.name: writer.write(out, book)
+        for writer in (DEFAULT_WRITERS if writers is None else writers)
+    }
 
 
-def write_reports(out_dir, lab, results, writers=None, *, roster=None, skipped=(), person=None,
-                  reviews_through: int = 0, late_policy=None,
-                  similarity=None) -> dict[str, list[pathlib.Path]]:
+def write_reports(
+    out_dir,
+    lab,
+    results,
+    writers=None,
+    *,
+    roster=None,
+    skipped=(),
+    person=None,
+    reviews_through: int = 0,
+    late_policy=None,
+    similarity=None,
+) -> dict[str, list[pathlib.Path]]:
     """Write every report of ``results`` under ``out_dir``: the
     :class:`~lablib.grading.gradebook.Gradebook` of these arguments, written by
     :func:`write_book`.
@@ -83,7 +111,14 @@ def write_reports(out_dir, lab, results, writers=None, *, roster=None, skipped=(
     Returns:
         Writer name -> the paths it wrote.
     """
-    book = Gradebook.of(lab, results, roster=roster, skipped=skipped, person=person,
-                        reviews_through=reviews_through, late_policy=late_policy,
-                        similarity=similarity)
+    book = Gradebook.of(
+        lab,
+        results,
+        roster=roster,
+        skipped=skipped,
+        person=person,
+        reviews_through=reviews_through,
+        late_policy=late_policy,
+        similarity=similarity,
+    )
     return write_book(out_dir, book, writers)

@@ -27,8 +27,9 @@ class Writer(Protocol):
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]: ...
 
 
-def write_per_submission(folder: pathlib.Path, book: Gradebook, suffix: str, render, *,
-                         only=None) -> list[pathlib.Path]:
+def write_per_submission(
+    folder: pathlib.Path, book: Gradebook, suffix: str, render, *, only=None
+) -> list[pathlib.Path]:
     """Write ``render(lab_title, result)`` to ``folder/<stem><suffix>`` for every submission
     (those for which ``only(result)`` is true, when given), and remove every other
     ``*<suffix>`` file there: no file about a submission that left the gradebook stays."""

@@ -8,7 +8,14 @@ import pathlib
 from lablib.grading.gradebook import Gradebook
 from lablib.grading.report.base import write_per_submission
 from lablib.grading.report.feedback_markdown import cap_note
-from lablib.grading.report.text import explain_status, num, person_lines, status_text, student_detail, verdict
+from lablib.grading.report.text import (
+    explain_status,
+    num,
+    person_lines,
+    status_text,
+    student_detail,
+    verdict,
+)
 from lablib.grading.results import SubmissionResult
 
 __all__ = ["HtmlFeedback", "feedback_html"]
@@ -28,11 +35,17 @@ def _written_html(row) -> tuple[str, str]:
             if cap_note(score):
                 detail += f"<br><i class='cap'>{esc(cap_note(score))}</i>"
             points = f"{num(score.score)} / {num(score.max_score)}"
-        rows.append(f"<tr><td>{esc(q.id)}</td><td>{esc(q.title)}</td><td>{points}</td><td>{detail}</td></tr>")
-    line = (f" Written answers: {num(row.given)} / {num(row.possible)}"
-            f"{f' ({row.pending} still to grade)' if row.pending else ''}.")
-    section = ("<h2>Written answers (graded by a person)</h2><table><tr><th>Question</th><th>About</th>"
-               f"<th>Points</th><th>Rubric and comments</th></tr>{''.join(rows)}</table>")
+        rows.append(
+            f"<tr><td>{esc(q.id)}</td><td>{esc(q.title)}</td><td>{points}</td><td>{detail}</td></tr>"
+        )
+    line = (
+        f" Written answers: {num(row.given)} / {num(row.possible)}"
+        f"{f' ({row.pending} still to grade)' if row.pending else ''}."
+    )
+    section = (
+        "<h2>Written answers (graded by a person)</h2><table><tr><th>Question</th><th>About</th>"
+        f"<th>Points</th><th>Rubric and comments</th></tr>{''.join(rows)}</table>"
+    )
     return line, section
 
 
@@ -43,8 +56,10 @@ def feedback_html(lab_title: str, result: SubmissionResult, row=None) -> str:
     written_line, written_section = _written_html(row) if row is not None else ("", "")
     total = ""
     if row is not None and (row.written or row.late is not None):
-        total = (f"<p><b>Total: {num(row.total)} / {num(row.max_total)}</b>"
-                 f"{f' (late penalty -{num(row.penalty)})' if row.penalty else ''}</p>")
+        total = (
+            f"<p><b>Total: {num(row.total)} / {num(row.max_total)}</b>"
+            f"{f' (late penalty -{num(row.penalty)})' if row.penalty else ''}</p>"
+        )
     if row is not None and row.late is not None:
         total += f"<p class='late'>Submission time: {esc(row.late.text)}</p>"
     rows = []
@@ -65,7 +80,7 @@ table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td
 {total}<p><b>Tests: {num(result.score)} / {num(result.max_score)}</b>.{written_line} Status: <code>{esc(status_text(result.status))}</code></p>
 {explain}{notes}
 <table><tr><th>Piece</th><th>Test</th><th>Points</th><th>Result</th><th>Details</th></tr>
-{''.join(rows)}
+{"".join(rows)}
 </table>{written_section}</body></html>
 """
 
@@ -76,5 +91,9 @@ class HtmlFeedback:
     name = "feedback (HTML)"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".html",
-                                    lambda title, r: feedback_html(title, r, book.row(r)))
+        return write_per_submission(
+            pathlib.Path(out_dir) / "feedback",
+            book,
+            ".html",
+            lambda title, r: feedback_html(title, r, book.row(r)),
+        )

@@ -40,7 +40,9 @@ def cap_note(score) -> str:
     parts = f"{count} item{'s' if count != 1 else ''}" if count else ""
     if score.adjustment:
         parts = f"{parts} and the adjustment" if parts else "the adjustment"
-    verb = "adds" if not count and score.adjustment or (count == 1 and not score.adjustment) else "add"
+    verb = (
+        "adds" if not count and score.adjustment or (count == 1 and not score.adjustment) else "add"
+    )
     total = f"{'+' if raw >= 0 else ''}{num(raw)}"
     if raw > score.max_score:
         return f"{parts[0].upper() + parts[1:]} {verb} to {total}; capped at the question's {num(score.max_score)} points."
@@ -72,8 +74,10 @@ def feedback_markdown(lab_title: str, result: SubmissionResult, row=None) -> str
     if written or late is not None:
         parts = [f"tests {num(result.score)} / {num(result.max_score)}"]
         if written:
-            parts.append(f"written answers {num(row.given)} / {num(row.possible)}"
-                         f"{f', {row.pending} still to grade' if row.pending else ''}")
+            parts.append(
+                f"written answers {num(row.given)} / {num(row.possible)}"
+                f"{f', {row.pending} still to grade' if row.pending else ''}"
+            )
         if row.penalty:
             parts.append(f"late penalty -{num(row.penalty)}")
         score_line = f"**Total: {num(row.total)} / {num(row.max_total)}** ({'; '.join(parts)})  "
@@ -97,9 +101,13 @@ def feedback_markdown(lab_title: str, result: SubmissionResult, row=None) -> str
     lines += ["| Piece | Test | Points | Result |", "|---|---|---|---|"]
     for t in result.tests:
         label = md_text(f"{t.name} (hidden)" if t.hidden else t.name)
-        lines.append(f"| {md_text(t.piece)} | {label} | {num(t.score)} / {num(t.max_score)} | {verdict(t)} |")
+        lines.append(
+            f"| {md_text(t.piece)} | {label} | {num(t.score)} / {num(t.max_score)} | {verdict(t)} |"
+        )
     lines.append("")
-    failed = [t for t in result.tests if not t.passed and t.kind != Kind.INVALID_NOTEBOOK]  # said once above
+    failed = [
+        t for t in result.tests if not t.passed and t.kind != Kind.INVALID_NOTEBOOK
+    ]  # said once above
     if failed:
         lines += ["## What to fix", ""]
         for t in failed:
@@ -123,5 +131,9 @@ class MarkdownFeedback:
     name = "feedback (markdown)"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return write_per_submission(pathlib.Path(out_dir) / "feedback", book, ".md",
-                                    lambda title, r: feedback_markdown(title, r, book.row(r)))
+        return write_per_submission(
+            pathlib.Path(out_dir) / "feedback",
+            book,
+            ".md",
+            lambda title, r: feedback_markdown(title, r, book.row(r)),
+        )

@@ -39,25 +39,64 @@ class CsvGradebook:
             who = ["student_id", "name", "email", "section"] if book.roster is not None else []
             questions = book.questions
             late = book.late_policy is not None
-            written = [f"written: {q.id}" for q in questions] + ["written", "ungraded"] if questions else []
+            written = (
+                [f"written: {q.id}" for q in questions] + ["written", "ungraded"]
+                if questions
+                else []
+            )
             written += ["submitted_at", "late_hours", "late_penalty"] if late else []
             written += ["total", "max_total"] if questions or late else []
-            writer.writerow(["submission", *who, "status", "score", "max_score", *map(spreadsheet_text, book.pieces),
-                             *written])
+            writer.writerow(
+                [
+                    "submission",
+                    *who,
+                    "status",
+                    "score",
+                    "max_score",
+                    *map(spreadsheet_text, book.pieces),
+                    *written,
+                ]
+            )
             for r in book.results:
                 scores = [num(r.pieces[p].score if p in r.pieces else 0.0) for p in book.pieces]
                 student = book.student(r)
-                columns = [] if book.roster is None else [spreadsheet_text(v) for v in (
-                    (student.key, student.name, student.email, student.section) if student else ("", "", "", ""))]
+                columns = (
+                    []
+                    if book.roster is None
+                    else [
+                        spreadsheet_text(v)
+                        for v in (
+                            (student.key, student.name, student.email, student.section)
+                            if student
+                            else ("", "", "", "")
+                        )
+                    ]
+                )
                 row, people = book.row(r), []
                 if questions:
                     people = [num(score.score) if score.graded else "" for _, score in row.written]
                     people += [num(row.given), str(row.pending)]
                 if late:
-                    people += ["", "", ""] if row.late is None else [
-                        row.late.submitted_at, num(round(row.late.late_seconds / 3600, 2)), num(row.late.penalty)]
+                    people += (
+                        ["", "", ""]
+                        if row.late is None
+                        else [
+                            row.late.submitted_at,
+                            num(round(row.late.late_seconds / 3600, 2)),
+                            num(row.late.penalty),
+                        ]
+                    )
                 if questions or late:
                     people += [num(row.total), num(row.max_total)]
-                writer.writerow([spreadsheet_text(r.submission), *columns, status_text(r.status), num(r.score),
-                                 num(r.max_score), *scores, *people])
+                writer.writerow(
+                    [
+                        spreadsheet_text(r.submission),
+                        *columns,
+                        status_text(r.status),
+                        num(r.score),
+                        num(r.max_score),
+                        *scores,
+                        *people,
+                    ]
+                )
         return [path]

@@ -34,22 +34,30 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
     tests = []
     for t in result.tests:
         output = "passed" if t.passed else f"{verdict(t)}: {student_detail(t)}"
-        tests.append({
-            "name": f"{t.piece}: {t.name}" + (" (hidden)" if t.hidden else ""),
-            "score": t.score,
-            "max_score": t.max_score,
-            "output": output,
-            "visibility": "after_published" if t.hidden else "visible",
-        })
+        tests.append(
+            {
+                "name": f"{t.piece}: {t.name}" + (" (hidden)" if t.hidden else ""),
+                "score": t.score,
+                "max_score": t.max_score,
+                "output": output,
+                "visibility": "after_published" if t.hidden else "visible",
+            }
+        )
     score = result.score
     pending = []
     for q, given in written:
         if not given.graded:
             pending.append(f"{q.id} ({num(q.points)} points)")
             continue
-        tests.append({"name": f"written answer {q.id}: {q.title}", "score": given.score,
-                      "max_score": given.max_score, "output": "\n".join(person_lines(given)),
-                      "visibility": "visible"})
+        tests.append(
+            {
+                "name": f"written answer {q.id}: {q.title}",
+                "score": given.score,
+                "max_score": given.max_score,
+                "output": "\n".join(person_lines(given)),
+                "visibility": "visible",
+            }
+        )
         score += given.score
     header = f"Status: {status_text(result.status)}."
     if pending:
@@ -83,8 +91,10 @@ class GradescopeResults:
             best = max(book.results, key=lambda r: r.score)
             note = ""
             if len(book.results) > 1:
-                note = (f"{len(book.results)} notebooks were submitted; graded all and kept the best "
-                        f"({pathlib.Path(best.path).name}).")
+                note = (
+                    f"{len(book.results)} notebooks were submitted; graded all and kept the best "
+                    f"({pathlib.Path(best.path).name})."
+                )
             data = to_gradescope_json(best, note, book.written(best))
         path = pathlib.Path(out_dir) / "results.json"
         atomic_write(path, json.dumps(data, indent=1) + "\n")

@@ -22,9 +22,13 @@ __all__ = ["InstructorViews", "instructor_markdown"]
 
 def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:
     """The instructor's view of one submission (markdown)."""
-    lines = [f"# {lab_title}: {md_text(result.submission)} (instructor view)", "",
-             f"Status: `{status_text(result.status)}`; score {num(result.score)} / {num(result.max_score)}; "
-             f"{result.seconds:g} s", ""]
+    lines = [
+        f"# {lab_title}: {md_text(result.submission)} (instructor view)",
+        "",
+        f"Status: `{status_text(result.status)}`; score {num(result.score)} / {num(result.max_score)}; "
+        f"{result.seconds:g} s",
+        "",
+    ]
     lines += [f"- note: {md_text(n)}" for n in result.notes]
     lines += ["", "## Tests not passed", ""]
     for t in result.tests:
@@ -43,7 +47,13 @@ def instructor_markdown(lab_title: str, result: SubmissionResult) -> str:
                 lines.append(f"- {key}: {md_text(value)}")
         if d.output_tail:
             lines += ["", "Output (tail):", "", *md_code_block(d.output_tail.rstrip())]
-    lines += ["", "## Isolation", "", *md_code_block(json.dumps(result.isolation.to_dict(), indent=1)), ""]
+    lines += [
+        "",
+        "## Isolation",
+        "",
+        *md_code_block(json.dumps(result.isolation.to_dict(), indent=1)),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -56,4 +66,6 @@ class InstructorViews:
         folder = pathlib.Path(out_dir) / "instructor"
         if not folder.is_dir() and all(r.status.ok for r in book.results):
             return []
-        return write_per_submission(folder, book, ".md", instructor_markdown, only=lambda r: not r.status.ok)
+        return write_per_submission(
+            folder, book, ".md", instructor_markdown, only=lambda r: not r.status.ok
+        )

@@ -41,9 +41,11 @@ from lablib.grading.gradebook.similarity import MAX_PAIRS, THRESHOLD
 from lablib.session import NOT_DONE
 
 #: How the hints are made, in one line (summary.json).
-METHOD = ("winnowing (BLAKE2b fingerprints, deterministic) of the graded cells' tokens after normalising them "
-          "(decodable exec/eval inlined, dead statements dropped, own names as V, called names as written); "
-          "the released lab's code and passages in more than half the class removed; similarity = the smaller share")
+METHOD = (
+    "winnowing (BLAKE2b fingerprints, deterministic) of the graded cells' tokens after normalising them "
+    "(decodable exec/eval inlined, dead statements dropped, own names as V, called names as written); "
+    "the released lab's code and passages in more than half the class removed; similarity = the smaller share"
+)
 
 __all__ = ["ClassSummary", "class_summary", "summary_html", "write_summary"]
 
@@ -52,8 +54,12 @@ SLOWEST = 10
 #: Characters of a failure message kept in the summary (its first line).
 MESSAGE_CHARS = 160
 #: The rows of the status table, always present (``grader-error`` only when it happened).
-_STATUS_ROWS = ("ok", *(k.value for k in PROBLEMS if k != Kind.GRADER_ERROR), Kind.ERROR.value,
-                Kind.MISSING.value)
+_STATUS_ROWS = (
+    "ok",
+    *(k.value for k in PROBLEMS if k != Kind.GRADER_ERROR),
+    Kind.ERROR.value,
+    Kind.MISSING.value,
+)
 
 
 def _histogram(scores, max_score: float) -> dict:
@@ -70,15 +76,23 @@ def _histogram(scores, max_score: float) -> dict:
         labels = [f"{a:g}-{b:g}" for a, b in zip(edges[:-1], edges[1:])]
     clipped = np.clip(scores, edges[0], edges[-1]) if scores.size else scores
     counts, _ = np.histogram(clipped, bins=edges)
-    return {"edges": [round(float(e), 6) for e in edges], "labels": labels, "counts": [int(c) for c in counts]}
+    return {
+        "edges": [round(float(e), 6) for e in edges],
+        "labels": labels,
+        "counts": [int(c) for c in counts],
+    }
 
 
 def _stats(scores) -> dict:
     scores = np.asarray(scores, dtype=float)
     if not scores.size:
         return {"mean": None, "median": None, "min": None, "max": None}
-    return {"mean": round(float(scores.mean()), 3), "median": round(float(np.median(scores)), 3),
-            "min": round(float(scores.min()), 3), "max": round(float(scores.max()), 3)}
+    return {
+        "mean": round(float(scores.mean()), 3),
+        "median": round(float(np.median(scores)), 3),
+        "min": round(float(scores.min()), 3),
+        "max": round(float(scores.max()), 3),
+    }
 
 
 #: How a test of a piece the student did not attempt is counted (never ``error``).
@@ -106,15 +120,24 @@ def _piece_rows(lab, results):
     pieces = []
     for piece in lab.pieces:
         got = [r.pieces[piece].score if piece in r.pieces else 0.0 for r in results]
-        top = max([r.pieces[piece].max_score if piece in r.pieces else 0.0 for r in results]
-                  or [sum(t.points for t in lab.tests if t.piece == piece)])
+        top = max(
+            [r.pieces[piece].max_score if piece in r.pieces else 0.0 for r in results]
+            or [sum(t.points for t in lab.tests if t.piece == piece)]
+        )
         attempted = sum(any(_attempted(t) for t in r.tests if t.piece == piece) for r in results)
-        pieces.append({
-            "piece": piece, "description": lab.pieces[piece].description, "max_score": top,
-            **_stats(got), "full_marks": sum(1 for s in got if top > 0 and s >= top),
-            "zero": sum(1 for s in got if s <= 0), "histogram": _histogram(got, top),
-            "attempted": attempted, "not_attempted": len(results) - attempted,
-        })
+        pieces.append(
+            {
+                "piece": piece,
+                "description": lab.pieces[piece].description,
+                "max_score": top,
+                **_stats(got),
+                "full_marks": sum(1 for s in got if top > 0 and s >= top),
+                "zero": sum(1 for s in got if s <= 0),
+                "histogram": _histogram(got, top),
+                "attempted": attempted,
+                "not_attempted": len(results) - attempted,
+            }
+        )
     return pieces
 
 
@@ -131,14 +154,23 @@ def _mistake_rows(lab, results) -> list[dict]:
             if t.passed or not t.mistake or not _attempted(t):
                 continue
             text = _message_key(t.message)
-            row = found.setdefault((t.piece, re.sub(r"\d+(?:\.\d+)?", "#", text)),
-                                   {"piece": t.piece, "wordings": {}, "students": set(), "tests": set()})
+            row = found.setdefault(
+                (t.piece, re.sub(r"\d+(?:\.\d+)?", "#", text)),
+                {"piece": t.piece, "wordings": {}, "students": set(), "tests": set()},
+            )
             row["wordings"][text] = row["wordings"].get(text, 0) + 1
             row["students"].add(r.submission)
             row["tests"].add(t.name)
-    rows = [{"piece": v["piece"], "mistake": min(v["wordings"].items(), key=lambda kv: (-kv[1], kv[0]))[0],
-             "students": len(v["students"]), "tests": sorted(v["tests"]), "who": sorted(v["students"])}
-            for v in found.values()]
+    rows = [
+        {
+            "piece": v["piece"],
+            "mistake": min(v["wordings"].items(), key=lambda kv: (-kv[1], kv[0]))[0],
+            "students": len(v["students"]),
+            "tests": sorted(v["tests"]),
+            "who": sorted(v["students"]),
+        }
+        for v in found.values()
+    ]
     rows.sort(key=lambda v: (-v["students"], order.get(v["piece"], len(order)), v["mistake"]))
     return rows
 
@@ -149,10 +181,24 @@ def _test_rows(lab, results):
     tests: dict[str, dict] = {}
     for r in results:
         for t in r.tests:
-            row = tests.setdefault(t.id, {"id": t.id, "piece": t.piece, "name": t.name, "hidden": t.hidden,
-                                          "points": t.max_score, "runs": 0, "passed": 0, "score_sum": 0.0,
-                                          "attempted": 0, "passed_attempted": 0, "failures": {},
-                                          "messages": {}, "mistakes": {}})
+            row = tests.setdefault(
+                t.id,
+                {
+                    "id": t.id,
+                    "piece": t.piece,
+                    "name": t.name,
+                    "hidden": t.hidden,
+                    "points": t.max_score,
+                    "runs": 0,
+                    "passed": 0,
+                    "score_sum": 0.0,
+                    "attempted": 0,
+                    "passed_attempted": 0,
+                    "failures": {},
+                    "messages": {},
+                    "mistakes": {},
+                },
+            )
             row["runs"] += 1
             row["passed"] += bool(t.passed)
             row["score_sum"] += t.score
@@ -180,9 +226,13 @@ def _test_rows(lab, results):
         row["pass_rate_attempted"] = round(passed_attempted / attempted, 4) if attempted else None
         row["failures"] = dict(sorted(row["failures"].items(), key=lambda kv: (-kv[1], kv[0])))
         messages = sorted(row.pop("messages").items(), key=lambda kv: (-kv[1], kv[0]))
-        row["common_failure"] = {"message": messages[0][0], "count": messages[0][1]} if messages else None
-        row["mistakes"] = [{"mistake": m, "count": c}
-                           for m, c in sorted(row["mistakes"].items(), key=lambda kv: (-kv[1], kv[0]))]
+        row["common_failure"] = (
+            {"message": messages[0][0], "count": messages[0][1]} if messages else None
+        )
+        row["mistakes"] = [
+            {"mistake": m, "count": c}
+            for m, c in sorted(row["mistakes"].items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
         test_rows.append(row)
     test_rows.sort(key=lambda row: (row["pass_rate"], order.get(row["id"], len(order)), row["id"]))
     return test_rows
@@ -194,15 +244,29 @@ def _attention(results):
     needs_attention: dict[str, list] = {}
     for r in results:
         for kind in r.status.kinds:
-            needs_attention.setdefault(kind.value, []).append({
-                "submission": r.submission, "status": status_text(r.status), "score": r.score,
-                "feedback": f"feedback/{stems[r.submission]}.html",
-                "instructor": f"instructor/{stems[r.submission]}.md"})
+            needs_attention.setdefault(kind.value, []).append(
+                {
+                    "submission": r.submission,
+                    "status": status_text(r.status),
+                    "score": r.score,
+                    "feedback": f"feedback/{stems[r.submission]}.html",
+                    "instructor": f"instructor/{stems[r.submission]}.md",
+                }
+            )
     return needs_attention
 
 
-def class_summary(lab, results, roster=None, skipped=(), written=None, late=None, similarity=None,
-                  totals=None, lms_late=()) -> dict:
+def class_summary(
+    lab,
+    results,
+    roster=None,
+    skipped=(),
+    written=None,
+    late=None,
+    similarity=None,
+    totals=None,
+    lms_late=(),
+) -> dict:
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -242,10 +306,15 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
     n = len(results)
     max_score = max([r.max_score for r in results] or [float(lab.max_score)])
     scores = [r.score for r in results]
-    questions = [q for q, _ in next(iter(written.values()), [])] or list(getattr(lab, "answers", {}).values())
+    questions = [q for q, _ in next(iter(written.values()), [])] or list(
+        getattr(lab, "answers", {}).values()
+    )
     max_total = max_score + sum(q.points for q in questions)
     if totals is None:  # tests + the people's points, when no gradebook totals were given
-        totals = {r.submission: r.score + sum(s.score for _, s in written.get(r.submission, [])) for r in results}
+        totals = {
+            r.submission: r.score + sum(s.score for _, s in written.get(r.submission, []))
+            for r in results
+        }
     total_values = [float(totals.get(r.submission, r.score)) for r in results]
     pending = sum(s.pending for r in results for _, s in written.get(r.submission, []))
     pieces = _piece_rows(lab, results)
@@ -254,16 +323,34 @@ def class_summary(lab, results, roster=None, skipped=(), written=None, late=None
     needs_attention = _attention(results)
     slowest = sorted(results, key=lambda r: (-r.seconds, r.submission))[:SLOWEST]
     return {
-        "lab": lab.name, "title": lab.title, "submissions": n, "max_score": max_score,
-        "total": {"possible": max_total, **_stats(total_values), "histogram": _histogram(total_values, max_total),
-                  "what": "automatic + written - late penalty (floored at 0), as grades.csv and the LMS export",
-                  "written_to_grade": pending, "late_applied": late is not None},
-        "score": _stats(scores), "histogram": _histogram(scores, max_score), "pieces": pieces,
+        "lab": lab.name,
+        "title": lab.title,
+        "submissions": n,
+        "max_score": max_score,
+        "total": {
+            "possible": max_total,
+            **_stats(total_values),
+            "histogram": _histogram(total_values, max_total),
+            "what": "automatic + written - late penalty (floored at 0), as grades.csv and the LMS export",
+            "written_to_grade": pending,
+            "late_applied": late is not None,
+        },
+        "score": _stats(scores),
+        "histogram": _histogram(scores, max_score),
+        "pieces": pieces,
         "mistakes": _mistake_rows(lab, results),
-        "tests": test_rows, "statuses": statuses, "needs_attention": needs_attention,
-        "slowest": [{"submission": r.submission, "seconds": r.seconds, "status": status_text(r.status),
-                     "cached": r.cached}
-                    for r in slowest],
+        "tests": test_rows,
+        "statuses": statuses,
+        "needs_attention": needs_attention,
+        "slowest": [
+            {
+                "submission": r.submission,
+                "seconds": r.seconds,
+                "status": status_text(r.status),
+                "cached": r.cached,
+            }
+            for r in slowest
+        ],
         "skipped": [{"path": str(path), "reason": str(reason)} for path, reason in skipped],
         "roster": _roster_values(roster),
         "written": _written_rows(results, written, totals, late_applied=late is not None),
@@ -287,9 +374,13 @@ def _roster_values(roster) -> dict | None:
     if roster is None:
         return None
     return {
-        "matched": len(roster.students), "unmatched_submissions": list(roster.unmatched),
-        "students_without_submission": [{"student": s.key, "name": s.name, "section": s.section}
-                                        for s in roster.without_submission]}
+        "matched": len(roster.students),
+        "unmatched_submissions": list(roster.unmatched),
+        "students_without_submission": [
+            {"student": s.key, "name": s.name, "section": s.section}
+            for s in roster.without_submission
+        ],
+    }
 
 
 def _similarity_values(similarity) -> dict | None:
@@ -300,15 +391,19 @@ def _similarity_values(similarity) -> dict | None:
     return {
         "threshold": similarity.get("threshold", THRESHOLD),
         "method": METHOD,
-        "pairs": [{k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
-                  for p in similarity["pairs"]],
+        "pairs": [
+            {k: v for k, v in p.to_dict().items() if not k.startswith(("code_", "marks_"))}
+            for p in similarity["pairs"]
+        ],
         "found": similarity.get("found", len(similarity["pairs"])),
         "cap": similarity.get("cap", MAX_PAIRS),
         "common_passages": similarity.get("common", 0),
         "same_code": [list(g) for g in similarity.get("same_code", [])],
         "identical_files": [list(g) for g in similarity["identical"]],
-        "dynamic_code": {name: list(lines)
-                         for name, lines in sorted(similarity.get("dynamic_code", {}).items())}}
+        "dynamic_code": {
+            name: list(lines) for name, lines in sorted(similarity.get("dynamic_code", {}).items())
+        },
+    }
 
 
 def _marked(code: str, marks) -> str:
@@ -329,44 +424,73 @@ def _similarity_section(similarity) -> str:
         return ""
     esc = html.escape
     identical = "".join(f"<li>{esc(', '.join(group))}</li>" for group in similarity["identical"])
-    identical = (f"<h3>Byte-identical notebooks</h3><ul>{identical}</ul>" if identical else
-                 "<p>No two notebooks are byte-identical.</p>")
-    same = "".join(f"<li>{len(group)} submissions: {esc(', '.join(group))}</li>"
-                   for group in similarity.get("same_code", []))
-    same = (f"<h3>The same graded code, character for character</h3><p>Each group is compared with the others "
-            f"through its first submission.</p><ul>{same}</ul>" if same else "")
+    identical = (
+        f"<h3>Byte-identical notebooks</h3><ul>{identical}</ul>"
+        if identical
+        else "<p>No two notebooks are byte-identical.</p>"
+    )
+    same = "".join(
+        f"<li>{len(group)} submissions: {esc(', '.join(group))}</li>"
+        for group in similarity.get("same_code", [])
+    )
+    same = (
+        f"<h3>The same graded code, character for character</h3><p>Each group is compared with the others "
+        f"through its first submission.</p><ul>{same}</ul>"
+        if same
+        else ""
+    )
     threshold = similarity.get("threshold", THRESHOLD)
     found, cap = similarity.get("found", len(similarity["pairs"])), similarity.get("cap", MAX_PAIRS)
     if not similarity["pairs"]:
         pairs = f"<p>No pair shares {threshold:.0%} or more of each one's graded code.</p>"
     else:
         shown = len(similarity["pairs"])
-        count = (f"<p class='cap'>Showing the {shown} most similar of {found} pairs at {threshold:.0%} or more "
-                 f"(at most {cap} are listed).</p>" if found > shown else
-                 f"<p class='cap'>{found} pair{'s' if found != 1 else ''} at {threshold:.0%} or more.</p>")
+        count = (
+            f"<p class='cap'>Showing the {shown} most similar of {found} pairs at {threshold:.0%} or more "
+            f"(at most {cap} are listed).</p>"
+            if found > shown
+            else f"<p class='cap'>{found} pair{'s' if found != 1 else ''} at {threshold:.0%} or more.</p>"
+        )
         pairs = count + "".join(
             f"<details><summary>{esc(p.a)} and {esc(p.b)}: {p.similarity:.0%} "
             f"({p.share_a:.0%} of {esc(p.a)}'s code is in {esc(p.b)}'s, {p.share_b:.0%} the other way; "
             f"{p.tokens} tokens)</summary><div class='pair'><div><h4>{esc(p.a)}</h4><pre>"
             f"{_marked(p.code_a, p.marks_a)}</pre></div><div><h4>{esc(p.b)}</h4><pre>"
-            f"{_marked(p.code_b, p.marks_b)}</pre></div></div></details>" for p in similarity["pairs"])
+            f"{_marked(p.code_b, p.marks_b)}</pre></div></div></details>"
+            for p in similarity["pairs"]
+        )
     dynamic = similarity.get("dynamic_code") or {}
-    dynamic = ("<h3>Graded code that runs code given as data</h3><p>No lab needs <code>exec</code>, "
-               "<code>eval</code>, <code>compile</code> or <code>__import__</code>: read these cells. Code that "
-               "could be decoded without running it is compared above in its decoded form.</p><ul>"
-               + "".join(f"<li>{esc(name)}: {esc('; '.join(lines))}</li>" for name, lines in sorted(dynamic.items()))
-               + "</ul>") if dynamic else ""
+    dynamic = (
+        (
+            "<h3>Graded code that runs code given as data</h3><p>No lab needs <code>exec</code>, "
+            "<code>eval</code>, <code>compile</code> or <code>__import__</code>: read these cells. Code that "
+            "could be decoded without running it is compared above in its decoded form.</p><ul>"
+            + "".join(
+                f"<li>{esc(name)}: {esc('; '.join(lines))}</li>"
+                for name, lines in sorted(dynamic.items())
+            )
+            + "</ul>"
+        )
+        if dynamic
+        else ""
+    )
     common = similarity.get("common", 0)
-    common = (f" Passages found in more than half of the submissions ({common} fingerprints) are the common way "
-              f"to write them and are left out too." if common else "")
-    return (f"<h2>Similar code (hints, not verdicts)</h2><p>Pairs whose graded cells share {threshold:.0%} or "
-            f"more of each one's code (the smaller of the two shares, so a partial submission inside a complete "
-            f"one is not 100%), most similar first. The code is compared as the program it is: the names it "
-            f"defines count as their kind, so renaming hides nothing, while the functions and attributes it calls "
-            f"count as written (<code>np.mean</code> is not <code>np.sum</code>); strings and numbers count as "
-            f"their kind; parentheses, comments and statements with no effect are left out; the released lab's "
-            f"own code is removed first.{common} Small exercises from one lecture look alike: read the shared "
-            f"passages (marked) before concluding anything.</p>{dynamic}{same}{pairs}{identical}")
+    common = (
+        f" Passages found in more than half of the submissions ({common} fingerprints) are the common way "
+        f"to write them and are left out too."
+        if common
+        else ""
+    )
+    return (
+        f"<h2>Similar code (hints, not verdicts)</h2><p>Pairs whose graded cells share {threshold:.0%} or "
+        f"more of each one's code (the smaller of the two shares, so a partial submission inside a complete "
+        f"one is not 100%), most similar first. The code is compared as the program it is: the names it "
+        f"defines count as their kind, so renaming hides nothing, while the functions and attributes it calls "
+        f"count as written (<code>np.mean</code> is not <code>np.sum</code>); strings and numbers count as "
+        f"their kind; parentheses, comments and statements with no effect are left out; the released lab's "
+        f"own code is removed first.{common} Small exercises from one lecture look alike: read the shared "
+        f"passages (marked) before concluding anything.</p>{dynamic}{same}{pairs}{identical}"
+    )
 
 
 def _late_rows(results, late, totals=None, lms_late=()) -> dict | None:
@@ -375,32 +499,53 @@ def _late_rows(results, late, totals=None, lms_late=()) -> dict | None:
     policy, rows = late
     found = [rows.get(r.submission) for r in results]
     penalties = [x.penalty for x in found if x is not None and x.penalty > 0]
-    return {"policy": policy.describe(), "late": len(penalties),
-            "on_time": sum(x is not None and x.penalty == 0 for x in found),
-            "no_time": [r.submission for r, x in zip(results, found) if x is None],
-            "marked_late_no_time": sorted(lms_late),
-            "penalty": _stats(penalties) if penalties else None,
-            "total": _stats([totals.get(r.submission, r.score) for r in results]) if totals else None,
-            "rows": [{"submission": r.submission, "text": x.text, "penalty": x.penalty}
-                     for r, x in zip(results, found) if x is not None and x.penalty > 0]}
+    return {
+        "policy": policy.describe(),
+        "late": len(penalties),
+        "on_time": sum(x is not None and x.penalty == 0 for x in found),
+        "no_time": [r.submission for r, x in zip(results, found) if x is None],
+        "marked_late_no_time": sorted(lms_late),
+        "penalty": _stats(penalties) if penalties else None,
+        "total": _stats([totals.get(r.submission, r.score) for r in results]) if totals else None,
+        "rows": [
+            {"submission": r.submission, "text": x.text, "penalty": x.penalty}
+            for r, x in zip(results, found)
+            if x is not None and x.penalty > 0
+        ],
+    }
 
 
 def _late_section(late) -> str:
     if not late:
         return ""
     esc = html.escape
-    rows = _table(["submission", "penalty", "lateness"], [[r["submission"], r["penalty"], r["text"]] for r in late["rows"]])
-    missing = (f"<p>No submission time for {len(late['no_time'])}: {esc(', '.join(late['no_time'][:20]))}"
-               f"{' ...' if len(late['no_time']) > 20 else ''} (no penalty applied).</p>" if late["no_time"] else "")
+    rows = _table(
+        ["submission", "penalty", "lateness"],
+        [[r["submission"], r["penalty"], r["text"]] for r in late["rows"]],
+    )
+    missing = (
+        f"<p>No submission time for {len(late['no_time'])}: {esc(', '.join(late['no_time'][:20]))}"
+        f"{' ...' if len(late['no_time']) > 20 else ''} (no penalty applied).</p>"
+        if late["no_time"]
+        else ""
+    )
     marked = late.get("marked_late_no_time") or []
     if marked:
-        missing += (f"<p><b>Marked late by the LMS but without a time ({len(marked)})</b>: "
-                    f"{esc(', '.join(marked[:20]))}{' ...' if len(marked) > 20 else ''}. No deduction was computed: "
-                    f"give their times with <code>--times</code> (student,lab,submitted_at).</p>")
-    total = (f" Totals after the penalties: mean <b>{_fmt(late['total']['mean'])}</b>, median "
-             f"{_fmt(late['total']['median'])}." if late.get("total") else "")
-    return (f"<h2>Late work</h2><p>Policy: {esc(late['policy'])}. {late['late']} late, {late['on_time']} on "
-            f"time.{total}</p>{missing}{rows if late['rows'] else ''}")
+        missing += (
+            f"<p><b>Marked late by the LMS but without a time ({len(marked)})</b>: "
+            f"{esc(', '.join(marked[:20]))}{' ...' if len(marked) > 20 else ''}. No deduction was computed: "
+            f"give their times with <code>--times</code> (student,lab,submitted_at).</p>"
+        )
+    total = (
+        f" Totals after the penalties: mean <b>{_fmt(late['total']['mean'])}</b>, median "
+        f"{_fmt(late['total']['median'])}."
+        if late.get("total")
+        else ""
+    )
+    return (
+        f"<h2>Late work</h2><p>Policy: {esc(late['policy'])}. {late['late']} late, {late['on_time']} on "
+        f"time.{total}</p>{missing}{rows if late['rows'] else ''}"
+    )
 
 
 def _written_rows(results, written, totals=None, late_applied=False) -> dict | None:
@@ -414,29 +559,57 @@ def _written_rows(results, written, totals=None, late_applied=False) -> dict | N
     for i, q in enumerate(questions):
         scores = [written[r.submission][i][1] for r in results if r.submission in written]
         graded = [s.score for s in scores if s.graded]
-        rows.append({"question": q.id, "title": q.title, "points": q.points,
-                     "graded": sum(s.graded and not s.stale for s in scores),
-                     "to_grade": sum(not s.graded for s in scores), "stale": sum(s.stale for s in scores),
-                     "mean": round(float(np.mean(graded)), 3) if graded else None})
+        rows.append(
+            {
+                "question": q.id,
+                "title": q.title,
+                "points": q.points,
+                "graded": sum(s.graded and not s.stale for s in scores),
+                "to_grade": sum(not s.graded for s in scores),
+                "stale": sum(s.stale for s in scores),
+                "mean": round(float(np.mean(graded)), 3) if graded else None,
+            }
+        )
     totals = totals or {}
-    sums = [totals.get(r.submission, r.score + sum(s.score for _, s in written.get(r.submission, [])))
-            for r in results]
-    return {"questions": rows, "total": _stats(sums), "late_applied": late_applied,
-            "max_total": max([r.max_score for r in results] or [0.0]) + sum(q.points for q in questions),
-            "to_grade": sum(row["to_grade"] + row["stale"] for row in rows)}
+    sums = [
+        totals.get(r.submission, r.score + sum(s.score for _, s in written.get(r.submission, [])))
+        for r in results
+    ]
+    return {
+        "questions": rows,
+        "total": _stats(sums),
+        "late_applied": late_applied,
+        "max_total": max([r.max_score for r in results] or [0.0])
+        + sum(q.points for q in questions),
+        "to_grade": sum(row["to_grade"] + row["stale"] for row in rows),
+    }
 
 
 def _written_section(written) -> str:
     if not written:
         return ""
-    rows = _table(["question", "points", "graded", "still to grade", "changed since graded", "mean", "about"],
-                  [[w["question"], w["points"], w["graded"], w["to_grade"], w["stale"],
-                    "-" if w["mean"] is None else w["mean"], w["title"]] for w in written["questions"]])
+    rows = _table(
+        ["question", "points", "graded", "still to grade", "changed since graded", "mean", "about"],
+        [
+            [
+                w["question"],
+                w["points"],
+                w["graded"],
+                w["to_grade"],
+                w["stale"],
+                "-" if w["mean"] is None else w["mean"],
+                w["title"],
+            ]
+            for w in written["questions"]
+        ],
+    )
     total = written["total"]
     late = " (late penalties applied, as in grades.csv)" if written.get("late_applied") else ""
-    return (f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers{late}: mean "
-            f"<b>{_fmt(total['mean'])}</b> / {_fmt(written['max_total'])}, median {_fmt(total['median'])}; "
-            f"{written['to_grade']} answers still to grade (<code>lablib review</code>).</p>")
+    return (
+        f"<h2>Written answers (graded by a person)</h2>{rows}<p>Totals with the written answers{late}: mean "
+        f"<b>{_fmt(total['mean'])}</b> / {_fmt(written['max_total'])}, median {_fmt(total['median'])}; "
+        f"{written['to_grade']} answers still to grade (<code>lablib review</code>).</p>"
+    )
 
 
 # --------------------------------------------------------------------------- page
@@ -450,7 +623,7 @@ def _svg(fig) -> str:
     with matplotlib.rc_context({"svg.hashsalt": "lablib-summary", "svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def _bars(ax, hist: dict, color: str) -> None:
@@ -485,7 +658,7 @@ def _plots(summary: dict) -> dict[str, str]:
             _bars(ax, piece["histogram"], "#5a9e6f")
             ax.set_title(f"{piece['piece']} (/{piece['max_score']:g})", fontsize=10)
             ax.tick_params(labelsize=8)
-        for ax in axes[len(pieces):]:
+        for ax in axes[len(pieces) :]:
             ax.set_visible(False)
         fig.tight_layout()
         plots["pieces"] = _svg(fig)
@@ -498,8 +671,11 @@ def _plots(summary: dict) -> dict[str, str]:
         rates = [100 * t["pass_rate"] for t in tests]
         colors = ["#c0504d" if r < 50 else "#e0a030" if r < 80 else "#5a9e6f" for r in rates]
         ax.barh(y, rates, color=colors)
-        ax.set_yticks(y, [f"{t['piece']}: {t['name']}" + (" (hidden)" if t["hidden"] else "") for t in tests],
-                      fontsize=8)
+        ax.set_yticks(
+            y,
+            [f"{t['piece']}: {t['name']}" + (" (hidden)" if t["hidden"] else "") for t in tests],
+            fontsize=8,
+        )
         ax.set_xlim(0, 100)
         ax.set_xlabel("submissions passing (%)")
         ax.set_title("Pass rate per test, hardest first", fontsize=11)
@@ -517,7 +693,9 @@ def _fmt(value) -> str:
 def _table(header, rows) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{esc(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -526,8 +704,10 @@ def _skipped_section(skipped) -> str:
         return ""
     esc = html.escape
     rows = "".join(f"<li><code>{esc(s['path'])}</code>: {esc(s['reason'])}</li>" for s in skipped)
-    return (f"<h2>Not graded ({len(skipped)})</h2><p>Paths among the submissions given that have no "
-            f"row in the gradebook:</p><ul>{rows}</ul>")
+    return (
+        f"<h2>Not graded ({len(skipped)})</h2><p>Paths among the submissions given that have no "
+        f"row in the gradebook:</p><ul>{rows}</ul>"
+    )
 
 
 def _roster_section(roster) -> str:
@@ -535,50 +715,89 @@ def _roster_section(roster) -> str:
         return ""
     esc = html.escape
     unmatched = "".join(f"<li>{esc(name)}</li>" for name in roster["unmatched_submissions"])
-    missing = "".join(f"<li>{esc(s['name'] or s['student'])} ({esc(s['student'])}"
-                      f"{', ' + esc(s['section']) if s['section'] else ''})</li>"
-                      for s in roster["students_without_submission"])
-    return (f"<h2>Roster</h2><p>{roster['matched']} submissions matched a student.</p>"
-            f"<h3>Submissions that match no student ({len(roster['unmatched_submissions'])})</h3>"
-            f"<ul>{unmatched}</ul><h3>Students without a submission "
-            f"({len(roster['students_without_submission'])})</h3><ul>{missing}</ul>")
+    missing = "".join(
+        f"<li>{esc(s['name'] or s['student'])} ({esc(s['student'])}"
+        f"{', ' + esc(s['section']) if s['section'] else ''})</li>"
+        for s in roster["students_without_submission"]
+    )
+    return (
+        f"<h2>Roster</h2><p>{roster['matched']} submissions matched a student.</p>"
+        f"<h3>Submissions that match no student ({len(roster['unmatched_submissions'])})</h3>"
+        f"<ul>{unmatched}</ul><h3>Students without a submission "
+        f"({len(roster['students_without_submission'])})</h3><ul>{missing}</ul>"
+    )
 
 
 def _tests_table(tests) -> str:
     """The page's table of tests: pass rates, failures by kind, the commonest failure."""
     rate = lambda value: "-" if value is None else f"{100 * value:.0f}%"
-    return _table(["piece", "test", "points", "pass rate", "pass rate of those who attempted it", "passed",
-                   "failed", "failures by kind", "most common failure of those who attempted it",
-                   "named mistakes"],
-                  [[t["piece"], t["name"] + (" (hidden)" if t["hidden"] else ""), t["points"],
-                    rate(t["pass_rate"]), f"{rate(t['pass_rate_attempted'])} of {t['attempted']}", t["passed"],
-                    t["failed"], ", ".join(f"{k}: {v}" for k, v in t["failures"].items()),
-                    "" if not t["common_failure"] else
-                    f"{t['common_failure']['count']}x: {t['common_failure']['message']}",
-                    "; ".join(f"{m['count']}x: {m['mistake']}" for m in t.get("mistakes", []))]
-                   for t in tests])
+    return _table(
+        [
+            "piece",
+            "test",
+            "points",
+            "pass rate",
+            "pass rate of those who attempted it",
+            "passed",
+            "failed",
+            "failures by kind",
+            "most common failure of those who attempted it",
+            "named mistakes",
+        ],
+        [
+            [
+                t["piece"],
+                t["name"] + (" (hidden)" if t["hidden"] else ""),
+                t["points"],
+                rate(t["pass_rate"]),
+                f"{rate(t['pass_rate_attempted'])} of {t['attempted']}",
+                t["passed"],
+                t["failed"],
+                ", ".join(f"{k}: {v}" for k, v in t["failures"].items()),
+                ""
+                if not t["common_failure"]
+                else f"{t['common_failure']['count']}x: {t['common_failure']['message']}",
+                "; ".join(f"{m['count']}x: {m['mistake']}" for m in t.get("mistakes", [])),
+            ]
+            for t in tests
+        ],
+    )
 
 
 def _mistakes_table(named) -> str:
     """The page's named mistakes, most students first (the first :data:`MISTAKES_SHOWN`)."""
     if not named:
         return "<p>No check named a mistake.</p>"
-    return (_table(["piece", "mistake (the check's diagnosis)", "students", "tests that named it"],
-                   [[m["piece"], m["mistake"], m["students"], ", ".join(m["tests"])]
-                    for m in named[:MISTAKES_SHOWN]])
-            + (f"<p>Showing {MISTAKES_SHOWN} of {len(named)} named mistakes.</p>" if len(named) > MISTAKES_SHOWN
-               else ""))
+    return _table(
+        ["piece", "mistake (the check's diagnosis)", "students", "tests that named it"],
+        [
+            [m["piece"], m["mistake"], m["students"], ", ".join(m["tests"])]
+            for m in named[:MISTAKES_SHOWN]
+        ],
+    ) + (
+        f"<p>Showing {MISTAKES_SHOWN} of {len(named)} named mistakes.</p>"
+        if len(named) > MISTAKES_SHOWN
+        else ""
+    )
 
 
 def _attention_lists(needs_attention: dict) -> str:
     """The submissions needing attention, a list per status, with links to their files."""
     esc = html.escape
-    return "".join(
-        f"<h3>{esc(kind)} ({len(rows)})</h3><ul>" + "".join(
-            f"<li>{esc(row['submission'])}: <code>{esc(row['status'])}</code>, {_fmt(row['score'])} points "
-            f"(<a href=\"{esc(quote(row['feedback']))}\">feedback</a>, "
-            f"<a href=\"{esc(quote(row['instructor']))}\">instructor view</a>)</li>" for row in rows) + "</ul>"
-        for kind, rows in needs_attention.items()) or "<p>Every submission is <code>ok</code>.</p>"
+    return (
+        "".join(
+            f"<h3>{esc(kind)} ({len(rows)})</h3><ul>"
+            + "".join(
+                f"<li>{esc(row['submission'])}: <code>{esc(row['status'])}</code>, {_fmt(row['score'])} points "
+                f'(<a href="{esc(quote(row["feedback"]))}">feedback</a>, '
+                f'<a href="{esc(quote(row["instructor"]))}">instructor view</a>)</li>'
+                for row in rows
+            )
+            + "</ul>"
+            for kind, rows in needs_attention.items()
+        )
+        or "<p>Every submission is <code>ok</code>.</p>"
+    )
 
 
 def summary_html(summary: dict, similarity=None) -> str:
@@ -587,21 +806,41 @@ def summary_html(summary: dict, similarity=None) -> str:
     esc = html.escape
     plots = _plots(summary) if summary["submissions"] else {}
     score, total = summary["score"], summary["total"]
-    pieces = _table(["piece", "points", "mean", "median", "full marks", "zero", "attempted", "what it is"],
-                    [[p["piece"], p["max_score"], p["mean"], p["median"], p["full_marks"], p["zero"],
-                      p["attempted"], p["description"]] for p in summary["pieces"]])
+    pieces = _table(
+        ["piece", "points", "mean", "median", "full marks", "zero", "attempted", "what it is"],
+        [
+            [
+                p["piece"],
+                p["max_score"],
+                p["mean"],
+                p["median"],
+                p["full_marks"],
+                p["zero"],
+                p["attempted"],
+                p["description"],
+            ]
+            for p in summary["pieces"]
+        ],
+    )
     tests = _tests_table(summary["tests"])
     mistakes = _mistakes_table(summary.get("mistakes") or [])
-    pending = (f"<span>{total['written_to_grade']} written answers still to grade (counted 0 here)</span>"
-               if total.get("written_to_grade") else "")
+    pending = (
+        f"<span>{total['written_to_grade']} written answers still to grade (counted 0 here)</span>"
+        if total.get("written_to_grade")
+        else ""
+    )
     statuses = _table(["status", "submissions"], [[k, v] for k, v in summary["statuses"].items()])
     attention = _attention_lists(summary["needs_attention"])
-    slowest = _table(["submission", "seconds", "status", "cached"],
-                     [[s["submission"], s["seconds"], s["status"], "yes" if s["cached"] else ""]
-                      for s in summary["slowest"]])
+    slowest = _table(
+        ["submission", "seconds", "status", "cached"],
+        [
+            [s["submission"], s["seconds"], s["status"], "yes" if s["cached"] else ""]
+            for s in summary["slowest"]
+        ],
+    )
     empty = "" if summary["submissions"] else "<p class='empty'>No submissions were graded.</p>"
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(summary['title'])}: class summary</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(summary["title"])}: class summary</title>
 <style>
 body{{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#222}}
 h2{{margin-top:1.6em;border-bottom:1px solid #ddd}}
@@ -610,30 +849,30 @@ th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{marg
 .pair{{display:flex;gap:1em}}.pair>div{{flex:1;min-width:0}}.pair pre{{overflow-x:auto;background:#f8f8f8;padding:0.5em}}
 mark{{background:#fde68a}}
 </style></head><body>
-<h1>{esc(summary['title'])}: class summary</h1>
-<p class="facts"><span><b>{summary['submissions']}</b> submissions</span>
-<span>total: mean <b>{_fmt(total['mean'])}</b> / {_fmt(total['possible'])}</span>
-<span>median {_fmt(total['median'])}</span><span>min {_fmt(total['min'])}</span>
-<span>max {_fmt(total['max'])}</span>
+<h1>{esc(summary["title"])}: class summary</h1>
+<p class="facts"><span><b>{summary["submissions"]}</b> submissions</span>
+<span>total: mean <b>{_fmt(total["mean"])}</b> / {_fmt(total["possible"])}</span>
+<span>median {_fmt(total["median"])}</span><span>min {_fmt(total["min"])}</span>
+<span>max {_fmt(total["max"])}</span>
 {pending}</p>
 <p class="facts"><span>Totals are automatic + written - late penalty (at least 0), as in grades.csv and the LMS
-export{'' if total.get('late_applied') else '; no late policy'}.</span>
-<span>Automatic points alone: mean {_fmt(score['mean'])} / {_fmt(summary['max_score'])}, median
-{_fmt(score['median'])}</span></p>
+export{"" if total.get("late_applied") else "; no late policy"}.</span>
+<span>Automatic points alone: mean {_fmt(score["mean"])} / {_fmt(summary["max_score"])}, median
+{_fmt(score["median"])}</span></p>
 {empty}
 <h2>Totals</h2>
-<div class="plot">{plots.get('total', '')}</div>
+<div class="plot">{plots.get("total", "")}</div>
 <h2>Named mistakes, most students first</h2>
 <p>What the checks recognised and named, among the students who attempted the piece; a student counts once per
 mistake.</p>
 {mistakes}
 <h2>Graded pieces</h2>
 {pieces}
-<div class="plot">{plots.get('pieces', '')}</div>
+<div class="plot">{plots.get("pieces", "")}</div>
 <h2>Tests, most failed first</h2>
 <p>A piece left as the blank lab's stub, a missing graded cell or an unreadable notebook counts as
 <i>not attempted</i>, never as an error or a failure of the piece.</p>
-<div class="plot">{plots.get('tests', '')}</div>
+<div class="plot">{plots.get("tests", "")}</div>
 {tests}
 <h2>Statuses</h2>
 {statuses}
@@ -650,8 +889,18 @@ mistake.</p>
 """
 
 
-def write_summary(out_dir, lab, results, roster=None, skipped=(), written=None, late=None,
-                  similarity=None, totals=None, lms_late=()) -> dict[str, pathlib.Path]:
+def write_summary(
+    out_dir,
+    lab,
+    results,
+    roster=None,
+    skipped=(),
+    written=None,
+    late=None,
+    similarity=None,
+    totals=None,
+    lms_late=(),
+) -> dict[str, pathlib.Path]:
     """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
 
     Returns:
@@ -672,8 +921,24 @@ class ClassSummary:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         written = {r.submission: book.written(r) for r in book.results} if book.questions else None
-        late = None if book.late_policy is None else (book.late_policy, {r.submission: book.late(r) for r in book.results})
+        late = (
+            None
+            if book.late_policy is None
+            else (book.late_policy, {r.submission: book.late(r) for r in book.results})
+        )
         totals = {r.submission: book.row(r).total for r in book.results}
         lms_late = [r.submission for r in book.results if book.marked_late_without_time(r)]
-        return list(write_summary(out_dir, book.lab, book.results, book.roster, book.skipped, written, late,
-                                  book.similarity, totals, lms_late).values())
+        return list(
+            write_summary(
+                out_dir,
+                book.lab,
+                book.results,
+                book.roster,
+                book.skipped,
+                written,
+                late,
+                book.similarity,
+                totals,
+                lms_late,
+            ).values()
+        )

@@ -14,8 +14,18 @@ import re
 
 from lablib.grading.results import Kind, Status
 
-__all__ = ["verdict", "student_detail", "status_text", "explain_status", "num", "md_text", "md_code_block",
-           "person_lines", "HIDDEN_REASONS", "GRADER_ERROR_MESSAGE"]
+__all__ = [
+    "verdict",
+    "student_detail",
+    "status_text",
+    "explain_status",
+    "num",
+    "md_text",
+    "md_code_block",
+    "person_lines",
+    "HIDDEN_REASONS",
+    "GRADER_ERROR_MESSAGE",
+]
 
 HIDDEN_REASONS = {
     Kind.TIMEOUT: "it ran past the time limit",
@@ -24,8 +34,10 @@ HIDDEN_REASONS = {
     Kind.MISSING: "the graded cell is missing",
     Kind.INVALID_NOTEBOOK: "the notebook could not be read",
 }
-GRADER_ERROR_MESSAGE = ("the grader could not judge this test: an error in the grader, not in "
-                        "your code. Your instructor sees the details and will re-grade it.")
+GRADER_ERROR_MESSAGE = (
+    "the grader could not judge this test: an error in the grader, not in "
+    "your code. Your instructor sees the details and will re-grade it."
+)
 
 _STATUS_EXPLAINED = {
     Kind.GRADER_ERROR: "The grader itself failed on some tests (not your doing); your instructor will re-grade them.",
@@ -34,9 +46,9 @@ _STATUS_EXPLAINED = {
     Kind.TIMEOUT: "Some code ran past the time limit; those tests scored 0.",
     Kind.CRASHED: "Some code ended the grader's process (sys.exit, os._exit, a crash); those tests scored 0.",
     Kind.ERROR: "A graded cell raised an error when it ran (the note below quotes it): the code "
-                "after the line that failed did not run, so the tests saw only what came before it.",
+    "after the line that failed did not run, so the tests saw only what came before it.",
     Kind.MISSING: "Graded cells were not found: every graded cell must start with its "
-                  "`# GRADED: <name>` line, exactly as in the lab.",
+    "`# GRADED: <name>` line, exactly as in the lab.",
 }
 
 
@@ -49,7 +61,9 @@ def person_lines(score) -> list[str]:
     """What a student reads of a person's grade (a graded
     :class:`~lablib.grading.results.PersonScore`), as plain lines: each rubric item
     applied (``+2: comment``), the adjustment, the grader's comment."""
-    lines = [f"{'+' if points >= 0 else ''}{num(points)}: {comment}" for points, comment in score.items]
+    lines = [
+        f"{'+' if points >= 0 else ''}{num(points)}: {comment}" for points, comment in score.items
+    ]
     if score.adjustment:
         lines.append(f"{'+' if score.adjustment >= 0 else ''}{num(score.adjustment)}: adjustment")
     if score.comment.strip():

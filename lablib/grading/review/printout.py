@@ -65,17 +65,40 @@ from lablib.grading.results import Kind
 from lablib.grading.review.render import ATTRIBUTES, TAGS, _CLASSES, render_answer
 from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewError, ReviewStore
 
-__all__ = ["PrintoutError", "Student", "class_students", "import_gradescope", "printout_html", "write_points_csv",
-           "write_printouts"]
+__all__ = [
+    "PrintoutError",
+    "Student",
+    "class_students",
+    "import_gradescope",
+    "printout_html",
+    "write_points_csv",
+    "write_printouts",
+]
 
 #: Browsers looked for on PATH, in this order.
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 #: The rows that close a Gradescope evaluations CSV (they describe the rubric, not a student).
 _FOOTER_ROWS = ("Point Values", "Rubric Type", "Scoring Method")
 #: A Gradescope evaluations CSV's own columns; every other column is a rubric item.
-_GRADESCOPE_COLUMNS = {"Assignment Submission ID", "Question Submission ID", "Name", "First Name", "Last Name",
-                       "SID", "Email", "Sections", "Section", "Score", "Submission Time", "Adjustment", "Comments",
-                       "Grader", "Tags", "Lateness (H:M:S)", "Status"}
+_GRADESCOPE_COLUMNS = {
+    "Assignment Submission ID",
+    "Question Submission ID",
+    "Name",
+    "First Name",
+    "Last Name",
+    "SID",
+    "Email",
+    "Sections",
+    "Section",
+    "Score",
+    "Submission Time",
+    "Adjustment",
+    "Comments",
+    "Grader",
+    "Tags",
+    "Lateness (H:M:S)",
+    "Status",
+}
 
 
 class PrintoutError(ValueError):
@@ -112,7 +135,14 @@ def _identity(entry: dict) -> tuple[str, str, str, str]:
         student = given  # the identity resolved at grading (grade.py), unless only the roster's row names one
     if isinstance(student, dict):
         sid, name, email = (str(student.get(k) or "") for k in ("student_id", "name", "email"))
-        key = str(student.get("key") or sid or student.get("lms_id") or email or name or entry["submission"])
+        key = str(
+            student.get("key")
+            or sid
+            or student.get("lms_id")
+            or email
+            or name
+            or entry["submission"]
+        )
         return key, name, sid, email
     if isinstance(given, str) and given.strip():
         return given.strip(), "", "", ""
@@ -135,8 +165,10 @@ def class_students(out_dir, lab) -> list[Student]:
     unique file stem (a key shared by two rows gets ``-2``...)."""
     data = GradebookFolder(out_dir).read()
     if data.get("lab") != lab.name:
-        raise PrintoutError(f"{pathlib.Path(out_dir) / 'grades.json'} is the gradebook of {data.get('lab')!r}, not of "
-                            f"{lab.name!r}: give the output folder of `lablib grade {lab.name} ...`.")
+        raise PrintoutError(
+            f"{pathlib.Path(out_dir) / 'grades.json'} is the gradebook of {data.get('lab')!r}, not of "
+            f"{lab.name!r}: give the output folder of `lablib grade {lab.name} ...`."
+        )
     students = []
     for entry in data["submissions"]:
         try:
@@ -145,7 +177,9 @@ def class_students(out_dir, lab) -> list[Student]:
             continue
         key, name, sid, email = _identity(entry)
         unreadable = row.status.has(Kind.INVALID_NOTEBOOK) or not row.answers
-        students.append(Student(key, name, sid, email, row.submission, dict(row.answers), unreadable))
+        students.append(
+            Student(key, name, sid, email, row.submission, dict(row.answers), unreadable)
+        )
     students.sort(key=lambda s: (_norm(s.key), s.submission))
     taken: set[str] = set()
     for student in students:
@@ -162,16 +196,24 @@ def _question_order(lab, questions) -> list:
     """The lab's written questions in Gradescope's order (``questions``: their ids, all
     of them; None: the lab's order)."""
     if not lab.answers:
-        raise PrintoutError(f"Lab {lab.name!r} has no written answers (its spec declares none with lab.answer(...)).")
+        raise PrintoutError(
+            f"Lab {lab.name!r} has no written answers (its spec declares none with lab.answer(...))."
+        )
     if questions is None:
         return list(lab.answers.values())
-    ids = [q.strip() for q in (questions.split(",") if isinstance(questions, str) else questions) if q.strip()]
+    ids = [
+        q.strip()
+        for q in (questions.split(",") if isinstance(questions, str) else questions)
+        if q.strip()
+    ]
     unknown = [q for q in ids if q not in lab.answers]
     missing = [q for q in lab.answers if q not in ids]
     if unknown or missing or len(set(ids)) != len(ids):
-        raise PrintoutError(f"--questions lists the written questions of {lab.name} once each, in Gradescope's order; "
-                            f"got {ids}: unknown {unknown}, missing {missing}. The lab's questions: "
-                            f"{','.join(lab.answers)}.")
+        raise PrintoutError(
+            f"--questions lists the written questions of {lab.name} once each, in Gradescope's order; "
+            f"got {ids}: unknown {unknown}, missing {missing}. The lab's questions: "
+            f"{','.join(lab.answers)}."
+        )
     return [lab.answers[q] for q in ids]
 
 
@@ -180,11 +222,27 @@ def _print_cleaner():
     import nh3
 
     tags = set(TAGS) - {"a"}  # a link prints as its text: nothing to click in a grader's PDF
-    return nh3.Cleaner(tags=tags, attributes={k: set(v) for k, v in ATTRIBUTES.items() if k in tags},
-                       allowed_classes={k: set(v) for k, v in _CLASSES.items()}, url_schemes=set(),
-                       clean_content_tags={"script", "style", "template", "noscript", "textarea", "xmp", "title",
-                                           "iframe", "noembed", "noframes", "object", "select"},
-                       strip_comments=True)
+    return nh3.Cleaner(
+        tags=tags,
+        attributes={k: set(v) for k, v in ATTRIBUTES.items() if k in tags},
+        allowed_classes={k: set(v) for k, v in _CLASSES.items()},
+        url_schemes=set(),
+        clean_content_tags={
+            "script",
+            "style",
+            "template",
+            "noscript",
+            "textarea",
+            "xmp",
+            "title",
+            "iframe",
+            "noembed",
+            "noframes",
+            "object",
+            "select",
+        },
+        strip_comments=True,
+    )
 
 
 _STYLE = """
@@ -218,39 +276,53 @@ def printout_html(lab, student: Student, questions) -> str:
         rows.append(("E-mail", student.email))
     rows.append(("Submission", student.submission))
     cover = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
-    listed = "".join(f"<li>{esc(q.id)}: {esc(q.title)} ({num(q.points)} points)</li>" for q in questions)
+    listed = "".join(
+        f"<li>{esc(q.id)}: {esc(q.title)} ({num(q.points)} points)</li>" for q in questions
+    )
     sections = []
     for k, q in enumerate(questions, 1):
         answer = student.answers.get(q.id)
         if student.unreadable or answer is None:
-            body = ("<p class='none'>The notebook could not be read: there is no answer to show. Its status is in "
-                    "the gradebook.</p>")
+            body = (
+                "<p class='none'>The notebook could not be read: there is no answer to show. Its status is in "
+                "the gradebook.</p>"
+            )
         elif not answer.text.strip():
             body = "<p class='none'>No answer written.</p>"
         else:
             body = clean(render_answer(answer.text, None))
-        sections.append(f"<section class='question' data-question='{esc(q.id)}'><h2>Question {k}: {esc(q.id)}: "
-                        f"{esc(q.title)} ({num(q.points)} points)</h2><div class='answer'>{body}</div></section>")
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-            f"<title>{esc(lab.title)}: written answers of {esc(student.key)}</title><style>{_STYLE}</style></head>"
-            f"<body><div class='cover'><h1>{esc(lab.title)}: written answers</h1><table>{cover}</table>"
-            f"<p>Each question below starts on a new page, in this order:</p><ol>{listed}</ol></div>"
-            f"{''.join(sections)}</body></html>\n")
+        sections.append(
+            f"<section class='question' data-question='{esc(q.id)}'><h2>Question {k}: {esc(q.id)}: "
+            f"{esc(q.title)} ({num(q.points)} points)</h2><div class='answer'>{body}</div></section>"
+        )
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<title>{esc(lab.title)}: written answers of {esc(student.key)}</title><style>{_STYLE}</style></head>"
+        f"<body><div class='cover'><h1>{esc(lab.title)}: written answers</h1><table>{cover}</table>"
+        f"<p>Each question below starts on a new page, in this order:</p><ol>{listed}</ol></div>"
+        f"{''.join(sections)}</body></html>\n"
+    )
 
 
 def _find_browser(chromium) -> str:
     if chromium:
-        path = shutil.which(str(chromium)) or (str(chromium) if os.access(str(chromium), os.X_OK) else None)
+        path = shutil.which(str(chromium)) or (
+            str(chromium) if os.access(str(chromium), os.X_OK) else None
+        )
         if not path:
-            raise PrintoutError(f"--chromium {chromium!r} is not an executable: give the path of Chromium or Chrome.")
+            raise PrintoutError(
+                f"--chromium {chromium!r} is not an executable: give the path of Chromium or Chrome."
+            )
         return path
     for name in BROWSERS:
         path = shutil.which(name)
         if path:
             return path
-    raise PrintoutError(f"No Chromium or Chrome on PATH (looked for {', '.join(BROWSERS)}): the PDFs are printed by a "
-                        f"headless Chromium. Install it (Debian/Ubuntu: apt install chromium) or give --chromium PATH.")
+    raise PrintoutError(
+        f"No Chromium or Chrome on PATH (looked for {', '.join(BROWSERS)}): the PDFs are printed by a "
+        f"headless Chromium. Install it (Debian/Ubuntu: apt install chromium) or give --chromium PATH."
+    )
 
 
 def _page_count(pdf: bytes) -> int:
@@ -273,18 +345,33 @@ class _Printer:
                 from playwright.sync_api import sync_playwright
             except ImportError:
                 if engine == "playwright":
-                    raise PrintoutError("engine='playwright' needs the playwright package (pip install playwright); "
-                                        "the 'cli' engine needs only Chromium.") from None
+                    raise PrintoutError(
+                        "engine='playwright' needs the playwright package (pip install playwright); "
+                        "the 'cli' engine needs only Chromium."
+                    ) from None
                 self.engine = "cli"
             else:
                 self.engine = "playwright"
                 self._playwright = sync_playwright().start()
-                args = ["--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                        "--no-first-run", "--disable-sync"] + (["--no-sandbox"] if os.geteuid() == 0 else [])
-                self._chromium = self._playwright.chromium.launch(executable_path=browser, args=args)
+                args = [
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--no-first-run",
+                    "--disable-sync",
+                ] + (["--no-sandbox"] if os.geteuid() == 0 else [])
+                self._chromium = self._playwright.chromium.launch(
+                    executable_path=browser, args=args
+                )
                 self._context = self._chromium.new_context(java_script_enabled=False, offline=True)
-                self._context.route("**/*", lambda route: route.abort()
-                                    if not route.request.url.startswith(("about:", "data:")) else route.continue_())
+                self._context.route(
+                    "**/*",
+                    lambda route: (
+                        route.abort()
+                        if not route.request.url.startswith(("about:", "data:"))
+                        else route.continue_()
+                    ),
+                )
 
     def pdf(self, page_html: str) -> bytes:
         if self.engine == "playwright":
@@ -297,15 +384,27 @@ class _Printer:
         with tempfile.TemporaryDirectory(prefix="lablib-print-") as folder:
             source, target = pathlib.Path(folder) / "page.html", pathlib.Path(folder) / "page.pdf"
             source.write_text(page_html, encoding="utf-8")
-            command = [self.browser, "--headless", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                       "--disable-background-networking", "--disable-sync", f"--user-data-dir={folder}/profile",
-                       "--no-pdf-header-footer", f"--print-to-pdf={target}", source.as_uri()]
+            command = [
+                self.browser,
+                "--headless",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--disable-sync",
+                f"--user-data-dir={folder}/profile",
+                "--no-pdf-header-footer",
+                f"--print-to-pdf={target}",
+                source.as_uri(),
+            ]
             if os.geteuid() == 0:
                 command.insert(1, "--no-sandbox")  # Chromium refuses to start as root otherwise
             run = subprocess.run(command, capture_output=True, text=True, timeout=180)
             if not target.is_file() or not target.read_bytes().startswith(b"%PDF"):
-                raise PrintoutError(f"{self.browser} did not print a PDF (exit {run.returncode}): "
-                                    f"{run.stderr.strip()[-600:]}")
+                raise PrintoutError(
+                    f"{self.browser} did not print a PDF (exit {run.returncode}): "
+                    f"{run.stderr.strip()[-600:]}"
+                )
             return target.read_bytes()
 
     def close(self) -> None:
@@ -315,8 +414,9 @@ class _Printer:
             self._playwright.stop()
 
 
-def write_printouts(out_dir, lab, dest, *, questions=None, chromium=None, engine: str = "auto",
-                    html: bool = False) -> dict:
+def write_printouts(
+    out_dir, lab, dest, *, questions=None, chromium=None, engine: str = "auto", html: bool = False
+) -> dict:
     """Print every student's written answers to ``dest/<student>.pdf`` (see the module's
     docstring) and write ``dest/manifest.json``.
 
@@ -349,15 +449,34 @@ def write_printouts(out_dir, lab, dest, *, questions=None, chromium=None, engine
             atomic_write(dest / f"{student.stem}.pdf", pdf)
             if html:
                 atomic_write(dest / "html" / f"{student.stem}.html", page)
-            entries.append({"file": f"{student.stem}.pdf", "key": student.key, "name": student.name,
-                            "student_id": student.student_id, "email": student.email,
-                            "submission": student.submission, "pages": _page_count(pdf),
-                            "unreadable": student.unreadable,
-                            "digests": {q.id: (student.answers[q.id].digest if q.id in student.answers
-                                               else MISSING_DIGEST) for q in order}})
+            entries.append(
+                {
+                    "file": f"{student.stem}.pdf",
+                    "key": student.key,
+                    "name": student.name,
+                    "student_id": student.student_id,
+                    "email": student.email,
+                    "submission": student.submission,
+                    "pages": _page_count(pdf),
+                    "unreadable": student.unreadable,
+                    "digests": {
+                        q.id: (
+                            student.answers[q.id].digest
+                            if q.id in student.answers
+                            else MISSING_DIGEST
+                        )
+                        for q in order
+                    },
+                }
+            )
     finally:
         printer.close()
-    manifest = {"lab": lab.name, "questions": [q.id for q in order], "engine": printer.engine, "students": entries}
+    manifest = {
+        "lab": lab.name,
+        "questions": [q.id for q in order],
+        "engine": printer.engine,
+        "students": entries,
+    }
     atomic_write(dest / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return manifest
 
@@ -371,23 +490,51 @@ def write_points_csv(out_dir, lab, path, *, questions=None) -> int:
     order = _question_order(lab, questions)
     students = class_students(out_dir, lab)
     store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
-    digests = {s.submission: {q.id: s.answers[q.id].digest if q.id in s.answers else MISSING_DIGEST
-                              for q in order} for s in students}
+    digests = {
+        s.submission: {
+            q.id: s.answers[q.id].digest if q.id in s.answers else MISSING_DIGEST for q in order
+        }
+        for s in students
+    }
     scores = store.person_scores([s.submission for s in students], digests)
     with atomic_write(path, newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["student", "name", "submission", "question", "points", "max_points", "status", "comment"])
+        writer.writerow(
+            [
+                "student",
+                "name",
+                "submission",
+                "question",
+                "points",
+                "max_points",
+                "status",
+                "comment",
+            ]
+        )
         for s in students:
             for q in order:
                 score = scores[s.submission][q.id]
                 if s.unreadable and not score.graded:
                     status = "unreadable"
                 else:
-                    status = "changed since graded" if score.stale else ("graded" if score.graded else "not graded")
+                    status = (
+                        "changed since graded"
+                        if score.stale
+                        else ("graded" if score.graded else "not graded")
+                    )
                 lines = person_lines(score) + ([cap_note(score)] if cap_note(score) else [])
-                writer.writerow([spreadsheet_text(s.key), spreadsheet_text(s.name), spreadsheet_text(s.submission),
-                                 q.id, num(score.score) if score.graded else "", num(q.points), status,
-                                 spreadsheet_text("; ".join(" ".join(line.split()) for line in lines))])
+                writer.writerow(
+                    [
+                        spreadsheet_text(s.key),
+                        spreadsheet_text(s.name),
+                        spreadsheet_text(s.submission),
+                        q.id,
+                        num(score.score) if score.graded else "",
+                        num(q.points),
+                        status,
+                        spreadsheet_text("; ".join(" ".join(line.split()) for line in lines)),
+                    ]
+                )
     return len(students) * len(order)
 
 
@@ -398,8 +545,10 @@ def _evaluation_files(source) -> list[tuple[str, str]]:
     """``(file name, text)`` of each CSV of an evaluations export: a zip, a folder or one CSV."""
     source = pathlib.Path(source)
     if not source.exists():
-        raise PrintoutError(f"{source} does not exist: give Gradescope's 'Export Evaluations' zip, the folder it "
-                            f"unzips to, or one of its CSV files.")
+        raise PrintoutError(
+            f"{source} does not exist: give Gradescope's 'Export Evaluations' zip, the folder it "
+            f"unzips to, or one of its CSV files."
+        )
     files = []
     if source.is_dir():
         for path in sorted(source.rglob("*.csv")):
@@ -410,14 +559,18 @@ def _evaluation_files(source) -> list[tuple[str, str]]:
                 name = pathlib.PurePosixPath(info.filename).name
                 if name.lower().endswith(".csv") and not info.is_dir():
                     if info.file_size > 64 * 1024 * 1024:
-                        raise PrintoutError(f"{source}: {info.filename} is {info.file_size:,} bytes: not an "
-                                            f"evaluations CSV.")
+                        raise PrintoutError(
+                            f"{source}: {info.filename} is {info.file_size:,} bytes: not an "
+                            f"evaluations CSV."
+                        )
                     files.append((name, archive.read(info).decode("utf-8-sig")))
     else:
         files.append((source.name, source.read_text(encoding="utf-8-sig")))
     if not files:
-        raise PrintoutError(f"{source} holds no CSV file: expected Gradescope's 'Export Evaluations' (one CSV per "
-                            f"question).")
+        raise PrintoutError(
+            f"{source} holds no CSV file: expected Gradescope's 'Export Evaluations' (one CSV per "
+            f"question)."
+        )
     return files
 
 
@@ -435,9 +588,11 @@ def _question_of(name: str, lab, order, mapping) -> str:
             return q.id
     if number.isdigit() and 1 <= int(number) <= len(order):
         return order[int(number) - 1].id
-    raise PrintoutError(f"Evaluations file {name!r}: no written question of {lab.name} for Gradescope's question "
-                        f"{number or '?'} ({title!r}). Map it with --question {number or stem}=<id> (the lab's "
-                        f"questions: {', '.join(q.id for q in order)}).")
+    raise PrintoutError(
+        f"Evaluations file {name!r}: no written question of {lab.name} for Gradescope's question "
+        f"{number or '?'} ({title!r}). Map it with --question {number or stem}=<id> (the lab's "
+        f"questions: {', '.join(q.id for q in order)})."
+    )
 
 
 def _number(value, what: str):
@@ -450,13 +605,21 @@ def _number(value, what: str):
         raise PrintoutError(f"{what} is {value!r}, not a number.") from None
 
 
-def _read_evaluations(name: str, text: str) -> tuple[list[str], dict[str, float | None], list[dict]]:
+def _read_evaluations(
+    name: str, text: str
+) -> tuple[list[str], dict[str, float | None], list[dict]]:
     """``(rubric columns, their points, student rows)`` of one evaluations CSV."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
-    if not header or "Score" not in header or not ({"SID", "Email", "Name", "First Name"} & set(header)):
-        raise PrintoutError(f"{name} is not a Gradescope evaluations CSV: expected a header with Score and SID, Email "
-                            f"or Name (Review Grades > Export Evaluations); got {header[:8] if header else 'nothing'}.")
+    if (
+        not header
+        or "Score" not in header
+        or not ({"SID", "Email", "Name", "First Name"} & set(header))
+    ):
+        raise PrintoutError(
+            f"{name} is not a Gradescope evaluations CSV: expected a header with Score and SID, Email "
+            f"or Name (Review Grades > Export Evaluations); got {header[:8] if header else 'nothing'}."
+        )
     header = [h.strip() for h in header]
     items = [h for h in header if h and h not in _GRADESCOPE_COLUMNS]
     points: dict[str, float | None] = {h: None for h in items}
@@ -479,16 +642,29 @@ def _match_rows(students: list[Student]):
     """A function from an evaluations row to the gradebook's submission (or None, reason)."""
     by: dict[str, dict[str, set[str]]] = {"sid": {}, "email": {}, "name": {}, "submission": {}}
     for s in students:
-        for kind, value in (("sid", s.student_id), ("email", s.email), ("name", s.name), ("submission", s.submission),
-                            ("sid", s.key)):
+        for kind, value in (
+            ("sid", s.student_id),
+            ("email", s.email),
+            ("name", s.name),
+            ("submission", s.submission),
+            ("sid", s.key),
+        ):
             if value:
                 by[kind].setdefault(_norm(value), set()).add(s.submission)
 
     def match(row: dict):
-        name = row.get("Name") or " ".join(filter(None, (row.get("First Name"), row.get("Last Name"))))
+        name = row.get("Name") or " ".join(
+            filter(None, (row.get("First Name"), row.get("Last Name")))
+        )
         email = row.get("Email", "")
-        tries = [("sid", row.get("SID")), ("email", email), ("name", name), ("submission", row.get("SID")),
-                 ("submission", email.split("@")[0] if email else ""), ("submission", name)]
+        tries = [
+            ("sid", row.get("SID")),
+            ("email", email),
+            ("name", name),
+            ("submission", row.get("SID")),
+            ("submission", email.split("@")[0] if email else ""),
+            ("submission", name),
+        ]
         for kind, value in tries:
             found = by[kind].get(_norm(value)) if value else None
             if found and len(found) == 1:
@@ -506,8 +682,17 @@ def name_of(row: dict) -> str:
     return ", ".join(filter(None, (name, row.get("SID"), row.get("Email")))) or "(no name)"
 
 
-def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None, printout=None, grader: str = "",
-                      replace: bool = False) -> dict:
+def import_gradescope(
+    out_dir,
+    lab,
+    source,
+    *,
+    questions=None,
+    question_map=None,
+    printout=None,
+    grader: str = "",
+    replace: bool = False,
+) -> dict:
     """Bring Gradescope's graded evaluations of the written answers into the review store.
 
     Args:
@@ -531,21 +716,32 @@ def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None
     mapping = {str(k).strip(): v for k, v in (question_map or {}).items()}
     bad = sorted(v for v in mapping.values() if v not in lab.answers)
     if bad:
-        raise PrintoutError(f"--question maps to {bad}, not written questions of {lab.name} "
-                            f"({', '.join(lab.answers)}).")
+        raise PrintoutError(
+            f"--question maps to {bad}, not written questions of {lab.name} "
+            f"({', '.join(lab.answers)})."
+        )
     students = class_students(out_dir, lab)
     by_submission = {s.submission: s for s in students}
     printed = _printed_digests(printout, lab)
     store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
     match = _match_rows(students)
-    report = {"imported": {}, "unchanged": 0, "conflicts": [], "unmatched": [], "ungraded": 0, "items_added": 0,
-              "capped": []}
+    report = {
+        "imported": {},
+        "unchanged": 0,
+        "conflicts": [],
+        "unmatched": [],
+        "ungraded": 0,
+        "items_added": 0,
+        "capped": [],
+    }
     plan = _evaluations_plan(_evaluation_files(source), lab, order, mapping)
     for name, question, items, points, rows in plan:
         q = lab.answers[question]
         item_ids = _rubric_items(store, question, items, points, grader, report)
-        now = {s.submission: (s.answers[question].digest if question in s.answers else MISSING_DIGEST)
-               for s in students}
+        now = {
+            s.submission: (s.answers[question].digest if question in s.answers else MISSING_DIGEST)
+            for s in students
+        }
         state = store.answers(question, now)
         count = 0
         for row in rows:
@@ -553,24 +749,35 @@ def import_gradescope(out_dir, lab, source, *, questions=None, question_map=None
             if submission is None:
                 report["unmatched"].append(f"{name}: {name_of(row)}: {why}")
                 continue
-            applied = [c for c in items if row.get(c, "").strip().lower() in ("true", "1", "yes", "x")]
+            applied = [
+                c for c in items if row.get(c, "").strip().lower() in ("true", "1", "yes", "x")
+            ]
             score = _number(row.get("Score"), f"{name}: the Score of {name_of(row)}")
             if score is None and not applied:
                 report["ungraded"] += 1
                 continue
             wanted = _wanted_grade(name, row, q, score, applied, item_ids, points, report)
             current = state.get(submission)
-            if current and current["graded"] and not _replaces(question, row, submission, current,
-                                                               wanted, replace, report):
+            if (
+                current
+                and current["graded"]
+                and not _replaces(question, row, submission, current, wanted, replace, report)
+            ):
                 continue
             digest = printed.get(submission, {}).get(question, now[submission])
             student = by_submission[submission]
             text = student.answers[question].text if question in student.answers else None
             who = f"{grader} (Gradescope: {row.get('Grader') or 'no grader named'})".strip()
             try:
-                store.apply([submission], question, wanted, digest={submission: digest},
-                            versions={submission: current["version"] if current else 0}, grader=who,
-                            texts={now[submission]: text} if text is not None else None)
+                store.apply(
+                    [submission],
+                    question,
+                    wanted,
+                    digest={submission: digest},
+                    versions={submission: current["version"] if current else 0},
+                    grader=who,
+                    texts={now[submission]: text} if text is not None else None,
+                )
             except ReviewError as exc:
                 report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): {exc}")
                 continue
@@ -588,8 +795,10 @@ def _printed_digests(printout, lab) -> dict:
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise PrintoutError(f"{manifest_path} cannot be read ({exc}): give the folder `lablib written pdf` wrote "
-                            f"(it holds manifest.json), or leave --printout out.") from None
+        raise PrintoutError(
+            f"{manifest_path} cannot be read ({exc}): give the folder `lablib written pdf` wrote "
+            f"(it holds manifest.json), or leave --printout out."
+        ) from None
     if manifest.get("lab") != lab.name:
         raise PrintoutError(f"{manifest_path} is of lab {manifest.get('lab')!r}, not {lab.name!r}.")
     return {e["submission"]: e.get("digests", {}) for e in manifest.get("students", [])}
@@ -606,8 +815,10 @@ def _evaluations_plan(files, lab, order, mapping) -> list[tuple]:
     seen_questions = [p[1] for p in plan]
     twice = sorted({q for q in seen_questions if seen_questions.count(q) > 1})
     if twice:
-        raise PrintoutError(f"Two evaluations files are of the same question(s) {twice}: map each file to its own "
-                            f"question with --question.")
+        raise PrintoutError(
+            f"Two evaluations files are of the same question(s) {twice}: map each file to its own "
+            f"question with --question."
+        )
     return plan
 
 
@@ -619,15 +830,17 @@ def _rubric_items(store, question: str, items, points, grader: str, report: dict
     for column in items:
         key = (round(points[column] or 0.0, 6), column)
         if key not in rubric:
-            rubric[key] = store.save_item(question, points[column] or 0.0, column,
-                                          grader=f"{grader} (Gradescope)".strip()).id
+            rubric[key] = store.save_item(
+                question, points[column] or 0.0, column, grader=f"{grader} (Gradescope)".strip()
+            ).id
             report["items_added"] += 1
         item_ids[column] = rubric[key]
     return item_ids
 
 
-def _wanted_grade(name: str, row: dict, q, score, applied, item_ids: dict, points,
-                  report: dict) -> dict:
+def _wanted_grade(
+    name: str, row: dict, q, score, applied, item_ids: dict, points, report: dict
+) -> dict:
     """The grade one evaluations row gives: its rubric items, the adjustment that makes
     Gradescope's score and the comment (a score outside the question's points is noted)."""
     ids = [item_ids[c] for c in applied]
@@ -636,23 +849,36 @@ def _wanted_grade(name: str, row: dict, q, score, applied, item_ids: dict, point
     if score is not None and min(max(total + adjustment, 0.0), q.points) != score:
         adjustment = score - total  # the score is Gradescope's whatever its rubric's scoring
     if score is not None and not 0 <= score <= q.points:
-        report["capped"].append(f"{name}: {name_of(row)}: Gradescope's {num(score)} kept within 0-"
-                                f"{num(q.points)}")
+        report["capped"].append(
+            f"{name}: {name_of(row)}: Gradescope's {num(score)} kept within 0-{num(q.points)}"
+        )
     comment = row.get("Comments", "")
     return {"items": sorted(ids), "adjustment": adjustment, "comment": comment}
 
 
-def _replaces(question: str, row: dict, submission: str, current: dict, wanted: dict, replace: bool,
-              report: dict) -> bool:
+def _replaces(
+    question: str,
+    row: dict,
+    submission: str,
+    current: dict,
+    wanted: dict,
+    replace: bool,
+    report: dict,
+) -> bool:
     """Whether Gradescope's grade replaces one already given in lablib: not when it is the
     same (counted unchanged) or differs without ``replace`` (listed as a conflict)."""
-    have = {"items": sorted(current["items"]), "adjustment": current["adjustment"],
-            "comment": current["comment"]}
+    have = {
+        "items": sorted(current["items"]),
+        "adjustment": current["adjustment"],
+        "comment": current["comment"],
+    }
     if have == wanted:
         report["unchanged"] += 1
         return False
     if not replace:
-        report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): graded differently in "
-                                   f"lablib; kept (--replace takes Gradescope's)")
+        report["conflicts"].append(
+            f"{question}: {name_of(row)} ({submission}): graded differently in "
+            f"lablib; kept (--replace takes Gradescope's)"
+        )
         return False
     return True

@@ -35,26 +35,119 @@ import functools
 import html
 import xml.etree.ElementTree as ElementTree
 
-__all__ = ["ATTRIBUTES", "FULL_RENDER_CHARS", "MAX_SHOWN_CHARS", "TAGS", "render_answer", "render_markdown", "sanitise"]
+__all__ = [
+    "ATTRIBUTES",
+    "FULL_RENDER_CHARS",
+    "MAX_SHOWN_CHARS",
+    "TAGS",
+    "render_answer",
+    "render_markdown",
+    "sanitise",
+]
 
 #: What markdown-it emits for CommonMark, tables and strikethrough (no images: shown as text).
-MARKDOWN_TAGS = frozenset({
-    "p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li", "pre", "code", "em", "strong",
-    "a", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "s", "span"})
+MARKDOWN_TAGS = frozenset(
+    {
+        "p",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "blockquote",
+        "ul",
+        "ol",
+        "li",
+        "pre",
+        "code",
+        "em",
+        "strong",
+        "a",
+        "hr",
+        "br",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "s",
+        "span",
+    }
+)
 #: The MathML elements latex2mathml writes (MathML Core's presentation elements).
-MATHML_TAGS = frozenset({
-    "math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "munder", "mover",
-    "munderover", "mfrac", "msqrt", "mroot", "mstyle", "mtable", "mtr", "mtd", "mpadded", "mphantom", "menclose"})
+MATHML_TAGS = frozenset(
+    {
+        "math",
+        "mrow",
+        "mi",
+        "mn",
+        "mo",
+        "ms",
+        "mtext",
+        "mspace",
+        "msub",
+        "msup",
+        "msubsup",
+        "munder",
+        "mover",
+        "munderover",
+        "mfrac",
+        "msqrt",
+        "mroot",
+        "mstyle",
+        "mtable",
+        "mtr",
+        "mtd",
+        "mpadded",
+        "mphantom",
+        "menclose",
+    }
+)
 #: Every element an answer may contain once sanitised.
 TAGS = MARKDOWN_TAGS | MATHML_TAGS
-_MATH_ATTRIBUTES = frozenset({
-    "display", "mathvariant", "displaystyle", "scriptlevel", "stretchy", "fence", "form", "separator", "accent",
-    "accentunder", "lspace", "rspace", "minsize", "maxsize", "movablelimits", "largeop", "symmetric",
-    "linethickness", "notation", "width", "height", "depth", "voffset", "columnalign", "columnspacing",
-    "columnlines", "rowspacing", "rowlines", "mathsize"})
+_MATH_ATTRIBUTES = frozenset(
+    {
+        "display",
+        "mathvariant",
+        "displaystyle",
+        "scriptlevel",
+        "stretchy",
+        "fence",
+        "form",
+        "separator",
+        "accent",
+        "accentunder",
+        "lspace",
+        "rspace",
+        "minsize",
+        "maxsize",
+        "movablelimits",
+        "largeop",
+        "symmetric",
+        "linethickness",
+        "notation",
+        "width",
+        "height",
+        "depth",
+        "voffset",
+        "columnalign",
+        "columnspacing",
+        "columnlines",
+        "rowspacing",
+        "rowlines",
+        "mathsize",
+    }
+)
 #: The attributes kept, per element (``href`` further limited to absolute http, https, mailto).
-ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "code": {"title"}, "pre": {"title"},
-              **{tag: set(_MATH_ATTRIBUTES) for tag in MATHML_TAGS}}
+ATTRIBUTES = {
+    "a": {"href", "title"},
+    "ol": {"start"},
+    "code": {"title"},
+    "pre": {"title"},
+    **{tag: set(_MATH_ATTRIBUTES) for tag in MATHML_TAGS},
+}
 _CLASSES = {"code": {"tex"}, "pre": {"tex", "rest"}, "span": {"image"}, "p": {"cut"}}
 
 #: An answer longer than this is rendered as markdown up to here, the rest shown as plain
@@ -71,13 +164,30 @@ MAX_SHOWN_CHARS = 50_000
 def _cleaner():
     import nh3
 
-    return nh3.Cleaner(tags=set(TAGS), attributes={k: set(v) for k, v in ATTRIBUTES.items()},
-                       allowed_classes={k: set(v) for k, v in _CLASSES.items()},
-                       clean_content_tags={"script", "style", "template", "noscript", "textarea", "xmp", "title",
-                                           "iframe", "noembed", "noframes", "object", "select"},
-                       url_schemes={"http", "https", "mailto"}, url_relative="deny",
-                       link_rel="noopener noreferrer", set_tag_attribute_values={"a": {"target": "_blank"}},
-                       strip_comments=True)
+    return nh3.Cleaner(
+        tags=set(TAGS),
+        attributes={k: set(v) for k, v in ATTRIBUTES.items()},
+        allowed_classes={k: set(v) for k, v in _CLASSES.items()},
+        clean_content_tags={
+            "script",
+            "style",
+            "template",
+            "noscript",
+            "textarea",
+            "xmp",
+            "title",
+            "iframe",
+            "noembed",
+            "noframes",
+            "object",
+            "select",
+        },
+        url_schemes={"http", "https", "mailto"},
+        url_relative="deny",
+        link_rel="noopener noreferrer",
+        set_tag_attribute_values={"a": {"target": "_blank"}},
+        strip_comments=True,
+    )
 
 
 def sanitise(fragment: str) -> str:
@@ -113,8 +223,10 @@ def _math(tex: str, display: bool) -> str:
 def _image(self, tokens, idx, options, env) -> str:
     token = tokens[idx]
     alt = "".join(child.content for child in (token.children or [])) or token.content
-    return (f"<span class='image'>[image: {html.escape(alt)} ({html.escape(str(token.attrGet('src') or ''))}), "
-            f"not loaded]</span>")
+    return (
+        f"<span class='image'>[image: {html.escape(alt)} ({html.escape(str(token.attrGet('src') or ''))}), "
+        f"not loaded]</span>"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,16 +239,27 @@ def _parser():
     md.enable(["table", "strikethrough"])
     md.use(dollarmath_plugin, allow_space=True, allow_digits=True, double_inline=True)
     md.use(amsmath_plugin)
-    md.add_render_rule("math_inline", lambda self, tokens, idx, options, env: _math(tokens[idx].content, False))
-    md.add_render_rule("math_inline_double",
-                       lambda self, tokens, idx, options, env: _math(tokens[idx].content, True))
-    md.add_render_rule("math_block", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True))
-    md.add_render_rule("math_block_label",
-                       lambda self, tokens, idx, options, env: _math(tokens[idx].content, True))
-    md.add_render_rule("amsmath", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True))
+    md.add_render_rule(
+        "math_inline", lambda self, tokens, idx, options, env: _math(tokens[idx].content, False)
+    )
+    md.add_render_rule(
+        "math_inline_double",
+        lambda self, tokens, idx, options, env: _math(tokens[idx].content, True),
+    )
+    md.add_render_rule(
+        "math_block", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True)
+    )
+    md.add_render_rule(
+        "math_block_label", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True)
+    )
+    md.add_render_rule(
+        "amsmath", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True)
+    )
     md.add_render_rule("image", _image)
     # links keep their text and address but never run script (the sanitiser drops the rest)
-    md.validateLink = lambda url: not url.strip().lower().startswith(("javascript:", "vbscript:", "data:"))
+    md.validateLink = lambda url: (
+        not url.strip().lower().startswith(("javascript:", "vbscript:", "data:"))
+    )
     return md
 
 
@@ -162,15 +285,22 @@ def render_answer(text: str, limit: int | None = None) -> str:
     text = text or ""
     if limit is not None and len(text) > limit:
         shown = _cut(text, limit)
-        return sanitise(_parser().render(shown) +
-                        f"<p class='cut'>… {len(text) - len(shown):,} more characters: “show all”.</p>")
+        return sanitise(
+            _parser().render(shown)
+            + f"<p class='cut'>… {len(text) - len(shown):,} more characters: “show all”.</p>"
+        )
     if len(text) <= FULL_RENDER_CHARS:
         return render_markdown(text)
     shown = _cut(text, FULL_RENDER_CHARS)
-    rest = text[len(shown):MAX_SHOWN_CHARS]
+    rest = text[len(shown) : MAX_SHOWN_CHARS]
     unshown = len(text) - len(shown) - len(rest)
-    more = (f"<p class='cut'>… and {unshown:,} more characters, not shown here (the answer has {len(text):,}): "
-            f"the student's notebook holds them.</p>" if unshown else "")
-    return sanitise(_parser().render(shown) +
-                    f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
-                    f"<pre class='rest'>{html.escape(rest)}</pre>" + more)
+    more = (
+        f"<p class='cut'>… and {unshown:,} more characters, not shown here (the answer has {len(text):,}): "
+        f"the student's notebook holds them.</p>"
+        if unshown
+        else ""
+    )
+    return sanitise(
+        _parser().render(shown) + f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
+        f"<pre class='rest'>{html.escape(rest)}</pre>" + more
+    )

@@ -94,12 +94,21 @@ from lablib.grading.review.store import (
     word_diff,
 )
 
-__all__ = ["PAGE_SIZE", "PREVIEW_CHARS", "ReviewApp", "ReviewServer", "make_server", "question_prompts"]
+__all__ = [
+    "PAGE_SIZE",
+    "PREVIEW_CHARS",
+    "ReviewApp",
+    "ReviewServer",
+    "make_server",
+    "question_prompts",
+]
 
 PAGE_DIR = pathlib.Path(__file__).with_name("page")
-_STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
-           "/review.js": ("review.js", "text/javascript; charset=utf-8"),
-           "/review.css": ("review.css", "text/css; charset=utf-8")}
+_STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/review.js": ("review.js", "text/javascript; charset=utf-8"),
+    "/review.css": ("review.css", "text/css; charset=utf-8"),
+}
 #: Request bodies larger than this are refused (a page's request is a few hundred bytes).
 MAX_BODY = 256 * 1024
 #: An answer's first characters shown in the list; the rest on "show all".
@@ -109,20 +118,36 @@ PAGE_SIZE = 50
 #: The most answers one request for texts may name.
 MAX_TEXTS = 50
 #: What the page's responses say about an answer without a record in the gradebook.
-_NO_RECORD = ("no answer recorded: the notebook could not be read (see its status), or it was graded by an "
-              "older lablib (grade it again)")
+_NO_RECORD = (
+    "no answer recorded: the notebook could not be read (see its status), or it was graded by an "
+    "older lablib (grade it again)"
+)
 #: The fields of each change the page sends (any other is refused).
-_FIELDS = {"grade": {"action", "question", "answers", "seen", "versions", "items", "add", "remove", "adjustment",
-                     "comment"},
-           "item": {"action", "question", "id", "version", "points", "comment"},
-           "delete-item": {"action", "question", "id", "version"},
-           "flag": {"action", "question", "answers", "flagged"},
-           "reveal": {"action", "question", "answer"},
-           "write": {"action", "question"}}
+_FIELDS = {
+    "grade": {
+        "action",
+        "question",
+        "answers",
+        "seen",
+        "versions",
+        "items",
+        "add",
+        "remove",
+        "adjustment",
+        "comment",
+    },
+    "item": {"action", "question", "id", "version", "points", "comment"},
+    "delete-item": {"action", "question", "id", "version"},
+    "flag": {"action", "question", "answers", "flagged"},
+    "reveal": {"action", "question", "answer"},
+    "write": {"action", "question"},
+}
 #: The page's security headers (see the module's docstring).
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
-       "font-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; child-src 'none'; "
-       "worker-src 'none'; manifest-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
+    "font-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; child-src 'none'; "
+    "worker-src 'none'; manifest-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 
 def question_prompts(template, questions) -> dict[str, str]:
@@ -135,7 +160,11 @@ def question_prompts(template, questions) -> dict[str, str]:
     for index, cell in enumerate(cells):
         source = cell_source(cell)
         lines = source.split("\n")
-        ids = [m.group(1) for m in (ANSWER_BEGIN_RE.match(line.strip()) for line in lines) if m and m.group(1)]
+        ids = [
+            m.group(1)
+            for m in (ANSWER_BEGIN_RE.match(line.strip()) for line in lines)
+            if m and m.group(1)
+        ]
         tag = answer_tag(cell) or (ids[0] if ids else None)
         if tag not in questions or tag in prompts:
             continue
@@ -146,8 +175,14 @@ def question_prompts(template, questions) -> dict[str, str]:
             before.append(line)
         text = "\n".join(before).strip()
         if len(text) < 400:  # "Your answer:" alone: the question is the markdown above (code aside)
-            above = next((c for c in reversed(cells[max(0, index - 3):index]) if c.get("cell_type") == "markdown"),
-                         None)
+            above = next(
+                (
+                    c
+                    for c in reversed(cells[max(0, index - 3) : index])
+                    if c.get("cell_type") == "markdown"
+                ),
+                None,
+            )
             if above is not None:
                 text = (cell_source(above).strip() + "\n\n" + text).strip()
         prompts[tag] = text
@@ -172,8 +207,11 @@ def revealed_student(identity, student) -> dict:
     identity = identity if isinstance(identity, dict) else {}
     if any(text(identity, k) for k in ("name", "student_id", "email")):
         name = text(identity, "name")
-        others = [text(o, "name") or text(o, "student_id") or text(o, "email") or text(o, "key")
-                  for o in identity.get("others") or () if isinstance(o, dict)]
+        others = [
+            text(o, "name") or text(o, "student_id") or text(o, "email") or text(o, "key")
+            for o in identity.get("others") or ()
+            if isinstance(o, dict)
+        ]
         others = [o for o in others if o]
         if others:
             name = f"{name or '?'} (a group with {', '.join(others)})"
@@ -247,11 +285,23 @@ class ReviewApp:
             of this lab.
     """
 
-    def __init__(self, out_dir, lab, *, template=None, solution=None, grader: str = "", on_write=None,
-                 preview_chars: int = PREVIEW_CHARS, reveal: bool = False):
+    def __init__(
+        self,
+        out_dir,
+        lab,
+        *,
+        template=None,
+        solution=None,
+        grader: str = "",
+        on_write=None,
+        preview_chars: int = PREVIEW_CHARS,
+        reveal: bool = False,
+    ):
         if not lab.answers:
-            raise ReviewError(f"Lab {lab.name!r} has no written answers to review (its spec declares none with "
-                              f"lab.answer(...)).")
+            raise ReviewError(
+                f"Lab {lab.name!r} has no written answers to review (its spec declares none with "
+                f"lab.answer(...))."
+            )
         self.out = pathlib.Path(out_dir)
         self.lab = lab
         self.grader = grader
@@ -274,9 +324,17 @@ class ReviewApp:
         prompts = question_prompts(template_nb, lab.answers)
         model = {}
         if solution:
-            model = {q: a.text for q, a in written_answers(read_notebook(solution)[0], lab.answers).items()}
-        self.prompts = {q: {"prompt": render_markdown(prompts.get(q, "")),
-                          "model": render_markdown(model[q]) if model.get(q) else ""} for q in lab.answers}
+            model = {
+                q: a.text
+                for q, a in written_answers(read_notebook(solution)[0], lab.answers).items()
+            }
+        self.prompts = {
+            q: {
+                "prompt": render_markdown(prompts.get(q, "")),
+                "model": render_markdown(model[q]) if model.get(q) else "",
+            }
+            for q in lab.answers
+        }
 
     # ------------------------------------------------------------ the gradebook's rows
 
@@ -287,8 +345,10 @@ class ReviewApp:
         try:
             stat = path.stat()
         except OSError:
-            raise ReviewError(f"{self.out} holds no grades.json: run `lablib grade {self.lab.name} <submissions> "
-                              f"-o {self.out}` first.") from None
+            raise ReviewError(
+                f"{self.out} holds no grades.json: run `lablib grade {self.lab.name} <submissions> "
+                f"-o {self.out}` first."
+            ) from None
         stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         if stamp == self._stamp:
             return
@@ -297,8 +357,10 @@ class ReviewApp:
         except GradebookError as exc:
             raise ReviewError(str(exc)) from None
         if not isinstance(data, dict) or data.get("lab") != self.lab.name:
-            raise ReviewError(f"{path} is the gradebook of {data.get('lab') if isinstance(data, dict) else '?'!r}, "
-                              f"not of {self.lab.name!r}.")
+            raise ReviewError(
+                f"{path} is the gradebook of {data.get('lab') if isinstance(data, dict) else '?'!r}, "
+                f"not of {self.lab.name!r}."
+            )
         rows, students = {}, {}
         for entry in data.get("submissions", []):
             try:
@@ -309,25 +371,45 @@ class ReviewApp:
             student = revealed_student(result.identity, entry.get("student"))
             if student:
                 students[result.submission] = student
-        digests = {name: {q: r.answers[q].digest if q in r.answers else MISSING_DIGEST for q in self.lab.answers}
-                   for name, r in rows.items()}
+        digests = {
+            name: {
+                q: r.answers[q].digest if q in r.answers else MISSING_DIGEST
+                for q in self.lab.answers
+            }
+            for name, r in rows.items()
+        }
         # the texts this read replaces (a regrade): a grade given meanwhile to the text the
         # page showed keeps that text for its diff
         now = {d for row in digests.values() for d in row.values()}
-        replaced = {a.digest: a.text for r in self._rows.values() for a in r.answers.values() if a.digest not in now}
-        unreadable = {q: {n for n, r in rows.items() if q not in r.answers or r.status.has(Kind.INVALID_NOTEBOOK)}
-                      for q in self.lab.answers}
+        replaced = {
+            a.digest: a.text
+            for r in self._rows.values()
+            for a in r.answers.values()
+            if a.digest not in now
+        }
+        unreadable = {
+            q: {
+                n
+                for n, r in rows.items()
+                if q not in r.answers or r.status.has(Kind.INVALID_NOTEBOOK)
+            }
+            for q in self.lab.answers
+        }
         self._rows, self._digests, self._stamp, self._orders = rows, digests, stamp, {}
         self._students, self._unreadable, self._replaced = students, unreadable, replaced
         self.generation += 1
 
     def _token(self, question: str, submission: str) -> str:
-        return hashlib.sha256(f"{self.store.secret}|token|{question}|{submission}".encode()).hexdigest()[:16]
+        return hashlib.sha256(
+            f"{self.store.secret}|token|{question}|{submission}".encode()
+        ).hexdigest()[:16]
 
     def _ordered(self, question: str, names=None) -> list[str]:
         """The submissions with an answer to grade (``names``: these) in this question's
         shuffled order (the same for every grader)."""
-        key = lambda name: hashlib.sha256(f"{self.store.secret}|order|{question}|{name}".encode()).hexdigest()
+        key = lambda name: hashlib.sha256(
+            f"{self.store.secret}|order|{question}|{name}".encode()
+        ).hexdigest()
         if names is None:
             names = [n for n in self._rows if n not in self._unreadable.get(question, ())]
         return sorted(names, key=key)
@@ -339,16 +421,21 @@ class ReviewApp:
         key = (question, self.store.secret)
         if key not in self._orders:
             names = self._ordered(question)
-            self._orders[key] = (names, {self._token(question, n): n for n in names},
-                                 {n: k for k, n in enumerate(names, 1)})
+            self._orders[key] = (
+                names,
+                {self._token(question, n): n for n in names},
+                {n: k for k, n in enumerate(names, 1)},
+            )
         return self._orders[key]
 
     def _by_token(self, question: str, tokens) -> list[str]:
         known = self._order(question)[1]
         missing = [t for t in tokens if t not in known]
         if missing:
-            raise ReviewError(f"Unknown answer(s) {[str(t)[:20] for t in missing[:3]]} for question {question!r}: "
-                              f"the gradebook changed (a regrade?); reload the page.")
+            raise ReviewError(
+                f"Unknown answer(s) {[str(t)[:20] for t in missing[:3]]} for question {question!r}: "
+                f"the gradebook changed (a regrade?); reload the page."
+            )
         return [known[t] for t in tokens]
 
     def _text(self, name: str, question: str):
@@ -366,13 +453,29 @@ class ReviewApp:
         flagged = self.store.flagged()
         out = []
         for q in self.lab.answers.values():
-            given = [scores[r.submission][q.id] for r in rows if r.submission not in unreadable[q.id]]
+            given = [
+                scores[r.submission][q.id] for r in rows if r.submission not in unreadable[q.id]
+            ]
             flags = [n for n in flagged.get(q.id, []) if n in digests and n not in unreadable[q.id]]
-            out.append({"id": q.id, "title": q.title, "points": q.points, "answers": len(given),
-                        "graded": sum(s.graded and not s.stale for s in given), "stale": sum(s.stale for s in given),
-                        "flagged": len(flags), "unreadable": len(unreadable[q.id])})
-        return {"lab": self.lab.name, "title": self.lab.title, "grader": self.grader, "reveal": self.reveal,
-                "questions": out}
+            out.append(
+                {
+                    "id": q.id,
+                    "title": q.title,
+                    "points": q.points,
+                    "answers": len(given),
+                    "graded": sum(s.graded and not s.stale for s in given),
+                    "stale": sum(s.stale for s in given),
+                    "flagged": len(flags),
+                    "unreadable": len(unreadable[q.id]),
+                }
+            )
+        return {
+            "lab": self.lab.name,
+            "title": self.lab.title,
+            "grader": self.grader,
+            "reveal": self.reveal,
+            "questions": out,
+        }
 
     def _meta(self, question: str, names) -> list[dict]:
         """What the page knows of each answer without its text (call with the lock held)."""
@@ -382,10 +485,19 @@ class ReviewApp:
         for name in names:
             text, answer = self._text(name, question)
             notes = [str(n)[:300] for n in answer.notes[:5]] if answer else [_NO_RECORD]
-            out.append({"token": self._token(question, name), "number": number[name], "length": len(text),
-                        "truncated": len(text) > self.preview_chars, "empty": not text,
-                        "found": answer.found if answer else "", "notes": notes,
-                        "digest": self._digests[name][question], **state[name]})
+            out.append(
+                {
+                    "token": self._token(question, name),
+                    "number": number[name],
+                    "length": len(text),
+                    "truncated": len(text) > self.preview_chars,
+                    "empty": not text,
+                    "found": answer.found if answer else "",
+                    "notes": notes,
+                    "digest": self._digests[name][question],
+                    **state[name],
+                }
+            )
         return out
 
     def _unreadable_list(self, question: str) -> list[dict]:
@@ -408,15 +520,27 @@ class ReviewApp:
         """One question: its text, model answer, rubric, version and every answer
         (anonymised, in order, without its text: see :meth:`texts`)."""
         q = self.store.question(question)
-        version = self.store.version(question)  # read first: a change after it is sent again next time
+        version = self.store.version(
+            question
+        )  # read first: a change after it is sent again next time
         with self._lock:
             names = self._order(question)[0]
             answers = self._meta(question, names) if names else []
             unreadable = self._unreadable_list(question)
             generation = self.generation
-        return {"id": q.id, "title": q.title, "points": q.points, **self.prompts[question], "version": version,
-                "generation": generation, "page_size": PAGE_SIZE, "preview_chars": self.preview_chars,
-                "rubric": self._rubric(question), "answers": answers, "unreadable": unreadable}
+        return {
+            "id": q.id,
+            "title": q.title,
+            "points": q.points,
+            **self.prompts[question],
+            "version": version,
+            "generation": generation,
+            "page_size": PAGE_SIZE,
+            "preview_chars": self.preview_chars,
+            "rubric": self._rubric(question),
+            "answers": answers,
+            "unreadable": unreadable,
+        }
 
     def changes(self, question: str, since, generation) -> dict:
         """What changed in ``question`` after version ``since``: the answers whose grade
@@ -426,8 +550,10 @@ class ReviewApp:
         try:
             since, generation = int(since), int(generation)
         except (TypeError, ValueError):
-            raise ReviewError(f"Changes are asked with since=<version>&generation=<number>; got since={since!r}, "
-                              f"generation={generation!r}.") from None
+            raise ReviewError(
+                f"Changes are asked with since=<version>&generation=<number>; got since={since!r}, "
+                f"generation={generation!r}."
+            ) from None
         version = self.store.version(question)
         names, rubric = self.store.changed_since(question, since)
         with self._lock:
@@ -436,21 +562,34 @@ class ReviewApp:
                 return {"reload": True, "generation": self.generation}
             changed = order if rubric else [n for n in order if n in names]
             answers = self._meta(question, changed) if changed else []
-        return {"version": version, "generation": generation, "answers": answers,
-                "rubric": self._rubric(question) if rubric else None}
+        return {
+            "version": version,
+            "generation": generation,
+            "answers": answers,
+            "rubric": self._rubric(question) if rubric else None,
+        }
 
     def texts(self, question: str, tokens) -> dict:
         """The rendered previews of some answers (at most :data:`MAX_TEXTS`), each with the
         digest of the text it shows: the page sends it back with a grade."""
         self.store.question(question)
         if not isinstance(tokens, list) or not 0 < len(tokens) <= MAX_TEXTS:
-            raise ReviewError(f"Texts are asked for 1 to {MAX_TEXTS} answers at a time; got "
-                              f"{len(tokens) if isinstance(tokens, list) else tokens!r}.")
+            raise ReviewError(
+                f"Texts are asked for 1 to {MAX_TEXTS} answers at a time; got "
+                f"{len(tokens) if isinstance(tokens, list) else tokens!r}."
+            )
         with self._lock:
             names = self._by_token(question, tokens)
-            found = [(t, n, *self._text(n, question), self._digests[n][question]) for t, n in zip(tokens, names)]
-        return {"answers": [self._shown(token, text, digest, self.preview_chars)
-                            for token, _, text, _, digest in found]}
+            found = [
+                (t, n, *self._text(n, question), self._digests[n][question])
+                for t, n in zip(tokens, names)
+            ]
+        return {
+            "answers": [
+                self._shown(token, text, digest, self.preview_chars)
+                for token, _, text, _, digest in found
+            ]
+        }
 
     def full_text(self, question: str, token: str) -> dict:
         """One answer in full ("show all"; past the renderer's limit the rest as plain text)."""
@@ -471,21 +610,48 @@ class ReviewApp:
             digest = self._digests[name][question]
         graded_digest, graded = self.store.graded_text(name, question)
         if not graded_digest:
-            return {"token": token, "available": False, "reason": "This answer has not been graded yet."}
+            return {
+                "token": token,
+                "available": False,
+                "reason": "This answer has not been graded yet.",
+            }
         if graded is None:
-            return {"token": token, "available": False,
-                    "reason": "The text this answer was graded for was not kept (graded by an older lablib, or "
-                              "while the notebook could not be read): read the answer again as it is."}
+            return {
+                "token": token,
+                "available": False,
+                "reason": "The text this answer was graded for was not kept (graded by an older lablib, or "
+                "while the notebook could not be read): read the answer again as it is.",
+            }
         if graded_digest == digest:
-            return {"token": token, "available": True, "segments": [["=", text[:200]]] if text else [],
-                    "unchanged": True, "graded_length": len(graded), "length": len(text)}
-        return {"token": token, "available": True, "segments": word_diff(graded, text), "unchanged": False,
-                "graded_length": len(graded), "length": len(text)}
+            return {
+                "token": token,
+                "available": True,
+                "segments": [["=", text[:200]]] if text else [],
+                "unchanged": True,
+                "graded_length": len(graded),
+                "length": len(text),
+            }
+        return {
+            "token": token,
+            "available": True,
+            "segments": word_diff(graded, text),
+            "unchanged": False,
+            "graded_length": len(graded),
+            "length": len(text),
+        }
 
     def _shown(self, token: str, text: str, digest: str, limit) -> dict:
-        html = self._renders.get((digest, limit), lambda: render_answer(text, limit)) if text else ""
-        return {"token": token, "digest": digest, "html": html, "empty": not text, "length": len(text),
-                "truncated": limit is not None and len(text) > limit}
+        html = (
+            self._renders.get((digest, limit), lambda: render_answer(text, limit)) if text else ""
+        )
+        return {
+            "token": token,
+            "digest": digest,
+            "html": html,
+            "empty": not text,
+            "length": len(text),
+            "truncated": limit is not None and len(text) > limit,
+        }
 
     # ------------------------------------------------------------ what the page changes
 
@@ -503,11 +669,15 @@ class ReviewApp:
         question = body.get("question")
         unknown = sorted(set(body) - _FIELDS.get(action, set(body)))
         if unknown:  # "grader" among them: the log names the server's grader, never the request's
-            raise ReviewError(f"A {action!r} change has no field(s) {unknown[:5]}; its fields: "
-                              f"{sorted(_FIELDS[action])}.")
+            raise ReviewError(
+                f"A {action!r} change has no field(s) {unknown[:5]}; its fields: "
+                f"{sorted(_FIELDS[action])}."
+            )
         if action == "write":
             if self.on_write is None:
-                raise ReviewError("This review page cannot write the gradebook: run `lablib report` instead.")
+                raise ReviewError(
+                    "This review page cannot write the gradebook: run `lablib report` instead."
+                )
             return {"message": str(self.on_write())}
         if not isinstance(question, str):
             raise ReviewError(f"A change names its question; got {question!r}.")
@@ -519,33 +689,67 @@ class ReviewApp:
         if action == "reveal":
             return self._reveal(question, body)
         version = body.get("version")
-        if action in ("item", "delete-item") and body.get("id") is not None and (
-                not isinstance(version, int) or isinstance(version, bool)):
-            raise ReviewError(f"A change of rubric item {body.get('id')!r} names the version of the item it was "
-                              f"based on (\"version\": a number, from the page's rubric); got {version!r}; reload "
-                              f"the page.")
+        if (
+            action in ("item", "delete-item")
+            and body.get("id") is not None
+            and (not isinstance(version, int) or isinstance(version, bool))
+        ):
+            raise ReviewError(
+                f"A change of rubric item {body.get('id')!r} names the version of the item it was "
+                f'based on ("version": a number, from the page\'s rubric); got {version!r}; reload '
+                f"the page."
+            )
         try:
             if action == "item":
-                self.store.save_item(question, body.get("points"), body.get("comment", ""), item=body.get("id"),
-                                     version=version, grader=self.grader)
+                self.store.save_item(
+                    question,
+                    body.get("points"),
+                    body.get("comment", ""),
+                    item=body.get("id"),
+                    version=version,
+                    grader=self.grader,
+                )
             elif action == "delete-item":
-                self.store.delete_item(question, body.get("id"), version=version, grader=self.grader)
+                self.store.delete_item(
+                    question, body.get("id"), version=version, grader=self.grader
+                )
             else:
-                raise ReviewError(f"Unknown action {action!r}; expected grade, item, delete-item, flag, reveal or "
-                                  f"write.")
+                raise ReviewError(
+                    f"Unknown action {action!r}; expected grade, item, delete-item, flag, reveal or "
+                    f"write."
+                )
         except ReviewConflict as exc:
-            raise ChangeRefused(409, {"error": str(exc), "conflict": "item", "item": exc.item,
-                                      "rubric": self._rubric(question)}) from None
+            raise ChangeRefused(
+                409,
+                {
+                    "error": str(exc),
+                    "conflict": "item",
+                    "item": exc.item,
+                    "rubric": self._rubric(question),
+                },
+            ) from None
         page = self.question(question)
-        return {"version": page["version"], "rubric": page["rubric"], "answers": page["answers"],
-                "message": "saved"}
+        return {
+            "version": page["version"],
+            "rubric": page["rubric"],
+            "answers": page["answers"],
+            "message": "saved",
+        }
 
     def _flag(self, question: str, body: dict) -> dict:
         tokens, flagged = body.get("answers"), body.get("flagged")
-        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
-            raise ReviewError("A flag names the answers it changes (a non-empty list of the page's tokens).")
+        if (
+            not isinstance(tokens, list)
+            or not tokens
+            or not all(isinstance(t, str) for t in tokens)
+        ):
+            raise ReviewError(
+                "A flag names the answers it changes (a non-empty list of the page's tokens)."
+            )
         if not isinstance(flagged, bool):
-            raise ReviewError(f"A flag is set (\"flagged\": true) or cleared (false); got {flagged!r}.")
+            raise ReviewError(
+                f'A flag is set ("flagged": true) or cleared (false); got {flagged!r}.'
+            )
         with self._lock:
             names = self._by_token(question, tokens)
         self.store.set_flag(names, question, flagged, grader=self.grader)
@@ -554,14 +758,19 @@ class ReviewApp:
             self._order(question)
             answers = self._meta(question, [n for n in names if n in self._rows])
         count = len(names)
-        return {"version": version, "answers": answers,
-                "message": f"{count} answer{'s' if count != 1 else ''} {'flagged for a second look' if flagged else 'no longer flagged'}"}
+        return {
+            "version": version,
+            "answers": answers,
+            "message": f"{count} answer{'s' if count != 1 else ''} {'flagged for a second look' if flagged else 'no longer flagged'}",
+        }
 
     def _reveal(self, question: str, body: dict) -> dict:
         if not self.reveal:
-            raise ReviewError("This review server was started without --reveal: students' names stay hidden. The "
-                              "instructor starts `lablib review ... --reveal` to see one answer's student on request "
-                              "(each reveal is logged).")
+            raise ReviewError(
+                "This review server was started without --reveal: students' names stay hidden. The "
+                "instructor starts `lablib review ... --reveal` to see one answer's student on request "
+                "(each reveal is logged)."
+            )
         token = body.get("answer")
         if not isinstance(token, str):
             raise ReviewError(f"A reveal names one answer (its token); got {token!r}.")
@@ -570,28 +779,54 @@ class ReviewApp:
             number = self._order(question)[2][name]
             student = dict(self._students.get(name) or {})
         self.store.log_reveal(name, question, grader=self.grader)
-        shown = {"submission": name, "name": student.get("name", ""), "student_id": student.get("student_id", ""),
-                 "email": student.get("email", "")}
-        return {"token": token, "number": number, "student": shown,
-                "message": f"Answer {number}'s student shown to you; recorded in the review log under "
-                           f"{self.grader or 'your name'}."}
+        shown = {
+            "submission": name,
+            "name": student.get("name", ""),
+            "student_id": student.get("student_id", ""),
+            "email": student.get("email", ""),
+        }
+        return {
+            "token": token,
+            "number": number,
+            "student": shown,
+            "message": f"Answer {number}'s student shown to you; recorded in the review log under "
+            f"{self.grader or 'your name'}.",
+        }
 
     def _grade(self, question: str, body: dict) -> dict:
         tokens = body.get("answers")
-        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
-            raise ReviewError("A grade names the answers it changes (a non-empty list of the page's tokens).")
+        if (
+            not isinstance(tokens, list)
+            or not tokens
+            or not all(isinstance(t, str) for t in tokens)
+        ):
+            raise ReviewError(
+                "A grade names the answers it changes (a non-empty list of the page's tokens)."
+            )
         seen, versions = body.get("seen"), body.get("versions")
         if not isinstance(seen, dict) or not isinstance(versions, dict):
-            raise ReviewError("A grade says which text of each answer it graded and which grade it changes "
-                              "(\"seen\": token -> the digest shown, \"versions\": token -> the grade's version); "
-                              f"got seen={type(seen).__name__}, versions={type(versions).__name__}; reload the page.")
-        bad = [t for t in tokens if not isinstance(seen.get(t), str) or not 0 < len(seen[t]) <= 64
-               or not isinstance(versions.get(t), int) or isinstance(versions.get(t), bool)]
+            raise ReviewError(
+                "A grade says which text of each answer it graded and which grade it changes "
+                '("seen": token -> the digest shown, "versions": token -> the grade\'s version); '
+                f"got seen={type(seen).__name__}, versions={type(versions).__name__}; reload the page."
+            )
+        bad = [
+            t
+            for t in tokens
+            if not isinstance(seen.get(t), str)
+            or not 0 < len(seen[t]) <= 64
+            or not isinstance(versions.get(t), int)
+            or isinstance(versions.get(t), bool)
+        ]
         if bad:
-            raise ReviewError(f"{len(bad)} answer(s) of this grade lack the digest of the text shown or the "
-                              f"version of their grade (an answer is graded once its text is on the page); "
-                              f"reload the page.")
-        change = {k: body[k] for k in ("items", "add", "remove", "adjustment", "comment") if k in body}
+            raise ReviewError(
+                f"{len(bad)} answer(s) of this grade lack the digest of the text shown or the "
+                f"version of their grade (an answer is graded once its text is on the page); "
+                f"reload the page."
+            )
+        change = {
+            k: body[k] for k in ("items", "add", "remove", "adjustment", "comment") if k in body
+        }
         with self._lock:
             names = self._by_token(question, tokens)
             now = {n: self._digests[n][question] for n in names}
@@ -603,14 +838,28 @@ class ReviewApp:
                     texts[seen[t]] = self._replaced[seen[t]]
         token_of, name_of = dict(zip(names, tokens)), dict(zip(tokens, names))
         try:
-            self.store.apply(names, question, change, digest={n: seen[token_of[n]] for n in names},
-                             versions={n: versions[token_of[n]] for n in names}, grader=self.grader, texts=texts)
+            self.store.apply(
+                names,
+                question,
+                change,
+                digest={n: seen[token_of[n]] for n in names},
+                versions={n: versions[token_of[n]] for n in names},
+                grader=self.grader,
+                texts=texts,
+            )
         except ReviewConflict as exc:
             with self._lock:
                 self._order(question)
                 answers = self._meta(question, [n for n in names if n in self._rows])
-            raise ChangeRefused(409, {"error": str(exc), "conflict": "grade", "answers": answers,
-                                      "rubric": self._rubric(question)}) from None
+            raise ChangeRefused(
+                409,
+                {
+                    "error": str(exc),
+                    "conflict": "grade",
+                    "answers": answers,
+                    "rubric": self._rubric(question),
+                },
+            ) from None
         version = self.store.version(question)
         with self._lock:
             self._order(question)
@@ -618,11 +867,18 @@ class ReviewApp:
         moved = sorted(a["number"] for a in answers if seen[a["token"]] != now[name_of[a["token"]]])
         message = "saved"
         if moved:
-            message = (f"saved, but answer(s) {', '.join(map(str, moved))} changed since the page showed them (a "
-                       f"regrade): the grade is kept for the text you saw and marked 'answer changed since "
-                       f"graded'; the new text is shown now, look at it again.")
-        return {"version": version, "rubric": self._rubric(question), "answers": answers, "message": message,
-                "changed_text": [a["token"] for a in answers if a["number"] in moved]}
+            message = (
+                f"saved, but answer(s) {', '.join(map(str, moved))} changed since the page showed them (a "
+                f"regrade): the grade is kept for the text you saw and marked 'answer changed since "
+                f"graded'; the new text is shown now, look at it again."
+            )
+        return {
+            "version": version,
+            "rubric": self._rubric(question),
+            "answers": answers,
+            "message": message,
+            "changed_text": [a["token"] for a in answers if a["number"] in moved],
+        }
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -660,19 +916,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         given = self.headers.get("Authorization") or ""
         scheme, _, value = given.strip().partition(" ")
         if scheme.lower() not in ("bearer", "token") or not value.strip():
-            self._json(401, {"error": "This review server answers only its own page: open the address `lablib review` "
-                                      "printed (http://127.0.0.1:<port>/?token=...), which carries this run's token. "
-                                      "An API request sends it as 'Authorization: Bearer <token>'."})
+            self._json(
+                401,
+                {
+                    "error": "This review server answers only its own page: open the address `lablib review` "
+                    "printed (http://127.0.0.1:<port>/?token=...), which carries this run's token. "
+                    "An API request sends it as 'Authorization: Bearer <token>'."
+                },
+            )
             return True
         if not hmac.compare_digest(value.strip().encode(), self.token.encode()):
-            self._json(403, {"error": "The token sent is not this review server's (each `lablib review` run makes a "
-                                      "new one): open the address it printed this time."})
+            self._json(
+                403,
+                {
+                    "error": "The token sent is not this review server's (each `lablib review` run makes a "
+                    "new one): open the address it printed this time."
+                },
+            )
             return True
         return False
 
     def do_GET(self):  # noqa: N802 - http.server's name
         if not self._local():
-            return self._json(403, {"error": "This page answers only requests addressed to localhost."})
+            return self._json(
+                403, {"error": "This page answers only requests addressed to localhost."}
+            )
         url = urllib.parse.urlparse(self.path)
         path = url.path
         try:
@@ -688,8 +956,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._json(200, self.app.questions())
             match = re.fullmatch(r"/api/question/([a-z][a-z0-9_]*)(/changes)?", path)
             if match and match.group(2):
-                return self._json(200, self.app.changes(match.group(1), query.get("since", [None])[0],
-                                                        query.get("generation", [None])[0]))
+                return self._json(
+                    200,
+                    self.app.changes(
+                        match.group(1),
+                        query.get("since", [None])[0],
+                        query.get("generation", [None])[0],
+                    ),
+                )
             if match:
                 return self._json(200, self.app.question(match.group(1)))
             match = re.fullmatch(r"/api/texts/([a-z][a-z0-9_]*)", path)
@@ -710,20 +984,32 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802
         if not self._local():
-            return self._json(403, {"error": "This page answers only requests addressed to localhost."})
+            return self._json(
+                403, {"error": "This page answers only requests addressed to localhost."}
+            )
         if self._refused():
             return None
         origin = self.headers.get("Origin")
-        if origin and urllib.parse.urlparse(origin).hostname not in ("127.0.0.1", "localhost", "::1"):
-            return self._json(403, {"error": f"Changes come only from the review page itself, not from {origin}."})
+        if origin and urllib.parse.urlparse(origin).hostname not in (
+            "127.0.0.1",
+            "localhost",
+            "::1",
+        ):
+            return self._json(
+                403, {"error": f"Changes come only from the review page itself, not from {origin}."}
+            )
         if not (self.headers.get("Content-Type") or "").startswith("application/json"):
-            return self._json(415, {"error": "Changes are sent as JSON (Content-Type: application/json)."})
+            return self._json(
+                415, {"error": "Changes are sent as JSON (Content-Type: application/json)."}
+            )
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
         if not 0 < length <= MAX_BODY:
-            return self._json(413, {"error": f"A change is 1 to {MAX_BODY} bytes of JSON; got {length}."})
+            return self._json(
+                413, {"error": f"A change is 1 to {MAX_BODY} bytes of JSON; got {length}."}
+            )
         try:
             body = json.loads(self.rfile.read(length))
             if not isinstance(body, dict):
@@ -731,7 +1017,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ValueError as exc:
             return self._json(400, {"error": f"The change is not a JSON object ({exc})."})
         if urllib.parse.urlparse(self.path).path != "/api/change":
-            return self._json(404, {"error": f"No action at {self.path[:100]!r}; changes go to /api/change."})
+            return self._json(
+                404, {"error": f"No action at {self.path[:100]!r}; changes go to /api/change."}
+            )
         try:
             return self._json(200, self.app.change(body))
         except ChangeRefused as exc:
@@ -760,16 +1048,22 @@ class ReviewServer(http.server.ThreadingHTTPServer):
         return f"{self.address}?token={self.token}"
 
 
-def make_server(app: ReviewApp, *, port: int = 0, host: str = "127.0.0.1", token: str | None = None) -> ReviewServer:
+def make_server(
+    app: ReviewApp, *, port: int = 0, host: str = "127.0.0.1", token: str | None = None
+) -> ReviewServer:
     """A server for ``app`` on ``host:port`` (0: any free port). Only loopback addresses
     are accepted: the page holds students' answers and changes their grades. ``token``:
     the credential the API asks for (None: a new random one, 256 bits)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
-        raise ReviewError(f"The review page listens on localhost only, not {host!r}; to grade from another "
-                          f"machine forward the port (ssh -L {port or 8765}:127.0.0.1:{port or 8765} ...).")
+        raise ReviewError(
+            f"The review page listens on localhost only, not {host!r}; to grade from another "
+            f"machine forward the port (ssh -L {port or 8765}:127.0.0.1:{port or 8765} ...)."
+        )
     token = token or secrets.token_urlsafe(32)
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,128}", token):
-        raise ReviewError("A review token is 16 to 128 letters, digits, '-' or '_' (it travels in a URL).")
+        raise ReviewError(
+            "A review token is 16 to 128 letters, digits, '-' or '_' (it travels in a URL)."
+        )
     handler = type("Handler", (_Handler,), {"app": app, "token": token})
     server = ReviewServer((host, port), handler)
     server.token = token

@@ -56,8 +56,17 @@ import zlib
 
 from lablib.grading.results import PersonScore
 
-__all__ = ["DB_NAME", "MISSING_DIGEST", "ReviewConflict", "ReviewError", "ReviewStore", "RubricRow",
-           "changes_since", "text_digest", "word_diff"]
+__all__ = [
+    "DB_NAME",
+    "MISSING_DIGEST",
+    "ReviewConflict",
+    "ReviewError",
+    "ReviewStore",
+    "RubricRow",
+    "changes_since",
+    "text_digest",
+    "word_diff",
+]
 
 #: The database's file name inside a grading output folder.
 DB_NAME = "reviews.sqlite"
@@ -155,7 +164,7 @@ def word_diff(old: str, new: str) -> list[list]:
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
     raw: list[list] = [["=", "".join(a[:start])]]
-    middle_a, middle_b = a[start:len(a) - end], b[start:len(b) - end]
+    middle_a, middle_b = a[start : len(a) - end], b[start : len(b) - end]
     if len(middle_a) > DIFF_TOKENS or len(middle_b) > DIFF_TOKENS:
         raw += [["-", "".join(middle_a)], ["+", "".join(middle_b)]]
     else:
@@ -165,7 +174,7 @@ def word_diff(old: str, new: str) -> list[list]:
                 raw.append(["=", "".join(middle_a[i1:i2])])
             else:
                 raw += [["-", "".join(middle_a[i1:i2])], ["+", "".join(middle_b[j1:j2])]]
-    raw.append(["=", "".join(a[len(a) - end:]) if end else ""])
+    raw.append(["=", "".join(a[len(a) - end :]) if end else ""])
     segments: list[list] = []
     for op, text in raw:
         if not text:
@@ -229,16 +238,22 @@ class ReviewStore:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("lab", lab.name) != lab.name:
-                raise ReviewError(f"{self.path} holds the reviews of lab {meta['lab']!r}, not of {lab.name!r}: "
-                                  f"review the output folder of {lab.name!r}.")
+                raise ReviewError(
+                    f"{self.path} holds the reviews of lab {meta['lab']!r}, not of {lab.name!r}: "
+                    f"review the output folder of {lab.name!r}."
+                )
             db.execute("INSERT OR IGNORE INTO meta VALUES ('lab', ?)", (lab.name,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('secret', ?)", (secrets.token_hex(16),))
             for q in self.questions.values():  # a question's rubric starts as the spec says, once
-                started = db.execute("SELECT 1 FROM meta WHERE key = ?", (f"rubric:{q.id}",)).fetchone()
+                started = db.execute(
+                    "SELECT 1 FROM meta WHERE key = ?", (f"rubric:{q.id}",)
+                ).fetchone()
                 if not started:
                     for position, item in enumerate(q.rubric):
-                        db.execute("INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
-                                   (q.id, item.points, item.comment, position))
+                        db.execute(
+                            "INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
+                            (q.id, item.points, item.comment, position),
+                        )
                     db.execute("INSERT INTO meta VALUES (?, ?)", (f"rubric:{q.id}", _now()))
             self.secret = db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()[0]
 
@@ -270,8 +285,10 @@ class ReviewStore:
             ReviewError: the lab has no such question (the message lists its questions).
         """
         if question not in self.questions:
-            raise ReviewError(f"Lab {self.lab.name!r} has no written question {question!r}; its questions: "
-                              f"{sorted(self.questions) or 'none'}.")
+            raise ReviewError(
+                f"Lab {self.lab.name!r} has no written question {question!r}; its questions: "
+                f"{sorted(self.questions) or 'none'}."
+            )
         return self.questions[question]
 
     @staticmethod
@@ -279,7 +296,8 @@ class ReviewStore:
         """Add a log entry; its id (the version of the rows it changes)."""
         return db.execute(
             "INSERT INTO event (at, grader, submission, question, what, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            (_now(), grader or "", submission, question, what, json.dumps(detail, sort_keys=True))).lastrowid
+            (_now(), grader or "", submission, question, what, json.dumps(detail, sort_keys=True)),
+        ).lastrowid
 
     @staticmethod
     def _points(value, what: str) -> float:
@@ -300,23 +318,40 @@ class ReviewStore:
             rows = db.execute(
                 "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id), r.version "
                 "FROM rubric r WHERE r.question = ? AND r.deleted = 0 ORDER BY r.position, r.id",
-                (question,)).fetchall()
+                (question,),
+            ).fetchall()
         return [RubricRow(i, question, p, c, n, v) for i, p, c, n, v in rows]
 
     @staticmethod
     def _item_conflict(db, question, item, what: str) -> ReviewError:
-        row = db.execute("SELECT points, comment, deleted FROM rubric WHERE id = ? AND question = ?",
-                         (item, question)).fetchone()
+        row = db.execute(
+            "SELECT points, comment, deleted FROM rubric WHERE id = ? AND question = ?",
+            (item, question),
+        ).fetchone()
         if row is None:
-            return ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
+            return ReviewError(
+                f"Question {question!r} has no rubric item {item!r}; reload the page."
+            )
         points, comment, deleted = row
         now = "deleted" if deleted else f"now {points:+g} {comment!r}"
-        return ReviewConflict(f"Rubric item {item} was changed by another grader since you read it ({now}): "
-                              f"your {what} was not saved. The page shows the item as it is now; {what} it again "
-                              f"if you still want to.", question, item=item)
+        return ReviewConflict(
+            f"Rubric item {item} was changed by another grader since you read it ({now}): "
+            f"your {what} was not saved. The page shows the item as it is now; {what} it again "
+            f"if you still want to.",
+            question,
+            item=item,
+        )
 
-    def save_item(self, question: str, points, comment: str, *, item: int | None = None,
-                  version: int | None = None, grader: str = "") -> RubricRow:
+    def save_item(
+        self,
+        question: str,
+        points,
+        comment: str,
+        *,
+        item: int | None = None,
+        version: int | None = None,
+        grader: str = "",
+    ) -> RubricRow:
         """Add a rubric item (``item=None``) or change one; every answer it is applied to
         is re-scored.
 
@@ -329,27 +364,53 @@ class ReviewStore:
         points = self._points(points, "A rubric item's points")
         comment = str(comment).strip()
         if not comment:
-            raise ReviewError("A rubric item needs a comment: the student reads it beside the points.")
+            raise ReviewError(
+                "A rubric item needs a comment: the student reads it beside the points."
+            )
         with self._db() as db:
             if item is None:
-                position = db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM rubric WHERE question = ?",
-                                      (question,)).fetchone()[0]
-                item = db.execute("INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
-                                  (question, points, comment, position)).lastrowid
-                event = self._log(db, grader, None, question, "add item",
-                                  {"item": item, "points": points, "comment": comment})
+                position = db.execute(
+                    "SELECT COALESCE(MAX(position), -1) + 1 FROM rubric WHERE question = ?",
+                    (question,),
+                ).fetchone()[0]
+                item = db.execute(
+                    "INSERT INTO rubric (question, points, comment, position) VALUES (?, ?, ?, ?)",
+                    (question, points, comment, position),
+                ).lastrowid
+                event = self._log(
+                    db,
+                    grader,
+                    None,
+                    question,
+                    "add item",
+                    {"item": item, "points": points, "comment": comment},
+                )
             else:
-                old = db.execute("SELECT points, comment, version FROM rubric "
-                                 "WHERE id = ? AND question = ? AND deleted = 0", (item, question)).fetchone()
+                old = db.execute(
+                    "SELECT points, comment, version FROM rubric "
+                    "WHERE id = ? AND question = ? AND deleted = 0",
+                    (item, question),
+                ).fetchone()
                 if old is None or (version is not None and old[2] != version):
                     raise self._item_conflict(db, question, item, "edit")
-                event = self._log(db, grader, None, question, "edit item",
-                                  {"item": item, "before": list(old[:2]), "points": points, "comment": comment})
-                db.execute("UPDATE rubric SET points = ?, comment = ? WHERE id = ?", (points, comment, item))
+                event = self._log(
+                    db,
+                    grader,
+                    None,
+                    question,
+                    "edit item",
+                    {"item": item, "before": list(old[:2]), "points": points, "comment": comment},
+                )
+                db.execute(
+                    "UPDATE rubric SET points = ?, comment = ? WHERE id = ?",
+                    (points, comment, item),
+                )
             db.execute("UPDATE rubric SET version = ? WHERE id = ?", (event, item))
         return next(r for r in self.rubric(question) if r.id == item)
 
-    def delete_item(self, question: str, item: int, *, version: int | None = None, grader: str = "") -> None:
+    def delete_item(
+        self, question: str, item: int, *, version: int | None = None, grader: str = ""
+    ) -> None:
         """Remove a rubric item that no answer uses (one in use is refused: remove it from
         those answers first, or set its points to 0).
 
@@ -359,29 +420,54 @@ class ReviewStore:
         self.question(question)
         with self._db() as db:
             if version is not None:
-                now = db.execute("SELECT version FROM rubric WHERE id = ? AND question = ? AND deleted = 0",
-                                 (item, question)).fetchone()
+                now = db.execute(
+                    "SELECT version FROM rubric WHERE id = ? AND question = ? AND deleted = 0",
+                    (item, question),
+                ).fetchone()
                 if now is None or now[0] != version:
                     raise self._item_conflict(db, question, item, "deletion")
             uses = db.execute("SELECT COUNT(*) FROM applied WHERE item = ?", (item,)).fetchone()[0]
             if uses:
-                raise ReviewError(f"Rubric item {item} is applied to {uses} answer(s): remove it from them first "
-                                  f"(or set its points to 0), so that no grade changes unseen.")
-            changed = db.execute("UPDATE rubric SET deleted = 1 WHERE id = ? AND question = ? AND deleted = 0",
-                                 (item, question))
+                raise ReviewError(
+                    f"Rubric item {item} is applied to {uses} answer(s): remove it from them first "
+                    f"(or set its points to 0), so that no grade changes unseen."
+                )
+            changed = db.execute(
+                "UPDATE rubric SET deleted = 1 WHERE id = ? AND question = ? AND deleted = 0",
+                (item, question),
+            )
             if not changed.rowcount:
-                raise ReviewError(f"Question {question!r} has no rubric item {item!r}; reload the page.")
+                raise ReviewError(
+                    f"Question {question!r} has no rubric item {item!r}; reload the page."
+                )
             event = self._log(db, grader, None, question, "delete item", {"item": item})
             db.execute("UPDATE rubric SET version = ? WHERE id = ?", (event, item))
 
     # ------------------------------------------------------------------ grades
 
-    def set_items(self, submission: str, question: str, items, *, digest: str = "", grader: str = "") -> None:
+    def set_items(
+        self, submission: str, question: str, items, *, digest: str = "", grader: str = ""
+    ) -> None:
         """Make ``items`` (rubric item ids) the ones applied to one answer."""
-        self.apply([submission], question, {"items": list(items)}, digest={submission: digest}, grader=grader)
+        self.apply(
+            [submission],
+            question,
+            {"items": list(items)},
+            digest={submission: digest},
+            grader=grader,
+        )
 
-    def apply(self, submissions, question: str, change: dict, *, digest=None, versions=None,
-              grader: str = "", texts=None) -> None:
+    def apply(
+        self,
+        submissions,
+        question: str,
+        change: dict,
+        *,
+        digest=None,
+        versions=None,
+        grader: str = "",
+        texts=None,
+    ) -> None:
         """Change the grade of one or many answers to ``question`` in one transaction.
 
         ``change`` holds any of: ``items`` (the applied item ids, replacing the current
@@ -400,54 +486,95 @@ class ReviewStore:
         digest = digest or {}
         unknown = set(change) - {"items", "add", "remove", "adjustment", "comment"}
         if unknown:
-            raise ReviewError(f"Unknown change {sorted(unknown)}; expected items, add, remove, adjustment, comment.")
+            raise ReviewError(
+                f"Unknown change {sorted(unknown)}; expected items, add, remove, adjustment, comment."
+            )
         with self._db() as db:
-            valid = {row[0] for row in db.execute(
-                "SELECT id FROM rubric WHERE question = ? AND deleted = 0", (question,))}
-            wanted = [change[k] for k in ("add", "remove") if k in change] + list(change.get("items", []))
+            valid = {
+                row[0]
+                for row in db.execute(
+                    "SELECT id FROM rubric WHERE question = ? AND deleted = 0", (question,)
+                )
+            }
+            wanted = [change[k] for k in ("add", "remove") if k in change] + list(
+                change.get("items", [])
+            )
             for item in wanted:
                 if item not in valid:
-                    raise ReviewError(f"Rubric item {item!r} is not an item of question {question!r}; reload the page.")
+                    raise ReviewError(
+                        f"Rubric item {item!r} is not an item of question {question!r}; reload the page."
+                    )
             versions = versions or {}
             moved = []
             for submission in submissions:
                 if submission in versions:
-                    now = db.execute("SELECT version FROM grade WHERE submission = ? AND question = ?",
-                                     (submission, question)).fetchone()
+                    now = db.execute(
+                        "SELECT version FROM grade WHERE submission = ? AND question = ?",
+                        (submission, question),
+                    ).fetchone()
                     if (now[0] if now else 0) != versions[submission]:
                         moved.append(submission)
             if moved:
-                raise ReviewConflict(f"{len(moved)} of the {len(submissions)} answer(s) were graded by someone else "
-                                     f"since you read them: nothing was saved. The page shows them as they are now; "
-                                     f"grade them again if you still want to.", question, submissions=moved)
+                raise ReviewConflict(
+                    f"{len(moved)} of the {len(submissions)} answer(s) were graded by someone else "
+                    f"since you read them: nothing was saved. The page shows them as they are now; "
+                    f"grade them again if you still want to.",
+                    question,
+                    submissions=moved,
+                )
             for submission in submissions:
-                db.execute("INSERT OR IGNORE INTO grade (submission, question, updated) VALUES (?, ?, ?)",
-                           (submission, question, _now()))
+                db.execute(
+                    "INSERT OR IGNORE INTO grade (submission, question, updated) VALUES (?, ?, ?)",
+                    (submission, question, _now()),
+                )
                 if "items" in change:
-                    db.execute("DELETE FROM applied WHERE submission = ? AND question = ?", (submission, question))
+                    db.execute(
+                        "DELETE FROM applied WHERE submission = ? AND question = ?",
+                        (submission, question),
+                    )
                     for item in dict.fromkeys(change["items"]):
-                        db.execute("INSERT INTO applied VALUES (?, ?, ?)", (submission, question, item))
+                        db.execute(
+                            "INSERT INTO applied VALUES (?, ?, ?)", (submission, question, item)
+                        )
                 if "add" in change:
-                    db.execute("INSERT OR IGNORE INTO applied VALUES (?, ?, ?)", (submission, question, change["add"]))
+                    db.execute(
+                        "INSERT OR IGNORE INTO applied VALUES (?, ?, ?)",
+                        (submission, question, change["add"]),
+                    )
                 if "remove" in change:
-                    db.execute("DELETE FROM applied WHERE submission = ? AND question = ? AND item = ?",
-                               (submission, question, change["remove"]))
+                    db.execute(
+                        "DELETE FROM applied WHERE submission = ? AND question = ? AND item = ?",
+                        (submission, question, change["remove"]),
+                    )
                 if "adjustment" in change:
-                    db.execute("UPDATE grade SET adjustment = ? WHERE submission = ? AND question = ?",
-                               (self._points(change["adjustment"], "The adjustment"), submission, question))
+                    db.execute(
+                        "UPDATE grade SET adjustment = ? WHERE submission = ? AND question = ?",
+                        (
+                            self._points(change["adjustment"], "The adjustment"),
+                            submission,
+                            question,
+                        ),
+                    )
                 if "comment" in change:
-                    db.execute("UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
-                               (str(change["comment"]), submission, question))
+                    db.execute(
+                        "UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
+                        (str(change["comment"]), submission, question),
+                    )
                 graded = digest.get(submission, "")
                 text = (texts or {}).get(graded)
                 if isinstance(text, str) and text_digest(text) == graded:
-                    db.execute("INSERT OR IGNORE INTO graded_text VALUES (?, ?)",
-                               (graded, zlib.compress(text.encode("utf-8", "surrogatepass"), 6)))
-                event = self._log(db, grader, submission, question, "grade",
-                                  {**change, "digest": graded})
-                db.execute("UPDATE grade SET digest = ?, grader = ?, updated = ?, version = ? "
-                           "WHERE submission = ? AND question = ?",
-                           (digest.get(submission, ""), grader or "", _now(), event, submission, question))
+                    db.execute(
+                        "INSERT OR IGNORE INTO graded_text VALUES (?, ?)",
+                        (graded, zlib.compress(text.encode("utf-8", "surrogatepass"), 6)),
+                    )
+                event = self._log(
+                    db, grader, submission, question, "grade", {**change, "digest": graded}
+                )
+                db.execute(
+                    "UPDATE grade SET digest = ?, grader = ?, updated = ?, version = ? "
+                    "WHERE submission = ? AND question = ?",
+                    (digest.get(submission, ""), grader or "", _now(), event, submission, question),
+                )
 
     # ------------------------------------------------------------------ reading
 
@@ -460,12 +587,17 @@ class ReviewStore:
         """
         digests = digests or {}
         with self._db() as db:
-            grades = {(s, q): (a, c, d, g) for s, q, a, c, d, g in db.execute(
-                "SELECT submission, question, adjustment, comment, digest, grader FROM grade")}
+            grades = {
+                (s, q): (a, c, d, g)
+                for s, q, a, c, d, g in db.execute(
+                    "SELECT submission, question, adjustment, comment, digest, grader FROM grade"
+                )
+            }
             applied: dict[tuple[str, str], list[tuple[float, str]]] = {}
             for s, q, p, c in db.execute(
-                    "SELECT a.submission, a.question, r.points, r.comment FROM applied a JOIN rubric r "
-                    "ON r.id = a.item ORDER BY r.position, r.id"):
+                "SELECT a.submission, a.question, r.points, r.comment FROM applied a JOIN rubric r "
+                "ON r.id = a.item ORDER BY r.position, r.id"
+            ):
                 applied.setdefault((s, q), []).append((p, c))
         out = {}
         for name in submissions:
@@ -474,10 +606,16 @@ class ReviewStore:
                 items = tuple(applied.get((name, q.id), ()))
                 adjustment, comment, digest, grader = grades.get((name, q.id), (0.0, "", "", ""))
                 graded = bool(items) or adjustment != 0
-                score = min(max(sum(p for p, _ in items) + adjustment, 0.0), q.points) if graded else 0.0
+                score = (
+                    min(max(sum(p for p, _ in items) + adjustment, 0.0), q.points)
+                    if graded
+                    else 0.0
+                )
                 now = digests.get(name, {}).get(q.id)
                 stale = graded and bool(digest) and now is not None and digest != now
-                row[q.id] = PersonScore(q.id, score, q.points, items, comment, adjustment, graded, stale, grader)
+                row[q.id] = PersonScore(
+                    q.id, score, q.points, items, comment, adjustment, graded, stale, grader
+                )
             out[name] = row
         return out
 
@@ -490,16 +628,30 @@ class ReviewStore:
         can be shown)."""
         points = self.question(question).points
         with self._db() as db:
-            grades = {s: (a, c, d, v) for s, a, c, d, v in db.execute(
-                "SELECT submission, adjustment, comment, digest, version FROM grade WHERE question = ?", (question,))}
-            flags = {row[0] for row in db.execute("SELECT submission FROM flag WHERE question = ?", (question,))}
-            kept = {row[0] for row in db.execute(
-                "SELECT t.digest FROM graded_text t JOIN grade g ON g.digest = t.digest WHERE g.question = ?",
-                (question,))}
+            grades = {
+                s: (a, c, d, v)
+                for s, a, c, d, v in db.execute(
+                    "SELECT submission, adjustment, comment, digest, version FROM grade WHERE question = ?",
+                    (question,),
+                )
+            }
+            flags = {
+                row[0]
+                for row in db.execute("SELECT submission FROM flag WHERE question = ?", (question,))
+            }
+            kept = {
+                row[0]
+                for row in db.execute(
+                    "SELECT t.digest FROM graded_text t JOIN grade g ON g.digest = t.digest WHERE g.question = ?",
+                    (question,),
+                )
+            }
             applied: dict[str, list[tuple[int, float]]] = {}
             for s, i, p in db.execute(
-                    "SELECT a.submission, r.id, r.points FROM applied a JOIN rubric r ON r.id = a.item "
-                    "WHERE a.question = ? ORDER BY r.position, r.id", (question,)):
+                "SELECT a.submission, r.id, r.points FROM applied a JOIN rubric r ON r.id = a.item "
+                "WHERE a.question = ? ORDER BY r.position, r.id",
+                (question,),
+            ):
                 applied.setdefault(s, []).append((i, p))
         out = {}
         for name, now in digests.items():
@@ -508,32 +660,51 @@ class ReviewStore:
             graded = bool(items) or adjustment != 0
             score = min(max(sum(p for _, p in items) + adjustment, 0.0), points) if graded else 0.0
             stale = graded and bool(digest) and digest != now
-            out[name] = {"items": [i for i, _ in items], "adjustment": adjustment, "comment": comment,
-                         "score": score, "graded": graded, "stale": stale, "version": version,
-                         "flagged": name in flags,
-                         "diff": stale and digest in kept}
+            out[name] = {
+                "items": [i for i, _ in items],
+                "adjustment": adjustment,
+                "comment": comment,
+                "score": score,
+                "graded": graded,
+                "stale": stale,
+                "version": version,
+                "flagged": name in flags,
+                "diff": stale and digest in kept,
+            }
         return out
 
     def version(self, question: str) -> int:
         """The latest version among ``question``'s grades and rubric items (0: none changed
         yet): what the page compares to find what changed since it last read."""
         with self._db() as db:
-            return int(db.execute(
-                "SELECT MAX(COALESCE((SELECT MAX(version) FROM grade WHERE question = ?), 0), "
-                "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0), "
-                "COALESCE((SELECT MAX(version) FROM flag_change WHERE question = ?), 0))",
-                (question, question, question)).fetchone()[0])
+            return int(
+                db.execute(
+                    "SELECT MAX(COALESCE((SELECT MAX(version) FROM grade WHERE question = ?), 0), "
+                    "COALESCE((SELECT MAX(version) FROM rubric WHERE question = ?), 0), "
+                    "COALESCE((SELECT MAX(version) FROM flag_change WHERE question = ?), 0))",
+                    (question, question, question),
+                ).fetchone()[0]
+            )
 
     def changed_since(self, question: str, since: int) -> tuple[set[str], bool]:
         """``(the submissions whose grade of question changed after version since, whether
         a rubric item did)``."""
         with self._db() as db:
-            names = {row[0] for row in db.execute(
-                "SELECT submission FROM grade WHERE question = ? AND version > ? UNION "
-                "SELECT submission FROM flag_change WHERE question = ? AND version > ?",
-                (question, int(since), question, int(since)))}
-            rubric = db.execute("SELECT 1 FROM rubric WHERE question = ? AND version > ? LIMIT 1",
-                                (question, int(since))).fetchone() is not None
+            names = {
+                row[0]
+                for row in db.execute(
+                    "SELECT submission FROM grade WHERE question = ? AND version > ? UNION "
+                    "SELECT submission FROM flag_change WHERE question = ? AND version > ?",
+                    (question, int(since), question, int(since)),
+                )
+            }
+            rubric = (
+                db.execute(
+                    "SELECT 1 FROM rubric WHERE question = ? AND version > ? LIMIT 1",
+                    (question, int(since)),
+                ).fetchone()
+                is not None
+            )
         return names, rubric
 
     def set_flag(self, submissions, question: str, flagged: bool, *, grader: str = "") -> None:
@@ -546,24 +717,42 @@ class ReviewStore:
             raise ReviewError(f"A flag is set (true) or cleared (false); got {flagged!r}.")
         with self._db() as db:
             for submission in submissions:
-                now = db.execute("SELECT 1 FROM flag WHERE submission = ? AND question = ?",
-                                 (submission, question)).fetchone() is not None
+                now = (
+                    db.execute(
+                        "SELECT 1 FROM flag WHERE submission = ? AND question = ?",
+                        (submission, question),
+                    ).fetchone()
+                    is not None
+                )
                 if now == flagged:
                     continue
-                event = self._log(db, grader, submission, question, "flag" if flagged else "unflag", {})
+                event = self._log(
+                    db, grader, submission, question, "flag" if flagged else "unflag", {}
+                )
                 if flagged:
-                    db.execute("INSERT INTO flag VALUES (?, ?, ?, ?, ?)", (submission, question, grader or "",
-                                                                          _now(), event))
+                    db.execute(
+                        "INSERT INTO flag VALUES (?, ?, ?, ?, ?)",
+                        (submission, question, grader or "", _now(), event),
+                    )
                 else:
-                    db.execute("DELETE FROM flag WHERE submission = ? AND question = ?", (submission, question))
-                db.execute("INSERT INTO flag_change VALUES (?, ?, ?)", (question, submission, event))
+                    db.execute(
+                        "DELETE FROM flag WHERE submission = ? AND question = ?",
+                        (submission, question),
+                    )
+                db.execute(
+                    "INSERT INTO flag_change VALUES (?, ?, ?)", (question, submission, event)
+                )
 
     def flagged(self, question: str | None = None) -> dict[str, list[str]]:
         """The answers flagged for a second look: question -> submissions (one question's
         with ``question``)."""
         with self._db() as db:
-            rows = db.execute("SELECT question, submission FROM flag" + (" WHERE question = ?" if question else "")
-                              + " ORDER BY question, submission", (question,) if question else ()).fetchall()
+            rows = db.execute(
+                "SELECT question, submission FROM flag"
+                + (" WHERE question = ?" if question else "")
+                + " ORDER BY question, submission",
+                (question,) if question else (),
+            ).fetchall()
         out: dict[str, list[str]] = {}
         for q, s in rows:
             out.setdefault(q, []).append(s)
@@ -581,19 +770,36 @@ class ReviewStore:
         graded for; text None when it was not kept (an older lablib graded it, or the
         answer had no text record); ``("", None)`` when never graded."""
         with self._db() as db:
-            row = db.execute("SELECT g.digest, t.text FROM grade g LEFT JOIN graded_text t ON t.digest = g.digest "
-                             "WHERE g.submission = ? AND g.question = ?", (submission, question)).fetchone()
+            row = db.execute(
+                "SELECT g.digest, t.text FROM grade g LEFT JOIN graded_text t ON t.digest = g.digest "
+                "WHERE g.submission = ? AND g.question = ?",
+                (submission, question),
+            ).fetchone()
         if row is None:
             return "", None
-        return row[0], None if row[1] is None else zlib.decompress(row[1]).decode("utf-8", "surrogatepass")
+        return row[0], None if row[1] is None else zlib.decompress(row[1]).decode(
+            "utf-8", "surrogatepass"
+        )
 
     def events(self, limit: int = 1000) -> list[dict]:
         """The latest changes, newest first (who, when, what)."""
         with self._db() as db:
-            rows = db.execute("SELECT at, grader, submission, question, what, detail FROM event "
-                              "ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [{"at": a, "grader": g, "submission": s, "question": q, "what": w, "detail": json.loads(d)}
-                for a, g, s, q, w, d in rows]
+            rows = db.execute(
+                "SELECT at, grader, submission, question, what, detail FROM event "
+                "ORDER BY id DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [
+            {
+                "at": a,
+                "grader": g,
+                "submission": s,
+                "question": q,
+                "what": w,
+                "detail": json.loads(d),
+            }
+            for a, g, s, q, w, d in rows
+        ]
 
     def last_change(self) -> int:
         """The id of the latest change in the log (0: none): a gradebook records the last
@@ -605,8 +811,12 @@ class ReviewStore:
         """``(person_scores of the rows, last_change)`` for the writers: a grade given to
         an answer whose text has changed since is ``stale`` (one graded while the gradebook
         had no record of the answer too, once it has)."""
-        digests = {r.submission: {q: r.answers[q].digest if q in r.answers else MISSING_DIGEST
-                                  for q in self.questions} for r in results}
+        digests = {
+            r.submission: {
+                q: r.answers[q].digest if q in r.answers else MISSING_DIGEST for q in self.questions
+            }
+            for r in results
+        }
         through = self.last_change()
         return self.person_scores([r.submission for r in results], digests), through
 
@@ -619,7 +829,9 @@ def changes_since(path, through: int) -> int:
         return 0
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
     try:
-        return int(db.execute("SELECT COUNT(*) FROM event WHERE id > ?", (int(through),)).fetchone()[0])
+        return int(
+            db.execute("SELECT COUNT(*) FROM event WHERE id > ?", (int(through),)).fetchone()[0]
+        )
     except sqlite3.DatabaseError:
         return 0
     finally:

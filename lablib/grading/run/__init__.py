@@ -9,6 +9,8 @@ Names resolve on first use, so ``python -m lablib.grading.run.child`` (and
 
 from lablib._lazy import lazy_exports
 
-_MODULES = {"protocol": ("ProbeRequest", "ProbeResult"),
-            "supervisor": ("Limits", "RunOutcome", "CellError", "Problem", "run_submission")}
+_MODULES = {
+    "protocol": ("ProbeRequest", "ProbeResult"),
+    "supervisor": ("Limits", "RunOutcome", "CellError", "Problem", "run_submission"),
+}
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _MODULES, globals())

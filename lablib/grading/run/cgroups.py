@@ -70,8 +70,10 @@ class Cgroup:
         return [os.path.join(folder, "cgroup.procs") for folder in self.folders.values()]
 
     def describe(self) -> str:
-        what = (f"memory {self.memory_bytes // 2**20} MB counting page cache, shmem, memfd and tmpfs; "
-                f"equal CPU weight per submission; at most {PIDS_MAX} processes and threads")
+        what = (
+            f"memory {self.memory_bytes // 2**20} MB counting page cache, shmem, memfd and tmpfs; "
+            f"equal CPU weight per submission; at most {PIDS_MAX} processes and threads"
+        )
         return f"kernel limits: cgroup v{self.version} ({what})"
 
     def usage(self) -> int:
@@ -83,7 +85,9 @@ class Cgroup:
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of the group for memory."""
         folder = self.folders.get("memory", "")
-        text = _read(os.path.join(folder, "memory.oom_control" if self.version == 1 else "memory.events"))
+        text = _read(
+            os.path.join(folder, "memory.oom_control" if self.version == 1 else "memory.events")
+        )
         for line in text.splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill" and value.strip().isdigit() and int(value) > 0:
@@ -157,8 +161,10 @@ def create(name: str, memory_mb: float) -> tuple[Cgroup | None, str]:
             parent = os.path.join(_V1, own[""].lstrip("/"))
             enabled = _read(os.path.join(parent, "cgroup.subtree_control")).split()
             if "memory" not in enabled:
-                return None, ("no kernel limits: the cgroup v2 memory controller is not delegated to the "
-                              "grader's cgroup; the grader's own memory and time measures apply")
+                return None, (
+                    "no kernel limits: the cgroup v2 memory controller is not delegated to the "
+                    "grader's cgroup; the grader's own memory and time measures apply"
+                )
             folder = os.path.join(parent, name)
             os.mkdir(folder, 0o755)
             made["memory"] = folder
@@ -170,12 +176,17 @@ def create(name: str, memory_mb: float) -> tuple[Cgroup | None, str]:
                 except OSError:
                     pass
             return group, ""
-        return None, "no kernel limits: no cgroup hierarchy found; the grader's own memory and time measures apply"
+        return (
+            None,
+            "no kernel limits: no cgroup hierarchy found; the grader's own memory and time measures apply",
+        )
     except (OSError, KeyError, ValueError) as exc:
         for folder in made.values():
             try:
                 os.rmdir(folder)
             except OSError:
                 pass
-        return None, (f"no kernel limits: cgroups unavailable ({type(exc).__name__}: {exc}); the grader's own "
-                      f"memory and time measures apply")
+        return None, (
+            f"no kernel limits: cgroups unavailable ({type(exc).__name__}: {exc}); the grader's own "
+            f"memory and time measures apply"
+        )

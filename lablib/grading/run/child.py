@@ -30,7 +30,13 @@ from collections.abc import Mapping
 from lablib.backend import full_float32
 from lablib.grading.results import Kind
 from lablib.grading.run.guard import Crib, Window, message as crib_message, protect, verify
-from lablib.grading.run.protocol import ProbeRequest, ProbeResult, encode_value, to_plain, write_frame
+from lablib.grading.run.protocol import (
+    ProbeRequest,
+    ProbeResult,
+    encode_value,
+    to_plain,
+    write_frame,
+)
 from lablib.session import not_done_text, unfinished_piece
 
 __all__ = ["run_probe", "describe_exception", "compile_cell", "child_main"]
@@ -57,9 +63,11 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
         text += f" (at {'; '.join(places[-3:])})"
     if isinstance(exc, NameError) and places:
         name = getattr(exc, "name", None) or "it"
-        text += (f". If {name} is defined in another cell of your notebook: the grader runs "
-                 f"only the lab's # SETUP cells and your # GRADED: cells, so define it inside "
-                 f"the graded cell that uses it")
+        text += (
+            f". If {name} is defined in another cell of your notebook: the grader runs "
+            f"only the lab's # SETUP cells and your # GRADED: cells, so define it inside "
+            f"the graded cell that uses it"
+        )
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -97,8 +105,12 @@ def run_probe(request: ProbeRequest, ns: Mapping[str, Any], *, _verify=verify) -
     """
     missing = [name for name in request.objects if name not in ns]
     if missing:
-        return ProbeResult.failed(Kind.ERROR, f"the graded cell does not define {', '.join(missing)}")
-    changed = _verify() if request.guard else None  # bound at import: the guard's names as protect() saw them
+        return ProbeResult.failed(
+            Kind.ERROR, f"the graded cell does not define {', '.join(missing)}"
+        )
+    changed = (
+        _verify() if request.guard else None
+    )  # bound at import: the guard's names as protect() saw them
     if changed is not None:
         return ProbeResult.failed(Kind.ERROR, crib_message(Crib(changed, "tamper")))
     window = Window(request.guard, {name: ns[name] for name in request.objects}, request.probe, ns)
@@ -133,9 +145,20 @@ def _set_limits(memory_mb: float) -> None:
     lower(resource.RLIMIT_FSIZE, 1024 * 1024 * 1024)
 
 
-def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pickle.loads,
-               _unpack=struct.unpack, _read=os.read, _exit=os._exit, _encode=encode_value,
-               _run_probe=run_probe, _describe=describe_exception, _kind_of=_kind) -> None:
+def child_main(
+    result_fd: int,
+    memory_mb: float,
+    *,
+    _send=write_frame,
+    _loads=pickle.loads,
+    _unpack=struct.unpack,
+    _read=os.read,
+    _exit=os._exit,
+    _encode=encode_value,
+    _run_probe=run_probe,
+    _describe=describe_exception,
+    _kind_of=_kind,
+) -> None:
     """Serve the grader's commands until ``exit`` or the end of stdin."""
     import cloudpickle  # noqa: F401  (the grader's probes are cloudpickled)
 
@@ -165,7 +188,9 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
                 try:
                     exec(compile_cell(source, f"<setup cell {index + 1}>"), ns)
                 except BaseException as exc:  # noqa: BLE001 - reported to the grader
-                    reply.update(event="setup_error", error=f"set-up cell {index + 1}: {_describe(exc)}")
+                    reply.update(
+                        event="setup_error", error=f"set-up cell {index + 1}: {_describe(exc)}"
+                    )
                     break
         elif command.op == "cell":
             reply.update(event="cell_done", error=None, kind=None)
@@ -194,6 +219,8 @@ def child_main(result_fd: int, memory_mb: float, *, _send=write_frame, _loads=pi
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m lablib.grading.run.child RESULT_FD MEMORY_MB "
-                 "(started by the grader, not by hand)")
+        sys.exit(
+            "usage: python -m lablib.grading.run.child RESULT_FD MEMORY_MB "
+            "(started by the grader, not by hand)"
+        )
     child_main(int(sys.argv[1]), float(sys.argv[2]))

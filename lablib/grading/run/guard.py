@@ -68,7 +68,17 @@ import time
 import types
 import weakref
 
-__all__ = ["BY_HAND", "HANDED_PREFIX", "READY_MADE", "Crib", "CribCall", "Window", "message", "protect", "verify"]
+__all__ = [
+    "BY_HAND",
+    "HANDED_PREFIX",
+    "READY_MADE",
+    "Crib",
+    "CribCall",
+    "Window",
+    "message",
+    "protect",
+    "verify",
+]
 
 #: What a by-hand piece's code may not reach, relative to lablib's package folder: its
 #: layers and the labs' specs (the judges' references). lablib's graph utilities
@@ -85,37 +95,88 @@ HANDED_PREFIX = "handed_"
 #: know, the module that defines it, the attribute). Disarmed while a by-hand probe runs,
 #: whether their module was loaded before it or is imported during it.
 READY_MADE = (
-    ("keras.layers.MultiHeadAttention", "keras.src.layers.attention.multi_head_attention", "MultiHeadAttention"),
-    ("keras.layers.GroupQueryAttention", "keras.src.layers.attention.grouped_query_attention", "GroupedQueryAttention"),
+    (
+        "keras.layers.MultiHeadAttention",
+        "keras.src.layers.attention.multi_head_attention",
+        "MultiHeadAttention",
+    ),
+    (
+        "keras.layers.GroupQueryAttention",
+        "keras.src.layers.attention.grouped_query_attention",
+        "GroupedQueryAttention",
+    ),
     ("keras.layers.Attention", "keras.src.layers.attention.attention", "Attention"),
-    ("keras.layers.AdditiveAttention", "keras.src.layers.attention.additive_attention", "AdditiveAttention"),
+    (
+        "keras.layers.AdditiveAttention",
+        "keras.src.layers.attention.additive_attention",
+        "AdditiveAttention",
+    ),
     ("keras.ops.dot_product_attention", "keras.src.ops.nn", "dot_product_attention"),
     ("keras.ops.dot_product_attention", "keras.src.ops.nn", "DotProductAttention"),
     ("keras.ops.dot_product_attention", "keras.src.backend.tensorflow.nn", "dot_product_attention"),
     ("keras.metrics.F1Score", "keras.src.metrics.f_score_metrics", "FBetaScore"),
     ("keras.metrics.F1Score", "keras.src.metrics.f_score_metrics", "F1Score"),
-    ("tf_keras.layers.MultiHeadAttention", "tf_keras.src.layers.attention.multi_head_attention", "MultiHeadAttention"),
+    (
+        "tf_keras.layers.MultiHeadAttention",
+        "tf_keras.src.layers.attention.multi_head_attention",
+        "MultiHeadAttention",
+    ),
     ("tf_keras.layers.Attention", "tf_keras.src.layers.attention.attention", "Attention"),
-    ("tf_keras.layers.AdditiveAttention", "tf_keras.src.layers.attention.additive_attention", "AdditiveAttention"),
+    (
+        "tf_keras.layers.AdditiveAttention",
+        "tf_keras.src.layers.attention.additive_attention",
+        "AdditiveAttention",
+    ),
     ("tf_keras.metrics.F1Score", "tf_keras.src.metrics.f_score_metrics", "FBetaScore"),
     ("tf_keras.metrics.F1Score", "tf_keras.src.metrics.f_score_metrics", "F1Score"),
-    ("tfm.nlp.layers.TransformerEncoderBlock", "official.nlp.modeling.layers.transformer_encoder_block",
-     "TransformerEncoderBlock"),
+    (
+        "tfm.nlp.layers.TransformerEncoderBlock",
+        "official.nlp.modeling.layers.transformer_encoder_block",
+        "TransformerEncoderBlock",
+    ),
     ("tfm.nlp.layers.Transformer", "official.nlp.modeling.layers.transformer", "Transformer"),
-    ("tfm.nlp.layers.TransformerDecoderBlock", "official.nlp.modeling.layers.transformer", "TransformerDecoderBlock"),
-    ("tfm.nlp.layers.PositionEmbedding", "official.nlp.modeling.layers.position_embedding", "PositionEmbedding"),
-    ("tfm.nlp.layers.RelativePositionEmbedding", "official.nlp.modeling.layers.position_embedding",
-     "RelativePositionEmbedding"),
-    ("keras_hub.layers.SinePositionEncoding", "keras_hub.src.layers.modeling.sine_position_encoding",
-     "SinePositionEncoding"),
-    ("keras_hub.layers.TransformerEncoder", "keras_hub.src.layers.modeling.transformer_encoder", "TransformerEncoder"),
-    ("keras_nlp.layers.SinePositionEncoding", "keras_nlp.src.layers.modeling.sine_position_encoding",
-     "SinePositionEncoding"),
-    ("keras_nlp.layers.TransformerEncoder", "keras_nlp.src.layers.modeling.transformer_encoder", "TransformerEncoder"),
+    (
+        "tfm.nlp.layers.TransformerDecoderBlock",
+        "official.nlp.modeling.layers.transformer",
+        "TransformerDecoderBlock",
+    ),
+    (
+        "tfm.nlp.layers.PositionEmbedding",
+        "official.nlp.modeling.layers.position_embedding",
+        "PositionEmbedding",
+    ),
+    (
+        "tfm.nlp.layers.RelativePositionEmbedding",
+        "official.nlp.modeling.layers.position_embedding",
+        "RelativePositionEmbedding",
+    ),
+    (
+        "keras_hub.layers.SinePositionEncoding",
+        "keras_hub.src.layers.modeling.sine_position_encoding",
+        "SinePositionEncoding",
+    ),
+    (
+        "keras_hub.layers.TransformerEncoder",
+        "keras_hub.src.layers.modeling.transformer_encoder",
+        "TransformerEncoder",
+    ),
+    (
+        "keras_nlp.layers.SinePositionEncoding",
+        "keras_nlp.src.layers.modeling.sine_position_encoding",
+        "SinePositionEncoding",
+    ),
+    (
+        "keras_nlp.layers.TransformerEncoder",
+        "keras_nlp.src.layers.modeling.transformer_encoder",
+        "TransformerEncoder",
+    ),
     ("sklearn.metrics.f1_score", "sklearn.metrics._classification", "f1_score"),
     ("sklearn.metrics.fbeta_score", "sklearn.metrics._classification", "fbeta_score"),
-    ("sklearn.metrics.precision_recall_fscore_support", "sklearn.metrics._classification",
-     "precision_recall_fscore_support"),
+    (
+        "sklearn.metrics.precision_recall_fscore_support",
+        "sklearn.metrics._classification",
+        "precision_recall_fscore_support",
+    ),
 )
 
 #: How long the window waits for threads the student's code started (seconds, in all).
@@ -130,9 +191,30 @@ _WALK_LIMIT = 50_000
 
 #: Top-level packages whose classes and objects the search does not enter (their members
 #: are library code, not the student's), beyond the names in ``sys.stdlib_module_names``.
-_LIBRARIES = frozenset({"numpy", "tensorflow", "keras", "tf_keras", "official", "tensorflow_models",
-                        "keras_hub", "keras_nlp", "sklearn", "scipy", "pandas", "jax", "torch",
-                        "lablib", "google", "absl", "h5py", "ml_dtypes", "optree", "matplotlib"})
+_LIBRARIES = frozenset(
+    {
+        "numpy",
+        "tensorflow",
+        "keras",
+        "tf_keras",
+        "official",
+        "tensorflow_models",
+        "keras_hub",
+        "keras_nlp",
+        "sklearn",
+        "scipy",
+        "pandas",
+        "jax",
+        "torch",
+        "lablib",
+        "google",
+        "absl",
+        "h5py",
+        "ml_dtypes",
+        "optree",
+        "matplotlib",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,8 +263,15 @@ def _package_dirs() -> tuple[str, ...]:
     from lablib._version import PACKAGE_DIR
 
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return tuple(dict.fromkeys((here + os.sep, os.path.abspath(str(PACKAGE_DIR)) + os.sep,
-                                os.path.realpath(str(PACKAGE_DIR)) + os.sep)))
+    return tuple(
+        dict.fromkeys(
+            (
+                here + os.sep,
+                os.path.abspath(str(PACKAGE_DIR)) + os.sep,
+                os.path.realpath(str(PACKAGE_DIR)) + os.sep,
+            )
+        )
+    )
 
 
 def _codes(code):
@@ -201,17 +290,25 @@ def _qualified(module_code):
     while stack:
         code, qualname = stack.pop()
         yield code, getattr(code, "co_qualname", qualname)
-        function = bool(code.co_flags & 0x02) and code.co_name != "<module>"  # CO_NEWLOCALS: not a class body
+        function = (
+            bool(code.co_flags & 0x02) and code.co_name != "<module>"
+        )  # CO_NEWLOCALS: not a class body
         for inner in code.co_consts:
             if isinstance(inner, types.CodeType):
                 if qualname == "<module>":
                     name = inner.co_name
                 else:
-                    name = f"{qualname}.<locals>.{inner.co_name}" if function else f"{qualname}.{inner.co_name}"
+                    name = (
+                        f"{qualname}.<locals>.{inner.co_name}"
+                        if function
+                        else f"{qualname}.{inner.co_name}"
+                    )
                 stack.append((inner, name))
 
 
-_NOT_FUNCTIONS = frozenset({"<module>", "<lambda>", "<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"})
+_NOT_FUNCTIONS = frozenset(
+    {"<module>", "<lambda>", "<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"}
+)
 
 
 def _const_key(value):
@@ -219,7 +316,10 @@ def _const_key(value):
         return ("code", fingerprint(value))
     if isinstance(value, (tuple, frozenset)):
         items = tuple(_const_key(v) for v in value)
-        return (type(value).__name__, items if isinstance(value, tuple) else tuple(sorted(map(repr, items))))
+        return (
+            type(value).__name__,
+            items if isinstance(value, tuple) else tuple(sorted(map(repr, items))),
+        )
     return (type(value).__name__, repr(value))
 
 
@@ -255,8 +355,14 @@ def fingerprint(code) -> tuple:
         else:
             arg = i.argrepr or i.arg
         steps.append((name, arg))
-    found = (tuple(steps), code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
-             len(code.co_freevars), code.co_flags & 0x0F)
+    found = (
+        tuple(steps),
+        code.co_argcount,
+        code.co_posonlyargcount,
+        code.co_kwonlyargcount,
+        len(code.co_freevars),
+        code.co_flags & 0x0F,
+    )
     _FINGERPRINTS[code] = found
     return found
 
@@ -280,18 +386,23 @@ class Catalogue:
     def __init__(self, parts):
         self.roots = _package_dirs()
         real_root = os.path.realpath(self.roots[-1]) + os.sep
-        self.folders = tuple(dict.fromkeys(os.path.realpath(root + part) + os.sep
-                                           for root in self.roots for part in parts))
+        self.folders = tuple(
+            dict.fromkeys(
+                os.path.realpath(root + part) + os.sep for root in self.roots for part in parts
+            )
+        )
         self.modules = tuple("lablib." + part.rstrip(os.sep).replace(os.sep, ".") for part in parts)
-        self.names: dict = {}          # code object (by value) -> dotted name
-        self.owners: dict = {}         # code object (by value) -> its module's dotted name
-        self.sketches: dict = {}       # _sketch -> [(code, dotted name)]: fingerprinted on demand
+        self.names: dict = {}  # code object (by value) -> dotted name
+        self.owners: dict = {}  # code object (by value) -> its module's dotted name
+        self.sketches: dict = {}  # _sketch -> [(code, dotted name)]: fingerprinted on demand
         self.bytecodes: set[bytes] = set()  # the functions' raw bytecode
-        self.files: set[str] = set()   # real paths of the guarded files
+        self.files: set[str] = set()  # real paths of the guarded files
         self.module_names: list[str] = []  # their modules' dotted names
         self.basenames: set[str] = set()
-        self._module_files: dict[str, bool] = {}  # a module's __file__ -> guarded (paths resolved once)
-        self._modules: dict[int, tuple] = {}       # id -> (module, guarded)
+        self._module_files: dict[
+            str, bool
+        ] = {}  # a module's __file__ -> guarded (paths resolved once)
+        self._modules: dict[int, tuple] = {}  # id -> (module, guarded)
         self._unloadable: set[str] = set()
         for folder in self.folders:
             for directory, subdirs, files in os.walk(folder):
@@ -328,7 +439,9 @@ class Catalogue:
         """The dotted name of the lablib function ``code`` (or code nested in it) copies,
         or None; lablib's own code is :meth:`name_of`'s."""
         for inner in _codes(code):
-            candidates = self.sketches.get(_sketch(inner)) if inner.co_name not in _NOT_FUNCTIONS else None
+            candidates = (
+                self.sketches.get(_sketch(inner)) if inner.co_name not in _NOT_FUNCTIONS else None
+            )
             if not candidates or not _comparable(inner):
                 continue
             for original, name in candidates:
@@ -420,7 +533,11 @@ def _label(module: str, qualname: str) -> str:
     if qualname == "<module>":
         return module
     owner, _, method = qualname.rpartition(".")
-    if owner and not owner.endswith("<locals>") and method in ("__init__", "__new__", "__call__", "call", "build"):
+    if (
+        owner
+        and not owner.endswith("<locals>")
+        and method in ("__init__", "__new__", "__call__", "call", "build")
+    ):
         return f"{module}.{owner}"
     return f"{module}.{qualname}"
 
@@ -434,8 +551,11 @@ def _kind(name: str) -> str:
 
 def _library(obj) -> bool:
     """A class, function or object of a library (its members are not the student's)."""
-    module = getattr(obj, "__module__", None) if isinstance(obj, (type, types.FunctionType)) \
+    module = (
+        getattr(obj, "__module__", None)
+        if isinstance(obj, (type, types.FunctionType))
         else getattr(type(obj), "__module__", None)
+    )
     if not isinstance(module, str):
         return False
     top = module.partition(".")[0]
@@ -519,8 +639,21 @@ def _members(klass):
     return out
 
 
-_SKIP = (type(None), bool, int, float, complex, str, bytes, bytearray, range, slice, type(Ellipsis),
-         types.BuiltinFunctionType, types.CodeType)
+_SKIP = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bytearray,
+    range,
+    slice,
+    type(Ellipsis),
+    types.BuiltinFunctionType,
+    types.CodeType,
+)
 
 
 class _Search:
@@ -534,9 +667,9 @@ class _Search:
         self.ready = ready
         self.exempt = exempt
         self.seen: set[int] = set()
-        self.functions: list = []   # lablib's code (or copies) reached, to disarm
-        self.classes: list = []     # lablib's classes reached, to disarm
-        self.modules: list = []     # modules loaded from guarded files
+        self.functions: list = []  # lablib's code (or copies) reached, to disarm
+        self.classes: list = []  # lablib's classes reached, to disarm
+        self.modules: list = []  # modules loaded from guarded files
         self.first: Crib | None = None
 
     def _found(self, crib: Crib) -> None:
@@ -569,7 +702,9 @@ class _Search:
             if name is not None or copied is not None:
                 self.functions.append(obj)
                 if flag:
-                    self._found(Crib(name, _kind(name)) if name is not None else Crib(copied, "copy"))
+                    self._found(
+                        Crib(name, _kind(name)) if name is not None else Crib(copied, "copy")
+                    )
                 return ()
             return () if _library(obj) else _function_links(obj)
         if isinstance(obj, types.MethodType):
@@ -604,7 +739,9 @@ class _Search:
         except AttributeError:
             state = None
         if isinstance(state, dict):
-            if kind.__module__.startswith("tensorflow"):  # a tf.function: the Python function it traces
+            if kind.__module__.startswith(
+                "tensorflow"
+            ):  # a tf.function: the Python function it traces
                 out.extend(v for v in state.values() if isinstance(v, types.FunctionType))
             elif not _library(obj):
                 out.extend(state.values())
@@ -653,14 +790,20 @@ def probe_functions(probe, catalogue_: Catalogue) -> set[int]:
             elif isinstance(obj, types.MethodType):
                 stack.append(obj.__func__)
             elif isinstance(obj, type):
-                if any(isinstance(m, types.FunctionType) and catalogue_.name_of(m.__code__) for m in _members(obj)):
+                if any(
+                    isinstance(m, types.FunctionType) and catalogue_.name_of(m.__code__)
+                    for m in _members(obj)
+                ):
                     stack.extend(_members(obj))
             elif isinstance(obj, types.FunctionType):
                 module = getattr(obj, "__module__", "") or ""
                 if catalogue_.name_of(obj.__code__) is not None or module.startswith(
-                        ("lablib_hidden_tests", "lablib_lab_files")):
+                    ("lablib_hidden_tests", "lablib_lab_files")
+                ):
                     reached.add(id(obj))
-                    stack.extend(v for v in _function_links(obj) if not isinstance(v, types.ModuleType))
+                    stack.extend(
+                        v for v in _function_links(obj) if not isinstance(v, types.ModuleType)
+                    )
             elif isinstance(obj, (tuple, list, set, frozenset)):
                 stack.extend(obj)  # a case table: (graph builder, sizes, activation)
             elif isinstance(obj, dict):
@@ -682,12 +825,12 @@ def _parameters(code) -> str:
     ``a, /, b, *args, c, **kwargs``."""
     names = code.co_varnames
     positional = list(names[: code.co_argcount])
-    kwonly = list(names[code.co_argcount: code.co_argcount + code.co_kwonlyargcount])
+    kwonly = list(names[code.co_argcount : code.co_argcount + code.co_kwonlyargcount])
     index = code.co_argcount + code.co_kwonlyargcount
     params = positional[: code.co_posonlyargcount]
     if code.co_posonlyargcount:
         params.append("/")
-    params += positional[code.co_posonlyargcount:]
+    params += positional[code.co_posonlyargcount :]
     if code.co_flags & 0x04:  # *args
         params.append("*" + names[index])
         index += 1
@@ -713,9 +856,12 @@ def _gate_code(function, crib: Crib):
     free = [f"_lablib_cell_{i}" for i in range(len(code.co_freevars))]
     while set(free) & set(code.co_varnames):
         free = ["_" + n for n in free]
-    lines = ["def outer():", *(f"    {n} = None" for n in free),
-             f"    def gate({params}):",
-             "        raise ('__CRIB__',)[0]('__NAME__')"]
+    lines = [
+        "def outer():",
+        *(f"    {n} = None" for n in free),
+        f"    def gate({params}):",
+        "        raise ('__CRIB__',)[0]('__NAME__')",
+    ]
     if free:
         lines.append(f"        ({', '.join(free)},)")
     lines.append("    return gate")
@@ -745,20 +891,36 @@ def _disarm(function, crib: Crib, saved: list) -> None:
 
 # --------------------------------------------------------------------- the window
 
-_ACTIVE: list = [None]          # the open Window (one per process at a time)
+_ACTIVE: list = [None]  # the open Window (one per process at a time)
 _LOCK = threading.Lock()
 _HOOKED: list = [False]
-_LEFT_RUNNING: weakref.WeakSet = weakref.WeakSet()   # threads a probe left running
+_LEFT_RUNNING: weakref.WeakSet = weakref.WeakSet()  # threads a probe left running
 
 _GC = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
-_PROCESSES = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-                        "os.fork", "os.forkpty", "pty.spawn"})
+_PROCESSES = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+    }
+)
 
 
 def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
-    if _protected and event in ("object.__setattr__", "object.__delattr__") and len(args) > 1 \
-            and id(args[0]) in _protected:  # the grading machinery's functions' code or defaults (protect())
-        raise CribCall(_crib or Crib(f"{getattr(args[0], '__qualname__', args[0])}.{args[1]}", "tamper"))
+    if (
+        _protected
+        and event in ("object.__setattr__", "object.__delattr__")
+        and len(args) > 1
+        and id(args[0]) in _protected
+    ):  # the grading machinery's functions' code or defaults (protect())
+        raise CribCall(
+            _crib or Crib(f"{getattr(args[0], '__qualname__', args[0])}.{args[1]}", "tamper")
+        )
     window = _ACTIVE[0]
     if window is None:
         return
@@ -773,8 +935,25 @@ def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
 # --------------------------------------------------------------------- tampering
 
 _MISSING = object()
-_CALLED = ("builtins", "sys", "os", "os.path", "posixpath", "threading", "time", "types", "functools",
-           "weakref", "dataclasses", "linecache", "dis", "importlib", "warnings", "struct", "pickle")
+_CALLED = (
+    "builtins",
+    "sys",
+    "os",
+    "os.path",
+    "posixpath",
+    "threading",
+    "time",
+    "types",
+    "functools",
+    "weakref",
+    "dataclasses",
+    "linecache",
+    "dis",
+    "importlib",
+    "warnings",
+    "struct",
+    "pickle",
+)
 
 
 def _protected(modules) -> tuple[list, list]:
@@ -805,21 +984,36 @@ def _snapshot(modules, child=None) -> tuple:
     import importlib
 
     functions, classes = _protected(modules)
-    functions = [f for f in functions if f is not verify and f is not _audit]  # their defaults: protect()'s
+    functions = [
+        f for f in functions if f is not verify and f is not _audit
+    ]  # their defaults: protect()'s
     entries = [(f"{m.__name__}.{k}", vars(m), k, v) for m in modules for k, v in vars(m).items()]
     if child is not None:
-        entries += [(f"{child.__name__}.{k}", vars(child), k, vars(child)[k])
-                    for k in _CHILD_NAMES if k in vars(child)]
+        entries += [
+            (f"{child.__name__}.{k}", vars(child), k, vars(child)[k])
+            for k in _CHILD_NAMES
+            if k in vars(child)
+        ]
         run_probe = vars(child).get("run_probe")
         if isinstance(run_probe, types.FunctionType):
             functions.append(run_probe)
-    entries += [(f"{c.__module__}.{c.__qualname__}.{k}", c, k, v) for c in classes for k, v in vars(c).items()]
+    entries += [
+        (f"{c.__module__}.{c.__qualname__}.{k}", c, k, v)
+        for c in classes
+        for k, v in vars(c).items()
+    ]
     used: set = set()
     for function in functions:
         used |= _names_used(function.__code__)
         for attr in ("__code__", "__defaults__", "__kwdefaults__"):
-            entries.append((f"{function.__module__}.{function.__qualname__}.{attr}", function, attr,
-                            getattr(function, attr)))
+            entries.append(
+                (
+                    f"{function.__module__}.{function.__qualname__}.{attr}",
+                    function,
+                    attr,
+                    getattr(function, attr),
+                )
+            )
     for name in _CALLED:
         try:
             module = importlib.import_module(name)
@@ -828,7 +1022,11 @@ def _snapshot(modules, child=None) -> tuple:
         namespace = vars(module)
         for key in sorted(used & namespace.keys()):
             value = namespace[key]
-            if callable(value) or isinstance(value, types.ModuleType) or (module is sys and key == "modules"):
+            if (
+                callable(value)
+                or isinstance(value, types.ModuleType)
+                or (module is sys and key == "modules")
+            ):
                 entries.append((f"{name}.{key}", namespace, key, value))
     return tuple(entries)
 
@@ -978,9 +1176,9 @@ class Window:
         self._ready_modules: dict = {}
         self._exempt: set = set()
         self._gate = _ImportGate(self)
-        self._reading = None     # the thread whose guarded import reads lablib's files
-        self._running = None     # the code object of a guarded module being imported
-        self._arming = None      # the thread disarming a module imported in the window
+        self._reading = None  # the thread whose guarded import reads lablib's files
+        self._running = None  # the code object of a guarded module being imported
+        self._arming = None  # the thread disarming a module imported in the window
         self._open = False
 
     # -- what the audit hook refuses
@@ -997,7 +1195,11 @@ class Window:
                 return Crib(os.fsdecode(os.fspath(args[0])), "file")
             return None
         if event == "compile":
-            if self._reading != threading.get_ident() and len(args) > 1 and cat.guarded_path(args[1]):
+            if (
+                self._reading != threading.get_ident()
+                and len(args) > 1
+                and cat.guarded_path(args[1])
+            ):
                 return Crib(os.fsdecode(os.fspath(args[1])), "compiled")
             return None
         if event in ("exec", "function.__new__"):
@@ -1008,9 +1210,16 @@ class Window:
                     return Crib(name, _kind(name) if cat.name_of(code) else "copy")
             return None
         if event == "object.__setattr__":  # a disarmed function given its code back
-            if len(args) > 2 and args[1] == "__code__" and self._arming != threading.get_ident() and (
+            if (
+                len(args) > 2
+                and args[1] == "__code__"
+                and self._arming != threading.get_ident()
+                and (
                     any(args[0] is function for function, _ in self._saved)
-                    or isinstance(args[2], types.CodeType) and cat.lablib_code(args[2]) is not None):
+                    or isinstance(args[2], types.CodeType)
+                    and cat.lablib_code(args[2]) is not None
+                )
+            ):
                 return Crib("a function's __code__ (replacing the code of a function)", "refused")
             return None
         if event in _GC:
@@ -1031,7 +1240,9 @@ class Window:
         self.catalogue = catalogue(self.guard)
         self.catalogue.preload()
         self._ready = _ready_made()
-        self._exempt = probe_functions(self.probe, self.catalogue) if self.probe is not None else set()
+        self._exempt = (
+            probe_functions(self.probe, self.catalogue) if self.probe is not None else set()
+        )
         search = _Search(self.catalogue, self._ready, self._exempt)
         search.run(self.objects.values(), flag=True)
         if search.first is not None:
@@ -1046,15 +1257,22 @@ class Window:
         # itself: other pieces may use lablib's layers).
         roots = [self.namespace, sys.modules["builtins"].__dict__]
         for obj in self.objects.values():
-            for function in ([obj] if isinstance(obj, types.FunctionType) else
-                             _members(obj) if isinstance(obj, type) else []):
+            for function in (
+                [obj]
+                if isinstance(obj, types.FunctionType)
+                else _members(obj)
+                if isinstance(obj, type)
+                else []
+            ):
                 if isinstance(function, types.FunctionType):
                     roots.append(function.__globals__)
         search.run(roots, flag=False)
         self.seconds["search"] = time.perf_counter() - started
         if not _LOCK.acquire(blocking=False):
-            raise RuntimeError("a crib guard window is already open in this process; probes of "
-                               "by-hand pieces run one at a time")
+            raise RuntimeError(
+                "a crib guard window is already open in this process; probes of "
+                "by-hand pieces run one at a time"
+            )
         started = time.perf_counter()
         try:
             self._arm(search)
@@ -1103,7 +1321,9 @@ class Window:
         return targets
 
     def _apply(self, targets: dict) -> None:
-        self._arming = threading.get_ident()  # the window's own __code__ swaps (imports in the window)
+        self._arming = (
+            threading.get_ident()
+        )  # the window's own __code__ swaps (imports in the window)
         try:
             for key, (function, crib) in targets.items():
                 if key not in self._exempt:
@@ -1121,7 +1341,11 @@ class Window:
                 obj = vars(module).get(attribute)
                 while obj is not None:
                     ready.append((name, obj))
-                    obj = getattr(obj, "__wrapped__", None) if isinstance(obj, types.FunctionType) else None
+                    obj = (
+                        getattr(obj, "__wrapped__", None)
+                        if isinstance(obj, types.FunctionType)
+                        else None
+                    )
         self._apply(self._ready_targets(ready))
 
     def _arm(self, search: _Search) -> None:
@@ -1129,7 +1353,9 @@ class Window:
         functions, classes = self._module_targets([*search.modules, *cat.loaded_modules()])
         targets = self._targets([*search.functions, *functions], [*search.classes, *classes])
         targets.update(self._ready_targets(self._ready.values()))
-        self._ready_modules = {module: name for name, module, _ in READY_MADE if module not in sys.modules}
+        self._ready_modules = {
+            module: name for name, module, _ in READY_MADE if module not in sys.modules
+        }
         self._apply(targets)
         import linecache
 
@@ -1215,19 +1441,29 @@ def message(found) -> str:
     if crib.kind == "ready-made":
         return f"your code calls {crib.name}, a ready-made implementation; {asks}."
     if crib.kind == "copy":
-        whose = "the grader's own reference" if _kind(crib.name) == "reference" else "lablib's own implementation"
+        whose = (
+            "the grader's own reference"
+            if _kind(crib.name) == "reference"
+            else "lablib's own implementation"
+        )
         return f"your code runs a copy of {crib.name} ({whose}), found as a copied classmate's code would be; {asks}."
     if crib.kind == "file":
         return f"your code reads lablib's file {crib.name} while the test runs; {asks}."
     if crib.kind == "compiled":
         return f"your code compiles code under lablib's file name {crib.name} while the test runs; {asks}."
     if crib.kind == "refused":
-        return (f"your code calls {crib.name} while the test runs, which a piece written by hand has no "
-                f"need of; this test gives no points for it.")
+        return (
+            f"your code calls {crib.name} while the test runs, which a piece written by hand has no "
+            f"need of; this test gives no points for it."
+        )
     if crib.kind == "tamper":
-        return (f"your code changed lablib's grading code ({crib.name}), so this test cannot be judged; "
-                f"it gives no points.")
+        return (
+            f"your code changed lablib's grading code ({crib.name}), so this test cannot be judged; "
+            f"it gives no points."
+        )
     if crib.kind == "thread":
-        return (f"{crib.name} was still running after the test, so what it computes cannot be judged; "
-                f"this test gives no points for it.")
+        return (
+            f"{crib.name} was still running after the test, so what it computes cannot be judged; "
+            f"this test gives no points for it."
+        )
     return f"your code calls {crib.name}, lablib's own implementation; {asks}."

@@ -48,7 +48,9 @@ MNT_DETACH = 2
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "sys")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 #: pivot_root's system call number by machine (it has no libc wrapper).
-_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217}.get(os.uname().machine, 155)
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217}.get(
+    os.uname().machine, 155
+)
 
 
 def sandbox_possible() -> bool:
@@ -66,8 +68,12 @@ def needed_paths(extra=()) -> list[str]:
     """
     from lablib._version import PACKAGE_DIR
 
-    paths = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             str(PACKAGE_DIR)]
+    paths = [
+        sys.base_prefix,
+        sys.prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        str(PACKAGE_DIR),
+    ]
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.append(sysconfig.get_path(key))
     paths += list(getattr(site, "getsitepackages", lambda: [])())
@@ -77,8 +83,12 @@ def needed_paths(extra=()) -> list[str]:
     # one that holds lablib (a checkout) not at all: its lablib folder is, above.
     cwd = os.path.realpath(os.getcwd())
     for entry in [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
-        if (not entry or not os.path.isdir(entry) or os.path.realpath(entry) == cwd
-                or os.path.isdir(os.path.join(entry, "lablib"))):
+        if (
+            not entry
+            or not os.path.isdir(entry)
+            or os.path.realpath(entry) == cwd
+            or os.path.isdir(os.path.join(entry, "lablib"))
+        ):
             continue
         paths += [entry] if _holds_distributions(entry) else _importable(entry)
     paths += list(extra)
@@ -123,8 +133,13 @@ class _Mounts:
         self.libc = libc
 
     def mount(self, src, target, fstype, flags, data=None):
-        rc = self.libc.mount(src and src.encode(), target.encode(), fstype and fstype.encode(),
-                             ctypes.c_ulong(flags), data and data.encode())
+        rc = self.libc.mount(
+            src and src.encode(),
+            target.encode(),
+            fstype and fstype.encode(),
+            ctypes.c_ulong(flags),
+            data and data.encode(),
+        )
         if rc != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"mount {target}: {os.strerror(err)}")
@@ -155,7 +170,12 @@ _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint32)]
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint32),
+    ]
 
 
 class _SockFprog(ctypes.Structure):
@@ -172,18 +192,18 @@ def user_namespace_filter(machine: str):
     ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
     return [
-        (ld, 0, 0, 4),              # 0: arch
-        (jeq, 0, 7, arch),          # 1: another ABI: allow (9)
-        (ld, 0, 0, 0),              # 2: syscall number
-        (jeq, 7, 0, clone3),        # 3: clone3 -> ENOSYS (11)
-        (jeq, 1, 0, unshare),       # 4: unshare -> check flags (6)
-        (jeq, 0, 3, clone),         # 5: not clone -> allow (9)
-        (ld, 0, 0, 16),             # 6: flags (args[0], low half)
+        (ld, 0, 0, 4),  # 0: arch
+        (jeq, 0, 7, arch),  # 1: another ABI: allow (9)
+        (ld, 0, 0, 0),  # 2: syscall number
+        (jeq, 7, 0, clone3),  # 3: clone3 -> ENOSYS (11)
+        (jeq, 1, 0, unshare),  # 4: unshare -> check flags (6)
+        (jeq, 0, 3, clone),  # 5: not clone -> allow (9)
+        (ld, 0, 0, 16),  # 6: flags (args[0], low half)
         (jset, 2, 0, _CLONE_NEWUSER),  # 7: CLONE_NEWUSER -> EPERM (10)
-        (ret, 0, 0, _RET_ALLOW),    # 8
-        (ret, 0, 0, _RET_ALLOW),    # 9
-        (ret, 0, 0, eperm),         # 10
-        (ret, 0, 0, enosys),        # 11
+        (ret, 0, 0, _RET_ALLOW),  # 8
+        (ret, 0, 0, _RET_ALLOW),  # 9
+        (ret, 0, 0, eperm),  # 10
+        (ret, 0, 0, enosys),  # 11
     ]
 
 
@@ -196,7 +216,9 @@ def _deny_user_namespaces(libc) -> str | None:
     filters = (_SockFilter * len(program))(*[_SockFilter(*item) for item in program])
     fprog = _SockFprog(len(program), filters)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return f"user namespaces not refused: no_new_privs failed ({os.strerror(ctypes.get_errno())})"
+        return (
+            f"user namespaces not refused: no_new_privs failed ({os.strerror(ctypes.get_errno())})"
+        )
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return f"user namespaces not refused: seccomp failed ({os.strerror(ctypes.get_errno())})"
     return None
@@ -237,7 +259,13 @@ def _build_root(m: _Mounts, config: dict) -> int:
                 if needed.startswith(path.rstrip("/") + "/"):
                     _mkdirs(root + needed)
                     m.bind_readonly(needed, root + needed)
-            m.mount(None, inside, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=711")
+            m.mount(
+                None,
+                inside,
+                None,
+                MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                "size=4k,mode=711",
+            )
             hidden += 1
         elif os.path.isfile(inside):
             m.mount("/dev/null", inside, None, MS_BIND)
@@ -248,8 +276,12 @@ def _build_root(m: _Mounts, config: dict) -> int:
         node = os.path.join(root, "dev", name)
         open(node, "w").close()
         m.mount("/dev/" + name, node, None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, os.path.join(root, "dev", name))
     _mkdirs(os.path.join(root, "proc"))
     return hidden
@@ -268,17 +300,27 @@ def unreachable(paths, private_root: bool = False, access=os.access) -> str | No
         if access(path, wanted):
             continue
         parts = os.path.abspath(path).split(os.sep)
-        closed = next((os.sep.join(parts[:i]) or os.sep for i in range(2, len(parts) + 1)
-                       if not access(os.sep.join(parts[:i]) or os.sep, os.X_OK)), path)
+        closed = next(
+            (
+                os.sep.join(parts[:i]) or os.sep
+                for i in range(2, len(parts) + 1)
+                if not access(os.sep.join(parts[:i]) or os.sep, os.X_OK)
+            ),
+            path,
+        )
         if private_root:
-            return (f"the submission's user (uid {os.getuid()}) cannot use {path}: {closed} is not in the "
-                    f"sandbox's root file system (it holds the system folders, the Python install, its site "
-                    f"folders and lablib): run the grader with the Python interpreter itself, not a link to it "
-                    f"from a folder outside those")
-        return (f"the submission's user (uid {os.getuid()}) cannot use {path}: {closed} is closed to other "
-                f"users. With no private root file system the child sees the host's folders as they are: "
-                f"install the grader's Python and lablib where every user may read them (/usr/local, /opt, "
-                f"a venv outside /root), or let the sandbox make its own root (CAP_SYS_ADMIN, no chroot)")
+            return (
+                f"the submission's user (uid {os.getuid()}) cannot use {path}: {closed} is not in the "
+                f"sandbox's root file system (it holds the system folders, the Python install, its site "
+                f"folders and lablib): run the grader with the Python interpreter itself, not a link to it "
+                f"from a folder outside those"
+            )
+        return (
+            f"the submission's user (uid {os.getuid()}) cannot use {path}: {closed} is closed to other "
+            f"users. With no private root file system the child sees the host's folders as they are: "
+            f"install the grader's Python and lablib where every user may read them (/usr/local, /opt, "
+            f"a venv outside /root), or let the sandbox make its own root (CAP_SYS_ADMIN, no chroot)"
+        )
     return None
 
 
@@ -310,15 +352,19 @@ def _join_cgroups(config: dict, notes: list[str]) -> None:
 
 def _unshare(libc, notes: list[str], isolation: dict) -> None:
     """New network, IPC, UTS, mount and PID namespaces (each one that fails is a note)."""
-    for flag, what in ((CLONE_NEWNET, "network"), (CLONE_NEWIPC, "ipc"), (CLONE_NEWUTS, "uts"),
-                       (CLONE_NEWNS, "mount"), (CLONE_NEWPID, "pid")):
+    for flag, what in (
+        (CLONE_NEWNET, "network"),
+        (CLONE_NEWIPC, "ipc"),
+        (CLONE_NEWUTS, "uts"),
+        (CLONE_NEWNS, "mount"),
+        (CLONE_NEWPID, "pid"),
+    ):
         if libc.unshare(flag) != 0:
             notes.append(f"no {what} namespace: {os.strerror(ctypes.get_errno())}")
         elif what == "network":
             isolation["network"] = "none (new network namespace)"
         elif what == "pid":
-            isolation["processes"] = ("private (new PID namespace: the run's processes end "
-                                      "with it)")
+            isolation["processes"] = "private (new PID namespace: the run's processes end with it)"
 
 
 def _mount_root(m: _Mounts, config: dict, notes: list[str], isolation: dict) -> str | None:
@@ -329,15 +375,17 @@ def _mount_root(m: _Mounts, config: dict, notes: list[str], isolation: dict) -> 
     scratch_mb = int(config["tmpfs_mb"])
     try:
         m.mount(None, "/", None, MS_REC | MS_PRIVATE)
-        m.mount("tmpfs", config["root"], "tmpfs", MS_NOSUID | MS_NODEV,
-                f"size={scratch_mb}m,mode=755")
+        m.mount(
+            "tmpfs", config["root"], "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=755"
+        )
         hidden = _build_root(m, config)
     except OSError as exc:
         notes.append(f"no private root file system: {exc}")
         return None
     isolation["filesystem"] = (
         f"new root: system folders and the Python install read-only, private /tmp, "
-        f"/var/tmp and /dev/shm ({scratch_mb} MB in all); {hidden} grader folder(s) masked")
+        f"/var/tmp and /dev/shm ({scratch_mb} MB in all); {hidden} grader folder(s) masked"
+    )
     return config["root"]
 
 
@@ -345,8 +393,13 @@ def _pivot_into(libc, m: _Mounts, new_root: str, scratch_mb: int, notes: list[st
     """The first process's root becomes the scratch tmpfs (a fresh /proc, the old root
     detached, SysV shared memory capped); returns the work folder made there."""
     try:
-        m.mount("proc", os.path.join(new_root, "proc"), "proc",
-                MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+        m.mount(
+            "proc",
+            os.path.join(new_root, "proc"),
+            "proc",
+            MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "hidepid=2",
+        )
     except OSError as exc:
         notes.append(f"no /proc: {exc}")
     old = os.path.join(new_root, ".old-root")
@@ -358,8 +411,7 @@ def _pivot_into(libc, m: _Mounts, new_root: str, scratch_mb: int, notes: list[st
     os.rmdir("/.old-root")
     workdir = "/tmp/work"
     os.mkdir(workdir, 0o700)
-    for name, value in (("shmmax", scratch_mb << 20), ("shmall", scratch_mb << 8),
-                        ("shmmni", 64)):
+    for name, value in (("shmmax", scratch_mb << 20), ("shmall", scratch_mb << 8), ("shmmni", 64)):
         try:
             with open(f"/proc/sys/kernel/{name}", "w") as f:
                 f.write(str(value))
@@ -389,8 +441,15 @@ def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | No
     return refused
 
 
-def _first_process(libc, m: _Mounts, config: dict, new_root: str | None, report_w: int,
-                   result_fd: int, memory_mb: float) -> None:
+def _first_process(
+    libc,
+    m: _Mounts,
+    config: dict,
+    new_root: str | None,
+    report_w: int,
+    result_fd: int,
+    memory_mb: float,
+) -> None:
     """The namespace's first process: finish the root, drop root, report, exec the child
     (never returns)."""
     notes: list[str] = []
@@ -402,20 +461,30 @@ def _first_process(libc, m: _Mounts, config: dict, new_root: str | None, report_
             private_root = True  # this process's root is now the scratch tmpfs
         refused = _drop_privileges(libc, workdir, int(config["uid"]), notes)
         package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"), package],
-                              private_root)
+        blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"), package], private_root)
         if blocked:
             raise RuntimeError(blocked)
-        _write(report_w, {"ok": True, "uid": os.getuid(), "notes": notes,
-                          "user_namespaces": refused is None, "private_root": private_root})
+        _write(
+            report_w,
+            {
+                "ok": True,
+                "uid": os.getuid(),
+                "notes": notes,
+                "user_namespaces": refused is None,
+                "private_root": private_root,
+            },
+        )
     except BaseException as exc:  # noqa: BLE001 - reported, then the run ends
         _write(report_w, {"ok": False, "notes": notes + [f"sandbox failed: {exc}"]})
         os._exit(120)
     os.close(report_w)
     env = dict(config["env"], HOME=workdir, TMPDIR=workdir)
     try:
-        os.execve(sys.executable, [sys.executable, "-m", "lablib.grading.run.child",
-                                   str(result_fd), str(memory_mb)], env)
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", "lablib.grading.run.child", str(result_fd), str(memory_mb)],
+            env,
+        )
     finally:
         os._exit(127)
 
@@ -446,8 +515,13 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     m = _Mounts(libc)
     notes: list[str] = []
     _join_cgroups(config, notes)
-    isolation = {"uid": 0, "network": "shared", "filesystem": "shared", "processes": "shared",
-                 "notes": notes}
+    isolation = {
+        "uid": 0,
+        "network": "shared",
+        "filesystem": "shared",
+        "processes": "shared",
+        "notes": notes,
+    }
     _unshare(libc, notes, isolation)
     new_root = _mount_root(m, config, notes, isolation)
     report_r, report_w = os.pipe()
@@ -467,9 +541,17 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     # scratch_tmpfs: the child's root is the tmpfs this stage mounted (size scratch_mb), the
     # only file system whose use the grader may count as the run's memory.
     scratch = bool(new_root is not None and report.get("ok") and report.get("private_root"))
-    _write(control_fd, {"event": "isolation", "init_pid": pid, "ok": bool(report.get("ok")),
-                        "scratch_tmpfs": scratch, "scratch_mb": int(config["tmpfs_mb"]),
-                        **isolation})
+    _write(
+        control_fd,
+        {
+            "event": "isolation",
+            "init_pid": pid,
+            "ok": bool(report.get("ok")),
+            "scratch_tmpfs": scratch,
+            "scratch_mb": int(config["tmpfs_mb"]),
+            **isolation,
+        },
+    )
     _, status = os.waitpid(pid, 0)
     _write(control_fd, {"event": "exit", "status": status})
     os.close(control_fd)
@@ -478,6 +560,8 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:
-        sys.exit("usage: python -m lablib.grading.run.isolation CONTROL_FD RESULT_FD MEMORY_MB "
-                 "(started by the grader, not by hand)")
+        sys.exit(
+            "usage: python -m lablib.grading.run.isolation CONTROL_FD RESULT_FD MEMORY_MB "
+            "(started by the grader, not by hand)"
+        )
     sandbox_main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]))

@@ -26,9 +26,18 @@ import numpy as np
 from lablib.grading.results import Kind
 
 __all__ = [
-    "Command", "ProbeRequest", "ProbeResult", "ProtocolError", "FrameReader",
-    "encode_value", "decode_value", "to_plain", "write_frame",
-    "MAX_MESSAGE_BYTES", "MAX_TOTAL_BYTES", "MAX_MESSAGES",
+    "Command",
+    "ProbeRequest",
+    "ProbeResult",
+    "ProtocolError",
+    "FrameReader",
+    "encode_value",
+    "decode_value",
+    "to_plain",
+    "write_frame",
+    "MAX_MESSAGE_BYTES",
+    "MAX_TOTAL_BYTES",
+    "MAX_MESSAGES",
 ]
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -172,7 +181,7 @@ def decode_value(tree: Any, blobs: list[bytes]) -> Any:
         if type(v) is list:
             return [dec(x, depth + 1) for x in v]
         if type(v) is dict and len(v) == 1:
-            (tag, body), = v.items()
+            ((tag, body),) = v.items()
             if tag == "t" and type(body) is list:
                 return tuple(dec(x, depth + 1) for x in body)
             if tag == "d" and type(body) is list:
@@ -200,8 +209,9 @@ def decode_value(tree: Any, blobs: list[bytes]) -> Any:
 # --------------------------------------------------------------------------- frames
 
 
-def write_frame(fd: int, header: dict, blobs=(), *, _dumps=json.dumps, _pack=struct.pack,
-                _write=os.write) -> None:
+def write_frame(
+    fd: int, header: dict, blobs=(), *, _dumps=json.dumps, _pack=struct.pack, _write=os.write
+) -> None:
     """Write one reply frame: 4-byte length, JSON header (with blob sizes), the blobs.
 
     The defaults are bound when this module is imported, before any student code runs,
@@ -255,5 +265,7 @@ class FrameReader:
         self.count += 1
         self.total += size + sum(sizes)
         if self.count > MAX_MESSAGES or self.total > MAX_TOTAL_BYTES:
-            raise ProtocolError(f"more than {MAX_MESSAGES} messages or {MAX_TOTAL_BYTES} bytes in all")
+            raise ProtocolError(
+                f"more than {MAX_MESSAGES} messages or {MAX_TOTAL_BYTES} bytes in all"
+            )
         return header, [self._exact(s) for s in sizes]

@@ -45,7 +45,11 @@ from lablib.grading.results import Diagnostic, Isolation, Kind
 from lablib.grading.run import cgroups as _cgroups
 from lablib.grading.run import isolation as _isolation
 from lablib.grading.run.protocol import (
-    Command, FrameReader, ProbeResult, ProtocolError, decode_value,
+    Command,
+    FrameReader,
+    ProbeResult,
+    ProtocolError,
+    decode_value,
 )
 
 __all__ = ["run_submission", "RunOutcome", "Limits", "CellError", "Problem"]
@@ -164,7 +168,11 @@ def _identifier(value: Any) -> str:
     """``value`` when it is a plain ASCII identifier of at most 100 characters (an
     exception's name as the child reports it), else "": the child's word goes into the
     status column unescaped only when it cannot be markup, a formula or a control code."""
-    return value if isinstance(value, str) and re.fullmatch(r"[A-Za-z_]\w{0,99}", value, re.ASCII) else ""
+    return (
+        value
+        if isinstance(value, str) and re.fullmatch(r"[A-Za-z_]\w{0,99}", value, re.ASCII)
+        else ""
+    )
 
 
 def _text(value: Any) -> str:
@@ -254,6 +262,7 @@ def _by_uid(uid):
     def match(process):
         uids = process.info.get("uids")
         return uids is not None and uid in (uids.real, uids.effective)
+
     return match
 
 
@@ -269,6 +278,7 @@ def _by_token(token, tree):
             return process.environ().get("LABLIB_RUN_TOKEN") == token
         except Exception:  # noqa: BLE001 - other users' processes, zombies
             return False
+
     return match
 
 
@@ -318,10 +328,16 @@ def _remove_ipc(objects, uid=None) -> None:
     """Remove System V IPC objects ``(kind, id)`` in a small process (as ``uid`` when
     given: a grader without CAP_SYS_ADMIN may remove only its own); raises
     ``CalledProcessError`` when some could not be removed."""
-    subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE_IPC, *(f"{k}:{i}" for k, i in objects)],
-                   env={"PATH": "/usr/bin:/bin"}, cwd="/", timeout=30, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True,
-                   **({} if uid is None else {"user": uid, "group": uid, "extra_groups": []}))
+    subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _REMOVE_IPC, *(f"{k}:{i}" for k, i in objects)],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd="/",
+        timeout=30,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+        **({} if uid is None else {"user": uid, "group": uid, "extra_groups": []}),
+    )
 
 
 def sweep_leftovers(uid: int, folders=SHARED_FOLDERS) -> list[str]:
@@ -350,7 +366,9 @@ def sweep_leftovers(uid: int, folders=SHARED_FOLDERS) -> list[str]:
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                notes.append(f"could not remove {entry.path}, left by the submission: {exc.strerror}")
+                notes.append(
+                    f"could not remove {entry.path}, left by the submission: {exc.strerror}"
+                )
     objects = _ipc_objects(uid)
     if objects:
         try:  # as the owner itself (CAP_SETUID is in Docker's default set; CAP_SYS_ADMIN is not)
@@ -359,7 +377,9 @@ def sweep_leftovers(uid: int, folders=SHARED_FOLDERS) -> list[str]:
             try:
                 _remove_ipc(objects)
             except (OSError, subprocess.SubprocessError) as exc:
-                notes.append(f"System V IPC objects the submission made could not be removed ({exc})")
+                notes.append(
+                    f"System V IPC objects the submission made could not be removed ({exc})"
+                )
     return notes
 
 
@@ -386,7 +406,9 @@ class _Attempt:
         self.tree: set[int] = set()
         self.uid = None
         self.init_pid = None
-        self.scratch_fd = None  # the sandbox's scratch tmpfs (the child's root), when it mounted one
+        self.scratch_fd = (
+            None  # the sandbox's scratch tmpfs (the child's root), when it mounted one
+        )
         self.scratch_note = ""
         self._scratch_lock = threading.Lock()
         self.scratch = tempfile.mkdtemp(prefix="lablib-run-")
@@ -399,24 +421,50 @@ class _Attempt:
             control_r, control_w = os.pipe()
             self.uid = 1_000_000 + secrets.randbelow(1_000_000_000)
             os.chmod(self.scratch, 0o755)
-            self.cgroup, self.cgroup_note = _cgroups.create(f"lablib-{self.token[:16]}", limits.memory_mb)
-            config = json.dumps({
-                "root": self.scratch, "expose": _isolation.needed_paths(), "mask": sorted(set(mask)),
-                "uid": self.uid, "env": env, "tmpfs_mb": SCRATCH_MB,
-                "cgroup_procs": self.cgroup.procs_files if self.cgroup else [],
-            }).encode()
+            self.cgroup, self.cgroup_note = _cgroups.create(
+                f"lablib-{self.token[:16]}", limits.memory_mb
+            )
+            config = json.dumps(
+                {
+                    "root": self.scratch,
+                    "expose": _isolation.needed_paths(),
+                    "mask": sorted(set(mask)),
+                    "uid": self.uid,
+                    "env": env,
+                    "tmpfs_mb": SCRATCH_MB,
+                    "cgroup_procs": self.cgroup.procs_files if self.cgroup else [],
+                }
+            ).encode()
             prefix = struct.pack(">I", len(config)) + config
-            argv = [sys.executable, "-m", "lablib.grading.run.isolation", str(control_w), str(result_w),
-                    str(limits.memory_mb)]
+            argv = [
+                sys.executable,
+                "-m",
+                "lablib.grading.run.isolation",
+                str(control_w),
+                str(result_w),
+                str(limits.memory_mb),
+            ]
             pass_fds.append(control_w)
         else:
             control_r = control_w = None
             self.isolation_seen.set()
             env = dict(env, HOME=self.scratch, TMPDIR=self.scratch)
-            argv = [sys.executable, "-m", "lablib.grading.run.child", str(result_w), str(limits.memory_mb)]
+            argv = [
+                sys.executable,
+                "-m",
+                "lablib.grading.run.child",
+                str(result_w),
+                str(limits.memory_mb),
+            ]
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=tuple(pass_fds), cwd=self.scratch, env=env, start_new_session=True,
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=tuple(pass_fds),
+            cwd=self.scratch,
+            env=env,
+            start_new_session=True,
         )
         self.tree.add(self.proc.pid)
         os.close(result_w)
@@ -426,10 +474,14 @@ class _Attempt:
         self.threads = [
             threading.Thread(target=self._write_stdin, daemon=True),
             threading.Thread(target=self._read_results, args=(result_r,), daemon=True),
-            threading.Thread(target=self._read_output, args=(self.proc.stdout.fileno(),), daemon=True),
+            threading.Thread(
+                target=self._read_output, args=(self.proc.stdout.fileno(),), daemon=True
+            ),
         ]
         if control_r is not None:
-            self.threads.append(threading.Thread(target=self._read_control, args=(control_r,), daemon=True))
+            self.threads.append(
+                threading.Thread(target=self._read_control, args=(control_r,), daemon=True)
+            )
         else:
             self.control_done.set()
         for t in self.threads:
@@ -445,7 +497,7 @@ class _Attempt:
                     break
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
         except OSError:
             pass
 
@@ -485,14 +537,16 @@ class _Attempt:
                     (size,) = struct.unpack(">I", buffer[:4])
                     if len(buffer) < 4 + size:
                         break
-                    message = json.loads(buffer[4:4 + size])
-                    buffer = buffer[4 + size:]
+                    message = json.loads(buffer[4 : 4 + size])
+                    buffer = buffer[4 + size :]
                     if message.get("event") == "isolation":
                         self.init_pid = message.get("init_pid")
                         self.control["stage_ok"] = message.get("ok") is True
                         self._open_scratch(message)
-                        self.control["isolation"] = {k: message[k] for k in
-                                                     ("uid", "network", "filesystem", "processes", "notes")}
+                        self.control["isolation"] = {
+                            k: message[k]
+                            for k in ("uid", "network", "filesystem", "processes", "notes")
+                        }
                         self.isolation_seen.set()
                     elif message.get("event") == "exit":
                         self.control["status"] = message.get("status")
@@ -506,11 +560,16 @@ class _Attempt:
         tmpfs there and the file system found is that tmpfs (its size as asked, another
         device than the grader's root); else say in ``scratch_note`` why it is not counted."""
         if not message.get("scratch_tmpfs"):
-            self.scratch_note = ("memory measured: the run's processes only (no private scratch tmpfs: the "
-                                 "child's files are on the host's disk)")
+            self.scratch_note = (
+                "memory measured: the run's processes only (no private scratch tmpfs: the "
+                "child's files are on the host's disk)"
+            )
             return
         try:
-            fd = os.open(f"/proc/{int(message['init_pid'])}/root", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fd = os.open(
+                f"/proc/{int(message['init_pid'])}/root",
+                os.O_RDONLY | getattr(os, "O_DIRECTORY", 0),
+            )
         except (OSError, KeyError, TypeError, ValueError) as exc:
             self.scratch_note = f"memory measured: the run's processes only (its scratch tmpfs not reachable: {exc})"
             return
@@ -518,11 +577,15 @@ class _Attempt:
             st, own = os.fstatvfs(fd), os.fstat(fd)
             expected = int(message.get("scratch_mb", SCRATCH_MB)) * 2**20
             if st.f_blocks * st.f_frsize != expected or own.st_dev == os.stat("/").st_dev:
-                raise OSError(f"the file system found there is not the run's {expected >> 20} MB tmpfs")
+                raise OSError(
+                    f"the file system found there is not the run's {expected >> 20} MB tmpfs"
+                )
         except OSError as exc:
             os.close(fd)
-            self.scratch_note = (f"memory measured: the run's processes only (its scratch tmpfs not counted: "
-                                 f"{exc.strerror or exc})")
+            self.scratch_note = (
+                f"memory measured: the run's processes only (its scratch tmpfs not counted: "
+                f"{exc.strerror or exc})"
+            )
             return
         with self._scratch_lock:
             self.scratch_fd = fd
@@ -566,8 +629,12 @@ class _Attempt:
                 return (Kind.CRASHED, f"sent a malformed message ({_text(header)})", None)
             if kind == "eof":
                 if self.cgroup is not None and self.cgroup.oom_killed():
-                    return (Kind.MEMORY, f"used more than {self.limits.memory_mb:g} MB; the kernel's "
-                                         f"limit stopped it", None)
+                    return (
+                        Kind.MEMORY,
+                        f"used more than {self.limits.memory_mb:g} MB; the kernel's "
+                        f"limit stopped it",
+                        None,
+                    )
                 return (Kind.CRASHED, "ended", None)
             if now >= next_poll:
                 next_poll = now + 0.2
@@ -584,7 +651,11 @@ class _Attempt:
         if self.uid is not None:
             for process in psutil.process_iter(["uids", "memory_info"]):
                 uids, info = process.info.get("uids"), process.info.get("memory_info")
-                if uids is not None and info is not None and self.uid in (uids.real, uids.effective):
+                if (
+                    uids is not None
+                    and info is not None
+                    and self.uid in (uids.real, uids.effective)
+                ):
                     total += info.rss
             with self._scratch_lock:
                 if self.scratch_fd is not None:
@@ -706,8 +777,9 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
         remaining = [p for p in remaining if p.id not in done]
         if end is None:
             break
-        remaining, remaining_cells = _record_end(outcome, attempt, end, status, sandbox, remaining,
-                                                 remaining_cells)
+        remaining, remaining_cells = _record_end(
+            outcome, attempt, end, status, sandbox, remaining, remaining_cells
+        )
     _fail_not_run(outcome, remaining, limits)
     outcome.output = "\n".join(o for o in outputs if o)
     if len(outcome.output) > 2 * (OUTPUT_HEAD + OUTPUT_TAIL):
@@ -721,37 +793,61 @@ def _isolation_of(attempt: _Attempt, sandbox: bool, notes: list[str]) -> Isolati
     if sandbox:
         report = attempt.control.get("isolation") or {"notes": ["the sandbox stage did not report"]}
     else:
-        report = {"uid": os.getuid() if hasattr(os, "getuid") else None,
-                  "network": "shared", "filesystem": "shared", "processes": "shared",
-                  "notes": ["sandbox stage not used (not root, not Linux, or --no-sandbox)"]}
+        report = {
+            "uid": os.getuid() if hasattr(os, "getuid") else None,
+            "network": "shared",
+            "filesystem": "shared",
+            "processes": "shared",
+            "notes": ["sandbox stage not used (not root, not Linux, or --no-sandbox)"],
+        }
     return Isolation.from_report(report, notes)
 
 
-def _record_end(outcome: RunOutcome, attempt: _Attempt, end, status, sandbox: bool, remaining: list,
-                remaining_cells: list) -> tuple[list, list]:
+def _record_end(
+    outcome: RunOutcome,
+    attempt: _Attempt,
+    end,
+    status,
+    sandbox: bool,
+    remaining: list,
+    remaining_cells: list,
+) -> tuple[list, list]:
     """An attempt that ended early (``end``: kind, detail, step), written into ``outcome``
     (a diagnostic; the failed start-up, set-up, graded cell or probe); returns what the
     next attempt still runs: ``(probes, cells)``."""
     kind, detail, step = end
-    outcome.diagnostics.append(Diagnostic(
-        ended=str(kind), running=step, attempt=outcome.attempts, detail=str(detail),
-        exit=_describe_status(status), output_tail=attempt.output.text()[-2000:]))
+    outcome.diagnostics.append(
+        Diagnostic(
+            ended=str(kind),
+            running=step,
+            attempt=outcome.attempts,
+            detail=str(detail),
+            exit=_describe_status(status),
+            output_tail=attempt.output.text()[-2000:],
+        )
+    )
     what = {
         Kind.TIMEOUT: f"ran past the time limit ({detail})",
         Kind.MEMORY: f"ran out of memory ({detail})",
         "setup": f"failed: {detail}",
-        Kind.CRASHED: f"ended the grader's process ({_describe_status(status)})" if detail == "ended"
+        Kind.CRASHED: f"ended the grader's process ({_describe_status(status)})"
+        if detail == "ended"
         else f"broke the grader's protocol: it {detail}",
     }[kind]
     if step in ("startup", "setup"):
-        reason = ("the grader's process did not start: it " + what if step == "startup"
-                  else "the lab's set-up cells " + what)
+        reason = (
+            "the grader's process did not start: it " + what
+            if step == "startup"
+            else "the lab's set-up cells " + what
+        )
         kind_of = Kind.CRASHED
         if step == "startup" and sandbox and attempt.control.get("stage_ok") is False:
             # the sandbox could not start the child: the grader's environment, never the student
             failed = [n for n in outcome.isolation.notes if n.startswith("sandbox failed")]
-            reason = ("the grader could not start the submission's process (not the student's doing): "
-                      + (failed[-1] if failed else "the sandbox stage failed; see the isolation notes"))
+            reason = (
+                "the grader could not start the submission's process (not the student's doing): "
+                + (failed[-1] if failed else "the sandbox stage failed; see the isolation notes")
+            )
             kind_of = Kind.GRADER_ERROR
         for p in remaining:
             outcome.results[p.id] = ProbeResult.failed(kind_of, reason)
@@ -773,12 +869,19 @@ def _fail_not_run(outcome: RunOutcome, remaining: list, limits: Limits) -> None:
     if remaining and outcome.student_seconds >= limits.total_seconds:
         outcome.problems.append(Problem(Kind.TIMEOUT, "the submission's total time"))
         for p in remaining:
-            outcome.results.setdefault(p.id, ProbeResult.failed(
-                Kind.TIMEOUT, f"not run: the submission's graded cells and tests used their whole "
-                              f"time budget ({limits.total_seconds:g} s in all)"))
+            outcome.results.setdefault(
+                p.id,
+                ProbeResult.failed(
+                    Kind.TIMEOUT,
+                    f"not run: the submission's graded cells and tests used their whole "
+                    f"time budget ({limits.total_seconds:g} s in all)",
+                ),
+            )
     for p in remaining:
-        outcome.results.setdefault(p.id, ProbeResult.failed(
-            Kind.CRASHED, "not run: too many restarts of the grader's process"))
+        outcome.results.setdefault(
+            p.id,
+            ProbeResult.failed(Kind.CRASHED, "not run: too many restarts of the grader's process"),
+        )
 
 
 def _reply_kind(header: dict) -> Kind:
@@ -797,8 +900,12 @@ def _student_wait(attempt: _Attempt, seq: int, budget: float, limits: Limits, ou
         if left < budget:
             kind, header, blobs = attempt.wait(seq, max(left, 0.0))
             if kind == Kind.TIMEOUT:
-                return (Kind.TIMEOUT, f"the submission's total time budget, {limits.total_seconds:g} s "
-                                      f"for all its cells and tests", None)
+                return (
+                    Kind.TIMEOUT,
+                    f"the submission's total time budget, {limits.total_seconds:g} s "
+                    f"for all its cells and tests",
+                    None,
+                )
             return kind, header, blobs
         return attempt.wait(seq, budget)
     finally:
@@ -810,7 +917,11 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
     ``(kind, detail, step)`` for the request that failed."""
     kind, header, _ = attempt.wait(0, STARTUP_TIMEOUT)
     if kind != "reply" or header.get("event") != "ready":
-        return (kind if kind != "reply" else Kind.CRASHED, header if kind != "reply" else "did not start", "startup")
+        return (
+            kind if kind != "reply" else Kind.CRASHED,
+            header if kind != "reply" else "did not start",
+            "startup",
+        )
     seq = attempt.next_seq()
     attempt.send(Command(seq, "setup", sources=tuple(setup)))
     kind, header, _ = attempt.wait(seq, SETUP_TIMEOUT)
@@ -826,29 +937,37 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
             return (kind, header, f"cell {piece}")
         if header.get("error"):
             error_kind = _reply_kind(header)
-            outcome.cell_errors[piece] = CellError(error_kind, _text(header.get("error")),
-                                                   _identifier(header.get("exception")))
+            outcome.cell_errors[piece] = CellError(
+                error_kind, _text(header.get("error")), _identifier(header.get("exception"))
+            )
             if error_kind != Kind.ERROR:
                 outcome.problems.append(Problem(error_kind, f"graded cell {piece}"))
     for request in probes:
         seq = attempt.next_seq()
         attempt.send(Command(seq, "probe", probe=request))
-        kind, header, blobs = _student_wait(attempt, seq, request.timeout or limits.timeout, limits, outcome)
+        kind, header, blobs = _student_wait(
+            attempt, seq, request.timeout or limits.timeout, limits, outcome
+        )
         if kind != "reply":
             return (kind, header, f"test {request.id}")
         size = sum(len(blob) for blob in blobs)
         if header.get("ok") is True and outcome.kept_bytes + size > MAX_KEPT_BYTES:
             outcome.results[request.id] = ProbeResult.failed(
-                Kind.ERROR, f"the values this submission returned to the tests passed "
-                            f"{_size(MAX_KEPT_BYTES)} in all (this one {_size(size)}); "
-                            f"the tests need small arrays")
+                Kind.ERROR,
+                f"the values this submission returned to the tests passed "
+                f"{_size(MAX_KEPT_BYTES)} in all (this one {_size(size)}); "
+                f"the tests need small arrays",
+            )
         elif header.get("ok") is True:
             outcome.kept_bytes += size
             try:
-                outcome.results[request.id] = ProbeResult(True, decode_value(header.get("value"), blobs))
+                outcome.results[request.id] = ProbeResult(
+                    True, decode_value(header.get("value"), blobs)
+                )
             except ProtocolError as exc:
                 outcome.results[request.id] = ProbeResult.failed(
-                    Kind.ERROR, f"the result could not be read back ({_text(exc)})")
+                    Kind.ERROR, f"the result could not be read back ({_text(exc)})"
+                )
         else:
             error_kind = _reply_kind(header)
             outcome.results[request.id] = ProbeResult.failed(error_kind, _text(header.get("error")))

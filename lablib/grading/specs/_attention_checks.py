@@ -39,13 +39,24 @@ def _rows(values, count: int = 3) -> str:
     return shown + (", ..." if flat.size > count else "")
 
 
-OUTPUT_NOT_WEIGHTED_SUM = ("Your weights are right, but the output is not their weighted sum "
-                            "of the values: return weights @ value (each query's weights times "
-                            "the value rows).")
+OUTPUT_NOT_WEIGHTED_SUM = (
+    "Your weights are right, but the output is not their weighted sum "
+    "of the values: return weights @ value (each query's weights times "
+    "the value rows)."
+)
 
 
-def attention_stages(got, query, key, value, mask=None, output_of=None,
-                      output_sentence=OUTPUT_NOT_WEIGHTED_SUM, d_k_name="d_k", rtol=1e-5):
+def attention_stages(
+    got,
+    query,
+    key,
+    value,
+    mask=None,
+    output_of=None,
+    output_sentence=OUTPUT_NOT_WEIGHTED_SUM,
+    d_k_name="d_k",
+    rtol=1e-5,
+):
     """Name the first step of attention that went wrong, from the weights and output a
     student's ``attention`` returned (called after :func:`diagnose` found no known
     mistake). Each step is checked on what the step itself must give, so the sentence
@@ -59,31 +70,39 @@ def attention_stages(got, query, key, value, mask=None, output_of=None,
     query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
     weights, output = got["weights"], got["output"]
     _, right = reference_attention(query, key, value, mask)
-    allowed = np.ones(right.shape, dtype=bool) if mask is None else np.broadcast_to(
-        np.asarray(mask, dtype=bool), right.shape)
+    allowed = (
+        np.ones(right.shape, dtype=bool)
+        if mask is None
+        else np.broadcast_to(np.asarray(mask, dtype=bool), right.shape)
+    )
     live = allowed.any(axis=-1)  # queries with at least one key to attend to
     if not np.all(np.isfinite(weights[live])):
         raise Mistake(
             "Some weights are NaN or infinite for queries that have keys to attend to: in a "
             "softmax, exp(score - the row's largest score) lies in (0, 1] and each row's total "
             "is at least 1, so nothing overflows or divides by 0. Check the exponential and "
-            "that you subtract each query's own largest score (max over axis -1, keepdims=True).")
+            "that you subtract each query's own largest score (max over axis -1, keepdims=True)."
+        )
     if not np.all(np.isfinite(weights)):
         return  # only fully masked queries: the test of that case names it
     if np.any(weights[~allowed] != 0.0):
         raise Mistake(
             "Keys the mask blocks got non-zero weights: where the mask is False set the "
             "score to -inf before the softmax (np.where(mask, scores, -np.inf)), so that "
-            "exp gives exactly 0 there.")
+            "exp gives exactly 0 there."
+        )
     totals = weights.sum(axis=-1)
     if not np.allclose(totals[live], 1.0, atol=1e-6):
         if np.allclose(weights.sum(axis=-2)[..., allowed.any(axis=-2)], 1.0, atol=1e-6):
-            raise Mistake("Your weights sum to 1 over the queries (axis -2), not over the keys: "
-                          "each query's weights must sum to 1, so normalise over the last axis.")
+            raise Mistake(
+                "Your weights sum to 1 over the queries (axis -2), not over the keys: "
+                "each query's weights must sum to 1, so normalise over the last axis."
+            )
         raise Mistake(
             f"Each query's weights must sum to 1 over the keys; yours sum to {_rows(totals[live])}."
             " Divide each row's exponentials by that row's own total: "
-            "exponentials.sum(axis=-1, keepdims=True).")
+            "exponentials.sum(axis=-1, keepdims=True)."
+        )
     if not np.allclose(weights, right, rtol=rtol, atol=rtol * 1e-2):
         # Softmax weights are exp(a * score + c) per row: find the factor a that fits.
         scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
@@ -93,31 +112,42 @@ def attention_stages(got, query, key, value, mask=None, output_of=None,
         centred_logs = np.where(usable, logs, 0.0)
         centred_scores = np.where(usable, scores, 0.0)
         count = np.maximum(usable.sum(axis=-1, keepdims=True), 1)
-        centred_logs = np.where(usable, centred_logs - centred_logs.sum(-1, keepdims=True) / count, 0.0)
-        centred_scores = np.where(usable, centred_scores - centred_scores.sum(-1, keepdims=True) / count, 0.0)
-        denominator = float(np.sum(centred_scores ** 2))
+        centred_logs = np.where(
+            usable, centred_logs - centred_logs.sum(-1, keepdims=True) / count, 0.0
+        )
+        centred_scores = np.where(
+            usable, centred_scores - centred_scores.sum(-1, keepdims=True) / count, 0.0
+        )
+        denominator = float(np.sum(centred_scores**2))
         factor = float(np.sum(centred_logs * centred_scores)) / denominator if denominator else 0.0
         misfit = float(np.max(np.abs(centred_logs - factor * centred_scores), initial=0.0))
         d_k = query.shape[-1]
-        if misfit < max(1e-3, 10 * rtol) * max(1.0, float(np.max(np.abs(centred_logs), initial=0.0))):
+        if misfit < max(1e-3, 10 * rtol) * max(
+            1.0, float(np.max(np.abs(centred_logs), initial=0.0))
+        ):
             if abs(factor + 1) < 1e-3:
-                raise Mistake("Your weights are the softmax of minus the scaled scores: the most "
-                              "similar key gets the least weight. Check the sign of q.k/sqrt(d_k) "
-                              "and of the max you subtract (exp(score - max), not exp(max - score)).")
+                raise Mistake(
+                    "Your weights are the softmax of minus the scaled scores: the most "
+                    "similar key gets the least weight. Check the sign of q.k/sqrt(d_k) "
+                    "and of the max you subtract (exp(score - max), not exp(max - score))."
+                )
             raise Mistake(
                 f"Your weights are the softmax of {factor:.4g} times q.k/sqrt({d_k_name}) "
                 f"({d_k_name} = {d_k}): the products of queries and keys are right, their scale "
                 f"is not. Divide q.k by sqrt({d_k_name}) = {np.sqrt(d_k):.4g} once, {d_k_name} "
-                "being the size of each query and key.")
+                "being the size of each query and key."
+            )
         raise Mistake(
             "Your weights sum to 1 over the keys but are not a softmax of the scaled scores "
             "q.k/sqrt(d_k), not even of a multiple of them: the scores are wrong before the "
             "softmax (each query times every key: query @ key.swapaxes(-1, -2)), or the value "
             "subtracted before exp is not each query's own largest score (max over axis -1, "
-            "keepdims=True).")
+            "keepdims=True)."
+        )
     if output_of is False:  # the caller checks the output itself
         return
     expected = output_of(weights) if output_of else weights @ value
-    if np.shape(output) == np.shape(expected) and not np.allclose(output, expected, rtol=rtol,
-                                                                  atol=rtol * 0.1):
+    if np.shape(output) == np.shape(expected) and not np.allclose(
+        output, expected, rtol=rtol, atol=rtol * 0.1
+    ):
         raise Mistake(output_sentence)

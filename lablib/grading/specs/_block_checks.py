@@ -25,15 +25,21 @@ __all__ = ["ABLATIONS", "ablated", "ablation_outputs", "block_stages"]
 #: The weights each ablation zeroes.
 ABLATIONS = {
     "without_ffn": ("intermediate_kernel", "intermediate_bias", "output_kernel", "output_bias"),
-    "without_attention": ("value_kernel", "value_bias", "attention_output_kernel",
-                          "attention_output_bias"),
+    "without_attention": (
+        "value_kernel",
+        "value_bias",
+        "attention_output_kernel",
+        "attention_output_bias",
+    ),
 }
 
 
 def ablated(weights, name):
     """A copy of the block's ``weights`` with :data:`ABLATIONS` ``[name]`` zeroed."""
-    return {k: (np.zeros_like(v) if k in ABLATIONS[name] else np.array(v, copy=True))
-            for k, v in weights.items()}
+    return {
+        k: (np.zeros_like(v) if k in ABLATIONS[name] else np.array(v, copy=True))
+        for k, v in weights.items()
+    }
 
 
 def ablation_outputs(block, x, weights, mask, epsilon):
@@ -42,8 +48,12 @@ def ablation_outputs(block, x, weights, mask, epsilon):
     outputs = {}
     for name in ABLATIONS:
         try:
-            result = block(np.array(x, copy=True), ablated(weights, name),
-                           mask=None if mask is None else np.array(mask, copy=True), epsilon=epsilon)
+            result = block(
+                np.array(x, copy=True),
+                ablated(weights, name),
+                mask=None if mask is None else np.array(mask, copy=True),
+                epsilon=epsilon,
+            )
             outputs[name] = np.asarray(result[0], dtype=float)
         except Exception:  # noqa: BLE001 - the un-ablated run shows the student's error
             outputs[name] = None
@@ -51,8 +61,11 @@ def ablation_outputs(block, x, weights, mask, epsilon):
 
 
 def _close(got, expected, tolerance=1e-4):
-    return (isinstance(got, np.ndarray) and got.shape == np.shape(expected)
-            and bool(np.allclose(got, expected, rtol=tolerance, atol=tolerance)))
+    return (
+        isinstance(got, np.ndarray)
+        and got.shape == np.shape(expected)
+        and bool(np.allclose(got, expected, rtol=tolerance, atol=tolerance))
+    )
 
 
 def block_stages(got, x, weights, mask, reference):
@@ -67,56 +80,81 @@ def block_stages(got, x, weights, mask, reference):
     """
     attention, output = got["attention"], got["output"]
     if not np.all(np.isfinite(attention)):
-        raise Mistake("Some attention weights are NaN or infinite: every query has a real key "
-                      "here, so a softmax over the keys (the last axis) never divides by 0; "
-                      "subtract each row's maximum before np.exp.")
+        raise Mistake(
+            "Some attention weights are NaN or infinite: every query has a real key "
+            "here, so a softmax over the keys (the last axis) never divides by 0; "
+            "subtract each row's maximum before np.exp."
+        )
     x = np.asarray(x, dtype=np.float64)
 
     def per_head(name):  # [T, d] @ [d, h, k] + [h, k] -> [h, T, k]
-        return np.einsum("td,dhk->htk", x, weights[f"{name}_kernel"]) + weights[f"{name}_bias"][:, None, :]
+        return (
+            np.einsum("td,dhk->htk", x, weights[f"{name}_kernel"])
+            + weights[f"{name}_bias"][:, None, :]
+        )
 
-    allowed = None if mask is None else np.broadcast_to(np.asarray(mask, bool)[None, None, :],
-                                                        attention.shape)
-    attention_stages({"weights": attention, "output": output}, per_head("query"), per_head("key"),
-                     per_head("value"), allowed, output_of=False, rtol=1e-4)
+    allowed = (
+        None
+        if mask is None
+        else np.broadcast_to(np.asarray(mask, bool)[None, None, :], attention.shape)
+    )
+    attention_stages(
+        {"weights": attention, "output": output},
+        per_head("query"),
+        per_head("key"),
+        per_head("value"),
+        allowed,
+        output_of=False,
+        rtol=1e-4,
+    )
     right = reference(x, weights, mask)[0]
     if _close(output, right):
         return
     gamma, beta = (np.asarray(weights[f"output_norm_{k}"], np.float64) for k in ("gamma", "beta"))
     if output.shape == right.shape and np.all(np.abs(gamma) > 1e-6):
         normalised = (output - beta) / gamma
-        if not (np.allclose(normalised.mean(axis=-1), 0.0, atol=1e-4)
-                and np.allclose((normalised ** 2).mean(axis=-1), 1.0, atol=1e-3)):
+        if not (
+            np.allclose(normalised.mean(axis=-1), 0.0, atol=1e-4)
+            and np.allclose((normalised**2).mean(axis=-1), 1.0, atol=1e-3)
+        ):
             raise Mistake(
                 "Your attention weights are right, but the block's output is not layer-normalised: "
                 "(output - output_norm_beta) / output_norm_gamma must have mean 0 and variance 1 "
                 "over each token's features. Check layer_norm: (x - mean) / sqrt(variance + "
                 "epsilon) * gamma + beta, with the mean and variance over the last axis "
-                "(keepdims=True), the variance of (x - mean) itself.")
+                "(keepdims=True), the variance of (x - mean) itself."
+            )
     ablations = got.get("ablations") or {}
-    attention_alone = _close(ablations.get("without_ffn"),
-                             reference(x, ablated(weights, "without_ffn"), mask)[0])
-    ffn_alone = _close(ablations.get("without_attention"),
-                       reference(x, ablated(weights, "without_attention"), mask)[0])
+    attention_alone = _close(
+        ablations.get("without_ffn"), reference(x, ablated(weights, "without_ffn"), mask)[0]
+    )
+    ffn_alone = _close(
+        ablations.get("without_attention"),
+        reference(x, ablated(weights, "without_attention"), mask)[0],
+    )
     if attention_alone and ffn_alone:
         raise Mistake(
             "Each sublayer is right on its own, but not the two together: the feed-forward "
             "network reads Z = LayerNorm(X + MultiHead(X)), the attention sublayer's output, and "
-            "its residual adds that same Z: output = LayerNorm(FFN(Z) + Z).")
+            "its residual adds that same Z: output = LayerNorm(FFN(Z) + Z)."
+        )
     if ffn_alone:
         raise Mistake(
             "Your attention weights and feed-forward sublayer are right, but the attention "
             "sublayer is not: each head's output is its weights @ V, the heads are projected back "
             "with attention_output_kernel (einsum 'htk,hkd->td') plus attention_output_bias, and "
-            "Z = LayerNorm(X + MultiHead(X)).")
+            "Z = LayerNorm(X + MultiHead(X))."
+        )
     if attention_alone:
         raise Mistake(
             "Your attention sublayer is right, but the feed-forward sublayer is not: "
             "FFN(Z) = ReLU(Z @ intermediate_kernel + intermediate_bias) @ output_kernel + "
-            "output_bias, and the block's output is LayerNorm(FFN(Z) + Z).")
+            "output_bias, and the block's output is LayerNorm(FFN(Z) + Z)."
+        )
     if ablations:
         raise Mistake(
             "Your attention weights are right, but neither sublayer gives the right output even "
             "alone: check what they share, the layer normalisation (each token over its "
             "features, with the weights' gamma and beta) and the residuals (X + MultiHead(X), "
-            "FFN(Z) + Z).")
+            "FFN(Z) + Z)."
+        )

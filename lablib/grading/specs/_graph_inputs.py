@@ -26,8 +26,14 @@ def course_graph():
     for u, v in EDGES:
         adjacency[index[u], index[v]] = adjacency[index[v], index[u]] = 1.0
     features = np.array(
-        [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0], [0.0, 1.0, 1.0],
-         [2.0, 0.5, -1.0], [-1.0, 0.0, 0.5], [0.0, -0.5, 1.5]]
+        [
+            [1.0, 0.0, 2.0],
+            [0.5, -1.0, 0.0],
+            [0.0, 1.0, 1.0],
+            [2.0, 0.5, -1.0],
+            [-1.0, 0.0, 0.5],
+            [0.0, -0.5, 1.5],
+        ]
     )
     return features, adjacency
 

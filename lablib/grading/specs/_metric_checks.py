@@ -78,23 +78,23 @@ def variants(y_true, y_pred, classes):
 
 SENTENCES = {
     "all_classes": "Your mean runs over all num_classes classes, absent ones counted as F1 = 0: "
-                   "average only over the classes that occur in y_true or y_pred.",
+    "average only over the classes that occur in y_true or y_pred.",
     "true_classes_only": "Your mean leaves out the classes that are predicted but never true: a "
-                         "class that occurs in y_pred only has F1 = 0 and counts in the mean.",
+    "class that occurs in y_pred only has F1 = 0 and counts in the mean.",
     "right_predictions_only": "Your mean leaves out the classes without a single right "
-                              "prediction: a class that occurs but is never predicted right has "
-                              "F1 = 0 and counts in the mean.",
+    "prediction: a class that occurs but is never predicted right has "
+    "F1 = 0 and counts in the mean.",
     "weighted": "Your mean weighs each class by its number of true labels (support): macro-F1 "
-                "gives every class the same weight, a plain mean of the per-class F1.",
+    "gives every class the same weight, a plain mean of the per-class F1.",
     "sum": "You add up the per-class F1 scores: macro-F1 is their mean.",
     "precision": "Your per-class score is the precision TP / (TP + FP): F1 combines precision and "
-                 "recall, 2 TP / (2 TP + FP + FN).",
+    "recall, 2 TP / (2 TP + FP + FN).",
     "recall": "Your per-class score is the recall TP / (TP + FN): F1 combines precision and "
-              "recall, 2 TP / (2 TP + FP + FN).",
+    "recall, 2 TP / (2 TP + FP + FN).",
     "accuracy": "Your function returns the accuracy (the share of right predictions), which is "
-                "also the micro-averaged F1: macro-F1 averages the F1 of each class.",
+    "also the micro-averaged F1: macro-F1 averages the F1 of each class.",
     "jaccard": "Your per-class score is TP / (TP + FP + FN) (the Jaccard index): F1 counts the true "
-               "positives twice, 2 TP / (2 TP + FP + FN).",
+    "positives twice, 2 TP / (2 TP + FP + FN).",
 }
 
 
@@ -111,15 +111,19 @@ def metric_stages(values, own=None):
     for name, value in values.items():
         if not isinstance(value, float) and name in CASES:
             y_true, y_pred, classes = CASES[name]
-            raise Mistake(f"Your macro_f1 raised {value} on valid labels: y_true={y_true}, "
-                          f"y_pred={y_pred}, num_classes={classes}. Run it on them and see where.")
+            raise Mistake(
+                f"Your macro_f1 raised {value} on valid labels: y_true={y_true}, "
+                f"y_pred={y_pred}, num_classes={classes}. Run it on them and see where."
+            )
     if not isinstance(values.get("own", 0.0), float):
         return
     numbers = values
     if not all(np.isfinite(v) for v in numbers.values()):
-        raise Mistake("Your macro-F1 is NaN or infinite on some labels: a class absent from both "
-                      "y_true and y_pred has 2 TP + FP + FN = 0, so its F1 divides 0 by 0; leave "
-                      "such classes out of the mean.")
+        raise Mistake(
+            "Your macro-F1 is NaN or infinite on some labels: a class absent from both "
+            "y_true and y_pred has 2 TP + FP + FN = 0, so its F1 divides 0 by 0; leave "
+            "such classes out of the mean."
+        )
     computed = {name: variants(*case) for name, case in cases.items()}
     if all(np.isclose(values[n], computed[n]["right"], rtol=1e-6, atol=1e-9) for n in cases):
         return
@@ -131,14 +135,17 @@ def metric_stages(values, own=None):
             f"With every prediction right your macro-F1 is {values['perfect']:.4g}, not 1: then every "
             "class has FP = FN = 0 and F1 = 2 TP / 2 TP = 1, so the per-class F1 (2 TP / (2 TP + "
             "FP + FN), nothing added; TP the diagonal of the confusion matrix) or the mean over the "
-            "classes is computed wrong.")
+            "classes is computed wrong."
+        )
     if not np.isclose(values["perfect_absent"], 1.0, atol=1e-9):
         raise Mistake(
             f"Perfect predictions score {values['perfect_absent']:.4g} when some of the num_classes "
             "classes never occur: such a class is absent from both y_true and y_pred, and is "
-            "left out of the mean.")
+            "left out of the mean."
+        )
     raise Mistake(
         "The true positives and the mean are right (perfect predictions score 1, absent classes "
         "are left out), but the errors are counted wrong: for each class, FP = predicted as it, "
         "wrongly (its column's total minus TP), FN = truly it, predicted as another (its row's "
-        "total minus TP), and F1 = 2 TP / (2 TP + FP + FN).")
+        "total minus TP), and F1 = 2 TP / (2 TP + FP + FN)."
+    )

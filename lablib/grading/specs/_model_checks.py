@@ -48,9 +48,11 @@ _NOT_SIZES = ("seed", "axis")
 
 #: What the judge tells when it cannot rebuild the model (only the properties the
 #: student's process reported are checked then).
-FALLBACK_NOTE = ("the grader could not rebuild this model from model.to_json() (a layer "
-                 "class of your own, a Lambda layer, or a Keras layer it does not rebuild, "
-                 "such as UpSampling2D); only the properties your process reported were checked")
+FALLBACK_NOTE = (
+    "the grader could not rebuild this model from model.to_json() (a layer "
+    "class of your own, a Lambda layer, or a Keras layer it does not rebuild, "
+    "such as UpSampling2D); only the properties your process reported were checked"
+)
 
 
 def expect_fields(got, keys, what="the probe's values"):
@@ -59,8 +61,9 @@ def expect_fields(got, keys, what="the probe's values"):
     missing = [key for key in keys if not isinstance(got, dict) or key not in got]
     if missing:
         without = f" without {missing}" if isinstance(got, dict) else ""
-        raise TestFailure(f"{what}: expected a dict with {list(keys)}, got "
-                          f"{type(got).__name__}{without}")
+        raise TestFailure(
+            f"{what}: expected a dict with {list(keys)}, got {type(got).__name__}{without}"
+        )
 
 
 def describe_model(model):
@@ -69,8 +72,7 @@ def describe_model(model):
         architecture = model.to_json()
     except Exception as error:  # noqa: BLE001 - a model Keras cannot describe is reported
         architecture = f"not serializable: {type(error).__name__}: {error}"
-    return {"architecture": architecture,
-            "weights": [np.asarray(w) for w in model.get_weights()]}
+    return {"architecture": architecture, "weights": [np.asarray(w) for w in model.get_weights()]}
 
 
 def _check_sizes(node, path="config", key=""):
@@ -88,20 +90,26 @@ def _check_sizes(node, path="config", key=""):
             product = 1
             for value in numbers:
                 product *= max(1, abs(value))
-            if product > MAX_CONFIG_INT ** 2:
+            if product > MAX_CONFIG_INT**2:
                 raise TestFailure(
                     f"The model's configuration holds {path} = {numbers[:8]}, a size of {product}; "
                     f"the grader rebuilds models with sizes up to {MAX_CONFIG_INT} only (these "
-                    f"tests build small models).")
+                    f"tests build small models)."
+                )
         for i, value in enumerate(node):
             _check_sizes(value, f"{path}[{i}]", key)
         return
-    if isinstance(node, int) and not isinstance(node, bool) and \
-            not any(word in key for word in _NOT_SIZES) and abs(node) > MAX_CONFIG_INT:
+    if (
+        isinstance(node, int)
+        and not isinstance(node, bool)
+        and not any(word in key for word in _NOT_SIZES)
+        and abs(node) > MAX_CONFIG_INT
+    ):
         raise TestFailure(
             f"The model's configuration holds {path} = {node}; the grader "
             f"rebuilds models with sizes up to {MAX_CONFIG_INT} only (these tests "
-            f"build small models).")
+            f"build small models)."
+        )
 
 
 #: The Keras layer classes the grader rebuilds (besides lablib's): those whose cost is
@@ -110,16 +118,60 @@ def _check_sizes(node, path="config", key=""):
 #: number of the config (UpSampling2D, RepeatVector, ZeroPadding2D, Conv2DTranspose's
 #: strides, Resizing...) is not rebuilt: the judge then checks the reported properties
 #: only, as for a layer class of the student's own.
-REBUILT_KERAS_LAYERS = frozenset((
-    "Functional", "Sequential", "Model", "InputLayer", "Dense", "EinsumDense", "Embedding",
-    "Dropout", "SpatialDropout1D", "GaussianDropout", "GaussianNoise", "AlphaDropout",
-    "LayerNormalization", "BatchNormalization", "UnitNormalization", "GroupNormalization",
-    "Activation", "ReLU", "LeakyReLU", "ELU", "PReLU", "Softmax", "Identity", "Masking",
-    "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot",
-    "GlobalAveragePooling1D", "GlobalMaxPooling1D", "Flatten", "Rescaling", "Reshape", "Permute",
-    "MultiHeadAttention", "Attention", "AdditiveAttention", "GRU", "LSTM", "SimpleRNN",
-    "GRUCell", "LSTMCell", "SimpleRNNCell", "RNN", "Bidirectional", "TimeDistributed",
-))
+REBUILT_KERAS_LAYERS = frozenset(
+    (
+        "Functional",
+        "Sequential",
+        "Model",
+        "InputLayer",
+        "Dense",
+        "EinsumDense",
+        "Embedding",
+        "Dropout",
+        "SpatialDropout1D",
+        "GaussianDropout",
+        "GaussianNoise",
+        "AlphaDropout",
+        "LayerNormalization",
+        "BatchNormalization",
+        "UnitNormalization",
+        "GroupNormalization",
+        "Activation",
+        "ReLU",
+        "LeakyReLU",
+        "ELU",
+        "PReLU",
+        "Softmax",
+        "Identity",
+        "Masking",
+        "Add",
+        "Subtract",
+        "Multiply",
+        "Average",
+        "Maximum",
+        "Minimum",
+        "Concatenate",
+        "Dot",
+        "GlobalAveragePooling1D",
+        "GlobalMaxPooling1D",
+        "Flatten",
+        "Rescaling",
+        "Reshape",
+        "Permute",
+        "MultiHeadAttention",
+        "Attention",
+        "AdditiveAttention",
+        "GRU",
+        "LSTM",
+        "SimpleRNN",
+        "GRUCell",
+        "LSTMCell",
+        "SimpleRNNCell",
+        "RNN",
+        "Bidirectional",
+        "TimeDistributed",
+    )
+)
 
 
 def _serialized(node):
@@ -139,9 +191,15 @@ def _serialized(node):
 def _not_rebuilt(config):
     """The Keras layers (module ``keras.layers``) of ``config`` outside
     :data:`REBUILT_KERAS_LAYERS`."""
-    return sorted({f"{item.get('module')}.{item['class_name']}" for item in _serialized(config)
-                   if "config" in item and str(item.get("module") or "").startswith("keras.layers")
-                   and item["class_name"] not in REBUILT_KERAS_LAYERS})
+    return sorted(
+        {
+            f"{item.get('module')}.{item['class_name']}"
+            for item in _serialized(config)
+            if "config" in item
+            and str(item.get("module") or "").startswith("keras.layers")
+            and item["class_name"] not in REBUILT_KERAS_LAYERS
+        }
+    )
 
 
 def _count_layers(node):
@@ -155,8 +213,17 @@ def _count_layers(node):
 
 #: lablib's layer modules (``lablib.layers`` exports them lazily): importing them
 #: registers their layers, which deserialization finds by registered name.
-LAYER_MODULES = tuple(f"lablib.layers.{name}" for name in (
-    "attention", "positional", "transformer", "graph_conv", "graph_attention", "readout"))
+LAYER_MODULES = tuple(
+    f"lablib.layers.{name}"
+    for name in (
+        "attention",
+        "positional",
+        "transformer",
+        "graph_conv",
+        "graph_attention",
+        "readout",
+    )
+)
 
 
 def register_lablib_layers():
@@ -207,8 +274,10 @@ def rebuild_model(architecture, weights, what="the model"):
     """
     sandbox_only(f"rebuilding {what} from its architecture and weights")
     if not isinstance(architecture, str) or architecture.startswith("not serializable"):
-        raise TestFailure(f"{what}: Keras could not describe the model with model.to_json() "
-                          f"({str(architecture)[:200]}); build it from Keras or lablib layers.")
+        raise TestFailure(
+            f"{what}: Keras could not describe the model with model.to_json() "
+            f"({str(architecture)[:200]}); build it from Keras or lablib layers."
+        )
     try:
         config = json.loads(architecture)
     except ValueError:
@@ -218,11 +287,14 @@ def rebuild_model(architecture, weights, what="the model"):
     _check_sizes(config)
     refused = sorted(set(_class_names(config)) & set(REFUSED_CLASSES))
     if refused:
-        raise TestFailure(f"{what}: the grader does not rebuild {refused} layers (they load "
-                          f"files or code); build the model from Keras or lablib layers.")
+        raise TestFailure(
+            f"{what}: the grader does not rebuild {refused} layers (they load "
+            f"files or code); build the model from Keras or lablib layers."
+        )
     if _count_layers(config) > 4 * MAX_LAYERS:
-        raise TestFailure(f"{what}: the model has more than {MAX_LAYERS} layers; these tests "
-                          f"build small models.")
+        raise TestFailure(
+            f"{what}: the model has more than {MAX_LAYERS} layers; these tests build small models."
+        )
     if not isinstance(weights, list) or not all(isinstance(w, np.ndarray) for w in weights):
         raise TestFailure(f"{what}: the reported weights are not a list of arrays.")
     import keras
@@ -236,16 +308,22 @@ def rebuild_model(architecture, weights, what="the model"):
     except Exception as error:  # noqa: BLE001 - judged below
         if foreign:
             return None
-        raise TestFailure(f"{what}: the grader could not rebuild the model from its "
-                          f"architecture ({type(error).__name__}: {str(error)[:300]}).") from None
+        raise TestFailure(
+            f"{what}: the grader could not rebuild the model from its "
+            f"architecture ({type(error).__name__}: {str(error)[:300]})."
+        ) from None
     if not isinstance(model, keras.Model):
-        raise TestFailure(f"{what}: the reported architecture describes a "
-                          f"{type(model).__name__}, not a Keras model.")
+        raise TestFailure(
+            f"{what}: the reported architecture describes a "
+            f"{type(model).__name__}, not a Keras model."
+        )
     shapes = [tuple(w.shape) for w in model.get_weights()]
     got = [tuple(w.shape) for w in weights]
     if shapes != got:
-        raise TestFailure(f"{what}: the weights reported ({len(got)} arrays, shapes {got[:8]}) "
-                          f"do not fit the reported architecture (shapes {shapes[:8]}).")
+        raise TestFailure(
+            f"{what}: the weights reported ({len(got)} arrays, shapes {got[:8]}) "
+            f"do not fit the reported architecture (shapes {shapes[:8]})."
+        )
     model.set_weights(weights)
     return model
 
@@ -278,9 +356,14 @@ def run_model(model, inputs, training=False):
 def expect_reported(got, recomputed, what):
     """The output the student's process reported equals the rebuilt model's."""
     scale = max(1.0, float(np.max(np.abs(recomputed))) if recomputed.size else 1.0)
-    expect_close(got, recomputed, rtol=1e-4, atol=1e-4 * scale,
-                 what=f"{what} (the output your process reported vs the same model rebuilt "
-                      f"from its architecture and weights in the grader)")
+    expect_close(
+        got,
+        recomputed,
+        rtol=1e-4,
+        atol=1e-4 * scale,
+        what=f"{what} (the output your process reported vs the same model rebuilt "
+        f"from its architecture and weights in the grader)",
+    )
 
 
 def compiled_loss(model, inputs, targets):
@@ -301,9 +384,15 @@ def training_values(model, inputs, targets, steps=60):
     losses = []
     for _ in range(steps):
         out = model.train_on_batch(inputs, targets)
-        losses.append(float(np.ravel(np.asarray(out[0] if isinstance(out, (list, tuple)) else out))[0]))
-    return {"architecture": before["architecture"], "weights_before": before["weights"],
-            "weights_after": [np.asarray(w) for w in model.get_weights()], "losses": losses}
+        losses.append(
+            float(np.ravel(np.asarray(out[0] if isinstance(out, (list, tuple)) else out))[0])
+        )
+    return {
+        "architecture": before["architecture"],
+        "weights_before": before["weights"],
+        "weights_after": [np.asarray(w) for w in model.get_weights()],
+        "losses": losses,
+    }
 
 
 def judge_training_weights(got, inputs, targets, data):
@@ -322,33 +411,53 @@ def judge_training_weights(got, inputs, targets, data):
     """
     expect_fields(got, ("architecture", "weights_before", "weights_after", "losses"))
     before, after = got["weights_before"], got["weights_after"]
-    expect(isinstance(before, list) and isinstance(after, list) and len(before) == len(after)
-           and all(isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-                   and a.shape == b.shape for a, b in zip(after, before)),
-           "The weights reported before and after training do not match in number or shape.")
+    expect(
+        isinstance(before, list)
+        and isinstance(after, list)
+        and len(before) == len(after)
+        and all(
+            isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+            for a, b in zip(after, before)
+        ),
+        "The weights reported before and after training do not match in number or shape.",
+    )
     expect(len(before) > 0, "The model has no weights.")
     unchanged = sum(not bool(np.any(a != b)) for a, b in zip(after, before))
-    expect(unchanged == 0, f"{unchanged} weight arrays did not change during training "
-           f"(is every layer trainable?).")
+    expect(
+        unchanged == 0,
+        f"{unchanged} weight arrays did not change during training (is every layer trainable?).",
+    )
     model = rebuild_model(got["architecture"], before, "the trained model")
     if model is None:
         losses = np.asarray(got["losses"], float)
-        expect(losses.ndim == 1 and losses.size >= 8 and bool(np.all(np.isfinite(losses))),
-               f"The training loss is not finite: {losses[:5]}")
+        expect(
+            losses.ndim == 1 and losses.size >= 8 and bool(np.all(np.isfinite(losses))),
+            f"The training loss is not finite: {losses[:5]}",
+        )
         first, last = losses[:3].mean(), losses[-5:].mean()
-        expect(last < 0.6 * first, f"The loss did not go down enough in {len(losses)} steps "
-               f"on {data}: from {first:.3f} to {last:.3f} (expected below {0.6 * first:.3f}); "
-               f"{FALLBACK_NOTE}.")
+        expect(
+            last < 0.6 * first,
+            f"The loss did not go down enough in {len(losses)} steps "
+            f"on {data}: from {first:.3f} to {last:.3f} (expected below {0.6 * first:.3f}); "
+            f"{FALLBACK_NOTE}.",
+        )
         return
-    expect(getattr(model, "optimizer", None) is not None and model.loss is not None,
-           "The model must be compiled (model.compile(optimizer=..., loss=...)).")
+    expect(
+        getattr(model, "optimizer", None) is not None and model.loss is not None,
+        "The model must be compiled (model.compile(optimizer=..., loss=...)).",
+    )
     expect(len(model.trainable_weights) > 0, "The model has no trainable weights.")
     first = compiled_loss(model, inputs, targets)
     model.set_weights(after)
     last = compiled_loss(model, inputs, targets)
-    expect(bool(np.isfinite(first) and np.isfinite(last)),
-           f"The loss is not finite: {first} before and {last} after training.")
-    expect(last < 0.6 * first, f"The loss did not go down enough in {len(got['losses'])} "
-           f"steps on {data}: from {first:.3f} to {last:.3f} (expected below "
-           f"{0.6 * first:.3f}; losses computed by the grader from the weights before and "
-           f"after training).")
+    expect(
+        bool(np.isfinite(first) and np.isfinite(last)),
+        f"The loss is not finite: {first} before and {last} after training.",
+    )
+    expect(
+        last < 0.6 * first,
+        f"The loss did not go down enough in {len(got['losses'])} "
+        f"steps on {data}: from {first:.3f} to {last:.3f} (expected below "
+        f"{0.6 * first:.3f}; losses computed by the grader from the weights before and "
+        f"after training).",
+    )

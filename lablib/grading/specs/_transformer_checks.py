@@ -33,11 +33,21 @@ from lablib.grading.spec import TestFailure, expect, expect_close
 
 #: Configuration of tfm's TransformerEncoderBlock that :func:`numpy_encoder_block`
 #: reproduces (tfm's defaults); a block configured otherwise is not traced.
-BLOCK_DEFAULTS = {"norm_first": False, "use_query_residual": True, "output_last_dim": None,
-                  "value_dim": None, "diff_q_kv_att_layer_norm": False, "num_kv_heads": None,
-                  "use_sigmoid_attn": False, "linformer_dim": None, "attention_axes": None,
-                  "output_range": None, "src_block_size": None, "tgt_block_size": None,
-                  "use_bias": True}
+BLOCK_DEFAULTS = {
+    "norm_first": False,
+    "use_query_residual": True,
+    "output_last_dim": None,
+    "value_dim": None,
+    "diff_q_kv_att_layer_norm": False,
+    "num_kv_heads": None,
+    "use_sigmoid_attn": False,
+    "linformer_dim": None,
+    "attention_axes": None,
+    "output_range": None,
+    "src_block_size": None,
+    "tgt_block_size": None,
+    "use_bias": True,
+}
 #: Feed-forward activations reproduced (another one is judged on reported values).
 ACTIVATIONS = {"relu": lambda z: np.maximum(z, 0.0), "linear": lambda z: z}
 
@@ -84,25 +94,47 @@ def trace_model(model, batches):
     except Exception:  # noqa: BLE001 - not a functional model of the recipe's shape
         return None
     result = {
-        "layers": {"embedding": embeddings[0].name, "blocks": [b.name for b in blocks],
-                   "head": head.name,
-                   "block_configs": [{k: v for k, v in b.get_config().items()
-                                      if k in BLOCK_DEFAULTS or k in (
-                                          "num_attention_heads", "num_heads", "inner_activation",
-                                          "norm_epsilon", "key_dim")} for b in blocks],
-                   "block_masked": [isinstance(b.input, (list, tuple)) for b in blocks],
-                   "head_activation": str(head.get_config().get("activation"))},
-        "weights": {layer.name: {_suffix(w.name): np.asarray(w.numpy()) for w in layer.weights}
-                    for layer in [embeddings[0], *blocks, head]},
+        "layers": {
+            "embedding": embeddings[0].name,
+            "blocks": [b.name for b in blocks],
+            "head": head.name,
+            "block_configs": [
+                {
+                    k: v
+                    for k, v in b.get_config().items()
+                    if k in BLOCK_DEFAULTS
+                    or k
+                    in (
+                        "num_attention_heads",
+                        "num_heads",
+                        "inner_activation",
+                        "norm_epsilon",
+                        "key_dim",
+                    )
+                }
+                for b in blocks
+            ],
+            "block_masked": [isinstance(b.input, (list, tuple)) for b in blocks],
+            "head_activation": str(head.get_config().get("activation")),
+        },
+        "weights": {
+            layer.name: {_suffix(w.name): np.asarray(w.numpy()) for w in layer.weights}
+            for layer in [embeddings[0], *blocks, head]
+        },
         "batches": {},
     }
     for name, ids in batches.items():
         values = [np.asarray(v) for v in tracer(ids, training=False)]
         step = {"embedding": values[0], "blocks": []}
         for i in range(len(blocks)):
-            x, mask, out = values[1 + 3 * i: 4 + 3 * i]
-            step["blocks"].append({"input": x, "mask": mask if result["layers"]["block_masked"][i]
-                                   else None, "output": out})
+            x, mask, out = values[1 + 3 * i : 4 + 3 * i]
+            step["blocks"].append(
+                {
+                    "input": x,
+                    "mask": mask if result["layers"]["block_masked"][i] else None,
+                    "output": out,
+                }
+            )
         step["pool_in"], step["pool_out"], step["head_in"], step["head_out"] = values[-4:]
         step["logits"] = np.asarray(model.predict(ids, verbose=0))
         result["batches"][name] = step
@@ -113,16 +145,22 @@ def trace_model(model, batches):
 #: layout) in ``block.get_weights()`` order, as Lab 2's ``encoder_block`` piece names
 #: them, with the suffix of each in tfm's variable names.
 BLOCK_WEIGHTS = (
-    ("query_kernel", "self_attention/query/kernel"), ("query_bias", "self_attention/query/bias"),
-    ("key_kernel", "self_attention/key/kernel"), ("key_bias", "self_attention/key/bias"),
-    ("value_kernel", "self_attention/value/kernel"), ("value_bias", "self_attention/value/bias"),
+    ("query_kernel", "self_attention/query/kernel"),
+    ("query_bias", "self_attention/query/bias"),
+    ("key_kernel", "self_attention/key/kernel"),
+    ("key_bias", "self_attention/key/bias"),
+    ("value_kernel", "self_attention/value/kernel"),
+    ("value_bias", "self_attention/value/bias"),
     ("attention_output_kernel", "self_attention/attention_output/kernel"),
     ("attention_output_bias", "self_attention/attention_output/bias"),
     ("attention_norm_gamma", "self_attention_layer_norm/gamma"),
     ("attention_norm_beta", "self_attention_layer_norm/beta"),
-    ("intermediate_kernel", "intermediate/kernel"), ("intermediate_bias", "intermediate/bias"),
-    ("output_kernel", "output/kernel"), ("output_bias", "output/bias"),
-    ("output_norm_gamma", "output_layer_norm/gamma"), ("output_norm_beta", "output_layer_norm/beta"),
+    ("intermediate_kernel", "intermediate/kernel"),
+    ("intermediate_bias", "intermediate/bias"),
+    ("output_kernel", "output/kernel"),
+    ("output_bias", "output/bias"),
+    ("output_norm_gamma", "output_layer_norm/gamma"),
+    ("output_norm_beta", "output_layer_norm/beta"),
 )
 
 
@@ -132,9 +170,21 @@ def _layer_norm(x, gamma, beta, epsilon, axis=-1, ddof=0):
     return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
 
 
-def encoder_block_math(x, mask, weights, activation, epsilon, *, scale=True, norm_first=False,
-                       attention_residual=True, ffn_residual=True, norm_axis=-1,
-                       softmax_axis=-1, variance_ddof=0):
+def encoder_block_math(
+    x,
+    mask,
+    weights,
+    activation,
+    epsilon,
+    *,
+    scale=True,
+    norm_first=False,
+    attention_residual=True,
+    ffn_residual=True,
+    norm_axis=-1,
+    softmax_axis=-1,
+    variance_ddof=0,
+):
     """Lecture 003's encoder layer as tfm builds it (post-norm), in float64 NumPy:
     ``Z = LayerNorm(MultiHead(X) + X)``, ``out = LayerNorm(FFN(Z) + Z)``.
 
@@ -162,8 +212,10 @@ def encoder_block_math(x, mask, weights, activation, epsilon, *, scale=True, nor
     source = norm(x, "self_attention_layer_norm") if norm_first else x
 
     def project(name):
-        return np.einsum("...td,dnh->...tnh", source, w[f"self_attention/{name}/kernel"]) + \
-            w[f"self_attention/{name}/bias"]
+        return (
+            np.einsum("...td,dnh->...tnh", source, w[f"self_attention/{name}/kernel"])
+            + w[f"self_attention/{name}/bias"]
+        )
 
     query, key, value = project("query"), project("key"), project("value")
     if scale:
@@ -180,11 +232,15 @@ def encoder_block_math(x, mask, weights, activation, epsilon, *, scale=True, nor
     attention = np.exp(scores)
     attention /= attention.sum(softmax_axis, keepdims=True)
     heads = np.einsum("...nts,...snh->...tnh", attention, value)
-    attended = np.einsum("...tnh,nhd->...td", heads, w["self_attention/attention_output/kernel"]) + \
-        w["self_attention/attention_output/bias"]
+    attended = (
+        np.einsum("...tnh,nhd->...td", heads, w["self_attention/attention_output/kernel"])
+        + w["self_attention/attention_output/bias"]
+    )
     if norm_first:
         z = x + attended
-        inner = activation(norm(z, "output_layer_norm") @ w["intermediate/kernel"] + w["intermediate/bias"])
+        inner = activation(
+            norm(z, "output_layer_norm") @ w["intermediate/kernel"] + w["intermediate/bias"]
+        )
         return z + inner @ w["output/kernel"] + w["output/bias"], attention
     z = norm(x + attended if attention_residual else attended, "self_attention_layer_norm")
     inner = activation(z @ w["intermediate/kernel"] + w["intermediate/bias"])
@@ -223,8 +279,10 @@ def verified_logits(trace, batch, ids, weights=None):
     layers = trace["layers"]
     weights = trace["weights"] if weights is None else weights
     for config in layers["block_configs"]:
-        if any(config.get(k, v) != v for k, v in BLOCK_DEFAULTS.items()) or \
-                ACTIVATIONS.get(config.get("inner_activation")) is None:
+        if (
+            any(config.get(k, v) != v for k, v in BLOCK_DEFAULTS.items())
+            or ACTIVATIONS.get(config.get("inner_activation")) is None
+        ):
             return None
     if layers["head_activation"] not in ("linear", "softmax", "None"):
         return None
@@ -232,14 +290,25 @@ def verified_logits(trace, batch, ids, weights=None):
     ids = np.asarray(ids)
     table = np.asarray(weights[layers["embedding"]]["embeddings"], np.float64)
     expect(bool(ids.max() < table.shape[0]), "the embedding table is smaller than the vocabulary")
-    expect_close(step["embedding"], table[ids], rtol=1e-5, atol=1e-6,
-                 what="embedding output (rows of the embedding table at the token ids)")
+    expect_close(
+        step["embedding"],
+        table[ids],
+        rtol=1e-5,
+        atol=1e-6,
+        what="embedding output (rows of the embedding table at the token ids)",
+    )
     previous = None
-    for i, (name, config, block) in enumerate(zip(layers["blocks"], layers["block_configs"],
-                                                  step["blocks"])):
+    for i, (name, config, block) in enumerate(
+        zip(layers["blocks"], layers["block_configs"], step["blocks"])
+    ):
         if previous is not None:
-            expect_close(block["input"], previous, rtol=1e-4, atol=1e-4,
-                         what=f"input of encoder block {i} (the output of block {i - 1})")
+            expect_close(
+                block["input"],
+                previous,
+                rtol=1e-4,
+                atol=1e-4,
+                what=f"input of encoder block {i} (the output of block {i - 1})",
+            )
         # With Embedding(mask_zero=True) Keras also hands the block the padding mask of
         # the queries and keys, which tf_keras' attention combines with the attention
         # mask; either way, the output is recomputed from the weights here.
@@ -247,33 +316,68 @@ def verified_logits(trace, batch, ids, weights=None):
         real = ids != 0
         variants = (block["mask"], np.asarray(base, bool) & real[:, :, None] & real[:, None, :])
         for variant_mask in variants:
-            expected = numpy_encoder_block(block["input"], variant_mask, weights[name],
-                                           ACTIVATIONS[config["inner_activation"]],
-                                           float(config.get("norm_epsilon", 1e-12)))
+            expected = numpy_encoder_block(
+                block["input"],
+                variant_mask,
+                weights[name],
+                ACTIVATIONS[config["inner_activation"]],
+                float(config.get("norm_epsilon", 1e-12)),
+            )
             if np.allclose(block["output"], expected, rtol=1e-3, atol=1e-3):
                 break
-        expect_close(block["output"], expected, rtol=1e-3, atol=1e-3,
-                     what=f"output of encoder block {i} recomputed from its weights")
+        expect_close(
+            block["output"],
+            expected,
+            rtol=1e-3,
+            atol=1e-3,
+            what=f"output of encoder block {i} recomputed from its weights",
+        )
         previous = expected
-    expect_close(step["pool_in"], previous, rtol=1e-3, atol=1e-3,
-                 what="input of the pooling (the last block's output)")
+    expect_close(
+        step["pool_in"],
+        previous,
+        rtol=1e-3,
+        atol=1e-3,
+        what="input of the pooling (the last block's output)",
+    )
     real = (ids != 0)[..., None].astype(np.float64)
     masked = (previous * real).sum(1) / np.maximum(real.sum(1), 1.0)
-    pooled = masked if np.allclose(step["pool_out"], masked, rtol=1e-3, atol=1e-3) \
-        else previous.mean(1)
-    expect_close(step["pool_out"], pooled, rtol=1e-3, atol=1e-3,
-                 what="pooled features (the mean of the last block's output over the tokens)")
-    expect_close(step["head_in"], pooled, rtol=1e-3, atol=1e-3,
-                 what="input of the classifier (the pooled features)")
+    pooled = (
+        masked if np.allclose(step["pool_out"], masked, rtol=1e-3, atol=1e-3) else previous.mean(1)
+    )
+    expect_close(
+        step["pool_out"],
+        pooled,
+        rtol=1e-3,
+        atol=1e-3,
+        what="pooled features (the mean of the last block's output over the tokens)",
+    )
+    expect_close(
+        step["head_in"],
+        pooled,
+        rtol=1e-3,
+        atol=1e-3,
+        what="input of the classifier (the pooled features)",
+    )
     kernel = np.asarray(weights[layers["head"]]["kernel"], np.float64)
     bias = np.asarray(weights[layers["head"]].get("bias", np.zeros(kernel.shape[1])), np.float64)
     logits = pooled @ kernel + bias
     probabilities = _softmax(logits)
     head = probabilities if layers["head_activation"] == "softmax" else logits
-    expect_close(step["head_out"], head, rtol=1e-3, atol=1e-3,
-                 what="classifier output recomputed from its kernel and bias")
-    expect_close(step["logits"], head, rtol=1e-3, atol=1e-3,
-                 what="model predictions (the classifier's output)")
+    expect_close(
+        step["head_out"],
+        head,
+        rtol=1e-3,
+        atol=1e-3,
+        what="classifier output recomputed from its kernel and bias",
+    )
+    expect_close(
+        step["logits"],
+        head,
+        rtol=1e-3,
+        atol=1e-3,
+        what="model predictions (the classifier's output)",
+    )
     return logits, probabilities
 
 
@@ -282,25 +386,32 @@ def check_trace_form(trace, batches):
     try:
         layers, weights, steps = trace["layers"], trace["weights"], trace["batches"]
         names = [layers["embedding"], *layers["blocks"], layers["head"]]
-        ok = set(steps) == set(batches) and all(isinstance(weights[n], dict) for n in names) \
+        ok = (
+            set(steps) == set(batches)
+            and all(isinstance(weights[n], dict) for n in names)
             and len(layers["block_configs"]) == len(layers["blocks"])
+        )
         for step in steps.values():
             ok = ok and len(step["blocks"]) == len(layers["blocks"])
             for key in ("embedding", "pool_in", "pool_out", "head_in", "head_out", "logits"):
                 ok = ok and isinstance(step[key], np.ndarray)
             for block in step["blocks"]:
-                ok = ok and isinstance(block["input"], np.ndarray) and \
-                    isinstance(block["output"], np.ndarray) and \
-                    (block["mask"] is None or isinstance(block["mask"], np.ndarray))
+                ok = (
+                    ok
+                    and isinstance(block["input"], np.ndarray)
+                    and isinstance(block["output"], np.ndarray)
+                    and (block["mask"] is None or isinstance(block["mask"], np.ndarray))
+                )
     except (KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
-        raise TestFailure("The model's trace (its layers' inputs, outputs and weights) is "
-                          "not in the form the test's probe sends.")
+        raise TestFailure(
+            "The model's trace (its layers' inputs, outputs and weights) is "
+            "not in the form the test's probe sends."
+        )
 
 
 def cross_entropy(probabilities, labels):
     """Mean sparse categorical cross-entropy of ``probabilities`` [B, C] at ``labels``."""
     p = np.clip(probabilities[np.arange(len(labels)), np.asarray(labels)], 1e-12, 1.0)
     return float(-np.log(p).mean())
-

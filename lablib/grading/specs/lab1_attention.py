@@ -41,28 +41,47 @@ def _attention_mistakes(query, key, value, mask=None):
         over_queries = np.exp(scores - np.max(scores, axis=-2, keepdims=True))
         over_queries = over_queries / over_queries.sum(axis=-2, keepdims=True)
     mistakes = [
-        (_reference_attention(query, key, value, mask, scale=1.0)[1],
-         f"The scores are not scaled: divide q.k by sqrt(d_k) (here sqrt({d_k}), d_k being "
-         f"the last dimension of the query and key) before the softmax."),
-        (_reference_attention(query, key, value, mask, scale=1.0 / d_k)[1],
-         f"The scores are divided by d_k = {d_k}; the formula divides by its square root, "
-         f"sqrt(d_k) = {np.sqrt(d_k):.4g}."),
-        (over_queries,
-         "The softmax runs over the queries (axis -2); each query's weights must sum to 1 "
-         "over the keys: take the softmax over the last axis."),
+        (
+            _reference_attention(query, key, value, mask, scale=1.0)[1],
+            f"The scores are not scaled: divide q.k by sqrt(d_k) (here sqrt({d_k}), d_k being "
+            f"the last dimension of the query and key) before the softmax.",
+        ),
+        (
+            _reference_attention(query, key, value, mask, scale=1.0 / d_k)[1],
+            f"The scores are divided by d_k = {d_k}; the formula divides by its square root, "
+            f"sqrt(d_k) = {np.sqrt(d_k):.4g}.",
+        ),
+        (
+            over_queries,
+            "The softmax runs over the queries (axis -2); each query's weights must sum to 1 "
+            "over the keys: take the softmax over the last axis.",
+        ),
     ]
     if d_v != d_k:
-        mistakes.append((_reference_attention(query, key, value, mask, scale=1 / np.sqrt(d_v))[1],
-                         f"The scores are scaled by sqrt(d_v) = sqrt({d_v}), the values' size; "
-                         f"scale by sqrt(d_k) = sqrt({d_k}), the size of queries and keys."))
+        mistakes.append(
+            (
+                _reference_attention(query, key, value, mask, scale=1 / np.sqrt(d_v))[1],
+                f"The scores are scaled by sqrt(d_v) = sqrt({d_v}), the values' size; "
+                f"scale by sqrt(d_k) = sqrt({d_k}), the size of queries and keys.",
+            )
+        )
     if mask is not None:
         unmasked = _reference_attention(query, key, value)[1]
-        mistakes.append((unmasked * np.asarray(mask, dtype=bool),
-                         "The masked weights were set to 0 after the softmax, so the others no "
-                         "longer sum to 1: mask the scores before the softmax (-inf where the "
-                         "mask is False)."))
-        mistakes.append((unmasked, "The mask was ignored: keys where the mask is False must get "
-                                   "weight 0 (set their scores to -inf before the softmax)."))
+        mistakes.append(
+            (
+                unmasked * np.asarray(mask, dtype=bool),
+                "The masked weights were set to 0 after the softmax, so the others no "
+                "longer sum to 1: mask the scores before the softmax (-inf where the "
+                "mask is False).",
+            )
+        )
+        mistakes.append(
+            (
+                unmasked,
+                "The mask was ignored: keys where the mask is False must get "
+                "weight 0 (set their scores to -inf before the softmax).",
+            )
+        )
     return mistakes
 
 
@@ -74,26 +93,39 @@ def _pair(result, what):
 
 # --------------------------------------------------------------------- attention
 
-lab.piece("attention", objects=["attention"],
-          description="scaled dot-product attention in NumPy, with boolean masks",
-          error_hints=[
-              (r"matmul: Input operand \d has a mismatch in its core dimension|shapes .* not aligned",
-               "Two arrays multiplied with @ do not fit: the scores are query @ key.swapaxes(-1, -2) "
-               "([..., n_q, d_k] @ [..., d_k, n_k]) and the output is weights @ value "
-               "([..., n_q, n_k] @ [..., n_k, d_v]). Print both operands' shapes."),
-              (r"AxisError|axis -?\d+ is out of bounds",
-               "An axis number is out of range for these arrays: attention works on the last two "
-               "axes (-2: the queries, -1: the keys), which holds for any number of leading "
-               "batch or head axes; count axes from the end."),
-              (r"operands could not be broadcast together",
-               "Two arrays do not broadcast: a row's max or total must keep its axis "
-               "(keepdims=True) to broadcast against the scores, and a mask [.., 1, n_k] "
-               "broadcasts over the queries of scores [.., n_q, n_k]."),
-          ])
+lab.piece(
+    "attention",
+    objects=["attention"],
+    description="scaled dot-product attention in NumPy, with boolean masks",
+    error_hints=[
+        (
+            r"matmul: Input operand \d has a mismatch in its core dimension|shapes .* not aligned",
+            "Two arrays multiplied with @ do not fit: the scores are query @ key.swapaxes(-1, -2) "
+            "([..., n_q, d_k] @ [..., d_k, n_k]) and the output is weights @ value "
+            "([..., n_q, n_k] @ [..., n_k, d_v]). Print both operands' shapes.",
+        ),
+        (
+            r"AxisError|axis -?\d+ is out of bounds",
+            "An axis number is out of range for these arrays: attention works on the last two "
+            "axes (-2: the queries, -1: the keys), which holds for any number of leading "
+            "batch or head axes; count axes from the end.",
+        ),
+        (
+            r"operands could not be broadcast together",
+            "Two arrays do not broadcast: a row's max or total must keep its axis "
+            "(keepdims=True) to broadcast against the scores, and a mask [.., 1, n_k] "
+            "broadcasts over the queries of scores [.., n_q, n_k].",
+        ),
+    ],
+)
 
 
-@lab.test("attention", points=2, hint="Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
-          "first query; softmax each row over the keys, then take the weighted sum of values.")
+@lab.test(
+    "attention",
+    points=2,
+    hint="Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
+    "first query; softmax each row over the keys, then take the weighted sum of values.",
+)
 def worked_example(ns):
     x = np.array(WORKED)
     out, weights = _pair(ns["attention"](x, x, x), "attention(q, k, v)")
@@ -107,17 +139,29 @@ def _(got):
     expect_shape(got["output"], (3, 4), "attention output")
     diagnose(got["weights"], _attention_mistakes(x, x, x), right=_reference_attention(x, x, x)[1])
     _attention_stages(got, x, x, x)
-    expect_close(got["weights"][0], [0.00055, 0.99911, 0.00033], atol=5e-5,
-                 what="weights of the first query (the lecture's alpha_1)")
-    expect_close(got["output"][0], [3.99, 4.99, 8.99, 1.00], atol=1.5e-2,
-                 what="output of the first query (the lecture's o_1)")
+    expect_close(
+        got["weights"][0],
+        [0.00055, 0.99911, 0.00033],
+        atol=5e-5,
+        what="weights of the first query (the lecture's alpha_1)",
+    )
+    expect_close(
+        got["output"][0],
+        [3.99, 4.99, 8.99, 1.00],
+        atol=1.5e-2,
+        what="output of the first query (the lecture's o_1)",
+    )
     out, weights = _reference_attention(x, x, x)
     expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="all attention weights")
     expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="all outputs")
 
 
-@lab.test("attention", points=1, hint="Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
-          "batch/head axes are kept; scale by the query's last dimension d_k.")
+@lab.test(
+    "attention",
+    points=1,
+    hint="Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
+    "batch/head axes are kept; scale by the query's last dimension d_k.",
+)
 def batch_dims_and_shapes(ns):
     q, k, v = _rng_arrays(1, (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7))
     out, weights = _pair(ns["attention"](q, k, v), "attention(q, k, v)")
@@ -132,14 +176,22 @@ def _(got):
     expect_shape(got["weights"], weights.shape, "weights of the same call")
     diagnose(got["weights"], _attention_mistakes(q, k, v), right=weights)
     _attention_stages(got, q, k, v)
-    expect_close(got["weights"].sum(-1), np.ones(weights.shape[:-1]), atol=1e-6,
-                 what="sum of each row of weights")
+    expect_close(
+        got["weights"].sum(-1),
+        np.ones(weights.shape[:-1]),
+        atol=1e-6,
+        what="sum of each row of weights",
+    )
     expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="attention weights")
     expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="attention output")
 
 
-@lab.test("attention", points=1, hint="Where the mask is False the weight must be exactly 0: "
-          "set those scores to -inf (or drop them) before the softmax, not after.")
+@lab.test(
+    "attention",
+    points=1,
+    hint="Where the mask is False the weight must be exactly 0: "
+    "set those scores to -inf (or drop them) before the softmax, not after.",
+)
 def masked_keys_get_zero_weight(ns):
     q, k, v = _rng_arrays(2, (2, 4, 3), (2, 5, 3), (2, 5, 2))
     mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
@@ -156,14 +208,20 @@ def _(got):
     diagnose(got["weights"], _attention_mistakes(q, k, v, mask), right=weights)
     _attention_stages(got, q, k, v, mask)
     blocked = np.broadcast_to(~mask, (2, 4, 5))
-    expect(bool(np.all(got["weights"][blocked] == 0.0)),
-           f"masked keys must get weight exactly 0; got weights {got['weights'][blocked]}")
+    expect(
+        bool(np.all(got["weights"][blocked] == 0.0)),
+        f"masked keys must get weight exactly 0; got weights {got['weights'][blocked]}",
+    )
     expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="masked attention weights")
     expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="masked attention output")
 
 
-@lab.test("attention", points=1, hint="A query whose every key is masked gets all-zero weights "
-          "and a zero output: not NaN (the softmax of all -inf is 0/0) and not equal weights.")
+@lab.test(
+    "attention",
+    points=1,
+    hint="A query whose every key is masked gets all-zero weights "
+    "and a zero output: not NaN (the softmax of all -inf is 0/0) and not equal weights.",
+)
 def fully_masked_query_is_safe(ns):
     q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
     mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
@@ -183,15 +241,25 @@ def _(got):
                 f"The {name} of the query whose keys are all masked (row 1) is NaN or infinite: "
                 "all its scores are -inf, so its exponentials are all 0 and the softmax divides "
                 "0 by 0. Give such a query all-zero weights and a zero output: divide by the "
-                "total only where it is positive (np.where(total > 0, total, 1)).")
+                "total only where it is positive (np.where(total > 0, total, 1))."
+            )
     out, weights = _reference_attention(q, k, v, mask)
     uniform = weights.copy()
     uniform[1] = 1.0 / 3
-    diagnose(got["weights"], [(uniform, "The query whose keys are all masked got equal weights "
-                                        "1/3 (the softmax of equal large negative scores, e.g. "
-                                        "-1e9 or -1e4): give such a query all-zero weights and a "
-                                        "zero output, e.g. multiply the weights by mask.any(-1).")]
-             + _attention_mistakes(q, k, v, mask), right=weights)
+    diagnose(
+        got["weights"],
+        [
+            (
+                uniform,
+                "The query whose keys are all masked got equal weights "
+                "1/3 (the softmax of equal large negative scores, e.g. "
+                "-1e9 or -1e4): give such a query all-zero weights and a "
+                "zero output, e.g. multiply the weights by mask.any(-1).",
+            )
+        ]
+        + _attention_mistakes(q, k, v, mask),
+        right=weights,
+    )
     _attention_stages(got, q, k, v, mask)
     expect_close(got["weights"], weights, atol=1e-7, what="weights (row 1 is fully masked)")
     expect_close(got["output"], out, atol=1e-6, what="output (row 1 is fully masked)")
@@ -199,34 +267,51 @@ def _(got):
 
 # ------------------------------------------------------------------------- masks
 
-lab.piece("masks", objects=["padding_mask", "causal_mask"],
-          description="padding and causal (look-ahead) masks",
-          error_hints=[
-              (r"unsupported operand type\(s\)|too many indices|IndexError",
-               "Indexing the mask went wrong: token_ids != pad_id is [B, T]; add the query axis "
-               "before the last one with [..., np.newaxis, :] (or [:, np.newaxis, :]) to get "
-               "[B, 1, T]."),
-          ])
+lab.piece(
+    "masks",
+    objects=["padding_mask", "causal_mask"],
+    description="padding and causal (look-ahead) masks",
+    error_hints=[
+        (
+            r"unsupported operand type\(s\)|too many indices|IndexError",
+            "Indexing the mask went wrong: token_ids != pad_id is [B, T]; add the query axis "
+            "before the last one with [..., np.newaxis, :] (or [:, np.newaxis, :]) to get "
+            "[B, 1, T].",
+        ),
+    ],
+)
 
 
-@lab.test("masks", points=1, hint="padding_mask returns token_ids != pad_id with a new axis "
-          "before the last one: shape [B, 1, T], so it broadcasts over the queries.")
+@lab.test(
+    "masks",
+    points=1,
+    hint="padding_mask returns token_ids != pad_id with a new axis "
+    "before the last one: shape [B, 1, T], so it broadcasts over the queries.",
+)
 def padding_mask_shape_and_values(ns):
     ids = np.array([[5, 7, 2, 0, 0], [3, 0, 0, 0, 0]])
-    return {"default": np.asarray(ns["padding_mask"](ids)),
-            "pad_id_3": np.asarray(ns["padding_mask"](ids, pad_id=3))}
+    return {
+        "default": np.asarray(ns["padding_mask"](ids)),
+        "pad_id_3": np.asarray(ns["padding_mask"](ids, pad_id=3)),
+    }
 
 
 @padding_mask_shape_and_values.judge
 def _(got):
     ids = np.array([[5, 7, 2, 0, 0], [3, 0, 0, 0, 0]])
     for key, pad in (("default", 0), ("pad_id_3", 3)):
-        expect_shape(got[key], (2, 1, 5), f"padding_mask(ids [2, 5]{'' if pad == 0 else ', pad_id=3'})")
-        expect(got[key].dtype == np.bool_, f"padding_mask must return booleans, got {got[key].dtype}")
+        expect_shape(
+            got[key], (2, 1, 5), f"padding_mask(ids [2, 5]{'' if pad == 0 else ', pad_id=3'})"
+        )
+        expect(
+            got[key].dtype == np.bool_, f"padding_mask must return booleans, got {got[key].dtype}"
+        )
         if np.array_equal(got[key], (ids == pad)[:, None, :]):
-            raise Mistake("Your mask is True at the padding and False at the real tokens: the "
-                          "mask says which keys may be attended to, so it is True where "
-                          "token_ids != pad_id.")
+            raise Mistake(
+                "Your mask is True at the padding and False at the real tokens: the "
+                "mask says which keys may be attended to, so it is True where "
+                "token_ids != pad_id."
+            )
         expect_equal(got[key], (ids != pad)[:, None, :], f"padding_mask with pad_id={pad}")
 
 
@@ -239,12 +324,19 @@ def causal_mask_values(ns):
 def _(got):
     for n in (1, 4, 7):
         expect_shape(got[str(n)], (n, n), f"causal_mask({n})")
-        expect(got[str(n)].dtype == np.bool_, f"causal_mask must return booleans, got {got[str(n)].dtype}")
+        expect(
+            got[str(n)].dtype == np.bool_,
+            f"causal_mask must return booleans, got {got[str(n)].dtype}",
+        )
         expect_equal(got[str(n)], np.tril(np.ones((n, n), dtype=bool)), f"causal_mask({n})")
 
 
-@lab.test("masks", points=1, hint="padding_mask(ids) & causal_mask(T) must broadcast to "
-          "[B, T, T]: query i sees real tokens j <= i only.")
+@lab.test(
+    "masks",
+    points=1,
+    hint="padding_mask(ids) & causal_mask(T) must broadcast to "
+    "[B, T, T]: query i sees real tokens j <= i only.",
+)
 def masks_combine_by_broadcasting(ns):
     ids = np.array([[4, 9, 2, 0], [8, 0, 0, 0]])
     return np.asarray(ns["padding_mask"](ids) & ns["causal_mask"](4))
@@ -260,32 +352,45 @@ def _(got):
 
 # ---------------------------------------------------------- multi-head attention
 
-lab.piece("multi_head_attention", objects=["MultiHeadSelfAttention"],
-          description="multi-head self-attention as a Keras layer with four Dense projections",
-          error_hints=[
-              (r"Input to reshape is a tensor with \d+ values, but the requested shape|"
-               r"cannot reshape|[Rr]eshape.*(incompatible|size)",
-               "A reshape asks for a shape of another size than the tensor's: split the heads "
-               "by reshaping [B, T, h * d_k] to [B, T, h, d_k] (then transpose to [B, h, T, d_k]); "
-               "merge them by transposing back to [B, T, h, d_k] and reshaping to [B, T, h * d_k]."),
-              (r"transpose expects a vector of size|perm|axes don't match|"
-               r"axis -?\d+ is out of bounds for an array",
-               "A transpose's axis order does not fit the tensor: the per-head tensors have 4 axes "
-               "(0-3), [B, T, h, d_k] -> [B, h, T, d_k] is (0, 2, 1, 3), and the key's last two "
-               "axes swap with (0, 1, 3, 2)."),
-              (r"Tshape' of float|allowed values: int32, int64",
-               "A reshape got a size that is a float: `/` divides to a float; sizes are integers "
-               "(num_heads * key_dim, or // where you divide)."),
-              (r"[Mm]atrix size-incompatible|Dimensions must be equal|[Ii]ncompatible shapes|"
-               r"mismatch in its core dimension",
-               "Two tensors multiplied do not fit: per head, the scores are query [B, h, T, d_k] "
-               "@ key transposed [B, h, d_k, T], and the output is weights [B, h, T, T] @ value "
-               "[B, h, T, d_k]."),
-              (r"invalid value for `units`",
-               "A Dense layer got a number of units that is not a positive integer: the query, "
-               "key and value projections have num_heads * key_dim units (integers: use *), "
-               "the output projection the input's width."),
-          ])
+lab.piece(
+    "multi_head_attention",
+    objects=["MultiHeadSelfAttention"],
+    description="multi-head self-attention as a Keras layer with four Dense projections",
+    error_hints=[
+        (
+            r"Input to reshape is a tensor with \d+ values, but the requested shape|"
+            r"cannot reshape|[Rr]eshape.*(incompatible|size)",
+            "A reshape asks for a shape of another size than the tensor's: split the heads "
+            "by reshaping [B, T, h * d_k] to [B, T, h, d_k] (then transpose to [B, h, T, d_k]); "
+            "merge them by transposing back to [B, T, h, d_k] and reshaping to [B, T, h * d_k].",
+        ),
+        (
+            r"transpose expects a vector of size|perm|axes don't match|"
+            r"axis -?\d+ is out of bounds for an array",
+            "A transpose's axis order does not fit the tensor: the per-head tensors have 4 axes "
+            "(0-3), [B, T, h, d_k] -> [B, h, T, d_k] is (0, 2, 1, 3), and the key's last two "
+            "axes swap with (0, 1, 3, 2).",
+        ),
+        (
+            r"Tshape' of float|allowed values: int32, int64",
+            "A reshape got a size that is a float: `/` divides to a float; sizes are integers "
+            "(num_heads * key_dim, or // where you divide).",
+        ),
+        (
+            r"[Mm]atrix size-incompatible|Dimensions must be equal|[Ii]ncompatible shapes|"
+            r"mismatch in its core dimension",
+            "Two tensors multiplied do not fit: per head, the scores are query [B, h, T, d_k] "
+            "@ key transposed [B, h, d_k, T], and the output is weights [B, h, T, T] @ value "
+            "[B, h, T, d_k].",
+        ),
+        (
+            r"invalid value for `units`",
+            "A Dense layer got a number of units that is not a positive integer: the query, "
+            "key and value projections have num_heads * key_dim units (integers: use *), "
+            "the output projection the input's width.",
+        ),
+    ],
+)
 
 _PROJECTIONS = ("query_dense", "key_dense", "value_dense", "output_dense")
 
@@ -361,15 +466,21 @@ def _mha_score_mistakes(num_heads, key_dim, width, seed, mask=None):
     # A reshape straight to [B, h, T, d_k] mixes positions and heads (no transpose).
     scrambled = [h.reshape(batch, num_heads, length, key_dim) for h in (query, key)]
     return [
-        (scores(heads(query), heads(key), 1.0),
-         f"The scores are not scaled: divide each head's q.k by sqrt(key_dim) = "
-         f"sqrt({key_dim}) before the softmax."),
-        (scores(heads(query), heads(key), 1 / np.sqrt(width)),
-         f"The scores are scaled by sqrt(d_model) = sqrt({width}); each head scales by "
-         f"sqrt(key_dim) = sqrt({key_dim}), the size of its own queries and keys."),
-        (scores(*scrambled, 1 / np.sqrt(key_dim)),
-         "The heads are split with a reshape straight to [B, h, T, d_k], which mixes "
-         "positions and heads: reshape to [B, T, h, d_k], then transpose to [B, h, T, d_k]."),
+        (
+            scores(heads(query), heads(key), 1.0),
+            f"The scores are not scaled: divide each head's q.k by sqrt(key_dim) = "
+            f"sqrt({key_dim}) before the softmax.",
+        ),
+        (
+            scores(heads(query), heads(key), 1 / np.sqrt(width)),
+            f"The scores are scaled by sqrt(d_model) = sqrt({width}); each head scales by "
+            f"sqrt(key_dim) = sqrt({key_dim}), the size of its own queries and keys.",
+        ),
+        (
+            scores(*scrambled, 1 / np.sqrt(key_dim)),
+            "The heads are split with a reshape straight to [B, h, T, d_k], which mixes "
+            "positions and heads: reshape to [B, T, h, d_k], then transpose to [B, h, T, d_k].",
+        ),
     ]
 
 
@@ -377,8 +488,13 @@ def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
     out, scores = _keras_mha(num_heads, key_dim, width, seed, mask)
     expect_shape(got["output"], out.shape, f"output {what}")
     expect_shape(got["scores"], scores.shape, f"attention scores {what} ([batch, heads, T, T])")
-    diagnose(got["scores"], _mha_score_mistakes(num_heads, key_dim, width, seed, mask),
-             right=scores, rtol=1e-4, atol=1e-5)
+    diagnose(
+        got["scores"],
+        _mha_score_mistakes(num_heads, key_dim, width, seed, mask),
+        right=scores,
+        rtol=1e-4,
+        atol=1e-5,
+    )
     _mha_stages(got, *_mha_setup(num_heads, key_dim, width, seed), num_heads, key_dim, mask)
     expect_close(got["scores"], scores, rtol=1e-4, atol=1e-5, what=f"attention scores {what}")
     expect_close(got["output"], out, rtol=1e-4, atol=1e-4, what=f"output {what}")
@@ -387,8 +503,10 @@ def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
 def _projection_inputs():
     """x [1, 4, 6] for the layer and its q/k/v projections; m [1, 4, 6] for output_dense."""
     rng = np.random.RandomState(13)
-    return (rng.normal(size=(1, 4, 6)).astype(np.float32),
-            rng.normal(size=(1, 4, 6)).astype(np.float32))
+    return (
+        rng.normal(size=(1, 4, 6)).astype(np.float32),
+        rng.normal(size=(1, 4, 6)).astype(np.float32),
+    )
 
 
 def _mha_heads(x, weights, num_heads, key_dim):
@@ -416,7 +534,8 @@ def _mha_heads(x, weights, num_heads, key_dim):
 _MHA_OUTPUT_SENTENCE = (
     "Your attention weights are right for every head, but the output does not follow from them: "
     "each head's output is weights @ value; merge the heads back by transposing [B, h, T, d_k] "
-    "to [B, T, h, d_k] before reshaping to [B, T, h * d_k], then apply output_dense.")
+    "to [B, T, h, d_k] before reshaping to [B, T, h * d_k], then apply output_dense."
+)
 
 
 def _mha_stages(got, x, weights, num_heads, key_dim, mask=None):
@@ -425,15 +544,24 @@ def _mha_stages(got, x, weights, num_heads, key_dim, mask=None):
     layer's own projection weights."""
     query, key, value, output_of = _mha_heads(x, weights, num_heads, key_dim)
     allowed = None if mask is None else np.asarray(mask, dtype=bool)[:, None]
-    _attention_stages({"weights": np.asarray(got["scores"], np.float64), "output": got["output"]},
-                      query, key, value, allowed, output_of=output_of,
-                      output_sentence=_MHA_OUTPUT_SENTENCE, d_k_name="key_dim", rtol=1e-4)
+    _attention_stages(
+        {"weights": np.asarray(got["scores"], np.float64), "output": got["output"]},
+        query,
+        key,
+        value,
+        allowed,
+        output_of=output_of,
+        output_sentence=_MHA_OUTPUT_SENTENCE,
+        d_k_name="key_dim",
+        rtol=1e-4,
+    )
 
 
 def _numpy_mha(x, weights, num_heads, key_dim, scale=None, scrambled=False):
     """Multi-head self-attention in NumPy from the four projections' (kernel, bias).
     ``scale`` (instead of 1 / sqrt(key_dim)) and ``scrambled`` (heads split by a plain
     reshape) compute what the typical mistakes give."""
+
     def dense(name, h):
         kernel, bias = weights[name]
         return h @ kernel + bias
@@ -450,9 +578,13 @@ def _numpy_mha(x, weights, num_heads, key_dim, scale=None, scrambled=False):
     return dense("output_dense", merged)
 
 
-@lab.test("multi_head_attention", points=1, hint="Create four keras.layers.Dense layers as "
-          "self.query_dense, self.key_dense, self.value_dense (num_heads * key_dim units) and "
-          "self.output_dense (back to the input width); do not use keras.layers.MultiHeadAttention.")
+@lab.test(
+    "multi_head_attention",
+    points=1,
+    hint="Create four keras.layers.Dense layers as "
+    "self.query_dense, self.key_dense, self.value_dense (num_heads * key_dim units) and "
+    "self.output_dense (back to the input width); do not use keras.layers.MultiHeadAttention.",
+)
 def four_dense_projections(ns):
     layer = ns["MultiHeadSelfAttention"](num_heads=2, key_dim=3)
     x, merged = _projection_inputs()
@@ -464,15 +596,23 @@ def four_dense_projections(ns):
         # The projection's own output on a fixed input: x @ kernel + bias, checked here.
         inner = merged if name == "output_dense" else x
         fits = len(weights) == 2 and np.shape(weights[0])[0] == inner.shape[-1]
-        info[name] = {"class": type(sub).__name__, "weights": weights,
-                      "output": np.asarray(sub(inner)) if fits else None}
+        info[name] = {
+            "class": type(sub).__name__,
+            "weights": weights,
+            "output": np.asarray(sub(inner)) if fits else None,
+        }
     sublayers = [type(s).__name__ for s in layer._flatten_layers(include_self=False)]
     try:  # the weights per head, for the judge's diagnosis (the Keras comparisons test the option)
         scores = np.asarray(layer(x, return_attention_scores=True)[1])
     except Exception:  # noqa: BLE001 - an option not written yet: the output is judged alone
         scores = None
-    return {"projections": info, "sublayers": sublayers, "output": output, "scores": scores,
-            "weights": [np.asarray(w) for w in layer.get_weights()]}
+    return {
+        "projections": info,
+        "sublayers": sublayers,
+        "output": output,
+        "scores": scores,
+        "weights": [np.asarray(w) for w in layer.get_weights()],
+    }
 
 
 @four_dense_projections.judge
@@ -483,10 +623,14 @@ def _(got):
     for name in _PROJECTIONS:
         info = got["projections"][name]
         expect_fields(info, ("class", "weights", "output"), f"self.{name}")
-        expect(info["class"] == "Dense",
-               f"self.{name} must be a keras.layers.Dense, got {info['class']}")
-        expect(isinstance(info["weights"], list) and len(info["weights"]) == 2,
-               f"self.{name} must have a kernel and a bias")
+        expect(
+            info["class"] == "Dense",
+            f"self.{name} must be a keras.layers.Dense, got {info['class']}",
+        )
+        expect(
+            isinstance(info["weights"], list) and len(info["weights"]) == 2,
+            f"self.{name} must have a kernel and a bias",
+        )
         kernel, bias = info["weights"]
         if isinstance(kernel, np.ndarray) and kernel.ndim == 2 and kernel.shape != (6, 6):
             if name == "output_dense":
@@ -494,74 +638,131 @@ def _(got):
                     f"self.output_dense's kernel has shape {kernel.shape}; it maps the merged heads "
                     "(num_heads * key_dim = 6 values per token) back to the input's width "
                     "(input_shape[-1] = 6 here), so its kernel is (6, 6): give it as many units "
-                    "as the input's last dimension.")
+                    "as the input's last dimension."
+                )
             raise Mistake(
                 f"self.{name}'s kernel has shape {kernel.shape}; it maps each token (width 6) to "
                 "num_heads * key_dim = 2 * 3 = 6 values, so its kernel is (6, 6): give it "
-                "num_heads * key_dim units.")
+                "num_heads * key_dim units."
+            )
         expect_shape(kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6")
         expect_shape(bias, (6,), f"self.{name} bias")
-        expect(bool(np.std(kernel) > 1e-3), f"self.{name} kernel is constant: a Dense layer's "
-               f"kernel starts random (glorot_uniform).")
+        expect(
+            bool(np.std(kernel) > 1e-3),
+            f"self.{name} kernel is constant: a Dense layer's "
+            f"kernel starts random (glorot_uniform).",
+        )
         # The projection is x @ kernel + bias, recomputed here from its own weights.
         expect_shape(info["output"], (1, 4, 6), f"self.{name}(x) for x [1, 4, 6]")
         inner = _projection_inputs()[1 if name == "output_dense" else 0].astype(np.float64)
-        expect_close(info["output"], inner @ kernel + bias,
-                     rtol=1e-4, atol=1e-5, what=f"self.{name}(x) vs x @ kernel + bias")
+        expect_close(
+            info["output"],
+            inner @ kernel + bias,
+            rtol=1e-4,
+            atol=1e-5,
+            what=f"self.{name}(x) vs x @ kernel + bias",
+        )
         weights[name] = (np.asarray(kernel, np.float64), np.asarray(bias, np.float64))
-    expect("MultiHeadAttention" not in got["sublayers"],
-           "build multi-head attention from the Dense projections; do not wrap "
-           "keras.layers.MultiHeadAttention")
-    expect(isinstance(got["weights"], list) and len(got["weights"]) == 8,
-           f"the layer should own exactly 8 weights (4 kernels, 4 biases), got "
-           f"{len(got['weights']) if isinstance(got['weights'], list) else got['weights']}")
+    expect(
+        "MultiHeadAttention" not in got["sublayers"],
+        "build multi-head attention from the Dense projections; do not wrap "
+        "keras.layers.MultiHeadAttention",
+    )
+    expect(
+        isinstance(got["weights"], list) and len(got["weights"]) == 8,
+        f"the layer should own exactly 8 weights (4 kernels, 4 biases), got "
+        f"{len(got['weights']) if isinstance(got['weights'], list) else got['weights']}",
+    )
     own = sorted(np.asarray(w, np.float64).tobytes() for w in got["weights"])
     parts = sorted(w.tobytes() for pair in weights.values() for w in pair)
-    expect(own == parts, "the layer's 8 weights must be the kernels and biases of its four "
-           "Dense projections")
+    expect(
+        own == parts,
+        "the layer's 8 weights must be the kernels and biases of its four Dense projections",
+    )
     # The layer's output is attention computed from those four projections.
     x = _projection_inputs()[0]
     expected = _numpy_mha(x, weights, num_heads=2, key_dim=3)
     expect_shape(got["output"], expected.shape, "layer output for x [1, 4, 6]")
     sentences = [sentence for _, sentence in _mha_score_mistakes(2, 3, 6, 10)]
-    diagnose(got["output"], zip([_numpy_mha(x, weights, 2, 3, scale=1.0),
-                                 _numpy_mha(x, weights, 2, 3, scale=1 / np.sqrt(6)),
-                                 _numpy_mha(x, weights, 2, 3, scrambled=True)], sentences),
-             right=expected, rtol=1e-4, atol=1e-4)
+    diagnose(
+        got["output"],
+        zip(
+            [
+                _numpy_mha(x, weights, 2, 3, scale=1.0),
+                _numpy_mha(x, weights, 2, 3, scale=1 / np.sqrt(6)),
+                _numpy_mha(x, weights, 2, 3, scrambled=True),
+            ],
+            sentences,
+        ),
+        right=expected,
+        rtol=1e-4,
+        atol=1e-4,
+    )
     if isinstance(got.get("scores"), np.ndarray) and got["scores"].shape == (1, 2, 4, 4):
         _mha_stages(got, x, weights, 2, 3)
-    expect_close(got["output"], expected, rtol=1e-4, atol=1e-4,
-                 what="layer output vs multi-head attention computed from the four "
-                      "projections' weights")
+    expect_close(
+        got["output"],
+        expected,
+        rtol=1e-4,
+        atol=1e-4,
+        what="layer output vs multi-head attention computed from the four projections' weights",
+    )
 
 
 # Compared with keras.layers.MultiHeadAttention holding the same weights:
 # (name, points, hint, num_heads, key_dim, width, seed, masked, what).
 _KERAS_CASES = [
-    ("matches_keras_multi_head_attention", 2,
-     "Split heads with reshape [B, T, h, d_k] then transpose to [B, h, T, d_k]; merge them "
-     "back the same way before output_dense.",
-     2, 3, 6, 10, False, "for num_heads=2, key_dim=3, width 6 (d_k = d/h)"),
-    ("matches_keras_with_mask", 1,
-     "attention_mask [B, T, T] is shared by all heads: add a head axis (expand_dims at "
-     "axis 1) before masking the scores.",
-     2, 3, 6, 11, True, "with a padding & causal mask"),
-    ("matches_keras_other_key_dim", 1,
-     "key_dim need not be width / num_heads: the projections have num_heads * key_dim "
-     "units and output_dense maps back to the width.",
-     4, 2, 5, 12, False, "for num_heads=4, key_dim=2, width 5"),
+    (
+        "matches_keras_multi_head_attention",
+        2,
+        "Split heads with reshape [B, T, h, d_k] then transpose to [B, h, T, d_k]; merge them "
+        "back the same way before output_dense.",
+        2,
+        3,
+        6,
+        10,
+        False,
+        "for num_heads=2, key_dim=3, width 6 (d_k = d/h)",
+    ),
+    (
+        "matches_keras_with_mask",
+        1,
+        "attention_mask [B, T, T] is shared by all heads: add a head axis (expand_dims at "
+        "axis 1) before masking the scores.",
+        2,
+        3,
+        6,
+        11,
+        True,
+        "with a padding & causal mask",
+    ),
+    (
+        "matches_keras_other_key_dim",
+        1,
+        "key_dim need not be width / num_heads: the projections have num_heads * key_dim "
+        "units and output_dense maps back to the width.",
+        4,
+        2,
+        5,
+        12,
+        False,
+        "for num_heads=4, key_dim=2, width 5",
+    ),
 ]
 
 
 def _add_keras_comparison(name, points, hint, num_heads, key_dim, width, seed, masked, what):
     def probe(ns):
         mask = _mha_mask() if masked else None
-        return _student_mha(ns, num_heads=num_heads, key_dim=key_dim, width=width, seed=seed,
-                            mask=mask)
+        return _student_mha(
+            ns, num_heads=num_heads, key_dim=key_dim, width=width, seed=seed, mask=mask
+        )
 
     lab.test("multi_head_attention", points=points, hint=hint, name=name)(probe).judge(
-        lambda got: _judge_mha(got, num_heads, key_dim, width, seed,
-                               _mha_mask() if masked else None, what=what))
+        lambda got: _judge_mha(
+            got, num_heads, key_dim, width, seed, _mha_mask() if masked else None, what=what
+        )
+    )
 
 
 for _case in _KERAS_CASES:
@@ -570,23 +771,33 @@ for _case in _KERAS_CASES:
 
 # ----------------------------------------------------------- positional encoding
 
-add_encoding_piece(lab, table=(50, 16), odd=(7, 5),
-                   odd_hint="Return a float32 array [length, depth]; for an odd depth the "
-                            "last column is a sine.")
+add_encoding_piece(
+    lab,
+    table=(50, 16),
+    odd=(7, 5),
+    odd_hint="Return a float32 array [length, depth]; for an odd depth the last column is a sine.",
+)
 
 
 # ------------------------------------------------------------------- permutation
 
-lab.piece("permutation", objects=["equivariance_gap"],
-          description="attention alone is permutation-equivariant; positions break that",
-          error_hints=[
-              (r"operands could not be broadcast together",
-               "Two arrays of different shapes meet in one operation: f(h) is attention_fn(h, h, h)[0], "
-               "the output [T, d] (index 0 of the pair; index 1 is the weights [T, T])."),
-              (r"index \d+ is out of bounds for axis",
-               "An index is out of range: shuffle with the permutation array itself, x[perm] "
-               "and output[perm] (perm holds each position 0..T-1 once)."),
-          ])
+lab.piece(
+    "permutation",
+    objects=["equivariance_gap"],
+    description="attention alone is permutation-equivariant; positions break that",
+    error_hints=[
+        (
+            r"operands could not be broadcast together",
+            "Two arrays of different shapes meet in one operation: f(h) is attention_fn(h, h, h)[0], "
+            "the output [T, d] (index 0 of the pair; index 1 is the weights [T, T]).",
+        ),
+        (
+            r"index \d+ is out of bounds for axis",
+            "An index is out of range: shuffle with the permutation array itself, x[perm] "
+            "and output[perm] (perm holds each position 0..T-1 once).",
+        ),
+    ],
+)
 
 
 def handed_attention(query, key, value, mask=None):
@@ -630,6 +841,7 @@ def _expected_gap(attention, with_encoding):
 def _biased_attention(bias):
     """Attention plus a fixed score bias per (query position, key position), as a
     learned position bias would add: not permutation-equivariant, so its gap is not 0."""
+
     def handed_biased_attention(query, key, value, mask=None):
         scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1]) + bias
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -662,59 +874,84 @@ def _gap_stages(calls, gap, attention, encoding):
     x, permutation, _ = _permutation_inputs()
     if not isinstance(calls, list) or len(calls) != 2:
         count = len(calls) if isinstance(calls, list) else 0
-        raise Mistake(f"Your function called attention_fn {count} time(s); it needs exactly two "
-                      "calls: one on the tokens in their order, one on the shuffled tokens.")
+        raise Mistake(
+            f"Your function called attention_fn {count} time(s); it needs exactly two "
+            "calls: one on the tokens in their order, one on the shuffled tokens."
+        )
     for call in calls:
         if not (_same_array(call[0], call[1]) and _same_array(call[1], call[2])):
-            raise Mistake("Self-attention gives the same array as query, key and value: call "
-                          "attention_fn(h, h, h) with h the tokens plus their positions.")
+            raise Mistake(
+                "Self-attention gives the same array as query, key and value: call "
+                "attention_fn(h, h, h) with h the tokens plus their positions."
+            )
     first, second = calls[0][0], calls[1][0]
     original, shuffled = x + encoding, x[permutation] + encoding
     if _same_array(first, shuffled) and _same_array(second, original):
         first, second = second, first  # the shuffled call came first: the order does not matter
     if _same_array(second, (x + encoding)[permutation]) and not _same_array(second, shuffled):
-        raise Mistake("Your shuffled input moves the positions along with the tokens "
-                      "((x + encoding)[perm]): positions stay where they are, so add the "
-                      "encoding after shuffling: x[perm] + encoding.")
+        raise Mistake(
+            "Your shuffled input moves the positions along with the tokens "
+            "((x + encoding)[perm]): positions stay where they are, so add the "
+            "encoding after shuffling: x[perm] + encoding."
+        )
     if not _same_array(first, original):
         if _same_array(first, x) and np.any(encoding):
-            raise Mistake("The input in the tokens' own order has no positional encoding: "
-                          "add the encoding to x as well (x + encoding).")
-        raise Mistake("The input in the tokens' own order is not x + encoding (the encoding "
-                      "added once, at positions 0..T-1): check what you pass to attention_fn.")
+            raise Mistake(
+                "The input in the tokens' own order has no positional encoding: "
+                "add the encoding to x as well (x + encoding)."
+            )
+        raise Mistake(
+            "The input in the tokens' own order is not x + encoding (the encoding "
+            "added once, at positions 0..T-1): check what you pass to attention_fn."
+        )
     if not _same_array(second, shuffled):
         if _same_array(second, x[permutation]) and np.any(encoding):
-            raise Mistake("The shuffled input has no positional encoding: add it after "
-                          "shuffling, x[perm] + encoding.")
-        raise Mistake("The shuffled input is not x[perm] + encoding (the tokens shuffled, then "
-                      "the encoding added at positions 0..T-1): check what you pass to "
-                      "attention_fn the second time.")
+            raise Mistake(
+                "The shuffled input has no positional encoding: add it after "
+                "shuffling, x[perm] + encoding."
+            )
+        raise Mistake(
+            "The shuffled input is not x[perm] + encoding (the tokens shuffled, then "
+            "the encoding added at positions 0..T-1): check what you pass to "
+            "attention_fn the second time."
+        )
     output = np.asarray(attention(original, original, original)[0])
     moved = np.asarray(attention(shuffled, shuffled, shuffled)[0])
     expected = float(np.max(np.abs(moved - output[permutation])))
     if not (isinstance(gap, float) and np.isclose(gap, expected, rtol=1e-6, atol=1e-9)):
         unpermuted = float(np.max(np.abs(moved - output)))
         if isinstance(gap, float) and np.isclose(gap, unpermuted, rtol=1e-6, atol=1e-9):
-            raise Mistake("Your gap compares the shuffled output with the original output in its "
-                          "own order: permute the original output the same way first, "
-                          "output[perm], then take the largest absolute difference.")
-        raise Mistake("Both inputs are right, but the gap is not the largest absolute "
-                      "difference between the two outputs: return "
-                      "max |f(x[perm] + encoding) - f(x + encoding)[perm]| over all entries.")
+            raise Mistake(
+                "Your gap compares the shuffled output with the original output in its "
+                "own order: permute the original output the same way first, "
+                "output[perm], then take the largest absolute difference."
+            )
+        raise Mistake(
+            "Both inputs are right, but the gap is not the largest absolute "
+            "difference between the two outputs: return "
+            "max |f(x[perm] + encoding) - f(x + encoding)[perm]| over all entries."
+        )
 
 
-@lab.test("permutation", points=1, hint="Without positions, self-attention of x[perm] equals "
-          "the self-attention of x, permuted the same way: the gap is ~1e-16. (The test also "
-          "hands your function an attention with a position bias, whose gap is not 0.)")
+@lab.test(
+    "permutation",
+    points=1,
+    hint="Without positions, self-attention of x[perm] equals "
+    "the self-attention of x, permuted the same way: the gap is ~1e-16. (The test also "
+    "hands your function an attention with a position bias, whose gap is not 0.)",
+)
 def no_encoding_gap_is_zero(ns):
     x, permutation, _ = _permutation_inputs()
     # Drawn afresh at every run: the gap the judge expects is computed from it, so a
     # function (or a forged reply) that always answers 0 does not pass.
     bias = np.random.default_rng().normal(size=(6, 6))
     recording, calls = _recorded(handed_attention)
-    return {"gap": float(ns["equivariance_gap"](recording, x, permutation)), "calls": calls,
-            "bias": bias,
-            "biased_gap": float(ns["equivariance_gap"](_biased_attention(bias), x, permutation))}
+    return {
+        "gap": float(ns["equivariance_gap"](recording, x, permutation)),
+        "calls": calls,
+        "bias": bias,
+        "biased_gap": float(ns["equivariance_gap"](_biased_attention(bias), x, permutation)),
+    }
 
 
 @no_encoding_gap_is_zero.judge
@@ -724,32 +961,51 @@ def _(got):
     expect(isinstance(gap, float), f"equivariance_gap must return a number, got {gap!r}")
     x = _permutation_inputs()[0]
     _gap_stages(got.get("calls"), gap, _reference_attention, np.zeros_like(x))
-    expect(abs(gap) < 1e-9,
-           f"without positional encoding the gap should be ~0 (equivariance), got {gap}")
+    expect(
+        abs(gap) < 1e-9,
+        f"without positional encoding the gap should be ~0 (equivariance), got {gap}",
+    )
     expect_shape(bias, (6, 6), "the position bias drawn by the test")
-    expect(bool(np.all(np.isfinite(bias)) and 0.3 < np.std(bias) < 3.0),
-           "the position bias drawn by the test is not a standard normal draw")
+    expect(
+        bool(np.all(np.isfinite(bias)) and 0.3 < np.std(bias) < 3.0),
+        "the position bias drawn by the test is not a standard normal draw",
+    )
     expected = _expected_gap(_biased_attention(bias), with_encoding=False)
-    expect(expected > 1e-6, "the position bias drawn by the test must break equivariance "
-           f"(its gap is {expected:.3g})")
-    if isinstance(got["biased_gap"], float) and not np.isclose(got["biased_gap"], expected,
-                                                               rtol=1e-6, atol=1e-9):
+    expect(
+        expected > 1e-6,
+        f"the position bias drawn by the test must break equivariance (its gap is {expected:.3g})",
+    )
+    if isinstance(got["biased_gap"], float) and not np.isclose(
+        got["biased_gap"], expected, rtol=1e-6, atol=1e-9
+    ):
         raise Mistake(  # the inputs were checked above: what is left is the gap's formula
             f"For an attention that is not permutation-equivariant (a position bias) your gap is "
             f"{got['biased_gap']:.4g}, where the largest absolute difference between "
             f"f(x[perm]) and f(x)[perm] is {expected:.4g}: return the maximum over all entries "
-            "of the absolute difference (np.max(np.abs(...))).")
-    expect_close(got["biased_gap"], expected, rtol=1e-6, atol=1e-9,
-                 what="gap of an attention with a position bias (not permutation-equivariant)")
+            "of the absolute difference (np.max(np.abs(...)))."
+        )
+    expect_close(
+        got["biased_gap"],
+        expected,
+        rtol=1e-6,
+        atol=1e-9,
+        what="gap of an attention with a position bias (not permutation-equivariant)",
+    )
 
 
-@lab.test("permutation", points=1, hint="Positions do not move with the tokens: add the encoding "
-          "to x[perm] at positions 0..T-1, then compare with the permuted original output.")
+@lab.test(
+    "permutation",
+    points=1,
+    hint="Positions do not move with the tokens: add the encoding "
+    "to x[perm] at positions 0..T-1, then compare with the permuted original output.",
+)
 def encoding_breaks_equivariance(ns):
     x, permutation, encoding = _permutation_inputs()
     recording, calls = _recorded(handed_attention)
-    return {"gap": float(ns["equivariance_gap"](recording, x, permutation, encoding)),
-            "calls": calls}
+    return {
+        "gap": float(ns["equivariance_gap"](recording, x, permutation, encoding)),
+        "calls": calls,
+    }
 
 
 @encoding_breaks_equivariance.judge
@@ -762,8 +1018,12 @@ def _(got):
     expect_close(got, expected, rtol=1e-6, atol=1e-9, what="gap with positional encoding")
 
 
-@lab.test("permutation", points=1, hint="Call the attention_fn you are given (self-attention: "
-          "query = key = value = x + encoding) and return max |f(x[perm]) - f(x)[perm]|.")
+@lab.test(
+    "permutation",
+    points=1,
+    hint="Call the attention_fn you are given (self-attention: "
+    "query = key = value = x + encoding) and return max |f(x[perm]) - f(x)[perm]|.",
+)
 def uses_the_given_attention(ns):
     x, permutation, _ = _permutation_inputs()
     return float(ns["equivariance_gap"](handed_causal_attention, x, permutation))
@@ -773,24 +1033,46 @@ def uses_the_given_attention(ns):
 def _(got):
     causal = lambda q, k, v: _reference_attention(q, k, v, np.tril(np.ones((6, 6), dtype=bool)))
     expected = _expected_gap(causal, with_encoding=False)
-    expect_close(got, expected, rtol=1e-6, atol=1e-9,
-                 what="gap of a causal attention (which is not permutation-equivariant)")
+    expect_close(
+        got,
+        expected,
+        rtol=1e-6,
+        atol=1e-9,
+        what="gap of a causal attention (which is not permutation-equivariant)",
+    )
 
 
-lab.answer("positions", points=4, title="section 5: why attention needs positions", rubric=[
-    (1, "(a) Why the layer's outputs for 'man bites dog' are those of 'dog bites man' in another order: the "
-        "embedding is a per-token lookup and the query, key and value projections act on each token "
-        "separately, so they commute with reordering; attention itself is permutation-equivariant (the "
-        "measured gap is 0). Citing the gap alone, without the per-token steps, does not earn this point: "
-        "the gap was measured without projections."),
-    (1, "(a) Averaging over the tokens is invariant to that order, so the pooled vector, and the prediction, "
-        "are the same for both sentences."),
-    (1, "(a) With the encoding added, the vector at a position depends on the position too: swapping tokens "
-        "changes what enters each position, the outputs change (the gap is not 0) and the sentences can be "
-        "told apart."),
-    (1, "(b) One valid reason, any of: a raw index grows without bound and swamps embedding values of order 1 "
-        "(and meets positions never trained on); the sinusoids stay bounded and differ for every position; "
-        "an offset k is one fixed linear map (relative positions through dot products). The question asks "
-        "for one: one correct reason earns the point, more earn nothing more."),
-    (0, "No answer."),
-])
+lab.answer(
+    "positions",
+    points=4,
+    title="section 5: why attention needs positions",
+    rubric=[
+        (
+            1,
+            "(a) Why the layer's outputs for 'man bites dog' are those of 'dog bites man' in another order: the "
+            "embedding is a per-token lookup and the query, key and value projections act on each token "
+            "separately, so they commute with reordering; attention itself is permutation-equivariant (the "
+            "measured gap is 0). Citing the gap alone, without the per-token steps, does not earn this point: "
+            "the gap was measured without projections.",
+        ),
+        (
+            1,
+            "(a) Averaging over the tokens is invariant to that order, so the pooled vector, and the prediction, "
+            "are the same for both sentences.",
+        ),
+        (
+            1,
+            "(a) With the encoding added, the vector at a position depends on the position too: swapping tokens "
+            "changes what enters each position, the outputs change (the gap is not 0) and the sentences can be "
+            "told apart.",
+        ),
+        (
+            1,
+            "(b) One valid reason, any of: a raw index grows without bound and swamps embedding values of order 1 "
+            "(and meets positions never trained on); the sinusoids stay bounded and differ for every position; "
+            "an offset k is one fixed linear map (relative positions through dot products). The question asks "
+            "for one: one correct reason earns the point, more earn nothing more.",
+        ),
+        (0, "No answer."),
+    ],
+)

@@ -32,19 +32,33 @@ lab = get_lab("lab2_transformer_reuters")  # title and short name: lablib/labs.p
 
 # ----------------------------------------------------------- positional encoding
 
-add_encoding_piece(lab, table=(64, 32), odd=(9, 7),
-                   odd_hint="Return a float32 NumPy array [length, depth] (the model adds it "
-                            "to float32 embeddings); an odd depth ends with a sine column.")
+add_encoding_piece(
+    lab,
+    table=(64, 32),
+    odd=(9, 7),
+    odd_hint="Return a float32 NumPy array [length, depth] (the model adds it "
+    "to float32 embeddings); an odd depth ends with a sine column.",
+)
 
 
 # ------------------------------------------------------------------- build_model
 
-lab.piece("build_model", objects=["build_classifier"],
-          description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling",
-          by_hand=False)  # built from lablib's (or Model Garden's) layers
+lab.piece(
+    "build_model",
+    objects=["build_classifier"],
+    description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling",
+    by_hand=False,
+)  # built from lablib's (or Model Garden's) layers
 
-_SMALL = dict(vocabulary_size=40, max_length=16, embedding_dim=16, num_heads=2, inner_dim=32,
-              num_blocks=2, num_classes=4)
+_SMALL = dict(
+    vocabulary_size=40,
+    max_length=16,
+    embedding_dim=16,
+    num_heads=2,
+    inner_dim=32,
+    num_blocks=2,
+    num_classes=4,
+)
 
 
 def _synthetic_batch(seed=0, batch=48, length=12):
@@ -91,15 +105,20 @@ def _shape_batches():
     return {"short": ids[:3, :7], "full": ids[:5], "max_length": np.ones((2, 16), np.int32)}
 
 
-@lab.test("build_model", points=1, hint="The model maps int token ids [B, T] (any T up to "
-          "max_length) to one score per class [B, num_classes]; compile it before returning.",
-          timeout=120)
+@lab.test(
+    "build_model",
+    points=1,
+    hint="The model maps int token ids [B, T] (any T up to "
+    "max_length) to one score per class [B, num_classes]; compile it before returning.",
+    timeout=120,
+)
 def output_shapes_and_compiled(ns):
     model = _build(ns)
     batches = _shape_batches()
     got = {name: list(np.shape(model.predict(ids, verbose=0))) for name, ids in batches.items()}
-    got["compiled"] = getattr(model, "optimizer", None) is not None \
-        and getattr(model, "loss", None) is not None
+    got["compiled"] = (
+        getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None
+    )
     got["trace"] = trace_model(model, batches)
     return got
 
@@ -107,15 +126,25 @@ def output_shapes_and_compiled(ns):
 @output_shapes_and_compiled.judge
 def _(got):
     expect_fields(got, ("short", "full", "max_length", "compiled", "trace"))
-    expect(got["compiled"] is True, "build_classifier must return a compiled model "
-           "(model.compile(...)) with an optimizer and a loss")
+    expect(
+        got["compiled"] is True,
+        "build_classifier must return a compiled model "
+        "(model.compile(...)) with an optimizer and a loss",
+    )
     verified = _traced(got, _shape_batches())
-    shapes = got if verified is None else \
-        {name: list(logits.shape) for name, (logits, _) in verified.items()}
-    expect(shapes["short"] == [3, 4], f"ids [3, 7] should give scores [3, 4], got {shapes['short']}")
+    shapes = (
+        got
+        if verified is None
+        else {name: list(logits.shape) for name, (logits, _) in verified.items()}
+    )
+    expect(
+        shapes["short"] == [3, 4], f"ids [3, 7] should give scores [3, 4], got {shapes['short']}"
+    )
     expect(shapes["full"] == [5, 4], f"ids [5, 12] should give scores [5, 4], got {shapes['full']}")
-    expect(shapes["max_length"] == [2, 4],
-           f"ids [2, max_length=16] should give scores [2, 4], got {shapes['max_length']}")
+    expect(
+        shapes["max_length"] == [2, 4],
+        f"ids [2, max_length=16] should give scores [2, 4], got {shapes['max_length']}",
+    )
 
 
 def _one_batch():
@@ -123,9 +152,14 @@ def _one_batch():
     return {"ids": ids}
 
 
-@lab.test("build_model", points=1, hint="Use tf.keras.layers.Embedding(..., mask_zero=True) and "
-          "num_blocks tfm.nlp.layers.TransformerEncoderBlock layers, built with tf.keras "
-          "(legacy mode), not Keras 3.", timeout=120)
+@lab.test(
+    "build_model",
+    points=1,
+    hint="Use tf.keras.layers.Embedding(..., mask_zero=True) and "
+    "num_blocks tfm.nlp.layers.TransformerEncoderBlock layers, built with tf.keras "
+    "(legacy mode), not Keras 3.",
+    timeout=120,
+)
 def uses_tfm_blocks_and_masking_embedding(ns):
     model = _build(ns)
     layers = []
@@ -136,10 +170,14 @@ def uses_tfm_blocks_and_masking_embedding(ns):
         stack.extend(getattr(layer, "layers", []) if layer is not model else [])
     return {
         "model_module": type(model).__module__,
-        "blocks": sum(type(l).__name__ == "TransformerEncoderBlock"
-                      and type(l).__module__.startswith("official.") for l in layers),
-        "masking_embeddings": sum(type(l).__name__ == "Embedding" and bool(getattr(l, "mask_zero", False))
-                                  for l in layers),
+        "blocks": sum(
+            type(l).__name__ == "TransformerEncoderBlock"
+            and type(l).__module__.startswith("official.")
+            for l in layers
+        ),
+        "masking_embeddings": sum(
+            type(l).__name__ == "Embedding" and bool(getattr(l, "mask_zero", False)) for l in layers
+        ),
         "classes": sorted({f"{type(l).__module__}.{type(l).__name__}" for l in layers}),
         "trace": trace_model(model, _one_batch()),
     }
@@ -148,17 +186,24 @@ def uses_tfm_blocks_and_masking_embedding(ns):
 @uses_tfm_blocks_and_masking_embedding.judge
 def _(got):
     expect_fields(got, ("model_module", "blocks", "masking_embeddings", "classes", "trace"))
-    expect(isinstance(got["model_module"], str) and got["model_module"].startswith("tf_keras"),
-           f"the model must be a tf.keras (tf_keras, legacy) model so that the TF Model Garden "
-           f"block trains; got a {got['model_module']} model. Run lablib.use_legacy_keras() first "
-           f"and build with tf.keras.")
+    expect(
+        isinstance(got["model_module"], str) and got["model_module"].startswith("tf_keras"),
+        f"the model must be a tf.keras (tf_keras, legacy) model so that the TF Model Garden "
+        f"block trains; got a {got['model_module']} model. Run lablib.use_legacy_keras() first "
+        f"and build with tf.keras.",
+    )
     blocks = got["blocks"]
     if _traced(got, _one_batch()) is not None:  # each block's output recomputed from its weights
         blocks = len(got["trace"]["layers"]["blocks"])
-    expect(blocks == 2, f"num_blocks=2 should give 2 tfm.nlp.layers.TransformerEncoderBlock "
-           f"layers, found {blocks} (layers: {got['classes']})")
-    expect(got["masking_embeddings"] >= 1,
-           "use tf.keras.layers.Embedding(..., mask_zero=True) so that padding (id 0) is masked")
+    expect(
+        blocks == 2,
+        f"num_blocks=2 should give 2 tfm.nlp.layers.TransformerEncoderBlock "
+        f"layers, found {blocks} (layers: {got['classes']})",
+    )
+    expect(
+        got["masking_embeddings"] >= 1,
+        "use tf.keras.layers.Embedding(..., mask_zero=True) so that padding (id 0) is masked",
+    )
 
 
 def _padding_batches():
@@ -166,9 +211,14 @@ def _padding_batches():
     return {"plain": ids, "padded": np.concatenate([ids, np.zeros((8, 6), np.int32)], axis=1)}
 
 
-@lab.test("build_model", points=1, hint="Padding must not change a prediction: pass an attention "
-          "mask to the blocks (tfm.nlp.layers.SelfAttentionMask) and the padding mask to "
-          "GlobalAveragePooling1D(...)(x, mask=...).", timeout=120)
+@lab.test(
+    "build_model",
+    points=1,
+    hint="Padding must not change a prediction: pass an attention "
+    "mask to the blocks (tfm.nlp.layers.SelfAttentionMask) and the padding mask to "
+    "GlobalAveragePooling1D(...)(x, mask=...).",
+    timeout=120,
+)
 def padding_does_not_change_predictions(ns):
     model = _build(ns)
     batches = _padding_batches()
@@ -184,21 +234,36 @@ def _(got):
     values = got if verified is None else {name: logits for name, (logits, _) in verified.items()}
     if verified is not None:
         for name in ("plain", "padded"):
-            expect_close(got[name], got["trace"]["batches"][name]["logits"], rtol=1e-4,
-                         atol=1e-4, what=f"predictions ({name}) vs the traced model's")
+            expect_close(
+                got[name],
+                got["trace"]["batches"][name]["logits"],
+                rtol=1e-4,
+                atol=1e-4,
+                what=f"predictions ({name}) vs the traced model's",
+            )
     expect_shape(values["plain"], (8, 4), "predictions for ids [8, 10]")
     expect_shape(values["padded"], (8, 4), "predictions for the same ids padded to [8, 16]")
-    expect_close(values["padded"], values["plain"], rtol=1e-4, atol=1e-4,
-                 what="predictions with 6 extra padding tokens vs without")
+    expect_close(
+        values["padded"],
+        values["plain"],
+        rtol=1e-4,
+        atol=1e-4,
+        what="predictions with 6 extra padding tokens vs without",
+    )
 
 
 def _training_batch():
     return _synthetic_batch(seed=2)
 
 
-@lab.test("build_model", points=2, hint="Every trainable weight must change in training, the "
-          "tfm blocks included (a tfm block inside a Keras 3 model silently never trains), "
-          "and the loss must fall on a small learnable batch.", timeout=240)
+@lab.test(
+    "build_model",
+    points=2,
+    hint="Every trainable weight must change in training, the "
+    "tfm blocks included (a tfm block inside a Keras 3 model silently never trains), "
+    "and the loss must fall on a small learnable batch.",
+    timeout=240,
+)
 def learns_and_trains_every_weight(ns):
     model = _build(ns, dropout=0.0)
     ids, labels = _training_batch()
@@ -208,11 +273,18 @@ def learns_and_trains_every_weight(ns):
     trace_before = trace_model(model, {"train": ids})
     model.fit(ids, labels, batch_size=16, epochs=8, verbose=0, shuffle=False)
     loss_after = _first(model.evaluate(ids, labels, verbose=0))
-    changes = [float(np.max(np.abs(np.array(w.numpy()) - b)))
-               for w, b in zip(model.trainable_weights, before)]
-    return {"loss_before": loss_before, "loss_after": loss_after, "names": names,
-            "changes": changes, "trace_before": trace_before,
-            "trace_after": trace_model(model, {"train": ids})}
+    changes = [
+        float(np.max(np.abs(np.array(w.numpy()) - b)))
+        for w, b in zip(model.trainable_weights, before)
+    ]
+    return {
+        "loss_before": loss_before,
+        "loss_after": loss_after,
+        "names": names,
+        "changes": changes,
+        "trace_before": trace_before,
+        "trace_after": trace_model(model, {"train": ids}),
+    }
 
 
 # A key bias adds the same q.b_k to every score of a query, which the softmax ignores:
@@ -224,57 +296,89 @@ _MAY_STAY = "key/bias"
 def _(got):
     import math
 
-    expect_fields(got, ("loss_before", "loss_after", "names", "changes", "trace_before",
-                        "trace_after"))
+    expect_fields(
+        got, ("loss_before", "loss_after", "names", "changes", "trace_before", "trace_after")
+    )
     ids, labels = _training_batch()
     batches = {"train": ids}
     traced = got["trace_before"] is not None or got["trace_after"] is not None
     verified = None
     if traced:
-        before, after = _traced({"trace": got["trace_before"]}, batches), \
-            _traced({"trace": got["trace_after"]}, batches)
+        before, after = (
+            _traced({"trace": got["trace_before"]}, batches),
+            _traced({"trace": got["trace_after"]}, batches),
+        )
         if before is not None and after is not None:
-            verified = (cross_entropy(before["train"][1], labels),
-                        cross_entropy(after["train"][1], labels))
+            verified = (
+                cross_entropy(before["train"][1], labels),
+                cross_entropy(after["train"][1], labels),
+            )
             # The traced layers' weights, before and after, decide which ones moved.
             old, new = got["trace_before"]["weights"], got["trace_after"]["weights"]
-            expect(set(old) == set(new) and all(set(old[k]) == set(new[k]) for k in old),
-                   "the traces before and after training name different weights")
-            frozen = [f"{layer}/{name}" for layer in old for name in old[layer]
-                      if not np.any(np.asarray(old[layer][name]) != np.asarray(new[layer][name]))
-                      and _MAY_STAY not in name]
-            expect(not frozen, f"these weights never changed during training: {frozen[:6]}. A "
-                   f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.")
+            expect(
+                set(old) == set(new) and all(set(old[k]) == set(new[k]) for k in old),
+                "the traces before and after training name different weights",
+            )
+            frozen = [
+                f"{layer}/{name}"
+                for layer in old
+                for name in old[layer]
+                if not np.any(np.asarray(old[layer][name]) != np.asarray(new[layer][name]))
+                and _MAY_STAY not in name
+            ]
+            expect(
+                not frozen,
+                f"these weights never changed during training: {frozen[:6]}. A "
+                f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.",
+            )
     loss_before, loss_after = verified or (got["loss_before"], got["loss_after"])
-    expect(math.isfinite(loss_before) and math.isfinite(loss_after),
-           f"losses must be finite, got {loss_before} -> {loss_after}")
-    expect(loss_after < 0.6 * loss_before,
-           f"the loss should fall well below its start after 8 epochs on 48 sequences whose "
-           f"words give away the class: {loss_before:.4f} -> {loss_after:.4f}")
-    expect(len(got["names"]) >= 10, f"expected the embedding, 2 encoder blocks and a classifier "
-           f"as trainable weights; found only {got['names']}")
-    frozen = [n for n, c in zip(got["names"], got["changes"])
-              if not c > 0.0 and _MAY_STAY not in n]
-    expect(not frozen, f"these weights never changed during training: {frozen[:6]}. A "
-           f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.")
+    expect(
+        math.isfinite(loss_before) and math.isfinite(loss_after),
+        f"losses must be finite, got {loss_before} -> {loss_after}",
+    )
+    expect(
+        loss_after < 0.6 * loss_before,
+        f"the loss should fall well below its start after 8 epochs on 48 sequences whose "
+        f"words give away the class: {loss_before:.4f} -> {loss_after:.4f}",
+    )
+    expect(
+        len(got["names"]) >= 10,
+        f"expected the embedding, 2 encoder blocks and a classifier "
+        f"as trainable weights; found only {got['names']}",
+    )
+    frozen = [n for n, c in zip(got["names"], got["changes"]) if not c > 0.0 and _MAY_STAY not in n]
+    expect(
+        not frozen,
+        f"these weights never changed during training: {frozen[:6]}. A "
+        f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.",
+    )
 
 
 # ---------------------------------------------------------------------- macro_f1
 
-lab.piece("macro_f1", objects=["macro_f1"],
-          description="macro-averaged F1 score, the metric for 46 unbalanced topics",
-          error_hints=[
-              (r"cannot reshape array",
-               "A reshape asks for another size than the labels': flatten them with "
-               "np.asarray(y).reshape(-1) (or .ravel())."),
-              (r"^ValueError",
-               "Your function raised ValueError on valid labels (as many predictions as labels, "
-               "every id in [0, num_classes)): a condition of your input checks is the wrong way "
-               "round, or checks the wrong bound."),
-              (r"IndexError|out of bounds",
-               "An index is out of range: the confusion matrix is num_classes x num_classes, "
-               "indexed by (true label, predicted label)."),
-          ])
+lab.piece(
+    "macro_f1",
+    objects=["macro_f1"],
+    description="macro-averaged F1 score, the metric for 46 unbalanced topics",
+    error_hints=[
+        (
+            r"cannot reshape array",
+            "A reshape asks for another size than the labels': flatten them with "
+            "np.asarray(y).reshape(-1) (or .ravel()).",
+        ),
+        (
+            r"^ValueError",
+            "Your function raised ValueError on valid labels (as many predictions as labels, "
+            "every id in [0, num_classes)): a condition of your input checks is the wrong way "
+            "round, or checks the wrong bound.",
+        ),
+        (
+            r"IndexError|out of bounds",
+            "An index is out of range: the confusion matrix is num_classes x num_classes, "
+            "indexed by (true label, predicted label).",
+        ),
+    ],
+)
 
 
 def _sk_macro_f1(y_true, y_pred):
@@ -293,11 +397,16 @@ def _random_labels():
     return y_true, y_pred
 
 
-@lab.test("macro_f1", points=1, hint="Per class F1 = 2 TP / (2 TP + FP + FN); macro-F1 is their "
-          "plain mean over the classes.")
+@lab.test(
+    "macro_f1",
+    points=1,
+    hint="Per class F1 = 2 TP / (2 TP + FP + FN); macro-F1 is their plain mean over the classes.",
+)
 def small_example(ns):
-    return {"f1": float(ns["macro_f1"](np.array(_HAND[0]), np.array(_HAND[1]), 3)),
-            "battery": battery(ns["macro_f1"])}
+    return {
+        "f1": float(ns["macro_f1"](np.array(_HAND[0]), np.array(_HAND[1]), 3)),
+        "battery": battery(ns["macro_f1"]),
+    }
 
 
 @small_example.judge
@@ -305,12 +414,21 @@ def _(got):
     expect_fields(got, ("f1", "battery"))
     metric_stages(got["battery"], own=(got["f1"], *_HAND, 3))
     got = got["f1"]
-    expect_close(got, _sk_macro_f1(*_HAND), rtol=1e-6, atol=1e-9,
-                 what="macro_f1([0,0,1,1,2,2,2], [0,1,1,1,2,0,2], 3)")
+    expect_close(
+        got,
+        _sk_macro_f1(*_HAND),
+        rtol=1e-6,
+        atol=1e-9,
+        what="macro_f1([0,0,1,1,2,2,2], [0,1,1,1,2,0,2], 3)",
+    )
 
 
-@lab.test("macro_f1", points=2, hint="Average over the classes that occur in y_true or y_pred "
-          "(as scikit-learn); a class that is never predicted has F1 = 0.")
+@lab.test(
+    "macro_f1",
+    points=2,
+    hint="Average over the classes that occur in y_true or y_pred "
+    "(as scikit-learn); a class that is never predicted has F1 = 0.",
+)
 def many_unbalanced_classes(ns):
     y_true, y_pred = _random_labels()
     return {"f1": float(ns["macro_f1"](y_true, y_pred, 46)), "battery": battery(ns["macro_f1"])}
@@ -321,17 +439,29 @@ def _(got):
     expect_fields(got, ("f1", "battery"))
     metric_stages(got["battery"], own=(got["f1"], *_random_labels(), 46))
     got = got["f1"]
-    expect_close(got, _sk_macro_f1(*_random_labels()), rtol=1e-6, atol=1e-9,
-                 what="macro-F1 on 400 labels of 46 unbalanced classes")
+    expect_close(
+        got,
+        _sk_macro_f1(*_random_labels()),
+        rtol=1e-6,
+        atol=1e-9,
+        what="macro-F1 on 400 labels of 46 unbalanced classes",
+    )
 
 
-@lab.test("macro_f1", points=1, hint="A class absent from both y_true and y_pred is left out of "
-          "the mean; a class in y_true that is never predicted counts as F1 = 0.")
+@lab.test(
+    "macro_f1",
+    points=1,
+    hint="A class absent from both y_true and y_pred is left out of "
+    "the mean; a class in y_true that is never predicted counts as F1 = 0.",
+)
 def absent_and_never_predicted_classes(ns):
     y_true = np.array([0, 0, 0, 3, 3, 5])
     y_pred = np.array([0, 0, 3, 3, 3, 0])
-    return {"f1": float(ns["macro_f1"](y_true, y_pred, 8)),
-            "perfect": float(ns["macro_f1"](y_true, y_true, 8)), "battery": battery(ns["macro_f1"])}
+    return {
+        "f1": float(ns["macro_f1"](y_true, y_pred, 8)),
+        "perfect": float(ns["macro_f1"](y_true, y_true, 8)),
+        "battery": battery(ns["macro_f1"]),
+    }
 
 
 @absent_and_never_predicted_classes.judge
@@ -340,18 +470,29 @@ def _(got):
     metric_stages(got["battery"], own=(got["f1"], [0, 0, 0, 3, 3, 5], [0, 0, 3, 3, 3, 0], 8))
     y_true = np.array([0, 0, 0, 3, 3, 5])
     y_pred = np.array([0, 0, 3, 3, 3, 0])
-    expect_close(got["f1"], _sk_macro_f1(y_true, y_pred), rtol=1e-6, atol=1e-9,
-                 what="macro-F1 with classes 1, 2, 4, 6, 7 absent and class 5 never predicted")
+    expect_close(
+        got["f1"],
+        _sk_macro_f1(y_true, y_pred),
+        rtol=1e-6,
+        atol=1e-9,
+        what="macro-F1 with classes 1, 2, 4, 6, 7 absent and class 5 never predicted",
+    )
     expect_close(got["perfect"], 1.0, atol=1e-9, what="macro-F1 of perfect predictions")
 
 
-@lab.test("macro_f1", points=1, hint="Raise ValueError when a label is outside [0, num_classes) "
-          "or when y_true and y_pred differ in length, saying what was given.")
+@lab.test(
+    "macro_f1",
+    points=1,
+    hint="Raise ValueError when a label is outside [0, num_classes) "
+    "or when y_true and y_pred differ in length, saying what was given.",
+)
 def bad_input_raises(ns):
     results = {}
-    for case, args in {"label_too_large": ([0, 1, 5], [0, 1, 1], 3),
-                       "negative_label": ([0, -1], [0, 0], 3),
-                       "length_mismatch": ([0, 1, 2], [0, 1], 3)}.items():
+    for case, args in {
+        "label_too_large": ([0, 1, 5], [0, 1, 1], 3),
+        "negative_label": ([0, -1], [0, 0], 3),
+        "length_mismatch": ([0, 1, 2], [0, 1], 3),
+    }.items():
         try:
             ns["macro_f1"](np.array(args[0]), np.array(args[1]), args[2])
             results[case] = "no error"
@@ -364,18 +505,26 @@ def bad_input_raises(ns):
 
 @bad_input_raises.judge
 def _(got):
-    what = {"label_too_large": ("a label >= num_classes", "labels.max() >= num_classes"),
-            "negative_label": ("a negative label", "labels.min() < 0"),
-            "length_mismatch": ("y_true and y_pred of different lengths",
-                                "y_true.shape != y_pred.shape")}
+    what = {
+        "label_too_large": ("a label >= num_classes", "labels.max() >= num_classes"),
+        "negative_label": ("a negative label", "labels.min() < 0"),
+        "length_mismatch": (
+            "y_true and y_pred of different lengths",
+            "y_true.shape != y_pred.shape",
+        ),
+    }
     for case, outcome in got.items():
         if case in what and outcome != "ValueError":
             given, test = what[case]
             if outcome == "no error":
-                raise Mistake(f"{given[0].upper()}{given[1:]} passes your checks without an error: "
-                              f"raise ValueError when {test}, saying what was given.")
-            raise Mistake(f"{given[0].upper()}{given[1:]} reaches your computation ({outcome}) "
-                          f"before any check: test {test} first and raise ValueError.")
+                raise Mistake(
+                    f"{given[0].upper()}{given[1:]} passes your checks without an error: "
+                    f"raise ValueError when {test}, saying what was given."
+                )
+            raise Mistake(
+                f"{given[0].upper()}{given[1:]} reaches your computation ({outcome}) "
+                f"before any check: test {test} first and raise ValueError."
+            )
         expect(outcome == "ValueError", f"{case}: expected a ValueError, got {outcome}")
 
 
@@ -384,74 +533,142 @@ def _(got):
 # written_answers); graded with `lablib review`. The rubric is where the page starts:
 # graders edit, add and apply its items there.
 
-lab.answer("metric", points=4, title="section 2: why this metric, with numbers from the data", rubric=[
-    # Most of the facts are on the page (cells of sections 1 and 2): the points go to the argument
-    # built from them. Restating a printed number without the consequence drawn from it earns nothing.
-    (1, "Uses the imbalance, with numbers from these data (earn and acq more than half of the wires; a "
-        "dozen topics with fewer than 20), to say what each metric weighs: accuracy every wire equally, "
-        "macro-F1 every topic equally, precision and recall together."),
-    (1, "Draws the consequence for ranking models: accuracy mostly measures the large topics (answering "
-        "the largest topic alone scores about 0.35 accuracy and 0.01 macro-F1), so a model can gain "
-        "accuracy while losing the small topics."),
-    (1, "Weighs the cost of the choice on these data: the validation macro-F1 on 899 wires is noisy (16 "
-        "topics with one or two wires), or accuracy hides the small topics; and says why the answer "
-        "accepts that cost."),
-    (1, "Says how the metric is used: variants compared on validation, the test set used once at the end."),
-    (0, "Either metric can earn full marks (4/4): macro-F1 argued from the imbalance, or accuracy argued "
-        "from macro-F1's noise on these validation wires, the small topics it hides named and accepted "
-        "(the study's model answer allows accuracy in that case). A choice without a reason from these "
-        "data earns at most the points of the facts it uses."),
-    (0, "No answer."),
-])
-lab.answer("study", points=6, title="section 7: your variants and metric, justified from your own table", rubric=[
-    (2, "At least three variants, each with the question it asks, one change at a time (a combination is "
-        "fine when the answer says it is the point)."),
-    (1, "Names the metric that ranks the variants and justifies it from section 2."),
-    (2, "Reads the table with its noise, as section 7 states it: a difference of about a point or less of "
-        "validation accuracy, or about three points or less of validation macro-F1, is not called a "
-        "finding; a larger one may be. One point if the answer applies a threshold but a wrong one "
-        "(e.g. one point of macro-F1) or applies it to some rows only."),
-    (1, "Uses the curves (over-fitting, under-training) or the cost of a variant (parameters, seconds), "
-        "or says what the budget (3 epochs, 128 tokens) may hide (a slow starter such as RMSprop)."),
-    (0, "No answer."),
-])
-lab.answer("find_error", points=5, title="section 8: the error in the lecture's positional encoding", rubric=[
-    (2, "The exponent uses the column j instead of 2*floor(j/2): the sine and cosine of a pair get different "
-        "frequencies."),
-    (1, "Why it matters: PE(p+k) is no longer a linear map of PE(p), so relative positions are lost."),
-    (1, "The frequencies fall twice as fast: half of the columns hardly move over realistic lengths."),
-    (0.5, "The example p_1 is wrong too: it numbers the columns from 1 (it starts with a cosine), or its "
-          "last entry shows the doubled exponent (10000^2)."),
-    (0.5, "The concatenated layout (all sines, then all cosines) is not an error: the same columns in "
-          "another order, each sine with a cosine of its frequency."),
-    (0, "An answer that reads the lab sheet's 'error in the Tensorflow-NLP version of the notebook' "
-        "differently (a tfm block without an attention mask, a tfm block in a Keras 3 model) gets no "
-        "points for that reading: section 8 asks about the lecture's formula."),
-    (0, "No answer."),
-])
+lab.answer(
+    "metric",
+    points=4,
+    title="section 2: why this metric, with numbers from the data",
+    rubric=[
+        # Most of the facts are on the page (cells of sections 1 and 2): the points go to the argument
+        # built from them. Restating a printed number without the consequence drawn from it earns nothing.
+        (
+            1,
+            "Uses the imbalance, with numbers from these data (earn and acq more than half of the wires; a "
+            "dozen topics with fewer than 20), to say what each metric weighs: accuracy every wire equally, "
+            "macro-F1 every topic equally, precision and recall together.",
+        ),
+        (
+            1,
+            "Draws the consequence for ranking models: accuracy mostly measures the large topics (answering "
+            "the largest topic alone scores about 0.35 accuracy and 0.01 macro-F1), so a model can gain "
+            "accuracy while losing the small topics.",
+        ),
+        (
+            1,
+            "Weighs the cost of the choice on these data: the validation macro-F1 on 899 wires is noisy (16 "
+            "topics with one or two wires), or accuracy hides the small topics; and says why the answer "
+            "accepts that cost.",
+        ),
+        (
+            1,
+            "Says how the metric is used: variants compared on validation, the test set used once at the end.",
+        ),
+        (
+            0,
+            "Either metric can earn full marks (4/4): macro-F1 argued from the imbalance, or accuracy argued "
+            "from macro-F1's noise on these validation wires, the small topics it hides named and accepted "
+            "(the study's model answer allows accuracy in that case). A choice without a reason from these "
+            "data earns at most the points of the facts it uses.",
+        ),
+        (0, "No answer."),
+    ],
+)
+lab.answer(
+    "study",
+    points=6,
+    title="section 7: your variants and metric, justified from your own table",
+    rubric=[
+        (
+            2,
+            "At least three variants, each with the question it asks, one change at a time (a combination is "
+            "fine when the answer says it is the point).",
+        ),
+        (1, "Names the metric that ranks the variants and justifies it from section 2."),
+        (
+            2,
+            "Reads the table with its noise, as section 7 states it: a difference of about a point or less of "
+            "validation accuracy, or about three points or less of validation macro-F1, is not called a "
+            "finding; a larger one may be. One point if the answer applies a threshold but a wrong one "
+            "(e.g. one point of macro-F1) or applies it to some rows only.",
+        ),
+        (
+            1,
+            "Uses the curves (over-fitting, under-training) or the cost of a variant (parameters, seconds), "
+            "or says what the budget (3 epochs, 128 tokens) may hide (a slow starter such as RMSprop).",
+        ),
+        (0, "No answer."),
+    ],
+)
+lab.answer(
+    "find_error",
+    points=5,
+    title="section 8: the error in the lecture's positional encoding",
+    rubric=[
+        (
+            2,
+            "The exponent uses the column j instead of 2*floor(j/2): the sine and cosine of a pair get different "
+            "frequencies.",
+        ),
+        (
+            1,
+            "Why it matters: PE(p+k) is no longer a linear map of PE(p), so relative positions are lost.",
+        ),
+        (
+            1,
+            "The frequencies fall twice as fast: half of the columns hardly move over realistic lengths.",
+        ),
+        (
+            0.5,
+            "The example p_1 is wrong too: it numbers the columns from 1 (it starts with a cosine), or its "
+            "last entry shows the doubled exponent (10000^2).",
+        ),
+        (
+            0.5,
+            "The concatenated layout (all sines, then all cosines) is not an error: the same columns in "
+            "another order, each sine with a cosine of its frequency.",
+        ),
+        (
+            0,
+            "An answer that reads the lab sheet's 'error in the Tensorflow-NLP version of the notebook' "
+            "differently (a tfm block without an attention mask, a tfm block in a Keras 3 model) gets no "
+            "points for that reading: section 8 asks about the lecture's formula.",
+        ),
+        (0, "No answer."),
+    ],
+)
 
 
 # ------------------------------------------------------------------ encoder_block
 
-lab.piece("encoder_block", objects=["encoder_block"],
-          description="the encoder layer of the lecture Advanced Machine Learning: Transformers by hand in "
-                      "NumPy, weight for weight tfm's block",
-          error_hints=[
-              (r"can only concatenate str|KeyError",
-               "A weight is looked up under a name the weights dict does not have: index it with "
-               "the weight's own name, e.g. w['query_kernel'] (sorted(w) lists the 16 names)."),
-              (r"repeated axis in transpose|axes don't match array",
-               "A transpose's axis order does not fit: K [heads, T, d_k] becomes [heads, d_k, T] "
-               "with K.transpose(0, 2, 1) (each axis once), or np.swapaxes(K, -1, -2)."),
-              (r"operands could not be broadcast together",
-               "Two arrays do not broadcast: a row's maximum or total must keep its axis "
-               "(keepdims=True) to divide the scores [heads, T, T], and a mask over the keys [T] "
-               "broadcasts as mask[None, None, :]."),
-              (r"mismatch in its core dimension|shapes .* not aligned|einstein sum subscripts",
-               "A product's shapes do not fit: per head, Q K^T is [T, d_k] @ [d_k, T], weights @ V "
-               "is [T, T] @ [T, d_k]; the feed-forward network is Z [T, d] @ intermediate_kernel "
-               "[d, inner], then [T, inner] @ output_kernel [inner, d]."),
-          ])
+lab.piece(
+    "encoder_block",
+    objects=["encoder_block"],
+    description="the encoder layer of the lecture Advanced Machine Learning: Transformers by hand in "
+    "NumPy, weight for weight tfm's block",
+    error_hints=[
+        (
+            r"can only concatenate str|KeyError",
+            "A weight is looked up under a name the weights dict does not have: index it with "
+            "the weight's own name, e.g. w['query_kernel'] (sorted(w) lists the 16 names).",
+        ),
+        (
+            r"repeated axis in transpose|axes don't match array",
+            "A transpose's axis order does not fit: K [heads, T, d_k] becomes [heads, d_k, T] "
+            "with K.transpose(0, 2, 1) (each axis once), or np.swapaxes(K, -1, -2).",
+        ),
+        (
+            r"operands could not be broadcast together",
+            "Two arrays do not broadcast: a row's maximum or total must keep its axis "
+            "(keepdims=True) to divide the scores [heads, T, T], and a mask over the keys [T] "
+            "broadcasts as mask[None, None, :].",
+        ),
+        (
+            r"mismatch in its core dimension|shapes .* not aligned|einstein sum subscripts",
+            "A product's shapes do not fit: per head, Q K^T is [T, d_k] @ [d_k, T], weights @ V "
+            "is [T, T] @ [T, d_k]; the feed-forward network is Z [T, d] @ intermediate_kernel "
+            "[d, inner], then [T, inner] @ output_kernel [inner, d].",
+        ),
+    ],
+)
 
 #: The names of the weights dict the student's ``encoder_block`` reads, in the order of
 #: ``block.get_weights()`` of tfm's and lablib's blocks.
@@ -462,14 +679,24 @@ EPSILON = 1e-12  # tfm's norm_epsilon (the lab's blocks keep the default)
 def block_case(seed, length, width, heads, key_dim, inner):
     """(X [T, d], weights {name: array}) with random weights, layer norms included."""
     rng = np.random.default_rng(seed)
-    shapes = {"query_kernel": (width, heads, key_dim), "query_bias": (heads, key_dim),
-              "key_kernel": (width, heads, key_dim), "key_bias": (heads, key_dim),
-              "value_kernel": (width, heads, key_dim), "value_bias": (heads, key_dim),
-              "attention_output_kernel": (heads, key_dim, width), "attention_output_bias": (width,),
-              "attention_norm_gamma": (width,), "attention_norm_beta": (width,),
-              "intermediate_kernel": (width, inner), "intermediate_bias": (inner,),
-              "output_kernel": (inner, width), "output_bias": (width,),
-              "output_norm_gamma": (width,), "output_norm_beta": (width,)}
+    shapes = {
+        "query_kernel": (width, heads, key_dim),
+        "query_bias": (heads, key_dim),
+        "key_kernel": (width, heads, key_dim),
+        "key_bias": (heads, key_dim),
+        "value_kernel": (width, heads, key_dim),
+        "value_bias": (heads, key_dim),
+        "attention_output_kernel": (heads, key_dim, width),
+        "attention_output_bias": (width,),
+        "attention_norm_gamma": (width,),
+        "attention_norm_beta": (width,),
+        "intermediate_kernel": (width, inner),
+        "intermediate_bias": (inner,),
+        "output_kernel": (inner, width),
+        "output_bias": (width,),
+        "output_norm_gamma": (width,),
+        "output_norm_beta": (width,),
+    }
     weights = {name: rng.normal(0, 0.6, shapes[name]) for name in BLOCK_NAMES}
     weights["attention_norm_gamma"] += 1.0
     weights["output_norm_gamma"] += 1.0
@@ -486,56 +713,110 @@ def reference_block(x, weights, mask=None, **mistake):
     """The judge's block on one sequence: ``(output [T, d], attention [heads, T, T])``;
     ``mistake``: :func:`encoder_block_math`'s switches."""
     suffixes = dict(BLOCK_WEIGHTS)
-    allowed = None if mask is None else np.broadcast_to(np.asarray(mask, bool)[None, :],
-                                                        (len(mask), len(mask)))
-    return encoder_block_math(x, allowed, {suffixes[k]: v for k, v in weights.items()},
-                              lambda z: np.maximum(z, 0.0), EPSILON, **mistake)
+    allowed = (
+        None
+        if mask is None
+        else np.broadcast_to(np.asarray(mask, bool)[None, :], (len(mask), len(mask)))
+    )
+    return encoder_block_math(
+        x,
+        allowed,
+        {suffixes[k]: v for k, v in weights.items()},
+        lambda z: np.maximum(z, 0.0),
+        EPSILON,
+        **mistake,
+    )
 
 
 def block_mistakes(x, weights, mask=None):
     """``(output, sentence)`` of the typical mistakes in the encoder block."""
     cases = [
-        (dict(scale=False), "The attention scores are not scaled: divide Q K^T by sqrt(d_k), "
-                            "d_k the key size of one head (here query_kernel.shape[-1])."),
-        (dict(norm_first=True), "Layer normalisation comes before each sublayer (pre-norm, "
-                                "x + F(LayerNorm(x))); the lecture's encoder (Advanced Machine "
-                                "Learning: Transformers), like tfm's default block, normalises "
-                                "after the residual: LayerNorm(x + F(x))."),
-        (dict(attention_residual=False), "The residual around the attention is missing: "
-                                         "Z = LayerNorm(MultiHead(X) + X), not LayerNorm(MultiHead(X))."),
-        (dict(ffn_residual=False), "The residual around the feed-forward network is missing: "
-                                   "LayerNorm(FFN(Z) + Z), not LayerNorm(FFN(Z))."),
-        (dict(norm_axis=0), "Layer normalisation is taken over the tokens (axis 0); it "
-                            "normalises each token's vector over its d features (axis -1)."),
-        (dict(variance_ddof=1), "The layer norm's variance divides by d - 1 (np.var or np.std "
-                                "with ddof=1); layer normalisation divides by d (ddof=0)."),
-        (dict(softmax_axis=-2), "The softmax runs over the queries (axis -2); each query's "
-                                "weights over the keys (the last axis) must sum to 1."),
+        (
+            dict(scale=False),
+            "The attention scores are not scaled: divide Q K^T by sqrt(d_k), "
+            "d_k the key size of one head (here query_kernel.shape[-1]).",
+        ),
+        (
+            dict(norm_first=True),
+            "Layer normalisation comes before each sublayer (pre-norm, "
+            "x + F(LayerNorm(x))); the lecture's encoder (Advanced Machine "
+            "Learning: Transformers), like tfm's default block, normalises "
+            "after the residual: LayerNorm(x + F(x)).",
+        ),
+        (
+            dict(attention_residual=False),
+            "The residual around the attention is missing: "
+            "Z = LayerNorm(MultiHead(X) + X), not LayerNorm(MultiHead(X)).",
+        ),
+        (
+            dict(ffn_residual=False),
+            "The residual around the feed-forward network is missing: "
+            "LayerNorm(FFN(Z) + Z), not LayerNorm(FFN(Z)).",
+        ),
+        (
+            dict(norm_axis=0),
+            "Layer normalisation is taken over the tokens (axis 0); it "
+            "normalises each token's vector over its d features (axis -1).",
+        ),
+        (
+            dict(variance_ddof=1),
+            "The layer norm's variance divides by d - 1 (np.var or np.std "
+            "with ddof=1); layer normalisation divides by d (ddof=0).",
+        ),
+        (
+            dict(softmax_axis=-2),
+            "The softmax runs over the queries (axis -2); each query's "
+            "weights over the keys (the last axis) must sum to 1.",
+        ),
     ]
     out = [(reference_block(x, weights, mask, **switch)[0], sentence) for switch, sentence in cases]
     suffixes = dict(BLOCK_WEIGHTS)
     linear = encoder_block_math(
-        x, None if mask is None else np.broadcast_to(np.asarray(mask, bool)[None, :], (len(mask),) * 2),
-        {suffixes[k]: v for k, v in weights.items()}, lambda z: z, EPSILON)[0]
-    out.append((linear, "The feed-forward network has no ReLU between its two linear layers: "
-                        "FFN(X) = Linear2(ReLU(Linear1(X)))."))
+        x,
+        None
+        if mask is None
+        else np.broadcast_to(np.asarray(mask, bool)[None, :], (len(mask),) * 2),
+        {suffixes[k]: v for k, v in weights.items()},
+        lambda z: z,
+        EPSILON,
+    )[0]
+    out.append(
+        (
+            linear,
+            "The feed-forward network has no ReLU between its two linear layers: "
+            "FFN(X) = Linear2(ReLU(Linear1(X))).",
+        )
+    )
     if mask is not None:
-        out.append((reference_block(x, weights, None)[0],
-                    "The mask is ignored: padded tokens (mask False) must get zero attention "
-                    "weight as keys."))
+        out.append(
+            (
+                reference_block(x, weights, None)[0],
+                "The mask is ignored: padded tokens (mask False) must get zero attention "
+                "weight as keys.",
+            )
+        )
     return out
 
 
 def run_block(ns, case):
     (seed, length, width, heads, key_dim, inner), mask = case
     x, weights = block_case(seed, length, width, heads, key_dim, inner)
-    result = ns["encoder_block"](x.copy(), {k: v.copy() for k, v in weights.items()},
-                                 mask=None if mask is None else mask.copy(), epsilon=EPSILON)
-    expect(isinstance(result, tuple) and len(result) == 2,
-           "encoder_block must return (output, attention weights)")
-    return {"output": np.asarray(result[0], dtype=float), "attention": np.asarray(result[1], dtype=float),
-            # the block on weights with a sublayer zeroed, for the judge's diagnosis
-            "ablations": ablation_outputs(ns["encoder_block"], x, weights, mask, EPSILON)}
+    result = ns["encoder_block"](
+        x.copy(),
+        {k: v.copy() for k, v in weights.items()},
+        mask=None if mask is None else mask.copy(),
+        epsilon=EPSILON,
+    )
+    expect(
+        isinstance(result, tuple) and len(result) == 2,
+        "encoder_block must return (output, attention weights)",
+    )
+    return {
+        "output": np.asarray(result[0], dtype=float),
+        "attention": np.asarray(result[1], dtype=float),
+        # the block on weights with a sublayer zeroed, for the judge's diagnosis
+        "ablations": ablation_outputs(ns["encoder_block"], x, weights, mask, EPSILON),
+    }
 
 
 def judge_block(got, case, what):
@@ -544,7 +825,9 @@ def judge_block(got, case, what):
     expect_fields(got, ("output", "attention"))
     output, attention = reference_block(x, weights, mask)
     expect_shape(got["output"], (length, width), f"output {what}")
-    expect_shape(got["attention"], (heads, length, length), f"attention weights {what} [heads, T, T]")
+    expect_shape(
+        got["attention"], (heads, length, length), f"attention weights {what} [heads, T, T]"
+    )
     diagnose(got["output"], block_mistakes(x, weights, mask), right=output, atol=1e-6)
     block_stages(got, x, weights, mask, reference_block)
     expect_close(got["attention"], attention, atol=1e-6, what=f"attention weights {what}")
@@ -555,17 +838,33 @@ def _block_test(name, points, case, what, hint):
     """One ``encoder_block`` test: the student's block on ``case``, judged against
     :func:`reference_block` (mistakes named first)."""
     lab.test("encoder_block", points=points, hint=hint, name=name)(
-        lambda ns: run_block(ns, case)).judge(lambda got: judge_block(got, case, what))
+        lambda ns: run_block(ns, case)
+    ).judge(lambda got: judge_block(got, case, what))
 
 
-_block_test("block_worked_example", 2, WORKED, "on 3 tokens of width 4, 2 heads",
-            "Per head: Q = X @ query_kernel[:, h] + query_bias[h] (same for K, V), weights = "
-            "softmax(Q K^T / sqrt(d_k)) over the keys, heads = weights @ V; MultiHead = the "
-            "heads through attention_output_kernel [heads, d_k, d] + its bias; then "
-            "Z = LayerNorm(MultiHead + X) and LayerNorm(FFN(Z) + Z), FFN with a ReLU.")
-_block_test("block_padding", 1, PADDED, "on 5 tokens, the last 2 padding",
-            "mask[t] is False for padding: give those keys zero weight (a score of -inf, or "
-            "-1e9 as tf_keras adds, before the softmax) in every query's row.")
-_block_test("block_wider", 1, WIDER, "on 7 tokens of width 8, 4 heads",
-            "Loop over the heads or use einsum; every weight shape comes from the weights "
-            "dict (4 heads of size 2 on width 8 here, inner size 16).")
+_block_test(
+    "block_worked_example",
+    2,
+    WORKED,
+    "on 3 tokens of width 4, 2 heads",
+    "Per head: Q = X @ query_kernel[:, h] + query_bias[h] (same for K, V), weights = "
+    "softmax(Q K^T / sqrt(d_k)) over the keys, heads = weights @ V; MultiHead = the "
+    "heads through attention_output_kernel [heads, d_k, d] + its bias; then "
+    "Z = LayerNorm(MultiHead + X) and LayerNorm(FFN(Z) + Z), FFN with a ReLU.",
+)
+_block_test(
+    "block_padding",
+    1,
+    PADDED,
+    "on 5 tokens, the last 2 padding",
+    "mask[t] is False for padding: give those keys zero weight (a score of -inf, or "
+    "-1e9 as tf_keras adds, before the softmax) in every query's row.",
+)
+_block_test(
+    "block_wider",
+    1,
+    WIDER,
+    "on 7 tokens of width 8, 4 heads",
+    "Loop over the heads or use einsum; every weight shape comes from the weights "
+    "dict (4 heads of size 2 on width 8 here, inner size 16).",
+)

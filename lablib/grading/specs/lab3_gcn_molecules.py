@@ -29,16 +29,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import Mistake, TestFailure, diagnose, expect, expect_close, expect_shape, get_lab
-from lablib.grading.specs._graph_inputs import course_graph, graph_from_edges, seeded_model, to_numpy
+from lablib.grading.spec import (
+    Mistake,
+    TestFailure,
+    diagnose,
+    expect,
+    expect_close,
+    expect_shape,
+    get_lab,
+)
+from lablib.grading.specs._graph_inputs import (
+    course_graph,
+    graph_from_edges,
+    seeded_model,
+    to_numpy,
+)
 from lablib.grading.specs import _model_checks as models
 from lablib.grading.specs._gcn_checks import layer_stages, stage_outputs
 
 lab = get_lab("lab3_gcn_molecules")  # title and short name: lablib/labs.py
-lab.judge_imports = ("keras",) + models.LAYER_MODULES  # judges rebuild models in the grading process
+lab.judge_imports = (
+    "keras",
+) + models.LAYER_MODULES  # judges rebuild models in the grading process
 
 
 # --------------------------------------------------------------------------- inputs
+
 
 def layer_weights(f_in=3, f_out=2, seed=3):
     """W, B of shape [f_out, f_in] (different from each other and not square)."""
@@ -53,8 +69,7 @@ def isolated_graph():
 
 def directed_graph():
     """A directed graph: A[v, u] = 1 means u sends to v (A is not symmetric)."""
-    return graph_from_edges(4, [(0, 1), (0, 2), (1, 2), (3, 2), (2, 0)], 3, seed=5,
-                            directed=True)
+    return graph_from_edges(4, [(0, 1), (0, 2), (1, 2), (3, 2), (2, 0)], 3, seed=5, directed=True)
 
 
 def random_graph(num_nodes=9, num_features=5, seed=21, p=0.35):
@@ -72,35 +87,48 @@ def reference_gcn(features, adjacency, w, b, activation=np.tanh):
     """The judge's reference: act(D^-1 A H W^T + H B^T), isolated nodes get a zero mean."""
     features, adjacency = np.asarray(features, float), np.asarray(adjacency, float)
     degree = adjacency.sum(axis=1, keepdims=True)
-    mean = np.divide(adjacency @ features, degree, out=np.zeros_like(adjacency @ features),
-                     where=degree > 0)
+    mean = np.divide(
+        adjacency @ features, degree, out=np.zeros_like(adjacency @ features), where=degree > 0
+    )
     return activation(mean @ np.asarray(w).T + features @ np.asarray(b).T)
 
 
 #: A product of W (or B) written the wrong way round: NumPy's error, named in plain words.
 #: Tied to the tests' weight sizes (F_in -> F_out: 3 -> 2, 4 -> 3, 5 -> 7), so that another
 #: product's mismatch is not given this sentence.
-TRANSPOSED_WEIGHTS = ((r"\(size (2 is different from 3|3 is different from 4|7 is different from 5)\)"
-                       r"|(3 \(dim [01]\) != 2|4 \(dim [01]\) != 3|5 \(dim [01]\) != 7) \(dim 0\)",
-                       "A matrix product's shapes do not fit: W and B have shape [F_out, F_in] (the "
-                       "lecture's W h for a column vector h), so a node's row h is multiplied as "
-                       "h @ W.T (all nodes: H @ W.T), not H @ W."),
-                      (r"mismatch in its core dimension|shapes .* not aligned",
-                       "A matrix product's shapes do not fit: the mean of the neighbours is "
-                       "D^-1 [N, N] @ A [N, N] @ H [N, F_in], and each term then meets its weights "
-                       "as [N, F_in] @ W.T [F_in, F_out]; check the order of the factors."),
-                      (r"could not broadcast input array from shape",
-                       "A row of your output has the wrong length: the output has one row per node "
-                       "and one column per output feature, np.zeros((N, W.shape[0])), and row v is "
-                       "W @ mean_v + B @ h_v."),
-                      (r"tuple index out of range|index \d+ is out of bounds for axis",
-                       "An index runs past the last node or axis: nodes are 0..N-1 with N = H.shape[0] "
-                       "(loop over range(N)), features H.shape[1], and edge_index holds node ids "
-                       "0..N-1."),
-                      (r"operands could not be broadcast together",
-                       "Two arrays do not broadcast: a node's neighbour sum has H.shape[1] entries, "
-                       "and the counts of neighbours divide the sums as a column [N, 1] "
-                       "(np.bincount(target, minlength=N)[:, None]), one count per node."))
+TRANSPOSED_WEIGHTS = (
+    (
+        r"\(size (2 is different from 3|3 is different from 4|7 is different from 5)\)"
+        r"|(3 \(dim [01]\) != 2|4 \(dim [01]\) != 3|5 \(dim [01]\) != 7) \(dim 0\)",
+        "A matrix product's shapes do not fit: W and B have shape [F_out, F_in] (the "
+        "lecture's W h for a column vector h), so a node's row h is multiplied as "
+        "h @ W.T (all nodes: H @ W.T), not H @ W.",
+    ),
+    (
+        r"mismatch in its core dimension|shapes .* not aligned",
+        "A matrix product's shapes do not fit: the mean of the neighbours is "
+        "D^-1 [N, N] @ A [N, N] @ H [N, F_in], and each term then meets its weights "
+        "as [N, F_in] @ W.T [F_in, F_out]; check the order of the factors.",
+    ),
+    (
+        r"could not broadcast input array from shape",
+        "A row of your output has the wrong length: the output has one row per node "
+        "and one column per output feature, np.zeros((N, W.shape[0])), and row v is "
+        "W @ mean_v + B @ h_v.",
+    ),
+    (
+        r"tuple index out of range|index \d+ is out of bounds for axis",
+        "An index runs past the last node or axis: nodes are 0..N-1 with N = H.shape[0] "
+        "(loop over range(N)), features H.shape[1], and edge_index holds node ids "
+        "0..N-1.",
+    ),
+    (
+        r"operands could not be broadcast together",
+        "Two arrays do not broadcast: a node's neighbour sum has H.shape[1] entries, "
+        "and the counts of neighbours divide the sums as a column [N, 1] "
+        "(np.bincount(target, minlength=N)[:, None]), one count per node.",
+    ),
+)
 
 #: Layer cases: (graph builder, layer_weights arguments, activation).
 COURSE = (course_graph, (3, 2, 3), np.tanh)
@@ -122,8 +150,10 @@ def run_layer(ns, name, case):
     stage graph of :mod:`._gcn_checks` (its output alone, and its parts' runs)."""
     features, adjacency, w, b, activation = case_inputs(case)
     output = ns[name](features, adjacency, w, b, activation=activation)
-    return {"output": output, "stages": stage_outputs(
-        lambda h, a, w_, b_, act: ns[name](h, a, w_, b_, activation=act))}
+    return {
+        "output": output,
+        "stages": stage_outputs(lambda h, a, w_, b_, act: ns[name](h, a, w_, b_, activation=act)),
+    }
 
 
 def _output(got):
@@ -143,18 +173,27 @@ def gcn_mistakes(features, adjacency, w, b, activation=np.tanh):
     inverse_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
     symmetric = inverse_sqrt[:, None] * adjacency * inverse_sqrt[None, :]
     return [
-        (looped, "The mean includes the node itself (A + I): the course's layer averages the "
-                 "neighbours u in N(v) only, and adds the node through its own weight B."),
-        (activation(symmetric @ features @ w.T + features @ b.T),
-         "The neighbours are normalised symmetrically (D^-1/2 A D^-1/2, Kipf & Welling's "
-         "form); this layer takes their plain mean, D^-1 A (each row of A divided by its "
-         "node's degree)."),
-        (activation(adjacency @ features @ w.T + features @ b.T),
-         "The neighbours are summed, not averaged: divide the sum by the node's degree "
-         "(D^-1 A)."),
-        (activation(features @ w.T + features @ b.T) if w.shape == b.shape else None,
-         "The neighbours' mean is missing: W multiplies the node's own features; it must "
-         "multiply the mean of its neighbours' (row v of A)."),
+        (
+            looped,
+            "The mean includes the node itself (A + I): the course's layer averages the "
+            "neighbours u in N(v) only, and adds the node through its own weight B.",
+        ),
+        (
+            activation(symmetric @ features @ w.T + features @ b.T),
+            "The neighbours are normalised symmetrically (D^-1/2 A D^-1/2, Kipf & Welling's "
+            "form); this layer takes their plain mean, D^-1 A (each row of A divided by its "
+            "node's degree).",
+        ),
+        (
+            activation(adjacency @ features @ w.T + features @ b.T),
+            "The neighbours are summed, not averaged: divide the sum by the node's degree "
+            "(D^-1 A).",
+        ),
+        (
+            activation(features @ w.T + features @ b.T) if w.shape == b.shape else None,
+            "The neighbours' mean is missing: W multiplies the node's own features; it must "
+            "multiply the mean of its neighbours' (row v of A).",
+        ),
     ]
 
 
@@ -164,15 +203,22 @@ def judge_course_graph(got):
     features, adjacency, w, b, _ = case_inputs(COURSE)
     expect_shape(got, (6, 2), "output on the course's graph G")
     diagnose_layer(got, COURSE)
-    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output on the course's graph G")
+    expect_close(
+        got,
+        reference_gcn(features, adjacency, w, b),
+        atol=1e-6,
+        what="output on the course's graph G",
+    )
 
 
 def diagnose_layer(got, case) -> None:
     """:func:`diagnose` a layer's output on ``case`` against :func:`gcn_mistakes`."""
     features, adjacency, w, b, activation = case_inputs(case)
-    diagnose(got, gcn_mistakes(features, adjacency, w, b, activation),
-             right=reference_gcn(features, adjacency, w, b, activation))
+    diagnose(
+        got,
+        gcn_mistakes(features, adjacency, w, b, activation),
+        right=reference_gcn(features, adjacency, w, b, activation),
+    )
 
 
 def judge_isolated(got, nan_message):
@@ -182,8 +228,12 @@ def judge_isolated(got, nan_message):
     expect_shape(got, (5, 3), "output")
     expect(bool(np.all(np.isfinite(got))), nan_message)
     diagnose_layer(got, ISOLATED)
-    expect_close(got, reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output with an isolated node (node 4)")
+    expect_close(
+        got,
+        reference_gcn(features, adjacency, w, b),
+        atol=1e-6,
+        what="output with an isolated node (node 4)",
+    )
 
 
 def padded_batch():
@@ -220,22 +270,31 @@ def readout_mistakes(features, mask, mode):
     features, mask = np.asarray(features, float), np.asarray(mask, bool)
     zeroed = np.where(mask[..., None], features, 0.0)
     mistakes = [
-        ({"sum": features.sum(1), "mean": features.mean(1), "max": features.max(1)}[mode],
-         "The padding nodes (mask False) were pooled too: leave them out with the mask."),
+        (
+            {"sum": features.sum(1), "mean": features.mean(1), "max": features.max(1)}[mode],
+            "The padding nodes (mask False) were pooled too: leave them out with the mask.",
+        ),
     ]
     if mode == "mean":
-        mistakes.append((zeroed.sum(1) / mask.shape[1],
-                         "The masked sum is divided by the padded size N; divide by each "
-                         "graph's number of real nodes (mask.sum(axis=1))."))
+        mistakes.append(
+            (
+                zeroed.sum(1) / mask.shape[1],
+                "The masked sum is divided by the padded size N; divide by each "
+                "graph's number of real nodes (mask.sum(axis=1)).",
+            )
+        )
     if mode == "max":
-        mistakes.append((zeroed.max(1),
-                         "The padding rows were set to 0 before the maximum, so a graph whose "
-                         "real features are all negative gets 0: use -inf there."))
+        mistakes.append(
+            (
+                zeroed.max(1),
+                "The padding rows were set to 0 before the maximum, so a graph whose "
+                "real features are all negative gets 0: use -inf there.",
+            )
+        )
     return mistakes
 
 
-def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint,
-                           isolated_failure):
+def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint, isolated_failure):
     """The two tests the scalar and the matrix form share: ``<prefix>_course_graph``
     (2 points, the course's worked graph) and ``<prefix>_isolated_node`` (1 point, a node
     of degree 0 must not give NaN); ``isolated_failure`` ends the message of the latter."""
@@ -246,32 +305,46 @@ def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint,
     def isolated_node(ns):
         return run_layer(ns, function, ISOLATED)
 
-    lab.test(piece, points=2, hint=course_hint, name=f"{prefix}_course_graph")(
-        course_graph).judge(judge_course_graph)
+    lab.test(piece, points=2, hint=course_hint, name=f"{prefix}_course_graph")(course_graph).judge(
+        judge_course_graph
+    )
     lab.test(piece, points=1, hint=isolated_hint, name=f"{prefix}_isolated_node")(
-        isolated_node).judge(lambda got: judge_isolated(
-            got, f"The isolated node's output contains NaN or inf: {isolated_failure}"))
+        isolated_node
+    ).judge(
+        lambda got: judge_isolated(
+            got, f"The isolated node's output contains NaN or inf: {isolated_failure}"
+        )
+    )
 
 
 # --------------------------------------------------------------------------- gcn_scalar
 
-lab.piece("gcn_scalar", objects=["gcn_layer_scalar"],
-          description="one graph-convolution layer, node by node (mean of neighbours)",
-          error_hints=TRANSPOSED_WEIGHTS)
+lab.piece(
+    "gcn_scalar",
+    objects=["gcn_layer_scalar"],
+    description="one graph-convolution layer, node by node (mean of neighbours)",
+    error_hints=TRANSPOSED_WEIGHTS,
+)
 
 
 add_shared_layer_tests(
-    "gcn_scalar", "gcn_layer_scalar", "scalar",
+    "gcn_scalar",
+    "gcn_layer_scalar",
+    "scalar",
     course_hint="For every node v, average the rows H[u] of its neighbours (A[v, u] == 1), "
-                "then return act(mean @ W.T + H[v] @ B.T).",
+    "then return act(mean @ W.T + H[v] @ B.T).",
     isolated_hint="A node without neighbours has a zero neighbour mean (do not divide by "
-                  "zero): its output is act(H[v] @ B.T).",
-    isolated_failure="its neighbour mean must be zero, not 0/0.")
+    "zero): its output is act(H[v] @ B.T).",
+    isolated_failure="its neighbour mean must be zero, not 0/0.",
+)
 
 
-@lab.test("gcn_scalar", points=1,
-          hint="A[v, u] = 1 means u sends to v: the neighbours of v are the ones in ROW v "
-               "of A, not column v. Also apply the activation that is passed in.")
+@lab.test(
+    "gcn_scalar",
+    points=1,
+    hint="A[v, u] = 1 means u sends to v: the neighbours of v are the ones in ROW v "
+    "of A, not column v. Also apply the activation that is passed in.",
+)
 def scalar_directed_identity(ns):
     return run_layer(ns, "gcn_layer_scalar", DIRECTED)
 
@@ -283,34 +356,46 @@ def _(got):
     expect_shape(got, (4, 2), "output")
     expected = reference_gcn(features, adjacency, w, b, handed_identity)
     if np.allclose(got, reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6):
-        raise TestFailure("You aggregated over column v of A (the nodes v sends to); the "
-                          "neighbours of v are the nodes u with A[v, u] = 1 (row v).")
+        raise TestFailure(
+            "You aggregated over column v of A (the nodes v sends to); the "
+            "neighbours of v are the nodes u with A[v, u] = 1 (row v)."
+        )
     if np.allclose(got, np.tanh(expected), atol=1e-6):
-        raise TestFailure("activation=identity was passed but tanh was applied: use the "
-                          "`activation` argument.")
+        raise TestFailure(
+            "activation=identity was passed but tanh was applied: use the `activation` argument."
+        )
     diagnose_layer(got, DIRECTED)
     expect_close(got, expected, atol=1e-6, what="output on a directed graph, no activation")
 
 
 # --------------------------------------------------------------------------- gcn_matrix
 
-lab.piece("gcn_matrix", objects=["gcn_layer_matrix"],
-          description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)",
-          error_hints=TRANSPOSED_WEIGHTS)
+lab.piece(
+    "gcn_matrix",
+    objects=["gcn_layer_matrix"],
+    description="the same layer in matrix form, act(D^-1 A H W^T + H B^T)",
+    error_hints=TRANSPOSED_WEIGHTS,
+)
 
 
 add_shared_layer_tests(
-    "gcn_matrix", "gcn_layer_matrix", "matrix",
+    "gcn_matrix",
+    "gcn_layer_matrix",
+    "matrix",
     course_hint="D is the diagonal matrix of degrees (row sums of A); compute "
-                "act(D^-1 @ A @ H @ W.T + H @ B.T).",
+    "act(D^-1 @ A @ H @ W.T + H @ B.T).",
     isolated_hint="An isolated node has degree 0: use 1/degree only where degree > 0 and 0 "
-                  "elsewhere (np.divide(..., where=degree > 0) or np.where).",
-    isolated_failure="D^-1 must be 0 (not 1/0) for a node of degree 0.")
+    "elsewhere (np.divide(..., where=degree > 0) or np.where).",
+    isolated_failure="D^-1 must be 0 (not 1/0) for a node of degree 0.",
+)
 
 
-@lab.test("gcn_matrix", points=1,
-          hint="Check the convention: A[v, u] = 1 means u sends to v (D^-1 A, not A D^-1 "
-               "or A^T), W and B have shape [F_out, F_in], and `activation` is applied.")
+@lab.test(
+    "gcn_matrix",
+    points=1,
+    hint="Check the convention: A[v, u] = 1 means u sends to v (D^-1 A, not A D^-1 "
+    "or A^T), W and B have shape [F_out, F_in], and `activation` is applied.",
+)
 def matrix_directed_random(ns):
     return [run_layer(ns, "gcn_layer_matrix", case) for case in (DIRECTED, RANDOM)]
 
@@ -321,13 +406,21 @@ def _(got):
     got = [_output(g) for g in got]
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     diagnose_layer(got[0], DIRECTED)
-    expect_close(got[0], reference_gcn(features, adjacency, w, b, handed_identity), atol=1e-6,
-                 what="output on a directed graph, no activation")
+    expect_close(
+        got[0],
+        reference_gcn(features, adjacency, w, b, handed_identity),
+        atol=1e-6,
+        what="output on a directed graph, no activation",
+    )
     features, adjacency, w, b, _ = case_inputs(RANDOM)
     expect_shape(got[1], (9, 7), "output of a layer with 5 input and 7 output features")
     diagnose_layer(got[1], RANDOM)
-    expect_close(got[1], reference_gcn(features, adjacency, w, b), atol=1e-6,
-                 what="output on a random graph (9 nodes, 5 -> 7 features)")
+    expect_close(
+        got[1],
+        reference_gcn(features, adjacency, w, b),
+        atol=1e-6,
+        what="output on a random graph (9 nodes, 5 -> 7 features)",
+    )
 
 
 # --------------------------------------------------------------------------- gcn_edges
@@ -375,19 +468,33 @@ def run_edges(ns, case):
     (and on :mod:`._gcn_checks`' stage graph)."""
     features, adjacency, w, b, activation = case_inputs(case)
     output = ns["gcn_layer_edges"](features, to_edge_index(adjacency), w, b, activation=activation)
-    return {"output": output, "form": "edges", "stages": stage_outputs(
-        lambda h, a, w_, b_, act: ns["gcn_layer_edges"](h, to_edge_index(a), w_, b_, activation=act))}
+    return {
+        "output": output,
+        "form": "edges",
+        "stages": stage_outputs(
+            lambda h, a, w_, b_, act: ns["gcn_layer_edges"](
+                h, to_edge_index(a), w_, b_, activation=act
+            )
+        ),
+    }
 
 
-lab.piece("gcn_edges", objects=["gcn_layer_edges"],
-          description="the same layer as message passing on an edge list (gather, scatter-add)",
-          error_hints=TRANSPOSED_WEIGHTS)
+lab.piece(
+    "gcn_edges",
+    objects=["gcn_layer_edges"],
+    description="the same layer as message passing on an edge list (gather, scatter-add)",
+    error_hints=TRANSPOSED_WEIGHTS,
+)
 
 
-@lab.test("gcn_edges", points=2, name="edges_course_graph",
-          hint="messages = H[edge_index[0]] (gather), np.add.at(sums, edge_index[1], messages) "
-               "(scatter-add at the targets), divide by np.bincount(edge_index[1], minlength=N), "
-               "then act(mean @ W.T + H @ B.T).")
+@lab.test(
+    "gcn_edges",
+    points=2,
+    name="edges_course_graph",
+    hint="messages = H[edge_index[0]] (gather), np.add.at(sums, edge_index[1], messages) "
+    "(scatter-add at the targets), divide by np.bincount(edge_index[1], minlength=N), "
+    "then act(mean @ W.T + H @ B.T).",
+)
 def edges_course_graph(ns):
     return run_edges(ns, COURSE)
 
@@ -395,22 +502,34 @@ def edges_course_graph(ns):
 edges_course_graph.judge(judge_course_graph)
 
 
-@lab.test("gcn_edges", points=1, name="edges_isolated_node",
-          hint="A node that no edge points to has a zero neighbour mean: divide only where "
-               "its count of incoming edges is above 0.")
+@lab.test(
+    "gcn_edges",
+    points=1,
+    name="edges_isolated_node",
+    hint="A node that no edge points to has a zero neighbour mean: divide only where "
+    "its count of incoming edges is above 0.",
+)
 def edges_isolated_node(ns):
     return run_edges(ns, ISOLATED)
 
 
-edges_isolated_node.judge(lambda got: judge_isolated(
-    got, "The isolated node's output contains NaN or inf: a node no edge points to has "
-         "a zero neighbour mean, not 0/0."))
+edges_isolated_node.judge(
+    lambda got: judge_isolated(
+        got,
+        "The isolated node's output contains NaN or inf: a node no edge points to has "
+        "a zero neighbour mean, not 0/0.",
+    )
+)
 
 
-@lab.test("gcn_edges", points=1, timeout=120,
-          hint="Edge e goes from edge_index[0, e] to edge_index[1, e]: sum the messages at the "
-               "target. Build no N x N matrix: gather, np.add.at and np.bincount need memory "
-               "for the edges only.")
+@lab.test(
+    "gcn_edges",
+    points=1,
+    timeout=120,
+    hint="Edge e goes from edge_index[0, e] to edge_index[1, e]: sum the messages at the "
+    "target. Build no N x N matrix: gather, np.add.at and np.bincount need memory "
+    "for the edges only.",
+)
 def edges_directed_no_dense(ns):
     import tracemalloc
 
@@ -430,29 +549,43 @@ def _(got):
     models.expect_fields(got, ("directed", "large", "peak"))
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     expect_shape(got["directed"], (4, 2), "output on a directed graph")
-    if np.allclose(got["directed"], reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6):
-        raise Mistake("The messages were summed at the source node (edge_index[0]); edge e "
-                      "goes from edge_index[0, e] to edge_index[1, e], and each node averages "
-                      "the messages that arrive at it.")
+    if np.allclose(
+        got["directed"], reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6
+    ):
+        raise Mistake(
+            "The messages were summed at the source node (edge_index[0]); edge e "
+            "goes from edge_index[0, e] to edge_index[1, e], and each node averages "
+            "the messages that arrive at it."
+        )
     diagnose_layer(got["directed"], DIRECTED)
-    expect_close(got["directed"], reference_gcn(features, adjacency, w, b, handed_identity),
-                 atol=1e-6, what="output on a directed graph, no activation")
+    expect_close(
+        got["directed"],
+        reference_gcn(features, adjacency, w, b, handed_identity),
+        atol=1e-6,
+        what="output on a directed graph, no activation",
+    )
     features, edge_index, w, b = sparse_case()
     expect_shape(got["large"], (SPARSE_NODES, 2), f"output on a graph of {SPARSE_NODES:,} nodes")
-    expect_close(got["large"], reference_gcn_edges(features, edge_index, w, b), atol=1e-6,
-                 what=f"output on a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges")
+    expect_close(
+        got["large"],
+        reference_gcn_edges(features, edge_index, w, b),
+        atol=1e-6,
+        what=f"output on a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges",
+    )
     peak = float(got["peak"])
     if peak > SPARSE_PEAK_BYTES:
         raise Mistake(
             f"On a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges your "
             f"function allocated up to {peak / 2**20:.1f} MB: it builds an N x N matrix "
-            f"({SPARSE_NODES:,}² float64 entries are {SPARSE_NODES ** 2 * 8 / 2**20:.0f} MB; "
+            f"({SPARSE_NODES:,}² float64 entries are {SPARSE_NODES**2 * 8 / 2**20:.0f} MB; "
             f"100,000 nodes would need 75 GB). Work on the edges only: gather "
             f"H[edge_index[0]], np.add.at at edge_index[1], np.bincount for the counts (an "
-            f"edge-list layer needs under 1 MB here).")
+            f"edge-list layer needs under 1 MB here)."
+        )
 
 
 # --------------------------------------------------------------------------- readout
+
 
 def readout_stages(got, mode):
     """Name what is wrong in the ``mode`` readout of :func:`padded_batch` (after the
@@ -465,55 +598,77 @@ def readout_stages(got, mode):
     if got.shape == right.shape and np.allclose(got, right, atol=1e-6):
         return
     if got.ndim == 2 and got.shape != right.shape:
-        axis = {(3, 5): "the features (axis -1)", (5, 4): "the graphs of the batch (axis 0)"}.get(got.shape)
+        axis = {(3, 5): "the features (axis -1)", (5, 4): "the graphs of the batch (axis 0)"}.get(
+            got.shape
+        )
         if axis:
-            raise Mistake(f"Your {mode} readout has shape {got.shape}: it pools over {axis}; pool "
-                          "over the nodes of each graph, axis 1, for one vector per graph [batch, F].")
+            raise Mistake(
+                f"Your {mode} readout has shape {got.shape}: it pools over {axis}; pool "
+                "over the nodes of each graph, axis 1, for one vector per graph [batch, F]."
+            )
         return
     if got.shape != right.shape:
         return
     if not np.all(np.isfinite(got)):
-        raise Mistake(f"Your {mode} readout holds NaN or inf: every graph here has real nodes, so "
-                      "only padding rows may be set to -inf (for the max), and the mean divides by "
-                      "at least 1.")
+        raise Mistake(
+            f"Your {mode} readout holds NaN or inf: every graph here has real nodes, so "
+            "only padding rows may be set to -inf (for the max), and the mean divides by "
+            "at least 1."
+        )
     real = mask.sum(axis=1, keepdims=True)
     total = reference_readout(features, mask, "sum")
     if mode == "mean":
         for wrong, sentence in [
-            (total, "Your mean readout is the sum of the real nodes: divide it by each graph's "
-                    "number of real nodes, mask.sum(axis=1, keepdims=True)."),
-            (total / real ** 2, "Your mean readout divides by the number of real nodes twice."),
+            (
+                total,
+                "Your mean readout is the sum of the real nodes: divide it by each graph's "
+                "number of real nodes, mask.sum(axis=1, keepdims=True).",
+            ),
+            (total / real**2, "Your mean readout divides by the number of real nodes twice."),
             (total * real, "Your mean readout multiplies by the number of real nodes: divide."),
         ]:
             if np.allclose(got, wrong, atol=1e-6):
                 raise Mistake(sentence)
     for other in ("sum", "mean", "max"):
         if other != mode and np.allclose(got, reference_readout(features, mask, other), atol=1e-6):
-            raise Mistake(f"readout(H, mask, {mode!r}) returns the {other} readout: check which "
-                          "branch each mode takes.")
+            raise Mistake(
+                f"readout(H, mask, {mode!r}) returns the {other} readout: check which "
+                "branch each mode takes."
+            )
     bad = [int(g) for g in np.flatnonzero(~np.all(np.isclose(got, right, atol=1e-6), axis=1))]
     raise Mistake(
         f"Your {mode} readout differs for graph(s) {bad} of the batch (real nodes: "
         f"{[int(n) for n in mask.sum(axis=1)]}): each graph's vector is the {mode} over its real "
-        "nodes only (mask True), taken over the node axis (axis 1).")
+        "nodes only (mask True), taken over the node axis (axis 1)."
+    )
 
 
-lab.piece("readout", objects=["readout"],
-          description="sum / mean / max readout over the real nodes of a padded batch",
-          error_hints=[
-              (r"unsupported operand type\(s\)|too many indices|IndexError",
-               "Indexing the mask went wrong: mask is [batch, N]; mask[..., None] (or "
-               "mask[:, :, None]) makes it [batch, N, 1] to select node rows of H [batch, N, F]."),
-              (r"operands could not be broadcast together",
-               "Two arrays do not broadcast: the mask [batch, N] meets H [batch, N, F] as "
-               "mask[..., None], and a graph's count of real nodes divides its sum as a column "
-               "[batch, 1] (mask.sum(axis=1, keepdims=True))."),
-          ])
+lab.piece(
+    "readout",
+    objects=["readout"],
+    description="sum / mean / max readout over the real nodes of a padded batch",
+    error_hints=[
+        (
+            r"unsupported operand type\(s\)|too many indices|IndexError",
+            "Indexing the mask went wrong: mask is [batch, N]; mask[..., None] (or "
+            "mask[:, :, None]) makes it [batch, N, 1] to select node rows of H [batch, N, F].",
+        ),
+        (
+            r"operands could not be broadcast together",
+            "Two arrays do not broadcast: the mask [batch, N] meets H [batch, N, F] as "
+            "mask[..., None], and a graph's count of real nodes divides its sum as a column "
+            "[batch, 1] (mask.sum(axis=1, keepdims=True)).",
+        ),
+    ],
+)
 
 
-@lab.test("readout", points=1,
-          hint="Zero the padding rows (mask False) before summing over the node axis "
-               "(axis 1): the result has shape [batch, features].")
+@lab.test(
+    "readout",
+    points=1,
+    hint="Zero the padding rows (mask False) before summing over the node axis "
+    "(axis 1): the result has shape [batch, features].",
+)
 def readout_sum(ns):
     return run_readout(ns, "sum")
 
@@ -524,16 +679,21 @@ def _(got):
     if np.ndim(got) == 2 and np.shape(got) != (3, 4):
         readout_stages(got, "sum")
     expect_shape(got, (3, 4), "sum readout of a batch of 3 graphs with 4 features")
-    diagnose(got, readout_mistakes(features, mask, "sum"),
-             right=reference_readout(features, mask, "sum"))
+    diagnose(
+        got, readout_mistakes(features, mask, "sum"), right=reference_readout(features, mask, "sum")
+    )
     readout_stages(got, "sum")
-    expect_close(got, reference_readout(features, mask, "sum"), atol=1e-6,
-                 what="sum over the real nodes")
+    expect_close(
+        got, reference_readout(features, mask, "sum"), atol=1e-6, what="sum over the real nodes"
+    )
 
 
-@lab.test("readout", points=1,
-          hint="Divide the masked sum by the number of REAL nodes of each graph "
-               "(mask.sum(axis=1)), not by the padded size N.")
+@lab.test(
+    "readout",
+    points=1,
+    hint="Divide the masked sum by the number of REAL nodes of each graph "
+    "(mask.sum(axis=1)), not by the padded size N.",
+)
 def readout_mean(ns):
     return run_readout(ns, "mean")
 
@@ -544,16 +704,23 @@ def _(got):
     if np.ndim(got) == 2 and np.shape(got) != (3, 4):
         readout_stages(got, "mean")
     expect_shape(got, (3, 4), "mean readout")
-    diagnose(got, readout_mistakes(features, mask, "mean"),
-             right=reference_readout(features, mask, "mean"))
+    diagnose(
+        got,
+        readout_mistakes(features, mask, "mean"),
+        right=reference_readout(features, mask, "mean"),
+    )
     readout_stages(got, "mean")
-    expect_close(got, reference_readout(features, mask, "mean"), atol=1e-6,
-                 what="mean over the real nodes")
+    expect_close(
+        got, reference_readout(features, mask, "mean"), atol=1e-6, what="mean over the real nodes"
+    )
 
 
-@lab.test("readout", points=1,
-          hint="Replace padding rows by -inf (not 0: real features may all be negative) "
-               "before taking the maximum over the node axis.")
+@lab.test(
+    "readout",
+    points=1,
+    hint="Replace padding rows by -inf (not 0: real features may all be negative) "
+    "before taking the maximum over the node axis.",
+)
 def readout_max(ns):
     return run_readout(ns, "max")
 
@@ -564,22 +731,34 @@ def _(got):
     if np.ndim(got) == 2 and np.shape(got) != (3, 4):
         readout_stages(got, "max")
     expect_shape(got, (3, 4), "max readout")
-    diagnose(got, readout_mistakes(features, mask, "max"),
-             right=reference_readout(features, mask, "max"))
+    diagnose(
+        got, readout_mistakes(features, mask, "max"), right=reference_readout(features, mask, "max")
+    )
     readout_stages(got, "max")
-    expect_close(got, reference_readout(features, mask, "max"), atol=1e-6,
-                 what="max over the real nodes (graph 2 has only negative features)")
+    expect_close(
+        got,
+        reference_readout(features, mask, "max"),
+        atol=1e-6,
+        what="max over the real nodes (graph 2 has only negative features)",
+    )
 
 
-@lab.test("readout", points=1,
-          hint="The readout must not depend on the order of the nodes or on where the "
-               "padding is; and an unknown mode should raise ValueError.")
+@lab.test(
+    "readout",
+    points=1,
+    hint="The readout must not depend on the order of the nodes or on where the "
+    "padding is; and an unknown mode should raise ValueError.",
+)
 def readout_permutation_and_mode(ns):
     features, mask = padded_batch()
     order = np.random.default_rng(2).permutation(features.shape[1])
-    results = {mode: [ns["readout"](features, mask, mode),
-                      ns["readout"](features[:, order], mask[:, order], mode)]
-               for mode in ("sum", "mean", "max")}
+    results = {
+        mode: [
+            ns["readout"](features, mask, mode),
+            ns["readout"](features[:, order], mask[:, order], mode),
+        ]
+        for mode in ("sum", "mean", "max")
+    }
     try:
         ns["readout"](features, mask, "median")
         results["bad_mode"] = "no error"
@@ -596,27 +775,49 @@ def _(got):
     features, mask = padded_batch()
     order = np.random.default_rng(2).permutation(features.shape[1])
     for mode in ("sum", "mean", "max"):
-        expect(isinstance(got[mode], (list, tuple)) and len(got[mode]) == 2,
-               f"{mode}: expected two readouts (original order, shuffled nodes).")
+        expect(
+            isinstance(got[mode], (list, tuple)) and len(got[mode]) == 2,
+            f"{mode}: expected two readouts (original order, shuffled nodes).",
+        )
         original, permuted = got[mode]
-        diagnose(original, readout_mistakes(features, mask, mode),
-                 right=reference_readout(features, mask, mode))
+        diagnose(
+            original,
+            readout_mistakes(features, mask, mode),
+            right=reference_readout(features, mask, mode),
+        )
         # Both readouts are compared with the grader's own, so equal constants fail.
-        expect_close(original, reference_readout(features, mask, mode), atol=1e-6,
-                     what=f"{mode} readout over the real nodes")
-        expect_close(permuted, reference_readout(features[:, order], mask[:, order], mode),
-                     atol=1e-6, what=f"{mode} readout of the shuffled nodes")
-        expect_close(permuted, original, atol=1e-6,
-                     what=f"{mode} readout after shuffling the nodes (and the padding)")
-    expect(got["bad_mode"] == "ValueError",
-           f"readout(..., mode='median') should raise ValueError, got {got['bad_mode']}.")
+        expect_close(
+            original,
+            reference_readout(features, mask, mode),
+            atol=1e-6,
+            what=f"{mode} readout over the real nodes",
+        )
+        expect_close(
+            permuted,
+            reference_readout(features[:, order], mask[:, order], mode),
+            atol=1e-6,
+            what=f"{mode} readout of the shuffled nodes",
+        )
+        expect_close(
+            permuted,
+            original,
+            atol=1e-6,
+            what=f"{mode} readout after shuffling the nodes (and the padding)",
+        )
+    expect(
+        got["bad_mode"] == "ValueError",
+        f"readout(..., mode='median') should raise ValueError, got {got['bad_mode']}.",
+    )
 
 
 # --------------------------------------------------------------------------- build_gcn
 
-lab.piece("build_gcn", objects=["build_gcn_regressor"],
-          description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches",
-          by_hand=False)  # built from lablib's (or Model Garden's) layers
+lab.piece(
+    "build_gcn",
+    objects=["build_gcn_regressor"],
+    description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches",
+    by_hand=False,
+)  # built from lablib's (or Model Garden's) layers
 
 NUM_FEATURES = 4
 
@@ -665,30 +866,41 @@ def structure_inputs():
     ac[0, u, v] = ac[0, v, u] = 0
     return {
         "output": (x, adjacency, mask),
-        "permuted": (x[rows, perm], adjacency[rows[:, :, None], perm[:, :, None], perm[:, None, :]],
-                     mask[rows, perm]),
+        "permuted": (
+            x[rows, perm],
+            adjacency[rows[:, :, None], perm[:, :, None], perm[:, None, :]],
+            mask[rows, perm],
+        ),
         "garbage_padding": (xg, adjacency, mask),
-        "wider_padding": (np.pad(x, ((0, 0), (0, 3), (0, 0))),
-                          np.pad(adjacency, ((0, 0), (0, 3), (0, 3))),
-                          np.pad(mask, ((0, 0), (0, 3)))),
+        "wider_padding": (
+            np.pad(x, ((0, 0), (0, 3), (0, 0))),
+            np.pad(adjacency, ((0, 0), (0, 3), (0, 3))),
+            np.pad(mask, ((0, 0), (0, 3))),
+        ),
         "edge_removed": (x, ac, mask),
     }
 
 
-@lab.test("build_gcn", points=2, timeout=300,
-          hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
-               "(GraphReadout) and Dense layers; outputs [batch, 1]. Return the model "
-               "compiled (optimizer, loss='mse'). The grader rebuilds your model from "
-               "model.to_json() and its weights; a layer class of your own cannot be "
-               "rebuilt, and is then judged only on what your process reports.")
+@lab.test(
+    "build_gcn",
+    points=2,
+    timeout=300,
+    hint="Stack GraphConv layers (pass adjacency= and mask=), then a masked readout "
+    "(GraphReadout) and Dense layers; outputs [batch, 1]. Return the model "
+    "compiled (optimizer, loss='mse'). The grader rebuilds your model from "
+    "model.to_json() and its weights; a layer class of your own cannot be "
+    "rebuilt, and is then judged only on what your process reports.",
+)
 def gcn_structure(ns):
-    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=16,
-                         num_layers=2)
-    got = {name: to_numpy(model(list(inputs), training=False))
-           for name, inputs in structure_inputs().items()}
+    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=16, num_layers=2)
+    got = {
+        name: to_numpy(model(list(inputs), training=False))
+        for name, inputs in structure_inputs().items()
+    }
     got.update(models.describe_model(model))
-    got["compiled"] = bool(getattr(model, "optimizer", None) is not None
-                           and getattr(model, "loss", None) is not None)
+    got["compiled"] = bool(
+        getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None
+    )
     got["num_inputs"] = len(model.inputs)
     return got
 
@@ -697,20 +909,38 @@ def judge_structure_values(values):
     """The checks of ``gcn_structure`` on outputs keyed like :func:`structure_inputs`."""
     expect_shape(values["output"], (6, 1), "model output for a batch of 6 graphs")
     scale = max(1.0, float(np.max(np.abs(values["output"]))))
-    expect_close(values["permuted"], values["output"], atol=1e-4 * scale,
-                 what="prediction after reordering the atoms of every molecule "
-                      "(the model must be permutation invariant)")
-    expect_close(values["garbage_padding"], values["output"], atol=1e-4 * scale,
-                 what="prediction when padding nodes hold garbage features (use the mask "
-                      "in every layer and in the readout)")
-    expect_close(values["wider_padding"], values["output"], atol=1e-4 * scale,
-                 what="prediction with 3 more padding nodes per graph")
+    expect_close(
+        values["permuted"],
+        values["output"],
+        atol=1e-4 * scale,
+        what="prediction after reordering the atoms of every molecule "
+        "(the model must be permutation invariant)",
+    )
+    expect_close(
+        values["garbage_padding"],
+        values["output"],
+        atol=1e-4 * scale,
+        what="prediction when padding nodes hold garbage features (use the mask "
+        "in every layer and in the readout)",
+    )
+    expect_close(
+        values["wider_padding"],
+        values["output"],
+        atol=1e-4 * scale,
+        what="prediction with 3 more padding nodes per graph",
+    )
     change = float(np.max(np.abs(values["edge_removed"][0] - values["output"][0])))
-    expect(change > 1e-6, "Removing a bond did not change the prediction: the model must "
-           "use the adjacency matrix (graph convolutions), not only the node features.")
+    expect(
+        change > 1e-6,
+        "Removing a bond did not change the prediction: the model must "
+        "use the adjacency matrix (graph convolutions), not only the node features.",
+    )
     others = float(np.max(np.abs(values["edge_removed"][1:] - values["output"][1:])))
-    expect(others < 1e-4 * scale, "Removing a bond of molecule 0 changed the predictions for "
-           "other molecules: graphs of a batch must not exchange messages.")
+    expect(
+        others < 1e-4 * scale,
+        "Removing a bond of molecule 0 changed the predictions for "
+        "other molecules: graphs of a batch must not exchange messages.",
+    )
 
 
 @gcn_structure.judge
@@ -719,8 +949,13 @@ def _(got):
     models.expect_fields(got, ("architecture", "weights", "compiled", "num_inputs", *inputs))
     for name in inputs:
         expect(isinstance(got[name], np.ndarray), f"{name}: expected an array of predictions.")
-    model = models.rebuild_compiled_model(got, "build_gcn_regressor", 3, "x, adjacency, mask",
-                                   "call model.compile(optimizer=..., loss='mse')")
+    model = models.rebuild_compiled_model(
+        got,
+        "build_gcn_regressor",
+        3,
+        "x, adjacency, mask",
+        "call model.compile(optimizer=..., loss='mse')",
+    )
     if model is None:  # a layer class of the student's own: reported values only
         judge_structure_values(got)
         return
@@ -737,12 +972,15 @@ def learning_batch():
     return [x, adjacency, mask], y
 
 
-@lab.test("build_gcn", points=2, timeout=300,
-          hint="The model should fit a small synthetic data set: check the loss, the "
-               "optimizer (Adam, learning rate around 1e-3) and that every layer is trainable.")
+@lab.test(
+    "build_gcn",
+    points=2,
+    timeout=300,
+    hint="The model should fit a small synthetic data set: check the loss, the "
+    "optimizer (Adam, learning rate around 1e-3) and that every layer is trainable.",
+)
 def gcn_learns(ns):
-    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32,
-                         num_layers=2)
+    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32, num_layers=2)
     inputs, y = learning_batch()
     return models.training_values(model, inputs, y)
 
@@ -753,18 +991,35 @@ def _(got):
     models.judge_training_weights(got, inputs, y, "a small synthetic batch")
 
 
-lab.answer("readout_choice", points=4, title="section 4: sum or mean readout for solubility", rubric=[
-    (1, "Solubility depends on the molecule's size: more (carbon) atoms, a larger non-polar surface, a "
-        "lower log solubility (section 5's plot: correlation about -0.6 with the number of atoms); it is "
-        "not a per-atom average. An answer that argues instead that solubility depends on composition "
-        "(the share of polar atoms, which a mean captures) earns this point only if it also says that "
-        "size matters, from the plot or from chemistry."),
-    (1, "A sum readout grows with the number of atoms, so the model can read the size from it."),
-    (1, "A mean (or max) readout gives the same vector for a molecule and one made of two copies of it: "
-        "it cannot see the size unless a feature carries it. (An answer that says the mean captures "
-        "composition earns this point when it also names what the mean loses: the count.)"),
-    (1, "A conclusion that follows from the argument: sum (the lab's choice), or a mean with the atom "
-        "count as an extra feature, or both readouts concatenated. 'Mean, because it captures "
-        "composition' without a way to see the size does not earn it."),
-    (0, "No answer."),
-])
+lab.answer(
+    "readout_choice",
+    points=4,
+    title="section 4: sum or mean readout for solubility",
+    rubric=[
+        (
+            1,
+            "Solubility depends on the molecule's size: more (carbon) atoms, a larger non-polar surface, a "
+            "lower log solubility (section 5's plot: correlation about -0.6 with the number of atoms); it is "
+            "not a per-atom average. An answer that argues instead that solubility depends on composition "
+            "(the share of polar atoms, which a mean captures) earns this point only if it also says that "
+            "size matters, from the plot or from chemistry.",
+        ),
+        (
+            1,
+            "A sum readout grows with the number of atoms, so the model can read the size from it.",
+        ),
+        (
+            1,
+            "A mean (or max) readout gives the same vector for a molecule and one made of two copies of it: "
+            "it cannot see the size unless a feature carries it. (An answer that says the mean captures "
+            "composition earns this point when it also names what the mean loses: the count.)",
+        ),
+        (
+            1,
+            "A conclusion that follows from the argument: sum (the lab's choice), or a mean with the atom "
+            "count as an extra feature, or both readouts concatenated. 'Mean, because it captures "
+            "composition' without a way to see the size does not earn it.",
+        ),
+        (0, "No answer."),
+    ],
+)

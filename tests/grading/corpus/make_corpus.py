@@ -73,20 +73,32 @@ def corpus():
     # Blank lab: solution regions replaced by NotImplementedError stubs.
     from lablib.grading.author.assignment import make_assignment
     from lablib.grading.notebook import normalize_notebook
+
     blank = make_assignment(normalize_notebook(json.loads(json.dumps(sol)))[0])
     items["blank"] = (blank, {"status": "ok", "score": 0.0, "message": "not done yet"})
 
-    items["infinite_loop"] = (softmax_body("    while True:\n        pass\n"),
-                              {"status": "timeout", "score": WITHOUT_SOFTMAX})
-    items["sys_exit"] = (softmax_body("    import sys\n    sys.exit(1)\n"),
-                         {"status": "crashed", "score": WITHOUT_SOFTMAX})
-    items["os_exit"] = (softmax_body("    import os\n    os._exit(0)\n"),
-                        {"status": "crashed", "score": WITHOUT_SOFTMAX})
-    items["segfault"] = (softmax_body("    import ctypes\n    return ctypes.string_at(0)\n"),
-                         {"status": "crashed", "score": WITHOUT_SOFTMAX})
-    items["memory_blowup"] = (softmax_body(
-        "    chunks = []\n    while True:\n        chunks.append(np.ones(2**24))  # 128 MB each, touched\n"),
-        {"status": "memory", "score": WITHOUT_SOFTMAX})
+    items["infinite_loop"] = (
+        softmax_body("    while True:\n        pass\n"),
+        {"status": "timeout", "score": WITHOUT_SOFTMAX},
+    )
+    items["sys_exit"] = (
+        softmax_body("    import sys\n    sys.exit(1)\n"),
+        {"status": "crashed", "score": WITHOUT_SOFTMAX},
+    )
+    items["os_exit"] = (
+        softmax_body("    import os\n    os._exit(0)\n"),
+        {"status": "crashed", "score": WITHOUT_SOFTMAX},
+    )
+    items["segfault"] = (
+        softmax_body("    import ctypes\n    return ctypes.string_at(0)\n"),
+        {"status": "crashed", "score": WITHOUT_SOFTMAX},
+    )
+    items["memory_blowup"] = (
+        softmax_body(
+            "    chunks = []\n    while True:\n        chunks.append(np.ones(2**24))  # 128 MB each, touched\n"
+        ),
+        {"status": "memory", "score": WITHOUT_SOFTMAX},
+    )
 
     # Huge output: printed at run time and stored in the notebook.
     nb = copy.deepcopy(sol)
@@ -102,12 +114,21 @@ def corpus():
 
     # A graded cell that raises when it runs (a helper defined in a non-graded cell): the
     # status names the piece and the exception, the tests the # SETUP rule.
-    items["raising_cell"] = (with_cell(sol, "softmax", "import numpy as np\n\nTEMPERATURE = my_temperature()\n\n"
-                                       "def softmax(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
-                                       "    return e / e.sum(axis=-1, keepdims=True)\n"),
-                             {"status": "error: softmax (NameError)", "score": WITHOUT_SOFTMAX,
-                              "message": "# SETUP",
-                              "note": "graded cell softmax raised NameError: name 'my_temperature' is not defined"})
+    items["raising_cell"] = (
+        with_cell(
+            sol,
+            "softmax",
+            "import numpy as np\n\nTEMPERATURE = my_temperature()\n\n"
+            "def softmax(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+            "    return e / e.sum(axis=-1, keepdims=True)\n",
+        ),
+        {
+            "status": "error: softmax (NameError)",
+            "score": WITHOUT_SOFTMAX,
+            "message": "# SETUP",
+            "note": "graded cell softmax raised NameError: name 'my_temperature' is not defined",
+        },
+    )
 
     # Graded cell duplicated: a correct copy first, a wrong one last (the last counts).
     nb = copy.deepcopy(sol)
@@ -116,11 +137,17 @@ def corpus():
     wrong.source = "# GRADED: normalize\ndef normalize(x):\n    return x\n"
     wrong["id"] = "duplicate-normalize"
     nb.cells.insert(i + 2, wrong)
-    items["duplicated_cell"] = (nb, {"status": "ok", "score": FULL - 2, "note": "appears in 2 cells"})
+    items["duplicated_cell"] = (
+        nb,
+        {"status": "ok", "score": FULL - 2, "note": "appears in 2 cells"},
+    )
 
     # Edited test code: patch lablib's spec helpers, to_plain, the wire's encoder and
     # json.dumps (which wrote every reply before the child bound its own references).
-    nb = with_cell(sol, "normalize", '''import json
+    nb = with_cell(
+        sol,
+        "normalize",
+        """import json
 import lablib.grading.spec as spec
 import lablib.grading.run.protocol as protocol
 spec.expect_close = lambda *a, **k: None
@@ -138,13 +165,20 @@ json.dumps = _forged_dumps
 
 def normalize(x):
     return x * 0
-''')
-    nb.cells[graded_index(nb, "softmax")].source = (
-        "# GRADED: softmax\nimport numpy as np\n\ndef softmax(x):\n    return np.zeros_like(x)\n")
+""",
+    )
+    nb.cells[
+        graded_index(nb, "softmax")
+    ].source = (
+        "# GRADED: softmax\nimport numpy as np\n\ndef softmax(x):\n    return np.zeros_like(x)\n"
+    )
     items["patched_tests"] = (nb, {"status": "ok", "score": 2.0})
 
     # Comparison functions redefined to always say "equal".
-    nb = with_cell(sol, "normalize", '''import numpy as np
+    nb = with_cell(
+        sol,
+        "normalize",
+        """import numpy as np
 np.allclose = lambda *a, **k: True
 np.isclose = lambda a, b, *args, **k: np.ones(np.broadcast(a, b).shape, dtype=bool)
 np.array_equal = lambda *a, **k: True
@@ -152,13 +186,18 @@ np.testing.assert_allclose = lambda *a, **k: None
 
 def normalize(x):
     return x
-''')
-    nb.cells[graded_index(nb, "softmax")].source = (
-        "# GRADED: softmax\nimport numpy as np\n\ndef softmax(x):\n    return x\n")
+""",
+    )
+    nb.cells[
+        graded_index(nb, "softmax")
+    ].source = "# GRADED: softmax\nimport numpy as np\n\ndef softmax(x):\n    return x\n"
     items["redefined_comparisons"] = (nb, {"status": "ok", "score": 2.0})
 
     # Objects whose == is always true (and an ndarray subclass doing the same).
-    nb = with_cell(sol, "normalize", '''import numpy as np
+    nb = with_cell(
+        sol,
+        "normalize",
+        """import numpy as np
 
 class Anything:
     def __eq__(self, other):
@@ -169,8 +208,9 @@ class Anything:
 
 def normalize(x):
     return Anything()
-''')
-    nb.cells[graded_index(nb, "softmax")].source = '''# GRADED: softmax
+""",
+    )
+    nb.cells[graded_index(nb, "softmax")].source = """# GRADED: softmax
 import numpy as np
 
 class Always(np.ndarray):
@@ -179,11 +219,15 @@ class Always(np.ndarray):
 
 def softmax(x):
     return np.zeros_like(x).view(Always)
-'''
+"""
     items["always_equal"] = (nb, {"status": "ok", "score": 2.0})
 
     # Reads the hidden tests: softmax is right only if the hidden file could be read.
-    nb = with_cell(sol, "softmax", FIND_GRADER_PATHS + '''
+    nb = with_cell(
+        sol,
+        "softmax",
+        FIND_GRADER_PATHS
+        + """
 import glob
 import numpy as np
 
@@ -206,11 +250,16 @@ def softmax(x):
     z = x - x.max(axis=-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
-''')
+""",
+    )
     items["reads_hidden"] = (nb, {"status": "ok", "score": WITHOUT_SOFTMAX, "needs_sandbox": True})
 
     # Writes into the grader's output folder (and the other rows' feedback).
-    nb = with_cell(sol, "running_mean", FIND_GRADER_PATHS + '''
+    nb = with_cell(
+        sol,
+        "running_mean",
+        FIND_GRADER_PATHS
+        + """
 for _path in _grader_args():
     for _name in ("grades.csv", "grades.json", "feedback/solution.md", "HACKED.txt"):
         try:
@@ -229,22 +278,28 @@ class RunningMean:
     @property
     def mean(self):
         return sum(self.values) / len(self.values)
-''')
+""",
+    )
     items["writes_output"] = (nb, {"status": "ok", "score": FULL, "needs_sandbox": True})
 
     # Red-team: a detached process that keeps re-forking, holding the output pipe.
-    nb = with_cell(sol, "running_mean", '''import os, time
+    nb = with_cell(
+        sol,
+        "running_mean",
+        """import os, time
 if os.fork() == 0:
     os.setsid()
     while True:
         if os.fork():
             os._exit(0)
         time.sleep(0.005)
-''' + nb_source(sol, "running_mean"))
+"""
+        + nb_source(sol, "running_mean"),
+    )
     items["detached_reforker"] = (nb, {"status": "ok", "score": FULL})
 
     # Red-team: progress messages written to the result pipe to push the deadline back.
-    nb = softmax_body('''    import json, os, struct, threading, time
+    nb = softmax_body("""    import json, os, struct, threading, time
     def spam():
         fds = [int(n) for n in os.listdir("/proc/self/fd") if int(n) > 2]
         while True:
@@ -258,11 +313,14 @@ if os.fork() == 0:
     threading.Thread(target=spam, daemon=True).start()
     time.sleep(45)
     return x
-''')
+""")
     items["deadline_pusher"] = (nb, {"status": "crashed", "score": WITHOUT_SOFTMAX})
 
     # Red-team: walks the stack at cell time looking for the runner's probes to replace.
-    nb = with_cell(load(), "normalize", '''import sys
+    nb = with_cell(
+        load(),
+        "normalize",
+        """import sys
 _frame, _found = sys._getframe(), 0
 while _frame is not None:
     for _name, _value in list(_frame.f_locals.items()):
@@ -273,11 +331,15 @@ PROBES_SEEN = _found
 
 def normalize(x):
     raise NotImplementedError(f"saw {PROBES_SEEN} probes")
-''')
+""",
+    )
     items["probe_hunter"] = (nb, {"status": "ok", "score": FULL - 2, "message": "saw 0 probes"})
 
     # Red-team: leaves files in every writable place it can find, and a shared-memory segment.
-    nb = with_cell(sol, "running_mean", '''import ctypes, os
+    nb = with_cell(
+        sol,
+        "running_mean",
+        """import ctypes, os
 for _folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", os.path.expanduser("~")):
     try:
         with open(os.path.join(_folder, "lablib-litter"), "wb") as _f:
@@ -288,7 +350,9 @@ try:
     ctypes.CDLL("libc.so.6").shmget(0x11AB, 2**20, 0o1000 | 0o666)
 except OSError:
     pass
-''' + nb_source(sol, "running_mean"))
+"""
+        + nb_source(sol, "running_mean"),
+    )
     items["litterer"] = (nb, {"status": "ok", "score": FULL})
 
     items["colab"] = (sol, {"status": "ok", "score": FULL})
@@ -302,13 +366,18 @@ def colabify(nb) -> str:
     data = json.loads(nbformat.writes(nb))
     data["nbformat_minor"] = 0
     data["metadata"]["colab"] = {"provenance": [], "name": "lab0_fixture.ipynb"}
-    data["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"abc": {"model_name": "x"}}}
+    data["metadata"]["widgets"] = {
+        "application/vnd.jupyter.widget-state+json": {"abc": {"model_name": "x"}}
+    }
     data["metadata"]["accelerator"] = "GPU"
     for i, cell in enumerate(data["cells"]):
         cell.pop("id", None)
         if cell["cell_type"] == "code":
-            cell["metadata"] = {"executionInfo": {"elapsed": 12, "status": "ok", "user_tz": -60},
-                                "outputId": f"{i:08x}-aaaa", "colab": {"base_uri": "https://localhost:8080/"}}
+            cell["metadata"] = {
+                "executionInfo": {"elapsed": 12, "status": "ok", "user_tz": -60},
+                "outputId": f"{i:08x}-aaaa",
+                "colab": {"base_uri": "https://localhost:8080/"},
+            }
     return json.dumps(data, indent=2)
 
 
@@ -321,7 +390,9 @@ def main():
         if name == "colab":
             text = colabify(nb)
         elif name == "nbformat3":
-            text = json.dumps(json.loads(nbformat.writes(nbformat.convert(nb, 3), version=3)), indent=1)
+            text = json.dumps(
+                json.loads(nbformat.writes(nbformat.convert(nb, 3), version=3)), indent=1
+            )
         elif name == "invalid_json":
             text = nbformat.writes(nb)[:2000]  # truncated upload
         else:

@@ -643,6 +643,19 @@ def readout_stages(got, mode):
     )
 
 
+def judge_readout(got, mode, shape_what, what):
+    """One readout test's judge: the shape, the known mistakes, the step-by-step diagnosis
+    (:func:`readout_stages`), then the values over the real nodes."""
+    features, mask = padded_batch()
+    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
+        readout_stages(got, mode)
+    expect_shape(got, (3, 4), shape_what)
+    right = reference_readout(features, mask, mode)
+    diagnose(got, readout_mistakes(features, mask, mode), right=right)
+    readout_stages(got, mode)
+    expect_close(got, right, atol=1e-6, what=what)
+
+
 lab.piece(
     "readout",
     objects=["readout"],
@@ -675,16 +688,8 @@ def readout_sum(ns):
 
 @readout_sum.judge
 def _(got):
-    features, mask = padded_batch()
-    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
-        readout_stages(got, "sum")
-    expect_shape(got, (3, 4), "sum readout of a batch of 3 graphs with 4 features")
-    diagnose(
-        got, readout_mistakes(features, mask, "sum"), right=reference_readout(features, mask, "sum")
-    )
-    readout_stages(got, "sum")
-    expect_close(
-        got, reference_readout(features, mask, "sum"), atol=1e-6, what="sum over the real nodes"
+    judge_readout(
+        got, "sum", "sum readout of a batch of 3 graphs with 4 features", "sum over the real nodes"
     )
 
 
@@ -700,19 +705,7 @@ def readout_mean(ns):
 
 @readout_mean.judge
 def _(got):
-    features, mask = padded_batch()
-    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
-        readout_stages(got, "mean")
-    expect_shape(got, (3, 4), "mean readout")
-    diagnose(
-        got,
-        readout_mistakes(features, mask, "mean"),
-        right=reference_readout(features, mask, "mean"),
-    )
-    readout_stages(got, "mean")
-    expect_close(
-        got, reference_readout(features, mask, "mean"), atol=1e-6, what="mean over the real nodes"
-    )
+    judge_readout(got, "mean", "mean readout", "mean over the real nodes")
 
 
 @lab.test(
@@ -727,19 +720,8 @@ def readout_max(ns):
 
 @readout_max.judge
 def _(got):
-    features, mask = padded_batch()
-    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
-        readout_stages(got, "max")
-    expect_shape(got, (3, 4), "max readout")
-    diagnose(
-        got, readout_mistakes(features, mask, "max"), right=reference_readout(features, mask, "max")
-    )
-    readout_stages(got, "max")
-    expect_close(
-        got,
-        reference_readout(features, mask, "max"),
-        atol=1e-6,
-        what="max over the real nodes (graph 2 has only negative features)",
+    judge_readout(
+        got, "max", "max readout", "max over the real nodes (graph 2 has only negative features)"
     )
 
 

@@ -104,9 +104,19 @@ class Lab:
     @classmethod
     def from_spec(cls, path) -> Lab:
         """A course's own lab given by the path of its spec file, outside the registry:
-        named after the file (``lab7_gin.py`` -> ``lab7_gin``, short ``lab7``)."""
+        named after the file (``lab7_gin.py`` -> ``lab7_gin``, short ``lab7``).
+
+        Raises:
+            ValueError: a file name that gives no short name (``_draft.py``).
+        """
         path = pathlib.Path(path)
-        return cls(path.stem, path.stem.split("_", 1)[0], "", spec=str(path))
+        short = path.stem.split("_", 1)[0]
+        if not short:
+            raise ValueError(
+                f"The spec file {str(path)!r} gives no lab name: its name starts with '_'. "
+                f"Name a lab's spec file after the lab, e.g. lab7_gin.py (short name lab7)."
+            )
+        return cls(path.stem, short, "", spec=str(path))
 
     @property
     def spec_path(self) -> pathlib.Path:

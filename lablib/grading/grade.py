@@ -10,6 +10,7 @@ submissions in parallel and caches results by content hash.
 Example::
 
     from lablib.grading.grade import grade
+    from lablib.grading.options import GradeOptions
     results = grade("lab1", ["submissions/"], "out", GradeOptions(hidden_dirs=["hidden/"], jobs=2))
 """
 

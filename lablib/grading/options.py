@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from typing import TYPE_CHECKING
 
@@ -83,13 +84,22 @@ class GradeOptions:
             object.__setattr__(self, "writers", tuple(self.writers))
         for name in ("timeout", "memory_mb"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not value > 0:
+            if (not isinstance(value, numbers.Real) or isinstance(value, bool)) or not value > 0:
                 raise ValueError(f"GradeOptions({name}={value!r}): expected a positive number.")
-        if self.jobs is not None and (not isinstance(self.jobs, int) or self.jobs < 1):
+            object.__setattr__(self, name, float(value))  # NumPy numbers too, as before
+        if self.jobs == 0 and not isinstance(self.jobs, bool):
+            object.__setattr__(self, "jobs", None)  # 0, as before: one per CPU core
+        if self.jobs is not None and (
+            not isinstance(self.jobs, numbers.Integral)
+            or isinstance(self.jobs, bool)
+            or self.jobs < 1
+        ):
             raise ValueError(
                 f"GradeOptions(jobs={self.jobs!r}): expected a whole number >= 1, "
-                f"or None for one per CPU core."
+                f"or 0 or None for one per CPU core."
             )
+        if self.jobs is not None:
+            object.__setattr__(self, "jobs", int(self.jobs))
 
     @classmethod
     def of(cls, options: GradeOptions | None = None, **changes) -> GradeOptions:

@@ -39,6 +39,10 @@ from lablib.install.startup import (
     prepare,
 )
 
+# The errors a student meets print under the name they import them by (the last line of
+# the first cell's traceback: "lablib.install.InstallError: ..."), not their module's.
+InstallError.__module__ = RestartRequired.__module__ = "lablib.install"
+
 __all__ = [
     "DEFAULT_LABLIB_PIP",
     "ALLOW_TENSORFLOW_CHANGE",

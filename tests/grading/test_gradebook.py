@@ -52,6 +52,25 @@ def test_skipped_paths_are_kept_in_the_gradebook_not_read_from_the_summary(lab, 
     assert [(s["path"], s["reason"]) for s in summary["skipped"]] == skipped
 
 
+def test_a_gradebook_from_before_keeps_its_skipped_paths_from_its_summary(lab, tmp_path):
+    """lablib 0.3 kept the skipped paths in summary.json only: regenerating its reports
+    reads them from there once, then keeps them in the gradebook."""
+    out = tmp_path / "out"
+    skipped = [(str(tmp_path / "notes.txt"), "not a notebook: only .ipynb files are graded")]
+    write_reports(out, lab, [_result(lab, "ann", tmp_path)], skipped=skipped)
+    data = json.loads((out / "grades.json").read_text())
+    del data["skipped"]  # as 0.3 wrote it
+    (out / "grades.json").write_text(json.dumps(data))
+    rewrite_reports(out, lab=lab)
+    assert json.loads((out / "grades.json").read_text())["skipped"] == [
+        {"path": skipped[0][0], "reason": skipped[0][1]}
+    ]
+    data.pop("skipped", None)
+    (out / "grades.json").write_text(json.dumps(data))
+    (out / "summary.json").write_text("not a summary")  # unreadable: none, not an error
+    assert GradebookFolder(out).skipped(data) == ()
+
+
 def test_a_stored_gradebook_with_a_broken_skipped_list_is_an_error(lab, tmp_path):
     out = tmp_path / "out"
     write_reports(out, lab, [_result(lab, "ann", tmp_path)])

@@ -16,8 +16,8 @@ def test_options_are_checked_and_changed_by_name():
         GradeOptions.of(options, memory=10)
     with pytest.raises(ValueError, match=r"GradeOptions\(timeout=0\): expected a positive number"):
         GradeOptions(timeout=0)
-    with pytest.raises(ValueError, match="jobs=0"):
-        GradeOptions(jobs=0)
+    with pytest.raises(ValueError, match="jobs=-1"):
+        GradeOptions(jobs=-1)
     with pytest.raises(TypeError, match="takes a list of folders"):
         GradeOptions(hidden_dirs="hidden")
     with pytest.raises(TypeError):
@@ -44,3 +44,16 @@ def test_a_lab_is_resolved_once_into_a_lab():
         find_lab("lab99")
     with pytest.raises(FileNotFoundError, match="does not exist; pass a lab name"):
         find_lab("nowhere/lab7.py")
+
+
+def test_jobs_zero_and_numpy_numbers_are_taken_as_before():
+    """0 jobs meant one per CPU core, and NumPy numbers were accepted, before GradeOptions."""
+    import numpy as np
+
+    assert GradeOptions(jobs=0).jobs is None
+    assert GradeOptions(jobs=np.int64(2)).jobs == 2
+    options = GradeOptions(timeout=np.int64(30), memory_mb=np.float32(512))
+    assert options.timeout == 30.0 and options.memory_mb == 512.0
+    for bad in (dict(jobs=-1), dict(jobs=1.5), dict(timeout=0), dict(timeout=True)):
+        with pytest.raises(ValueError, match="GradeOptions"):
+            GradeOptions(**bad)

@@ -793,3 +793,15 @@ def test_the_examples_in_the_docstrings_run(module):
 
     result = doctest.testmod(importlib.import_module(f"lablib.install.{module}"))
     assert result.attempted and result.failed == 0
+
+
+def test_install_errors_print_under_the_name_students_import():
+    """The first cell's traceback ends "lablib.install.InstallError: ..." (.ci/runtime_cases.py
+    checks it on a Colab runtime without TensorFlow), not under the module that defines it."""
+    import traceback
+
+    from lablib.install import InstallError, RestartRequired
+
+    for error in (InstallError("x"), RestartRequired("x")):
+        line = traceback.format_exception_only(error)[-1]
+        assert line.startswith(f"lablib.install.{type(error).__name__}: x"), line

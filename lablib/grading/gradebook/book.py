@@ -161,7 +161,7 @@ class Gradebook:
     @property
     def questions(self) -> list[WrittenQuestion]:
         """The lab's written questions, in order."""
-        return list(self.lab.answers.values())
+        return list(getattr(self.lab, "answers", {}).values())  # a spec without written answers
 
     def written(self, result: SubmissionResult) -> list[tuple[WrittenQuestion, PersonScore]]:
         """``(question, PersonScore)`` for each written question of the lab, for one row
@@ -183,11 +183,11 @@ class Gradebook:
             student.submitted_at if student and not identity else ""
         )
         if not submitted and policy.from_files:
-            try:
+            try:  # a file time out of range (OSError on Windows) is no time either
                 mtime = os.path.getmtime(result.path)
-            except OSError:
+                submitted = datetime.datetime.fromtimestamp(mtime).astimezone()
+            except (OSError, OverflowError, ValueError):
                 return None
-            submitted = datetime.datetime.fromtimestamp(mtime).astimezone()
         if not submitted:
             return None
         possible = result.max_score + sum(q.points for q in self.questions)

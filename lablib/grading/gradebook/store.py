@@ -36,7 +36,7 @@ Example::
 
     folder = GradebookFolder("out")
     rows = folder.results("lab1_attention")     # [] when nothing was graded there yet
-    folder.write(Gradebook.of(lab, rows, skipped=folder.skipped()))
+    folder.write(Gradebook.of(lab, rows, skipped=folder.skipped(folder.read())))
 """
 
 from __future__ import annotations
@@ -214,22 +214,33 @@ class GradebookFolder:
                 ) from None
         return results
 
-    @staticmethod
-    def skipped(data: dict) -> tuple[tuple[str, str], ...]:
+    def skipped(self, data: dict) -> tuple[tuple[str, str], ...]:
         """``(path, reason)`` of the paths the stored gradebook ``data`` lists as not
-        graded (none in a gradebook written before lablib kept them there).
+        graded. A gradebook written before lablib kept them there (no ``skipped`` key)
+        had them only in its summary: they are read from ``summary.json`` once, leniently
+        (an unreadable summary gives none), and kept in the gradebook from then on.
 
         Raises:
             GradebookError: ``skipped`` is there but not a list of ``{path, reason}``.
         """
+        if "skipped" not in data:
+            return self._skipped_before_0_4()
         try:
-            return tuple((str(s["path"]), str(s["reason"])) for s in data.get("skipped", []))
+            return tuple((str(s["path"]), str(s["reason"])) for s in data["skipped"])
         except (TypeError, KeyError) as exc:
             raise GradebookError(
                 f'grades.json: "skipped" is not a list of {{"path", '
                 f'"reason"}} ({type(exc).__name__}: {exc}). '
                 f"{WHAT_TO_DO}"
             ) from None
+
+    def _skipped_before_0_4(self) -> tuple[tuple[str, str], ...]:
+        """The skipped paths of a gradebook from lablib 0.3 or earlier, from its summary."""
+        try:
+            summary = json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
+            return tuple((str(s["path"]), str(s["reason"])) for s in summary.get("skipped", []))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return ()
 
     def write(self, book: Gradebook) -> pathlib.Path:
         """Write ``grades.json`` of ``book`` (the folder must exist); returns its path."""

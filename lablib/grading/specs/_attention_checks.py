@@ -14,7 +14,7 @@ import numpy as np
 
 from lablib.grading.expect import Mistake
 
-__all__ = ["OUTPUT_NOT_WEIGHTED_SUM", "attention_stages", "reference_attention"]
+__all__ = ["OUTPUT_NOT_WEIGHTED_SUM", "attention_stages", "centred_rows", "reference_attention"]
 
 
 def reference_attention(query, key, value, mask=None, scale=None):
@@ -31,6 +31,15 @@ def reference_attention(query, key, value, mask=None, scale=None):
     total = exp.sum(axis=-1, keepdims=True)
     weights = exp / np.where(total > 0, total, 1.0)
     return weights @ value, weights
+
+
+def centred_rows(values, usable):
+    """``values`` minus their mean over each row's ``usable`` entries (last axis), 0
+    elsewhere: a softmax's log-weights and its scores agree up to one constant per row,
+    so centred they can be compared (or a scale fitted between them)."""
+    values = np.where(usable, values, 0.0)
+    count = np.maximum(usable.sum(axis=-1, keepdims=True), 1)
+    return np.where(usable, values - values.sum(axis=-1, keepdims=True) / count, 0.0)
 
 
 def _rows(values, count: int = 3) -> str:
@@ -109,15 +118,8 @@ def attention_stages(
         with np.errstate(divide="ignore"):
             logs = np.log(weights)
         usable = allowed & live[..., None] & (weights > 1e-12)
-        centred_logs = np.where(usable, logs, 0.0)
-        centred_scores = np.where(usable, scores, 0.0)
-        count = np.maximum(usable.sum(axis=-1, keepdims=True), 1)
-        centred_logs = np.where(
-            usable, centred_logs - centred_logs.sum(-1, keepdims=True) / count, 0.0
-        )
-        centred_scores = np.where(
-            usable, centred_scores - centred_scores.sum(-1, keepdims=True) / count, 0.0
-        )
+        centred_logs = centred_rows(logs, usable)
+        centred_scores = centred_rows(scores, usable)
         denominator = float(np.sum(centred_scores**2))
         factor = float(np.sum(centred_logs * centred_scores)) / denominator if denominator else 0.0
         misfit = float(np.max(np.abs(centred_logs - factor * centred_scores), initial=0.0))

@@ -117,8 +117,7 @@ def metric_stages(values, own=None):
             )
     if not isinstance(values.get("own", 0.0), float):
         return
-    numbers = values
-    if not all(np.isfinite(v) for v in numbers.values()):
+    if not all(np.isfinite(v) for v in values.values()):
         raise Mistake(
             "Your macro-F1 is NaN or infinite on some labels: a class absent from both "
             "y_true and y_pred has 2 TP + FP + FN = 0, so its F1 divides 0 by 0; leave "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.specs._attention_checks import centred_rows
 from lablib.grading.spec import (
     Mistake,
     diagnose,
@@ -251,14 +252,8 @@ def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
         raw = (z @ a[:f_out])[:, None] + (z @ a[f_out:])[None, :]
         allowed = (adjacency != 0) | np.eye(len(features), dtype=bool)
         usable = allowed & (alpha > 1e-12)
-
-        def centred(values):
-            values = np.where(usable, values, 0.0)
-            count = np.maximum(usable.sum(axis=1, keepdims=True), 1)
-            return np.where(usable, values - values.sum(axis=1, keepdims=True) / count, 0.0)
-
         with np.errstate(divide="ignore"):
-            logs = centred(np.log(np.where(usable, alpha, 1.0)))
+            logs = centred_rows(np.log(np.where(usable, alpha, 1.0)), usable)
         for scores, sentence in [
             (
                 leaky_relu(raw, 0.2),
@@ -281,7 +276,7 @@ def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
                 "coefficients are exp(e_ij) normalised, not exp(-e_ij).",
             ),
         ]:
-            if np.allclose(logs, centred(scores), atol=1e-6):
+            if np.allclose(logs, centred_rows(scores, usable), atol=1e-6):
                 raise Mistake(sentence)
         raise Mistake(
             "Your coefficients are a softmax over each node's neighbourhood N(i) + {i}, but not "

@@ -14,9 +14,8 @@ from lablib.grading.judge.tests import hold_diagnoses
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.run.child import run_probe
 from lablib.grading.run.guard import BY_HAND
-from lablib.grading.run.protocol import ProbeRequest
-from lablib.grading.spec import LabSpec, load_spec, loaded_spec
-from lablib.labs import UnknownLab, find_lab
+from lablib.grading.run.protocol import ProbeRequest, ProbeResult
+from lablib.grading.labspec.registry import spec_of
 from lablib.session import NOT_DONE
 
 __all__ = ["check", "CheckResult"]
@@ -101,22 +100,6 @@ class CheckResult:
         return f"CheckResult({self.lab!r}, {self.piece!r}, passed={self.passed}, score={self.score:g}/{self.max_score:g})"
 
 
-def _find_lab(lab) -> LabSpec:
-    """The spec of ``lab``: the lab is resolved once (:func:`lablib.labs.find_lab`), then
-    its spec is the one already loaded, or loaded now; a name the registry does not know
-    may still be a lab loaded earlier by path (a course's own, a test's fixture)."""
-    if isinstance(lab, LabSpec):
-        return lab
-    try:
-        entry = find_lab(lab)
-    except UnknownLab:
-        loaded = loaded_spec(str(lab))
-        if loaded is None:
-            raise
-        return loaded
-    return loaded_spec(entry.name) or load_spec(entry)
-
-
 def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResult:
     """Run the public checks of ``piece`` on the given objects and print a report.
 
@@ -135,7 +118,7 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
 
         lablib.check("lab1", "attention", attention)
     """
-    spec = _find_lab(lab)
+    spec = spec_of(lab)
     if piece not in spec.pieces:
         raise KeyError(
             f"Lab {spec.name!r} has no graded piece {piece!r}; expected one of {sorted(spec.pieces)}."
@@ -152,11 +135,6 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
     tests = spec.tests_for(piece, hidden=False)
     results: list[TestResult] = []
     for test in tests:
-        if missing:
-            results.append(
-                TestResult.failed(test, f"pass {', '.join(missing)} to check()", Kind.ERROR)
-            )
-            continue
         # A piece written by hand gets the grader's crib guard here too, so a student
         # learns in the notebook, not from the grade, that calling lablib's own layer, the
         # grader's reference or a ready-made layer gives no points. The judge runs after
@@ -168,7 +146,11 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
             test.timeout,
             BY_HAND if spec.pieces[piece].by_hand else (),
         )
-        results.append(judge_test(test, run_probe(request, ns)))
+        if missing:  # the test cannot run: the report says what to pass
+            raw = ProbeResult.failed(Kind.ERROR, f"pass {', '.join(missing)} to check()")
+        else:
+            raw = run_probe(request, ns)
+        results.append(judge_test(test, raw))
     hold_diagnoses(results)  # one named mistake explains the piece's other failures
     # Hidden tests are never in the student's lablib, so the report always says that
     # more tests may run at grading.

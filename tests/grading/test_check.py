@@ -210,3 +210,51 @@ def test_a_crib_is_named_in_the_notebook_check_too():
         "your code calls lablib.grading.specs.lab3_gcn_molecules.reference_gcn" in r.message
         for r in aliased.results
     )
+
+
+def test_objects_not_passed_are_named_in_every_test(fixture_lab, capsys):
+    result = lablib.check("lab0_fixture", "softmax")
+    assert result.results and not result.passed
+    for r in result.results:
+        assert r.message == "pass softmax to check()" and r.kind == "error", r
+    assert "pass softmax to check()" in capsys.readouterr().out
+
+
+def test_spec_of_resolves_a_lab_once_in_any_form(fixture_lab):
+    from lablib.grading.labspec.registry import spec_of
+    from lablib.grading.spec import load_lab
+    from lablib.labs import UnknownLab, find_lab
+
+    lab1 = load_lab("lab1")
+    assert spec_of("lab1") is spec_of("lab1_attention") is spec_of(find_lab("lab1")) is lab1
+    assert spec_of(lab1) is lab1
+    assert spec_of("lab0_fixture") is fixture_lab  # loaded by path, unknown to the registry
+    with pytest.raises(UnknownLab, match="lab9"):
+        spec_of("lab9")
+
+
+def test_a_shipped_lab_loaded_from_another_file_first_stays_that_lab(tmp_path):
+    """A course's copy of a shipped spec file, loaded by path under the shipped lab's
+    name, is that lab in this process (as :func:`lablib.check` always took it): the
+    shipped file is not imported on top of it, which would replace its tests."""
+    import subprocess
+    import sys
+
+    from lablib.grading.spec import PUBLIC_TESTS_DIR
+
+    copy = tmp_path / "lab1_attention.py"
+    text = (PUBLIC_TESTS_DIR / "lab1_attention.py").read_text()
+    assert text.count('hint="') >= 3
+    copy.write_text(text.replace('hint="', 'hint="(course copy) '))
+    code = (
+        "import lablib.labs as labs\n"
+        "from lablib.grading.spec import load_lab, load_spec\n"
+        f"own = load_spec(labs.Lab('lab1_attention', 'lab1', 'L1', spec={str(copy)!r}))\n"
+        "copied = sum(t.hint.startswith('(course copy)') for t in own.tests)\n"
+        "assert load_lab('lab1') is own\n"
+        "print(copied, sum(t.hint.startswith('(course copy)') for t in own.tests))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    before, after = map(int, out.stdout.split())
+    assert before >= 3 and after == before

@@ -16,7 +16,8 @@ import traceback
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.expect import Mistake
 from lablib.backend import full_float32
-from lablib.grading.spec import NeedsSandbox, Test, TestFailure, judging_in_grader
+from lablib.grading.expect import TestFailure
+from lablib.grading.labspec.model import NeedsSandbox, Test, judging_in_grader
 
 __all__ = ["judge_test", "judged", "failed_message", "failure_text", "judge_error"]
 

@@ -186,19 +186,22 @@ class LatePolicy:
             deadline = deadline + parse_duration(extension)
         late = when - deadline
         times = f"submitted {when:%Y-%m-%d %H:%M %z}, due {deadline:%Y-%m-%d %H:%M %z}"
-        if late.total_seconds() <= 0:
+
+        def lateness(late_seconds: float, units: int, penalty: float, text: str) -> Late:
+            """This submission's :class:`Late`: its times and what they cost."""
             return Late(
                 when.isoformat(timespec="minutes"),
                 deadline.isoformat(timespec="minutes"),
-                0.0,
-                0,
-                0.0,
-                f"On time ({times}).",
+                late_seconds,
+                units,
+                penalty,
+                text,
             )
+
+        if late.total_seconds() <= 0:
+            return lateness(0.0, 0, 0.0, f"On time ({times}).")
         if late <= parse_duration(self.grace):
-            return Late(
-                when.isoformat(timespec="minutes"),
-                deadline.isoformat(timespec="minutes"),
+            return lateness(
                 0.0,
                 0,
                 0.0,
@@ -218,14 +221,7 @@ class LatePolicy:
             f"{units} {self.per}{'s' if units != 1 else ''} started, {rule} per {self.per}"
             f"{f' (at most {self.cap})' if self.cap else ''}: -{deduction:g} points."
         )
-        return Late(
-            when.isoformat(timespec="minutes"),
-            deadline.isoformat(timespec="minutes"),
-            late.total_seconds(),
-            units,
-            deduction,
-            text,
-        )
+        return lateness(late.total_seconds(), units, deduction, text)
 
     def describe(self) -> str:
         """The policy in words (for the summary)."""

@@ -15,7 +15,7 @@ from typing import Protocol
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook
 
-__all__ = ["Writer", "write_per_submission"]
+__all__ = ["FeedbackWriter", "Writer", "write_per_submission"]
 
 
 class Writer(Protocol):
@@ -44,3 +44,22 @@ def write_per_submission(
     for stale in set(folder.glob(f"*{suffix}")) - set(paths):
         stale.unlink()
     return paths
+
+
+class FeedbackWriter:
+    """A format of the students' feedback: ``feedback/<stem><suffix>`` for every
+    submission, the text of ``render(lab_title, result, row)`` (``row``: the gradebook's
+    :class:`~lablib.grading.gradebook.Row` of the result, with its total and late penalty).
+    A subclass sets ``name``, ``suffix`` and ``render``."""
+
+    name: str
+    suffix: str
+    render: staticmethod
+
+    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
+        return write_per_submission(
+            pathlib.Path(out_dir) / "feedback",
+            book,
+            self.suffix,
+            lambda title, r: self.render(title, r, book.row(r)),
+        )

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import html
-import pathlib
 
-from lablib.grading.gradebook import Gradebook
-from lablib.grading.report.base import write_per_submission
+from lablib.grading.report.base import FeedbackWriter
 from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.text import (
     explain_status,
@@ -85,15 +83,9 @@ table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td
 """
 
 
-class HtmlFeedback:
+class HtmlFeedback(FeedbackWriter):
     """Writes ``feedback/<stem>.html`` for every submission."""
 
     name = "feedback (HTML)"
-
-    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return write_per_submission(
-            pathlib.Path(out_dir) / "feedback",
-            book,
-            ".html",
-            lambda title, r: feedback_html(title, r, book.row(r)),
-        )
+    suffix = ".html"
+    render = staticmethod(feedback_html)

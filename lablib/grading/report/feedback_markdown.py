@@ -7,10 +7,8 @@ text or inside a code block whose fence it cannot close (:func:`.text.md_text`,
 
 from __future__ import annotations
 
-import pathlib
 
-from lablib.grading.gradebook import Gradebook
-from lablib.grading.report.base import write_per_submission
+from lablib.grading.report.base import FeedbackWriter
 from lablib.grading.report.text import (
     explain_status,
     md_code_block,
@@ -125,15 +123,9 @@ def feedback_markdown(lab_title: str, result: SubmissionResult, row=None) -> str
     return "\n".join(lines)
 
 
-class MarkdownFeedback:
+class MarkdownFeedback(FeedbackWriter):
     """Writes ``feedback/<stem>.md`` for every submission."""
 
     name = "feedback (markdown)"
-
-    def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        return write_per_submission(
-            pathlib.Path(out_dir) / "feedback",
-            book,
-            ".md",
-            lambda title, r: feedback_markdown(title, r, book.row(r)),
-        )
+    suffix = ".md"
+    render = staticmethod(feedback_markdown)

@@ -62,7 +62,13 @@ from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
-from lablib.grading.review.render import ATTRIBUTES, TAGS, _CLASSES, render_answer
+from lablib.grading.review.render import (
+    ATTRIBUTES,
+    CLEAN_CONTENT_TAGS,
+    TAGS,
+    _CLASSES,
+    render_answer,
+)
 from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewError, ReviewStore
 
 __all__ = [
@@ -227,20 +233,7 @@ def _print_cleaner():
         attributes={k: set(v) for k, v in ATTRIBUTES.items() if k in tags},
         allowed_classes={k: set(v) for k, v in _CLASSES.items()},
         url_schemes=set(),
-        clean_content_tags={
-            "script",
-            "style",
-            "template",
-            "noscript",
-            "textarea",
-            "xmp",
-            "title",
-            "iframe",
-            "noembed",
-            "noframes",
-            "object",
-            "select",
-        },
+        clean_content_tags=set(CLEAN_CONTENT_TAGS),
         strip_comments=True,
     )
 

@@ -37,6 +37,7 @@ import xml.etree.ElementTree as ElementTree
 
 __all__ = [
     "ATTRIBUTES",
+    "CLEAN_CONTENT_TAGS",
     "FULL_RENDER_CHARS",
     "MAX_SHOWN_CHARS",
     "TAGS",
@@ -149,6 +150,24 @@ ATTRIBUTES = {
     **{tag: set(_MATH_ATTRIBUTES) for tag in MATHML_TAGS},
 }
 _CLASSES = {"code": {"tex"}, "pre": {"tex", "rest"}, "span": {"image"}, "p": {"cut"}}
+#: The elements removed with their content (a script's or style's text is no answer's
+#: text): the same for the review page and the graders' printout.
+CLEAN_CONTENT_TAGS = frozenset(
+    {
+        "script",
+        "style",
+        "template",
+        "noscript",
+        "textarea",
+        "xmp",
+        "title",
+        "iframe",
+        "noembed",
+        "noframes",
+        "object",
+        "select",
+    }
+)
 
 #: An answer longer than this is rendered as markdown up to here, the rest shown as plain
 #: text (a 1 MB answer of formulas takes the server some 12 s to turn into MathML; this
@@ -168,20 +187,7 @@ def _cleaner():
         tags=set(TAGS),
         attributes={k: set(v) for k, v in ATTRIBUTES.items()},
         allowed_classes={k: set(v) for k, v in _CLASSES.items()},
-        clean_content_tags={
-            "script",
-            "style",
-            "template",
-            "noscript",
-            "textarea",
-            "xmp",
-            "title",
-            "iframe",
-            "noembed",
-            "noframes",
-            "object",
-            "select",
-        },
+        clean_content_tags=set(CLEAN_CONTENT_TAGS),
         url_schemes={"http", "https", "mailto"},
         url_relative="deny",
         link_rel="noopener noreferrer",

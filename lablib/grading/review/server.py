@@ -226,6 +226,17 @@ def revealed_student(identity, student) -> dict:
     return {}
 
 
+def _answer_tokens(body: dict, what: str) -> list[str]:
+    """The answers a request changes: its ``answers``, a non-empty list of the page's
+    tokens (a :class:`ReviewError` naming ``what`` asks for it otherwise)."""
+    tokens = body.get("answers")
+    if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+        raise ReviewError(
+            f"A {what} names the answers it changes (a non-empty list of the page's tokens)."
+        )
+    return tokens
+
+
 class _RenderCache:
     """Rendered answers by (digest, limit), the least recently used dropped past
     ``max_chars`` characters in all (rendering a long answer of formulas is the page's
@@ -737,15 +748,7 @@ class ReviewApp:
         }
 
     def _flag(self, question: str, body: dict) -> dict:
-        tokens, flagged = body.get("answers"), body.get("flagged")
-        if (
-            not isinstance(tokens, list)
-            or not tokens
-            or not all(isinstance(t, str) for t in tokens)
-        ):
-            raise ReviewError(
-                "A flag names the answers it changes (a non-empty list of the page's tokens)."
-            )
+        tokens, flagged = _answer_tokens(body, "flag"), body.get("flagged")
         if not isinstance(flagged, bool):
             raise ReviewError(
                 f'A flag is set ("flagged": true) or cleared (false); got {flagged!r}.'
@@ -794,15 +797,7 @@ class ReviewApp:
         }
 
     def _grade(self, question: str, body: dict) -> dict:
-        tokens = body.get("answers")
-        if (
-            not isinstance(tokens, list)
-            or not tokens
-            or not all(isinstance(t, str) for t in tokens)
-        ):
-            raise ReviewError(
-                "A grade names the answers it changes (a non-empty list of the page's tokens)."
-            )
+        tokens = _answer_tokens(body, "grade")
         seen, versions = body.get("seen"), body.get("versions")
         if not isinstance(seen, dict) or not isinstance(versions, dict):
             raise ReviewError(

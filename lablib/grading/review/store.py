@@ -291,6 +291,11 @@ class ReviewStore:
             )
         return self.questions[question]
 
+    def _select(self, sql: str, params=()) -> list[tuple]:
+        """The rows of one read-only query, in a transaction of its own."""
+        with self._db() as db:
+            return db.execute(sql, params).fetchall()
+
     @staticmethod
     def _log(db, grader, submission, question, what, detail) -> int:
         """Add a log entry; its id (the version of the rows it changes)."""
@@ -314,12 +319,11 @@ class ReviewStore:
     def rubric(self, question: str) -> list[RubricRow]:
         """The question's rubric items, in order, with how many answers use each."""
         self.question(question)
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id), r.version "
-                "FROM rubric r WHERE r.question = ? AND r.deleted = 0 ORDER BY r.position, r.id",
-                (question,),
-            ).fetchall()
+        rows = self._select(
+            "SELECT r.id, r.points, r.comment, (SELECT COUNT(*) FROM applied a WHERE a.item = r.id), r.version "
+            "FROM rubric r WHERE r.question = ? AND r.deleted = 0 ORDER BY r.position, r.id",
+            (question,),
+        )
         return [RubricRow(i, question, p, c, n, v) for i, p, c, n, v in rows]
 
     @staticmethod
@@ -746,13 +750,12 @@ class ReviewStore:
     def flagged(self, question: str | None = None) -> dict[str, list[str]]:
         """The answers flagged for a second look: question -> submissions (one question's
         with ``question``)."""
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT question, submission FROM flag"
-                + (" WHERE question = ?" if question else "")
-                + " ORDER BY question, submission",
-                (question,) if question else (),
-            ).fetchall()
+        rows = self._select(
+            "SELECT question, submission FROM flag"
+            + (" WHERE question = ?" if question else "")
+            + " ORDER BY question, submission",
+            (question,) if question else (),
+        )
         out: dict[str, list[str]] = {}
         for q, s in rows:
             out.setdefault(q, []).append(s)
@@ -783,12 +786,11 @@ class ReviewStore:
 
     def events(self, limit: int = 1000) -> list[dict]:
         """The latest changes, newest first (who, when, what)."""
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT at, grader, submission, question, what, detail FROM event "
-                "ORDER BY id DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
+        rows = self._select(
+            "SELECT at, grader, submission, question, what, detail FROM event "
+            "ORDER BY id DESC LIMIT ?",
+            (limit,),
+        )
         return [
             {
                 "at": a,

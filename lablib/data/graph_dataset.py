@@ -55,6 +55,10 @@ class GraphDataset:
         batches = dataset.disjoint_dataset(batch_size=8)
     """
 
+    #: The dtype the targets ``y`` are converted to (None: as given); a subclass sets its
+    #: own (float32 regression values, int64 class ids).
+    _target_dtype = None
+
     def __init__(
         self,
         x,
@@ -67,7 +71,7 @@ class GraphDataset:
     ):
         self.x = [np.asarray(a, dtype=np.float32) for a in x]
         self.edge_index = [np.asarray(e, dtype=np.int64).reshape(2, -1) for e in edge_index]
-        self.y = np.asarray(y)
+        self.y = np.asarray(y, dtype=self._target_dtype)
         self.edge_attr = (
             None if edge_attr is None else [np.asarray(a, dtype=np.float32) for a in edge_attr]
         )
@@ -465,30 +469,18 @@ class GraphDataset:
         max_edges=None,
         **deprecated,
     ):
-        # Over 80 lines for its docstring (every option of the layout); the code is short.
         """``tf.data`` batches in the disjoint layout of :func:`lablib.graphs.disjoint_batch`.
 
         Args:
-            batch_size: graphs per batch; with a ``strategy``, per step over all
-                replicas (the global batch), see below.
-            shuffle: a new order of the graphs on every pass (epoch).
-            seed: seed of that order (None: different every run).
-            drop_remainder: drop the last, smaller batch.
+            batch_size, shuffle, seed, drop_remainder: as for :meth:`dense_dataset`.
             with_edge_attr: also yield the edge features, ``edge_attr [E, D]`` aligned
                 with ``edge_index``, for ``GraphAttention(edge_dim=D)`` (named
                 ``edge_attr`` before lablib 0.2; that warns until 0.3).
-            strategy: a ``tf.distribute.Strategy`` (``MirroredStrategy``,
-                ``TPUStrategy``, ``MultiWorkerMirroredStrategy``) to train under, or None.
-                Given one, the result is a distributed dataset for ``model.fit`` under
-                that strategy (built with ``strategy.distribute_datasets_from_function``):
-                each step takes the next ``batch_size`` graphs of the order, and replica
-                ``r`` of ``R`` glues the ``r``-th consecutive ``batch_size / R`` of them
-                into its own disjoint graph, with its own ``edge_index`` (a strategy
-                splitting one glued batch along axis 0 would cut ``edge_index [2, E]``).
-                ``batch_size`` must be a multiple of ``R``; one step sees the same graphs
-                as one device with the same ``batch_size``. A last, smaller batch is split
-                as evenly as possible, or dropped when it has fewer graphs than replicas.
-                With several workers and ``shuffle=True`` pass a ``seed``.
+            strategy: as for :meth:`dense_dataset` (a ``tf.distribute.Strategy`` to train
+                under, or None), but replica ``r`` of ``R`` glues the ``r``-th
+                consecutive ``batch_size / R`` graphs of each step into its own disjoint
+                graph, with its own ``edge_index`` (a strategy splitting one glued batch
+                along axis 0 would cut ``edge_index [2, E]``).
             max_nodes, max_edges: pad every (per-replica) batch to exactly this many
                 nodes and edges (see :func:`lablib.graphs.disjoint_batch`; padding nodes
                 have graph id -1). XLA (``jit_compile=True``) and TPUs need static

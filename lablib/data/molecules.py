@@ -284,13 +284,15 @@ class MoleculeDataset(GraphDataset):
         dataset.x[0].shape, dataset.edge_attr[1].shape    # (3, 37), (12, 6)
     """
 
+    _target_dtype = np.float32
+
     def __init__(
         self, x, edge_index, edge_attr, y, smiles, skipped=(), target_name=None, name=None
     ):
         super().__init__(
             x,
             edge_index,
-            np.asarray(y, dtype=np.float32),
+            y,
             edge_attr=edge_attr,
             feature_names=ATOM_FEATURE_NAMES,
             edge_feature_names=BOND_FEATURE_NAMES,

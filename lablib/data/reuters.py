@@ -24,18 +24,10 @@ import zipfile
 
 import numpy as np
 
-from lablib.data import sources
+from lablib.data import _MODULES, sources
 
-__all__ = [
-    "load_reuters",
-    "reuters_word_index",
-    "reuters_topic_names",
-    "decode_newswire",
-    "reuters_dataset",
-    "reuters_bucket_lengths",
-    "truncate_sequences",
-    "REUTERS_TOPICS",
-]
+# The names lablib.data exports from this module are listed once, in its lazy table.
+__all__ = [*_MODULES["reuters"], "REUTERS_TOPICS"]
 
 # The 46 topics in label order (topics numbered by first appearance in the corpus;
 # the same order as keras.datasets.reuters.get_label_names()).

@@ -54,6 +54,8 @@ class TUDataset(GraphDataset):
         train, valid, test = load_tu_dataset("MUTAG").split("random", seed=0)
     """
 
+    _target_dtype = np.int64
+
     def __init__(
         self,
         x,
@@ -65,15 +67,7 @@ class TUDataset(GraphDataset):
         edge_feature_names=None,
         name=None,
     ):
-        super().__init__(
-            x,
-            edge_index,
-            np.asarray(y, dtype=np.int64),
-            edge_attr=edge_attr,
-            feature_names=feature_names,
-            edge_feature_names=edge_feature_names,
-            name=name,
-        )
+        super().__init__(x, edge_index, y, edge_attr, feature_names, edge_feature_names, name)
         self.label_values = np.asarray(label_values)
 
     @property

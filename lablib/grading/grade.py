@@ -32,7 +32,7 @@ from lablib._version import PACKAGE_DIR, __version__
 from lablib.labs import find_lab
 from lablib.grading import report
 from lablib.grading.author import catalog
-from lablib.grading.gradebook import Gradebook, GradebookFolder
+from lablib.grading.gradebook import GradebookFolder
 from lablib.grading.gradebook.identity import resolve
 from lablib.grading.gradebook.similarity import (
     dynamic_code,
@@ -485,19 +485,13 @@ def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool) -> 
 
 
 def _write(
-    out: pathlib.Path,
-    spec: LabSpec,
-    results,
-    *,
-    writers=None,
-    roster=None,
-    skipped=(),
-    late_policy=None,
-    template=None,
+    out: pathlib.Path, spec: LabSpec, results, *, writers=None, template=None, **given
 ) -> None:
     """The reports of ``results``, with the people's grades of the written answers, the
     late penalties and the similarity hints (``template``: the released notebook, whose
-    graded cells' code is left out of the comparison)."""
+    graded cells' code is left out of the comparison; ``given``: the ``roster``,
+    ``skipped`` paths and ``late_policy``, as :func:`lablib.grading.report.write_reports`
+    takes them)."""
     blank = (
         {piece: cell.source for piece, cell in graded_cells(template)[0].items()}
         if template
@@ -514,17 +508,16 @@ def _write(
     person, through = {}, 0
     if spec.answers and (out / DB_NAME).is_file():
         person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
-    book = Gradebook.of(
+    report.write_reports(
+        out,
         spec,
         results,
-        roster=roster,
-        skipped=skipped,
+        writers,
         person=person,
         reviews_through=through,
-        late_policy=late_policy,
         similarity=similarity,
+        **given,
     )
-    report.write_book(out, book, writers)
 
 
 def rewrite_reports(

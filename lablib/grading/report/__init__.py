@@ -75,50 +75,33 @@ def write_book(out_dir, book: Gradebook, writers=None) -> dict[str, list[pathlib
     }
 
 
-def write_reports(
-    out_dir,
-    lab,
-    results,
-    writers=None,
-    *,
-    roster=None,
-    skipped=(),
-    person=None,
-    reviews_through: int = 0,
-    late_policy=None,
-    similarity=None,
-) -> dict[str, list[pathlib.Path]]:
+def write_reports(out_dir, lab, results, writers=None, **book) -> dict[str, list[pathlib.Path]]:
     """Write every report of ``results`` under ``out_dir``: the
-    :class:`~lablib.grading.gradebook.Gradebook` of these arguments, written by
-    :func:`write_book`.
+    :class:`~lablib.grading.gradebook.Gradebook` of ``Gradebook.of(lab, results, **book)``,
+    written by :func:`write_book`.
 
     Args:
         out_dir: the output folder (created).
         lab: the :class:`~lablib.grading.spec.LabSpec` graded.
         results: the :class:`~lablib.grading.results.SubmissionResult` of each submission.
         writers: the :class:`Writer` objects to run (default :data:`DEFAULT_WRITERS`).
-        roster: a :class:`~lablib.grading.gradebook.roster.Roster`: the gradebook then names each
-            row's student and lists what matched nothing.
-        skipped: ``(path, reason)`` of the paths given that were not graded (the class
-            summary lists them).
-        person: the people's grades of the written answers (submission -> question id
-            -> :class:`~lablib.grading.results.PersonScore`), from ``lablib review``.
-        reviews_through: the review log's last change included in ``person``.
-        late_policy: a :class:`~lablib.grading.gradebook.late.LatePolicy`: each row's penalty is
-            taken from its total (submission times from the roster or the files).
-        similarity: the similarity hints (``{"pairs", "identical"}``) for the summary.
+        **book: keyword-only, those of :meth:`~lablib.grading.gradebook.Gradebook.of`:
+
+            * ``roster``: a :class:`~lablib.grading.gradebook.roster.Roster`: the gradebook
+              then names each row's student and lists what matched nothing.
+            * ``skipped``: ``(path, reason)`` of the paths given that were not graded (the
+              class summary lists them).
+            * ``person``: the people's grades of the written answers (submission ->
+              question id -> :class:`~lablib.grading.results.PersonScore`), from
+              ``lablib review``.
+            * ``reviews_through``: the review log's last change included in ``person``.
+            * ``late_policy``: a :class:`~lablib.grading.gradebook.late.LatePolicy`: each
+              row's penalty is taken from its total (submission times from the roster or
+              the files).
+            * ``similarity``: the similarity hints (``{"pairs", "identical"}``) for the
+              summary.
 
     Returns:
         Writer name -> the paths it wrote.
     """
-    book = Gradebook.of(
-        lab,
-        results,
-        roster=roster,
-        skipped=skipped,
-        person=person,
-        reviews_through=reviews_through,
-        late_policy=late_policy,
-        similarity=similarity,
-    )
-    return write_book(out_dir, book, writers)
+    return write_book(out_dir, Gradebook.of(lab, results, **book), writers)

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import html
+import inspect
 import io
 import json
 import pathlib
@@ -889,28 +890,21 @@ mistake.</p>
 """
 
 
-def write_summary(
-    out_dir,
-    lab,
-    results,
-    roster=None,
-    skipped=(),
-    written=None,
-    late=None,
-    similarity=None,
-    totals=None,
-    lms_late=(),
-) -> dict[str, pathlib.Path]:
-    """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
+def write_summary(out_dir, lab, results, *args, **kwargs) -> dict[str, pathlib.Path]:
+    """Write ``summary.json`` and ``summary.html`` into ``out_dir``: the summary of
+    ``class_summary(lab, results, *args, **kwargs)`` (its arguments, by position or name:
+    ``roster``, ``skipped``, ``written``, ``late``, ``similarity``, ``totals``,
+    ``lms_late``), the page with the similar pairs' code side by side.
 
     Returns:
         ``{"summary_json": path, "summary_html": path}``.
     """
+    given = inspect.signature(class_summary).bind(lab, results, *args, **kwargs)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(lab, results, roster, skipped, written, late, similarity, totals, lms_late)
+    data = class_summary(*given.args, **given.kwargs)
     atomic_write(out / "summary.json", json.dumps(data, indent=1) + "\n")
-    atomic_write(out / "summary.html", summary_html(data, similarity))
+    atomic_write(out / "summary.html", summary_html(data, given.arguments.get("similarity")))
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
 
 

@@ -79,22 +79,28 @@ def _late_policy(args):
     """The late policy of ``--due`` and its options, or None (then the folder's own)."""
     from lablib.grading.gradebook.late import LatePolicy
 
-    given = [args.late_per_day, args.late_per_hour, args.late_cap, args.late_grace]
+    given = {key: getattr(args, f"late_{key}") for key in _LATE_AMOUNTS}
     if args.due is None:
-        if any(v is not None for v in given) or args.late_from_file_times:
+        if any(v is not None for v in given.values()) or args.late_from_file_times:
             raise ValueError("--late-* options need --due (the lab's due date).")
         return None
-    return LatePolicy.parse(
-        due=args.due,
-        per_day=args.late_per_day,
-        per_hour=args.late_per_hour,
-        cap=args.late_cap,
-        grace=args.late_grace,
-        from_files=args.late_from_file_times,
-    )
+    return LatePolicy.parse(due=args.due, from_files=args.late_from_file_times, **given)
 
 
-def _late_options(p) -> None:
+#: The ``--late-*`` options that take a value: :meth:`LatePolicy.parse`'s keyword (the
+#: option's name) -> (metavar, help).
+_LATE_AMOUNTS = {
+    "per_day": (
+        "AMOUNT",
+        "deduction per started day late: 10%% (of the points possible) or points (2)",
+    ),
+    "per_hour": ("AMOUNT", "deduction per started hour late"),
+    "cap": ("AMOUNT", "at most this much in all (50%% or points)"),
+    "grace": ("DURATION", "no deduction within this time after the due date (15m, 2h)"),
+}
+
+
+def _late_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "late work (kept in the output folder: later regrades and reports apply it)"
     )
@@ -104,27 +110,8 @@ def _late_options(p) -> None:
         default=None,
         help="due date, ISO 8601 (2026-11-20T23:59, with +01:00 for a zone; default: this machine's zone)",
     )
-    g.add_argument(
-        "--late-per-day",
-        metavar="AMOUNT",
-        default=None,
-        help="deduction per started day late: 10%% (of the points possible) or points (2)",
-    )
-    g.add_argument(
-        "--late-per-hour", metavar="AMOUNT", default=None, help="deduction per started hour late"
-    )
-    g.add_argument(
-        "--late-cap",
-        metavar="AMOUNT",
-        default=None,
-        help="at most this much in all (50%% or points)",
-    )
-    g.add_argument(
-        "--late-grace",
-        metavar="DURATION",
-        default=None,
-        help="no deduction within this time after the due date (15m, 2h)",
-    )
+    for key, (metavar, text) in _LATE_AMOUNTS.items():
+        g.add_argument(f"--late-{key.replace('_', '-')}", metavar=metavar, default=None, help=text)
     g.add_argument(
         "--late-from-file-times",
         action="store_true",
@@ -242,14 +229,9 @@ def _cmd_export(args) -> int:
     from lablib.grading.export import export
     from lablib.grading.gradebook.roster import Roster
 
-    columns = {}
-    for item in args.column:
-        lab, sep, header = item.partition("=")
-        if not sep or not lab.strip() or not header.strip():
-            raise ValueError(
-                f"--column {item!r}: expected LAB=HEADER, e.g. lab1_attention='Lab 1 (12345)'."
-            )
-        columns[lab.strip()] = header.strip()
+    columns = _assignments(
+        args.column, "--column", "LAB=HEADER, e.g. lab1_attention='Lab 1 (12345)'"
+    )
     missing = "zero" if args.missing_zero else args.missing
     report = export(
         args.format,
@@ -284,6 +266,18 @@ def _cmd_export(args) -> int:
             )
     print(_printable(report["summary"]))
     return 0
+
+
+def _assignments(items, flag: str, form: str) -> dict[str, str]:
+    """The ``KEY=VALUE`` items of a repeatable option as a dict, both sides stripped; an
+    item without both sides is refused with ``form`` (the form expected, an example)."""
+    found = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{flag} {item!r}: expected {form}.")
+        found[key.strip()] = value.strip()
+    return found
 
 
 def _some(names, shown: int = 20) -> str:
@@ -461,14 +455,7 @@ def _cmd_written(args) -> int:
         rows = printout.write_points_csv(args.output, spec, args.to, questions=args.questions)
         print(f"wrote {args.to}: {rows} rows (student, question, points, comment)")
         return 0
-    mapping = {}
-    for item in args.question:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(
-                f"--question {item!r}: expected GRADESCOPE_QUESTION=ID, e.g. 2=metric."
-            )
-        mapping[key.strip()] = value.strip()
+    mapping = _assignments(args.question, "--question", "GRADESCOPE_QUESTION=ID, e.g. 2=metric")
     import getpass
 
     report = printout.import_gradescope(
@@ -511,7 +498,7 @@ def _cmd_data(args) -> int:
     return 0
 
 
-def _limit_options(p) -> None:
+def _limit_options(p: argparse.ArgumentParser) -> None:
     """The options ``lablib grade`` and ``lablib gradescope`` share (their help texts and
     defaults are :class:`~lablib.grading.options.GradeOptions`')."""
     from lablib.grading.options import GradeOptions as G
@@ -543,9 +530,29 @@ def _limit_options(p) -> None:
     )
 
 
-def _parse_assign(sub) -> None:
+def _graded_lab_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of a command on a graded lab's written answers (``review``,
+    ``written``): the lab and the output folder ``lablib grade`` wrote."""
+    p.add_argument(
+        "lab", help="lab name (lab2 or lab2_transformer_reuters) or path of a spec module"
+    )
+    p.add_argument("output", help="the output folder of `lablib grade` for this lab")
+
+
+def _hidden_tests_option(p: argparse.ArgumentParser) -> None:
+    """``--tests`` of a command that reads a graded lab's output folder: the hidden tests
+    given to ``lablib grade`` (their names in the reports)."""
+    p.add_argument(
+        "--tests",
+        action="append",
+        default=[],
+        metavar="HIDDEN_DIR",
+        help="folder with hidden tests <lab>.py, as given to `lablib grade`",
+    )
+
+
+def _parse_assign(p: argparse.ArgumentParser) -> None:
     """``lablib assign``: write blank labs."""
-    p = sub.add_parser("assign", help="write blank labs (labs/*.ipynb) from solution notebooks")
     p.add_argument(
         "notebooks",
         nargs="*",
@@ -553,12 +560,10 @@ def _parse_assign(sub) -> None:
         "default: solutions/*.ipynb",
     )
     p.add_argument("-o", "--output", help="output folder (default: labs/)")
-    p.set_defaults(func=_cmd_assign)
 
 
-def _parse_grade(sub) -> None:
+def _parse_grade(p: argparse.ArgumentParser) -> None:
     """``lablib grade``: grade submissions."""
-    p = sub.add_parser("grade", help="grade submissions")
     p.add_argument("lab", help="lab name (lab1 or lab1_attention) or path of a spec module")
     p.add_argument("submissions", nargs="+", help=".ipynb files or folders of them")
     p.add_argument("-o", "--output", required=True, help="output folder")
@@ -586,19 +591,11 @@ def _parse_grade(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-sandbox", action="store_true", help=f"do not use {G.help('isolate')}")
     _late_options(p)
-    p.set_defaults(func=_cmd_grade)
 
 
-def _parse_review(sub) -> None:
+def _parse_review(p: argparse.ArgumentParser) -> None:
     """``lablib review``: the review page."""
-    p = sub.add_parser(
-        "review",
-        help="grade the written answers in a local web page, one question across the class",
-    )
-    p.add_argument(
-        "lab", help="lab name (lab2 or lab2_transformer_reuters) or path of a spec module"
-    )
-    p.add_argument("output", help="the output folder of `lablib grade` for this lab")
+    _graded_lab_arguments(p)
     p.add_argument(
         "--solution",
         metavar="PATH",
@@ -611,13 +608,7 @@ def _parse_review(sub) -> None:
     p.add_argument(
         "--course", metavar="DIR", default=None, help="course folder (labs/, solutions/)"
     )
-    p.add_argument(
-        "--tests",
-        action="append",
-        default=[],
-        metavar="HIDDEN_DIR",
-        help="folder with hidden tests <lab>.py, as given to `lablib grade`",
-    )
+    _hidden_tests_option(p)
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     p.add_argument(
         "--grader", default=None, help="your name in the review log (default: your login)"
@@ -629,23 +620,13 @@ def _parse_review(sub) -> None:
         help="let this page show one answer's student on request (for the instructor; each reveal is "
         "recorded in the review log with --grader's name)",
     )
-    p.set_defaults(func=_cmd_review)
 
 
-def _parse_report(sub) -> None:
+def _parse_report(p: argparse.ArgumentParser) -> None:
     """``lablib report``: write a graded lab's reports again."""
-    p = sub.add_parser(
-        "report", help="write a graded lab's reports again, with the people's latest grades"
-    )
     p.add_argument("output", help="the output folder of `lablib grade`")
     p.add_argument("--lab", default=None, help="the lab (default: the one in grades.json)")
-    p.add_argument(
-        "--tests",
-        action="append",
-        default=[],
-        metavar="HIDDEN_DIR",
-        help="folder with hidden tests <lab>.py, as given to `lablib grade`",
-    )
+    _hidden_tests_option(p)
     p.add_argument(
         "--roster",
         metavar="CSV",
@@ -653,14 +634,10 @@ def _parse_report(sub) -> None:
         help="class list (default: the one the folder was graded with)",
     )
     _late_options(p)
-    p.set_defaults(func=_cmd_report)
 
 
-def _parse_export(sub) -> None:
+def _parse_export(p: argparse.ArgumentParser) -> None:
     """``lablib export``: LMS import files."""
-    p = sub.add_parser(
-        "export", help="grades of graded labs as an LMS import file (Canvas, Moodle)"
-    )
     p.add_argument("format", choices=("canvas", "moodle"))
     p.add_argument("outputs", nargs="+", help="output folders of `lablib grade`, one per lab")
     p.add_argument(
@@ -693,12 +670,10 @@ def _parse_export(sub) -> None:
         action="store_true",
         help="export although written answers are still to grade (counted 0; those students noted)",
     )
-    p.set_defaults(func=_cmd_export)
 
 
-def _parse_gradescope(sub) -> None:
+def _parse_gradescope(p: argparse.ArgumentParser) -> None:
     """``lablib gradescope``: a Gradescope autograder zip."""
-    p = sub.add_parser("gradescope", help="build a Gradescope autograder zip")
     p.add_argument("lab")
     p.add_argument("-o", "--output", default="autograder.zip")
     _limit_options(p)
@@ -708,36 +683,21 @@ def _parse_gradescope(sub) -> None:
         default=None,
         help="lablib wheel to ship in the zip (default: a wheel of the running lablib)",
     )
-    p.set_defaults(func=_cmd_gradescope)
 
 
-def _parse_written(sub) -> None:
+def _parse_written(p: argparse.ArgumentParser) -> None:
     """``lablib written``: written answers for Gradescope."""
-    p = sub.add_parser(
-        "written",
-        help="written answers for Gradescope: PDFs per student, the points as CSV, "
-        "Gradescope's evaluations back into the review",
-    )
     wsub = p.add_subparsers(dest="written_command", required=True)
 
     def written_common(w):
-        w.add_argument(
-            "lab", help="lab name (lab2 or lab2_transformer_reuters) or path of a spec module"
-        )
-        w.add_argument("output", help="the output folder of `lablib grade` for this lab")
+        _graded_lab_arguments(w)
         w.add_argument(
             "--questions",
             metavar="ID,ID,...",
             default=None,
             help="the written questions in Gradescope's order (default: the lab's order)",
         )
-        w.add_argument(
-            "--tests",
-            action="append",
-            default=[],
-            metavar="HIDDEN_DIR",
-            help="folder with hidden tests <lab>.py, as given to `lablib grade`",
-        )
+        _hidden_tests_option(w)
 
     w = wsub.add_parser(
         "pdf", help="one PDF of the written answers per student (headless Chromium)"
@@ -784,36 +744,66 @@ def _parse_written(sub) -> None:
         action="store_true",
         help="replace grades given differently in lablib (default: keep them, listed)",
     )
-    p.set_defaults(func=_cmd_written)
 
 
-def _parse_data(sub) -> None:
+def _parse_data(p: argparse.ArgumentParser) -> None:
     """``lablib data``: list or fetch datasets."""
-    p = sub.add_parser("data", help="list or fetch datasets")
     dsub = p.add_subparsers(dest="data_command", required=True)
     d = dsub.add_parser("list", help="datasets and whether they are present")
     d.add_argument("--data-dir", default=None)
     d = dsub.add_parser("fetch", help="download (and verify) one dataset")
     d.add_argument("name")
     d.add_argument("--data-dir", default=None)
-    p.set_defaults(func=_cmd_data)
+
+
+#: The commands, in the order of ``lablib --help``: (name, help, the function that adds its
+#: arguments, the function that runs it).
+_COMMANDS = (
+    (
+        "assign",
+        "write blank labs (labs/*.ipynb) from solution notebooks",
+        _parse_assign,
+        _cmd_assign,
+    ),
+    ("grade", "grade submissions", _parse_grade, _cmd_grade),
+    (
+        "review",
+        "grade the written answers in a local web page, one question across the class",
+        _parse_review,
+        _cmd_review,
+    ),
+    (
+        "report",
+        "write a graded lab's reports again, with the people's latest grades",
+        _parse_report,
+        _cmd_report,
+    ),
+    (
+        "export",
+        "grades of graded labs as an LMS import file (Canvas, Moodle)",
+        _parse_export,
+        _cmd_export,
+    ),
+    ("gradescope", "build a Gradescope autograder zip", _parse_gradescope, _cmd_gradescope),
+    (
+        "written",
+        "written answers for Gradescope: PDFs per student, the points as CSV, "
+        "Gradescope's evaluations back into the review",
+        _parse_written,
+        _cmd_written,
+    ),
+    ("data", "list or fetch datasets", _parse_data, _cmd_data),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``lablib`` command: one function per command."""
     parser = argparse.ArgumentParser(prog="lablib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (
-        _parse_assign,
-        _parse_grade,
-        _parse_review,
-        _parse_report,
-        _parse_export,
-        _parse_gradescope,
-        _parse_written,
-        _parse_data,
-    ):
-        add(sub)
+    for name, text, add_arguments, run in _COMMANDS:
+        command = sub.add_parser(name, help=text)
+        add_arguments(command)
+        command.set_defaults(func=run)
     return parser
 
 

@@ -1,9 +1,13 @@
 """Helpers shared by lablib's layers: registration, argument checks, the weight options
 (initializers, regularizers, constraints: read, cloned, serialized in one way), mask values.
 
-A layer's constructor sets each weight option itself, by name, with :func:`weight_option`
-(``self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer,
-name)``), and its ``get_config`` lists the same names for :func:`weight_options_config`."""
+A layer's constructor takes each weight option as an argument of its own and assigns it
+by name: the three options of one kind of weight (``kernel``, ``bias``) with
+:func:`weight_options` (``self.kernel_initializer, self.kernel_regularizer,
+self.kernel_constraint = weight_options(name, "kernel", kernel_initializer,
+kernel_regularizer, kernel_constraint)``), any other with :func:`weight_option`. ``build``
+creates a weight with its kind's options by :func:`add_weight_of_kind`, and ``get_config``
+lists the option names (:func:`weight_option_names`) for :func:`weight_options_config`."""
 
 from __future__ import annotations
 
@@ -111,6 +115,44 @@ def weight_option(argument: str, value, layer: str):
     None) as the object, the kind read from ``argument``'s name (``kernel_initializer``)."""
     module, example = _option_kind(argument)
     return keras_option(module, value, argument, layer, example)
+
+
+#: The options each kind of weight has, in the order of Keras' arguments.
+_OPTIONS_OF_A_KIND = ("initializer", "regularizer", "constraint")
+
+
+def weight_options(layer: str, kind: str, initializer, regularizer, constraint) -> tuple:
+    """``(initializer, regularizer, constraint)`` of the weights of one ``kind``
+    (``"kernel"``, ``"bias"``), each read and checked by :func:`weight_option` under its
+    argument's name (``f"{kind}_initializer"``...), so an error names the argument."""
+    values = (initializer, regularizer, constraint)
+    return tuple(
+        weight_option(f"{kind}_{option}", value, layer)
+        for option, value in zip(_OPTIONS_OF_A_KIND, values)
+    )
+
+
+def weight_option_names(*kinds: str) -> tuple:
+    """The argument names of the options of ``kinds``, as Keras orders them (initializers,
+    then regularizers, then constraints): ``weight_option_names("kernel", "bias")`` is
+    ``("kernel_initializer", "bias_initializer", "kernel_regularizer", ...)``."""
+    return tuple(f"{kind}_{option}" for option in _OPTIONS_OF_A_KIND for kind in kinds)
+
+
+def add_weight_of_kind(layer, name: str, shape, kind: str, clone: bool = False):
+    """``layer.add_weight(name=name, shape=shape)`` with the layer's options of ``kind``:
+    its ``{kind}_initializer`` and, where it has them, ``{kind}_regularizer`` and
+    ``{kind}_constraint`` (a kind with an initializer only, such as ``attention``, gets
+    None). ``clone``: initialize from a fresh copy of the initializer
+    (:func:`clone_initializer`), for every weight of a kind but the first."""
+    initializer = getattr(layer, f"{kind}_initializer")
+    return layer.add_weight(
+        name=name,
+        shape=shape,
+        initializer=clone_initializer(initializer) if clone else initializer,
+        regularizer=getattr(layer, f"{kind}_regularizer", None),
+        constraint=getattr(layer, f"{kind}_constraint", None),
+    )
 
 
 def serialize_option(argument: str, value):

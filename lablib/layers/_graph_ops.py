@@ -11,7 +11,9 @@ convolutions):
 * :func:`edge_operator` and :func:`aggregate` - ``out[i] = sum_{j -> i} w_ij v_j`` as a
   sparse matmul, or a gather and a segment sum under XLA (:func:`in_xla_context`);
 * :func:`features_matmul` - ``x @ W`` for dense or ``tf.SparseTensor`` node features;
-* :func:`rank`, :func:`shape_text` - for the layers' error messages.
+* :func:`rank`, :func:`shape_text` - for the layers' error messages;
+* :func:`node_features`, :func:`check_node_features` - the node features ``F`` a layer
+  is built for, read from the build shape and checked against a call's ``x``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ __all__ = [
     "in_xla_context",
     "rank",
     "shape_text",
+    "node_features",
+    "check_node_features",
 ]
 
 
@@ -37,6 +41,30 @@ def rank(tensor):
 def shape_text(tensor) -> str:
     """The tensor's static shape for an error message (``unknown`` when unknown)."""
     return "unknown" if tensor.shape.rank is None else str(tensor.shape.as_list())
+
+
+def node_features(input_shape, layer: str) -> int:
+    """The number of node features ``F`` (last axis of ``x``) in the shape a graph layer is
+    built for, or ValueError when it is unknown."""
+    input_shape = tuple(input_shape)
+    features = input_shape[-1] if input_shape else None
+    if features is None:
+        raise ValueError(
+            f"{layer} needs the number of node features (last axis of x) to build, "
+            f"got input shape {input_shape}."
+        )
+    return int(features)
+
+
+def check_node_features(x, built_for: int, layer: str) -> None:
+    """ValueError when the last axis of ``x``, where known, is not the ``built_for`` node
+    features the layer was built for."""
+    features = x.shape[-1]
+    if features is not None and features != built_for:
+        raise ValueError(
+            f"{layer} was built for {built_for} node features but got x with "
+            f"{features} (shape {shape_text(x)})."
+        )
 
 
 def require_rank(tensor, expected: int, message: str) -> None:

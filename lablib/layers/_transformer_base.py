@@ -32,6 +32,8 @@ from lablib.layers._common import (
     keras,
     keras_option,
     weight_option,
+    weight_option_names,
+    weight_options,
     weight_options_config,
 )
 from lablib.layers.attention import attend
@@ -39,15 +41,7 @@ from lablib.layers.attention import attend
 _LEGACY = keras.__name__.startswith("tf_keras")
 
 #: The constructor's weight options, saved by ``get_config``.
-_WEIGHT_OPTIONS = (
-    "kernel_initializer",
-    "bias_initializer",
-    "kernel_regularizer",
-    "bias_regularizer",
-    "kernel_constraint",
-    "bias_constraint",
-    "attention_initializer",
-)
+_WEIGHT_OPTIONS = (*weight_option_names("kernel", "bias"), "attention_initializer")
 
 # Options of tfm.nlp.layers.TransformerEncoderBlock that lablib's block does not
 # implement, with the tfm default: passing the default is accepted (so a tfm config
@@ -186,15 +180,15 @@ class _TransformerBlock(keras.layers.Layer):
         self.num_heads = check_positive_int("num_heads", num_heads, name)
         self.inner_dim = check_positive_int("inner_dim", inner_dim, name)
         self.inner_activation, self._inner_activation_fn = _activation(inner_activation, name)
-        self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer, name)
-        self.bias_initializer = weight_option("bias_initializer", bias_initializer, name)
+        self.kernel_initializer, self.kernel_regularizer, self.kernel_constraint = weight_options(
+            name, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint
+        )
+        self.bias_initializer, self.bias_regularizer, self.bias_constraint = weight_options(
+            name, "bias", bias_initializer, bias_regularizer, bias_constraint
+        )
         self.attention_initializer = weight_option(
             "attention_initializer", attention_initializer, name
         )
-        self.kernel_regularizer = weight_option("kernel_regularizer", kernel_regularizer, name)
-        self.bias_regularizer = weight_option("bias_regularizer", bias_regularizer, name)
-        self.kernel_constraint = weight_option("kernel_constraint", kernel_constraint, name)
-        self.bias_constraint = weight_option("bias_constraint", bias_constraint, name)
         self.use_bias = _check_flag("use_bias", use_bias, name)
         self.norm_first = _check_flag("norm_first", norm_first, name)
         # the deprecated constructor flag: scores returned when a call does not ask

@@ -8,30 +8,33 @@ import tensorflow as tf
 
 from lablib._deprecation import pop_renamed, refuse_unknown
 from lablib.layers._common import (
+    add_weight_of_kind,
     check_positive_int,
     check_rate,
-    clone_initializer,
     keras,
     register,
     weight_option,
+    weight_option_names,
+    weight_options,
     weight_options_config,
 )
 from lablib.graphs import segment_softmax
-from lablib.layers._graph_ops import GraphInputs, features_matmul, shape_text
+from lablib.layers._graph_ops import (
+    GraphInputs,
+    check_node_features,
+    features_matmul,
+    node_features,
+    shape_text,
+)
 from lablib.layers.attention import masked_softmax
 
 __all__ = ["GraphAttention", "EdgeAttention"]
 
 #: The constructor's weight options, saved by ``get_config``.
 _WEIGHT_OPTIONS = (
-    "kernel_initializer",
+    *weight_option_names("kernel", "bias"),
     "attention_initializer",
-    "bias_initializer",
-    "kernel_regularizer",
-    "bias_regularizer",
     "activity_regularizer",
-    "kernel_constraint",
-    "bias_constraint",
 )
 
 
@@ -124,13 +127,9 @@ class GraphAttention(keras.layers.Layer):
             (``"glorot_uniform"``).
         attention_initializer: initializer of ``attention_source``,
             ``attention_target`` and ``attention_edge`` (``"glorot_uniform"``).
-        bias_initializer: initializer of ``bias`` (``"zeros"``).
-        kernel_regularizer, bias_regularizer: optional regularizers of the kernels and
-            the bias (a Keras regularizer or its name, e.g. ``"l2"``).
-        activity_regularizer: optional regularizer of the layer's output (a loss added
-            to the model's, as for ``keras.layers.Dense``).
-        kernel_constraint, bias_constraint: optional constraints of the kernels and the
-            bias (e.g. ``"max_norm"``).
+        bias_initializer, kernel_regularizer, bias_regularizer: as for
+            :class:`GraphConv` (here the kernels are ``kernel`` and ``edge_kernel``).
+        activity_regularizer, kernel_constraint, bias_constraint: as for :class:`GraphConv`.
         **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:
@@ -210,19 +209,17 @@ class GraphAttention(keras.layers.Layer):
         **kwargs,
     ):
         name = "GraphAttention"
+        # Keras' Layer reads activity_regularizer (keras.regularizers.get, as weight_option).
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer, name)
+        self.kernel_initializer, self.kernel_regularizer, self.kernel_constraint = weight_options(
+            name, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint
+        )
         self.attention_initializer = weight_option(
             "attention_initializer", attention_initializer, name
         )
-        self.bias_initializer = weight_option("bias_initializer", bias_initializer, name)
-        self.kernel_regularizer = weight_option("kernel_regularizer", kernel_regularizer, name)
-        self.bias_regularizer = weight_option("bias_regularizer", bias_regularizer, name)
-        self.activity_regularizer = weight_option(
-            "activity_regularizer", activity_regularizer, name
+        self.bias_initializer, self.bias_regularizer, self.bias_constraint = weight_options(
+            name, "bias", bias_initializer, bias_regularizer, bias_constraint
         )
-        self.kernel_constraint = weight_option("kernel_constraint", kernel_constraint, name)
-        self.bias_constraint = weight_option("bias_constraint", bias_constraint, name)
         self.units = check_positive_int("units", units, name)
         self.num_heads = check_positive_int("num_heads", num_heads, name)
         self.concat_heads = bool(concat_heads)
@@ -259,63 +256,30 @@ class GraphAttention(keras.layers.Layer):
 
     def build(self, input_shape):
         input_shape = tuple(input_shape)
-        features = input_shape[-1] if input_shape else None
-        if features is None:
-            raise ValueError(
-                f"GraphAttention needs the number of node features (last axis of x) to "
-                f"build, got input shape {input_shape}."
-            )
-        self._features = int(features)
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(self._features, self.num_heads * self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        self.attention_source = self.add_weight(
-            name="attention_source",
-            shape=(self.num_heads, self.units),
-            initializer=self.attention_initializer,
-        )
-        self.attention_target = self.add_weight(
-            name="attention_target",
-            shape=(self.num_heads, self.units),
-            initializer=clone_initializer(self.attention_initializer),
+        self._features = node_features(input_shape, "GraphAttention")
+        projected = self.num_heads * self.units
+        per_head = (self.num_heads, self.units)
+        self.kernel = add_weight_of_kind(self, "kernel", (self._features, projected), "kernel")
+        self.attention_source = add_weight_of_kind(self, "attention_source", per_head, "attention")
+        self.attention_target = add_weight_of_kind(
+            self, "attention_target", per_head, "attention", clone=True
         )
         if self.edge_dim is not None:
-            self.edge_kernel = self.add_weight(
-                name="edge_kernel",
-                shape=(self.edge_dim, self.num_heads * self.units),
-                initializer=clone_initializer(self.kernel_initializer),
-                regularizer=self.kernel_regularizer,
-                constraint=self.kernel_constraint,
+            self.edge_kernel = add_weight_of_kind(
+                self, "edge_kernel", (self.edge_dim, projected), "kernel", clone=True
             )
-            self.attention_edge = self.add_weight(
-                name="attention_edge",
-                shape=(self.num_heads, self.units),
-                initializer=clone_initializer(self.attention_initializer),
+            self.attention_edge = add_weight_of_kind(
+                self, "attention_edge", per_head, "attention", clone=True
             )
         if self.use_bias:
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(self.output_units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+            self.bias = add_weight_of_kind(self, "bias", (self.output_units,), "bias")
         super().build(input_shape)
 
     # -- helpers ---------------------------------------------------------------------
 
     def _project(self, x, dtype):
         """``z [.., heads, units]`` and the two halves of the attention scores."""
-        features = x.shape[-1]
-        if features is not None and features != self._features:
-            raise ValueError(
-                f"GraphAttention was built for {self._features} node features but got x "
-                f"with {features} (shape {shape_text(x)})."
-            )
+        check_node_features(x, self._features, "GraphAttention")
         z = features_matmul(x, tf.cast(self.kernel, dtype))
         z = tf.reshape(z, tf.concat([tf.shape(z)[:-1], [self.num_heads, self.units]], axis=0))
         score_source = tf.reduce_sum(z * tf.cast(self.attention_source, dtype), axis=-1)

@@ -18,34 +18,28 @@ import tensorflow as tf
 
 from lablib.graphs import gcn_norm, gcn_norm_dense
 from lablib.layers._common import (
+    add_weight_of_kind,
     check_choice,
     check_positive_int,
-    clone_initializer,
     keras,
     register,
-    weight_option,
+    weight_option_names,
+    weight_options,
     weight_options_config,
 )
 from lablib.layers._graph_ops import (
     GraphInputs,
     aggregate,
+    check_node_features,
     edge_operator,
     features_matmul,
-    shape_text,
+    node_features,
 )
 
 __all__ = ["GraphConv"]
 
 #: The constructor's weight options, saved by ``get_config``.
-_WEIGHT_OPTIONS = (
-    "kernel_initializer",
-    "bias_initializer",
-    "kernel_regularizer",
-    "bias_regularizer",
-    "activity_regularizer",
-    "kernel_constraint",
-    "bias_constraint",
-)
+_WEIGHT_OPTIONS = (*weight_option_names("kernel", "bias"), "activity_regularizer")
 
 
 # --------------------------------------------------------------------------- layer
@@ -140,56 +134,32 @@ class GraphConv(keras.layers.Layer):
         **kwargs,
     ):
         name = "GraphConv"
+        # Keras' Layer reads activity_regularizer (keras.regularizers.get, as weight_option).
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         self.units = check_positive_int("units", units, name)
         self.normalization = check_choice(
             "normalization", normalization, ("symmetric", "mean"), name
         )
-        self.kernel_initializer = weight_option("kernel_initializer", kernel_initializer, name)
-        self.bias_initializer = weight_option("bias_initializer", bias_initializer, name)
-        self.kernel_regularizer = weight_option("kernel_regularizer", kernel_regularizer, name)
-        self.bias_regularizer = weight_option("bias_regularizer", bias_regularizer, name)
-        self.activity_regularizer = weight_option(
-            "activity_regularizer", activity_regularizer, name
+        self.kernel_initializer, self.kernel_regularizer, self.kernel_constraint = weight_options(
+            name, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint
         )
-        self.kernel_constraint = weight_option("kernel_constraint", kernel_constraint, name)
-        self.bias_constraint = weight_option("bias_constraint", bias_constraint, name)
+        self.bias_initializer, self.bias_regularizer, self.bias_constraint = weight_options(
+            name, "bias", bias_initializer, bias_regularizer, bias_constraint
+        )
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
         self.supports_masking = True
 
     def build(self, input_shape):
         input_shape = tuple(input_shape)
-        features = input_shape[-1] if input_shape else None
-        if features is None:
-            raise ValueError(
-                f"GraphConv needs the number of node features (last axis of x) to build, "
-                f"got input shape {input_shape}."
-            )
-        features = int(features)
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(features, self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
+        features = node_features(input_shape, "GraphConv")
+        self.kernel = add_weight_of_kind(self, "kernel", (features, self.units), "kernel")
         if self.normalization == "mean":
-            self.self_kernel = self.add_weight(
-                name="self_kernel",
-                shape=(features, self.units),
-                initializer=clone_initializer(self.kernel_initializer),
-                regularizer=self.kernel_regularizer,
-                constraint=self.kernel_constraint,
+            self.self_kernel = add_weight_of_kind(
+                self, "self_kernel", (features, self.units), "kernel", clone=True
             )
         if self.use_bias:
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(self.units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+            self.bias = add_weight_of_kind(self, "bias", (self.units,), "bias")
         self._features = features
         super().build(input_shape)
 
@@ -199,14 +169,6 @@ class GraphConv(keras.layers.Layer):
         # Aggregation is linear, so it commutes with x W: transform first when it
         # shrinks the features (the usual case: Cora has 1433 inputs, 16 units).
         return self.units <= self._features
-
-    def _check_features(self, x):
-        features = x.shape[-1]
-        if features is not None and features != self._features:
-            raise ValueError(
-                f"GraphConv was built for {self._features} node features but got x with "
-                f"{features} (shape {shape_text(x)})."
-            )
 
     def _dense(self, graph, kernel):
         x, adjacency = graph.x, graph.adjacency
@@ -248,7 +210,7 @@ class GraphConv(keras.layers.Layer):
         del training  # no dropout inside; accepted so that every layer is called alike
         dtype = self.compute_dtype
         graph = GraphInputs(self, inputs, adjacency, mask, edge_index, dtype)
-        self._check_features(graph.x)
+        check_node_features(graph.x, self._features, "GraphConv")
         kernel = tf.cast(self.kernel, dtype)
         if graph.mode == "dense":
             out = self._dense(graph, kernel)

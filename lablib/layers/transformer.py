@@ -210,31 +210,21 @@ class TransformerDecoderBlock(_TransformerBlock):
     Subclassing: as :class:`TransformerEncoderBlock`, ``_compute_attention`` computes the
     attention of every head, in the masked self-attention and in the cross-attention.
 
+    The constructor takes the arguments of :class:`TransformerEncoderBlock`, with the
+    same meanings and defaults, but ``use_query_residual`` (every sub-layer here has its
+    residual connection).
+
     Args:
-        num_heads: number of attention heads H (``num_attention_heads``, tfm's name,
-            is accepted, with a warning, until lablib 0.4); the model size d (last
-            axis of the inputs) must be divisible by it unless ``key_dim`` is given.
-        inner_dim: hidden size of the two-layer feed-forward network.
-        inner_activation: activation of the feed-forward hidden layer ("relu",
-            "gelu", or a function).
-        kernel_initializer: initializer of all kernels ("glorot_uniform").
-        bias_initializer: initializer of all biases ("zeros").
-        kernel_regularizer, bias_regularizer: optional regularizers.
-        kernel_constraint, bias_constraint: optional constraints.
-        use_bias: whether the attention projections have biases (True). The
-            feed-forward layers always do, as in tfm.
-        norm_first: False (default): post-norm, ``LayerNorm(x + sublayer(x))``, as
-            in Vaswani et al. and the course; True: pre-norm,
-            ``x + sublayer(LayerNorm(x))``.
-        norm_epsilon: layer-normalisation epsilon (1e-12, tfm's default).
-        output_dropout: dropout on each sub-layer's output before the residual
-            addition (Vaswani et al., section 5.4).
-        attention_dropout: dropout on the attention weights.
-        inner_dropout: dropout after the feed-forward activation.
-        attention_initializer: initializer of the attention kernels (defaults to
-            ``kernel_initializer``).
-        key_dim: size per head of queries and keys (default ``d // H``).
-        value_dim: size per head of values (default ``key_dim``).
+        num_heads, inner_dim, inner_activation: as for the encoder (heads, hidden size
+            and activation of the feed-forward network).
+        kernel_initializer, bias_initializer, attention_initializer: as for the encoder.
+        kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint: as
+            for the encoder.
+        use_bias, norm_first, norm_epsilon: as for the encoder; ``norm_first`` places
+            the normalisation of all three sub-layers.
+        output_dropout, attention_dropout, inner_dropout: as for the encoder (both
+            attentions drop their weights with ``attention_dropout``).
+        key_dim, value_dim: as for the encoder, for both attentions.
         **kwargs: standard layer arguments (``name``, ``dtype``...).
 
     Call arguments:

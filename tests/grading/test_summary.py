@@ -102,7 +102,7 @@ def test_summary_counts(fixture_lab):
 
 
 def test_summary_page_is_static_and_names_every_piece(fixture_lab, tmp_path):
-    paths = write_summary(tmp_path, fixture_lab, _class(fixture_lab))
+    paths = write_summary(tmp_path, class_summary(fixture_lab, _class(fixture_lab)))
     page = paths["summary_html"].read_text()
     assert "Submissions needing attention" in page and 'href="feedback/student01.html"' in page
     assert json.loads(paths["summary_json"].read_text())["lab"] == fixture_lab.name
@@ -117,7 +117,9 @@ def test_summary_page_is_static_and_names_every_piece(fixture_lab, tmp_path):
     assert not re.search(r"href=\"(?:feedback|instructor)/[^\"]*(?:\.\.|//|:)", page)
     assert (
         "No submissions"
-        in write_summary(tmp_path / "none", fixture_lab, [])["summary_html"].read_text()
+        in write_summary(tmp_path / "none", class_summary(fixture_lab, []))[
+            "summary_html"
+        ].read_text()
     )
 
 
@@ -135,7 +137,9 @@ def _chromium() -> str:
 def test_summary_page_renders_in_headless_chromium(fixture_lab, tmp_path):
     from PIL import Image
 
-    page = write_summary(tmp_path / "out", fixture_lab, _class(fixture_lab))["summary_html"]
+    page = write_summary(tmp_path / "out", class_summary(fixture_lab, _class(fixture_lab)))[
+        "summary_html"
+    ]
     shot = tmp_path / "summary.png"
     width, height = 1200, 2200
     command = [

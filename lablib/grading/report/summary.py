@@ -19,13 +19,12 @@ Example::
 
     from lablib.grading.report.summary import class_summary, write_summary
     data = class_summary(lab, results, roster)          # plain dict, as in summary.json
-    write_summary("out", lab, results)          # out/summary.json, out/summary.html
+    write_summary("out", data)                  # out/summary.json, out/summary.html
 """
 
 from __future__ import annotations
 
 import html
-import inspect
 import io
 import json
 import pathlib
@@ -890,21 +889,22 @@ mistake.</p>
 """
 
 
-def write_summary(out_dir, lab, results, *args, **kwargs) -> dict[str, pathlib.Path]:
-    """Write ``summary.json`` and ``summary.html`` into ``out_dir``: the summary of
-    ``class_summary(lab, results, *args, **kwargs)`` (its arguments, by position or name:
-    ``roster``, ``skipped``, ``written``, ``late``, ``similarity``, ``totals``,
-    ``lms_late``), the page with the similar pairs' code side by side.
+def write_summary(out_dir, summary: dict, similarity=None) -> dict[str, pathlib.Path]:
+    """Write ``summary.json`` and ``summary.html`` into ``out_dir``.
+
+    Args:
+        out_dir: the folder (made if missing).
+        summary: what :func:`class_summary` returned.
+        similarity: the similarity report given to :func:`class_summary`, for the page's
+            similar pairs' code side by side (None: no such section).
 
     Returns:
         ``{"summary_json": path, "summary_html": path}``.
     """
-    given = inspect.signature(class_summary).bind(lab, results, *args, **kwargs)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = class_summary(*given.args, **given.kwargs)
-    atomic_write(out / "summary.json", json.dumps(data, indent=1) + "\n")
-    atomic_write(out / "summary.html", summary_html(data, given.arguments.get("similarity")))
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write(out / "summary.html", summary_html(summary, similarity))
     return {"summary_json": out / "summary.json", "summary_html": out / "summary.html"}
 
 
@@ -922,17 +922,15 @@ class ClassSummary:
         )
         totals = {r.submission: book.row(r).total for r in book.results}
         lms_late = [r.submission for r in book.results if book.marked_late_without_time(r)]
-        return list(
-            write_summary(
-                out_dir,
-                book.lab,
-                book.results,
-                book.roster,
-                book.skipped,
-                written,
-                late,
-                book.similarity,
-                totals,
-                lms_late,
-            ).values()
+        summary = class_summary(
+            book.lab,
+            book.results,
+            book.roster,
+            book.skipped,
+            written,
+            late,
+            book.similarity,
+            totals,
+            lms_late,
         )
+        return list(write_summary(out_dir, summary, book.similarity).values())

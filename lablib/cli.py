@@ -126,7 +126,7 @@ def _cmd_grade(args) -> int:
     from lablib.grading.gradebook.roster import Roster, SubmissionTimes
     from lablib.grading.options import GradeOptions
     from lablib.grading.report.text import status_text
-    from lablib.grading.spec import load_lab
+    from lablib.grading.labspec.registry import load_lab
     from lablib.grading.submissions import SubmissionSkipped
 
     spec = load_lab(args.lab, args.tests)  # the lab resolved once, passed down
@@ -306,7 +306,7 @@ def _cmd_review(args) -> int:
     from lablib.grading.author import catalog
     from lablib.grading.grade import rewrite_reports
     from lablib.grading.review.server import ReviewApp, make_server
-    from lablib.grading.spec import load_lab
+    from lablib.grading.labspec.registry import load_lab
 
     spec = load_lab(args.lab, args.tests)
     template = catalog.find_lab_notebook(
@@ -426,7 +426,7 @@ def _cmd_gradescope(args) -> int:
 
 def _cmd_written(args) -> int:
     from lablib.grading.review import printout
-    from lablib.grading.spec import load_lab
+    from lablib.grading.labspec.registry import load_lab
 
     spec = load_lab(args.lab, args.tests)
     if args.written_command == "pdf":

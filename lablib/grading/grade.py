@@ -54,7 +54,8 @@ from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
 from lablib.grading.options import GradeOptions
-from lablib.grading.spec import PUBLIC_TESTS_DIR, LabSpec, load_spec
+from lablib.grading.labspec.model import LabSpec
+from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_spec
 from lablib.grading.submissions import Found, find_submissions, warn_skipped
 
 __all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced"]

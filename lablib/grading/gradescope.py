@@ -19,7 +19,7 @@ import sys
 from lablib.grading.grade import grade
 from lablib.grading.options import GradeOptions
 from lablib.grading.report import DEFAULT_WRITERS, GradescopeResults, write_reports
-from lablib.grading.spec import load_spec
+from lablib.grading.labspec.registry import load_spec
 from lablib.labs import find_lab
 
 __all__ = ["run_autograder", "main"]

@@ -28,7 +28,7 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.author import catalog, distwheel
 from lablib.grading.author.assignment import dumps_notebook, make_assignment
 from lablib.grading.notebook import read_notebook
-from lablib.grading.spec import PUBLIC_TESTS_DIR, load_lab
+from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_lab
 from lablib.install import lab_extras
 
 __all__ = ["build_autograder", "RUN_AUTOGRADER", "SETUP_SH"]

@@ -28,7 +28,7 @@ from lablib.grading.gradebook.identity import resolve, student_of
 from lablib.grading.gradebook.late import Late, LateError, LatePolicy
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student
 from lablib.grading.results import PersonScore, SubmissionResult
-from lablib.grading.spec import LabSpec, WrittenQuestion
+from lablib.grading.labspec.model import LabSpec, WrittenQuestion
 from lablib.grading.submissions import Found
 
 __all__ = ["Gradebook", "Row", "feedback_stems"]

@@ -23,7 +23,7 @@ from lablib.grading.expect import Mistake, TestFailure
 from lablib.grading.judge.tests import failed_message, failure_text, judge_error, judged
 from lablib.grading.results import Kind, TestResult
 from lablib.grading.run import Limits, ProbeRequest, run_submission
-from lablib.grading.spec import HIDDEN_NAMESPACE
+from lablib.grading.labspec.model import HIDDEN_NAMESPACE
 
 __all__ = ["judge_in_sandbox"]
 

@@ -17,7 +17,7 @@ from lablib.grading.results import (
     SubmissionResult,
     TestResult,
 )
-from lablib.grading.spec import LabSpec
+from lablib.grading.labspec.model import LabSpec
 from lablib.session import NOT_DONE
 
 __all__ = ["judge_submission", "summarise", "unreadable"]

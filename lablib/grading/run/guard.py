@@ -91,93 +91,49 @@ BY_HAND = ("layers" + os.sep, os.path.join("grading", "specs") + os.sep)
 #: ``handed_*`` function the probe does not use is disarmed like the rest.
 HANDED_PREFIX = "handed_"
 
-#: Ready-made implementations of what the by-hand pieces ask for: (the name students
-#: know, the module that defines it, the attribute). Disarmed while a by-hand probe runs,
-#: whether their module was loaded before it or is imported during it.
-READY_MADE = (
-    (
-        "keras.layers.MultiHeadAttention",
-        "keras.src.layers.attention.multi_head_attention",
-        "MultiHeadAttention",
-    ),
-    (
-        "keras.layers.GroupQueryAttention",
-        "keras.src.layers.attention.grouped_query_attention",
-        "GroupedQueryAttention",
-    ),
-    ("keras.layers.Attention", "keras.src.layers.attention.attention", "Attention"),
-    (
-        "keras.layers.AdditiveAttention",
-        "keras.src.layers.attention.additive_attention",
-        "AdditiveAttention",
-    ),
-    ("keras.ops.dot_product_attention", "keras.src.ops.nn", "dot_product_attention"),
-    ("keras.ops.dot_product_attention", "keras.src.ops.nn", "DotProductAttention"),
-    ("keras.ops.dot_product_attention", "keras.src.backend.tensorflow.nn", "dot_product_attention"),
-    ("keras.metrics.F1Score", "keras.src.metrics.f_score_metrics", "FBetaScore"),
-    ("keras.metrics.F1Score", "keras.src.metrics.f_score_metrics", "F1Score"),
-    (
-        "tf_keras.layers.MultiHeadAttention",
-        "tf_keras.src.layers.attention.multi_head_attention",
-        "MultiHeadAttention",
-    ),
-    ("tf_keras.layers.Attention", "tf_keras.src.layers.attention.attention", "Attention"),
-    (
-        "tf_keras.layers.AdditiveAttention",
-        "tf_keras.src.layers.attention.additive_attention",
-        "AdditiveAttention",
-    ),
-    ("tf_keras.metrics.F1Score", "tf_keras.src.metrics.f_score_metrics", "FBetaScore"),
-    ("tf_keras.metrics.F1Score", "tf_keras.src.metrics.f_score_metrics", "F1Score"),
-    (
-        "tfm.nlp.layers.TransformerEncoderBlock",
-        "official.nlp.modeling.layers.transformer_encoder_block",
-        "TransformerEncoderBlock",
-    ),
-    ("tfm.nlp.layers.Transformer", "official.nlp.modeling.layers.transformer", "Transformer"),
-    (
-        "tfm.nlp.layers.TransformerDecoderBlock",
-        "official.nlp.modeling.layers.transformer",
-        "TransformerDecoderBlock",
-    ),
-    (
-        "tfm.nlp.layers.PositionEmbedding",
-        "official.nlp.modeling.layers.position_embedding",
-        "PositionEmbedding",
-    ),
-    (
-        "tfm.nlp.layers.RelativePositionEmbedding",
-        "official.nlp.modeling.layers.position_embedding",
-        "RelativePositionEmbedding",
-    ),
-    (
-        "keras_hub.layers.SinePositionEncoding",
-        "keras_hub.src.layers.modeling.sine_position_encoding",
-        "SinePositionEncoding",
-    ),
-    (
-        "keras_hub.layers.TransformerEncoder",
-        "keras_hub.src.layers.modeling.transformer_encoder",
-        "TransformerEncoder",
-    ),
-    (
-        "keras_nlp.layers.SinePositionEncoding",
-        "keras_nlp.src.layers.modeling.sine_position_encoding",
-        "SinePositionEncoding",
-    ),
-    (
-        "keras_nlp.layers.TransformerEncoder",
-        "keras_nlp.src.layers.modeling.transformer_encoder",
-        "TransformerEncoder",
-    ),
-    ("sklearn.metrics.f1_score", "sklearn.metrics._classification", "f1_score"),
-    ("sklearn.metrics.fbeta_score", "sklearn.metrics._classification", "fbeta_score"),
-    (
-        "sklearn.metrics.precision_recall_fscore_support",
-        "sklearn.metrics._classification",
-        "precision_recall_fscore_support",
-    ),
-)
+#: Ready-made implementations of what the by-hand pieces ask for, a line each: the name
+#: students know, then where it is defined (``module:attribute``). The order matters: the
+#: first row that holds an object names it.
+_READY_MADE_ROWS = """
+keras.layers.MultiHeadAttention                  keras.src.layers.attention.multi_head_attention:MultiHeadAttention
+keras.layers.GroupQueryAttention                 keras.src.layers.attention.grouped_query_attention:GroupedQueryAttention
+keras.layers.Attention                           keras.src.layers.attention.attention:Attention
+keras.layers.AdditiveAttention                   keras.src.layers.attention.additive_attention:AdditiveAttention
+keras.ops.dot_product_attention                  keras.src.ops.nn:dot_product_attention
+keras.ops.dot_product_attention                  keras.src.ops.nn:DotProductAttention
+keras.ops.dot_product_attention                  keras.src.backend.tensorflow.nn:dot_product_attention
+keras.metrics.F1Score                            keras.src.metrics.f_score_metrics:FBetaScore
+keras.metrics.F1Score                            keras.src.metrics.f_score_metrics:F1Score
+tf_keras.layers.MultiHeadAttention               tf_keras.src.layers.attention.multi_head_attention:MultiHeadAttention
+tf_keras.layers.Attention                        tf_keras.src.layers.attention.attention:Attention
+tf_keras.layers.AdditiveAttention                tf_keras.src.layers.attention.additive_attention:AdditiveAttention
+tf_keras.metrics.F1Score                         tf_keras.src.metrics.f_score_metrics:FBetaScore
+tf_keras.metrics.F1Score                         tf_keras.src.metrics.f_score_metrics:F1Score
+tfm.nlp.layers.TransformerEncoderBlock           official.nlp.modeling.layers.transformer_encoder_block:TransformerEncoderBlock
+tfm.nlp.layers.Transformer                       official.nlp.modeling.layers.transformer:Transformer
+tfm.nlp.layers.TransformerDecoderBlock           official.nlp.modeling.layers.transformer:TransformerDecoderBlock
+tfm.nlp.layers.PositionEmbedding                 official.nlp.modeling.layers.position_embedding:PositionEmbedding
+tfm.nlp.layers.RelativePositionEmbedding         official.nlp.modeling.layers.position_embedding:RelativePositionEmbedding
+keras_hub.layers.SinePositionEncoding            keras_hub.src.layers.modeling.sine_position_encoding:SinePositionEncoding
+keras_hub.layers.TransformerEncoder              keras_hub.src.layers.modeling.transformer_encoder:TransformerEncoder
+keras_nlp.layers.SinePositionEncoding            keras_nlp.src.layers.modeling.sine_position_encoding:SinePositionEncoding
+keras_nlp.layers.TransformerEncoder              keras_nlp.src.layers.modeling.transformer_encoder:TransformerEncoder
+sklearn.metrics.f1_score                         sklearn.metrics._classification:f1_score
+sklearn.metrics.fbeta_score                      sklearn.metrics._classification:fbeta_score
+sklearn.metrics.precision_recall_fscore_support  sklearn.metrics._classification:precision_recall_fscore_support
+"""
+
+
+def _name_module_attribute(rows: str) -> tuple[tuple[str, str, str], ...]:
+    """``name  module:attribute`` lines -> ``(name, module, attribute)``, in order."""
+    return tuple(
+        (name, *where.split(":", 1)) for name, where in map(str.split, rows.strip().splitlines())
+    )
+
+
+#: :data:`_READY_MADE_ROWS` as ``(name, module, attribute)``. Disarmed while a by-hand
+#: probe runs, whether their module was loaded before it or is imported during it.
+READY_MADE = _name_module_attribute(_READY_MADE_ROWS)
 
 #: How long the window waits for threads the student's code started (seconds, in all).
 THREAD_WAIT = 1.0

@@ -55,6 +55,13 @@ FALLBACK_NOTE = (
 )
 
 
+def add_model_piece(lab, name, builder, description):
+    """Declare ``lab``'s piece ``name`` whose graded function ``builder`` builds a
+    compiled Keras model: from lablib's (or Model Garden's) layers, so not a piece
+    written by hand (``by_hand=False``: calling lablib's layers there is allowed)."""
+    lab.piece(name, objects=[builder], description=description, by_hand=False)
+
+
 def expect_fields(got, keys, what="the probe's values"):
     """Fail unless ``got`` is a dict holding every key in ``keys`` (a forged reply of
     another form is the submission's failure, not a judge error)."""

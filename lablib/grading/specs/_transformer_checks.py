@@ -260,6 +260,12 @@ def _softmax(z):
     return e / e.sum(-1, keepdims=True)
 
 
+def _expect_recomputed(got, expected, what, tolerance=1e-3):
+    """:func:`expect_close` with ``tolerance`` as both rtol and atol: how each traced
+    tensor is compared with the value recomputed from the weights (float32 vs float64)."""
+    expect_close(got, expected, rtol=tolerance, atol=tolerance, what=what)
+
+
 def verified_logits(trace, batch, ids, weights=None):
     """Judge side: the logits of ``trace["batches"][batch]`` recomputed from the weights.
 
@@ -302,12 +308,11 @@ def verified_logits(trace, batch, ids, weights=None):
         zip(layers["blocks"], layers["block_configs"], step["blocks"])
     ):
         if previous is not None:
-            expect_close(
+            _expect_recomputed(
                 block["input"],
                 previous,
-                rtol=1e-4,
-                atol=1e-4,
-                what=f"input of encoder block {i} (the output of block {i - 1})",
+                f"input of encoder block {i} (the output of block {i - 1})",
+                1e-4,
             )
         # With Embedding(mask_zero=True) Keras also hands the block the padding mask of
         # the queries and keys, which tf_keras' attention combines with the attention
@@ -325,59 +330,31 @@ def verified_logits(trace, batch, ids, weights=None):
             )
             if np.allclose(block["output"], expected, rtol=1e-3, atol=1e-3):
                 break
-        expect_close(
-            block["output"],
-            expected,
-            rtol=1e-3,
-            atol=1e-3,
-            what=f"output of encoder block {i} recomputed from its weights",
+        _expect_recomputed(
+            block["output"], expected, f"output of encoder block {i} recomputed from its weights"
         )
         previous = expected
-    expect_close(
-        step["pool_in"],
-        previous,
-        rtol=1e-3,
-        atol=1e-3,
-        what="input of the pooling (the last block's output)",
-    )
+    _expect_recomputed(step["pool_in"], previous, "input of the pooling (the last block's output)")
     real = (ids != 0)[..., None].astype(np.float64)
     masked = (previous * real).sum(1) / np.maximum(real.sum(1), 1.0)
     pooled = (
         masked if np.allclose(step["pool_out"], masked, rtol=1e-3, atol=1e-3) else previous.mean(1)
     )
-    expect_close(
+    _expect_recomputed(
         step["pool_out"],
         pooled,
-        rtol=1e-3,
-        atol=1e-3,
-        what="pooled features (the mean of the last block's output over the tokens)",
+        "pooled features (the mean of the last block's output over the tokens)",
     )
-    expect_close(
-        step["head_in"],
-        pooled,
-        rtol=1e-3,
-        atol=1e-3,
-        what="input of the classifier (the pooled features)",
-    )
+    _expect_recomputed(step["head_in"], pooled, "input of the classifier (the pooled features)")
     kernel = np.asarray(weights[layers["head"]]["kernel"], np.float64)
     bias = np.asarray(weights[layers["head"]].get("bias", np.zeros(kernel.shape[1])), np.float64)
     logits = pooled @ kernel + bias
     probabilities = _softmax(logits)
     head = probabilities if layers["head_activation"] == "softmax" else logits
-    expect_close(
-        step["head_out"],
-        head,
-        rtol=1e-3,
-        atol=1e-3,
-        what="classifier output recomputed from its kernel and bias",
+    _expect_recomputed(
+        step["head_out"], head, "classifier output recomputed from its kernel and bias"
     )
-    expect_close(
-        step["logits"],
-        head,
-        rtol=1e-3,
-        atol=1e-3,
-        what="model predictions (the classifier's output)",
-    )
+    _expect_recomputed(step["logits"], head, "model predictions (the classifier's output)")
     return logits, probabilities
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from lablib.grading.expect import Mistake
 from lablib.grading.specs._attention_checks import attention_stages as _attention_stages
 from lablib.grading.specs._attention_checks import reference_attention as _reference_attention
+from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.spec import diagnose, expect, expect_close, expect_equal, expect_shape, get_lab
 from lablib.grading.specs._model_checks import expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
@@ -120,25 +121,72 @@ lab.piece(
 )
 
 
-@lab.test(
-    "attention",
-    points=2,
-    hint="Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
-    "first query; softmax each row over the keys, then take the weighted sum of values.",
-)
-def worked_example(ns):
+def _worked_inputs():
+    """(q, k, v, mask): the worked example's rows as query, key and value, no mask."""
     x = np.array(WORKED)
-    out, weights = _pair(ns["attention"](x, x, x), "attention(q, k, v)")
+    return x, x, x, None
+
+
+def _batch_inputs():
+    """(q, k, v, mask): batch and head axes, values of another size than the keys."""
+    return (*_rng_arrays(1, (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7)), None)
+
+
+def _masked_inputs():
+    """(q, k, v, mask): a [2, 1, 5] key mask."""
+    mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
+    return (*_rng_arrays(2, (2, 4, 3), (2, 5, 3), (2, 5, 2)), mask)
+
+
+def _fully_masked_inputs():
+    """(q, k, v, mask): query 1 may attend to no key."""
+    mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
+    return (*_rng_arrays(3, (3, 2), (3, 2), (3, 2)), mask)
+
+
+def run_attention(ns, inputs):
+    """Probe side: the student's ``attention`` on ``inputs() = (q, k, v, mask)`` (given
+    no mask argument when mask is None), as {"output", "weights"}."""
+    query, key, value, mask = inputs()
+    if mask is None:
+        out, weights = _pair(ns["attention"](query, key, value), "attention(q, k, v)")
+    else:
+        call = "attention(q, k, v, mask=...)"
+        out, weights = _pair(ns["attention"](query, key, value, mask=mask), call)
     return {"output": out, "weights": weights}
 
 
-@worked_example.judge
-def _(got):
-    x = np.array(WORKED)
+def judge_attention(got, inputs, checks, whats):
+    """One attention test's judge on ``inputs() = (q, k, v, mask)``, with ``reference =
+    (output, weights)`` of :func:`_reference_attention`: the case's first checks
+    (``checks[0](got, inputs, reference)``, which returns mistakes of its own to name
+    first), the known mistakes (:func:`_attention_mistakes`) and the first wrong step
+    (:func:`_attention_stages`) named, the case's checks of particular values
+    (``checks[1]``, same arguments), then the weights and the output against the
+    reference (``whats``: what the messages call them)."""
+    inputs = inputs()
+    reference = out, weights = _reference_attention(*inputs)
+    first, particular = checks
+    mistakes = first(got, inputs, reference)
+    diagnose(got["weights"], [*mistakes, *_attention_mistakes(*inputs)], right=weights)
+    _attention_stages(got, *inputs)
+    particular(got, inputs, reference)
+    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what=whats[0])
+    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what=whats[1])
+
+
+def _no_check(got, inputs, reference):
+    return []
+
+
+def _worked_shapes(got, inputs, reference):
     expect_shape(got["weights"], (3, 3), "attention weights")
     expect_shape(got["output"], (3, 4), "attention output")
-    diagnose(got["weights"], _attention_mistakes(x, x, x), right=_reference_attention(x, x, x)[1])
-    _attention_stages(got, x, x, x)
+    return []
+
+
+def _worked_first_query(got, inputs, reference):
+    """The lecture's numbers for the first query."""
     expect_close(
         got["weights"][0],
         [0.00055, 0.99911, 0.00033],
@@ -151,88 +199,40 @@ def _(got):
         atol=1.5e-2,
         what="output of the first query (the lecture's o_1)",
     )
-    out, weights = _reference_attention(x, x, x)
-    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="all attention weights")
-    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="all outputs")
 
 
-@lab.test(
-    "attention",
-    points=1,
-    hint="Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
-    "batch/head axes are kept; scale by the query's last dimension d_k.",
-)
-def batch_dims_and_shapes(ns):
-    q, k, v = _rng_arrays(1, (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7))
-    out, weights = _pair(ns["attention"](q, k, v), "attention(q, k, v)")
-    return {"output": out, "weights": weights}
-
-
-@batch_dims_and_shapes.judge
-def _(got):
-    q, k, v = _rng_arrays(1, (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7))
-    out, weights = _reference_attention(q, k, v)
+def _batch_shapes(got, inputs, reference):
+    out, weights = reference
     expect_shape(got["output"], out.shape, "output of q [2,3,5,4], k [2,3,6,4], v [2,3,6,7]")
     expect_shape(got["weights"], weights.shape, "weights of the same call")
-    diagnose(got["weights"], _attention_mistakes(q, k, v), right=weights)
-    _attention_stages(got, q, k, v)
+    return []
+
+
+def _rows_sum_to_one(got, inputs, reference):
     expect_close(
         got["weights"].sum(-1),
-        np.ones(weights.shape[:-1]),
+        np.ones(reference[1].shape[:-1]),
         atol=1e-6,
         what="sum of each row of weights",
     )
-    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="attention weights")
-    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="attention output")
 
 
-@lab.test(
-    "attention",
-    points=1,
-    hint="Where the mask is False the weight must be exactly 0: "
-    "set those scores to -inf (or drop them) before the softmax, not after.",
-)
-def masked_keys_get_zero_weight(ns):
-    q, k, v = _rng_arrays(2, (2, 4, 3), (2, 5, 3), (2, 5, 2))
-    mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
-    out, weights = _pair(ns["attention"](q, k, v, mask=mask), "attention(q, k, v, mask=...)")
-    return {"output": out, "weights": weights}
-
-
-@masked_keys_get_zero_weight.judge
-def _(got):
-    q, k, v = _rng_arrays(2, (2, 4, 3), (2, 5, 3), (2, 5, 2))
-    mask = np.array([[[True, True, False, True, False]], [[True, False, False, False, True]]])
-    out, weights = _reference_attention(q, k, v, mask)
+def _masked_shape(got, inputs, reference):
     expect_shape(got["weights"], (2, 4, 5), "weights with a [2, 1, 5] key mask")
-    diagnose(got["weights"], _attention_mistakes(q, k, v, mask), right=weights)
-    _attention_stages(got, q, k, v, mask)
-    blocked = np.broadcast_to(~mask, (2, 4, 5))
+    return []
+
+
+def _masked_keys_zero(got, inputs, reference):
+    blocked = np.broadcast_to(~inputs[3], (2, 4, 5))
     expect(
         bool(np.all(got["weights"][blocked] == 0.0)),
         f"masked keys must get weight exactly 0; got weights {got['weights'][blocked]}",
     )
-    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="masked attention weights")
-    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="masked attention output")
 
 
-@lab.test(
-    "attention",
-    points=1,
-    hint="A query whose every key is masked gets all-zero weights "
-    "and a zero output: not NaN (the softmax of all -inf is 0/0) and not equal weights.",
-)
-def fully_masked_query_is_safe(ns):
-    q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
-    mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
-    out, weights = _pair(ns["attention"](q, k, v, mask=mask), "attention(q, k, v, mask=...)")
-    return {"output": out, "weights": weights}
-
-
-@fully_masked_query_is_safe.judge
-def _(got):
-    q, k, v = _rng_arrays(3, (3, 2), (3, 2), (3, 2))
-    mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
+def _fully_masked_finite(got, inputs, reference):
+    """A NaN or infinite row where every key is masked is named; equal weights there
+    are a mistake of its own."""
     for name in ("output", "weights"):
         if not np.all(np.isfinite(got[name][[0, 2]])):
             break  # the other queries are wrong too: _attention_stages says where
@@ -243,26 +243,65 @@ def _(got):
                 "0 by 0. Give such a query all-zero weights and a zero output: divide by the "
                 "total only where it is positive (np.where(total > 0, total, 1))."
             )
-    out, weights = _reference_attention(q, k, v, mask)
-    uniform = weights.copy()
+    uniform = reference[1].copy()
     uniform[1] = 1.0 / 3
-    diagnose(
-        got["weights"],
-        [
-            (
-                uniform,
-                "The query whose keys are all masked got equal weights "
-                "1/3 (the softmax of equal large negative scores, e.g. "
-                "-1e9 or -1e4): give such a query all-zero weights and a "
-                "zero output, e.g. multiply the weights by mask.any(-1).",
-            )
-        ]
-        + _attention_mistakes(q, k, v, mask),
-        right=weights,
-    )
-    _attention_stages(got, q, k, v, mask)
-    expect_close(got["weights"], weights, atol=1e-7, what="weights (row 1 is fully masked)")
-    expect_close(got["output"], out, atol=1e-6, what="output (row 1 is fully masked)")
+    return [
+        (
+            uniform,
+            "The query whose keys are all masked got equal weights "
+            "1/3 (the softmax of equal large negative scores, e.g. "
+            "-1e9 or -1e4): give such a query all-zero weights and a "
+            "zero output, e.g. multiply the weights by mask.any(-1).",
+        )
+    ]
+
+
+add_case_tests(
+    lab,
+    "attention",
+    run_attention,
+    judge_attention,
+    [
+        (
+            "worked_example",
+            2,
+            "Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
+            "first query; softmax each row over the keys, then take the weighted sum of values.",
+            [_worked_inputs],
+            [(_worked_shapes, _worked_first_query), ("all attention weights", "all outputs")],
+        ),
+        (
+            "batch_dims_and_shapes",
+            1,
+            "Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
+            "batch/head axes are kept; scale by the query's last dimension d_k.",
+            [_batch_inputs],
+            [(_batch_shapes, _rows_sum_to_one), ("attention weights", "attention output")],
+        ),
+        (
+            "masked_keys_get_zero_weight",
+            1,
+            "Where the mask is False the weight must be exactly 0: "
+            "set those scores to -inf (or drop them) before the softmax, not after.",
+            [_masked_inputs],
+            [
+                (_masked_shape, _masked_keys_zero),
+                ("masked attention weights", "masked attention output"),
+            ],
+        ),
+        (
+            "fully_masked_query_is_safe",
+            1,
+            "A query whose every key is masked gets all-zero weights "
+            "and a zero output: not NaN (the softmax of all -inf is 0/0) and not equal weights.",
+            [_fully_masked_inputs],
+            [
+                (_fully_masked_finite, _no_check),
+                ("weights (row 1 is fully masked)", "output (row 1 is fully masked)"),
+            ],
+        ),
+    ],
+)
 
 
 # ------------------------------------------------------------------------- masks
@@ -817,6 +856,10 @@ def handed_causal_attention(query, key, value, mask=None):
     return weights @ value, weights
 
 
+#: How close a gap must be to the judge's: it is one float computed the same way.
+GAP_TOLERANCE = {"rtol": 1e-6, "atol": 1e-9}
+
+
 def _permutation_inputs():
     rng = np.random.RandomState(7)
     x = rng.normal(size=(6, 8))
@@ -826,6 +869,19 @@ def _permutation_inputs():
     angles = np.arange(length)[:, None] / np.power(10000.0, 2 * i / depth)
     encoding = np.where(np.arange(depth) % 2 == 0, np.sin(angles), np.cos(angles))
     return x, permutation, encoding
+
+
+def _student_gap(ns, attention, with_encoding=False):
+    """Probe side: the student's ``equivariance_gap`` of ``attention`` on
+    :func:`_permutation_inputs`, given the encoding only ``with_encoding``."""
+    x, permutation, encoding = _permutation_inputs()
+    extra = (encoding,) if with_encoding else ()
+    return float(ns["equivariance_gap"](attention, x, permutation, *extra))
+
+
+def _expect_gap(got, expected, what):
+    """The student's gap against the judge's, within :data:`GAP_TOLERANCE`."""
+    expect_close(got, expected, **GAP_TOLERANCE, what=what)
 
 
 def _expected_gap(attention, with_encoding):
@@ -918,9 +974,9 @@ def _gap_stages(calls, gap, attention, encoding):
     output = np.asarray(attention(original, original, original)[0])
     moved = np.asarray(attention(shuffled, shuffled, shuffled)[0])
     expected = float(np.max(np.abs(moved - output[permutation])))
-    if not (isinstance(gap, float) and np.isclose(gap, expected, rtol=1e-6, atol=1e-9)):
+    if not (isinstance(gap, float) and np.isclose(gap, expected, **GAP_TOLERANCE)):
         unpermuted = float(np.max(np.abs(moved - output)))
-        if isinstance(gap, float) and np.isclose(gap, unpermuted, rtol=1e-6, atol=1e-9):
+        if isinstance(gap, float) and np.isclose(gap, unpermuted, **GAP_TOLERANCE):
             raise Mistake(
                 "Your gap compares the shuffled output with the original output in its "
                 "own order: permute the original output the same way first, "
@@ -941,16 +997,15 @@ def _gap_stages(calls, gap, attention, encoding):
     "hands your function an attention with a position bias, whose gap is not 0.)",
 )
 def no_encoding_gap_is_zero(ns):
-    x, permutation, _ = _permutation_inputs()
     # Drawn afresh at every run: the gap the judge expects is computed from it, so a
     # function (or a forged reply) that always answers 0 does not pass.
     bias = np.random.default_rng().normal(size=(6, 6))
     recording, calls = _recorded(handed_attention)
     return {
-        "gap": float(ns["equivariance_gap"](recording, x, permutation)),
+        "gap": _student_gap(ns, recording),
         "calls": calls,
         "bias": bias,
-        "biased_gap": float(ns["equivariance_gap"](_biased_attention(bias), x, permutation)),
+        "biased_gap": _student_gap(ns, _biased_attention(bias)),
     }
 
 
@@ -976,7 +1031,7 @@ def _(got):
         f"the position bias drawn by the test must break equivariance (its gap is {expected:.3g})",
     )
     if isinstance(got["biased_gap"], float) and not np.isclose(
-        got["biased_gap"], expected, rtol=1e-6, atol=1e-9
+        got["biased_gap"], expected, **GAP_TOLERANCE
     ):
         raise Mistake(  # the inputs were checked above: what is left is the gap's formula
             f"For an attention that is not permutation-equivariant (a position bias) your gap is "
@@ -984,12 +1039,10 @@ def _(got):
             f"f(x[perm]) and f(x)[perm] is {expected:.4g}: return the maximum over all entries "
             "of the absolute difference (np.max(np.abs(...)))."
         )
-    expect_close(
+    _expect_gap(
         got["biased_gap"],
         expected,
-        rtol=1e-6,
-        atol=1e-9,
-        what="gap of an attention with a position bias (not permutation-equivariant)",
+        "gap of an attention with a position bias (not permutation-equivariant)",
     )
 
 
@@ -1000,12 +1053,8 @@ def _(got):
     "to x[perm] at positions 0..T-1, then compare with the permuted original output.",
 )
 def encoding_breaks_equivariance(ns):
-    x, permutation, encoding = _permutation_inputs()
     recording, calls = _recorded(handed_attention)
-    return {
-        "gap": float(ns["equivariance_gap"](recording, x, permutation, encoding)),
-        "calls": calls,
-    }
+    return {"gap": _student_gap(ns, recording, with_encoding=True), "calls": calls}
 
 
 @encoding_breaks_equivariance.judge
@@ -1015,7 +1064,7 @@ def _(got):
     got = got["gap"]
     expected = _expected_gap(_reference_attention, with_encoding=True)
     expect(expected > 1e-3, "internal: the reference gap should be positive")
-    expect_close(got, expected, rtol=1e-6, atol=1e-9, what="gap with positional encoding")
+    _expect_gap(got, expected, "gap with positional encoding")
 
 
 @lab.test(
@@ -1025,21 +1074,14 @@ def _(got):
     "query = key = value = x + encoding) and return max |f(x[perm]) - f(x)[perm]|.",
 )
 def uses_the_given_attention(ns):
-    x, permutation, _ = _permutation_inputs()
-    return float(ns["equivariance_gap"](handed_causal_attention, x, permutation))
+    return _student_gap(ns, handed_causal_attention)
 
 
 @uses_the_given_attention.judge
 def _(got):
     causal = lambda q, k, v: _reference_attention(q, k, v, np.tril(np.ones((6, 6), dtype=bool)))
     expected = _expected_gap(causal, with_encoding=False)
-    expect_close(
-        got,
-        expected,
-        rtol=1e-6,
-        atol=1e-9,
-        what="gap of a causal attention (which is not permutation-equivariant)",
-    )
+    _expect_gap(got, expected, "gap of a causal attention (which is not permutation-equivariant)")
 
 
 lab.answer(

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import diagnose, expect, expect_close, expect_shape, get_lab
-from lablib.grading.specs._model_checks import expect_fields
+from lablib.grading.specs._model_checks import add_model_piece, expect_fields
 from lablib.grading.specs._positional_checks import add_encoding_piece
 from lablib.grading.expect import Mistake
 from lablib.grading.specs._block_checks import ablation_outputs, block_stages
+from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.specs._metric_checks import battery, metric_stages
 from lablib.grading.specs._transformer_checks import (
     BLOCK_WEIGHTS,
@@ -43,12 +44,12 @@ add_encoding_piece(
 
 # ------------------------------------------------------------------- build_model
 
-lab.piece(
+add_model_piece(
+    lab,
     "build_model",
-    objects=["build_classifier"],
-    description="Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling",
-    by_hand=False,
-)  # built from lablib's (or Model Garden's) layers
+    "build_classifier",
+    "Embedding + positional encoding + tfm TransformerEncoderBlock + masked pooling",
+)
 
 _SMALL = dict(
     vocabulary_size=40,
@@ -397,87 +398,63 @@ def _random_labels():
     return y_true, y_pred
 
 
-@lab.test(
+#: Classes 1, 2, 4, 6, 7 of 8 absent, class 5 never predicted.
+_ABSENT = ([0, 0, 0, 3, 3, 5], [0, 0, 3, 3, 3, 0])
+
+
+def run_macro_f1(ns, labels, num_classes, perfect):
+    """Probe side: the student's ``macro_f1`` on ``labels = (y_true, y_pred)``, with
+    ``perfect`` also on y_true against itself, and the :func:`battery` that
+    :func:`metric_stages` reads."""
+    y_true, y_pred = (np.array(y) for y in labels)
+    values = {"f1": float(ns["macro_f1"](y_true, y_pred, num_classes))}
+    if perfect:
+        values["perfect"] = float(ns["macro_f1"](y_true, y_true, num_classes))
+    values["battery"] = battery(ns["macro_f1"])
+    return values
+
+
+def judge_macro_f1(got, labels, num_classes, perfect, what):
+    """One macro_f1 test's judge: the step-by-step diagnosis (:func:`metric_stages`),
+    then the value against scikit-learn's (and 1 for perfect predictions)."""
+    expect_fields(got, ("f1", "perfect", "battery") if perfect else ("f1", "battery"))
+    metric_stages(got["battery"], own=(got["f1"], *labels, num_classes))
+    expect_close(got["f1"], _sk_macro_f1(*labels), rtol=1e-6, atol=1e-9, what=what)
+    if perfect:
+        expect_close(got["perfect"], 1.0, atol=1e-9, what="macro-F1 of perfect predictions")
+
+
+add_case_tests(
+    lab,
     "macro_f1",
-    points=1,
-    hint="Per class F1 = 2 TP / (2 TP + FP + FN); macro-F1 is their plain mean over the classes.",
+    run_macro_f1,
+    judge_macro_f1,
+    [
+        (
+            "small_example",
+            1,
+            "Per class F1 = 2 TP / (2 TP + FP + FN); macro-F1 is their plain mean over the classes.",
+            (_HAND, 3, False),
+            ["macro_f1([0,0,1,1,2,2,2], [0,1,1,1,2,0,2], 3)"],
+        ),
+        (
+            "many_unbalanced_classes",
+            2,
+            "Average over the classes that occur in y_true or y_pred "
+            "(as scikit-learn); a class that is never predicted has F1 = 0.",
+            (_random_labels(), 46, False),
+            ["macro-F1 on 400 labels of 46 unbalanced classes"],
+        ),
+        (
+            "absent_and_never_predicted_classes",
+            1,
+            "A class absent from both y_true and y_pred is left out of "
+            "the mean; a class in y_true that is never predicted counts as F1 = 0.",
+            (_ABSENT, 8, True),
+            ["macro-F1 with classes 1, 2, 4, 6, 7 absent and class 5 never predicted"],
+        ),
+    ],
 )
-def small_example(ns):
-    return {
-        "f1": float(ns["macro_f1"](np.array(_HAND[0]), np.array(_HAND[1]), 3)),
-        "battery": battery(ns["macro_f1"]),
-    }
-
-
-@small_example.judge
-def _(got):
-    expect_fields(got, ("f1", "battery"))
-    metric_stages(got["battery"], own=(got["f1"], *_HAND, 3))
-    got = got["f1"]
-    expect_close(
-        got,
-        _sk_macro_f1(*_HAND),
-        rtol=1e-6,
-        atol=1e-9,
-        what="macro_f1([0,0,1,1,2,2,2], [0,1,1,1,2,0,2], 3)",
-    )
-
-
-@lab.test(
-    "macro_f1",
-    points=2,
-    hint="Average over the classes that occur in y_true or y_pred "
-    "(as scikit-learn); a class that is never predicted has F1 = 0.",
-)
-def many_unbalanced_classes(ns):
-    y_true, y_pred = _random_labels()
-    return {"f1": float(ns["macro_f1"](y_true, y_pred, 46)), "battery": battery(ns["macro_f1"])}
-
-
-@many_unbalanced_classes.judge
-def _(got):
-    expect_fields(got, ("f1", "battery"))
-    metric_stages(got["battery"], own=(got["f1"], *_random_labels(), 46))
-    got = got["f1"]
-    expect_close(
-        got,
-        _sk_macro_f1(*_random_labels()),
-        rtol=1e-6,
-        atol=1e-9,
-        what="macro-F1 on 400 labels of 46 unbalanced classes",
-    )
-
-
-@lab.test(
-    "macro_f1",
-    points=1,
-    hint="A class absent from both y_true and y_pred is left out of "
-    "the mean; a class in y_true that is never predicted counts as F1 = 0.",
-)
-def absent_and_never_predicted_classes(ns):
-    y_true = np.array([0, 0, 0, 3, 3, 5])
-    y_pred = np.array([0, 0, 3, 3, 3, 0])
-    return {
-        "f1": float(ns["macro_f1"](y_true, y_pred, 8)),
-        "perfect": float(ns["macro_f1"](y_true, y_true, 8)),
-        "battery": battery(ns["macro_f1"]),
-    }
-
-
-@absent_and_never_predicted_classes.judge
-def _(got):
-    expect_fields(got, ("f1", "perfect", "battery"))
-    metric_stages(got["battery"], own=(got["f1"], [0, 0, 0, 3, 3, 5], [0, 0, 3, 3, 3, 0], 8))
-    y_true = np.array([0, 0, 0, 3, 3, 5])
-    y_pred = np.array([0, 0, 3, 3, 3, 0])
-    expect_close(
-        got["f1"],
-        _sk_macro_f1(y_true, y_pred),
-        rtol=1e-6,
-        atol=1e-9,
-        what="macro-F1 with classes 1, 2, 4, 6, 7 absent and class 5 never predicted",
-    )
-    expect_close(got["perfect"], 1.0, atol=1e-9, what="macro-F1 of perfect predictions")
 
 
 @lab.test(

@@ -45,6 +45,7 @@ from lablib.grading.specs._graph_inputs import (
     to_numpy,
 )
 from lablib.grading.specs import _model_checks as models
+from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.specs._gcn_checks import layer_stages, stage_outputs
 
 lab = get_lab("lab3_gcn_molecules")  # title and short name: lablib/labs.py
@@ -200,15 +201,15 @@ def gcn_mistakes(features, adjacency, w, b, activation=np.tanh):
 def judge_course_graph(got):
     """Judge of a layer's output on the course's graph G."""
     got = _output(got)
-    features, adjacency, w, b, _ = case_inputs(COURSE)
     expect_shape(got, (6, 2), "output on the course's graph G")
-    diagnose_layer(got, COURSE)
-    expect_close(
-        got,
-        reference_gcn(features, adjacency, w, b),
-        atol=1e-6,
-        what="output on the course's graph G",
-    )
+    expect_layer(got, COURSE, "output on the course's graph G")
+
+
+def expect_layer(got, case, what):
+    """A layer's output on ``case``: its known mistakes named (:func:`diagnose_layer`),
+    then its values against :func:`reference_gcn`'s (``what`` names it)."""
+    diagnose_layer(got, case)
+    expect_close(got, reference_gcn(*case_inputs(case)), atol=1e-6, what=what)
 
 
 def diagnose_layer(got, case) -> None:
@@ -224,16 +225,9 @@ def diagnose_layer(got, case) -> None:
 def judge_isolated(got, nan_message):
     """Judge of a layer's output on the graph with an isolated node."""
     got = _output(got)
-    features, adjacency, w, b, _ = case_inputs(ISOLATED)
     expect_shape(got, (5, 3), "output")
     expect(bool(np.all(np.isfinite(got))), nan_message)
-    diagnose_layer(got, ISOLATED)
-    expect_close(
-        got,
-        reference_gcn(features, adjacency, w, b),
-        atol=1e-6,
-        what="output with an isolated node (node 4)",
-    )
+    expect_layer(got, ISOLATED, "output with an isolated node (node 4)")
 
 
 def padded_batch():
@@ -364,8 +358,7 @@ def _(got):
         raise TestFailure(
             "activation=identity was passed but tanh was applied: use the `activation` argument."
         )
-    diagnose_layer(got, DIRECTED)
-    expect_close(got, expected, atol=1e-6, what="output on a directed graph, no activation")
+    expect_layer(got, DIRECTED, "output on a directed graph, no activation")
 
 
 # --------------------------------------------------------------------------- gcn_matrix
@@ -404,23 +397,9 @@ def matrix_directed_random(ns):
 def _(got):
     expect(isinstance(got, list) and len(got) == 2, f"expected two outputs, got {type(got)}")
     got = [_output(g) for g in got]
-    features, adjacency, w, b, _ = case_inputs(DIRECTED)
-    diagnose_layer(got[0], DIRECTED)
-    expect_close(
-        got[0],
-        reference_gcn(features, adjacency, w, b, handed_identity),
-        atol=1e-6,
-        what="output on a directed graph, no activation",
-    )
-    features, adjacency, w, b, _ = case_inputs(RANDOM)
+    expect_layer(got[0], DIRECTED, "output on a directed graph, no activation")
     expect_shape(got[1], (9, 7), "output of a layer with 5 input and 7 output features")
-    diagnose_layer(got[1], RANDOM)
-    expect_close(
-        got[1],
-        reference_gcn(features, adjacency, w, b),
-        atol=1e-6,
-        what="output on a random graph (9 nodes, 5 -> 7 features)",
-    )
+    expect_layer(got[1], RANDOM, "output on a random graph (9 nodes, 5 -> 7 features)")
 
 
 # --------------------------------------------------------------------------- gcn_edges
@@ -557,13 +536,7 @@ def _(got):
             "goes from edge_index[0, e] to edge_index[1, e], and each node averages "
             "the messages that arrive at it."
         )
-    diagnose_layer(got["directed"], DIRECTED)
-    expect_close(
-        got["directed"],
-        reference_gcn(features, adjacency, w, b, handed_identity),
-        atol=1e-6,
-        what="output on a directed graph, no activation",
-    )
+    expect_layer(got["directed"], DIRECTED, "output on a directed graph, no activation")
     features, edge_index, w, b = sparse_case()
     expect_shape(got["large"], (SPARSE_NODES, 2), f"output on a graph of {SPARSE_NODES:,} nodes")
     expect_close(
@@ -676,53 +649,38 @@ lab.piece(
 )
 
 
-@lab.test(
+add_case_tests(
+    lab,
     "readout",
-    points=1,
-    hint="Zero the padding rows (mask False) before summing over the node axis "
-    "(axis 1): the result has shape [batch, features].",
+    run_readout,
+    judge_readout,
+    [
+        (
+            "readout_sum",
+            1,
+            "Zero the padding rows (mask False) before summing over the node axis "
+            "(axis 1): the result has shape [batch, features].",
+            ["sum"],
+            ["sum readout of a batch of 3 graphs with 4 features", "sum over the real nodes"],
+        ),
+        (
+            "readout_mean",
+            1,
+            "Divide the masked sum by the number of REAL nodes of each graph "
+            "(mask.sum(axis=1)), not by the padded size N.",
+            ["mean"],
+            ["mean readout", "mean over the real nodes"],
+        ),
+        (
+            "readout_max",
+            1,
+            "Replace padding rows by -inf (not 0: real features may all be negative) "
+            "before taking the maximum over the node axis.",
+            ["max"],
+            ["max readout", "max over the real nodes (graph 2 has only negative features)"],
+        ),
+    ],
 )
-def readout_sum(ns):
-    return run_readout(ns, "sum")
-
-
-@readout_sum.judge
-def _(got):
-    judge_readout(
-        got, "sum", "sum readout of a batch of 3 graphs with 4 features", "sum over the real nodes"
-    )
-
-
-@lab.test(
-    "readout",
-    points=1,
-    hint="Divide the masked sum by the number of REAL nodes of each graph "
-    "(mask.sum(axis=1)), not by the padded size N.",
-)
-def readout_mean(ns):
-    return run_readout(ns, "mean")
-
-
-@readout_mean.judge
-def _(got):
-    judge_readout(got, "mean", "mean readout", "mean over the real nodes")
-
-
-@lab.test(
-    "readout",
-    points=1,
-    hint="Replace padding rows by -inf (not 0: real features may all be negative) "
-    "before taking the maximum over the node axis.",
-)
-def readout_max(ns):
-    return run_readout(ns, "max")
-
-
-@readout_max.judge
-def _(got):
-    judge_readout(
-        got, "max", "max readout", "max over the real nodes (graph 2 has only negative features)"
-    )
 
 
 @lab.test(
@@ -794,12 +752,12 @@ def _(got):
 
 # --------------------------------------------------------------------------- build_gcn
 
-lab.piece(
+models.add_model_piece(
+    lab,
     "build_gcn",
-    objects=["build_gcn_regressor"],
-    description="a compiled Keras GCN regressor on dense (x, adjacency, mask) batches",
-    by_hand=False,
-)  # built from lablib's (or Model Garden's) layers
+    "build_gcn_regressor",
+    "a compiled Keras GCN regressor on dense (x, adjacency, mask) batches",
+)
 
 NUM_FEATURES = 4
 
@@ -887,30 +845,29 @@ def gcn_structure(ns):
     return got
 
 
+#: The inputs of :func:`structure_inputs` on which the prediction must not change, and
+#: how the judge names each.
+INVARIANCES = (
+    (
+        "permuted",
+        "prediction after reordering the atoms of every molecule "
+        "(the model must be permutation invariant)",
+    ),
+    (
+        "garbage_padding",
+        "prediction when padding nodes hold garbage features (use the mask "
+        "in every layer and in the readout)",
+    ),
+    ("wider_padding", "prediction with 3 more padding nodes per graph"),
+)
+
+
 def judge_structure_values(values):
     """The checks of ``gcn_structure`` on outputs keyed like :func:`structure_inputs`."""
     expect_shape(values["output"], (6, 1), "model output for a batch of 6 graphs")
     scale = max(1.0, float(np.max(np.abs(values["output"]))))
-    expect_close(
-        values["permuted"],
-        values["output"],
-        atol=1e-4 * scale,
-        what="prediction after reordering the atoms of every molecule "
-        "(the model must be permutation invariant)",
-    )
-    expect_close(
-        values["garbage_padding"],
-        values["output"],
-        atol=1e-4 * scale,
-        what="prediction when padding nodes hold garbage features (use the mask "
-        "in every layer and in the readout)",
-    )
-    expect_close(
-        values["wider_padding"],
-        values["output"],
-        atol=1e-4 * scale,
-        what="prediction with 3 more padding nodes per graph",
-    )
+    for key, what in INVARIANCES:
+        expect_close(values[key], values["output"], atol=1e-4 * scale, what=what)
     change = float(np.max(np.abs(values["edge_removed"][0] - values["output"][0])))
     expect(
         change > 1e-6,

@@ -197,16 +197,17 @@ def _same_alpha(got, candidate) -> bool:
     )
 
 
-def _expect_head(got, alpha, out, adjacency, case, output_atol=1e-6, mistakes=(), stages=None):
-    """``got`` = {"alpha", "output"} of one head: valid coefficients equal to ``alpha``
-    and the output ``out`` (``case`` names the input in the messages), after
-    :func:`diagnose` against ``mistakes`` and, with ``stages = (features, w, a,
-    negative_slope)``, :func:`_gat_stages`."""
+def _expect_head(got, inputs, case, negative_slope=0.2, output_atol=1e-6):
+    """``got`` = {"alpha", "output"} of one head on ``inputs = (H, A, W, a)``: valid
+    coefficients and output equal to :func:`reference_attention`'s (``case`` names the
+    input in the messages), after naming a head without self loops, :func:`diagnose`
+    against :func:`head_mistakes` and :func:`_gat_stages`."""
+    adjacency = inputs[1]
+    alpha, out = reference_attention(*inputs, negative_slope=negative_slope)
+    _expect_self_loops(got["alpha"], *inputs)
     _check_alpha(got["alpha"], adjacency, f"attention coefficients ({case})")
-    diagnose(got["alpha"], mistakes, right=alpha)
-    if stages is not None:
-        features, w, a, slope = stages
-        _gat_stages(got, features, adjacency, w, a, slope)
+    diagnose(got["alpha"], head_mistakes(*inputs, negative_slope=negative_slope), right=alpha)
+    _gat_stages(got, *inputs, negative_slope)
     expect_close(got["alpha"], alpha, atol=1e-6, what=f"attention coefficients ({case})")
     expect_close(got["output"], out, rtol=1e-6, atol=output_atol, what=f"output ({case})")
 
@@ -441,8 +442,7 @@ def attention_directed_slope(ns):
 
 @attention_directed_slope.judge
 def _(got):
-    features, adjacency, w, a = head_inputs(directed_graph, f_in=3, f_out=3, seed=2)
-    alpha, out = reference_attention(features, adjacency, w, a, negative_slope=0.05)
+    inputs = features, adjacency, w, a = head_inputs(directed_graph, f_in=3, f_out=3, seed=2)
     transposed, _ = reference_attention(features, adjacency.T, w, a, negative_slope=0.05)
     if _same_alpha(got["alpha"], transposed):
         raise Mistake(
@@ -453,16 +453,7 @@ def _(got):
         raise Mistake(
             "negative_slope=0.05 was passed but 0.2 was used: pass the argument to your LeakyReLU."
         )
-    _expect_self_loops(got["alpha"], features, adjacency, w, a)
-    _expect_head(
-        got,
-        alpha,
-        out,
-        adjacency,
-        "directed graph, negative_slope=0.05",
-        mistakes=head_mistakes(features, adjacency, w, a, negative_slope=0.05),
-        stages=(features, w, a, 0.05),
-    )
+    _expect_head(got, inputs, "directed graph, negative_slope=0.05", negative_slope=0.05)
 
 
 @lab.test(
@@ -477,19 +468,8 @@ def attention_stable(ns):
 
 @attention_stable.judge
 def _(got):
-    features, adjacency, w, a = head_inputs(course_graph, seed=3, scale=300.0)
-    alpha, out = reference_attention(features, adjacency, w, a)
-    _expect_self_loops(got["alpha"], features, adjacency, w, a)
-    _expect_head(
-        got,
-        alpha,
-        out,
-        adjacency,
-        "scores around 1e3",
-        output_atol=1e-4,
-        mistakes=head_mistakes(features, adjacency, w, a),
-        stages=(features, w, a, 0.2),
-    )
+    inputs = head_inputs(course_graph, seed=3, scale=300.0)
+    _expect_head(got, inputs, "scores around 1e3", output_atol=1e-4)
 
 
 @lab.test(
@@ -724,12 +704,12 @@ def _(got):
 
 # --------------------------------------------------------------------------- build_gat
 
-lab.piece(
+models.add_model_piece(
+    lab,
     "build_gat",
-    objects=["build_gat_classifier"],
-    description="a compiled Keras GAT node classifier on (x, edge_index)",
-    by_hand=False,
-)  # built from lablib's (or Model Garden's) layers
+    "build_gat_classifier",
+    "a compiled Keras GAT node classifier on (x, edge_index)",
+)
 
 NUM_FEATURES, NUM_CLASSES = 6, 3
 

@@ -800,28 +800,40 @@ def _attention_lists(needs_attention: dict) -> str:
     )
 
 
+#: The class summary page's style sheet.
+_PAGE_STYLE = """
+body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#222}
+h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
+th{background:#f2f2f2}.plot svg{max-width:100%;height:auto}.facts span{margin-right:2em}
+.pair{display:flex;gap:1em}.pair>div{flex:1;min-width:0}.pair pre{overflow-x:auto;background:#f8f8f8;padding:0.5em}
+mark{background:#fde68a}
+"""
+
+_PIECE_COLUMNS = {
+    "piece": "piece",
+    "points": "max_score",
+    "mean": "mean",
+    "median": "median",
+    "full marks": "full_marks",
+    "zero": "zero",
+    "attempted": "attempted",
+    "what it is": "description",
+}
+
+
+def _pieces_table(pieces: list[dict]) -> str:
+    """The graded pieces' table: points, mean, median, full marks, zero, attempted."""
+    return _table(list(_PIECE_COLUMNS), [[p[k] for k in _PIECE_COLUMNS.values()] for p in pieces])
+
+
 def summary_html(summary: dict, similarity=None) -> str:
     """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG;
     ``similarity``: the pairs with their code, shown side by side."""
     esc = html.escape
     plots = _plots(summary) if summary["submissions"] else {}
     score, total = summary["score"], summary["total"]
-    pieces = _table(
-        ["piece", "points", "mean", "median", "full marks", "zero", "attempted", "what it is"],
-        [
-            [
-                p["piece"],
-                p["max_score"],
-                p["mean"],
-                p["median"],
-                p["full_marks"],
-                p["zero"],
-                p["attempted"],
-                p["description"],
-            ]
-            for p in summary["pieces"]
-        ],
-    )
+    pieces = _pieces_table(summary["pieces"])
     tests = _tests_table(summary["tests"])
     mistakes = _mistakes_table(summary.get("mistakes") or [])
     pending = (
@@ -841,14 +853,7 @@ def summary_html(summary: dict, similarity=None) -> str:
     empty = "" if summary["submissions"] else "<p class='empty'>No submissions were graded.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(summary["title"])}: class summary</title>
-<style>
-body{{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#222}}
-h2{{margin-top:1.6em;border-bottom:1px solid #ddd}}
-table{{border-collapse:collapse;margin:0.6em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}
-th{{background:#f2f2f2}}.plot svg{{max-width:100%;height:auto}}.facts span{{margin-right:2em}}
-.pair{{display:flex;gap:1em}}.pair>div{{flex:1;min-width:0}}.pair pre{{overflow-x:auto;background:#f8f8f8;padding:0.5em}}
-mark{{background:#fde68a}}
-</style></head><body>
+<style>{_PAGE_STYLE}</style></head><body>
 <h1>{esc(summary["title"])}: class summary</h1>
 <p class="facts"><span><b>{summary["submissions"]}</b> submissions</span>
 <span>total: mean <b>{_fmt(total["mean"])}</b> / {_fmt(total["possible"])}</span>

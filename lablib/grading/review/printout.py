@@ -706,27 +706,15 @@ def import_gradescope(
         "ungraded": n, "items_added": n}``.
     """
     order = _question_order(lab, questions)
-    mapping = {str(k).strip(): v for k, v in (question_map or {}).items()}
-    bad = sorted(v for v in mapping.values() if v not in lab.answers)
-    if bad:
-        raise PrintoutError(
-            f"--question maps to {bad}, not written questions of {lab.name} "
-            f"({', '.join(lab.answers)})."
-        )
+    mapping = _question_map(lab, question_map)
     students = class_students(out_dir, lab)
     by_submission = {s.submission: s for s in students}
     printed = _printed_digests(printout, lab)
     store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
     match = _match_rows(students)
-    report = {
-        "imported": {},
-        "unchanged": 0,
-        "conflicts": [],
-        "unmatched": [],
-        "ungraded": 0,
-        "items_added": 0,
-        "capped": [],
-    }
+    report = dict(
+        imported={}, unchanged=0, conflicts=[], unmatched=[], ungraded=0, items_added=0, capped=[]
+    )
     plan = _evaluations_plan(_evaluation_files(source), lab, order, mapping)
     for name, question, items, points, rows in plan:
         q = lab.answers[question]
@@ -777,6 +765,22 @@ def import_gradescope(
             count += 1
         report["imported"][question] = report["imported"].get(question, 0) + count
     return report
+
+
+def _question_map(lab, question_map) -> dict:
+    """``--question`` KEY=ID pairs with their keys stripped, each ID a written question.
+
+    Raises:
+        PrintoutError: an ID that is not a written question of ``lab``.
+    """
+    mapping = {str(k).strip(): v for k, v in (question_map or {}).items()}
+    bad = sorted(v for v in mapping.values() if v not in lab.answers)
+    if bad:
+        raise PrintoutError(
+            f"--question maps to {bad}, not written questions of {lab.name} "
+            f"({', '.join(lab.answers)})."
+        )
+    return mapping
 
 
 def _printed_digests(printout, lab) -> dict:

@@ -494,91 +494,92 @@ class ReviewStore:
                 f"Unknown change {sorted(unknown)}; expected items, add, remove, adjustment, comment."
             )
         with self._db() as db:
-            valid = {
-                row[0]
-                for row in db.execute(
-                    "SELECT id FROM rubric WHERE question = ? AND deleted = 0", (question,)
-                )
-            }
-            wanted = [change[k] for k in ("add", "remove") if k in change] + list(
-                change.get("items", [])
-            )
-            for item in wanted:
-                if item not in valid:
-                    raise ReviewError(
-                        f"Rubric item {item!r} is not an item of question {question!r}; reload the page."
-                    )
-            versions = versions or {}
-            moved = []
+            self._check_items(db, question, change)
+            self._check_versions(db, submissions, question, versions or {})
             for submission in submissions:
-                if submission in versions:
-                    now = db.execute(
-                        "SELECT version FROM grade WHERE submission = ? AND question = ?",
-                        (submission, question),
-                    ).fetchone()
-                    if (now[0] if now else 0) != versions[submission]:
-                        moved.append(submission)
-            if moved:
-                raise ReviewConflict(
-                    f"{len(moved)} of the {len(submissions)} answer(s) were graded by someone else "
-                    f"since you read them: nothing was saved. The page shows them as they are now; "
-                    f"grade them again if you still want to.",
-                    question,
-                    submissions=moved,
-                )
-            for submission in submissions:
-                db.execute(
-                    "INSERT OR IGNORE INTO grade (submission, question, updated) VALUES (?, ?, ?)",
-                    (submission, question, _now()),
-                )
-                if "items" in change:
-                    db.execute(
-                        "DELETE FROM applied WHERE submission = ? AND question = ?",
-                        (submission, question),
-                    )
-                    for item in dict.fromkeys(change["items"]):
-                        db.execute(
-                            "INSERT INTO applied VALUES (?, ?, ?)", (submission, question, item)
-                        )
-                if "add" in change:
-                    db.execute(
-                        "INSERT OR IGNORE INTO applied VALUES (?, ?, ?)",
-                        (submission, question, change["add"]),
-                    )
-                if "remove" in change:
-                    db.execute(
-                        "DELETE FROM applied WHERE submission = ? AND question = ? AND item = ?",
-                        (submission, question, change["remove"]),
-                    )
-                if "adjustment" in change:
-                    db.execute(
-                        "UPDATE grade SET adjustment = ? WHERE submission = ? AND question = ?",
-                        (
-                            self._points(change["adjustment"], "The adjustment"),
-                            submission,
-                            question,
-                        ),
-                    )
-                if "comment" in change:
-                    db.execute(
-                        "UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
-                        (str(change["comment"]), submission, question),
-                    )
                 graded = digest.get(submission, "")
                 text = (texts or {}).get(graded)
-                if isinstance(text, str) and text_digest(text) == graded:
-                    db.execute(
-                        "INSERT OR IGNORE INTO graded_text VALUES (?, ?)",
-                        (graded, zlib.compress(text.encode("utf-8", "surrogatepass"), 6)),
-                    )
-                event = self._log(
-                    db, grader, submission, question, "grade", {**change, "digest": graded}
+                self._apply_one(db, submission, question, change, grader, graded, text)
+
+    def _check_items(self, db, question: str, change: dict) -> None:
+        """Every rubric item ``change`` names is a live item of ``question``."""
+        valid = {
+            row[0]
+            for row in db.execute(
+                "SELECT id FROM rubric WHERE question = ? AND deleted = 0", (question,)
+            )
+        }
+        wanted = [change[k] for k in ("add", "remove") if k in change]
+        for item in wanted + list(change.get("items", [])):
+            if item not in valid:
+                raise ReviewError(
+                    f"Rubric item {item!r} is not an item of question {question!r}; reload the page."
                 )
-                db.execute(
-                    "UPDATE grade SET digest = ?, grader = ?, updated = ?, version = ? "
-                    "WHERE submission = ? AND question = ?",
-                    (digest.get(submission, ""), grader or "", _now(), event, submission, question),
-                )
+
+    def _check_versions(self, db, submissions, question: str, versions: dict) -> None:
+        """No grade of ``submissions`` changed since the version the change is based on.
+
+        Raises:
+            ReviewConflict: naming those that did (nothing is changed).
+        """
+        moved = []
+        for submission in submissions:
+            if submission in versions:
+                now = db.execute(
+                    "SELECT version FROM grade WHERE submission = ? AND question = ?",
+                    (submission, question),
+                ).fetchone()
+                if (now[0] if now else 0) != versions[submission]:
+                    moved.append(submission)
+        if moved:
+            raise ReviewConflict(
+                f"{len(moved)} of the {len(submissions)} answer(s) were graded by someone else "
+                f"since you read them: nothing was saved. The page shows them as they are now; "
+                f"grade them again if you still want to.",
+                question,
+                submissions=moved,
+            )
+
+    def _apply_one(self, db, submission, question, change, grader, graded, text) -> None:
+        """``change`` applied to one answer's grade, the text graded kept (when ``text``
+        is the text of digest ``graded``) and the change logged as the grade's version."""
+        key = (submission, question)
+        db.execute(
+            "INSERT OR IGNORE INTO grade (submission, question, updated) VALUES (?, ?, ?)",
+            (*key, _now()),
+        )
+        if "items" in change:
+            db.execute("DELETE FROM applied WHERE submission = ? AND question = ?", key)
+            for item in dict.fromkeys(change["items"]):
+                db.execute("INSERT INTO applied VALUES (?, ?, ?)", (*key, item))
+        if "add" in change:
+            db.execute("INSERT OR IGNORE INTO applied VALUES (?, ?, ?)", (*key, change["add"]))
+        if "remove" in change:
+            db.execute(
+                "DELETE FROM applied WHERE submission = ? AND question = ? AND item = ?",
+                (*key, change["remove"]),
+            )
+        if "adjustment" in change:
+            db.execute(
+                "UPDATE grade SET adjustment = ? WHERE submission = ? AND question = ?",
+                (self._points(change["adjustment"], "The adjustment"), *key),
+            )
+        if "comment" in change:
+            db.execute(
+                "UPDATE grade SET comment = ? WHERE submission = ? AND question = ?",
+                (str(change["comment"]), *key),
+            )
+        if isinstance(text, str) and text_digest(text) == graded:
+            db.execute(
+                "INSERT OR IGNORE INTO graded_text VALUES (?, ?)",
+                (graded, zlib.compress(text.encode("utf-8", "surrogatepass"), 6)),
+            )
+        event = self._log(db, grader, submission, question, "grade", {**change, "digest": graded})
+        db.execute(
+            "UPDATE grade SET digest = ?, grader = ?, updated = ?, version = ? "
+            "WHERE submission = ? AND question = ?",
+            (graded, grader or "", _now(), event, *key),
+        )
 
     # ------------------------------------------------------------------ reading
 

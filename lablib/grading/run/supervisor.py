@@ -413,55 +413,20 @@ class _Attempt:
         self._scratch_lock = threading.Lock()
         self.scratch = tempfile.mkdtemp(prefix="lablib-run-")
         result_r, result_w = os.pipe()
-        env = _child_env(self.token)
-        prefix = b""
-        pass_fds = [result_w]
+        control_r = control_w = None
         self.cgroup, self.cgroup_note = None, ""
         if sandbox:
             control_r, control_w = os.pipe()
-            self.uid = 1_000_000 + secrets.randbelow(1_000_000_000)
-            os.chmod(self.scratch, 0o755)
-            self.cgroup, self.cgroup_note = _cgroups.create(
-                f"lablib-{self.token[:16]}", limits.memory_mb
-            )
-            config = json.dumps(
-                {
-                    "root": self.scratch,
-                    "expose": _isolation.needed_paths(),
-                    "mask": sorted(set(mask)),
-                    "uid": self.uid,
-                    "env": env,
-                    "tmpfs_mb": SCRATCH_MB,
-                    "cgroup_procs": self.cgroup.procs_files if self.cgroup else [],
-                }
-            ).encode()
-            prefix = struct.pack(">I", len(config)) + config
-            argv = [
-                sys.executable,
-                "-m",
-                "lablib.grading.run.isolation",
-                str(control_w),
-                str(result_w),
-                str(limits.memory_mb),
-            ]
-            pass_fds.append(control_w)
+            argv, env, prefix = self._sandbox_command(mask, result_w, control_w)
         else:
-            control_r = control_w = None
             self.isolation_seen.set()
-            env = dict(env, HOME=self.scratch, TMPDIR=self.scratch)
-            argv = [
-                sys.executable,
-                "-m",
-                "lablib.grading.run.child",
-                str(result_w),
-                str(limits.memory_mb),
-            ]
+            argv, env, prefix = self._plain_command(result_w)
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            pass_fds=tuple(pass_fds),
+            pass_fds=tuple(fd for fd in (result_w, control_w) if fd is not None),
             cwd=self.scratch,
             env=env,
             start_new_session=True,
@@ -471,6 +436,44 @@ class _Attempt:
         if control_w is not None:
             os.close(control_w)
         self.outgoing.put(prefix)
+        self._start_threads(result_r, control_r)
+
+    def _sandbox_command(self, mask, result_w: int, control_w: int):
+        """``(argv, env, prefix)`` of a sandboxed child: the isolation stage
+        (:mod:`.isolation`) under a fresh uid and cgroup, its configuration (root,
+        exposed and masked paths, uid, environment, scratch size, cgroup) sent first on
+        its stdin as ``prefix``."""
+        env = _child_env(self.token)
+        self.uid = 1_000_000 + secrets.randbelow(1_000_000_000)
+        os.chmod(self.scratch, 0o755)
+        self.cgroup, self.cgroup_note = _cgroups.create(
+            f"lablib-{self.token[:16]}", self.limits.memory_mb
+        )
+        config = json.dumps(
+            {
+                "root": self.scratch,
+                "expose": _isolation.needed_paths(),
+                "mask": sorted(set(mask)),
+                "uid": self.uid,
+                "env": env,
+                "tmpfs_mb": SCRATCH_MB,
+                "cgroup_procs": self.cgroup.procs_files if self.cgroup else [],
+            }
+        ).encode()
+        argv = [sys.executable, "-m", "lablib.grading.run.isolation"]
+        argv += [str(control_w), str(result_w), str(self.limits.memory_mb)]
+        return argv, env, struct.pack(">I", len(config)) + config
+
+    def _plain_command(self, result_w: int):
+        """``(argv, env, prefix)`` of a child without the sandbox (``sandbox=False``): the
+        child itself, its home and temporary folder the scratch folder, no prefix."""
+        env = dict(_child_env(self.token), HOME=self.scratch, TMPDIR=self.scratch)
+        argv = [sys.executable, "-m", "lablib.grading.run.child"]
+        return argv + [str(result_w), str(self.limits.memory_mb)], env, b""
+
+    def _start_threads(self, result_r: int, control_r: int | None) -> None:
+        """The threads that feed the child's stdin and read its results, its output and
+        (sandboxed) the isolation stage's control pipe."""
         self.threads = [
             threading.Thread(target=self._write_stdin, daemon=True),
             threading.Thread(target=self._read_results, args=(result_r,), daemon=True),

@@ -31,7 +31,7 @@ import json
 
 import numpy as np
 
-from lablib.grading.spec import TestFailure, expect, expect_close, sandbox_only
+from lablib.grading.spec import TestFailure, expect, expect_close, get_lab, sandbox_only
 
 #: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
 #: the most layers it may have: the grader allocates the weights of what it rebuilds,
@@ -53,6 +53,14 @@ FALLBACK_NOTE = (
     "class of your own, a Lambda layer, or a Keras layer it does not rebuild, "
     "such as UpSampling2D); only the properties your process reported were checked"
 )
+
+
+def model_lab(name):
+    """The lab ``name`` (title and short name: lablib/labs.py) whose judges rebuild the
+    student's models in the grading process: they import Keras and lablib's layers."""
+    lab = get_lab(name)
+    lab.judge_imports = ("keras", *LAYER_MODULES)
+    return lab
 
 
 def add_model_piece(lab, name, builder, description):
@@ -400,6 +408,27 @@ def training_values(model, inputs, targets, steps=60):
         "weights_after": [np.asarray(w) for w in model.get_weights()],
         "losses": losses,
     }
+
+
+def add_learning_test(lab, piece, name, hint, case):
+    """Declare ``lab``'s test ``name`` of ``piece`` (2 points, up to 300 s) that the
+    student's model learns: ``case = (model, data, what)``, the probe trains
+    ``model(ns)`` on ``data() = (inputs, targets)`` (:func:`training_values`) and the
+    judge checks the weights it sent (:func:`judge_training_weights`, ``what`` naming
+    the data)."""
+    model, data, what = case
+
+    def probe(ns):
+        student_model = model(ns)
+        inputs, targets = data()
+        return training_values(student_model, inputs, targets)
+
+    # A test belongs to the lab module that defines its model (a hidden test module's
+    # tests are hidden), not to this helper's.
+    probe.__module__ = model.__module__
+    lab.test(piece, points=2, timeout=300, hint=hint, name=name)(probe).judge(
+        lambda got: judge_training_weights(got, *data(), what)
+    )
 
 
 def judge_training_weights(got, inputs, targets, data):

@@ -29,15 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.spec import (
-    Mistake,
-    TestFailure,
-    diagnose,
-    expect,
-    expect_close,
-    expect_shape,
-    get_lab,
-)
+from lablib.grading.spec import Mistake, TestFailure, diagnose, expect, expect_close, expect_shape
 from lablib.grading.specs._graph_inputs import (
     course_graph,
     graph_from_edges,
@@ -48,10 +40,7 @@ from lablib.grading.specs import _model_checks as models
 from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.specs._gcn_checks import layer_stages, stage_outputs
 
-lab = get_lab("lab3_gcn_molecules")  # title and short name: lablib/labs.py
-lab.judge_imports = (
-    "keras",
-) + models.LAYER_MODULES  # judges rebuild models in the grading process
+lab = models.model_lab("lab3_gcn_molecules")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -288,16 +277,23 @@ def readout_mistakes(features, mask, mode):
     return mistakes
 
 
-def add_shared_layer_tests(piece, function, prefix, course_hint, isolated_hint, isolated_failure):
-    """The two tests the scalar and the matrix form share: ``<prefix>_course_graph``
-    (2 points, the course's worked graph) and ``<prefix>_isolated_node`` (1 point, a node
-    of degree 0 must not give NaN); ``isolated_failure`` ends the message of the latter."""
+def layer_probe(function):
+    """Probe side of a layer form on an adjacency matrix: ``run(ns, case)`` runs
+    ``ns[function]`` through :func:`run_layer`."""
+    return lambda ns, case: run_layer(ns, function, case)
+
+
+def add_shared_layer_tests(piece, run, prefix, course_hint, isolated_hint, isolated_failure):
+    """The two tests the three forms of the layer share, with ``run(ns, case)`` their
+    probe side: ``<prefix>_course_graph`` (2 points, the course's worked graph) and
+    ``<prefix>_isolated_node`` (1 point, a node of degree 0 must not give NaN);
+    ``isolated_failure`` ends the message of the latter."""
 
     def course_graph(ns):
-        return run_layer(ns, function, COURSE)
+        return run(ns, COURSE)
 
     def isolated_node(ns):
-        return run_layer(ns, function, ISOLATED)
+        return run(ns, ISOLATED)
 
     lab.test(piece, points=2, hint=course_hint, name=f"{prefix}_course_graph")(course_graph).judge(
         judge_course_graph
@@ -323,7 +319,7 @@ lab.piece(
 
 add_shared_layer_tests(
     "gcn_scalar",
-    "gcn_layer_scalar",
+    layer_probe("gcn_layer_scalar"),
     "scalar",
     course_hint="For every node v, average the rows H[u] of its neighbours (A[v, u] == 1), "
     "then return act(mean @ W.T + H[v] @ B.T).",
@@ -373,7 +369,7 @@ lab.piece(
 
 add_shared_layer_tests(
     "gcn_matrix",
-    "gcn_layer_matrix",
+    layer_probe("gcn_layer_matrix"),
     "matrix",
     course_hint="D is the diagonal matrix of degrees (row sums of A); compute "
     "act(D^-1 @ A @ H @ W.T + H @ B.T).",
@@ -466,38 +462,16 @@ lab.piece(
 )
 
 
-@lab.test(
+add_shared_layer_tests(
     "gcn_edges",
-    points=2,
-    name="edges_course_graph",
-    hint="messages = H[edge_index[0]] (gather), np.add.at(sums, edge_index[1], messages) "
+    run_edges,
+    "edges",
+    course_hint="messages = H[edge_index[0]] (gather), np.add.at(sums, edge_index[1], messages) "
     "(scatter-add at the targets), divide by np.bincount(edge_index[1], minlength=N), "
     "then act(mean @ W.T + H @ B.T).",
-)
-def edges_course_graph(ns):
-    return run_edges(ns, COURSE)
-
-
-edges_course_graph.judge(judge_course_graph)
-
-
-@lab.test(
-    "gcn_edges",
-    points=1,
-    name="edges_isolated_node",
-    hint="A node that no edge points to has a zero neighbour mean: divide only where "
+    isolated_hint="A node that no edge points to has a zero neighbour mean: divide only where "
     "its count of incoming edges is above 0.",
-)
-def edges_isolated_node(ns):
-    return run_edges(ns, ISOLATED)
-
-
-edges_isolated_node.judge(
-    lambda got: judge_isolated(
-        got,
-        "The isolated node's output contains NaN or inf: a node no edge points to has "
-        "a zero neighbour mean, not 0/0.",
-    )
+    isolated_failure="a node no edge points to has a zero neighbour mean, not 0/0.",
 )
 
 
@@ -911,23 +885,19 @@ def learning_batch():
     return [x, adjacency, mask], y
 
 
-@lab.test(
+def learning_model(ns):
+    """The model of ``gcn_learns``: the student's regressor, seeded."""
+    return seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32, num_layers=2)
+
+
+models.add_learning_test(
+    lab,
     "build_gcn",
-    points=2,
-    timeout=300,
-    hint="The model should fit a small synthetic data set: check the loss, the "
+    "gcn_learns",
+    "The model should fit a small synthetic data set: check the loss, the "
     "optimizer (Adam, learning rate around 1e-3) and that every layer is trainable.",
+    (learning_model, learning_batch, "a small synthetic batch"),
 )
-def gcn_learns(ns):
-    model = seeded_model(ns["build_gcn_regressor"], NUM_FEATURES, hidden_units=32, num_layers=2)
-    inputs, y = learning_batch()
-    return models.training_values(model, inputs, y)
-
-
-@gcn_learns.judge
-def _(got):
-    inputs, y = learning_batch()
-    models.judge_training_weights(got, inputs, y, "a small synthetic batch")
 
 
 lab.answer(

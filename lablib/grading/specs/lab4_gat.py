@@ -27,14 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.specs._attention_checks import centred_rows
-from lablib.grading.spec import (
-    Mistake,
-    diagnose,
-    expect,
-    expect_close,
-    expect_shape,
-    get_lab,
-)
+from lablib.grading.spec import Mistake, diagnose, expect, expect_close, expect_shape
 from lablib.grading.specs._graph_inputs import (
     course_graph,
     graph_from_edges,
@@ -43,10 +36,7 @@ from lablib.grading.specs._graph_inputs import (
 )
 from lablib.grading.specs import _model_checks as models
 
-lab = get_lab("lab4_gat")  # title and short name: lablib/labs.py
-lab.judge_imports = (
-    "keras",
-) + models.LAYER_MODULES  # judges rebuild models in the grading process
+lab = models.model_lab("lab4_gat")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -864,24 +854,20 @@ def learning_graph():
     return [x, edge_index], y
 
 
-@lab.test(
+def learning_model(ns):
+    """The model of ``gat_learns``: the student's classifier without dropout, seeded."""
+    return _student_classifier(ns, hidden_units=8, num_heads=4, dropout=0.0)
+
+
+models.add_learning_test(
+    lab,
     "build_gat",
-    points=2,
-    timeout=300,
-    hint="The classifier should fit a tiny graph: check the loss (sparse categorical "
+    "gat_learns",
+    "The classifier should fit a tiny graph: check the loss (sparse categorical "
     "cross-entropy, from_logits matching your output), the optimizer and that "
     "every layer is trainable.",
+    (learning_model, learning_graph, "a tiny graph"),
 )
-def gat_learns(ns):
-    model = _student_classifier(ns, hidden_units=8, num_heads=4, dropout=0.0)
-    inputs, y = learning_graph()
-    return models.training_values(model, inputs, y)
-
-
-@gat_learns.judge
-def _(got):
-    inputs, y = learning_graph()
-    models.judge_training_weights(got, inputs, y, "a tiny graph")
 
 
 # ------------------------------------------------------------ written answers (a person)

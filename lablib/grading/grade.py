@@ -387,6 +387,7 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
 def grade(
     lab, submissions, out_dir, options: GradeOptions | None = None, **settings
 ) -> list[SubmissionResult]:
+    # Over 80 lines for its docstring: what a regrade keeps, every argument; code: 58 lines.
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the

@@ -375,6 +375,7 @@ def _clean(text: str) -> str:
 
 
 def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]:
+    # Over 80 lines for its docstring: how a cell is matched to a question; code: 65 lines.
     """Each written question's answer in ``nb``, found however the student edited the cell.
 
     A cell belongs to question ``q`` when it holds ``<!-- BEGIN ANSWER q -->`` or is tagged

@@ -85,6 +85,7 @@ def _raised(lab: LabSpec, cell_errors) -> dict:
 def judge_submission(
     lab: LabSpec, name: str, path: str, found, outcome, notes=(), sandbox=None, budget=None
 ) -> SubmissionResult:
+    # Over 80 lines for its docstring: the status rules, every argument; code: 69 lines.
     """Judge every test of ``lab`` for one submission.
 
     Args:

@@ -686,6 +686,7 @@ def import_gradescope(
     grader: str = "",
     replace: bool = False,
 ) -> dict:
+    # Over 80 lines for its signature and docstring; code: 60 lines.
     """Bring Gradescope's graded evaluations of the written answers into the review store.
 
     Args:

@@ -55,6 +55,81 @@ OUTPUT_NOT_WEIGHTED_SUM = (
 )
 
 
+def _weights_finite(weights, live):
+    """Whether all weights are finite; raise if a query with keys to attend to has NaN/inf."""
+    if not np.all(np.isfinite(weights[live])):
+        raise Mistake(
+            "Some weights are NaN or infinite for queries that have keys to attend to: in a "
+            "softmax, exp(score - the row's largest score) lies in (0, 1] and each row's total "
+            "is at least 1, so nothing overflows or divides by 0. Check the exponential and "
+            "that you subtract each query's own largest score (max over axis -1, keepdims=True)."
+        )
+    return bool(np.all(np.isfinite(weights)))
+
+
+def _check_masked_and_totals(weights, allowed, live):
+    """Check that masked keys get weight 0 and each live query's weights sum to 1 over keys."""
+    if np.any(weights[~allowed] != 0.0):
+        raise Mistake(
+            "Keys the mask blocks got non-zero weights: where the mask is False set the "
+            "score to -inf before the softmax (np.where(mask, scores, -np.inf)), so that "
+            "exp gives exactly 0 there."
+        )
+    totals = weights.sum(axis=-1)
+    if not np.allclose(totals[live], 1.0, atol=1e-6):
+        if np.allclose(weights.sum(axis=-2)[..., allowed.any(axis=-2)], 1.0, atol=1e-6):
+            raise Mistake(
+                "Your weights sum to 1 over the queries (axis -2), not over the keys: "
+                "each query's weights must sum to 1, so normalise over the last axis."
+            )
+        raise Mistake(
+            f"Each query's weights must sum to 1 over the keys; yours sum to {_rows(totals[live])}."
+            " Divide each row's exponentials by that row's own total: "
+            "exponentials.sum(axis=-1, keepdims=True)."
+        )
+
+
+def _softmax_scale_fit(weights, query, key, allowed, live):
+    """Fit log(weights) = a * q.k/sqrt(d_k) + c per row: (a, misfit, largest centred log)."""
+    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+    with np.errstate(divide="ignore"):
+        logs = np.log(weights)
+    usable = allowed & live[..., None] & (weights > 1e-12)
+    centred_logs = centred_rows(logs, usable)
+    centred_scores = centred_rows(scores, usable)
+    denominator = float(np.sum(centred_scores**2))
+    factor = float(np.sum(centred_logs * centred_scores)) / denominator if denominator else 0.0
+    misfit = float(np.max(np.abs(centred_logs - factor * centred_scores), initial=0.0))
+    return factor, misfit, float(np.max(np.abs(centred_logs), initial=0.0))
+
+
+def _name_wrong_softmax(weights, query, key, allowed, live, d_k_name, rtol):
+    """Name why weights that sum to 1 are not the right softmax: sign, scale or scores."""
+    # Softmax weights are exp(a * score + c) per row: find the factor a that fits.
+    factor, misfit, largest = _softmax_scale_fit(weights, query, key, allowed, live)
+    d_k = query.shape[-1]
+    if misfit < max(1e-3, 10 * rtol) * max(1.0, largest):
+        if abs(factor + 1) < 1e-3:
+            raise Mistake(
+                "Your weights are the softmax of minus the scaled scores: the most "
+                "similar key gets the least weight. Check the sign of q.k/sqrt(d_k) "
+                "and of the max you subtract (exp(score - max), not exp(max - score))."
+            )
+        raise Mistake(
+            f"Your weights are the softmax of {factor:.4g} times q.k/sqrt({d_k_name}) "
+            f"({d_k_name} = {d_k}): the products of queries and keys are right, their scale "
+            f"is not. Divide q.k by sqrt({d_k_name}) = {np.sqrt(d_k):.4g} once, {d_k_name} "
+            "being the size of each query and key."
+        )
+    raise Mistake(
+        "Your weights sum to 1 over the keys but are not a softmax of the scaled scores "
+        "q.k/sqrt(d_k), not even of a multiple of them: the scores are wrong before the "
+        "softmax (each query times every key: query @ key.swapaxes(-1, -2)), or the value "
+        "subtracted before exp is not each query's own largest score (max over axis -1, "
+        "keepdims=True)."
+    )
+
+
 def attention_stages(
     got,
     query,
@@ -85,67 +160,11 @@ def attention_stages(
         else np.broadcast_to(np.asarray(mask, dtype=bool), right.shape)
     )
     live = allowed.any(axis=-1)  # queries with at least one key to attend to
-    if not np.all(np.isfinite(weights[live])):
-        raise Mistake(
-            "Some weights are NaN or infinite for queries that have keys to attend to: in a "
-            "softmax, exp(score - the row's largest score) lies in (0, 1] and each row's total "
-            "is at least 1, so nothing overflows or divides by 0. Check the exponential and "
-            "that you subtract each query's own largest score (max over axis -1, keepdims=True)."
-        )
-    if not np.all(np.isfinite(weights)):
+    if not _weights_finite(weights, live):
         return  # only fully masked queries: the test of that case names it
-    if np.any(weights[~allowed] != 0.0):
-        raise Mistake(
-            "Keys the mask blocks got non-zero weights: where the mask is False set the "
-            "score to -inf before the softmax (np.where(mask, scores, -np.inf)), so that "
-            "exp gives exactly 0 there."
-        )
-    totals = weights.sum(axis=-1)
-    if not np.allclose(totals[live], 1.0, atol=1e-6):
-        if np.allclose(weights.sum(axis=-2)[..., allowed.any(axis=-2)], 1.0, atol=1e-6):
-            raise Mistake(
-                "Your weights sum to 1 over the queries (axis -2), not over the keys: "
-                "each query's weights must sum to 1, so normalise over the last axis."
-            )
-        raise Mistake(
-            f"Each query's weights must sum to 1 over the keys; yours sum to {_rows(totals[live])}."
-            " Divide each row's exponentials by that row's own total: "
-            "exponentials.sum(axis=-1, keepdims=True)."
-        )
+    _check_masked_and_totals(weights, allowed, live)
     if not np.allclose(weights, right, rtol=rtol, atol=rtol * 1e-2):
-        # Softmax weights are exp(a * score + c) per row: find the factor a that fits.
-        scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
-        with np.errstate(divide="ignore"):
-            logs = np.log(weights)
-        usable = allowed & live[..., None] & (weights > 1e-12)
-        centred_logs = centred_rows(logs, usable)
-        centred_scores = centred_rows(scores, usable)
-        denominator = float(np.sum(centred_scores**2))
-        factor = float(np.sum(centred_logs * centred_scores)) / denominator if denominator else 0.0
-        misfit = float(np.max(np.abs(centred_logs - factor * centred_scores), initial=0.0))
-        d_k = query.shape[-1]
-        if misfit < max(1e-3, 10 * rtol) * max(
-            1.0, float(np.max(np.abs(centred_logs), initial=0.0))
-        ):
-            if abs(factor + 1) < 1e-3:
-                raise Mistake(
-                    "Your weights are the softmax of minus the scaled scores: the most "
-                    "similar key gets the least weight. Check the sign of q.k/sqrt(d_k) "
-                    "and of the max you subtract (exp(score - max), not exp(max - score))."
-                )
-            raise Mistake(
-                f"Your weights are the softmax of {factor:.4g} times q.k/sqrt({d_k_name}) "
-                f"({d_k_name} = {d_k}): the products of queries and keys are right, their scale "
-                f"is not. Divide q.k by sqrt({d_k_name}) = {np.sqrt(d_k):.4g} once, {d_k_name} "
-                "being the size of each query and key."
-            )
-        raise Mistake(
-            "Your weights sum to 1 over the keys but are not a softmax of the scaled scores "
-            "q.k/sqrt(d_k), not even of a multiple of them: the scores are wrong before the "
-            "softmax (each query times every key: query @ key.swapaxes(-1, -2)), or the value "
-            "subtracted before exp is not each query's own largest score (max over axis -1, "
-            "keepdims=True)."
-        )
+        _name_wrong_softmax(weights, query, key, allowed, live, d_k_name, rtol)
     if output_of is False:  # the caller checks the output itself
         return
     expected = output_of(weights) if output_of else weights @ value

@@ -68,6 +68,62 @@ def _close(got, expected, tolerance=1e-4):
     )
 
 
+def _check_output_normalised(output, right, weights):
+    """Check that the output, its final gamma and beta undone, has mean 0, variance 1 per token."""
+    gamma, beta = (np.asarray(weights[f"output_norm_{k}"], np.float64) for k in ("gamma", "beta"))
+    if output.shape == right.shape and np.all(np.abs(gamma) > 1e-6):
+        normalised = (output - beta) / gamma
+        if not (
+            np.allclose(normalised.mean(axis=-1), 0.0, atol=1e-4)
+            and np.allclose((normalised**2).mean(axis=-1), 1.0, atol=1e-3)
+        ):
+            raise Mistake(
+                "Your attention weights are right, but the block's output is not layer-normalised: "
+                "(output - output_norm_beta) / output_norm_gamma must have mean 0 and variance 1 "
+                "over each token's features. Check layer_norm: (x - mean) / sqrt(variance + "
+                "epsilon) * gamma + beta, with the mean and variance over the last axis "
+                "(keepdims=True), the variance of (x - mean) itself."
+            )
+
+
+def _name_wrong_sublayer(got, x, weights, mask, reference):
+    """Name the wrong sublayer (or their joining) from the outputs on the ablated weights."""
+    ablations = got.get("ablations") or {}
+    attention_alone = _close(
+        ablations.get("without_ffn"), reference(x, ablated(weights, "without_ffn"), mask)[0]
+    )
+    ffn_alone = _close(
+        ablations.get("without_attention"),
+        reference(x, ablated(weights, "without_attention"), mask)[0],
+    )
+    if attention_alone and ffn_alone:
+        raise Mistake(
+            "Each sublayer is right on its own, but not the two together: the feed-forward "
+            "network reads Z = LayerNorm(X + MultiHead(X)), the attention sublayer's output, and "
+            "its residual adds that same Z: output = LayerNorm(FFN(Z) + Z)."
+        )
+    if ffn_alone:
+        raise Mistake(
+            "Your attention weights and feed-forward sublayer are right, but the attention "
+            "sublayer is not: each head's output is its weights @ V, the heads are projected back "
+            "with attention_output_kernel (einsum 'htk,hkd->td') plus attention_output_bias, and "
+            "Z = LayerNorm(X + MultiHead(X))."
+        )
+    if attention_alone:
+        raise Mistake(
+            "Your attention sublayer is right, but the feed-forward sublayer is not: "
+            "FFN(Z) = ReLU(Z @ intermediate_kernel + intermediate_bias) @ output_kernel + "
+            "output_bias, and the block's output is LayerNorm(FFN(Z) + Z)."
+        )
+    if ablations:
+        raise Mistake(
+            "Your attention weights are right, but neither sublayer gives the right output even "
+            "alone: check what they share, the layer normalisation (each token over its "
+            "features, with the weights' gamma and beta) and the residuals (X + MultiHead(X), "
+            "FFN(Z) + Z)."
+        )
+
+
 def block_stages(got, x, weights, mask, reference):
     """(Judge side.) Name the first step of the block that went wrong.
 
@@ -110,51 +166,5 @@ def block_stages(got, x, weights, mask, reference):
     right = reference(x, weights, mask)[0]
     if _close(output, right):
         return
-    gamma, beta = (np.asarray(weights[f"output_norm_{k}"], np.float64) for k in ("gamma", "beta"))
-    if output.shape == right.shape and np.all(np.abs(gamma) > 1e-6):
-        normalised = (output - beta) / gamma
-        if not (
-            np.allclose(normalised.mean(axis=-1), 0.0, atol=1e-4)
-            and np.allclose((normalised**2).mean(axis=-1), 1.0, atol=1e-3)
-        ):
-            raise Mistake(
-                "Your attention weights are right, but the block's output is not layer-normalised: "
-                "(output - output_norm_beta) / output_norm_gamma must have mean 0 and variance 1 "
-                "over each token's features. Check layer_norm: (x - mean) / sqrt(variance + "
-                "epsilon) * gamma + beta, with the mean and variance over the last axis "
-                "(keepdims=True), the variance of (x - mean) itself."
-            )
-    ablations = got.get("ablations") or {}
-    attention_alone = _close(
-        ablations.get("without_ffn"), reference(x, ablated(weights, "without_ffn"), mask)[0]
-    )
-    ffn_alone = _close(
-        ablations.get("without_attention"),
-        reference(x, ablated(weights, "without_attention"), mask)[0],
-    )
-    if attention_alone and ffn_alone:
-        raise Mistake(
-            "Each sublayer is right on its own, but not the two together: the feed-forward "
-            "network reads Z = LayerNorm(X + MultiHead(X)), the attention sublayer's output, and "
-            "its residual adds that same Z: output = LayerNorm(FFN(Z) + Z)."
-        )
-    if ffn_alone:
-        raise Mistake(
-            "Your attention weights and feed-forward sublayer are right, but the attention "
-            "sublayer is not: each head's output is its weights @ V, the heads are projected back "
-            "with attention_output_kernel (einsum 'htk,hkd->td') plus attention_output_bias, and "
-            "Z = LayerNorm(X + MultiHead(X))."
-        )
-    if attention_alone:
-        raise Mistake(
-            "Your attention sublayer is right, but the feed-forward sublayer is not: "
-            "FFN(Z) = ReLU(Z @ intermediate_kernel + intermediate_bias) @ output_kernel + "
-            "output_bias, and the block's output is LayerNorm(FFN(Z) + Z)."
-        )
-    if ablations:
-        raise Mistake(
-            "Your attention weights are right, but neither sublayer gives the right output even "
-            "alone: check what they share, the layer normalisation (each token over its "
-            "features, with the weights' gamma and beta) and the residuals (X + MultiHead(X), "
-            "FFN(Z) + Z)."
-        )
+    _check_output_normalised(output, right, weights)
+    _name_wrong_sublayer(got, x, weights, mask, reference)

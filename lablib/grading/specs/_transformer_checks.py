@@ -58,19 +58,8 @@ def _suffix(name):
     return name.split("/", 1)[1] if "/" in name else name
 
 
-def trace_model(model, batches):
-    """Probe side: the recipe's tensors on each batch of token ids, and the weights.
-
-    Args:
-        model: the student's tf_keras model.
-        batches: dict name -> int token ids [B, T].
-
-    Returns:
-        ``{"layers": {...}, "weights": {layer: {suffix: array}}, "batches": {name:
-        {"embedding", "blocks": [[input, mask], output]..., "pool_in", "pool_out",
-        "head_in", "head_out", "logits"}}}``, or None when the model does not follow
-        the recipe (then only the reported properties can be judged).
-    """
+def _recipe_tracer(model):
+    """The recipe's (embedding, blocks, head) and a model giving their tensors, or None."""
     import tensorflow as tf
 
     try:
@@ -93,51 +82,75 @@ def trace_model(model, batches):
         tracer = tf.keras.Model(model.inputs, tensors)
     except Exception:  # noqa: BLE001 - not a functional model of the recipe's shape
         return None
+    return embeddings[0], blocks, head, tracer
+
+
+def _recipe_layers(embedding, blocks, head):
+    """The trace's ``"layers"``: the recipe's layer names and the configuration judged."""
+    return {
+        "embedding": embedding.name,
+        "blocks": [b.name for b in blocks],
+        "head": head.name,
+        "block_configs": [
+            {
+                k: v
+                for k, v in b.get_config().items()
+                if k in BLOCK_DEFAULTS
+                or k
+                in (
+                    "num_attention_heads",
+                    "num_heads",
+                    "inner_activation",
+                    "norm_epsilon",
+                    "key_dim",
+                )
+            }
+            for b in blocks
+        ],
+        "block_masked": [isinstance(b.input, (list, tuple)) for b in blocks],
+        "head_activation": str(head.get_config().get("activation")),
+    }
+
+
+def _trace_batch(model, tracer, ids, block_masked):
+    """The recipe's tensors on one batch of token ids, and the model's predictions on it."""
+    values = [np.asarray(v) for v in tracer(ids, training=False)]
+    step = {"embedding": values[0], "blocks": []}
+    for i, masked in enumerate(block_masked):
+        x, mask, out = values[1 + 3 * i : 4 + 3 * i]
+        step["blocks"].append({"input": x, "mask": mask if masked else None, "output": out})
+    step["pool_in"], step["pool_out"], step["head_in"], step["head_out"] = values[-4:]
+    step["logits"] = np.asarray(model.predict(ids, verbose=0))
+    return step
+
+
+def trace_model(model, batches):
+    """Probe side: the recipe's tensors on each batch of token ids, and the weights.
+
+    Args:
+        model: the student's tf_keras model.
+        batches: dict name -> int token ids [B, T].
+
+    Returns:
+        ``{"layers": {...}, "weights": {layer: {suffix: array}}, "batches": {name:
+        {"embedding", "blocks": [[input, mask], output]..., "pool_in", "pool_out",
+        "head_in", "head_out", "logits"}}}``, or None when the model does not follow
+        the recipe (then only the reported properties can be judged).
+    """
+    traced = _recipe_tracer(model)
+    if traced is None:
+        return None
+    embedding, blocks, head, tracer = traced
     result = {
-        "layers": {
-            "embedding": embeddings[0].name,
-            "blocks": [b.name for b in blocks],
-            "head": head.name,
-            "block_configs": [
-                {
-                    k: v
-                    for k, v in b.get_config().items()
-                    if k in BLOCK_DEFAULTS
-                    or k
-                    in (
-                        "num_attention_heads",
-                        "num_heads",
-                        "inner_activation",
-                        "norm_epsilon",
-                        "key_dim",
-                    )
-                }
-                for b in blocks
-            ],
-            "block_masked": [isinstance(b.input, (list, tuple)) for b in blocks],
-            "head_activation": str(head.get_config().get("activation")),
-        },
+        "layers": _recipe_layers(embedding, blocks, head),
         "weights": {
             layer.name: {_suffix(w.name): np.asarray(w.numpy()) for w in layer.weights}
-            for layer in [embeddings[0], *blocks, head]
+            for layer in [embedding, *blocks, head]
         },
         "batches": {},
     }
     for name, ids in batches.items():
-        values = [np.asarray(v) for v in tracer(ids, training=False)]
-        step = {"embedding": values[0], "blocks": []}
-        for i in range(len(blocks)):
-            x, mask, out = values[1 + 3 * i : 4 + 3 * i]
-            step["blocks"].append(
-                {
-                    "input": x,
-                    "mask": mask if result["layers"]["block_masked"][i] else None,
-                    "output": out,
-                }
-            )
-        step["pool_in"], step["pool_out"], step["head_in"], step["head_out"] = values[-4:]
-        step["logits"] = np.asarray(model.predict(ids, verbose=0))
-        result["batches"][name] = step
+        result["batches"][name] = _trace_batch(model, tracer, ids, result["layers"]["block_masked"])
     return result
 
 
@@ -266,43 +279,19 @@ def _expect_recomputed(got, expected, what, tolerance=1e-3):
     expect_close(got, expected, rtol=tolerance, atol=tolerance, what=what)
 
 
-def verified_logits(trace, batch, ids, weights=None):
-    """Judge side: the logits of ``trace["batches"][batch]`` recomputed from the weights.
-
-    Args:
-        trace: :func:`trace_model`'s values.
-        batch: the batch's name.
-        ids: the token ids (the judge's own copy).
-        weights: ``{layer: {suffix: array}}`` to use instead of ``trace["weights"]``.
-
-    Returns:
-        ``(logits, probabilities)`` as float64 arrays, or None when the blocks use a
-        configuration this check does not reproduce (the caller falls back).
-
-    Raises:
-        TestFailure: a reported tensor is not what the weights compute.
-    """
-    layers = trace["layers"]
-    weights = trace["weights"] if weights is None else weights
+def _reproduced(layers):
+    """Whether every block's configuration and the head's activation are ones reproduced here."""
     for config in layers["block_configs"]:
         if (
             any(config.get(k, v) != v for k, v in BLOCK_DEFAULTS.items())
             or ACTIVATIONS.get(config.get("inner_activation")) is None
         ):
-            return None
-    if layers["head_activation"] not in ("linear", "softmax", "None"):
-        return None
-    step = trace["batches"][batch]
-    ids = np.asarray(ids)
-    table = np.asarray(weights[layers["embedding"]]["embeddings"], np.float64)
-    expect(bool(ids.max() < table.shape[0]), "the embedding table is smaller than the vocabulary")
-    expect_close(
-        step["embedding"],
-        table[ids],
-        rtol=1e-5,
-        atol=1e-6,
-        what="embedding output (rows of the embedding table at the token ids)",
-    )
+            return False
+    return layers["head_activation"] in ("linear", "softmax", "None")
+
+
+def _verified_blocks(layers, step, ids, weights):
+    """Check each block's input and output against the weights; the last output recomputed."""
     previous = None
     for i, (name, config, block) in enumerate(
         zip(layers["blocks"], layers["block_configs"], step["blocks"])
@@ -334,6 +323,11 @@ def verified_logits(trace, batch, ids, weights=None):
             block["output"], expected, f"output of encoder block {i} recomputed from its weights"
         )
         previous = expected
+    return previous
+
+
+def _verified_head(layers, step, ids, weights, previous):
+    """Check the pooling, the classifier and the predictions; (logits, probabilities)."""
     _expect_recomputed(step["pool_in"], previous, "input of the pooling (the last block's output)")
     real = (ids != 0)[..., None].astype(np.float64)
     masked = (previous * real).sum(1) / np.maximum(real.sum(1), 1.0)
@@ -356,6 +350,41 @@ def verified_logits(trace, batch, ids, weights=None):
     )
     _expect_recomputed(step["logits"], head, "model predictions (the classifier's output)")
     return logits, probabilities
+
+
+def verified_logits(trace, batch, ids, weights=None):
+    """Judge side: the logits of ``trace["batches"][batch]`` recomputed from the weights.
+
+    Args:
+        trace: :func:`trace_model`'s values.
+        batch: the batch's name.
+        ids: the token ids (the judge's own copy).
+        weights: ``{layer: {suffix: array}}`` to use instead of ``trace["weights"]``.
+
+    Returns:
+        ``(logits, probabilities)`` as float64 arrays, or None when the blocks use a
+        configuration this check does not reproduce (the caller falls back).
+
+    Raises:
+        TestFailure: a reported tensor is not what the weights compute.
+    """
+    layers = trace["layers"]
+    weights = trace["weights"] if weights is None else weights
+    if not _reproduced(layers):
+        return None
+    step = trace["batches"][batch]
+    ids = np.asarray(ids)
+    table = np.asarray(weights[layers["embedding"]]["embeddings"], np.float64)
+    expect(bool(ids.max() < table.shape[0]), "the embedding table is smaller than the vocabulary")
+    expect_close(
+        step["embedding"],
+        table[ids],
+        rtol=1e-5,
+        atol=1e-6,
+        what="embedding output (rows of the embedding table at the token ids)",
+    )
+    previous = _verified_blocks(layers, step, ids, weights)
+    return _verified_head(layers, step, ids, weights, previous)
 
 
 def check_trace_form(trace, batches):

@@ -654,54 +654,57 @@ def four_dense_projections(ns):
     }
 
 
-@four_dense_projections.judge
-def _(got):
-    expect_fields(got, ("projections", "sublayers", "output", "weights"))
-    expect_fields(got["projections"], _PROJECTIONS, "the four projections")
-    weights = {}
-    for name in _PROJECTIONS:
-        info = got["projections"][name]
-        expect_fields(info, ("class", "weights", "output"), f"self.{name}")
-        expect(
-            info["class"] == "Dense",
-            f"self.{name} must be a keras.layers.Dense, got {info['class']}",
-        )
-        expect(
-            isinstance(info["weights"], list) and len(info["weights"]) == 2,
-            f"self.{name} must have a kernel and a bias",
-        )
-        kernel, bias = info["weights"]
-        if isinstance(kernel, np.ndarray) and kernel.ndim == 2 and kernel.shape != (6, 6):
-            if name == "output_dense":
-                raise Mistake(
-                    f"self.output_dense's kernel has shape {kernel.shape}; it maps the merged heads "
-                    "(num_heads * key_dim = 6 values per token) back to the input's width "
-                    "(input_shape[-1] = 6 here), so its kernel is (6, 6): give it as many units "
-                    "as the input's last dimension."
-                )
+def _check_projection_kernel_shape(name, kernel):
+    """Name a projection kernel of the wrong shape: each of the four maps 6 values to 6."""
+    if isinstance(kernel, np.ndarray) and kernel.ndim == 2 and kernel.shape != (6, 6):
+        if name == "output_dense":
             raise Mistake(
-                f"self.{name}'s kernel has shape {kernel.shape}; it maps each token (width 6) to "
-                "num_heads * key_dim = 2 * 3 = 6 values, so its kernel is (6, 6): give it "
-                "num_heads * key_dim units."
+                f"self.output_dense's kernel has shape {kernel.shape}; it maps the merged heads "
+                "(num_heads * key_dim = 6 values per token) back to the input's width "
+                "(input_shape[-1] = 6 here), so its kernel is (6, 6): give it as many units "
+                "as the input's last dimension."
             )
-        expect_shape(kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6")
-        expect_shape(bias, (6,), f"self.{name} bias")
-        expect(
-            bool(np.std(kernel) > 1e-3),
-            f"self.{name} kernel is constant: a Dense layer's "
-            f"kernel starts random (glorot_uniform).",
+        raise Mistake(
+            f"self.{name}'s kernel has shape {kernel.shape}; it maps each token (width 6) to "
+            "num_heads * key_dim = 2 * 3 = 6 values, so its kernel is (6, 6): give it "
+            "num_heads * key_dim units."
         )
-        # The projection is x @ kernel + bias, recomputed here from its own weights.
-        expect_shape(info["output"], (1, 4, 6), f"self.{name}(x) for x [1, 4, 6]")
-        inner = _projection_inputs()[1 if name == "output_dense" else 0].astype(np.float64)
-        expect_close(
-            info["output"],
-            inner @ kernel + bias,
-            rtol=1e-4,
-            atol=1e-5,
-            what=f"self.{name}(x) vs x @ kernel + bias",
-        )
-        weights[name] = (np.asarray(kernel, np.float64), np.asarray(bias, np.float64))
+
+
+def _checked_projection(name, info):
+    """Check one Dense projection (class, weights, its output); its (kernel, bias) in float64."""
+    expect_fields(info, ("class", "weights", "output"), f"self.{name}")
+    expect(
+        info["class"] == "Dense",
+        f"self.{name} must be a keras.layers.Dense, got {info['class']}",
+    )
+    expect(
+        isinstance(info["weights"], list) and len(info["weights"]) == 2,
+        f"self.{name} must have a kernel and a bias",
+    )
+    kernel, bias = info["weights"]
+    _check_projection_kernel_shape(name, kernel)
+    expect_shape(kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6")
+    expect_shape(bias, (6,), f"self.{name} bias")
+    expect(
+        bool(np.std(kernel) > 1e-3),
+        f"self.{name} kernel is constant: a Dense layer's kernel starts random (glorot_uniform).",
+    )
+    # The projection is x @ kernel + bias, recomputed here from its own weights.
+    expect_shape(info["output"], (1, 4, 6), f"self.{name}(x) for x [1, 4, 6]")
+    inner = _projection_inputs()[1 if name == "output_dense" else 0].astype(np.float64)
+    expect_close(
+        info["output"],
+        inner @ kernel + bias,
+        rtol=1e-4,
+        atol=1e-5,
+        what=f"self.{name}(x) vs x @ kernel + bias",
+    )
+    return np.asarray(kernel, np.float64), np.asarray(bias, np.float64)
+
+
+def _check_owned_weights(got, weights):
+    """Check that the layer owns exactly its four projections' weights, no MultiHeadAttention."""
     expect(
         "MultiHeadAttention" not in got["sublayers"],
         "build multi-head attention from the Dense projections; do not wrap "
@@ -718,7 +721,10 @@ def _(got):
         own == parts,
         "the layer's 8 weights must be the kernels and biases of its four Dense projections",
     )
-    # The layer's output is attention computed from those four projections.
+
+
+def _check_mha_output(got, weights):
+    """Check the layer's output is attention computed from its four projections' weights."""
     x = _projection_inputs()[0]
     expected = _numpy_mha(x, weights, num_heads=2, key_dim=3)
     expect_shape(got["output"], expected.shape, "layer output for x [1, 4, 6]")
@@ -746,6 +752,16 @@ def _(got):
         atol=1e-4,
         what="layer output vs multi-head attention computed from the four projections' weights",
     )
+
+
+@four_dense_projections.judge
+def _(got):
+    expect_fields(got, ("projections", "sublayers", "output", "weights"))
+    expect_fields(got["projections"], _PROJECTIONS, "the four projections")
+    weights = {name: _checked_projection(name, got["projections"][name]) for name in _PROJECTIONS}
+    _check_owned_weights(got, weights)
+    # The layer's output is attention computed from those four projections.
+    _check_mha_output(got, weights)
 
 
 # Compared with keras.layers.MultiHeadAttention holding the same weights:

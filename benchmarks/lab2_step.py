@@ -19,8 +19,9 @@ at a time to the model alone, so that the table accounts for the lab's step:
   gradient has a new shape nearly every batch, and each new shape is compiled afresh);
   forced on here also on a CPU, where it shows the same cost;
 * a model of negligible width (d = 8, 1 head, 16 tokens, 100 words) with
-  ``steps_per_execution`` 1 and 32: its step is almost pure host overhead (Keras' loop,
-  callbacks, launching the step), the part that compiled steps remove;
+  ``steps_per_execution`` 1 and 32, and 32 with ``jit_compile=True``: its step is almost
+  pure host overhead (Keras' loop, callbacks, launching the step), the part that compiled
+  steps remove;
 * the same for section 9's Keras 3 twin (``lablib.layers.TransformerEncoderBlock``), in
   a second process (one Keras mode per process).
 
@@ -396,16 +397,12 @@ def run_child(args):
             file=sys.stderr,
             flush=True,
         )
-    for spe in (1, 32) if "tiny" in wanted else ():
-        wall, cpu = time_row(keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe)
-        results.append(
-            (
-                f"negligible width (d=8, 16 tokens), steps_per_execution={spe}",
-                wall,
-                cpu,
-                time_row.epochs,
-            )
+    for spe, jit in ((1, False), (32, False), (32, True)) if "tiny" in wanted else ():
+        wall, cpu = time_row(
+            keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe, jit=jit
         )
+        name = f"negligible width (d=8, 16 tokens), steps_per_execution={spe}"
+        results.append((name + (", jit_compile=True" if jit else ""), wall, cpu, time_row.epochs))
     device = tf.config.list_logical_devices("GPU")
     gpu = (
         tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
@@ -507,9 +504,10 @@ def main(argv=None):
         for part in parts
     }
     overhead = "; ".join(
-        f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f})"
+        f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f}),"
+        f" with jit_compile=True too {rows[2][1]:.1f} ms/step ({rows[2][1] / rows[0][1]:.2f})"
         for mode, rows in tiny.items()
-        if len(rows) == 2
+        if len(rows) == 3
     )
     lab_rows = {row[0]: row[1] for row in first["rows"]}
     alone = next((v for k, v in lab_rows.items() if k.startswith("model alone")), None)

@@ -251,7 +251,8 @@ def test_a_shipped_lab_loaded_from_another_file_first_stays_that_lab(tmp_path):
         "from lablib.grading.spec import load_lab, load_spec\n"
         f"own = load_spec(labs.Lab('lab1_attention', 'lab1', 'L1', spec={str(copy)!r}))\n"
         "copied = sum(t.hint.startswith('(course copy)') for t in own.tests)\n"
-        "assert load_lab('lab1') is own\n"
+        "assert load_lab('lab1') is own and own.spec_dir is not None\n"
+        f"assert own.source_files[0] == own.spec_dir / 'lab1_attention.py' != {str(PUBLIC_TESTS_DIR / 'lab1_attention.py')!r}\n"
         "print(copied, sum(t.hint.startswith('(course copy)') for t in own.tests))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

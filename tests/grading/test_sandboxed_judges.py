@@ -167,3 +167,59 @@ def test_a_judge_that_rebuilds_a_model_is_stopped_in_the_grader():
     raw = ProbeResult(True, test.probe({"build_gcn_regressor": _build_gcn_regressor}))
     assert judge_test(test, raw, in_grader=True) is None
     assert judge_test(test, raw).passed
+
+
+@pytest.mark.parametrize("lab_name", ["lab3_gcn_molecules", "lab4_gat", "lab1_attention"])
+def test_judges_of_a_course_copy_travel_to_a_process_that_cannot_import_it(lab_name, tmp_path):
+    """A course's copy of a shipped spec file, loaded by path, is no module the sandboxed
+    judging process can import: every judge of it (the learning judges and the judges
+    that helpers declare from tables of cases too) must travel by value, or the test is
+    a grader error. Pickled in one process, unpickled in another."""
+    import subprocess
+    import sys
+
+    from lablib.grading.spec import PUBLIC_TESTS_DIR
+
+    copy = tmp_path / "course" / f"{lab_name}.py"
+    copy.parent.mkdir()
+    copy.write_text((PUBLIC_TESTS_DIR / f"{lab_name}.py").read_text())
+    blobs = tmp_path / "judges.pkl"
+    dump = (
+        "import pickle, cloudpickle\n"
+        "from lablib.grading.labspec.registry import load_spec\n"
+        "from lablib.grading.judge.sandboxed import _by_value\n"
+        "from lablib.labs import Lab\n"
+        f"own = load_spec(Lab({lab_name!r}, 'labx', 'copy', spec={str(copy)!r}))\n"
+        "import sys\n"
+        "copies = [m for n, m in sys.modules.items() if n.startswith('lablib_lab_files.')]\n"
+        "judges = {}\n"
+        "for t in own.tests:\n"
+        "    if t.judge_fn is not None:  # each judge alone, as when it is the one sent\n"
+        "        for module in copies:\n"
+        "            try:\n"
+        "                cloudpickle.unregister_pickle_by_value(module)\n"
+        "            except ValueError:\n"
+        "                pass\n"
+        "        _by_value(t.judge_fn)\n"
+        "        judges[t.id] = cloudpickle.dumps(t.judge_fn)\n"
+        f"pickle.dump(judges, open({str(blobs)!r}, 'wb'))\n"
+        "print(len(judges))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", dump], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout.split()[-1]) >= 3
+    copy.unlink()  # the other process cannot import it from anywhere
+    load = (
+        "import pickle, cloudpickle\n"
+        f"judges = pickle.load(open({str(blobs)!r}, 'rb'))\n"
+        "bad = []\n"
+        "for name, blob in judges.items():\n"
+        "    try:\n"
+        "        assert callable(cloudpickle.loads(blob))\n"
+        "    except Exception as exc:\n"
+        "        bad.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+        "print(bad)\n"
+        "raise SystemExit(1 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -64,7 +64,8 @@ def loaded_spec(name: str) -> LabSpec | None:
 def spec_of(lab) -> LabSpec:
     """The spec of ``lab`` for a check in this process (:func:`lablib.check`): a
     :class:`LabSpec` passes through; a name loaded in this process already (a lab
-    loaded by path, a test's fixture, or a shipped lab by its full name) is that spec;
+    loaded by path, a test's fixture, or a shipped lab by its full name; a loaded lab's
+    alias too, so a lab the process loaded comes before the registry) is that spec;
     anything else is resolved once (:func:`lablib.labs.find_lab`) and loaded
     (:func:`load_spec`, which imports a spec file once per process).
 
@@ -150,7 +151,10 @@ def _shipped_spec(name: str) -> LabSpec:
     name loaded in this process already (a course's copy, by path) is that lab."""
     module_name = f"lablib.grading.specs.{name}"
     file = PUBLIC_TESTS_DIR / f"{name}.py"
-    if module_name not in sys.modules and loaded_spec(name) is None:
+    if module_name not in sys.modules:
+        copy = loaded_spec(name)
+        if copy is not None:  # its tests, files and folder stay the copy's
+            return copy
         _import_file(file, module_name)
     lab = _LABS.get(name)
     if lab is None:

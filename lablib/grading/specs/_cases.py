@@ -32,4 +32,10 @@ def _case_probe(probe, args):
 
 
 def _case_judge(judge, args):
-    return lambda got: judge(got, *args)
+    def case_judge(got):
+        return judge(got, *args)
+
+    # Sent to a sandboxed process, the judge takes its module by value when the sandbox
+    # cannot import it (hidden tests, a spec file given by path), as the probe does.
+    case_judge.__module__ = judge.__module__
+    return case_judge

@@ -423,12 +423,15 @@ def add_learning_test(lab, piece, name, hint, case):
         inputs, targets = data()
         return training_values(student_model, inputs, targets)
 
+    def judge(got):
+        return judge_training_weights(got, *data(), what)
+
     # A test belongs to the lab module that defines its model (a hidden test module's
-    # tests are hidden), not to this helper's.
-    probe.__module__ = model.__module__
-    lab.test(piece, points=2, timeout=300, hint=hint, name=name)(probe).judge(
-        lambda got: judge_training_weights(got, *data(), what)
-    )
+    # tests are hidden), not to this helper's; its judge too, so that a judge sent to a
+    # sandboxed process takes that module (and ``data``) by value when the sandbox cannot
+    # import it (hidden tests, a spec file given by path).
+    probe.__module__ = judge.__module__ = model.__module__
+    lab.test(piece, points=2, timeout=300, hint=hint, name=name)(probe).judge(judge)
 
 
 def judge_training_weights(got, inputs, targets, data):

@@ -139,17 +139,13 @@ def check(lab, piece: str, *objects, quiet: bool = False, **named) -> CheckResul
         # learns in the notebook, not from the grade, that calling lablib's own layer, the
         # grader's reference or a ready-made layer gives no points. The judge runs after
         # the probe's window has closed: it may use any reference.
-        request = ProbeRequest(
-            test.id,
-            test.probe,
-            tuple(declared),
-            test.timeout,
-            BY_HAND if spec.pieces[piece].by_hand else (),
-        )
         if missing:  # the test cannot run: the report says what to pass
             raw = ProbeResult.failed(Kind.ERROR, f"pass {', '.join(missing)} to check()")
         else:
-            raw = run_probe(request, ns)
+            by_hand = BY_HAND if spec.pieces[piece].by_hand else ()
+            raw = run_probe(
+                ProbeRequest(test.id, test.probe, tuple(declared), test.timeout, by_hand), ns
+            )
         results.append(judge_test(test, raw))
     hold_diagnoses(results)  # one named mistake explains the piece's other failures
     # Hidden tests are never in the student's lablib, so the report always says that

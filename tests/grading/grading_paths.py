@@ -3,6 +3,8 @@
 
 import os
 import pathlib
+import subprocess
+import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -26,3 +28,20 @@ def batch_leftovers(batch: str) -> list:
         except psutil.Error:
             pass
     return found
+
+
+def course_copy(folder: pathlib.Path, lab_name: str, edit=None) -> pathlib.Path:
+    """A course's copy of a shipped lab's spec file, ``folder/<lab_name>.py`` (the folder
+    made if needed); ``edit(text) -> text`` changes the copy's text first."""
+    from lablib.grading.spec import PUBLIC_TESTS_DIR
+
+    text = (PUBLIC_TESTS_DIR / f"{lab_name}.py").read_text()
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / f"{lab_name}.py"
+    copy.write_text(edit(text) if edit else text)
+    return copy
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by this test run's Python in a fresh process, its output captured."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

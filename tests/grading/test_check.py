@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import lablib
-from grading_paths import FIXTURE_SOLUTION
+from grading_paths import FIXTURE_SOLUTION, course_copy, run_python
 from notebook_helpers import exec_lab_cells
 
 
@@ -237,15 +237,13 @@ def test_a_shipped_lab_loaded_from_another_file_first_stays_that_lab(tmp_path):
     """A course's copy of a shipped spec file, loaded by path under the shipped lab's
     name, is that lab in this process (as :func:`lablib.check` always took it): the
     shipped file is not imported on top of it, which would replace its tests."""
-    import subprocess
-    import sys
-
     from lablib.grading.spec import PUBLIC_TESTS_DIR
 
-    copy = tmp_path / "lab1_attention.py"
-    text = (PUBLIC_TESTS_DIR / "lab1_attention.py").read_text()
-    assert text.count('hint="') >= 3
-    copy.write_text(text.replace('hint="', 'hint="(course copy) '))
+    def mark(text):
+        assert text.count('hint="') >= 3
+        return text.replace('hint="', 'hint="(course copy) ')
+
+    copy = course_copy(tmp_path, "lab1_attention", mark)
     code = (
         "import lablib.labs as labs\n"
         "from lablib.grading.spec import load_lab, load_spec\n"
@@ -255,7 +253,7 @@ def test_a_shipped_lab_loaded_from_another_file_first_stays_that_lab(tmp_path):
         f"assert own.source_files[0] == own.spec_dir / 'lab1_attention.py' != {str(PUBLIC_TESTS_DIR / 'lab1_attention.py')!r}\n"
         "print(copied, sum(t.hint.startswith('(course copy)') for t in own.tests))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = run_python(code)
     assert out.returncode == 0, out.stderr[-2000:]
     before, after = map(int, out.stdout.split())
     assert before >= 3 and after == before

@@ -5,6 +5,7 @@ import resource
 
 import nbformat
 import pytest
+from grading_paths import course_copy, run_python
 
 from lablib.grading.grade import grade_one
 from lablib.grading.judge import judge_test
@@ -175,14 +176,7 @@ def test_judges_of_a_course_copy_travel_to_a_process_that_cannot_import_it(lab_n
     judging process can import: every judge of it (the learning judges and the judges
     that helpers declare from tables of cases too) must travel by value, or the test is
     a grader error. Pickled in one process, unpickled in another."""
-    import subprocess
-    import sys
-
-    from lablib.grading.spec import PUBLIC_TESTS_DIR
-
-    copy = tmp_path / "course" / f"{lab_name}.py"
-    copy.parent.mkdir()
-    copy.write_text((PUBLIC_TESTS_DIR / f"{lab_name}.py").read_text())
+    copy = course_copy(tmp_path / "course", lab_name)
     blobs = tmp_path / "judges.pkl"
     dump = (
         "import pickle, cloudpickle\n"
@@ -205,7 +199,7 @@ def test_judges_of_a_course_copy_travel_to_a_process_that_cannot_import_it(lab_n
         f"pickle.dump(judges, open({str(blobs)!r}, 'wb'))\n"
         "print(len(judges))\n"
     )
-    done = subprocess.run([sys.executable, "-c", dump], capture_output=True, text=True)
+    done = run_python(dump)
     assert done.returncode == 0, done.stderr[-3000:]
     assert int(done.stdout.split()[-1]) >= 3
     copy.unlink()  # the other process cannot import it from anywhere
@@ -221,5 +215,5 @@ def test_judges_of_a_course_copy_travel_to_a_process_that_cannot_import_it(lab_n
         "print(bad)\n"
         "raise SystemExit(1 if bad else 0)\n"
     )
-    done = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True)
+    done = run_python(load)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

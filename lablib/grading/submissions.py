@@ -18,6 +18,14 @@ is named by the student it belongs to:
   (user ids, the LATE marker, submitters, the submission time) travels with the
   submission to the identity resolved at grading (:mod:`~lablib.grading.gradebook.identity`).
 
+What a student uploads never speaks for the LMS. A student's folder of a download (a
+Gradescope ``submission_<id>`` folder, a Moodle student's folder) names every notebook in
+it, whatever the notebook's own file name says (a file named as Canvas names its files is
+a Canvas file only outside such folders). A ``submission_metadata.yml`` inside a student's
+folder (those two, or a folder that holds a notebook itself) is the student's file: it is
+listed as not graded and never read, so it can neither say who submitted or when nor stop
+the class with a file that does not parse.
+
 Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
 characters, and unique in the batch (compared NFC and case-folded; a repeated name gets
 ``-2``, ``-3``...). Symbolic links are followed only while they stay inside the folder
@@ -35,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import re
 import unicodedata
 import warnings
 
@@ -57,6 +66,14 @@ class SubmissionSkipped(UserWarning):
 
 #: Why a visible file in a submissions folder is not graded.
 NOT_A_NOTEBOOK = "not a notebook: only .ipynb files are graded"
+#: Why a ``submission_metadata.yml`` is not read: it lies in a student's submission.
+PLANTED_METADATA = (
+    f"a {lms.GRADESCOPE_METADATA} inside a student's submission folder ({{folder}}), "
+    "so a file the student uploaded, not the export's own: not read (a Gradescope export "
+    "has its metadata beside its submission_<id> folders)"
+)
+# A Gradescope export's folder of one submission.
+_SUBMISSION_FOLDER = re.compile(r"submission_\d+\Z")
 
 
 def _inside(path: str, root: str) -> bool:
@@ -166,48 +183,87 @@ def _gradescope_label(info: dict, folder: str) -> str:
     return folder
 
 
-def _classify(books, exports) -> tuple[list, list]:
+def _student_folder_of(folder: tuple, holding: set, metadata: dict) -> tuple | None:
+    """The first folder on the way down to ``folder`` (itself included) that is a
+    student's: a Gradescope ``submission_<id>`` folder or one an export lists, a Moodle
+    student's folder, or a folder that holds a notebook itself; None if there is none."""
+    for j in range(1, len(folder) + 1):
+        name = folder[j - 1]
+        moodle = lms.moodle_name(name)
+        if (
+            _SUBMISSION_FOLDER.match(name)
+            or (moodle is not None and not moodle["file"])
+            or folder[:j] in holding
+            or any(
+                folder[: len(at)] == at and name in listed
+                for at, listed in metadata.items()
+                if len(at) < j
+            )
+        ):
+            return folder[:j]
+    return None
+
+
+def _export_metadata(books, exports, refused: list) -> dict:
+    """Each Gradescope export's metadata, ``{folder parts: read metadata}``, shallowest
+    first. A ``submission_metadata.yml`` inside a student's folder (see
+    :func:`_student_folder_of`) is a file the student uploaded: it is listed in ``refused``
+    and never read, so it can neither name who submitted nor when, nor stop the class
+    with a file that does not parse."""
+    holding = {_nfc(parts[:-1]) for parts, _ in books}
+    metadata: dict[tuple, dict] = {}
+    for parts, path in sorted(exports, key=lambda e: len(e[0])):
+        parts = _nfc(parts)
+        student = _student_folder_of(parts, holding, metadata)
+        if student is not None:
+            refused.append((path, PLANTED_METADATA.format(folder="/".join(student))))
+            continue
+        metadata[parts] = lms.read_gradescope_metadata(path)
+    return metadata
+
+
+def _gradescope_download(parts, metadata: dict):
+    """``(label, folder parts, lms info)`` of a notebook of a Gradescope export, or None."""
+    export = max(
+        (p for p in metadata if len(p) < len(parts) - 1 and parts[: len(p)] == p),
+        key=len,
+        default=None,
+    )
+    if export is None:
+        return None
+    # the submission_<id> folder: the one the metadata lists (an instructor may have
+    # sorted the export into section folders), else the first below the export
+    at = next(
+        (j for j in range(len(export), len(parts) - 1) if parts[j] in metadata[export]),
+        len(export),
+    )
+    folder = parts[at]
+    info = metadata[export].get(folder) or {
+        "lms": "gradescope",
+        "submission_id": folder.rpartition("_")[2],
+        "submitters": [],
+        "submitted_at": "",
+        "history": [],
+        "note": f"{folder} is not in {lms.GRADESCOPE_METADATA}",
+    }
+    return lms.clean_label(_gradescope_label(info, folder)), parts[: at + 1], info
+
+
+def _classify(books, exports, refused: list) -> tuple[list, list]:
     """Split the notebooks of one folder given into those of an LMS download, as
-    ``(label, student folder parts or None, parts, file, lms info)``, and the plain ones."""
-    metadata = {parts: lms.read_gradescope_metadata(path) for parts, path in exports}
+    ``(label, student folder parts or None, parts, file, lms info)``, and the plain ones.
+
+    A student's folder of an LMS download (a Gradescope submission, a Moodle student's
+    folder) names every notebook inside it, whatever the notebook's own file name says:
+    a file named as Canvas names its files is read as a Canvas file only outside them."""
+    metadata = _export_metadata(books, exports, refused)
     downloads, plain = [], []
     for parts, target in books:
         parts = _nfc(parts)
-        export = max(
-            (p for p in metadata if len(p) < len(parts) - 1 and parts[: len(p)] == p),
-            key=len,
-            default=None,
-        )
-        if export is not None:
-            # the submission_<id> folder: the one the metadata lists (an instructor may have
-            # sorted the export into section folders), else the first below the export
-            at = next(
-                (j for j in range(len(export), len(parts) - 1) if parts[j] in metadata[export]),
-                len(export),
-            )
-            folder = parts[at]
-            info = metadata[export].get(folder) or {
-                "lms": "gradescope",
-                "submission_id": folder.rpartition("_")[2],
-                "submitters": [],
-                "submitted_at": "",
-                "history": [],
-                "note": f"{folder} is not in {lms.GRADESCOPE_METADATA}",
-            }
-            downloads.append(
-                (
-                    lms.clean_label(_gradescope_label(info, folder)),
-                    parts[: at + 1],
-                    parts,
-                    target,
-                    info,
-                )
-            )
-            continue
-        canvas = lms.canvas_name(parts[-1])
-        if canvas is not None:
-            label = canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}"
-            downloads.append((label, None, parts, target, canvas))
+        gradescope = _gradescope_download(parts, metadata)
+        if gradescope is not None:
+            label, folder, info = gradescope
+            downloads.append((label, folder, parts, target, info))
             continue
         moodle = next(
             (
@@ -217,13 +273,18 @@ def _classify(books, exports) -> tuple[list, list]:
             ),
             None,
         )
-        if moodle is None and (flat := lms.moodle_name(parts[-1])) is not None and flat["file"]:
-            moodle = (None, flat)
         if moodle is not None:
             i, info = moodle
-            downloads.append(
-                (info["name"], parts[: i + 1] if i is not None else None, parts, target, info)
-            )
+            downloads.append((info["name"], parts[: i + 1], parts, target, info))
+            continue
+        canvas = lms.canvas_name(parts[-1])
+        if canvas is not None:
+            label = canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}"
+            downloads.append((label, None, parts, target, canvas))
+            continue
+        flat = lms.moodle_name(parts[-1])
+        if flat is not None and flat["file"]:
+            downloads.append((flat["name"], None, parts, target, flat))
             continue
         plain.append((parts, target))
     return downloads, plain
@@ -284,35 +345,59 @@ def _named(downloads, plain, given: str) -> list[Found]:
     return sorted(found, key=lambda f: f.where)
 
 
-def _given_notebook(path: pathlib.Path, target: pathlib.Path) -> Found:
-    """A notebook given by its path: named by an LMS download's name where its file or
-    folder carries one (a Gradescope folder is looked up in its export's metadata), else
-    by its stem."""
+def _given_notebook(path: pathlib.Path, target: pathlib.Path, refused: list) -> Found:
+    """A notebook given by its path: named by an LMS download's name where its folder or
+    file carries one (a Gradescope ``submission_<id>`` folder is looked up in the
+    metadata of the export holding it), else by its stem. A student's folder names the
+    notebook before the notebook's own file name does."""
     name = unicodedata.normalize("NFC", path.name)
+    parent = unicodedata.normalize("NFC", path.parent.name)
+    moodle = lms.moodle_name(parent)
+    if moodle is not None and not moodle["file"]:
+        return Found(moodle["name"], target, f"{parent}/{name}", parent, moodle)
+    if _SUBMISSION_FOLDER.match(parent):
+        found = _gradescope_given(path, target, name, parent, refused)
+        if found is not None:
+            return found
     canvas = lms.canvas_name(name)
     if canvas is not None:
         return Found(
             canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", target, name, "", canvas
         )
-    parent = unicodedata.normalize("NFC", path.parent.name)
-    moodle = lms.moodle_name(parent)
-    if moodle is not None and not moodle["file"]:
-        return Found(moodle["name"], target, f"{parent}/{name}", parent, moodle)
     flat = lms.moodle_name(name)
     if flat is not None and flat["file"]:
         return Found(flat["name"], target, name, "", flat)
-    metadata = path.parent.parent / lms.GRADESCOPE_METADATA
-    if metadata.is_file():
-        info = lms.read_gradescope_metadata(metadata).get(parent)
-        if info is not None:
-            return Found(
-                lms.clean_label(_gradescope_label(info, parent)),
-                target,
-                f"{parent}/{name}",
-                parent,
-                info,
-            )
     return Found(lms.clean_label(_stem(name)), target, name, "", {})
+
+
+def _gradescope_given(path, target, name: str, parent: str, refused: list) -> Found | None:
+    """A notebook given by its path in a ``submission_<id>`` folder: named by the
+    export's metadata, the file beside that folder. A metadata file inside another
+    export's submission (a ``submission_<id>`` folder above it that has a metadata file
+    beside it) is the student's: not read."""
+    export = path.parent.parent
+    metadata = export / lms.GRADESCOPE_METADATA
+    if not metadata.is_file():
+        return None
+    real = export.resolve()
+    student = next(
+        (
+            folder
+            for folder in (real, *real.parents)
+            if _SUBMISSION_FOLDER.match(folder.name)
+            and (folder.parent / lms.GRADESCOPE_METADATA).is_file()
+        ),
+        None,
+    )
+    if student is not None:
+        refused.append((metadata, PLANTED_METADATA.format(folder=student.name)))
+        return None
+    info = lms.read_gradescope_metadata(metadata).get(parent)
+    if info is None:
+        return None
+    return Found(
+        lms.clean_label(_gradescope_label(info, parent)), target, f"{parent}/{name}", parent, info
+    )
 
 
 def _unique(found: list[Found]) -> list[Found]:
@@ -377,11 +462,11 @@ def find_submissions(paths, refused: list | None = None) -> list[Found]:
                     exports.append(((), target))
                 else:
                     skipped.append((entry, NOT_A_NOTEBOOK))
-            found.extend(_named(*_classify(books, exports), str(path)))
+            found.extend(_named(*_classify(books, exports, skipped), str(path)))
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
-                found.append(_given_notebook(path, target))
+                found.append(_given_notebook(path, target, skipped))
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:

@@ -1,0 +1,128 @@
+"""What a student uploads cannot speak for the LMS: a ``submission_metadata.yml`` inside a
+student's submission is never read (it could forge who submitted and when, or stop the
+whole class with a file that does not parse), and a student's file named as Canvas names
+its files does not take the notebook out of the student's Moodle or Gradescope folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from lablib.grading.submissions import PLANTED_METADATA, find_submissions
+
+EXPORT = """submission_1:
+  :submitters:
+  - :name: Alice Smith
+    :sid: S001
+    :email: alice@uni.example
+  :created_at: 2026-11-25 10:00:00.000000000 Z
+submission_2:
+  :submitters:
+  - :name: Mallory Jones
+    :sid: S002
+    :email: mallory@uni.example
+  :created_at: 2026-11-26 23:00:00.000000000 Z
+"""
+
+# Mallory's own file: her submission made a week earlier, Alice in her group.
+FORGED = """sub:
+  :submitters:
+  - :name: Mallory Jones
+    :sid: S002
+  - :name: Alice Smith
+    :sid: S001
+  :created_at: 2026-11-01 10:00:00.000000000 Z
+"""
+
+
+def _book(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    return path
+
+
+def _export(root, planted_at, planted=FORGED):
+    _book(root / "submission_1" / "lab1.ipynb")
+    (root / "submission_metadata.yml").write_text(EXPORT)
+    _book(root / "submission_2" / "sub" / "lab1.ipynb")
+    (root / planted_at).parent.mkdir(parents=True, exist_ok=True)
+    (root / planted_at / "submission_metadata.yml").write_text(planted)
+
+
+@pytest.mark.parametrize("where", ["export", "classes/export", "classes/Sec-01/export"])
+@pytest.mark.parametrize("planted_at", ["submission_2", "submission_2/sub"])
+def test_a_metadata_file_in_a_submission_forges_nothing(tmp_path, where, planted_at):
+    root = tmp_path / where
+    _export(root, planted_at)
+    refused = []
+    found = {f.name: f for f in find_submissions([tmp_path / where.split("/")[0]], refused)}
+    assert sorted(found) == ["Alice Smith", "Mallory Jones"]
+    mallory = found["Mallory Jones"].lms
+    assert mallory["submitted_at"].startswith("2026-11-26T23:00")  # the export's time
+    assert [p["sid"] for p in mallory["submitters"]] == ["S002"]  # Alice not in her group
+    assert found["Mallory Jones"].folder.endswith("submission_2")
+    [(path, reason)] = refused
+    assert path == root / planted_at / "submission_metadata.yml"
+    assert reason == PLANTED_METADATA.format(folder=f"{where}/submission_2".split("/", 1)[1])
+
+
+@pytest.mark.parametrize("planted_at", ["submission_2", "submission_2/sub"])
+def test_a_broken_metadata_file_in_a_submission_does_not_stop_the_class(tmp_path, planted_at):
+    _export(tmp_path / "export", planted_at, planted=": [")
+    refused = []
+    found = find_submissions([tmp_path / "export"], refused)
+    assert sorted(f.name for f in found) == ["Alice Smith", "Mallory Jones"]
+    assert [p.name for p, _ in refused] == ["submission_metadata.yml"]
+
+
+def test_a_metadata_file_in_a_moodle_or_plain_student_folder_is_not_read(tmp_path):
+    subs = tmp_path / "subs"
+    _book(subs / "Mallory Jones_102_assignsubmission_file_" / "lab1.ipynb")
+    (subs / "Mallory Jones_102_assignsubmission_file_" / "submission_metadata.yml").write_text(
+        ": ["
+    )
+    _book(subs / "carol" / "lab1.ipynb")  # a student's folder: it holds a notebook itself
+    _book(subs / "carol" / "sub" / "submission_3" / "lab1.ipynb")
+    (subs / "carol" / "sub" / "submission_metadata.yml").write_text(
+        "submission_3:\n  :submitters:\n  - :name: Alice Smith\n"
+    )
+    refused = []
+    found = {f.name: f for f in find_submissions([subs], refused)}
+    assert "Alice Smith" not in found and "Mallory Jones" in found
+    assert found["Mallory Jones"].lms["participant_id"] == "102"
+    assert sorted(str(p.relative_to(subs)) for p, _ in refused) == [
+        "Mallory Jones_102_assignsubmission_file_/submission_metadata.yml",
+        "carol/sub/submission_metadata.yml",
+    ]
+
+
+def test_a_notebook_given_by_path_reads_only_its_exports_metadata(tmp_path):
+    export = tmp_path / "export"
+    _export(export, "submission_2")
+    _book(export / "submission_2" / "submission_9" / "lab1.ipynb")
+    (export / "submission_2" / "submission_metadata.yml").write_text(
+        "submission_9:\n  :submitters:\n  - :name: Alice Smith\n"
+    )
+    refused = []
+    [found] = find_submissions([export / "submission_2" / "submission_9" / "lab1.ipynb"], refused)
+    assert found.name == "lab1" and found.lms == {}
+    assert [p for p, _ in refused] == [export / "submission_2" / "submission_metadata.yml"]
+    [honest] = find_submissions([export / "submission_1" / "lab1.ipynb"])
+    assert honest.name == "Alice Smith" and honest.lms["submitters"][0]["sid"] == "S001"
+
+
+@pytest.mark.parametrize("file", ["Alice Smith_1_123_lab1.ipynb", "lab1_2_100_final.ipynb"])
+def test_a_canvas_like_file_name_stays_in_its_lms_folder(tmp_path, file):
+    subs = tmp_path / "subs"
+    _book(subs / "Mallory Jones_102_assignsubmission_file_" / file)
+    _book(subs / "export" / "submission_2" / file)
+    (subs / "export" / "submission_metadata.yml").write_text(EXPORT)
+    found = {f.name: f for f in find_submissions([subs], [])}
+    assert sorted(found) == ["Mallory Jones", "Mallory Jones-2"]
+    assert {f.lms["lms"] for f in found.values()} == {"moodle", "gradescope"}
+    moodle = next(f for f in found.values() if f.lms["lms"] == "moodle")
+    assert moodle.lms["participant_id"] == "102"
+    # given by its path, the same notebook is the folder's too
+    [given] = find_submissions([subs / "Mallory Jones_102_assignsubmission_file_" / file])
+    assert given.name == "Mallory Jones" and given.lms["participant_id"] == "102"
+    [given] = find_submissions([subs / "export" / "submission_2" / file])
+    assert given.name == "Mallory Jones" and given.lms["lms"] == "gradescope"

@@ -285,3 +285,55 @@ def test_names_are_nfc_and_free_of_control_characters(tmp_path):
         "NFC/ü",
         "NFC/ü-2",
     ]  # one name, made unique
+
+
+def _fits(name: str) -> bool:
+    """A file name that most file systems take (255 bytes) with room for the temporary
+    file's affix of atomic_write (``.<name>.<8 random>.lablib-tmp``)."""
+    return len(f".{name}.12345678.lablib-tmp".encode("utf-8", "surrogateescape")) <= 255
+
+
+def test_long_non_ascii_names_are_cut_by_bytes(fixture_lab, tmp_path):
+    """A name of 80 CJK characters (240 bytes, a legal file name) stopped the reports of
+    the whole class: cut at 120 characters, its stem was still too long a file name."""
+    from lablib.grading.judge import summarise
+    from lablib.grading.results import Status, TestResult
+
+    names = ["alice", "学" * 80, "学" * 100 + "x", "学" * 100 + "y", "é" * 119 + "🙂" * 3]
+    results = [
+        summarise(
+            fixture_lab,
+            name,
+            f"/subs/{i}.ipynb",
+            [TestResult.judged(t, 1.0) for t in fixture_lab.tests],
+            Status(),
+        )
+        for i, name in enumerate(names)
+    ]
+    write_reports(tmp_path, fixture_lab, results)
+    assert (tmp_path / "summary.html").exists()
+    files = sorted(p.name for p in (tmp_path / "feedback").iterdir())
+    assert len(files) == 2 * len(names) and "alice.md" in files and "alice.html" in files
+    assert all(_fits(name) for name in files), files
+    alone = feedback_stems(["学" * 80, "é" * 119 + "🙂" * 3])
+    assert alone["学" * 80] == "学" * 50  # 150 bytes, not cut inside a character
+    assert alone["é" * 119 + "🙂" * 3] == "é" * 75
+    stems = feedback_stems(names)  # three names, one start: a digest each
+    long = [stems[n] for n in names if n.startswith("学")]
+    assert len(set(long)) == 3 and all(s.startswith("学" * 50 + "-") for s in long)
+
+
+def test_feedback_stems_are_no_windows_device_and_show_every_character():
+    names = ["CON", "con.txt", "nul", "Aux", "COM1", "lpt9.tar.gz", "COM¹", "conference", "alice"]
+    names += ["al\u200bice", "alice\u2060", "\ufeffalice", "alice\U000e0041\U000e007f"]
+    names += ["alice\u3164", "alic\u202ee", "ali\u00adce", "al\ufe0fice"]
+    stems = feedback_stems(names)
+    assert stems["alice"] == "alice" and stems["conference"] == "conference"
+    for name in ("CON", "con.txt", "nul", "Aux", "COM1", "lpt9.tar.gz", "COM¹"):
+        assert stems[name] == "_" + name
+    looks = {}  # what each stem shows: no two names may show one stem
+    for name, stem in stems.items():
+        assert stem.isprintable() and "\u3164" not in stem, stem
+        looks.setdefault(stem.casefold(), []).append(name)
+    assert all(len(v) == 1 for v in looks.values()), looks
+    assert all(stems[n] != "alice" for n in names if n != "alice")

@@ -242,6 +242,30 @@ def test_errors_say_what_to_do(tmp_path):
         printout.write_printouts(out, lab, tmp_path / "pdfs", chromium="/no/such/chromium")
 
 
+def test_file_names_fit_every_file_system(tmp_path):
+    """A student's key of 84 CJK characters (252 bytes) made a PDF name too long; a key
+    like CON names a device on Windows; invisible characters made look-alike names."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    keys = ["alice", "学" * 84, "学" * 84 + "x", "CON", "nul.txt", "al\u200bice", "alice\U000e0020"]
+    write_class(out, lab, {key: {"why": "w", "how": "h"} for key in keys})
+    stems = {s.submission: s.stem for s in printout.class_students(out, lab)}
+    assert stems["alice"] == "alice" and stems["学" * 84] == "学" * 50
+    assert stems["学" * 84 + "x"] == "学" * 50 + "-2"
+    assert stems["CON"] == "_CON" and stems["nul.txt"] == "_nul.txt"
+    assert len({s.casefold() for s in stems.values()}) == len(keys)
+    assert all(s.isprintable() for s in stems.values()) and "alice" not in (
+        stems["al\u200bice"],
+        stems["alice\U000e0020"],
+    )
+    dest = tmp_path / "pdfs"
+    (dest / "html").mkdir(parents=True)
+    for stem in stems.values():  # the names write_printouts writes, through the temporary file
+        atomic_write(dest / f"{stem}.pdf", b"%PDF")
+        atomic_write(dest / "html" / f"{stem}.html", "<p>")
+    assert len(list(dest.glob("*.pdf"))) == len(keys)
+
+
 def test_the_peoples_points_as_csv(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"

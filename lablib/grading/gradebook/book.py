@@ -24,6 +24,7 @@ import pathlib
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from lablib.grading.filenames import STEM_BYTES, cap_bytes, shown, windows_safe
 from lablib.grading.gradebook.identity import resolve, student_of
 from lablib.grading.gradebook.late import Late, LateError, LatePolicy
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student
@@ -240,16 +241,21 @@ class Gradebook:
 
 
 def _safe(name: str) -> str:
-    name = unicodedata.normalize("NFC", name)
+    """``name`` as a file stem: letters, digits and ``-_.@`` kept (nothing that shows
+    nothing), no leading dot, at most 120 characters and :data:`STEM_BYTES` bytes, never
+    a Windows device name (:mod:`lablib.grading.filenames`)."""
+    name = shown(unicodedata.normalize("NFC", name))
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
-    return ("_" + safe[1:] if safe.startswith(".") else safe)[:120] or "submission"
+    safe = ("_" + safe[1:] if safe.startswith(".") else safe)[:120]
+    return windows_safe(cap_bytes(safe, STEM_BYTES)) or "submission"
 
 
 def feedback_stems(names: Iterable[str]) -> dict[str, str]:
     """A feedback file stem per submission name, no two alike (also ignoring case).
 
-    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``); names whose safe
-    stems coincide each get the first 8 hex digits of their SHA-1 appended
+    Names are made file-safe (``"Smith, John"`` -> ``Smith__John``; a name too long for
+    a file name cut to 150 bytes, ``CON`` -> ``_CON``: :mod:`lablib.grading.filenames`);
+    names whose safe stems coincide each get the first 8 hex digits of their SHA-1 appended
     (``Smith__John-1d2c3b4a``), so ``"Smith, John"`` and ``"Smith_ John"``, or
     ``alice/hw`` and ``alice_hw``, never write one file. The feedback itself names the
     submission exactly, and ``grades.json`` gives each one's file.

@@ -56,6 +56,7 @@ import unicodedata
 import zipfile
 
 from lablib.grading.atomic import atomic_write
+from lablib.grading.filenames import STEM_BYTES, cap_bytes, shown, windows_safe
 from lablib.grading.gradebook import GradebookFolder
 from lablib.grading.gradebook.store import result_from_entry
 from lablib.grading.report.feedback_markdown import cap_note
@@ -160,10 +161,11 @@ _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
 
 def _file_stem(key: str) -> str:
     """``key`` as a file name on every system: NFC, no separators, control or reserved
-    characters, no leading dot, at most 120 characters."""
-    stem = _UNSAFE.sub("_", unicodedata.normalize("NFC", key)).strip().lstrip(".")
-    stem = re.sub(r"\s+", " ", stem)[:120].rstrip(" .")
-    return stem or "student"
+    characters, nothing that shows nothing, no leading dot, at most 120 characters and
+    :data:`~lablib.grading.filenames.STEM_BYTES` bytes, never a Windows device name."""
+    stem = shown(_UNSAFE.sub("_", unicodedata.normalize("NFC", key))).strip().lstrip(".")
+    stem = cap_bytes(re.sub(r"\s+", " ", stem)[:120], STEM_BYTES).rstrip(" .")
+    return windows_safe(stem) or "student"
 
 
 def class_students(out_dir, lab) -> list[Student]:

@@ -1,0 +1,82 @@
+"""File names made from what students hand in: short enough, portable, never look-alikes.
+
+A feedback file (``feedback/<stem>.md``) or a written-answers PDF (``<student>.pdf``) is
+named after its student, and a student's name is whatever the submission's file, folder
+or LMS metadata says. The rules every such stem follows, whatever else its writer does
+to it (:func:`~lablib.grading.gradebook.book.feedback_stems`,
+:func:`~lablib.grading.review.printout.class_students`):
+
+* at most :data:`STEM_BYTES` bytes of UTF-8, cut between characters (:func:`cap_bytes`):
+  most file systems allow 255 *bytes* per name, and the stem still takes a digest or a
+  counter that tells two students apart, the extension, and the affix of
+  :func:`~lablib.grading.atomic.atomic_write`'s temporary file
+  (``.<name>.<8 random>.lablib-tmp``); 80 CJK characters are 240 bytes;
+* no character that shows nothing (:func:`shown`): zero-width spaces and joiners, word
+  joiners, byte-order marks, soft hyphens, variation selectors, Unicode tag characters,
+  bidirectional controls, control characters, lone surrogates (a file name that was not
+  UTF-8), fillers; each becomes ``_``, so ``al\\u200bice`` is never a second ``alice``;
+* not a name Windows keeps for a device (:func:`windows_safe`), since instructors copy
+  the output folder there: ``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
+  ``LPT0``-``LPT9`` (and the superscript digits), ``CONIN$``, ``CONOUT$``, in any case,
+  with or without an extension, get ``_`` in front.
+
+A stem already within these rules (``alice``, ``Smith__John``) is kept as it is.
+
+Example::
+
+    windows_safe(cap_bytes(shown(name), STEM_BYTES))
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["STEM_BYTES", "cap_bytes", "shown", "windows_safe"]
+
+#: The most UTF-8 bytes of a stem made from a student's name, before its writer adds a
+#: digest or counter (``-1d2c3b4a``, ``-2``), the extension (``.html``) and the temporary
+#: file's affix (about 21 bytes): 150 leaves room for all of them under 255.
+STEM_BYTES = 150
+
+# Unicode's Default_Ignorable_Code_Point (characters a renderer shows as nothing),
+# besides the categories that shown() replaces whole.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+# Control, format, surrogate, private-use and unassigned characters; line and
+# paragraph separators.
+_UNSHOWN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_WINDOWS_DEVICE = re.compile(r"(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)")
+
+
+def shown(text: str, replacement: str = "_") -> str:
+    """``text`` with every character that shows nothing replaced by ``replacement``."""
+    return "".join(
+        replacement if _IGNORABLE.match(c) or unicodedata.category(c) in _UNSHOWN_CATEGORIES else c
+        for c in text
+    )
+
+
+def cap_bytes(text: str, limit: int = STEM_BYTES) -> str:
+    """The longest start of ``text`` whose UTF-8 takes at most ``limit`` bytes, cut
+    between characters (a lone surrogate, a byte of a name that was not UTF-8, counts as
+    the one byte it stands for)."""
+    used = 0
+    for i, c in enumerate(text):
+        used += len(
+            c.encode("utf-8", "surrogateescape" if "\udc80" <= c <= "\udcff" else "surrogatepass")
+        )
+        if used > limit:
+            return text[:i]
+    return text
+
+
+def windows_safe(stem: str) -> str:
+    """``stem`` with ``_`` in front where Windows would take it for a device (``CON``,
+    ``nul.txt``, ``Com1 .x``: the part before the first dot, less trailing spaces)."""
+    if _WINDOWS_DEVICE.fullmatch(stem.split(".", 1)[0].rstrip(" ").casefold()):
+        return "_" + stem
+    return stem

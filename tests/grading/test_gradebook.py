@@ -92,3 +92,31 @@ def test_the_late_policy_is_kept_and_read_back_whole(tmp_path):
         folder.late_policy()
     folder.keep_late_policy(None)
     assert folder.late_policy() is None
+
+
+def test_every_text_cell_of_grades_csv_is_inert(lab, tmp_path):
+    """A submission time the LMS's metadata gave in a form lablib cannot read is kept as
+    it was written: in grades.csv it is text, not a formula; numbers stay numbers."""
+    import csv
+
+    hostile = '=HYPERLINK("http://evil.example","late?")'
+    late, on_time = _result(lab, "ann", tmp_path), _result(lab, "bob", tmp_path)
+    late.identity = {"submitted_at": hostile}
+    on_time.identity = {"submitted_at": "2026-11-19T10:00+01:00"}
+    policy = LatePolicy.parse(due="2026-11-20T23:59+01:00", per_day="10%")
+    write_reports(tmp_path / "out", lab, [late, on_time], late_policy=policy)
+    with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    assert rows["ann"]["submitted_at"] == "'" + hostile
+    assert rows["bob"]["submitted_at"] == "2026-11-19T10:00+01:00"
+    assert rows["bob"]["late_hours"] == "0" and rows["bob"]["total"] == rows["bob"]["max_total"]
+
+
+def test_the_spreadsheet_writer_keeps_numbers_and_makes_text_inert():
+    import io
+
+    from lablib.grading.report.gradebook_csv import SpreadsheetWriter
+
+    out = io.StringIO()
+    SpreadsheetWriter(out).writerow([-1.5, 3, 2.0, "", "-1", "@SUM(1)", "\tx", "ok", None])
+    assert out.getvalue() == "-1.5,3,2,,'-1,'@SUM(1),'\tx,ok,\r\n"

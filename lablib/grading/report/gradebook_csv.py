@@ -2,7 +2,11 @@
 
 Text cells are written so that no spreadsheet runs them as formulas (OWASP's CSV
 injection rule): a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-return gets a leading ``'``. A submission named ``=HYPERLINK(...)`` stays text.
+return gets a leading ``'``. A submission named ``=HYPERLINK(...)`` stays text, and so
+does a submission time an LMS wrote in a form lablib could not read. Every row goes
+through :class:`SpreadsheetWriter`: a cell is a number (``int`` or ``float``, written as
+:func:`~lablib.grading.report.text.num` writes it) or text (made inert), so no column can
+forget it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook
 from lablib.grading.report.text import num, status_text
 
-__all__ = ["CsvGradebook", "spreadsheet_text"]
+__all__ = ["CsvGradebook", "SpreadsheetWriter", "spreadsheet_text"]
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -22,6 +26,38 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 def spreadsheet_text(value: str) -> str:
     """``value`` made inert for spreadsheets: a leading ``'`` when it could start a formula."""
     return "'" + value if value.startswith(_FORMULA_STARTS) else value
+
+
+class SpreadsheetWriter:
+    """A :func:`csv.writer` whose rows hold numbers and text: an ``int`` or ``float`` is
+    written as a number (``4``, ``2.5``, ``-1``), None empty, anything else as text through
+    :func:`spreadsheet_text`. Give scores as numbers, never as text already formatted
+    (``"-1"`` would be written ``'-1``).
+
+    Example::
+
+        with atomic_write(path, newline="") as f:
+            SpreadsheetWriter(f).writerow(["submission", "score"])
+    """
+
+    def __init__(self, file):
+        self._writer = csv.writer(file)
+
+    def writerow(self, cells) -> None:
+        """Write one row: numbers as numbers, everything else as inert text."""
+        self._writer.writerow([_cell(c) for c in cells])
+
+
+def _cell(value) -> str:
+    if value is None:  # as csv.writer writes it
+        return ""
+    if isinstance(value, bool):  # not a score
+        return spreadsheet_text(str(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return num(value)
+    return spreadsheet_text(str(value))
 
 
 class CsvGradebook:
@@ -35,7 +71,7 @@ class CsvGradebook:
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         path = pathlib.Path(out_dir) / "grades.csv"
         with atomic_write(path, newline="") as f:
-            writer = csv.writer(f)
+            writer = SpreadsheetWriter(f)
             who = ["student_id", "name", "email", "section"] if book.roster is not None else []
             questions = book.questions
             late = book.late_policy is not None
@@ -47,54 +83,43 @@ class CsvGradebook:
             written += ["submitted_at", "late_hours", "late_penalty"] if late else []
             written += ["total", "max_total"] if questions or late else []
             writer.writerow(
-                [
-                    "submission",
-                    *who,
-                    "status",
-                    "score",
-                    "max_score",
-                    *map(spreadsheet_text, book.pieces),
-                    *written,
-                ]
+                ["submission", *who, "status", "score", "max_score", *book.pieces, *written]
             )
             for r in book.results:
-                scores = [num(r.pieces[p].score if p in r.pieces else 0.0) for p in book.pieces]
+                scores = [r.pieces[p].score if p in r.pieces else 0.0 for p in book.pieces]
                 student = book.student(r)
                 columns = (
                     []
                     if book.roster is None
-                    else [
-                        spreadsheet_text(v)
-                        for v in (
-                            (student.key, student.name, student.email, student.section)
-                            if student
-                            else ("", "", "", "")
-                        )
-                    ]
+                    else (
+                        [student.key, student.name, student.email, student.section]
+                        if student
+                        else ["", "", "", ""]
+                    )
                 )
                 row, people = book.row(r), []
                 if questions:
-                    people = [num(score.score) if score.graded else "" for _, score in row.written]
-                    people += [num(row.given), str(row.pending)]
+                    people = [score.score if score.graded else "" for _, score in row.written]
+                    people += [row.given, row.pending]
                 if late:
                     people += (
                         ["", "", ""]
                         if row.late is None
                         else [
                             row.late.submitted_at,
-                            num(round(row.late.late_seconds / 3600, 2)),
-                            num(row.late.penalty),
+                            round(row.late.late_seconds / 3600, 2),
+                            row.late.penalty,
                         ]
                     )
                 if questions or late:
-                    people += [num(row.total), num(row.max_total)]
+                    people += [row.total, row.max_total]
                 writer.writerow(
                     [
-                        spreadsheet_text(r.submission),
+                        r.submission,
                         *columns,
                         status_text(r.status),
-                        num(r.score),
-                        num(r.max_score),
+                        r.score,
+                        r.max_score,
                         *scores,
                         *people,
                     ]

@@ -60,7 +60,7 @@ from lablib.grading.filenames import STEM_BYTES, cap_bytes, shown, windows_safe
 from lablib.grading.gradebook import GradebookFolder
 from lablib.grading.gradebook.store import result_from_entry
 from lablib.grading.report.feedback_markdown import cap_note
-from lablib.grading.report.gradebook_csv import spreadsheet_text
+from lablib.grading.report.gradebook_csv import SpreadsheetWriter
 from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
 from lablib.grading.review.render import (
@@ -493,7 +493,7 @@ def write_points_csv(out_dir, lab, path, *, questions=None) -> int:
     }
     scores = store.person_scores([s.submission for s in students], digests)
     with atomic_write(path, newline="") as file:
-        writer = csv.writer(file)
+        writer = SpreadsheetWriter(file)  # every text cell inert, numbers as numbers
         writer.writerow(
             [
                 "student",
@@ -520,14 +520,14 @@ def write_points_csv(out_dir, lab, path, *, questions=None) -> int:
                 lines = person_lines(score) + ([cap_note(score)] if cap_note(score) else [])
                 writer.writerow(
                     [
-                        spreadsheet_text(s.key),
-                        spreadsheet_text(s.name),
-                        spreadsheet_text(s.submission),
+                        s.key,
+                        s.name,
+                        s.submission,
                         q.id,
-                        num(score.score) if score.graded else "",
-                        num(q.points),
+                        float(score.score) if score.graded else "",
+                        float(q.points),
                         status,
-                        spreadsheet_text("; ".join(" ".join(line.split()) for line in lines)),
+                        "; ".join(" ".join(line.split()) for line in lines),
                     ]
                 )
     return len(students) * len(order)

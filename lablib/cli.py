@@ -161,7 +161,7 @@ def _cmd_grade(args) -> int:
             print(f"lablib grade: replaced: {_printable(str(warning.message))}", file=sys.stderr)
         else:
             warnings.showwarning(
-                warning.message, warning.category, warning.filename, warning.lineno
+                _printable(str(warning.message)), warning.category, warning.filename, warning.lineno
             )
     names = {r.submission: _printable(r.submission) for r in results}
     width = max([10, *(_width(name) for name in names.values())])
@@ -403,8 +403,17 @@ def _cmd_report(args) -> int:
 
 def _printable(text: str) -> str:
     """``text`` for a terminal: control characters (escape sequences that could rewrite
-    the screen) shown as ``?``."""
-    return "".join(c if c.isprintable() else "?" for c in text)
+    the screen) and characters that show nothing (zero-width, bidirectional, tag
+    characters: a name that looks like another's) shown as ``?``."""
+    from lablib.grading.filenames import shown
+
+    return "".join(c if c.isprintable() else "?" for c in shown(text, "?"))
+
+
+def _error_text(message) -> str:
+    """An error's message for a terminal: each line :func:`_printable`, the lines after
+    the first indented (a line break in a name cannot pass for a line of lablib's)."""
+    return "\n  ".join(_printable(line) for line in str(message).split("\n"))
 
 
 def _cmd_gradescope(args) -> int:
@@ -815,7 +824,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except (FileNotFoundError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"lablib {args.command}: error: {message}", file=sys.stderr)
+        print(f"lablib {args.command}: error: {_error_text(message)}", file=sys.stderr)
         return 2
 
 

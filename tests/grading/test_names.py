@@ -337,3 +337,25 @@ def test_feedback_stems_are_no_windows_device_and_show_every_character():
         looks.setdefault(stem.casefold(), []).append(name)
     assert all(len(v) == 1 for v in looks.values()), looks
     assert all(stems[n] != "alice" for n in names if n != "alice")
+
+
+def test_error_messages_reach_the_terminal_printable(tmp_path, capsys):
+    """A folder named with escape sequences (clear the screen, set the window title) and a
+    line break reached the terminal raw through the command's error message."""
+    from lablib.cli import main
+
+    folder = tmp_path / "a\x1b[2J\x1b]0;owned\x07x\nlablib report: all done"
+    folder.mkdir()
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "?[2J?]0;owned?x" in err
+    assert err.startswith("lablib report: error: ")
+    assert "\n  lablib report: all done" in err  # a line of the name is no line of lablib's
+
+
+def test_names_that_show_nothing_are_shown_in_the_terminal():
+    from lablib.cli import _printable
+
+    for name in ("al\u200bice", "alice\u2060", "\ufeffalice", "alice\U000e0041", "alice\u3164"):
+        assert _printable(name) != "alice" and "?" in _printable(name)
+    assert _printable("José Núñez 学") == "José Núñez 学"

@@ -183,9 +183,11 @@ def _print_roster_lists(out) -> None:
 
     data = GradebookFolder(out).read()
     roster = data.get("roster") or {}
+    why = roster.get("unmatched_reasons") or {}
     for name in roster.get("unmatched_submissions", []):
         print(
-            f"lablib grade: roster: no student for submission {_printable(str(name))}",
+            f"lablib grade: roster: no student for submission {_printable(str(name))}"
+            + (f": {_printable(str(why[name]))}" if why.get(name) else ""),
             file=sys.stderr,
         )
     for student in roster.get("students_without_submission", []):
@@ -244,10 +246,12 @@ def _cmd_export(args) -> int:
         allow_ungraded=args.allow_ungraded,
     )
     for lab in report["labs"]:
+        why = report.get("unmatched_reasons", {}).get(lab, {})
         for name in report["unmatched"][lab]:
             print(
                 f"lablib export: {lab}: submission {_printable(name)} matched no roster student: exported from the "
-                f"identity kept at grading",
+                f"identity kept at grading"
+                + (f" ({_printable(why[name])})" if why.get(name) else ""),
                 file=sys.stderr,
             )
         absent = report["missing"][lab]

@@ -174,8 +174,10 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
             identity = again | {
                 "matched_by": f"{again['matched_by']} (matched by the export's roster)"
             }
+        elif again.get("why_unmatched"):  # e.g. a Moodle group id this roster gives a student
+            identity = again
     people = [identity]
-    for other in identity.get("others") or []:
+    for other in identity.get("others") or []:  # a group's other members
         if isinstance(other, dict) and any(other.get(f) for f in (*_JOIN, "key", "name")):
             people.append(other)
     return people
@@ -235,6 +237,7 @@ def export(
     Returns:
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
         "not_in_roster": [keys], "unmatched": {lab: [submission names]},
+        "unmatched_reasons": {lab: {submission name: why}},
         "without_submission": {lab: [keys]}, "labs", "notes": path or None, "summary"}``.
 
     Raises:
@@ -269,6 +272,7 @@ def export(
         "students": 0,
         "labs": labs,
         "unmatched": {},
+        "unmatched_reasons": {},
         "without_submission": {},
         "ungraded": {},
         "missing": {},
@@ -336,14 +340,17 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
     index = RosterIndex(roster) if roster is not None else None
     for _, book in books:
         lab = book["lab"]
-        unmatched = []
+        unmatched, why = [], {}
         for entry in book["submissions"]:
             for i, identity in enumerate(_identities(entry, roster, index)):
                 person = _place(people, identity, entry["submission"], lab)
                 person.rows.setdefault(lab, []).append(entry)
                 if i == 0 and not person.in_roster:
                     unmatched.append(entry["submission"])
+                    if identity.get("why_unmatched"):
+                        why[entry["submission"]] = str(identity["why_unmatched"])
         report["unmatched"][lab] = unmatched
+        report["unmatched_reasons"][lab] = why
 
 
 def _grade_columns(

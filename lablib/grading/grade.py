@@ -34,6 +34,7 @@ from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.gradebook import GradebookFolder
 from lablib.grading.gradebook.identity import resolve
+from lablib.grading.lms import fold
 from lablib.grading.gradebook.similarity import (
     dynamic_code,
     graded_code,
@@ -213,14 +214,18 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
 
 
 def _lms_person(identity: dict) -> tuple | None:
-    """The LMS's own key of a submission's student (Canvas user id, Moodle participant id,
-    a Gradescope submitter's SID or e-mail), or None for a plain file or folder."""
+    """The LMS's own key of a submission's student (Canvas user id, Moodle participant id
+    or a team's group, a Gradescope submitter's SID or e-mail), or None for a plain file or
+    folder."""
     lms = identity.get("lms") or {}
     kind = lms.get("lms")
     if kind == "canvas":
         who = lms.get("user_id") or lms.get("anonymous_id")
-    elif kind == "moodle":
-        who = lms.get("participant_id")
+    elif kind == "moodle" and lms.get("group") and not lms.get("participant_id"):
+        who = f"group {lms.get('group_id') or fold(lms['group'])}"  # a team's folder
+    elif kind == "moodle":  # not a number left out as no participant's (identity.resolve)
+        doubted = not identity.get("matched") and not identity.get("participant_id")
+        who = "" if doubted and identity.get("why_unmatched") else lms.get("participant_id")
     elif kind == "gradescope":
         first = (lms.get("submitters") or [{}])[0]
         who = first.get("sid") or first.get("email")

@@ -12,15 +12,34 @@ as they are, so an instructor never renames a file:
   and ``anon_<anonymous id>`` instead of the user id. The user id is the ``ID`` column
   of Canvas's gradebook export. The download holds each student's latest submission.
 * **Moodle**, *Assignment > View all submissions > Download all submissions*: one folder
-  per student and submission plugin (the default since Moodle 3.1),
-  ``<Full name>_<participant id>_assignsubmission_file_`` (``mod/assign/locallib.php``,
-  ``download_submissions``) or, from ``mod/assign/classes/downloader.php`` (2022) on,
-  the same without the last ``_``; with "Download submissions in folders" off, flat
-  files ``<Full name>_<participant id>_assignsubmission_file_<file name>``. ``_`` in the
-  name becomes a space; with anonymous submissions the name is "Participant". The
-  participant id is the ``Identifier`` ("Participant 1234567") of the assignment's
-  grading worksheet. A team submission is named by its group (and, in the downloader,
-  the group's id): it matches no student by itself.
+  per submission and submission plugin (the default since Moodle 3.1),
+  ``<prefix>_assignsubmission_file_`` (``mod/assign/locallib.php``,
+  ``download_submissions``) or, from ``mod/assign/classes/downloader.php`` (Moodle 4.1)
+  on, the same without the last ``_``; with "Download submissions in folders" off, flat
+  files ``<prefix>_assignsubmission_file_<file name>``. In every prefix ``_`` becomes a
+  space and ``clean_filename`` removes control characters and ``&``, ``<``, ``>``,
+  ``"``, the backtick, ``|``, ``'``, ``:``, the backslash and ``/``.
+  The prefix of a student's own submission is ``<Full name>_<participant id>``
+  ("Participant" instead of the name with anonymous submissions); the participant id is
+  the ``Identifier`` ("Participant 1234567") of the assignment's grading worksheet, and
+  differs between assignments. A *team* submission (an assignment with "Students submit
+  in groups"):
+
+  - ``downloader.php``: once per group, ``<group name>_<group id>``; the group's name
+    has been through ``format_string`` (a bare ``&`` written ``&amp;``, tags removed), so
+    "R&D" is written ``Ramp;D``; anonymous submissions change nothing. Students in no
+    group (or in several) share the "Default group" (Moodle's word in the site's
+    language), written without an id. A group id is not a participant id, though both
+    are numbers, and the grading worksheet does not give it.
+  - ``locallib.php`` before 4.1: once per member, ``<group name>-<Full name>_<participant
+    id>`` (``<group name>-Participant_...`` with anonymous submissions), each member's
+    copy of the group's files.
+
+  The grading worksheet of a team assignment has a ``Group`` column: each member's group
+  as its name reads (or "Default group"), one row per student. :func:`moodle_file_forms`
+  gives the ways a name can be written in the download, to find a folder's group there.
+  Uploading the worksheet (``mod/assign/feedback/offline``) grades each row's student
+  alone: every member needs a row.
 * **Gradescope**, *Review Grades > Export Submissions*: a folder per submission,
   ``submission_<id>/`` with the files uploaded, and ``submission_metadata.yml`` naming
   for each folder its ``:submitters:`` (``:name:``, ``:sid:``, ``:email:``; several for a
@@ -44,6 +63,7 @@ import unicodedata
 __all__ = [
     "canvas_name",
     "moodle_name",
+    "moodle_file_forms",
     "read_gradescope_metadata",
     "GRADESCOPE_METADATA",
     "LmsDownloadError",
@@ -63,11 +83,14 @@ _CANVAS = re.compile(
     r"(?P<file>.+)$",
     re.UNICODE,
 )
-# <Full name>_<participant id>_assignsubmission_<plugin>_[<file>]
+# <Full name | group name>[_<participant id | group id>]_assignsubmission_<plugin>[_[<file>]]
 _MOODLE = re.compile(
-    r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$",
+    r"^(?P<name>.+?)(?:_(?P<participant>\d+))?_assignsubmission_(?P<plugin>[a-z0-9]+)"
+    r"(?:_(?P<file>.*))?$",
     re.DOTALL,
 )
+# What Moodle's clean_filename (PARAM_FILE) removes from a file or folder name.
+_MOODLE_FILE_REMOVES = re.compile("[\x00-\x1f\x7f&<>\"`|':\\\\/]")
 # Characters that change how text is shown rather than what it says: C0/C1 controls,
 # line/paragraph separators, bidirectional overrides and isolates, byte-order marks.
 _INVISIBLE = re.compile(
@@ -125,18 +148,48 @@ def moodle_name(name: str) -> dict | None:
 
     Returns:
         ``{"lms": "moodle", "name", "participant_id", "plugin", "file"}`` (``file``: ""
-        for a folder).
+        for a folder). ``participant_id`` is the prefix's number as a student's folder
+        has it: in a team assignment's download it is the group's id (which folder is
+        which is decided against the roster, :mod:`~lablib.grading.gradebook.identity`). A
+        prefix without a number (the "Default group" of a team assignment) is a group's:
+        ``participant_id`` is "" and ``group`` its name, ``group_id`` "".
     """
     match = _MOODLE.match(unicodedata.normalize("NFC", name))
     if not match:
         return None
-    return {
+    found = {
         "lms": "moodle",
         "name": clean_label(match["name"]),
-        "participant_id": match["participant"],
+        "participant_id": match["participant"] or "",
         "plugin": match["plugin"],
         "file": clean_label(match["file"] or ""),
     }
+    if not found["participant_id"]:
+        found.update(group=found["name"], group_id="")
+    return found
+
+
+def moodle_file_forms(text) -> set[str]:
+    """The ways Moodle's download can write ``text`` (a group's or a student's name as the
+    roster has it) in a folder or file name, folded as :func:`fold` does: as it is (a
+    student's name; a group's in ``locallib.php``) and as ``format_string`` shows it (a
+    group's in ``downloader.php``: a bare ``&`` escaped ``&amp;``, tags removed, ``<``
+    and ``>`` escaped), each with ``_`` made a space and what ``clean_filename`` removes
+    removed, then made safe to show as :func:`clean_label` makes the download's names.
+
+    Example::
+
+        moodle_file_forms("R&D_team")   # {'rd team', 'ramp;d team'}
+    """
+    raw = unicodedata.normalize("NFC", str(text or ""))
+    shown = re.sub(r"&(?![a-zA-Z0-9#]{1,8};)", "&amp;", raw)
+    shown = re.sub(r"<[^>]*>", "", shown).replace("<", "&lt;").replace(">", "&gt;")
+    forms = {
+        fold(clean_label(_MOODLE_FILE_REMOVES.sub("", form.replace("_", " "))))
+        for form in (raw, shown)
+    }
+    forms.discard("")
+    return forms
 
 
 def _time_text(value) -> str:

@@ -7,7 +7,9 @@ the roster in that LMS's own export layout (for tests/grading/test_lms_flow.py).
   and a times file for the LATE-marked ones (Canvas's export has no times);
 * Moodle: "Download all submissions" folders ``<Full name>_<participant id>_assignsubmission_file_``
   (``mod/assign/locallib.php``) and the grading worksheet (``Identifier, Full name, Email
-  address, Status, ..., Last modified (submission)``);
+  address, Status, ..., Last modified (submission)``); and a team assignment
+  (:func:`make_moodle_teams`): one folder per group, ``<group name>_<group id>_assignsubmission_file``
+  (``mod/assign/classes/downloader.php``), and its worksheet's ``Group`` column;
 * Gradescope: "Export Submissions", ``submission_<id>/`` folders and ``submission_metadata.yml``
   (Ruby-symbol keys: ``:submitters:``, ``:created_at:``; one group submission), and the
   roster export (``First Name, Last Name, SID, Email, Role, Sections``).
@@ -26,6 +28,7 @@ import csv
 import datetime as dt
 import pathlib
 import random
+import re
 import unicodedata
 
 import nbformat
@@ -348,6 +351,107 @@ def make_moodle(folder, n: int = 33, seed: int = 1) -> dict:
         "people": people,
         "subs": subs,
         "roster": folder / "worksheet.csv",
+        "absent": absent,
+        "lms": "moodle",
+    }
+
+
+#: A team assignment's groups (members by student number): names as a teacher or a
+#: student may write them (Moodle's "_", "&" and tags, a "-" followed by the name of a
+#: student of another group, an apostrophe), the first group's id the participant id of
+#: a student of another group; the last group hands in nothing; students 10 and 11 are in
+#: no group (Moodle's "Default group").
+TEAMS = (
+    ("Team_Α ⚡", (0, 1, 2)),
+    ("R&D-Emma Anderson", (3, 4, 5)),
+    ("<i>Les</i> Bleus", (7, 6)),  # its first member is 30 hours late
+    ("O'Neil's", (8, 9)),
+)
+DEFAULT_GROUP = "Default group"
+
+
+def moodle_group_folder(group: str, group_id: str) -> str:
+    """A group's folder as Moodle's downloader.php writes it: the name through
+    format_string (a bare "&" escaped, tags removed), "_" made a space, clean_filename's
+    characters removed, then "_<group id>" and the plugin."""
+    shown = re.sub(r"&(?![a-zA-Z0-9#]{1,8};)", "&amp;", group)
+    shown = re.sub(r"<[^>]*>", "", shown).replace("_", " ")
+    shown = re.sub("[\x00-\x1f\x7f&<>\"`|':\\\\/]", "", shown)
+    return (
+        f"{shown}_{group_id}_assignsubmission_file"
+        if group_id
+        else f"{shown}_assignsubmission_file"
+    )
+
+
+def make_moodle_teams(folder, n: int = 12, seed: int = 3) -> dict:
+    """A Moodle team assignment's download in ``folder/subs`` (one folder per group that
+    submitted, the group's first member's work) and its grading worksheet
+    (``team_worksheet.csv``, with the Group column): every member's ``variant``,
+    ``answer`` and ``time`` are their group's, ``group_of`` its first member."""
+    folder = pathlib.Path(folder)
+    people = _student_list(n, seed)
+    for p in people:
+        p["participant"] = str(7300000 + 17 * p["k"])
+    groups = [*TEAMS, (DEFAULT_GROUP, tuple(range(10, n)))]
+    ids = {TEAMS[0][0]: people[11]["participant"], TEAMS[1][0]: "501", TEAMS[2][0]: "502"}
+    subs = folder / "subs"
+    absent = []
+    for group, members in groups:
+        first = people[members[0]]
+        first["time"] = _when(first).replace(second=0, microsecond=0)
+        for k in members:
+            people[k].update(
+                group=group,
+                group_of=first["k"],
+                variant=first["variant"],
+                answer=first["answer"],
+                time=first["time"],
+            )
+        if group == TEAMS[-1][0]:  # handed in nothing
+            absent += [people[k] for k in members]
+            continue
+        where = subs / moodle_group_folder(group, ids.get(group, "")) / FILE
+        _write(where, notebook(first["variant"], first["answer"]))
+        first["path"] = where
+    for p in absent:
+        p["time"] = None
+    rows = [
+        [
+            "Identifier",
+            "Full name",
+            "Email address",
+            "Status",
+            "Group",
+            "Grade",
+            "Maximum Grade",
+            "Grade can be changed",
+            "Last modified (submission)",
+            "Last modified (grade)",
+            "Feedback comments",
+        ]
+    ]
+    for p in people:
+        rows.append(
+            [
+                f"Participant {p['participant']}",
+                f"{p['first']} {p['last']}",
+                p["email"],
+                "No submission" if p in absent else "Submitted for grading",
+                p["group"],
+                "",
+                "23.00",
+                "Yes",
+                "-" if p in absent else _moodle_time(p["time"]),
+                "-",
+                "",
+            ]
+        )
+    _csv(folder / "team_worksheet.csv", rows)
+    return {
+        "people": people,
+        "subs": subs,
+        "roster": folder / "team_worksheet.csv",
         "absent": absent,
         "lms": "moodle",
     }

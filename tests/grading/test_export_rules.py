@@ -6,6 +6,7 @@ noted); a group's members each get the grade; names stay text in spreadsheets.""
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 
@@ -228,3 +229,110 @@ def test_names_stay_text_and_groups_share_the_grade(tmp_path):
     table = {r[2]: r for r in rows[2:]}
     assert table["111"][5] == "9" and table["222"][5] == "9", "both members of the group"
     assert table["333"][0] == "'=cmd|' /C calc'!A0 X" and table["333"][5] == "6"
+
+
+TEAM_SHEET = """Identifier,Full name,Email address,Status,Group,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
+Participant 7300000,Erin Doe,erin@uni.edu,Submitted for grading,Team_1 ⚡,,23.00,Yes,-,-,
+Participant 7300017,Frank Roe,frank@uni.edu,Submitted for grading,Team_1 ⚡,,23.00,Yes,-,-,
+Participant 7300034,Gina Poe,gina@uni.edu,Submitted for grading,Default group,,23.00,Yes,-,-,
+Participant 42,Ivy Lee,ivy@uni.edu,No submission,Solo,,23.00,Yes,-,-,
+"""
+#: The download of a team assignment (downloader.php): one folder per group; group 42's
+#: id is Ivy's participant id, and "Lost" is a group the worksheet does not know.
+TEAM_FOLDERS = {
+    "Team 1 ⚡_42_assignsubmission_file": 8.0,
+    "Default group_assignsubmission_file": 5.0,
+    "Lost_9_assignsubmission_file": 3.0,
+}
+
+
+def _team_book(tmp_path, out, roster):
+    """A gradebook of TEAM_FOLDERS, identities resolved with ``roster`` as `lablib grade`
+    resolves them, each written answer graded 3."""
+    from lablib.grading.lms import moodle_name
+
+    lab = _lab()
+    results = []
+    for folder, points in TEAM_FOLDERS.items():
+        lms = moodle_name(folder)
+        r = SubmissionResult(
+            lms["name"],
+            str(tmp_path / folder / "lab.ipynb"),
+            Status(),
+            points,
+            10.0,
+            {"f": PieceScore(points, 10.0)},
+            [],
+            answers={"why": WrittenAnswer("because", "tag")},
+        )
+        r.identity = resolve(
+            Found(lms["name"], tmp_path / folder / "lab.ipynb", f"{folder}/lab.ipynb", folder, lms),
+            roster,
+            lab=lab,
+        )
+        results.append(r)
+    person = {r.submission: {"why": PersonScore("why", 3.0, 4.0, graded=True)} for r in results}
+    write_reports(out, lab, results, roster=roster, person=person)
+    return lab
+
+
+def test_a_moodle_team_submission_reaches_every_member(tmp_path):
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", TEAM_SHEET))
+    lab = _team_book(tmp_path, tmp_path / "out", sheet)
+    book = json.loads((tmp_path / "out" / "grades.json").read_text())
+    assert book["roster"]["unmatched_submissions"] == ["Lost"]
+    assert "Group column" in book["roster"]["unmatched_reasons"]["Lost"]
+    assert [s["name"] for s in book["roster"]["students_without_submission"]] == ["Ivy Lee"]
+    page = (tmp_path / "out" / "summary.html").read_text(encoding="utf-8")
+    assert "<li>Lost: Moodle&#x27;s folder &#x27;Lost_9&#x27; is a team submission" in page
+    done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
+    rows = {
+        r["Email address"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))
+    }
+    totals = {k: r[lab.title] for k, r in rows.items()}
+    assert totals == {
+        "erin@uni.edu": "11",
+        "frank@uni.edu": "11",
+        "gina@uni.edu": "8",
+        "ivy@uni.edu": "0",  # her participant id is group 42's id: not her submission
+        "": "6",  # the group the worksheet does not know: written, never dropped
+    }
+    assert rows[""]["Full name"] == "Lost" and "not in the roster" in rows[""]["Notes"]
+    assert done["unmatched"][lab.name] == ["Lost"]
+    assert "Group column" in done["unmatched_reasons"][lab.name]["Lost"]
+
+
+def test_a_team_graded_without_a_roster_joins_its_members_at_export(tmp_path, capsys):
+    lab = _team_book(tmp_path, tmp_path / "out", None)
+    sheet = _write(tmp_path, "sheet.csv", TEAM_SHEET)
+    export("moodle", [tmp_path / "out"], Roster.load(sheet), tmp_path / "m.csv")
+    rows = {
+        r["Email address"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))
+    }
+    assert rows["erin@uni.edu"][lab.title] == rows["frank@uni.edu"][lab.title] == "11"
+    assert rows["ivy@uni.edu"][lab.title] == "0"
+    # a worksheet without the Group column: group 42 is not participant 42's (Ivy's)
+    plain = _write(
+        tmp_path,
+        "plain.csv",
+        "\n".join(",".join(line.split(",")[:4]) for line in TEAM_SHEET.splitlines()) + "\n",
+    )
+    assert (
+        main(
+            [
+                "export",
+                "moodle",
+                str(tmp_path / "out"),
+                "--roster",
+                str(plain),
+                "-o",
+                str(tmp_path / "p.csv"),
+            ]
+        )
+        == 0
+    )
+    rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "p.csv", encoding="utf-8"))}
+    assert rows["Ivy Lee"][lab.title] == "0" and rows["Team 1 ⚡"][lab.title] == "11"
+    err = capsys.readouterr().err
+    assert "submission Team 1 ⚡ matched no roster student" in err
+    assert "42 is the participant id of Ivy Lee" in err and "Group column" in err

@@ -217,3 +217,160 @@ def test_student_of_and_resolve_all(tmp_path):
         "S002",
         "S004",
     ]
+
+
+# A team assignment's grading worksheet: its Group column names each student's group as
+# Moodle names the group's download folder. Participant 42 (Frank) shares his number with
+# the id of the group "Team_Rocket ⚡"; the group names are hostile on purpose.
+TEAM_SHEET = """Identifier,Full name,Email address,Status,Group,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
+Participant 7300000,Emma Anderson,emma@uni.example,Submitted for grading,Team_Rocket ⚡,,23.00,Yes,"Friday, 20 November 2026, 10:59 PM",-,
+Participant 7300017,José Núñez,jose@uni.example,Submitted for grading,Team_Rocket ⚡,,23.00,Yes,"Saturday, 21 November 2026, 9:00 AM",-,
+Participant 42,Frank Roe,frank@uni.example,Submitted for grading,R&D-Erin Doe,,23.00,Yes,-,-,
+Participant 7300034,Erin Doe,erin@uni.example,Submitted for grading,Default group,,23.00,Yes,-,-,
+Participant 7300051,Gina Poe,gina@uni.example,Submitted for grading,Default group,,23.00,Yes,-,-,
+Participant 7300068,Hal Poe,hal@uni.example,Submitted for grading,Emma Anderson,,23.00,Yes,-,-,
+"""
+
+
+def _moodle(folder: str, roster, **kw) -> dict:
+    from lablib.grading.lms import moodle_name
+
+    lms = moodle_name(folder)
+    return resolve(
+        _found(lms["name"], lms, where=f"{folder}/lab1.ipynb", folder=folder), roster, **kw
+    )
+
+
+def test_a_moodle_team_folder_is_each_members(tmp_path):
+    sheet = _roster(tmp_path, TEAM_SHEET)
+    assert [s.group for s in sheet.students][:3] == [
+        "Team_Rocket ⚡",
+        "Team_Rocket ⚡",
+        "R&D-Erin Doe",
+    ]
+    team = _moodle("Team Rocket ⚡_42_assignsubmission_file", sheet, lab="lab1")
+    assert team["matched"] and team["email"] == "emma@uni.example"
+    assert [o["email"] for o in team["others"]] == ["jose@uni.example"]
+    assert all(o["matched"] for o in team["others"]), "each member is the roster's student"
+    assert team["matched_by"].startswith("Moodle group 'Team_Rocket ⚡' (group id 42)")
+    assert team["lms"]["group_id"] == "42" and team["lms"]["participant_id"] == ""
+    assert team["submitted_at"].startswith("2026-11-20T22:59"), "the worksheet's time"
+    # format_string's "&amp;", a "-" in the name that looks like a member's copy of Erin's
+    rnd = _moodle("Ramp;D-Erin Doe_9_assignsubmission_file", sheet)
+    assert rnd["email"] == "frank@uni.example" and rnd["others"] == []
+    default = _moodle("Default group_assignsubmission_file", sheet)
+    assert [default["email"], *(o["email"] for o in default["others"])] == [
+        "erin@uni.example",
+        "gina@uni.example",
+    ]
+    # a group named like a student is its members', not that student's
+    hal = _moodle("Emma Anderson_77_assignsubmission_file", sheet)
+    assert hal["email"] == "hal@uni.example" and hal["others"] == []
+    match = sheet.match_of({"team": team, "rnd": rnd, "default": default, "hal": hal})
+    assert match.unmatched == () and match.without_submission == ()
+
+
+def test_a_moodle_members_copy_is_theirs_in_their_group(tmp_path):
+    """locallib.php before Moodle 4.1: one copy per member, ``<group>-<Full name>_<participant
+    id>``; the group it names must be the member's."""
+    sheet = _roster(tmp_path, TEAM_SHEET)
+    jose = _moodle("Team Rocket ⚡-José Núñez_7300017_assignsubmission_file_", sheet)
+    assert jose["email"] == "jose@uni.example" and jose["others"] == []
+    assert jose["matched_by"] == "Moodle participant id 7300017 (group Team Rocket ⚡'s copy)"
+    wrong = _moodle("Default group-José Núñez_7300017_assignsubmission_file_", sheet)
+    assert (
+        not wrong["matched"] and "7300017 is José Núñez's participant id" in wrong["why_unmatched"]
+    )
+    assert wrong["participant_id"] == "", "a number the roster gives another is not kept"
+    # without a group column: the participant id, the group unchecked
+    plain = _roster(tmp_path, WORKSHEET, "plain.csv")
+    emma = _moodle("Team 3-Emma Anderson_7300000_assignsubmission_file_", plain)
+    assert emma["email"] == "emma@uni.example" and emma["matched_by"].startswith(
+        "Moodle participant id 7300000"
+    )
+
+
+def test_unmatched_moodle_teams_say_why(tmp_path):
+    sheet = _roster(tmp_path, TEAM_SHEET)
+    # the folder is both Emma's own (her participant id) and the group "Emma Anderson"'s
+    both = _moodle("Emma Anderson_7300000_assignsubmission_file", sheet)
+    assert not both["matched"] and "does not guess" in both["why_unmatched"]
+    nobody = _moodle("Nobody_5_assignsubmission_file", sheet)
+    assert not nobody["matched"] and nobody["key"] == "Nobody_5"
+    assert nobody["participant_id"] == "" and nobody["lms"]["participant_id"] == "5", (
+        "the download's own words kept, for another roster to decide"
+    )
+    assert "'Nobody_5'" in nobody["why_unmatched"] and "'Team_Rocket ⚡'" in nobody["why_unmatched"]
+    assert "Group column" in nobody["why_unmatched"]
+    match = sheet.match_of({"both": both, "nobody": nobody})
+    assert match.unmatched == ("both", "nobody") and "Group column" in match.reasons["nobody"]
+    alike = _roster(
+        tmp_path,
+        "student_id,name,group\nS1,Ann,Team_A\nS2,Bob,Team A\nS3,Cy,Team A\n",
+        "alike.csv",
+    )
+    got = _moodle("Team A_5_assignsubmission_file", alike)
+    assert (
+        not got["matched"]
+        and "'Team_A', 'Team A' are all written 'Team A'" in (got["why_unmatched"])
+    )
+
+
+def test_without_groups_a_team_folder_claims_no_one(tmp_path):
+    """A worksheet without a Group column: a team folder whose group id is some student's
+    participant id is not that student's, and says what to give instead."""
+    plain = _roster(tmp_path, WORKSHEET)
+    got = _moodle("Team Rocket_7300017_assignsubmission_file", plain)
+    assert (
+        not got["matched"] and got["participant_id"] == "" and got["key"] == "Team Rocket_7300017"
+    )
+    assert "7300017 is the participant id of José Núñez" in got["why_unmatched"]
+    assert "Group column" in got["why_unmatched"]
+    default = _moodle("Default group_assignsubmission_file", plain)
+    assert not default["matched"] and "gives no student a group" in default["why_unmatched"]
+    stranger = _moodle("Zed Zed_999_assignsubmission_file", plain)
+    assert not stranger["matched"] and stranger["participant_id"] == "999"
+    assert "999 is not in the roster's Identifier column" in stranger["why_unmatched"]
+    # lablib's own roster with a group column: the same rules
+    ours = _roster(
+        tmp_path,
+        "student_id,name,email,group\nS1,Ann,ann@x.edu,Team Rocket\nS2,Bob,bob@x.edu,Team Rocket\n",
+        "ours.csv",
+    )
+    team = _moodle("Team Rocket_7300017_assignsubmission_file", ours)
+    assert team["student_id"] == "S1" and [o["student_id"] for o in team["others"]] == ["S2"]
+
+
+def test_hostile_group_names_match_as_moodle_writes_them(tmp_path):
+    """Group names are student or teacher text: Moodle drops "/" and control characters
+    from the folder's name and keeps a bidi override, which lablib shows as "?"."""
+    ours = _roster(
+        tmp_path,
+        "student_id,name,group\nS1,Ann,A/B\x07 \u202eC\nS2,Bob,A/B\x07 \u202eC\nS3,Cy,Other\n",
+        "hostile.csv",
+    )
+    team = _moodle("AB \u202eC_5_assignsubmission_file", ours)
+    assert team["student_id"] == "S1" and [o["student_id"] for o in team["others"]] == ["S2"]
+    assert (
+        team["matched_by"]
+        == "Moodle group 'A_B? ?C' (group id 5), 2 member(s) in the roster's group column"
+    )
+    lost = _moodle("A?B_5_assignsubmission_file", ours)
+    assert not lost["matched"] and "\u202e" not in lost["why_unmatched"]
+
+
+def test_the_lms_person_of_a_moodle_team_is_its_group(tmp_path):
+    """A later download's folder replaces the row of the same LMS person: a team's is its
+    group (by id; the Default group by name), never the participant its group id equals."""
+    from lablib.grading.grade import _lms_person
+
+    sheet = _roster(tmp_path, TEAM_SHEET)
+    team = _moodle("Team Rocket ⚡_42_assignsubmission_file", sheet)
+    assert _lms_person(team) == ("moodle", "group 42")
+    default = _moodle("Default group_assignsubmission_file", sheet)
+    assert _lms_person(default) == ("moodle", "group default group")
+    assert _lms_person(_moodle("Frank Roe_42_assignsubmission_file", sheet)) == ("moodle", "42")
+    doubted = _moodle("Team Rocket_7300017_assignsubmission_file", _roster(tmp_path, WORKSHEET))
+    assert _lms_person(doubted) is None, "not José's, though his participant id"
+    stranger = _moodle("Zed Zed_999_assignsubmission_file", _roster(tmp_path, WORKSHEET))
+    assert _lms_person(stranger) == ("moodle", "999"), "an unknown student's own: kept"

@@ -13,6 +13,7 @@ from lablib.grading.lms import (
     LmsDownloadError,
     canvas_name,
     clean_label,
+    moodle_file_forms,
     moodle_name,
     moodle_time,
     read_gradescope_metadata,
@@ -101,6 +102,58 @@ def test_moodle_download_names():
     assert (
         moodle_time("-") == "" and moodle_time("next week") == "next week"
     )  # unread: the late policy says so
+
+
+def test_moodle_team_download_names():
+    """A team assignment's download (mod/assign/classes/downloader.php): one folder per
+    group, ``<group name>_<group id>``, "Default group" without an id; which number is a
+    group's is decided against the roster, so the name alone keeps it as written."""
+    team = moodle_name("Team Rocket_42_assignsubmission_file")
+    assert (team["name"], team["participant_id"], team["file"]) == ("Team Rocket", "42", "")
+    assert "group" not in team, "a number alone does not say whose it is"
+    default = moodle_name("Default group_assignsubmission_file")
+    assert default == {
+        "lms": "moodle",
+        "name": "Default group",
+        "participant_id": "",
+        "plugin": "file",
+        "file": "",
+        "group": "Default group",
+        "group_id": "",
+    }
+    flat = moodle_name("Default group_assignsubmission_file_lab1.ipynb")
+    assert flat["file"] == "lab1.ipynb" and flat["group"] == "Default group"
+    # locallib.php before 4.1: one copy per member, "<group>-<Full name>_<participant id>"
+    copy = moodle_name("Team-3 - Ω-Emma Anderson_7300000_assignsubmission_file_")
+    assert copy["name"] == "Team-3 - Ω-Emma Anderson" and copy["participant_id"] == "7300000"
+    assert moodle_name("2024_55_assignsubmission_file")["name"] == "2024", "a group named 2024"
+
+
+@pytest.mark.parametrize(
+    "group, written",
+    [
+        ("Team_A", "Team A"),  # "_" is the prefix's separator: Moodle writes a space
+        ("R&D", "RD"),  # locallib.php: the name as it is, clean_filename drops "&"
+        ("R&D", "Ramp;D"),  # downloader.php: format_string writes "&amp;" first
+        ('<b>Bold</b> "q" a|b:c/d', "bBoldb q abcd"),  # locallib.php: tags' <, > dropped
+        ("<b>Bold</b>", "Bold"),  # format_string removes the tags
+        ("O'Brien's", "OBriens"),
+        ("Équipe\u0301 é", unicodedata.normalize("NFD", "ÉQUIPE\u0301 É")),  # NFD, case
+        ("Tab\there\x07", "Tabhere"),  # control characters removed
+        ("Bidi \u202eevil", "Bidi ?evil"),  # as lablib shows the download's names
+    ],
+)
+def test_moodle_writes_group_names_as_the_forms_say(group, written):
+    from lablib.grading.lms import fold
+
+    assert fold(clean_label(unicodedata.normalize("NFC", written))) in moodle_file_forms(group)
+
+
+def test_moodle_file_forms_tell_names_apart():
+    assert moodle_file_forms("Team A") == {"team a"}
+    assert moodle_file_forms("Team A") & moodle_file_forms("Team B") == set()
+    assert moodle_file_forms("Team_A") == moodle_file_forms("Team A"), "Moodle writes both alike"
+    assert moodle_file_forms("") == set() and moodle_file_forms("\x00") == set()
 
 
 GRADESCOPE = """submission_409194023:
@@ -229,3 +282,20 @@ def test_hostile_names_are_made_harmless(tmp_path):
     found = find_submissions([tmp_path / "export"])[0]
     assert found.name == ".._.._x?[31m?evil" and found.lms["submitters"][0]["sid"] == "=1+1"
     assert found.path == tmp_path / "export" / "submission_1" / "lab.ipynb"
+
+
+def test_find_submissions_in_a_moodle_team_download(tmp_path):
+    """downloader.php's team folders are found as Moodle's, named by their group; before,
+    a "Default group" folder (no number) was taken for a student's folder of that name."""
+    subs = tmp_path / "subs"
+    _book(subs / "Team Rocket_42_assignsubmission_file" / "lab1.ipynb")
+    _book(subs / "Default group_assignsubmission_file" / "lab1.ipynb")
+    _book(subs / "R;D-x_7_assignsubmission_file" / "drafts" / "lab1.ipynb")
+    found = {f.name: f for f in find_submissions([subs])}
+    assert sorted(found) == ["Default group", "R;D-x", "Team Rocket"]
+    assert found["Default group"].lms["group"] == "Default group"
+    assert found["Default group"].lms["participant_id"] == ""
+    assert found["Team Rocket"].lms["participant_id"] == "42"
+    assert found["R;D-x"].folder == "R;D-x_7_assignsubmission_file"
+    one = find_submissions([subs / "Default group_assignsubmission_file" / "lab1.ipynb"])[0]
+    assert one.name == "Default group" and one.lms["group_id"] == ""

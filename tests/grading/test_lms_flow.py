@@ -51,6 +51,7 @@ from lms_classes import (
     make_canvas,
     make_gradescope,
     make_moodle,
+    make_moodle_teams,
     resubmit,
     write_variants,
 )
@@ -347,6 +348,84 @@ def test_the_resubmission_replaces_the_row_and_its_time(lms, request):
         assert "lablib grade: replaced:" in flow["regraded"][2]
     # a regrade of one names, again, the student without a submission (from the gradebook)
     assert "lablib grade: roster: no submission from" in flow["regraded"][2]
+
+
+@pytest.fixture(scope="module")
+def moodle_teams(tmp_path_factory, seed):
+    """A Moodle team assignment (one folder per group, the worksheet's Group column)
+    through grade, the written answers graded through the review store (the page is the
+    individual classes' test), report and export."""
+    cache, auto = seed
+    tmp = tmp_path_factory.mktemp("moodle_teams")
+    made = make_moodle_teams(tmp)
+    out = tmp / "out"
+    shutil.copytree(cache, out / ".cache")
+    graded = _cli(
+        "grade", "lab1", made["subs"], "-o", out, "--roster", made["roster"], "--quiet", *POLICY
+    )
+    assert graded[0] == 0, graded[2]
+    store = ReviewStore(out / DB_NAME, load_lab("lab1"))
+    rubric = store.rubric(QUESTION)
+    book = json.loads((out / "grades.json").read_text())
+    written = {}
+    for entry in book["submissions"]:
+        text = entry["answers"][QUESTION]["text"] if entry.get("answers") else ""
+        chosen = _choose(text.strip(), [(r.points, r.comment) for r in rubric])
+        store.apply([entry["submission"]], QUESTION, {"items": [rubric[n - 1].id for n in chosen]})
+        first = _person(made, entry["identity"])["group_of"]
+        written[first] = sum(rubric[n - 1].points for n in chosen)
+    assert _cli("report", out)[0] == 0
+    exported = _cli("export", "moodle", out, "--roster", made["roster"], "-o", tmp / "export.csv")
+    assert exported[0] == 0, exported[2]
+    return {
+        "made": made,
+        "auto": auto,
+        "written": written,
+        "graded": graded,
+        "exported": exported,
+        "export": tmp / "export.csv",
+        "fmt": "moodle",
+        "book": json.loads((out / "grades.json").read_text()),
+    }
+
+
+def test_a_moodle_team_submission_reaches_every_member(moodle_teams):
+    flow = moodle_teams
+    people, absent = flow["made"]["people"], flow["made"]["absent"]
+    entries = flow["book"]["submissions"]
+    assert len(entries) == 4 and all(e["identity"]["matched"] for e in entries)
+    assert all(e["identity"]["matched_by"].startswith("Moodle group '") for e in entries)
+    members = {
+        e["submission"]: [e["identity"]["email"], *(o["email"] for o in e["identity"]["others"])]
+        for e in entries
+    }
+    for e in entries:  # each folder's members are its group's, by the worksheet
+        group = _person(flow["made"], e["identity"])["group"]
+        assert sorted(members[e["submission"]]) == sorted(
+            p["email"] for p in people if p["group"] == group
+        ), e["submission"]
+    assert flow["book"]["roster"]["unmatched_submissions"] == []
+    assert sorted(s["email"] for s in flow["book"]["roster"]["students_without_submission"]) == (
+        sorted(p["email"] for p in absent)
+    )
+    header, rows = _export_rows(flow)
+    column = header.index(load_lab("lab1").title)
+    assert sorted(rows) == sorted(p["email"] for p in people)
+    policy = LatePolicy.parse(due=DUE.isoformat(), per_day="10%", cap="30%")
+    for p in people:
+        if p in absent:
+            expected = 0.0
+        else:
+            penalty = policy.penalty(p["time"], POSSIBLE).penalty
+            expected = max(
+                0.0, flow["auto"][p["variant"]] + flow["written"][p["group_of"]] - penalty
+            )
+        assert float(rows[p["email"]][column]) == pytest.approx(expected), p["k"]
+    assert any(policy.penalty(p["time"], POSSIBLE).penalty > 0 for p in people if p["time"])
+    assert (
+        f"{len(people)} students" in flow["exported"][1]
+        and "0 not in the roster" in (flow["exported"][1])
+    )
 
 
 def test_canvas_late_markers_without_a_time_are_listed(canvas):

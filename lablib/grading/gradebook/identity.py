@@ -4,10 +4,10 @@ A submission's identity is a plain dict (``grades.json``'s ``identity`` per row)
 
     {"key": "S001", "name": "Doe, Erin", "student_id": "S001", "email": "erin@uni.edu",
      "section": "A", "lms_id": "1001", "login": "erin", "participant_id": "",
-     "extension": "", "due": "",
+     "extension": "", "due": "", "group": "",
      "matched": True, "matched_by": "Canvas user id 1001",
      "lms": {"lms": "canvas", "user_id": "1001", "late": True, ...},
-     "others": [],                       # a Gradescope group's other submitters
+     "others": [],                       # a group's other members (Gradescope, Moodle)
      "submitted_at": "2026-11-21T09:00:00+00:00", "time_source": "Gradescope's submission_metadata.yml"}
 
 Matching a submission to the roster, first rule that finds exactly one student:
@@ -15,7 +15,17 @@ Matching a submission to the roster, first rule that finds exactly one student:
 1. the roster's ``submission`` column names it (its name, its path below the folder
    given, its student's folder or its notebook, without ``.ipynb``);
 2. the LMS download's ids: Canvas's user id = the roster's ``ID``; Moodle's participant
-   id = the worksheet's Identifier; a Gradescope submitter's SID or e-mail;
+   id = the worksheet's Identifier, when the folder's name is that student's (their full
+   name, "Participant", or ``<their group>-`` before either); a Gradescope submitter's
+   SID or e-mail. A Moodle team assignment's folder (``<group name>_<group id>``, the
+   "Default group" without an id) is each student's whose ``group`` (the worksheet's
+   ``Group`` column) Moodle writes as the folder's name (:func:`~lablib.grading.lms.moodle_file_forms`);
+   the first is the identity, the others its ``others``. When the roster has groups, or
+   the folder's number is the participant id of a student it does not name, rules 3 and
+   4 are not tried: a group's name (student or teacher text) never claims a student who
+   is not in the group, and a group id that is some student's participant id is not
+   theirs. What matches no one says why (``why_unmatched``: what the folder says, what
+   was expected, what to do);
 3. one of the student's identifiers (student id, SIS/Canvas ids, login, e-mail or its part
    before ``@``, Moodle participant id) equals the submission's name, one of its folders
    or its notebook's name;
@@ -26,8 +36,9 @@ Matching a submission to the roster, first rule that finds exactly one student:
 Everything is compared NFC-normalised and case-folded (a macOS zip's NFD ``josé.núñez``
 matches the roster's NFC one). An identifier shared by two students matches neither.
 Without a match (or without a roster) the identity is what the download says (Canvas
-user id and name, Moodle participant id and full name, Gradescope SID, e-mail and name),
-else the submission's name.
+user id and name, Moodle participant id and full name or a group's name, Gradescope SID,
+e-mail and name), else the submission's name; a Moodle number the roster gives another
+student is left out of it.
 
 The submission time, first found of: the LMS download (a Gradescope export's
 ``:created_at:``), the times file (``--times``; the latest row), the roster's
@@ -46,7 +57,7 @@ import dataclasses
 import pathlib
 import re
 
-from lablib.grading.lms import fold
+from lablib.grading.lms import clean_label, fold, moodle_file_forms
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
 from lablib.grading.submissions import Found
 
@@ -71,6 +82,7 @@ STUDENT_FIELDS = (
     "participant_id",
     "extension",
     "due",
+    "group",
 )
 
 
@@ -81,11 +93,11 @@ def _slug(text: str) -> str:
 
 def _name_forms(student: Student) -> set[str]:
     """The ways an LMS writes ``student``'s name: as given, folded; Canvas's slug of it
-    and of its "Last, First" form."""
+    and of its "Last, First" form; Moodle's download's (``O'Brien`` written ``OBrien``)."""
     name = fold(student.name)
     if not name:
         return set()
-    forms = {name, _slug(name)}
+    forms = {name, _slug(name)} | moodle_file_forms(student.name)
     if "," in name:  # "doe, erin" -> "erin doe"
         last, _, first = name.partition(",")
         forms.add(fold(f"{first} {last}"))
@@ -98,7 +110,7 @@ def _name_forms(student: Student) -> set[str]:
 
 class RosterIndex:
     """The roster's students by every key a submission may carry (a key of two students
-    finds neither)."""
+    finds neither), and its groups by the names Moodle's download gives them."""
 
     def __init__(self, roster):
         self.roster = roster
@@ -125,6 +137,19 @@ class RosterIndex:
                     table.setdefault(fold(value), []).append(s)
             for form in _name_forms(s):
                 self.names.setdefault(form, []).append(s)
+        # a team assignment's groups (the roster's group column): members in roster order,
+        # and every way Moodle's download writes each group's name
+        self.members: dict[str, list] = {}
+        self.group_names: dict[str, str] = {}  # as shown (control characters made "?")
+        self.groups: dict[str, list] = {}
+        for s in roster.students:
+            if s.group.strip():
+                key = fold(s.group)
+                if key not in self.members:
+                    self.group_names[key] = clean_label(s.group)
+                    for form in moodle_file_forms(s.group):
+                        self.groups.setdefault(form, []).append(key)
+                self.members.setdefault(key, []).append(s)
 
     @staticmethod
     def one(table: dict, keys) -> tuple[Student | None, str]:
@@ -163,9 +188,6 @@ def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]
     if kind == "canvas" and lms.get("user_id"):
         student, _ = index.one(index.lms_ids, [lms["user_id"]])
         return [(student, f"Canvas user id {lms['user_id']}")]
-    if kind == "moodle":
-        student, _ = index.one(index.participants, [lms.get("participant_id", "")])
-        return [(student, f"Moodle participant id {lms.get('participant_id', '')}")]
     if kind == "gradescope":
         out = []
         for person in lms.get("submitters", []):
@@ -184,6 +206,165 @@ def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]
     return []
 
 
+@dataclasses.dataclass(frozen=True)
+class _MoodleMatch:
+    """Whose a Moodle download's folder (or flat file) is.
+
+    Attributes:
+        students: its students (a group's members, in roster order); () for no one.
+        how: how they were found.
+        lms: what to add to the download's description when it is a group's (its
+            ``group``, ``group_id`` and no ``participant_id``) or a member's copy (its
+            ``group``); nothing when it is no one's, so that another roster can decide.
+        why: why it is no one's (what it says, what was expected, what to do).
+        final: decided: the identifier and name rules are not tried after it.
+        doubted: its number is not known to be a participant id (a team assignment's
+            folder, or one whose name is not that participant's): left out of the
+            identity, so that no later join by participant id gives it to anyone.
+    """
+
+    students: tuple = ()
+    how: str = ""
+    lms: dict = dataclasses.field(default_factory=dict)
+    why: str = ""
+    final: bool = False
+    doubted: bool = False
+
+
+def _moodle_own(student: Student, name: str) -> tuple[bool, str]:
+    """Whether a Moodle folder called ``name`` can be ``student``'s own, and the group it
+    names: the student's full name as Moodle writes it, or "Participant" (anonymous
+    submissions); or either after ``<group>-``, a team member's copy (``locallib.php``
+    before Moodle 4.1), whose group must be the student's when the roster gives one."""
+    if not fold(student.name):
+        return True, ""  # nothing to compare (a worksheet of anonymous submissions)
+    forms = _name_forms(student) | {"participant"}
+    if fold(name) in forms:
+        return True, ""
+    groups = moodle_file_forms(student.group) if student.group.strip() else None
+    for i, char in enumerate(name):
+        if char == "-" and fold(name[i + 1 :]) in forms:
+            if groups is None or fold(name[:i]) in groups:
+                return True, name[:i]
+    return False, ""
+
+
+def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
+    """Whose a Moodle folder is, by its number and name against the roster: a student's
+    own (the participant id, and a name that is that student's), else, in a team
+    assignment (the roster has a group column), its group's members (the name is a
+    group's as Moodle writes it; the number is the group's id). A number that names a
+    student the name does not, or a name no group of the roster has, is reported, never
+    given to a student it does not name."""
+    name, number = lms.get("name", ""), lms.get("participant_id", "")
+    if lms.get("group") and not number:  # "Default group", or a group's folder decided before
+        return _moodle_group(index, name, lms.get("group_id", ""), None)
+    owner = index.one(index.participants, [number])[0] if number else None
+    if owner is not None:
+        own, group = _moodle_own(owner, name)
+        if own and index.groups.get(fold(name)):
+            written = index.group_names[index.groups[fold(name)][0]]
+            return _MoodleMatch(
+                why=f"Moodle's folder {_prefix(name, number)!r} is both {owner.name}'s own "
+                f"(participant id {number}) and the folder of the roster's group {written!r}; "
+                f"lablib does not guess: rename the group in Moodle and download again",
+                final=True,
+                doubted=True,
+            )
+        if own:
+            how = f"Moodle participant id {number}" + (f" (group {group}'s copy)" if group else "")
+            return _MoodleMatch((owner,), how, {"group": group} if group else {}, final=True)
+    if index.members:  # a team assignment: its folders are its groups'
+        return _moodle_group(index, name, number, owner)
+    if owner is not None:
+        return _MoodleMatch(
+            why=f"Moodle's folder {_prefix(name, number)!r}: {number} is the participant id of "
+            f"{owner.name} in the roster, but the folder is named {name!r}. A team submission's "
+            f"folder is '<group name>_<group id>' (a group's id, not a participant's): give the team "
+            f"assignment's grading worksheet, with its Group column, as the roster. A student's own: "
+            f"give this assignment's grading worksheet (participant ids differ between assignments)",
+            final=True,
+            doubted=True,
+        )
+    return _MoodleMatch()  # the identifier and name rules follow
+
+
+def _moodle_unmatched(lms: dict) -> str:
+    """Why a Moodle folder that no rule decided matches no one."""
+    name, number = lms.get("name", ""), lms.get("participant_id", "")
+    said = (
+        f"participant id {number} is not in the roster's Identifier column and " if number else ""
+    )
+    return (
+        f"Moodle's folder {_prefix(name, number)!r}: {said}no student of the roster is named "
+        f"{name!r}; give this assignment's grading worksheet as the roster (for a team assignment, "
+        f"with its Group column)"
+    )
+
+
+def _prefix(name: str, number: str) -> str:
+    """A Moodle folder's prefix as the download wrote it."""
+    return f"{name}_{number}" if number else name
+
+
+def _moodle_group(index: RosterIndex, name: str, number: str, owner) -> _MoodleMatch:
+    """A team assignment's folder: the members of the one roster group whose name Moodle
+    writes ``name``; else a member's copy named ``<group>-<Full name>`` whose student is
+    in that group (their participant id not in the roster); else no one, and why."""
+    group = {"group": name, "group_id": number, "participant_id": ""}
+    keys = list(dict.fromkeys(index.groups.get(fold(name), [])))
+    folder = f"Moodle's folder {_prefix(name, number)!r}"
+    if len(keys) == 1:
+        members = tuple(index.members[keys[0]])
+        how = (
+            f"Moodle group {index.group_names[keys[0]]!r}"
+            + (f" (group id {number})" if number else "")
+            + f", {len(members)} member(s) in the roster's group column"
+        )
+        return _MoodleMatch(members, how, group, final=True)
+    if len(keys) > 1:
+        alike = ", ".join(repr(index.group_names[k]) for k in keys)
+        return _MoodleMatch(
+            why=f"{folder}: the roster's groups {alike} are all written {name!r} in Moodle's "
+            f"download, so it is none of them; rename all but one in Moodle and download again",
+            final=True,
+            doubted=True,
+        )
+    if owner is None:
+        member = _moodle_copy(index, name)
+        if member is not None:
+            return _MoodleMatch((member,), f"Moodle name {name}", {}, final=True)
+    if not index.members:
+        why = (
+            f"{folder} is a team submission (of the group {name!r}; Moodle writes no id for its "
+            f"Default group) and the roster gives no student a group: give the team assignment's "
+            f"grading worksheet (its Group column) as the roster, or add a group column"
+        )
+    else:
+        known = sorted(index.group_names.values())
+        why = (
+            f"{folder} is a team submission ('<group name>_<group id>') of the group {name!r}, "
+            f"which no student of the roster is in (its groups: {', '.join(map(repr, known[:8]))}"
+            f"{', ...' if len(known) > 8 else ''}); give this assignment's grading worksheet as the "
+            f"roster (its Group column names each student's group), or write each member's group, "
+            f"as Moodle names it, in the roster's group column"
+        )
+        if owner is not None:
+            why += f" ({number} is {owner.name}'s participant id, but the folder is not theirs)"
+    return _MoodleMatch(why=why, final=True, doubted=True)
+
+
+def _moodle_copy(index: RosterIndex, name: str) -> Student | None:
+    """The student of a team member's copy ``<group>-<Full name>`` (``locallib.php``)
+    found by name alone: one student has the name and is in that group."""
+    for i, char in enumerate(name):
+        if char == "-":
+            student, _ = index.one(index.names, [name[i + 1 :]])
+            if student is not None and fold(name[:i]) in moodle_file_forms(student.group):
+                return student
+    return None
+
+
 def _lms_name_match(index: RosterIndex, lms: dict) -> tuple[Student | None, str]:
     name = lms.get("name", "")
     if not name:
@@ -199,9 +380,11 @@ def _from_student(student: Student) -> dict:
     return {f: getattr(student, f) for f in STUDENT_FIELDS} | {"key": student.key}
 
 
-def _from_lms(found) -> dict:
-    """The identity a download gives where no roster student matched."""
-    lms = dict(getattr(found, "lms", {}) or {})
+def _from_lms(found, lms: dict | None = None, doubted: bool = False) -> dict:
+    """The identity a download gives where no roster student matched (``lms``: the
+    download's description as resolved, else the submission's; ``doubted``: a Moodle
+    number the roster gives another student, left out)."""
+    lms = dict(getattr(found, "lms", {}) or {}) if lms is None else lms
     identity = {f: "" for f in STUDENT_FIELDS}
     kind = lms.get("lms")
     if kind == "canvas":
@@ -209,6 +392,12 @@ def _from_lms(found) -> dict:
         key = lms.get("user_id") or (
             f"anon_{lms['anonymous_id']}" if lms.get("anonymous_id") else ""
         )
+    elif kind == "moodle" and lms.get("group") and not lms.get("participant_id"):
+        identity.update(name=lms.get("name", ""), group=lms["group"])
+        key = f"Moodle group {lms.get('group_id') or lms['group']}"
+    elif kind == "moodle" and doubted:
+        identity.update(name=lms.get("name", ""))
+        key = _prefix(lms.get("name", ""), lms.get("participant_id", ""))
     elif kind == "moodle":
         identity.update(name=lms.get("name", ""), participant_id=lms.get("participant_id", ""))
         key = f"Participant {lms['participant_id']}" if lms.get("participant_id") else ""
@@ -239,31 +428,40 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
     lms = dict(getattr(found, "lms", {}) or {})
     identity: dict = {}
     others: list = []
+    moodle = _MoodleMatch()
     if roster is not None:
         index = index or RosterIndex(roster)
-        student, how = None, ""
+        student, how, people = None, "", []
         explicit, key = index.one(index.explicit, _candidates(found))
         if explicit is not None:
             student, how = explicit, f"the roster's submission column ({key})"
-        if student is None and lms:
+        if student is None and lms.get("lms") == "moodle":
+            moodle = _moodle_match(index, lms)
+            lms.update(moodle.lms)
+            people = [(s, moodle.how) for s in moodle.students]
+        elif student is None and lms:
             people = _lms_match(index, lms)
-            if people:
-                student, how = people[0]
-                for other, other_how in people[1:]:
-                    others.append(
-                        (_from_student(other) | {"matched": True, "matched_by": other_how})
-                        if other is not None
-                        else {"matched": False}
-                    )
-        if student is None and not explicit:
+        if student is None and lms and people:
+            student, how = people[0]
+            for other, other_how in people[1:]:
+                others.append(
+                    (_from_student(other) | {"matched": True, "matched_by": other_how})
+                    if other is not None
+                    else {"matched": False}
+                )
+        if student is None and not explicit and not moodle.final:
             student, key = index.one(index.ids, _candidates(found))
             how = f"the name {key!r}" if student is not None else ""
-        if student is None and lms:
+        if student is None and lms and not moodle.final:
             student, how = _lms_name_match(index, lms)
         if student is not None:
             identity = _from_student(student) | {"matched": True, "matched_by": how}
-    if not identity:
-        identity = _from_lms(found) | {"matched": False, "matched_by": ""}
+        elif lms.get("lms") == "moodle":
+            identity = {"why_unmatched": moodle.why or _moodle_unmatched(lms)}
+    if not identity.get("matched"):
+        identity = (
+            _from_lms(found, lms, moodle.doubted) | {"matched": False, "matched_by": ""} | identity
+        )
     if (
         lms.get("lms") == "gradescope" and not others
     ):  # a group's other submitters, without a roster

@@ -17,8 +17,12 @@ layouts, recognised by its header row (case, spacing and Unicode form ignored):
 * Moodle's grading worksheet (Assignment > View all submissions > Download grading
   worksheet): ``Identifier ("Participant 1234567"), Full name, Email address, ...,
   Last modified (submission)``: the participant id of Moodle's download folders and the
-  submission time of that assignment; or Moodle's grade export (``First name, Last
-  name, ID number, Email address``).
+  submission time of that assignment, and for a team assignment its ``Group`` column,
+  each student's group as Moodle names the group's download folder; or Moodle's grade
+  export (``First name, Last name, ID number, Email address``).
+
+Any layout may carry a ``group`` (or ``team``) column: the student's group, whose
+submission is the student's too (:mod:`~lablib.grading.gradebook.identity`).
 
 A times file (``lablib grade --times times.csv``; :class:`SubmissionTimes`) gives
 submission times apart from the roster: ``student, lab, submitted_at``, one row per
@@ -70,6 +74,8 @@ class Student:
         due: this student's own due date (ISO 8601), instead of the lab's.
         participant_id: Moodle's participant id (its grading worksheet's Identifier).
         times: ``(lab, time)`` pairs of the roster's ``submitted_at:<lab>`` columns.
+        group: the student's group (Moodle's worksheet of a team assignment: its
+            ``Group`` column), whose submission is the student's.
     """
 
     student_id: str
@@ -84,6 +90,7 @@ class Student:
     due: str = ""
     participant_id: str = ""
     times: tuple = ()
+    group: str = ""
 
     @property
     def key(self) -> str:
@@ -123,11 +130,14 @@ class RosterMatch:
         students: submission name -> :class:`Student`.
         unmatched: submission names that matched no student (or two).
         without_submission: students that no submission matched.
+        reasons: unmatched submission name -> why it matched no one, where the matching
+            said (a Moodle folder: what it says, what was expected, what to do).
     """
 
     students: dict
     unmatched: tuple[str, ...]
     without_submission: tuple[Student, ...]
+    reasons: dict = dataclasses.field(default_factory=dict)
 
 
 #: Header (folded) -> field, per layout.
@@ -153,6 +163,7 @@ _COLUMNS = {
     "extension": ("extension", "extensions"),
     "due": ("due", "due date", "due_at", "due at"),
     "participant_id": ("identifier",),
+    "group": ("group", "team", "group name"),
 }
 _TEST_STUDENTS = {"student, test", "test student"}
 # submitted_at:<lab>, "submitted at lab1", "lab1 submitted_at"
@@ -272,20 +283,24 @@ class Roster:
             get("due"),
             participant,
             times,
+            get("group"),
         )
         return student if student.identifiers() or name else None
 
     def match_of(self, identities: dict) -> RosterMatch:
         """The :class:`RosterMatch` of identities resolved at grading (submission name ->
-        identity): who matched, what did not, and who has no submission."""
+        identity): who matched (a group's submission claims each of its students), what
+        did not and why, and who has no submission."""
         by_key = {}
         for student in self.students:
             by_key.setdefault(_student_key(dataclasses.asdict(student)), student)
-        students, unmatched, claimed = {}, [], set()
+        students, unmatched, claimed, reasons = {}, [], set(), {}
         for name, identity in identities.items():
             student = by_key.get(_student_key(identity)) if identity.get("matched") else None
             if student is None:
                 unmatched.append(name)
+                if identity.get("why_unmatched"):
+                    reasons[name] = str(identity["why_unmatched"])
                 continue
             students[name] = student
             claimed.add(id(student))
@@ -293,7 +308,10 @@ class Roster:
                 if other.get("matched") and (s := by_key.get(_student_key(other))) is not None:
                     claimed.add(id(s))
         return RosterMatch(
-            students, tuple(unmatched), tuple(s for s in self.students if id(s) not in claimed)
+            students,
+            tuple(unmatched),
+            tuple(s for s in self.students if id(s) not in claimed),
+            reasons,
         )
 
 

@@ -23,8 +23,9 @@ drop every other student's row and feedback.
 ``grades.csv``), ``problems`` and ``missing`` as lists, and ``feedback``: the stem of its
 feedback files. Its ``identity`` is who submitted it, resolved once at grading and kept
 (:mod:`lablib.grading.gradebook.identity`). With a roster, each entry has its
-``student`` (or null) and ``roster`` lists what matched nothing. A lab with written
-answers adds ``questions`` (id -> points and title) and, per entry, ``answers``,
+``student`` (or null) and ``roster`` lists what matched nothing (and, in
+``unmatched_reasons``, why, where the matching said). A lab with written answers adds
+``questions`` (id -> points and title) and, per entry, ``answers``,
 ``written`` (each question's :class:`~lablib.grading.results.PersonScore`), ``ungraded``,
 ``total`` (automatic + people's points) and ``max_total``; ``reviews_through`` is the
 review log's last change included (``lablib export`` refuses a gradebook older than its
@@ -264,6 +265,7 @@ class GradebookFolder:
         if book.roster is not None:
             data["roster"] = {
                 "unmatched_submissions": list(book.roster.unmatched),
+                "unmatched_reasons": dict(book.roster.reasons),
                 "students_without_submission": [
                     dataclasses.asdict(s) for s in book.roster.without_submission
                 ],

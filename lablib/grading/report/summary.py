@@ -377,6 +377,7 @@ def _roster_values(roster) -> dict | None:
     return {
         "matched": len(roster.students),
         "unmatched_submissions": list(roster.unmatched),
+        "unmatched_reasons": dict(roster.reasons),
         "students_without_submission": [
             {"student": s.key, "name": s.name, "section": s.section}
             for s in roster.without_submission
@@ -715,7 +716,11 @@ def _roster_section(roster) -> str:
     if roster is None:
         return ""
     esc = html.escape
-    unmatched = "".join(f"<li>{esc(name)}</li>" for name in roster["unmatched_submissions"])
+    why = roster.get("unmatched_reasons") or {}
+    unmatched = "".join(
+        f"<li>{esc(name)}" + (f": {esc(why[name])}" if why.get(name) else "") + "</li>"
+        for name in roster["unmatched_submissions"]
+    )
     missing = "".join(
         f"<li>{esc(s['name'] or s['student'])} ({esc(s['student'])}"
         f"{', ' + esc(s['section']) if s['section'] else ''})</li>"

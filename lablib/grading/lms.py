@@ -93,8 +93,16 @@ _MOODLE = re.compile(
 _MOODLE_FILE_REMOVES = re.compile("[\x00-\x1f\x7f&<>\"`|':\\\\/]")
 # Characters that change how text is shown rather than what it says: C0/C1 controls,
 # line/paragraph separators, bidirectional overrides and isolates, byte-order marks.
+# What a name must not carry to a reader: control and bidirectional characters (they could
+# rewrite a terminal line or reorder what a reader sees), characters that show nothing
+# (zero-width space, word joiner, soft hyphen, invisible operators, Hangul fillers, tag and
+# variation characters: "al\u200bice" would look like "alice"), and lone surrogates (a file
+# name whose bytes were not UTF-8: no writer could encode it). Zero-width (non-)joiners
+# stay: Persian, Indic scripts and emoji need them.
 _INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ufeff]"
+    "[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    "\ufff0-\ufff8\ud800-\udfff\U000e0000-\U000e0fff]"
 )
 
 
@@ -111,8 +119,9 @@ def fold(text) -> str:
 
 def clean_label(text) -> str:
     """A name taken from a submission (a file or folder name, LMS metadata) made safe to
-    show: NFC, control and bidirectional-override characters replaced by ``?`` (they could
-    rewrite a terminal line or reorder what a reader sees), path separators by ``_``."""
+    show and to write: NFC; control, bidirectional and invisible characters and the lone
+    surrogates of a file name that was not UTF-8 replaced by ``?``; path separators by
+    ``_``."""
     text = unicodedata.normalize("NFC", str(text or ""))
     return _INVISIBLE.sub("?", text).replace("/", "_").replace("\\", "_").strip()
 

@@ -359,3 +359,34 @@ def test_names_that_show_nothing_are_shown_in_the_terminal():
     for name in ("al\u200bice", "alice\u2060", "\ufeffalice", "alice\U000e0041", "alice\u3164"):
         assert _printable(name) != "alice" and "?" in _printable(name)
     assert _printable("José Núñez 学") == "José Núñez 学"
+
+
+def test_a_file_name_that_is_not_utf8_names_a_row_the_reports_can_write(fixture_lab, tmp_path):
+    """A zip made on Windows may hold Latin-1 file names: Python reads their bytes as lone
+    surrogates, which no writer can encode. The row's name shows them as '?', and every
+    report of the class is written (they all failed, the file named in no message)."""
+    from lablib.grading.judge import summarise
+    from lablib.grading.results import Status, TestResult
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    _book(subs / "alice.ipynb")
+    _book(pathlib.Path(os.fsdecode(bytes(subs) + b"/Jos\xe9.ipynb")))
+    _book(subs / "al\u200bice.ipynb")  # looks like alice, and is not
+    names = [name for name, _ in collect_submissions([subs])]
+    assert sorted(names) == ["Jos?", "al?ice", "alice"]
+    results = [
+        summarise(
+            fixture_lab,
+            name,
+            str(path),
+            [TestResult.judged(t, 1.0) for t in fixture_lab.tests],
+            Status(),
+        )
+        for name, path in collect_submissions([subs])
+    ]
+    out = tmp_path / "out"
+    write_reports(out, fixture_lab, results)
+    for report in ("grades.csv", "grades.json", "summary.html"):
+        assert "Jos?" in (out / report).read_text(encoding="utf-8")
+    assert len(list((out / "feedback").iterdir())) == 2 * 3

@@ -409,9 +409,9 @@ def _printable(text: str) -> str:
     """``text`` for a terminal: control characters (escape sequences that could rewrite
     the screen) and characters that show nothing (zero-width, bidirectional, tag
     characters: a name that looks like another's) shown as ``?``."""
-    from lablib.grading.filenames import shown
+    from lablib.grading.filenames import SHAPING, shown
 
-    return "".join(c if c.isprintable() else "?" for c in shown(text, "?"))
+    return "".join(c if c.isprintable() or SHAPING.match(c) else "?" for c in shown(text, "?"))
 
 
 def _error_text(message) -> str:

@@ -11,10 +11,13 @@ to it (:func:`~lablib.grading.gradebook.book.feedback_stems`,
   counter that tells two students apart, the extension, and the affix of
   :func:`~lablib.grading.atomic.atomic_write`'s temporary file
   (``.<name>.<8 random>.lablib-tmp``); 80 CJK characters are 240 bytes;
-* no character that shows nothing (:func:`shown`): zero-width spaces and joiners, word
-  joiners, byte-order marks, soft hyphens, variation selectors, Unicode tag characters,
-  bidirectional controls, control characters, lone surrogates (a file name that was not
-  UTF-8), fillers; each becomes ``_``, so ``al\\u200bice`` is never a second ``alice``;
+* no character that shows nothing (:func:`shown`): zero-width spaces, word joiners,
+  byte-order marks, soft hyphens, Unicode tag characters, bidirectional controls,
+  control characters, lone surrogates (a file name that was not UTF-8), fillers; each
+  becomes ``_``, so ``al\\u200bice`` is never a second ``alice``. The characters that
+  shape what is shown stay (:data:`SHAPING`): zero-width (non-)joiners, which Persian and
+  Indic names and emoji need, and variation selectors (an emoji's colour form, an
+  ideograph's variant in a Japanese name);
 * not a name Windows keeps for a device (:func:`windows_safe`), since instructors copy
   the output folder there: ``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
   ``LPT0``-``LPT9`` (and the superscript digits), ``CONIN$``, ``CONOUT$``, in any case,
@@ -32,7 +35,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["STEM_BYTES", "cap_bytes", "shown", "windows_safe"]
+__all__ = ["STEM_BYTES", "SHAPING", "cap_bytes", "shown", "windows_safe"]
 
 #: The most UTF-8 bytes of a stem made from a student's name, before its writer adds a
 #: digest or counter (``-1d2c3b4a``, ``-2``), the extension (``.html``) and the temporary
@@ -52,10 +55,20 @@ _UNSHOWN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _WINDOWS_DEVICE = re.compile(r"(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)")
 
 
+#: Invisible characters that change how their neighbours are shown, kept in names:
+#: zero-width non-joiner and joiner (Persian, Indic scripts, emoji sequences) and the
+#: variation selectors (emoji presentation, ideographic variants).
+SHAPING = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
 def shown(text: str, replacement: str = "_") -> str:
-    """``text`` with every character that shows nothing replaced by ``replacement``."""
+    """``text`` with every character that shows nothing replaced by ``replacement``
+    (those of :data:`SHAPING` kept)."""
     return "".join(
-        replacement if _IGNORABLE.match(c) or unicodedata.category(c) in _UNSHOWN_CATEGORIES else c
+        c
+        if SHAPING.match(c)
+        or not (_IGNORABLE.match(c) or unicodedata.category(c) in _UNSHOWN_CATEGORIES)
+        else replacement
         for c in text
     )
 

@@ -96,13 +96,14 @@ _MOODLE_FILE_REMOVES = re.compile("[\x00-\x1f\x7f&<>\"`|':\\\\/]")
 # What a name must not carry to a reader: control and bidirectional characters (they could
 # rewrite a terminal line or reorder what a reader sees), characters that show nothing
 # (zero-width space, word joiner, soft hyphen, invisible operators, Hangul fillers, tag and
-# variation characters: "al\u200bice" would look like "alice"), and lone surrogates (a file
-# name whose bytes were not UTF-8: no writer could encode it). Zero-width (non-)joiners
-# stay: Persian, Indic scripts and emoji need them.
+# characters: "al\u200bice" would look like "alice"), and lone surrogates (a file name
+# whose bytes were not UTF-8: no writer could encode it). What shapes its neighbours stays
+# (lablib.grading.filenames.SHAPING): zero-width (non-)joiners, which Persian, Indic
+# scripts and emoji need, and variation selectors.
 _INVISIBLE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
-    "\ufff0-\ufff8\ud800-\udfff\U000e0000-\U000e0fff]"
+    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0"
+    "\ufff0-\ufff8\ud800-\udfff\U000e0000-\U000e00ff\U000e01f0-\U000e0fff]"
 )
 
 

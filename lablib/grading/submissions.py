@@ -255,7 +255,9 @@ def _classify(books, exports, refused: list) -> tuple[list, list]:
 
     A student's folder of an LMS download (a Gradescope submission, a Moodle student's
     folder) names every notebook inside it, whatever the notebook's own file name says:
-    a file named as Canvas names its files is read as a Canvas file only outside them."""
+    a file named as Canvas names its files is read as a Canvas file only outside them, and
+    after Moodle's flat file names (``<Full name>_<id>_assignsubmission_file_<file>``,
+    whose ``<file>`` may look like the end of a Canvas name)."""
     metadata = _export_metadata(books, exports, refused)
     downloads, plain = [], []
     for parts, target in books:
@@ -277,14 +279,14 @@ def _classify(books, exports, refused: list) -> tuple[list, list]:
             i, info = moodle
             downloads.append((info["name"], parts[: i + 1], parts, target, info))
             continue
+        flat = lms.moodle_name(parts[-1])
+        if flat is not None and flat["file"]:
+            downloads.append((flat["name"], None, parts, target, flat))
+            continue
         canvas = lms.canvas_name(parts[-1])
         if canvas is not None:
             label = canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}"
             downloads.append((label, None, parts, target, canvas))
-            continue
-        flat = lms.moodle_name(parts[-1])
-        if flat is not None and flat["file"]:
-            downloads.append((flat["name"], None, parts, target, flat))
             continue
         plain.append((parts, target))
     return downloads, plain
@@ -359,14 +361,14 @@ def _given_notebook(path: pathlib.Path, target: pathlib.Path, refused: list) -> 
         found = _gradescope_given(path, target, name, parent, refused)
         if found is not None:
             return found
+    flat = lms.moodle_name(name)
+    if flat is not None and flat["file"]:
+        return Found(flat["name"], target, name, "", flat)
     canvas = lms.canvas_name(name)
     if canvas is not None:
         return Found(
             canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", target, name, "", canvas
         )
-    flat = lms.moodle_name(name)
-    if flat is not None and flat["file"]:
-        return Found(flat["name"], target, name, "", flat)
     return Found(lms.clean_label(_stem(name)), target, name, "", {})
 
 

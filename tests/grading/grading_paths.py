@@ -42,6 +42,9 @@ def course_copy(folder: pathlib.Path, lab_name: str, edit=None) -> pathlib.Path:
     return copy
 
 
-def run_python(code: str) -> subprocess.CompletedProcess:
-    """``code`` run by this test run's Python in a fresh process, its output captured."""
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+def run_python(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``code`` run by this test run's Python in a fresh process, its output captured;
+    a child still running after ``timeout`` seconds fails the test (TimeoutExpired)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+    )

@@ -361,6 +361,24 @@ def test_names_that_show_nothing_are_shown_in_the_terminal():
     assert _printable("José Núñez 学") == "José Núñez 学"
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "علی\u200cرضا",  # a Persian name: the zero-width non-joiner shapes its letters
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # an emoji family: zero-width joiners
+        "Team \u2764\ufe0f",  # an emoji's colour form: a variation selector
+        "葛\U000e0100飾",  # an ideographic variant in a Japanese name
+    ],
+)
+def test_characters_that_shape_a_name_are_kept(name):
+    """What shapes its neighbours is part of the name: the terminal, the row's name and
+    the reports show it as written (only characters that show nothing become '?')."""
+    from lablib.cli import _printable
+    from lablib.grading.lms import clean_label
+
+    assert _printable(name) == name and clean_label(name) == name
+
+
 def test_a_file_name_that_is_not_utf8_names_a_row_the_reports_can_write(fixture_lab, tmp_path):
     """A zip made on Windows may hold Latin-1 file names: Python reads their bytes as lone
     surrogates, which no writer can encode. The row's name shows them as '?', and every

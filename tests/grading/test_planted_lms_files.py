@@ -126,3 +126,13 @@ def test_a_canvas_like_file_name_stays_in_its_lms_folder(tmp_path, file):
     assert given.name == "Mallory Jones" and given.lms["participant_id"] == "102"
     [given] = find_submissions([subs / "export" / "submission_2" / file])
     assert given.name == "Mallory Jones" and given.lms["lms"] == "gradescope"
+
+
+def test_a_moodle_flat_file_whose_name_looks_like_canvas_is_moodles(tmp_path):
+    name = "Alice Smith_7300001_assignsubmission_file_hw_1_2023_final.ipynb"
+    _book(tmp_path / "subs" / name)
+    [found] = find_submissions([tmp_path / "subs"], [])
+    assert found.name == "Alice Smith" and found.lms["lms"] == "moodle"
+    assert found.lms["participant_id"] == "7300001"
+    [given] = find_submissions([tmp_path / "subs" / name])
+    assert given.name == "Alice Smith" and given.lms["participant_id"] == "7300001"

@@ -15,11 +15,14 @@ import re
 import subprocess
 import sys
 import time
+import tracemalloc
 import zlib
 
 from lablib.grading import report
 from lablib.grading.results import PieceScore, Status, SubmissionResult
 from lablib.grading.gradebook.similarity import (
+    MAX_BUILT,
+    MAX_DYNAMIC_CALLS,
     dynamic_code,
     graded_code,
     identical_files,
@@ -390,3 +393,92 @@ def test_hostile_code_cannot_exhaust_the_grader():
     # too deep for the parser (it cannot run either) or for the inspection: said, never a crash
     assert all("could not be inspected" in f for f in flags["nested"]) and flags["magic"] == []
     assert hints["compared"] >= 5
+
+
+# ---------------------------------------------------------------- decoding budget per submission
+
+
+def _doubling_bomb(names, calls):
+    """8.8 KB of source (at 400 names) whose decoding built 400 values of 921,600 characters
+    each (388 MB) for every ``exec(c)``, also in code that never runs (``if False:``)."""
+    lines = ['a0 = "' + "x" * 900 + '"'] + [f"a{i} = a{i - 1} + a{i - 1}" for i in range(1, 10)]
+    lines += [f"b{i} = a9 + a9" for i in range(names)]
+    lines.append("c = [" + ", ".join(f"b{i}" for i in range(names)) + "]")
+    lines += ["exec(c)"] * calls + ["if False:"] + ["    exec(c)"] * calls
+    return "\n".join(lines) + "\n"
+
+
+def test_a_decoding_bomb_stops_within_the_submission_budget_and_is_said():
+    """Each value was bounded, their total was not: 40 names of 921,600 characters took
+    37 MB, 400 names 388 MB, for each of the calls. Now one budget per submission bounds
+    what decoding builds, and the report says the calls were not decoded, and why."""
+    bomb = _doubling_bomb(names=40, calls=20)
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        flags = dynamic_code({"attention": bomb})
+        hints = similarity_hints({"bomb": bomb, "ann": ANN, "bob": BOB}, TEMPLATE)
+        elapsed = time.monotonic() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MAX_BUILT, f"{peak:,} bytes at the peak"
+    assert elapsed < 3, elapsed
+    assert len(flags) == 40, flags
+    said = (
+        "runs code given as data (exec); not decoded: too large to decode (the values built "
+        "to decode it pass the 4,000,000 characters decoding may build per submission); "
+        "decoding stopped for this submission"
+    )
+    assert all(said in f for f in flags), flags[:2]
+    assert flags[0].startswith("attention, line 52: exec(c) runs"), flags[0]
+    assert [(p.a, p.b) for p in hints["pairs"]] == [("ann", "bob")]
+
+
+def test_many_dynamic_calls_are_decoded_up_to_the_cap_then_said():
+    """Every exec folded its argument again from scratch: a value built once is now reused,
+    and at most MAX_DYNAMIC_CALLS calls are decoded per submission, the rest said."""
+    head = "part = 'x = 1' + chr(10)\nc = part + part\n"
+    flags = dynamic_code({"attention": head + "exec(c)\n" * 150, "model": head + "exec(c)\n" * 300})
+    decoded = [f for f in flags if "decoded without running it and compared" in f]
+    assert len(decoded) == MAX_DYNAMIC_CALLS and flags[: len(decoded)] == decoded, flags[-1]
+    assert decoded[0] == (
+        "attention, line 3: exec(c) runs code given as data (exec); decoded without running "
+        "it and compared in its place (2 lines)"
+    )
+    rest = flags[MAX_DYNAMIC_CALLS:]
+    assert len(flags) == 450 and rest[-1].startswith("model, line 302:"), rest[-1]
+    assert all(
+        f.endswith(
+            "not decoded: too many to decode (at most 50 calls that run code given as data are "
+            "decoded per submission); decoding stopped for this submission"
+        )
+        for f in rest
+    ), rest[0]
+    # the doubling bomb's values within the budget (3 names): built once for all its calls
+    bomb = _doubling_bomb(names=3, calls=2000)
+    started = time.monotonic()
+    flags = dynamic_code({"attention": bomb})
+    hints = similarity_hints({"bomb": bomb, "ann": ANN}, TEMPLATE)
+    assert time.monotonic() - started < 3
+    assert len(flags) == 4000 and hints["compared"] == 2
+    assert all("not decodable without running it" in f for f in flags[:MAX_DYNAMIC_CALLS])
+    assert all("too many to decode" in f for f in flags[MAX_DYNAMIC_CALLS:])
+
+
+def test_long_blocks_and_statements_are_compared_in_bounded_time():
+    """Two shapes without any dynamic code: dropping dead stores scanned the rest of the
+    block for every assignment (3,000 assignments read at the end: quadratic), and marking
+    the shared passages aligned a long statement that unparsing changes with difflib (a
+    list of 400 ``((0))``, 2.8 KB: cubic, tens of seconds). Both are bounded now."""
+    stores = "".join(f"v{i} = {i}\n" for i in range(3000))
+    stores += "print(" + ", ".join(f"v{i}" for i in range(3000)) + ")\n"
+    parens = "x = [" + ", ".join(["((0))"] * 400) + "]\nprint(x)\n"
+    parens_copy = parens.replace("x", "y")
+    started = time.monotonic()
+    hints = similarity_hints({"stores": stores, "stores2": stores + "\n"}, TEMPLATE)
+    pairs, _ = similar_pairs({"parens": parens, "copy": parens_copy}, TEMPLATE)
+    assert time.monotonic() - started < 5
+    assert hints["same_code"] == [["stores", "stores2"]] and hints["compared"] == 1
+    assert [(p.a, p.b, p.similarity) for p in pairs] == [("copy", "parens", 1.0)]
+    assert pairs[0].marks_a == ((0, len(parens_copy) - 1),), "the statements as a whole"

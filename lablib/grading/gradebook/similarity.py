@@ -37,7 +37,14 @@ it, written here so that it is deterministic and reads Python as Python):
 Byte-identical notebooks, and graded code that is the same text, are grouped apart. A
 graded cell that runs code built at run time (``exec``, ``eval``, ``compile``,
 ``__import__``, ``marshal.loads``...) is flagged in any case (:func:`dynamic_code`): a lab
-needs none of them.
+needs none of them. Decoding reads hostile code in the grader's own process, so each
+submission has one budget for it: at most :data:`MAX_DYNAMIC_CALLS` calls decoded,
+:data:`MAX_SUBMISSION_STEPS` steps, :data:`MAX_BUILT` characters of values built (a name's
+value is built once and reused) and :data:`MAX_DECODED` characters of decoded code. Past
+any of them decoding stops for that submission: its code is compared as written, and
+:func:`dynamic_code` says of each call left that it was not decoded, and why. Marking the
+shared passages is bounded too (:data:`MAX_ALIGN_WORK`), and so is dropping dead stores
+(one pass per block).
 
 Example::
 
@@ -271,27 +278,97 @@ def _no():
 
 #: Most steps one decoding may take (a chain of names each doubling the last is cut short).
 MAX_FOLD_STEPS = 100_000
+#: Per submission (all its graded cells, and the code decoded from them), at most this many
+#: calls that run code given as data are decoded...
+MAX_DYNAMIC_CALLS = 50
+#: ...in at most this many steps in all...
+MAX_SUBMISSION_STEPS = 2 * MAX_FOLD_STEPS
+#: ...building at most this many characters of values in all (every concatenation, slice,
+#: join and decoder's result counts; a name's value is built once and reused). Beyond any
+#: of these, or :data:`MAX_DECODED` characters of decoded code, decoding stops for the
+#: submission and :func:`dynamic_code` says so.
+MAX_BUILT = 4 * MAX_DECODED
+
+
+class _Exhausted(_NotStatic):
+    """A submission's decoding budget is spent: nothing more of it is decoded."""
+
+
+class _Budget:
+    """What the decoding of one submission may still spend, shared by all its dynamic
+    calls (the code decoded from them included). Once a limit is passed, ``stopped`` is
+    the sentence saying which, and nothing more of the submission is decoded."""
+
+    def __init__(self):
+        self.calls = MAX_DYNAMIC_CALLS
+        self.steps = MAX_SUBMISSION_STEPS
+        self.built = MAX_BUILT
+        self.decoded = MAX_DECODED
+        self.stopped: str | None = None
+
+    def stop(self, reason: str) -> str:
+        if self.stopped is None:
+            self.stopped = f"not decoded: {reason}; decoding stopped for this submission"
+        return self.stopped
+
+    def step(self) -> None:
+        self.steps -= 1
+        if self.steps < 0:
+            raise _Exhausted(
+                self.stop(
+                    f"too large to decode (more than the {MAX_SUBMISSION_STEPS:,} steps "
+                    "decoding may take per submission)"
+                )
+            )
+
+    def build(self, size: int) -> None:
+        """Count ``size`` characters built; raises :class:`_Exhausted` past the budget."""
+        if size > self.built:
+            raise _Exhausted(
+                self.stop(
+                    f"too large to decode (the values built to decode it pass the "
+                    f"{MAX_BUILT:,} characters decoding may build per submission)"
+                )
+            )
+        self.built -= size
 
 
 def _fold(node, aliases, constants, depth=0, state=None):
     """The value of ``node`` when it is built from literals by decoding functions only
     (never running the student's code); raises :class:`_NotStatic` otherwise. Bounded in
-    depth, steps (``state``: shared by one decoding, with the names already folded) and
-    size (:data:`MAX_DECODED`): the code is hostile."""
-    state = state if state is not None else {"steps": 0, "names": {}}
+    depth, steps (``state``: ``steps`` counts one decoding's, ``names`` holds the names
+    already folded, reused by every decoding of the same code, and ``budget`` is the
+    submission's :class:`_Budget`, whose steps and built characters it spends) and size
+    (:data:`MAX_DECODED` per value): the code is hostile."""
+    if state is None:
+        state = {"steps": 0, "names": {}, "budget": _Budget()}
     state["steps"] += 1
+    state["budget"].step()
     if depth > 40 or state["steps"] > MAX_FOLD_STEPS:
         raise _NotStatic("too deep or too long")
+    value = _fold_node(node, aliases, constants, depth, state)
+    if isinstance(value, (str, bytes)) and not isinstance(node, (ast.Constant, ast.Name)):
+        state["budget"].build(len(value))  # text built here (a constant or a name's is not)
+    return value
+
+
+def _fold_node(node, aliases, constants, depth, state):
+    """:func:`_fold`'s one step: the value of ``node`` from the values of its parts."""
     fold = lambda n: _fold(n, aliases, constants, depth + 1, state)  # noqa: E731
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes, int)):
         return node.value
     if isinstance(node, ast.Name) and node.id in constants:
-        if node.id not in state["names"]:
-            state["names"][node.id] = None  # a name defined through itself is not static
-            state["names"][node.id] = ("value", fold(constants[node.id]))
-        if state["names"][node.id] is None:
+        names = state["names"]
+        if node.id not in names:
+            names[node.id] = None  # a name defined through itself is not static
+            try:
+                names[node.id] = ("value", fold(constants[node.id]))
+            except BaseException:
+                del names[node.id]  # only values are kept: a failure depends on where it was
+                raise
+        if names[node.id] is None:
             raise _NotStatic("circular")
-        return state["names"][node.id][1]
+        return names[node.id][1]
     if isinstance(node, (ast.List, ast.Tuple)):
         return [fold(e) for e in node.elts]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -403,8 +480,12 @@ class _Shorten(ast.NodeTransformer):
 
 def _short(node) -> str:
     """``node`` as one line of text, long literals shown as ``...``."""
+    long = any(
+        isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes)) and len(n.value) > 12
+        for n in ast.walk(node)
+    )
     try:
-        text = ast.unparse(_Shorten().visit(copy.deepcopy(node)))
+        text = ast.unparse(_Shorten().visit(copy.deepcopy(node)) if long else node)
     except (RecursionError, ValueError, AttributeError, TypeError):
         text = type(node).__name__
     text = " ".join(text.split())
@@ -417,22 +498,42 @@ class _Decoder(ast.NodeTransformer):
 
     def __init__(self, aliases, constants, depth=0, budget=None):
         self.aliases, self.constants, self.depth = aliases, constants, depth
-        self.budget = budget if budget is not None else [MAX_DECODED]
-        self.findings: list[
-            tuple[int, str, str | None, int]
-        ] = []  # (line, callee, call text, decoded lines)
+        self.budget = budget if budget is not None else _Budget()  # the submission's
+        self.names: dict = {}  # the names folded so far, reused by every call's decoding
+        # (line, callee, call text, decoded: its lines, None where it cannot be decoded
+        # without running it, or the sentence saying the submission's budget was spent)
+        self.findings: list[tuple[int, str, str, int | str | None]] = []
 
     def _decoded(self, call: ast.Call, mode: str):
-        """The parsed code of ``call``'s first argument, or None."""
+        """The parsed code of ``call``'s first argument; None where it cannot be decoded
+        without running the student's code; once the submission's budget is spent, the
+        :class:`_Budget`'s sentence (a string): nothing more is decoded."""
         if self.depth >= 4 or not call.args:
             return None
+        budget = self.budget
+        if budget.calls <= 0:
+            budget.stop(
+                f"too many to decode (at most {MAX_DYNAMIC_CALLS} calls that run code given "
+                "as data are decoded per submission)"
+            )
+        if budget.stopped is not None:
+            return budget.stopped
+        budget.calls -= 1
+        state = {"steps": 0, "names": self.names, "budget": budget}
         try:
-            source = _source_of(_fold(call.args[0], self.aliases, self.constants))
+            source = _source_of(_fold(call.args[0], self.aliases, self.constants, state=state))
+        except _Exhausted:
+            return budget.stopped
         except (_NotStatic, RecursionError, MemoryError, ValueError, TypeError, OverflowError):
             return None
-        if source is None or len(source) > self.budget[0]:
+        if source is None:
             return None
-        self.budget[0] -= len(source)
+        if len(source) > budget.decoded:
+            return budget.stop(
+                f"too large to decode (more than the {MAX_DECODED:,} characters of code "
+                "decoded per submission)"
+            )
+        budget.decoded -= len(source)
         try:
             tree = ast.parse(source, mode=mode)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -441,7 +542,7 @@ class _Decoder(ast.NodeTransformer):
             {**self.aliases, **_imports(tree)},
             {**self.constants, **_constants(tree)},
             self.depth + 1,
-            self.budget,
+            budget,
         )
         tree = inner.visit(tree)
         self.findings += inner.findings
@@ -478,13 +579,18 @@ class _Decoder(ast.NodeTransformer):
             return node
         if name in ("eval", "builtins.eval"):
             tree = self._decoded(node, "eval")
-            self._note(node, name, None if tree is None else ast.unparse(tree).count("\n") + 1)
-            return ast.copy_location(tree.body, node) if tree is not None else node
+            if not isinstance(tree, ast.AST):
+                self._note(node, name, tree)
+                return node
+            self._note(node, name, ast.unparse(tree).count("\n") + 1)
+            return ast.copy_location(tree.body, node)
         if name in _RUNS_SOURCE:
             tree = self._decoded(node, "exec")
-            self._note(node, name, None if tree is None else len(ast.unparse(tree).splitlines()))
-            if tree is not None:
-                node._lablib_decoded = tree.body  # inlined by _inline
+            if not isinstance(tree, ast.AST):
+                self._note(node, name, tree)
+                return node
+            self._note(node, name, len(ast.unparse(tree).splitlines()))
+            node._lablib_decoded = tree.body  # inlined by _inline
             return node
         self._note(node, name, None)
         return node
@@ -574,23 +680,29 @@ def _stored_names(stmt) -> list[str] | None:
     return None if any(n is None for n in names) else [x for n in names for x in n]
 
 
-def _overwritten(names: list[str], rest: list) -> bool:
-    """Whether every one of ``names`` is assigned again in ``rest`` (the statements that
-    follow in the same block) before anything reads it: the first value is never used."""
-    left = set(names)
-    for stmt in rest:
-        if left & _loads(stmt):
-            return False
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                left -= set(_names_only(target) or ())
-        if not left:
-            return True
+def _overwritten(body: list) -> list[bool]:
+    """For each statement of ``body`` that stores names (:func:`_stored_names`), whether
+    every one of them is assigned again in the statements that follow in the same block
+    before anything reads it (the first value is never used); False for the others. One
+    pass from the end, so a block of many assignments costs its length, not its square."""
+    out = [False] * len(body)
+    assigned_first: dict[str, bool] = {}  # name -> its next use below is an assignment
+    for i in range(len(body) - 1, -1, -1):
+        stmt = body[i]
+        names = _stored_names(stmt)
+        if names is not None:
+            out[i] = all(assigned_first.get(n, False) for n in names) and i + 1 < len(body)
         if isinstance(stmt, _COMPOUND) or isinstance(
             stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)
         ):
-            return False  # a loop may come back, a branch may not run: keep it
-    return False
+            assigned_first = {}  # a loop may come back, a branch may not run: keep it
+            continue
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                assigned_first.update(dict.fromkeys(_names_only(target) or (), True))
+        for name in _loads(stmt):  # read before its own assignment: the value is used
+            assigned_first[name] = False
+    return out
 
 
 def _drop_dead(tree) -> None:
@@ -608,6 +720,7 @@ def _drop_dead(tree) -> None:
                 if not isinstance(body, list) or not body or not isinstance(body[0], ast.stmt):
                     continue
                 kept = []
+                overwritten = _overwritten(body) if not isinstance(node, ast.ClassDef) else None
                 for i, stmt in enumerate(body):
                     if (
                         isinstance(stmt, ast.Expr)
@@ -616,9 +729,7 @@ def _drop_dead(tree) -> None:
                     ):
                         continue
                     names = None if isinstance(node, ast.ClassDef) else _stored_names(stmt)
-                    if names is not None and (
-                        not read.intersection(names) or _overwritten(names, body[i + 1 :])
-                    ):
+                    if names is not None and (not read.intersection(names) or overwritten[i]):
                         continue
                     kept.append(stmt)
                 if not kept and field == "body" and not isinstance(node, ast.Module):
@@ -735,17 +846,56 @@ def _lex(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def _aligned(keys: list[str | None], original: str, base: int) -> list[tuple[int, int] | None]:
+#: Aligning a submission's normalised tokens with its own text (to mark the shared
+#: passages) takes at most this many steps of difflib's search; past it, a statement whose
+#: tokens differ from the student's is marked as a whole.
+MAX_ALIGN_WORK = 5_000_000
+
+
+class _AlignSpent(Exception):
+    """A submission's alignment budget is spent."""
+
+
+class _Matcher(difflib.SequenceMatcher):
+    """difflib's matcher (no junk), its work counted in ``budget`` (a one-item list): each
+    longest-match search visits every position of ``b`` that holds each token of ``a``'s
+    range, quadratic or worse in a long statement of one repeated token that unparsing
+    changes (``[((0)), ((0)), ...]``)."""
+
+    def __init__(self, a, b, budget: list[int]):
+        self.budget = budget
+        super().__init__(None, a, b, autojunk=False)
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        work = ahi - alo + sum(len(self.b2j.get(self.a[i], ())) for i in range(alo, ahi))
+        if work > self.budget[0]:
+            raise _AlignSpent
+        self.budget[0] -= work
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _aligned(
+    keys: list[str | None], original: str, base: int, budget: list[int]
+) -> list[tuple[int, int] | None]:
     """Each source token's character span in the student's ``original`` text (which starts
     at ``base`` in the whole code), or None where the normalised text has a token the
-    student did not write (a parenthesis unparsing added)."""
+    student did not write (a parenthesis unparsing added). Once the submission's
+    ``budget`` (:data:`MAX_ALIGN_WORK`) is spent, every token of a statement whose tokens
+    differ from the student's has the whole statement's span."""
     theirs = _lex(original)
     wanted = [(i, k) for i, k in enumerate(keys) if k is not None]
     spans: list[tuple[int, int] | None] = [None] * len(keys)
-    matcher = difflib.SequenceMatcher(
-        None, [k for _, k in wanted], [k for k, _, _ in theirs], autojunk=False
-    )
-    for block in matcher.get_matching_blocks():
+    a, b = [k for _, k in wanted], [k for k, _, _ in theirs]
+    if a == b:  # what difflib finds, without its search
+        blocks = [difflib.Match(0, 0, len(a))]
+    else:
+        try:
+            blocks = _Matcher(a, b, budget).get_matching_blocks()
+        except _AlignSpent:
+            budget[0] = 0
+            return [(base, base + len(original))] * len(keys)
+    for block in blocks:
         for j in range(block.size):
             _, start, end = theirs[block.b + j]
             spans[wanted[block.a + j][0]] = (base + start, base + end)
@@ -787,6 +937,7 @@ class _Offsets:
 
     def __init__(self, code: str):
         self.code = code
+        self.align_work = [MAX_ALIGN_WORK]  # what aligning this code's tokens may still take
         self.lines = code.splitlines(keepends=True)
         self.starts = [0]
         for line in self.lines:
@@ -838,7 +989,7 @@ def _emit(
     if getattr(node, "_lablib_decoded_from", False):
         spans = [(start, end)] * len(keys)
     else:
-        spans = _aligned(keys, offsets.code[start:end], start)
+        spans = _aligned(keys, offsets.code[start:end], start, offsets.align_work)
     out_tokens += tokens
     out_spans += [spans[raw[i]] or (0, 0) for i in range(len(tokens))]
 
@@ -940,7 +1091,7 @@ def _analyse(code: str) -> _Analysis:
         aliases = _imports(tree)
         decoder = _Decoder(aliases, _constants(tree))
         tree = decoder.visit(tree)
-        if any(decoded is not None for _, _, _, decoded in decoder.findings):
+        if any(isinstance(decoded, int) for _, _, _, decoded in decoder.findings):
             tree = _Inline().visit(tree)
         _drop_dead(tree)
         bound = _bound_names(tree)
@@ -1119,8 +1270,11 @@ def similar_pairs(
 def dynamic_code(cells: dict) -> list[str]:
     """Sentences for the instructor about graded cells (piece -> source) that run code
     built at run time: where, what, and whether the grader could decode it (the decoded
-    code is then what the similarity hints compare); and cells too long to inspect."""
+    code is then what the similarity hints compare, within one budget for the whole
+    submission: past it, the calls are said not decoded and why); and cells too long to
+    inspect."""
     out = []
+    budget = _Budget()
     for piece, source in cells.items():
         if len(source) > MAX_CODE:
             out.append(
@@ -1132,7 +1286,7 @@ def dynamic_code(cells: dict) -> list[str]:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        decoder = _Decoder(_imports(tree), _constants(tree))
+        decoder = _Decoder(_imports(tree), _constants(tree), budget=budget)
         try:
             decoder.visit(tree)
         except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
@@ -1141,12 +1295,13 @@ def dynamic_code(cells: dict) -> list[str]:
             )
             continue
         for line, callee, text, decoded in decoder.findings:
-            what = (
-                "decoded without running it and compared in its place"
-                f" ({decoded} line{'s' if decoded != 1 else ''})"
-                if decoded is not None
-                else "not decodable without running it"
-            )
+            if isinstance(decoded, int):
+                what = (
+                    "decoded without running it and compared in its place"
+                    f" ({decoded} line{'s' if decoded != 1 else ''})"
+                )
+            else:
+                what = decoded or "not decodable without running it"
             out.append(f"{piece}, line {line}: {text} runs code given as data ({callee}); {what}")
     return out
 

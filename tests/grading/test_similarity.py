@@ -23,6 +23,7 @@ from lablib.grading.results import PieceScore, Status, SubmissionResult
 from lablib.grading.gradebook.similarity import (
     MAX_BUILT,
     MAX_DYNAMIC_CALLS,
+    MAX_DYNAMIC_SENTENCES,
     dynamic_code,
     graded_code,
     identical_files,
@@ -446,8 +447,8 @@ def test_many_dynamic_calls_are_decoded_up_to_the_cap_then_said():
         "attention, line 3: exec(c) runs code given as data (exec); decoded without running "
         "it and compared in its place (2 lines)"
     )
-    rest = flags[MAX_DYNAMIC_CALLS:]
-    assert len(flags) == 450 and rest[-1].startswith("model, line 302:"), rest[-1]
+    rest = flags[MAX_DYNAMIC_CALLS:-1]
+    assert len(flags) == MAX_DYNAMIC_SENTENCES + 1, len(flags)  # 450 calls, the rest in one
     assert all(
         f.endswith(
             "not decoded: too many to decode (at most 50 calls that run code given as data are "
@@ -455,15 +456,20 @@ def test_many_dynamic_calls_are_decoded_up_to_the_cap_then_said():
         )
         for f in rest
     ), rest[0]
+    assert MAX_DYNAMIC_SENTENCES == 60 and flags[-1] == (
+        "390 more calls that run code given as data, not listed (at most 60 are): "
+        "attention 90, model 300"
+    )
     # the doubling bomb's values within the budget (3 names): built once for all its calls
     bomb = _doubling_bomb(names=3, calls=2000)
     started = time.monotonic()
     flags = dynamic_code({"attention": bomb})
     hints = similarity_hints({"bomb": bomb, "ann": ANN}, TEMPLATE)
     assert time.monotonic() - started < 3
-    assert len(flags) == 4000 and hints["compared"] == 2
+    assert len(flags) == MAX_DYNAMIC_SENTENCES + 1 and hints["compared"] == 2
     assert all("not decodable without running it" in f for f in flags[:MAX_DYNAMIC_CALLS])
-    assert all("too many to decode" in f for f in flags[MAX_DYNAMIC_CALLS:])
+    assert all("too many to decode" in f for f in flags[MAX_DYNAMIC_CALLS:-1])
+    assert flags[-1].startswith(f"{4000 - MAX_DYNAMIC_SENTENCES:,} more calls")
 
 
 def test_long_blocks_and_statements_are_compared_in_bounded_time():

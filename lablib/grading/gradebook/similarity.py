@@ -1267,6 +1267,11 @@ def similar_pairs(
     return hints["pairs"], hints["same_code"]
 
 
+#: The most calls :func:`dynamic_code` describes one by one; the rest are counted in one
+#: sentence, so a submission of thousands of calls cannot fill the class's reports.
+MAX_DYNAMIC_SENTENCES = 60
+
+
 def dynamic_code(cells: dict) -> list[str]:
     """Sentences for the instructor about graded cells (piece -> source) that run code
     built at run time: where, what, and whether the grader could decode it (the decoded
@@ -1275,6 +1280,7 @@ def dynamic_code(cells: dict) -> list[str]:
     inspect."""
     out = []
     budget = _Budget()
+    unlisted: dict[str, int] = {}  # piece -> calls past MAX_DYNAMIC_SENTENCES
     for piece, source in cells.items():
         if len(source) > MAX_CODE:
             out.append(
@@ -1295,6 +1301,9 @@ def dynamic_code(cells: dict) -> list[str]:
             )
             continue
         for line, callee, text, decoded in decoder.findings:
+            if len(out) >= MAX_DYNAMIC_SENTENCES:
+                unlisted[piece] = unlisted.get(piece, 0) + 1
+                continue
             if isinstance(decoded, int):
                 what = (
                     "decoded without running it and compared in its place"
@@ -1303,6 +1312,13 @@ def dynamic_code(cells: dict) -> list[str]:
             else:
                 what = decoded or "not decodable without running it"
             out.append(f"{piece}, line {line}: {text} runs code given as data ({callee}); {what}")
+    if unlisted:  # one sentence for the rest: a report's size is bounded, whatever the code
+        total = sum(unlisted.values())
+        where = ", ".join(f"{piece} {n:,}" for piece, n in unlisted.items())
+        out.append(
+            f"{total:,} more call{'s' if total != 1 else ''} that run code given as data, not "
+            f"listed (at most {MAX_DYNAMIC_SENTENCES} are): {where}"
+        )
     return out
 
 

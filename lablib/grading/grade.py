@@ -194,9 +194,13 @@ class SubmissionReplaced(UserWarning):
 
 def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     """The same notebook graded again (given by its path, without the folder that named
-    its student): it keeps the student its row was matched to, with what the download
-    says now (its LMS data and time, where they are known)."""
+    its student): it keeps the student its row was matched to, with its time where none
+    is known now. Not when the new resolution decided for itself: an LMS download's
+    folder or file (what the download says is resolved again, so a row an earlier
+    version matched wrongly is not kept matched) or a reason it matches no one."""
     if new.identity.get("matched") or not old.identity.get("matched"):
+        return
+    if (new.identity.get("lms") or {}).get("lms") or new.identity.get("why_unmatched"):
         return
     carried = {
         k: v for k, v in old.identity.items() if k not in ("lms", "submitted_at", "time_source")

@@ -33,11 +33,13 @@ as they are, so an instructor never renames a file:
     are numbers, and the grading worksheet does not give it.
   - ``locallib.php`` before 4.1: once per member, ``<group name>-<Full name>_<participant
     id>`` (``<group name>-Participant_...`` with anonymous submissions), each member's
-    copy of the group's files.
+    copy of the group's files; the group's name as it is (not through
+    ``format_string``), so "R&D" is written ``RD``.
 
   The grading worksheet of a team assignment has a ``Group`` column: each member's group
   as its name reads (or "Default group"), one row per student. :func:`moodle_file_forms`
-  gives the ways a name can be written in the download, to find a folder's group there.
+  gives how each writes a name (a 4.1 folder's group formatted, a copy's as it is), to
+  find a folder's group there.
   Uploading the worksheet (``mod/assign/feedback/offline``) grades each row's student
   alone: every member needs a row.
 * **Gradescope**, *Review Grades > Export Submissions*: a folder per submission,
@@ -179,25 +181,31 @@ def moodle_name(name: str) -> dict | None:
     return found
 
 
-def moodle_file_forms(text) -> set[str]:
-    """The ways Moodle's download can write ``text`` (a group's or a student's name as the
-    roster has it) in a folder or file name, folded as :func:`fold` does: as it is (a
-    student's name; a group's in ``locallib.php``) and as ``format_string`` shows it (a
-    group's in ``downloader.php``: a bare ``&`` escaped ``&amp;``, tags removed, ``<``
-    and ``>`` escaped), each with ``_`` made a space and what ``clean_filename`` removes
-    removed, then made safe to show as :func:`clean_label` makes the download's names.
+def moodle_file_forms(text, *, formatted: bool = False) -> set[str]:
+    """The ways Moodle's download writes ``text`` (a group's or a student's name as the
+    roster has it) in a folder or file name, folded as :func:`fold` does, with ``_`` made
+    a space and what ``clean_filename`` removes removed, then made safe to show as
+    :func:`clean_label` makes the download's names.
+
+    Args:
+        text: the name.
+        formatted: False: the name as it is (a student's full name; a group's in the
+            copies per member of ``locallib.php`` before Moodle 4.1, which write
+            ``$group->name`` unformatted). True: as ``format_string`` shows it (a group's
+            in the one folder per group of ``downloader.php``, Moodle 4.1 on: a bare
+            ``&`` escaped ``&amp;``, tags removed, ``<`` and ``>`` escaped). Each writer
+            writes one form only, so "R&D" and "RD" are told apart in 4.1's folders.
 
     Example::
 
-        moodle_file_forms("R&D_team")   # {'rd team', 'ramp;d team'}
+        moodle_file_forms("R&D_team")                   # {'rd team'}
+        moodle_file_forms("R&D_team", formatted=True)   # {'ramp;d team'}
     """
-    raw = unicodedata.normalize("NFC", str(text or ""))
-    shown = re.sub(r"&(?![a-zA-Z0-9#]{1,8};)", "&amp;", raw)
-    shown = re.sub(r"<[^>]*>", "", shown).replace("<", "&lt;").replace(">", "&gt;")
-    forms = {
-        fold(clean_label(_MOODLE_FILE_REMOVES.sub("", form.replace("_", " "))))
-        for form in (raw, shown)
-    }
+    form = unicodedata.normalize("NFC", str(text or ""))
+    if formatted:
+        form = re.sub(r"&(?![a-zA-Z0-9#]{1,8};)", "&amp;", form)
+        form = re.sub(r"<[^>]*>", "", form).replace("<", "&lt;").replace(">", "&gt;")
+    forms = {fold(clean_label(_MOODLE_FILE_REMOVES.sub("", form.replace("_", " "))))}
     forms.discard("")
     return forms
 

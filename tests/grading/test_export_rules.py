@@ -246,14 +246,14 @@ TEAM_FOLDERS = {
 }
 
 
-def _team_book(tmp_path, out, roster):
-    """A gradebook of TEAM_FOLDERS, identities resolved with ``roster`` as `lablib grade`
-    resolves them, each written answer graded 3."""
+def _team_book(tmp_path, out, roster, folders=None):
+    """A gradebook of ``folders`` (TEAM_FOLDERS), identities resolved with ``roster`` as
+    `lablib grade` resolves them, each written answer graded 3."""
     from lablib.grading.lms import moodle_name
 
     lab = _lab()
     results = []
-    for folder, points in TEAM_FOLDERS.items():
+    for folder, points in (folders or TEAM_FOLDERS).items():
         lms = moodle_name(folder)
         r = SubmissionResult(
             lms["name"],
@@ -284,7 +284,10 @@ def test_a_moodle_team_submission_reaches_every_member(tmp_path):
     assert "Group column" in book["roster"]["unmatched_reasons"]["Lost"]
     assert [s["name"] for s in book["roster"]["students_without_submission"]] == ["Ivy Lee"]
     page = (tmp_path / "out" / "summary.html").read_text(encoding="utf-8")
-    assert "<li>Lost: Moodle&#x27;s folder &#x27;Lost_9&#x27; is a team submission" in page
+    assert (
+        "<li>Lost: Moodle&#x27;s folder &#x27;Lost_9&#x27; is not the folder of any of the "
+        "roster&#x27;s groups" in page
+    )
     done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
     rows = {
         r["Email address"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))
@@ -336,3 +339,38 @@ def test_a_team_graded_without_a_roster_joins_its_members_at_export(tmp_path, ca
     err = capsys.readouterr().err
     assert "submission Team 1 ⚡ matched no roster student" in err
     assert "42 is the participant id of Ivy Lee" in err and "Group column" in err
+
+
+#: Groups whose names differ only where Moodle's download writes them alike ("Team Red",
+#: "team  red"), or where it does not ("R&D" is "Ramp;D" in Moodle 4.1's folders, "RD" is
+#: "RD"); each team's folder is graded differently.
+ALIKE_SHEET = """Identifier,Full name,Email address,Status,Group
+Participant 101,Ann Ames,ann@uni.edu,Submitted for grading,R&D
+Participant 102,Bob Bell,bob@uni.edu,Submitted for grading,RD
+Participant 103,Cy Cole,cy@uni.edu,Submitted for grading,Team Red
+Participant 104,Dee Dunn,dee@uni.edu,Submitted for grading,team  red
+"""
+ALIKE_FOLDERS = {
+    "Ramp;D_6_assignsubmission_file": 4.0,
+    "RD_5_assignsubmission_file": 8.0,
+    "Team Red_7_assignsubmission_file": 9.0,
+    "team  red_8_assignsubmission_file": 2.0,
+}
+
+
+def test_each_team_gets_its_own_grade_and_no_other_teams(tmp_path):
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", ALIKE_SHEET))
+    lab = _team_book(tmp_path, tmp_path / "out", sheet, ALIKE_FOLDERS)
+    done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
+    rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
+    totals = {r["Email address"] or r["Full name"]: r[lab.title] for r in rows}
+    assert totals == {
+        "ann@uni.edu": "7",  # R&D's folder, written Ramp;D
+        "bob@uni.edu": "11",  # the honest RD's own
+        "cy@uni.edu": "0",  # "Team Red" and "team  red": written alike, neither's
+        "dee@uni.edu": "0",
+        "Team Red": "12",
+        "team  red": "5",
+    }
+    assert done["unmatched"][lab.name] == ["Team Red", "team  red"]
+    assert all("are all written" in why for why in done["unmatched_reasons"][lab.name].values())

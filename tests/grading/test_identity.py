@@ -374,3 +374,126 @@ def test_the_lms_person_of_a_moodle_team_is_its_group(tmp_path):
     assert _lms_person(doubted) is None, "not José's, though his participant id"
     stranger = _moodle("Zed Zed_999_assignsubmission_file", _roster(tmp_path, WORKSHEET))
     assert _lms_person(stranger) == ("moodle", "999"), "an unknown student's own: kept"
+
+
+@pytest.mark.parametrize("column", ["group", "team", "group name"])
+def test_a_group_column_leaves_a_students_own_moodle_folder_to_the_name_rules(tmp_path, column):
+    """Only a folder named as one of the roster's groups is a team's: a student's own
+    folder of an individual assignment is matched by name as without the column."""
+    ours = _roster(
+        tmp_path,
+        f"student_id,name,email,{column}\nS1,Alice Smith,a@x.edu,Red\nS2,Bob Jones,b@x.edu,Red\n",
+    )
+    alice = _moodle("Alice Smith_7300001_assignsubmission_file", ours)
+    assert alice["matched"] and alice["student_id"] == "S1" and alice["others"] == []
+    assert alice["matched_by"] == "Moodle name Alice Smith"
+    assert "why_unmatched" not in alice
+    red = _moodle("Red_55_assignsubmission_file", ours)
+    assert [red["student_id"], *(o["student_id"] for o in red["others"])] == ["S1", "S2"]
+    # a member's copy (before Moodle 4.1) is a student's only in their own group
+    wrong = _moodle("Blue-Alice Smith_77_assignsubmission_file", ours)
+    assert (
+        not wrong["matched"]
+        and "not the folder of any of the roster's groups" in (wrong["why_unmatched"])
+    )
+    assert wrong["participant_id"] == "", "maybe a group's id: not kept as a participant's"
+    copy = _moodle("Red-Alice Smith_77_assignsubmission_file", ours)
+    assert copy["student_id"] == "S1" and copy["others"] == []
+
+
+def test_moodle_groups_are_told_apart_by_their_exact_name(tmp_path):
+    """ "Team Red" and "team  red" are two Moodle groups: a folder the download writes
+    alike for both is neither's, never both teams' (each would get the other's grade)."""
+    ours = _roster(
+        tmp_path,
+        "student_id,name,group\nS1,Ann,Team Red\nS2,Bob,Team Red\nS3,Mal,team  red\n"
+        f"S4,Eve,{unicodedata.normalize('NFD', 'Équipe')}\nS5,Dan,Équipe\n",
+    )
+    for folder in ("Team Red_5_assignsubmission_file", "team  red_9_assignsubmission_file"):
+        got = _moodle(folder, ours)
+        assert not got["matched"] and got["others"] == []
+        assert (
+            "the roster's groups 'Team Red', 'team  red' are all written" in (got["why_unmatched"])
+        )
+    same = _moodle("Équipe_3_assignsubmission_file", ours)
+    assert [same["student_id"], *(o["student_id"] for o in same["others"])] == ["S4", "S5"], (
+        "one group, its name in NFD and NFC"
+    )
+
+
+def test_a_blind_worksheets_team_folder_is_its_groups(tmp_path):
+    """A worksheet of anonymous submissions has no full names: a team folder whose group
+    id equals a participant id cannot be told to be that student's own by its name, and
+    is its group's (renaming the group could not change that)."""
+    blind = _roster(
+        tmp_path,
+        "Identifier,Status,Group,Grade\nParticipant 42,Submitted,Team 1,\n"
+        "Participant 7300001,Submitted,Team 1,\nParticipant 7300002,Submitted,Team 2,\n",
+    )
+    team = _moodle("Team 1_42_assignsubmission_file", blind)
+    assert team["matched"] and team["participant_id"] == "42"
+    assert [o["participant_id"] for o in team["others"]] == ["7300001"]
+    assert team["lms"]["group_id"] == "42" and team["lms"]["participant_id"] == ""
+    own = _moodle("Participant_7300002_assignsubmission_file", blind)
+    assert own["matched"] and own["participant_id"] == "7300002"
+    # a named student's own folder that is also a group's: the message names the student
+    sheet = _roster(tmp_path, TEAM_SHEET, "sheet.csv")
+    both = _moodle("Emma Anderson_7300000_assignsubmission_file", sheet)
+    assert both["why_unmatched"].startswith(
+        "Moodle's folder 'Emma Anderson_7300000' is named as Emma Anderson, whose participant "
+        "id is 7300000, and as the roster's group 'Emma Anderson'"
+    )
+    assert "submission column" in both["why_unmatched"]
+
+
+def test_a_group_folder_is_its_groups_as_moodle_41_writes_it(tmp_path):
+    """Moodle 4.1 writes a group's folder through format_string ("R&D" is "Ramp;D"), the
+    copies per member before 4.1 the name as it is ("RD"): the honest group "RD" keeps
+    its folder."""
+    ours = _roster(
+        tmp_path,
+        "student_id,name,group,Identifier\nS1,Ann,R&D,Participant 101\nS2,Bob,RD,Participant 102\n",
+    )
+    rd = _moodle("RD_5_assignsubmission_file", ours)
+    assert rd["student_id"] == "S2" and rd["others"] == []
+    rnd = _moodle("Ramp;D_6_assignsubmission_file", ours)
+    assert rnd["student_id"] == "S1" and rnd["others"] == []
+    ann = _moodle("RD-Ann_101_assignsubmission_file_", ours)
+    assert ann["student_id"] == "S1" and ann["matched_by"].endswith("(group RD's copy)")
+    bob = _moodle("RD-Bob_102_assignsubmission_file_", ours)
+    assert bob["student_id"] == "S2"
+
+
+def test_a_regrade_keeps_no_identity_the_new_resolution_refuses(tmp_path):
+    """An earlier version gave the team folder "Team 1_42" to the student whose
+    participant id is 42; graded again, the new resolution (unmatched, with why) stands.
+    A notebook given by its path, with nothing of its own to go by, keeps its student."""
+    from lablib.grading.grade import _merged
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    sheet = _roster(tmp_path, WORKSHEET.replace("7300017", "42"))
+    folder = "Team 1_42_assignsubmission_file"
+    path = tmp_path / folder / "lab1.ipynb"
+
+    def result(identity):
+        r = SubmissionResult(
+            "Team 1", str(path), Status(), 5.0, 10.0, {"f": PieceScore(5.0, 10.0)}, []
+        )
+        r.identity = identity
+        return r
+
+    new = _moodle(folder, sheet)
+    assert not new["matched"] and "42 is the participant id of José Núñez" in new["why_unmatched"]
+    old = new | {
+        "matched": True,
+        "matched_by": "Moodle participant id 42",
+        "email": "jose@uni.example",
+    }
+    [merged] = _merged([result(old)], [result(new)])
+    assert not merged.identity["matched"] and merged.identity["email"] == ""
+    assert "42 is the participant id" in merged.identity["why_unmatched"]
+    # a plain notebook given by its path: the student its row was matched to is kept
+    plain = resolve(_found("lab1", path=str(path)), sheet)
+    assert not plain["matched"] and "why_unmatched" not in plain
+    [kept] = _merged([result(old)], [result(plain)])
+    assert kept.identity["matched"] and kept.identity["email"] == "jose@uni.example"

@@ -130,23 +130,26 @@ def test_moodle_team_download_names():
 
 
 @pytest.mark.parametrize(
-    "group, written",
+    "group, written, formatted",
     [
-        ("Team_A", "Team A"),  # "_" is the prefix's separator: Moodle writes a space
-        ("R&D", "RD"),  # locallib.php: the name as it is, clean_filename drops "&"
-        ("R&D", "Ramp;D"),  # downloader.php: format_string writes "&amp;" first
-        ('<b>Bold</b> "q" a|b:c/d', "bBoldb q abcd"),  # locallib.php: tags' <, > dropped
-        ("<b>Bold</b>", "Bold"),  # format_string removes the tags
-        ("O'Brien's", "OBriens"),
-        ("Équipe\u0301 é", unicodedata.normalize("NFD", "ÉQUIPE\u0301 É")),  # NFD, case
-        ("Tab\there\x07", "Tabhere"),  # control characters removed
-        ("Bidi \u202eevil", "Bidi ?evil"),  # as lablib shows the download's names
+        ("Team_A", "Team A", False),  # "_" is the prefix's separator: Moodle writes a space
+        ("Team_A", "Team A", True),
+        ("R&D", "RD", False),  # locallib.php's copies: the name as it is, "&" dropped
+        ("R&D", "Ramp;D", True),  # downloader.php: format_string writes "&amp;" first
+        ('<b>Bold</b> "q" a|b:c/d', "bBoldb q abcd", False),  # copies: tags' <, > dropped
+        ("<b>Bold</b>", "Bold", True),  # format_string removes the tags
+        ("O'Brien's", "OBriens", False),
+        ("Équipe\u0301 é", unicodedata.normalize("NFD", "ÉQUIPE\u0301 É"), True),  # NFD, case
+        ("Tab\there\x07", "Tabhere", True),  # control characters removed
+        ("Bidi \u202eevil", "Bidi ?evil", False),  # as lablib shows the download's names
     ],
 )
-def test_moodle_writes_group_names_as_the_forms_say(group, written):
+def test_moodle_writes_group_names_as_the_forms_say(group, written, formatted):
     from lablib.grading.lms import fold
 
-    assert fold(clean_label(unicodedata.normalize("NFC", written))) in moodle_file_forms(group)
+    assert moodle_file_forms(group, formatted=formatted) == {
+        fold(clean_label(unicodedata.normalize("NFC", written)))
+    }
 
 
 def test_moodle_file_forms_tell_names_apart():
@@ -154,6 +157,12 @@ def test_moodle_file_forms_tell_names_apart():
     assert moodle_file_forms("Team A") & moodle_file_forms("Team B") == set()
     assert moodle_file_forms("Team_A") == moodle_file_forms("Team A"), "Moodle writes both alike"
     assert moodle_file_forms("") == set() and moodle_file_forms("\x00") == set()
+    # Moodle 4.1's group folders write the name through format_string, the copies per
+    # member before 4.1 as it is: "R&D" is "Ramp;D" in one and "RD" in the other, and
+    # never the honest group "RD"'s folder
+    assert moodle_file_forms("R&D", formatted=True) == {"ramp;d"}
+    assert moodle_file_forms("RD", formatted=True) == {"rd"}
+    assert moodle_file_forms("R&D") == {"rd"}
 
 
 GRADESCOPE = """submission_409194023:

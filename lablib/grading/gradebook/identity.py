@@ -17,15 +17,19 @@ Matching a submission to the roster, first rule that finds exactly one student:
 2. the LMS download's ids: Canvas's user id = the roster's ``ID``; Moodle's participant
    id = the worksheet's Identifier, when the folder's name is that student's (their full
    name, "Participant", or ``<their group>-`` before either); a Gradescope submitter's
-   SID or e-mail. A Moodle team assignment's folder (``<group name>_<group id>``, the
-   "Default group" without an id) is each student's whose ``group`` (the worksheet's
-   ``Group`` column) Moodle writes as the folder's name (:func:`~lablib.grading.lms.moodle_file_forms`);
-   the first is the identity, the others its ``others``. When the roster has groups, or
-   the folder's number is the participant id of a student it does not name, rules 3 and
-   4 are not tried: a group's name (student or teacher text) never claims a student who
-   is not in the group, and a group id that is some student's participant id is not
-   theirs. What matches no one says why (``why_unmatched``: what the folder says, what
-   was expected, what to do);
+   SID or e-mail. A Moodle folder whose name is one of the roster's groups' as Moodle
+   4.1's download writes it (``<group name>_<group id>``, the "Default group" without an
+   id; :func:`~lablib.grading.lms.moodle_file_forms`) is each student's of that group (the
+   ``group`` column: the worksheet's ``Group``), the first the identity, the others its
+   ``others``; groups are told apart by their exact name, and a folder two groups are
+   written alike in, or that is both a named student's own (participant id and full name)
+   and a group's, is no one's. A folder whose number is the participant id of a student
+   it does not name is no one's (a group id that is some student's participant id is not
+   theirs), and rules 3 and 4 are not tried for it. Any other Moodle folder goes on to
+   rules 3 and 4, except that with groups in the roster a member's copy
+   (``<group>-<Full name>``, Moodle before 4.1) is only a student's of that group. What
+   matches no one says why (``why_unmatched``: what the folder says, what was expected,
+   what to do);
 3. one of the student's identifiers (student id, SIS/Canvas ids, login, e-mail or its part
    before ``@``, Moodle participant id) equals the submission's name, one of its folders
    or its notebook's name;
@@ -38,7 +42,8 @@ matches the roster's NFC one). An identifier shared by two students matches neit
 Without a match (or without a roster) the identity is what the download says (Canvas
 user id and name, Moodle participant id and full name or a group's name, Gradescope SID,
 e-mail and name), else the submission's name; a Moodle number the roster gives another
-student is left out of it.
+student, or any unmatched Moodle folder's number when the roster has groups (it may be a
+group's id), is left out of it.
 
 The submission time, first found of: the LMS download (a Gradescope export's
 ``:created_at:``), the times file (``--times``; the latest row), the roster's
@@ -56,6 +61,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import re
+import unicodedata
 
 from lablib.grading.lms import clean_label, fold, moodle_file_forms
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
@@ -97,7 +103,7 @@ def _name_forms(student: Student) -> set[str]:
     name = fold(student.name)
     if not name:
         return set()
-    forms = {name, _slug(name)} | moodle_file_forms(student.name)
+    forms = {name, _slug(name)} | moodle_file_forms(student.name)  # full names unformatted
     if "," in name:  # "doe, erin" -> "erin doe"
         last, _, first = name.partition(",")
         forms.add(fold(f"{first} {last}"))
@@ -137,19 +143,25 @@ class RosterIndex:
                     table.setdefault(fold(value), []).append(s)
             for form in _name_forms(s):
                 self.names.setdefault(form, []).append(s)
-        # a team assignment's groups (the roster's group column): members in roster order,
-        # and every way Moodle's download writes each group's name
+        # a team assignment's groups (the roster's group column), each by its exact (NFC)
+        # name: "Team Red" and "team  red" are two Moodle groups. Members in roster order,
+        # and the group folders' names as Moodle 4.1's download writes them (formatted)
         self.members: dict[str, list] = {}
         self.group_names: dict[str, str] = {}  # as shown (control characters made "?")
         self.groups: dict[str, list] = {}
         for s in roster.students:
             if s.group.strip():
-                key = fold(s.group)
+                key = unicodedata.normalize("NFC", s.group.strip())
                 if key not in self.members:
                     self.group_names[key] = clean_label(s.group)
-                    for form in moodle_file_forms(s.group):
+                    for form in moodle_file_forms(s.group, formatted=True):
                         self.groups.setdefault(form, []).append(key)
                 self.members.setdefault(key, []).append(s)
+
+    def group_keys(self, name: str) -> list[str]:
+        """The roster's groups whose folder Moodle's download names ``name`` (two or more
+        when their names are written alike)."""
+        return list(dict.fromkeys(self.groups.get(fold(name), [])))
 
     @staticmethod
     def one(table: dict, keys) -> tuple[Student | None, str]:
@@ -219,8 +231,10 @@ class _MoodleMatch:
         why: why it is no one's (what it says, what was expected, what to do).
         final: decided: the identifier and name rules are not tried after it.
         doubted: its number is not known to be a participant id (a team assignment's
-            folder, or one whose name is not that participant's): left out of the
-            identity, so that no later join by participant id gives it to anyone.
+            folder, one whose name is not that participant's, or any folder left to the
+            identifier and name rules when the roster has groups): left out of the
+            identity if unmatched, so that no later join by participant id gives it to
+            anyone.
     """
 
     students: tuple = ()
@@ -235,7 +249,8 @@ def _moodle_own(student: Student, name: str) -> tuple[bool, str]:
     """Whether a Moodle folder called ``name`` can be ``student``'s own, and the group it
     names: the student's full name as Moodle writes it, or "Participant" (anonymous
     submissions); or either after ``<group>-``, a team member's copy (``locallib.php``
-    before Moodle 4.1), whose group must be the student's when the roster gives one."""
+    before Moodle 4.1, the group's name unformatted), whose group must be the student's
+    when the roster gives one."""
     if not fold(student.name):
         return True, ""  # nothing to compare (a worksheet of anonymous submissions)
     forms = _name_forms(student) | {"participant"}
@@ -251,52 +266,94 @@ def _moodle_own(student: Student, name: str) -> tuple[bool, str]:
 
 def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
     """Whose a Moodle folder is, by its number and name against the roster: a student's
-    own (the participant id, and a name that is that student's), else, in a team
-    assignment (the roster has a group column), its group's members (the name is a
-    group's as Moodle writes it; the number is the group's id). A number that names a
-    student the name does not, or a name no group of the roster has, is reported, never
-    given to a student it does not name."""
+    own (the participant id, and a name that is that student's); a team's, when its name
+    is one of the roster's groups' as Moodle writes it (its number the group's id): the
+    group's members; else the identifier and name rules decide, as for any folder. A
+    number that names a student the name does not, or a name two groups or a group and
+    that number's student share, is reported, never given to a student it does not
+    name."""
     name, number = lms.get("name", ""), lms.get("participant_id", "")
     if lms.get("group") and not number:  # "Default group", or a group's folder decided before
-        return _moodle_group(index, name, lms.get("group_id", ""), None)
+        return _moodle_group(index, name, lms.get("group_id", ""), index.group_keys(name))
     owner = index.one(index.participants, [number])[0] if number else None
+    keys = index.group_keys(name)
     if owner is not None:
         own, group = _moodle_own(owner, name)
-        if own and index.groups.get(fold(name)):
-            written = index.group_names[index.groups[fold(name)][0]]
+        # a named student's own and a group's: refused; with no name to compare (anonymous
+        # submissions) the folder is the group's, below
+        if own and keys and fold(owner.name):
+            written = ", ".join(repr(index.group_names[k]) for k in keys)
             return _MoodleMatch(
-                why=f"Moodle's folder {_prefix(name, number)!r} is both {owner.name}'s own "
-                f"(participant id {number}) and the folder of the roster's group {written!r}; "
-                f"lablib does not guess: rename the group in Moodle and download again",
+                why=f"Moodle's folder {_prefix(name, number)!r} is named as {owner.name}, whose "
+                f"participant id is {number}, and as the roster's group {written}; lablib does "
+                f"not guess whose it is. If it is the group's, rename the group in Moodle (to a "
+                f"name no student has) and download again; if it is {owner.name}'s own, name it "
+                f"in the roster's submission column",
                 final=True,
                 doubted=True,
             )
-        if own:
+        if own and not keys:
             how = f"Moodle participant id {number}" + (f" (group {group}'s copy)" if group else "")
             return _MoodleMatch((owner,), how, {"group": group} if group else {}, final=True)
-    if index.members:  # a team assignment: its folders are its groups'
-        return _moodle_group(index, name, number, owner)
+    if keys:  # a team assignment's folder: its group's
+        return _moodle_group(index, name, number, keys)
+    if index.members and owner is None:
+        member = _moodle_copy(index, name)
+        if member is not None:
+            return _MoodleMatch((member,), f"Moodle name {name}", {}, final=True)
     if owner is not None:
-        return _MoodleMatch(
-            why=f"Moodle's folder {_prefix(name, number)!r}: {number} is the participant id of "
-            f"{owner.name} in the roster, but the folder is named {name!r}. A team submission's "
-            f"folder is '<group name>_<group id>' (a group's id, not a participant's): give the team "
-            f"assignment's grading worksheet, with its Group column, as the roster. A student's own: "
-            f"give this assignment's grading worksheet (participant ids differ between assignments)",
-            final=True,
-            doubted=True,
+        return _MoodleMatch(why=_not_theirs(index, name, number, owner), final=True, doubted=True)
+    # a student's own folder as far as the roster knows: the identifier and name rules
+    # follow. With groups in the roster its number may be a group's: left out if unmatched
+    return _MoodleMatch(
+        why=_moodle_unmatched(index, lms) if index.members else "", doubted=bool(index.members)
+    )
+
+
+def _not_theirs(index: RosterIndex, name: str, number: str, owner: Student) -> str:
+    """Why a Moodle folder whose number is ``owner``'s participant id but whose name is
+    not theirs is no one's."""
+    folder = f"Moodle's folder {_prefix(name, number)!r}"
+    if index.members:
+        return (
+            f"{folder} is not the folder of any of the roster's groups ({_known(index)}) and "
+            f"not {owner.name}'s own ({number} is {owner.name}'s participant id, but the folder "
+            f"is not theirs): give this assignment's grading worksheet as the roster (its Group "
+            f"column names each student's group), or write each member's group, as Moodle names "
+            f"it, in the roster's group column"
         )
-    return _MoodleMatch()  # the identifier and name rules follow
+    return (
+        f"{folder}: {number} is the participant id of {owner.name} in the roster, but the "
+        f"folder is named {name!r}. A team submission's folder is '<group name>_<group id>' (a "
+        f"group's id, not a participant's): give the team assignment's grading worksheet, with "
+        f"its Group column, as the roster. A student's own: give this assignment's grading "
+        f"worksheet (participant ids differ between assignments)"
+    )
 
 
-def _moodle_unmatched(lms: dict) -> str:
+def _known(index: RosterIndex) -> str:
+    """The roster's groups, as a message lists them."""
+    known = sorted(index.group_names.values())
+    return f"its groups: {', '.join(map(repr, known[:8]))}{', ...' if len(known) > 8 else ''}"
+
+
+def _moodle_unmatched(index: RosterIndex | None, lms: dict) -> str:
     """Why a Moodle folder that no rule decided matches no one."""
     name, number = lms.get("name", ""), lms.get("participant_id", "")
     said = (
         f"participant id {number} is not in the roster's Identifier column and " if number else ""
     )
+    folder = f"Moodle's folder {_prefix(name, number)!r}"
+    if index is not None and index.members:
+        return (
+            f"{folder} is not the folder of any of the roster's groups ({_known(index)}), "
+            f"{said}no student of the roster is named {name!r}: for a team assignment, give its "
+            f"grading worksheet as the roster (its Group column names each student's group) or "
+            f"write each member's group, as Moodle names it, in the roster's group column; for "
+            f"a student's own, give this assignment's grading worksheet"
+        )
     return (
-        f"Moodle's folder {_prefix(name, number)!r}: {said}no student of the roster is named "
+        f"{folder}: {said}no student of the roster is named "
         f"{name!r}; give this assignment's grading worksheet as the roster (for a team assignment, "
         f"with its Group column)"
     )
@@ -307,12 +364,11 @@ def _prefix(name: str, number: str) -> str:
     return f"{name}_{number}" if number else name
 
 
-def _moodle_group(index: RosterIndex, name: str, number: str, owner) -> _MoodleMatch:
-    """A team assignment's folder: the members of the one roster group whose name Moodle
-    writes ``name``; else a member's copy named ``<group>-<Full name>`` whose student is
-    in that group (their participant id not in the roster); else no one, and why."""
+def _moodle_group(index: RosterIndex, name: str, number: str, keys: list) -> _MoodleMatch:
+    """A team assignment's folder: the members of the one roster group (``keys``: those
+    whose name Moodle writes ``name``); refused when two groups are written alike or, for
+    a folder without a number (the "Default group"), when no group is."""
     group = {"group": name, "group_id": number, "participant_id": ""}
-    keys = list(dict.fromkeys(index.groups.get(fold(name), [])))
     folder = f"Moodle's folder {_prefix(name, number)!r}"
     if len(keys) == 1:
         members = tuple(index.members[keys[0]])
@@ -330,10 +386,6 @@ def _moodle_group(index: RosterIndex, name: str, number: str, owner) -> _MoodleM
             final=True,
             doubted=True,
         )
-    if owner is None:
-        member = _moodle_copy(index, name)
-        if member is not None:
-            return _MoodleMatch((member,), f"Moodle name {name}", {}, final=True)
     if not index.members:
         why = (
             f"{folder} is a team submission (of the group {name!r}; Moodle writes no id for its "
@@ -341,22 +393,19 @@ def _moodle_group(index: RosterIndex, name: str, number: str, owner) -> _MoodleM
             f"grading worksheet (its Group column) as the roster, or add a group column"
         )
     else:
-        known = sorted(index.group_names.values())
         why = (
-            f"{folder} is a team submission ('<group name>_<group id>') of the group {name!r}, "
-            f"which no student of the roster is in (its groups: {', '.join(map(repr, known[:8]))}"
-            f"{', ...' if len(known) > 8 else ''}); give this assignment's grading worksheet as the "
-            f"roster (its Group column names each student's group), or write each member's group, "
-            f"as Moodle names it, in the roster's group column"
+            f"{folder} is a team submission of the group {name!r}, which no student of the "
+            f"roster is in ({_known(index)}); give this assignment's grading worksheet as the "
+            f"roster (its Group column names each student's group), or write each member's "
+            f"group, as Moodle names it, in the roster's group column"
         )
-        if owner is not None:
-            why += f" ({number} is {owner.name}'s participant id, but the folder is not theirs)"
     return _MoodleMatch(why=why, final=True, doubted=True)
 
 
 def _moodle_copy(index: RosterIndex, name: str) -> Student | None:
-    """The student of a team member's copy ``<group>-<Full name>`` (``locallib.php``)
-    found by name alone: one student has the name and is in that group."""
+    """The student of a team member's copy ``<group>-<Full name>`` (``locallib.php``, the
+    group's name unformatted) found by name alone: one student has the name and is in
+    that group."""
     for i, char in enumerate(name):
         if char == "-":
             student, _ = index.one(index.names, [name[i + 1 :]])
@@ -370,7 +419,9 @@ def _lms_name_match(index: RosterIndex, lms: dict) -> tuple[Student | None, str]
     if not name:
         return None, ""
     forms = [name, _slug(name)]
-    if lms.get("lms") == "moodle" and "-" in name:  # a group submission: "<group>-<Full name>"
+    if lms.get("lms") == "moodle" and "-" in name and not index.members:
+        # a member's copy "<group>-<Full name>"; with groups in the roster only a copy of the
+        # student's own group is theirs (_moodle_copy): a group's name claims no one else
         forms += [name.split("-", k)[-1] for k in range(1, name.count("-") + 1)]
     student, key = index.one(index.names, forms)
     return student, (f"{lms.get('lms', 'LMS').capitalize()} name {name}" if student else "")
@@ -457,7 +508,7 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
         if student is not None:
             identity = _from_student(student) | {"matched": True, "matched_by": how}
         elif lms.get("lms") == "moodle":
-            identity = {"why_unmatched": moodle.why or _moodle_unmatched(lms)}
+            identity = {"why_unmatched": moodle.why or _moodle_unmatched(index, lms)}
     if not identity.get("matched"):
         identity = (
             _from_lms(found, lms, moodle.doubted) | {"matched": False, "matched_by": ""} | identity

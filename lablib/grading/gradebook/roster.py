@@ -21,8 +21,9 @@ layouts, recognised by its header row (case, spacing and Unicode form ignored):
   each student's group as Moodle names the group's download folder; or Moodle's grade
   export (``First name, Last name, ID number, Email address``).
 
-Any layout may carry a ``group`` (or ``team``) column: the student's group, whose
-submission is the student's too (:mod:`~lablib.grading.gradebook.identity`).
+Any layout may carry a ``group`` (or ``team``, ``group name``) column: the student's
+group, whose Moodle team folder is the student's too; a folder not named as one of the
+roster's groups is matched as without it (:mod:`~lablib.grading.gradebook.identity`).
 
 A times file (``lablib grade --times times.csv``; :class:`SubmissionTimes`) gives
 submission times apart from the roster: ``student, lab, submitted_at``, one row per

@@ -15,9 +15,10 @@ to it (:func:`~lablib.grading.gradebook.book.feedback_stems`,
   byte-order marks, soft hyphens, Unicode tag characters, bidirectional controls,
   control characters, lone surrogates (a file name that was not UTF-8), fillers; each
   becomes ``_``, so ``al\\u200bice`` is never a second ``alice``. The characters that
-  shape what is shown stay (:data:`SHAPING`): zero-width (non-)joiners, which Persian and
-  Indic names and emoji need, and variation selectors (an emoji's colour form, an
-  ideograph's variant in a Japanese name);
+  shape what is shown stay where they shape a character of a script that uses them
+  (:data:`SHAPING`): zero-width (non-)joiners in Persian and Indic names and emoji, and
+  variation selectors (an emoji's colour form, an ideograph's variant in a Japanese
+  name); ``al\\u200dice`` and ``alice\\ufe0f`` get ``_`` too;
 * not a name Windows keeps for a device (:func:`windows_safe`), since instructors copy
   the output folder there: ``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
   ``LPT0``-``LPT9`` (and the superscript digits), ``CONIN$``, ``CONOUT$``, in any case,
@@ -55,21 +56,40 @@ _UNSHOWN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _WINDOWS_DEVICE = re.compile(r"(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)")
 
 
-#: Invisible characters that change how their neighbours are shown, kept in names:
-#: zero-width non-joiner and joiner (Persian, Indic scripts, emoji sequences) and the
-#: variation selectors (emoji presentation, ideographic variants).
+#: Invisible characters that change how their neighbours are shown: zero-width non-joiner
+#: and joiner (Persian, Indic scripts, emoji sequences) and the variation selectors (emoji
+#: presentation, ideographic variants). :func:`shown` keeps one only where it shapes a
+#: character of a script that uses it (:func:`_shapes`), so ``al\u200dice`` is not
+#: ``alice`` to a reader.
 SHAPING = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# From here on, the scripts that shape with joiners and selectors: Hebrew, Arabic, Syriac,
+# the Indic scripts, ..., CJK, emoji; not Latin, Greek or Cyrillic, where a joiner or a
+# selector changes nothing a reader sees.
+_SHAPED_FROM = 0x0590
+
+
+def _shapes(text: str, i: int) -> bool:
+    """Whether the shaping character ``text[i]`` shapes something: it follows a character
+    of a script that uses it and, for a joiner, comes before one."""
+    shaped = i > 0 and ord(text[i - 1]) >= _SHAPED_FROM and not SHAPING.match(text[i - 1])
+    if text[i] in "\u200c\u200d":
+        shaped = shaped and i + 1 < len(text) and ord(text[i + 1]) >= _SHAPED_FROM
+    return shaped
 
 
 def shown(text: str, replacement: str = "_") -> str:
     """``text`` with every character that shows nothing replaced by ``replacement``
-    (those of :data:`SHAPING` kept)."""
+    (a character of :data:`SHAPING` kept where it shapes its neighbours)."""
     return "".join(
         c
-        if SHAPING.match(c)
-        or not (_IGNORABLE.match(c) or unicodedata.category(c) in _UNSHOWN_CATEGORIES)
+        if (SHAPING.match(c) and _shapes(text, i))
+        or not (
+            SHAPING.match(c)
+            or _IGNORABLE.match(c)
+            or unicodedata.category(c) in _UNSHOWN_CATEGORIES
+        )
         else replacement
-        for c in text
+        for i, c in enumerate(text)
     )
 
 

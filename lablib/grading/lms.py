@@ -62,6 +62,8 @@ import pathlib
 import re
 import unicodedata
 
+from lablib.grading.filenames import shown
+
 __all__ = [
     "canvas_name",
     "moodle_name",
@@ -100,8 +102,8 @@ _MOODLE_FILE_REMOVES = re.compile("[\x00-\x1f\x7f&<>\"`|':\\\\/]")
 # (zero-width space, word joiner, soft hyphen, invisible operators, Hangul fillers, tag and
 # characters: "al\u200bice" would look like "alice"), and lone surrogates (a file name
 # whose bytes were not UTF-8: no writer could encode it). What shapes its neighbours stays
-# (lablib.grading.filenames.SHAPING): zero-width (non-)joiners, which Persian, Indic
-# scripts and emoji need, and variation selectors.
+# where it shapes them (lablib.grading.filenames.shown): zero-width (non-)joiners, which
+# Persian, Indic scripts and emoji need, and variation selectors.
 _INVISIBLE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
     "\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0"
@@ -125,8 +127,8 @@ def clean_label(text) -> str:
     show and to write: NFC; control, bidirectional and invisible characters and the lone
     surrogates of a file name that was not UTF-8 replaced by ``?``; path separators by
     ``_``."""
-    text = unicodedata.normalize("NFC", str(text or ""))
-    return _INVISIBLE.sub("?", text).replace("/", "_").replace("\\", "_").strip()
+    text = shown(_INVISIBLE.sub("?", unicodedata.normalize("NFC", str(text or ""))), "?")
+    return text.replace("/", "_").replace("\\", "_").strip()
 
 
 def canvas_name(file_name: str) -> dict | None:

@@ -249,15 +249,33 @@ def _gradescope_download(parts, metadata: dict):
     return lms.clean_label(_gradescope_label(info, folder)), parts[: at + 1], info
 
 
+def _flat_download(file_name: str) -> tuple[str, dict] | None:
+    """``(label, lms info)`` of a file named as a flat LMS download names its files, or
+    None. A name both LMSs could have written is Canvas's when Canvas's own prefix
+    (``<name>_[LATE_]<user id>_<attachment id>_``) holds no ``_assignsubmission_``: the
+    rest is the student's own file name, which could say anything
+    (``smithmallory_184002_9000002_x-andersonemma_1234_assignsubmission_file_lab1.ipynb``
+    is Mallory's); else Moodle's
+    (``Alice Smith_7300001_assignsubmission_file_hw_1_2023.ipynb`` is Alice Smith's)."""
+    canvas = lms.canvas_name(file_name)
+    if canvas is not None and "_assignsubmission_" not in canvas["name"]:
+        return canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", canvas
+    flat = lms.moodle_name(file_name)
+    if flat is not None and flat["file"]:
+        return flat["name"], flat
+    if canvas is not None:
+        return canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", canvas
+    return None
+
+
 def _classify(books, exports, refused: list) -> tuple[list, list]:
     """Split the notebooks of one folder given into those of an LMS download, as
     ``(label, student folder parts or None, parts, file, lms info)``, and the plain ones.
 
     A student's folder of an LMS download (a Gradescope submission, a Moodle student's
     folder) names every notebook inside it, whatever the notebook's own file name says:
-    a file named as Canvas names its files is read as a Canvas file only outside them, and
-    after Moodle's flat file names (``<Full name>_<id>_assignsubmission_file_<file>``,
-    whose ``<file>`` may look like the end of a Canvas name)."""
+    a file named as Canvas names its files is read as a Canvas file only outside them
+    (which LMS wrote a flat file's name: :func:`_flat_download`)."""
     metadata = _export_metadata(books, exports, refused)
     downloads, plain = [], []
     for parts, target in books:
@@ -279,14 +297,9 @@ def _classify(books, exports, refused: list) -> tuple[list, list]:
             i, info = moodle
             downloads.append((info["name"], parts[: i + 1], parts, target, info))
             continue
-        flat = lms.moodle_name(parts[-1])
-        if flat is not None and flat["file"]:
-            downloads.append((flat["name"], None, parts, target, flat))
-            continue
-        canvas = lms.canvas_name(parts[-1])
-        if canvas is not None:
-            label = canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}"
-            downloads.append((label, None, parts, target, canvas))
+        flat = _flat_download(parts[-1])
+        if flat is not None:
+            downloads.append((flat[0], None, parts, target, flat[1]))
             continue
         plain.append((parts, target))
     return downloads, plain
@@ -361,14 +374,9 @@ def _given_notebook(path: pathlib.Path, target: pathlib.Path, refused: list) -> 
         found = _gradescope_given(path, target, name, parent, refused)
         if found is not None:
             return found
-    flat = lms.moodle_name(name)
-    if flat is not None and flat["file"]:
-        return Found(flat["name"], target, name, "", flat)
-    canvas = lms.canvas_name(name)
-    if canvas is not None:
-        return Found(
-            canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", target, name, "", canvas
-        )
+    flat = _flat_download(name)
+    if flat is not None:
+        return Found(flat[0], target, name, "", flat[1])
     return Found(lms.clean_label(_stem(name)), target, name, "", {})
 
 

@@ -379,6 +379,17 @@ def test_characters_that_shape_a_name_are_kept(name):
     assert _printable(name) == name and clean_label(name) == name
 
 
+@pytest.mark.parametrize("name", ["al\u200dice", "al\u200cice", "alice\ufe0f", "\u200dalice"])
+def test_a_shaping_character_that_shapes_nothing_shows(name):
+    """A joiner or a selector beside Latin letters changes nothing a reader sees: kept,
+    it would make a second 'alice'."""
+    from lablib.cli import _printable
+    from lablib.grading.lms import clean_label
+
+    assert "?" in _printable(name) and "?" in clean_label(name)
+    assert len(set(feedback_stems(["alice", name]).values())) == 2
+
+
 def test_a_file_name_that_is_not_utf8_names_a_row_the_reports_can_write(fixture_lab, tmp_path):
     """A zip made on Windows may hold Latin-1 file names: Python reads their bytes as lone
     surrogates, which no writer can encode. The row's name shows them as '?', and every

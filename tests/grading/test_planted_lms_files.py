@@ -136,3 +136,20 @@ def test_a_moodle_flat_file_whose_name_looks_like_canvas_is_moodles(tmp_path):
     assert found.lms["participant_id"] == "7300001"
     [given] = find_submissions([tmp_path / "subs" / name])
     assert given.name == "Alice Smith" and given.lms["participant_id"] == "7300001"
+
+
+def test_a_canvas_file_that_names_a_moodle_file_stays_the_canvas_students(tmp_path):
+    """Canvas's prefix is the LMS's, the rest the student's own file name: a name that
+    also parses as a Moodle flat file is the Canvas student's, late marker kept."""
+    subs = tmp_path / "subs"
+    _book(subs / "andersonemma_184001_9000001_lab1.ipynb")
+    hostile = (
+        "smithmallory_LATE_184002_9000002_x-andersonemma_1234_assignsubmission_file_lab1.ipynb"
+    )
+    _book(subs / hostile)
+    found = {f.name: f for f in find_submissions([subs], [])}
+    assert sorted(found) == ["andersonemma", "smithmallory"]
+    mallory = found["smithmallory"].lms
+    assert mallory["lms"] == "canvas" and mallory["user_id"] == "184002" and mallory["late"]
+    [given] = find_submissions([subs / hostile])
+    assert given.name == "smithmallory" and given.lms["user_id"] == "184002"

@@ -338,6 +338,13 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
     """Every gradebook row placed with its student (``people`` grows by those not in the
     roster); ``report["unmatched"]`` gets each lab's submissions matched to no one."""
     index = RosterIndex(roster) if roster is not None else None
+    if index is not None:  # what the whole download says (a group named like the Default group)
+        index.note(
+            (entry.get("identity") or {}).get("lms")
+            for _, book in books
+            for entry in book["submissions"]
+            if isinstance(entry.get("identity"), dict)
+        )
     for _, book in books:
         lab = book["lab"]
         unmatched, why = [], {}

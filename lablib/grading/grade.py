@@ -33,7 +33,7 @@ from lablib.labs import find_lab
 from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.gradebook import GradebookFolder
-from lablib.grading.gradebook.identity import resolve
+from lablib.grading.gradebook.identity import RosterIndex, resolve
 from lablib.grading.lms import fold
 from lablib.grading.gradebook.similarity import (
     dynamic_code,
@@ -278,18 +278,18 @@ def _found_of(result: SubmissionResult) -> Found:
     )
 
 
-def _identify(found: Found, roster, times, spec) -> dict:
-    identity = resolve(found, roster, times=times, lab=spec)
+def _identify(found: Found, roster, times, spec, index=None) -> dict:
+    identity = resolve(found, roster, times=times, lab=spec, index=index)
     identity["where"], identity["folder"] = found.where, found.folder
     return identity
 
 
-def _again(result: SubmissionResult, roster, times, spec) -> dict:
+def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
     """A kept row's identity resolved again (a new roster or times file); a time its
     identity had from elsewhere (the download, an earlier times file) is kept when none
     is found now."""
     old = result.identity or {}
-    identity = _identify(_found_of(result), roster, times, spec)
+    identity = _identify(_found_of(result), roster, times, spec, index)
     if not identity.get("submitted_at") and old.get("submitted_at"):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
     return identity
@@ -461,9 +461,14 @@ def grade(
         spec, [(f.name, f.path) for f in found], work, options.workers, options.progress
     )
     by_name = {f.name: f for f in found}
+    # the roster's index, with what the whole download says (a group named like Moodle's
+    # Default group), the kept rows' folders too
+    index = RosterIndex(roster) if roster is not None else None
+    if index is not None:
+        index.note([f.lms for f in found] + [(r.identity or {}).get("lms") for r in previous])
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
-        r.identity = _identify(by_name[r.submission], roster, times, spec)
-    _reidentify(previous, roster, times, spec, new_roster=options.roster is not None)
+        r.identity = _identify(by_name[r.submission], roster, times, spec, index)
+    _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     results = _replaced(_merged(previous, graded), {id(r) for r in graded})
     folder.keep_roster(roster)
     if late_policy is not None or options.fresh:
@@ -481,18 +486,33 @@ def grade(
     return sorted(results, key=lambda r: r.submission)
 
 
-def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool) -> None:
+def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool, index=None) -> None:
     """The kept rows' identities: all resolved again with a new roster (or where a row has
-    none); with new times only, each row's time looked up again."""
+    none, or a Moodle Default group's folder once the download has a group named like
+    it); with new times only, each row's time looked up again."""
     for r in previous:
-        if new_roster or not r.identity:
-            r.identity = _again(r, roster, times, spec)
+        if new_roster or not r.identity or _default_doubted(r, index):
+            r.identity = _again(r, roster, times, spec, index)
         elif times is not None:  # new times: the same student, the time looked up again
             again = _identify(_found_of(r), roster, times, spec)
             if again.get("submitted_at"):
                 r.identity.update(
                     submitted_at=again["submitted_at"], time_source=again["time_source"]
                 )
+
+
+def _default_doubted(result: SubmissionResult, index) -> bool:
+    """A kept row of Moodle's Default group's folder (no number) while the download also
+    has a numbered folder of a group named like it (``index.default_named``)."""
+    lms = (result.identity or {}).get("lms") or {}
+    return bool(
+        index is not None
+        and index.default_named
+        and lms.get("lms") == "moodle"
+        and lms.get("group")
+        and not lms.get("participant_id")
+        and not lms.get("group_id")
+    )
 
 
 def _write(

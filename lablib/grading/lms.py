@@ -37,9 +37,10 @@ as they are, so an instructor never renames a file:
     ``format_string``), so "R&D" is written ``RD``.
 
   The grading worksheet of a team assignment has a ``Group`` column: each member's group
-  as its name reads (or "Default group"), one row per student. :func:`moodle_file_forms`
+  as its name reads (or "Default group"), one row per student. :func:`moodle_file_text`
   gives how each writes a name (a 4.1 folder's group formatted, a copy's as it is), to
-  find a folder's group there.
+  find a folder's group there (case and spacing kept, as Moodle keeps them);
+  :func:`moodle_file_forms` gives it folded.
   Uploading the worksheet (``mod/assign/feedback/offline``) grades each row's student
   alone: every member needs a row.
 * **Gradescope**, *Review Grades > Export Submissions*: a folder per submission,
@@ -68,6 +69,7 @@ __all__ = [
     "canvas_name",
     "moodle_name",
     "moodle_file_forms",
+    "moodle_file_text",
     "read_gradescope_metadata",
     "GRADESCOPE_METADATA",
     "LmsDownloadError",
@@ -183,11 +185,12 @@ def moodle_name(name: str) -> dict | None:
     return found
 
 
-def moodle_file_forms(text, *, formatted: bool = False) -> set[str]:
-    """The ways Moodle's download writes ``text`` (a group's or a student's name as the
-    roster has it) in a folder or file name, folded as :func:`fold` does, with ``_`` made
-    a space and what ``clean_filename`` removes removed, then made safe to show as
-    :func:`clean_label` makes the download's names.
+def moodle_file_text(text, *, formatted: bool = False) -> str:
+    """``text`` (a group's or a student's name as the roster has it) as Moodle's download
+    writes it in a folder or file name: NFC, ``_`` made a space and what
+    ``clean_filename`` removes removed, then made safe to show as :func:`clean_label`
+    makes the download's names; case and spacing kept, as Moodle keeps them ("Team Red"
+    and "team  red" are two folders).
 
     Args:
         text: the name.
@@ -200,14 +203,26 @@ def moodle_file_forms(text, *, formatted: bool = False) -> set[str]:
 
     Example::
 
-        moodle_file_forms("R&D_team")                   # {'rd team'}
-        moodle_file_forms("R&D_team", formatted=True)   # {'ramp;d team'}
+        moodle_file_text("R&D_team")                   # 'RD team'
+        moodle_file_text("R&D_team", formatted=True)   # 'Ramp;D team'
     """
     form = unicodedata.normalize("NFC", str(text or ""))
     if formatted:
         form = re.sub(r"&(?![a-zA-Z0-9#]{1,8};)", "&amp;", form)
         form = re.sub(r"<[^>]*>", "", form).replace("<", "&lt;").replace(">", "&gt;")
-    forms = {fold(clean_label(_MOODLE_FILE_REMOVES.sub("", form.replace("_", " "))))}
+    return clean_label(_MOODLE_FILE_REMOVES.sub("", form.replace("_", " ")))
+
+
+def moodle_file_forms(text, *, formatted: bool = False) -> set[str]:
+    """:func:`moodle_file_text` folded as :func:`fold` does (a set: empty for a name
+    Moodle writes as nothing); ``formatted`` as there.
+
+    Example::
+
+        moodle_file_forms("R&D_team")                   # {'rd team'}
+        moodle_file_forms("R&D_team", formatted=True)   # {'ramp;d team'}
+    """
+    forms = {fold(moodle_file_text(text, formatted=formatted))}
     forms.discard("")
     return forms
 

@@ -12,7 +12,7 @@ import pytest
 
 from lablib.cli import main
 from lablib.grading.export import ExportError, export
-from lablib.grading.gradebook.identity import resolve
+from lablib.grading.gradebook.identity import resolve, resolve_all
 from lablib.grading.report import write_reports
 from lablib.grading.results import PersonScore, PieceScore, Status, SubmissionResult, WrittenAnswer
 from lablib.grading.gradebook.roster import Roster
@@ -252,11 +252,14 @@ def _team_book(tmp_path, out, roster, folders=None):
     from lablib.grading.lms import moodle_name
 
     lab = _lab()
-    results = []
+    results, found = [], []
     for folder, points in (folders or TEAM_FOLDERS).items():
         lms = moodle_name(folder)
+        name = lms["name"]
+        if any(f.name == name for f in found):  # "Default group" and "Default group_55"
+            name += f"_{lms['participant_id']}"
         r = SubmissionResult(
-            lms["name"],
+            name,
             str(tmp_path / folder / "lab.ipynb"),
             Status(),
             points,
@@ -265,12 +268,13 @@ def _team_book(tmp_path, out, roster, folders=None):
             [],
             answers={"why": WrittenAnswer("because", "tag")},
         )
-        r.identity = resolve(
-            Found(lms["name"], tmp_path / folder / "lab.ipynb", f"{folder}/lab.ipynb", folder, lms),
-            roster,
-            lab=lab,
+        found.append(
+            Found(name, tmp_path / folder / "lab.ipynb", f"{folder}/lab.ipynb", folder, lms)
         )
         results.append(r)
+    identities = resolve_all(found, roster, lab=lab)  # the whole download, as grading does
+    for r in results:
+        r.identity = identities[r.submission]
     person = {r.submission: {"why": PersonScore("why", 3.0, 4.0, graded=True)} for r in results}
     write_reports(out, lab, results, roster=roster, person=person)
     return lab
@@ -355,7 +359,56 @@ ALIKE_FOLDERS = {
     "RD_5_assignsubmission_file": 8.0,
     "Team Red_7_assignsubmission_file": 9.0,
     "team  red_8_assignsubmission_file": 2.0,
+    "TEAM RED_9_assignsubmission_file": 1.0,
 }
+
+
+#: A worksheet where a student named a group "Default group" (Mal): the worksheet writes
+#: it for Mal and for the students in no group (Erin, Gina) alike.
+DEFAULT_SHEET = """Identifier,Full name,Email address,Status,Group
+Participant 101,Erin Doe,erin@uni.edu,Submitted for grading,Default group
+Participant 102,Gina Poe,gina@uni.edu,Submitted for grading,Default group
+Participant 103,Mal Moe,mal@uni.edu,Submitted for grading,Default group
+Participant 104,Tom Tay,tom@uni.edu,Submitted for grading,Team Red
+"""
+
+
+def test_a_group_named_default_group_gives_no_one_a_grade(tmp_path):
+    """Mal's group "Default group" (folder Default group_55) and Moodle's Default group
+    (no number): the roster cannot tell their students apart, so neither folder is
+    anyone's; without Mal's folder the Default group's is its students' as before."""
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", DEFAULT_SHEET))
+    folders = {
+        "Default group_assignsubmission_file": 5.0,
+        "Default group_55_assignsubmission_file": 9.0,
+        "Team Red_56_assignsubmission_file": 8.0,
+    }
+    lab = _team_book(tmp_path, tmp_path / "out", sheet, folders)
+    done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
+    rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
+    totals = {r["Email address"] or r["Full name"] + r[lab.title]: r[lab.title] for r in rows}
+    assert totals == {
+        "erin@uni.edu": "0",
+        "gina@uni.edu": "0",
+        "mal@uni.edu": "0",
+        "tom@uni.edu": "11",
+        "Default group8": "8",
+        "Default group12": "12",
+    }
+    reasons = done["unmatched_reasons"][lab.name]
+    assert sorted(done["unmatched"][lab.name]) == ["Default group", "Default group_55"]
+    assert "rename that group in Moodle" in reasons["Default group_55"]
+    assert "a group named like it" in reasons["Default group"]
+    honest = {k: v for k, v in folders.items() if "_55_" not in k}
+    lab = _team_book(tmp_path, tmp_path / "out2", sheet, honest)
+    export("moodle", [tmp_path / "out2"], sheet, tmp_path / "h.csv")
+    rows = list(csv.DictReader(open(tmp_path / "h.csv", encoding="utf-8")))
+    assert {r["Email address"]: r[lab.title] for r in rows} == {
+        "erin@uni.edu": "8",
+        "gina@uni.edu": "8",
+        "mal@uni.edu": "8",
+        "tom@uni.edu": "11",
+    }
 
 
 def test_each_team_gets_its_own_grade_and_no_other_teams(tmp_path):
@@ -367,10 +420,9 @@ def test_each_team_gets_its_own_grade_and_no_other_teams(tmp_path):
     assert totals == {
         "ann@uni.edu": "7",  # R&D's folder, written Ramp;D
         "bob@uni.edu": "11",  # the honest RD's own
-        "cy@uni.edu": "0",  # "Team Red" and "team  red": written alike, neither's
-        "dee@uni.edu": "0",
-        "Team Red": "12",
-        "team  red": "5",
+        "cy@uni.edu": "12",  # "Team Red" and "team  red": Moodle keeps case and spacing
+        "dee@uni.edu": "5",
+        "TEAM RED": "4",  # only folded like both: neither's
     }
-    assert done["unmatched"][lab.name] == ["Team Red", "team  red"]
+    assert done["unmatched"][lab.name] == ["TEAM RED"]
     assert all("are all written" in why for why in done["unmatched_reasons"][lab.name].values())

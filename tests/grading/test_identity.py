@@ -11,6 +11,7 @@ import pytest
 
 from lablib.grading.gradebook.identity import resolve, resolve_all, student_of
 from lablib.grading.gradebook.roster import Roster, RosterError, SubmissionTimes
+from lablib.grading.lms import moodle_name
 from lablib.grading.submissions import Found
 
 CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (5501)
@@ -292,8 +293,14 @@ def test_a_moodle_members_copy_is_theirs_in_their_group(tmp_path):
 
 def test_unmatched_moodle_teams_say_why(tmp_path):
     sheet = _roster(tmp_path, TEAM_SHEET)
-    # the folder is both Emma's own (her participant id) and the group "Emma Anderson"'s
-    both = _moodle("Emma Anderson_7300000_assignsubmission_file", sheet)
+    # the folder is both Emma's own (her participant id) and the group "Emma Anderson"'s,
+    # a group she is in with Hal: her own or the group's, lablib does not guess
+    shared = _roster(
+        tmp_path,
+        TEAM_SHEET.replace('Team_Rocket ⚡,,23.00,Yes,"Friday', 'Emma Anderson,,23.00,Yes,"Friday'),
+        "shared.csv",
+    )
+    both = _moodle("Emma Anderson_7300000_assignsubmission_file", shared)
     assert not both["matched"] and "does not guess" in both["why_unmatched"]
     nobody = _moodle("Nobody_5_assignsubmission_file", sheet)
     assert not nobody["matched"] and nobody["key"] == "Nobody_5"
@@ -302,7 +309,7 @@ def test_unmatched_moodle_teams_say_why(tmp_path):
     )
     assert "'Nobody_5'" in nobody["why_unmatched"] and "'Team_Rocket ⚡'" in nobody["why_unmatched"]
     assert "Group column" in nobody["why_unmatched"]
-    match = sheet.match_of({"both": both, "nobody": nobody})
+    match = shared.match_of({"both": both, "nobody": nobody})
     assert match.unmatched == ("both", "nobody") and "Group column" in match.reasons["nobody"]
     alike = _roster(
         tmp_path,
@@ -402,19 +409,28 @@ def test_a_group_column_leaves_a_students_own_moodle_folder_to_the_name_rules(tm
 
 
 def test_moodle_groups_are_told_apart_by_their_exact_name(tmp_path):
-    """ "Team Red" and "team  red" are two Moodle groups: a folder the download writes
-    alike for both is neither's, never both teams' (each would get the other's grade)."""
+    """ "Team Red" and "team  red" are two Moodle groups, and Moodle keeps case and
+    spacing in their folders' names: each folder is its own group's; a folder that only
+    folded is like both is neither's, never both teams' (each would get the other's
+    grade)."""
     ours = _roster(
         tmp_path,
         "student_id,name,group\nS1,Ann,Team Red\nS2,Bob,Team Red\nS3,Mal,team  red\n"
         f"S4,Eve,{unicodedata.normalize('NFD', 'Équipe')}\nS5,Dan,Équipe\n",
     )
-    for folder in ("Team Red_5_assignsubmission_file", "team  red_9_assignsubmission_file"):
+    red = _moodle("Team Red_5_assignsubmission_file", ours)
+    assert [red["student_id"], *(o["student_id"] for o in red["others"])] == ["S1", "S2"]
+    mal = _moodle("team  red_9_assignsubmission_file", ours)
+    assert mal["student_id"] == "S3" and mal["others"] == []
+    for folder in ("TEAM RED_6_assignsubmission_file", "team red_7_assignsubmission_file"):
         got = _moodle(folder, ours)
         assert not got["matched"] and got["others"] == []
         assert (
             "the roster's groups 'Team Red', 'team  red' are all written" in (got["why_unmatched"])
         )
+    # no group written exactly so: the folded comparison, one group
+    low = _roster(tmp_path, "student_id,name,group\nS1,Ann,Team Red\nS2,Bob,Blue\n", "low.csv")
+    assert _moodle("team red_5_assignsubmission_file", low)["student_id"] == "S1"
     same = _moodle("Équipe_3_assignsubmission_file", ours)
     assert [same["student_id"], *(o["student_id"] for o in same["others"])] == ["S4", "S5"], (
         "one group, its name in NFD and NFC"
@@ -436,12 +452,16 @@ def test_a_blind_worksheets_team_folder_is_its_groups(tmp_path):
     assert team["lms"]["group_id"] == "42" and team["lms"]["participant_id"] == ""
     own = _moodle("Participant_7300002_assignsubmission_file", blind)
     assert own["matched"] and own["participant_id"] == "7300002"
-    # a named student's own folder that is also a group's: the message names the student
-    sheet = _roster(tmp_path, TEAM_SHEET, "sheet.csv")
+    # a named student's own folder that is also her group's: the message names the student
+    sheet = _roster(
+        tmp_path,
+        TEAM_SHEET.replace('Team_Rocket ⚡,,23.00,Yes,"Friday', 'Emma Anderson,,23.00,Yes,"Friday'),
+        "sheet.csv",
+    )
     both = _moodle("Emma Anderson_7300000_assignsubmission_file", sheet)
     assert both["why_unmatched"].startswith(
         "Moodle's folder 'Emma Anderson_7300000' is named as Emma Anderson, whose participant "
-        "id is 7300000, and as the roster's group 'Emma Anderson'"
+        "id is 7300000, and as Emma Anderson's own group 'Emma Anderson', which has other members"
     )
     assert "submission column" in both["why_unmatched"]
 
@@ -497,3 +517,163 @@ def test_a_regrade_keeps_no_identity_the_new_resolution_refuses(tmp_path):
     assert not plain["matched"] and "why_unmatched" not in plain
     [kept] = _merged([result(old)], [result(plain)])
     assert kept.identity["matched"] and kept.identity["email"] == "jose@uni.example"
+
+
+def test_a_blind_folder_is_its_students_only_as_participant(tmp_path):
+    """A worksheet of anonymous submissions: a student's own folder is "Participant" (or
+    "<their group>-Participant", a member's copy before Moodle 4.1); a group some student
+    names so takes no one's folder, which is refused with why."""
+    blind = _roster(
+        tmp_path,
+        "Identifier,Status,Group\nParticipant 101,Submitted,G1\nParticipant 102,Submitted,G1\n"
+        "Participant 103,Submitted,Participant\n",
+    )
+    found = [
+        _found("Participant", moodle_name(f"Participant_{n}_assignsubmission_file"))
+        for n in ("101", "102", "103")
+    ]
+    for n, f in zip(("101", "102", "103"), found):
+        got = resolve(f, blind)
+        assert not got["matched"] and got["others"] == [] and got["participant_id"] == ""
+        assert got["why_unmatched"].startswith(
+            f"Moodle's folder 'Participant_{n}' is named as the anonymous submission of "
+            f"participant {n} (the worksheet gives no full names) and as the roster's group "
+            f"'Participant'; lablib does not guess"
+        )
+        assert "rename the group in Moodle" in got["why_unmatched"]
+    g1 = _moodle("G1_55_assignsubmission_file", blind)
+    assert [g1["participant_id"], *(o["participant_id"] for o in g1["others"])] == ["101", "102"]
+    # a folder not named "Participant" is not the student's whose participant id it has
+    other = _moodle("Zed_101_assignsubmission_file", blind)
+    assert not other["matched"] and "not the folder of any" in other["why_unmatched"]
+    # copies per member before 4.1, a group named "<group>-Participant"
+    copies = _roster(
+        tmp_path,
+        "Identifier,Status,Group\nParticipant 101,Submitted,Team Red\n"
+        "Participant 102,Submitted,Team Red\nParticipant 103,Submitted,Team Red-Participant\n",
+        "copies.csv",
+    )
+    for n in ("101", "102"):
+        got = _moodle(f"Team Red-Participant_{n}_assignsubmission_file_", copies)
+        assert (
+            not got["matched"]
+            and "'Team Red-Participant'; lablib does not guess" in (got["why_unmatched"])
+        )
+    plain = _roster(
+        tmp_path,
+        "Identifier,Status,Group\nParticipant 101,Submitted,Team Red\n"
+        "Participant 102,Submitted,Team Red\n",
+        "plain.csv",
+    )
+    own = _moodle("Team Red-Participant_101_assignsubmission_file_", plain)
+    assert own["participant_id"] == "101" and own["matched_by"].endswith("(group Team Red's copy)")
+    assert _moodle("Participant_102_assignsubmission_file", plain)["participant_id"] == "102"
+
+
+#: A team assignment's worksheet where a student named a group "Default group": it writes
+#: "Default group" for that group's member (Mal) and for the students in no group alike.
+DEFAULT_SHEET = """Identifier,Full name,Email address,Status,Group
+Participant 101,Ann Ames,ann@uni.edu,Submitted,Default group
+Participant 102,Ben Bell,ben@uni.edu,Submitted,Default group
+Participant 103,Mal Moe,mal@uni.edu,Submitted,Default group
+Participant 104,Tom Tay,tom@uni.edu,Submitted,Team Red
+"""
+
+
+def test_a_group_named_default_group_takes_no_ones_folder(tmp_path):
+    sheet = _roster(tmp_path, DEFAULT_SHEET)
+    folders = [
+        "Default group_assignsubmission_file",
+        "Default group_55_assignsubmission_file",
+        "Team Red_56_assignsubmission_file",
+    ]
+    found = [
+        _found(moodle_name(f)["name"] + str(i), moodle_name(f), f"{f}/lab1.ipynb", f)
+        for i, f in enumerate(folders)
+    ]
+    default, named, red = resolve_all(found, sheet).values()
+    assert not named["matched"] and named["others"] == [] and named["participant_id"] == ""
+    assert (
+        "a group named 'Default group' (Moodle writes no id for its own Default group)"
+        in (named["why_unmatched"])
+    )
+    assert "rename that group in Moodle" in named["why_unmatched"]
+    assert not default["matched"] and default["others"] == []
+    assert (
+        "this download also has 'Default group_55', a group named like it"
+        in (default["why_unmatched"])
+    )
+    assert red["email"] == "tom@uni.edu"
+    # one folder at a time: the numbered one is refused all the same
+    assert not _moodle("Default group_55_assignsubmission_file", sheet)["matched"]
+    # a download without such a group: the Default group's folder is its students'
+    honest = resolve_all([found[0], found[2]], sheet)
+    got = honest[found[0].name]
+    assert [got["email"], *(o["email"] for o in got["others"])] == [
+        "ann@uni.edu",
+        "ben@uni.edu",
+        "mal@uni.edu",
+    ]
+
+
+def test_a_kept_default_group_row_is_resolved_again_when_a_group_is_named_so(tmp_path):
+    """A regrade that grades a numbered "Default group" folder: the kept row of the
+    Default group's own folder, matched before, is resolved again and refused."""
+    from lablib.grading.grade import _identify, _reidentify
+    from lablib.grading.gradebook.identity import RosterIndex
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    sheet = _roster(tmp_path, DEFAULT_SHEET)
+    folder = "Default group_assignsubmission_file"
+    kept = SubmissionResult(
+        "Default group",
+        str(tmp_path / folder / "lab1.ipynb"),
+        Status(),
+        5.0,
+        10.0,
+        {"f": PieceScore(5.0, 10.0)},
+        [],
+    )
+    kept.identity = _identify(
+        _found("Default group", moodle_name(folder), f"{folder}/lab1.ipynb", folder),
+        sheet,
+        None,
+        "lab1",
+    )
+    assert kept.identity["matched"]
+    index = RosterIndex(sheet)
+    index.note([moodle_name("Default group_55_assignsubmission_file")])
+    _reidentify([kept], sheet, None, "lab1", new_roster=False, index=index)
+    assert (
+        not kept.identity["matched"] and "a group named like it" in kept.identity["why_unmatched"]
+    )
+
+
+def test_a_students_exact_name_and_participant_id_beat_a_group_named_so(tmp_path):
+    """A group named as a student ("Ann A", exactly or only folded) does not block that
+    student's own folder: its id would have to be her participant id."""
+    for group in ("Ann A", "ann  a"):
+        ours = _roster(
+            tmp_path,
+            f"Identifier,Full name,Group\nParticipant 101,Ann A,G\nParticipant 103,Mal M,{group}\n",
+            "ann.csv",
+        )
+        ann = _moodle("Ann A_101_assignsubmission_file", ours)
+        assert ann["participant_id"] == "101" and ann["others"] == []
+        assert ann["matched_by"] == "Moodle participant id 101"
+        # the group's folder (its own id) is still the group's
+        mal = _moodle(f"{group}_77_assignsubmission_file", ours)
+        assert mal["participant_id"] == "103"
+    # only folded like her name, exactly the group's: the group's
+    ours = _roster(
+        tmp_path,
+        "Identifier,Full name,Group\nParticipant 101,Ann A,G\nParticipant 103,Mal M,ANN A\n",
+        "caps.csv",
+    )
+    got = _moodle("ANN A_101_assignsubmission_file", ours)
+    assert got["participant_id"] == "103" and got["lms"]["group_id"] == "101"
+    # her group named as her, alone in it: hers either way
+    alone = _roster(
+        tmp_path, "Identifier,Full name,Group\nParticipant 101,Ann A,Ann A\n", "alone.csv"
+    )
+    assert _moodle("Ann A_101_assignsubmission_file", alone)["participant_id"] == "101"

@@ -21,9 +21,16 @@ Matching a submission to the roster, first rule that finds exactly one student:
    4.1's download writes it (``<group name>_<group id>``, the "Default group" without an
    id; :func:`~lablib.grading.lms.moodle_file_forms`) is each student's of that group (the
    ``group`` column: the worksheet's ``Group``), the first the identity, the others its
-   ``others``; groups are told apart by their exact name, and a folder two groups are
-   written alike in, or that is both a named student's own (participant id and full name)
-   and a group's, is no one's. A folder whose number is the participant id of a student
+   ``others``; groups are told apart by their exact name. A folder's name is compared
+   as Moodle writes it (case and spacing kept) first, folded only when nothing is
+   written exactly so, and the exact match wins; a folder with a student's participant
+   id and exact full name is theirs though a group is written alike, unless that group
+   is their own with others in it. A folder two groups are written alike in, or that is
+   both a student's own and a group's alike, is no one's; a student of a worksheet
+   without full names owns only ``Participant`` (or ``<their group>-Participant``). A
+   numbered folder named as the "Default group" (a group some student named so) is no
+   one's, and so is the Default group's own when the download also has one
+   (:meth:`RosterIndex.note`). A folder whose number is the participant id of a student
    it does not name is no one's (a group id that is some student's participant id is not
    theirs), and rules 3 and 4 are not tried for it. Any other Moodle folder goes on to
    rules 3 and 4, except that with groups in the roster a member's copy
@@ -37,7 +44,7 @@ Matching a submission to the roster, first rule that finds exactly one student:
    ``andersonemma`` for "Anderson, Emma", Moodle's full name, a Gradescope submitter's
    name), when no other student has that name.
 
-Everything is compared NFC-normalised and case-folded (a macOS zip's NFD ``josé.núñez``
+Everything else is compared NFC-normalised and case-folded (a macOS zip's NFD ``josé.núñez``
 matches the roster's NFC one). An identifier shared by two students matches neither.
 Without a match (or without a roster) the identity is what the download says (Canvas
 user id and name, Moodle participant id and full name or a group's name, Gradescope SID,
@@ -63,7 +70,7 @@ import pathlib
 import re
 import unicodedata
 
-from lablib.grading.lms import clean_label, fold, moodle_file_forms
+from lablib.grading.lms import clean_label, fold, moodle_file_forms, moodle_file_text
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
 from lablib.grading.submissions import Found
 
@@ -90,6 +97,11 @@ STUDENT_FIELDS = (
     "due",
     "group",
 )
+
+
+#: The group the grading worksheet of a team assignment gives the students in no group
+#: (Moodle's Default group, whose folder has no number), as it writes it.
+DEFAULT_GROUP = "Default group"
 
 
 def _slug(text: str) -> str:
@@ -148,7 +160,8 @@ class RosterIndex:
         # and the group folders' names as Moodle 4.1's download writes them (formatted)
         self.members: dict[str, list] = {}
         self.group_names: dict[str, str] = {}  # as shown (control characters made "?")
-        self.groups: dict[str, list] = {}
+        self.groups: dict[str, list] = {}  # folded
+        self.groups_exact: dict[str, list] = {}  # as written, case and spacing kept
         for s in roster.students:
             if s.group.strip():
                 key = unicodedata.normalize("NFC", s.group.strip())
@@ -156,12 +169,41 @@ class RosterIndex:
                     self.group_names[key] = clean_label(s.group)
                     for form in moodle_file_forms(s.group, formatted=True):
                         self.groups.setdefault(form, []).append(key)
+                    exact = moodle_file_text(s.group, formatted=True)
+                    if exact:
+                        self.groups_exact.setdefault(exact, []).append(key)
                 self.members.setdefault(key, []).append(s)
+        # a numbered folder of this download named as Moodle's Default group (see note)
+        self.default_named = ""
+
+    def group_match(self, name: str) -> tuple[list[str], bool]:
+        """The roster's groups whose folder Moodle's download names ``name`` (two or more
+        when their names are written alike), and whether exactly: compared as written
+        first (case and spacing kept: "Team Red" and "team  red" are two folders), folded
+        only when no group is written exactly so."""
+        exact = self.groups_exact.get(unicodedata.normalize("NFC", str(name or "")).strip())
+        if exact:
+            return list(dict.fromkeys(exact)), True
+        return list(dict.fromkeys(self.groups.get(fold(name), []))), False
 
     def group_keys(self, name: str) -> list[str]:
-        """The roster's groups whose folder Moodle's download names ``name`` (two or more
-        when their names are written alike)."""
-        return list(dict.fromkeys(self.groups.get(fold(name), [])))
+        """The roster's groups whose folder Moodle's download names ``name``
+        (:meth:`group_match`)."""
+        return self.group_match(name)[0]
+
+    def note(self, lms_infos) -> None:
+        """What the whole download says that one folder cannot: a numbered folder named as
+        the roster's "Default group" (a group some student named so; the worksheet writes
+        "Default group" for its members and for the students in no group alike), after
+        which the Default group's own folder (no number) cannot be told to be the
+        students' in no group. ``lms_infos``: each submission's download description."""
+        for lms in lms_infos:
+            lms = lms or {}
+            if lms.get("lms") != "moodle" or not lms.get("participant_id"):
+                continue
+            if DEFAULT_GROUP in self.group_keys(lms.get("name", "")):
+                self.default_named = _prefix(lms.get("name", ""), lms["participant_id"])
+                return
 
     @staticmethod
     def one(table: dict, keys) -> tuple[Student | None, str]:
@@ -245,53 +287,68 @@ class _MoodleMatch:
     doubted: bool = False
 
 
-def _moodle_own(student: Student, name: str) -> tuple[bool, str]:
-    """Whether a Moodle folder called ``name`` can be ``student``'s own, and the group it
-    names: the student's full name as Moodle writes it, or "Participant" (anonymous
-    submissions); or either after ``<group>-``, a team member's copy (``locallib.php``
-    before Moodle 4.1, the group's name unformatted), whose group must be the student's
-    when the roster gives one."""
-    if not fold(student.name):
-        return True, ""  # nothing to compare (a worksheet of anonymous submissions)
-    forms = _name_forms(student) | {"participant"}
-    if fold(name) in forms:
-        return True, ""
-    groups = moodle_file_forms(student.group) if student.group.strip() else None
+def _moodle_own(student: Student, name: str) -> tuple[int, str, bool]:
+    """Whether a Moodle folder called ``name`` can be ``student``'s own: 2 when exactly as
+    Moodle writes it (case and spacing kept), 1 when only folded, 0 not; the group it
+    names; and whether by the student's full name. Theirs: their full name as Moodle
+    writes it, or "Participant" (anonymous submissions; the only name of a student the
+    worksheet gives no full name); or either after ``<group>-``, a team member's copy
+    (``locallib.php`` before Moodle 4.1, the group's name unformatted), whose group must
+    be the student's when the roster gives one."""
+    named = bool(fold(student.name))
+    full = moodle_file_text(student.name) if named else ""
+    exact = {full, "Participant"} - {""}
+    folded = (_name_forms(student) if named else set()) | {"participant"}
+    in_group = student.group.strip()
+    group_text = moodle_file_text(student.group) if in_group else None
+    group_forms = moodle_file_forms(student.group) if in_group else None
+    if name in exact:
+        return 2, "", name == full
     for i, char in enumerate(name):
-        if char == "-" and fold(name[i + 1 :]) in forms:
-            if groups is None or fold(name[:i]) in groups:
-                return True, name[:i]
-    return False, ""
+        if char == "-" and name[i + 1 :] in exact:
+            if group_text is None or name[:i] == group_text:
+                return 2, name[:i], name[i + 1 :] == full
+    if fold(name) in folded:
+        return 1, "", fold(name) != "participant"
+    for i, char in enumerate(name):
+        if char == "-" and fold(name[i + 1 :]) in folded:
+            if group_forms is None or fold(name[:i]) in group_forms:
+                return 1, name[:i], fold(name[i + 1 :]) != "participant"
+    return 0, "", False
 
 
 def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
     """Whose a Moodle folder is, by its number and name against the roster: a student's
     own (the participant id, and a name that is that student's); a team's, when its name
     is one of the roster's groups' as Moodle writes it (its number the group's id): the
-    group's members; else the identifier and name rules decide, as for any folder. A
-    number that names a student the name does not, or a name two groups or a group and
-    that number's student share, is reported, never given to a student it does not
-    name."""
+    group's members; else the identifier and name rules decide, as for any folder. Names
+    are compared as Moodle writes them first (case and spacing kept), folded only when
+    that finds nothing, and the exact match wins. A folder with a student's participant
+    id and that student's exact full name is theirs though a group is written alike (its
+    id would have to equal that participant id: a coincidence no student can arrange),
+    unless that group is the student's own with others in it. A number that names a
+    student the name does not, or a name two groups or a group and that number's student
+    share alike, is reported, never given to a student it does not name."""
     name, number = lms.get("name", ""), lms.get("participant_id", "")
     if lms.get("group") and not number:  # "Default group", or a group's folder decided before
         return _moodle_group(index, name, lms.get("group_id", ""), index.group_keys(name))
     owner = index.one(index.participants, [number])[0] if number else None
-    keys = index.group_keys(name)
+    keys, keys_exact = index.group_match(name)
     if owner is not None:
-        own, group = _moodle_own(owner, name)
-        # a named student's own and a group's: refused; with no name to compare (anonymous
-        # submissions) the folder is the group's, below
-        if own and keys and fold(owner.name):
-            written = ", ".join(repr(index.group_names[k]) for k in keys)
-            return _MoodleMatch(
-                why=f"Moodle's folder {_prefix(name, number)!r} is named as {owner.name}, whose "
-                f"participant id is {number}, and as the roster's group {written}; lablib does "
-                f"not guess whose it is. If it is the group's, rename the group in Moodle (to a "
-                f"name no student has) and download again; if it is {owner.name}'s own, name it "
-                f"in the roster's submission column",
-                final=True,
-                doubted=True,
-            )
+        own, group, by_name = _moodle_own(owner, name)
+        level = 2 if keys_exact else 1
+        if own and keys and own > level:
+            keys = []  # the student's exactly, the group's only folded
+        elif own and keys and own == level:
+            mine = unicodedata.normalize("NFC", owner.group.strip())
+            shared = mine in keys and len(index.members.get(mine, ())) > 1
+            if not (own == 2 and by_name and not shared):
+                return _MoodleMatch(
+                    why=_own_and_group(index, name, number, owner, keys, shared),
+                    final=True,
+                    doubted=True,
+                )
+            keys = []  # their exact full name: a group written so is not theirs
         if own and not keys:
             how = f"Moodle participant id {number}" + (f" (group {group}'s copy)" if group else "")
             return _MoodleMatch((owner,), how, {"group": group} if group else {}, final=True)
@@ -307,6 +364,37 @@ def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
     # follow. With groups in the roster its number may be a group's: left out if unmatched
     return _MoodleMatch(
         why=_moodle_unmatched(index, lms) if index.members else "", doubted=bool(index.members)
+    )
+
+
+def _own_and_group(
+    index: RosterIndex, name: str, number: str, owner: Student, keys: list, shared: bool
+) -> str:
+    """Why a Moodle folder that is both ``owner``'s own (their participant id) and one of
+    the roster's groups' (``keys``) is no one's."""
+    folder = f"Moodle's folder {_prefix(name, number)!r}"
+    written = ", ".join(repr(index.group_names[k]) for k in keys)
+    who = owner.name if fold(owner.name) else f"participant {number}"
+    if not fold(owner.name):
+        said = (
+            f"{folder} is named as the anonymous submission of participant {number} (the "
+            f"worksheet gives no full names) and as the roster's group {written}"
+        )
+    elif shared:
+        said = (
+            f"{folder} is named as {owner.name}, whose participant id is {number}, and as "
+            f"{owner.name}'s own group {written}, which has other members: it may be "
+            f"{owner.name}'s own or the whole group's"
+        )
+    else:
+        said = (
+            f"{folder} is named as {owner.name}, whose participant id is {number}, and as "
+            f"the roster's group {written}"
+        )
+    return (
+        f"{said}; lablib does not guess whose it is. If it is the group's, rename the group "
+        f"in Moodle (to a name no student has, not 'Participant') and download again; if it "
+        f"is {who}'s own, name it in the roster's submission column"
     )
 
 
@@ -367,9 +455,34 @@ def _prefix(name: str, number: str) -> str:
 def _moodle_group(index: RosterIndex, name: str, number: str, keys: list) -> _MoodleMatch:
     """A team assignment's folder: the members of the one roster group (``keys``: those
     whose name Moodle writes ``name``); refused when two groups are written alike or, for
-    a folder without a number (the "Default group"), when no group is."""
+    a folder without a number (the "Default group"), when no group is. The worksheet
+    writes "Default group" for the students in no group and for the members of a group
+    named so alike: a numbered folder of that name is refused (a group named like
+    Moodle's Default group), and then the Default group's own folder too."""
     group = {"group": name, "group_id": number, "participant_id": ""}
     folder = f"Moodle's folder {_prefix(name, number)!r}"
+    rename = (
+        "a group is named like Moodle's Default group, and the grading worksheet writes "
+        "'Default group' both for the students in no group and for that group's members; "
+        "rename that group in Moodle (to a name no other group has) and download the "
+        "submissions and the worksheet again"
+    )
+    if DEFAULT_GROUP in keys and number:
+        return _MoodleMatch(
+            why=f"{folder} is a team submission of a group named {name!r} (Moodle writes no "
+            f"id for its own Default group), so it is not the Default group's: {rename}",
+            final=True,
+            doubted=True,
+        )
+    if DEFAULT_GROUP in keys and index.default_named:
+        return _MoodleMatch(
+            why=f"{folder} is the team submission of Moodle's Default group (the students in "
+            f"no group), but this download also has {index.default_named!r}, a group named "
+            f"like it, and the roster cannot tell the Default group's students from that "
+            f"group's: {rename}",
+            final=True,
+            doubted=True,
+        )
     if len(keys) == 1:
         members = tuple(index.members[keys[0]])
         how = (
@@ -588,7 +701,10 @@ def student_of(identity: dict, roster=None) -> Student | None:
 
 def resolve_all(found, roster=None, *, times=None, lab=None) -> dict[str, dict]:
     """Submission name -> identity, for every :class:`~lablib.grading.submissions.Found`."""
+    found = list(found)
     index = RosterIndex(roster) if roster is not None else None
+    if index is not None:
+        index.note(getattr(f, "lms", None) for f in found)
     return {f.name: resolve(f, roster, times=times, lab=lab, index=index) for f in found}
 
 

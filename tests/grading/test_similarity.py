@@ -439,8 +439,8 @@ def test_a_decoding_bomb_stops_within_the_submission_budget_and_is_said():
 def test_many_dynamic_calls_are_decoded_up_to_the_cap_then_said():
     """Every exec folded its argument again from scratch: a value built once is now reused,
     and at most MAX_DYNAMIC_CALLS calls are decoded per submission, the rest said."""
-    head = "part = 'x = 1' + chr(10)\nc = part + part\n"
-    flags = dynamic_code({"attention": head + "exec(c)\n" * 150, "model": head + "exec(c)\n" * 300})
+    head = "part = 'x = 1' + chr(10)\nc = part + part\n"  # one value for both cells
+    flags = dynamic_code({"attention": head + "exec(c)\n" * 150, "model": "exec(c)\n" * 300})
     decoded = [f for f in flags if "decoded without running it and compared" in f]
     assert len(decoded) == MAX_DYNAMIC_CALLS and flags[: len(decoded)] == decoded, flags[-1]
     assert decoded[0] == (
@@ -488,3 +488,68 @@ def test_long_blocks_and_statements_are_compared_in_bounded_time():
     assert hints["same_code"] == [["stores", "stores2"]] and hints["compared"] == 1
     assert [(p.a, p.b, p.similarity) for p in pairs] == [("copy", "parens", 1.0)]
     assert pairs[0].marks_a == ((0, len(parens_copy) - 1),), "the statements as a whole"
+
+
+def test_dynamic_code_says_what_the_comparison_decoded():
+    """The sentences decoded each cell on its own with the budget spent cell by cell, while
+    the comparison decodes the graded code as one: a value built in one cell and run in
+    another, and the budget spent in a different order. Now they describe the comparison's
+    own decoding, call for call."""
+    lines = ['s0 = "x = 1  # ' + "y" * 40 + '\\n"'] + [
+        f"s{i} = s{i - 1} + s{i - 1}" for i in range(1, 15)
+    ]
+    cells = {"a": "\n".join(lines), "b": "exec(s14)\nexec(s14)", "c": "exec('z = 2')"}
+    flags = dynamic_code(cells)
+    too_large = (
+        "not decoded: too large to decode (more than the 1,000,000 characters of code decoded "
+        "per submission); decoding stopped for this submission"
+    )
+    assert flags == [
+        "b, line 1: exec(s14) runs code given as data (exec); decoded without running it and "
+        "compared in its place (16384 lines)",
+        f"b, line 2: exec(s14) runs code given as data (exec); {too_large}",
+        f"c, line 1: exec('z = 2') runs code given as data (exec); {too_large}",
+    ], flags
+    hints = similarity_hints({"eve": graded_code(cells), "ann": ANN}, TEMPLATE)
+    assert hints["compared"] == 2
+    # a call inside decoded code is said where the student's code runs it
+    inner = "y = 1\nexec('import os')\n"
+    assert dynamic_code({"a": "x = 0\n\n\nexec(" + repr(inner) + ")"})[0] == (
+        "a, line 4, in the code it decodes: exec('import os') runs code given as data (exec); "
+        "decoded without running it and compared in its place (1 line)"
+    )
+    # past the first MAX_CODE characters of graded code the comparison reads nothing
+    pad = "# " + "y" * 299_990
+    flags = dynamic_code(
+        {"a": "exec('x = 1')\n" + pad, "b": pad + "\nexec('y = 2')", "c": "eval('3')"}
+    )
+    unread = (
+        "not decoded: past the first 500,000 characters of graded code, which is all the hints read"
+    )
+    assert flags == [
+        "a, line 1: exec('x = 1') runs code given as data (exec); decoded without running it "
+        "and compared in its place (1 line)",
+        "b: the graded code runs to 600,026 characters, more than the 500,000 the hints read: "
+        "this cell is compared by its first 199,992 characters only",
+        f"b, line 2: exec('y = 2') runs code given as data (exec); {unread}",
+        "c: past the first 500,000 characters of graded code the hints read: not compared",
+        f"c, line 1: eval('3') runs code given as data (eval); {unread}",
+    ], flags
+
+
+def test_dynamic_code_reads_magics_and_says_what_it_cannot_parse():
+    """A cell with a magic or shell line was skipped, so ``%time x = 1`` above an exec hid it
+    from the sentences while the comparison decoded it; a cell that does not parse makes the
+    comparison read the whole code as text, which the sentences now say."""
+    assert dynamic_code({"c": "%time x = 1\n!ls\nexec('import os')"}) == [
+        "c, line 3: exec('import os') runs code given as data (exec); decoded without running "
+        "it and compared in its place (1 line)"
+    ]
+    flags = dynamic_code({"a": "exec('x = 1')", "b": "def f(:\n    pass", "c": "y = 2"})
+    assert flags == [
+        "a, line 1: exec('x = 1') runs code given as data (exec); not decoded: the graded code "
+        "does not parse as Python, so it is compared as text",
+        "b: could not be inspected for code run as data (it does not parse as Python: line 1, "
+        "invalid syntax); compared as text",
+    ], flags
+    assert dynamic_code({"a": ANN, "b": "%timeit f()\n!pip install x\ny = 2"}) == []

@@ -37,7 +37,8 @@ it, written here so that it is deterministic and reads Python as Python):
 Byte-identical notebooks, and graded code that is the same text, are grouped apart. A
 graded cell that runs code built at run time (``exec``, ``eval``, ``compile``,
 ``__import__``, ``marshal.loads``...) is flagged in any case (:func:`dynamic_code`): a lab
-needs none of them. Decoding reads hostile code in the grader's own process, so each
+needs none of them; :func:`dynamic_code` reads the cells as the comparison reads them and
+says what its decoding did. Decoding reads hostile code in the grader's own process, so each
 submission has one budget for it: at most :data:`MAX_DYNAMIC_CALLS` calls decoded,
 :data:`MAX_SUBMISSION_STEPS` steps, :data:`MAX_BUILT` characters of values built (a name's
 value is built once and reused) and :data:`MAX_DECODED` characters of decoded code. Past
@@ -56,6 +57,7 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
+import bisect
 import bz2
 import codecs
 import copy
@@ -68,6 +70,7 @@ import lzma
 import os
 import re
 import tokenize
+import typing
 import zlib
 
 __all__ = [
@@ -471,6 +474,26 @@ def _where(node) -> int:
     return getattr(node, "lineno", 0)
 
 
+class _Finding(typing.NamedTuple):
+    """A call that runs code given as data, as :class:`_Decoder` records it."""
+
+    #: The call's line in the code read; for a call inside decoded code, the line of the
+    #: call in the student's own code that runs it (``nested``).
+    line: int
+    callee: str
+    text: str  # the call, shortened (:func:`_short`)
+    #: The decoded code's lines; None where it cannot be decoded without running it; the
+    #: sentence saying why it was not decoded.
+    decoded: int | str | None
+    #: Where that call of the student's own code ends: (line, UTF-8 column).
+    end: tuple[int, int]
+    nested: bool = False
+
+
+def _end(node) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", None) or 0, getattr(node, "end_col_offset", None) or 0)
+
+
 class _Shorten(ast.NodeTransformer):
     def visit_Constant(self, node):
         if isinstance(node.value, (str, bytes)) and len(node.value) > 12:
@@ -500,9 +523,7 @@ class _Decoder(ast.NodeTransformer):
         self.aliases, self.constants, self.depth = aliases, constants, depth
         self.budget = budget if budget is not None else _Budget()  # the submission's
         self.names: dict = {}  # the names folded so far, reused by every call's decoding
-        # (line, callee, call text, decoded: its lines, None where it cannot be decoded
-        # without running it, or the sentence saying the submission's budget was spent)
-        self.findings: list[tuple[int, str, str, int | str | None]] = []
+        self.findings: list[_Finding] = []
 
     def _decoded(self, call: ast.Call, mode: str):
         """The parsed code of ``call``'s first argument; None where it cannot be decoded
@@ -545,11 +566,14 @@ class _Decoder(ast.NodeTransformer):
             budget,
         )
         tree = inner.visit(tree)
-        self.findings += inner.findings
+        # a call in the decoded code is said where the student's code runs it
+        self.findings += [
+            f._replace(line=_where(call), end=_end(call), nested=True) for f in inner.findings
+        ]
         return tree
 
     def _note(self, call, name, decoded_lines):
-        self.findings.append((_where(call), name, _short(call), decoded_lines))
+        self.findings.append(_Finding(_where(call), name, _short(call), decoded_lines, _end(call)))
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -1070,28 +1094,43 @@ def _lexical(code: str) -> tuple[list[str], list[tuple[int, int]]]:
 class _Analysis:
     tokens: list[str]
     spans: list[tuple[int, int]]
-    findings: list  # (line, callee, call text, decoded lines or None)
+    findings: list[_Finding]  # the calls that run code given as data, and what was decoded
+    #: Why the code is compared as text, nothing of it decoded (None where it is not).
+    as_text: str | None = None
+
+
+def _blank_magic(code: str) -> str:
+    """``code`` with its IPython magic and shell lines (``%time``, ``!ls``) blanked (spaces:
+    every position stays where it was)."""
+    return re.sub(r"(?m)^([ \t]*)[%!].*$", lambda m: " " * len(m.group()), code)
+
+
+def _parse(code: str) -> ast.Module | None:
+    """``code``'s tree as the hints read it: as written, else with the IPython magic and
+    shell lines (``%time``, ``!ls``) blanked; None where neither parses."""
+    for attempt in (code, _blank_magic(code)):
+        try:
+            return ast.parse(attempt)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return None
 
 
 def _analyse(code: str) -> _Analysis:
-    """Normalise ``code`` (steps 1 and 2 of the module docstring)."""
+    """Normalise ``code`` (steps 1 and 2 of the module docstring): its first
+    :data:`MAX_CODE` characters, decoded within one :class:`_Budget`. :func:`dynamic_code`
+    describes this same analysis."""
     code = code[:MAX_CODE]
     offsets = _Offsets(code)
-    tree = None
-    for attempt in (code, re.sub(r"(?m)^([ \t]*)[%!].*$", lambda m: " " * len(m.group()), code)):
-        try:
-            tree = ast.parse(attempt)
-            break
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
+    tree = _parse(code)
     if tree is None:
         tokens, spans = _lexical(code)
-        return _Analysis(tokens, spans, [])
+        return _Analysis(tokens, spans, [], "does not parse as Python")
     try:
         aliases = _imports(tree)
         decoder = _Decoder(aliases, _constants(tree))
         tree = decoder.visit(tree)
-        if any(isinstance(decoded, int) for _, _, _, decoded in decoder.findings):
+        if any(isinstance(f.decoded, int) for f in decoder.findings):
             tree = _Inline().visit(tree)
         _drop_dead(tree)
         bound = _bound_names(tree)
@@ -1099,9 +1138,9 @@ def _analyse(code: str) -> _Analysis:
         tokens, spans = [], []
         _units(tree.body, _Words(bound - set(modules), modules), offsets, tokens, spans)
         return _Analysis(tokens, spans, decoder.findings)
-    except Exception:  # noqa: BLE001 - hostile code must never stop a batch's reports: compare its text
+    except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports: compare its text
         tokens, spans = _lexical(code)
-        return _Analysis(tokens, spans, [])
+        return _Analysis(tokens, spans, [], f"could not be normalised ({type(exc).__name__})")
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -1271,39 +1310,148 @@ def similar_pairs(
 #: sentence, so a submission of thousands of calls cannot fill the class's reports.
 MAX_DYNAMIC_SENTENCES = 60
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what ends a line for ast
+_UNREAD = "\x00not decoded"  # dynamic_code's own inspection: the comparison decoded nothing
+
+
+def _line_starts(text: str) -> list[int]:
+    """The character offset where each line of ``text`` starts, lines as ast numbers them."""
+    return [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+
+
+def _char_at(text: str, starts: list[int], line: int, col: int) -> int:
+    """The character offset in ``text`` of ast's ``(line, UTF-8 column)``."""
+    if line < 1:
+        return 0
+    if line > len(starts):
+        return len(text)
+    start = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(text)
+    return start + len(
+        text[start:end].encode("utf-8", "surrogatepass")[:col].decode("utf-8", "ignore")
+    )
+
+
+def _why_not_parsed(code: str) -> str:
+    """Why ``code`` does not parse (with its magic and shell lines blanked, as read)."""
+    blanked = _blank_magic(code)
+    try:
+        ast.parse(blanked)
+    except SyntaxError as exc:
+        return f"it does not parse as Python: line {exc.lineno}, {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"it does not parse as Python ({type(exc).__name__})"
+    return "it does not parse as Python"
+
 
 def dynamic_code(cells: dict) -> list[str]:
     """Sentences for the instructor about graded cells (piece -> source) that run code
-    built at run time: where, what, and whether the grader could decode it (the decoded
-    code is then what the similarity hints compare, within one budget for the whole
-    submission: past it, the calls are said not decoded and why); and cells too long to
-    inspect."""
-    out = []
-    budget = _Budget()
-    unlisted: dict[str, int] = {}  # piece -> calls past MAX_DYNAMIC_SENTENCES
+    built at run time: where, what, and whether the grader could decode it; and cells the
+    hints could not read or inspect.
+
+    The sentences describe the comparison itself: the cells are read as
+    :func:`similarity_hints` reads them, joined as :func:`graded_code` joins them (the
+    first :data:`MAX_CODE` characters, IPython magic and shell lines blanked), and decoded
+    in the same order within the same budget, so a call said decoded is the one compared
+    in its place, and a call past the budget is said not decoded, and why. Where the
+    comparison reads the code as text (it does not parse, or could not be normalised) or
+    stops at :data:`MAX_CODE`, each cell is still inspected on its own for such calls, and
+    they are said not decoded; a cell that does not parse either is said not inspected.
+    At most :data:`MAX_DYNAMIC_SENTENCES` calls are described one by one, the rest counted
+    in one sentence."""
+    code = graded_code(cells)
+    analysis = _analyse(code)
+    read = min(len(code), MAX_CODE)
+    # each piece's text in the graded code, its first line (as ast numbers them) and character
+    layout: list[tuple[str, str, int, int]] = []
+    line, char = 1, 0
     for piece, source in cells.items():
-        if len(source) > MAX_CODE:
-            out.append(
-                f"{piece}: {len(source):,} characters of code, more than the {MAX_CODE:,} the hints "
-                f"read (compared by its beginning only, not inspected for code run as data)"
-            )
-            continue
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        decoder = _Decoder(_imports(tree), _constants(tree), budget=budget)
-        try:
-            decoder.visit(tree)
-        except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
-            out.append(
-                f"{piece}: could not be inspected for code run as data ({type(exc).__name__})"
-            )
-            continue
-        for line, callee, text, decoded in decoder.findings:
+        text = source.rstrip()
+        layout.append((piece, text, line, char))
+        line += len(_LINE_BREAK.findall(text)) + 2
+        char += len(text) + 2
+    heads: dict[str, str] = {}  # piece -> what is said of the cell itself
+    calls: dict[str, list[tuple[int, _Finding, str | None]]] = {p: [] for p, *_ in layout}
+    firsts = [first for _, _, first, _ in layout]
+    for finding in analysis.findings:
+        at = max(bisect.bisect_right(firsts, finding.line) - 1, 0)
+        piece, _, first, _ = layout[at]
+        calls[piece].append((finding.line - first + 1, finding, None))
+    if analysis.as_text is not None or read < len(code):
+        as_text = (
+            "not decoded: the graded code"
+            + (f" the hints read (its first {MAX_CODE:,} characters)" if read < len(code) else "")
+            + f" {analysis.as_text}, so it is compared as text"
+        )
+        unread = (
+            f"not decoded: past the first {MAX_CODE:,} characters of graded code, which is all "
+            "the hints read"
+        )
+        trees = {
+            piece: _parse(text) if len(text) <= MAX_CODE else None for piece, text, *_ in layout
+        }
+        aliases = {
+            k: v for tree in trees.values() if tree is not None for k, v in _imports(tree).items()
+        }
+        for piece, text, _, start in layout:
+            if not text.strip() or (analysis.as_text is None and start + len(text) <= read):
+                continue  # read and decoded by the comparison: said above
+            cut = start < read < start + len(text)
+            past = start >= read
+            why = None
+            if len(text) > MAX_CODE:
+                why = "is not inspected for code run as data (too long)"
+            elif trees[piece] is None:
+                why = f"could not be inspected for code run as data ({_why_not_parsed(text)})"
+            else:
+                budget = _Budget()
+                budget.stopped = _UNREAD  # nothing is decoded: the comparison decoded nothing here
+                decoder = _Decoder(aliases, {}, budget=budget)
+                try:
+                    decoder.visit(trees[piece])
+                except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
+                    why = f"could not be inspected for code run as data ({type(exc).__name__})"
+                else:
+                    starts = _line_starts(text)
+                    for finding in decoder.findings:
+                        whole = start + _char_at(text, starts, *finding.end) <= read
+                        if analysis.as_text is None and whole:
+                            continue  # the comparison read it: said above
+                        reason = (
+                            (as_text if whole else unread) if finding.decoded == _UNREAD else None
+                        )
+                        calls[piece].append((finding.line, finding, reason))
+                    calls[piece].sort(key=lambda c: c[0])
+            if cut:
+                head = (
+                    f"{piece}: the graded code runs to {len(code):,} characters, more than the "
+                    f"{MAX_CODE:,} the hints read: this cell is compared by its first "
+                    f"{read - start:,} characters only"
+                )
+                if why:
+                    head += f"; {'the rest of it' if analysis.as_text is None else 'it'} {why}"
+            elif past:
+                head = (
+                    f"{piece}: past the first {MAX_CODE:,} characters of graded code the hints "
+                    "read: not compared"
+                )
+                if why:
+                    head += f"; it {why}"
+            elif why:
+                head = f"{piece}: {why}; compared as text"
+            else:
+                continue
+            heads[piece] = head
+    out: list[str] = []
+    unlisted: dict[str, int] = {}  # piece -> calls past MAX_DYNAMIC_SENTENCES
+    for piece, *_ in layout:
+        if piece in heads:
+            out.append(heads[piece])
+        for line, finding, reason in calls[piece]:
             if len(out) >= MAX_DYNAMIC_SENTENCES:
                 unlisted[piece] = unlisted.get(piece, 0) + 1
                 continue
+            decoded = finding.decoded if reason is None else reason
             if isinstance(decoded, int):
                 what = (
                     "decoded without running it and compared in its place"
@@ -1311,7 +1459,10 @@ def dynamic_code(cells: dict) -> list[str]:
                 )
             else:
                 what = decoded or "not decodable without running it"
-            out.append(f"{piece}, line {line}: {text} runs code given as data ({callee}); {what}")
+            where = f"{piece}, line {line}" + (", in the code it decodes" if finding.nested else "")
+            out.append(
+                f"{where}: {finding.text} runs code given as data ({finding.callee}); {what}"
+            )
     if unlisted:  # one sentence for the rest: a report's size is bounded, whatever the code
         total = sum(unlisted.values())
         where = ", ".join(f"{piece} {n:,}" for piece, n in unlisted.items())

@@ -545,11 +545,13 @@ def test_dynamic_code_reads_magics_and_says_what_it_cannot_parse():
         "c, line 3: exec('import os') runs code given as data (exec); decoded without running "
         "it and compared in its place (1 line)"
     ]
-    flags = dynamic_code({"a": "exec('x = 1')", "b": "def f(:\n    pass", "c": "y = 2"})
+    flags = dynamic_code({"a": "exec('x = 1')", "b": "def f(:\n    ｅｘｅｃ(s)", "c": "y = 2"})
     assert flags == [
         "a, line 1: exec('x = 1') runs code given as data (exec); not decoded: the graded code "
         "does not parse as Python, so it is compared as text",
         "b: could not be inspected for code run as data (it does not parse as Python: line 1, "
         "invalid syntax); compared as text",
     ], flags
+    # a syntax error in honest work names no way to run code: nothing to flag
+    assert dynamic_code({"a": ANN, "b": "def f(:\n    pass", "c": "y = 2"}) == []
     assert dynamic_code({"a": ANN, "b": "%timeit f()\n!pip install x\ny = 2"}) == []

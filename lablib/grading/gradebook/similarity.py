@@ -71,6 +71,7 @@ import os
 import re
 import tokenize
 import typing
+import unicodedata
 import zlib
 
 __all__ = [
@@ -139,6 +140,22 @@ DYNAMIC = {
     "code.interact",
 }
 _DYNAMIC_WORDS = {"exec", "eval", "compile", "__import__", "import_module"}
+# Words a cell that does not parse must contain to be said not inspected: the last part of
+# every DYNAMIC call and the ways to reach one by name. Such a cell cannot run as Python;
+# it is said only where the notebook's own rewriting of lines could make it run one.
+_MAY_RUN_CODE = re.compile(
+    r"\b(?:"
+    + "|".join(sorted({name.rsplit(".", 1)[-1] for name in DYNAMIC}))
+    + r"|getattr|globals|locals|vars|builtins|__builtins__|__dict__|importlib)\b"
+)
+
+
+def _may_run_code(text: str) -> bool:
+    """Whether ``text`` (a cell that does not parse) names a way to run code given as
+    data; identifiers compared as Python reads them (NFKC: ``ｅｘｅｃ`` is ``exec``)."""
+    return _MAY_RUN_CODE.search(unicodedata.normalize("NFKC", text)) is not None
+
+
 _RUNS_SOURCE = {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
 
 
@@ -1402,6 +1419,8 @@ def dynamic_code(cells: dict) -> list[str]:
             if len(text) > MAX_CODE:
                 why = "is not inspected for code run as data (too long)"
             elif trees[piece] is None:
+                if not _may_run_code(text):
+                    continue  # a syntax error in honest work: it cannot run, nothing to flag
                 why = f"could not be inspected for code run as data ({_why_not_parsed(text)})"
             else:
                 budget = _Budget()

@@ -22,6 +22,9 @@ at a time to the model alone, so that the table accounts for the lab's step:
   ``steps_per_execution`` 1 and 32, and 32 with ``jit_compile=True``: its step is almost
   pure host overhead (Keras' loop, callbacks, launching the step), the part that compiled
   steps remove;
+* the negligible-width model and the lab now again in a process whose TensorFlow runs
+  each op on one intra-op thread instead of its pool (``tiny_one_thread``): what handing
+  small ops to the pool costs the host, and what the pool gives the lab's matrices;
 * the same for section 9's Keras 3 twin (``lablib.layers.TransformerEncoderBlock``), in
   a second process (one Keras mode per process).
 
@@ -68,7 +71,10 @@ ROW_KEYS = (
     "jit",
     "xla_update",
     "tiny",
+    "tiny_one_thread",
 )
+# The row that runs in a child process of its own, TensorFlow's intra-op pool at one thread.
+ONE_THREAD_ROW = "tiny_one_thread"
 
 
 def parse_args(argv=None):
@@ -89,6 +95,7 @@ def parse_args(argv=None):
         help="which rows, comma-separated keys (all: every row): " + ", ".join(ROW_KEYS),
     )
     parser.add_argument("--child", choices=["legacy", "keras3"], help=argparse.SUPPRESS)
+    parser.add_argument("--one-intra-op-thread", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -133,12 +140,15 @@ def padded_length(dataset):
 
 
 def synthetic(tf, num_words, length, batches, seed=0):
+    """``batches`` batches of 32 random ids ``[32, length]``, made whole in memory and
+    prefetched: the input pipeline costs the step nothing (batching 32 single wires at
+    each step would add about 1 ms, which belongs to no model)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    ids = rng.integers(4, num_words, size=(batches * 32, length)).astype("int32")
-    labels = rng.integers(0, NUM_CLASSES, size=batches * 32)
-    return tf.data.Dataset.from_tensor_slices((ids, labels)).batch(32)
+    ids = rng.integers(4, num_words, size=(batches, 32, length)).astype("int32")
+    labels = rng.integers(0, NUM_CLASSES, size=(batches, 32))
+    return tf.data.Dataset.from_tensor_slices((ids, labels)).prefetch(tf.data.AUTOTUNE)
 
 
 def macro_f1(labels, predicted):
@@ -302,6 +312,9 @@ def run_child(args):
     (lablib.use_legacy_keras if args.child == "legacy" else lablib.use_keras3)()
     import tensorflow as tf
 
+    if args.one_intra_op_thread:  # before any op runs: the pool is made at the first one
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+
     from lablib.backend import get_keras
     from lablib.training import topic_weights
 
@@ -384,11 +397,16 @@ def run_child(args):
             ),
         ]
     wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
+    if args.one_intra_op_thread:  # the negligible-width row, and the lab now if asked for
+        wanted = {ONE_THREAD_ROW} | (wanted & {"now"})
+    else:
+        wanted.discard(ONE_THREAD_ROW)
     results = []
     for key, name, options in rows:
         if key not in wanted:
             continue
         data_option = options.pop("data")
+        name += ", one intra-op thread" if args.one_intra_op_thread else ""
         wall, cpu = time_row(keras, tf, build, data_option, **common, **options)
         results.append((name, wall, cpu, time_row.epochs))
         epochs_s = ", ".join(f"{t:.1f}" for t in time_row.epochs)
@@ -397,12 +415,15 @@ def run_child(args):
             file=sys.stderr,
             flush=True,
         )
-    for spe, jit in ((1, False), (32, False), (32, True)) if "tiny" in wanted else ():
+    tiny_rows = ((1, False), (32, False), (32, True)) if "tiny" in wanted else ()
+    for spe, jit in tiny_rows + (((32, False),) if ONE_THREAD_ROW in wanted else ()):
         wall, cpu = time_row(
             keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe, jit=jit
         )
         name = f"negligible width (d=8, 16 tokens), steps_per_execution={spe}"
-        results.append((name + (", jit_compile=True" if jit else ""), wall, cpu, time_row.epochs))
+        name += ", jit_compile=True" if jit else ""
+        name += ", one intra-op thread" if args.one_intra_op_thread else ""
+        results.append((name, wall, cpu, time_row.epochs))
     device = tf.config.list_logical_devices("GPU")
     gpu = (
         tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
@@ -479,6 +500,27 @@ def table(parts):
     return "\n".join(lines)
 
 
+def tiny_summary(part) -> str:
+    """The negligible-width rows of one Keras, as one sentence ("" without the first two)."""
+    tiny = {
+        name[len("negligible width (d=8, 16 tokens), ") :]: wall
+        for name, wall, _cpu, _epochs in part["rows"]
+        if name.startswith("negligible")
+    }
+    one, many = tiny.get("steps_per_execution=1"), tiny.get("steps_per_execution=32")
+    if not (one and many):
+        return ""
+    text = f"{part['mode']}: {one:.1f} -> {many:.1f} ms/step ({many / one:.2f})"
+    for suffix, words in (
+        ("jit_compile=True", "with jit_compile=True too"),
+        ("one intra-op thread", "with one intra-op thread instead of the pool"),
+    ):
+        wall = tiny.get(f"steps_per_execution=32, {suffix}")
+        if wall:
+            text += f", {words} {wall:.1f} ms/step ({wall / one:.2f})"
+    return text
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -497,18 +539,13 @@ def main(argv=None):
             f"--rows names {sorted(unknown)}; the rows are: {', '.join(ROW_KEYS)} (or all)"
         )
     parts = [child_results(args, child_argv, mode) for mode in modes]
+    if args.rows == "all" or ONE_THREAD_ROW in args.rows.split(","):
+        for part, mode in zip(parts, modes):  # the same process's rows, one more child each
+            alone = child_results(args, child_argv + ["--one-intra-op-thread"], mode)
+            part["rows"] += alone["rows"]
     first = parts[0]
     summary = []
-    tiny = {
-        part["mode"]: [row for row in part["rows"] if row[0].startswith("negligible")]
-        for part in parts
-    }
-    overhead = "; ".join(
-        f"{mode}: {rows[0][1]:.1f} -> {rows[1][1]:.1f} ms/step ({rows[1][1] / rows[0][1]:.2f}),"
-        f" with jit_compile=True too {rows[2][1]:.1f} ms/step ({rows[2][1] / rows[0][1]:.2f})"
-        for mode, rows in tiny.items()
-        if len(rows) == 3
-    )
+    overhead = "; ".join(filter(None, (tiny_summary(part) for part in parts)))
     lab_rows = {row[0]: row[1] for row in first["rows"]}
     alone = next((v for k, v in lab_rows.items() if k.startswith("model alone")), None)
     before = next((v for k, v in lab_rows.items() if k.endswith("the lab before")), None)

@@ -312,48 +312,14 @@ def make_moodle(folder, n: int = 33, seed: int = 1) -> dict:
         p["path"] = where
         p["time"] = _when(p).replace(second=0, microsecond=0)
     absent["time"] = None
-    rows = [
-        [
-            "Identifier",
-            "Full name",
-            "Email address",
-            "Status",
-            "Grade",
-            "Maximum Grade",
-            "Grade can be changed",
-            "Last modified (submission)",
-            "Last modified (grade)",
-            "Feedback comments",
-        ]
-    ]
-    for p in people:
-        status = (
-            "No submission"
-            if p is absent
-            else "Submitted for grading" + (" - late" if p["late_hours"] else "")
-        )
-        rows.append(
-            [
-                f"Participant {p['participant']}",
-                f"{p['first']} {p['last']}",
-                p["email"],
-                status,
-                "",
-                "23.00",
-                "Yes",
-                "-" if p is absent else _moodle_time(p["time"]),
-                "-",
-                "",
-            ]
-        )
-    _csv(folder / "worksheet.csv", rows)
-    return {
-        "people": people,
-        "subs": subs,
-        "roster": folder / "worksheet.csv",
-        "absent": absent,
-        "lms": "moodle",
-    }
+
+    def status(p):
+        if p is absent:
+            return "No submission"
+        return "Submitted for grading" + (" - late" if p["late_hours"] else "")
+
+    made = _moodle_worksheet(folder, "worksheet.csv", people, [absent], status)
+    return made | {"absent": absent}
 
 
 #: A team assignment's groups (members by student number): names as a teacher or a
@@ -416,13 +382,24 @@ def make_moodle_teams(folder, n: int = 12, seed: int = 3) -> dict:
         first["path"] = where
     for p in absent:
         p["time"] = None
+
+    def status(p):
+        return "No submission" if p in absent else "Submitted for grading"
+
+    return _moodle_worksheet(folder, "team_worksheet.csv", people, absent, status, group=True)
+
+
+def _moodle_worksheet(folder, file_name, people, absent, status, group=False) -> dict:
+    """Moodle's grading worksheet of ``people`` in ``folder/file_name`` (with the
+    ``Group`` column of a team assignment when ``group``; ``status(p)`` each row's
+    status), and the class as the flow tests take it."""
     rows = [
         [
             "Identifier",
             "Full name",
             "Email address",
             "Status",
-            "Group",
+            *(["Group"] if group else []),
             "Grade",
             "Maximum Grade",
             "Grade can be changed",
@@ -437,21 +414,21 @@ def make_moodle_teams(folder, n: int = 12, seed: int = 3) -> dict:
                 f"Participant {p['participant']}",
                 f"{p['first']} {p['last']}",
                 p["email"],
-                "No submission" if p in absent else "Submitted for grading",
-                p["group"],
+                status(p),
+                *([p["group"]] if group else []),
                 "",
                 "23.00",
                 "Yes",
-                "-" if p in absent else _moodle_time(p["time"]),
+                "-" if any(p is q for q in absent) else _moodle_time(p["time"]),
                 "-",
                 "",
             ]
         )
-    _csv(folder / "team_worksheet.csv", rows)
+    _csv(folder / file_name, rows)
     return {
         "people": people,
-        "subs": subs,
-        "roster": folder / "team_worksheet.csv",
+        "subs": folder / "subs",
+        "roster": folder / file_name,
         "absent": absent,
         "lms": "moodle",
     }

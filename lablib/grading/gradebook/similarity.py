@@ -1379,88 +1379,103 @@ def dynamic_code(cells: dict) -> list[str]:
     code = graded_code(cells)
     analysis = _analyse(code)
     read = min(len(code), MAX_CODE)
-    # each piece's text in the graded code, its first line (as ast numbers them) and character
-    layout: list[tuple[str, str, int, int]] = []
-    line, char = 1, 0
-    for piece, source in cells.items():
-        text = source.rstrip()
-        layout.append((piece, text, line, char))
-        line += len(_LINE_BREAK.findall(text)) + 2
-        char += len(text) + 2
-    heads: dict[str, str] = {}  # piece -> what is said of the cell itself
+    layout = _cell_layout(cells)
     calls: dict[str, list[tuple[int, _Finding, str | None]]] = {p: [] for p, *_ in layout}
     firsts = [first for _, _, first, _ in layout]
     for finding in analysis.findings:
         at = max(bisect.bisect_right(firsts, finding.line) - 1, 0)
         piece, _, first, _ = layout[at]
         calls[piece].append((finding.line - first + 1, finding, None))
+    heads: dict[str, str] = {}  # piece -> what is said of the cell itself
     if analysis.as_text is not None or read < len(code):
-        as_text = (
-            "not decoded: the graded code"
-            + (f" the hints read (its first {MAX_CODE:,} characters)" if read < len(code) else "")
-            + f" {analysis.as_text}, so it is compared as text"
-        )
-        unread = (
-            f"not decoded: past the first {MAX_CODE:,} characters of graded code, which is all "
-            "the hints read"
-        )
-        trees = {
-            piece: _parse(text) if len(text) <= MAX_CODE else None for piece, text, *_ in layout
-        }
-        aliases = {
-            k: v for tree in trees.values() if tree is not None for k, v in _imports(tree).items()
-        }
-        for piece, text, _, start in layout:
-            if not text.strip() or (analysis.as_text is None and start + len(text) <= read):
-                continue  # read and decoded by the comparison: said above
-            cut = start < read < start + len(text)
-            past = start >= read
-            why = None
-            if len(text) > MAX_CODE:
-                why = "is not inspected for code run as data (too long)"
-            elif trees[piece] is None:
-                if not _may_run_code(text):
-                    continue  # a syntax error in honest work: it cannot run, nothing to flag
-                why = f"could not be inspected for code run as data ({_why_not_parsed(text)})"
+        heads = _cells_read_apart(code, analysis, read, layout, calls)
+    return _dynamic_sentences(layout, heads, calls)
+
+
+def _cell_layout(cells: dict) -> list[tuple[str, str, int, int]]:
+    """Each piece's text in the graded code (:func:`graded_code`), its first line (as ast
+    numbers them) and its first character."""
+    layout = []
+    line, char = 1, 0
+    for piece, source in cells.items():
+        text = source.rstrip()
+        layout.append((piece, text, line, char))
+        line += len(_LINE_BREAK.findall(text)) + 2
+        char += len(text) + 2
+    return layout
+
+
+def _cells_read_apart(code: str, analysis, read: int, layout, calls: dict) -> dict[str, str]:
+    """Where the comparison read the graded code as text or stopped at :data:`MAX_CODE`:
+    each cell inspected on its own, its calls added to ``calls`` (said not decoded, and
+    why); returns what is said of each such cell itself (piece -> sentence)."""
+    as_text = (
+        "not decoded: the graded code"
+        + (f" the hints read (its first {MAX_CODE:,} characters)" if read < len(code) else "")
+        + f" {analysis.as_text}, so it is compared as text"
+    )
+    unread = (
+        f"not decoded: past the first {MAX_CODE:,} characters of graded code, which is all "
+        "the hints read"
+    )
+    trees = {piece: _parse(text) if len(text) <= MAX_CODE else None for piece, text, *_ in layout}
+    aliases = {
+        k: v for tree in trees.values() if tree is not None for k, v in _imports(tree).items()
+    }
+    heads = {}
+    for piece, text, _, start in layout:
+        if not text.strip() or (analysis.as_text is None and start + len(text) <= read):
+            continue  # read and decoded by the comparison: said by the caller
+        why = None
+        if len(text) > MAX_CODE:
+            why = "is not inspected for code run as data (too long)"
+        elif trees[piece] is None:
+            if not _may_run_code(text):
+                continue  # a syntax error in honest work: it cannot run, nothing to flag
+            why = f"could not be inspected for code run as data ({_why_not_parsed(text)})"
+        else:
+            budget = _Budget()
+            budget.stopped = _UNREAD  # nothing is decoded: the comparison decoded nothing here
+            decoder = _Decoder(aliases, {}, budget=budget)
+            try:
+                decoder.visit(trees[piece])
+            except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
+                why = f"could not be inspected for code run as data ({type(exc).__name__})"
             else:
-                budget = _Budget()
-                budget.stopped = _UNREAD  # nothing is decoded: the comparison decoded nothing here
-                decoder = _Decoder(aliases, {}, budget=budget)
-                try:
-                    decoder.visit(trees[piece])
-                except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports
-                    why = f"could not be inspected for code run as data ({type(exc).__name__})"
-                else:
-                    starts = _line_starts(text)
-                    for finding in decoder.findings:
-                        whole = start + _char_at(text, starts, *finding.end) <= read
-                        if analysis.as_text is None and whole:
-                            continue  # the comparison read it: said above
-                        reason = (
-                            (as_text if whole else unread) if finding.decoded == _UNREAD else None
-                        )
-                        calls[piece].append((finding.line, finding, reason))
-                    calls[piece].sort(key=lambda c: c[0])
-            if cut:
-                head = (
-                    f"{piece}: the graded code runs to {len(code):,} characters, more than the "
-                    f"{MAX_CODE:,} the hints read: this cell is compared by its first "
-                    f"{read - start:,} characters only"
-                )
-                if why:
-                    head += f"; {'the rest of it' if analysis.as_text is None else 'it'} {why}"
-            elif past:
-                head = (
-                    f"{piece}: past the first {MAX_CODE:,} characters of graded code the hints "
-                    "read: not compared"
-                )
-                if why:
-                    head += f"; it {why}"
-            elif why:
-                head = f"{piece}: {why}; compared as text"
-            else:
-                continue
+                starts = _line_starts(text)
+                for finding in decoder.findings:
+                    whole = start + _char_at(text, starts, *finding.end) <= read
+                    if analysis.as_text is None and whole:
+                        continue  # the comparison read it: said by the caller
+                    reason = (as_text if whole else unread) if finding.decoded == _UNREAD else None
+                    calls[piece].append((finding.line, finding, reason))
+                calls[piece].sort(key=lambda c: c[0])
+        head = _cell_head(piece, code, read, start, len(text), why, analysis.as_text is None)
+        if head:
             heads[piece] = head
+    return heads
+
+
+def _cell_head(piece, code, read, start, length, why, parsed) -> str | None:
+    """What is said of one cell itself where the comparison did not read it whole."""
+    if start < read < start + length:
+        head = (
+            f"{piece}: the graded code runs to {len(code):,} characters, more than the "
+            f"{MAX_CODE:,} the hints read: this cell is compared by its first "
+            f"{read - start:,} characters only"
+        )
+        return head + (f"; {'the rest of it' if parsed else 'it'} {why}" if why else "")
+    if start >= read:
+        head = (
+            f"{piece}: past the first {MAX_CODE:,} characters of graded code the hints "
+            "read: not compared"
+        )
+        return head + (f"; it {why}" if why else "")
+    return f"{piece}: {why}; compared as text" if why else None
+
+
+def _dynamic_sentences(layout, heads: dict, calls: dict) -> list[str]:
+    """The sentences, cell by cell, at most :data:`MAX_DYNAMIC_SENTENCES` one by one."""
     out: list[str] = []
     unlisted: dict[str, int] = {}  # piece -> calls past MAX_DYNAMIC_SENTENCES
     for piece, *_ in layout:

@@ -69,12 +69,20 @@ _SHAPED_FROM = 0x0590
 
 
 def _shapes(text: str, i: int) -> bool:
-    """Whether the shaping character ``text[i]`` shapes something: it follows a character
-    of a script that uses it and, for a joiner, comes before one."""
-    shaped = i > 0 and ord(text[i - 1]) >= _SHAPED_FROM and not SHAPING.match(text[i - 1])
+    """Whether the shaping character ``text[i]`` shapes something. Its base is the
+    character before it, past other selectors (``🏳️‍🌈``: flag, selector, joiner, rainbow).
+    A selector shapes a base of a script that uses it, ``©`` or ``®``, or a keycap (``1️⃣``:
+    digit, selector, U+20E3); a joiner joins two such characters."""
+    j = i - 1
+    while j >= 0 and SHAPING.match(text[j]) and text[j] not in "\u200c\u200d":
+        j -= 1
+    base = text[j] if j >= 0 else ""
+    following = text[i + 1] if i + 1 < len(text) else ""
+    if not base or SHAPING.match(base):
+        return False
     if text[i] in "\u200c\u200d":
-        shaped = shaped and i + 1 < len(text) and ord(text[i + 1]) >= _SHAPED_FROM
-    return shaped
+        return ord(base) >= _SHAPED_FROM and following != "" and ord(following) >= _SHAPED_FROM
+    return ord(base) >= _SHAPED_FROM or base in "\u00a9\u00ae" or following == "\u20e3"
 
 
 def shown(text: str, replacement: str = "_") -> str:

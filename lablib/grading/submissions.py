@@ -252,13 +252,16 @@ def _gradescope_download(parts, metadata: dict):
 def _flat_download(file_name: str) -> tuple[str, dict] | None:
     """``(label, lms info)`` of a file named as a flat LMS download names its files, or
     None. A name both LMSs could have written is Canvas's when Canvas's own prefix
-    (``<name>_[LATE_]<user id>_<attachment id>_``) holds no ``_assignsubmission_``: the
+    (``<name>_[LATE_]<user id>_<attachment id>_``, which always has a name or
+    ``anon_<id>``: ``1_5001_assignsubmission_file_lab.ipynb`` is group 1's Moodle file)
+    holds no ``_assignsubmission_``: the
     rest is the student's own file name, which could say anything
     (``smithmallory_184002_9000002_x-andersonemma_1234_assignsubmission_file_lab1.ipynb``
     is Mallory's); else Moodle's
     (``Alice Smith_7300001_assignsubmission_file_hw_1_2023.ipynb`` is Alice Smith's)."""
     canvas = lms.canvas_name(file_name)
-    if canvas is not None and "_assignsubmission_" not in canvas["name"]:
+    named = canvas is not None and (canvas["name"] or canvas.get("anonymous_id"))
+    if named and "_assignsubmission_" not in canvas["name"]:
         return canvas["name"] or f"anon_{canvas.get('anonymous_id', '')}", canvas
     flat = lms.moodle_name(file_name)
     if flat is not None and flat["file"]:

@@ -368,6 +368,10 @@ def test_names_that_show_nothing_are_shown_in_the_terminal():
         "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # an emoji family: zero-width joiners
         "Team \u2764\ufe0f",  # an emoji's colour form: a variation selector
         "葛\U000e0100飾",  # an ideographic variant in a Japanese name
+        "\U0001f3f3\ufe0f\u200d\U0001f308",  # a rainbow flag: flag, selector, joiner, rainbow
+        "\u2764\ufe0f\u200d\U0001f525",  # a heart on fire
+        "Team \u00a9\ufe0f",  # the copyright sign's emoji form
+        "Team 1\ufe0f\u20e3",  # a keycap
     ],
 )
 def test_characters_that_shape_a_name_are_kept(name):

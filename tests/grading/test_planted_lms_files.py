@@ -153,3 +153,13 @@ def test_a_canvas_file_that_names_a_moodle_file_stays_the_canvas_students(tmp_pa
     assert mallory["lms"] == "canvas" and mallory["user_id"] == "184002" and mallory["late"]
     [given] = find_submissions([subs / hostile])
     assert given.name == "smithmallory" and given.lms["user_id"] == "184002"
+
+
+def test_a_moodle_flat_file_of_a_group_named_by_digits_is_moodles(tmp_path):
+    """Canvas's prefix always has a name or anon_<id>: a Moodle flat file of group "1"
+    (``1_5001_assignsubmission_file_lab.ipynb``) is not a nameless Canvas file."""
+    _book(tmp_path / "subs" / "1_5001_assignsubmission_file_lab.ipynb")
+    _book(tmp_path / "subs" / "anon_k2x9_9000001_lab.ipynb")
+    found = {f.name: f.lms for f in find_submissions([tmp_path / "subs"], [])}
+    assert found["1"]["lms"] == "moodle" and found["1"]["participant_id"] == "5001"
+    assert found["anon_k2x9"]["lms"] == "canvas"

@@ -535,6 +535,11 @@ def test_dynamic_code_says_what_the_comparison_decoded():
         "c: past the first 500,000 characters of graded code the hints read: not compared",
         f"c, line 1: eval('3') runs code given as data (eval); {unread}",
     ], flags
+    # a cell past the cut is said not compared also when it does not parse
+    flags = dynamic_code({"a": pad, "b": pad, "c": "def f(:\n    pass"})
+    assert flags[-1] == (
+        "c: past the first 500,000 characters of graded code the hints read: not compared"
+    ), flags
 
 
 def test_dynamic_code_reads_magics_and_says_what_it_cannot_parse():
@@ -552,6 +557,10 @@ def test_dynamic_code_reads_magics_and_says_what_it_cannot_parse():
         "b: could not be inspected for code run as data (it does not parse as Python: line 1, "
         "invalid syntax); compared as text",
     ], flags
-    # a syntax error in honest work names no way to run code: nothing to flag
-    assert dynamic_code({"a": ANN, "b": "def f(:\n    pass", "c": "y = 2"}) == []
+    # a syntax error in honest work names no way to run code: nothing to flag (a Keras
+    # model's compile, json.loads are not exec's compile, pickle's loads)
+    for broken in ("def f(:\n    pass", "model.compile(optimizer='adam'", "json.loads(s"):
+        assert dynamic_code({"a": ANN, "b": broken, "c": "y = 2"}) == [], broken
+    flags = dynamic_code({"a": ANN, "b": "x = pickle.loads(s"})
+    assert flags and flags[0].startswith("b: could not be inspected"), flags
     assert dynamic_code({"a": ANN, "b": "%timeit f()\n!pip install x\ny = 2"}) == []

@@ -140,13 +140,20 @@ DYNAMIC = {
     "code.interact",
 }
 _DYNAMIC_WORDS = {"exec", "eval", "compile", "__import__", "import_module"}
-# Words a cell that does not parse must contain to be said not inspected: the last part of
-# every DYNAMIC call and the ways to reach one by name. Such a cell cannot run as Python;
-# it is said only where the notebook's own rewriting of lines could make it run one.
+# Names a cell that does not parse must hold to be said not inspected: a call that runs
+# code, by its bare name (``exec(``, not ``model.compile(``) or its whole dotted name
+# (``pickle.loads``), and the ways to reach one by name. Such a cell cannot run as
+# Python; it is said only where the notebook's own rewriting of lines could make it run one.
 _MAY_RUN_CODE = re.compile(
-    r"\b(?:"
-    + "|".join(sorted({name.rsplit(".", 1)[-1] for name in DYNAMIC}))
-    + r"|getattr|globals|locals|vars|builtins|__builtins__|__dict__|importlib)\b"
+    r"(?<![\w.])(?:"
+    + "|".join(
+        sorted(
+            {re.escape(name) for name in DYNAMIC}
+            | {"getattr", "globals", "locals", "vars", "builtins", "__builtins__", "importlib"}
+            | {"import_module", "__dict__"}
+        )
+    )
+    + r")\b"
 )
 
 
@@ -1430,9 +1437,8 @@ def _cells_read_apart(code: str, analysis, read: int, layout, calls: dict) -> di
         if len(text) > MAX_CODE:
             why = "is not inspected for code run as data (too long)"
         elif trees[piece] is None:
-            if not _may_run_code(text):
-                continue  # a syntax error in honest work: it cannot run, nothing to flag
-            why = f"could not be inspected for code run as data ({_why_not_parsed(text)})"
+            if _may_run_code(text):  # a syntax error in honest work cannot run: not flagged
+                why = f"could not be inspected for code run as data ({_why_not_parsed(text)})"
         else:
             budget = _Budget()
             budget.stopped = _UNREAD  # nothing is decoded: the comparison decoded nothing here

@@ -152,7 +152,10 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
     submitters); for a gradebook written before identities were kept, its roster
     ``student``, else its name. A row that matched no student at grading (or was graded
     without a roster) is matched to ``roster`` here by the grading rules
-    (:func:`lablib.grading.gradebook.identity.resolve`); a row matched at grading keeps its student."""
+    (:func:`lablib.grading.gradebook.identity.resolve`); a row matched at grading keeps its
+    student, but for a folder the rules refuse as a Moodle Default group's (one a gradebook
+    written before those rules kept matched: :meth:`RosterIndex.default_refused
+    <lablib.grading.gradebook.identity.RosterIndex.default_refused>`), resolved again."""
     identity = entry.get("identity")
     if not isinstance(identity, dict) or not identity:
         student = entry.get("student")
@@ -161,7 +164,9 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
             if isinstance(student, dict)
             else {"key": entry["submission"]}
         )
-    if roster is not None and not identity.get("matched"):
+    lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
+    doubted = index is not None and index.default_refused(lms)  # e.g. matched before the rule
+    if roster is not None and (not identity.get("matched") or doubted):
         found = Found(
             str(entry["submission"]),
             pathlib.Path(str(entry.get("path", ""))),
@@ -174,8 +179,8 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
             identity = again | {
                 "matched_by": f"{again['matched_by']} (matched by the export's roster)"
             }
-        elif again.get("why_unmatched"):  # e.g. a Moodle group id this roster gives a student
-            identity = again
+        elif again.get("why_unmatched") or doubted:
+            identity = again  # e.g. a Moodle group id this roster gives a student
     people = [identity]
     for other in identity.get("others") or []:  # a group's other members
         if isinstance(other, dict) and any(other.get(f) for f in (*_JOIN, "key", "name")):
@@ -338,12 +343,15 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
     """Every gradebook row placed with its student (``people`` grows by those not in the
     roster); ``report["unmatched"]`` gets each lab's submissions matched to no one."""
     index = RosterIndex(roster) if roster is not None else None
-    if index is not None:  # what the whole download says (a group named like the Default group)
+    for _, book in books if index is not None else ():
+        # what the whole download says (a group named like Moodle's Default group)
         index.note(
-            (entry.get("identity") or {}).get("lms")
-            for _, book in books
-            for entry in book["submissions"]
-            if isinstance(entry.get("identity"), dict)
+            (
+                (entry.get("identity") or {}).get("lms")
+                for entry in book["submissions"]
+                if isinstance(entry.get("identity"), dict)
+            ),
+            f"{book['lab']}'s gradebook",
         )
     for _, book in books:
         lab = book["lab"]

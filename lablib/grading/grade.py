@@ -396,7 +396,7 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
 def grade(
     lab, submissions, out_dir, options: GradeOptions | None = None, **settings
 ) -> list[SubmissionResult]:
-    # Over 80 lines for its docstring: what a regrade keeps, every argument; code: 58 lines.
+    # Over 80 lines for its docstring: what a regrade keeps, every argument; code: 57 lines.
     """Grade submissions and write the reports into ``out_dir``.
 
     Grading into a folder that already holds this lab's gradebook updates it: the
@@ -461,11 +461,7 @@ def grade(
         spec, [(f.name, f.path) for f in found], work, options.workers, options.progress
     )
     by_name = {f.name: f for f in found}
-    # the roster's index, with what the whole download says (a group named like Moodle's
-    # Default group), the kept rows' folders too
-    index = RosterIndex(roster) if roster is not None else None
-    if index is not None:
-        index.note([f.lms for f in found] + [(r.identity or {}).get("lms") for r in previous])
+    index = _roster_index(roster, found, previous)
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
@@ -488,8 +484,8 @@ def grade(
 
 def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool, index=None) -> None:
     """The kept rows' identities: all resolved again with a new roster (or where a row has
-    none, or a Moodle Default group's folder once the download has a group named like
-    it); with new times only, each row's time looked up again."""
+    none, or its folder is one the rules refuse as a Moodle Default group's:
+    :func:`_default_doubted`); with new times only, each row's time looked up again."""
     for r in previous:
         if new_roster or not r.identity or _default_doubted(r, index):
             r.identity = _again(r, roster, times, spec, index)
@@ -502,17 +498,23 @@ def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool, ind
 
 
 def _default_doubted(result: SubmissionResult, index) -> bool:
-    """A kept row of Moodle's Default group's folder (no number) while the download also
-    has a numbered folder of a group named like it (``index.default_named``)."""
-    lms = (result.identity or {}).get("lms") or {}
-    return bool(
-        index is not None
-        and index.default_named
-        and lms.get("lms") == "moodle"
-        and lms.get("group")
-        and not lms.get("participant_id")
-        and not lms.get("group_id")
-    )
+    """A kept row whose folder the rules refuse as a Moodle Default group's
+    (:meth:`~lablib.grading.gradebook.identity.RosterIndex.default_refused`): a numbered
+    folder named as the Default group (kept matched as that group's by a gradebook
+    written before this rule), or the Default group's own while a folder named like it
+    is graded with it."""
+    return index is not None and index.default_refused((result.identity or {}).get("lms"))
+
+
+def _roster_index(roster, found, previous) -> RosterIndex | None:
+    """The roster's index, with what the whole download says (a group named like Moodle's
+    Default group), and the kept rows' folders too; None without a roster."""
+    if roster is None:
+        return None
+    index = RosterIndex(roster)
+    index.note([f.lms for f in found], "this download")
+    index.note([(r.identity or {}).get("lms") for r in previous], "the kept gradebook")
+    return index
 
 
 def _write(

@@ -246,9 +246,9 @@ TEAM_FOLDERS = {
 }
 
 
-def _team_book(tmp_path, out, roster, folders=None):
+def _team_book(tmp_path, out, roster, folders=None, resolving=resolve_all):
     """A gradebook of ``folders`` (TEAM_FOLDERS), identities resolved with ``roster`` as
-    `lablib grade` resolves them, each written answer graded 3."""
+    `lablib grade` resolves them (or by ``resolving``), each written answer graded 3."""
     from lablib.grading.lms import moodle_name
 
     lab = _lab()
@@ -272,7 +272,7 @@ def _team_book(tmp_path, out, roster, folders=None):
             Found(name, tmp_path / folder / "lab.ipynb", f"{folder}/lab.ipynb", folder, lms)
         )
         results.append(r)
-    identities = resolve_all(found, roster, lab=lab)  # the whole download, as grading does
+    identities = resolving(found, roster, lab=lab)  # the whole download, as grading does
     for r in results:
         r.identity = identities[r.submission]
     person = {r.submission: {"why": PersonScore("why", 3.0, 4.0, graded=True)} for r in results}
@@ -409,6 +409,50 @@ def test_a_group_named_default_group_gives_no_one_a_grade(tmp_path):
         "mal@uni.edu": "8",
         "tom@uni.edu": "11",
     }
+
+
+def _before_the_default_group_rule(found, roster, lab):
+    """Identities as lablib kept them before a group named "Default group" was refused:
+    its numbered folder matched as that group's (its number the group id, no
+    participant id), the Default group's own matched too."""
+    identities = resolve_all(found, roster, lab=lab)
+    for f in found:
+        if f.lms.get("name") == "Default group":
+            default = Found(f.name, f.path, f.where, f.folder, f.lms | {"participant_id": ""})
+            identity = resolve(default, roster, lab=lab)
+            identity["lms"].update(group_id=f.lms["participant_id"])
+            identities[f.name] = identity
+    return identities
+
+
+def test_a_gradebook_written_before_the_default_group_rule_gives_no_one_a_grade(tmp_path):
+    """Upgraded, the export resolves a kept row of either folder again with the roster
+    given: neither gives the Default group's students a grade, each says why and where
+    the other folder is."""
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", DEFAULT_SHEET))
+    folders = {
+        "Default group_assignsubmission_file": 5.0,
+        "Default group_55_assignsubmission_file": 9.0,
+        "Team Red_56_assignsubmission_file": 8.0,
+    }
+    out = tmp_path / "out"
+    lab = _team_book(tmp_path, out, sheet, folders, _before_the_default_group_rule)
+    book = json.loads((out / "grades.json").read_text())
+    kept = {s["submission"]: s["identity"] for s in book["submissions"]}
+    assert kept["Default group"]["matched"] and kept["Default group_55"]["matched"]
+    done = export("moodle", [out], sheet, tmp_path / "m.csv")
+    rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
+    totals = {r["Email address"]: r[lab.title] for r in rows if r["Email address"]}
+    assert totals == {
+        "erin@uni.edu": "0",
+        "gina@uni.edu": "0",
+        "mal@uni.edu": "0",
+        "tom@uni.edu": "11",
+    }
+    reasons = done["unmatched_reasons"][lab.name]
+    assert sorted(done["unmatched"][lab.name]) == ["Default group", "Default group_55"]
+    assert "rename that group in Moodle" in reasons["Default group_55"]
+    assert f"{lab.name}'s gradebook also has 'Default group_55'" in reasons["Default group"]
 
 
 def test_each_team_gets_its_own_grade_and_no_other_teams(tmp_path):

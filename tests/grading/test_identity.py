@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 
 from lablib.grading.gradebook.identity import resolve, resolve_all, student_of
-from lablib.grading.gradebook.roster import Roster, RosterError, SubmissionTimes
+from lablib.grading.gradebook.roster import Roster, RosterError, Student, SubmissionTimes
 from lablib.grading.lms import moodle_name
 from lablib.grading.submissions import Found
 
@@ -519,33 +519,46 @@ def test_a_regrade_keeps_no_identity_the_new_resolution_refuses(tmp_path):
     assert kept.identity["matched"] and kept.identity["email"] == "jose@uni.example"
 
 
-def test_a_blind_folder_is_its_students_only_as_participant(tmp_path):
+def test_a_blind_folder_is_its_students_though_a_group_is_named_participant(tmp_path):
     """A worksheet of anonymous submissions: a student's own folder is "Participant" (or
-    "<their group>-Participant", a member's copy before Moodle 4.1); a group some student
-    names so takes no one's folder, which is refused with why."""
+    "<their group>-Participant", a member's copy before Moodle 4.1) with their
+    participant id, theirs though some student names a group so (its id would have to be
+    that participant id); refused, with why, only when that group is the student's own
+    with others in it (then it may be the group's)."""
     blind = _roster(
         tmp_path,
         "Identifier,Status,Group\nParticipant 101,Submitted,G1\nParticipant 102,Submitted,G1\n"
-        "Participant 103,Submitted,Participant\n",
+        "Participant 103,Submitted,Participant\nParticipant 104,Submitted,Participant\n",
     )
-    found = [
-        _found("Participant", moodle_name(f"Participant_{n}_assignsubmission_file"))
-        for n in ("101", "102", "103")
-    ]
-    for n, f in zip(("101", "102", "103"), found):
-        got = resolve(f, blind)
+    for n in ("101", "102"):
+        got = _moodle(f"Participant_{n}_assignsubmission_file", blind)
+        assert got["participant_id"] == n and got["others"] == []
+        assert got["matched_by"] == f"Moodle participant id {n}"
+    for n in ("103", "104"):
+        got = _moodle(f"Participant_{n}_assignsubmission_file", blind)
         assert not got["matched"] and got["others"] == [] and got["participant_id"] == ""
         assert got["why_unmatched"].startswith(
             f"Moodle's folder 'Participant_{n}' is named as the anonymous submission of "
-            f"participant {n} (the worksheet gives no full names) and as the roster's group "
-            f"'Participant'; lablib does not guess"
+            f"participant {n} (the roster gives no full name), and as participant {n}'s own "
+            f"group 'Participant', which has other members: it may be participant {n}'s own "
+            f"or the whole group's; lablib does not guess"
         )
         assert "rename the group in Moodle" in got["why_unmatched"]
-    g1 = _moodle("G1_55_assignsubmission_file", blind)
+    # the group's own folder (its id no participant's) is the group's
+    group = _moodle("Participant_55_assignsubmission_file", blind)
+    assert [group["participant_id"], *(o["participant_id"] for o in group["others"])] == [
+        "103",
+        "104",
+    ]
+    g1 = _moodle("G1_56_assignsubmission_file", blind)
     assert [g1["participant_id"], *(o["participant_id"] for o in g1["others"])] == ["101", "102"]
-    # a folder not named "Participant" is not the student's whose participant id it has
-    other = _moodle("Zed_101_assignsubmission_file", blind)
-    assert not other["matched"] and "not the folder of any" in other["why_unmatched"]
+    # alone in the group named so: hers either way
+    alone = _roster(
+        tmp_path,
+        "Identifier,Status,Group\nParticipant 101,Submitted,G1\nParticipant 103,Submitted,Participant\n",
+        "alone.csv",
+    )
+    assert _moodle("Participant_103_assignsubmission_file", alone)["participant_id"] == "103"
     # copies per member before 4.1, a group named "<group>-Participant"
     copies = _roster(
         tmp_path,
@@ -555,10 +568,8 @@ def test_a_blind_folder_is_its_students_only_as_participant(tmp_path):
     )
     for n in ("101", "102"):
         got = _moodle(f"Team Red-Participant_{n}_assignsubmission_file_", copies)
-        assert (
-            not got["matched"]
-            and "'Team Red-Participant'; lablib does not guess" in (got["why_unmatched"])
-        )
+        assert got["participant_id"] == n and got["others"] == []
+        assert got["matched_by"].endswith("(group Team Red's copy)")
     plain = _roster(
         tmp_path,
         "Identifier,Status,Group\nParticipant 101,Submitted,Team Red\n"
@@ -568,6 +579,46 @@ def test_a_blind_folder_is_its_students_only_as_participant(tmp_path):
     own = _moodle("Team Red-Participant_101_assignsubmission_file_", plain)
     assert own["participant_id"] == "101" and own["matched_by"].endswith("(group Team Red's copy)")
     assert _moodle("Participant_102_assignsubmission_file", plain)["participant_id"] == "102"
+
+
+def test_a_student_without_a_name_owns_the_folder_with_their_participant_id(tmp_path):
+    """A roster that gives a student no full name (a blind worksheet, a roster of ids):
+    nothing to compare, so a folder with their participant id is theirs whatever its
+    name (Moodle's "Participant" in another language too), unless it is written exactly
+    as a roster group's: then the group's."""
+    ids = Roster([Student("S1", "", email="alice@uni.edu", participant_id="7300001")])
+    alice = _moodle("Alice Smith_7300001_assignsubmission_file", ids)
+    assert alice["student_id"] == "S1" and alice["matched_by"] == "Moodle participant id 7300001"
+    blind = _roster(
+        tmp_path,
+        "Identifier,Status,Group\nParticipant 101,Submitted,G1\nParticipant 102,Submitted,G1\n"
+        "Participant 103,Submitted,Team Red\n",
+    )
+    for folder in ("Teilnehmerin_101", "Zed_101", "TEAM RED_101"):  # the last only folded
+        got = _moodle(f"{folder}_assignsubmission_file", blind)
+        assert got["participant_id"] == "101" and got["others"] == [], folder
+    team = _moodle("Team Red_101_assignsubmission_file", blind)  # exactly the group's
+    assert team["participant_id"] == "103" and team["lms"]["group_id"] == "101"
+
+
+def test_a_folder_not_a_named_students_says_what_was_expected(tmp_path):
+    """A named student's participant id on a folder not named as them: the message says
+    the folder names that were expected and what to do with the roster given."""
+    sheet = _roster(tmp_path, WORKSHEET)
+    got = _moodle("Alice Smith_7300017_assignsubmission_file", sheet)
+    why = got["why_unmatched"]
+    assert not got["matched"] and why.startswith(
+        "Moodle's folder 'Alice Smith_7300017': 7300017 is the participant id of José Núñez in "
+        "the roster, but José Núñez's own folder is 'José Núñez_7300017' or "
+        "'Participant_7300017'"
+    )
+    assert "not 'Alice Smith'" in why and "another assignment's grading worksheet, give" in why
+    teams = _roster(tmp_path, TEAM_SHEET, "teams.csv")
+    got = _moodle("Alice Smith_7300017_assignsubmission_file", teams)
+    assert (
+        "not José Núñez's own: 7300017 is José Núñez's participant id, but" in got["why_unmatched"]
+    )
+    assert "'José Núñez_7300017' or 'Participant_7300017'" in got["why_unmatched"]
 
 
 #: A team assignment's worksheet where a student named a group "Default group": it writes
@@ -647,6 +698,46 @@ def test_a_kept_default_group_row_is_resolved_again_when_a_group_is_named_so(tmp
     assert (
         not kept.identity["matched"] and "a group named like it" in kept.identity["why_unmatched"]
     )
+
+
+def test_a_gradebook_written_before_the_default_group_rule_is_resolved_again(tmp_path):
+    """A gradebook written before a group named "Default group" was refused kept its
+    numbered folder matched as that group's (the number as its group id, no participant
+    id), the Default group's folder matched too: a regrade without a new roster (the
+    kept one; nothing new graded) resolves both again, and both are refused."""
+    from lablib.grading.grade import _identify, _reidentify, _roster_index
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    sheet = _roster(tmp_path, DEFAULT_SHEET)
+
+    def kept(name, folder):
+        path = str(tmp_path / folder / "lab1.ipynb")
+        r = SubmissionResult(name, path, Status(), 5.0, 10.0, {"f": PieceScore(5.0, 10.0)}, [])
+        # as that version stored it: the Default group's members, the number a group id
+        own = "Default group_assignsubmission_file"
+        r.identity = _identify(
+            _found(name, moodle_name(own), f"{folder}/lab1.ipynb", folder), sheet, None, "lab1"
+        )
+        if "_55_" in folder:
+            r.identity["lms"]["group_id"] = "55"
+        return r
+
+    rows = [
+        kept("Default group", "Default group_assignsubmission_file"),
+        kept("Default group_55", "Default group_55_assignsubmission_file"),
+    ]
+    assert all(r.identity["matched"] and len(r.identity["others"]) == 2 for r in rows)
+    index = _roster_index(sheet, [], rows)
+    assert index.names_default(rows[1].identity["lms"]) == "Default group_55"
+    _reidentify(rows, sheet, None, "lab1", new_roster=False, index=index)
+    default, named = (r.identity for r in rows)
+    assert not default["matched"] and default["others"] == []
+    assert (
+        "but the kept gradebook also has 'Default group_55', a group named like it"
+        in default["why_unmatched"]
+    )
+    assert not named["matched"] and named["others"] == []
+    assert "a group named 'Default group'" in named["why_unmatched"]
 
 
 def test_a_students_exact_name_and_participant_id_beat_a_group_named_so(tmp_path):

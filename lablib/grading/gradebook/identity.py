@@ -16,27 +16,30 @@ Matching a submission to the roster, first rule that finds exactly one student:
    given, its student's folder or its notebook, without ``.ipynb``);
 2. the LMS download's ids: Canvas's user id = the roster's ``ID``; Moodle's participant
    id = the worksheet's Identifier, when the folder's name is that student's (their full
-   name, "Participant", or ``<their group>-`` before either); a Gradescope submitter's
-   SID or e-mail. A Moodle folder whose name is one of the roster's groups' as Moodle
-   4.1's download writes it (``<group name>_<group id>``, the "Default group" without an
-   id; :func:`~lablib.grading.lms.moodle_file_forms`) is each student's of that group (the
+   name, "Participant", or ``<their group>-`` before either; any, for a student without
+   a full name); a Gradescope submitter's SID or e-mail. A Moodle folder whose name is
+   one of the roster's groups' as Moodle 4.1's download writes it
+   (``<group name>_<group id>``, the "Default group" without an id;
+   :func:`~lablib.grading.lms.moodle_file_forms`) is each student's of that group (the
    ``group`` column: the worksheet's ``Group``), the first the identity, the others its
-   ``others``; groups are told apart by their exact name. A folder's name is compared
-   as Moodle writes it (case and spacing kept) first, folded only when nothing is
-   written exactly so, and the exact match wins; a folder with a student's participant
-   id and exact full name is theirs though a group is written alike, unless that group
-   is their own with others in it. A folder two groups are written alike in, or that is
-   both a student's own and a group's alike, is no one's; a student of a worksheet
-   without full names owns only ``Participant`` (or ``<their group>-Participant``). A
-   numbered folder named as the "Default group" (a group some student named so) is no
-   one's, and so is the Default group's own when the download also has one
-   (:meth:`RosterIndex.note`). A folder whose number is the participant id of a student
-   it does not name is no one's (a group id that is some student's participant id is not
-   theirs), and rules 3 and 4 are not tried for it. Any other Moodle folder goes on to
-   rules 3 and 4, except that with groups in the roster a member's copy
-   (``<group>-<Full name>``, Moodle before 4.1) is only a student's of that group. What
-   matches no one says why (``why_unmatched``: what the folder says, what was expected,
-   what to do);
+   ``others``; groups are told apart by their exact name. A folder's name is compared as
+   Moodle writes it (case and spacing kept) first, folded only when nothing is written
+   exactly so, and the exact match wins; a folder with a student's participant id and
+   exact full name, or ``Participant`` (an anonymous submission's), is theirs though a
+   group is written alike, unless that group is their own with others in it. A folder
+   two groups are written alike in, or that is both a student's own and a group's alike,
+   is no one's. A student the roster gives no full name owns any folder with their
+   participant id (nothing to compare) but one written exactly as a group's, which is
+   the group's. A numbered folder named as the "Default group" (a group some student
+   named so; :meth:`RosterIndex.names_default`) is no one's, and so is the Default
+   group's own (:meth:`RosterIndex.is_default_folder`) when the download or a gradebook
+   graded with it also has one (:meth:`RosterIndex.note`). A folder whose number is the
+   participant id of a student it does not name is no one's (a group id that is some
+   student's participant id is not theirs), and rules 3 and 4 are not tried for it. Any
+   other Moodle folder goes on to rules 3 and 4, except that with groups in the roster a
+   member's copy (``<group>-<Full name>``, Moodle before 4.1) is only a student's of
+   that group. What matches no one says why (``why_unmatched``: what the folder says,
+   what was expected, what to do);
 3. one of the student's identifiers (student id, SIS/Canvas ids, login, e-mail or its part
    before ``@``, Moodle participant id) equals the submission's name, one of its folders
    or its notebook's name;
@@ -173,8 +176,9 @@ class RosterIndex:
                     if exact:
                         self.groups_exact.setdefault(exact, []).append(key)
                 self.members.setdefault(key, []).append(s)
-        # a numbered folder of this download named as Moodle's Default group (see note)
+        # a numbered folder named as Moodle's Default group, and where it is (see note)
         self.default_named = ""
+        self.default_where = ""
 
     def group_match(self, name: str) -> tuple[list[str], bool]:
         """The roster's groups whose folder Moodle's download names ``name`` (two or more
@@ -191,18 +195,54 @@ class RosterIndex:
         (:meth:`group_match`)."""
         return self.group_match(name)[0]
 
-    def note(self, lms_infos) -> None:
+    def is_default_folder(self, lms) -> bool:
+        """Whether ``lms`` (a submission's download description, as the download gives it
+        or a gradebook kept it) is Moodle's Default group's own folder: a Moodle folder
+        without a number named as the roster's "Default group"."""
+        lms = lms or {}
+        return (
+            lms.get("lms") == "moodle"
+            and not lms.get("participant_id")
+            and not lms.get("group_id")
+            and DEFAULT_GROUP in self.group_keys(lms.get("name", ""))
+        )
+
+    def names_default(self, lms) -> str:
+        """The folder (``<name>_<number>``) when ``lms`` is a numbered Moodle folder named
+        as the roster's "Default group" (a group some student named so), else "": its
+        number a participant id as the download gives it, or a group id as a gradebook
+        written before this rule kept it (matched as that group's)."""
+        lms = lms or {}
+        number = lms.get("participant_id") or lms.get("group_id") or ""
+        if lms.get("lms") != "moodle" or not number:
+            return ""
+        name = lms.get("name", "")
+        return _prefix(name, number) if DEFAULT_GROUP in self.group_keys(name) else ""
+
+    def default_refused(self, lms) -> bool:
+        """Whether the rules refuse ``lms``'s folder as a Default group's: a numbered folder
+        named so (:meth:`names_default`), or the Default group's own
+        (:meth:`is_default_folder`) once such a folder is noted (:meth:`note`). A kept row
+        of either is resolved again: it may have been matched before."""
+        return bool(self.names_default(lms)) or bool(
+            self.default_named and self.is_default_folder(lms)
+        )
+
+    def note(self, lms_infos, where: str = "this download") -> None:
         """What the whole download says that one folder cannot: a numbered folder named as
-        the roster's "Default group" (a group some student named so; the worksheet writes
-        "Default group" for its members and for the students in no group alike), after
+        the roster's "Default group" (:meth:`names_default`; the worksheet writes "Default
+        group" for that group's members and for the students in no group alike), after
         which the Default group's own folder (no number) cannot be told to be the
-        students' in no group. ``lms_infos``: each submission's download description."""
+        students' in no group. ``lms_infos``: download descriptions (of the submissions
+        graded now, or of a gradebook's rows); ``where``: where they come from, as the
+        refusal says it ("this download", "lab1's gradebook"). The first folder noted
+        stays."""
+        if self.default_named:
+            return
         for lms in lms_infos:
-            lms = lms or {}
-            if lms.get("lms") != "moodle" or not lms.get("participant_id"):
-                continue
-            if DEFAULT_GROUP in self.group_keys(lms.get("name", "")):
-                self.default_named = _prefix(lms.get("name", ""), lms["participant_id"])
+            named = self.names_default(lms)
+            if named:
+                self.default_named, self.default_where = named, where
                 return
 
     @staticmethod
@@ -287,14 +327,15 @@ class _MoodleMatch:
     doubted: bool = False
 
 
-def _moodle_own(student: Student, name: str) -> tuple[int, str, bool]:
+def _moodle_own(student: Student, name: str) -> tuple[int, str, str]:
     """Whether a Moodle folder called ``name`` can be ``student``'s own: 2 when exactly as
     Moodle writes it (case and spacing kept), 1 when only folded, 0 not; the group it
-    names; and whether by the student's full name. Theirs: their full name as Moodle
-    writes it, or "Participant" (anonymous submissions; the only name of a student the
-    worksheet gives no full name); or either after ``<group>-``, a team member's copy
-    (``locallib.php`` before Moodle 4.1, the group's name unformatted), whose group must
-    be the student's when the roster gives one."""
+    names; and by what: ``"name"`` (their full name), ``"participant"`` (Moodle's
+    "Participant", an anonymous submission's), or ``"any"`` (the roster gives the
+    student no full name: nothing to compare, any name). Theirs: their full name as
+    Moodle writes it, or "Participant"; or either after ``<group>-``, a team member's
+    copy (``locallib.php`` before Moodle 4.1, the group's name unformatted), whose group
+    must be the student's when the roster gives one."""
     named = bool(fold(student.name))
     full = moodle_file_text(student.name) if named else ""
     exact = {full, "Participant"} - {""}
@@ -302,19 +343,26 @@ def _moodle_own(student: Student, name: str) -> tuple[int, str, bool]:
     in_group = student.group.strip()
     group_text = moodle_file_text(student.group) if in_group else None
     group_forms = moodle_file_forms(student.group) if in_group else None
+
+    def by(part: str) -> str:
+        return "name" if named and fold(part) != "participant" else "participant"
+
     if name in exact:
-        return 2, "", name == full
+        return 2, "", by(name)
     for i, char in enumerate(name):
         if char == "-" and name[i + 1 :] in exact:
             if group_text is None or name[:i] == group_text:
-                return 2, name[:i], name[i + 1 :] == full
+                return 2, name[:i], by(name[i + 1 :])
     if fold(name) in folded:
-        return 1, "", fold(name) != "participant"
+        return 1, "", by(name)
     for i, char in enumerate(name):
         if char == "-" and fold(name[i + 1 :]) in folded:
             if group_forms is None or fold(name[:i]) in group_forms:
-                return 1, name[:i], fold(name[i + 1 :]) != "participant"
-    return 0, "", False
+                return 1, name[:i], by(name[i + 1 :])
+    if not named:  # nothing to compare; "<their group>-..." is their copy
+        copy = group_text is not None and name.startswith(group_text + "-")
+        return 1, group_text if copy else "", "any"
+    return 0, "", ""
 
 
 def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
@@ -324,36 +372,44 @@ def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
     group's members; else the identifier and name rules decide, as for any folder. Names
     are compared as Moodle writes them first (case and spacing kept), folded only when
     that finds nothing, and the exact match wins. A folder with a student's participant
-    id and that student's exact full name is theirs though a group is written alike (its
-    id would have to equal that participant id: a coincidence no student can arrange),
-    unless that group is the student's own with others in it. A number that names a
-    student the name does not, or a name two groups or a group and that number's student
-    share alike, is reported, never given to a student it does not name."""
+    id and that student's exact full name, or "Participant", is theirs though a group is
+    written alike (its id would have to equal that participant id: a coincidence no
+    student can arrange), unless that group is the student's own with others in it. A
+    student the roster gives no full name owns any folder with their participant id
+    (nothing to compare) but one written exactly as a group's, which is the group's. A
+    number that names a student the name does not, or a name two groups or a group and
+    that number's student share alike, is reported, never given to a student it does not
+    name."""
     name, number = lms.get("name", ""), lms.get("participant_id", "")
     if lms.get("group") and not number:  # "Default group", or a group's folder decided before
-        return _moodle_group(index, name, lms.get("group_id", ""), index.group_keys(name))
+        return _moodle_group(index, lms, index.group_keys(name))
     owner = index.one(index.participants, [number])[0] if number else None
     keys, keys_exact = index.group_match(name)
     if owner is not None:
-        own, group, by_name = _moodle_own(owner, name)
+        own, group, by = _moodle_own(owner, name)
         level = 2 if keys_exact else 1
-        if own and keys and own > level:
+        if own and keys and by == "any":
+            if keys_exact:
+                own = 0  # written exactly as a group's: the group's (below)
+            else:
+                keys = []  # only folded like a group's: the student's
+        elif own and keys and own > level:
             keys = []  # the student's exactly, the group's only folded
         elif own and keys and own == level:
             mine = unicodedata.normalize("NFC", owner.group.strip())
             shared = mine in keys and len(index.members.get(mine, ())) > 1
-            if not (own == 2 and by_name and not shared):
+            if own == 1 or shared:
                 return _MoodleMatch(
                     why=_own_and_group(index, name, number, owner, keys, shared),
                     final=True,
                     doubted=True,
                 )
-            keys = []  # their exact full name: a group written so is not theirs
+            keys = []  # their exact full name or "Participant": a group written so is not theirs
         if own and not keys:
             how = f"Moodle participant id {number}" + (f" (group {group}'s copy)" if group else "")
             return _MoodleMatch((owner,), how, {"group": group} if group else {}, final=True)
     if keys:  # a team assignment's folder: its group's
-        return _moodle_group(index, name, number, keys)
+        return _moodle_group(index, lms, keys)
     if index.members and owner is None:
         member = _moodle_copy(index, name)
         if member is not None:
@@ -374,23 +430,20 @@ def _own_and_group(
     the roster's groups' (``keys``) is no one's."""
     folder = f"Moodle's folder {_prefix(name, number)!r}"
     written = ", ".join(repr(index.group_names[k]) for k in keys)
-    who = owner.name if fold(owner.name) else f"participant {number}"
-    if not fold(owner.name):
+    named = bool(fold(owner.name))
+    who = owner.name if named else f"participant {number}"
+    as_own = (
+        f"{owner.name}, whose participant id is {number}"
+        if named
+        else f"the anonymous submission of participant {number} (the roster gives no full name)"
+    )
+    if shared:
         said = (
-            f"{folder} is named as the anonymous submission of participant {number} (the "
-            f"worksheet gives no full names) and as the roster's group {written}"
-        )
-    elif shared:
-        said = (
-            f"{folder} is named as {owner.name}, whose participant id is {number}, and as "
-            f"{owner.name}'s own group {written}, which has other members: it may be "
-            f"{owner.name}'s own or the whole group's"
+            f"{folder} is named as {as_own}, and as {who}'s own group {written}, which has "
+            f"other members: it may be {who}'s own or the whole group's"
         )
     else:
-        said = (
-            f"{folder} is named as {owner.name}, whose participant id is {number}, and as "
-            f"the roster's group {written}"
-        )
+        said = f"{folder} is named as {as_own}, and as the roster's group {written}"
     return (
         f"{said}; lablib does not guess whose it is. If it is the group's, rename the group "
         f"in Moodle (to a name no student has, not 'Participant') and download again; if it "
@@ -400,22 +453,35 @@ def _own_and_group(
 
 def _not_theirs(index: RosterIndex, name: str, number: str, owner: Student) -> str:
     """Why a Moodle folder whose number is ``owner``'s participant id but whose name is
-    not theirs is no one's."""
+    not theirs is no one's: what was expected, and what to do with the roster given."""
     folder = f"Moodle's folder {_prefix(name, number)!r}"
+    named = bool(fold(owner.name))
+    who = owner.name if named else f"participant {number}"
+    full = moodle_file_text(owner.name) if named else ""
+    expected = " or ".join(repr(f"{n}_{number}") for n in (full, "Participant") if n)
+    theirs = (
+        f"{who}'s own folder is {expected}, or the same after '<their group>-' (a member's "
+        f"copy), not {name!r}"
+    )
+    sheet = (
+        f"if the roster is another assignment's grading worksheet, give this assignment's "
+        f"(participant ids differ between assignments); if it is this assignment's, "
+        f"downloaded with these submissions, the folder is not {who}'s: should it be, name "
+        f"it in the roster's submission column"
+    )
     if index.members:
         return (
             f"{folder} is not the folder of any of the roster's groups ({_known(index)}) and "
-            f"not {owner.name}'s own ({number} is {owner.name}'s participant id, but the folder "
-            f"is not theirs): give this assignment's grading worksheet as the roster (its Group "
-            f"column names each student's group), or write each member's group, as Moodle names "
-            f"it, in the roster's group column"
+            f"not {who}'s own: {number} is {who}'s participant id, but {theirs}. For a team "
+            f"submission, write each member's group, as Moodle names it, in the roster's group "
+            f"column (the grading worksheet's Group column names each student's group); "
+            f"for a student's own, {sheet}"
         )
     return (
-        f"{folder}: {number} is the participant id of {owner.name} in the roster, but the "
-        f"folder is named {name!r}. A team submission's folder is '<group name>_<group id>' (a "
-        f"group's id, not a participant's): give the team assignment's grading worksheet, with "
-        f"its Group column, as the roster. A student's own: give this assignment's grading "
-        f"worksheet (participant ids differ between assignments)"
+        f"{folder}: {number} is the participant id of {who} in the roster, but {theirs}. A team "
+        f"submission's folder is '<group name>_<group id>' (a group's id, not a participant's): "
+        f"give the team assignment's grading worksheet, with its Group column, as the roster. "
+        f"For a student's own, {sheet}"
     )
 
 
@@ -452,13 +518,17 @@ def _prefix(name: str, number: str) -> str:
     return f"{name}_{number}" if number else name
 
 
-def _moodle_group(index: RosterIndex, name: str, number: str, keys: list) -> _MoodleMatch:
-    """A team assignment's folder: the members of the one roster group (``keys``: those
-    whose name Moodle writes ``name``); refused when two groups are written alike or, for
-    a folder without a number (the "Default group"), when no group is. The worksheet
-    writes "Default group" for the students in no group and for the members of a group
-    named so alike: a numbered folder of that name is refused (a group named like
-    Moodle's Default group), and then the Default group's own folder too."""
+def _moodle_group(index: RosterIndex, lms: dict, keys: list) -> _MoodleMatch:
+    """A team assignment's folder (``lms``: its download description, its number a
+    participant id as the download gives it or a group id as decided before): the
+    members of the one roster group (``keys``: those whose name Moodle writes its name);
+    refused when two groups are written alike or, for a folder without a number (the
+    "Default group"), when no group is. The worksheet writes "Default group" for the
+    students in no group and for the members of a group named so alike: a numbered
+    folder of that name is refused (:meth:`RosterIndex.names_default`), and then the
+    Default group's own folder too (:meth:`RosterIndex.is_default_folder`)."""
+    name = lms.get("name", "")
+    number = lms.get("participant_id") or lms.get("group_id") or ""
     group = {"group": name, "group_id": number, "participant_id": ""}
     folder = f"Moodle's folder {_prefix(name, number)!r}"
     rename = (
@@ -467,18 +537,18 @@ def _moodle_group(index: RosterIndex, name: str, number: str, keys: list) -> _Mo
         "rename that group in Moodle (to a name no other group has) and download the "
         "submissions and the worksheet again"
     )
-    if DEFAULT_GROUP in keys and number:
+    if index.names_default(lms):
         return _MoodleMatch(
             why=f"{folder} is a team submission of a group named {name!r} (Moodle writes no "
             f"id for its own Default group), so it is not the Default group's: {rename}",
             final=True,
             doubted=True,
         )
-    if DEFAULT_GROUP in keys and index.default_named:
+    if index.default_named and index.is_default_folder(lms):
         return _MoodleMatch(
             why=f"{folder} is the team submission of Moodle's Default group (the students in "
-            f"no group), but this download also has {index.default_named!r}, a group named "
-            f"like it, and the roster cannot tell the Default group's students from that "
+            f"no group), but {index.default_where} also has {index.default_named!r}, a group "
+            f"named like it, and the roster cannot tell the Default group's students from that "
             f"group's: {rename}",
             final=True,
             doubted=True,

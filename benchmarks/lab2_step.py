@@ -23,8 +23,9 @@ at a time to the model alone, so that the table accounts for the lab's step:
   pure host overhead (Keras' loop, callbacks, launching the step), the part that compiled
   steps remove;
 * the negligible-width model and the lab now again in a process whose TensorFlow runs
-  each op on one intra-op thread instead of its pool (``tiny_one_thread``): what handing
-  small ops to the pool costs the host, and what the pool gives the lab's matrices;
+  each op on one intra-op thread instead of its pool (``tiny_one_thread``,
+  ``now_one_thread``): what handing small ops to the pool costs the host, and what the
+  pool gives the lab's matrices;
 * the same for section 9's Keras 3 twin (``lablib.layers.TransformerEncoderBlock``), in
   a second process (one Keras mode per process).
 
@@ -72,9 +73,12 @@ ROW_KEYS = (
     "xla_update",
     "tiny",
     "tiny_one_thread",
+    "now_one_thread",
 )
-# The row that runs in a child process of its own, TensorFlow's intra-op pool at one thread.
+# The rows that run in a child process of their own, TensorFlow's intra-op pool at one
+# thread: the negligible-width model, and the lab now (row key "now_one_thread").
 ONE_THREAD_ROW = "tiny_one_thread"
+ONE_THREAD_ROWS = {ONE_THREAD_ROW, "now_one_thread"}
 
 
 def parse_args(argv=None):
@@ -397,10 +401,10 @@ def run_child(args):
             ),
         ]
     wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
-    if args.one_intra_op_thread:  # the negligible-width row, and the lab now if asked for
-        wanted = {ONE_THREAD_ROW} | (wanted & {"now"})
+    if args.one_intra_op_thread:  # the negligible-width row and/or the lab now, as asked
+        wanted = (wanted & {ONE_THREAD_ROW}) | ({"now"} if "now_one_thread" in wanted else set())
     else:
-        wanted.discard(ONE_THREAD_ROW)
+        wanted -= ONE_THREAD_ROWS
     results = []
     for key, name, options in rows:
         if key not in wanted:
@@ -539,7 +543,7 @@ def main(argv=None):
             f"--rows names {sorted(unknown)}; the rows are: {', '.join(ROW_KEYS)} (or all)"
         )
     parts = [child_results(args, child_argv, mode) for mode in modes]
-    if args.rows == "all" or ONE_THREAD_ROW in args.rows.split(","):
+    if args.rows == "all" or ONE_THREAD_ROWS & set(args.rows.split(",")):
         for part, mode in zip(parts, modes):  # the same process's rows, one more child each
             alone = child_results(args, child_argv + ["--one-intra-op-thread"], mode)
             part["rows"] += alone["rows"]

@@ -68,20 +68,32 @@ SHAPING = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 _SHAPED_FROM = 0x0590
 
 
+def _unshown(c: str) -> bool:
+    """Whether ``c`` shows nothing (shaping characters aside: see :func:`_shapes`)."""
+    return bool(_IGNORABLE.match(c)) or unicodedata.category(c) in _UNSHOWN_CATEGORIES
+
+
 def _shapes(text: str, i: int) -> bool:
     """Whether the shaping character ``text[i]`` shapes something. Its base is the
     character before it, past other selectors (``🏳️‍🌈``: flag, selector, joiner, rainbow).
     A selector shapes a base of a script that uses it, ``©`` or ``®``, or a keycap (``1️⃣``:
-    digit, selector, U+20E3); a joiner joins two such characters."""
+    digit, selector, U+20E3); a joiner joins two such characters. A base or a joined
+    character that shows nothing itself shapes nothing."""
     j = i - 1
     while j >= 0 and SHAPING.match(text[j]) and text[j] not in "\u200c\u200d":
         j -= 1
     base = text[j] if j >= 0 else ""
-    following = text[i + 1] if i + 1 < len(text) else ""
-    if not base or SHAPING.match(base):
+    if not base or SHAPING.match(base) or _unshown(base):
         return False
+    following = text[i + 1] if i + 1 < len(text) else ""
     if text[i] in "\u200c\u200d":
-        return ord(base) >= _SHAPED_FROM and following != "" and ord(following) >= _SHAPED_FROM
+        return (
+            ord(base) >= _SHAPED_FROM
+            and following != ""
+            and ord(following) >= _SHAPED_FROM
+            and not SHAPING.match(following)
+            and not _unshown(following)
+        )
     return ord(base) >= _SHAPED_FROM or base in "\u00a9\u00ae" or following == "\u20e3"
 
 
@@ -89,14 +101,7 @@ def shown(text: str, replacement: str = "_") -> str:
     """``text`` with every character that shows nothing replaced by ``replacement``
     (a character of :data:`SHAPING` kept where it shapes its neighbours)."""
     return "".join(
-        c
-        if (SHAPING.match(c) and _shapes(text, i))
-        or not (
-            SHAPING.match(c)
-            or _IGNORABLE.match(c)
-            or unicodedata.category(c) in _UNSHOWN_CATEGORIES
-        )
-        else replacement
+        c if (_shapes(text, i) if SHAPING.match(c) else not _unshown(c)) else replacement
         for i, c in enumerate(text)
     )
 

@@ -97,20 +97,6 @@ _MOODLE = re.compile(
 )
 # What Moodle's clean_filename (PARAM_FILE) removes from a file or folder name.
 _MOODLE_FILE_REMOVES = re.compile("[\x00-\x1f\x7f&<>\"`|':\\\\/]")
-# Characters that change how text is shown rather than what it says: C0/C1 controls,
-# line/paragraph separators, bidirectional overrides and isolates, byte-order marks.
-# What a name must not carry to a reader: control and bidirectional characters (they could
-# rewrite a terminal line or reorder what a reader sees), characters that show nothing
-# (zero-width space, word joiner, soft hyphen, invisible operators, Hangul fillers, tag and
-# characters: "al\u200bice" would look like "alice"), and lone surrogates (a file name
-# whose bytes were not UTF-8: no writer could encode it). What shapes its neighbours stays
-# where it shapes them (lablib.grading.filenames.shown): zero-width (non-)joiners, which
-# Persian, Indic scripts and emoji need, and variation selectors.
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0"
-    "\ufff0-\ufff8\ud800-\udfff\U000e0000-\U000e00ff\U000e01f0-\U000e0fff]"
-)
 
 
 class LmsDownloadError(ValueError):
@@ -129,7 +115,7 @@ def clean_label(text) -> str:
     show and to write: NFC; control, bidirectional and invisible characters and the lone
     surrogates of a file name that was not UTF-8 replaced by ``?``; path separators by
     ``_``."""
-    text = shown(_INVISIBLE.sub("?", unicodedata.normalize("NFC", str(text or ""))), "?")
+    text = shown(unicodedata.normalize("NFC", str(text or "")), "?")
     return text.replace("/", "_").replace("\\", "_").strip()
 
 

@@ -183,16 +183,22 @@ def _gradescope_label(info: dict, folder: str) -> str:
     return folder
 
 
+def _moodle_folder(name: str) -> dict | None:
+    """What a Moodle student's or group's folder name says (:func:`lms.moodle_name`), or
+    None when ``name`` is no such folder (a flat file's name is not one)."""
+    info = lms.moodle_name(name)
+    return info if info is not None and not info["file"] else None
+
+
 def _student_folder_of(folder: tuple, holding: set, metadata: dict) -> tuple | None:
     """The first folder on the way down to ``folder`` (itself included) that is a
     student's: a Gradescope ``submission_<id>`` folder or one an export lists, a Moodle
     student's folder, or a folder that holds a notebook itself; None if there is none."""
     for j in range(1, len(folder) + 1):
         name = folder[j - 1]
-        moodle = lms.moodle_name(name)
         if (
             _SUBMISSION_FOLDER.match(name)
-            or (moodle is not None and not moodle["file"])
+            or _moodle_folder(name) is not None
             or folder[:j] in holding
             or any(
                 folder[: len(at)] == at and name in listed
@@ -292,7 +298,7 @@ def _classify(books, exports, refused: list) -> tuple[list, list]:
             (
                 (i, info)
                 for i, part in enumerate(parts[:-1])
-                if (info := lms.moodle_name(part)) is not None and not info["file"]
+                if (info := _moodle_folder(part)) is not None
             ),
             None,
         )
@@ -370,8 +376,8 @@ def _given_notebook(path: pathlib.Path, target: pathlib.Path, refused: list) -> 
     notebook before the notebook's own file name does."""
     name = unicodedata.normalize("NFC", path.name)
     parent = unicodedata.normalize("NFC", path.parent.name)
-    moodle = lms.moodle_name(parent)
-    if moodle is not None and not moodle["file"]:
+    moodle = _moodle_folder(parent)
+    if moodle is not None:
         return Found(moodle["name"], target, f"{parent}/{name}", parent, moodle)
     if _SUBMISSION_FOLDER.match(parent):
         found = _gradescope_given(path, target, name, parent, refused)

@@ -24,7 +24,10 @@ it, whatever the notebook's own file name says (a file named as Canvas names its
 a Canvas file only outside such folders). A ``submission_metadata.yml`` inside a student's
 folder (those two, or a folder that holds a notebook itself) is the student's file: it is
 listed as not graded and never read, so it can neither say who submitted or when nor stop
-the class with a file that does not parse.
+the class with a file that does not parse. In a plain layout, a folder beside a student's
+own folder is a student's too: an LMS download's shape inside it is that student's upload
+(:func:`_beside_students`); an LMS download is read as such at the top of the folder given
+or in a folder of its own.
 
 Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
 characters, and unique in the batch (compared NFC and case-folded; a repeated name gets
@@ -71,6 +74,12 @@ PLANTED_METADATA = (
     f"a {lms.GRADESCOPE_METADATA} inside a student's submission folder ({{folder}}), "
     "so a file the student uploaded, not the export's own: not read (a Gradescope export "
     "has its metadata beside its submission_<id> folders)"
+)
+#: Why an LMS-shaped file is read as a student's own: it lies in a folder beside students'.
+BESIDE_STUDENTS = (
+    "shaped as an LMS download but inside {folder}, a folder beside students' own folders "
+    "(such as {student}), so read as that student's folder{file}: an LMS download is read "
+    "as such only in a folder of its own (grade the download's folder by itself)"
 )
 # A Gradescope export's folder of one submission.
 _SUBMISSION_FOLDER = re.compile(r"submission_\d+\Z")
@@ -210,12 +219,56 @@ def _student_folder_of(folder: tuple, holding: set, metadata: dict) -> tuple | N
     return None
 
 
-def _export_metadata(books, exports, refused: list) -> dict:
+def _lms_shaped(parts, exports) -> bool:
+    """Whether a notebook (its parts below the folder given) could be read as an LMS
+    download's: a Gradescope or Moodle student's folder on its way down, a flat LMS file
+    name, or a ``submission_metadata.yml`` in a folder above it."""
+    folders = parts[:-1]
+    return (
+        any(_SUBMISSION_FOLDER.match(p) or _moodle_folder(p) is not None for p in folders)
+        or _flat_download(parts[-1]) is not None
+        or any(folders[: len(at)] == at for at in exports)
+    )
+
+
+def _students_level(books, exports) -> dict[tuple, tuple]:
+    """The folders that hold students' own folders in a plain layout: ``{folder parts:
+    one student's folder parts in it}``. A student's own folder is the first folder on the
+    way down to a notebook that nothing marks as an LMS download's (see
+    :func:`_lms_shaped`) that holds a notebook itself (the folder given is no student's)."""
+    plain = [parts for parts, _ in books if not _lms_shaped(parts, exports)]
+    holding = {parts[:-1] for parts in plain}
+    level: dict[tuple, tuple] = {}
+    for parts in plain:
+        folder = next((parts[:j] for j in range(1, len(parts)) if parts[:j] in holding), None)
+        if folder is not None:
+            level.setdefault(folder[:-1], folder)
+    return level
+
+
+def _beside_students(folder: tuple, level: dict) -> tuple | None:
+    """The folder at a students' level (see :func:`_students_level`) that ``folder`` is
+    or lies in, or None. Siblings are of one kind: a folder beside a student's own is a
+    student's too, so an LMS download's shape inside it (a Gradescope export, a Moodle
+    folder, a file named as Canvas names its files) is that student's upload, not the
+    LMS's. A folder named as an LMS names a student's (``submission_<id>``, a Moodle
+    student's folder) is the LMS's own, also beside a plain folder (an instructor's
+    ``extras/`` beside a Moodle download)."""
+    for j in range(1, len(folder) + 1):
+        if folder[: j - 1] in level:
+            name = folder[j - 1]
+            if _SUBMISSION_FOLDER.match(name) or _moodle_folder(name) is not None:
+                return None
+            return folder[:j]
+    return None
+
+
+def _export_metadata(books, exports, refused: list, level: dict) -> dict:
     """Each Gradescope export's metadata, ``{folder parts: read metadata}``, shallowest
     first. A ``submission_metadata.yml`` inside a student's folder (see
-    :func:`_student_folder_of`) is a file the student uploaded: it is listed in ``refused``
-    and never read, so it can neither name who submitted nor when, nor stop the class
-    with a file that does not parse."""
+    :func:`_student_folder_of`, :func:`_beside_students`) is a file the student uploaded:
+    it is listed in ``refused`` and never read, so it can neither name who submitted nor
+    when, nor stop the class with a file that does not parse."""
     holding = {_nfc(parts[:-1]) for parts, _ in books}
     metadata: dict[tuple, dict] = {}
     for parts, path in sorted(exports, key=lambda e: len(e[0])):
@@ -224,8 +277,20 @@ def _export_metadata(books, exports, refused: list) -> dict:
         if student is not None:
             refused.append((path, PLANTED_METADATA.format(folder="/".join(student))))
             continue
+        beside = _beside_students(parts, level)
+        if beside is not None:
+            refused.append((path, _beside_note(beside, level, lms.GRADESCOPE_METADATA)))
+            continue
         metadata[parts] = lms.read_gradescope_metadata(path)
     return metadata
+
+
+def _beside_note(folder: tuple, level: dict, file: str = "") -> str:
+    return BESIDE_STUDENTS.format(
+        folder="/".join(folder),
+        student="/".join(level[folder[:-1]]),
+        file=f" ({file} not read)" if file else "",
+    )
 
 
 def _gradescope_download(parts, metadata: dict):
@@ -285,10 +350,17 @@ def _classify(books, exports, refused: list) -> tuple[list, list]:
     folder) names every notebook inside it, whatever the notebook's own file name says:
     a file named as Canvas names its files is read as a Canvas file only outside them
     (which LMS wrote a flat file's name: :func:`_flat_download`)."""
-    metadata = _export_metadata(books, exports, refused)
+    exports = [(_nfc(parts), path) for parts, path in exports]
+    books = [(_nfc(parts), target) for parts, target in books]
+    at = [parts for parts, _ in exports]
+    level = _students_level(books, at)
+    metadata = _export_metadata(books, exports, refused, level)
     downloads, plain = [], []
     for parts, target in books:
-        parts = _nfc(parts)
+        beside = _beside_students(parts[:-1], level)
+        if beside is not None and _lms_shaped(parts, at):  # a student's upload: their folder's
+            downloads.append((lms.clean_label(beside[-1]), beside, parts, target, {}))
+            continue
         gradescope = _gradescope_download(parts, metadata)
         if gradescope is not None:
             label, folder, info = gradescope

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lablib.grading.submissions import PLANTED_METADATA, find_submissions
+from lablib.grading.submissions import BESIDE_STUDENTS, PLANTED_METADATA, find_submissions
 
 EXPORT = """submission_1:
   :submitters:
@@ -163,3 +163,74 @@ def test_a_moodle_flat_file_of_a_group_named_by_digits_is_moodles(tmp_path):
     found = {f.name: f.lms for f in find_submissions([tmp_path / "subs"], [])}
     assert found["1"]["lms"] == "moodle" and found["1"]["participant_id"] == "5001"
     assert found["anon_k2x9"]["lms"] == "canvas"
+
+
+def _plain_class(root):
+    """A plain layout of one folder per student (a course that clones students'
+    repositories): alice and bob honest."""
+    _book(root / "alice" / "lab1.ipynb")
+    _book(root / "bob" / "lab1.ipynb")
+
+
+@pytest.mark.parametrize("section", ["", "Sec-01/"])
+def test_an_export_planted_in_a_plain_students_folder_is_the_students(tmp_path, section):
+    root = tmp_path / "subs"
+    _plain_class(root / section)
+    mallory = root / section / "mallory"
+    _book(mallory / "submission_1" / "lab1.ipynb")
+    (mallory / "submission_metadata.yml").write_text(FORGED.replace("sub:", "submission_1:"))
+    refused = []
+    found = {f.name: f for f in find_submissions([root], refused)}
+    assert sorted(found) == ["alice", "bob", "mallory"]  # not "Mallory Jones", nor Alice's
+    assert found["mallory"].lms == {} and found["mallory"].folder == f"{section}mallory"
+    [(path, reason)] = refused
+    assert path == mallory / "submission_metadata.yml"
+    assert reason == BESIDE_STUDENTS.format(
+        folder=f"{section}mallory",
+        student=f"{section}alice",
+        file=" (submission_metadata.yml not read)",
+    )
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "smithalice_184002_9000002_lab1.ipynb",  # Canvas's flat name, Alice's user id
+        "smithalice_LATE_184002_9000002_lab1.ipynb",
+        "Alice Smith_7300001_assignsubmission_file_lab1.ipynb",  # Moodle's flat name
+        "Alice Smith_7300001_assignsubmission_file_/lab1.ipynb",  # Moodle's folder
+    ],
+)
+def test_an_lms_name_planted_in_a_plain_students_folder_is_the_students(tmp_path, planted):
+    root = tmp_path / "subs"
+    _plain_class(root)
+    _book(root / "trudy" / planted)
+    found = {f.name: f for f in find_submissions([root], [])}
+    assert sorted(found) == ["alice", "bob", "trudy"]
+    assert found["trudy"].lms == {} and found["trudy"].folder == "trudy"
+    # beside her own notebook, one submission each, both hers
+    _book(root / "trudy" / "lab1.ipynb")
+    found = {f.name: f for f in find_submissions([root], [])}
+    assert sorted(n for n in found if n.startswith("trudy/")) == sorted(
+        ["trudy/lab1", "trudy/" + "/".join(planted[: -len(".ipynb")].split("/"))]
+    )
+    assert all(f.lms == {} for f in found.values())
+
+
+def test_lms_downloads_beside_an_instructors_plain_folder_stay_the_lms(tmp_path):
+    """An LMS's own student folders (Moodle's, Gradescope's submission_<id>) and flat files
+    at the top are the LMS's also beside a plain folder (the instructor's extras)."""
+    moodle = tmp_path / "moodle"
+    _book(moodle / "extras" / "lab1.ipynb")
+    _book(moodle / "Alice Smith_7300001_assignsubmission_file_" / "lab1.ipynb")
+    _book(moodle / "Bob Lee_7300002_assignsubmission_file_lab1.ipynb")
+    canvas = tmp_path / "canvas"
+    _book(canvas / "extras" / "lab1.ipynb")
+    _book(canvas / "smithalice_184002_9000002_lab1.ipynb")
+    gradescope = tmp_path / "gradescope"
+    _export(gradescope, "submission_2", planted=EXPORT)
+    _book(gradescope / "extras" / "lab1.ipynb")
+    found = {f.name: f.lms.get("lms") for f in find_submissions([moodle, canvas, gradescope], [])}
+    assert found["Alice Smith"] == found["Bob Lee"] == "moodle"
+    assert found["smithalice"] == "canvas"
+    assert found["Mallory Jones"] == "gradescope"

@@ -437,6 +437,25 @@ def _cmd_gradescope(args) -> int:
     return 0
 
 
+def _font_warning(manifest: dict) -> None:
+    """Says which PDFs hold characters no installed font draws (printed as boxes)."""
+    from lablib.grading.review.fonts import FONT_HINT
+
+    boxed = [e for e in manifest["students"] if e.get("missing_glyphs")]
+    if not boxed:
+        return
+    shown = "; ".join(
+        f"{_printable(e['file'])} ({_printable(e['missing_glyphs'])})" for e in boxed[:5]
+    )
+    more = f" and {len(boxed) - 5} more" if len(boxed) > 5 else ""
+    print(
+        f"lablib written: {len(boxed)} PDF(s) hold characters that no font on this machine draws, "
+        f"printed as empty boxes: {shown}{more} (each file's characters: manifest.json, "
+        f"missing_glyphs); {FONT_HINT}",
+        file=sys.stderr,
+    )
+
+
 def _cmd_written(args) -> int:
     from lablib.grading.review import printout
     from lablib.grading.labspec.registry import load_lab
@@ -456,6 +475,7 @@ def _cmd_written(args) -> int:
             f"wrote {len(manifest['students'])} PDFs ({pages} pages, questions {', '.join(manifest['questions'])}) "
             f"and manifest.json to {args.to}"
         )
+        _font_warning(manifest)
         keys = [e["key"] for e in manifest["students"]]
         for key in sorted({k for k in keys if keys.count(k) > 1}):
             print(

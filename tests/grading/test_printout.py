@@ -12,6 +12,7 @@ import csv
 import html.parser
 import io
 import json
+import pathlib
 import re
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from lablib.grading import report
 from lablib.grading.atomic import atomic_write
 from lablib.grading.results import Kind, Status
 from lablib.grading.review import printout
+from lablib.grading.review.fonts import FontGaps, parse_charsets
 from lablib.grading.review.render import TAGS
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from review_fixtures import result, write_class, written_lab
@@ -515,3 +517,62 @@ def test_the_command_line(tmp_path, capsys):
         == 2
     )
     assert "missing ['how']" in capsys.readouterr().err
+
+
+def test_font_coverage_from_fontconfigs_charsets():
+    gaps = FontGaps(parse_charsets("20-7e a0-17f 391-3c9 zz 4e00-4e0f"))
+    assert gaps.covers("é") and gaps.covers("λ") and gaps.covers("丁")
+    assert not gaps.covers("张") and not gaps.covers("ж")
+    # in order, once each, nothing that draws nothing (a zero-width joiner, a combining accent)
+    assert gaps.missing("Zhang Wei 张伟, ж\u200d\u0301 张") == "张伟ж"
+    assert gaps.missing("plain café, λ") == ""
+    assert (
+        gaps.missing("ж" + "".join(chr(0x4E10 + k) for k in range(30)), limit=3) == "ж\u4e10\u4e11"
+    )
+
+
+def _latin_fonts_only(tmp_path, monkeypatch):
+    """fontconfig (and the Chromium it serves) made to see DejaVu's fonts alone, as on a
+    machine without CJK fonts."""
+    match = subprocess.run(
+        ["fc-match", "-f", "%{file}", "DejaVu Sans"], capture_output=True, text=True, check=True
+    )
+    assert "DejaVu" in match.stdout, f"fc-match found no DejaVu Sans: {match.stdout!r}"
+    conf = tmp_path / "fonts.conf"
+    conf.write_text(
+        "<?xml version='1.0'?>\n<!DOCTYPE fontconfig SYSTEM 'fonts.dtd'>\n<fontconfig>"
+        f"<dir>{pathlib.Path(match.stdout).parent}</dir>"
+        f"<cachedir>{tmp_path / 'fc-cache'}</cachedir></fontconfig>\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("FONTCONFIG_FILE", str(conf))
+
+
+def test_a_pdf_with_characters_no_font_draws_is_named(tmp_path, monkeypatch, capsys):
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(
+        out,
+        lab,
+        {
+            "alice": {"why": "Because $a^2$, café.", "how": "Like this."},
+            "wei": {"why": "注意力 is attention.", "how": "\u202eevil"},
+        },
+    )
+    _with_roster(out, {"wei": ("2001", "张伟", "wei@uni.example")})
+    spec = tmp_path / "lab9_written.py"
+    spec.write_text(
+        "from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8"
+    )
+    _latin_fonts_only(tmp_path, monkeypatch)
+    assert printout.font_gaps().missing("张 é") == "张"
+    assert cli.main(["written", "pdf", str(spec), str(out), "-o", str(tmp_path / "pdfs")]) == 0
+    said = capsys.readouterr().err
+    assert "1 PDF(s) hold characters that no font on this machine draws" in said, said
+    assert "2001.pdf (张伟注意力)" in said and "fonts-noto-cjk" in said and "alice" not in said
+    manifest = json.loads((tmp_path / "pdfs" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["fonts_checked"] is True
+    assert {e["file"]: e["missing_glyphs"] for e in manifest["students"]} == {
+        "2001.pdf": "张伟注意力",
+        "alice.pdf": "",
+    }

@@ -63,6 +63,7 @@ from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.gradebook_csv import SpreadsheetWriter
 from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
+from lablib.grading.review.fonts import font_gaps
 from lablib.grading.review.render import (
     ATTRIBUTES,
     CLEAN_CONTENT_TAGS,
@@ -409,6 +410,16 @@ class _Printer:
             self._playwright.stop()
 
 
+def _printed_text(student: Student, questions) -> str:
+    """The text a student's printout shows that comes from the gradebook: the cover's
+    name, id, e-mail and submission, and the answers as written."""
+    answers = (student.answers.get(q.id) for q in questions)
+    return "\n".join(
+        [student.name, student.key, student.student_id, student.email, student.submission]
+        + [answer.text for answer in answers if answer is not None]
+    )
+
+
 def write_printouts(
     out_dir, lab, dest, *, questions=None, chromium=None, engine: str = "auto", html: bool = False
 ) -> dict:
@@ -426,8 +437,11 @@ def write_printouts(
         html: also write the HTML printed, ``dest/html/<student>.html``.
 
     Returns:
-        The manifest: ``lab``, ``questions``, ``students`` (file, key, name, student_id,
-        email, submission, pages, unreadable, digests).
+        The manifest: ``lab``, ``questions``, ``engine``, ``fonts_checked`` (whether
+        fontconfig said which characters the fonts cover: :mod:`.fonts`), ``students``
+        (file, key, name, student_id, email, submission, pages, unreadable,
+        ``missing_glyphs``: the characters of that PDF no installed font draws, printed
+        as boxes; digests).
     """
     order = _question_order(lab, questions)
     students = class_students(out_dir, lab)
@@ -436,10 +450,12 @@ def write_printouts(
     if html:
         (dest / "html").mkdir(exist_ok=True)
     printer = _Printer(_find_browser(chromium), engine)
+    gaps = font_gaps()
     entries = []
     try:
         for student in students:
             page = printout_html(lab, student, order)
+            unprintable = gaps.missing(_printed_text(student, order)) if gaps is not None else ""
             pdf = printer.pdf(page)
             atomic_write(dest / f"{student.stem}.pdf", pdf)
             if html:
@@ -454,6 +470,7 @@ def write_printouts(
                     "submission": student.submission,
                     "pages": _page_count(pdf),
                     "unreadable": student.unreadable,
+                    "missing_glyphs": unprintable,
                     "digests": {
                         q.id: (
                             student.answers[q.id].digest
@@ -470,6 +487,7 @@ def write_printouts(
         "lab": lab.name,
         "questions": [q.id for q in order],
         "engine": printer.engine,
+        "fonts_checked": gaps is not None,
         "students": entries,
     }
     atomic_write(dest / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")

@@ -5,6 +5,7 @@ have hung a batch, outlived it, moved a deadline or forged a result before); the
 notebook-level ones are in the corpus (test_corpus.py).
 """
 
+import errno
 import io
 import os
 import time
@@ -560,7 +561,64 @@ def f():
         look
     )
     assert look["thread"] == [1] and look["fork"] == 3, look
-    assert "no new user namespaces (seccomp)" in out.isolation.processes
+    assert "no new user namespaces, no kernel keyrings (seccomp)" in out.isolation.processes
+
+
+@needs_root
+def test_the_child_has_no_kernel_keyrings():
+    """Keyrings belong to no namespace: a keyring joined by name passed a hidden test's
+    inputs from one attempt to the next and one student's code to another's run, and
+    outlived the batch. The sandbox refuses add_key, request_key and keyctl."""
+    cell = """
+import ctypes, os, platform
+NUMBERS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}[platform.machine()]
+def f():
+    libc = ctypes.CDLL(None, use_errno=True)
+    add_key, request_key, keyctl = NUMBERS
+    out = {}
+    ring = libc.syscall(keyctl, 1, b"lablib-shared")  # KEYCTL_JOIN_SESSION_KEYRING
+    out["join"] = (ring, os.strerror(ctypes.get_errno()))
+    key = libc.syscall(add_key, b"user", b"crib", b"inputs", 6, -3)  # into the session keyring
+    out["add_key"] = (key, os.strerror(ctypes.get_errno()))
+    found = libc.syscall(request_key, b"user", b"crib", None, 0)
+    out["request_key"] = (found, os.strerror(ctypes.get_errno()))
+    return out
+"""
+    out = run_submission(
+        [], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=30)
+    )
+    look = out.results["f::look"].value
+    refused = (-1, os.strerror(errno.EPERM))
+    assert look == {"join": refused, "add_key": refused, "request_key": refused}, look
+    assert "no kernel keyrings (seccomp)" in out.isolation.processes
+
+
+@needs_root
+def test_a_masked_folder_on_pythonpath_stays_masked(tmp_path, monkeypatch):
+    """The hidden tests' folder on PYTHONPATH: its modules were bound into the child's root
+    (and a module file inside a masked folder made the private root fail). They stay out,
+    and the root is private."""
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "lab9_hidden.py").write_text("EXPECTED = 'the hidden answer'\n")
+    os.chmod(tmp_path, 0o755)
+    monkeypatch.setenv("PYTHONPATH", str(hidden))
+    cell = f"""
+def f():
+    try:
+        return open({str(hidden / "lab9_hidden.py")!r}).read()
+    except OSError as exc:
+        return type(exc).__name__
+"""
+    out = run_submission(
+        [],
+        [("f", cell)],
+        [_t("look", lambda ns: ns["f"]())],
+        limits=Limits(timeout=30),
+        mask=[str(hidden)],
+    )
+    assert out.results["f::look"].value in ("FileNotFoundError", ""), out.results["f::look"]
+    assert not [n for n in out.isolation.notes if "private root" in n], out.isolation.notes
 
 
 def _venv_sharing_this_one(path):

@@ -58,10 +58,11 @@ def sandbox_possible() -> bool:
     return hasattr(os, "getuid") and os.getuid() == 0 and sys.platform.startswith("linux")
 
 
-def needed_paths(extra=()) -> list[str]:
+def needed_paths(extra=(), masked=()) -> list[str]:
     """Folders (and module files) the child needs to see: the Python install, its site
     folders, lablib, and what is importable from the other ``sys.path`` / ``PYTHONPATH``
-    entries.
+    entries, but for those inside a ``masked`` folder (the hidden tests' folder put on
+    ``PYTHONPATH`` would otherwise bind the hidden tests' modules into the child's root).
 
     Only these (and the system folders) are bound into the child's root; a folder that
     holds them is not exposed as a whole.
@@ -90,7 +91,7 @@ def needed_paths(extra=()) -> list[str]:
             or os.path.isdir(os.path.join(entry, "lablib"))
         ):
             continue
-        paths += [entry] if _holds_distributions(entry) else _importable(entry)
+        paths += [entry] if _holds_distributions(entry) else _importable(entry, masked)
     paths += list(extra)
     real = sorted({os.path.realpath(p) for p in paths if p and os.path.exists(p)})
     # a folder inside another exposed folder comes with it
@@ -107,16 +108,21 @@ def _holds_distributions(folder: str) -> bool:
         return False
 
 
-def _importable(folder: str) -> list[str]:
+def _importable(folder: str, masked=()) -> list[str]:
     """What Python can import from ``folder``: its packages (folders with an
-    ``__init__.py``) and modules (``.py`` and extension files)."""
+    ``__init__.py``) and modules (``.py`` and extension files), none of those that lie
+    inside a ``masked`` folder (or are one)."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
+    hidden = [os.path.realpath(m).rstrip("/") for m in masked]
     out = []
     for name in names:
         path = os.path.join(folder, name)
+        real = os.path.realpath(path)
+        if any(real == m or real.startswith(m + "/") for m in hidden):
+            continue
         if os.path.isdir(path) and os.path.isfile(os.path.join(path, "__init__.py")):
             out.append(path)
         elif os.path.isfile(path) and name.endswith((".py", ".so", ".pyc")):
@@ -156,14 +162,18 @@ class _Mounts:
             self.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
 
 
-# seccomp: refuse new user namespaces to the child (unshare or clone with CLONE_NEWUSER;
+# seccomp: refuse the child new user namespaces (unshare or clone with CLONE_NEWUSER;
 # clone3, whose flags live in memory a filter cannot read, answers ENOSYS so that libc
-# falls back to clone). Classic BPF over struct seccomp_data (nr at 0, arch at 4, the
-# low half of args[0] at 16 on these little-endian machines).
+# falls back to clone) and the kernel's keyrings (add_key, request_key, keyctl: keyrings
+# belong to no namespace the sandbox makes, so a keyring joined by name, or linked into a
+# uid's user keyring, passed data between two students' runs, between the attempts of one
+# run (a hidden test's inputs kept for the next attempt to print) and past the batch;
+# Docker's default profile refuses them too). Classic BPF over struct seccomp_data (nr at
+# 0, arch at 4, the low half of args[0] at 16 on these little-endian machines).
 _CLONE_NEWUSER = 0x10000000
-_SYSCALLS = {  # machine: (AUDIT_ARCH_*, unshare, clone, clone3)
-    "x86_64": (0xC000003E, 272, 56, 435),
-    "aarch64": (0xC00000B7, 97, 220, 435),
+_SYSCALLS = {  # machine: (AUDIT_ARCH_*, unshare, clone, clone3, (add_key, request_key, keyctl))
+    "x86_64": (0xC000003E, 272, 56, 435, (248, 249, 250)),
+    "aarch64": (0xC00000B7, 97, 220, 435, (217, 218, 219)),
 }
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -182,45 +192,51 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def user_namespace_filter(machine: str):
-    """The BPF program refusing new user namespaces on ``machine`` (``os.uname().machine``),
-    as ``(code, jt, jf, k)`` tuples (jt/jf: instructions to skip); None for a machine whose
-    numbers are not known."""
+def syscall_filter(machine: str):
+    """The BPF program refusing new user namespaces and the kernel's keyrings on
+    ``machine`` (``os.uname().machine``), as ``(code, jt, jf, k)`` tuples (jt/jf:
+    instructions to skip); None for a machine whose numbers are not known."""
     if machine not in _SYSCALLS:
         return None
-    arch, unshare, clone, clone3 = _SYSCALLS[machine]
+    arch, unshare, clone, clone3, (add_key, request_key, keyctl) = _SYSCALLS[machine]
     ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
     return [
         (ld, 0, 0, 4),  # 0: arch
-        (jeq, 0, 7, arch),  # 1: another ABI: allow (9)
+        (jeq, 0, 9, arch),  # 1: another ABI: allow (11)
         (ld, 0, 0, 0),  # 2: syscall number
-        (jeq, 7, 0, clone3),  # 3: clone3 -> ENOSYS (11)
-        (jeq, 1, 0, unshare),  # 4: unshare -> check flags (6)
-        (jeq, 0, 3, clone),  # 5: not clone -> allow (9)
-        (ld, 0, 0, 16),  # 6: flags (args[0], low half)
-        (jset, 2, 0, _CLONE_NEWUSER),  # 7: CLONE_NEWUSER -> EPERM (10)
-        (ret, 0, 0, _RET_ALLOW),  # 8
-        (ret, 0, 0, _RET_ALLOW),  # 9
-        (ret, 0, 0, eperm),  # 10
-        (ret, 0, 0, enosys),  # 11
+        (jeq, 9, 0, clone3),  # 3: clone3 -> ENOSYS (13)
+        (jeq, 7, 0, add_key),  # 4: add_key -> EPERM (12)
+        (jeq, 6, 0, request_key),  # 5: request_key -> EPERM (12)
+        (jeq, 5, 0, keyctl),  # 6: keyctl -> EPERM (12)
+        (jeq, 1, 0, unshare),  # 7: unshare -> check flags (9)
+        (jeq, 0, 2, clone),  # 8: not clone -> allow (11)
+        (ld, 0, 0, 16),  # 9: flags (args[0], low half)
+        (jset, 1, 0, _CLONE_NEWUSER),  # 10: CLONE_NEWUSER -> EPERM (12)
+        (ret, 0, 0, _RET_ALLOW),  # 11
+        (ret, 0, 0, eperm),  # 12
+        (ret, 0, 0, enosys),  # 13
     ]
 
 
-def _deny_user_namespaces(libc) -> str | None:
-    """Install :func:`user_namespace_filter` for this process and what it starts (kept
-    across exec); returns a note when it could not be."""
-    program = user_namespace_filter(os.uname().machine)
+def _install_syscall_filter(libc) -> str | None:
+    """Install :func:`syscall_filter` for this process and what it starts (kept across
+    exec); returns a note when it could not be."""
+    program = syscall_filter(os.uname().machine)
     if program is None:
-        return f"user namespaces not refused: no filter for {os.uname().machine}"
+        return f"user namespaces and keyrings not refused: no filter for {os.uname().machine}"
     filters = (_SockFilter * len(program))(*[_SockFilter(*item) for item in program])
     fprog = _SockFprog(len(program), filters)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return (
-            f"user namespaces not refused: no_new_privs failed ({os.strerror(ctypes.get_errno())})"
+            "user namespaces and keyrings not refused: no_new_privs failed "
+            f"({os.strerror(ctypes.get_errno())})"
         )
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        return f"user namespaces not refused: seccomp failed ({os.strerror(ctypes.get_errno())})"
+        return (
+            "user namespaces and keyrings not refused: seccomp failed "
+            f"({os.strerror(ctypes.get_errno())})"
+        )
     return None
 
 
@@ -257,7 +273,11 @@ def _build_root(m: _Mounts, config: dict) -> int:
             m.mount("tmpfs", inside, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=711")
             for needed in config["expose"]:  # a needed folder inside a masked one stays
                 if needed.startswith(path.rstrip("/") + "/"):
-                    _mkdirs(root + needed)
+                    if os.path.isfile(needed):  # a module: a file to bind it on
+                        _mkdirs(os.path.dirname(root + needed))
+                        open(root + needed, "a").close()
+                    else:
+                        _mkdirs(root + needed)
                     m.bind_readonly(needed, root + needed)
             m.mount(
                 None,
@@ -422,8 +442,8 @@ def _pivot_into(libc, m: _Mounts, new_root: str, scratch_mb: int, notes: list[st
 
 def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | None:
     """RLIMIT_NPROC, the work folder given to ``uid``, then no groups, gid and uid
-    dropped, and no new user namespaces (seccomp); returns why those were refused, or
-    None."""
+    dropped, and no new user namespaces or keyrings (seccomp); returns why those were
+    refused, or None."""
     import resource
 
     try:
@@ -435,7 +455,7 @@ def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | No
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    refused = _deny_user_namespaces(libc)
+    refused = _install_syscall_filter(libc)
     if refused:
         notes.append(refused)
     return refused
@@ -470,7 +490,7 @@ def _first_process(
                 "ok": True,
                 "uid": os.getuid(),
                 "notes": notes,
-                "user_namespaces": refused is None,
+                "syscalls_filtered": refused is None,
                 "private_root": private_root,
             },
         )
@@ -536,8 +556,8 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     report = _read_report(report_r)
     notes += report.get("notes", [])
     isolation["uid"] = report.get("uid", 0)
-    if report.get("user_namespaces"):
-        isolation["processes"] += "; no new user namespaces (seccomp)"
+    if report.get("syscalls_filtered"):
+        isolation["processes"] += "; no new user namespaces, no kernel keyrings (seccomp)"
     # scratch_tmpfs: the child's root is the tmpfs this stage mounted (size scratch_mb), the
     # only file system whose use the grader may count as the run's memory.
     scratch = bool(new_root is not None and report.get("ok") and report.get("private_root"))

@@ -452,7 +452,7 @@ class _Attempt:
         config = json.dumps(
             {
                 "root": self.scratch,
-                "expose": _isolation.needed_paths(),
+                "expose": _isolation.needed_paths(masked=mask),
                 "mask": sorted(set(mask)),
                 "uid": self.uid,
                 "env": env,

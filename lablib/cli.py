@@ -172,8 +172,27 @@ def _cmd_grade(args) -> int:
             + ("  (cached)" if r.cached else "")
         )
     _print_roster_lists(args.output)
+    _print_unsandboxed(results)
     print(_gradebook_message(args.output, results))
     return 0
+
+
+def _print_unsandboxed(results) -> None:
+    """One line where submissions ran without the sandbox stage: as the grading user,
+    able to read and write what it can (each row's isolation notes say so too)."""
+    bare = [
+        r
+        for r in results
+        if not r.cached and any("sandbox stage not used" in n for n in r.isolation.notes)
+    ]
+    if bare:
+        print(
+            f"lablib grade: {len(bare)} submission(s) ran without the sandbox (not root, not Linux, "
+            "or --no-sandbox): as your own user, able to read and write what you can (the hidden "
+            "tests, the output folder, other notebooks). Grade a class as root, in a container or "
+            "on Gradescope (lablib/grading/run/ISOLATION.md, in the package).",
+            file=sys.stderr,
+        )
 
 
 def _print_roster_lists(out) -> None:

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from lablib.cli import main
+from lablib.grading.run.isolation import sandbox_possible
 from lablib.grading.author.assignment import assign_notebook
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 
@@ -291,3 +292,33 @@ def test_judging_time_counts_in_the_submissions_seconds(tmp_path, monkeypatch):
         lab, "alice", FIXTURE_SOLUTION, setup_sources(nb), limits=grade_module.Limits(timeout=20)
     )
     assert 1.2 <= result.seconds < 5, result.seconds  # the run's 0.25 s and the judge's second
+
+
+def test_grading_without_the_sandbox_says_so_once(tmp_path, capsys):
+    """Without the sandbox stage a submission runs as the grading user: the command says so
+    in one line (the rows' isolation notes alone were easy to miss); a cached row ran
+    before and is not counted."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    args = [
+        "grade",
+        str(FIXTURE_LAB),
+        str(subs),
+        "-o",
+        str(tmp_path / "out"),
+        "--tests",
+        str(FIXTURE_HIDDEN),
+        "--lab-notebook",
+        str(FIXTURE_SOLUTION),
+        "--quiet",
+        "--no-sandbox",
+    ]
+    assert main(args) == 0
+    said = capsys.readouterr().err
+    assert "1 submission(s) ran without the sandbox" in said and "read and write" in said, said
+    assert main(args) == 0  # cached: nothing ran
+    assert "without the sandbox" not in capsys.readouterr().err
+    if sandbox_possible():  # as root on Linux: sandboxed, nothing to say
+        assert main([a for a in args if a != "--no-sandbox"] + ["--force"]) == 0
+        assert "without the sandbox" not in capsys.readouterr().err

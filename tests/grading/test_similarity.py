@@ -564,3 +564,102 @@ def test_dynamic_code_reads_magics_and_says_what_it_cannot_parse():
     flags = dynamic_code({"a": ANN, "b": "x = pickle.loads(s"})
     assert flags and flags[0].startswith("b: could not be inspected"), flags
     assert dynamic_code({"a": ANN, "b": "%timeit f()\n!pip install x\ny = 2"}) == []
+
+
+# ---------------------------------------------------------------- aliases of the ways to run code
+
+
+def test_aliases_of_the_ways_to_run_code_are_flagged_and_decoded():
+    """``e = exec; e(s)`` ran code given as data unseen: only a call by exec's own name
+    (or an import's) was flagged and decoded. A name bound to a way to run code, by
+    assignment, import or ``getattr`` of builtins, is now followed, a few links deep."""
+    decoded = "decoded without running it and compared in its place (1 line)"
+    cases = {
+        "e = exec\ne('x = 1')": ["p, line 2: e('x = 1') runs code given as data (exec)"],
+        "run = eval\ny = run('1 + 2')": ["p, line 2: run('1 + 2') runs code given as data (eval)"],
+        "from builtins import exec as run\nrun('x = 1')": ["line 2: run('x = 1') runs"],
+        "import builtins as b\nb.exec('x = 1')": ["line 2: b.exec('x = 1') runs"],
+        "import builtins\nf = getattr(builtins, 'exec')\nf('x = 1')": [
+            "line 2: getattr(builtins, 'exec') runs code given as data (getattr(..., 'exec')); "
+            "not decodable without running it",
+            "line 3: f('x = 1') runs code given as data (builtins.exec)",
+        ],
+        "f = getattr(__builtins__, 'exec')\nf('x = 1')": [
+            "line 1: getattr(__builtins__, 'exec') runs",
+            "line 2: f('x = 1') runs code given as data (builtins.exec)",
+        ],
+        "import builtins\ngetattr(builtins, 'exec')('x = 1')": [
+            "line 2: getattr(builtins, 'exec')('x = 1') runs code given as data (builtins.exec)"
+        ],
+        "__builtins__.exec('x = 1')": ["line 1: __builtins__.exec('x = 1') runs"],
+        "__builtins__['exec']('x = 1')": ["(builtins.exec)"],
+        "import builtins\nvars(builtins)['exec']('x = 1')": ["(builtins.exec)"],
+        "f = e\ne = exec\ng = f\ng('x = 1')": ["line 4: g('x = 1') runs code given as data (exec)"],
+        "x, run = 0, exec\nrun('x = 1')": ["line 2: run('x = 1') runs"],
+        # an exception or a loop variable of the same name hides nothing
+        "e = exec\ntry:\n    pass\nexcept Exception as e:\n    pass\nfor e in []:\n    pass\n"
+        "e('x = 1')": ["line 8: e('x = 1') runs code given as data (exec)"],
+    }
+    for code, said in cases.items():
+        flags = dynamic_code({"p": code})
+        assert len(flags) == len(said), (code, flags)
+        for flag, part in zip(flags, said):
+            assert part in flag and (flag.endswith(decoded) or "getattr(...," in flag), (code, flag)
+    # every link of a chain, in any order, in time bounded by the code's size
+    chain = "".join(f"a{i} = a{i + 1}\n" for i in range(5000)) + "a5000 = exec\na0('x = 1')\n"
+    chain += "print(a0)\n"  # the names stay read: none of the 5,000 assignments is dropped
+    started = time.monotonic()
+    flags = dynamic_code({"p": chain})
+    assert time.monotonic() - started < 3
+    assert flags == ["p, line 5002: a0('x = 1') runs code given as data (exec); " + decoded]
+    # a decoder bound to a name is followed too: the code it decodes is compared
+    assert dynamic_code({"p": "import base64\nd = base64.b64decode\nexec(d('eCA9IDE='))"}) == [
+        "p, line 3: exec(d('eCA9IDE=')) runs code given as data (exec); " + decoded
+    ]
+    # code run through an alias is compared in its place, as through exec itself
+    hidden = _encoded(ANN).replace("exec(", "run = exec\nrun(")
+    assert "swapaxes" not in hidden
+    pairs, _ = _pairs({"ann": ANN, "cat": CAT, "eve": hidden})
+    assert [(p.a, p.b) for p in pairs] == [("ann", "eve")] and pairs[0].similarity > 0.9, pairs
+
+
+def test_honest_names_that_look_like_the_ways_to_run_code_are_not_flagged():
+    """Only a name bound to a way to run code is followed: a model's ``fit`` or
+    ``compile``, ``json.loads`` kept in a name, an exception named ``e``, are not."""
+    honest = (
+        "import json\nloads = json.loads\nrun = model.fit\ncompile_model = model.compile\n"
+        "fit = getattr(model, 'fit')\nevaluate = model.evaluate\ne = None\n"
+        "try:\n    run(x, y)\n    fit(x, y)\nexcept ValueError as e:\n    print(e)\n"
+        "data = loads(s)\ncompile_model(optimizer='adam')\nscore = evaluate(x)\n"
+        "pattern = re.compile('a')\nc = pattern\nc.match('a')\n"
+    )
+    assert dynamic_code({"a": ANN, "b": honest}) == []
+
+
+def test_each_submission_is_analysed_once_for_the_hints_and_the_sentences(monkeypatch):
+    """The sentences analysed each submission a second time after the comparison had (the
+    4,000-call submission's decoding twice over): the comparison's analysis is now kept
+    and read again, so grading a class parses each submission's graded code once."""
+    from lablib.grading.gradebook import similarity
+
+    parsed: dict[str, int] = {}
+    parse = similarity._parse
+
+    def counted(code):
+        parsed[code] = parsed.get(code, 0) + 1
+        return parse(code)
+
+    monkeypatch.setattr(similarity, "_parse", counted)
+    tag = "# analysed once\n"  # code no earlier test analysed
+    cells = {
+        "ann": {"attention": tag + ANN},
+        "bob": {"attention": tag + BOB},
+        "eve": {"attention": tag + _doubling_bomb(names=3, calls=2000)},
+    }
+    hints = similarity_hints({n: graded_code(c) for n, c in cells.items()}, TEMPLATE)
+    flags = {n: dynamic_code(c) for n, c in cells.items()}
+    assert hints["compared"] == 3 and len(flags["eve"]) == MAX_DYNAMIC_SENTENCES + 1
+    assert flags["ann"] == flags["bob"] == []
+    assert {code: n for code, n in parsed.items() if code != TEMPLATE} == {
+        graded_code(c): 1 for c in cells.values()
+    }, sorted(parsed.values())

@@ -36,9 +36,11 @@ it, written here so that it is deterministic and reads Python as Python):
 
 Byte-identical notebooks, and graded code that is the same text, are grouped apart. A
 graded cell that runs code built at run time (``exec``, ``eval``, ``compile``,
-``__import__``, ``marshal.loads``...) is flagged in any case (:func:`dynamic_code`): a lab
-needs none of them; :func:`dynamic_code` reads the cells as the comparison reads them and
-says what its decoding did. Decoding reads hostile code in the grader's own process, so each
+``__import__``, ``marshal.loads``...) is flagged in any case (:func:`dynamic_code`), also
+through a name given to it (``e = exec``, ``f = getattr(builtins, "exec")``: :func:`_aliases`),
+and decoded as through its own name: a lab needs none of them; :func:`dynamic_code` reads
+the comparison's own analysis of the cells (kept, not made again) and says what its
+decoding did. Decoding reads hostile code in the grader's own process, so each
 submission has one budget for it: at most :data:`MAX_DYNAMIC_CALLS` calls decoded,
 :data:`MAX_SUBMISSION_STEPS` steps, :data:`MAX_BUILT` characters of values built (a name's
 value is built once and reused) and :data:`MAX_DECODED` characters of decoded code. Past
@@ -60,6 +62,7 @@ import binascii
 import bisect
 import bz2
 import codecs
+import collections
 import copy
 import dataclasses
 import difflib
@@ -69,6 +72,7 @@ import keyword
 import lzma
 import os
 import re
+import threading
 import tokenize
 import typing
 import unicodedata
@@ -477,6 +481,123 @@ def _imports(tree) -> dict[str, str]:
     return aliases
 
 
+#: Names an alias is followed to: the ways to run code, the decoders, the modules holding
+#: them (``b = builtins``), and ``getattr`` and ``vars``, which reach them by name.
+_FOLLOWED = (
+    DYNAMIC
+    | set(_DECODERS)
+    | {name.rsplit(".", 1)[0] for name in DYNAMIC | set(_DECODERS) if "." in name}
+    | {"getattr", "builtins.getattr", "vars", "builtins.vars"}
+)
+#: ``getattr`` of ``getattr`` (or of ``vars(...)[...]``) is followed this many deep.
+MAX_REACH_DEPTH = 8
+
+
+def _callee(node, aliases, depth=0) -> str | None:
+    """The dotted name ``node`` stands for, as :func:`_dotted` reads it, and also
+    ``getattr(builtins, "exec")``, ``__builtins__["exec"]``, ``vars(builtins)["exec"]`` and
+    ``builtins.__dict__["exec"]`` (``builtins.exec``) when the attribute's name is written
+    as a constant; None for anything else."""
+    dotted = _dotted(node, aliases)
+    if dotted is not None or depth > MAX_REACH_DEPTH:
+        return dotted
+    if (
+        isinstance(node, ast.Call)
+        and len(node.args) in (2, 3)
+        and not node.keywords
+        and _dotted(node.func, aliases) in ("getattr", "builtins.getattr")
+    ):
+        owner, key = node.args[0], node.args[1]
+    elif isinstance(node, ast.Subscript):
+        owner, key = node.value, node.slice
+        if (
+            isinstance(owner, ast.Call)
+            and len(owner.args) == 1
+            and not owner.keywords
+            and _dotted(owner.func, aliases) in ("vars", "builtins.vars")
+        ):
+            owner = owner.args[0]  # vars(builtins)["exec"]
+        elif isinstance(owner, ast.Attribute) and owner.attr == "__dict__":
+            owner = owner.value  # builtins.__dict__["exec"]
+        elif _dotted(owner, aliases) != "builtins":  # __builtins__["exec"]; a dict is not
+            return None
+    else:
+        return None
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return None
+    base = _callee(owner, aliases, depth + 1)
+    return None if base is None else f"{base}.{key.value}"
+
+
+def _root(node) -> str | None:
+    """The name an alias's value hangs on (``e`` in ``e``, ``e.x``, ``getattr(e, "x")``)."""
+    while not isinstance(node, ast.Name):
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and node.args:
+            node = node.args[0]
+        else:
+            return None
+    return node.id
+
+
+def _bindings(tree):
+    """``(name, value)`` for each name a plain assignment binds to a name, an attribute,
+    a call or a subscript (``e = exec``, ``x, run = 0, exec``, ``(f := getattr(...))``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            pairs = [(target, value)]
+            if (
+                isinstance(target, (ast.Tuple, ast.List))
+                and isinstance(value, (ast.Tuple, ast.List))
+                and len(target.elts) == len(value.elts)
+            ):
+                pairs = list(zip(target.elts, value.elts))
+            for name, part in pairs:
+                if isinstance(name, ast.Name) and isinstance(
+                    part, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+                ):
+                    yield name.id, part
+
+
+def _aliases(trees, inherited=None) -> dict[str, str]:
+    """Local name -> the dotted name it stands for, for the decoding of ``trees``: what
+    ``inherited`` says (the code that decoded them), their imports (:func:`_imports`),
+    ``__builtins__`` as ``builtins``, and each name the code assigns a way to run code, a
+    decoder or their module to (``e = exec``, ``f = getattr(builtins, "exec")``,
+    ``d = base64.b64decode``), and aliases of those (``g = e``), in any order. Any
+    assignment anywhere counts, whatever else the name holds elsewhere: a way to run code
+    stays flagged. Bounded by the code's size: one pass over the assignments, and an
+    assignment is read again only when a name its value hangs on has just become an alias,
+    which each name does once."""
+    aliases = {"__builtins__": "builtins", **(inherited or {})}
+    bindings: list[tuple[str, ast.AST]] = []
+    for tree in trees:
+        aliases.update(_imports(tree))
+        bindings += _bindings(tree)
+    hanging: dict[str, list[tuple[str, ast.AST]]] = {}  # name -> the values hanging on it
+    for name, value in bindings:
+        func = value.func if isinstance(value, ast.Call) else None  # g(builtins, "exec")
+        for root in {_root(value), _root(func) if func is not None else None} - {None}:
+            hanging.setdefault(root, []).append((name, value))
+    while bindings:
+        found = []
+        for name, value in bindings:
+            if aliases.get(name) not in _FOLLOWED:
+                callee = _callee(value, aliases)
+                if callee in _FOLLOWED and callee != name:
+                    aliases[name] = callee
+                    found.append(name)
+        bindings = [b for name in found for b in hanging.pop(name, ())]
+    return aliases
+
+
 def _constants(tree) -> dict[str, ast.AST]:
     """Names stored exactly once in the whole code, by a plain assignment
     (``payload = "eJy..."``): name -> the value's expression."""
@@ -541,7 +662,8 @@ def _short(node) -> str:
 
 class _Decoder(ast.NodeTransformer):
     """Inlines the code that ``exec``/``eval`` of statically decodable data would run, and
-    records every call that runs code given as data (``findings``)."""
+    records every call that runs code given as data (``findings``), by its own name or an
+    alias of it (``aliases``, from :func:`_aliases`: ``e = exec; e(s)`` is exec's call)."""
 
     def __init__(self, aliases, constants, depth=0, budget=None):
         self.aliases, self.constants, self.depth = aliases, constants, depth
@@ -584,7 +706,7 @@ class _Decoder(ast.NodeTransformer):
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         inner = _Decoder(
-            {**self.aliases, **_imports(tree)},
+            _aliases([tree], self.aliases),
             {**self.constants, **_constants(tree)},
             self.depth + 1,
             budget,
@@ -600,9 +722,17 @@ class _Decoder(ast.NodeTransformer):
         self.findings.append(_Finding(_where(call), name, _short(call), decoded_lines, _end(call)))
 
     def visit_Call(self, node):
-        self.generic_visit(node)
-        name = _dotted(node.func, self.aliases)
+        if isinstance(node.func, ast.Call) and _callee(node.func, self.aliases) in DYNAMIC:
+            # getattr(builtins, "exec")(...) is one call that runs code: said once, as exec
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+        else:
+            self.generic_visit(node)
         func = node.func
+        name = _dotted(func, self.aliases)
+        if name is None:
+            reached = _callee(func, self.aliases)  # __builtins__["exec"], getattr(b, "exec")
+            name = reached if reached in DYNAMIC else None
         if name is None:
             # __builtins__["exec"](...), vars(builtins)["eval"](...), obj().exec(...)
             key = (
@@ -1114,11 +1244,14 @@ def _lexical(code: str) -> tuple[list[str], list[tuple[int, int]]]:
     return tokens, spans
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _Analysis:
-    tokens: list[str]
-    spans: list[tuple[int, int]]
-    findings: list[_Finding]  # the calls that run code given as data, and what was decoded
+    """One submission's graded code as compared; kept and shared (:class:`_Kept`), so
+    nothing in it is ever changed."""
+
+    tokens: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    findings: tuple[_Finding, ...]  # the calls that run code given as data, and what was decoded
     #: Why the code is compared as text, nothing of it decoded (None where it is not).
     as_text: str | None = None
 
@@ -1140,19 +1273,72 @@ def _parse(code: str) -> ast.Module | None:
     return None
 
 
+#: The analyses kept to be read again (:func:`dynamic_code` reads the comparison's own): at
+#: most this many, a class of hundreds and its template...
+MAX_KEPT = 1_000
+#: ...of at most this many characters of graded code in all (a lab's graded cells hold a
+#: few thousand; an analysis keeps some 30 to 100 bytes per character).
+MAX_KEPT_CHARS = 5_000_000
+
+
+class _Kept:
+    """The latest analyses, by the code they read: the comparison analyses each submission,
+    then :func:`dynamic_code` reads the same analysis instead of decoding the code a second
+    time. The least recently read is dropped first, past :data:`MAX_KEPT` analyses or
+    :data:`MAX_KEPT_CHARS` characters of code."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items: collections.OrderedDict[str, _Analysis] = collections.OrderedDict()
+        self.chars = 0
+
+    def get(self, code: str) -> _Analysis | None:
+        with self.lock:
+            analysis = self.items.get(code)
+            if analysis is not None:
+                self.items.move_to_end(code)
+            return analysis
+
+    def put(self, code: str, analysis: _Analysis) -> None:
+        with self.lock:
+            if code in self.items:
+                return
+            self.items[code] = analysis
+            self.chars += len(code)
+            while len(self.items) > MAX_KEPT or self.chars > MAX_KEPT_CHARS:
+                dropped, _ = self.items.popitem(last=False)
+                self.chars -= len(dropped)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+            self.chars = 0
+
+
+_KEPT = _Kept()
+
+
 def _analyse(code: str) -> _Analysis:
     """Normalise ``code`` (steps 1 and 2 of the module docstring): its first
-    :data:`MAX_CODE` characters, decoded within one :class:`_Budget`. :func:`dynamic_code`
-    describes this same analysis."""
+    :data:`MAX_CODE` characters, decoded within one :class:`_Budget`. The same code is
+    analysed once (:class:`_Kept`): :func:`dynamic_code` describes this very analysis."""
     code = code[:MAX_CODE]
+    analysis = _KEPT.get(code)
+    if analysis is None:
+        analysis = _analysed_anew(code)
+        _KEPT.put(code, analysis)
+    return analysis
+
+
+def _analysed_anew(code: str) -> _Analysis:
+    """:func:`_analyse`'s work, for code not analysed yet."""
     offsets = _Offsets(code)
     tree = _parse(code)
     if tree is None:
         tokens, spans = _lexical(code)
-        return _Analysis(tokens, spans, [], "does not parse as Python")
+        return _Analysis(tuple(tokens), tuple(spans), (), "does not parse as Python")
     try:
-        aliases = _imports(tree)
-        decoder = _Decoder(aliases, _constants(tree))
+        decoder = _Decoder(_aliases([tree]), _constants(tree))
         tree = decoder.visit(tree)
         if any(isinstance(f.decoded, int) for f in decoder.findings):
             tree = _Inline().visit(tree)
@@ -1161,10 +1347,11 @@ def _analyse(code: str) -> _Analysis:
         modules = {**{k: v for k, v in KNOWN_ALIASES.items() if k not in bound}, **_imports(tree)}
         tokens, spans = [], []
         _units(tree.body, _Words(bound - set(modules), modules), offsets, tokens, spans)
-        return _Analysis(tokens, spans, decoder.findings)
+        return _Analysis(tuple(tokens), tuple(spans), tuple(decoder.findings))
     except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports: compare its text
         tokens, spans = _lexical(code)
-        return _Analysis(tokens, spans, [], f"could not be normalised ({type(exc).__name__})")
+        why = f"could not be normalised ({type(exc).__name__})"
+        return _Analysis(tuple(tokens), tuple(spans), (), why)
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -1376,7 +1563,8 @@ def dynamic_code(cells: dict) -> list[str]:
     The sentences describe the comparison itself: the cells are read as
     :func:`similarity_hints` reads them, joined as :func:`graded_code` joins them (the
     first :data:`MAX_CODE` characters, IPython magic and shell lines blanked), and decoded
-    in the same order within the same budget, so a call said decoded is the one compared
+    in the same order within the same budget (the comparison's own analysis, kept, where it
+    made one: each submission is analysed once), so a call said decoded is the one compared
     in its place, and a call past the budget is said not decoded, and why. Where the
     comparison reads the code as text (it does not parse, or could not be normalised) or
     stops at :data:`MAX_CODE`, each cell is still inspected on its own for such calls, and
@@ -1426,9 +1614,7 @@ def _cells_read_apart(code: str, analysis, read: int, layout, calls: dict) -> di
         "the hints read"
     )
     trees = {piece: _parse(text) if len(text) <= MAX_CODE else None for piece, text, *_ in layout}
-    aliases = {
-        k: v for tree in trees.values() if tree is not None for k, v in _imports(tree).items()
-    }
+    aliases = _aliases(tree for tree in trees.values() if tree is not None)
     heads = {}
     for piece, text, _, start in layout:
         if not text.strip() or (analysis.as_text is None and start + len(text) <= read):

@@ -18,7 +18,7 @@ EPERM, ENOSYS = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
 
 def run_bpf(program, arch: int, nr: int, arg0: int = 0) -> int:
     """The verdict of ``program`` for one system call: the classic BPF subset it uses
-    (load word at an offset, jump if equal, jump if bits set, return)."""
+    (load word at an offset, jump if equal, if greater or equal, if bits set, return)."""
     data = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF}
     acc, pc = 0, 0
     for _ in range(len(program) + 1):
@@ -27,6 +27,8 @@ def run_bpf(program, arch: int, nr: int, arg0: int = 0) -> int:
             acc, pc = data[k], pc + 1
         elif code == 0x15:
             pc += 1 + (jt if acc == k else jf)
+        elif code == 0x35:
+            pc += 1 + (jt if acc >= k else jf)
         elif code == 0x45:
             pc += 1 + (jt if acc & k else jf)
         elif code == 0x06:
@@ -40,7 +42,9 @@ def run_bpf(program, arch: int, nr: int, arg0: int = 0) -> int:
 def test_the_filter_refuses_user_namespaces_and_keyrings_only(machine):
     program = syscall_filter(machine)
     arch, unshare, clone, clone3, keyrings = _SYSCALLS[machine]
-    jumps = [(pc, jt, jf) for pc, (code, jt, jf, _) in enumerate(program) if code in (0x15, 0x45)]
+    jumps = [
+        (pc, jt, jf) for pc, (code, jt, jf, _) in enumerate(program) if code in (0x15, 0x35, 0x45)
+    ]
     assert all(pc + 1 + max(jt, jf) < len(program) for pc, jt, jf in jumps)
     for nr in keyrings:  # add_key, request_key, keyctl: whatever their arguments
         assert run_bpf(program, arch, nr) == EPERM
@@ -52,6 +56,8 @@ def test_the_filter_refuses_user_namespaces_and_keyrings_only(machine):
     for nr in (0, 1, 2, 3, 39, 60, 231, 247, 251):  # read, write, open, close, getpid, exit...
         assert run_bpf(program, arch, nr, _CLONE_NEWUSER) == _RET_ALLOW
     assert run_bpf(program, 0x40000003, keyrings[2]) == _RET_ALLOW  # another ABI: not judged
+    for nr in (*keyrings, unshare, clone, 0, 1):  # x86_64's x32 ABI: same arch, numbers + 2**30
+        assert run_bpf(program, arch, 0x40000000 | nr, 0) == ENOSYS
 
 
 def test_an_unknown_machine_has_no_filter():

@@ -168,9 +168,14 @@ class _Mounts:
 # belong to no namespace the sandbox makes, so a keyring joined by name, or linked into a
 # uid's user keyring, passed data between two students' runs, between the attempts of one
 # run (a hidden test's inputs kept for the next attempt to print) and past the batch;
-# Docker's default profile refuses them too). Classic BPF over struct seccomp_data (nr at
+# Docker's default profile refuses them too), and every call of x86_64's x32 ABI. Classic BPF over struct seccomp_data (nr at
 # 0, arch at 4, the low half of args[0] at 16 on these little-endian machines).
 _CLONE_NEWUSER = 0x10000000
+# x86_64's x32 ABI shares its AUDIT_ARCH and numbers its calls from this bit: without a
+# rule of their own, x32's keyctl or unshare would pass a filter written for x86_64's
+# numbers. The sandbox's Python is never x32, so every x32 call answers ENOSYS (on
+# aarch64 no call has such a number).
+_X32_SYSCALL_BIT = 0x40000000
 _SYSCALLS = {  # machine: (AUDIT_ARCH_*, unshare, clone, clone3, (add_key, request_key, keyctl))
     "x86_64": (0xC000003E, 272, 56, 435, (248, 249, 250)),
     "aarch64": (0xC00000B7, 97, 220, 435, (217, 218, 219)),
@@ -199,23 +204,24 @@ def syscall_filter(machine: str):
     if machine not in _SYSCALLS:
         return None
     arch, unshare, clone, clone3, (add_key, request_key, keyctl) = _SYSCALLS[machine]
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
     return [
         (ld, 0, 0, 4),  # 0: arch
-        (jeq, 0, 9, arch),  # 1: another ABI: allow (11)
+        (jeq, 0, 10, arch),  # 1: another ABI: allow (12)
         (ld, 0, 0, 0),  # 2: syscall number
-        (jeq, 9, 0, clone3),  # 3: clone3 -> ENOSYS (13)
-        (jeq, 7, 0, add_key),  # 4: add_key -> EPERM (12)
-        (jeq, 6, 0, request_key),  # 5: request_key -> EPERM (12)
-        (jeq, 5, 0, keyctl),  # 6: keyctl -> EPERM (12)
-        (jeq, 1, 0, unshare),  # 7: unshare -> check flags (9)
-        (jeq, 0, 2, clone),  # 8: not clone -> allow (11)
-        (ld, 0, 0, 16),  # 9: flags (args[0], low half)
-        (jset, 1, 0, _CLONE_NEWUSER),  # 10: CLONE_NEWUSER -> EPERM (12)
-        (ret, 0, 0, _RET_ALLOW),  # 11
-        (ret, 0, 0, eperm),  # 12
-        (ret, 0, 0, enosys),  # 13
+        (jge, 10, 0, _X32_SYSCALL_BIT),  # 3: x32's numbers (x86_64), none elsewhere -> ENOSYS (14)
+        (jeq, 9, 0, clone3),  # 4: clone3 -> ENOSYS (14)
+        (jeq, 7, 0, add_key),  # 5: add_key -> EPERM (13)
+        (jeq, 6, 0, request_key),  # 6: request_key -> EPERM (13)
+        (jeq, 5, 0, keyctl),  # 7: keyctl -> EPERM (13)
+        (jeq, 1, 0, unshare),  # 8: unshare -> check flags (10)
+        (jeq, 0, 2, clone),  # 9: not clone -> allow (12)
+        (ld, 0, 0, 16),  # 10: flags (args[0], low half)
+        (jset, 1, 0, _CLONE_NEWUSER),  # 11: CLONE_NEWUSER -> EPERM (13)
+        (ret, 0, 0, _RET_ALLOW),  # 12
+        (ret, 0, 0, eperm),  # 13
+        (ret, 0, 0, enosys),  # 14
     ]
 
 

@@ -561,20 +561,24 @@ def f():
         look
     )
     assert look["thread"] == [1] and look["fork"] == 3, look
-    assert "no new user namespaces, no kernel keyrings (seccomp)" in out.isolation.processes
+    assert (
+        "no new user namespaces, no kernel keyrings or message queues (seccomp)"
+        in out.isolation.processes
+    )
 
 
 @needs_root
 def test_the_child_has_no_kernel_keyrings():
     """Keyrings belong to no namespace: a keyring joined by name passed a hidden test's
     inputs from one attempt to the next and one student's code to another's run, and
-    outlived the batch. The sandbox refuses add_key, request_key and keyctl."""
+    outlived the batch. The sandbox refuses add_key, request_key and keyctl, and POSIX
+    message queues (shared where there is no IPC namespace)."""
     cell = """
 import ctypes, os, platform
-NUMBERS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}[platform.machine()]
+NUMBERS = {"x86_64": (248, 249, 250, 240), "aarch64": (217, 218, 219, 180)}[platform.machine()]
 def f():
     libc = ctypes.CDLL(None, use_errno=True)
-    add_key, request_key, keyctl = NUMBERS
+    add_key, request_key, keyctl, mq_open = NUMBERS
     out = {}
     ring = libc.syscall(keyctl, 1, b"lablib-shared")  # KEYCTL_JOIN_SESSION_KEYRING
     out["join"] = (ring, os.strerror(ctypes.get_errno()))
@@ -582,6 +586,8 @@ def f():
     out["add_key"] = (key, os.strerror(ctypes.get_errno()))
     found = libc.syscall(request_key, b"user", b"crib", None, 0)
     out["request_key"] = (found, os.strerror(ctypes.get_errno()))
+    queue = libc.syscall(mq_open, b"crib", os.O_CREAT | os.O_RDWR, 0o666, None)
+    out["mq_open"] = (queue, os.strerror(ctypes.get_errno()))
     return out
 """
     out = run_submission(
@@ -589,8 +595,13 @@ def f():
     )
     look = out.results["f::look"].value
     refused = (-1, os.strerror(errno.EPERM))
-    assert look == {"join": refused, "add_key": refused, "request_key": refused}, look
-    assert "no kernel keyrings (seccomp)" in out.isolation.processes
+    assert look == {
+        "join": refused,
+        "add_key": refused,
+        "request_key": refused,
+        "mq_open": refused,
+    }, look
+    assert "no kernel keyrings or message queues (seccomp)" in out.isolation.processes
 
 
 @needs_root
@@ -619,6 +630,32 @@ def f():
     )
     assert out.results["f::look"].value in ("FileNotFoundError", ""), out.results["f::look"]
     assert not [n for n in out.isolation.notes if "private root" in n], out.isolation.notes
+
+
+@needs_root
+def test_what_a_run_leaves_in_any_world_writable_folder_is_swept(tmp_path):
+    """Without a private root, a run's files in a folder every user may write in would wait
+    there for the next attempt (or student) to read: every such folder near the top of
+    the tree is found once and swept of what the run's uid owns, not only /tmp."""
+    from lablib.grading.run.supervisor import SHARED_FOLDERS, shared_folders, sweep_leftovers
+
+    crash = tmp_path / "var" / "crash"
+    deep = tmp_path / "srv" / "a" / "b" / "c"
+    for folder in (crash, deep):
+        folder.mkdir(parents=True)
+        os.chmod(folder, 0o1777)
+    (tmp_path / "var" / "closed").mkdir()
+    found = shared_folders(roots=(str(tmp_path),), depth=3)
+    assert found[: len(SHARED_FOLDERS)] == SHARED_FOLDERS
+    assert str(crash) in found and str(deep) not in found  # four levels down: past depth 3
+    assert str(tmp_path / "var" / "closed") not in found
+    uid = 1_987_654_321
+    left, kept = crash / "inputs.txt", crash / "someone-elses.txt"
+    left.write_text("the hidden test's inputs")
+    kept.write_text("not the run's")
+    os.chown(left, uid, uid)
+    assert sweep_leftovers(uid, folders=found) == []
+    assert not left.exists() and kept.exists()
 
 
 def _venv_sharing_this_one(path):

@@ -162,23 +162,27 @@ class _Mounts:
             self.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
 
 
-# seccomp: refuse the child new user namespaces (unshare or clone with CLONE_NEWUSER;
-# clone3, whose flags live in memory a filter cannot read, answers ENOSYS so that libc
-# falls back to clone) and the kernel's keyrings (add_key, request_key, keyctl: keyrings
-# belong to no namespace the sandbox makes, so a keyring joined by name, or linked into a
-# uid's user keyring, passed data between two students' runs, between the attempts of one
-# run (a hidden test's inputs kept for the next attempt to print) and past the batch;
-# Docker's default profile refuses them too), and every call of x86_64's x32 ABI. Classic BPF over struct seccomp_data (nr at
-# 0, arch at 4, the low half of args[0] at 16 on these little-endian machines).
+# seccomp: refuse the child
+# * new user namespaces (unshare or clone with CLONE_NEWUSER; clone3, whose flags live in
+#   memory a filter cannot read, answers ENOSYS so that libc falls back to clone);
+# * the kernel's keyrings (add_key, request_key, keyctl) and POSIX message queues
+#   (mq_open): objects that outlive a process and that no namespace the sandbox can make
+#   always separates (keyrings never; message queues not where there is no IPC namespace,
+#   a container without CAP_SYS_ADMIN). A keyring joined by name passed data between two
+#   students' runs, between the attempts of one run (a hidden test's inputs kept for the
+#   next attempt to print) and past the batch. Docker's default profile refuses the
+#   keyrings too; nothing the child runs needs either;
+# * every call of x86_64's x32 ABI: it shares x86_64's AUDIT_ARCH and numbers its calls
+#   from bit 30, so x32's keyctl or unshare would pass rules written for x86_64's
+#   numbers; the sandbox's Python is never x32 (on aarch64 no call has such a number).
+# Classic BPF over struct seccomp_data (nr at 0, arch at 4, the low half of args[0] at 16
+# on these little-endian machines).
 _CLONE_NEWUSER = 0x10000000
-# x86_64's x32 ABI shares its AUDIT_ARCH and numbers its calls from this bit: without a
-# rule of their own, x32's keyctl or unshare would pass a filter written for x86_64's
-# numbers. The sandbox's Python is never x32, so every x32 call answers ENOSYS (on
-# aarch64 no call has such a number).
 _X32_SYSCALL_BIT = 0x40000000
-_SYSCALLS = {  # machine: (AUDIT_ARCH_*, unshare, clone, clone3, (add_key, request_key, keyctl))
-    "x86_64": (0xC000003E, 272, 56, 435, (248, 249, 250)),
-    "aarch64": (0xC00000B7, 97, 220, 435, (217, 218, 219)),
+_SYSCALLS = {  # machine: (AUDIT_ARCH_*, unshare, clone, clone3, refused outright)
+    # refused: add_key, request_key, keyctl, mq_open
+    "x86_64": (0xC000003E, 272, 56, 435, (248, 249, 250, 240)),
+    "aarch64": (0xC00000B7, 97, 220, 435, (217, 218, 219, 180)),
 }
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -198,31 +202,38 @@ class _SockFprog(ctypes.Structure):
 
 
 def syscall_filter(machine: str):
-    """The BPF program refusing new user namespaces and the kernel's keyrings on
-    ``machine`` (``os.uname().machine``), as ``(code, jt, jf, k)`` tuples (jt/jf:
-    instructions to skip); None for a machine whose numbers are not known."""
+    """The BPF program of the child's seccomp filter on ``machine``
+    (``os.uname().machine``; see the comment above ``_SYSCALLS``), as ``(code, jt, jf,
+    k)`` tuples (jt/jf: instructions to skip); None for a machine whose numbers are not
+    known. Written with labels, their jumps counted here."""
     if machine not in _SYSCALLS:
         return None
-    arch, unshare, clone, clone3, (add_key, request_key, keyctl) = _SYSCALLS[machine]
+    arch, unshare, clone, clone3, refused = _SYSCALLS[machine]
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
-    return [
-        (ld, 0, 0, 4),  # 0: arch
-        (jeq, 0, 10, arch),  # 1: another ABI: allow (12)
-        (ld, 0, 0, 0),  # 2: syscall number
-        (jge, 10, 0, _X32_SYSCALL_BIT),  # 3: x32's numbers (x86_64), none elsewhere -> ENOSYS (14)
-        (jeq, 9, 0, clone3),  # 4: clone3 -> ENOSYS (14)
-        (jeq, 7, 0, add_key),  # 5: add_key -> EPERM (13)
-        (jeq, 6, 0, request_key),  # 6: request_key -> EPERM (13)
-        (jeq, 5, 0, keyctl),  # 7: keyctl -> EPERM (13)
-        (jeq, 1, 0, unshare),  # 8: unshare -> check flags (10)
-        (jeq, 0, 2, clone),  # 9: not clone -> allow (12)
-        (ld, 0, 0, 16),  # 10: flags (args[0], low half)
-        (jset, 1, 0, _CLONE_NEWUSER),  # 11: CLONE_NEWUSER -> EPERM (13)
-        (ret, 0, 0, _RET_ALLOW),  # 12
-        (ret, 0, 0, eperm),  # 13
-        (ret, 0, 0, enosys),  # 14
+    # (code, label if true, label if false, k): None goes on to the next instruction
+    program = [
+        (ld, None, None, 4),  # arch
+        (jeq, None, "allow", arch),  # another ABI: not judged
+        (ld, None, None, 0),  # the call's number
+        (jge, "enosys", None, _X32_SYSCALL_BIT),  # x32's numbers
+        (jeq, "enosys", None, clone3),
+        *((jeq, "eperm", None, number) for number in refused),
+        (jeq, "flags", None, unshare),
+        (jeq, "flags", "allow", clone),
+        ("flags", ld, None, None, 16),  # args[0], low half
+        (jset, "eperm", "allow", _CLONE_NEWUSER),
+        ("allow", ret, None, None, _RET_ALLOW),
+        ("eperm", ret, None, None, eperm),
+        ("enosys", ret, None, None, enosys),
     ]
+    labels = {item[0]: pc for pc, item in enumerate(program) if isinstance(item[0], str)}
+    out = []
+    for pc, item in enumerate(program):
+        code, true, false, k = item[1:] if isinstance(item[0], str) else item
+        skip = [0 if to is None else labels[to] - pc - 1 for to in (true, false)]
+        out.append((code, skip[0], skip[1], k))
+    return out
 
 
 def _install_syscall_filter(libc) -> str | None:
@@ -230,17 +241,17 @@ def _install_syscall_filter(libc) -> str | None:
     exec); returns a note when it could not be."""
     program = syscall_filter(os.uname().machine)
     if program is None:
-        return f"user namespaces and keyrings not refused: no filter for {os.uname().machine}"
+        return f"user namespaces, keyrings and message queues not refused: no filter for {os.uname().machine}"
     filters = (_SockFilter * len(program))(*[_SockFilter(*item) for item in program])
     fprog = _SockFprog(len(program), filters)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return (
-            "user namespaces and keyrings not refused: no_new_privs failed "
+            "user namespaces, keyrings and message queues not refused: no_new_privs failed "
             f"({os.strerror(ctypes.get_errno())})"
         )
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return (
-            "user namespaces and keyrings not refused: seccomp failed "
+            "user namespaces, keyrings and message queues not refused: seccomp failed "
             f"({os.strerror(ctypes.get_errno())})"
         )
     return None
@@ -563,7 +574,9 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     notes += report.get("notes", [])
     isolation["uid"] = report.get("uid", 0)
     if report.get("syscalls_filtered"):
-        isolation["processes"] += "; no new user namespaces, no kernel keyrings (seccomp)"
+        isolation["processes"] += (
+            "; no new user namespaces, no kernel keyrings or message queues (seccomp)"
+        )
     # scratch_tmpfs: the child's root is the tmpfs this stage mounted (size scratch_mb), the
     # only file system whose use the grader may count as the run's memory.
     scratch = bool(new_root is not None and report.get("ok") and report.get("private_root"))

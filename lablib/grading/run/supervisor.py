@@ -27,6 +27,7 @@ what memory was measured.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import queue
@@ -284,7 +285,40 @@ def _by_token(token, tree):
 
 #: Folders every user may write in, where a run without a private root leaves files on
 #: the host (each attempt's uid is its own, so what that uid owns there is the run's).
-SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+#: Where :func:`shared_folders` looks for other folders every user may write in.
+_WRITABLE_ROOTS = ("/var", "/run", "/dev", "/srv", "/opt", "/home", "/mnt", "/media", "/usr/local")
+
+
+@functools.cache
+def shared_folders(roots=_WRITABLE_ROOTS, depth: int = 3, limit: int = 20_000) -> tuple[str, ...]:
+    """:data:`SHARED_FOLDERS` and every other folder any user may write in (mode o+w, as
+    ``/var/crash`` or a course folder made world-writable), found under ``roots`` down to
+    ``depth`` levels (links not followed, at most ``limit`` folders read): what one attempt
+    could leave there for the next one to read, where the sandbox gives no private root,
+    is swept after each attempt. Read once per grading process."""
+    found, seen = list(SHARED_FOLDERS), 0
+    todo = [(root, 0) for root in roots]
+    while todo and seen < limit:
+        folder, level = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                if not entry.is_dir(follow_symlinks=False) or entry.path.startswith("/proc"):
+                    continue
+                if entry.stat(follow_symlinks=False).st_mode & 0o002:
+                    found.append(entry.path)
+            except OSError:
+                continue
+            if level + 1 < depth:
+                todo.append((entry.path, level + 1))
+    return tuple(dict.fromkeys(found))
+
+
 _IPC = (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid"))  # /proc/sysvipc/<file>: its id column
 
 
@@ -340,17 +374,17 @@ def _remove_ipc(objects, uid=None) -> None:
     )
 
 
-def sweep_leftovers(uid: int, folders=SHARED_FOLDERS) -> list[str]:
+def sweep_leftovers(uid: int, folders=None) -> list[str]:
     """Remove what the run's ``uid`` left outside its processes where the sandbox could not
     give it private ones (no private root or IPC namespace: a chroot, a container without
     CAP_SYS_ADMIN): files and folders it owns at the top of the shared writable folders
-    (links removed, never followed), and its System V IPC objects (removed as ``uid``
-    itself where the grader may not). Run once every process of ``uid`` is ended. Returns
-    notes on what could not be removed."""
+    (:func:`shared_folders`; links removed, never followed), and its System V IPC
+    objects (removed as ``uid`` itself where the grader may not). Run once every process of
+    ``uid`` is ended. Returns notes on what could not be removed."""
     import shutil
 
     notes = []
-    for folder in folders:
+    for folder in shared_folders() if folders is None else folders:
         try:
             entries = list(os.scandir(folder))
         except OSError:

@@ -588,6 +588,14 @@ def f():
     out["request_key"] = (found, os.strerror(ctypes.get_errno()))
     queue = libc.syscall(mq_open, b"crib", os.O_CREAT | os.O_RDWR, 0o666, None)
     out["mq_open"] = (queue, os.strerror(ctypes.get_errno()))
+    if platform.machine() == "x86_64":  # i386's keyctl (288) by int 0x80: another ABI
+        import mmap
+        code = bytes([0x53, 0xB8, 0x20, 0x01, 0, 0, 0xBB, 0, 0, 0, 0, 0xB9, 0xFD, 0xFF, 0xFF, 0xFF])
+        code += bytes([0xBA, 1, 0, 0, 0, 0xCD, 0x80, 0x5B, 0xC3])
+        page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(code)
+        call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
+        out["i386 keyctl"] = call()
     return out
 """
     out = run_submission(
@@ -595,12 +603,14 @@ def f():
     )
     look = out.results["f::look"].value
     refused = (-1, os.strerror(errno.EPERM))
+    i386 = look.pop("i386 keyctl", -errno.ENOSYS)  # x86_64 only
     assert look == {
         "join": refused,
         "add_key": refused,
         "request_key": refused,
         "mq_open": refused,
     }, look
+    assert i386 == -errno.ENOSYS, i386
     assert "no kernel keyrings or message queues (seccomp)" in out.isolation.processes
 
 

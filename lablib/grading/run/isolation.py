@@ -172,9 +172,11 @@ class _Mounts:
 #   students' runs, between the attempts of one run (a hidden test's inputs kept for the
 #   next attempt to print) and past the batch. Docker's default profile refuses the
 #   keyrings too; nothing the child runs needs either;
-# * every call of x86_64's x32 ABI: it shares x86_64's AUDIT_ARCH and numbers its calls
-#   from bit 30, so x32's keyctl or unshare would pass rules written for x86_64's
-#   numbers; the sandbox's Python is never x32 (on aarch64 no call has such a number).
+# * every call of another ABI than the machine's own: a 64-bit process can still make
+#   i386 calls (int 0x80), whose numbers differ (i386's keyctl is 288, its unshare 310),
+#   and x86_64's x32 ABI shares x86_64's AUDIT_ARCH but numbers its calls from bit 30;
+#   rules written for the machine's numbers would let either through. The sandbox's
+#   Python uses neither (on aarch64 no call has such a number), so both answer ENOSYS.
 # Classic BPF over struct seccomp_data (nr at 0, arch at 4, the low half of args[0] at 16
 # on these little-endian machines).
 _CLONE_NEWUSER = 0x10000000
@@ -214,7 +216,7 @@ def syscall_filter(machine: str):
     # (code, label if true, label if false, k): None goes on to the next instruction
     program = [
         (ld, None, None, 4),  # arch
-        (jeq, None, "allow", arch),  # another ABI: not judged
+        (jeq, None, "enosys", arch),  # another ABI (i386's int 0x80 from a 64-bit process)
         (ld, None, None, 0),  # the call's number
         (jge, "enosys", None, _X32_SYSCALL_BIT),  # x32's numbers
         (jeq, "enosys", None, clone3),

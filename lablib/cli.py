@@ -127,7 +127,7 @@ def _cmd_grade(args) -> int:
     from lablib.grading.options import GradeOptions
     from lablib.grading.report.text import status_text
     from lablib.grading.labspec.registry import load_lab
-    from lablib.grading.submissions import SubmissionSkipped
+    from lablib.grading.submissions import LayoutWarning, SubmissionSkipped
 
     spec = load_lab(args.lab, args.tests)  # the lab resolved once, passed down
     notebook = catalog.find_lab_notebook(
@@ -146,14 +146,18 @@ def _cmd_grade(args) -> int:
         roster=Roster.load(args.roster) if args.roster else None,
         times=SubmissionTimes.load(args.times) if args.times else None,
         late_policy=_late_policy(args),
+        layout=args.layout,
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SubmissionSkipped)
         warnings.simplefilter("always", SubmissionRemoved)
         warnings.simplefilter("always", SubmissionReplaced)
+        warnings.simplefilter("always", LayoutWarning)
         results = grade(spec, args.submissions, args.output, options)
     for warning in caught:
-        if issubclass(warning.category, SubmissionSkipped):
+        if issubclass(warning.category, LayoutWarning):
+            print(f"lablib grade: layout: {_printable(str(warning.message))}", file=sys.stderr)
+        elif issubclass(warning.category, SubmissionSkipped):
             print(f"lablib grade: skipped: {_printable(str(warning.message))}", file=sys.stderr)
         elif issubclass(warning.category, SubmissionRemoved):
             print(f"lablib grade: removed: {_printable(str(warning.message))}", file=sys.stderr)
@@ -640,6 +644,9 @@ def _parse_grade(p: argparse.ArgumentParser) -> None:
         f"the latest counts)",
     )
     p.add_argument("--fresh", action="store_true", help=G.help("fresh"))
+    p.add_argument(
+        "--layout", choices=("auto", "plain"), default=G.default("layout"), help=G.help("layout")
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-sandbox", action="store_true", help=f"do not use {G.help('isolate')}")
     _late_options(p)

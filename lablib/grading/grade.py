@@ -435,7 +435,7 @@ def grade(
         late_policy = folder.late_policy()
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
-    found = find_submissions(submissions, refused=skipped)
+    found = find_submissions(submissions, refused=skipped, layout=options.layout)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     limits = options.limits
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits))

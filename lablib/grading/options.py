@@ -69,6 +69,11 @@ class GradeOptions:
     late_policy: LatePolicy | None = _option(
         None, "the late policy (kept in the output folder: later regrades and reports apply it)"
     )
+    layout: str = _option(
+        "auto",
+        "how a submissions folder is read: auto (LMS downloads by their shapes) or plain (one "
+        "folder per student, no LMS's shapes read: students' own repositories)",
+    )
 
     def __post_init__(self):
         if isinstance(self.hidden_dirs, (str, os.PathLike)):
@@ -100,6 +105,11 @@ class GradeOptions:
             )
         if self.jobs is not None:
             object.__setattr__(self, "jobs", int(self.jobs))
+        if self.layout not in ("auto", "plain"):
+            raise ValueError(
+                f"GradeOptions(layout={self.layout!r}): expected 'auto' (LMS downloads read by "
+                f"their shapes) or 'plain' (one folder per student)."
+            )
 
     @classmethod
     def of(cls, options: GradeOptions | None = None, **changes) -> GradeOptions:

@@ -24,10 +24,20 @@ it, whatever the notebook's own file name says (a file named as Canvas names its
 a Canvas file only outside such folders). A ``submission_metadata.yml`` inside a student's
 folder (those two, or a folder that holds a notebook itself) is the student's file: it is
 listed as not graded and never read, so it can neither say who submitted or when nor stop
-the class with a file that does not parse. In a plain layout, a folder beside a student's
-own folder is a student's too: an LMS download's shape inside it is that student's upload
-(:func:`_beside_students`); an LMS download is read as such at the top of the folder given
-or in a folder of its own.
+the class with a file that does not parse.
+
+A layout of one folder per student (a course that clones students' repositories) cannot
+be told from sections of LMS downloads, nor a section from a student's folder, by its
+shape: a student can put a Gradescope-shaped export, a Moodle folder, a Canvas-named file
+or a folder named as a classmate in their own folder. ``layout="plain"`` says which it is:
+each folder directly in a folder given is one student's (their repository) and names
+every notebook in it, whatever its subfolders or file names say (several notebooks:
+``folder/sub/stem``); a notebook at the top is named by its stem; no LMS's shape is read
+and a ``submission_metadata.yml`` is not read; sections are given as folders of their own
+(``lablib grade lab1 Sec-01/ Sec-02/``). The default, ``"auto"``, reads the shapes as
+above, and where one folder given holds both folders nothing marks as an LMS's and
+LMS-shaped content it says so once (a :class:`LayoutWarning` naming both), so that an
+instructor whose folders are students' own grades again with ``--layout plain``.
 
 Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
 characters, and unique in the batch (compared NFC and case-folded; a repeated name gets
@@ -58,13 +68,23 @@ __all__ = [
     "Found",
     "warn_skipped",
     "SubmissionSkipped",
+    "LayoutWarning",
+    "LAYOUTS",
     "NOT_A_NOTEBOOK",
 ]
+
+#: How a folder given is read: ``auto`` (LMS downloads by their shapes) or ``plain`` (none).
+LAYOUTS = ("auto", "plain")
 
 
 class SubmissionSkipped(UserWarning):
     """A path among the submissions that is not graded: a file that is not a notebook, a
     student's folder without one, a symbolic link leading out of its folder."""
+
+
+class LayoutWarning(UserWarning):
+    """A folder given holds both students' own folders and LMS-shaped content, read as the
+    LMS's: if the folders are students' own, ``--layout plain`` is the reading to use."""
 
 
 #: Why a visible file in a submissions folder is not graded.
@@ -75,11 +95,10 @@ PLANTED_METADATA = (
     "so a file the student uploaded, not the export's own: not read (a Gradescope export "
     "has its metadata beside its submission_<id> folders)"
 )
-#: Why an LMS-shaped file is read as a student's own: it lies in a folder beside students'.
-BESIDE_STUDENTS = (
-    "shaped as an LMS download but inside {folder}, a folder beside students' own folders "
-    "(such as {student}), so read as that student's folder{file}: an LMS download is read "
-    "as such only in a folder of its own (grade the download's folder by itself)"
+#: Why a ``submission_metadata.yml`` is not read with ``layout="plain"``.
+PLAIN_METADATA = (
+    "a Gradescope export's metadata file, not read: --layout plain reads every folder as "
+    "a student's own"
 )
 # A Gradescope export's folder of one submission.
 _SUBMISSION_FOLDER = re.compile(r"submission_\d+\Z")
@@ -219,56 +238,12 @@ def _student_folder_of(folder: tuple, holding: set, metadata: dict) -> tuple | N
     return None
 
 
-def _lms_shaped(parts, exports) -> bool:
-    """Whether a notebook (its parts below the folder given) could be read as an LMS
-    download's: a Gradescope or Moodle student's folder on its way down, a flat LMS file
-    name, or a ``submission_metadata.yml`` in a folder above it."""
-    folders = parts[:-1]
-    return (
-        any(_SUBMISSION_FOLDER.match(p) or _moodle_folder(p) is not None for p in folders)
-        or _flat_download(parts[-1]) is not None
-        or any(folders[: len(at)] == at for at in exports)
-    )
-
-
-def _students_level(books, exports) -> dict[tuple, tuple]:
-    """The folders that hold students' own folders in a plain layout: ``{folder parts:
-    one student's folder parts in it}``. A student's own folder is the first folder on the
-    way down to a notebook that nothing marks as an LMS download's (see
-    :func:`_lms_shaped`) that holds a notebook itself (the folder given is no student's)."""
-    plain = [parts for parts, _ in books if not _lms_shaped(parts, exports)]
-    holding = {parts[:-1] for parts in plain}
-    level: dict[tuple, tuple] = {}
-    for parts in plain:
-        folder = next((parts[:j] for j in range(1, len(parts)) if parts[:j] in holding), None)
-        if folder is not None:
-            level.setdefault(folder[:-1], folder)
-    return level
-
-
-def _beside_students(folder: tuple, level: dict) -> tuple | None:
-    """The folder at a students' level (see :func:`_students_level`) that ``folder`` is
-    or lies in, or None. Siblings are of one kind: a folder beside a student's own is a
-    student's too, so an LMS download's shape inside it (a Gradescope export, a Moodle
-    folder, a file named as Canvas names its files) is that student's upload, not the
-    LMS's. A folder named as an LMS names a student's (``submission_<id>``, a Moodle
-    student's folder) is the LMS's own, also beside a plain folder (an instructor's
-    ``extras/`` beside a Moodle download)."""
-    for j in range(1, len(folder) + 1):
-        if folder[: j - 1] in level:
-            name = folder[j - 1]
-            if _SUBMISSION_FOLDER.match(name) or _moodle_folder(name) is not None:
-                return None
-            return folder[:j]
-    return None
-
-
-def _export_metadata(books, exports, refused: list, level: dict) -> dict:
+def _export_metadata(books, exports, refused: list) -> dict:
     """Each Gradescope export's metadata, ``{folder parts: read metadata}``, shallowest
     first. A ``submission_metadata.yml`` inside a student's folder (see
-    :func:`_student_folder_of`, :func:`_beside_students`) is a file the student uploaded:
-    it is listed in ``refused`` and never read, so it can neither name who submitted nor
-    when, nor stop the class with a file that does not parse."""
+    :func:`_student_folder_of`) is a file the student uploaded: it is listed in ``refused``
+    and never read, so it can neither name who submitted nor when, nor stop the class
+    with a file that does not parse."""
     holding = {_nfc(parts[:-1]) for parts, _ in books}
     metadata: dict[tuple, dict] = {}
     for parts, path in sorted(exports, key=lambda e: len(e[0])):
@@ -277,20 +252,8 @@ def _export_metadata(books, exports, refused: list, level: dict) -> dict:
         if student is not None:
             refused.append((path, PLANTED_METADATA.format(folder="/".join(student))))
             continue
-        beside = _beside_students(parts, level)
-        if beside is not None:
-            refused.append((path, _beside_note(beside, level, lms.GRADESCOPE_METADATA)))
-            continue
         metadata[parts] = lms.read_gradescope_metadata(path)
     return metadata
-
-
-def _beside_note(folder: tuple, level: dict, file: str = "") -> str:
-    return BESIDE_STUDENTS.format(
-        folder="/".join(folder),
-        student="/".join(level[folder[:-1]]),
-        file=f" ({file} not read)" if file else "",
-    )
 
 
 def _gradescope_download(parts, metadata: dict):
@@ -342,25 +305,82 @@ def _flat_download(file_name: str) -> tuple[str, dict] | None:
     return None
 
 
-def _classify(books, exports, refused: list) -> tuple[list, list]:
+def _lms_shaped(parts, exports) -> bool:
+    """Whether a notebook (its parts below the folder given) could be read as an LMS
+    download's: a Gradescope or Moodle student's folder on its way down, a flat LMS file
+    name, or a ``submission_metadata.yml`` in a folder above it."""
+    folders = parts[:-1]
+    return (
+        any(_SUBMISSION_FOLDER.match(p) or _moodle_folder(p) is not None for p in folders)
+        or _flat_download(parts[-1]) is not None
+        or any(folders[: len(at)] == at for at in exports)
+    )
+
+
+def _download_at(parts, exports) -> str:
+    """Where an LMS-shaped notebook's download lies, for a message: the export's folder,
+    the folder holding a Moodle folder, or the folder holding a flat file ("" for the top
+    of the folder given)."""
+    export = max((at for at in exports if parts[: len(at)] == at), key=len, default=None)
+    if export is not None:
+        return "/".join(export)
+    moodle = next(
+        (i for i, p in enumerate(parts[:-1]) if _SUBMISSION_FOLDER.match(p) or _moodle_folder(p)),
+        None,
+    )
+    return "/".join(parts[: moodle if moodle is not None else len(parts) - 1])
+
+
+def _mixed_note(books, exports, given: str) -> str | None:
+    """The :class:`LayoutWarning` of one folder given that holds both students' own
+    folders (notebooks in folders nothing marks as an LMS's) and LMS-shaped content, or
+    None."""
+    at = [_nfc(parts) for parts, _ in exports]
+    own, lms_at = [], []
+    for parts, _ in books:
+        parts = _nfc(parts)
+        if _lms_shaped(parts, at):
+            lms_at.append(_download_at(parts, at) or "(the top)")
+        elif len(parts) > 1:
+            own.append(parts[0])
+    if not (own and lms_at):
+        return None
+    own, lms_at = sorted(set(own)), sorted(set(lms_at))
+    return (
+        f"{given} holds students' own folders ({_some(own)}) and LMS-shaped content in "
+        f"{_some(lms_at)}, read as LMS downloads (names, ids and times from their files). "
+        "If those are files students put in their own folders (a folder per student, as "
+        "cloned from their repositories), grade with --layout plain."
+    )
+
+
+def _some(paths, shown: int = 3) -> str:
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    cleaned = ("/".join(lms.clean_label(p) for p in path.split("/")) for path in paths[:shown])
+    return ", ".join(cleaned) + more
+
+
+def _classify(books, exports, refused: list, layout: str = "auto") -> tuple[list, list]:
     """Split the notebooks of one folder given into those of an LMS download, as
     ``(label, student folder parts or None, parts, file, lms info)``, and the plain ones.
 
     A student's folder of an LMS download (a Gradescope submission, a Moodle student's
     folder) names every notebook inside it, whatever the notebook's own file name says:
     a file named as Canvas names its files is read as a Canvas file only outside them
-    (which LMS wrote a flat file's name: :func:`_flat_download`)."""
-    exports = [(_nfc(parts), path) for parts, path in exports]
-    books = [(_nfc(parts), target) for parts, target in books]
-    at = [parts for parts, _ in exports]
-    level = _students_level(books, at)
-    metadata = _export_metadata(books, exports, refused, level)
+    (which LMS wrote a flat file's name: :func:`_flat_download`). With ``layout="plain"``
+    nothing is an LMS download's and no metadata file is read."""
+    if layout == "plain":  # the folder at the top names all in it; its owner chose the rest
+        refused.extend((path, PLAIN_METADATA) for _, path in exports)
+        books = [(_nfc(parts), target) for parts, target in books]
+        return [
+            (lms.clean_label(parts[0]), parts[:1], parts, target, {})
+            for parts, target in books
+            if len(parts) > 1
+        ], [(parts, target) for parts, target in books if len(parts) == 1]
+    metadata = _export_metadata(books, exports, refused)
     downloads, plain = [], []
     for parts, target in books:
-        beside = _beside_students(parts[:-1], level)
-        if beside is not None and _lms_shaped(parts, at):  # a student's upload: their folder's
-            downloads.append((lms.clean_label(beside[-1]), beside, parts, target, {}))
-            continue
+        parts = _nfc(parts)
         gradescope = _gradescope_download(parts, metadata)
         if gradescope is not None:
             label, folder, info = gradescope
@@ -441,13 +461,17 @@ def _named(downloads, plain, given: str) -> list[Found]:
     return sorted(found, key=lambda f: f.where)
 
 
-def _given_notebook(path: pathlib.Path, target: pathlib.Path, refused: list) -> Found:
+def _given_notebook(
+    path: pathlib.Path, target: pathlib.Path, refused: list, layout: str = "auto"
+) -> Found:
     """A notebook given by its path: named by an LMS download's name where its folder or
     file carries one (a Gradescope ``submission_<id>`` folder is looked up in the
     metadata of the export holding it), else by its stem. A student's folder names the
     notebook before the notebook's own file name does."""
     name = unicodedata.normalize("NFC", path.name)
     parent = unicodedata.normalize("NFC", path.parent.name)
+    if layout == "plain":
+        return Found(lms.clean_label(_stem(name)), target, name, "", {})
     moodle = _moodle_folder(parent)
     if moodle is not None:
         return Found(moodle["name"], target, f"{parent}/{name}", parent, moodle)
@@ -511,7 +535,7 @@ def _unique(found: list[Found]) -> list[Found]:
     return out
 
 
-def find_submissions(paths, refused: list | None = None) -> list[Found]:
+def find_submissions(paths, refused: list | None = None, layout: str = "auto") -> list[Found]:
     """A :class:`Found` for each submission among ``paths`` (notebooks and folders; see the
     module's docstring for the names). ``.ipynb`` is matched in any case.
 
@@ -521,13 +545,18 @@ def find_submissions(paths, refused: list | None = None) -> list[Found]:
     that holds none (hidden entries, starting with ".", are passed over; a Gradescope
     export's ``submission_metadata.yml`` is read, not listed). Each is appended to
     ``refused`` as ``(path, reason)``, or, when ``refused`` is None, reported as a
-    :class:`SubmissionSkipped` warning.
+    :class:`SubmissionSkipped` warning. ``layout`` is ``"auto"`` or ``"plain"`` (see the
+    module's docstring); a folder given that mixes students' own folders with LMS-shaped
+    content is reported as a :class:`LayoutWarning` with ``"auto"``.
 
     Raises:
+        ValueError: ``layout`` is neither.
         FileNotFoundError: a path given does not exist.
         lablib.grading.lms.LmsDownloadError: a Gradescope ``submission_metadata.yml``
             cannot be read (never graded as if it were not there).
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
     skipped: list = []
     found: list[Found] = []
     for path in map(pathlib.Path, paths):
@@ -553,11 +582,14 @@ def find_submissions(paths, refused: list | None = None) -> list[Found]:
                     exports.append(((), target))
                 else:
                     skipped.append((entry, NOT_A_NOTEBOOK))
-            found.extend(_named(*_classify(books, exports, skipped), str(path)))
+            note = _mixed_note(books, exports, str(path)) if layout == "auto" else None
+            if note:
+                warnings.warn(note, LayoutWarning, stacklevel=2)
+            found.extend(_named(*_classify(books, exports, skipped, layout), str(path)))
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
-                found.append(_given_notebook(path, target, skipped))
+                found.append(_given_notebook(path, target, skipped, layout))
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:
@@ -571,11 +603,13 @@ def find_submissions(paths, refused: list | None = None) -> list[Found]:
     return _unique(found)
 
 
-def collect_submissions(paths, refused: list | None = None) -> list[tuple[str, pathlib.Path]]:
+def collect_submissions(
+    paths, refused: list | None = None, layout: str = "auto"
+) -> list[tuple[str, pathlib.Path]]:
     """``(name, notebook path)`` for each submission among ``paths``: the names and paths
-    of :func:`find_submissions` (see it for the rules and ``refused``)."""
+    of :func:`find_submissions` (see it for the rules, ``refused`` and ``layout``)."""
     skipped: list = []
-    found = find_submissions(paths, skipped)
+    found = find_submissions(paths, skipped, layout)
     if refused is not None:
         refused.extend(skipped)
     else:

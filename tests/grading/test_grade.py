@@ -322,3 +322,32 @@ def test_grading_without_the_sandbox_says_so_once(tmp_path, capsys):
     if sandbox_possible():  # as root on Linux: sandboxed, nothing to say
         assert main([a for a in args if a != "--no-sandbox"] + ["--force"]) == 0
         assert "without the sandbox" not in capsys.readouterr().err
+
+
+def test_layout_plain_from_the_command_line(tmp_path, capsys):
+    """A plain layout where a student's folder holds a file named as Canvas names its files:
+    read by its shape it is that Canvas user's row, and the command says so; with
+    --layout plain it is the student's own."""
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "mallory").mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
+    shutil.copy(FIXTURE_SOLUTION, subs / "mallory" / "smithbob_184002_9000002_lab0.ipynb")
+    args = [
+        "grade",
+        str(FIXTURE_LAB),
+        str(subs),
+        "--tests",
+        str(FIXTURE_HIDDEN),
+        "--lab-notebook",
+        str(FIXTURE_SOLUTION),
+        "--quiet",
+        "--no-sandbox",
+    ]
+    assert main(args + ["-o", str(tmp_path / "auto")]) == 0
+    said = capsys.readouterr().err
+    assert "lablib grade: layout:" in said and "students' own folders (alice)" in said, said
+    assert sorted(_rows(tmp_path / "auto")) == ["alice", "smithbob"]
+    assert main(args + ["-o", str(tmp_path / "plain"), "--layout", "plain"]) == 0
+    assert "lablib grade: layout:" not in capsys.readouterr().err
+    assert sorted(_rows(tmp_path / "plain")) == ["alice", "mallory"]

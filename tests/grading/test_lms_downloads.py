@@ -18,7 +18,7 @@ from lablib.grading.lms import (
     moodle_time,
     read_gradescope_metadata,
 )
-from lablib.grading.submissions import find_submissions
+from lablib.grading.submissions import LayoutWarning, find_submissions
 
 
 def _book(path):
@@ -249,7 +249,11 @@ def test_find_submissions_in_every_layout_at_once(tmp_path):
     _book(subs / "Sec-01" / "mivanova" / "lab1.ipynb")  # a section folder of one student
     _book(subs / "__MACOSX" / "._lab1.ipynb")
     refused = []
-    found = {f.name: f for f in find_submissions([subs], refused)}
+    with pytest.warns(LayoutWarning) as caught:  # a plain folder among the downloads: said
+        found = {f.name: f for f in find_submissions([subs], refused)}
+    [warning] = caught
+    assert "students' own folders (Sec-01)" in str(warning.message), warning.message
+    assert "(the top), Sec-03, gs/assignment_777_export and 2 more" in str(warning.message)
     assert sorted(found) == [
         "Alice A",
         "Emma Anderson",

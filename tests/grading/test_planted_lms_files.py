@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from lablib.grading.submissions import BESIDE_STUDENTS, PLANTED_METADATA, find_submissions
+from lablib.grading.submissions import (
+    PLAIN_METADATA,
+    PLANTED_METADATA,
+    LayoutWarning,
+    find_submissions,
+)
 
 EXPORT = """submission_1:
   :submitters:
@@ -86,7 +91,8 @@ def test_a_metadata_file_in_a_moodle_or_plain_student_folder_is_not_read(tmp_pat
         "submission_3:\n  :submitters:\n  - :name: Alice Smith\n"
     )
     refused = []
-    found = {f.name: f for f in find_submissions([subs], refused)}
+    with pytest.warns(LayoutWarning, match=r"students' own folders \(carol\)"):
+        found = {f.name: f for f in find_submissions([subs], refused)}
     assert "Alice Smith" not in found and "Mallory Jones" in found
     assert found["Mallory Jones"].lms["participant_id"] == "102"
     assert sorted(str(p.relative_to(subs)) for p, _ in refused) == [
@@ -172,65 +178,109 @@ def _plain_class(root):
     _book(root / "bob" / "lab1.ipynb")
 
 
-@pytest.mark.parametrize("section", ["", "Sec-01/"])
-def test_an_export_planted_in_a_plain_students_folder_is_the_students(tmp_path, section):
+PLANTED = [
+    "smithalice_184002_9000002_lab1.ipynb",  # Canvas's flat name, Alice's user id
+    "smithalice_LATE_184002_9000002_lab1.ipynb",
+    "Alice Smith_7300001_assignsubmission_file_lab1.ipynb",  # Moodle's flat name
+    "Alice Smith_7300001_assignsubmission_file_/lab1.ipynb",  # Moodle's folder
+    "submission_1/lab1.ipynb",  # with a forged export's metadata beside it
+]
+
+
+def _plant(folder, planted):
+    _book(folder / planted)
+    if planted.startswith("submission_1/"):
+        (folder / "submission_metadata.yml").write_text(FORGED.replace("sub:", "submission_1:"))
+
+
+@pytest.mark.parametrize("planted", PLANTED)
+@pytest.mark.parametrize("where", ["top", "sections", "deep"])
+def test_lms_shapes_in_a_plain_layout_are_the_students_with_layout_plain(tmp_path, planted, where):
+    """Nothing in a plain layout tells a student's folder from a section of LMS downloads:
+    with --layout plain no LMS's shape is read, each folder at the top of a folder given
+    names every notebook in it, and a metadata file is not read."""
     root = tmp_path / "subs"
-    _plain_class(root / section)
-    mallory = root / section / "mallory"
-    _book(mallory / "submission_1" / "lab1.ipynb")
-    (mallory / "submission_metadata.yml").write_text(FORGED.replace("sub:", "submission_1:"))
+    if where == "sections":  # given as folders of their own
+        _plain_class(root / "Sec-01")
+        _plant(root / "Sec-02" / "mallory", planted)
+        paths = [root / "Sec-01", root / "Sec-02"]
+    else:
+        _plain_class(root)
+        _plant(root / "mallory" / ("work" if where == "deep" else ""), planted)
+        paths = [root]
     refused = []
-    found = {f.name: f for f in find_submissions([root], refused)}
-    assert sorted(found) == ["alice", "bob", "mallory"]  # not "Mallory Jones", nor Alice's
-    assert found["mallory"].lms == {} and found["mallory"].folder == f"{section}mallory"
-    [(path, reason)] = refused
-    assert path == mallory / "submission_metadata.yml"
-    assert reason == BESIDE_STUDENTS.format(
-        folder=f"{section}mallory",
-        student=f"{section}alice",
-        file=" (submission_metadata.yml not read)",
-    )
+    found = {f.name: f for f in find_submissions(paths, refused, layout="plain")}
+    assert sorted(found) == ["alice", "bob", "mallory"]
+    assert all(f.lms == {} for f in found.values())
+    assert found["mallory"].folder == "mallory"
+    if planted.startswith("submission_1/"):
+        assert [(p.name, why) for p, why in refused] == [
+            ("submission_metadata.yml", PLAIN_METADATA)
+        ]
+    else:
+        assert refused == []
 
 
-@pytest.mark.parametrize(
-    "planted",
-    [
-        "smithalice_184002_9000002_lab1.ipynb",  # Canvas's flat name, Alice's user id
-        "smithalice_LATE_184002_9000002_lab1.ipynb",
-        "Alice Smith_7300001_assignsubmission_file_lab1.ipynb",  # Moodle's flat name
-        "Alice Smith_7300001_assignsubmission_file_/lab1.ipynb",  # Moodle's folder
-    ],
-)
-def test_an_lms_name_planted_in_a_plain_students_folder_is_the_students(tmp_path, planted):
+def test_a_folder_named_as_a_classmate_inside_a_students_folder_is_theirs(tmp_path):
+    """By the plain rule a student's folder is the first that holds a notebook, so a
+    student could nest one named as a classmate; with --layout plain the top folder names
+    it all."""
     root = tmp_path / "subs"
     _plain_class(root)
-    _book(root / "trudy" / planted)
-    found = {f.name: f for f in find_submissions([root], [])}
-    assert sorted(found) == ["alice", "bob", "trudy"]
-    assert found["trudy"].lms == {} and found["trudy"].folder == "trudy"
-    # beside her own notebook, one submission each, both hers
-    _book(root / "trudy" / "lab1.ipynb")
-    found = {f.name: f for f in find_submissions([root], [])}
-    assert sorted(n for n in found if n.startswith("trudy/")) == sorted(
-        ["trudy/lab1", "trudy/" + "/".join(planted[: -len(".ipynb")].split("/"))]
-    )
-    assert all(f.lms == {} for f in found.values())
+    _book(root / "mallory" / "alice" / "lab1.ipynb")
+    _book(root / "mallory" / "lab1.ipynb")
+    found = sorted(f.name for f in find_submissions([root], [], layout="plain"))
+    assert found == ["alice", "bob", "mallory/alice/lab1", "mallory/lab1"]
 
 
-def test_lms_downloads_beside_an_instructors_plain_folder_stay_the_lms(tmp_path):
-    """An LMS's own student folders (Moodle's, Gradescope's submission_<id>) and flat files
-    at the top are the LMS's also beside a plain folder (the instructor's extras)."""
+@pytest.mark.parametrize("planted", PLANTED)
+def test_a_plain_layout_with_lms_shapes_is_named_in_a_warning(tmp_path, planted):
+    """Read by their shapes (the default), the LMS-shaped files of a plain layout are read
+    as the LMS's, and the command says so, naming both, and what to pass."""
+    root = tmp_path / "subs"
+    _plain_class(root)
+    _plant(root / "mallory", planted)
+    with pytest.warns(LayoutWarning) as caught:
+        found = find_submissions([root], [])
+    [warning] = caught
+    message = str(warning.message)
+    assert "students' own folders (alice, bob)" in message, message
+    assert "in mallory" in message and "--layout plain" in message, message
+    assert any(f.lms for f in found)  # read as the LMS's, as the warning says
+
+
+def test_lms_downloads_alone_give_no_layout_warning(tmp_path, recwarn):
+    """An LMS download by itself, or sorted into section folders, says nothing."""
     moodle = tmp_path / "moodle"
-    _book(moodle / "extras" / "lab1.ipynb")
-    _book(moodle / "Alice Smith_7300001_assignsubmission_file_" / "lab1.ipynb")
-    _book(moodle / "Bob Lee_7300002_assignsubmission_file_lab1.ipynb")
+    _book(moodle / "Sec-01" / "Alice Smith_7300001_assignsubmission_file_" / "lab1.ipynb")
+    _book(moodle / "Sec-02" / "Bob Lee_7300002_assignsubmission_file_lab1.ipynb")
     canvas = tmp_path / "canvas"
-    _book(canvas / "extras" / "lab1.ipynb")
     _book(canvas / "smithalice_184002_9000002_lab1.ipynb")
     gradescope = tmp_path / "gradescope"
     _export(gradescope, "submission_2", planted=EXPORT)
-    _book(gradescope / "extras" / "lab1.ipynb")
     found = {f.name: f.lms.get("lms") for f in find_submissions([moodle, canvas, gradescope], [])}
     assert found["Alice Smith"] == found["Bob Lee"] == "moodle"
-    assert found["smithalice"] == "canvas"
-    assert found["Mallory Jones"] == "gradescope"
+    assert found["smithalice"] == "canvas" and found["Mallory Jones"] == "gradescope"
+    assert not [w for w in recwarn if issubclass(w.category, LayoutWarning)]
+
+
+def test_an_honest_mixed_folder_keeps_its_lms_rows_and_is_named(tmp_path):
+    """A late student's plain folder beside a section of LMS downloads: the downloads stay
+    the LMS's (user ids, the LATE marker), and the warning names both."""
+    root = tmp_path / "subs"
+    _book(root / "carol" / "lab1.ipynb")
+    _book(root / "Sec-01" / "smithalice_184002_9000002_lab1.ipynb")
+    _book(root / "Sec-01" / "leebob_LATE_184003_9000003_lab1.ipynb")
+    with pytest.warns(LayoutWarning, match=r"students' own folders \(carol\).*in Sec-01"):
+        found = {f.name: f.lms for f in find_submissions([root], [])}
+    assert found["smithalice"]["user_id"] == "184002"
+    assert found["leebob"]["late"] is True and found["carol"] == {}
+
+
+def test_layout_plain_for_a_notebook_given_by_path_and_a_bad_layout(tmp_path):
+    export = tmp_path / "export"
+    _export(export, "submission_2", planted=EXPORT)
+    [given] = find_submissions([export / "submission_1" / "lab1.ipynb"], [], layout="plain")
+    assert given.name == "lab1" and given.lms == {}
+    with pytest.raises(ValueError, match="expected one of auto, plain"):
+        find_submissions([export], [], layout="canvas")

@@ -576,3 +576,16 @@ def test_a_pdf_with_characters_no_font_draws_is_named(tmp_path, monkeypatch, cap
         "2001.pdf": "张伟注意力",
         "alice.pdf": "",
     }
+
+
+def test_the_text_checked_for_fonts_is_the_page_as_printed():
+    """What Chromium draws: the answer's text and what MathML draws for its LaTeX (U+1D524
+    for \\mathfrak{g}, never in the markdown), the question titles; not the markup."""
+    lab = written_lab()
+    [row] = [result("wei", {"why": "张 $\\mathfrak{g}$ <b>x</b>", "how": ""})]
+    student = printout.Student("wei", "Wei", "", "", "wei", dict(row.answers), False)
+    text = printout._printed_text(printout.printout_html(lab, student, list(lab.answers.values())))
+    assert "张" in text and "\U0001d524" in text and "why it works" in text
+    assert "<b>x</b>" in text  # shown as written: the student's markup is text on the page
+    assert "<section" not in text and "data-question" not in text and "font-family" not in text
+    assert "mathfrak" not in text

@@ -87,15 +87,16 @@ def parse_charsets(text: str) -> list[tuple[int, int]]:
 
 
 def font_gaps(timeout: float = 30) -> FontGaps | None:
-    """What the installed fonts cover, from fontconfig's ``fc-list``; None where there is
-    no ``fc-list`` or it fails (a machine whose browser does not use fontconfig, such as
+    """What the installed outline fonts cover, from fontconfig's ``fc-list`` (bitmap fonts
+    left out: Chromium does not print with them); None where there is no ``fc-list`` or
+    it fails (a machine whose browser does not use fontconfig, such as
     macOS or Windows: nothing can be said there)."""
     tool = shutil.which("fc-list")
     if tool is None:
         return None
     try:
         done = subprocess.run(
-            [tool, "--format", "%{charset}\n"],
+            [tool, ":scalable=true", "--format", "%{charset}\n"],
             capture_output=True,
             text=True,
             timeout=timeout,

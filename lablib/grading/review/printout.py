@@ -44,6 +44,7 @@ import csv
 import dataclasses
 import functools
 import html
+import html.parser
 import io
 import json
 import os
@@ -410,14 +411,33 @@ class _Printer:
             self._playwright.stop()
 
 
-def _printed_text(student: Student, questions) -> str:
-    """The text a student's printout shows that comes from the gradebook: the cover's
-    name, id, e-mail and submission, and the answers as written."""
-    answers = (student.answers.get(q.id) for q in questions)
-    return "\n".join(
-        [student.name, student.key, student.student_id, student.email, student.submission]
-        + [answer.text for answer in answers if answer is not None]
-    )
+class _PageText(html.parser.HTMLParser):
+    """The text of a printed page: what its text nodes show (names, titles, answers, and
+    the characters MathML draws for LaTeX, such as U+1D524 for ``\\mathfrak{g}``), not
+    the markup, the style sheet or the title bar's text."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skip += tag in ("style", "title", "script")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("style", "title", "script") and self._skip > 0
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def _printed_text(page: str) -> str:
+    """What a printout's page shows as text (see :class:`_PageText`)."""
+    reader = _PageText()
+    reader.feed(page)
+    reader.close()
+    return "".join(reader.parts)
 
 
 def write_printouts(
@@ -455,7 +475,7 @@ def write_printouts(
     try:
         for student in students:
             page = printout_html(lab, student, order)
-            unprintable = gaps.missing(_printed_text(student, order)) if gaps is not None else ""
+            unprintable = gaps.missing(_printed_text(page)) if gaps is not None else ""
             pdf = printer.pdf(page)
             atomic_write(dest / f"{student.stem}.pdf", pdf)
             if html:

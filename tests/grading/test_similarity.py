@@ -6,6 +6,7 @@ dynamic code is flagged."""
 from __future__ import annotations
 
 import base64
+import gc
 import itertools
 import json
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+import types
 import zlib
 
 from lablib.grading import report
@@ -634,6 +636,14 @@ def test_honest_names_that_look_like_the_ways_to_run_code_are_not_flagged():
         "pattern = re.compile('a')\nc = pattern\nc.match('a')\n"
     )
     assert dynamic_code({"a": ANN, "b": honest}) == []
+    # a name given str, a decoder or re's compile, a loop or a default of harmless functions
+    others = (
+        "t = str\nv = t(3)\nfrom re import compile\npat = compile('a')\n"
+        "for f in (str, repr):\n    f(1)\ndef g(x, cast=str):\n    return cast(x)\n"
+        "run = model.fit if a else model.evaluate\nrun(x)\n"
+        "import base64\nd = base64.b64decode\ndata = d(s)\n"
+    )
+    assert dynamic_code({"a": ANN, "b": others}) == []
 
 
 def test_each_submission_is_analysed_once_for_the_hints_and_the_sentences(monkeypatch):
@@ -663,3 +673,131 @@ def test_each_submission_is_analysed_once_for_the_hints_and_the_sentences(monkey
     assert {code: n for code, n in parsed.items() if code != TEMPLATE} == {
         graded_code(c): 1 for c in cells.values()
     }, sorted(parsed.values())
+
+
+def test_every_binding_of_a_name_counts_wherever_it_is_called():
+    """A name's first binding to a decoder, a module or getattr hid a later one to exec
+    (``e = str`` then ``e = exec``: ``e(s)`` was not flagged). Every binding counts now,
+    wherever it is and in any order: a name given a way to run code anywhere is one
+    wherever it is called, also when it is given other things elsewhere, and so are loop
+    variables over a literal, parameters' defaults and either branch of a choice."""
+    decoded = "decoded without running it and compared in its place (1 line)"
+    undecoded = "not decodable without running it"
+    cases = {
+        "e = str\ne = exec\ne('x = 1')": "line 3: e('x = 1') runs code given as data (exec); "
+        + decoded,
+        "import builtins\nb = builtins\nb = exec\nb('x = 1')": "line 4: b('x = 1') runs code "
+        "given as data (exec); " + decoded,
+        "import builtins\nb = exec\nb = builtins\nb.eval('1')": "(builtins.eval); " + decoded,
+        "e = getattr\ne = exec\ne('x = 1')": "line 3: e('x = 1') runs code given as data (exec)",
+        "import base64\nd = base64.b64decode\nd = exec\nd('x = 1')": "line 4: d('x = 1') runs",
+        "e = chr\ndef f():\n    e = exec\n    e('x = 1')\n": "line 4: e('x = 1') runs code "
+        "given as data (exec); " + decoded,
+        "def f():\n    e('x = 1')\ne = chr\ne = exec": "line 2: e('x = 1') runs",
+        "import base64 as b\nb = exec\nb('x = 1')": "line 3: b('x = 1') runs",
+        "from builtins import exec as run\nrun = chr\nrun('x = 1')": "(builtins.exec)",
+        "exec = chr\nexec('x = 1')": "line 2: exec('x = 1') runs code given as data (exec)",
+        "f = v(b)['exec']\nf('x = 1')\nv = vars\nimport builtins as b": "line 2: f('x = 1') "
+        "runs code given as data (builtins.exec); " + decoded,
+        "a, (b, run) = 0, (1, exec)\nrun('x = 1')": "line 2: run('x = 1') runs",
+        "for run in (print, exec):\n    run('x = 1')": "line 2: run('x = 1') runs",
+        "[run('x = 1') for run in [exec]]": "line 1: run('x = 1') runs",
+        "def f(s, run=exec):\n    run(s)": "line 2: run(s) runs code given as data (exec); "
+        + undecoded,
+        "g = lambda s, *, run=eval: run(s)": "(eval); " + undecoded,
+        "run = print if x else exec\nrun('x = 1')": "line 2: run('x = 1') runs",
+        "run = x or exec\nrun('x = 1')": "line 2: run('x = 1') runs",
+    }
+    for code, said in cases.items():
+        flags = dynamic_code({"p": code})
+        assert len(flags) == 1 and said in flags[0], (code, flags)
+    # a name that may be chr or exec has no known value: its call is flagged, not decoded
+    assert dynamic_code({"p": "d = chr\nd = exec\nexec(d(120))"}) == [
+        f"p, line 3: d(120) runs code given as data (exec); {undecoded}",
+        f"p, line 3: exec(d(120)) runs code given as data (exec); {undecoded}",
+    ]
+    # a name given more than MAX_MEANINGS of them may be any: kept bounded, and flagged
+    many = "e = chr\n" + "".join(
+        f"e = base64.{n}\n"
+        for n in ("b64decode", "b32decode", "b16decode", "b85decode", "a85decode")
+        + ("decodebytes", "standard_b64decode", "urlsafe_b64decode")
+    )
+    flags = dynamic_code({"p": many + "f = e\nf('x = 1')\n"})
+    assert flags == [
+        "p, line 11: f('x = 1') runs code given as data (any of them: a name given more than 8 "
+        f"ways to run code, decoders or their modules); {undecoded}"
+    ], flags
+    # code run through such a name is compared in its place, as through exec itself
+    hidden = _encoded(ANN).replace("exec(", "run = str\nrun = exec\nrun(")
+    pairs, _ = _pairs({"ann": ANN, "cat": CAT, "eve": hidden})
+    assert [(p.a, p.b) for p in pairs] == [("ann", "eve")] and pairs[0].similarity > 0.9, pairs
+
+
+def test_a_long_chained_assignment_is_read_in_time_linear_in_its_size(monkeypatch):
+    """``a0 = a1 = ... = a9000 = x.y.y...y`` (900 attributes, 55 KB) read the value once per
+    name, twice over (the comparison's alias map, then the sentences' own): 8 to 12 s where
+    honest code of a tenth of its size takes 0.1 s. Each value is read once now, and the
+    sentences reuse the comparison's map: within a few times the honest code's time."""
+    from lablib.grading.gradebook import similarity
+
+    tag = f"# linear {time.monotonic()}\n"  # code no earlier run analysed
+    honest = tag + "\n".join([ANN, BOB, CAT] * 4)
+    hostile = tag + "".join(f"a{i} = " for i in range(9000)) + "x" + ".y" * 900 + "\n"
+    assert len(hostile) > 10 * len(honest) > 45_000
+    started = time.monotonic()
+    dynamic_code({"a": honest})
+    baseline = time.monotonic() - started
+    started = time.monotonic()
+    dynamic_code({"a": hostile})
+    elapsed = time.monotonic() - started
+    assert elapsed < 30 * baseline + 0.2, (elapsed, baseline)
+    # where the code parses but cannot be normalised, the cells are inspected one by one
+    # with the alias map the comparison made, not a second one
+    made = []
+    aliases = similarity._aliases
+    monkeypatch.setattr(similarity, "_aliases", lambda *a: made.append(1) or aliases(*a))
+    monkeypatch.setattr(similarity, "_drop_dead", lambda tree: 1 / 0)
+    flags = dynamic_code({"a": tag + "e = str\ne = exec\ne(s)"})
+    assert flags == [
+        "a, line 4: e(s) runs code given as data (exec); not decoded: the graded code "
+        "could not be normalised (ZeroDivisionError), so it is compared as text"
+    ], flags
+    assert len(made) == 1, "one alias map for the comparison and the sentences"
+
+
+def _deep_size(obj) -> int:
+    """The bytes of every object reachable from ``obj`` (types, modules and functions
+    aside), each counted once."""
+    seen, todo, total = set(), [obj], 0
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        todo += gc.get_referents(obj)
+    return total
+
+
+def test_the_kept_analyses_are_bounded_by_what_they_hold(monkeypatch):
+    """The kept analyses were bounded by the characters of code they read, while a few
+    hundred characters can decode to a million, each of its tokens kept: 12 submissions of
+    172 characters (500 lines decoded) held 1.7 MB where the bound was 1 MiB. The bound
+    counts what an analysis holds now (its tokens and spans, decoded code included)."""
+    from lablib.grading.gradebook import similarity
+
+    def inflated(i):
+        inner = f"print(name_{i} + 123456)\n" * 500
+        payload = base64.b64encode(zlib.compress(inner.encode(), 9)).decode()
+        return f"import base64, zlib\nexec(zlib.decompress(base64.b64decode({payload!r})))\n"
+
+    bound = 2**20  # set on the previous code too, which counted characters (5,000,000)
+    monkeypatch.setattr(similarity, "MAX_KEPT_BYTES", bound, raising=False)
+    similarity._KEPT.clear()
+    for i in range(12):
+        flags = dynamic_code({"a": inflated(i)})
+        assert "compared in its place (500 lines)" in flags[0], flags
+    dynamic_code({"a": ANN})
+    held = _deep_size(similarity._KEPT.items)
+    similarity._KEPT.clear()
+    assert 0 < held <= bound, f"{held:,} bytes kept"

@@ -72,8 +72,10 @@ import keyword
 import lzma
 import os
 import re
+import sys
 import threading
 import tokenize
+import types
 import typing
 import unicodedata
 import zlib
@@ -213,17 +215,68 @@ class _NotStatic(Exception):
     """A value that cannot be known without running the student's code."""
 
 
-def _dotted(node, aliases) -> str | None:
-    """``base64.b64decode`` for ``b.b64decode`` after ``import base64 as b``; None for
-    anything but a name or a chain of attributes."""
+def _dotteds(node, aliases, limit: int | None = None) -> tuple[str, ...]:
+    """Every dotted name ``node`` may stand for, the name's own meaning first
+    (``base64.b64decode`` for ``b.b64decode`` after ``import base64 as b``; with ``e = exec``
+    anywhere, ``e`` is both ``e`` and ``exec``: :func:`_aliases`); () for anything but a name
+    or a chain of attributes, or a chain of more than ``limit`` attributes."""
     parts = []
     while isinstance(node, ast.Attribute):
+        if limit is not None and len(parts) >= limit:
+            return ()
         parts.append(node.attr)
         node = node.value
     if not isinstance(node, ast.Name):
-        return None
-    parts.append(aliases.get(node.id, node.id))
-    return ".".join(reversed(parts))
+        return ()
+    suffix = "".join("." + part for part in reversed(parts))
+    return _extended(aliases.get(node.id, (node.id,)), suffix, len(parts))
+
+
+def _extended(meanings, suffix: str, steps: int) -> tuple[str, ...]:
+    """``meanings`` (the own meaning first) each followed by ``suffix`` (``steps``
+    attributes): the own meaning always, the others only where the result may be a
+    followed name (no more than :data:`_STEPS` dots; :data:`_ANY` gives what it may be,
+    :data:`_TAILS`), so a long chain costs its length once."""
+    if not steps:
+        return tuple(meanings)
+    meanings = iter(meanings)
+    out = [next(meanings) + suffix]
+    for meaning in meanings if steps <= _STEPS else ():
+        if meaning == _ANY:
+            out += _TAILS.get(suffix, ())
+        elif meaning.count(".") + steps <= _STEPS:
+            out.append(meaning + suffix)
+    return tuple(out)
+
+
+def _rank(name: str) -> int:
+    """Which of a name's meanings a call of it is read as, lowest first: a way to run code
+    whose code can be decoded, any other way to run code, ``getattr`` or ``vars``, a
+    decoder, a module holding them; anything else last."""
+    if name in _RUNS_SOURCE:
+        return 0
+    if name in _RUNS:
+        return 1
+    if name in _REACH:
+        return 2
+    if name in _DECODERS:
+        return 3
+    return 4 if name in _FOLLOWED else 5
+
+
+def _dotted(node, aliases) -> str | None:
+    """The one of :func:`_dotteds` a call of ``node`` is read as (:func:`_rank`: with
+    ``e = chr`` and ``e = exec``, ``e(s)`` is exec's call); None for anything but a name or
+    a chain of attributes."""
+    return min(_dotteds(node, aliases), key=_rank, default=None)
+
+
+def _decoder(node, aliases) -> str | None:
+    """The decoder ``node`` names where it can stand for no other followed name: a name
+    given ``chr`` here and ``exec`` there has no known value."""
+    followed = {name for name in _dotteds(node, aliases) if name in _FOLLOWED or name == _ANY}
+    name = followed.pop() if len(followed) == 1 else None
+    return name if name in _DECODERS else None
 
 
 def _zlib(data, wbits=zlib.MAX_WBITS):
@@ -444,8 +497,8 @@ def _fold_node(node, aliases, constants, depth, state):
             if func.attr == "encode" and isinstance(target, str):
                 return target.encode(*[str(a) for a in args])
             raise _NotStatic("method")
-        name = _dotted(func, aliases)
-        if name in _DECODERS:
+        name = _decoder(func, aliases)
+        if name is not None:
             try:
                 return _DECODERS[name](*[fold(a) for a in node.args], **kwargs)
             except _NotStatic:
@@ -464,48 +517,109 @@ def _source_of(value) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _imported(node) -> list[tuple[str, str]]:
+    """``(local name, the module or module attribute it binds)`` for each name an import
+    statement binds; [] for any other node."""
+    if isinstance(node, ast.Import):
+        return [(a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2 for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [
+            (a.asname or a.name, f"{node.module}.{a.name}") for a in node.names if a.name != "*"
+        ]
+    return []
+
+
 def _imports(tree) -> dict[str, str]:
     """Local name -> the module (or module attribute) an import binds to it."""
-    aliases = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.asname:
-                    aliases[a.asname] = a.name
-                else:
-                    aliases[a.name.split(".")[0]] = a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                if a.name != "*":
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-    return aliases
+    return {name: target for node in ast.walk(tree) for name, target in _imported(node)}
 
 
+_GETATTR = {"getattr", "builtins.getattr"}
+_VARS = {"vars", "builtins.vars"}
+#: ``getattr`` and ``vars``: they reach a module's attributes by name.
+_REACH = _GETATTR | _VARS
 #: Names an alias is followed to: the ways to run code, the decoders, the modules holding
 #: them (``b = builtins``), and ``getattr`` and ``vars``, which reach them by name.
 _FOLLOWED = (
     DYNAMIC
     | set(_DECODERS)
     | {name.rsplit(".", 1)[0] for name in DYNAMIC | set(_DECODERS) if "." in name}
-    | {"getattr", "builtins.getattr", "vars", "builtins.vars"}
+    | _REACH
 )
-#: ``getattr`` of ``getattr`` (or of ``vars(...)[...]``) is followed this many deep.
-MAX_REACH_DEPTH = 8
+#: The most attributes (or constant keys) below a name that can still make a followed name
+#: (``builtins.exec``: 1). Past it only a name's own meaning is extended (:func:`_extended`).
+_STEPS = max(name.count(".") for name in _FOLLOWED)
+#: A name given more than this many followed names (besides its own meaning) stands for any
+#: of them (:data:`_ANY`): what :func:`_aliases` keeps per name, and the times a name's
+#: meanings grow, stay bounded whatever the code.
+MAX_MEANINGS = 8
+#: The meaning that stands for every followed name: a call of it is flagged as one that
+#: runs code, not decoded (its words are the sentence's).
+_ANY = (
+    f"any of them: a name given more than {MAX_MEANINGS} ways to run code, decoders or "
+    "their modules"
+)
 
 
-def _callee(node, aliases, depth=0) -> str | None:
-    """The dotted name ``node`` stands for, as :func:`_dotted` reads it, and also
+def _tails() -> dict[str, tuple[str, ...]]:
+    """:data:`_TAILS`, from :data:`_FOLLOWED`."""
+    tails: dict[str, tuple[str, ...]] = {}
+    for name in sorted(_FOLLOWED):
+        for cut in [i for i, c in enumerate(name) if c == "."]:
+            if name[:cut] in _FOLLOWED:
+                tails[name[cut:]] = (*tails.get(name[cut:], ()), name)
+    return tails
+
+
+#: ``.exec`` -> ``("builtins.exec",)``: what a followed name and then these attributes may
+#: be (what :data:`_ANY` extended by them stands for).
+_TAILS = _tails()
+#: Meanings that change the way :func:`_callees` reads a value (``g(b, "exec")`` is
+#: ``getattr``'s only where ``g`` may be it), not only what it gives: a name that gains one
+#: has every value hanging on it read again whole.
+_CHECKED = _REACH | {"builtins", _ANY}
+#: How deep below a value's top :func:`_callees` may read a name, and more: a binding hangs
+#: on every name this near (:func:`_near`).
+_NEAR = 2 * _STEPS + 3
+#: The ways :func:`_Decoder` counts as running code: :data:`DYNAMIC` and :data:`_ANY`.
+_RUNS = DYNAMIC | {_ANY}
+
+
+def _means(node, aliases, wanted) -> bool:
+    """Whether ``node`` (a name, or at most :data:`_STEPS` attributes of one) may stand for
+    one of ``wanted`` (followed names), as :func:`_dotteds` reads it: a look-up per name
+    wanted, whatever the name's meanings."""
+    suffix = ""
+    for _ in range(_STEPS):
+        if isinstance(node, ast.Attribute):
+            suffix, node = "." + node.attr + suffix, node.value
+    if not isinstance(node, ast.Name):
+        return False
+    meanings = aliases.get(node.id, (node.id,))
+    if _ANY in meanings and (not suffix or not wanted.isdisjoint(_TAILS.get(suffix, ()))):
+        return True
+    return any(w.endswith(suffix) and w[: len(w) - len(suffix)] in meanings for w in wanted)
+
+
+def _callees(node, aliases, steps: int | None = None, roots=None) -> tuple[str, ...]:
+    """What ``node`` may stand for, as :func:`_dotteds` reads it, and also
     ``getattr(builtins, "exec")``, ``__builtins__["exec"]``, ``vars(builtins)["exec"]`` and
     ``builtins.__dict__["exec"]`` (``builtins.exec``) when the attribute's name is written
-    as a constant; None for anything else."""
-    dotted = _dotted(node, aliases)
-    if dotted is not None or depth > MAX_REACH_DEPTH:
-        return dotted
+    as a constant; only what may be a followed name (at most :data:`_STEPS` attributes or
+    keys below a name, so this reads a few nodes of ``node``, however large), () for
+    anything else. Which way it is read (is ``g`` in ``g(b, "exec")`` ``getattr``?) follows
+    ``aliases``; the names it extends take their meanings from ``roots`` (``aliases``
+    unless given: :func:`_aliases` gives a name's meanings just found)."""
+    steps = _STEPS if steps is None else steps
+    roots = aliases if roots is None else roots
+    names = _dotteds(node, roots, steps)
+    if names or steps <= 0:
+        return names
     if (
         isinstance(node, ast.Call)
         and len(node.args) in (2, 3)
         and not node.keywords
-        and _dotted(node.func, aliases) in ("getattr", "builtins.getattr")
+        and _means(node.func, aliases, _GETATTR)
     ):
         owner, key = node.args[0], node.args[1]
     elif isinstance(node, ast.Subscript):
@@ -514,88 +628,206 @@ def _callee(node, aliases, depth=0) -> str | None:
             isinstance(owner, ast.Call)
             and len(owner.args) == 1
             and not owner.keywords
-            and _dotted(owner.func, aliases) in ("vars", "builtins.vars")
+            and _means(owner.func, aliases, _VARS)
         ):
             owner = owner.args[0]  # vars(builtins)["exec"]
         elif isinstance(owner, ast.Attribute) and owner.attr == "__dict__":
             owner = owner.value  # builtins.__dict__["exec"]
-        elif _dotted(owner, aliases) != "builtins":  # __builtins__["exec"]; a dict is not
-            return None
+        elif not _means(owner, aliases, {"builtins"}):  # __builtins__["exec"]; a dict is not
+            return ()
     else:
-        return None
+        return ()
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-        return None
-    base = _callee(owner, aliases, depth + 1)
-    return None if base is None else f"{base}.{key.value}"
+        return ()
+    bases = _callees(owner, aliases, steps - 1, roots)
+    return _extended(bases, "." + key.value, 1) if bases else ()
 
 
-def _root(node) -> str | None:
-    """The name an alias's value hangs on (``e`` in ``e``, ``e.x``, ``getattr(e, "x")``)."""
-    while not isinstance(node, ast.Name):
-        if isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        elif isinstance(node, ast.Call) and node.args:
-            node = node.args[0]
+def _callee(node, aliases) -> str | None:
+    """The one of :func:`_callees` a call of ``node`` is read as (:func:`_rank`)."""
+    return min(_callees(node, aliases), key=_rank, default=None)
+
+
+def _near(node) -> set[str]:
+    """The names :func:`_callees` may read to tell what ``node`` stands for, and more: every
+    name within :data:`_NEAR` attributes, subscripts, calls or first arguments of its top."""
+    names, todo = set(), [(node, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif depth < _NEAR and isinstance(node, (ast.Attribute, ast.Subscript)):
+            todo.append((node.value, depth + 1))
+        elif depth < _NEAR and isinstance(node, ast.Call):
+            todo += [(child, depth + 1) for child in (node.func, *node.args[:1])]
+    return names
+
+
+def _given(node) -> list:
+    """The ``(target, value)`` pairs a binding statement or signature gives: plain, annotated
+    and ``:=`` assignments, loops over a literal (``for run in (exec,)``) and parameters'
+    defaults (``def f(run=exec)``); [] for any other node."""
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        return [(node.target, node.value)]
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(
+        node.iter, (ast.Tuple, ast.List, ast.Set)
+    ):
+        return [(node.target, element) for element in node.iter.elts]
+    if isinstance(node, ast.arguments):
+        positional = node.posonlyargs + node.args
+        pairs = list(zip(positional[len(positional) - len(node.defaults) :], node.defaults))
+        return pairs + [(a, d) for a, d in zip(node.kwonlyargs, node.kw_defaults) if d]
+    return []
+
+
+def _branches(value) -> list[ast.AST]:
+    """What ``value`` may be: either branch of ``x if c else exec``, any part of
+    ``x or exec``; only names, attributes, calls and subscripts."""
+    out, todo = [], [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.IfExp):
+            todo += [node.orelse, node.body]
+        elif isinstance(node, ast.BoolOp):
+            todo += reversed(node.values)
+        elif isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+            out.append(node)
+    return out
+
+
+def _bindings(node) -> list[tuple[list[str], list[ast.AST]]]:
+    """``(names, values)`` for a binding statement or signature: names it gives one value to
+    (:func:`_given`), and what that value may be (:func:`_branches`). Each value comes once
+    with all its names: ``a = b = exec`` gives one value to two names; ``x, run = 0, exec``
+    pairs the parts."""
+    todo = _given(node)[::-1]
+    if not todo:
+        return []
+    named: dict[int, tuple[ast.AST, list[str]]] = {}
+    while todo:
+        target, value = todo.pop()
+        if (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+        ):
+            todo += list(zip(target.elts, value.elts))[::-1]
+        elif isinstance(target, (ast.Name, ast.arg)):
+            name = target.id if isinstance(target, ast.Name) else target.arg
+            named.setdefault(id(value), (value, []))[1].append(name)
+    out = [(names, _branches(value)) for value, names in named.values()]
+    return [(names, values) for names, values in out if values]
+
+
+class _Gained:
+    """``aliases`` where ``name`` stands for ``gained`` only: what :func:`_aliases` extends
+    when a name has just gained meanings (what it had before was extended already)."""
+
+    def __init__(self, aliases, name: str, gained: list[str]):
+        self.aliases, self.name, self.gained = aliases, name, gained
+
+    def get(self, key, default=None):
+        return self.gained if key == self.name else self.aliases.get(key, default)
+
+
+class _Meanings:
+    """What each name may stand for while :func:`_aliases` reads the bindings: ``table``
+    (name -> its own meaning, then each followed name given to it, in the order found; a
+    dict, so asking whether a name may be ``getattr`` is one look-up) and ``gained`` (name
+    -> the meanings it gained since they were last passed on)."""
+
+    def __init__(self, inherited):
+        self.table: dict[str, dict[str, None]] = {}
+        self.gained: dict[str, list[str]] = {}
+        for name, meanings in {"__builtins__": ("builtins",), **(inherited or {})}.items():
+            self.table[name] = dict.fromkeys(meanings)
+
+    def imported(self, name: str, target: str) -> None:
+        """An import binds ``target`` to ``name``: its own meaning from now on (the last
+        import's, as :func:`_imports`), the earlier meanings kept where they are followed."""
+        before = [m for m in self.table.get(name, ()) if m in _FOLLOWED or m == _ANY]
+        self.table[name] = {target: None}
+        self.add(name, before)
+
+    def give(self, names: list[str], given: set[str], values) -> None:
+        """``values`` (what a value may stand for) given to ``names``; ``given`` is what this
+        binding gave them before, so each meaning passes each binding once."""
+        new = [v for v in dict.fromkeys(values) if (v in _FOLLOWED or v == _ANY) and v not in given]
+        if new:
+            given.update(new)
+            for name in names:
+                self.add(name, new)
+
+    def add(self, name: str, values) -> None:
+        """``values`` (followed names) given to ``name``: those it did not have are gained
+        (:data:`_ANY` alone past :data:`MAX_MEANINGS`)."""
+        meanings = self.table.get(name) or {name: None}
+        if _ANY in meanings:
+            return  # it stands for all of them already
+        gained = [v for v in values if v not in meanings]
+        if not gained:
+            return
+        self.table[name] = meanings
+        if _ANY in gained or len(meanings) - 1 + len(gained) > MAX_MEANINGS:
+            own = next(iter(meanings))
+            meanings.clear()
+            meanings.update({own: None, _ANY: None})
+            gained = [_ANY]
         else:
-            return None
-    return node.id
+            meanings.update(dict.fromkeys(gained))
+        self.gained.setdefault(name, []).extend(gained)
+
+    def result(self) -> dict[str, tuple[str, ...]]:
+        """Name -> its own meaning, then the others sorted (names that stand for
+        themselves alone left out)."""
+        out = {}
+        for name, meanings in self.table.items():
+            own, *rest = meanings
+            if rest or own != name:
+                out[name] = (own, *sorted(rest))
+        return out
 
 
-def _bindings(tree):
-    """``(name, value)`` for each name a plain assignment binds to a name, an attribute,
-    a call or a subscript (``e = exec``, ``x, run = 0, exec``, ``(f := getattr(...))``)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        for target in targets:
-            pairs = [(target, value)]
-            if (
-                isinstance(target, (ast.Tuple, ast.List))
-                and isinstance(value, (ast.Tuple, ast.List))
-                and len(target.elts) == len(value.elts)
-            ):
-                pairs = list(zip(target.elts, value.elts))
-            for name, part in pairs:
-                if isinstance(name, ast.Name) and isinstance(
-                    part, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
-                ):
-                    yield name.id, part
+def _aliases(trees, inherited=None) -> dict[str, tuple[str, ...]]:
+    """Local name -> every dotted name it may stand for, its own meaning first, for the
+    decoding of ``trees``: what ``inherited`` says (the code that decoded them), their
+    imports (:func:`_imports`), ``__builtins__`` as ``builtins``, and each way to run code,
+    decoder or their module (:data:`_FOLLOWED`) the code binds the name to (``e = exec``,
+    ``f = getattr(builtins, "exec")``, ``d = base64.b64decode``, ``for e in (exec,)``,
+    ``def f(e=exec)``), or to an alias of one (``g = e``), in any order. Any binding anywhere
+    counts, whatever else the name holds elsewhere (``e = chr`` here, ``e = exec`` there:
+    ``e`` is both, and ``e(s)`` is exec's call): a way to run code stays flagged. A name
+    given more than :data:`MAX_MEANINGS` of them stands for any (:data:`_ANY`).
 
-
-def _aliases(trees, inherited=None) -> dict[str, str]:
-    """Local name -> the dotted name it stands for, for the decoding of ``trees``: what
-    ``inherited`` says (the code that decoded them), their imports (:func:`_imports`),
-    ``__builtins__`` as ``builtins``, and each name the code assigns a way to run code, a
-    decoder or their module to (``e = exec``, ``f = getattr(builtins, "exec")``,
-    ``d = base64.b64decode``), and aliases of those (``g = e``), in any order. Any
-    assignment anywhere counts, whatever else the name holds elsewhere: a way to run code
-    stays flagged. Bounded by the code's size: one pass over the assignments, and an
-    assignment is read again only when a name its value hangs on has just become an alias,
-    which each name does once."""
-    aliases = {"__builtins__": "builtins", **(inherited or {})}
-    bindings: list[tuple[str, ast.AST]] = []
-    for tree in trees:
-        aliases.update(_imports(tree))
-        bindings += _bindings(tree)
-    hanging: dict[str, list[tuple[str, ast.AST]]] = {}  # name -> the values hanging on it
-    for name, value in bindings:
-        func = value.func if isinstance(value, ast.Call) else None  # g(builtins, "exec")
-        for root in {_root(value), _root(func) if func is not None else None} - {None}:
-            hanging.setdefault(root, []).append((name, value))
-    while bindings:
-        found = []
-        for name, value in bindings:
-            if aliases.get(name) not in _FOLLOWED:
-                callee = _callee(value, aliases)
-                if callee in _FOLLOWED and callee != name:
-                    aliases[name] = callee
-                    found.append(name)
-        bindings = [b for name in found for b in hanging.pop(name, ())]
-    return aliases
+    Linear in the code's size: each binding's value is read once whole (its names near the
+    top, :func:`_near`); after that it is read again, a few nodes of it (:func:`_callees`),
+    only when a name near its top gains meanings, with those meanings alone (each name
+    gains meanings at most :data:`MAX_MEANINGS` + 1 times), or whole when the gain changes
+    the way it reads (:data:`_CHECKED`, a few times)."""
+    meanings = _Meanings(inherited)
+    bindings: list[tuple[list[str], set[str], list[ast.AST]]] = []
+    hanging: dict[str, list[tuple[int, ast.AST]]] = {}  # name -> the values near it
+    for node in (node for tree in trees for node in ast.walk(tree)):
+        for name, target in _imported(node):
+            meanings.imported(name, target)
+        for names, values in _bindings(node):
+            bindings.append((names, set(), values))
+            for value in values:
+                for name in _near(value):
+                    hanging.setdefault(name, []).append((len(bindings) - 1, value))
+    for names, given, values in bindings:
+        for value in values:
+            meanings.give(names, given, _callees(value, meanings.table))
+    while meanings.gained:
+        gained, meanings.gained = meanings.gained, {}
+        for name, new in gained.items():
+            roots = None if _CHECKED.intersection(new) else _Gained(meanings.table, name, new)
+            for i, value in hanging.get(name, ()):
+                names, given, _ = bindings[i]
+                meanings.give(names, given, _callees(value, meanings.table, roots=roots))
+    return meanings.result()
 
 
 def _constants(tree) -> dict[str, ast.AST]:
@@ -722,7 +954,7 @@ class _Decoder(ast.NodeTransformer):
         self.findings.append(_Finding(_where(call), name, _short(call), decoded_lines, _end(call)))
 
     def visit_Call(self, node):
-        if isinstance(node.func, ast.Call) and _callee(node.func, self.aliases) in DYNAMIC:
+        if isinstance(node.func, ast.Call) and _callee(node.func, self.aliases) in _RUNS:
             # getattr(builtins, "exec")(...) is one call that runs code: said once, as exec
             node.args = [self.visit(a) for a in node.args]
             node.keywords = [self.visit(k) for k in node.keywords]
@@ -732,7 +964,7 @@ class _Decoder(ast.NodeTransformer):
         name = _dotted(func, self.aliases)
         if name is None:
             reached = _callee(func, self.aliases)  # __builtins__["exec"], getattr(b, "exec")
-            name = reached if reached in DYNAMIC else None
+            name = reached if reached in _RUNS else None
         if name is None:
             # __builtins__["exec"](...), vars(builtins)["eval"](...), obj().exec(...)
             key = (
@@ -753,7 +985,7 @@ class _Decoder(ast.NodeTransformer):
         ):
             self._note(node, f"getattr(..., {node.args[1].value!r})", None)
             return node
-        if name not in DYNAMIC:
+        if name not in _RUNS:
             return node
         if name in ("eval", "builtins.eval"):
             tree = self._decoded(node, "eval")
@@ -1254,6 +1486,12 @@ class _Analysis:
     findings: tuple[_Finding, ...]  # the calls that run code given as data, and what was decoded
     #: Why the code is compared as text, nothing of it decoded (None where it is not).
     as_text: str | None = None
+    #: The names its decoding followed (:func:`_aliases`), kept only where the code parsed
+    #: but could not be normalised: :func:`dynamic_code` then inspects the cells one by one
+    #: with this map instead of making it again.
+    aliases: typing.Mapping[str, tuple[str, ...]] | None = dataclasses.field(
+        default=None, compare=False
+    )
 
 
 def _blank_magic(code: str) -> str:
@@ -1276,43 +1514,68 @@ def _parse(code: str) -> ast.Module | None:
 #: The analyses kept to be read again (:func:`dynamic_code` reads the comparison's own): at
 #: most this many, a class of hundreds and its template...
 MAX_KEPT = 1_000
-#: ...of at most this many characters of graded code in all (a lab's graded cells hold a
-#: few thousand; an analysis keeps some 30 to 100 bytes per character).
-MAX_KEPT_CHARS = 5_000_000
+#: ...holding at most this many bytes in all, as :func:`_kept_bytes` counts them (some 55
+#: bytes per character of a lab's graded code, which holds a few thousand; the code decoded
+#: into an analysis counts too: a few hundred characters can decode to :data:`MAX_DECODED`,
+#: some 40 bytes each).
+MAX_KEPT_BYTES = 256 * 2**20
+#: A span's (or a finding's end's) two offsets, in bytes, counted as if none were shared.
+_SPAN_BYTES = sys.getsizeof((2**40, 2**40)) + 2 * sys.getsizeof(2**40)
+
+
+def _kept_bytes(code: str, analysis: _Analysis) -> int:
+    """The bytes keeping ``analysis`` of ``code`` holds, counted high (as if no token, span
+    or text were shared): the code, every token and its span (the code decoded into it
+    included), the findings and the alias map."""
+    size = sys.getsizeof
+    total = size(code) + size(analysis.tokens) + size(analysis.spans)
+    total += sum(map(size, analysis.tokens)) + _SPAN_BYTES * len(analysis.spans)
+    for f in analysis.findings:
+        total += size(f) + size(f.text) + size(f.callee) + size(f.decoded) + _SPAN_BYTES
+    if analysis.as_text is not None:
+        total += size(analysis.as_text)
+    if analysis.aliases is not None:
+        total += size(analysis.aliases.copy())
+        for name, meanings in analysis.aliases.items():
+            total += size(name) + size(meanings) + sum(map(size, meanings))
+    return total
 
 
 class _Kept:
     """The latest analyses, by the code they read: the comparison analyses each submission,
     then :func:`dynamic_code` reads the same analysis instead of decoding the code a second
     time. The least recently read is dropped first, past :data:`MAX_KEPT` analyses or
-    :data:`MAX_KEPT_CHARS` characters of code."""
+    :data:`MAX_KEPT_BYTES` bytes (:func:`_kept_bytes`); one larger than that alone is not
+    kept (it is made again where it is read again)."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.items: collections.OrderedDict[str, _Analysis] = collections.OrderedDict()
-        self.chars = 0
+        self.items: collections.OrderedDict[str, tuple[_Analysis, int]] = collections.OrderedDict()
+        self.bytes = 0
 
     def get(self, code: str) -> _Analysis | None:
         with self.lock:
-            analysis = self.items.get(code)
-            if analysis is not None:
-                self.items.move_to_end(code)
-            return analysis
+            item = self.items.get(code)
+            if item is None:
+                return None
+            self.items.move_to_end(code)
+            return item[0]
 
     def put(self, code: str, analysis: _Analysis) -> None:
+        size = _kept_bytes(code, analysis)
         with self.lock:
             if code in self.items:
                 return
-            self.items[code] = analysis
-            self.chars += len(code)
-            while len(self.items) > MAX_KEPT or self.chars > MAX_KEPT_CHARS:
-                dropped, _ = self.items.popitem(last=False)
-                self.chars -= len(dropped)
+            self.items[code] = (analysis, size)
+            self.bytes += size
+            while len(self.items) > MAX_KEPT or self.bytes > MAX_KEPT_BYTES:
+                _, (_, dropped) = self.items.popitem(last=False)
+                self.bytes -= dropped
 
     def clear(self) -> None:
         with self.lock:
             self.items.clear()
-            self.chars = 0
+            self.bytes = 0
 
 
 _KEPT = _Kept()
@@ -1337,8 +1600,10 @@ def _analysed_anew(code: str) -> _Analysis:
     if tree is None:
         tokens, spans = _lexical(code)
         return _Analysis(tuple(tokens), tuple(spans), (), "does not parse as Python")
+    aliases = None
     try:
-        decoder = _Decoder(_aliases([tree]), _constants(tree))
+        aliases = _aliases([tree])
+        decoder = _Decoder(aliases, _constants(tree))
         tree = decoder.visit(tree)
         if any(isinstance(f.decoded, int) for f in decoder.findings):
             tree = _Inline().visit(tree)
@@ -1351,7 +1616,8 @@ def _analysed_anew(code: str) -> _Analysis:
     except Exception as exc:  # noqa: BLE001 - hostile code must never stop a batch's reports: compare its text
         tokens, spans = _lexical(code)
         why = f"could not be normalised ({type(exc).__name__})"
-        return _Analysis(tuple(tokens), tuple(spans), (), why)
+        kept = None if aliases is None else types.MappingProxyType(aliases)
+        return _Analysis(tuple(tokens), tuple(spans), (), why, kept)  # the map for dynamic_code
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -1614,7 +1880,9 @@ def _cells_read_apart(code: str, analysis, read: int, layout, calls: dict) -> di
         "the hints read"
     )
     trees = {piece: _parse(text) if len(text) <= MAX_CODE else None for piece, text, *_ in layout}
-    aliases = _aliases(tree for tree in trees.values() if tree is not None)
+    aliases = analysis.aliases  # the comparison's own, where it read all the code as one
+    if aliases is None or read < len(code):
+        aliases = _aliases(tree for tree in trees.values() if tree is not None)
     heads = {}
     for piece, text, _, start in layout:
         if not text.strip() or (analysis.as_text is None and start + len(text) <= read):

@@ -607,12 +607,23 @@ def test_aliases_of_the_ways_to_run_code_are_flagged_and_decoded():
         assert len(flags) == len(said), (code, flags)
         for flag, part in zip(flags, said):
             assert part in flag and (flag.endswith(decoded) or "getattr(...," in flag), (code, flag)
-    # every link of a chain, in any order, in time bounded by the code's size
-    chain = "".join(f"a{i} = a{i + 1}\n" for i in range(5000)) + "a5000 = exec\na0('x = 1')\n"
-    chain += "print(a0)\n"  # the names stay read: none of the 5,000 assignments is dropped
-    started = time.monotonic()
-    flags = dynamic_code({"p": chain})
-    assert time.monotonic() - started < 3
+
+    # every link of a chain, in any order, in time bounded by the code's size: ten times the
+    # links take about ten times as long (a ratio, so that a busy machine does not matter)
+    def chain(links):
+        code = "".join(f"a{i} = a{i + 1}\n" for i in range(links))
+        code += f"a{links} = exec\na0('x = 1')\n"
+        code += "print(a0)\n"  # the names stay read: none of the assignments is dropped
+        return code
+
+    def timed(code):
+        started = time.monotonic()
+        flags = dynamic_code({"p": code})
+        return time.monotonic() - started, flags
+
+    small = min(timed(chain(500) + f"# {k}\n")[0] for k in range(2))
+    elapsed, flags = timed(chain(5000))
+    assert elapsed < 40 * max(small, 0.01) + 0.5, (elapsed, small)
     assert flags == ["p, line 5002: a0('x = 1') runs code given as data (exec); " + decoded]
     # a decoder bound to a name is followed too: the code it decodes is compared
     assert dynamic_code({"p": "import base64\nd = base64.b64decode\nexec(d('eCA9IDE='))"}) == [

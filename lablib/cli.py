@@ -226,6 +226,7 @@ def _print_roster_lists(out) -> None:
             file=sys.stderr,
         )
     if data.get("late_policy"):
+        _print_unknown_lateness(data)
         for entry in data.get("submissions", []):
             lms = (entry.get("identity") or {}).get("lms") or {}
             if lms.get("late") and not entry.get("late"):
@@ -233,6 +234,22 @@ def _print_roster_lists(out) -> None:
                     f"lablib grade: late: {_printable(entry['submission'])} is marked LATE by "
                     f"{str(lms.get('lms', 'the LMS')).capitalize()} but has no submission time: no deduction "
                     f"computed (give its time with --times FILE: student,lab,submitted_at)",
+                    file=sys.stderr,
+                )
+
+
+def _print_unknown_lateness(data: dict) -> None:
+    """A line per row (or group member) whose lateness could not be computed: no
+    penalty, never on time (a time or an extension that cannot be read)."""
+    for entry in data.get("submissions", []):
+        members = entry.get("members") or [{"name": "", "late": entry.get("late")}]
+        for member in members:
+            late = member.get("late")
+            if isinstance(late, dict) and (late.get("computed") is False or not late.get("due")):
+                who = f" ({member['name']})" if len(members) > 1 and member.get("name") else ""
+                print(
+                    f"lablib grade: late: {_printable(entry['submission'] + who)}: "
+                    f"{_printable(str(late.get('text', '')))}",
                     file=sys.stderr,
                 )
 
@@ -267,6 +284,7 @@ def _cmd_export(args) -> int:
         pieces=args.pieces,
         missing=missing,
         allow_ungraded=args.allow_ungraded,
+        allow_unknown_lateness=args.allow_unknown_lateness,
     )
     for lab in report["labs"]:
         why = report.get("unmatched_reasons", {}).get(lab, {})
@@ -291,6 +309,22 @@ def _cmd_export(args) -> int:
                 f"changed since graded (--allow-ungraded; noted): {_some(ungraded)}",
                 file=sys.stderr,
             )
+        unknown = report["lateness_unknown"].get(lab, [])
+        if unknown:
+            print(
+                f"lablib export: {lab}: {len(unknown)} students whose lateness was not computed, a time "
+                f"or an extension that cannot be read (no late penalty, --allow-unknown-lateness; "
+                f"noted): {_some(unknown)}",
+                file=sys.stderr,
+            )
+    for person in report["left_out"]:
+        grades = "; ".join(f"{h} {c}" for h, c in person["grades"].items()) or "no grade"
+        print(
+            f"lablib export: left out: {_printable(person['name'])} ({_printable(person['key'])}): "
+            f"{_printable(person['why'])}; grades: {_printable(grades)}. Enter them in Moodle by "
+            f"hand, or add the student with their {report['matched_by']} to the roster and export again",
+            file=sys.stderr,
+        )
     print(_printable(report["summary"]))
     return 0
 
@@ -728,6 +762,12 @@ def _parse_export(p: argparse.ArgumentParser) -> None:
         "--allow-ungraded",
         action="store_true",
         help="export although written answers are still to grade (counted 0; those students noted)",
+    )
+    p.add_argument(
+        "--allow-unknown-lateness",
+        action="store_true",
+        help="export rows whose lateness could not be computed (a submission time or an extension "
+        "that cannot be read) without a late penalty (those students noted)",
     )
 
 

@@ -11,11 +11,19 @@ Nothing is lost or under-counted without a word:
 
 * Students are who the gradebooks say they are. A roster given to the export only adds
   columns and students: a row joins the roster's student that has its id (student id,
-  Canvas user id, e-mail, Moodle participant id, login: compared field by field); a row
-  that matched no student at grading (or was graded without a roster) is first matched
-  to this roster by the grading rules; a row that joins no one is still written, from its
-  own identity, and counted as not in the roster. Every roster student is written, with
-  or without work.
+  Canvas user id, e-mail, Moodle participant id, login: compared field by field) and
+  none of whose lasting ids (student id, Canvas user id, e-mail, login) differ; a Moodle
+  participant id is one assignment's, not the person's (each lab's worksheet gives a
+  student another), so one that differs tells nothing. A row that matched no student at
+  grading (or was graded without a roster) is first matched to this roster by the grading
+  rules; a row that joins no one is still written, from its own identity, and counted as
+  not in the roster. Every roster student is written, with or without work.
+* A group's members each get their own total: the late penalty under their own extension
+  or due date (``grades.json``'s ``members``).
+* A row whose lateness could not be computed (a submission time or an extension that
+  cannot be read: no penalty, :func:`~lablib.grading.gradebook.late.not_computed`) is
+  refused unless ``allow_unknown_lateness``; then exported without a penalty, the student
+  noted.
 * A student without a submission for a lab gets ``0`` and a note (``missing="zero"``, the
   default) or an empty cell (``missing="blank"``: no grade in the LMS).
 * A gradebook with written answers still to grade, or graded before the student changed
@@ -34,8 +42,15 @@ Nothing is lost or under-counted without a word:
   gradebook to have them) and a column by its name: an existing assignment's
   ``Name (id)`` (``columns``), else a new assignment is made.
 * ``moodle``: ``Full name, Email address, ID number``, the lab columns and ``Notes``, for
-  Moodle's "Import grades from CSV": map ``Email address`` (or ``ID number``) to the user
-  field of the same name and each lab column to its grade item.
+  Moodle's "Import grades from CSV": map ``Email address`` to the user field of the same
+  name (``ID number``, where no student has an e-mail: the summary says which) and each
+  lab column to its grade item. Moodle's import keeps the previous row's user for a row
+  whose mapped field is blank, and applies rows in order: a student without that field
+  is left out of the file and listed (the notes, with their grades, and ``left_out``), and
+  two rows with one e-mail address (or ID number) are refused.
+
+Two lab columns with one header (two labs of one title, or ``columns`` giving two labs one
+header) are refused: Canvas's import reads the first column of a name only.
 
 A student with several notebooks in one lab gets the best. Text cells are made inert for
 spreadsheets, as in ``grades.csv``.
@@ -67,6 +82,11 @@ FORMATS = ("canvas", "moodle")
 MISSING = ("zero", "blank")
 #: The fields by which a gradebook row joins a roster student, each compared with itself.
 _JOIN = ("student_id", "lms_id", "email", "participant_id", "login")
+#: The fields that name a person in every lab: one that differs is another student. Not
+#: Moodle's participant id: each assignment gives a student another.
+_STABLE = ("student_id", "lms_id", "email", "login")
+#: The user fields a Moodle import file's rows can be matched by: person field -> column.
+_MOODLE_KEYS = {"email": "Email address", "student_id": "ID number"}
 
 
 class ExportError(ValueError):
@@ -140,10 +160,11 @@ class _Person:
         )
 
     def clashes(self, identity: dict) -> bool:
-        """``identity`` gives a join field a different value: another student."""
+        """``identity`` gives a lasting id (:data:`_STABLE`) a different value: another
+        student (a Moodle participant id that differs is another lab's)."""
         return any(
             identity.get(f) and self.fields[f] and fold(identity[f]) != fold(self.fields[f])
-            for f in _JOIN
+            for f in _STABLE
         )
 
 
@@ -222,15 +243,17 @@ def export(
     pieces: bool = False,
     missing: str = "zero",
     allow_ungraded: bool = False,
+    allow_unknown_lateness: bool = False,
 ) -> dict:
-    # Over 80 lines for its signature and docstring; code: 57 lines.
+    # Over 80 lines for its signature and docstring; code: 48 lines.
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
         fmt: ``"canvas"`` or ``"moodle"``.
         outputs: grading output folders (each with a ``grades.json``), one per lab.
         roster: the class list (a :class:`~lablib.grading.gradebook.roster.Roster`), or None: its
-            students come first, in its order, and every one of them is written.
+            students come first, in its order, and every one of them is written (for
+            Moodle: each with the user field the file is matched by).
         destination: the CSV file to write.
         columns: lab name -> column header (default: the lab's title).
         pieces: add a column per graded piece after each lab's total.
@@ -238,17 +261,26 @@ def export(
             without a submission.
         allow_ungraded: export a gradebook with written answers still to grade (counted
             0, each such student noted) instead of refusing it.
+        allow_unknown_lateness: export rows whose lateness could not be computed (a
+            submission time or an extension that cannot be read) without a late penalty,
+            each such student noted, instead of refusing them.
 
     Returns:
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
-        "not_in_roster": [keys], "unmatched": {lab: [submission names]},
-        "unmatched_reasons": {lab: {submission name: why}},
-        "without_submission": {lab: [keys]}, "labs", "notes": path or None, "summary"}``.
+        "lateness_unknown": {lab: [keys]}, "not_in_roster": [keys], "unmatched": {lab:
+        [submission names]}, "unmatched_reasons": {lab: {submission name: why}},
+        "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why",
+        "grades"}], "matched_by": the Moodle user field or None, "labs", "notes": path or
+        None, "summary"}``: ``left_out`` lists the students not written to a Moodle file
+        (no value in the field its rows are matched by), with their grades.
 
     Raises:
         ExportError: an unknown format or ``missing`` value, a gradebook that cannot be
             read or is older than its reviews, two outputs of one lab, a ``columns`` lab
-            no output grades, or written answers still to grade without ``allow_ungraded``.
+            no output grades, two columns with one header, written answers still to
+            grade without ``allow_ungraded``, lateness not computed without
+            ``allow_unknown_lateness``, or (Moodle) two rows with one e-mail address or
+            ID number, or no row with either.
     """
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}.")
@@ -268,23 +300,16 @@ def export(
         raise ExportError(
             f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs})."
         )
+    _refuse_shared_headers(fmt, books, columns, pieces)
     _refuse_ungraded(books, allow_ungraded)
+    _refuse_unknown_lateness(books, allow_unknown_lateness)
     people = [
         _Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
         for s in (roster.students if roster is not None else ())
     ]
-    report = {
-        "students": 0,
-        "labs": labs,
-        "unmatched": {},
-        "unmatched_reasons": {},
-        "without_submission": {},
-        "ungraded": {},
-        "missing": {},
-        "not_in_roster": [],
-        "with_totals": 0,
-        "notes": None,
-    }
+    report = {"students": 0, "labs": labs, "unmatched": {}, "unmatched_reasons": {}}
+    report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
+    report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
     _place_rows(people, books, roster, report)
     header_cells, points, values = _grade_columns(people, books, columns, pieces, missing, report)
     for p in people:
@@ -295,19 +320,133 @@ def export(
     report["with_totals"] = sum(all(p.rows.get(lab) for lab in labs) for p in people)
 
     destination = pathlib.Path(destination)
+    field, rows = None, people
+    if fmt == "moodle":
+        field, rows = _moodle_rows(people, destination, header_cells, values, report)
+    report["matched_by"] = None if field is None else _MOODLE_KEYS[field]
     destination.parent.mkdir(parents=True, exist_ok=True)
-    _write_import_file(fmt, destination, people, header_cells, points, values)
+    _write_import_file(fmt, destination, rows, header_cells, points, values)
     notes_path = _write_notes(destination, people)
     report["notes"] = None if notes_path is None else str(notes_path)
+    report["summary"] = _summary(destination, report, missing, notes_path)
+    return report
+
+
+def _summary(destination, report: dict, missing: str, notes_path) -> str:
+    """The export's one line: what was written, what is missing, noted or left out."""
     ungraded = len({k for keys in report["ungraded"].values() for k in keys})
     missing_any = len({k for keys in report["missing"].values() for k in keys})
-    report["summary"] = (
+    unknown = len({k for keys in report["lateness_unknown"].values() for k in keys})
+    line = (
         f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
         f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
         f"{ungraded} with written answers not graded or changed since (noted); {len(report['not_in_roster'])} not in "
-        f"the roster), labs {', '.join(labs)}" + (f"; notes in {notes_path}" if notes_path else "")
+        f"the roster), labs {', '.join(report['labs'])}"
     )
-    return report
+    if unknown:
+        line += f"; {unknown} with lateness not computed (no late penalty, noted)"
+    if report["matched_by"]:
+        line += f"; in Moodle map {report['matched_by']} to the user field {report['matched_by']}"
+    if report["left_out"]:
+        line += (
+            f"; {len(report['left_out'])} left out of the file, without an {report['matched_by']} "
+            f"for Moodle to match (their grades are in the notes: enter them by hand)"
+        )
+    return line + (f"; notes in {notes_path}" if notes_path else "")
+
+
+def _moodle_rows(
+    people: list[_Person], destination, header_cells, values: dict, report: dict
+) -> tuple[str, list[_Person]]:
+    """``(the user field a Moodle file's rows are matched by, the people written)``.
+
+    The field is the e-mail address where any student has one, else the ID number.
+    Moodle's import keeps the previous row's user for a row whose field is blank: such a
+    student is left out of the file, noted with their grades and listed in
+    ``report["left_out"]``. Two rows with one value would both reach one student, the
+    second overwriting the first: refused (:class:`ExportError`), as is a file no row of
+    which could be matched."""
+    field = next((f for f in _MOODLE_KEYS if any(p.fields[f].strip() for p in people)), None)
+    if field is None:
+        raise ExportError(
+            f"No student of the export has an e-mail address or an ID number, the fields Moodle's "
+            f"grade import matches rows by (got {len(people)} students, e.g. "
+            f"{', '.join(p.fields['name'] for p in people[:3])}); nothing was written. Give the "
+            f"export a roster with them: --roster with Moodle's grading worksheet or grade export."
+        )
+    label = _MOODLE_KEYS[field]
+    written, seen = [], {}
+    for p in people:
+        value = fold(p.fields[field].strip())
+        if not value:
+            _leave_out(p, label, destination, header_cells, values[id(p)], report)
+            continue
+        if value in seen:
+            raise ExportError(
+                f"Two rows of the Moodle import would have the {label} {p.fields[field]!r}: "
+                f"{_described(seen[value])} and {_described(p)}. Moodle's import applies rows in order, "
+                f"so the second would overwrite the first's grades; nothing was written. Check the "
+                f"students' identities in the gradebooks (grades.json) and the roster given (--roster): "
+                f"one person must be one roster row."
+            )
+        seen[value] = p
+        written.append(p)
+    return field, written
+
+
+def _described(person: _Person) -> str:
+    """A student of the export in words, for a message: name, ids, labs, where from."""
+    ids = ", ".join(f"{f} {person.fields[f]}" for f in _JOIN if person.fields[f])
+    labs = ", ".join(f"{lab}'s {rows[0]['submission']!r}" for lab, rows in person.rows.items())
+    where = "the roster" if person.in_roster else "not in the roster"
+    return f"{person.fields['name']!r} ({ids or 'no id'}; {where}; {labs or 'no submission'})"
+
+
+def _leave_out(person: _Person, label: str, destination, header_cells, cells, report) -> None:
+    """Note a student left out of a Moodle file (no ``label`` to match them by) with their
+    grades, and list them in ``report["left_out"]``."""
+    grades = {h: c for h, c in zip(header_cells, cells) if c != ""}
+    said = "; ".join(f"{h} {c}" for h, c in grades.items()) or "no grade"
+    why = (
+        f"not written to {pathlib.Path(destination).name}: no {label} for Moodle to match this "
+        f"student by (Moodle's import would give the grades of a row without one to the student "
+        f"of the row above)"
+    )
+    person.notes.insert(
+        0,
+        f"{why}; grades: {said}. Enter them in Moodle by hand, or add the student with their "
+        f"{label} to the roster (--roster) and export again",
+    )
+    report["left_out"].append(
+        {"name": person.fields["name"], "key": _key(person), "why": why, "grades": grades}
+    )
+
+
+def _refuse_shared_headers(fmt: str, books, columns: dict, pieces: bool) -> None:
+    """Raise :class:`ExportError` when two columns of the import file would have one
+    header (two labs of one title, ``columns`` giving two labs one header, or a lab
+    headed as one of the file's own columns): Canvas's import finds a column by its
+    name, the first of that name, so the other lab's grades would be lost."""
+    fixed = (
+        ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+        if fmt == "canvas"
+        else ("Full name", "Email address", "ID number", "Notes")
+    )
+    owner = {spreadsheet_text(name): f"the file's own column {name!r}" for name in fixed}
+    for _folder, book in books:
+        lab = book["lab"]
+        title = columns.get(lab, book.get("title") or lab)
+        for header, _piece, _possible in _lab_columns(book, title, pieces):
+            cell = spreadsheet_text(header)
+            if cell in owner:
+                raise ExportError(
+                    f"Two columns of the import file would be headed {header!r}: {owner[cell]} and "
+                    f"lab {lab}'s (title {book.get('title')!r}). The LMS's import reads the first "
+                    f"column of a name only, so the other's grades would be lost; nothing was "
+                    f"written. Give each lab its own header: --column {lab}='<another header>' "
+                    f"(Canvas: an existing assignment's 'Name (id)')."
+                )
+            owner[cell] = f"lab {lab}'s (title {book.get('title')!r})"
 
 
 def _refuse_ungraded(books, allow_ungraded: bool) -> None:
@@ -339,6 +478,62 @@ def _refuse_ungraded(books, allow_ungraded: bool) -> None:
         )
 
 
+def _unknown_late(late) -> bool:
+    """A row's ``late`` (``grades.json``) is lateness not computed: a time or an extension
+    that could not be read (no penalty; a gradebook before ``computed`` left ``due`` empty)."""
+    return isinstance(late, dict) and (late.get("computed") is False or not late.get("due"))
+
+
+def _refuse_unknown_lateness(books, allow: bool) -> None:
+    """Raise :class:`ExportError` when a gradebook holds rows (or group members) whose
+    lateness could not be computed, unless ``allow``: their totals carry no late penalty,
+    as if on time."""
+    parts = []
+    for folder, book in books:
+        unknown = [
+            (entry["submission"], late["text"])
+            for entry in book["submissions"]
+            for late in [entry.get("late"), *(m.get("late") for m in entry.get("members") or [])]
+            if _unknown_late(late)
+        ]
+        if unknown:
+            names = sorted({name for name, _ in unknown})
+            parts.append(
+                f"{folder}: {len(names)} submission(s) (e.g. {', '.join(names[:3])}; "
+                f"{names[0]}: {unknown[0][1]})"
+            )
+    if parts and not allow:
+        raise ExportError(
+            "Refusing to export totals without the late penalty of submissions whose lateness "
+            "could not be computed (a submission time or an extension that cannot be read): they "
+            "would count as on time. "
+            + "; ".join(parts)
+            + ". Give the times with --times FILE (student,lab,submitted_at) and grade again, or "
+            "run `lablib report FOLDER --roster ROSTER` with an English worksheet or a fixed "
+            "roster; or pass --allow-unknown-lateness to export them without a late penalty (each "
+            "such student noted)."
+        )
+
+
+def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:
+    """The row each of ``identities`` (:func:`_identities` of ``entry``) gets: a group
+    member kept in ``entry["members"]`` gets the entry with their own ``total`` and
+    ``late`` (their own extension or due date); everyone else the entry itself."""
+    kept = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+    members = entry.get("members") or []
+    order = [kept, *(kept.get("others") or [])] if kept else []
+    rows = []
+    for identity in identities:
+        k = next((i for i, m in enumerate(order) if m is identity), None)
+        own = members[k] if k is not None and k < len(members) else None
+        rows.append(
+            entry
+            if not isinstance(own, dict) or "total" not in own
+            else dict(entry, total=own["total"], late=own.get("late"))
+        )
+    return rows
+
+
 def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
     """Every gradebook row placed with its student (``people`` grows by those not in the
     roster); ``report["unmatched"]`` gets each lab's submissions matched to no one."""
@@ -357,9 +552,10 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
         lab = book["lab"]
         unmatched, why = [], {}
         for entry in book["submissions"]:
-            for i, identity in enumerate(_identities(entry, roster, index)):
+            identities = _identities(entry, roster, index)
+            for i, (identity, row) in enumerate(zip(identities, _member_rows(entry, identities))):
                 person = _place(people, identity, entry["submission"], lab)
-                person.rows.setdefault(lab, []).append(entry)
+                person.rows.setdefault(lab, []).append(row)
                 if i == 0 and not person.in_roster:
                     unmatched.append(entry["submission"])
                     if identity.get("why_unmatched"):
@@ -401,6 +597,12 @@ def _best_rows(people: list[_Person], lab: str, title: str, missing: str, report
             p.notes.append(f"{title}: no submission (left empty)")
     for p in people:
         row = best.get(id(p))
+        if row is not None and _unknown_late(row.get("late")):
+            p.notes.append(
+                f"{title}: lateness not computed, exported without a late penalty "
+                f"(--allow-unknown-lateness): {row['late'].get('text', '')}"
+            )
+            report["lateness_unknown"].setdefault(lab, []).append(_key(p))
         if row is not None:
             never, stale = _pending(row)
             if never or stale:

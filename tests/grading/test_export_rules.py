@@ -87,9 +87,12 @@ def test_the_identity_kept_at_grading_is_the_student(tmp_path):
     }
     assert rows["Erin Doe"][lab.title] == "13" and rows["Frank Roe"][lab.title] == "7"
     assert rows["Gina Poe"][lab.title] == "0" and "no submission" in rows["Gina Poe"]["Notes"]
-    assert rows["zed"][lab.title] == "10" and "not in the roster" in rows["zed"]["Notes"], (
-        "kept, never dropped"
-    )
+    # zed (not in the roster, no e-mail): never a row Moodle would give to the row above's
+    # student, and never dropped: listed with the grade, in the notes too
+    assert "zed" not in rows and "" not in {r["Email address"] for r in rows.values()}
+    assert [(x["name"], x["grades"]) for x in done["left_out"]] == [("zed", {lab.title: "10"})]
+    notes = open(tmp_path / "moodle.notes.csv", encoding="utf-8").read()
+    assert "not written to moodle.csv: no Email address" in notes and "export 10" in notes
     assert done["not_in_roster"] == ["1999"] and done["unmatched"][lab.name] == ["zed"]
     assert done["students"] == 4 and done["with_totals"] == 3
     # without a roster: the gradebook's identities, Canvas's columns filled from them
@@ -302,9 +305,10 @@ def test_a_moodle_team_submission_reaches_every_member(tmp_path):
         "frank@uni.edu": "11",
         "gina@uni.edu": "8",
         "ivy@uni.edu": "0",  # her participant id is group 42's id: not her submission
-        "": "6",  # the group the worksheet does not know: written, never dropped
     }
-    assert rows[""]["Full name"] == "Lost" and "not in the roster" in rows[""]["Notes"]
+    # the group the worksheet does not know: no e-mail, so not in the import file (Moodle
+    # would give its grade to the row above's student), never dropped: listed apart
+    assert [(x["name"], x["grades"]) for x in done["left_out"]] == [("Lost", {lab.title: "6"})]
     assert done["unmatched"][lab.name] == ["Lost"]
     assert "Group column" in done["unmatched_reasons"][lab.name]["Lost"]
 
@@ -339,8 +343,9 @@ def test_a_team_graded_without_a_roster_joins_its_members_at_export(tmp_path, ca
         == 0
     )
     rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "p.csv", encoding="utf-8"))}
-    assert rows["Ivy Lee"][lab.title] == "0" and rows["Team 1 ⚡"][lab.title] == "11"
+    assert rows["Ivy Lee"][lab.title] == "0" and "Team 1 ⚡" not in rows, "no e-mail: left out"
     err = capsys.readouterr().err
+    assert "left out: Team 1 ⚡" in err and f"grades: {lab.title} 11" in err
     assert "submission Team 1 ⚡ matched no roster student" in err
     assert "42 is the participant id of Ivy Lee" in err and "Group column" in err
 
@@ -386,15 +391,17 @@ def test_a_group_named_default_group_gives_no_one_a_grade(tmp_path):
     lab = _team_book(tmp_path, tmp_path / "out", sheet, folders)
     done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
     rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
-    totals = {r["Email address"] or r["Full name"] + r[lab.title]: r[lab.title] for r in rows}
+    totals = {r["Email address"]: r[lab.title] for r in rows}
     assert totals == {
         "erin@uni.edu": "0",
         "gina@uni.edu": "0",
         "mal@uni.edu": "0",
         "tom@uni.edu": "11",
-        "Default group8": "8",
-        "Default group12": "12",
     }
+    assert sorted((x["name"], x["grades"][lab.title]) for x in done["left_out"]) == [
+        ("Default group", "12"),
+        ("Default group", "8"),
+    ], "no one's, no e-mail: listed apart"
     reasons = done["unmatched_reasons"][lab.name]
     assert sorted(done["unmatched"][lab.name]) == ["Default group", "Default group_55"]
     assert "rename that group in Moodle" in reasons["Default group_55"]
@@ -460,13 +467,207 @@ def test_each_team_gets_its_own_grade_and_no_other_teams(tmp_path):
     lab = _team_book(tmp_path, tmp_path / "out", sheet, ALIKE_FOLDERS)
     done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
     rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
-    totals = {r["Email address"] or r["Full name"]: r[lab.title] for r in rows}
+    totals = {r["Email address"]: r[lab.title] for r in rows}
     assert totals == {
         "ann@uni.edu": "7",  # R&D's folder, written Ramp;D
         "bob@uni.edu": "11",  # the honest RD's own
         "cy@uni.edu": "12",  # "Team Red" and "team  red": Moodle keeps case and spacing
         "dee@uni.edu": "5",
-        "TEAM RED": "4",  # only folded like both: neither's
     }
+    # only folded like both: neither's, listed apart (no e-mail for Moodle to match)
+    assert [(x["name"], x["grades"]) for x in done["left_out"]] == [("TEAM RED", {lab.title: "4"})]
     assert done["unmatched"][lab.name] == ["TEAM RED"]
     assert all("are all written" in why for why in done["unmatched_reasons"][lab.name].values())
+
+
+def _worksheet(participants: dict) -> str:
+    """A Moodle grading worksheet: full name -> (e-mail, participant id)."""
+    lines = [
+        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
+        "Last modified (submission),Last modified (grade),Feedback comments"
+    ]
+    for name, (mail, number) in participants.items():
+        lines.append(f"Participant {number},{name},{mail},Submitted,,14.00,Yes,-,-,")
+    return "\n".join(lines) + "\n"
+
+
+def _moodle_book(tmp_path, lab, sheet, points: dict):
+    """The gradebook of a Moodle download (``<Full name>_<participant id>_assignsubmission_file``
+    folder -> automatic points) graded with ``sheet``, each written answer graded 3."""
+    from lablib.grading.lms import moodle_name
+
+    found = []
+    for folder in points:
+        lms = moodle_name(folder)
+        path = tmp_path / lab.name / folder / "lab.ipynb"
+        found.append(Found(lms["name"], path, f"{folder}/lab.ipynb", folder, lms))
+    identities = resolve_all(found, sheet, lab=lab)
+    results = []
+    for f, value in zip(found, points.values()):
+        r = SubmissionResult(
+            f.name,
+            str(f.path),
+            Status(),
+            value,
+            10.0,
+            {"f": PieceScore(value, 10.0)},
+            [],
+            answers={"why": WrittenAnswer("because", "tag")},
+        )
+        r.identity = identities[f.name]
+        results.append(r)
+    person = {r.submission: {"why": PersonScore("why", 3.0, 4.0, graded=True)} for r in results}
+    out = tmp_path / f"out_{lab.name}"
+    write_reports(out, lab, results, roster=sheet, person=person)
+    return out
+
+
+def test_a_moodle_export_of_several_labs_writes_each_student_once(tmp_path):
+    """Moodle gives each student another participant id in each assignment: lab 2's rows,
+    graded with lab 2's worksheet, join the students of lab 1's worksheet (the export's
+    roster) by their e-mail; a participant id that differs is no other student."""
+    outs = []
+    for k, (number, title) in enumerate(((1, "Lab 1"), (2, "Lab 2"))):
+        lab = LabSpec(f"lab{number}_x", title)
+        lab.piece("f", objects=["f"])
+        lab.answer("why", points=4, title="why", rubric=[(4, "Right.")])
+        ids = {"Erin Doe": 7300001 + k * 100010, "Frank Roe": 7300002 + k * 100010}
+        sheet = Roster.load(
+            _write(
+                tmp_path,
+                f"sheet{number}.csv",
+                _worksheet({"Erin Doe": ("erin@uni.edu", ids["Erin Doe"])})
+                .rstrip("\n")
+                .__add__(
+                    f"\nParticipant {ids['Frank Roe']},Frank Roe,frank@uni.edu,Submitted,,14.00,Yes,-,-,\n"
+                ),
+            )
+        )
+        folders = {f"{name}_{n}_assignsubmission_file": 8.0 + k for name, n in ids.items()}
+        outs.append(_moodle_book(tmp_path, lab, sheet, folders))
+    roster = Roster.load(tmp_path / "sheet1.csv")
+    done = export("moodle", outs, roster, tmp_path / "m.csv")
+    rows = [r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))]
+    assert [(r["Email address"], r["Lab 1"], r["Lab 2"]) for r in rows] == [
+        ("erin@uni.edu", "11", "12"),
+        ("frank@uni.edu", "11", "12"),
+    ], "one row per student, never a second one setting the other lab to 0"
+    assert done["not_in_roster"] == [] and done["with_totals"] == 2
+    assert "in Moodle map Email address to the user field Email address" in done["summary"]
+
+
+def test_two_rows_with_one_e_mail_are_refused(tmp_path):
+    """A gradebook row whose student id differs from the roster's student of its e-mail is
+    another student: Moodle's file would then have two rows of one e-mail address, the
+    second overwriting the first: refused, naming both, nothing written."""
+    _book(
+        tmp_path,
+        tmp_path / "out",
+        {"S001": (10, None)},
+        roster=Roster.load(_write(tmp_path, "ours.csv", OURS)),
+    )
+    other = Roster.load(_write(tmp_path, "other.csv", OURS.replace("S001,", "S101,")))
+    with pytest.raises(ExportError) as caught:
+        export("moodle", [tmp_path / "out"], other, tmp_path / "m.csv")
+    said = str(caught.value)
+    assert "Two rows of the Moodle import would have the Email address 'erin@uni.edu'" in said
+    assert "student_id S101" in said and "student_id S001" in said and "nothing was written" in said
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_a_moodle_row_without_an_e_mail_is_never_written_and_never_lost(tmp_path, capsys):
+    """Moodle's import keeps the previous row's student for a row whose user field is
+    blank: a student the worksheet does not know (Zoe, enrolled later) would overwrite
+    Frank's grade. Zoe is left out of the file, listed with her grade (the CLI, the
+    notes, the summary); the others are written."""
+    lab = _lab()
+    sheet_path = _write(
+        tmp_path,
+        "sheet.csv",
+        _worksheet(
+            {"Erin Doe": ("erin@uni.edu", 7300001), "Frank Roe": ("frank@uni.edu", 7300002)}
+        ),
+    )
+    out = _moodle_book(
+        tmp_path,
+        lab,
+        Roster.load(sheet_path),
+        {
+            "Erin Doe_7300001_assignsubmission_file": 9.0,
+            "Frank Roe_7300002_assignsubmission_file": 8.0,
+            "Zoe Late_7300003_assignsubmission_file": 1.0,
+        },
+    )
+    target = tmp_path / "m.csv"
+    assert main(["export", "moodle", str(out), "--roster", str(sheet_path), "-o", str(target)]) == 0
+    rows = list(csv.reader(open(target, encoding="utf-8")))
+    assert [r[:2] + [r[3]] for r in rows[1:]] == [
+        ["Erin Doe", "erin@uni.edu", "12"],
+        ["Frank Roe", "frank@uni.edu", "11"],
+    ]
+    assert all(r[1].strip() for r in rows[1:]), "no row without the user field"
+    captured = capsys.readouterr()
+    assert (
+        "lablib export: left out: Zoe Late (7300003): not written to m.csv: no Email address"
+        in captured.err
+    )
+    assert f"grades: {lab.title} 4" in captured.err
+    assert "1 left out of the file, without an Email address for Moodle to match" in captured.out
+    notes = list(csv.DictReader(open(tmp_path / "m.notes.csv", encoding="utf-8")))
+    assert any(n["Student"] == "Zoe Late" and f"grades: {lab.title} 4" in n["Note"] for n in notes)
+    # a Canvas roster has no e-mail: the file is matched by ID number, and says so
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    _book(tmp_path, tmp_path / "c", {"doeerin": (10, "1001"), "zed": (7, "1999")}, roster=canvas)
+    done = export("moodle", [tmp_path / "c"], canvas, tmp_path / "c.csv")
+    assert done["matched_by"] == "ID number" and "map ID number" in done["summary"]
+    written = list(csv.DictReader(open(tmp_path / "c.csv", encoding="utf-8")))
+    assert [r["ID number"] for r in written] == ["S001", "S002", "S003"]
+    assert [x["name"] for x in done["left_out"]] == ["zed"]
+
+
+def test_two_columns_with_one_header_are_refused(tmp_path):
+    """Canvas's import finds a column by its name (the first of it): a second lab of the
+    same title, or --column giving two labs one header, would lose that lab's grades."""
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    for name, out in (("lab1_attention", "o1"), ("lab1_resit", "o2")):
+        lab = LabSpec(name, "Lab 1: Attention")
+        lab.piece("f", objects=["f"])
+        r = SubmissionResult(
+            "doeerin",
+            str(tmp_path / "e.ipynb"),
+            Status(),
+            5.0,
+            10.0,
+            {"f": PieceScore(5.0, 10.0)},
+            [],
+        )
+        r.identity = resolve(
+            Found(
+                "doeerin",
+                tmp_path / "e.ipynb",
+                "",
+                "",
+                {"lms": "canvas", "name": "doeerin", "user_id": "1001"},
+            ),
+            canvas,
+            lab=lab,
+        )
+        write_reports(tmp_path / out, lab, [r], roster=canvas)
+    outs = [tmp_path / "o1", tmp_path / "o2"]
+    with pytest.raises(
+        ExportError,
+        match=r"headed 'Lab 1: Attention': lab lab1_attention's .* and lab lab1_resit's.*--column lab1_resit=",
+    ):
+        export("canvas", outs, canvas, tmp_path / "c.csv")
+    same = {"lab1_attention": "Lab 1 (55)", "lab1_resit": "Lab 1 (55)"}
+    with pytest.raises(
+        ExportError, match=r"headed 'Lab 1 \(55\)': lab lab1_attention's .* and lab lab1_resit's"
+    ):
+        export("canvas", outs, canvas, tmp_path / "c.csv", columns=same)
+    with pytest.raises(ExportError, match="the file's own column 'Notes'"):
+        export("moodle", outs[:1], canvas, tmp_path / "c.csv", columns={"lab1_attention": "Notes"})
+    assert not (tmp_path / "c.csv").exists()
+    done = export("canvas", outs, canvas, tmp_path / "c.csv", columns={"lab1_resit": "Lab 1 resit"})
+    header, _possible, *rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
+    assert header[5:] == ["Lab 1: Attention", "Lab 1 resit"] and rows[0][5:] == ["5", "5"]
+    assert done["students"] == 3

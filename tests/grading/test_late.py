@@ -183,3 +183,165 @@ def test_the_kept_policy_applies_to_rewrites_and_file_times_work(tmp_path):
     rewrite_reports(out, lab=lab)  # no policy given: the kept one
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert rows["fay"]["total"] == "6"
+
+
+GROUP_ROSTER = """First Name,Last Name,SID,Email,Role,extension
+Erin,Doe,S001,erin@uni.edu,Student,3d
+Frank,Roe,S002,frank@uni.edu,Student,
+Gina,Poe,S003,gina@uni.edu,Student,
+"""
+
+
+def _group_book(tmp_path, out, first: str, extension="3d"):
+    """A Gradescope group submission of Erin (3-day extension) and Frank (none), ``first``
+    the first submitter, 1.4 days late for Frank; Gina alone, as late."""
+    from lablib.grading.gradebook.identity import resolve_all
+    from lablib.grading.results import PersonScore, WrittenAnswer
+    from lablib.grading.submissions import Found
+
+    roster_path = tmp_path / "roster.csv"
+    roster_path.write_text(GROUP_ROSTER.replace(",3d\n", f",{extension}\n"))
+    roster = Roster.load(roster_path)
+    people = {
+        "erin": {"name": "Erin Doe", "sid": "S001", "email": "erin@uni.edu"},
+        "frank": {"name": "Frank Roe", "sid": "S002", "email": "frank@uni.edu"},
+        "gina": {"name": "Gina Poe", "sid": "S003", "email": "gina@uni.edu"},
+    }
+    pair = [people[first], people["frank" if first == "erin" else "erin"]]
+    found = [
+        Found(
+            name,
+            tmp_path / name / "lab.ipynb",
+            f"{name}/lab.ipynb",
+            name,
+            {"lms": "gradescope", "submitters": who, "submitted_at": "2026-11-22T10:00+00:00"},
+        )
+        for name, who in (("submission_1", pair), ("submission_2", [people["gina"]]))
+    ]
+    lab = _lab()
+    identities = resolve_all(found, roster, lab=lab)
+    results = []
+    for f in found:
+        r = SubmissionResult(
+            f.name,
+            str(f.path),
+            Status(),
+            10.0,
+            15.0,
+            {"f": PieceScore(10.0, 15.0)},
+            [],
+            answers={"why": WrittenAnswer("because", "tag")},
+        )
+        r.identity = identities[f.name]
+        results.append(r)
+    person = {r.submission: {"why": PersonScore("why", 4.0, 5.0, graded=True)} for r in results}
+    policy = LatePolicy.parse(due="2026-11-20T23:59+00:00", per_day="10%")
+    report.write_reports(out, lab, results, roster=roster, person=person, late_policy=policy)
+    return lab, roster
+
+
+@pytest.mark.parametrize("first", ["erin", "frank"])
+def test_each_group_member_has_their_own_late_penalty(tmp_path, first):
+    """Erin has a 3-day extension, Frank none; their group submitted 1.4 days late: Erin
+    is on time (14 of 20), Frank loses 2 days x 10% (14 - 4 = 10), whoever submitted."""
+    out = tmp_path / "out"
+    lab, roster = _group_book(tmp_path, out, first)
+    export("canvas", [out], roster, tmp_path / "c.csv")
+    header, _possible, *rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
+    totals = {r[0]: r[header.index(lab.title)] for r in rows}
+    assert totals == {"Erin Doe": "14", "Frank Roe": "10", "Gina Poe": "10"}
+    entry = json.loads((out / "grades.json").read_text())["submissions"][0]
+    members = {m["name"]: (m["total"], m["late"]["penalty"]) for m in entry["members"]}
+    assert members == {"Erin Doe": (14, 0), "Frank Roe": (10, 4)}
+    # where the group's row is shown: its feedback and grades.csv give each member's own
+    feedback = (out / "feedback" / "submission_1.md").read_text()
+    said = "Each member's own due date counts"
+    assert (
+        said in feedback
+        and "Erin Doe: due 2026-11-23T23:59+00:00: no deduction, total 14" in feedback
+    )
+    assert "Frank Roe: due 2026-11-20T23:59+00:00: -4 points, total 10" in feedback
+    rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    assert said in rows["submission_1"]["lateness"] and said not in rows["submission_2"]["lateness"]
+
+
+def test_a_time_that_cannot_be_read_is_never_on_time(tmp_path, capsys):
+    """A German Moodle worksheet's time: the row's lateness is not computed (no penalty,
+    never "on time"): grades.csv leaves the penalty empty and says why, the summary counts
+    it apart, `lablib grade` prints it and the export refuses it unless allowed (then
+    noted, and printed)."""
+    from lablib.cli import _print_roster_lists, main
+
+    lab = _lab()
+    results = [
+        SubmissionResult(
+            n, str(tmp_path / f"{n}.ipynb"), Status(), 10.0, 15.0, {"f": PieceScore(10.0, 15.0)}, []
+        )
+        for n in ("erin", "frank")
+    ]
+    roster_path = tmp_path / "roster.csv"
+    roster_path.write_text(
+        "student_id,name,email,submission,submitted_at\n"
+        'S001,Erin Doe,erin@uni.edu,erin,"Freitag, 27. November 2026, 14:14"\n'
+        "S002,Frank Roe,frank@uni.edu,frank,2026-11-21T10:00+01:00\n"
+    )
+    out = tmp_path / "out"
+    policy = LatePolicy.parse(due=DUE, per_day="10%")
+    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
+    rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    erin = rows["erin"]
+    assert erin["late_penalty"] == "" and erin["late_hours"] == "", "never 0: on time"
+    expected = (
+        "Lateness not computed: the time 'Freitag, 27. November 2026, 14:14' (from the roster's "
+        "submitted_at column) could not be read (expected ISO 8601"
+    )
+    assert erin["lateness"].startswith(expected)
+    assert "give the times with --times or an English worksheet" in erin["lateness"]
+    late = json.loads((out / "summary.json").read_text())["late"]
+    assert (late["late"], late["on_time"], late["no_time"]) == (1, 0, [])
+    assert [x["submission"] for x in late["not_computed"]] == ["erin"]
+    assert "Lateness not computed (1)" in (out / "summary.html").read_text()
+    assert expected in (out / "feedback" / "erin.md").read_text()
+    _print_roster_lists(out)  # what `lablib grade` prints after grading
+    assert f"lablib grade: late: erin: {expected}" in capsys.readouterr().err
+    with pytest.raises(
+        ExportError, match=r"lateness could not be computed.*erin.*--allow-unknown-lateness"
+    ):
+        export("canvas", [out], Roster.load(roster_path), tmp_path / "c.csv", allow_ungraded=True)
+    assert not (tmp_path / "c.csv").exists()
+    args = [
+        "export",
+        "moodle",
+        str(out),
+        "--roster",
+        str(roster_path),
+        "-o",
+        str(tmp_path / "m.csv"),
+    ]
+    assert main([*args, "--allow-ungraded"]) == 2
+    assert "--allow-unknown-lateness" in capsys.readouterr().err
+    assert main([*args, "--allow-ungraded", "--allow-unknown-lateness"]) == 0
+    captured = capsys.readouterr()
+    assert "1 students whose lateness was not computed" in captured.err and "S001" in captured.err
+    assert "1 with lateness not computed (no late penalty, noted)" in captured.out
+    moodle = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
+    assert (
+        moodle["Erin Doe"][lab.title] == "10"
+        and "lateness not computed" in moodle["Erin Doe"]["Notes"]
+    )
+    assert moodle["Frank Roe"][lab.title] == "8"
+
+
+def test_an_extension_that_cannot_be_read_is_never_on_time(tmp_path):
+    """A roster's extension "3 days" (no unit lablib reads): that member's lateness is not
+    computed, the other member's is; the export refuses the row."""
+    out = tmp_path / "out"
+    _lab_, roster = _group_book(tmp_path, out, "frank", extension="3 days")
+    entry = json.loads((out / "grades.json").read_text())["submissions"][0]
+    erin = next(m for m in entry["members"] if m["name"] == "Erin Doe")
+    assert (
+        erin["late"]["computed"] is False
+        and "extension or due date of Erin Doe" in erin["late"]["text"]
+    )
+    with pytest.raises(ExportError, match="submission_1"):
+        export("canvas", [out], roster, tmp_path / "c.csv")

@@ -26,7 +26,14 @@ from collections.abc import Iterable, Sequence
 
 from lablib.grading.filenames import STEM_BYTES, cap_bytes, shown, windows_safe
 from lablib.grading.gradebook.identity import resolve, student_of
-from lablib.grading.gradebook.late import Late, LateError, LatePolicy
+from lablib.grading.gradebook.late import (
+    Late,
+    LateError,
+    LatePolicy,
+    not_computed,
+    parse_time,
+    unread_time,
+)
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student
 from lablib.grading.results import PersonScore, SubmissionResult
 from lablib.grading.labspec.model import LabSpec, WrittenQuestion
@@ -46,12 +53,15 @@ class Row:
         result: the :class:`SubmissionResult`.
         written: ``(question, PersonScore)`` for each written question (:meth:`Gradebook.written`).
         late: the row's :class:`~lablib.grading.gradebook.late.Late`, or None
-            (:meth:`Gradebook.late`).
+            (:meth:`Gradebook.late`); a group's: its first member's.
+        members: a group's ``(identity, Late or None)`` per member, each under their own
+            extension or due date (:meth:`Gradebook.lates`); () for one student's row.
     """
 
     result: SubmissionResult
     written: Written = ()
     late: Late | None = None
+    members: tuple[tuple[dict, Late | None], ...] = ()
 
     @property
     def given(self) -> float:
@@ -83,6 +93,25 @@ class Row:
     def max_total(self) -> float:
         """The points possible: the tests' maximum + the written questions' points."""
         return self.result.max_score + self.possible
+
+    def member_total(self, late: Late | None) -> float:
+        """The total of a member whose lateness is ``late``: tests + the people's points -
+        their own penalty, never below 0."""
+        return max(0.0, self.result.score + self.given - (late.penalty if late else 0.0))
+
+    def members_dict(self) -> list[dict]:
+        """A group's members as ``grades.json`` keeps them: ``{"key", "name", "late",
+        "total"}`` each, in the identity's order (the row's identity first); [] for one
+        student's row. ``lablib export`` gives each member their own ``total``."""
+        return [
+            {
+                "key": str(member.get("key") or ""),
+                "name": str(member.get("name") or ""),
+                "late": None if late is None else late.to_dict(),
+                "total": self.member_total(late),
+            }
+            for member, late in self.members
+        ]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -174,34 +203,71 @@ class Gradebook:
         """The row's lateness under the late policy, or None: no policy, or no submission
         time. The time is the one resolved at grading (the LMS download's, the times
         file's, the roster's: the row's ``identity``), else, with the policy's
-        ``from_files``, the notebook's file time."""
+        ``from_files``, the notebook's file time. A group's row is its first member's
+        (the identity's extension or due date), its text then giving each member's own
+        where they differ (:meth:`lates`)."""
+        return self._row_late(result, self.lates(result))
+
+    def lates(self, result: SubmissionResult) -> list[tuple[dict, Late | None]]:
+        """Each member's lateness, ``(identity, Late or None)``: the row's identity first,
+        then a group's other members (``identity["others"]``), each under their own
+        extension or due date from the roster; [] without a late policy. A time that
+        cannot be read, or a student's extension or due date that cannot be read, gives a
+        :class:`Late` that is not ``computed`` (no deduction, never "on time")."""
         policy = self.late_policy
         if policy is None:
-            return None
+            return []
+        identity = result.identity or {}
+        members = [(identity, self.student(result))] + [
+            (other, student_of(other))
+            for other in identity.get("others") or []
+            if isinstance(other, dict)
+        ]
+        submitted = self._submitted(result)
+        if not submitted:
+            return [(member, None) for member, _ in members]
+        try:
+            when = parse_time(submitted)
+        except LateError:
+            unread = unread_time(submitted, str(identity.get("time_source") or ""))
+            return [(member, unread) for member, _ in members]
+        possible = result.max_score + sum(q.points for q in self.questions)
+        return [
+            (member, self._lateness(identity, when, possible, student))
+            for member, student in members
+        ]
+
+    def _submitted(self, result: SubmissionResult):
+        """The row's submission time (text or a datetime), or "" (none found)."""
         student = self.student(result)
         identity = result.identity or {}
         submitted = identity.get("submitted_at") or (
             student.submitted_at if student and not identity else ""
         )
-        if not submitted and policy.from_files:
+        if not submitted and self.late_policy.from_files:
             try:  # a file time out of range (OSError on Windows) is no time either
                 mtime = os.path.getmtime(result.path)
-                submitted = datetime.datetime.fromtimestamp(mtime).astimezone()
+                return datetime.datetime.fromtimestamp(mtime).astimezone()
             except (OSError, OverflowError, ValueError):
-                return None
-        if not submitted:
-            return None
-        possible = result.max_score + sum(q.points for q in self.questions)
+                return ""
+        return submitted
+
+    def _lateness(self, identity: dict, when, possible: float, student: Student | None) -> Late:
+        """One member's :class:`Late` at ``when``, under their own extension or due date."""
         try:
-            late = policy.penalty(
-                submitted,
+            late = self.late_policy.penalty(
+                when,
                 possible,
                 extension=student.extension if student else None,
                 due=student.due if student else None,
             )
         except LateError as exc:
-            return Late(
-                str(submitted), "", 0.0, 0, 0.0, f"Lateness not computed, no deduction: {exc}"
+            who = f" of {student.name or student.key}" if student else ""
+            return not_computed(
+                when.isoformat(timespec="minutes"),
+                f"Lateness not computed: the roster's extension or due date{who} cannot be "
+                f"read ({exc}): fix it in the roster and run `lablib report` with --roster "
+                f"again; no deduction computed.",
             )
         lms = identity.get("lms") or {}
         if lms.get("late") and late.late_seconds <= 0:  # the LMS's word against the time given
@@ -212,6 +278,32 @@ class Gradebook:
                 f"date and this submission time.",
             )
         return late
+
+    def _row_late(self, result: SubmissionResult, lates) -> Late | None:
+        """The first member's :class:`Late`; for a group whose members' lateness differs,
+        its text also gives each member's own and their totals."""
+        if not lates:
+            return None
+        own = lates[0][1]
+        if own is None or all(late == own for _, late in lates[1:]):
+            return own
+        given = sum(score.score for _, score in self.written(result))
+        parts = []
+        for member, late in lates:
+            name = str(member.get("name") or member.get("key") or "a member")
+            total = max(0.0, result.score + given - (late.penalty if late else 0.0))
+            if late is None or not late.computed:
+                said = "lateness not computed, no deduction"
+            elif late.penalty:
+                said = f"due {late.due}: -{late.penalty:g} points"
+            else:
+                said = f"due {late.due}: no deduction"
+            parts.append(f"{name}: {said}, total {total:g}")
+        return dataclasses.replace(
+            own,
+            text=f"{own.text} Each member's own due date counts (the roster's extension or "
+            f"due date): {'; '.join(parts)}.",
+        )
 
     def marked_late_without_time(self, result: SubmissionResult) -> bool:
         """The LMS download marks the submission late (Canvas's ``LATE``) but no time was
@@ -224,8 +316,15 @@ class Gradebook:
         )
 
     def row(self, result: SubmissionResult) -> Row:
-        """The row's points: the people's grades, the lateness and the total, computed once."""
-        return Row(result, tuple(self.written(result)), self.late(result))
+        """The row's points: the people's grades, the lateness and the total, computed once
+        (a group's: each member's lateness too, :attr:`Row.members`)."""
+        lates = self.lates(result)
+        return Row(
+            result,
+            tuple(self.written(result)),
+            self._row_late(result, lates),
+            tuple(lates) if len(lates) > 1 else (),
+        )
 
     def student(self, result: SubmissionResult) -> Student | None:
         """The roster's student of ``result`` as resolved at grading (its ``identity``), or

@@ -12,7 +12,11 @@ the roster's ``submitted_at:<lab>`` or ``submitted_at`` column (Gradescope's ros
 it ``Submission Time``, Moodle's grading worksheet ``Last modified (submission)``); with
 ``from_files``, a row without any of them takes its notebook's file time (as copied from
 the LMS download: check that the copy kept them). Canvas's ``LATE`` marker carries no
-time: such a row without a time gets no deduction and is listed.
+time: such a row without a time gets no deduction and is listed. A time that cannot be
+read (a non-English Moodle worksheet's ``Freitag, 27. November 2026, 14:14``), or a
+roster's extension or due date that cannot be read, is never taken for "on time": its
+:class:`Late` is not ``computed`` (:func:`not_computed`), says why and what to do, and is
+counted and listed apart; ``lablib export`` refuses it unless told to export it anyway.
 
 Times are ISO 8601 (``2026-11-20T23:59``, ``2026-11-20 23:59:00 -0800``); a time without
 a zone is in the grading machine's local zone. Reports show every time with its offset.
@@ -34,7 +38,22 @@ import datetime as dt
 import math
 import re
 
-__all__ = ["LatePolicy", "Late", "LateError", "parse_time", "parse_duration"]
+__all__ = [
+    "LatePolicy",
+    "Late",
+    "LateError",
+    "TIME_FORMS",
+    "not_computed",
+    "unread_time",
+    "parse_time",
+    "parse_duration",
+]
+
+#: The submission times lablib reads, in every message about one it cannot read.
+TIME_FORMS = (
+    "ISO 8601, e.g. 2026-11-20T23:59 or 2026-11-20 23:59:00 -0800, or an English Moodle "
+    "worksheet's 'Friday, 27 November 2026, 2:14 PM'"
+)
 
 _DURATION = re.compile(
     r"^\s*(?:(\d+(?:\.\d+)?)\s*d)?\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m(?:in)?)?\s*$",
@@ -119,6 +138,9 @@ class Late:
         units: started days (or hours) late, the policy's unit.
         penalty: the points deducted.
         text: the same in words, for the student.
+        computed: False where the lateness could not be computed (a submission time, an
+            extension or a due date that cannot be read; :func:`not_computed`): no
+            deduction, but never "on time"; ``text`` says why and what to do.
     """
 
     submitted_at: str
@@ -127,9 +149,29 @@ class Late:
     units: int
     penalty: float
     text: str
+    computed: bool = True
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def not_computed(submitted, why: str) -> Late:
+    """The :class:`Late` of a submission whose lateness could not be computed: no
+    deduction, not ``computed``, ``why`` (what was given, what was expected, what to do)
+    as its text."""
+    return Late(str(submitted), "", 0.0, 0, 0.0, why, computed=False)
+
+
+def unread_time(submitted, source: str = "") -> Late:
+    """The :class:`Late` of a submission time that cannot be read (``source``: where the
+    time came from, e.g. "the roster's submitted_at column")."""
+    where = f" (from {source})" if source else ""
+    return not_computed(
+        submitted,
+        f"Lateness not computed: the time {str(submitted)!r}{where} could not be read "
+        f"(expected {TIME_FORMS}): give the times with --times or an English worksheet; "
+        f"no deduction computed.",
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,8 +30,11 @@ feedback files. Its ``identity`` is who submitted it, resolved once at grading a
 ``total`` (automatic + people's points) and ``max_total``; ``reviews_through`` is the
 review log's last change included (``lablib export`` refuses a gradebook older than its
 reviews). With a late policy, ``late_policy`` and per entry ``late``
-(:class:`~lablib.grading.gradebook.late.Late`, null without a submission time);
-``total`` then subtracts the penalty.
+(:class:`~lablib.grading.gradebook.late.Late`, null without a submission time; its
+``computed`` false where the time, or the student's extension, could not be read);
+``total`` then subtracts the penalty. A group's entry (an identity with ``others``) adds
+``members``: each member's ``key``, ``name``, own ``late`` (their own extension or due
+date) and ``total``, the row's identity first (``total`` and ``late`` are its).
 
 Example::
 
@@ -106,6 +109,8 @@ def _entry(book: Gradebook, result: SubmissionResult) -> dict:
         )
     if book.late_policy is not None:
         entry["late"] = None if row.late is None else row.late.to_dict()
+        if row.members:  # a group: each member's own lateness and total
+            entry["members"] = row.members_dict()
     if book.questions or book.late_policy is not None:
         entry.update(total=row.total, max_total=row.max_total)
     if book.roster is not None:

@@ -48,6 +48,16 @@ class SpreadsheetWriter:
         self._writer.writerow([_cell(c) for c in cells])
 
 
+def _late_cells(late) -> list:
+    """``submitted_at, late_hours, late_penalty, lateness`` of a row: empty without a
+    time; hours and penalty empty where the lateness was not computed (never 0, "on time")."""
+    if late is None:
+        return ["", "", "", ""]
+    if not late.computed:
+        return [late.submitted_at, "", "", late.text]
+    return [late.submitted_at, round(late.late_seconds / 3600, 2), late.penalty, late.text]
+
+
 def _cell(value) -> str:
     if value is None:  # as csv.writer writes it
         return ""
@@ -64,7 +74,11 @@ class CsvGradebook:
     """Writes ``grades.csv`` (columns: submission, with a roster the student's id, name,
     e-mail and section, then status, score, max_score, each piece; for a lab with written
     answers then ``written: <id>`` per question (empty until a person grades it),
-    ``written``, ``ungraded`` (answers still to grade), ``total`` and ``max_total``)."""
+    ``written``, ``ungraded`` (answers still to grade); with a late policy
+    ``submitted_at``, ``late_hours``, ``late_penalty`` (both empty where the lateness could
+    not be computed: a time that cannot be read) and ``lateness`` (in words: why it was
+    not computed, or a group's members' own lateness and totals); then ``total`` and
+    ``max_total``)."""
 
     name = "grades.csv"
 
@@ -80,7 +94,7 @@ class CsvGradebook:
                 if questions
                 else []
             )
-            written += ["submitted_at", "late_hours", "late_penalty"] if late else []
+            written += ["submitted_at", "late_hours", "late_penalty", "lateness"] if late else []
             written += ["total", "max_total"] if questions or late else []
             writer.writerow(
                 ["submission", *who, "status", "score", "max_score", *book.pieces, *written]
@@ -102,15 +116,7 @@ class CsvGradebook:
                     people = [score.score if score.graded else "" for _, score in row.written]
                     people += [row.given, row.pending]
                 if late:
-                    people += (
-                        ["", "", ""]
-                        if row.late is None
-                        else [
-                            row.late.submitted_at,
-                            round(row.late.late_seconds / 3600, 2),
-                            row.late.penalty,
-                        ]
-                    )
+                    people += _late_cells(row.late)
                 if questions or late:
                     people += [row.total, row.max_total]
                 writer.writerow(

@@ -496,6 +496,9 @@ def _similarity_section(similarity) -> str:
 
 
 def _late_rows(results, late, totals=None, lms_late=()) -> dict | None:
+    """The late section's values: late (a penalty), on time, no time, and apart, those
+    whose lateness was not computed (a time or an extension that cannot be read: no
+    deduction, never counted on time)."""
     if late is None:
         return None
     policy, rows = late
@@ -504,8 +507,13 @@ def _late_rows(results, late, totals=None, lms_late=()) -> dict | None:
     return {
         "policy": policy.describe(),
         "late": len(penalties),
-        "on_time": sum(x is not None and x.penalty == 0 for x in found),
+        "on_time": sum(x is not None and x.computed and x.penalty == 0 for x in found),
         "no_time": [r.submission for r, x in zip(results, found) if x is None],
+        "not_computed": [
+            {"submission": r.submission, "text": x.text}
+            for r, x in zip(results, found)
+            if x is not None and not x.computed
+        ],
         "marked_late_no_time": sorted(lms_late),
         "penalty": _stats(penalties) if penalties else None,
         "total": _stats([totals.get(r.submission, r.score) for r in results]) if totals else None,
@@ -531,6 +539,14 @@ def _late_section(late) -> str:
         if late["no_time"]
         else ""
     )
+    unread = late.get("not_computed") or []
+    if unread:
+        missing += (
+            f"<p><b>Lateness not computed ({len(unread)})</b>: no penalty applied, not counted "
+            f"on time; <code>lablib export</code> refuses these rows unless "
+            f"<code>--allow-unknown-lateness</code>.</p>"
+            + _table(["submission", "why"], [[r["submission"], r["text"]] for r in unread])
+        )
     marked = late.get("marked_late_no_time") or []
     if marked:
         missing += (
@@ -544,9 +560,10 @@ def _late_section(late) -> str:
         if late.get("total")
         else ""
     )
+    counted = f", {len(unread)} lateness not computed" if unread else ""
     return (
         f"<h2>Late work</h2><p>Policy: {esc(late['policy'])}. {late['late']} late, {late['on_time']} on "
-        f"time.{total}</p>{missing}{rows if late['rows'] else ''}"
+        f"time{counted}.{total}</p>{missing}{rows if late['rows'] else ''}"
     )
 
 

@@ -123,6 +123,9 @@ def chromium():
             "No Chromium on PATH: the review page is tested in a real headless browser. "
             "Install Debian's chromium package (`bash .ci/run setup` does)."
         )
+    # 30 s for each expectation (Playwright's default is 5 s): under a full machine's load the
+    # review page's saves took longer than 5 s (a wait that ends as soon as the page is right)
+    playwright.expect.set_options(timeout=30_000)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:

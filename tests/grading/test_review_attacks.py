@@ -1,11 +1,12 @@
 """Students' text against the review page (issue 29, item 1): every payload of the red
 team's report and a corpus of classic XSS payloads, rendered by the server and shown in
-headless Chromium. Nothing of an answer may reach the page's DOM, run, load, navigate or
-change a field; the grader's "-1" rubric item is stored as -1.
+headless Chromium. Nothing of an answer may reach the page's DOM, run, load, navigate,
+change a field or draw outside its own box; the grader's "-1" rubric item is stored as -1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html.parser
 import json
 import pathlib
@@ -387,3 +388,72 @@ def test_security_headers_and_token_stay_on_the_page(tmp_path):
         assert response.getheader("X-Frame-Options") == "DENY"
         status, body = request(server, "GET", "/api/question/why")
         assert status == 200 and json.dumps(body).count("student") == 0
+
+
+#: Formulas drawn outside their own line: over the card's header (raised), far above and
+#: below it (over the cards around), to the left.
+OVERLAYS = [
+    r"$\smash{\raise{30pt}{\text{████████ ✔ 4 / 4}}}$",
+    r"$\smash{\raise{14pt}{\text{████████████████████████████████ ⚑}}}$",
+    r"$\smash{\raise{400pt}{\text{OVERLAY-FAR-UP}}}$ $\smash{\lower{200pt}{\text{OVERLAY-FAR-DOWN}}}$",
+    r"$\mspace{-300mu}\smash{\raise{24pt}{\text{████████████ to grade}}}$",
+]
+
+_HEADERS_HIT = """() => Array.from(document.querySelectorAll(".answer")).map((card) => {
+  card.scrollIntoView({ block: "center" });
+  const parts = Array.from(card.querySelectorAll("h3 > *")).filter((e) => e.getClientRects().length);
+  return { number: card.dataset.number, parts: parts.map((part) => {
+    const r = part.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return { part: part.className || part.localName, text: part.textContent,
+             own: Boolean(hit) && (hit === part || part.contains(hit)),
+             hit: hit ? hit.localName + "." + hit.className : null };
+  }) };
+})"""
+
+
+def test_an_answer_draws_only_inside_its_own_box(tmp_path):
+    """An answer's formulas cannot cover its card's header (the number, the "to grade"
+    or "answer changed since graded" badge, the flag, the buttons) nor the cards around:
+    what the page finds at each part of every header is that part. An honest formula
+    wider than the card scrolls within the answer's box."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    wide = "$$" + " + ".join(f"x_{{{k}}}" for k in range(160)) + "$$"
+    honest = {f"s{k}": {"why": f"Answer text {k}.", "how": "x"} for k in range(3)}
+    honest["wide"] = {"why": "A long sum:\n\n" + wide, "how": "x"}
+    fake = " ".join(OVERLAYS) + "\n\nThe cause is the learning rate."
+    write_class(out, lab, {**honest, "mallory": {"why": "The cause.", "how": "x"}})
+    store = ReviewStore(out / DB_NAME, lab)
+    store.apply(
+        ["mallory"],
+        "why",
+        {"items": [store.rubric("why")[0].id]},
+        grader="t",
+        digest={"mallory": hashlib.sha256(b"The cause.").hexdigest()[:16]},
+    )
+    store.set_flag(["mallory"], "why", True, grader="t")
+    write_class(out, lab, {**honest, "mallory": {"why": fake, "how": "x"}})  # a regrade
+    with running(out, lab) as (server, app), chromium() as (browser, expect):
+        page = browser.new_page(viewport={"width": 1000, "height": 800})
+        page.goto(server.url + "#why")
+        expect(page.locator(".answer[data-text]")).to_have_count(5)
+        card = page.locator(f".answer[data-token='{app._token('why', 'mallory')}']")
+        expect(card.locator(".badge")).to_have_text("answer changed since graded")
+        expect(card.locator(".flagmark")).to_be_visible()
+        assert "OVERLAY-FAR-UP" in card.locator(".text").evaluate(
+            "(host) => host.shadowRoot.textContent"
+        ), "the answer is drawn"
+        headers = page.evaluate(_HEADERS_HIT)
+        covered = [(h["number"], p) for h in headers for p in h["parts"] if not p["own"]]
+        assert not covered, covered
+        parts = {p["text"] for h in headers for p in h["parts"]}
+        assert {"answer changed since graded", "⚑ second look", "to grade"} <= parts, parts
+        host = page.locator(f".answer[data-token='{app._token('why', 'wide')}'] .text")
+        scroll = host.evaluate(
+            "(host) => { const before = host.scrollLeft; host.scrollLeft = 1e6;"
+            " return { wide: host.scrollWidth - host.clientWidth, before, after: host.scrollLeft,"
+            " page: document.documentElement.scrollWidth - innerWidth }; }"
+        )
+        assert scroll["wide"] > 100 and scroll["before"] == 0 and scroll["after"] > 100, scroll
+        assert scroll["page"] <= 0, "the page itself is no wider than the window"

@@ -129,8 +129,13 @@ function putText(root, html) {
   root.replaceChildren(fragment);
 }
 
+// The host draws nothing outside its own box (a formula raised or lowered past its line,
+// \smash{\raise{30pt}{...}}, would cover the card's header or its neighbours): its
+// painting is contained and clipped, and what honestly overflows (a formula wider than the
+// card) scrolls within it.
 const TEXT_STYLE = `
-:host { display: block; overflow-wrap: anywhere; }
+:host { display: block; overflow-wrap: anywhere; overflow: auto; contain: paint; position: relative;
+        isolation: isolate; }
 :host([hidden]) { display: none; }
 pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; }
 pre.tex, code.tex { color: #a00; }

@@ -1,5 +1,6 @@
 """The review page's tools for a whole class (issue 30, item 6), each in headless Chromium:
-a word-level diff of a changed answer against the text graded (as text, never as HTML);
+a word-level diff of a changed answer against the text graded (as text, never as HTML;
+bounded in its work on crafted text, computed once per pair of texts);
 a flag for a second look; filters by state, rubric item and score; unreadable notebooks
 kept out of the answers to grade; more than 9 rubric items from the keyboard; the
 instructor's deliberate, logged reveal of one answer's student; progress text that fits
@@ -8,13 +9,19 @@ a 320 px window with 300 students.
 
 from __future__ import annotations
 
+import difflib
 import json
+import random
+import re
+import time
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading import report
+from lablib.grading.review import server as review_server
+from lablib.grading.review import store as review_store
 from lablib.grading.results import Kind, Status
 from lablib.grading.review.server import revealed_student
-from lablib.grading.review.store import DB_NAME, ReviewStore, word_diff
+from lablib.grading.review.store import DB_NAME, ReviewStore, text_digest, word_diff
 from lablib.grading.spec import LabSpec
 from review_fixtures import chromium, request, result, running, write_class, written_lab
 
@@ -57,6 +64,124 @@ def test_word_diff_keeps_spacing_and_is_bounded():
     assert sum(len(t) for op, t in huge if op != "…") <= 50_000, (
         "a diff shows at most 50,000 characters"
     )
+
+
+def _prose(rng, words: int) -> str:
+    """``words`` words of honest-looking prose: this package's own words, in sentences and
+    paragraphs."""
+    vocabulary = re.findall(r"[A-Za-z]+", review_store.__doc__ + review_server.__doc__)
+    out = []
+    for _ in range(words):
+        out.append(rng.choice(vocabulary))
+        out.append(rng.choices([" ", ", ", ". ", ".\n\n"], [88, 5, 6, 1])[0])
+    return "".join(out)
+
+
+def _edited(rng, text: str, every: int) -> str:
+    words = text.split(" ")
+    for k in range(every // 2, len(words), every):
+        words[k] = rng.choice(["alpha", "beta.", "gamma,", "", "delta epsilon"])
+    return " ".join(words)
+
+
+def _took(old: str, new: str) -> float:
+    start = time.perf_counter()
+    word_diff(old, new)
+    return time.perf_counter() - start
+
+
+def test_the_diff_of_crafted_text_costs_what_an_honest_one_does(monkeypatch):
+    """Punctuation, one token each, makes a sequence matcher's work grow with the square
+    of each token's repeats (two texts of 5,000 random commas and full stops: 20 s, and
+    each press of ``d`` paid it again). The diff is bounded in steps of comparison (lines,
+    sentences, words, then characters, only within what changed): crafted text costs a
+    small multiple of one honest diff of a long answer, and past the bound is shown whole
+    with a note."""
+    rng = random.Random(7)
+    honest = _prose(rng, 7000)  # about 40,000 characters, 15,000 tokens
+    assert len(review_store._TOKENS.findall(honest)) <= review_store.DIFF_TOKENS
+    one_word = _edited(rng, honest, 10_000)
+    baseline = min(_took(honest, one_word) for _ in range(5))  # shared start and end: linear
+    crafted = [
+        (
+            "".join(rng.choice(".,") for _ in range(5000)),
+            "".join(rng.choice(".,") for _ in range(5000)),
+        ),
+        (
+            "\n".join(rng.choice(".,;") for _ in range(1500)),
+            "\n".join(rng.choice(".,;") for _ in range(1500)),
+        ),
+        (
+            " ".join(rng.choice("ab") for _ in range(1000)),
+            " ".join(rng.choice("ab") for _ in range(1000)),
+        ),
+    ]
+    took = max(_took(old, new) for old, new in crafted)
+    assert took <= 150 * baseline, f"crafted {took:.3f}s, honest {baseline:.4f}s"
+    # the steps of comparison, counted apart from the diff's own count: each search of the
+    # sequence matcher looks at a[alo:ahi] and at the positions of their tokens in b before bhi
+    searched = []
+    search = difflib.SequenceMatcher.find_longest_match
+
+    def counted(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi, bhi = len(self.a) if ahi is None else ahi, len(self.b) if bhi is None else bhi
+        searched.append(
+            sum(1 + sum(j < bhi for j in self.b2j.get(self.a[i], ())) for i in range(alo, ahi))
+        )
+        return search(self, alo, ahi, blo, bhi)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "find_longest_match", counted)
+    wide = "".join(rng.choice(".,") for _ in range(12_000))
+    crafted.append((wide, "".join(rng.choice(".,") for _ in range(12_000))))
+    for old, new in crafted:
+        searched.clear()
+        diff = review_store.compare_texts(old, new)
+        assert diff.work <= review_store.DIFF_WORK, diff.work
+        assert sum(searched) <= diff.work, (sum(searched), diff.work)
+    assert not diff.word_by_word, "past the bound: shown whole"
+    assert "".join(t for op, t in diff.segments if op in "=-") == old
+    assert "".join(t for op, t in diff.segments if op in "=+") == new
+    for every in (500, 50, 8):  # honest edits, few to many: compared word by word
+        searched.clear()
+        diff = review_store.compare_texts(honest, _edited(rng, honest, every))
+        assert diff.word_by_word and diff.work <= review_store.DIFF_WORK // 2, (every, diff.work)
+        assert sum(searched) <= diff.work
+
+
+def test_a_diff_is_computed_once_and_says_when_it_is_shown_whole(tmp_path, monkeypatch):
+    lab = written_lab()
+    out = tmp_path / "out"
+    rng = random.Random(3)
+    graded = {
+        "s0": "The cause is the learning rate.",
+        "s1": "".join(rng.choice(".,") for _ in range(12_000)),
+    }
+    write_class(out, lab, {name: {"why": text, "how": "x"} for name, text in graded.items()})
+    store = ReviewStore(out / DB_NAME, lab)
+    item = store.rubric("why")[0].id
+    store.apply(
+        list(graded),
+        "why",
+        {"items": [item]},
+        grader="t",
+        digest={name: text_digest(text) for name, text in graded.items()},
+        texts={text_digest(text): text for text in graded.values()},
+    )
+    now = {
+        "s0": "The cause is the batch size.",
+        "s1": "".join(rng.choice(".,") for _ in range(12_000)),
+    }
+    write_class(out, lab, {name: {"why": text, "how": "x"} for name, text in now.items()})
+    calls = []
+    compare = review_server.compare_texts
+    monkeypatch.setattr(review_server, "compare_texts", lambda *a: calls.append(1) or compare(*a))
+    app = review_server.ReviewApp(out, lab, grader="t")
+    honest = app.diff("why", app._token("why", "s0"))
+    assert honest["word_by_word"] and not honest["note"] and ["+", "batch"] in honest["segments"]
+    for _ in range(3):
+        crafted = app.diff("why", app._token("why", "s1"))
+        assert not crafted["word_by_word"] and "too different" in crafted["note"].lower()
+    assert len(calls) == 2, "each pair of texts is compared once"
 
 
 def test_a_changed_answer_shows_what_changed_since_graded(tmp_path):

@@ -36,8 +36,9 @@ the answer) is not among a question's answers to grade: the page counts and list
 apart (anonymised, with the reason), and no grade can be given to them.
 
 What changed since graded. The store keeps the text each grade was given for; an answer
-changed since (a regrade) shows a word-level diff against it (:func:`.store.word_diff`,
-sent as plain segments and drawn as text, never as HTML).
+changed since (a regrade) shows a word-level diff against it (:func:`.store.compare_texts`,
+bounded in its work, kept for each pair of texts, sent as plain segments and drawn as
+text, never as HTML).
 
 Second looks, filters, the student's name. A grader flags answers for a second look
 (logged); the page filters the answers by state, flag, rubric item or score. Names never
@@ -88,10 +89,11 @@ from lablib.grading.review.render import render_answer, render_markdown
 from lablib.grading.review.store import (
     DB_NAME,
     MISSING_DIGEST,
+    TOO_DIFFERENT,
     ReviewConflict,
     ReviewError,
     ReviewStore,
-    word_diff,
+    compare_texts,
 )
 
 __all__ = [
@@ -240,10 +242,12 @@ def _answer_tokens(body: dict, what: str) -> list[str]:
 class _RenderCache:
     """Rendered answers by (digest, limit), the least recently used dropped past
     ``max_chars`` characters in all (rendering a long answer of formulas is the page's
-    slowest step; graders go back and forth)."""
+    slowest step; graders go back and forth). ``size``: a value's characters (default
+    ``len``)."""
 
-    def __init__(self, max_chars: int = 64 * 1024 * 1024):
+    def __init__(self, max_chars: int = 64 * 1024 * 1024, size=len):
         self.max_chars = max_chars
+        self.size = size
         self._items: collections.OrderedDict = collections.OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
@@ -257,11 +261,16 @@ class _RenderCache:
         with self._lock:
             if key not in self._items:
                 self._items[key] = value
-                self._size += len(value)
+                self._size += self.size(value)
                 while self._size > self.max_chars and len(self._items) > 1:
                     _, old = self._items.popitem(last=False)
-                    self._size -= len(old)
+                    self._size -= self.size(old)
         return value
+
+
+def _diff_size(diff) -> int:
+    """The characters a cached diff holds (its segments' text, 16 for each segment)."""
+    return sum(16 + (len(text) if isinstance(text, str) else 0) for _, text in diff.segments)
 
 
 class ChangeRefused(Exception):
@@ -329,6 +338,7 @@ class ReviewApp:
         self._students: dict = {}
         self._replaced: dict = {}
         self._renders = _RenderCache()
+        self._diffs = _RenderCache(16 * 1024 * 1024, size=_diff_size)
         self._load()
         self.store = ReviewStore(self.out / DB_NAME, lab)
         template_nb = read_notebook(template)[0] if template else None
@@ -613,7 +623,9 @@ class ReviewApp:
 
     def diff(self, question: str, token: str) -> dict:
         """What changed in one answer since it was graded: ``segments`` of
-        :func:`~.store.word_diff` (plain text), or ``available: False`` with the reason."""
+        :func:`~.store.compare_texts` (plain text; ``word_by_word`` False and a ``note``
+        where the texts were too different to compare word by word and are shown whole),
+        or ``available: False`` with the reason. Each pair of texts is compared once."""
         self.store.question(question)
         with self._lock:
             name = self._by_token(question, [token])[0]
@@ -642,11 +654,14 @@ class ReviewApp:
                 "graded_length": len(graded),
                 "length": len(text),
             }
+        compared = self._diffs.get((graded_digest, digest), lambda: compare_texts(graded, text))
         return {
             "token": token,
             "available": True,
-            "segments": word_diff(graded, text),
+            "segments": compared.segments,
             "unchanged": False,
+            "word_by_word": compared.word_by_word,
+            "note": "" if compared.word_by_word else TOO_DIFFERENT,
             "graded_length": len(graded),
             "length": len(text),
         }

@@ -21,10 +21,11 @@ grade given then is stale once the notebook is read.
 
 The text each grade was given for is kept too (compressed, once per distinct text,
 keyed by its digest): when a regrade changes an answer, the page shows what changed
-since it was graded (:func:`word_diff`). A grader may flag an answer for a second look
-(:meth:`ReviewStore.set_flag`); the flag is logged and travels with the page's refresh
-like a grade, without touching the grade. Revealing an answer's student to the
-instructor is a logged event (:meth:`ReviewStore.log_reveal`).
+since it was graded (:func:`word_diff`: lines, then sentences, words and single
+characters within what changed, in at most :data:`DIFF_WORK` steps). A grader may flag
+an answer for a second look (:meth:`ReviewStore.set_flag`); the flag is logged and
+travels with the page's refresh like a grade, without touching the grade. Revealing an
+answer's student to the instructor is a logged event (:meth:`ReviewStore.log_reveal`).
 
 Every grade (one answer's) and every rubric item carries a version, the id of the log
 entry of its last change. A change may name the version it was based on
@@ -63,7 +64,9 @@ __all__ = [
     "ReviewError",
     "ReviewStore",
     "RubricRow",
+    "TextDiff",
     "changes_since",
+    "compare_texts",
     "text_digest",
     "word_diff",
 ]
@@ -141,21 +144,109 @@ def text_digest(text: str) -> str:
 
 #: Words, runs of spaces and single other characters: a diff keeps the text's own spacing.
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
+#: Coarser units compared first (after lines): sentences, then words or other characters
+#: with the spaces after them.
+_SENTENCES = re.compile(r"[^.!?]*[.!?]+\s*|[^.!?]+")
+_UNITS = re.compile(r"\w+\s*|[^\w\s]\s*|\s+")
 #: The most tokens of each text compared word by word (beyond, the rest is one change).
 DIFF_TOKENS = 20_000
+#: The most steps of comparison one diff may take (a step: one position looked at in
+#: one of the texts; a million take under half a second); past it, the texts are too
+#: different to compare word by word and their changed parts are shown whole. A sequence
+#: matcher's cost grows with the square of a token's repeats: two texts of 10,000 random
+#: commas and full stops took 50 s unbounded.
+DIFF_WORK = 1_000_000
 #: Unchanged text longer than this is shortened in a diff to its first and last
 #: :data:`DIFF_CONTEXT` characters.
 DIFF_CONTEXT = 160
 #: The most characters a diff shows in all.
 DIFF_CHARS = 50_000
+#: What the page says when the texts are shown whole.
+TOO_DIFFERENT = (
+    "Too different (or too long) to compare word by word: the changed part of each text is "
+    "shown whole."
+)
 
 
-def word_diff(old: str, new: str) -> list[list]:
-    """A word-level diff of ``old`` (the text graded) and ``new`` (the text now), as
-    segments ``["=", text]`` (unchanged), ``["-", text]`` (removed), ``["+", text]``
-    (added) and ``["…", n]`` (``n`` unchanged characters not shown). Plain text, meant
-    to be shown as text (never as HTML). Bounded: :data:`DIFF_TOKENS` tokens compared,
-    :data:`DIFF_CHARS` characters shown."""
+@dataclasses.dataclass(frozen=True)
+class TextDiff:
+    """A diff of two texts (:func:`compare_texts`): its ``segments`` (as
+    :func:`word_diff`'s), whether the changed part was compared word by word
+    (``word_by_word``; False: the texts were too different or too long, and their changed
+    parts are shown whole), and the steps of comparison it took (``work``)."""
+
+    segments: list
+    word_by_word: bool
+    work: int
+
+
+class _TooDifferent(Exception):
+    """The diff's steps of comparison ran past :data:`DIFF_WORK`."""
+
+
+class _Budget:
+    """Steps of comparison left to one diff."""
+
+    def __init__(self, steps: int):
+        self.left = steps
+        self.spent = 0
+
+    def spend(self, steps: int) -> None:
+        if steps > self.left:
+            raise _TooDifferent
+        self.left -= steps
+        self.spent += steps
+
+
+class _Matcher(difflib.SequenceMatcher):
+    """A :class:`difflib.SequenceMatcher` that pays for each search from a
+    :class:`_Budget` before making it: a search of ``a[alo:ahi]`` looks at each of those
+    positions and at every position in ``b`` of each one's token (before ``bhi``), so it
+    is charged that (an upper bound, from prefix sums) and refused past the budget."""
+
+    def __init__(self, a: list, b: list, budget: _Budget):
+        budget.spend(len(a) + len(b))  # the index of b, the prefix sums
+        super().__init__(None, a, b, autojunk=False)
+        self.budget = budget
+        self.cost = [0]
+        for token in a:
+            self.cost.append(self.cost[-1] + 1 + len(self.b2j.get(token, ())))
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        bhi = len(self.b) if bhi is None else bhi
+        self.budget.spend(self.cost[ahi] - self.cost[alo] + 1)
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _split(text: str, level: int) -> list[str]:
+    if level == 0:
+        return text.splitlines(keepends=True)
+    return (_SENTENCES, _UNITS, _TOKENS)[level - 1].findall(text)
+
+
+def _compare(old: str, new: str, level: int, budget: _Budget) -> list[list]:
+    """Raw segments of ``old`` against ``new``: lines first (level 0), then within changed
+    lines sentences (1), within changed sentences words with their spaces (2), within
+    changed words single tokens (3)."""
+    a, b = _split(old, level), _split(new, level)
+    raw: list[list] = []
+    for op, i1, i2, j1, j2 in _Matcher(a, b, budget).get_opcodes():
+        removed, added = "".join(a[i1:i2]), "".join(b[j1:j2])
+        if op == "equal":
+            raw.append(["=", removed])
+        elif op == "replace" and level < 3:
+            raw += _compare(removed, added, level + 1, budget)
+        else:
+            raw += [["-", removed], ["+", added]]
+    return raw
+
+
+def compare_texts(old: str, new: str, work: int = DIFF_WORK) -> TextDiff:
+    """What changed from ``old`` (the text graded) to ``new`` (the text now), as
+    :func:`word_diff` describes it, within ``work`` steps of comparison (past them, or
+    past :data:`DIFF_TOKENS` changed tokens in either text, the changed parts are shown
+    whole: ``word_by_word`` False)."""
     a, b = _TOKENS.findall(old or ""), _TOKENS.findall(new or "")
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
@@ -163,18 +254,31 @@ def word_diff(old: str, new: str) -> list[list]:
     end = 0
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
-    raw: list[list] = [["=", "".join(a[:start])]]
-    middle_a, middle_b = a[start : len(a) - end], b[start : len(b) - end]
-    if len(middle_a) > DIFF_TOKENS or len(middle_b) > DIFF_TOKENS:
-        raw += [["-", "".join(middle_a)], ["+", "".join(middle_b)]]
-    else:
-        matcher = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
-            if op == "equal":
-                raw.append(["=", "".join(middle_a[i1:i2])])
-            else:
-                raw += [["-", "".join(middle_a[i1:i2])], ["+", "".join(middle_b[j1:j2])]]
-    raw.append(["=", "".join(a[len(a) - end :]) if end else ""])
+    middle_a, middle_b = "".join(a[start : len(a) - end]), "".join(b[start : len(b) - end])
+    whole = [["-", middle_a], ["+", middle_b]]
+    budget = _Budget(work)
+    compared = False
+    if len(a) - end - start <= DIFF_TOKENS and len(b) - end - start <= DIFF_TOKENS:
+        try:
+            whole, compared = _compare(middle_a, middle_b, 0, budget), True
+        except _TooDifferent:
+            pass
+    raw = [["=", "".join(a[:start])], *whole, ["=", "".join(a[len(a) - end :]) if end else ""]]
+    return TextDiff(_shortened(raw), compared, budget.spent)
+
+
+def word_diff(old: str, new: str) -> list[list]:
+    """A word-level diff of ``old`` (the text graded) and ``new`` (the text now), as
+    segments ``["=", text]`` (unchanged), ``["-", text]`` (removed), ``["+", text]``
+    (added) and ``["…", n]`` (``n`` unchanged characters not shown). Plain text, meant
+    to be shown as text (never as HTML). Bounded: :data:`DIFF_TOKENS` tokens and
+    :data:`DIFF_WORK` steps compared, :data:`DIFF_CHARS` characters shown
+    (:func:`compare_texts` says whether the texts were compared word by word)."""
+    return compare_texts(old, new).segments
+
+
+def _shortened(raw: list[list]) -> list[list]:
+    """``raw`` segments merged, long unchanged text shortened, :data:`DIFF_CHARS` shown."""
     segments: list[list] = []
     for op, text in raw:
         if not text:

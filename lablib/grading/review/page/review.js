@@ -461,7 +461,8 @@ async function toggleDiff(token) {
   if (!data.available) caption.textContent = data.reason;
   else {
     caption.textContent = `Changes since graded (${data.graded_length.toLocaleString()} characters then, ` +
-      `${data.length.toLocaleString()} now; struck: removed, underlined: added):`;
+      `${data.length.toLocaleString()} now; struck: removed, underlined: added)` +
+      (data.note ? `. ${data.note}` : ":");
     for (const [op, text] of data.segments) {
       let node;
       if (op === "-") node = document.createElement("del");

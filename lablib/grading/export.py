@@ -534,6 +534,11 @@ def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:
     return rows
 
 
+def _member(entry: dict, identity: dict) -> str:
+    """A group's other member as the unmatched lists name them."""
+    return f"{entry['submission']} (group member {identity.get('name') or identity.get('key')})"
+
+
 def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
     """Every gradebook row placed with its student (``people`` grows by those not in the
     roster); ``report["unmatched"]`` gets each lab's submissions matched to no one."""
@@ -556,10 +561,11 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
             for i, (identity, row) in enumerate(zip(identities, _member_rows(entry, identities))):
                 person = _place(people, identity, entry["submission"], lab)
                 person.rows.setdefault(lab, []).append(row)
-                if i == 0 and not person.in_roster:
-                    unmatched.append(entry["submission"])
+                if not person.in_roster:  # a group's other member too, as roster.match_of
+                    name = entry["submission"] if i == 0 else _member(entry, identity)
+                    unmatched.append(name)
                     if identity.get("why_unmatched"):
-                        why[entry["submission"]] = str(identity["why_unmatched"])
+                        why[name] = str(identity["why_unmatched"])
         report["unmatched"][lab] = unmatched
         report["unmatched_reasons"][lab] = why
 

@@ -11,6 +11,17 @@ as they are, so an instructor never renames a file:
   Canvas counts the submission late, and an anonymously graded assignment has no name
   and ``anon_<anonymous id>`` instead of the user id. The user id is the ``ID`` column
   of Canvas's gradebook export. The download holds each student's latest submission.
+  ``<name>`` is what the student (or, in a group assignment graded as a group, the
+  group) is called, so it can hold ``_<digits>``: Canvas collapses ``_<digits>_`` in it,
+  but not a final ``_1002``, nor one made when the punctuation is removed
+  (``Mallory_1005-_000`` is written ``mallory_1005_000``); and ``<file>`` is the
+  student's own file name. A name may then be read in several ways
+  (``mallory_1002_1005_9000005_lab.ipynb``: user 1002 named ``mallory``, or user 1005
+  named ``mallory_1002``): :func:`canvas_name` gives each (:func:`canvas_splits`), and
+  :mod:`~lablib.grading.gradebook.identity` takes the one whose user id is the roster's
+  student of that name (:func:`canvas_slug`), never one by itself. In a group assignment
+  graded as a group (``Assignment#representatives``), the file of each group is named
+  after the group (its name as above) under the user id of one of its members.
 * **Moodle**, *Assignment > View all submissions > Download all submissions*: one folder
   per submission and submission plugin (the default since Moodle 3.1),
   ``<prefix>_assignsubmission_file_`` (``mod/assign/locallib.php``,
@@ -67,6 +78,8 @@ from lablib.grading.filenames import shown
 
 __all__ = [
     "canvas_name",
+    "canvas_splits",
+    "canvas_slug",
     "moodle_name",
     "moodle_file_forms",
     "moodle_file_text",
@@ -83,12 +96,14 @@ GRADESCOPE_METADATA = "submission_metadata.yml"
 #: The largest metadata file read (a class of a thousand, with every test's output, is a few MB).
 METADATA_BYTES = 64 * 2**20
 
-# <name>_[LATE_]<user id | anon_<id>>_<attachment id>_<file>; no name when anonymous.
-_CANVAS = re.compile(
-    r"^(?:(?P<name>[^/\\]+?)_)??(?P<late>LATE_)?(?P<user>\d+|anon_[0-9A-Za-z]+)_(?P<attachment>\d{3,})_"
-    r"(?P<file>.+)$",
-    re.UNICODE,
+# What follows <name>_ (or begins the name of an anonymous submission's file):
+# [LATE_]<user id | anon_<id>>_<attachment id>_<file>. Canvas's ids are ASCII digits.
+_CANVAS_SPLIT = re.compile(
+    r"(?P<late>LATE_)?(?P<user>[0-9]+|anon_[0-9A-Za-z]+)_(?P<attachment>[0-9]{3,})_(?P<file>.+)",
+    re.DOTALL,
 )
+# What content_zipper.rb's sanitize_user_name collapses in a name ("_12_" -> "12").
+_CANVAS_COLLAPSED = re.compile(r"_([0-9]+)_")
 # <Full name | group name>[_<participant id | group id>]_assignsubmission_<plugin>[_[<file>]]
 _MOODLE = re.compile(
     r"^(?P<name>.+?)(?:_(?P<participant>\d+))?_assignsubmission_(?P<plugin>[a-z0-9]+)"
@@ -119,29 +134,102 @@ def clean_label(text) -> str:
     return text.replace("/", "_").replace("\\", "_").strip()
 
 
+def _canvas_word(char: str) -> bool:
+    """Whether Canvas keeps ``char`` in a download's name (Ruby's ``[[:word:]]``: a letter,
+    a mark, a decimal digit or a connector such as ``_``)."""
+    kind = unicodedata.category(char)
+    return kind[0] in "LM" or kind in ("Nd", "Pc")
+
+
+def canvas_slug(text) -> str:
+    """``text`` (a sortable name, or a group's name) as Canvas's download writes it
+    (``content_zipper.rb``: ``sanitize_user_name``, then ``sanitize_file_name``): NFC,
+    each ``_<digits>_`` collapsed to its digits, lower case, then everything but letters,
+    marks, digits and ``_`` removed.
+
+    Example::
+
+        canvas_slug("Anderson, Emma")      # 'andersonemma'
+        canvas_slug("Mallory_1005-_000")   # 'mallory_1005_000'
+        canvas_slug("lab_12_group")        # 'lab12group'
+    """
+    text = _CANVAS_COLLAPSED.sub(r"\1", unicodedata.normalize("NFC", str(text or "")))
+    return "".join(c for c in text.lower() if _canvas_word(c))
+
+
+def _canvas_written(name: str) -> bool:
+    """Whether Canvas can have written ``name`` before ``_<user id>``: not empty, only
+    what :func:`canvas_slug` keeps, and in lower case (so never ``LATE``)."""
+    return bool(name) and all(_canvas_word(c) and c.lower() == c for c in name)
+
+
+def canvas_splits(file_name: str) -> list[dict]:
+    """Every way a Canvas "Download Submissions" file name can be read, shortest name
+    first: ``[{"name", "user_id" (or "anonymous_id"), "late", "attachment_id", "file"}]``
+    ([] when it is not one). A reading is kept only when Canvas could have written it: a
+    user id after a name :func:`canvas_slug` can give (lower case, letters, marks, digits
+    and ``_``), an ``anon_<id>`` at the start with no name.
+
+    Example::
+
+        canvas_splits("mallory_1002_1005_9000005_lab.ipynb")
+        # [{'name': 'mallory', 'user_id': '1002', 'attachment_id': '1005', ...},
+        #  {'name': 'mallory_1002', 'user_id': '1005', 'attachment_id': '9000005', ...}]
+    """
+    text = unicodedata.normalize("NFC", file_name)
+    starts = [0] + [i + 1 for i, char in enumerate(text) if char == "_"]
+    out = []
+    for start in starts:
+        match = _CANVAS_SPLIT.fullmatch(text, start)
+        if match is None:
+            continue
+        name, user = text[: max(start - 1, 0)], match["user"]
+        anonymous = user.startswith("anon_")
+        if (anonymous and start) or (not anonymous and not _canvas_written(name)):
+            continue
+        split = {"name": clean_label(name)}
+        if anonymous:
+            split["anonymous_id"] = user[len("anon_") :]
+        else:
+            split["user_id"] = user
+        split.update(
+            late=bool(match["late"]),
+            attachment_id=match["attachment"],
+            file=clean_label(match["file"]),
+        )
+        out.append(split)
+    return out
+
+
 def canvas_name(file_name: str) -> dict | None:
     """What a Canvas "Download Submissions" file name says, or None when it is not one.
 
     Returns:
-        ``{"lms": "canvas", "name", "user_id" (or "anonymous_id"), "attachment_id",
-        "late", "file"}``; ``name`` is "" for an anonymously graded assignment.
+        Read one way only (:func:`canvas_splits`): ``{"lms": "canvas", "name", "user_id"
+        (or "anonymous_id"), "attachment_id", "late", "file"}``; ``name`` is "" for an
+        anonymously graded assignment. Read in several ways: ``{"lms": "canvas", "name":
+        the first reading's name (the row's name), "late", "late_disputed", "candidates":
+        every reading}``, without a user id, attachment id or file: which reading is
+        Canvas's is decided against the roster
+        (:func:`lablib.grading.gradebook.identity.resolve`: the one whose user id is the
+        roster's student named so), else none is. ``late`` is True when any reading has
+        Canvas's ``LATE`` marker (a marker is never lost), ``late_disputed`` when some
+        reading has none.
     """
-    match = _CANVAS.match(unicodedata.normalize("NFC", file_name))
-    if not match:
+    splits = canvas_splits(file_name)
+    if not splits:
         return None
-    user = match["user"]
-    found = {
+    if len(splits) == 1:
+        return {"lms": "canvas", **splits[0]}
+    late = [split["late"] for split in splits]
+    first = splits[0]
+    return {
         "lms": "canvas",
-        "name": clean_label(match["name"] or ""),
-        "attachment_id": match["attachment"],
-        "late": bool(match["late"]),
-        "file": clean_label(match["file"]),
+        "name": first["name"] or f"anon_{first.get('anonymous_id', '')}",
+        "late": any(late),
+        "late_disputed": any(late) and not all(late),
+        "candidates": splits,
     }
-    if user.startswith("anon_"):
-        found["anonymous_id"] = user[len("anon_") :]
-    else:
-        found["user_id"] = user
-    return found
 
 
 def moodle_name(name: str) -> dict | None:

@@ -671,3 +671,72 @@ def test_two_columns_with_one_header_are_refused(tmp_path):
     header, _possible, *rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
     assert header[5:] == ["Lab 1: Attention", "Lab 1 resit"] and rows[0][5:] == ["5", "5"]
     assert done["students"] == 3
+
+
+def _graded(tmp_path, out, rows, roster):
+    """A gradebook of ``rows`` (name -> (points, LMS description)), the identities resolved
+    as `lablib grade` does, each answer graded 3."""
+    lab = _lab()
+    results, person = [], {}
+    for name, (points, lms) in rows.items():
+        r = SubmissionResult(
+            name,
+            str(tmp_path / f"{name}.ipynb"),
+            Status(),
+            points,
+            10.0,
+            {"f": PieceScore(points, 10.0)},
+            [],
+            answers={"why": WrittenAnswer("because", "tag")},
+        )
+        where = f"{name}_{lms.get('user_id', '')}_9000000_lab.ipynb"
+        r.identity = resolve(Found(name, tmp_path / f"{name}.ipynb", where, "", lms), roster)
+        results.append(r)
+        person[name] = {"why": PersonScore("why", 3.0, 4.0, graded=True)}
+    write_reports(out, lab, results, roster=roster, person=person)
+    return lab
+
+
+def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
+    """Canvas names a group assignment's file after the group, under one member's user id:
+    without the roster's group column it matches no one (never that member alone, and
+    lab_group_3's file is not user 3's); a Gradescope group's member the roster lacks is
+    written with the grade and listed with why, as the first member would be."""
+    from lablib.grading.lms import canvas_name
+
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    team = canvas_name("team7_1001_9000001_lab.ipynb")
+    lab_group = canvas_name("lab_group_3_1003_9000003_lab.ipynb")
+    lab = _graded(
+        tmp_path, tmp_path / "out", {"team7": (10, team), "lab_group": (10, lab_group)}, canvas
+    )
+    done = export("canvas", [tmp_path / "out"], canvas, tmp_path / "c.csv")
+    table = {r[0]: r for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert table["Doe, Erin"][5] == "0" and table["Poe, Gina"][5] == "0", "not credited alone"
+    assert [table[n][1] for n in ("team7", "lab_group")] == ["", ""], "no user id, not 3"
+    assert done["unmatched"][lab.name] == ["lab_group", "team7"]
+    assert "A group submission?" in done["unmatched_reasons"][lab.name]["team7"]
+    gs = Roster.load(
+        _write(
+            tmp_path,
+            "gs.csv",
+            "First Name,Last Name,SID,Email,Role\nErin,Doe,S001,erin@uni.edu,Student\n",
+        )
+    )
+    pair = {
+        "lms": "gradescope",
+        "submitted_at": "",
+        "submitters": [
+            {"name": "Erin Doe", "sid": "S001", "email": "erin@uni.edu"},
+            {"name": "Zed Late", "sid": "S009", "email": "zed@uni.edu"},
+        ],
+    }
+    lab = _graded(tmp_path, tmp_path / "gs-out", {"Erin Doe": (10, pair)}, gs)
+    book = json.loads((tmp_path / "gs-out" / "grades.json").read_text(encoding="utf-8"))
+    assert book["roster"]["unmatched_submissions"] == ["Erin Doe (group member Zed Late)"]
+    done = export("canvas", [tmp_path / "gs-out"], gs, tmp_path / "gs.csv")
+    table = {r[0]: r for r in csv.reader(open(tmp_path / "gs.csv", encoding="utf-8"))}
+    assert table["Zed Late"][2] == "S009" and table["Zed Late"][5] == "13"
+    assert done["unmatched"][lab.name] == ["Erin Doe (group member Zed Late)"]
+    assert "S009" in done["unmatched_reasons"][lab.name]["Erin Doe (group member Zed Late)"]
+    assert done["not_in_roster"] == ["S009"]

@@ -97,17 +97,27 @@ def test_times_file(tmp_path):
 
 def test_matching_rules_in_order(tmp_path):
     canvas = _roster(tmp_path, CANVAS)
-    # Canvas's user id wins over a name that would say otherwise
+    # Canvas's user id, with the name Canvas writes for that student
+    got = resolve(
+        _found("roefrank", {"lms": "canvas", "name": "roefrank", "user_id": "1003", "late": True}),
+        canvas,
+    )
+    assert got["student_id"] == "S003" and got["matched_by"] == "Canvas user id 1003"
+    # a user id whose student the name in the file is not: no one's, never by the name
     got = resolve(
         _found("doeerin", {"lms": "canvas", "name": "doeerin", "user_id": "1003", "late": True}),
         canvas,
     )
-    assert got["student_id"] == "S003" and got["matched_by"] == "Canvas user id 1003"
-    # a Canvas name alone, when one student has it; never when two do
+    assert not got["matched"] and got["lms_id"] == "" and "group" in got["why_unmatched"]
+    # a Canvas name alone, for a student the roster gives no Canvas user id; never for a
+    # student with another user id, nor when two students have the name
+    ours = _roster(tmp_path, "student_id,name\nS1,Ann Lee\n", "ours-canvas.csv")
+    ann = resolve(_found("leeann", {"lms": "canvas", "name": "leeann", "user_id": "9"}), ours)
+    assert ann["student_id"] == "S1" and ann["matched_by"] == "Canvas name leeann"
     jose = resolve(
         _found("núñezjosé", {"lms": "canvas", "name": "núñezjosé", "user_id": "9"}), canvas
     )
-    assert jose["student_id"] == "S002" and jose["matched_by"].startswith("Canvas name")
+    assert not jose["matched"] and "whose Canvas user id is 1002" in jose["why_unmatched"]
     erin = resolve(_found("doeerin", {"lms": "canvas", "name": "doeerin", "user_id": "9"}), canvas)
     assert not erin["matched"] and erin["key"] == "9" and erin["lms_id"] == "9", (
         "two Erin Does: neither"
@@ -768,3 +778,197 @@ def test_a_students_exact_name_and_participant_id_beat_a_group_named_so(tmp_path
         tmp_path, "Identifier,Full name,Group\nParticipant 101,Ann A,Ann A\n", "alone.csv"
     )
     assert _moodle("Ann A_101_assignsubmission_file", alone)["participant_id"] == "101"
+
+
+# Students who chose sortable names Canvas writes with "_<digits>" (where an account lets
+# students edit their names): Canvas collapses "_<digits>_" in a name, not a final "_1002".
+CANVAS_DIGITS = """Student,ID,SIS User ID,SIS Login ID,Section
+"Doe, Erin",1001,S001,erin,A
+"Roe, Frank",1002,S002,frank,A
+Mallory_1002,1005,S005,mallory,A
+"""
+
+
+def _canvas_files(tmp_path, *names) -> dict:
+    """Canvas download files (empty notebooks) as find_submissions finds them, by name."""
+    from lablib.grading.submissions import find_submissions
+
+    subs = tmp_path / f"canvas-download-{len(list(tmp_path.glob('canvas-download-*')))}"
+    subs.mkdir()
+    for name in names:
+        (subs / name).write_text("{}")
+    return {f.where: f for f in find_submissions([subs], refused=[])}
+
+
+def _result(found, identity):
+    from lablib.grading.results import SubmissionResult, Status
+
+    r = SubmissionResult(found.name, str(found.path), Status(), 1.0, 10.0, {}, [])
+    r.identity = identity
+    return r
+
+
+def test_a_canvas_name_ending_in_digits_takes_no_other_students_user_id(tmp_path):
+    """Mallory (user 1005), named "Mallory_1002", gets mallory_1002_1005_9000005_lab.ipynb,
+    which also reads as user 1002 (Frank) named "mallory": the reading whose user id is
+    the roster's student of that name is taken, hers; a regrade of her file alone keeps
+    Frank's row; without a roster no reading is taken."""
+    from lablib.grading.grade import _lms_person, _replaced
+
+    canvas = _roster(tmp_path, CANVAS_DIGITS)
+    files = _canvas_files(
+        tmp_path, "roefrank_1002_9000002_lab.ipynb", "mallory_1002_1005_9000005_lab.ipynb"
+    )
+    spoof, own = (
+        files["mallory_1002_1005_9000005_lab.ipynb"],
+        files["roefrank_1002_9000002_lab.ipynb"],
+    )
+    mallory, frank = resolve(spoof, canvas), resolve(own, canvas)
+    assert mallory["student_id"] == "S005" and mallory["lms"]["user_id"] == "1005"
+    assert "1 other reading(s) refused" in mallory["matched_by"]
+    assert frank["student_id"] == "S002" and frank["matched_by"] == "Canvas user id 1002"
+    kept, now = _result(own, frank), _result(spoof, mallory)
+    assert _replaced([kept, now], {id(now)}) == [kept, now], "Frank's row is not replaced"
+    alone = resolve(spoof)
+    assert not alone["matched"] and alone["lms_id"] == "" and _lms_person(alone) is None
+    assert "user id 1002" in alone["why_unmatched"] and "user id 1005" in alone["why_unmatched"]
+    assert "mallory_1002_1005_9000005_lab.ipynb" in alone["why_unmatched"]
+    # two readings that each agree with the roster: no one's, with why
+    both = _roster(tmp_path, CANVAS_DIGITS.replace('"Roe, Frank",1002', "Mallory,1002"), "both.csv")
+    got = resolve(spoof, both)
+    assert not got["matched"] and got["lms_id"] == "" and "More than one" in got["why_unmatched"]
+    assert both.match_of({"mallory": got}).reasons["mallory"] == got["why_unmatched"]
+
+
+def test_a_late_marker_in_any_reading_of_a_canvas_name_counts(tmp_path):
+    """ "Mallory_1005-_000" is written mallory_1005_000 (the "-" removed after "_<digits>_"
+    is collapsed), so her late file mallory_1005_000_LATE_1005_9000006_lab.ipynb also reads
+    as the same user named "mallory", not late: the LATE marker stays, and is said."""
+    name = "mallory_1005_000_LATE_1005_9000006_lab.ipynb"
+    (found,) = _canvas_files(tmp_path, name).values()
+    assert found.lms["late"] and found.lms["late_disputed"]
+    own = _roster(tmp_path, CANVAS_DIGITS.replace("Mallory_1002,", "Mallory_1005-_000,"), "o.csv")
+    got = resolve(found, own)
+    assert got["student_id"] == "S005" and got["lms"]["late"] is True
+    assert "counted late" in got["matched_by"] and got["lms"]["attachment_id"] == "9000006"
+    # no reading agrees with this roster's name for user 1005: no one's, and still late
+    other = resolve(found, _roster(tmp_path, CANVAS_DIGITS))
+    assert not other["matched"] and other["lms"]["late"] is True and other["lms_id"] == ""
+    assert "it counts as late" in other["why_unmatched"]
+
+
+def test_a_canvas_group_file_is_its_groups_or_no_ones(tmp_path):
+    """A group assignment graded as a group: Canvas names each group's file after the
+    group, under one member's user id. Without the roster's group column the file is no
+    one's (never the member's alone, and lab_group_3 is not user 3); with it, every
+    member's; a group written as its member's own name (with others in it) is refused."""
+    names = ("team7_1001_9000001_lab.ipynb", "lab_group_3_1003_9000003_lab.ipynb")
+    files = _canvas_files(tmp_path, *names)
+    plain = _roster(
+        tmp_path,
+        'Student,ID,SIS User ID,SIS Login ID,Section\n"Doe, Erin",1001,S001,erin,A\n'
+        '"Roe, Frank",1002,S002,frank,A\n"Poe, Gina",1003,S003,gina,A\n',
+    )
+    team, lab_group = (resolve(files[n], plain) for n in names)
+    assert not team["matched"] and team["lms_id"] == "" and team["key"] == "team7_1001"
+    assert "A group submission?" in team["why_unmatched"] and "'team7'" in team["why_unmatched"]
+    assert not lab_group["matched"] and lab_group["lms_id"] == "" and lab_group["key"] != "3"
+    assert "no student of the roster has Canvas user id 3" in lab_group["why_unmatched"]
+    match = plain.match_of({"team7": team, "lab_group": lab_group})
+    assert match.unmatched == ("team7", "lab_group") and len(match.without_submission) == 3
+    grouped = _roster(
+        tmp_path,
+        'Student,ID,SIS User ID,SIS Login ID,Section,group\n"Doe, Erin",1001,S001,erin,A,Team 7\n'
+        '"Roe, Frank",1002,S002,frank,A,Team 7\n"Poe, Gina",1003,S003,gina,A,lab_group_3\n',
+        "grouped.csv",
+    )
+    team, lab_group = (resolve(files[n], grouped) for n in names)
+    assert team["student_id"] == "S001" and [o["student_id"] for o in team["others"]] == ["S002"]
+    assert team["matched_by"].startswith("Canvas group 'Team 7' (its file, under user id 1001)")
+    assert lab_group["student_id"] == "S003" and lab_group["lms"]["user_id"] == "1003"
+    assert grouped.match_of({"t": team, "g": lab_group}).without_submission == ()
+    alike = _roster(
+        tmp_path,
+        'Student,ID,group\n"Doe, Erin",1001,"Doe, Erin"\n"Roe, Frank",1002,"Doe, Erin"\n',
+        "alike.csv",
+    )
+    (erin,) = _canvas_files(tmp_path, "doeerin_1001_9000009_lab.ipynb").values()
+    got = resolve(erin, alike)
+    assert not got["matched"] and "their own file or the group's" in got["why_unmatched"]
+
+
+MOODLE_GRADES_3 = """First name,Last name,ID number,Email address
+Erin,Doe,S001,erin@uni.edu
+Frank,Roe,S002,frank@uni.edu
+Mallory,Moe,S005,mallory@uni.edu
+"""
+
+
+def test_a_students_own_file_names_never_name_another_student(tmp_path):
+    """In an LMS download only what the LMS wrote names the student: Mallory's frank.ipynb
+    (or erin/lab.ipynb) in her Moodle folder is hers, not Frank's by his e-mail's local
+    part; in a Gradescope folder whose submitters the roster lacks, no one's."""
+    from lablib.grading.submissions import find_submissions
+
+    subs = tmp_path / "moodle"
+    folder = subs / "Mallory Moe_7300005_assignsubmission_file"
+    for name in ("lab.ipynb", "frank.ipynb", "erin/lab.ipynb"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("{}")
+    grades = _roster(tmp_path, MOODLE_GRADES_3)
+    found = find_submissions([subs], refused=[])
+    got = resolve_all(found, grades)
+    assert {n: i["student_id"] for n, i in got.items()} == {
+        "Mallory Moe/erin/lab": "S005",
+        "Mallory Moe/frank": "S005",
+        "Mallory Moe/lab": "S005",
+    }
+    # the roster's submission column names Frank's own notebook "frank": not Mallory's
+    ours = _roster(
+        tmp_path,
+        "student_id,name,email,submission\nS002,Frank Roe,frank@uni.edu,frank\n"
+        "S005,Mallory Moe,mallory@uni.edu,\n",
+        "ours.csv",
+    )
+    assert resolve_all(found, ours)["Mallory Moe/frank"]["student_id"] == "S005"
+    export = tmp_path / "gradescope"
+    (export / "submission_2").mkdir(parents=True)
+    (export / "submission_2" / "frank.ipynb").write_text("{}")
+    (export / "submission_metadata.yml").write_text(
+        "submission_2:\n  :submitters:\n  - :name: Yan Late\n    :sid: S008\n"
+        "    :email: yan@uni.edu\n"
+    )
+    (yan,) = find_submissions([export], refused=[])
+    got = resolve(yan, grades)
+    assert not got["matched"] and got["student_id"] == "S008"
+
+
+def test_an_unmatched_group_member_is_kept_and_listed(tmp_path):
+    """A Gradescope group's second submitter the roster lacks keeps their name, SID and
+    e-mail in ``others`` and is listed with the unmatched submissions, with why."""
+    gs = _roster(
+        tmp_path,
+        "First Name,Last Name,SID,Email,Role\nErin,Doe,S001,erin@uni.edu,Student\n"
+        "Frank,Roe,S002,frank@uni.edu,Student\n",
+    )
+    group = {
+        "lms": "gradescope",
+        "submitted_at": "",
+        "submitters": [
+            {"name": "Erin Doe", "sid": "S001", "email": "erin@uni.edu"},
+            {"name": "Zed Late", "sid": "S009", "email": "zed@uni.edu"},
+        ],
+    }
+    got = resolve(_found("Erin Doe", group), gs)
+    assert got["student_id"] == "S001"
+    (zed,) = got["others"]
+    assert (zed["name"], zed["student_id"], zed["email"], zed["key"]) == (
+        "Zed Late",
+        "S009",
+        "zed@uni.edu",
+        "S009",
+    )
+    assert not zed["matched"] and "S009" in zed["why_unmatched"]
+    match = gs.match_of({"Erin Doe": got})
+    assert match.unmatched == ("Erin Doe (group member Zed Late)",)
+    assert match.reasons["Erin Doe (group member Zed Late)"] == zed["why_unmatched"]

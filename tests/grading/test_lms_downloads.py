@@ -12,6 +12,8 @@ import pytest
 from lablib.grading.lms import (
     LmsDownloadError,
     canvas_name,
+    canvas_slug,
+    canvas_splits,
     clean_label,
     moodle_file_forms,
     moodle_name,
@@ -75,6 +77,39 @@ def test_canvas_download_names(name, expected):
 )
 def test_other_names_are_not_canvas_downloads(name):
     assert canvas_name(name) is None  # an attachment id has at least 3 digits
+
+
+def test_a_canvas_name_read_in_several_ways_gives_every_reading():
+    """content_zipper.rb collapses "_<digits>_" in a sortable name but not a final
+    "_1002" (nor one the removal of "-" makes): such a file name reads in several ways,
+    each kept, none taken (the roster decides), and a LATE marker in any counts."""
+    found = canvas_name("mallory_1002_1005_9000005_lab.ipynb")
+    assert found["name"] == "mallory" and "user_id" not in found and not found["late"]
+    assert [
+        (c["name"], c["user_id"], c["attachment_id"], c["file"]) for c in found["candidates"]
+    ] == [
+        ("mallory", "1002", "1005", "9000005_lab.ipynb"),
+        ("mallory_1002", "1005", "9000005", "lab.ipynb"),
+    ]
+    late = canvas_name("mallory_1005_000_LATE_1005_9000006_lab.ipynb")
+    assert late["late"] and late["late_disputed"]
+    assert [(c["name"], c["late"]) for c in late["candidates"]] == [
+        ("mallory", False),
+        ("mallory_1005_000", True),
+    ]
+    assert canvas_slug("Mallory_1005-_000") == "mallory_1005_000"
+    assert canvas_slug("Mallory_1002") == "mallory_1002" and canvas_slug("a_12_b") == "a12b"
+    assert canvas_slug("Doe, Erin") == "doeerin" and canvas_slug("हिन्दी, राम") == "हिन्दीराम"
+    # only readings Canvas can have written: its names are lower case, without spaces
+    assert [c["name"] for c in canvas_splits("doeerin_1001_9000001_Lab_3_2024_x.ipynb")] == [
+        "doeerin"
+    ]
+    assert canvas_name("Erin Doe_12_345_lab.ipynb") is None
+    assert [c.get("anonymous_id") for c in canvas_splits("anon_ab3d9_9000001_x_1_234_y")] == [
+        "ab3d9",
+        None,
+    ]
+    assert len(canvas_splits("LATE_anon_ab3d9_9000001_x_1_234_y")) == 1, "LATE is no name"
 
 
 def test_moodle_download_names():

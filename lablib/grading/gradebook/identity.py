@@ -7,17 +7,31 @@ A submission's identity is a plain dict (``grades.json``'s ``identity`` per row)
      "extension": "", "due": "", "group": "",
      "matched": True, "matched_by": "Canvas user id 1001",
      "lms": {"lms": "canvas", "user_id": "1001", "late": True, ...},
-     "others": [],                       # a group's other members (Gradescope, Moodle)
+     "others": [],                       # a group's other members (Gradescope, Moodle, Canvas)
      "submitted_at": "2026-11-21T09:00:00+00:00", "time_source": "Gradescope's submission_metadata.yml"}
 
 Matching a submission to the roster, first rule that finds exactly one student:
 
 1. the roster's ``submission`` column names it (its name, its path below the folder
-   given, its student's folder or its notebook, without ``.ipynb``);
-2. the LMS download's ids: Canvas's user id = the roster's ``ID``; Moodle's participant
-   id = the worksheet's Identifier, when the folder's name is that student's (their full
-   name, "Participant", or ``<their group>-`` before either; any, for a student without
-   a full name); a Gradescope submitter's SID or e-mail. A Moodle folder whose name is
+   given, its student's folder or its notebook, without ``.ipynb``; for a notebook of an
+   LMS download not its notebook's or a folder's name inside the student's folder, which
+   the student chose: see rule 3);
+2. the LMS download's ids: Canvas's user id = the roster's ``ID``, when the name in the
+   file is that student's as Canvas writes it (:func:`~lablib.grading.lms.canvas_slug` of
+   their name, either order of its words) or their own group's (the roster's ``group``
+   column: a group assignment's file, named after the group under one member's user id,
+   is each member's, that member the identity and the others its ``others``); a file
+   name that can be read in several ways (:func:`~lablib.grading.lms.canvas_splits`:
+   ``mallory_1002_1005_...`` is user 1002 named ``mallory`` or user 1005 named
+   ``mallory_1002``) is the one reading's that agrees so, and no one's when none or
+   several do; a reading whose student the roster gives no name agrees only when it is
+   the file's only one. A Canvas file whose user id the roster has but whose name is not
+   that student's is no one's, with why (a group submission?), and rules 3 and 4 are not
+   tried for it; its user id is left out of the identity. Canvas's ``LATE`` marker in
+   any reading counts (``lms.late``; ``late_disputed`` when another reading has none).
+   Moodle's participant id = the worksheet's Identifier, when the folder's name is that
+   student's (their full name, "Participant", or ``<their group>-`` before either; any,
+   for a student without a full name); a Gradescope submitter's SID or e-mail. A Moodle folder whose name is
    one of the roster's groups' as Moodle 4.1's download writes it
    (``<group name>_<group id>``, the "Default group" without an id;
    :func:`~lablib.grading.lms.moodle_file_forms`) is each student's of that group (the
@@ -42,10 +56,19 @@ Matching a submission to the roster, first rule that finds exactly one student:
    what was expected, what to do);
 3. one of the student's identifiers (student id, SIS/Canvas ids, login, e-mail or its part
    before ``@``, Moodle participant id) equals the submission's name, one of its folders
-   or its notebook's name;
+   or its notebook's name. For a notebook of an LMS download (its row carries the LMS's
+   description), only what the LMS wrote may name the student: the name the LMS gives it
+   (Canvas's, Moodle's folder's) and its student's folder with the folders above it,
+   never the student's own file or subfolder names (``frank.ipynb`` in Mallory's Moodle
+   folder, or in a Gradescope ``submission_<id>`` folder, is not Frank's);
 4. for an LMS download only, the student's name as the LMS wrote it (Canvas's
    ``andersonemma`` for "Anderson, Emma", Moodle's full name, a Gradescope submitter's
-   name), when no other student has that name.
+   name), when no other student has that name. A Canvas file found by rule 3 or 4 is
+   never a student's whom the roster gives another Canvas user id (no one's, with why).
+
+A Gradescope group's other submitters are the identity's ``others``: a roster student,
+or, matched to no one, their name, SID and e-mail with ``why_unmatched`` (listed with
+the unmatched submissions as ``<submission> (group member <name>)``).
 
 Everything else is compared NFC-normalised and case-folded (a macOS zip's NFD ``josé.núñez``
 matches the roster's NFC one). An identifier shared by two students matches neither.
@@ -53,7 +76,9 @@ Without a match (or without a roster) the identity is what the download says (Ca
 user id and name, Moodle participant id and full name or a group's name, Gradescope SID,
 e-mail and name), else the submission's name; a Moodle number the roster gives another
 student, or any unmatched Moodle folder's number when the roster has groups (it may be a
-group's id), is left out of it.
+group's id), is left out of it, and so is the user id of a Canvas file that is not its
+student's by name or that can be read in several ways (without a roster too: no reading
+is taken, and ``why_unmatched`` names the readings).
 
 The submission time, first found of: the LMS download (a Gradescope export's
 ``:created_at:``), the times file (``--times``; the latest row), the roster's
@@ -73,7 +98,13 @@ import pathlib
 import re
 import unicodedata
 
-from lablib.grading.lms import clean_label, fold, moodle_file_forms, moodle_file_text
+from lablib.grading.lms import (
+    canvas_slug,
+    clean_label,
+    fold,
+    moodle_file_forms,
+    moodle_file_text,
+)
 from lablib.grading.gradebook.roster import Roster, RosterMatch, Student, lab_aliases
 from lablib.grading.submissions import Found
 
@@ -257,9 +288,14 @@ class RosterIndex:
         return None, ""
 
 
-def _candidates(found) -> list[str]:
+def _candidates(found, lms: dict | None = None) -> list[str]:
     """What a submission may be named after: its name, its path below the folder given and
-    its student's folder, each of their parts, and its notebook's name, without ``.ipynb``."""
+    its student's folder, each of their parts, and its notebook's name, without ``.ipynb``.
+    A notebook of an LMS download (``lms``, else the submission's own LMS description):
+    only what the LMS wrote (:func:`_lms_candidates`)."""
+    lms = dict(getattr(found, "lms", {}) or {}) if lms is None else lms
+    if lms.get("lms"):
+        return _lms_candidates(found, lms)
     name = str(found.name)
     where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
     folder = str(getattr(found, "folder", "") or "")
@@ -275,14 +311,27 @@ def _candidates(found) -> list[str]:
     return [c for c in dict.fromkeys(out) if c]
 
 
+def _lms_candidates(found, lms: dict) -> list[str]:
+    """What a notebook of an LMS download may be named after: what the LMS wrote, never the
+    student's own file or folder names inside it (``frank.ipynb`` in Mallory's folder is
+    Mallory's): the name the LMS gives it (each reading's, for a Canvas file read in
+    several ways), its student's folder (the LMS's, with the folders above it), for a file
+    without one the folders above it, and, for the roster's submission column, the row's
+    full name and path below the folder given."""
+    where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
+    folder = str(getattr(found, "folder", "") or "")
+    names = [lms.get("name", "")]
+    if lms.get("lms") == "canvas":
+        names += [r.get("name", "") for r in _canvas_readings(lms)]
+    above = folder.split("/") if folder else where.split("/")[:-1]
+    out = [str(found.name), where, folder, *names, *above]
+    return [c for c in dict.fromkeys(out) if c]
+
+
 def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]]:
-    """``(student or None, how)`` per person the LMS download names (a Gradescope group
-    has several), by the LMS's ids."""
-    kind = lms.get("lms")
-    if kind == "canvas" and lms.get("user_id"):
-        student, _ = index.one(index.lms_ids, [lms["user_id"]])
-        return [(student, f"Canvas user id {lms['user_id']}")]
-    if kind == "gradescope":
+    """``(student or None, how)`` per person a Gradescope submission names (a group has
+    several), by the LMS's ids: SID, else e-mail, else name."""
+    if lms.get("lms") == "gradescope":
         out = []
         for person in lms.get("submitters", []):
             student, how = None, ""
@@ -301,22 +350,26 @@ def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]
 
 
 @dataclasses.dataclass(frozen=True)
-class _MoodleMatch:
-    """Whose a Moodle download's folder (or flat file) is.
+class _LmsMatch:
+    """Whose a Moodle download's folder (or flat file), or a Canvas file, is.
 
     Attributes:
-        students: its students (a group's members, in roster order); () for no one.
+        students: its students (a group's members, in roster order; a Canvas group's
+            member whose user id the file has first); () for no one.
         how: how they were found.
-        lms: what to add to the download's description when it is a group's (its
+        lms: Moodle: what to add to the download's description when it is a group's (its
             ``group``, ``group_id`` and no ``participant_id``) or a member's copy (its
             ``group``); nothing when it is no one's, so that another roster can decide.
+            Canvas: the description as decided (the reading taken, or none), replacing
+            the download's.
         why: why it is no one's (what it says, what was expected, what to do).
         final: decided: the identifier and name rules are not tried after it.
         doubted: its number is not known to be a participant id (a team assignment's
             folder, one whose name is not that participant's, or any folder left to the
-            identifier and name rules when the roster has groups): left out of the
-            identity if unmatched, so that no later join by participant id gives it to
-            anyone.
+            identifier and name rules when the roster has groups), or its Canvas user id
+            not known to be its student's (the name in the file is not theirs, or the file
+            can be read in several ways): left out of the identity if unmatched, so that
+            no later join by participant or user id gives it to anyone.
     """
 
     students: tuple = ()
@@ -365,7 +418,7 @@ def _moodle_own(student: Student, name: str) -> tuple[int, str, str]:
     return 0, "", ""
 
 
-def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
+def _moodle_match(index: RosterIndex, lms: dict) -> _LmsMatch:
     """Whose a Moodle folder is, by its number and name against the roster: a student's
     own (the participant id, and a name that is that student's); a team's, when its name
     is one of the roster's groups' as Moodle writes it (its number the group's id): the
@@ -399,7 +452,7 @@ def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
             mine = unicodedata.normalize("NFC", owner.group.strip())
             shared = mine in keys and len(index.members.get(mine, ())) > 1
             if own == 1 or shared:
-                return _MoodleMatch(
+                return _LmsMatch(
                     why=_own_and_group(index, name, number, owner, keys, shared),
                     final=True,
                     doubted=True,
@@ -407,18 +460,18 @@ def _moodle_match(index: RosterIndex, lms: dict) -> _MoodleMatch:
             keys = []  # their exact full name or "Participant": a group written so is not theirs
         if own and not keys:
             how = f"Moodle participant id {number}" + (f" (group {group}'s copy)" if group else "")
-            return _MoodleMatch((owner,), how, {"group": group} if group else {}, final=True)
+            return _LmsMatch((owner,), how, {"group": group} if group else {}, final=True)
     if keys:  # a team assignment's folder: its group's
         return _moodle_group(index, lms, keys)
     if index.members and owner is None:
         member = _moodle_copy(index, name)
         if member is not None:
-            return _MoodleMatch((member,), f"Moodle name {name}", {}, final=True)
+            return _LmsMatch((member,), f"Moodle name {name}", {}, final=True)
     if owner is not None:
-        return _MoodleMatch(why=_not_theirs(index, name, number, owner), final=True, doubted=True)
+        return _LmsMatch(why=_not_theirs(index, name, number, owner), final=True, doubted=True)
     # a student's own folder as far as the roster knows: the identifier and name rules
     # follow. With groups in the roster its number may be a group's: left out if unmatched
-    return _MoodleMatch(
+    return _LmsMatch(
         why=_moodle_unmatched(index, lms) if index.members else "", doubted=bool(index.members)
     )
 
@@ -518,7 +571,7 @@ def _prefix(name: str, number: str) -> str:
     return f"{name}_{number}" if number else name
 
 
-def _moodle_group(index: RosterIndex, lms: dict, keys: list) -> _MoodleMatch:
+def _moodle_group(index: RosterIndex, lms: dict, keys: list) -> _LmsMatch:
     """A team assignment's folder (``lms``: its download description, its number a
     participant id as the download gives it or a group id as decided before): the
     members of the one roster group (``keys``: those whose name Moodle writes its name);
@@ -538,14 +591,14 @@ def _moodle_group(index: RosterIndex, lms: dict, keys: list) -> _MoodleMatch:
         "submissions and the worksheet again"
     )
     if index.names_default(lms):
-        return _MoodleMatch(
+        return _LmsMatch(
             why=f"{folder} is a team submission of a group named {name!r} (Moodle writes no "
             f"id for its own Default group), so it is not the Default group's: {rename}",
             final=True,
             doubted=True,
         )
     if index.default_named and index.is_default_folder(lms):
-        return _MoodleMatch(
+        return _LmsMatch(
             why=f"{folder} is the team submission of Moodle's Default group (the students in "
             f"no group), but {index.default_where} also has {index.default_named!r}, a group "
             f"named like it, and the roster cannot tell the Default group's students from that "
@@ -560,10 +613,10 @@ def _moodle_group(index: RosterIndex, lms: dict, keys: list) -> _MoodleMatch:
             + (f" (group id {number})" if number else "")
             + f", {len(members)} member(s) in the roster's group column"
         )
-        return _MoodleMatch(members, how, group, final=True)
+        return _LmsMatch(members, how, group, final=True)
     if len(keys) > 1:
         alike = ", ".join(repr(index.group_names[k]) for k in keys)
-        return _MoodleMatch(
+        return _LmsMatch(
             why=f"{folder}: the roster's groups {alike} are all written {name!r} in Moodle's "
             f"download, so it is none of them; rename all but one in Moodle and download again",
             final=True,
@@ -582,7 +635,7 @@ def _moodle_group(index: RosterIndex, lms: dict, keys: list) -> _MoodleMatch:
             f"roster (its Group column names each student's group), or write each member's "
             f"group, as Moodle names it, in the roster's group column"
         )
-    return _MoodleMatch(why=why, final=True, doubted=True)
+    return _LmsMatch(why=why, final=True, doubted=True)
 
 
 def _moodle_copy(index: RosterIndex, name: str) -> Student | None:
@@ -595,6 +648,239 @@ def _moodle_copy(index: RosterIndex, name: str) -> Student | None:
             if student is not None and fold(name[:i]) in moodle_file_forms(student.group):
                 return student
     return None
+
+
+def _canvas_forms(name, *, person: bool = True) -> set[str]:
+    """How Canvas's download writes ``name`` (a roster student's, or with ``person=False``
+    a group's), folded (:func:`~lablib.grading.lms.canvas_slug`): for a student also the
+    other order of its words ("Doe, Erin" is written ``erindoe`` too: the display name
+    Canvas gives a student in no group of a group assignment; "Erin Doe" ``doeerin``, the
+    sortable name Canvas makes of it)."""
+    text = unicodedata.normalize("NFC", str(name or "")).strip()
+    variants = {text}
+    if person and "," in text:
+        last, _, first = text.partition(",")
+        variants.add(f"{first} {last}")
+    elif person and len(text.split()) > 1:
+        words = text.split()
+        variants.add(" ".join(words[-1:] + words[:-1]))
+    return {fold(canvas_slug(v)) for v in variants} - {""}
+
+
+def _canvas_readings(lms: dict) -> list[dict]:
+    """The ways a Canvas file's name can be read (:func:`~lablib.grading.lms.canvas_name`):
+    its ``candidates``, else the one reading it is."""
+    readings = lms.get("candidates")
+    if isinstance(readings, list) and readings:
+        return [r for r in readings if isinstance(r, dict)]
+    return [lms]
+
+
+def _canvas_file(found, reading: dict) -> str:
+    """The Canvas file's name, as the messages show it."""
+    where = str(getattr(found, "where", "") or "")
+    return where.rsplit("/", 1)[-1] or f"{reading.get('name', '')}_..._{reading.get('file', '')}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reading:
+    """One reading of a Canvas file's name against the roster.
+
+    Attributes:
+        reading: the reading (``name``, ``user_id`` or ``anonymous_id``, ``late``, ...).
+        student: the roster's student of its user id, or None.
+        agrees: 2: the name is that student's (or their group's) as Canvas writes it;
+            1: the roster gives the student no name to compare; 0: neither.
+        members: whose file it is when it agrees: the student, or their group's members
+            (the student first).
+        how: how they were found.
+        said: what the roster says of this reading, for the reasons.
+        group: the roster group it names (the student's own), or "".
+    """
+
+    reading: dict
+    student: Student | None = None
+    agrees: int = 0
+    members: tuple = ()
+    how: str = ""
+    said: str = ""
+    group: str = ""
+
+
+def _canvas_reading(index: RosterIndex, reading: dict) -> _Reading:
+    """``reading`` judged against the roster: its user id's student, and whether the name
+    in the file is theirs, or their own group's (the roster's group column: a group
+    assignment's file is named after the group), as Canvas writes it."""
+    uid = str(reading.get("user_id") or "")
+    if not uid:
+        return _Reading(reading, said="an anonymous submission's, which no roster names")
+    student, _ = index.one(index.lms_ids, [uid])
+    if student is None:
+        many = len({id(s) for s in index.lms_ids.get(fold(uid), [])}) > 1
+        return _Reading(
+            reading,
+            said=f"{'two students of the roster have' if many else 'no student of the roster has'} "
+            f"Canvas user id {uid} (its ID column)",
+        )
+    name = fold(reading.get("name", ""))
+    group = unicodedata.normalize("NFC", student.group.strip())
+    own = bool(fold(student.name)) and name in _canvas_forms(student.name)
+    as_group = bool(group) and name in _canvas_forms(group, person=False)
+    members = (student, *(m for m in index.members.get(group, ()) if m is not student))
+    sortable = fold(canvas_slug(student.name))
+    written = " or ".join(map(repr, [sortable, *sorted(_canvas_forms(student.name) - {sortable})]))
+    if own and as_group and len(members) > 1:
+        said = (
+            f"user id {uid} is {student.name}'s, whose own name and whose group "
+            f"{index.group_names.get(group, group)!r} (with other members) Canvas both writes "
+            f"{reading.get('name', '')!r}: their own file or the group's? Rename the group in "
+            f"Canvas and download again"
+        )
+        return _Reading(reading, student, said=said)
+    if own:
+        return _Reading(reading, student, 2, (student,), f"Canvas user id {uid}", "theirs")
+    if as_group:
+        how = (
+            f"Canvas group {index.group_names.get(group, group)!r} (its file, under user id "
+            f"{uid}), {len(members)} member(s) in the roster's group column"
+        )
+        return _Reading(reading, student, 2, members, how, "their group's", student.group.strip())
+    if not fold(student.name):
+        how = f"Canvas user id {uid} (the roster gives no name to compare)"
+        return _Reading(reading, student, 1, (student,), how, "a student the roster gives no name")
+    said = f"user id {uid} is {student.name}'s, whose name Canvas writes {written}"
+    return _Reading(reading, student, said=said)
+
+
+def _canvas_match(index: RosterIndex, lms: dict, found) -> _LmsMatch:
+    """Whose a Canvas file is: the reading of its name (one, or several:
+    :func:`~lablib.grading.lms.canvas_splits`) whose user id is a roster student's and
+    whose name is that student's as Canvas writes it, or their own group's (then every
+    member's). Exactly one reading must agree, with the roster's name, not by itself; a
+    reading whose student the roster gives no name agrees only when it is the file's
+    only one. Nothing agreeing and a user id the roster knows: no one's, with why (the
+    identifier and name rules are not tried: the file is not given to another student by
+    its name); no user id the roster knows: the identifier and name rules decide."""
+    judged = [_canvas_reading(index, r) for r in _canvas_readings(lms)]
+    several = len(judged) > 1
+    agreeing = [j for j in judged if j.agrees == 2 or (j.agrees == 1 and not several)]
+    if len(agreeing) == 1:
+        chosen = agreeing[0]
+        how = chosen.how
+        if several:
+            how += (
+                f" (the file name read as name {chosen.reading.get('name', '')!r}, its "
+                f"student's; {len(judged) - 1} other reading(s) refused)"
+            )
+        if lms.get("late_disputed"):
+            how += "; counted late: one reading of the file name has Canvas's LATE marker"
+        taken = _canvas_taken(lms, chosen.reading, chosen.group)
+        return _LmsMatch(chosen.members, how, taken, final=True)
+    known = any(j.student is not None for j in judged)
+    why = _canvas_why(index, found, lms, judged, agreeing) if known or several else ""
+    return _LmsMatch(lms=_canvas_taken(lms, None), why=why, final=known, doubted=known or several)
+
+
+def _canvas_taken(lms: dict, reading: dict | None, group: str = "") -> dict:
+    """A Canvas file's description once decided: a file read one way as it is (with the
+    roster group it was found to be, if any); read in several ways, the reading taken as
+    its ``name``, ``user_id``, ``attachment_id`` and ``file`` (None: none of them, so no
+    user id is kept); ``late`` and the ``candidates`` kept."""
+    if "candidates" in lms:
+        lms = {k: v for k, v in lms.items() if k not in _READING_IDS}
+        if reading is not None:
+            lms |= {k: reading[k] for k in ("name", *_READING_IDS) if k in reading}
+    return lms | ({"group": group} if group else {})
+
+
+#: What one reading of a Canvas file name says beside its name and ``late`` (which stays
+#: the file's: True when any reading has Canvas's LATE marker), and the group taken.
+_READING_IDS = ("user_id", "anonymous_id", "attachment_id", "file", "group")
+
+
+def _canvas_why(index: RosterIndex, found, lms: dict, judged: list, agreeing: list) -> str:
+    """Why a Canvas file is no one's: what its name says, what the roster says of it, what
+    to do."""
+    file = f"Canvas file {_canvas_file(found, judged[0].reading)!r}"
+    late = (
+        " One reading has Canvas's LATE marker and another none: it counts as late."
+        if lms.get("late_disputed")
+        else ""
+    )
+    if len(judged) == 1:
+        name = judged[0].reading.get("name", "")
+        groups = sorted(
+            label
+            for key, label in index.group_names.items()
+            if fold(name) in _canvas_forms(key, person=False)
+        )
+        named = (
+            f" (the roster's group {', '.join(map(repr, groups))} is written so)" if groups else ""
+        )
+        return (
+            f"{file}: {judged[0].said}, not {name!r}, the name in the file{named}. A group "
+            f"submission? In a group assignment Canvas names each group's file after the "
+            f"group, under one member's user id: give each student's group, as named in "
+            f"Canvas, in the roster's group column (the group set's CSV export lists them: "
+            f"name, canvas_user_id, ..., group_name), and every member gets the grade. If the "
+            f"student changed their name since the roster was exported, export the gradebook "
+            f"again; if the file is theirs, name it in their row of the roster's submission "
+            f"column.{late}"
+        )
+    readings = "; ".join(f"{_reading_text(j.reading)} ({j.said})" for j in judged)
+    return (
+        f"{file} can be read in {len(judged)} ways: {readings}. "
+        f"{'More than one' if agreeing else 'None'} of them gives a roster student's user id "
+        f"with that student's own name (or their group's), so lablib gives it to no one: a "
+        f"sortable name ending in '_' and digits makes such a file name, and so can a file's "
+        f"own name. Find who submitted it in Canvas (SpeedGrader) and name the file in that "
+        f"student's row of the roster's submission column; for a group assignment (Canvas "
+        f"names each group's file after the group, under one member's user id), give each "
+        f"student's group, as named in Canvas, in the roster's group column.{late}"
+    )
+
+
+def _reading_text(reading: dict) -> str:
+    """One reading of a Canvas file name, as the messages show it."""
+    who = (
+        f"user id {reading['user_id']}"
+        if reading.get("user_id")
+        else f"anonymous id {reading.get('anonymous_id', '')}"
+    )
+    return f"name {reading.get('name', '')!r}, {who}" + (", LATE" if reading.get("late") else "")
+
+
+def _canvas_refused(student: Student | None, lms: dict, how: str) -> str:
+    """Why ``student``, found by the identifier or name rules (``how``), cannot have this
+    Canvas file: the roster gives them a Canvas user id that none of its readings has (a
+    Canvas file is never given to a student with another user id); "" when they can."""
+    ids = {fold(r.get("user_id") or "") for r in _canvas_readings(lms)} - {""}
+    if student is None or not ids or not student.lms_id.strip() or fold(student.lms_id) in ids:
+        return ""
+    return (
+        f"Canvas's file of user id {' or '.join(sorted(ids))} is named as {student.name} "
+        f"({how}), whose Canvas user id is {student.lms_id} in the roster: a file is never "
+        f"given to a student with another user id. If the roster is another course's or "
+        f"older than the download, export this course's gradebook again; if the file is "
+        f"theirs, name it in their row of the roster's submission column"
+    )
+
+
+def _canvas_name_match(index: RosterIndex, lms: dict) -> tuple[Student | None, str, dict]:
+    """Rule 4 for a Canvas file: the one student that the name of one of its readings
+    names (:func:`_lms_name_match`), and the description with that reading taken when
+    only it names them."""
+    found = []
+    for reading in _canvas_readings(lms):
+        name = reading.get("name", "")
+        student = index.one(index.names, [name, _slug(name)])[0] if name else None
+        if student is not None:
+            found.append((student, reading))
+    if len({id(s) for s, _ in found}) != 1:
+        return None, "", lms
+    student, reading = found[0]
+    taken = _canvas_taken(lms, reading if len(found) == 1 else None)
+    return student, f"Canvas name {reading.get('name', '')}", taken
 
 
 def _lms_name_match(index: RosterIndex, lms: dict) -> tuple[Student | None, str]:
@@ -617,11 +903,15 @@ def _from_student(student: Student) -> dict:
 def _from_lms(found, lms: dict | None = None, doubted: bool = False) -> dict:
     """The identity a download gives where no roster student matched (``lms``: the
     download's description as resolved, else the submission's; ``doubted``: a Moodle
-    number the roster gives another student, left out)."""
+    number the roster gives another student, or a Canvas user id whose roster student the
+    file's name is not, left out)."""
     lms = dict(getattr(found, "lms", {}) or {}) if lms is None else lms
     identity = {f: "" for f in STUDENT_FIELDS}
     kind = lms.get("lms")
-    if kind == "canvas":
+    if kind == "canvas" and doubted:
+        identity.update(name=lms.get("name", ""))
+        key = _prefix(lms.get("name", ""), lms.get("user_id", ""))
+    elif kind == "canvas":
         identity.update(name=lms.get("name", ""), lms_id=lms.get("user_id", ""))
         key = lms.get("user_id") or (
             f"anon_{lms['anonymous_id']}" if lms.get("anonymous_id") else ""
@@ -649,6 +939,91 @@ def _from_lms(found, lms: dict | None = None, doubted: bool = False) -> dict:
     return identity
 
 
+def _submitter(person: dict) -> dict:
+    """A Gradescope submitter no roster student matched, as the identity of a group's
+    other member keeps them (their name, SID and e-mail)."""
+    return {
+        "name": person.get("name", ""),
+        "student_id": person.get("sid", ""),
+        "email": person.get("email", ""),
+        "key": person.get("sid") or person.get("email") or person.get("name", ""),
+        "matched": False,
+    }
+
+
+def _others(people: list, lms: dict, found) -> list[dict]:
+    """A group's other members (``people[1:]``: ``(student or None, how)`` in the order the
+    download names them): a roster student, or a Gradescope submitter the roster does not
+    have, kept with their name, SID, e-mail and why (never dropped: they are listed with
+    the unmatched submissions)."""
+    submitters = lms.get("submitters") or [] if lms.get("lms") == "gradescope" else []
+    out = []
+    for i, (other, how) in enumerate(people[1:], start=1):
+        if other is not None:
+            out.append(_from_student(other) | {"matched": True, "matched_by": how})
+            continue
+        person = submitters[i] if i < len(submitters) else {}
+        member = _submitter(person) | {"matched_by": ""}
+        member["why_unmatched"] = (
+            f"Gradescope submitter {person.get('name', '')!r} (SID {person.get('sid') or '-'}, "
+            f"e-mail {person.get('email') or '-'}), a member of the group submission "
+            f"{found.name!r}, matches no student of the roster by SID, e-mail or name: add them "
+            f"to the roster (or correct their SID in Gradescope), then run `lablib report` with "
+            f"the roster"
+        )
+        out.append(member)
+    return out
+
+
+def _match(index: RosterIndex, found, lms: dict) -> tuple:
+    """Rules 1-4 (the module's docstring) for one submission: ``(student or None, how,
+    others, decided, lms)``; ``decided`` the LMS rule's :class:`_LmsMatch` (a Moodle folder
+    or a Canvas file: its reason when no one's), ``lms`` the download's description as
+    resolved."""
+    student, how, people, decided = None, "", [], _LmsMatch()
+    explicit, key = index.one(index.explicit, _candidates(found, lms))
+    if explicit is not None:
+        student, how = explicit, f"the roster's submission column ({key})"
+    kind = lms.get("lms")
+    if student is None and kind in ("moodle", "canvas"):
+        if kind == "moodle":
+            decided = _moodle_match(index, lms)
+            lms = lms | decided.lms
+        else:
+            decided = _canvas_match(index, lms, found)
+            lms = decided.lms
+        people = [(s, decided.how) for s in decided.students]
+    elif kind == "gradescope":
+        people = _lms_match(index, lms)
+    if student is None and people:
+        student, how = people[0]
+    others = _others(people, lms, found)
+    by_name = student is None and not decided.final  # rules 3 and 4
+    if by_name and not explicit:
+        student, key = index.one(index.ids, _candidates(found, lms))
+        how = f"the name {key!r}" if student is not None else ""
+    if by_name and student is None and lms:
+        if kind == "canvas":
+            student, how, lms = _canvas_name_match(index, lms)
+        else:
+            student, how = _lms_name_match(index, lms)
+    refused = _canvas_refused(student, lms, how) if by_name and kind == "canvas" else ""
+    if refused:
+        student, decided = None, _LmsMatch(why=refused, final=True, doubted=True)
+    return student, how, others, decided, lms
+
+
+def _canvas_unread(found, lms: dict) -> str:
+    """Why a Canvas file read in several ways is no one's without a roster."""
+    readings = "; ".join(_reading_text(r) for r in _canvas_readings(lms))
+    return (
+        f"Canvas file {_canvas_file(found, lms)!r} can be read in "
+        f"{len(_canvas_readings(lms))} ways ({readings}): without a roster lablib cannot tell "
+        f"which is Canvas's; give the course's gradebook export as the roster"
+        + (" (one reading has Canvas's LATE marker: it counts as late)" if lms.get("late") else "")
+    )
+
+
 def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
     """The identity of one submission (a :class:`~lablib.grading.submissions.Found`; see
     the module's docstring for the rules and the dict).
@@ -662,53 +1037,26 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
     lms = dict(getattr(found, "lms", {}) or {})
     identity: dict = {}
     others: list = []
-    moodle = _MoodleMatch()
+    decided = _LmsMatch()
     if roster is not None:
         index = index or RosterIndex(roster)
-        student, how, people = None, "", []
-        explicit, key = index.one(index.explicit, _candidates(found))
-        if explicit is not None:
-            student, how = explicit, f"the roster's submission column ({key})"
-        if student is None and lms.get("lms") == "moodle":
-            moodle = _moodle_match(index, lms)
-            lms.update(moodle.lms)
-            people = [(s, moodle.how) for s in moodle.students]
-        elif student is None and lms:
-            people = _lms_match(index, lms)
-        if student is None and lms and people:
-            student, how = people[0]
-            for other, other_how in people[1:]:
-                others.append(
-                    (_from_student(other) | {"matched": True, "matched_by": other_how})
-                    if other is not None
-                    else {"matched": False}
-                )
-        if student is None and not explicit and not moodle.final:
-            student, key = index.one(index.ids, _candidates(found))
-            how = f"the name {key!r}" if student is not None else ""
-        if student is None and lms and not moodle.final:
-            student, how = _lms_name_match(index, lms)
+        student, how, others, decided, lms = _match(index, found, lms)
         if student is not None:
             identity = _from_student(student) | {"matched": True, "matched_by": how}
         elif lms.get("lms") == "moodle":
-            identity = {"why_unmatched": moodle.why or _moodle_unmatched(index, lms)}
+            identity = {"why_unmatched": decided.why or _moodle_unmatched(index, lms)}
+        elif decided.why:
+            identity = {"why_unmatched": decided.why}
+    elif lms.get("lms") == "canvas" and "candidates" in lms:
+        lms = _canvas_taken(lms, None)
+        identity = {"why_unmatched": _canvas_unread(found, lms)}
+        decided = _LmsMatch(doubted=True)
     if not identity.get("matched"):
         identity = (
-            _from_lms(found, lms, moodle.doubted) | {"matched": False, "matched_by": ""} | identity
+            _from_lms(found, lms, decided.doubted) | {"matched": False, "matched_by": ""} | identity
         )
-    if (
-        lms.get("lms") == "gradescope" and not others
-    ):  # a group's other submitters, without a roster
-        others = [
-            {
-                "name": p.get("name", ""),
-                "student_id": p.get("sid", ""),
-                "email": p.get("email", ""),
-                "key": p.get("sid") or p.get("email") or p.get("name", ""),
-                "matched": False,
-            }
-            for p in lms.get("submitters", [])[1:]
-        ]
+    if lms.get("lms") == "gradescope" and roster is None:  # a group's other submitters
+        others = [_submitter(p) for p in lms.get("submitters", [])[1:]]
     identity["lms"] = lms
     identity["others"] = others
     identity["submitted_at"], identity["time_source"] = _time(identity, found, roster, times, lab)

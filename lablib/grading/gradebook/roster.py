@@ -308,6 +308,13 @@ class Roster:
             for other in identity.get("others", []):
                 if other.get("matched") and (s := by_key.get(_student_key(other))) is not None:
                     claimed.add(id(s))
+        for name, identity in identities.items():  # a group's members matched to no one
+            for other in identity.get("others") or []:
+                if not other.get("matched") and (other.get("name") or other.get("key")):
+                    member = f"{name} (group member {other.get('name') or other.get('key')})"
+                    unmatched.append(member)
+                    if other.get("why_unmatched"):
+                        reasons[member] = str(other["why_unmatched"])
         return RosterMatch(
             students,
             tuple(unmatched),

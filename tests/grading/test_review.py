@@ -10,8 +10,11 @@ from __future__ import annotations
 import csv
 import http.client
 import json
+import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -20,7 +23,8 @@ from lablib.grading import report
 from lablib.grading.gradebook import Gradebook
 from lablib.grading.grade import rewrite_reports
 from lablib.grading.results import PieceScore, Status, SubmissionResult, WrittenAnswer
-from lablib.grading.review.render import render_markdown
+from lablib.grading.review import render
+from lablib.grading.review.render import render_answer, render_markdown
 from lablib.grading.review.server import ReviewApp, make_server
 from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore
 from lablib.grading.spec import LabSpec
@@ -182,6 +186,115 @@ def test_markdown_renders_math_and_never_runs_student_html():
     assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
     assert 'href="javascript' not in html
     assert 'class="tex"' in html, "a formula the converter cannot read is shown as typed"
+
+
+#: Formulas whose macros grow: one without end (1.4 GB at 70 MB/s in the red team's run),
+#: one of 414 characters that made 814 KB of MathML in 3 s (8 copies a level, 5 levels).
+MACRO_BOMBS = {
+    "self": r"Easy: $\def\a#1{\a{#1#1}}\a{x}$",
+    "newcommand": r"$\newcommand{\a}[1]{\a{#1#1}}\a{x}$",
+    "nested": "$\\newcommand{\\zz}{x}"
+    + "".join(
+        f"\\newcommand{{\\zz{'q' * (i + 1)}}}{{{('{' + chr(92) + 'zz' + 'q' * i + '}') * 8}}}"
+        for i in range(5)
+    )
+    + "\\zzqqqqq$",
+    "environment": r"$\newenvironment{foo}{\begin{foo}}{}\begin{foo}x\end{foo}$",
+    "in hbox": r"\begin{equation}\hbox{$\def\a#1{\a{#1#1}}\a{x}$}\end{equation}",
+    "after verb": r"$\verb\x\\def\a#1{\a{#1#1}}\a{x}$",
+}
+
+_RENDER_CHILD = """
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+from lablib.grading.review.render import render_answer
+out = {}
+for name, text in json.loads(sys.stdin.read()).items():
+    start = time.monotonic()
+    html = render_answer(text, None)
+    out[name] = [time.monotonic() - start, html]
+print(json.dumps(out))
+"""
+
+
+def test_a_formula_that_defines_macros_is_shown_as_typed():
+    """latex2mathml expands \\def, \\newcommand, \\newenvironment with no bound but a
+    depth of 100: each is shown as typed, never expanded (in a process of its own,
+    its memory bounded: the first grew without end)."""
+    run = subprocess.run(
+        [sys.executable, "-c", _RENDER_CHILD],
+        input=json.dumps(MACRO_BOMBS),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    for name, (seconds, html) in json.loads(run.stdout).items():
+        assert seconds < 1 and len(html) < 2 * len(MACRO_BOMBS[name]) + 300, (name, seconds)
+        assert "<math" not in html and 'class="tex"' in html, (name, html)
+        assert "it defines macros" in html, (name, html)
+    mixed = render_markdown(
+        r"Easy: $\def\a{b}\a$, then $x^2$ and $a \\ def$, $\mathrm{undefined}$."
+    )
+    assert mixed.count("<math") == 3 and mixed.count('class="tex"') == 1, mixed
+
+
+def test_formula_lengths_and_sizes_stay_within_bounds():
+    """\\rule{1pt}{2000000pt} printed 2,664 pages, \\raise{728pt} drew over the cover:
+    each length within 10 em up or down and 40 em across, sizes within 2.5 times the
+    text's; honest ones kept as written, what is no length dropped."""
+
+    def attrs(tex: str) -> list[dict]:
+        found = re.findall(r"<(m\w+)((?: [a-z]+=\"[^\"]*\")*)>", render_markdown(f"${tex}$"))
+        return [
+            dict(re.findall(r'([a-z]+)="([^"]*)"', a), tag=t) for t, a in found if a and t != "math"
+        ]
+
+    assert attrs(r"\rule{1pt}{2000000pt}") == [{"tag": "mspace", "width": "1pt", "height": "10em"}]
+    raised = attrs(r"\hspace{48pt}\smash{\raise{728pt}{\text{S3}}}")
+    assert {"tag": "mpadded", "voffset": "10em", "height": "+10em", "depth": "-10em"} in raised
+    assert attrs(r"\lower{200cm}{x}")[0]["voffset"] == "-10em"
+    assert attrs(r"\hspace{-3000cm}x") == [{"tag": "mspace", "width": "-40em"}]
+    assert attrs(r"\hspace{1e9pt}x") == [] and attrs(r"\rule{1pt}{x}") == [
+        {"tag": "mspace", "width": "1pt"}
+    ]
+    sizes = [float(a["mathsize"][:-2]) for a in attrs(r"\Huge{\Huge{\Huge{\Huge{x}}}}")]
+    scale = 1.0
+    for size in sizes:
+        scale *= size
+    assert sizes[0] == 2.49 and 2.49 <= scale <= 2.5, sizes
+    tiny = [float(a["mathsize"][:-2]) for a in attrs(r"\tiny{\tiny{\tiny{\tiny{x}}}}")]
+    assert 0.25 <= tiny[0] * tiny[1] * tiny[2] * tiny[3] < 0.26, tiny
+    # what honest answers write is kept as written
+    assert attrs(r"\rule{10cm}{0.4pt}") == [{"tag": "mspace", "width": "10cm", "height": "0.4pt"}]
+    assert attrs(r"\raise{0.5ex}{x}")[0]["voffset"] == "0.5ex"
+    assert attrs(r"\Huge x")[0]["mathsize"] == "2.49em"
+    assert attrs(r"a\quad b\!c")[0]["width"] == "1em"
+    assert attrs(r"\clap{x}")[0] == {"tag": "mpadded", "lspace": "-0.5width", "width": "0px"}
+    small = attrs(r"\begin{smallmatrix}a&b\\c&d\end{smallmatrix}\big(\Bigg(")
+    assert {"tag": "mtable", "rowspacing": "0.1em", "columnspacing": "0.2778em"} in small
+    assert {"tag": "mo", "minsize": "2.470em", "maxsize": "2.470em"} in small
+
+
+def test_a_formula_that_draws_too_much_is_shown_as_typed(monkeypatch):
+    """A formula's MathML is at most 40 times its TeX, plus 1,000 characters (200,000 at
+    most): past it, the formula is shown as typed, and says why."""
+    cases = r"\begin{cases}" + r"a&b\\" * 200 + r"\end{cases}"
+    render._math.cache_clear()
+    try:
+        assert "<math" in render_answer(f"$${cases}$$")  # 18 characters of MathML a character
+        monkeypatch.setattr(render, "MATHML_PER_TEX_CHAR", 5)
+        render._math.cache_clear()
+        shown = render_answer(f"Cases: $${cases}$$ and $x$.")
+        assert (
+            shown.count("<math") == 1
+            and 'class="tex" title="formula shown as typed: too large' in shown
+        )
+        monkeypatch.setattr(render, "MAX_MATHML_CHARS", 40)
+        render._math.cache_clear()
+        assert "<math" not in render_answer("$x$") and "too large to draw" in render_answer("$x$")
+    finally:
+        render._math.cache_clear()
 
 
 # --------------------------------------------------------------------------- gradebook

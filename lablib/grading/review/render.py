@@ -19,6 +19,25 @@ HTML of each step passes an allowlist sanitiser (nh3, the Python binding of the 
 
 Every browser draws MathML without a script, a font download or a network.
 
+Formulas are bounded, so that no formula makes rendering or printing grow faster than
+its text (:func:`_math`):
+
+- a formula that defines macros (``\\def``, ``\\newcommand``, ``\\renewcommand``,
+  ``\\DeclareMathOperator``, ``\\newenvironment``... anywhere in it, even in
+  ``\\hbox{$...$}``) is shown as its TeX as typed, never expanded: latex2mathml expands
+  them with no bound but a depth of 100, so ``\\def\\a#1{\\a{#1#1}}\\a{x}`` grew
+  without end and 414 characters of nested ``\\newcommand`` made 814 KB in 3 s;
+- a formula whose MathML is longer than :data:`MATHML_PER_TEX_CHAR` times its TeX (plus
+  :data:`MATHML_FLOOR`), or than :data:`MAX_MATHML_CHARS`, is shown as its TeX as typed;
+- lengths (``\\rule``, ``\\hspace``, ``\\raise``...: MathML's ``width``, ``height``,
+  ``depth``, ``voffset``, ``lspace``...) are kept within :data:`MAX_ACROSS_EM` em across
+  and :data:`MAX_UPDOWN_EM` em up or down, text sizes (``\\Huge`` in ``\\Huge``) within
+  :data:`MAX_SCALE` times the text's; a value that is no length is dropped
+  (``\\rule{1pt}{2000000pt}`` printed 2,664 pages; ``\\raise{728pt}`` drew over the
+  page above).
+
+A formula shown as typed says why in its ``title``.
+
 Long answers are bounded: :func:`render_answer` shows the first ``limit`` characters
 (the page's preview; "show all" asks for the rest), renders at most
 :data:`FULL_RENDER_CHARS` characters as markdown, the rest of a huge answer as plain text,
@@ -33,12 +52,14 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 import xml.etree.ElementTree as ElementTree
 
 __all__ = [
     "ATTRIBUTES",
     "CLEAN_CONTENT_TAGS",
     "FULL_RENDER_CHARS",
+    "MAX_MATHML_CHARS",
     "MAX_SHOWN_CHARS",
     "TAGS",
     "render_answer",
@@ -179,6 +200,56 @@ FULL_RENDER_CHARS = 12_000
 MAX_SHOWN_CHARS = 50_000
 
 
+#: A formula's MathML may be this many characters per character of its TeX, plus
+#: :data:`MATHML_FLOOR` (honest formulas: at most 53 for one letter, ``$w$``; the worst
+#: of every construct repeated, ``\begin{cases}a&b\\...``, 18 per character).
+MATHML_PER_TEX_CHAR = 40
+#: What any formula's MathML may take whatever its length (``$x$`` takes 53 characters).
+MATHML_FLOOR = 1_000
+#: The longest MathML of one formula, whatever its TeX (the notebooks' longest: 1,472).
+MAX_MATHML_CHARS = 200_000
+#: How far a length may reach across (``width``, ``lspace``, ``rspace``), in em:
+#: ``\rule{10cm}{0.4pt}`` fits, a page's width does not.
+MAX_ACROSS_EM = 40.0
+#: How far a length may reach up or down (``height``, ``depth``, ``voffset``), in em.
+MAX_UPDOWN_EM = 10.0
+#: The largest a formula's text may be drawn, in times the text around it (``\Huge``: 2.49).
+MAX_SCALE = 2.5
+#: The smallest (``\tiny`` in ``\tiny``...).
+MIN_SCALE = 0.25
+#: The commands that define macros: latex2mathml's ``\def``, ``\newcommand``,
+#: ``\DeclareMathOperator`` and ``\newenvironment``, and their kin (refused alike, whatever
+#: a later latex2mathml makes of them). Looked for anywhere a backslash is followed by
+#: one (``\\def``, a line break then "def", too): however latex2mathml's tokenizer pairs
+#: backslashes (``\verb\x\\def`` is a verbatim "x", then ``\def``), none is missed.
+_DEFINES = re.compile(
+    r"\\(def|gdef|edef|xdef|let|futurelet|newcommand|renewcommand|providecommand|"
+    r"DeclareMathOperator|DeclareRobustCommand|NewDocumentCommand|newenvironment|"
+    r"renewenvironment|csname)(?![A-Za-z])"
+)
+_LENGTH = re.compile(
+    r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(em|ex|mu|pt|px|pc|bp|dd|cc|sp|mm|cm|in|width|height|depth)?"
+)
+#: A unit's size in em (TeX's, for a 10 pt em: what matters here is its order).
+_EM = {
+    "em": 1.0,
+    "ex": 0.5,
+    "mu": 1 / 18,
+    "pt": 0.1,
+    "bp": 0.1,
+    "px": 0.075,
+    "pc": 1.2,
+    "dd": 0.107,
+    "cc": 1.28,
+    "sp": 0.1 / 65536,
+    "mm": 0.2845,
+    "cm": 2.845,
+    "in": 7.227,
+}
+_ACROSS = frozenset({"width", "lspace", "rspace", "columnspacing"})
+_UPDOWN = frozenset({"height", "depth", "voffset", "rowspacing", "minsize", "maxsize"})
+
+
 @functools.lru_cache(maxsize=1)
 def _cleaner():
     import nh3
@@ -202,27 +273,105 @@ def sanitise(fragment: str) -> str:
     return _cleaner().clean(fragment)
 
 
-@functools.lru_cache(maxsize=8192)
-def _math(tex: str, display: bool) -> str:
-    """One formula as sanitised MathML (cached: answers repeat their formulas)."""
+def _as_typed(tex: str, display: bool, why: str) -> str:
+    """``tex`` shown as typed (code, or a block for a display formula), ``why`` its title."""
+    tag = "pre" if display else "code"
+    return f"<{tag} class='tex' title='{html.escape(why)}'>{html.escape(tex)}</{tag}>"
+
+
+def _bounded_length(value: str, limit: float) -> str | None:
+    """``value`` (a MathML length, or a list of them for a table's spacing) with each
+    length within ``limit`` em either way; None where it holds anything but lengths."""
+    bounded = []
+    for part in value.split():
+        match = _LENGTH.fullmatch(part)
+        if match is None:
+            return None
+        sign, number, unit = match.groups()
+        if unit is None and float(number) != 0:
+            return None  # no unit: not a length (MathML Core reads none but 0)
+        if unit in ("width", "height", "depth"):  # mpadded's own: a multiple of its content's
+            if float(number) > 1:
+                return None
+        elif float(number) * _EM.get(unit or "em", 1.0) > limit:
+            part = f"{sign}{limit:g}em"
+        bounded.append(part)
+    return " ".join(bounded) or None
+
+
+def _bounded_scale(value: str, scale: float) -> tuple[str | None, float]:
+    """A ``mathsize`` within :data:`MIN_SCALE`-:data:`MAX_SCALE` times the text's, where
+    ``scale`` is what its ancestors already make: ``(value or None, the new scale)``."""
+    match = _LENGTH.fullmatch(value.strip())
+    if match is None or match.group(3) != "em" or match.group(1) == "-":
+        return None, scale  # latex2mathml writes em; anything else is dropped
+    wanted = scale * float(match.group(2))
+    kept = min(max(wanted, MIN_SCALE), MAX_SCALE)
+    return f"{kept / scale:.4g}em", kept
+
+
+def _bound(element, scale: float = 1.0) -> None:
+    """Every length of ``element`` and its descendants within bounds (see the module's
+    docstring), every ``scriptlevel`` an absolute 0, 1 or 2 (a relative one compounds)."""
+    for name in list(element.attrib):
+        value = element.attrib[name]
+        if name in _ACROSS or name in _UPDOWN or name == "linethickness":
+            limit = MAX_ACROSS_EM if name in _ACROSS else MAX_UPDOWN_EM
+            kept = _bounded_length(value, 1.0 if name == "linethickness" else limit)
+        elif name == "mathsize":
+            kept, scale = _bounded_scale(value, scale)
+        elif name == "scriptlevel":
+            kept = value if value.strip() in ("0", "1", "2") else None
+        else:
+            continue
+        if kept is None:
+            del element.attrib[name]
+        else:
+            element.attrib[name] = kept
+    for child in element:
+        _bound(child, scale)
+
+
+def _mathml(tex: str, display: bool) -> str:
+    """``tex`` as MathML, serialised with every text escaped and its lengths bounded."""
     from latex2mathml.converter import convert_to_element
 
+    element = convert_to_element(tex, display="block" if display else "inline")
+    # latex2mathml writes characters as entity text ("&#x0211D;") and its convert()
+    # unescapes the whole serialisation, markup in \text{} included: decode the
+    # entities in each text here, then let ElementTree escape every one of them
+    for node in element.iter():
+        if node.text:
+            node.text = html.unescape(node.text)
+        if node.tail:
+            node.tail = html.unescape(node.tail)
+        for key, value in node.attrib.items():
+            node.attrib[key] = html.unescape(value)
+    _bound(element)
+    return ElementTree.tostring(element, encoding="unicode")
+
+
+@functools.lru_cache(maxsize=8192)
+def _math(tex: str, display: bool) -> str:
+    """One formula as sanitised MathML (cached: answers repeat their formulas), or as its
+    TeX as typed: where it defines macros, cannot be read or draws too much."""
+    defines = _DEFINES.search(tex)
+    if defines:
+        return _as_typed(
+            tex, display, f"formula shown as typed: it defines macros ({defines.group(0)})"
+        )
     try:
-        element = convert_to_element(tex, display="block" if display else "inline")
-        # latex2mathml writes characters as entity text ("&#x0211D;") and its convert()
-        # unescapes the whole serialisation, markup in \text{} included: decode the
-        # entities in each text here, then let ElementTree escape every one of them
-        for node in element.iter():
-            if node.text:
-                node.text = html.unescape(node.text)
-            if node.tail:
-                node.tail = html.unescape(node.tail)
-            for key, value in node.attrib.items():
-                node.attrib[key] = html.unescape(value)
-        mathml = ElementTree.tostring(element, encoding="unicode")
+        mathml = _mathml(tex, display)
     except Exception:  # noqa: BLE001 - any formula the converter cannot read is shown as typed
-        tag = "pre" if display else "code"
-        return f"<{tag} class='tex' title='formula shown as typed'>{html.escape(tex)}</{tag}>"
+        return _as_typed(tex, display, "formula shown as typed")
+    cap = min(MAX_MATHML_CHARS, MATHML_FLOOR + MATHML_PER_TEX_CHAR * len(tex))
+    if len(mathml) > cap:
+        return _as_typed(
+            tex,
+            display,
+            f"formula shown as typed: too large to draw ({len(mathml):,} characters of MathML "
+            f"for {len(tex):,} of TeX)",
+        )
     return sanitise(mathml)
 
 

@@ -513,6 +513,18 @@ def _font_warning(manifest: dict) -> None:
     )
 
 
+def _not_printed_warning(manifest: dict) -> int:
+    """Says which students got no PDF and why; the exit status (1 when one got none)."""
+    for entry in manifest["not_printed"]:
+        print(
+            f"lablib written: not printed: {_printable(entry['key'])} ({_printable(entry['submission'])}), "
+            f"no {_printable(entry['file'])}: {_printable(entry['why'])}. Grade these answers with "
+            f"`lablib review` (or in their notebook); every other PDF was written",
+            file=sys.stderr,
+        )
+    return 1 if manifest["not_printed"] else 0
+
+
 def _cmd_written(args) -> int:
     from lablib.grading.review import printout
     from lablib.grading.labspec.registry import load_lab
@@ -540,7 +552,7 @@ def _cmd_written(args) -> int:
                 f"each ({_printable(key)}.pdf, {_printable(key)}-2.pdf...); upload the one to grade",
                 file=sys.stderr,
             )
-        return 0
+        return _not_printed_warning(manifest)
     if args.written_command == "points":
         rows = printout.write_points_csv(args.output, spec, args.to, questions=args.questions)
         print(f"wrote {args.to}: {rows} rows (student, question, points, comment)")

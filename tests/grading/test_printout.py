@@ -9,6 +9,7 @@ The PDFs are read back with pdftotext (poppler-utils; `bash .ci/run setup` insta
 from __future__ import annotations
 
 import csv
+import html
 import html.parser
 import io
 import json
@@ -52,6 +53,30 @@ def _pdftotext(path) -> str:
 def _pages(path) -> int:
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     return int(re.search(r"Pages:\s+(\d+)", info).group(1))
+
+
+def _raster(path, page: int) -> bytes:
+    """Page ``page`` of a PDF as it is seen: a grey-level image (PGM) at 50 dpi."""
+    return subprocess.run(
+        ["pdftoppm", "-r", "50", "-gray", "-f", str(page), "-l", str(page), str(path)],
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def _words(path) -> list[tuple[int, str, float, float]]:
+    """Each word of a PDF: ``(page, text, left, height)`` in points."""
+    layout = subprocess.run(
+        ["pdftotext", "-bbox", str(path), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    words = []
+    for number, page in enumerate(layout.split("<page ")[1:], 1):
+        for x0, y0, _, y1, text in re.findall(
+            r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>',
+            page,
+        ):
+            words.append((number, html.unescape(text), float(x0), float(y1) - float(y0)))
+    return words
 
 
 def _class(n: int) -> dict:
@@ -589,3 +614,120 @@ def test_the_text_checked_for_fonts_is_the_page_as_printed():
     assert "<b>x</b>" in text  # shown as written: the student's markup is text on the page
     assert "<section" not in text and "data-question" not in text and "font-family" not in text
     assert "mathfrak" not in text
+
+
+#: An answer that painted a fake ID over the cover's ID cell (a formula raised a page).
+COVER_ATTACK = r"Intro.$\hspace{48pt}\smash{\raise{728pt}{\text{█████████ S3}}}$"
+
+
+def test_an_answer_stays_in_its_own_box_and_pages(tmp_path):
+    """\\rule{1pt}{2000000pt} printed 2,664 pages; \\raise{728pt} drew a fake ID on the
+    cover. The lengths are bounded and each answer is drawn only inside its own box: the
+    cover is the same, to the pixel, as that of the same student with honest answers."""
+    lab = written_lab()
+    hostile = {
+        "why": r"Tall: $\rule{1pt}{2000000pt}$, wide: $\hspace{-3000cm}x$, $\lower{900pt}{y}$.",
+        "how": COVER_ATTACK,
+    }
+    honest = {"why": "Tall.", "how": "Intro."}
+    for name, answers in (("hostile", hostile), ("honest", honest)):
+        write_class(tmp_path / name, lab, {"mallory": answers})
+        manifest = printout.write_printouts(
+            tmp_path / name, lab, tmp_path / f"{name}-pdfs", engine="playwright"
+        )
+        assert [e["pages"] for e in manifest["students"]] == [3] and not manifest["not_printed"]
+    printed = tmp_path / "hostile-pdfs" / "mallory.pdf"
+    assert _pages(printed) == 3
+    assert _raster(printed, 1) == _raster(tmp_path / "honest-pdfs" / "mallory.pdf", 1), (
+        "the cover shows nothing of an answer"
+    )
+    cover = _pdftotext(printed).split("\f")[0]
+    assert "S3" not in cover and "█" not in cover and "mallory" in cover
+
+
+def test_a_students_heading_is_part_of_the_answer(tmp_path):
+    """A student's "## Question 2: ..." moved to the top of a page looked like lablib's
+    header: lablib's headers have a class of their own, a student's are drawn small,
+    inside the answer's box (indented by its bar)."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    why = (
+        "The cause is the learning rate.\n\n$\\rule{0pt}{672pt}$\n\n"
+        "## Question 2: how: how to fix it (3 points)\n\nLower the learning rate to 1e-4.\n"
+    )
+    write_class(out, lab, {"mallory": {"why": why, "how": "idk"}})
+    printout.write_printouts(out, lab, tmp_path / "pdfs", engine="playwright", html=True)
+    page = (tmp_path / "pdfs" / "html" / "mallory.html").read_text(encoding="utf-8")
+    assert page.count("<h2 class='question-title'>") == 2
+    assert "<div class='answer'><p>The cause" in page and "<h2>Question 2: how" in page
+    words = _words(tmp_path / "pdfs" / "mallory.pdf")
+    headers = [w for w in words if w[1] == "Question"]
+    assert len(headers) == 3, headers
+    (fake,) = [w for w in headers if w[0] == 2 and w is not headers[0]]
+    real = [w for w in headers if w is not fake]
+    assert all(abs(w[3] - real[0][3]) < 0.1 and abs(w[2] - real[0][2]) < 0.1 for w in real)
+    assert fake[3] < 0.9 * real[0][3], ("a student's heading is smaller", fake, real)
+    assert fake[2] > real[0][2] + 5, ("and inside the answer's box", fake, real)
+    assert [w[0] for w in real] == [2, 3], "lablib's headers start the questions' pages"
+
+
+def _planted(real):
+    """``printout_html`` with what no answer can write any more planted in two students':
+    a formula Chromium lays out for ever (mallory), 200 pages (bob)."""
+
+    def page(lab, student, questions):
+        text = real(lab, student, questions)
+        if student.submission == "mallory":
+            bomb = "<math><mspace width='1pt' height='20000000pt'></mspace></math>"
+            return text.replace("</body>", bomb + "</body>")
+        if student.submission == "bob":
+            return text.replace(
+                "</body>", "<section class='question'>more</section>" * 200 + "</body>"
+            )
+        return text
+
+    return page
+
+
+def test_a_pdf_not_made_in_time_or_pages_is_listed_and_the_class_goes_on(
+    tmp_path, monkeypatch, capsys
+):
+    """Playwright's page.pdf had no time limit (a formula 20,000,000 pt tall printed for
+    over 400 s), the command line's TimeoutExpired stopped the class: now each student has
+    its time and pages, and one past them is listed, its PDF not written."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    fine = {"why": "Because $a^2$.", "how": "Like this."}
+    write_class(out, lab, {"alice": fine, "bob": fine, "mallory": fine, "zoe": fine})
+    monkeypatch.setattr(printout, "printout_html", _planted(printout.printout_html))
+    dest = tmp_path / "pdfs"
+    dest.mkdir()
+    for engine, timeout in (("playwright", 5), ("cli", 12)):
+        (dest / "mallory.pdf").write_bytes(b"%PDF-1.4 of an earlier run")
+        manifest = printout.write_printouts(
+            out, lab, dest, engine=engine, timeout=timeout, html=True
+        )
+        assert [e["submission"] for e in manifest["students"]] == ["alice", "zoe"], engine
+        why = {e["submission"]: e["why"] for e in manifest["not_printed"]}
+        assert sorted(why) == ["bob", "mallory"], why
+        assert why["mallory"].startswith(f"not printed in {timeout} s (Chromium was stopped)")
+        assert "more than 81 pages" in why["bob"], why
+        assert sorted(p.name for p in dest.glob("*.pdf")) == ["alice.pdf", "zoe.pdf"]
+        assert all(_pages(dest / f) == 3 for f in ("alice.pdf", "zoe.pdf"))
+        assert (dest / "html" / "mallory.html").is_file()
+        assert manifest["limits"] == {"seconds": timeout, "pages": 81}
+        saved = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
+        assert saved["not_printed"] == manifest["not_printed"]
+    # the command line names who and why, and says so in its exit status
+    write_class(tmp_path / "out2", lab, {"alice": fine, "bob": fine})
+    spec = tmp_path / "lab9_written.py"
+    spec.write_text(
+        "from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8"
+    )
+    code = cli.main(
+        ["written", "pdf", str(spec), str(tmp_path / "out2"), "-o", str(tmp_path / "x")]
+    )
+    said = capsys.readouterr()
+    assert code == 1 and "wrote 1 PDFs (3 pages" in said.out, said
+    assert "lablib written: not printed: bob (bob), no bob.pdf: more than 81 pages" in said.err
+    assert "lablib review" in said.err

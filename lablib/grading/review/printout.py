@@ -11,14 +11,19 @@ Gradescope's name and ID regions read). Headless Chromium prints the HTML: throu
 Playwright when it is installed (one browser for the class, a tenth of a second a
 student), else ``chromium --headless --print-to-pdf`` once per student (a second or two
 each). Scripts never run in it: the HTML has none, its CSP refuses any, Playwright's page
-runs with JavaScript off and offline.
+runs with JavaScript off and offline. Each answer is drawn in a box of its own that clips
+what it draws (no formula reaches the cover's ID or another question), and each student
+has :data:`PRINT_TIMEOUT_S` seconds and the cover plus :data:`PAGES_PER_QUESTION` pages a
+question: past either, no PDF is written for them, they are listed with why, and the
+class goes on.
 
 Files (``write_printouts``): ``<dest>/<student>.pdf``, named by the student's identity as
 the gradebook holds it (the roster's id, else e-mail, else name; the submission's name
 without a roster), made safe as a file name and unique; ``<dest>/manifest.json`` (each
 file's student, submission, pages, and the digest of every answer printed: an import
-from Gradescope grades that text, so an answer changed since is flagged stale);
-``<dest>/html/<student>.html`` with ``html=True`` (the page printed).
+from Gradescope grades that text, so an answer changed since is flagged stale; the
+students not printed, with why); ``<dest>/html/<student>.html`` with ``html=True`` (the
+page printed).
 
 The way back (:func:`import_gradescope`): Gradescope's *Review Grades > Export
 Evaluations* gives a zip of one CSV per question (``<number>_<title>.csv``): one row per
@@ -40,6 +45,8 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import csv
 import dataclasses
 import functools
@@ -51,8 +58,10 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import unicodedata
 import zipfile
 
@@ -86,6 +95,13 @@ __all__ = [
 
 #: Browsers looked for on PATH, in this order.
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+#: Seconds one student's PDF may take to print (a tenth of a second through Playwright, a
+#: second or two through Chromium's command line): past it, Chromium is stopped and the
+#: student is listed as not printed.
+PRINT_TIMEOUT_S = 60
+#: Pages a student's PDF may have: the cover and this many a question (a 50,000-character
+#: answer of short lines prints some 35). A longer PDF is not written; its student is listed.
+PAGES_PER_QUESTION = 40
 #: The rows that close a Gradescope evaluations CSV (they describe the rubric, not a student).
 _FOOTER_ROWS = ("Point Values", "Rubric Type", "Scoring Method")
 #: A Gradescope evaluations CSV's own columns; every other column is a rubric item.
@@ -113,6 +129,15 @@ _GRADESCOPE_COLUMNS = {
 class PrintoutError(ValueError):
     """What cannot be printed or imported, in words: what was given, what was expected,
     how to fix it."""
+
+
+#: What a wait past its time raises (one class from Python 3.11 on, three before).
+_TIMEOUTS = (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError)
+
+
+class _NotPrinted(Exception):
+    """One student's PDF that could not be made (too slow, too long, Chromium failed):
+    the student is listed, the class goes on."""
 
 
 @dataclasses.dataclass
@@ -250,8 +275,13 @@ body { font-family: "DejaVu Serif", "Noto Serif", serif; font-size: 11pt; line-h
 .cover td, .cover th { border: 1px solid #444; padding: 0.4em 0.8em; text-align: left; min-width: 9em; }
 .cover ol { margin-top: 1em; }
 section.question { break-before: page; }
-section.question h2 { font-size: 13pt; border-bottom: 1px solid #888; padding-bottom: 0.2em; }
-.answer { overflow-wrap: anywhere; }
+h2.question-title { font-size: 13pt; border-bottom: 1px solid #888; padding-bottom: 0.2em; }
+.answer { overflow-wrap: anywhere; overflow: hidden; contain: paint; border-left: 2pt solid #bbb;
+  padding: 0.1em 0.3em 0.1em 0.8em; }
+.answer h1, .answer h2, .answer h3, .answer h4, .answer h5, .answer h6 { font-size: 11pt;
+  font-style: italic; margin: 0.8em 0 0.3em; padding: 0; border: 0; }
+code.tex[title]::after, pre.tex[title]::after { content: " (" attr(title) ")"; color: #555;
+  font-family: serif; font-style: italic; font-size: 9pt; }
 pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; font-size: 9.5pt; }
 pre.tex, code.tex { color: #a00; }
 p.cut, span.image, .none { color: #555; font-style: italic; }
@@ -265,7 +295,12 @@ math[display="block"] { margin: 0.5em 0; }
 def printout_html(lab, student: Student, questions) -> str:
     """The page printed for one student: a cover (the lab, the student's name and id, the
     questions in order), then each question on a new page with the answer as sanitised
-    HTML (no script, style, image, link or frame can come from the student)."""
+    HTML (no script, style, image, link or frame can come from the student).
+
+    Each answer is drawn inside its own box (``.answer``: a bar on its left, nothing of it
+    painted outside, so no formula reaches the cover's ID or another question), and a
+    student's own headings are drawn small within it: only lablib's question headers
+    (``h2.question-title``, a class no answer can carry) look like one."""
     esc = html.escape
     clean = _print_cleaner().clean
     rows = [("Name", student.name or student.key), ("ID", student.student_id or student.key)]
@@ -289,7 +324,8 @@ def printout_html(lab, student: Student, questions) -> str:
         else:
             body = clean(render_answer(answer.text, None))
         sections.append(
-            f"<section class='question' data-question='{esc(q.id)}'><h2>Question {k}: {esc(q.id)}: "
+            f"<section class='question' data-question='{esc(q.id)}'><h2 class='question-title'>"
+            f"Question {k}: {esc(q.id)}: "
             f"{esc(q.title)} ({num(q.points)} points)</h2><div class='answer'>{body}</div></section>"
         )
     return (
@@ -329,17 +365,23 @@ def _page_count(pdf: bytes) -> int:
 
 class _Printer:
     """Headless Chromium printing HTML to PDF bytes: one Playwright browser for all when
-    Playwright is installed, else Chromium's own ``--print-to-pdf`` per page."""
+    Playwright is installed (driven from a thread of its own, so that a page that prints
+    too long can be given up: the browser is then closed and started again), else
+    Chromium's own ``--print-to-pdf`` per page (its process group killed past the time).
+
+    :meth:`pdf` raises :class:`_NotPrinted` for a page it could not print in time or
+    within its pages; the next page prints as before."""
 
     def __init__(self, browser: str, engine: str = "auto"):
         self.browser = browser
         self.engine = engine
-        self._playwright = self._chromium = self._context = None
+        self._playwright = self._chromium = self._context = self._loop = None
+        self._broken = ""
         if engine not in ("auto", "playwright", "cli"):
             raise PrintoutError(f"engine is auto, playwright or cli; got {engine!r}.")
         if engine in ("auto", "playwright"):
             try:
-                from playwright.sync_api import sync_playwright
+                import playwright.async_api  # noqa: F401 - is Playwright there?
             except ImportError:
                 if engine == "playwright":
                     raise PrintoutError(
@@ -349,35 +391,100 @@ class _Printer:
                 self.engine = "cli"
             else:
                 self.engine = "playwright"
-                self._playwright = sync_playwright().start()
-                args = [
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--no-first-run",
-                    "--disable-sync",
-                ] + (["--no-sandbox"] if os.geteuid() == 0 else [])
-                self._chromium = self._playwright.chromium.launch(
-                    executable_path=browser, args=args
-                )
-                self._context = self._chromium.new_context(java_script_enabled=False, offline=True)
-                self._context.route(
-                    "**/*",
-                    lambda route: (
-                        route.abort()
-                        if not route.request.url.startswith(("about:", "data:"))
-                        else route.continue_()
-                    ),
-                )
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=self._loop.run_forever, name="lablib-printer", daemon=True
+                ).start()
+                try:
+                    self._call(self._launch(), 120)
+                except BaseException:
+                    self.close()
+                    raise
 
-    def pdf(self, page_html: str) -> bytes:
+    def _call(self, coroutine, timeout: float):
+        """Run ``coroutine`` on the printer's thread; TimeoutError past ``timeout`` s."""
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coroutine, timeout), self._loop)
+        return future.result(timeout + 15)  # wait_for gives up first, unless Chromium hangs
+
+    async def _launch(self) -> None:
+        from playwright.async_api import async_playwright
+
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        args = [
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+        ] + (["--no-sandbox"] if os.geteuid() == 0 else [])
+        self._chromium = await self._playwright.chromium.launch(
+            executable_path=self.browser, args=args
+        )
+        self._context = await self._chromium.new_context(java_script_enabled=False, offline=True)
+
+        async def local_only(route):
+            if route.request.url.startswith(("about:", "data:")):
+                await route.continue_()
+            else:
+                await route.abort()
+
+        await self._context.route("**/*", local_only)
+
+    async def _print(self, page_html: str, max_pages: int) -> bytes:
+        page = await self._context.new_page()
+        try:
+            await page.set_content(page_html, wait_until="load")
+            return await page.pdf(
+                format="A4",
+                print_background=True,
+                prefer_css_page_size=True,
+                page_ranges=f"1-{max_pages + 1}",  # one more tells a PDF too long
+            )
+        finally:
+            await page.close()
+
+    def _relaunch(self) -> None:
+        """A new browser after one that was given up (a page printing past its time)."""
+        try:
+            self._call(self._chromium.close(), 20)
+        except Exception:  # noqa: BLE001 - it is replaced whatever state it is in
+            pass
+        try:
+            self._call(self._launch(), 120)
+        except Exception as exc:  # noqa: BLE001 - every page after says why
+            self._broken = f"Chromium could not be started again after a page was given up ({exc})"
+
+    def pdf(self, page_html: str, max_pages: int, timeout: float = PRINT_TIMEOUT_S) -> bytes:
+        """``page_html`` printed, or :class:`_NotPrinted` where it takes more than
+        ``timeout`` seconds or more than ``max_pages`` pages."""
+        if self._broken:
+            raise _NotPrinted(self._broken)
         if self.engine == "playwright":
-            page = self._context.new_page()
             try:
-                page.set_content(page_html, wait_until="load")
-                return page.pdf(format="A4", print_background=True, prefer_css_page_size=True)
-            finally:
-                page.close()
+                pdf = self._call(self._print(page_html, max_pages), timeout)
+            except _TIMEOUTS:
+                self._relaunch()
+                raise _NotPrinted(
+                    f"not printed in {timeout:g} s (Chromium was stopped): an answer lays out too "
+                    f"slowly"
+                ) from None
+            except Exception as exc:  # noqa: BLE001 - Chromium's own error, for this page only
+                if not self._chromium.is_connected():
+                    self._relaunch()
+                raise _NotPrinted(f"Chromium could not print it: {str(exc)[:300]}") from None
+        else:
+            pdf = self._print_cli(page_html, timeout)
+        if _page_count(pdf) > max_pages:
+            raise _NotPrinted(
+                f"more than {max_pages} pages, the most a PDF may have (the cover and "
+                f"{PAGES_PER_QUESTION} a question): an answer draws too much"
+            )
+        return pdf
+
+    def _print_cli(self, page_html: str, timeout: float) -> bytes:
+        """``chromium --headless --print-to-pdf`` of ``page_html``, in a process group of
+        its own that is killed past ``timeout`` seconds."""
         with tempfile.TemporaryDirectory(prefix="lablib-print-") as folder:
             source, target = pathlib.Path(folder) / "page.html", pathlib.Path(folder) / "page.pdf"
             source.write_text(page_html, encoding="utf-8")
@@ -396,19 +503,40 @@ class _Printer:
             ]
             if os.geteuid() == 0:
                 command.insert(1, "--no-sandbox")  # Chromium refuses to start as root otherwise
-            run = subprocess.run(command, capture_output=True, text=True, timeout=180)
+            run = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            try:
+                _, stderr = run.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.communicate()
+                raise _NotPrinted(
+                    f"not printed in {timeout:g} s (Chromium was stopped): an answer lays out too "
+                    f"slowly"
+                ) from None
             if not target.is_file() or not target.read_bytes().startswith(b"%PDF"):
-                raise PrintoutError(
+                raise _NotPrinted(
                     f"{self.browser} did not print a PDF (exit {run.returncode}): "
-                    f"{run.stderr.strip()[-600:]}"
+                    f"{stderr.strip()[-600:]}"
                 )
             return target.read_bytes()
 
     def close(self) -> None:
-        if self._chromium is not None:
-            self._chromium.close()
-        if self._playwright is not None:
-            self._playwright.stop()
+        if self._loop is None:
+            return
+        for owner, closing in ((self._chromium, "close"), (self._playwright, "stop")):
+            if owner is not None:
+                try:
+                    self._call(getattr(owner, closing)(), 30)
+                except Exception:  # noqa: BLE001 - closing what may already be gone
+                    pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop = None
 
 
 class _PageText(html.parser.HTMLParser):
@@ -441,10 +569,23 @@ def _printed_text(page: str) -> str:
 
 
 def write_printouts(
-    out_dir, lab, dest, *, questions=None, chromium=None, engine: str = "auto", html: bool = False
+    out_dir,
+    lab,
+    dest,
+    *,
+    questions=None,
+    chromium=None,
+    engine: str = "auto",
+    html: bool = False,
+    timeout: float = PRINT_TIMEOUT_S,
 ) -> dict:
     """Print every student's written answers to ``dest/<student>.pdf`` (see the module's
     docstring) and write ``dest/manifest.json``.
+
+    A student whose PDF takes more than ``timeout`` seconds to print, or more than the
+    cover and :data:`PAGES_PER_QUESTION` pages a question, or that Chromium fails to
+    print, gets no PDF (an earlier one of theirs in ``dest`` is removed: it is not of these
+    answers) and is listed in ``not_printed``; the class goes on.
 
     Args:
         out_dir: the output folder of ``lablib grade`` (its ``grades.json``).
@@ -454,14 +595,17 @@ def write_printouts(
             the lab's order.
         chromium: the browser's path (None: the first of :data:`BROWSERS` on PATH).
         engine: ``auto`` (Playwright when installed), ``playwright`` or ``cli``.
-        html: also write the HTML printed, ``dest/html/<student>.html``.
+        html: also write the HTML printed, ``dest/html/<student>.html`` (for every
+            student, printed or not).
+        timeout: seconds one student's PDF may take (:data:`PRINT_TIMEOUT_S`).
 
     Returns:
         The manifest: ``lab``, ``questions``, ``engine``, ``fonts_checked`` (whether
         fontconfig said which characters the fonts cover: :mod:`.fonts`), ``students``
         (file, key, name, student_id, email, submission, pages, unreadable,
         ``missing_glyphs``: the characters of that PDF no installed font draws, printed
-        as boxes; digests).
+        as boxes; digests), ``not_printed`` (file, key, name, student_id, email,
+        submission, ``why``), ``limits`` (``seconds`` and ``pages`` a student).
     """
     order = _question_order(lab, questions)
     students = class_students(out_dir, lab)
@@ -470,37 +614,20 @@ def write_printouts(
     if html:
         (dest / "html").mkdir(exist_ok=True)
     printer = _Printer(_find_browser(chromium), engine)
+    max_pages = 1 + PAGES_PER_QUESTION * len(order)
     gaps = font_gaps()
-    entries = []
     try:
-        for student in students:
-            page = printout_html(lab, student, order)
-            unprintable = gaps.missing(_printed_text(page)) if gaps is not None else ""
-            pdf = printer.pdf(page)
-            atomic_write(dest / f"{student.stem}.pdf", pdf)
-            if html:
-                atomic_write(dest / "html" / f"{student.stem}.html", page)
-            entries.append(
-                {
-                    "file": f"{student.stem}.pdf",
-                    "key": student.key,
-                    "name": student.name,
-                    "student_id": student.student_id,
-                    "email": student.email,
-                    "submission": student.submission,
-                    "pages": _page_count(pdf),
-                    "unreadable": student.unreadable,
-                    "missing_glyphs": unprintable,
-                    "digests": {
-                        q.id: (
-                            student.answers[q.id].digest
-                            if q.id in student.answers
-                            else MISSING_DIGEST
-                        )
-                        for q in order
-                    },
-                }
-            )
+        entries, not_printed = _print_class(
+            printer,
+            lab,
+            students,
+            order,
+            dest,
+            gaps,
+            html=html,
+            max_pages=max_pages,
+            timeout=timeout,
+        )
     finally:
         printer.close()
     manifest = {
@@ -508,10 +635,59 @@ def write_printouts(
         "questions": [q.id for q in order],
         "engine": printer.engine,
         "fonts_checked": gaps is not None,
+        "limits": {"seconds": timeout, "pages": max_pages},
         "students": entries,
+        "not_printed": not_printed,
     }
     atomic_write(dest / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return manifest
+
+
+def _print_class(
+    printer, lab, students, order, dest, gaps, *, html: bool, max_pages: int, timeout: float
+) -> tuple[list[dict], list[dict]]:
+    """Each student's PDF written to ``dest``: ``(manifest entries, students not printed)``;
+    ``gaps``: :func:`~.fonts.font_gaps` (None: not checked)."""
+    entries, not_printed = [], []
+    for student in students:
+        page = printout_html(lab, student, order)
+        if html:
+            atomic_write(dest / "html" / f"{student.stem}.html", page)
+        who = _who(student)
+        try:
+            pdf = printer.pdf(page, max_pages, timeout)
+        except _NotPrinted as exc:
+            (dest / who["file"]).unlink(missing_ok=True)
+            not_printed.append({**who, "why": str(exc)})
+            continue
+        atomic_write(dest / who["file"], pdf)
+        entries.append(
+            {
+                **who,
+                "pages": _page_count(pdf),
+                "unreadable": student.unreadable,
+                "missing_glyphs": gaps.missing(_printed_text(page)) if gaps is not None else "",
+                "digests": {
+                    q.id: (
+                        student.answers[q.id].digest if q.id in student.answers else MISSING_DIGEST
+                    )
+                    for q in order
+                },
+            }
+        )
+    return entries, not_printed
+
+
+def _who(student: Student) -> dict:
+    """A manifest entry's file and student."""
+    return {
+        "file": f"{student.stem}.pdf",
+        "key": student.key,
+        "name": student.name,
+        "student_id": student.student_id,
+        "email": student.email,
+        "submission": student.submission,
+    }
 
 
 def write_points_csv(out_dir, lab, path, *, questions=None) -> int:

@@ -715,7 +715,7 @@ def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
     assert table["Doe, Erin"][5] == "0" and table["Poe, Gina"][5] == "0", "not credited alone"
     assert [table[n][1] for n in ("team7", "lab_group")] == ["", ""], "no user id, not 3"
     assert done["unmatched"][lab.name] == ["lab_group", "team7"]
-    assert "A group submission?" in done["unmatched_reasons"][lab.name]["team7"]
+    assert "In a group assignment" in done["unmatched_reasons"][lab.name]["team7"]
     gs = Roster.load(
         _write(
             tmp_path,

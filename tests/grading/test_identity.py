@@ -871,7 +871,7 @@ def test_a_canvas_group_file_is_its_groups_or_no_ones(tmp_path):
     )
     team, lab_group = (resolve(files[n], plain) for n in names)
     assert not team["matched"] and team["lms_id"] == "" and team["key"] == "team7_1001"
-    assert "A group submission?" in team["why_unmatched"] and "'team7'" in team["why_unmatched"]
+    assert "In a group assignment" in team["why_unmatched"] and "'team7'" in team["why_unmatched"]
     assert not lab_group["matched"] and lab_group["lms_id"] == "" and lab_group["key"] != "3"
     assert "no student of the roster has Canvas user id 3" in lab_group["why_unmatched"]
     match = plain.match_of({"team7": team, "lab_group": lab_group})
@@ -972,3 +972,28 @@ def test_an_unmatched_group_member_is_kept_and_listed(tmp_path):
     match = gs.match_of({"Erin Doe": got})
     assert match.unmatched == ("Erin Doe (group member Zed Late)",)
     assert match.reasons["Erin Doe (group member Zed Late)"] == zed["why_unmatched"]
+
+
+def test_a_canvas_roster_of_first_and_last_names_matches_multi_word_surnames(tmp_path):
+    """A Canvas gradebook exported with Last Name and First Name columns is joined as
+    "First Last": Canvas's file of "van der Berg, Jan" is vanderbergjan_..., which the
+    last word moved first (bergjanvander) missed; every split of the words is tried."""
+    roster = _roster(
+        tmp_path,
+        "Last Name,First Name,ID,SIS User ID,SIS Login ID,Section\n"
+        "van der Berg,Jan,1001,S001,jan,A\n"
+        "García Márquez,Gabriel José,1002,S002,gabo,A\n"
+        "Smith-Jones,Mary Ann,1003,S003,mary,A\n",
+    )
+    files = _canvas_files(
+        tmp_path,
+        "vanderbergjan_1001_9000001_lab.ipynb",
+        "garcíamárquezgabrieljosé_1002_9000002_lab.ipynb",
+        "smithjonesmaryann_LATE_1003_9000003_lab.ipynb",
+    )
+    got = {where.split("_")[0]: resolve(found, roster) for where, found in files.items()}
+    assert {k: v["student_id"] for k, v in got.items()} == {
+        "vanderbergjan": "S001",
+        "garcíamárquezgabrieljosé": "S002",
+        "smithjonesmaryann": "S003",
+    }, {k: v.get("why_unmatched") for k, v in got.items()}

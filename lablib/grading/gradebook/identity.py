@@ -654,8 +654,11 @@ def _canvas_forms(name, *, person: bool = True) -> set[str]:
     """How Canvas's download writes ``name`` (a roster student's, or with ``person=False``
     a group's), folded (:func:`~lablib.grading.lms.canvas_slug`): for a student also the
     other order of its words ("Doe, Erin" is written ``erindoe`` too: the display name
-    Canvas gives a student in no group of a group assignment; "Erin Doe" ``doeerin``, the
-    sortable name Canvas makes of it)."""
+    Canvas gives a student in no group of a group assignment). A name without a comma
+    ("Erin Doe"; a roster's first and last name columns joined, "Jan van der Berg") is
+    written in every order that puts a last part of its words first (``doeerin``,
+    ``vanderbergjan``, ``bergjanvander``...): the sortable name Canvas made of it splits
+    the words where the roster no longer says."""
     text = unicodedata.normalize("NFC", str(name or "")).strip()
     variants = {text}
     if person and "," in text:
@@ -663,7 +666,7 @@ def _canvas_forms(name, *, person: bool = True) -> set[str]:
         variants.add(f"{first} {last}")
     elif person and len(text.split()) > 1:
         words = text.split()
-        variants.add(" ".join(words[-1:] + words[:-1]))
+        variants.update(" ".join(words[k:] + words[:k]) for k in range(1, len(words)))
     return {fold(canvas_slug(v)) for v in variants} - {""}
 
 
@@ -818,13 +821,15 @@ def _canvas_why(index: RosterIndex, found, lms: dict, judged: list, agreeing: li
             f" (the roster's group {', '.join(map(repr, groups))} is written so)" if groups else ""
         )
         return (
-            f"{file}: {judged[0].said}, not {name!r}, the name in the file{named}. A group "
-            f"submission? In a group assignment Canvas names each group's file after the "
-            f"group, under one member's user id: give each student's group, as named in "
-            f"Canvas, in the roster's group column (the group set's CSV export lists them: "
-            f"name, canvas_user_id, ..., group_name), and every member gets the grade. If the "
-            f"student changed their name since the roster was exported, export the gradebook "
-            f"again; if the file is theirs, name it in their row of the roster's submission "
+            f"{file}: {judged[0].said}, not {name!r}, the name in the file{named}, so it is "
+            f"given to no one (a file's user id counts only with its student's name: a name "
+            f"ending in '_' and digits could claim another's id). If the student changed their "
+            f"name in Canvas since the roster was exported, export the gradebook again. In a "
+            f"group assignment Canvas names each group's file after the group, under one "
+            f"member's user id: give each student's group, as named in Canvas, in the "
+            f"roster's group column (the group set's CSV export lists them: name, "
+            f"canvas_user_id, ..., group_name), and every member gets the grade. If the file "
+            f"is theirs all the same, name it in their row of the roster's submission "
             f"column.{late}"
         )
     readings = "; ".join(f"{_reading_text(j.reading)} ({j.said})" for j in judged)

@@ -7,6 +7,7 @@ process (or in the notebook for ``lablib.check``), never trusting the values' ty
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,13 @@ __all__ = [
     "expect_close",
     "expect_equal",
     "expect_shape",
+    "expect_array",
+    "expect_number",
+    "expect_fields",
+    "describe",
+    "real_array",
+    "numbers",
+    "is_number",
 ]
 
 
@@ -39,14 +47,35 @@ class Mistake(TestFailure):
     :func:`diagnose`): the test's fixed hint, about some other mistake, is not shown."""
 
 
-def _same(got: Any, wrong: Any, rtol: float, atol: float) -> bool:
+def numbers(value: Any) -> np.ndarray | None:
+    """``value`` as an array of real numbers (booleans, integers or floats; an array is
+    not copied), or None when it is not that: None, text, a dict, an array of strings,
+    complex numbers or records, a ragged list, an integer beyond any array's range. A
+    reply can hold any of these (a forged one, or a student's function returning
+    something else): judges read values through here (or :func:`real_array`), never by
+    ``np.asarray(value, dtype=float)``, which raises on them."""
+    if value is None or isinstance(value, (str, bytes, dict)):
+        return None
     try:
-        g, w = np.asarray(got, dtype=float), np.asarray(wrong, dtype=float)
-    except (TypeError, ValueError):
+        array = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return array if array.dtype.kind in "biuf" else None
+
+
+def real_array(value: Any) -> np.ndarray | None:
+    """:func:`numbers` as float64 (not copied when it already is), or None."""
+    array = numbers(value)
+    return None if array is None else array.astype(np.float64, copy=False)
+
+
+def _same(got: Any, wrong: Any, rtol: float, atol: float) -> bool:
+    g, w = numbers(got), numbers(wrong)
+    if g is None or w is None or g.shape != w.shape:
         return False
+    g, w = real_array(g), real_array(w)
     return (
-        g.shape == w.shape
-        and bool(np.all(np.isfinite(g)))
+        bool(np.all(np.isfinite(g)))
         and bool(np.all(np.isfinite(w)))
         and bool(np.allclose(g, w, rtol=rtol, atol=atol))
     )
@@ -70,13 +99,26 @@ def diagnose(
             raise Mistake(sentence)
 
 
+#: How messages write a reply's lists, dicts and text: as ``repr`` up to 50 items a level,
+#: 6 levels deep and 300 characters, "..." beyond (a reply's list of millions of numbers
+#: is never written out whole).
+_REPR = reprlib.Repr()
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 50
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 6, 300, 300
+
+
 def _fmt(value: Any, limit: int = 300) -> str:
     if isinstance(value, np.ndarray):
         with np.printoptions(precision=5, suppress=True, threshold=20, edgeitems=3):
             text = np.array2string(value, separator=", ")
         text = f"array(shape={value.shape}) {' '.join(text.split())}"  # one line
+    elif isinstance(value, (list, tuple, dict, str, bytes)):
+        text = _REPR.repr(value)  # a reply's long lists shortened before they are written
     else:
-        text = repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # an integer too long to write out
+            text = f"a {type(value).__name__} too long to show"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -123,6 +165,90 @@ def _mismatch(got: np.ndarray, expected: np.ndarray, bad: np.ndarray) -> str:
     return text
 
 
+def describe(value: Any) -> str:
+    """What a value is, in words, for a message saying what came instead of what was
+    expected: ``an array of shape (1,)``, ``a str ('oops')``, ``None``."""
+    if isinstance(value, np.ndarray):
+        kinds = {"b": "booleans", "i": "integers", "u": "integers", "f": "numbers"}
+        of = kinds.get(value.dtype.kind, f"values of type {value.dtype}")
+        if value.ndim == 0:
+            return f"a 0-dimensional array ({_fmt(value, 60)})"
+        return f"an array of {of} of shape {value.shape}"
+    if value is None:
+        return "None"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(map(str, value))[:8]}"
+    return f"a {type(value).__name__} ({_fmt(value, 60)})"
+
+
+def _shape_text(shape) -> str:
+    return (
+        "("
+        + ", ".join("any" if s is None else str(s) for s in shape)
+        + ("," if len(shape) == 1 else "")
+        + ")"
+    )
+
+
+def expect_array(got: Any, shape=None, what: str = "value") -> np.ndarray:
+    """Fail unless ``got`` is an array (or nested list) of real numbers (booleans,
+    integers or floats) of ``shape`` (None entries match any size; no shape: any);
+    returns it as float64.
+
+    What a judge calls before computing anything from a reply: a reply of another form
+    (None, text, a 0-dimensional or empty array, another shape) is then the student's
+    failure, named as such (:class:`Mistake`: ``what`` says which value, the message what
+    came instead), never an error of the judge's own arithmetic. The shape is checked
+    before anything is converted.
+    """
+    array = None if isinstance(got, bool) else numbers(got)
+    wanted = "an array of numbers" if shape is None else f"an array of shape {_shape_text(shape)}"
+    if array is None:
+        raise Mistake(f"{what}: expected {wanted}, got {describe(got)}", got=got)
+    if shape is not None and not (
+        array.ndim == len(shape) and all(s is None or s == g for s, g in zip(shape, array.shape))
+    ):
+        came = describe(got) if isinstance(got, np.ndarray) else f"one of shape {array.shape}"
+        raise Mistake(
+            f"{what}: expected {wanted}, got {came}", expected=tuple(shape), got=array.shape
+        )
+    return real_array(array)
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is one real number a judge can compute with: an int (within
+    float's range) or a float, not a bool."""
+    if type(value) is float:
+        return True
+    return type(value) is int and abs(value) < 2**1000
+
+
+def expect_number(got: Any, what: str = "value") -> float:
+    """Fail unless ``got`` is one real number (an int or a float, not a bool); returns it
+    as a float (NaN and infinities included: the caller judges those)."""
+    if isinstance(got, (int, float, np.integer, np.floating)) and not isinstance(
+        got, (bool, np.bool_)
+    ):
+        try:
+            return float(got)
+        except OverflowError:
+            pass
+    raise Mistake(f"{what}: expected a number, got {describe(got)}", got=got)
+
+
+def expect_fields(got: Any, keys, what: str = "the probe's values") -> None:
+    """Fail unless ``got`` is a dict holding every key in ``keys`` (a forged reply of
+    another form is the submission's failure, not a judge error)."""
+    missing = [key for key in keys if not isinstance(got, dict) or key not in got]
+    if missing:
+        without = f" without {missing}" if isinstance(got, dict) else ""
+        raise TestFailure(
+            f"{what}: expected a dict with {list(keys)}, got {type(got).__name__}{without}"
+        )
+
+
 def expect(condition: Any, message: str) -> None:
     """Fail with ``message`` unless ``condition`` is a true Python bool."""
     if not (type(condition) in (bool, np.bool_) and bool(condition)):
@@ -145,12 +271,24 @@ def expect_shape(got: Any, shape, what: str = "value") -> None:
 def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
     """Exact equality for plain values (arrays compared element-wise)."""
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
-        g, e = np.asarray(got), np.asarray(expected)
+        e = np.asarray(expected)
+        try:
+            g = np.asarray(got)
+        except (TypeError, ValueError, OverflowError):  # a ragged list, say
+            raise TestFailure(f"{what}: expected {_fmt(e)}, got {_fmt(got)}") from None
         if g.shape != e.shape:
             raise TestFailure(
                 f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
             )
-        if not np.array_equal(g, e):
+        try:
+            differ = not np.array_equal(g, e)
+        except (TypeError, ValueError):  # records or text against numbers
+            differ = True
+            if g.dtype != e.dtype:
+                raise TestFailure(
+                    f"{what}: expected values of type {e.dtype}, got {g.dtype}", expected=e, got=g
+                ) from None
+        if differ:
             detail = _mismatch(g, e, g != e) if e.ndim else f"expected {_fmt(e)}, got {_fmt(g)}"
             raise TestFailure(f"{what}: {detail}", expected=e, got=g)
         return
@@ -163,7 +301,11 @@ def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
             expected=expected,
             got=got,
         )
-    if got != expected:
+    try:
+        differ = bool(got != expected)
+    except (TypeError, ValueError):  # an array-like reply compared with a number
+        differ = True
+    if differ:
         raise TestFailure(
             f"{what}: expected {_fmt(expected)}, got {_fmt(got)}", expected=expected, got=got
         )
@@ -190,16 +332,14 @@ def expect_close(
             expect_close(g, e, rtol=rtol, atol=atol, what=f"{what}[{i}]")
         return
     e = np.asarray(expected, dtype=float)
-    if isinstance(got, (bool, str)) or got is None:
+    g = None if isinstance(got, bool) else numbers(got)
+    if g is None:
         raise TestFailure(f"{what}: expected numbers {_fmt(e)}, got {_fmt(got)}")
-    try:
-        g = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        raise TestFailure(f"{what}: expected numbers {_fmt(e)}, got {_fmt(got)}") from None
     if g.shape != e.shape:
         raise TestFailure(
             f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
         )
+    g = real_array(g)
     not_finite = ~np.isfinite(g) & np.isfinite(e)
     if np.any(not_finite):
         places = np.argwhere(not_finite)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.expect import Mistake
+from lablib.grading.expect import Mistake, real_array
 from lablib.grading.specs._attention_checks import attention_stages
 
 __all__ = ["ABLATIONS", "ablated", "ablation_outputs", "block_stages"]
@@ -61,8 +61,9 @@ def ablation_outputs(block, x, weights, mask, epsilon):
 
 
 def _close(got, expected, tolerance=1e-4):
+    got = real_array(got) if isinstance(got, np.ndarray) else None
     return (
-        isinstance(got, np.ndarray)
+        got is not None
         and got.shape == np.shape(expected)
         and bool(np.allclose(got, expected, rtol=tolerance, atol=tolerance))
     )
@@ -88,7 +89,8 @@ def _check_output_normalised(output, right, weights):
 
 def _name_wrong_sublayer(got, x, weights, mask, reference):
     """Name the wrong sublayer (or their joining) from the outputs on the ablated weights."""
-    ablations = got.get("ablations") or {}
+    ablations = got.get("ablations")
+    ablations = ablations if isinstance(ablations, dict) else {}
     attention_alone = _close(
         ablations.get("without_ffn"), reference(x, ablated(weights, "without_ffn"), mask)[0]
     )

@@ -109,7 +109,9 @@ def metric_stages(values, own=None):
         values = {**values, "own": own[0]}
         cases["own"] = own[1:]
     for name, value in values.items():
-        if not isinstance(value, float) and name in CASES:
+        if not isinstance(value, float) and not isinstance(value, str):
+            return  # not what the probe sends: the value tests judge the reply
+        if isinstance(value, str) and name in CASES:
             y_true, y_pred, classes = CASES[name]
             raise Mistake(
                 f"Your macro_f1 raised {value} on valid labels: y_true={y_true}, "

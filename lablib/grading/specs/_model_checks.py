@@ -31,6 +31,7 @@ import json
 
 import numpy as np
 
+from lablib.grading.expect import describe, expect_fields, is_number
 from lablib.grading.spec import TestFailure, expect, expect_close, get_lab, sandbox_only
 
 #: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
@@ -68,17 +69,6 @@ def add_model_piece(lab, name, builder, description):
     compiled Keras model: from lablib's (or Model Garden's) layers, so not a piece
     written by hand (``by_hand=False``: calling lablib's layers there is allowed)."""
     lab.piece(name, objects=[builder], description=description, by_hand=False)
-
-
-def expect_fields(got, keys, what="the probe's values"):
-    """Fail unless ``got`` is a dict holding every key in ``keys`` (a forged reply of
-    another form is the submission's failure, not a judge error)."""
-    missing = [key for key in keys if not isinstance(got, dict) or key not in got]
-    if missing:
-        without = f" without {missing}" if isinstance(got, dict) else ""
-        raise TestFailure(
-            f"{what}: expected a dict with {list(keys)}, got {type(got).__name__}{without}"
-        )
 
 
 def describe_model(model):
@@ -310,8 +300,10 @@ def rebuild_model(architecture, weights, what="the model"):
         raise TestFailure(
             f"{what}: the model has more than {MAX_LAYERS} layers; these tests build small models."
         )
-    if not isinstance(weights, list) or not all(isinstance(w, np.ndarray) for w in weights):
-        raise TestFailure(f"{what}: the reported weights are not a list of arrays.")
+    if not isinstance(weights, list) or not all(
+        isinstance(w, np.ndarray) and w.dtype.kind in "biuf" for w in weights
+    ):
+        raise TestFailure(f"{what}: the reported weights are not a list of arrays of numbers.")
     import keras
 
     register_lablib_layers()
@@ -455,10 +447,20 @@ def judge_training_weights(got, inputs, targets, data):
         and isinstance(after, list)
         and len(before) == len(after)
         and all(
-            isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and a.dtype.kind in "biuf"
+            and b.dtype.kind in "biuf"
             for a, b in zip(after, before)
         ),
-        "The weights reported before and after training do not match in number or shape.",
+        "The weights reported before and after training do not match in number or shape "
+        "(or are not arrays of numbers).",
+    )
+    losses = got["losses"]
+    expect(
+        isinstance(losses, list) and all(is_number(loss) for loss in losses),
+        f"The training losses: expected a list of numbers, got {describe(losses)}.",
     )
     expect(len(before) > 0, "The model has no weights.")
     unchanged = sum(not bool(np.any(a != b)) for a, b in zip(after, before))
@@ -468,7 +470,7 @@ def judge_training_weights(got, inputs, targets, data):
     )
     model = rebuild_model(got["architecture"], before, "the trained model")
     if model is None:
-        losses = np.asarray(got["losses"], float)
+        losses = np.asarray(losses, float)
         expect(
             losses.ndim == 1 and losses.size >= 8 and bool(np.all(np.isfinite(losses))),
             f"The training loss is not finite: {losses[:5]}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.expect import Mistake
+from lablib.grading.expect import Mistake, describe, expect_fields, real_array
 from lablib.grading.spec import diagnose, expect, expect_close, expect_shape
 
 
@@ -89,7 +89,9 @@ def encoding_stages(got, length, depth):
     columns that are not a sine or cosine of the position, or columns whose frequency is
     not the paper's. Like the known mistakes it says where to look and what to
     recompute, never the formula's exponent (Lab 2's written question `find_error`)."""
-    got = np.asarray(got, dtype=np.float64)
+    got = real_array(got)
+    if got is None:  # not numbers: the shape and value checks say what came
+        return
     if got.ndim == 2 and got.shape != (length, depth):
         if got.shape[0] != length:
             raise Mistake(
@@ -130,10 +132,17 @@ def encoding_stages(got, length, depth):
     )
 
 
+def _wrong_table_shape(got, length, depth) -> bool:
+    """Whether ``got`` is a table of numbers [rows, columns] of another size than
+    [length, depth] (which :func:`encoding_stages` names)."""
+    table = real_array(got)
+    return table is not None and table.ndim == 2 and table.shape != (length, depth)
+
+
 def judge_encoding_table(got, length, depth):
     """The table has the right shape, row 0 is (0, 1, 0, 1, ...), and it matches the paper."""
     call = f"positional_encoding({length}, {depth})"
-    if np.ndim(got) == 2 and np.shape(got) != (length, depth):
+    if _wrong_table_shape(got, length, depth):
         encoding_stages(got, length, depth)
     expect_shape(got, (length, depth), call)
     diagnose(
@@ -151,8 +160,10 @@ def judge_encoding_table(got, length, depth):
 def judge_float32_encoding(got, length, depth):
     """``got`` = {"dtype", "values"}: a float32 table matching the paper (odd depth too)."""
     call = f"positional_encoding({length}, {depth})"
-    expect(got["dtype"] == "float32", f"expected a float32 array, got dtype {got['dtype']}")
-    if np.ndim(got["values"]) == 2 and np.shape(got["values"]) != (length, depth):
+    expect_fields(got, ("dtype", "values"), f"{call}'s dtype and values")
+    dtype = got["dtype"] if isinstance(got["dtype"], str) else describe(got["dtype"])
+    expect(dtype == "float32", f"expected a float32 array, got dtype {dtype}")
+    if _wrong_table_shape(got["values"], length, depth):
         encoding_stages(got["values"], length, depth)
     expect_shape(got["values"], (length, depth), call)
     diagnose(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.expect import describe, numbers
 from lablib.grading.spec import TestFailure, expect, expect_close
 
 #: Configuration of tfm's TransformerEncoderBlock that :func:`numpy_encoder_block`
@@ -282,9 +283,9 @@ def _expect_recomputed(got, expected, what, tolerance=1e-3):
 def _reproduced(layers):
     """Whether every block's configuration and the head's activation are ones reproduced here."""
     for config in layers["block_configs"]:
-        if (
-            any(config.get(k, v) != v for k, v in BLOCK_DEFAULTS.items())
-            or ACTIVATIONS.get(config.get("inner_activation")) is None
+        activation = config.get("inner_activation")
+        if any(config.get(k, v) != v for k, v in BLOCK_DEFAULTS.items()) or not (
+            isinstance(activation, str) and activation in ACTIVATIONS
         ):
             return False
     return layers["head_activation"] in ("linear", "softmax", "None")
@@ -356,7 +357,7 @@ def verified_logits(trace, batch, ids, weights=None):
     """Judge side: the logits of ``trace["batches"][batch]`` recomputed from the weights.
 
     Args:
-        trace: :func:`trace_model`'s values.
+        trace: :func:`trace_model`'s values, of :func:`check_trace_form`'s form.
         batch: the batch's name.
         ids: the token ids (the judge's own copy).
         weights: ``{layer: {suffix: array}}`` to use instead of ``trace["weights"]``.
@@ -366,7 +367,10 @@ def verified_logits(trace, batch, ids, weights=None):
         configuration this check does not reproduce (the caller falls back).
 
     Raises:
-        TestFailure: a reported tensor is not what the weights compute.
+        TestFailure: a reported tensor is not what the weights compute, or the trace
+            declares sizes that do not fit the batch's token ids or go past what the
+            grader recomputes (:func:`check_trace_sizes`), checked before any of it is
+            computed.
     """
     layers = trace["layers"]
     weights = trace["weights"] if weights is None else weights
@@ -374,11 +378,12 @@ def verified_logits(trace, batch, ids, weights=None):
         return None
     step = trace["batches"][batch]
     ids = np.asarray(ids)
-    table = np.asarray(weights[layers["embedding"]]["embeddings"], np.float64)
+    check_trace_sizes(layers, step, ids, weights, batch)
+    table = weights[layers["embedding"]]["embeddings"]  # rows read where the ids say only
     expect(bool(ids.max() < table.shape[0]), "the embedding table is smaller than the vocabulary")
     expect_close(
         step["embedding"],
-        table[ids],
+        table[ids].astype(np.float64),
         rtol=1e-5,
         atol=1e-6,
         what="embedding output (rows of the embedding table at the token ids)",
@@ -387,34 +392,251 @@ def verified_logits(trace, batch, ids, weights=None):
     return _verified_head(layers, step, ids, weights, previous)
 
 
-def check_trace_form(trace, batches):
-    """Fail unless ``trace`` has the form :func:`trace_model` returns for ``batches``."""
-    try:
-        layers, weights, steps = trace["layers"], trace["weights"], trace["batches"]
-        names = [layers["embedding"], *layers["blocks"], layers["head"]]
-        ok = (
-            set(steps) == set(batches)
-            and all(isinstance(weights[n], dict) for n in names)
-            and len(layers["block_configs"]) == len(layers["blocks"])
+#: The widest layer a trace may declare (the embedding, heads x key size, the
+#: feed-forward network, the classes) and the most encoder blocks. The judge recomputes
+#: the model in NumPy in the grader's own process, so what the trace declares is checked
+#: against these, and against the judge's own token ids, before anything is computed.
+#: The test's models are 16 wide with 2 heads of 8, a feed-forward width of 32, 2 blocks
+#: and 4 classes (``_SMALL`` of Lab 2's spec).
+MAX_TRACE_WIDTH = 1024
+MAX_TRACE_BLOCKS = 16
+#: The most multiply-adds recomputing one batch may take, both attention masks tried
+#: (about 0.1 s of NumPy); the test's models take about 6 million on its largest batch.
+MAX_BATCH_WORK = 10**8
+#: The most attention weights (batch x heads x T x T) one block may have: the largest
+#: array the recomputation holds (16 MB in float64; the test's models: 13,824).
+MAX_ATTENTION_ENTRIES = 2**21
+
+_FORM = (
+    "The model's trace (its layers' inputs, outputs and weights) is not in the form the "
+    "test's probe sends"
+)
+
+
+def _trace_array(value, shape, what):
+    """``value``, failing unless it is an array of real numbers of ``shape``."""
+    array = numbers(value) if isinstance(value, np.ndarray) else None
+    if array is None or array.shape != tuple(shape):
+        raise TestFailure(
+            f"{_FORM}: {what} should be an array of numbers of shape {tuple(shape)}, got "
+            f"{describe(value)}."
         )
-        for step in steps.values():
-            ok = ok and len(step["blocks"]) == len(layers["blocks"])
-            for key in ("embedding", "pool_in", "pool_out", "head_in", "head_out", "logits"):
-                ok = ok and isinstance(step[key], np.ndarray)
-            for block in step["blocks"]:
-                ok = (
-                    ok
-                    and isinstance(block["input"], np.ndarray)
-                    and isinstance(block["output"], np.ndarray)
-                    and (block["mask"] is None or isinstance(block["mask"], np.ndarray))
-                )
-    except (KeyError, TypeError, AttributeError):
+    return array
+
+
+def _trace_mask(value, shape, what):
+    """An attention mask: None, or numbers of ``shape`` [B, T, T] where a size of 1 may
+    stand for any (it broadcasts over the queries, as tf_keras' masks may)."""
+    if value is None:
+        return
+    array = numbers(value) if isinstance(value, np.ndarray) else None
+    if (
+        array is None
+        or array.ndim != 3
+        or any(s not in (1, wanted) for s, wanted in zip(array.shape, shape))
+    ):
+        raise TestFailure(
+            f"{_FORM}: {what} should be None or an array of numbers of shape {tuple(shape)}, "
+            f"got {describe(value)}."
+        )
+
+
+def _width(value, what):
+    if not 1 <= value <= MAX_TRACE_WIDTH:
+        raise TestFailure(
+            f"The model's trace declares {what} of {value}; the grader recomputes models up to "
+            f"{MAX_TRACE_WIDTH} wide (the test builds a model 16 wide: build_classifier must "
+            f"use the sizes it is given)."
+        )
+    return value
+
+
+def _block_sizes(block_weights, name):
+    """The sizes (width d, heads n, key size h, feed-forward width i) of one encoder
+    block, read from its weights, whose shapes must agree with each other."""
+    kernel = numbers(block_weights.get("self_attention/query/kernel"))
+    inner = numbers(block_weights.get("intermediate/kernel"))
+    if kernel is None or kernel.ndim != 3 or inner is None or inner.ndim != 2:
+        raise TestFailure(
+            f"{_FORM}: encoder block {name!r} has no query kernel [d, heads, key size] or "
+            "feed-forward kernel [d, inner size]."
+        )
+    d, n, h = (int(v) for v in kernel.shape)
+    i = int(inner.shape[1])
+    _width(d, f"encoder block {name!r} with a width")
+    _width(n * h, f"encoder block {name!r} with heads x key size")
+    _width(i, f"encoder block {name!r} with a feed-forward width")
+    shapes = {
+        "self_attention/attention_output/kernel": (n, h, d),
+        "intermediate/kernel": (d, i),
+        "intermediate/bias": (i,),
+        "output/kernel": (i, d),
+    }
+    for part in ("query", "key", "value"):
+        shapes[f"self_attention/{part}/kernel"] = (d, n, h)
+        shapes[f"self_attention/{part}/bias"] = (n, h)
+    for vector in ("self_attention/attention_output/bias", "output/bias"):
+        shapes[vector] = (d,)
+    for norm in ("self_attention_layer_norm", "output_layer_norm"):
+        shapes[f"{norm}/gamma"] = shapes[f"{norm}/beta"] = (d,)
+    for suffix, shape in shapes.items():
+        _trace_array(block_weights.get(suffix), shape, f"the weight {suffix} of block {name!r}")
+    return d, n, h, i
+
+
+def _batch_work(blocks, tokens, length):
+    """Multiply-adds of recomputing the blocks on ``tokens`` = B x T token ids, twice
+    (both attention masks may be tried)."""
+    batch = tokens // max(length, 1)
+    return 2 * sum(
+        tokens * (4 * d * n * h + 2 * d * i) + 2 * batch * n * length * length * h
+        for d, n, h, i in blocks
+    )
+
+
+def check_trace_sizes(layers, step, ids, weights, batch="batch"):
+    """Fail unless every size the trace declares for one batch fits: each tensor's shape
+    follows from the judge's own token ids ``ids`` [B, T] and the layers' weights, every
+    width is at most :data:`MAX_TRACE_WIDTH`, there are at most :data:`MAX_TRACE_BLOCKS`
+    blocks, at most :data:`MAX_ATTENTION_ENTRIES` attention weights per block, and
+    recomputing them takes at most :data:`MAX_BATCH_WORK` multiply-adds. What
+    the judge then computes is bounded by these, whatever a reply declares (a forged
+    first block input of 60,000 tokens would otherwise cost gigabytes of the grader's)."""
+    count = len(layers["blocks"])
+    if not 1 <= count <= MAX_TRACE_BLOCKS:
+        raise TestFailure(
+            f"The model's trace has {count} encoder blocks; the grader recomputes models of 1 "
+            f"to {MAX_TRACE_BLOCKS} blocks (build_classifier(num_blocks=2) builds 2)."
+        )
+    sizes = [_block_sizes(weights[name], name) for name in layers["blocks"]]
+    rows, length = (int(v) for v in ids.shape)
+    on = f"on batch {batch!r} (token ids [{rows}, {length}])"
+    work = _batch_work(sizes, rows * length, length)
+    heads = max(n for _, n, _, _ in sizes)
+    if rows * heads * length * length > MAX_ATTENTION_ENTRIES:
+        raise TestFailure(
+            f"The model's trace describes an encoder block with {heads} attention heads: "
+            f"their weights {on} would hold {rows * heads * length * length:,} numbers, more "
+            f"than the {MAX_ATTENTION_ENTRIES:,} the grader allows. build_classifier must "
+            "build the model from the sizes it is given (here num_heads=2)."
+        )
+    if work > MAX_BATCH_WORK:
+        d, n, h, i = max(sizes, key=lambda size: size[0] * (4 * size[1] * size[2] + 2 * size[3]))
+        raise TestFailure(
+            f"The model's trace describes {count} encoder blocks up to {d} wide, with {n} "
+            f"heads of {h} and a feed-forward width of {i}: recomputing them {on} would take "
+            f"{work / 1e6:.0f} million multiply-adds, more than the {MAX_BATCH_WORK / 1e6:.0f} "
+            "million the grader allows. build_classifier must build the model from the sizes "
+            "it is given (here embedding_dim=16, num_heads=2, inner_dim=32)."
+        )
+    given = weights[layers["embedding"]].get("embeddings")
+    table = numbers(given)
+    if table is None or table.ndim != 2:
+        raise TestFailure(
+            f"{_FORM}: the embedding table should be an array of numbers [vocabulary, width], "
+            f"got {describe(given)}."
+        )
+    width = _width(int(table.shape[1]), "an embedding width")
+    _trace_array(step["embedding"], (rows, length, width), f"the embedding output {on}")
+    for k, ((d, *_), block) in enumerate(zip(sizes, step["blocks"])):
+        _trace_array(block["input"], (rows, length, d), f"the input of encoder block {k} {on}")
+        _trace_array(block["output"], (rows, length, d), f"the output of encoder block {k} {on}")
+        _trace_mask(block["mask"], (rows, length, length), f"the attention mask of block {k} {on}")
+    _check_head_sizes(layers, step, weights, (rows, length, sizes[-1][0]), on)
+
+
+def _check_head_sizes(layers, step, weights, shape, on):
+    """The pooling's and the classifier's tensors and weights, for the last block's
+    output of ``shape`` [B, T, d]."""
+    rows, _, width = shape
+    head = weights[layers["head"]]
+    kernel = numbers(head.get("kernel"))
+    if kernel is None or kernel.ndim != 2:
+        raise TestFailure(f"{_FORM}: the classifier has no kernel [width, classes].")
+    classes = _width(int(kernel.shape[1]), "a classifier with a number of classes")
+    _trace_array(kernel, (width, classes), "the classifier's kernel [width, classes]")
+    if "bias" in head:
+        _trace_array(head["bias"], (classes,), "the classifier's bias")
+    _trace_array(step["pool_in"], shape, f"the input of the pooling {on}")
+    for key, what in (("pool_out", "the pooled features"), ("head_in", "the classifier's input")):
+        _trace_array(step[key], (rows, width), f"{what} {on}")
+    for key, what in (("head_out", "the classifier's output"), ("logits", "the predictions")):
+        _trace_array(step[key], (rows, classes), f"{what} {on}")
+
+
+def _plain(value, depth=0) -> bool:
+    """Whether ``value`` holds plain values only (no arrays, which compare entry by entry)."""
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return True
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    if depth < 4 and isinstance(value, dict):
+        return all(_plain(v, depth + 1) for v in value.values())
+    return False
+
+
+def _plain_config(config) -> bool:
+    """A block's configuration as the probe sends it: a dict of plain values, its layer
+    norms' epsilon a number."""
+    epsilon = config.get("norm_epsilon", 1e-12) if isinstance(config, dict) else None
+    return (
+        isinstance(config, dict)
+        and type(epsilon) in (int, float)
+        and abs(epsilon) < 1.0
+        and _plain(config)
+    )
+
+
+def _form_ok(trace, batches) -> bool:
+    """Whether ``trace`` has the form :func:`trace_model` returns for ``batches``."""
+    if not isinstance(trace, dict) or not isinstance(trace.get("layers"), dict):
+        return False
+    layers, weights, steps = trace["layers"], trace["weights"], trace["batches"]
+    if not isinstance(layers["blocks"], list) or not isinstance(steps, dict):
+        return False
+    names = [layers["embedding"], *layers["blocks"], layers["head"]]
+    ok = (
+        isinstance(layers["blocks"], list)
+        and all(isinstance(n, str) for n in names)
+        and isinstance(layers["head_activation"], str)
+        and isinstance(steps, dict)
+        and set(steps) == set(batches)
+        and isinstance(weights, dict)
+        and all(n in weights for n in names)
+        and all(
+            isinstance(layer, dict) and all(isinstance(w, np.ndarray) for w in layer.values())
+            for layer in weights.values()
+        )
+        and isinstance(layers["block_configs"], list)
+        and len(layers["block_configs"]) == len(layers["blocks"])
+        and all(_plain_config(c) for c in layers["block_configs"])
+    )
+    for step in steps.values() if ok else ():
+        ok = ok and isinstance(step, dict) and isinstance(step["blocks"], list)
+        ok = ok and len(step["blocks"]) == len(names) - 2
+        ok = ok and all(isinstance(block, dict) for block in step["blocks"])
+        for key in ("embedding", "pool_in", "pool_out", "head_in", "head_out", "logits"):
+            ok = ok and isinstance(step[key], np.ndarray)
+        for block in step["blocks"] if ok else ():
+            ok = (
+                ok
+                and isinstance(block["input"], np.ndarray)
+                and isinstance(block["output"], np.ndarray)
+                and (block["mask"] is None or isinstance(block["mask"], np.ndarray))
+            )
+    return ok
+
+
+def check_trace_form(trace, batches):
+    """Fail unless ``trace`` has the form :func:`trace_model` returns for ``batches``
+    (the dicts, lists, names and arrays where they belong; their sizes are checked by
+    :func:`check_trace_sizes` when the trace is recomputed)."""
+    try:
+        ok = _form_ok(trace, batches)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
         ok = False
     if not ok:
-        raise TestFailure(
-            "The model's trace (its layers' inputs, outputs and weights) is "
-            "not in the form the test's probe sends."
-        )
+        raise TestFailure(f"{_FORM}.")
 
 
 def cross_entropy(probabilities, labels):

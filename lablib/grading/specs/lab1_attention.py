@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.expect import Mistake
+from lablib.grading.expect import Mistake, describe, expect_array, numbers, real_array
 from lablib.grading.specs._attention_checks import attention_stages as _attention_stages
 from lablib.grading.specs._attention_checks import reference_attention as _reference_attention
 from lablib.grading.specs._cases import add_case_tests
@@ -158,7 +158,8 @@ def run_attention(ns, inputs):
 
 def judge_attention(got, inputs, checks, whats):
     """One attention test's judge on ``inputs() = (q, k, v, mask)``, with ``reference =
-    (output, weights)`` of :func:`_reference_attention`: the case's first checks
+    (output, weights)`` of :func:`_reference_attention`: the shapes of both (and that they
+    are numbers, :func:`_attention_reply`), the case's first checks
     (``checks[0](got, inputs, reference)``, which returns mistakes of its own to name
     first), the known mistakes (:func:`_attention_mistakes`) and the first wrong step
     (:func:`_attention_stages`) named, the case's checks of particular values
@@ -166,6 +167,7 @@ def judge_attention(got, inputs, checks, whats):
     reference (``whats``: what the messages call them)."""
     inputs = inputs()
     reference = out, weights = _reference_attention(*inputs)
+    got = _attention_reply(got, inputs, reference)
     first, particular = checks
     mistakes = first(got, inputs, reference)
     diagnose(got["weights"], [*mistakes, *_attention_mistakes(*inputs)], right=weights)
@@ -175,13 +177,43 @@ def judge_attention(got, inputs, checks, whats):
     expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what=whats[1])
 
 
+def _attention_call(inputs) -> str:
+    """How the messages name the call: ``attention(q [3, 4], k [3, 4], v [3, 4])``."""
+    query, key, value, mask = inputs
+    named = ", ".join(f"{n} {list(np.shape(a))}" for n, a in zip("qkv", (query, key, value)))
+    return f"attention({named}{'' if mask is None else f', mask {list(np.shape(mask))}'})"
+
+
+def _attention_reply(got, inputs, reference):
+    """The reply's output and weights as float64 arrays, checked first: both arrays of
+    numbers of the reference's shapes (the output one row per query and the value's
+    width, the weights one row per query and one column per key). Anything else names
+    what ``attention`` returned instead, before any step of the judge indexes them."""
+    out, weights = reference
+    call = _attention_call(inputs)
+    expect_fields(got, ("output", "weights"), f"{call}'s (output, weights)")
+    wanted = (
+        f"expected the output {list(out.shape)} (one row per query, as wide as v) and the "
+        f"weights {list(weights.shape)} (one row per query, one column per key)"
+    )
+    shapes = []
+    for name in ("output", "weights"):
+        value = None if isinstance(got[name], bool) else numbers(got[name])
+        if value is None:
+            raise Mistake(f"{call} returned {describe(got[name])} as its {name}: {wanted}.")
+        shapes.append(value.shape)
+    if tuple(shapes) != (out.shape, weights.shape):
+        sizes = [f"of shape {shape}" if shape else "holding a single number" for shape in shapes]
+        returned = (
+            f"an array {sizes[0]} for both"
+            if shapes[0] == shapes[1]
+            else f"an output {sizes[0]} and weights {sizes[1]}"
+        )
+        raise Mistake(f"{call} returned {returned}: {wanted}.")
+    return {name: real_array(got[name]) for name in ("output", "weights")}
+
+
 def _no_check(got, inputs, reference):
-    return []
-
-
-def _worked_shapes(got, inputs, reference):
-    expect_shape(got["weights"], (3, 3), "attention weights")
-    expect_shape(got["output"], (3, 4), "attention output")
     return []
 
 
@@ -201,13 +233,6 @@ def _worked_first_query(got, inputs, reference):
     )
 
 
-def _batch_shapes(got, inputs, reference):
-    out, weights = reference
-    expect_shape(got["output"], out.shape, "output of q [2,3,5,4], k [2,3,6,4], v [2,3,6,7]")
-    expect_shape(got["weights"], weights.shape, "weights of the same call")
-    return []
-
-
 def _rows_sum_to_one(got, inputs, reference):
     expect_close(
         got["weights"].sum(-1),
@@ -215,11 +240,6 @@ def _rows_sum_to_one(got, inputs, reference):
         atol=1e-6,
         what="sum of each row of weights",
     )
-
-
-def _masked_shape(got, inputs, reference):
-    expect_shape(got["weights"], (2, 4, 5), "weights with a [2, 1, 5] key mask")
-    return []
 
 
 def _masked_keys_zero(got, inputs, reference):
@@ -268,7 +288,7 @@ add_case_tests(
             "Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
             "first query; softmax each row over the keys, then take the weighted sum of values.",
             [_worked_inputs],
-            [(_worked_shapes, _worked_first_query), ("all attention weights", "all outputs")],
+            [(_no_check, _worked_first_query), ("all attention weights", "all outputs")],
         ),
         (
             "batch_dims_and_shapes",
@@ -276,7 +296,7 @@ add_case_tests(
             "Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
             "batch/head axes are kept; scale by the query's last dimension d_k.",
             [_batch_inputs],
-            [(_batch_shapes, _rows_sum_to_one), ("attention weights", "attention output")],
+            [(_no_check, _rows_sum_to_one), ("attention weights", "attention output")],
         ),
         (
             "masked_keys_get_zero_weight",
@@ -285,7 +305,7 @@ add_case_tests(
             "set those scores to -inf (or drop them) before the softmax, not after.",
             [_masked_inputs],
             [
-                (_masked_shape, _masked_keys_zero),
+                (_no_check, _masked_keys_zero),
                 ("masked attention weights", "masked attention output"),
             ],
         ),
@@ -338,6 +358,7 @@ def padding_mask_shape_and_values(ns):
 @padding_mask_shape_and_values.judge
 def _(got):
     ids = np.array([[5, 7, 2, 0, 0], [3, 0, 0, 0, 0]])
+    expect_fields(got, ("default", "pad_id_3"), "padding_mask's two masks")
     for key, pad in (("default", 0), ("pad_id_3", 3)):
         expect_shape(
             got[key], (2, 1, 5), f"padding_mask(ids [2, 5]{'' if pad == 0 else ', pad_id=3'})"
@@ -361,6 +382,7 @@ def causal_mask_values(ns):
 
 @causal_mask_values.judge
 def _(got):
+    expect_fields(got, ("1", "4", "7"), "causal_mask(1), causal_mask(4) and causal_mask(7)")
     for n in (1, 4, 7):
         expect_shape(got[str(n)], (n, n), f"causal_mask({n})")
         expect(
@@ -524,9 +546,14 @@ def _mha_score_mistakes(num_heads, key_dim, width, seed, mask=None):
 
 
 def _judge_mha(got, num_heads, key_dim, width, seed, mask=None, what=""):
+    expect_fields(got, ("output", "scores"), "the layer's (output, attention scores)")
     out, scores = _keras_mha(num_heads, key_dim, width, seed, mask)
-    expect_shape(got["output"], out.shape, f"output {what}")
-    expect_shape(got["scores"], scores.shape, f"attention scores {what} ([batch, heads, T, T])")
+    got = {
+        "output": expect_array(got["output"], out.shape, f"output {what}"),
+        "scores": expect_array(
+            got["scores"], scores.shape, f"attention scores {what} ([batch, heads, T, T])"
+        ),
+    }
     diagnose(
         got["scores"],
         _mha_score_mistakes(num_heads, key_dim, width, seed, mask),
@@ -675,8 +702,9 @@ def _checked_projection(name, info):
     """Check one Dense projection (class, weights, its output); its (kernel, bias) in float64."""
     expect_fields(info, ("class", "weights", "output"), f"self.{name}")
     expect(
-        info["class"] == "Dense",
-        f"self.{name} must be a keras.layers.Dense, got {info['class']}",
+        isinstance(info["class"], str) and info["class"] == "Dense",
+        f"self.{name} must be a keras.layers.Dense, got "
+        f"{info['class'] if isinstance(info['class'], str) else describe(info['class'])}",
     )
     expect(
         isinstance(info["weights"], list) and len(info["weights"]) == 2,
@@ -684,8 +712,10 @@ def _checked_projection(name, info):
     )
     kernel, bias = info["weights"]
     _check_projection_kernel_shape(name, kernel)
-    expect_shape(kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6")
-    expect_shape(bias, (6,), f"self.{name} bias")
+    kernel = expect_array(
+        kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6"
+    )
+    bias = expect_array(bias, (6,), f"self.{name} bias")
     expect(
         bool(np.std(kernel) > 1e-3),
         f"self.{name} kernel is constant: a Dense layer's kernel starts random (glorot_uniform).",
@@ -700,13 +730,18 @@ def _checked_projection(name, info):
         atol=1e-5,
         what=f"self.{name}(x) vs x @ kernel + bias",
     )
-    return np.asarray(kernel, np.float64), np.asarray(bias, np.float64)
+    return kernel, bias
 
 
 def _check_owned_weights(got, weights):
     """Check that the layer owns exactly its four projections' weights, no MultiHeadAttention."""
+    sublayers = got["sublayers"]
     expect(
-        "MultiHeadAttention" not in got["sublayers"],
+        isinstance(sublayers, list) and all(isinstance(s, str) for s in sublayers),
+        f"the layer's sublayers: expected a list of class names, got {describe(sublayers)}",
+    )
+    expect(
+        "MultiHeadAttention" not in sublayers,
         "build multi-head attention from the Dense projections; do not wrap "
         "keras.layers.MultiHeadAttention",
     )
@@ -715,7 +750,13 @@ def _check_owned_weights(got, weights):
         f"the layer should own exactly 8 weights (4 kernels, 4 biases), got "
         f"{len(got['weights']) if isinstance(got['weights'], list) else got['weights']}",
     )
-    own = sorted(np.asarray(w, np.float64).tobytes() for w in got["weights"])
+    own = [real_array(w) for w in got["weights"]]
+    expect(
+        all(w is not None for w in own),
+        "the layer's weights: expected 8 arrays of numbers, got "
+        f"{[describe(w) for w in got['weights']][:8]}",
+    )
+    own = sorted(w.tobytes() for w in own)
     parts = sorted(w.tobytes() for pair in weights.values() for w in pair)
     expect(
         own == parts,
@@ -727,10 +768,11 @@ def _check_mha_output(got, weights):
     """Check the layer's output is attention computed from its four projections' weights."""
     x = _projection_inputs()[0]
     expected = _numpy_mha(x, weights, num_heads=2, key_dim=3)
-    expect_shape(got["output"], expected.shape, "layer output for x [1, 4, 6]")
+    output = expect_array(got["output"], expected.shape, "layer output for x [1, 4, 6]")
+    scores = real_array(got.get("scores"))
     sentences = [sentence for _, sentence in _mha_score_mistakes(2, 3, 6, 10)]
     diagnose(
-        got["output"],
+        output,
         zip(
             [
                 _numpy_mha(x, weights, 2, 3, scale=1.0),
@@ -743,10 +785,10 @@ def _check_mha_output(got, weights):
         rtol=1e-4,
         atol=1e-4,
     )
-    if isinstance(got.get("scores"), np.ndarray) and got["scores"].shape == (1, 2, 4, 4):
-        _mha_stages(got, x, weights, 2, 3)
+    if scores is not None and scores.shape == (1, 2, 4, 4):
+        _mha_stages({"scores": scores, "output": output}, x, weights, 2, 3)
     expect_close(
-        got["output"],
+        output,
         expected,
         rtol=1e-4,
         atol=1e-4,
@@ -936,8 +978,13 @@ def _recorded(attention):
 
 
 def _same_array(a, b) -> bool:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
+    a, b = real_array(a), real_array(b)
+    return (
+        a is not None
+        and b is not None
+        and a.shape == b.shape
+        and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
+    )
 
 
 def _gap_stages(calls, gap, attention, encoding):
@@ -950,6 +997,11 @@ def _gap_stages(calls, gap, attention, encoding):
             f"Your function called attention_fn {count} time(s); it needs exactly two "
             "calls: one on the tokens in their order, one on the shuffled tokens."
         )
+    expect(
+        all(isinstance(call, list) and len(call) == 3 for call in calls),
+        "the calls of attention_fn recorded by the test are not (query, key, value) "
+        f"triples: got {[describe(call) for call in calls]}",
+    )
     for call in calls:
         if not (_same_array(call[0], call[1]) and _same_array(call[1], call[2])):
             raise Mistake(
@@ -1029,14 +1081,14 @@ def no_encoding_gap_is_zero(ns):
 def _(got):
     expect_fields(got, ("gap", "bias", "biased_gap"))
     gap, bias = got["gap"], got["bias"]
-    expect(isinstance(gap, float), f"equivariance_gap must return a number, got {gap!r}")
+    expect(isinstance(gap, float), f"equivariance_gap must return a number, got {describe(gap)}")
     x = _permutation_inputs()[0]
     _gap_stages(got.get("calls"), gap, _reference_attention, np.zeros_like(x))
     expect(
         abs(gap) < 1e-9,
         f"without positional encoding the gap should be ~0 (equivariance), got {gap}",
     )
-    expect_shape(bias, (6, 6), "the position bias drawn by the test")
+    bias = expect_array(bias, (6, 6), "the position bias drawn by the test")
     expect(
         bool(np.all(np.isfinite(bias)) and 0.3 < np.std(bias) < 3.0),
         "the position bias drawn by the test is not a standard normal draw",

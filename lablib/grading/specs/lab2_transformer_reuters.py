@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.spec import diagnose, expect, expect_close, expect_shape, get_lab
-from lablib.grading.specs._model_checks import add_model_piece, expect_fields
+from lablib.grading.specs._model_checks import add_model_piece
 from lablib.grading.specs._positional_checks import add_encoding_piece
-from lablib.grading.expect import Mistake
+from lablib.grading.expect import Mistake, describe, expect_array, expect_fields
+from lablib.grading.expect import expect_number, is_number, numbers
 from lablib.grading.specs._block_checks import ablation_outputs, block_stages
 from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.specs._metric_checks import battery, metric_stages
@@ -138,14 +139,23 @@ def _(got):
         if verified is None
         else {name: list(logits.shape) for name, (logits, _) in verified.items()}
     )
-    expect(
-        shapes["short"] == [3, 4], f"ids [3, 7] should give scores [3, 4], got {shapes['short']}"
-    )
-    expect(shapes["full"] == [5, 4], f"ids [5, 12] should give scores [5, 4], got {shapes['full']}")
-    expect(
-        shapes["max_length"] == [2, 4],
-        f"ids [2, max_length=16] should give scores [2, 4], got {shapes['max_length']}",
-    )
+    for name, ids in (
+        ("short", "[3, 7]"),
+        ("full", "[5, 12]"),
+        ("max_length", "[2, max_length=16]"),
+    ):
+        wanted = [int(np.shape(_shape_batches()[name])[0]), 4]
+        sizes = _sizes(shapes[name])
+        expect(
+            sizes == wanted,
+            f"ids {ids} should give scores {wanted}, got "
+            f"{describe(shapes[name]) if sizes is None else sizes}",
+        )
+
+
+def _sizes(value):
+    """``value`` when it is a list of sizes (ints), else None (a reply may hold anything)."""
+    return value if isinstance(value, list) and all(type(v) is int for v in value) else None
 
 
 def _one_batch():
@@ -202,7 +212,7 @@ def _(got):
         f"layers, found {blocks} (layers: {got['classes']})",
     )
     expect(
-        got["masking_embeddings"] >= 1,
+        expect_number(got["masking_embeddings"], "the number of masking embeddings") >= 1,
         "use tf.keras.layers.Embedding(..., mask_zero=True) so that padding (id 0) is masked",
     )
 
@@ -320,19 +330,11 @@ def _(got):
                 set(old) == set(new) and all(set(old[k]) == set(new[k]) for k in old),
                 "the traces before and after training name different weights",
             )
-            frozen = [
-                f"{layer}/{name}"
-                for layer in old
-                for name in old[layer]
-                if not np.any(np.asarray(old[layer][name]) != np.asarray(new[layer][name]))
-                and _MAY_STAY not in name
-            ]
-            expect(
-                not frozen,
-                f"these weights never changed during training: {frozen[:6]}. A "
-                f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.",
-            )
-    loss_before, loss_after = verified or (got["loss_before"], got["loss_after"])
+            _expect_traced_weights_moved(old, new)
+    loss_before, loss_after = verified or (
+        expect_number(got["loss_before"], "the loss before training"),
+        expect_number(got["loss_after"], "the loss after training"),
+    )
     expect(
         math.isfinite(loss_before) and math.isfinite(loss_after),
         f"losses must be finite, got {loss_before} -> {loss_after}",
@@ -342,12 +344,46 @@ def _(got):
         f"the loss should fall well below its start after 8 epochs on 48 sequences whose "
         f"words give away the class: {loss_before:.4f} -> {loss_after:.4f}",
     )
+    names, changes = got["names"], got["changes"]
     expect(
-        len(got["names"]) >= 10,
-        f"expected the embedding, 2 encoder blocks and a classifier "
-        f"as trainable weights; found only {got['names']}",
+        isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and isinstance(changes, list)
+        and len(changes) == len(names)
+        and all(is_number(c) for c in changes),
+        "the trainable weights' names and changes: expected a list of names and a list of as "
+        f"many numbers, got {describe(names)} and {describe(changes)}",
     )
-    frozen = [n for n, c in zip(got["names"], got["changes"]) if not c > 0.0 and _MAY_STAY not in n]
+    expect(
+        len(names) >= 10,
+        f"expected the embedding, 2 encoder blocks and a classifier "
+        f"as trainable weights; found only {names}",
+    )
+    frozen = [n for n, c in zip(names, changes) if not c > 0.0 and _MAY_STAY not in n]
+    expect(
+        not frozen,
+        f"these weights never changed during training: {frozen[:6]}. A "
+        f"tf_keras layer inside a Keras 3 model (or the reverse) is never trained.",
+    )
+
+
+def _expect_traced_weights_moved(old, new):
+    """Every weight of the traces before and after training (both of
+    :func:`check_trace_form`'s form, recomputed) has one shape in both and moved, the key
+    bias excepted; compared only where the shapes agree, so that no reply makes the judge
+    broadcast one array against another."""
+    frozen = []
+    for layer in old:
+        for name in old[layer]:
+            before, after = numbers(old[layer][name]), numbers(new[layer][name])
+            expect(
+                before is not None and after is not None and before.shape == after.shape,
+                f"the weight {layer}/{name} is {describe(old[layer][name])} before training "
+                f"and {describe(new[layer][name])} after: the traces before and after "
+                "training must hold the same weights",
+            )
+            if not np.any(before != after) and _MAY_STAY not in name:
+                frozen.append(f"{layer}/{name}")
     expect(
         not frozen,
         f"these weights never changed during training: {frozen[:6]}. A "
@@ -490,6 +526,12 @@ def _(got):
             "y_true.shape != y_pred.shape",
         ),
     }
+    expect_fields(got, tuple(what), "what each call with bad labels raised")
+    expect(
+        all(isinstance(outcome, str) for outcome in got.values()),
+        "what each call with bad labels raised: expected the name of an error (or 'no error') "
+        f"per case, got {[describe(v) for v in got.values()][:6]}",
+    )
     for case, outcome in got.items():
         if case in what and outcome != "ValueError":
             given, test = what[case]
@@ -801,10 +843,13 @@ def judge_block(got, case, what):
     x, weights = block_case(seed, length, width, heads, key_dim, inner)
     expect_fields(got, ("output", "attention"))
     output, attention = reference_block(x, weights, mask)
-    expect_shape(got["output"], (length, width), f"output {what}")
-    expect_shape(
-        got["attention"], (heads, length, length), f"attention weights {what} [heads, T, T]"
-    )
+    got = {
+        **got,
+        "output": expect_array(got["output"], (length, width), f"output {what}"),
+        "attention": expect_array(
+            got["attention"], (heads, length, length), f"attention weights {what} [heads, T, T]"
+        ),
+    }
     diagnose(got["output"], block_mistakes(x, weights, mask), right=output, atol=1e-6)
     block_stages(got, x, weights, mask, reference_block)
     expect_close(got["attention"], attention, atol=1e-6, what=f"attention weights {what}")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lablib.grading.expect import describe, expect_array, expect_number, real_array
 from lablib.grading.spec import Mistake, TestFailure, diagnose, expect, expect_close, expect_shape
 from lablib.grading.specs._graph_inputs import (
     course_graph,
@@ -149,7 +150,9 @@ def run_layer(ns, name, case):
 def _output(got):
     """The layer's output from a probe's value, its parts' runs first checked."""
     if isinstance(got, dict) and "stages" in got:
-        layer_stages(got["stages"], form=got.get("form", "matrix"))
+        models.expect_fields(got, ("output", "stages"), "the layer's output and its parts' runs")
+        form = got.get("form") if isinstance(got.get("form"), str) else "matrix"
+        layer_stages(got["stages"], form="edges" if form == "edges" else "matrix")
         return got["output"]
     return got
 
@@ -213,8 +216,7 @@ def diagnose_layer(got, case) -> None:
 
 def judge_isolated(got, nan_message):
     """Judge of a layer's output on the graph with an isolated node."""
-    got = _output(got)
-    expect_shape(got, (5, 3), "output")
+    got = expect_array(_output(got), (5, 3), "output")
     expect(bool(np.all(np.isfinite(got))), nan_message)
     expect_layer(got, ISOLATED, "output with an isolated node (node 4)")
 
@@ -343,7 +345,7 @@ def scalar_directed_identity(ns):
 def _(got):
     got = _output(got)
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
-    expect_shape(got, (4, 2), "output")
+    got = expect_array(got, (4, 2), "output")
     expected = reference_gcn(features, adjacency, w, b, handed_identity)
     if np.allclose(got, reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6):
         raise TestFailure(
@@ -501,9 +503,10 @@ def edges_directed_no_dense(ns):
 def _(got):
     models.expect_fields(got, ("directed", "large", "peak"))
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
-    expect_shape(got["directed"], (4, 2), "output on a directed graph")
+    directed = expect_array(got["directed"], (4, 2), "output on a directed graph")
+    peak = expect_number(got["peak"], "the peak memory of the call on the large graph")
     if np.allclose(
-        got["directed"], reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6
+        directed, reference_gcn(features, adjacency.T, w, b, handed_identity), atol=1e-6
     ):
         raise Mistake(
             "The messages were summed at the source node (edge_index[0]); edge e "
@@ -519,7 +522,6 @@ def _(got):
         atol=1e-6,
         what=f"output on a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges",
     )
-    peak = float(got["peak"])
     if peak > SPARSE_PEAK_BYTES:
         raise Mistake(
             f"On a graph of {SPARSE_NODES:,} nodes and {edge_index.shape[1]:,} edges your "
@@ -540,7 +542,8 @@ def readout_stages(got, mode):
     division of the mean, the -inf of the max; quiet when right."""
     features, mask = padded_batch()
     right = reference_readout(features, mask, mode)
-    if not isinstance(got, np.ndarray):
+    got = real_array(got) if isinstance(got, np.ndarray) else None
+    if got is None:
         return
     if got.shape == right.shape and np.allclose(got, right, atol=1e-6):
         return
@@ -594,7 +597,8 @@ def judge_readout(got, mode, shape_what, what):
     """One readout test's judge: the shape, the known mistakes, the step-by-step diagnosis
     (:func:`readout_stages`), then the values over the real nodes."""
     features, mask = padded_batch()
-    if np.ndim(got) == 2 and np.shape(got) != (3, 4):
+    table = real_array(got)
+    if table is not None and table.ndim == 2 and table.shape != (3, 4):
         readout_stages(got, mode)
     expect_shape(got, (3, 4), shape_what)
     right = reference_readout(features, mask, mode)
@@ -688,6 +692,11 @@ def _(got):
     models.expect_fields(got, ("sum", "mean", "max", "bad_mode"))
     features, mask = padded_batch()
     order = np.random.default_rng(2).permutation(features.shape[1])
+    expect(
+        isinstance(got["bad_mode"], str),
+        f"what readout(..., mode='median') raised: expected the error's name, got "
+        f"{describe(got['bad_mode'])}",
+    )
     for mode in ("sum", "mean", "max"):
         expect(
             isinstance(got[mode], (list, tuple)) and len(got[mode]) == 2,
@@ -838,17 +847,18 @@ INVARIANCES = (
 
 def judge_structure_values(values):
     """The checks of ``gcn_structure`` on outputs keyed like :func:`structure_inputs`."""
-    expect_shape(values["output"], (6, 1), "model output for a batch of 6 graphs")
-    scale = max(1.0, float(np.max(np.abs(values["output"]))))
+    output = expect_array(values["output"], (6, 1), "model output for a batch of 6 graphs")
+    scale = max(1.0, float(np.max(np.abs(output))))
     for key, what in INVARIANCES:
-        expect_close(values[key], values["output"], atol=1e-4 * scale, what=what)
-    change = float(np.max(np.abs(values["edge_removed"][0] - values["output"][0])))
+        expect_close(values[key], output, atol=1e-4 * scale, what=what)
+    removed = expect_array(values["edge_removed"], (6, 1), "model output after removing a bond")
+    change = float(np.max(np.abs(removed[0] - output[0])))
     expect(
         change > 1e-6,
         "Removing a bond did not change the prediction: the model must "
         "use the adjacency matrix (graph convolutions), not only the node features.",
     )
-    others = float(np.max(np.abs(values["edge_removed"][1:] - values["output"][1:])))
+    others = float(np.max(np.abs(removed[1:] - output[1:])))
     expect(
         others < 1e-4 * scale,
         "Removing a bond of molecule 0 changed the predictions for "

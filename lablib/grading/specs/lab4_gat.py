@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from lablib.grading.specs._attention_checks import centred_rows
+from lablib.grading.expect import describe, expect_array, expect_fields, real_array
 from lablib.grading.spec import Mistake, diagnose, expect, expect_close, expect_shape
 from lablib.grading.specs._graph_inputs import (
     course_graph,
@@ -193,6 +194,7 @@ def _expect_head(got, inputs, case, negative_slope=0.2, output_atol=1e-6):
     input in the messages), after naming a head without self loops, :func:`diagnose`
     against :func:`head_mistakes` and :func:`_gat_stages`."""
     adjacency = inputs[1]
+    got = _head_reply(got, len(adjacency), case)
     alpha, out = reference_attention(*inputs, negative_slope=negative_slope)
     _expect_self_loops(got["alpha"], *inputs)
     _check_alpha(got["alpha"], adjacency, f"attention coefficients ({case})")
@@ -200,6 +202,27 @@ def _expect_head(got, inputs, case, negative_slope=0.2, output_atol=1e-6):
     _gat_stages(got, *inputs, negative_slope)
     expect_close(got["alpha"], alpha, atol=1e-6, what=f"attention coefficients ({case})")
     expect_close(got["output"], out, rtol=1e-6, atol=output_atol, what=f"output ({case})")
+
+
+def _head_reply(got, nodes, case, extra=()):
+    """A head's reply checked before anything reads it: ``alpha`` an array of numbers
+    [N, N] (anything else names what ``gat_attention`` returned instead, not an error of
+    the judge's); ``output`` and the ``extra`` keys as float64 arrays where they are
+    numbers, as they came otherwise (the comparisons with the reference say what came,
+    after the coefficients are diagnosed)."""
+    keys = ("alpha", "output", *extra)
+    expect_fields(got, keys, f"gat_attention's (alpha, output) on the {case}")
+    checked = {
+        "alpha": expect_array(
+            got["alpha"],
+            (nodes, nodes),
+            f"gat_attention's alpha on the {case} (one row and one column per node)",
+        )
+    }
+    for key in keys[1:]:
+        value = None if isinstance(got[key], bool) else real_array(got[key])
+        checked[key] = got[key] if value is None else value
+    return checked
 
 
 def _check_alpha(alpha, adjacency, what):
@@ -276,11 +299,8 @@ def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
             "row's own largest allowed score (max over axis 1, keepdims=True)."
         )
     output = got.get("output")
-    if (
-        isinstance(output, np.ndarray)
-        and output.shape == out.shape
-        and not np.allclose(output, out, atol=1e-5)
-    ):
+    output = real_array(output) if isinstance(output, np.ndarray) else None
+    if output is not None and output.shape == out.shape and not np.allclose(output, out, atol=1e-5):
         z = np.asarray(features, float) @ np.asarray(w, float).T
         for wrong, sentence in [
             (
@@ -360,6 +380,7 @@ def attention_course_graph(ns):
 @attention_course_graph.judge
 def _(got):
     features, adjacency, w, a = head_inputs(course_graph)
+    got = _head_reply(got, len(adjacency), "course's graph G")
     alpha, out = reference_attention(features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients on the course's graph G")
     diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha)
@@ -398,6 +419,9 @@ def attention_self_loops(ns):
 @attention_self_loops.judge
 def _(got):
     features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=2, seed=1)
+    got = _head_reply(
+        got, len(adjacency), "graph with an isolated node", ("alpha_looped", "output_looped")
+    )
     alpha, out = reference_attention(features, adjacency, w, a)
     _expect_self_loops(got["alpha"], features, adjacency, w, a)
     _check_alpha(got["alpha"], adjacency, "attention coefficients")
@@ -433,6 +457,7 @@ def attention_directed_slope(ns):
 @attention_directed_slope.judge
 def _(got):
     inputs = features, adjacency, w, a = head_inputs(directed_graph, f_in=3, f_out=3, seed=2)
+    got = _head_reply(got, len(adjacency), "directed graph")
     transposed, _ = reference_attention(features, adjacency.T, w, a, negative_slope=0.05)
     if _same_alpha(got["alpha"], transposed):
         raise Mistake(
@@ -475,6 +500,7 @@ def attention_matches_layer(ns):
 @attention_matches_layer.judge
 def _(got):
     features, adjacency, w, a = head_inputs(isolated_graph, f_in=3, f_out=5, seed=4)
+    got = _head_reply(got, len(adjacency), "graph with an isolated node")
     alpha, out = lablib_attention(features, adjacency, [w], [a])
     _expect_self_loops(got["alpha"], features, adjacency, w, a)
     diagnose(got["alpha"], head_mistakes(features, adjacency, w, a), right=alpha[0], atol=1e-5)
@@ -673,6 +699,12 @@ def multi_head_single_and_distinct(ns):
 
 @multi_head_single_and_distinct.judge
 def _(got):
+    expect_fields(got, ("single", "pair"), "multi_head_gat's outputs")
+    expect(
+        isinstance(got["single"], (list, tuple)) and len(got["single"]) == 2,
+        "multi_head_gat with one head: expected its outputs with concat=True and "
+        f"concat=False, got {describe(got['single'])}",
+    )
     features, adjacency = isolated_graph()
     ws, attention_vectors = multi_head_weights(heads=1, seed=30)
     expected = reference_attention(features, adjacency, ws[0], attention_vectors[0])[1]
@@ -779,7 +811,12 @@ def gat_structure(ns):
 def judge_structure_values(values):
     """The checks of ``gat_structure`` on outputs keyed like :func:`structure_inputs`
     (plus ``repeat``, ``training_a``, ``training_b``)."""
-    expect_shape(values["output"], (24, NUM_CLASSES), "output for 24 nodes and 3 classes")
+    for key in ("output", "training_a", "training_b"):
+        expect_shape(values[key], (24, NUM_CLASSES), f"{key} for 24 nodes and 3 classes")
+    values = {
+        key: expect_array(values[key], None, key)
+        for key in ("output", "repeat", "far_change", "near_change", "training_a", "training_b")
+    }
     expect(bool(np.all(np.isfinite(values["output"]))), "The output contains NaN or inf.")
     expect_close(
         values["repeat"],

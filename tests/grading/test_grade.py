@@ -294,6 +294,21 @@ def test_judging_time_counts_in_the_submissions_seconds(tmp_path, monkeypatch):
     assert 1.2 <= result.seconds < 5, result.seconds  # the run's 0.25 s and the judge's second
 
 
+def _fixture_grade(subs, *extra) -> list[str]:
+    """``lablib grade`` of the fixture lab over ``subs`` (quiet), with ``extra`` options."""
+    return [
+        "grade",
+        str(FIXTURE_LAB),
+        str(subs),
+        "--tests",
+        str(FIXTURE_HIDDEN),
+        "--lab-notebook",
+        str(FIXTURE_SOLUTION),
+        "--quiet",
+        *extra,
+    ]
+
+
 def test_grading_without_the_sandbox_says_so_once(tmp_path, capsys):
     """Without the sandbox stage a submission runs as the grading user: the command says so
     in one line (the rows' isolation notes alone were easy to miss); a cached row ran
@@ -301,19 +316,7 @@ def test_grading_without_the_sandbox_says_so_once(tmp_path, capsys):
     subs = tmp_path / "subs"
     subs.mkdir()
     shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
-    args = [
-        "grade",
-        str(FIXTURE_LAB),
-        str(subs),
-        "-o",
-        str(tmp_path / "out"),
-        "--tests",
-        str(FIXTURE_HIDDEN),
-        "--lab-notebook",
-        str(FIXTURE_SOLUTION),
-        "--quiet",
-        "--no-sandbox",
-    ]
+    args = _fixture_grade(subs, "-o", str(tmp_path / "out"), "--no-sandbox")
     assert main(args) == 0
     said = capsys.readouterr().err
     assert "1 submission(s) ran without the sandbox" in said and "read and write" in said, said
@@ -333,17 +336,7 @@ def test_layout_plain_from_the_command_line(tmp_path, capsys):
     (subs / "mallory").mkdir()
     shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
     shutil.copy(FIXTURE_SOLUTION, subs / "mallory" / "smithbob_184002_9000002_lab0.ipynb")
-    args = [
-        "grade",
-        str(FIXTURE_LAB),
-        str(subs),
-        "--tests",
-        str(FIXTURE_HIDDEN),
-        "--lab-notebook",
-        str(FIXTURE_SOLUTION),
-        "--quiet",
-        "--no-sandbox",
-    ]
+    args = _fixture_grade(subs, "--no-sandbox")
     assert main(args + ["-o", str(tmp_path / "auto")]) == 0
     said = capsys.readouterr().err
     assert "lablib grade: layout:" in said and "students' own folders (alice)" in said, said

@@ -218,6 +218,12 @@ def _moodle_folder(name: str) -> dict | None:
     return info if info is not None and not info["file"] else None
 
 
+def _lms_student_folder(name: str) -> bool:
+    """Whether a folder's name is one an LMS gives a student's folder: a Gradescope
+    ``submission_<id>`` or a Moodle student's (or group's) folder."""
+    return bool(_SUBMISSION_FOLDER.match(name)) or _moodle_folder(name) is not None
+
+
 def _student_folder_of(folder: tuple, holding: set, metadata: dict) -> tuple | None:
     """The first folder on the way down to ``folder`` (itself included) that is a
     student's: a Gradescope ``submission_<id>`` folder or one an export lists, a Moodle
@@ -225,8 +231,7 @@ def _student_folder_of(folder: tuple, holding: set, metadata: dict) -> tuple | N
     for j in range(1, len(folder) + 1):
         name = folder[j - 1]
         if (
-            _SUBMISSION_FOLDER.match(name)
-            or _moodle_folder(name) is not None
+            _lms_student_folder(name)
             or folder[:j] in holding
             or any(
                 folder[: len(at)] == at and name in listed
@@ -311,7 +316,7 @@ def _lms_shaped(parts, exports) -> bool:
     name, or a ``submission_metadata.yml`` in a folder above it."""
     folders = parts[:-1]
     return (
-        any(_SUBMISSION_FOLDER.match(p) or _moodle_folder(p) is not None for p in folders)
+        any(_lms_student_folder(p) for p in folders)
         or _flat_download(parts[-1]) is not None
         or any(folders[: len(at)] == at for at in exports)
     )
@@ -325,7 +330,7 @@ def _download_at(parts, exports) -> str:
     if export is not None:
         return "/".join(export)
     moodle = next(
-        (i for i, p in enumerate(parts[:-1]) if _SUBMISSION_FOLDER.match(p) or _moodle_folder(p)),
+        (i for i, p in enumerate(parts[:-1]) if _lms_student_folder(p)),
         None,
     )
     return "/".join(parts[: moodle if moodle is not None else len(parts) - 1])

@@ -57,7 +57,7 @@ from lablib.grading.run.guard import BY_HAND
 from lablib.grading.options import GradeOptions
 from lablib.grading.labspec.model import LabSpec
 from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_spec
-from lablib.grading.submissions import Found, find_submissions, warn_skipped
+from lablib.grading.submissions import Found, LayoutWarning, find_submissions, warn_skipped
 
 __all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced"]
 
@@ -433,9 +433,10 @@ def grade(
         roster = folder.roster()  # a regrade keeps the class's roster
     if late_policy is None and not options.fresh:
         late_policy = folder.late_policy()
+    layout = _layout(options, folder)
     out.mkdir(parents=True, exist_ok=True)
     skipped: list = []
-    found = find_submissions(submissions, refused=skipped, layout=options.layout)
+    found = find_submissions(submissions, refused=skipped, layout=layout)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     limits = options.limits
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits))
@@ -467,6 +468,7 @@ def grade(
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     results = _replaced(_merged(previous, graded), {id(r) for r in graded})
     folder.keep_roster(roster)
+    folder.keep_layout(layout)
     if late_policy is not None or options.fresh:
         folder.keep_late_policy(late_policy)
     _write(
@@ -480,6 +482,22 @@ def grade(
         template=template,
     )
     return sorted(results, key=lambda r: r.submission)
+
+
+def _layout(options: GradeOptions, folder: GradebookFolder) -> str:
+    """How the submissions are read: as given, else as the kept gradebook's were (a
+    :class:`LayoutWarning` says so where that is ``plain``), else ``auto``."""
+    if options.layout is not None:
+        return options.layout
+    kept = None if options.fresh else folder.layout()
+    if kept == "plain":
+        warnings.warn(
+            "each folder given is read as one student's (--layout plain), as this gradebook's "
+            "submissions were; give --layout auto to read LMS downloads by their shapes.",
+            LayoutWarning,
+            stacklevel=3,
+        )
+    return kept or "auto"
 
 
 def _reidentify(previous, roster, times, spec: LabSpec, *, new_roster: bool, index=None) -> None:

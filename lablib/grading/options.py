@@ -69,10 +69,11 @@ class GradeOptions:
     late_policy: LatePolicy | None = _option(
         None, "the late policy (kept in the output folder: later regrades and reports apply it)"
     )
-    layout: str = _option(
-        "auto",
+    layout: str | None = _option(
+        None,
         "how a submissions folder is read: auto (LMS downloads by their shapes) or plain (one "
-        "folder per student, no LMS's shapes read: students' own repositories)",
+        "folder per student, no LMS's shapes read: students' own repositories); default: as "
+        "the output folder's gradebook was graded, auto for a new one",
     )
 
     def __post_init__(self):
@@ -105,7 +106,7 @@ class GradeOptions:
             )
         if self.jobs is not None:
             object.__setattr__(self, "jobs", int(self.jobs))
-        if self.layout not in ("auto", "plain"):
+        if self.layout not in (None, "auto", "plain"):
             raise ValueError(
                 f"GradeOptions(layout={self.layout!r}): expected 'auto' (LMS downloads read by "
                 f"their shapes) or 'plain' (one folder per student)."

@@ -344,3 +344,40 @@ def test_layout_plain_from_the_command_line(tmp_path, capsys):
     assert main(args + ["-o", str(tmp_path / "plain"), "--layout", "plain"]) == 0
     assert "lablib grade: layout:" not in capsys.readouterr().err
     assert sorted(_rows(tmp_path / "plain")) == ["alice", "mallory"]
+
+
+def test_a_regrade_reads_new_folders_as_the_gradebook_was_graded(tmp_path, capsys):
+    """A plain class graded with --layout plain, then regraded without it when a late
+    student's folder arrives: that folder's Canvas-named file is still the student's own
+    (the output folder keeps the layout, and the command says it used it); --layout auto
+    changes it back for folders graded after (kept rows keep their names, as in any
+    regrade); a kept layout that cannot be read stops the command, changing nothing."""
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
+    out = tmp_path / "out"
+    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    assert main(args + ["--layout", "plain"]) == 0
+    capsys.readouterr()
+    (subs / "mallory").mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "mallory" / "smithbob_184002_9000002_lab0.ipynb")
+    assert main(args) == 0
+    said = capsys.readouterr().err
+    assert "lablib grade: layout:" in said and "as this gradebook's submissions were" in said
+    assert sorted(_rows(out)) == ["alice", "mallory"]
+    assert main(args + ["--layout", "auto"]) == 0
+    assert sorted(_rows(out)) == ["alice", "mallory"]
+    (subs / "trudy").mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "trudy" / "jonescarol_184003_9000003_lab0.ipynb")
+    capsys.readouterr()
+    assert main(args) == 0  # auto kept now: read by shapes, and the mixed folder named
+    said = capsys.readouterr().err
+    assert "each folder given is read as one student's" not in said
+    assert "LMS-shaped content in" in said and "trudy" in said, said
+    assert sorted(_rows(out)) == ["alice", "jonescarol", "mallory"]
+    (out / ".options.json").write_text('{"layout": "plian"}')
+    before = (out / "grades.json").read_bytes()
+    assert main(args) != 0
+    said = capsys.readouterr().err
+    assert ".options.json cannot be read" in said and "'plian'" in said, said
+    assert (out / "grades.json").read_bytes() == before

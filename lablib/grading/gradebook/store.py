@@ -1,6 +1,6 @@
 """The stored gradebook: one grading output folder's state, read and written here only.
 
-A folder that ``lablib grade`` wrote keeps the class gradebook in three files, each
+A folder that ``lablib grade`` wrote keeps the class gradebook in four files, each
 written whole or not at all (:func:`~lablib.grading.atomic.atomic_write`):
 
 ==================  ============================================================
@@ -9,6 +9,9 @@ written whole or not at all (:func:`~lablib.grading.atomic.atomic_write`):
                     (``reviews_through``), the late policy and the roster match
 ``late.json``       the late policy (:meth:`GradebookFolder.keep_late_policy`)
 ``.roster.csv``     a copy of the roster (:meth:`GradebookFolder.keep_roster`)
+``.options.json``   how the submissions were read (``layout``:
+                    :meth:`GradebookFolder.keep_layout`), so that a regrade reads
+                    new downloads the same way
 ==================  ============================================================
 
 A regrade, ``lablib report``, the review page, ``lablib export`` and the printouts read
@@ -55,6 +58,7 @@ from lablib.grading.gradebook.book import Gradebook
 from lablib.grading.gradebook.late import LateError, LatePolicy
 from lablib.grading.gradebook.roster import Roster
 from lablib.grading.results import SubmissionResult
+from lablib.grading.submissions import LAYOUTS
 
 __all__ = [
     "GradebookFolder",
@@ -63,6 +67,7 @@ __all__ = [
     "GRADEBOOK_FILE",
     "POLICY_FILE",
     "ROSTER_COPY",
+    "OPTIONS_FILE",
 ]
 
 #: The gradebook's file in a grading output folder.
@@ -72,6 +77,9 @@ POLICY_FILE = "late.json"
 #: The roster a gradebook was written with: reports written again later (``lablib
 #: report``, the review page) name the same students.
 ROSTER_COPY = ".roster.csv"
+#: The options a regrade keeps (``layout``): a class of students' own folders is read as
+#: one folder per student again, never by LMS shapes a student could plant.
+OPTIONS_FILE = ".options.json"
 
 #: What to do about a gradebook that cannot be read, in every message that says so.
 WHAT_TO_DO = (
@@ -319,3 +327,41 @@ class GradebookFolder:
             path.unlink(missing_ok=True)
         else:
             atomic_write(path, json.dumps(policy.to_dict(), indent=1) + "\n")
+
+    # ------------------------------------------------------------------ the layout
+
+    def layout(self) -> str | None:
+        """How the kept gradebook's submissions were read (``"auto"`` or ``"plain"``), or
+        None where no gradebook kept it (a new folder, or one graded by lablib 0.9 or
+        earlier).
+
+        Raises:
+            GradebookError: ``.options.json`` exists but cannot be read, or names another
+                layout (nothing is guessed: a plain class read by LMS shapes would take
+                files a student planted for a classmate's).
+        """
+        path = self.out / OPTIONS_FILE
+        if not path.is_file():
+            return None
+        try:
+            layout = json.loads(path.read_text(encoding="utf-8"))["layout"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            layout = exc
+        if layout not in LAYOUTS:
+            problem = (
+                f"{type(layout).__name__}: {layout}"
+                if isinstance(layout, Exception)
+                else (f"the layout {layout!r}")
+            )
+            raise GradebookError(
+                f'{path} cannot be read ({problem}); expected {{"layout": "auto"}} or '
+                f'{{"layout": "plain"}}. Give --layout auto or --layout plain to the '
+                f"command (it writes the file again), or delete the file."
+            )
+        return layout
+
+    def keep_layout(self, layout: str) -> None:
+        """Keep ``layout`` (``.options.json``) for later regrades."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
+        atomic_write(self.out / OPTIONS_FILE, json.dumps({"layout": layout}) + "\n")

@@ -263,6 +263,12 @@ def test_each_group_member_has_their_own_late_penalty(tmp_path, first):
     assert "Frank Roe: due 2026-11-20T23:59+00:00: -4 points, total 10" in feedback
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert said in rows["submission_1"]["lateness"] and said not in rows["submission_2"]["lateness"]
+    # the summary counts people: Erin on time, Frank and Gina late (not the first member's
+    # lateness for both of the group)
+    late = json.loads((out / "summary.json").read_text())["late"]
+    assert (late["late"], late["on_time"]) == (2, 1), late
+    assert [r["submission"] for r in late["rows"]] == ["submission_1 (Frank Roe)", "submission_2"]
+    assert "2 late, 1 on time" in (out / "summary.html").read_text()
 
 
 def test_a_time_that_cannot_be_read_is_never_on_time(tmp_path, capsys):

@@ -266,6 +266,7 @@ def class_summary(
     similarity=None,
     totals=None,
     lms_late=(),
+    late_members=None,
 ) -> dict:
     # Over 80 lines for its signature and docstring: every section of summary.json; code: 56 lines.
     """The batch's summary as plain values (the content of ``summary.json``).
@@ -291,6 +292,10 @@ def class_summary(
             sections sum these (default: tests + the people's points in ``written``).
         lms_late: submissions the LMS marks late (Canvas's ``LATE``) without a time: no
             deduction was computed for them; the late section lists them.
+        late_members: ``{submission: [(member name, Late or None)]}`` for group rows, each
+            member under their own extension or due date: the late section then counts and
+            lists each member (a group's row counts once per person, as the export
+            deducts), not the group's first member for all.
 
     Returns:
         ``{"lab", "title", "submissions", "total", "max_score", "score", "histogram",
@@ -355,7 +360,7 @@ def class_summary(
         "skipped": [{"path": str(path), "reason": str(reason)} for path, reason in skipped],
         "roster": _roster_values(roster),
         "written": _written_rows(results, written, totals, late_applied=late is not None),
-        "late": _late_rows(results, late, totals, lms_late),
+        "late": _late_rows(results, late, totals, lms_late, late_members or {}),
         "similarity": _similarity_values(similarity),
     }
 
@@ -495,31 +500,41 @@ def _similarity_section(similarity) -> str:
     )
 
 
-def _late_rows(results, late, totals=None, lms_late=()) -> dict | None:
+def _late_rows(results, late, totals=None, lms_late=(), members=None) -> dict | None:
     """The late section's values: late (a penalty), on time, no time, and apart, those
     whose lateness was not computed (a time or an extension that cannot be read: no
-    deduction, never counted on time)."""
+    deduction, never counted on time). A group's row counts each member under their own
+    lateness (``members``), named ``submission (member)``."""
     if late is None:
         return None
     policy, rows = late
-    found = [rows.get(r.submission) for r in results]
-    penalties = [x.penalty for x in found if x is not None and x.penalty > 0]
+    members = members or {}
+    found = [  # (who, Late or None): one per student, a group's members each, in row order
+        (who, x)
+        for r in results
+        for who, x in (
+            [(f"{r.submission} ({name})", x) for name, x in members[r.submission]]
+            if r.submission in members
+            else [(r.submission, rows.get(r.submission))]
+        )
+    ]
+    penalties = [x.penalty for _, x in found if x is not None and x.penalty > 0]
     return {
         "policy": policy.describe(),
         "late": len(penalties),
-        "on_time": sum(x is not None and x.computed and x.penalty == 0 for x in found),
-        "no_time": [r.submission for r, x in zip(results, found) if x is None],
+        "on_time": sum(x is not None and x.computed and x.penalty == 0 for _, x in found),
+        "no_time": [who for who, x in found if x is None],
         "not_computed": [
-            {"submission": r.submission, "text": x.text}
-            for r, x in zip(results, found)
+            {"submission": who, "text": x.text}
+            for who, x in found
             if x is not None and not x.computed
         ],
         "marked_late_no_time": sorted(lms_late),
         "penalty": _stats(penalties) if penalties else None,
         "total": _stats([totals.get(r.submission, r.score) for r in results]) if totals else None,
         "rows": [
-            {"submission": r.submission, "text": x.text, "penalty": x.penalty}
-            for r, x in zip(results, found)
+            {"submission": who, "text": x.text, "penalty": x.penalty}
+            for who, x in found
             if x is not None and x.penalty > 0
         ],
     }
@@ -950,6 +965,13 @@ class ClassSummary:
         )
         totals = {r.submission: book.row(r).total for r in book.results}
         lms_late = [r.submission for r in book.results if book.marked_late_without_time(r)]
+        members = {}
+        if book.late_policy is not None:
+            for r in book.results:
+                if (row := book.row(r)).members:
+                    members[r.submission] = [
+                        (str(m.get("name") or m.get("key") or "?"), x) for m, x in row.members
+                    ]
         summary = class_summary(
             book.lab,
             book.results,
@@ -960,5 +982,6 @@ class ClassSummary:
             book.similarity,
             totals,
             lms_late,
+            members,
         )
         return list(write_summary(out_dir, summary, book.similarity).values())

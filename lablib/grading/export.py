@@ -21,7 +21,8 @@ Nothing is lost or under-counted without a word:
 * A group's members each get their own total: the late penalty under their own extension
   or due date (``grades.json``'s ``members``).
 * A row whose lateness could not be computed (a submission time or an extension that
-  cannot be read: no penalty, :func:`~lablib.grading.gradebook.late.not_computed`) is
+  cannot be read: no penalty, :func:`~lablib.grading.gradebook.late.not_computed`), or
+  one the LMS marks late without a time (Canvas's ``LATE``: no penalty computed), is
   refused unless ``allow_unknown_lateness``; then exported without a penalty, the student
   noted.
 * A student without a submission for a lab gets ``0`` and a note (``missing="zero"``, the
@@ -484,6 +485,21 @@ def _unknown_late(late) -> bool:
     return isinstance(late, dict) and (late.get("computed") is False or not late.get("due"))
 
 
+#: Why a row the LMS marks late without a time has no penalty (its ``late`` is null).
+MARKED_LATE = (
+    "the LMS marks it late (Canvas's LATE) but no submission time was found, so no penalty "
+    "could be computed"
+)
+
+
+def _marked_late(entry: dict, book: dict) -> bool:
+    """A row of a gradebook with a late policy whose LMS download marks it late (Canvas's
+    ``LATE``) but whose lateness is null: no time was found, no penalty computed."""
+    identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+    lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
+    return bool(book.get("late_policy")) and entry.get("late") is None and bool(lms.get("late"))
+
+
 def _refuse_unknown_lateness(books, allow: bool) -> None:
     """Raise :class:`ExportError` when a gradebook holds rows (or group members) whose
     lateness could not be computed, unless ``allow``: their totals carry no late penalty,
@@ -495,6 +511,10 @@ def _refuse_unknown_lateness(books, allow: bool) -> None:
             for entry in book["submissions"]
             for late in [entry.get("late"), *(m.get("late") for m in entry.get("members") or [])]
             if _unknown_late(late)
+        ] + [
+            (entry["submission"], MARKED_LATE)
+            for entry in book["submissions"]
+            if _marked_late(entry, book)
         ]
         if unknown:
             names = sorted({name for name, _ in unknown})
@@ -505,8 +525,8 @@ def _refuse_unknown_lateness(books, allow: bool) -> None:
     if parts and not allow:
         raise ExportError(
             "Refusing to export totals without the late penalty of submissions whose lateness "
-            "could not be computed (a submission time or an extension that cannot be read): they "
-            "would count as on time. "
+            "could not be computed (a submission time or an extension that cannot be read, or "
+            "a submission the LMS marks late without its time): they would count as on time. "
             + "; ".join(parts)
             + ". Give the times with --times FILE (student,lab,submitted_at) and grade again, or "
             "run `lablib report FOLDER --roster ROSTER` with an English worksheet or a fixed "
@@ -580,7 +600,7 @@ def _grade_columns(
     for _folder, book in books:
         lab = book["lab"]
         title = columns.get(lab, book.get("title") or lab)
-        best = _best_rows(people, lab, title, missing, report)
+        best = _best_rows(people, lab, title, missing, report, bool(book.get("late_policy")))
         for header, piece, possible in _lab_columns(book, title, pieces):
             header_cells.append(header)
             points.append(num(possible))
@@ -589,9 +609,12 @@ def _grade_columns(
     return header_cells, points, values
 
 
-def _best_rows(people: list[_Person], lab: str, title: str, missing: str, report: dict) -> dict:
+def _best_rows(
+    people: list[_Person], lab: str, title: str, missing: str, report: dict, policy: bool = False
+) -> dict:
     """``{id(person): the row with the best total}`` of one lab, with the notes of students
-    without a submission or with written answers not graded."""
+    without a submission, with written answers not graded, or (``policy``: the gradebook
+    has a late policy) with lateness not computed."""
     best = {}
     for p in people:
         rows = p.rows.get(lab, [])
@@ -607,6 +630,12 @@ def _best_rows(people: list[_Person], lab: str, title: str, missing: str, report
             p.notes.append(
                 f"{title}: lateness not computed, exported without a late penalty "
                 f"(--allow-unknown-lateness): {row['late'].get('text', '')}"
+            )
+            report["lateness_unknown"].setdefault(lab, []).append(_key(p))
+        elif row is not None and _marked_late(row, {"late_policy": policy}):
+            p.notes.append(
+                f"{title}: lateness not computed, exported without a late penalty "
+                f"(--allow-unknown-lateness): {MARKED_LATE}"
             )
             report["lateness_unknown"].setdefault(lab, []).append(_key(p))
         if row is not None:

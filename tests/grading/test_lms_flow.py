@@ -212,8 +212,16 @@ def _flow(made: dict, tmp, seed, fmt: str) -> dict:
     regraded = _cli("grade", "lab1", again["path"], "-o", out, "--quiet", *again["args"])
     assert regraded[0] == 0, regraded[2]
     exported = _cli("export", fmt, out, "--roster", made["roster"], "-o", tmp / "export.csv")
+    refused = None
+    if fmt == "canvas":  # a LATE marker without a time: no penalty computed, refused until allowed
+        refused = exported
+        exported = _cli(
+            "export", fmt, out, "--roster", made["roster"], "-o", tmp / "export.csv",
+            "--allow-unknown-lateness",
+        )  # fmt: skip
     assert exported[0] == 0, exported[2]
     return {
+        "refused": refused,
         "made": made,
         "out": out,
         "auto": auto,
@@ -443,6 +451,14 @@ def test_canvas_late_markers_without_a_time_are_listed(canvas):
     ]
     timed = [e for e in entries.values() if e["identity"]["lms"]["late"] and e["late"]]
     assert timed and all(e["identity"]["time_source"].startswith("the times file") for e in timed)
+    # never exported as on time unnoticed: refused, then (allowed) noted as not computed
+    code, _, err = canvas["refused"]
+    name = entries[marked["sid"]]["submission"]
+    assert code == 2 and "marks it late (Canvas's LATE)" in err and name in err, err
+    assert (
+        "--allow-unknown-lateness" in err
+        and "1 with lateness not computed" in canvas["exported"][1]
+    )
 
 
 def test_gradescope_group_and_times(gradescope):

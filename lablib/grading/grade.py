@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -42,6 +43,7 @@ from lablib.grading.gradebook.similarity import (
     similarity_hints,
 )
 from lablib.grading.judge import judge_in_sandbox, judge_submission, summarise, unreadable
+from lablib.grading.judge.submission import NOT_CACHED
 from lablib.grading.notebook import (
     InvalidNotebook,
     graded_cells,
@@ -64,22 +66,85 @@ __all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "Submis
 CACHE_VERSION = "6"
 
 
-def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits) -> str:
-    """A hash of everything that decides a grade but the submission: lablib's version,
-    every file of the grading package (runner, judges, reports, the shipped specs), the
-    lab's spec and hidden-test files, its set-up cells and the limits."""
+#: What the child's environment takes from the grader's and may change a run's outcome
+#: (:func:`lablib.grading.run.supervisor._child_env`): part of the cache's key.
+_KEYED_ENVIRONMENT = ("LABLIB_FAST", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+#: Distributions whose versions decide what a run computes (the references the judges
+#: compare with run on them too): part of the cache's key.
+_KEYED_DISTRIBUTIONS = ("numpy", "tensorflow", "keras", "tf-keras", "tf-models-official")
+#: Files beside the spec and hidden tests are read into the key up to this many bytes in
+#: all (then keyed by their size and time), and at most this many files are looked at.
+_KEYED_BYTES = 256 * 2**20
+_KEYED_FILES = 5_000
+
+
+def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits, skip=()) -> str:
+    """A hash of everything that decides a grade but the submission: lablib's version and
+    every module of the package (runner, judges, the layers the judges' references use),
+    Python's and the numerical distributions' versions, the child's environment, every
+    file in the folders of the lab's spec and hidden tests (data a test loads included),
+    its set-up cells and the limits. ``skip``: folders not to read there (the output
+    folder and the submissions', where a course keeps them beside its tests)."""
     h = hashlib.sha256()
     h.update(
         f"{CACHE_VERSION}|{__version__}|{json.dumps(dataclasses.asdict(limits), sort_keys=True)}".encode()
     )
-    package = PACKAGE_DIR / "grading"
-    for path in sorted(package.rglob("*.py")):
-        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    h.update(f"|{sys.version}|{_versions()}|{_environment()}".encode())
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes())
     for path in lab.source_files:
         h.update(b"spec\0" + pathlib.Path(path).read_bytes())
+    skipped = {os.path.realpath(p) for p in skip}
+    for folder in sorted({pathlib.Path(p).resolve().parent for p in lab.source_files}):
+        if not folder.is_relative_to(PACKAGE_DIR.resolve()):
+            _hash_folder(h, folder, skipped)
     for source in setup:
         h.update(b"setup\0" + source.encode())
     return h.hexdigest()
+
+
+def _versions() -> str:
+    found = []
+    for name in _KEYED_DISTRIBUTIONS:
+        try:
+            found.append(f"{name}={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name}=none")
+    return ",".join(found)
+
+
+def _environment() -> str:
+    return json.dumps({k: os.environ.get(k) for k in _KEYED_ENVIRONMENT}, sort_keys=True)
+
+
+def _hash_folder(h, folder: pathlib.Path, skipped: set) -> None:
+    """Every file in ``folder`` and below (not in hidden folders, byte-code caches or the
+    ``skipped`` folders): its path and its bytes, within ``_KEYED_BYTES`` in all (after
+    that: its size and time), the first ``_KEYED_FILES`` files."""
+    budget, count = _KEYED_BYTES, 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d != "__pycache__"
+            and os.path.realpath(os.path.join(root, d)) not in skipped
+        )
+        for name in sorted(files):
+            count += 1
+            if count > _KEYED_FILES:
+                h.update(b"more files\0")
+                return
+            path = pathlib.Path(root, name)
+            try:
+                info = path.stat()
+                if info.st_size <= budget:
+                    data, budget = path.read_bytes(), budget - info.st_size
+                else:
+                    data = f"{info.st_size}|{info.st_mtime_ns}".encode()
+            except OSError as exc:  # unreadable now: keyed by why, so a fix regrades
+                data = f"unreadable: {exc.strerror}".encode()
+            h.update(b"file\0" + str(path.relative_to(folder)).encode() + b"\0" + data)
 
 
 def grade_one(
@@ -332,8 +397,10 @@ class _Cache:
         return None
 
     def put(self, key: str, result: SubmissionResult) -> None:
-        if result.status.has(Kind.GRADER_ERROR):  # the grader's fault: grade it again next time
-            return
+        if result.status.has(Kind.GRADER_ERROR) or any(
+            n.endswith(NOT_CACHED) for n in result.notes
+        ):
+            return  # the grader's fault or its environment's: grade it again next time
         cache = self._path(key)
         cache.parent.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
@@ -439,8 +506,8 @@ def grade(
     found = find_submissions(submissions, refused=skipped, layout=layout)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     limits = options.limits
-    cache = _Cache(out, _tests_fingerprint(spec, setup, limits))
     mask = _masked_paths(spec, options.hidden_dirs, out, submissions)
+    cache = _Cache(out, _tests_fingerprint(spec, setup, limits, skip=mask))
     for module in spec.judge_imports:  # before any worker thread exists
         importlib.import_module(module)
 

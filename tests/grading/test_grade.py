@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -381,3 +382,66 @@ def test_a_regrade_reads_new_folders_as_the_gradebook_was_graded(tmp_path, capsy
     said = capsys.readouterr().err
     assert ".options.json cannot be read" in said and "'plian'" in said, said
     assert (out / "grades.json").read_bytes() == before
+
+
+def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
+    """The cache's key changes with a data file beside the hidden tests (a test that loads
+    its expected values), with a module of lablib outside the grading package (the
+    layers the judges' references use), with the child's LABLIB_FAST and the numerical
+    distributions' versions; not with files in the output folder kept beside the tests."""
+    from lablib.grading import grade as grading
+    from lablib.grading.labspec.registry import load_spec
+    from lablib.grading.run import Limits
+    from lablib.labs import find_lab
+
+    course = tmp_path / "course"
+    shutil.copytree(FIXTURE_LAB, course)
+    spec = load_spec(find_lab(str(course)), [str(course / "hidden")])
+    out = course / "hidden" / "out"
+    out.mkdir()
+
+    def key():
+        return grading._tests_fingerprint(spec, [], Limits(), skip=[out])
+
+    first = key()
+    (out / "grades.json").write_text("{}")  # the output folder: not read
+    assert key() == first
+    (course / "hidden" / "secret.json").write_text('{"expected": 1}')
+    with_data = key()
+    assert with_data != first
+    (course / "hidden" / "secret.json").write_text('{"expected": 2}')
+    assert key() != with_data
+    monkeypatch.setenv("LABLIB_FAST", "0" if os.environ.get("LABLIB_FAST") == "1" else "1")
+    assert key() != with_data
+    monkeypatch.undo()
+    package = tmp_path / "package"
+    shutil.copytree(grading.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(grading, "PACKAGE_DIR", package)
+    copied = key()
+    positional = package / "layers" / "positional.py"
+    positional.write_text(positional.read_text().replace("10000", "10001"))
+    assert key() != copied
+    monkeypatch.setattr(grading, "_versions", lambda: "numpy=0.0")
+    assert key() != copied
+
+
+def test_a_run_stopped_before_the_students_code_is_not_cached(tmp_path):
+    """A run whose process did not start or whose lab set-up cells failed (a data folder
+    not reachable, a loaded machine) says so and is graded again next time, never kept
+    as the student's crash."""
+    from lablib.grading import grade as grading
+    from lablib.grading.judge import judge_submission
+    from lablib.grading.labspec.registry import load_spec
+    from lablib.grading.results import Kind
+    from lablib.grading.run import Problem, RunOutcome
+    from lablib.labs import find_lab
+
+    spec = load_spec(find_lab(str(FIXTURE_LAB)), [str(FIXTURE_HIDDEN)])
+    cache = grading._Cache(tmp_path, "fingerprint")
+    for where, kept in (("set-up", False), ("startup", False), ("graded cell softmax", True)):
+        outcome = RunOutcome(problems=[Problem(Kind.CRASHED, where)])
+        result = judge_submission(spec, "alice", str(tmp_path / "a.ipynb"), {}, outcome)
+        cache.put(where, result)
+        assert (cache.get("alice", tmp_path / "a.ipynb", where) is not None) == kept, where
+        said = [n for n in result.notes if "before the submission's code ran" in n]
+        assert bool(said) != kept, result.notes

@@ -20,6 +20,9 @@ from lablib.grading.results import (
 from lablib.grading.labspec.model import LabSpec
 from lablib.session import NOT_DONE
 
+#: Ends a result's note where the result must be graded again next time (never cached).
+NOT_CACHED = "this result is not cached"
+
 __all__ = ["judge_submission", "summarise", "unreadable"]
 
 
@@ -147,8 +150,13 @@ def judge_submission(
     problems += [kind for kind, _ in limited]
     if any(r.kind == Kind.GRADER_ERROR for r in results):
         problems.append(Kind.GRADER_ERROR)
-        notes.append("grader-error: a judge failed (see diagnostics); this result is not cached")
+        notes.append(f"grader-error: a judge failed (see diagnostics); {NOT_CACHED}")
     notes += [f"{p.kind}: {p.where}" for p in outcome.problems]
+    if any(p.where in ("startup", "set-up") for p in outcome.problems):
+        notes.append(  # the grader's environment (a load, a data folder), never the student's code
+            f"the run stopped before the submission's code ran (the process's start or the lab's "
+            f"set-up cells); {NOT_CACHED}"
+        )
     notes += [
         f"{kind}: judging test {test_id} (the model, rebuilt in a sandboxed process)"
         for kind, test_id in limited

@@ -19,6 +19,10 @@ weights, and the judge:
 * for training tests, evaluates the compiled loss at the weights before and after
   training (:func:`judge_training_weights`).
 
+What the rebuilt model does is the student's choice, not the grader's: an exception
+from running it, asking its inputs or computing its loss is the student's failed test
+(:func:`students_model`), never the grader's error.
+
 A model that contains a layer class of the student's own (or a Lambda layer, which
 safe mode refuses) cannot be rebuilt here; only then does the judge fall back to the
 properties the probe reported, and :func:`rebuild_model` returns None. Not a lab
@@ -27,11 +31,12 @@ properties the probe reported, and :func:`rebuild_model` returns None. Not a lab
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
 
-from lablib.grading.expect import describe, expect_fields, is_number
+from lablib.grading.expect import Mistake, describe, expect_fields, is_number
 from lablib.grading.spec import TestFailure, expect, expect_close, get_lab, sandbox_only
 
 #: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
@@ -349,15 +354,59 @@ def rebuild_compiled_model(got, builder, num_inputs, inputs_hint, compile_hint):
         expect(got["num_inputs"] == num_inputs, f"{inputs} {got['num_inputs']}; {FALLBACK_NOTE}.")
         return None
     expect(getattr(model, "optimizer", None) is not None and model.loss is not None, compiled)
-    expect(len(model.inputs) == num_inputs, f"{inputs} {len(model.inputs)}.")
+    with students_model(f"{builder}'s model, rebuilt from model.to_json(), has no defined inputs"):
+        count = len(model.inputs)
+    expect(count == num_inputs, f"{inputs} {count}.")
     return model
 
 
+def _first_line(error):
+    """``error`` as its type and the first line of its message (300 characters at most)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
+
+
+def _shapes(arrays):
+    """The shapes of ``arrays`` (a list of arrays, or one), as ``[6, 7, 4], [6, 7]``."""
+    listed = arrays if isinstance(arrays, (list, tuple)) else [arrays]
+    return ", ".join(str(list(np.shape(a))) for a in listed)
+
+
+@contextlib.contextmanager
+def students_model(failure):
+    """Judge side: around a call on a model rebuilt from the student's reply.
+
+    The architecture and weights are whatever the student's process sent (its model's,
+    or another's in their place), so an exception raised while running the model, asking
+    its inputs or computing its loss is the student's failed test: a :class:`Mistake`
+    saying ``failure`` and the exception's type and first line. A :class:`TestFailure`
+    raised inside goes on as it is, and so does a ``MemoryError`` (the submission's limit,
+    reported as such). Only calls on the rebuilt model belong inside: the grader's own
+    code outside stays the grader's error.
+    """
+    try:
+        yield
+    except (TestFailure, MemoryError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's model, judged as their failure
+        raise Mistake(f"{failure} ({_first_line(error)}).") from None
+
+
 def run_model(model, inputs, training=False):
-    """The rebuilt model's output on ``inputs`` (a list of arrays) as float64 NumPy."""
-    out = model(inputs[0] if len(inputs) == 1 else inputs, training=training)
-    out = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 else out
-    return np.asarray(out, dtype=np.float64)
+    """The rebuilt model's output on ``inputs`` (a list of arrays) as float64 NumPy.
+
+    Raises:
+        Mistake: the model cannot run on ``inputs`` (:func:`students_model`).
+    """
+    mode = ", training=True" if training else ""
+    with students_model(
+        "The model your build function returns (rebuilt from model.to_json() and its "
+        f"weights) cannot run on the test's inputs (shapes {_shapes(inputs)}{mode}); it "
+        "should take the inputs the lab describes, in that order"
+    ):
+        out = model(inputs[0] if len(inputs) == 1 else inputs, training=training)
+        out = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 else out
+        return np.asarray(out, dtype=np.float64)
 
 
 def expect_reported(got, recomputed, what):
@@ -374,10 +423,22 @@ def expect_reported(got, recomputed, what):
 
 
 def compiled_loss(model, inputs, targets):
-    """The compiled loss (with regularization) of a rebuilt model, training off."""
-    y_pred = model(inputs, training=False)
-    loss = model.compute_loss(x=inputs, y=targets, y_pred=y_pred, training=False)
-    return float(np.asarray(loss))
+    """The compiled loss (with regularization) of a rebuilt model, training off.
+
+    Raises:
+        Mistake: the model cannot run on ``inputs``, or its loss cannot be computed
+            against ``targets`` (:func:`students_model`).
+    """
+    with students_model(
+        "The model your build function returns (rebuilt from model.to_json() and its "
+        f"weights) cannot compute its compiled loss on the test's training batch (inputs "
+        f"of shapes {_shapes(inputs)}, targets {_shapes(targets)}); it should take the "
+        "inputs the lab describes, in that order, and be compiled with a loss that fits "
+        "its output"
+    ):
+        y_pred = model(inputs, training=False)
+        loss = model.compute_loss(x=inputs, y=targets, y_pred=y_pred, training=False)
+        return float(np.asarray(loss))
 
 
 def training_values(model, inputs, targets, steps=60):

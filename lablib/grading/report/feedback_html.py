@@ -1,4 +1,9 @@
-"""``feedback/<stem>.html``: each student's feedback as a standalone page."""
+"""``feedback/<stem>.html``: each student's feedback as a standalone page.
+
+Every text is HTML-escaped with its control characters shown as symbols
+(:func:`.text.visible_controls`): escaping alone leaves an escape sequence that rewrites
+the terminal of whoever prints the file.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +18,22 @@ from lablib.grading.report.text import (
     status_text,
     student_detail,
     verdict,
+    visible_controls,
 )
 from lablib.grading.results import SubmissionResult
 
 __all__ = ["HtmlFeedback", "feedback_html"]
 
 
+def _esc(text: str) -> str:
+    """``text`` as HTML text, its control characters shown as symbols
+    (:func:`~lablib.grading.report.text.visible_controls`)."""
+    return html.escape(visible_controls(text))
+
+
 def _written_html(row) -> tuple[str, str]:
     """(the score line, the written answers' section) of a :class:`~.base.Row`."""
-    esc = html.escape
+    esc = _esc
     if not row.written:
         return "", ""
     rows = []
@@ -50,7 +62,7 @@ def _written_html(row) -> tuple[str, str]:
 def feedback_html(lab_title: str, result: SubmissionResult, row=None) -> str:
     """The feedback page for one student (standalone HTML); ``row``: the row's
     :class:`~lablib.grading.report.base.Row` (written answers, lateness, total), or None."""
-    esc = html.escape
+    esc = _esc
     written_line, written_section = _written_html(row) if row is not None else ("", "")
     total = ""
     if row is not None and (row.written or row.late is not None):

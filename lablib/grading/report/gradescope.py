@@ -1,8 +1,9 @@
 """``results.json`` in Gradescope's format (written in ``/autograder/results``).
 
-Gradescope grades one student's upload at a time. When it holds several notebooks, all
-are graded and the best one counts; its tests become Gradescope's tests (hidden tests
-visible ``after_published``), and the top-level output says which notebook counted.
+Gradescope grades one student's upload at a time, one notebook of it
+(:func:`lablib.grading.gradescope.chosen_notebook`); its tests become Gradescope's tests
+(hidden tests visible ``after_published``). A gradebook of several rows given to this
+writer (lablib's API) gets its best row, and the top-level output says which counted.
 With hidden tests the top-level ``visibility`` is ``after_published`` too: Gradescope shows
 students no total score while tests are hidden, so the total, which counts the hidden
 tests' points, cannot give their results away before the instructor publishes grades;

@@ -6,7 +6,9 @@ Each function is one small transform, testable alone (the nbgrader idea):
   nbformat 4.0, ``metadata.widgets`` without ``state``, ``executionInfo`` cell metadata,
   huge outputs and nbformat 3 are all handled); invalid JSON raises
   :class:`InvalidNotebook`.
-* :func:`graded_cells` - the cells whose first line is ``# GRADED: <name>``.
+* :func:`graded_cells` - the cells whose first line is ``# GRADED: <name>`` (or whose
+  second, under a cell magic such as ``%%time``), and which of their magic and shell
+  lines the grader does not run (:mod:`lablib.grading.magics`).
 * :func:`setup_sources` - the ``# SETUP`` cells of the released lab, magics removed.
 * :func:`written_answers` - the answers to the written questions a person grades.
 
@@ -32,6 +34,7 @@ import warnings
 
 import nbformat
 
+from lablib.grading.magics import not_run_note
 from lablib.grading.results import WrittenAnswer
 
 __all__ = [
@@ -109,6 +112,16 @@ def first_line(source: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def _marker_line(source: str) -> str:
+    """The line a graded cell's marker is on: its first, or its second under a cell magic
+    (``%%time`` must be a cell's first line, so a student timing a graded cell puts it
+    above the marker)."""
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("%%"):
+        return lines[1]
+    return lines[0] if lines else ""
 
 
 def _as_v4(data, notes: list) -> dict:
@@ -282,9 +295,12 @@ def _check_containers(raw: bytes) -> None:
 
 
 def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:
-    """Find graded cells by their first line ``# GRADED: <name>``.
+    """Find graded cells by their first line ``# GRADED: <name>`` (their second under a
+    cell magic such as ``%%time``).
 
-    When a name appears in several cells the last one counts (a note says so).
+    When a name appears in several cells the last one counts (a note says so). A cell's
+    magic and shell lines the grader does not run are named in a note
+    (:func:`lablib.grading.magics.not_run_note`).
 
     Returns:
         ``(cells by name in notebook order, notes)``.
@@ -294,7 +310,7 @@ def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:
         if cell.get("cell_type") != "code":
             continue
         source = cell_source(cell)
-        match = GRADED_RE.match(first_line(source))
+        match = GRADED_RE.match(_marker_line(source))
         if match:
             found.setdefault(match.group(1), []).append((index, source))
     cells: dict[str, GradedCell] = {}
@@ -307,6 +323,7 @@ def graded_cells(nb) -> tuple[dict[str, GradedCell], list[str]]:
                 f"{', '.join(str(i + 1) for i, _ in hits)}); the last one (cell {index + 1}) was graded."
             )
         cells[name] = GradedCell(name, source, index, len(hits))
+    notes += [note for name, cell in cells.items() if (note := not_run_note(name, cell.source))]
     return cells, notes
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from lablib.backend import full_float32
+from lablib.grading.magics import get_ipython, graded_python
 from lablib.grading.results import Kind
 from lablib.grading.run.guard import Crib, Window, message as crib_message, protect, verify
 from lablib.grading.run.protocol import (
@@ -71,13 +72,16 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def compile_cell(source: str, filename: str):
+def compile_cell(source: str, filename: str, *, magics: bool = False):
     """``compile`` a cell's code, its lines kept for tracebacks (``describe_exception``
-    quotes the line that failed)."""
+    quotes the line that failed). ``magics``: a graded cell, its IPython magics and shell
+    lines turned into calls of :func:`lablib.grading.magics.get_ipython` first (line for
+    line: the lines quoted and numbered are the cell's own)."""
     import linecache
 
+    code = graded_python(source).code if magics else source
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
+    return compile(code, filename, "exec")
 
 
 def _kind(exc: BaseException) -> Kind:
@@ -175,7 +179,11 @@ def child_main(
             n -= len(chunk)
         return b"".join(chunks)
 
-    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    ns: dict[str, Any] = {
+        "__name__": "__main__",
+        "__builtins__": __builtins__,
+        "get_ipython": get_ipython,  # what graded cells' magics call
+    }
     _send(result_fd, {"event": "ready", "seq": 0})
     while True:
         (size,) = _unpack(">Q", read_exact(8))
@@ -195,7 +203,10 @@ def child_main(
         elif command.op == "cell":
             reply.update(event="cell_done", error=None, kind=None)
             try:
-                exec(compile_cell(command.source, f"<graded cell {command.piece}>"), ns)
+                exec(
+                    compile_cell(command.source, f"<graded cell {command.piece}>", magics=True),
+                    ns,
+                )
             except BaseException as exc:  # noqa: BLE001
                 reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
         elif command.op == "probe":

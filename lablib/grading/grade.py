@@ -34,8 +34,8 @@ from lablib.labs import find_lab
 from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.gradebook import GradebookFolder
-from lablib.grading.gradebook.identity import RosterIndex, resolve
-from lablib.grading.lms import fold
+from lablib.grading.gradebook.identity import RosterIndex, owner_of, resolve
+from lablib.grading.gradebook.identity import lms_person as _lms_person
 from lablib.grading.gradebook.similarity import (
     dynamic_code,
     graded_code,
@@ -280,27 +280,6 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
         carried["submitted_at"] = old.identity.get("submitted_at", "")
         carried["time_source"] = old.identity.get("time_source", "")
     new.identity = carried
-
-
-def _lms_person(identity: dict) -> tuple | None:
-    """The LMS's own key of a submission's student (Canvas user id, Moodle participant id
-    or a team's group, a Gradescope submitter's SID or e-mail), or None for a plain file or
-    folder."""
-    lms = identity.get("lms") or {}
-    kind = lms.get("lms")
-    if kind == "canvas":
-        who = lms.get("user_id") or lms.get("anonymous_id")
-    elif kind == "moodle" and lms.get("group") and not lms.get("participant_id"):
-        who = f"group {lms.get('group_id') or fold(lms['group'])}"  # a team's folder
-    elif kind == "moodle":  # not a number left out as no participant's (identity.resolve)
-        doubted = not identity.get("matched") and not identity.get("participant_id")
-        who = "" if doubted and identity.get("why_unmatched") else lms.get("participant_id")
-    elif kind == "gradescope":
-        first = (lms.get("submitters") or [{}])[0]
-        who = first.get("sid") or first.get("email")
-    else:
-        return None
-    return (kind, str(who)) if who else None
 
 
 def _replaced(results: list[SubmissionResult], now: set) -> list[SubmissionResult]:
@@ -618,6 +597,7 @@ def _write(
     similarity = similarity_hints(
         {r.submission: graded_code(r.code) for r in results if r.code},
         graded_code(blank) if blank else "",
+        owners={r.submission: owner_of(r) for r in results},
     )
     similarity["identical"] = identical_files({r.submission: r.path for r in results})
     similarity["dynamic_code"] = {

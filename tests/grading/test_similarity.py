@@ -21,6 +21,7 @@ import types
 import zlib
 
 from lablib.grading import report
+from lablib.grading.gradebook.identity import owner_of
 from lablib.grading.results import PieceScore, Status, SubmissionResult
 from lablib.grading.gradebook.similarity import (
     MAX_BUILT,
@@ -812,3 +813,70 @@ def test_the_kept_analyses_are_bounded_by_what_they_hold(monkeypatch):
     held = _deep_size(similarity._KEPT.items)
     similarity._KEPT.clear()
     assert 0 < held <= bound, f"{held:,} bytes kept"
+
+
+def _canvas_row(tmp_path, name, user_id, code, score):
+    """A graded row of a Canvas download (no notebook run): its user id is its student."""
+    return SubmissionResult(
+        name,
+        str(tmp_path / f"{name}.ipynb"),
+        Status(),
+        score,
+        1.0,
+        {"attention": PieceScore(score, 1.0)},
+        [],
+        code={"attention": code},
+        identity={"key": user_id, "matched": False, "lms": {"lms": "canvas", "user_id": user_id}},
+    )
+
+
+def test_one_students_extra_rows_neither_hide_a_pair_nor_weigh_in_the_headline(tmp_path):
+    """Red team: mallory handed in bob's code and four more attachments of it (other
+    comments). Counted per row, the 11 rows made bob's code 'common' (6 of 11): no pair
+    listed, and the headline averaged 11 rows for 7 students. A student counts once."""
+    honest = _honest_class(5, seed=11)
+    codes = dict(zip(["alice", "carol", "dave", "erin", "frank"], honest.values()))
+    codes["bob"] = CAT
+    codes["mallory"] = CAT.replace("    out = []", "    # my own loop\n    out = []")
+    for k in range(2, 6):
+        codes[f"mallory-{k}"] = CAT.replace("    w = ", f"    # attempt {k}\n    w = ")
+    people = {name: str(1000 + i) for i, name in enumerate(sorted(codes)) if "-" not in name}
+    results = [
+        _canvas_row(
+            tmp_path,
+            name,
+            people[name.split("-")[0]],
+            code,
+            1.0 if name == "mallory" else 0.0 if "-" in name else 0.5,
+        )
+        for name, code in codes.items()
+    ]
+    hints = similarity_hints(
+        {r.submission: graded_code(r.code) for r in results},
+        TEMPLATE,
+        owners={r.submission: owner_of(r) for r in results},
+    )
+    listed = {(p.a, p.b) for p in hints["pairs"]}
+    assert ("bob", "mallory") in listed and hints["common"] == 0, (listed, hints["common"])
+    own = [p for p in listed if all(n.startswith("mallory") for n in p)]
+    assert not own, "mallory's own rows are no pair of two students"
+    assert ["mallory", "mallory-2"] in hints["same_student"]
+    lab = LabSpec("lab7_sim", "Lab 7")
+    lab.piece("attention", objects=["attention"])
+    hints.update(identical=[])
+    report.write_reports(tmp_path / "out", lab, results, similarity=hints)
+    data = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert data["submissions"] == 11 and data["students"] == 7
+    assert data["total"]["mean"] == round((6 * 0.5 + 1.0) / 7, 3), "each student's best row"
+    assert data["several_rows"] == [
+        {
+            "student": people["mallory"],
+            "rows": 5,
+            "best": "mallory",
+            "submissions": ["mallory", *(f"mallory-{k}" for k in range(2, 6))],
+        }
+    ]
+    assert ("bob", "mallory") in {(p["a"], p["b"]) for p in data["similarity"]["pairs"]}
+    page = (tmp_path / "out" / "summary.html").read_text()
+    assert "from <b>7</b>\nstudents" in page and "5 notebooks, the best counted" in page
+    assert "No pair shares" not in page

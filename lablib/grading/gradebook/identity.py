@@ -114,6 +114,8 @@ __all__ = [
     "match_roster",
     "student_of",
     "identity_keys",
+    "lms_person",
+    "owner_of",
     "RosterIndex",
     "STUDENT_FIELDS",
 ]
@@ -1096,6 +1098,43 @@ def identity_keys(identity: dict) -> set[str]:
     if email:
         keys.add(email.split("@", 1)[0])
     return {fold(k) for k in keys if k and str(k).strip()}
+
+
+def lms_person(identity: dict) -> tuple | None:
+    """The LMS's own key of a submission's student (Canvas user id, Moodle participant id
+    or a team's group, a Gradescope submitter's SID or e-mail), or None for a plain file or
+    folder."""
+    lms = identity.get("lms") or {}
+    kind = lms.get("lms")
+    if kind == "canvas":
+        who = lms.get("user_id") or lms.get("anonymous_id")
+    elif kind == "moodle" and lms.get("group") and not lms.get("participant_id"):
+        who = f"group {lms.get('group_id') or fold(lms['group'])}"  # a team's folder
+    elif kind == "moodle":  # not a number left out as no participant's (identity.resolve)
+        doubted = not identity.get("matched") and not identity.get("participant_id")
+        who = "" if doubted and identity.get("why_unmatched") else lms.get("participant_id")
+    elif kind == "gradescope":
+        first = (lms.get("submitters") or [{}])[0]
+        who = first.get("sid") or first.get("email")
+    else:
+        return None
+    return (kind, str(who)) if who else None
+
+
+def owner_of(result) -> tuple:
+    """Who a gradebook row (a :class:`~lablib.grading.results.SubmissionResult`) belongs
+    to, so that a student with several rows (several notebooks, several attachments) counts
+    once: the roster student it matched, else its LMS person (:func:`lms_person`), else its
+    student's folder, else the row itself."""
+    identity = result.identity or {}
+    if identity.get("matched") and identity.get("key"):
+        return ("student", fold(str(identity["key"])))
+    person = lms_person(identity)
+    if person is not None:
+        return ("lms", *person)
+    if identity.get("folder"):
+        return ("folder", str(identity["folder"]))
+    return ("row", result.submission)
 
 
 def student_of(identity: dict, roster=None) -> Student | None:

@@ -27,8 +27,9 @@ it, written here so that it is deterministic and reads Python as Python):
    ``GUARANTEE_TOKENS - NOISE_TOKENS + 1`` hashes keeps its smallest: a shared passage of
    :data:`GUARANTEE_TOKENS` tokens or more is always found.
 4. **Remove what everyone has**: the released lab's own code (its stubs, signatures,
-   comments), and passages found in more than half of the submissions once there are
-   :data:`COMMON_MIN` of them (the common way to write a line, like MOSS's ``-m``).
+   comments), and passages found in the code of more than half of the students once
+   there are :data:`COMMON_MIN` of them (the common way to write a line, like MOSS's
+   ``-m``); a student counts once, however many rows (notebooks) they handed in.
 5. **Compare**: a submission's share is the part of its fingerprinted code found in the
    other's; a pair's similarity is the *smaller* share, so a partial submission contained
    in a complete one is not 100%. Pairs at :data:`THRESHOLD` or more are listed, most
@@ -103,9 +104,9 @@ NOISE_TOKENS = 12
 GUARANTEE_TOKENS = 16
 #: At most this many pairs are listed, most similar first.
 MAX_PAIRS = 40
-#: A passage found in more than this share of the submissions is common, not copied...
+#: A passage found in more than this share of the students is common, not copied...
 COMMON_SHARE = 0.5
-#: ...once there are at least this many submissions (distinct graded code).
+#: ...once there are at least this many students (each counted once, whatever their rows).
 COMMON_MIN = 10
 #: Graded code longer than this (characters) is compared by its beginning only, and
 #: :func:`dynamic_code` says so (a lab's graded cells hold a few thousand).
@@ -1688,22 +1689,35 @@ def _normal(code: str) -> str:
 
 
 def similarity_hints(
-    codes: dict, template: str = "", *, threshold: float = THRESHOLD, limit: int = MAX_PAIRS
+    codes: dict,
+    template: str = "",
+    *,
+    threshold: float = THRESHOLD,
+    limit: int = MAX_PAIRS,
+    owners: dict | None = None,
 ) -> dict:
     """Everything :func:`similar_pairs` finds, with the counts the summary states.
 
+    ``owners``: row name -> who it belongs to (any hashable; :func:`~lablib.grading.gradebook
+    .identity.owner_of`), so that a student with several rows counts once in the common
+    passages, and alike rows of one student are not listed as a pair of two; a row not in
+    it is its own student.
+
     Returns:
-        ``{"pairs": [Pair], "same_code": [[names]], "found": pairs at the threshold before
-        the cap, "threshold", "cap", "common": passages left out as common (fingerprints),
-        "compared": submissions compared}``.
+        ``{"pairs": [Pair], "same_code": [[names]], "same_student": [[names]], "found":
+        pairs at the threshold before the cap, "threshold", "cap", "common": passages left
+        out as common (fingerprints), "compared": submissions compared}``; ``same_student``
+        lists the pairs and same-code groups whose rows are all one student's (several
+        notebooks of one student, not copying), apart from ``pairs`` and ``same_code``.
     """
+    owners = owners or {}
     by_text: dict[str, list[str]] = {}
     for name in sorted(codes):
         if codes[name] and codes[name].strip():
             by_text.setdefault(_normal(codes[name]), []).append(name)
     boilerplate = set(_kgram_hashes(_analyse(template).tokens)) if template.strip() else set()
     prints: dict[str, _Print] = {}
-    groups = []
+    who: dict[str, set] = {}  # a print's name -> the owners of its rows (same text)
     for members in by_text.values():
         analysis = _analyse(codes[members[0]])
         selected = {
@@ -1711,21 +1725,53 @@ def similarity_hints(
         }
         if selected:
             prints[members[0]] = _Print(analysis, selected)
-            if len(members) > 1:
-                groups.append(members)
-    common: set[int] = set()
-    if len(prints) >= COMMON_MIN:
-        counts: dict[int, int] = {}
-        for fp in prints.values():
-            for h in fp.selected:
-                counts[h] = counts.get(h, 0) + 1
-        common = {h for h, n in counts.items() if n > COMMON_SHARE * len(prints)}
-        for name in list(prints):
-            prints[name].selected = {
-                h: p for h, p in prints[name].selected.items() if h not in common
-            }
-            if not prints[name].selected:
-                del prints[name]
+            who[members[0]] = {_owner(owners, m) for m in members}
+    common = _common_passages(prints, who)
+    for name in list(prints):
+        prints[name].selected = {h: p for h, p in prints[name].selected.items() if h not in common}
+        if not prints[name].selected:
+            del prints[name]
+    groups = [m for m in by_text.values() if len(m) > 1 and m[0] in who]
+    pairs = _compared(prints, codes, threshold)
+    one = [[p.a, p.b] for p in pairs if len(who[p.a] | who[p.b]) == 1]
+    one += [g for g in groups if len(who[g[0]]) == 1]
+    pairs = [p for p in pairs if len(who[p.a] | who[p.b]) > 1]
+    groups = [g for g in groups if len(who[g[0]]) > 1]
+    return {
+        "pairs": pairs[:limit],
+        "same_code": sorted(groups, key=lambda g: (-len(g), g)),
+        "same_student": sorted(one, key=lambda g: (-len(g), g))[:limit],
+        "found": len(pairs),
+        "threshold": threshold,
+        "cap": limit,
+        "common": len(common),
+        "compared": len(prints),
+    }
+
+
+def _owner(owners: dict, name: str) -> tuple:
+    """Who row ``name`` belongs to; a row without a known owner is its own."""
+    return ("owner", owners[name]) if owners.get(name) is not None else ("row", name)
+
+
+def _common_passages(prints: dict[str, _Print], who: dict[str, set]) -> set[int]:
+    """The fingerprints found in the code of more than :data:`COMMON_SHARE` of the class's
+    students, once it has :data:`COMMON_MIN` of them: a student counts once per passage
+    however many rows they handed in (``who``: a print's name -> its rows' owners), so
+    extra rows of one student cannot make a passage common."""
+    students = set().union(*who.values()) if who else set()
+    if len(students) < COMMON_MIN:
+        return set()
+    holders: dict[int, set] = {}
+    for name, fp in prints.items():
+        for h in fp.selected:
+            holders.setdefault(h, set()).update(who[name])
+    return {h for h, held in holders.items() if len(held) > COMMON_SHARE * len(students)}
+
+
+def _compared(prints: dict[str, _Print], codes: dict, threshold: float) -> list[Pair]:
+    """Every pair of ``prints`` whose similarity (the smaller share) is at least
+    ``threshold``, most similar first."""
     names = sorted(prints)
     coverage = {n: len(prints[n].covered()) for n in names}
     pairs = []
@@ -1753,15 +1799,7 @@ def similarity_hints(
                     )
                 )
     pairs.sort(key=lambda p: (-p.similarity, -p.tokens, p.a, p.b))
-    return {
-        "pairs": pairs[:limit],
-        "same_code": sorted(groups, key=lambda g: (-len(g), g)),
-        "found": len(pairs),
-        "threshold": threshold,
-        "cap": limit,
-        "common": len(common),
-        "compared": len(names),
-    }
+    return pairs
 
 
 def similar_pairs(

@@ -1,9 +1,10 @@
 """The class at a glance: ``summary.json`` and ``summary.html`` of one graded batch.
 
 Written by every ``lablib grade`` next to ``grades.csv``. The headline is the class's
-totals, as the gradebook and the LMS export count them (automatic points + the people's
-points for the written answers - the late penalty, floored at 0): their histogram, mean
-and median, with the automatic points alone beside them. Then per-piece histograms, each
+totals, as the LMS export counts them (automatic points + the people's points for the
+written answers - the late penalty, floored at 0; each student's best row, a student with
+several rows counted once): their histogram, mean and median, with the automatic points
+alone beside them, and how many rows from how many students. Then per-piece histograms, each
 test's pass rate (the tests the class fails most first) over all submissions and over
 those that attempted the piece, its most common failure among those who attempted it,
 the named mistakes (the checks' diagnoses, such as "The scores are not scaled by
@@ -37,6 +38,7 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook, feedback_stems
 from lablib.grading.report.text import status_text
 from lablib.grading.results import PROBLEMS, Kind
+from lablib.grading.gradebook.identity import owner_of
 from lablib.grading.gradebook.similarity import MAX_PAIRS, THRESHOLD
 from lablib.session import NOT_DONE
 
@@ -44,7 +46,8 @@ from lablib.session import NOT_DONE
 METHOD = (
     "winnowing (BLAKE2b fingerprints, deterministic) of the graded cells' tokens after normalising them "
     "(decodable exec/eval inlined, dead statements dropped, own names as V, called names as written); "
-    "the released lab's code and passages in more than half the class removed; similarity = the smaller share"
+    "the released lab's code and passages in more than half the students (each once, whatever their rows) "
+    "removed; similarity = the smaller share"
 )
 
 __all__ = ["ClassSummary", "class_summary", "summary_html", "write_summary"]
@@ -268,7 +271,7 @@ def class_summary(
     lms_late=(),
     late_members=None,
 ) -> dict:
-    # Over 80 lines for its signature and docstring: every section of summary.json; code: 56 lines.
+    # Over 80 lines for its signature and docstring: every section of summary.json; code: 59 lines.
     """The batch's summary as plain values (the content of ``summary.json``).
 
     Args:
@@ -298,11 +301,14 @@ def class_summary(
             deducts), not the group's first member for all.
 
     Returns:
-        ``{"lab", "title", "submissions", "total", "max_score", "score", "histogram",
-        "pieces", "mistakes", "tests", "statuses", "needs_attention", "slowest", "roster",
-        "skipped", "written", "late", "similarity"}``: ``total`` is the headline (the
-        totals' statistics and histogram out of ``total["possible"]``), ``score`` and
-        ``histogram`` the automatic points alone; ``mistakes`` the named mistakes, most
+        ``{"lab", "title", "submissions", "students", "several_rows", "total", "max_score",
+        "score", "histogram", "pieces", "mistakes", "tests", "statuses", "needs_attention",
+        "slowest", "roster", "skipped", "written", "late", "similarity"}``: ``submissions``
+        counts the rows, ``students`` their students; ``total`` is the headline (the totals'
+        statistics and histogram out of ``total["possible"]``, over each student's best row,
+        as the LMS export takes it: :func:`_best_rows`), ``score`` and ``histogram`` the
+        automatic points alone of those rows; ``several_rows`` the students with several
+        rows (several notebooks), the best one named; ``mistakes`` the named mistakes, most
         students first; ``tests`` is sorted by failure rate, highest first; ``needs_attention``
         maps each status other than ``ok`` to its submissions with their feedback and
         instructor files.
@@ -311,7 +317,6 @@ def class_summary(
     written = written or {}
     n = len(results)
     max_score = max([r.max_score for r in results] or [float(lab.max_score)])
-    scores = [r.score for r in results]
     questions = [q for q, _ in next(iter(written.values()), [])] or list(
         getattr(lab, "answers", {}).values()
     )
@@ -321,7 +326,9 @@ def class_summary(
             r.submission: r.score + sum(s.score for _, s in written.get(r.submission, []))
             for r in results
         }
-    total_values = [float(totals.get(r.submission, r.score)) for r in results]
+    best, several = _best_rows(results, totals)
+    total_values = [float(totals.get(r.submission, r.score)) for r in best]
+    scores = [r.score for r in best]
     pending = sum(s.pending for r in results for _, s in written.get(r.submission, []))
     pieces = _piece_rows(lab, results)
     test_rows = _test_rows(lab, results)
@@ -332,12 +339,14 @@ def class_summary(
         "lab": lab.name,
         "title": lab.title,
         "submissions": n,
+        "students": len(best),
+        "several_rows": several,
         "max_score": max_score,
         "total": {
             "possible": max_total,
             **_stats(total_values),
             "histogram": _histogram(total_values, max_total),
-            "what": "automatic + written - late penalty (floored at 0), as grades.csv and the LMS export",
+            "what": "automatic + written - late penalty (floored at 0) of each student's best row, as the LMS export",
             "written_to_grade": pending,
             "late_applied": late is not None,
         },
@@ -363,6 +372,31 @@ def class_summary(
         "late": _late_rows(results, late, totals, lms_late, late_members or {}),
         "similarity": _similarity_values(similarity),
     }
+
+
+def _best_rows(results, totals: dict) -> tuple[list, list[dict]]:
+    """Each student's best row (the highest total, as ``lablib export`` takes it; a row
+    without a known owner is a student of its own: :func:`~lablib.grading.gradebook.identity.owner_of`),
+    and the students with several rows: ``{"student", "rows", "best", "submissions"}``."""
+    by_owner: dict[tuple, list] = {}
+    for r in results:
+        by_owner.setdefault(owner_of(r), []).append(r)
+    best, several = [], []
+    for owner, rows in by_owner.items():
+        top = max(rows, key=lambda r: float(totals.get(r.submission, r.score)))  # first of equals
+        best.append(top)
+        if len(rows) > 1:
+            identity = rows[0].identity or {}
+            who = owner[1] if owner[0] == "folder" else identity.get("name") or identity.get("key")
+            several.append(
+                {
+                    "student": str(who or rows[0].submission),
+                    "rows": len(rows),
+                    "best": top.submission,
+                    "submissions": [r.submission for r in rows],
+                }
+            )
+    return best, several
 
 
 def _status_counts(results) -> dict[str, int]:
@@ -406,6 +440,7 @@ def _similarity_values(similarity) -> dict | None:
         "cap": similarity.get("cap", MAX_PAIRS),
         "common_passages": similarity.get("common", 0),
         "same_code": [list(g) for g in similarity.get("same_code", [])],
+        "same_student": [list(g) for g in similarity.get("same_student", [])],
         "identical_files": [list(g) for g in similarity["identical"]],
         "dynamic_code": {
             name: list(lines) for name, lines in sorted(similarity.get("dynamic_code", {}).items())
@@ -446,6 +481,13 @@ def _similarity_section(similarity) -> str:
         if same
         else ""
     )
+    own = "; ".join(esc(", ".join(g)) for g in similarity.get("same_student", []))
+    same += (
+        f"<h3>Alike rows of one student</h3><p>Several notebooks of one student, not copying "
+        f"between students (not among the pairs below): {own}.</p>"
+        if own
+        else ""
+    )
     threshold = similarity.get("threshold", THRESHOLD)
     found, cap = similarity.get("found", len(similarity["pairs"])), similarity.get("cap", MAX_PAIRS)
     if not similarity["pairs"]:
@@ -483,8 +525,8 @@ def _similarity_section(similarity) -> str:
     )
     common = similarity.get("common", 0)
     common = (
-        f" Passages found in more than half of the submissions ({common} fingerprints) are the common way "
-        f"to write them and are left out too."
+        f" Passages found in the code of more than half of the students ({common} fingerprints; a student "
+        f"with several notebooks counts once) are the common way to write them and are left out too."
         if common
         else ""
     )
@@ -860,6 +902,18 @@ _PIECE_COLUMNS = {
 }
 
 
+def _several_rows(several: list[dict]) -> str:
+    """The students with several rows, each with how many and the one counted."""
+    if not several:
+        return ""
+    said = "; ".join(
+        f"{html.escape(s['student'])}: {s['rows']} notebooks, the best counted "
+        f"({html.escape(s['best'])})"
+        for s in several
+    )
+    return f"<p class='facts'>Students with several rows (the headline counts each once): {said}.</p>\n"
+
+
 def _pieces_table(pieces: list[dict]) -> str:
     """The graded pieces' table: points, mean, median, full marks, zero, attempted."""
     return _table(list(_PIECE_COLUMNS), [[p[k] for k in _PIECE_COLUMNS.values()] for p in pieces])
@@ -893,16 +947,17 @@ def summary_html(summary: dict, similarity=None) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>{esc(summary["title"])}: class summary</title>
 <style>{_PAGE_STYLE}</style></head><body>
 <h1>{esc(summary["title"])}: class summary</h1>
-<p class="facts"><span><b>{summary["submissions"]}</b> submissions</span>
+<p class="facts"><span><b>{summary["submissions"]}</b> submissions from <b>{summary.get("students", summary["submissions"])}</b>
+students</span>
 <span>total: mean <b>{_fmt(total["mean"])}</b> / {_fmt(total["possible"])}</span>
 <span>median {_fmt(total["median"])}</span><span>min {_fmt(total["min"])}</span>
 <span>max {_fmt(total["max"])}</span>
 {pending}</p>
-<p class="facts"><span>Totals are automatic + written - late penalty (at least 0), as in grades.csv and the LMS
-export{"" if total.get("late_applied") else "; no late policy"}.</span>
+<p class="facts"><span>Totals are automatic + written - late penalty (at least 0) of each student's best row, as the
+LMS export takes it{"" if total.get("late_applied") else "; no late policy"}.</span>
 <span>Automatic points alone: mean {_fmt(score["mean"])} / {_fmt(summary["max_score"])}, median
 {_fmt(score["median"])}</span></p>
-{empty}
+{_several_rows(summary.get("several_rows") or [])}{empty}
 <h2>Totals</h2>
 <div class="plot">{plots.get("total", "")}</div>
 <h2>Named mistakes, most students first</h2>

@@ -216,40 +216,45 @@ class SubmissionRemoved(UserWarning):
 
 
 def _merged(
-    previous: list[SubmissionResult], new: list[SubmissionResult]
+    previous: list[SubmissionResult], new: list[SubmissionResult], suffixed: dict | None = None
 ) -> list[SubmissionResult]:
     """The gradebook after grading ``new`` into ``previous``: a notebook graded again keeps
-    its row's name and gets the new result; every other row stays while its notebook
-    exists; rows whose notebook is gone are dropped with a :class:`SubmissionRemoved`
-    warning (never silently)."""
+    its row's name and gets the new result; every other row stays, under its name, while
+    its notebook exists; a new notebook whose name a kept row has gets the next free
+    ``name-<k>`` (the people's grades of written answers are kept by name: a kept row
+    renamed would hand them to the newcomer); rows whose notebook is gone are dropped with
+    a :class:`SubmissionRemoved` warning (never silently). ``suffixed`` gets
+    ``{id(row): the name it had}`` of each new row so named."""
     by_path = {os.path.realpath(r.path): r for r in previous}
-    names = {r.submission.casefold() for r in new}
-    out = []
-    for r in new:
-        old = by_path.pop(os.path.realpath(r.path), None)
-        if old is not None and old.submission.casefold() not in names - {r.submission.casefold()}:
-            names.discard(r.submission.casefold())
-            r.submission = old.submission
-            names.add(r.submission.casefold())
-        if old is not None:
-            _carry_identity(r, old)
-        out.append(r)
+    again = {id(r): by_path.pop(os.path.realpath(r.path), None) for r in new}
+    kept = []
     for old in by_path.values():
-        if not os.path.exists(old.path):
+        if os.path.exists(old.path):
+            kept.append(old)
+        else:
             warnings.warn(
                 f"{old.submission} was in the gradebook but {old.path} no longer exists: "
                 f"its row was dropped.",
                 SubmissionRemoved,
                 stacklevel=3,
             )
-            continue
-        name, k = old.submission, 2
-        while name.casefold() in names:  # a new submission took the name: keep both rows
-            name, k = f"{old.submission}-{k}", k + 1
-        old.submission = name
-        names.add(name.casefold())
-        out.append(old)
-    return out
+    taken = {r.submission.casefold() for r in kept}
+    taken |= {old.submission.casefold() for old in again.values() if old is not None}
+    for r in new:
+        old = again[id(r)]
+        if old is not None:
+            r.submission = old.submission
+            _carry_identity(r, old)
+    for r in new:
+        if again[id(r)] is None and r.submission.casefold() in taken:
+            name, k = r.submission, 2
+            while f"{name}-{k}".casefold() in taken | {n.submission.casefold() for n in new}:
+                k += 1
+            if suffixed is not None:
+                suffixed[id(r)] = r.submission
+            r.submission = f"{name}-{k}"
+        taken.add(r.submission.casefold())
+    return [*new, *kept]
 
 
 class SubmissionReplaced(UserWarning):
@@ -282,10 +287,13 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     new.identity = carried
 
 
-def _replaced(results: list[SubmissionResult], now: set) -> list[SubmissionResult]:
+def _replaced(
+    results: list[SubmissionResult], now: set, suffixed: dict | None = None
+) -> list[SubmissionResult]:
     """``results`` less the kept rows (not graded now) of a student whose newer submission
     from the same LMS was graded now, each dropped with a :class:`SubmissionReplaced`
-    warning (never silently)."""
+    warning (never silently). A newer row named ``name-<k>`` because the dropped row had
+    its name (``suffixed``: :func:`_merged`'s) takes that name back: the same student's."""
     newer = {}
     for r in results:
         if id(r) in now and (person := _lms_person(r.identity)) is not None:
@@ -304,6 +312,8 @@ def _replaced(results: list[SubmissionResult], now: set) -> list[SubmissionResul
                 SubmissionReplaced,
                 stacklevel=3,
             )
+            if (suffixed or {}).get(id(newer[person])) == r.submission:
+                newer[person].submission = r.submission
             continue
         out.append(r)
     return out
@@ -481,6 +491,7 @@ def grade(
         late_policy = folder.late_policy()
     layout = _layout(options, folder)
     out.mkdir(parents=True, exist_ok=True)
+    _close_to_others(out)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
@@ -507,27 +518,50 @@ def grade(
     graded = _in_parallel(
         spec, [(f.name, f.path) for f in found], work, options.workers, options.progress
     )
+    with folder.writing():  # the gradebook as it is now: another writer may have added rows
+        previous = [] if options.fresh else folder.results(spec.name)
+        results = _gradebook_after(previous, graded, found, roster, times, spec, options)
+        folder.keep_roster(roster)
+        folder.keep_layout(layout)
+        if late_policy is not None or options.fresh:
+            folder.keep_late_policy(late_policy)
+        _write(
+            out,
+            spec,
+            results,
+            writers=options.writers,
+            roster=roster,
+            skipped=skipped,
+            late_policy=late_policy,
+            template=template,
+        )
+    return sorted(results, key=lambda r: r.submission)
+
+
+def _gradebook_after(previous, graded, found, roster, times, spec, options) -> list:
+    """The gradebook's rows after ``graded``: each new row's student resolved, the kept
+    rows' again where a roster or times were given, merged (:func:`_merged`) and less
+    the rows replaced by the same student's newer submission (:func:`_replaced`)."""
     by_name = {f.name: f for f in found}
     index = _roster_index(roster, found, previous)
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
-    results = _replaced(_merged(previous, graded), {id(r) for r in graded})
-    folder.keep_roster(roster)
-    folder.keep_layout(layout)
-    if late_policy is not None or options.fresh:
-        folder.keep_late_policy(late_policy)
-    _write(
-        out,
-        spec,
-        results,
-        writers=options.writers,
-        roster=roster,
-        skipped=skipped,
-        late_policy=late_policy,
-        template=template,
-    )
-    return sorted(results, key=lambda r: r.submission)
+    suffixed: dict = {}
+    return _replaced(_merged(previous, graded, suffixed), {id(r) for r in graded}, suffixed)
+
+
+def _close_to_others(out: pathlib.Path) -> None:
+    """The output folder closed to other users (``o-rwx``): it holds every student's code,
+    grades and the hidden tests' messages, and where the sandbox has no private root only
+    the folders' permissions keep a submission's code out of it. Not the owner's: the
+    sandbox stage names the folder when a submission's user can open it."""
+    try:
+        mode = out.stat().st_mode
+        if mode & 0o007:
+            os.chmod(out, mode & ~0o007)
+    except OSError:
+        pass
 
 
 def _layout(options: GradeOptions, folder: GradebookFolder) -> str:
@@ -641,16 +675,24 @@ def rewrite_reports(
     """
     out = pathlib.Path(out_dir)
     folder = GradebookFolder(out)
-    try:
-        stored = folder.read()
-    except FileNotFoundError:
+    if not folder.path.is_file():
         raise ValueError(
             f"{out} holds no gradebook (grades.json) written by `lablib grade`; pass "
             f"the output folder of a graded lab."
-        ) from None
-    spec = (
-        lab if isinstance(lab, LabSpec) else load_spec(find_lab(lab or stored["lab"]), hidden_dirs)
-    )
+        )
+    with folder.writing():  # one writer at a time: a grade run's rows are never dropped
+        stored = folder.read()
+        spec = (
+            lab
+            if isinstance(lab, LabSpec)
+            else load_spec(find_lab(lab or stored["lab"]), hidden_dirs)
+        )
+        return _rewrite(folder, stored, spec, roster, writers, late_policy)
+
+
+def _rewrite(folder, stored: dict, spec: LabSpec, roster, writers, late_policy) -> list:
+    """:func:`rewrite_reports`'s work, under the writers' lock."""
+    out = folder.out
     results = folder.results(spec.name, stored)
     skipped = folder.skipped(stored)  # kept in the gradebook: the summary lists them again
     roster_given = roster is not None

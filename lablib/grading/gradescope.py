@@ -41,8 +41,9 @@ def run_autograder(root=None) -> dict:
     source = root / "source"
     config = json.loads((source / "config.json").read_text())
     hidden = [source / "tests"] if (source / "tests" / f"{config['lab']}.py").is_file() else []
-    if hidden:
-        os.chmod(source / "tests", 0o700)  # unreadable for the unprivileged grading uid
+    for folder in (source / "tests", source / "spec", root / "submission"):
+        if folder.is_dir():  # closed to the submission's uid: no private root on Gradescope
+            os.chmod(folder, 0o700)
     lab = load_spec(
         find_lab(source / config["spec"] if config.get("spec") else config["lab"]), hidden
     )  # the lab resolved once, passed down

@@ -169,6 +169,10 @@ def graded(request, tmp_path_factory):
     shutil.copytree(FIXTURE_HIDDEN, hidden)
     lab = work / "instructor" / "lab0_fixture"
     shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
+    subs = work / "instructor" / "subs"
+    shutil.copytree(CORPUS, subs)
+    for folder in (hidden, lab, subs):  # closed to other users, as the docs ask where no
+        os.chmod(folder, 0o700)  # private root can be made (ISOLATION.md)
     os.chmod(work / "instructor", 0o755)
     out = work / "out"
     commands = [
@@ -178,7 +182,7 @@ def graded(request, tmp_path_factory):
             "lablib.cli",
             "grade",
             str(lab),
-            str(CORPUS),
+            str(subs),
             "-o",
             str(out),
             "--tests",
@@ -268,7 +272,7 @@ def test_lab1_solution_scores_full_marks_in_a_chroot(tmp_path):
     if reason:
         pytest.fail(f"cannot make the chroot here: {reason}")
     os.chmod(tmp_path, 0o755)
-    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs").mkdir(mode=0o700)  # closed to other users: no private root here
     shutil.copy(ROOT / "solutions" / "lab1_attention.ipynb", tmp_path / "subs" / "solution.ipynb")
     command = [
         sys.executable,
@@ -304,6 +308,38 @@ def test_lab1_solution_scores_full_marks_in_a_chroot(tmp_path):
     notes = entry["isolation"]["notes"]
     assert any("mount /: Invalid argument" in n for n in notes), notes
     assert any(n.startswith("memory measured: the run's processes only") for n in notes), notes
+
+
+def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
+    """Without a private root nothing hides the hidden tests or the classmates' notebooks
+    from a submission's code but the folders' permissions: a hidden tests' folder (and a
+    submissions folder) other users may open is named and the run refused as a
+    grader-error (never graded with the tests readable); the output folder lablib closes
+    itself."""
+    reason = _missing_tools()
+    if reason:
+        pytest.fail(f"cannot make the environment here: {reason}")
+    os.chmod(tmp_path, 0o755)
+    hidden, subs = tmp_path / "hidden", tmp_path / "subs"
+    shutil.copytree(FIXTURE_HIDDEN, hidden)
+    os.chmod(hidden, 0o755)
+    subs.mkdir(mode=0o700)
+    shutil.copy(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb", subs / "solution.ipynb")
+    command = [sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB), str(subs)]
+    command += ["-o", str(tmp_path / "out"), "--tests", str(hidden), "--quiet"]
+    command += ["--lab-notebook", str(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb")]
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c"]
+        + [_environment_script("docker-capabilities", tmp_path, [command])],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    entry = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"][0]
+    assert entry["status"] == "grader-error" and entry["score"] == 0, (entry, done.stderr[-2000:])
+    said = json.dumps(entry)
+    assert f"can open {hidden}" in said and f"chmod o-rwx {hidden}" in said, said
+    assert (tmp_path / "out").stat().st_mode & 0o007 == 0
 
 
 def test_nothing_outlives_the_batch(graded):

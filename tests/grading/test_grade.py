@@ -3,9 +3,11 @@
 import csv
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -445,3 +447,76 @@ def test_a_run_stopped_before_the_students_code_is_not_cached(tmp_path):
         assert (cache.get("alice", tmp_path / "a.ipynb", where) is not None) == kept, where
         said = [n for n in result.notes if "before the submission's code ran" in n]
         assert bool(said) != kept, result.notes
+
+
+def test_a_kept_row_keeps_its_name_and_a_newcomer_takes_the_next(tmp_path):
+    """The people's grades of written answers are kept by row name: a second section's
+    erin graded into the gradebook is erin-2, and the kept erin (whose answer a grader
+    scored) stays erin; a newer submission of the same LMS student that replaces their
+    row takes its name back."""
+    from lablib.grading.grade import _merged, _replaced
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    def row(name, path, user=None):
+        path = tmp_path / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        r = SubmissionResult(name, str(path), Status(), 1.0, 2.0, {"f": PieceScore(1.0, 2.0)}, [])
+        r.identity = {"lms": {"lms": "canvas", "user_id": user}} if user else {}
+        return r
+
+    kept = row("erin", "sec1/erin/lab.ipynb")
+    newcomer = row("erin", "sec2/erin/lab.ipynb")
+    merged = _merged([kept], [newcomer])
+    assert {r.submission: r.path for r in merged} == {
+        "erin": str(tmp_path / "sec1/erin/lab.ipynb"),
+        "erin-2": str(tmp_path / "sec2/erin/lab.ipynb"),
+    }
+    old = row("smithalice", "canvas/smithalice_1_900_lab.ipynb", user="1")
+    new = row("smithalice", "canvas/smithalice_LATE_1_901_lab.ipynb", user="1")
+    suffixed = {}
+    merged = _merged([old], [new], suffixed)
+    with pytest.warns(UserWarning, match="replaced by the newer submission"):
+        rows = _replaced(merged, {id(new)}, suffixed)
+    assert [(r.submission, r.path) for r in rows] == [("smithalice", new.path)]
+
+
+def test_two_graders_into_one_folder_keep_both_rows(tmp_path):
+    """Two `lablib grade` runs into one output folder at once (a slow student's run
+    started first, a quick one's second, each writing when done): every row and feedback
+    file is kept; without the writers' lock the last writer wrote the gradebook it had
+    read, dropping the other's row."""
+    import threading
+
+    from lablib.grading.grade import grade
+
+    def notebook(name, slow=False):
+        nb = nbformat.read(FIXTURE_SOLUTION, as_version=4)
+        if slow:
+            code = next(c for c in nb.cells if c.cell_type == "code" and "def " in c.source)
+            code.source = "import time\ntime.sleep(4)\n" + code.source
+        path = tmp_path / name / "lab0.ipynb"
+        path.parent.mkdir()
+        nbformat.write(nb, path)
+        return path
+
+    out = tmp_path / "out"
+    settings = dict(
+        hidden_dirs=[str(FIXTURE_HIDDEN)],
+        lab_notebook=str(FIXTURE_SOLUTION),
+        isolate=False,
+        progress=False,
+        jobs=1,
+    )
+    grade(str(FIXTURE_LAB), [notebook("alice")], out, **settings)
+    slow, quick = notebook("slowstudent", slow=True), notebook("quickstudent")
+    first = threading.Thread(target=grade, args=(str(FIXTURE_LAB), [slow], out), kwargs=settings)
+    first.start()
+    time.sleep(1.0)
+    grade(str(FIXTURE_LAB), [quick], out, **settings)
+    first.join()
+    entries = json.loads((out / "grades.json").read_text())["submissions"]
+    owners = {pathlib.Path(e["path"]).parent.name for e in entries}
+    assert owners == {"alice", "quickstudent", "slowstudent"}, owners
+    feedback = {p.stem for p in (out / "feedback").glob("*.md")}
+    assert feedback == {e["submission"] for e in entries}

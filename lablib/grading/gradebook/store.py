@@ -12,6 +12,8 @@ written whole or not at all (:func:`~lablib.grading.atomic.atomic_write`):
 ``.options.json``   how the submissions were read (``layout``:
                     :meth:`GradebookFolder.keep_layout`), so that a regrade reads
                     new downloads the same way
+``.lock``           the writers' lock (:meth:`GradebookFolder.writing`): one
+                    writer at a time reads, merges and writes the gradebook
 ==================  ============================================================
 
 A regrade, ``lablib report``, the review page, ``lablib export`` and the printouts read
@@ -48,10 +50,17 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import pathlib
+import time
+
+try:
+    import fcntl
+except ImportError:  # Windows: no writers' lock (one writer at a time is then the user's care)
+    fcntl = None
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook.book import Gradebook
@@ -80,6 +89,10 @@ ROSTER_COPY = ".roster.csv"
 #: The options a regrade keeps (``layout``): a class of students' own folders is read as
 #: one folder per student again, never by LMS shapes a student could plant.
 OPTIONS_FILE = ".options.json"
+#: The writers' lock (:meth:`GradebookFolder.writing`); empty, never read.
+LOCK_FILE = ".lock"
+#: How long a writer waits for another's write (seconds).
+WRITER_WAIT = 600.0
 
 #: What to do about a gradebook that cannot be read, in every message that says so.
 WHAT_TO_DO = (
@@ -327,6 +340,44 @@ class GradebookFolder:
             path.unlink(missing_ok=True)
         else:
             atomic_write(path, json.dumps(policy.to_dict(), indent=1) + "\n")
+
+    # ------------------------------------------------------------------ one writer
+
+    @contextlib.contextmanager
+    def writing(self, wait: float = WRITER_WAIT):
+        """Hold the folder's writer lock (``.lock``, an exclusive ``flock``) while the
+        gradebook is read, merged and written: two ``lablib grade`` runs, or a grade run
+        and the review page's write, into one folder take turns instead of each writing
+        the gradebook it read, dropping the other's rows and feedback. Waits up to
+        ``wait`` seconds for another writer (a write takes seconds: the grading itself
+        is done outside the lock).
+
+        Raises:
+            GradebookError: another writer held it for ``wait`` seconds.
+            FileNotFoundError: the folder does not exist.
+        """
+        if fcntl is None:
+            yield
+            return
+        fd = os.open(self.out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise GradebookError(
+                            f"Another lablib command (lablib grade, lablib report or the review "
+                            f"page) has been writing {self.out} for {wait:.0f} s; nothing was "
+                            f"written. Wait for it to finish and run the command again, or grade "
+                            f"into another folder."
+                        ) from None
+                    time.sleep(0.2)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
 
     # ------------------------------------------------------------------ the layout
 

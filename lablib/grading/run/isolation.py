@@ -363,6 +363,25 @@ def unreachable(paths, private_root: bool = False, access=os.access) -> str | No
     return None
 
 
+def reachable_masks(masked, access=os.access) -> str | None:
+    """Why this process (after its uid drop, with no private root) must not run a
+    submission: a folder the grader hides (hidden tests, a spec given by path, the output
+    folder, the submissions' folders: classmates' notebooks) that it may enter or list,
+    or None. Without a private root only the folders' permissions keep the submission's
+    code from reading the hidden tests or copying a classmate's answer at grading time."""
+    for path in masked:
+        if os.path.isdir(path) and (access(path, os.X_OK) or access(path, os.R_OK)):
+            return (
+                f"the submission's user (uid {os.getuid()}) can open {path}, which the grader "
+                f"hides from submissions (hidden tests, the output folder or the submissions' "
+                f"folders), and the sandbox has no private root file system to hide it (a "
+                f"container without CAP_SYS_ADMIN, a chroot): close it to other users "
+                f"(chmod o-rwx {path}; the grader's Python must lie outside it), or let the "
+                f"sandbox make its own root"
+            )
+    return None
+
+
 def _write(fd, obj):
     data = json.dumps(obj).encode()
     os.write(fd, struct.pack(">I", len(data)) + data)
@@ -503,6 +522,9 @@ def _first_process(
         blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"), package], private_root)
         if blocked:
             raise RuntimeError(blocked)
+        exposed = None if private_root else reachable_masks(config["mask"])
+        if exposed:  # nothing hides it: the submission's code could read it (fail closed)
+            raise RuntimeError(exposed)
         _write(
             report_w,
             {

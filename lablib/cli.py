@@ -285,6 +285,7 @@ def _cmd_export(args) -> int:
         missing=missing,
         allow_ungraded=args.allow_ungraded,
         allow_unknown_lateness=args.allow_unknown_lateness,
+        allow_several=args.allow_several,
     )
     for lab in report["labs"]:
         why = report.get("unmatched_reasons", {}).get(lab, {})
@@ -780,6 +781,12 @@ def _parse_export(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="export rows whose lateness could not be computed (a submission time or an extension "
         "that cannot be read) without a late penalty (those students noted)",
+    )
+    p.add_argument(
+        "--allow-several",
+        action="store_true",
+        help="export a student with several notebooks in one lab with the best one's total "
+        "(those students noted) instead of refusing",
     )
 
 

@@ -53,7 +53,8 @@ Nothing is lost or under-counted without a word:
 Two lab columns with one header (two labs of one title, or ``columns`` giving two labs one
 header) are refused: Canvas's import reads the first column of a name only.
 
-A student with several notebooks in one lab gets the best. Text cells are made inert for
+A student with several notebooks in one lab is refused unless ``allow_several`` (then the
+best counts, noted). Text cells are made inert for
 spreadsheets, as in ``grades.csv``.
 
 Example::
@@ -245,8 +246,9 @@ def export(
     missing: str = "zero",
     allow_ungraded: bool = False,
     allow_unknown_lateness: bool = False,
+    allow_several: bool = False,
 ) -> dict:
-    # Over 80 lines for its signature and docstring; code: 48 lines.
+    # Over 80 lines for its signature and docstring; code: 49 lines.
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
@@ -265,6 +267,10 @@ def export(
         allow_unknown_lateness: export rows whose lateness could not be computed (a
             submission time or an extension that cannot be read) without a late penalty,
             each such student noted, instead of refusing them.
+        allow_several: export a student with several rows in one lab (several notebooks
+            or attachments handed in) with the best one's total, noted, instead of refusing
+            them (the best of several would let a student hedge against the hidden tests,
+            one variant per notebook).
 
     Returns:
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
@@ -280,7 +286,8 @@ def export(
             read or is older than its reviews, two outputs of one lab, a ``columns`` lab
             no output grades, two columns with one header, written answers still to
             grade without ``allow_ungraded``, lateness not computed without
-            ``allow_unknown_lateness``, or (Moodle) two rows with one e-mail address or
+            ``allow_unknown_lateness``, several rows of one student in one lab without
+            ``allow_several``, or (Moodle) two rows with one e-mail address or
             ID number, or no row with either.
     """
     if fmt not in FORMATS:
@@ -312,6 +319,7 @@ def export(
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
     _place_rows(people, books, roster, report)
+    _refuse_several(people, allow_several)
     header_cells, points, values = _grade_columns(people, books, columns, pieces, missing, report)
     for p in people:
         if not p.in_roster:
@@ -535,6 +543,29 @@ def _refuse_unknown_lateness(books, allow: bool) -> None:
         )
 
 
+def _refuse_several(people: list[_Person], allow: bool) -> None:
+    """Raise :class:`ExportError` when a student has several rows in one lab (several
+    notebooks or attachments handed in), unless ``allow``: the best one's total would
+    count, and a student could hand in one variant per notebook against the hidden tests."""
+    several = [
+        (_key(p), lab, sorted(str(r.get("submission")) for r in rows))
+        for p in people
+        for lab, rows in p.rows.items()
+        if len(rows) > 1
+    ]
+    if several and not allow:
+        shown = "; ".join(f"{key} in {lab}: {', '.join(names)}" for key, lab, names in several[:5])
+        raise ExportError(
+            f"Refusing to export {len(several)} student(s) with several rows in one lab "
+            f"(several notebooks or attachments handed in: {shown}"
+            f"{' ...' if len(several) > 5 else ''}): the best of them would count, and a "
+            f"student could hand in one variant per notebook against the hidden tests. Remove "
+            f"the notebooks that are not the student's answer from the submissions and grade "
+            f"again (their rows are dropped), or pass --allow-several to export the best of "
+            f"each (each such student noted)."
+        )
+
+
 def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:
     """The row each of ``identities`` (:func:`_identities` of ``entry``) gets: a group
     member kept in ``entry["members"]`` gets the entry with their own ``total`` and
@@ -620,6 +651,11 @@ def _best_rows(
         rows = p.rows.get(lab, [])
         if rows:
             best[id(p)] = max(rows, key=_total)
+            if len(rows) > 1:
+                p.notes.append(
+                    f"{title}: {len(rows)} notebooks handed in, the best counted "
+                    f"({best[id(p)].get('submission')}; --allow-several)"
+                )
         elif missing == "zero":
             p.notes.append(f"{title}: no submission (0)")
         else:

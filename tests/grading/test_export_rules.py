@@ -740,3 +740,33 @@ def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
     assert done["unmatched"][lab.name] == ["Erin Doe (group member Zed Late)"]
     assert "S009" in done["unmatched_reasons"][lab.name]["Erin Doe (group member Zed Late)"]
     assert done["not_in_roster"] == ["S009"]
+
+
+def test_several_notebooks_of_one_student_are_refused_unless_allowed(tmp_path, capsys):
+    """Frank handed in two attachments (one variant each): the best would count, so the
+    export is refused, naming him; with --allow-several the best counts and he is noted."""
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    out = tmp_path / "out"
+    lab, results = LabSpec("lab9_export", "Lab 9: export"), []
+    lab.piece("f", objects=["f"])
+    for name, points, user in (("doeerin", 10, "1001"), ("roefrank", 4, "1002"),
+                               ("roefrank-2", 9, "1002")):  # fmt: skip
+        r = SubmissionResult(name, str(tmp_path / f"{name}.ipynb"), Status(), points, 10.0,
+                             {"f": PieceScore(points, 10.0)}, [])  # fmt: skip
+        lms = {"lms": "canvas", "name": name.split("-")[0], "user_id": user, "late": False}
+        r.identity = resolve(Found(name, tmp_path / f"{name}.ipynb", "", "", lms), canvas, lab=lab)
+        results.append(r)
+    write_reports(out, lab, results, roster=canvas)
+    with pytest.raises(ExportError, match="several rows in one lab") as refused:
+        export("canvas", [out], canvas, tmp_path / "c.csv")
+    assert "roefrank, roefrank-2" in str(refused.value) and "--allow-several" in str(refused.value)
+    assert not (tmp_path / "c.csv").exists()
+    args = ["export", "canvas", str(out), "--roster", str(tmp_path / "canvas.csv")]
+    assert main(args + ["-o", str(tmp_path / "c.csv")]) == 2
+    assert "several rows in one lab" in capsys.readouterr().err
+    assert main(args + ["-o", str(tmp_path / "c.csv"), "--allow-several"]) == 0
+    header, _possible, *rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
+    totals = {r[0]: r[header.index("Lab 9: export")] for r in rows}
+    assert totals["Roe, Frank"] == "9"
+    notes = (tmp_path / "c.notes.csv").read_text()
+    assert "2 notebooks handed in, the best counted (roefrank-2" in notes

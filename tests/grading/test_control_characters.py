@@ -10,6 +10,7 @@ import pytest
 
 from lablib.grading.judge import summarise
 from lablib.grading.report import (
+    ClassSummary,
     GradescopeResults,
     HtmlFeedback,
     InstructorViews,
@@ -106,13 +107,14 @@ def test_md_text_and_md_code_block_hold_no_control_character():
 def test_no_report_carries_a_control_character(fixture_lab, tmp_path):
     result = _result(fixture_lab)
     writers = [MarkdownFeedback(), HtmlFeedback(), InstructorViews(), GradescopeResults()]
-    write_reports(tmp_path, fixture_lab, [result], writers=writers)
+    write_reports(tmp_path, fixture_lab, [result], writers=[*writers, ClassSummary()])
     files = [
         *(tmp_path / "instructor").glob("*.md"),
         *(tmp_path / "feedback").glob("*.md"),
         *(tmp_path / "feedback").glob("*.html"),
+        tmp_path / "summary.html",
     ]
-    assert {p.suffix for p in files} == {".md", ".html"} and len(files) == 3
+    assert {p.suffix for p in files} == {".md", ".html"} and len(files) == 4
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert not _raw(text), (path.name, sorted(map(hex, map(ord, _raw(text)))))
@@ -162,3 +164,14 @@ def test_results_json_asks_gradescope_for_plain_text(fixture_lab, tmp_path, grad
     assert data["output_format"] == "text"
     assert data["test_output_format"] == "text"
     assert data["test_name_format"] == "text"
+
+
+def test_bidirectional_overrides_are_shown_by_their_code_points():
+    """A message holding a right-to-left override shows reordered ("8 / 8" where "8 / 3"
+    is written): the reports show the override's code point instead."""
+    from lablib.grading.report.text import html_text, visible_controls
+
+    forged = "score \u202e8 / 3\u202c"
+    assert visible_controls(forged) == "score [U+202E]8 / 3[U+202C]"
+    assert "\u202e" not in md_text(forged) and "\u2067" not in html_text("a\u2067b")
+    assert html_text("<b>\x1b[2J") == "&lt;b&gt;\u241b[2J"

@@ -7,7 +7,6 @@ the terminal of whoever prints the file.
 
 from __future__ import annotations
 
-import html
 
 from lablib.grading.report.base import FeedbackWriter
 from lablib.grading.report.feedback_markdown import cap_note
@@ -18,7 +17,7 @@ from lablib.grading.report.text import (
     status_text,
     student_detail,
     verdict,
-    visible_controls,
+    html_text,
 )
 from lablib.grading.results import SubmissionResult
 
@@ -26,9 +25,8 @@ __all__ = ["HtmlFeedback", "feedback_html"]
 
 
 def _esc(text: str) -> str:
-    """``text`` as HTML text, its control characters shown as symbols
-    (:func:`~lablib.grading.report.text.visible_controls`)."""
-    return html.escape(visible_controls(text))
+    """HTML text of a submission's text (:func:`~lablib.grading.report.text.html_text`)."""
+    return html_text(text)
 
 
 def _written_html(row) -> tuple[str, str]:

@@ -25,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import pathlib
@@ -36,7 +35,7 @@ import numpy as np
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook, feedback_stems
-from lablib.grading.report.text import status_text
+from lablib.grading.report.text import html_text, status_text
 from lablib.grading.results import PROBLEMS, Kind
 from lablib.grading.gradebook.identity import owner_of
 from lablib.grading.gradebook.similarity import MAX_PAIRS, THRESHOLD
@@ -455,16 +454,16 @@ def _marked(code: str, marks) -> str:
         start = max(start, at)
         if end <= start:
             continue
-        out += [html.escape(code[at:start]), "<mark>", html.escape(code[start:end]), "</mark>"]
+        out += [html_text(code[at:start]), "<mark>", html_text(code[start:end]), "</mark>"]
         at = end
-    out.append(html.escape(code[at:]))
+    out.append(html_text(code[at:]))
     return "".join(out)
 
 
 def _similarity_section(similarity) -> str:
     if similarity is None:
         return ""
-    esc = html.escape
+    esc = html_text
     identical = "".join(f"<li>{esc(', '.join(group))}</li>" for group in similarity["identical"])
     identical = (
         f"<h3>Byte-identical notebooks</h3><ul>{identical}</ul>"
@@ -585,7 +584,7 @@ def _late_rows(results, late, totals=None, lms_late=(), members=None) -> dict | 
 def _late_section(late) -> str:
     if not late:
         return ""
-    esc = html.escape
+    esc = html_text
     rows = _table(
         ["submission", "penalty", "lateness"],
         [[r["submission"], r["penalty"], r["text"]] for r in late["rows"]],
@@ -767,7 +766,7 @@ def _fmt(value) -> str:
 
 
 def _table(header, rows) -> str:
-    esc = html.escape
+    esc = html_text
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join(
         "<tr>" + "".join(f"<td>{esc(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows
@@ -778,7 +777,7 @@ def _table(header, rows) -> str:
 def _skipped_section(skipped) -> str:
     if not skipped:
         return ""
-    esc = html.escape
+    esc = html_text
     rows = "".join(f"<li><code>{esc(s['path'])}</code>: {esc(s['reason'])}</li>" for s in skipped)
     return (
         f"<h2>Not graded ({len(skipped)})</h2><p>Paths among the submissions given that have no "
@@ -789,7 +788,7 @@ def _skipped_section(skipped) -> str:
 def _roster_section(roster) -> str:
     if roster is None:
         return ""
-    esc = html.escape
+    esc = html_text
     why = roster.get("unmatched_reasons") or {}
     unmatched = "".join(
         f"<li>{esc(name)}" + (f": {esc(why[name])}" if why.get(name) else "") + "</li>"
@@ -863,7 +862,7 @@ def _mistakes_table(named) -> str:
 
 def _attention_lists(needs_attention: dict) -> str:
     """The submissions needing attention, a list per status, with links to their files."""
-    esc = html.escape
+    esc = html_text
     return (
         "".join(
             f"<h3>{esc(kind)} ({len(rows)})</h3><ul>"
@@ -907,8 +906,8 @@ def _several_rows(several: list[dict]) -> str:
     if not several:
         return ""
     said = "; ".join(
-        f"{html.escape(s['student'])}: {s['rows']} notebooks, the best counted "
-        f"({html.escape(s['best'])})"
+        f"{html_text(s['student'])}: {s['rows']} notebooks, the best counted "
+        f"({html_text(s['best'])})"
         for s in several
     )
     return f"<p class='facts'>Students with several rows (the headline counts each once): {said}.</p>\n"
@@ -922,7 +921,7 @@ def _pieces_table(pieces: list[dict]) -> str:
 def summary_html(summary: dict, similarity=None) -> str:
     """The static page of ``summary`` (a :func:`class_summary` dict): no network, inline SVG;
     ``similarity``: the pairs with their code, shown side by side."""
-    esc = html.escape
+    esc = html_text
     plots = _plots(summary) if summary["submissions"] else {}
     score, total = summary["score"], summary["total"]
     pieces = _pieces_table(summary["pieces"])

@@ -12,6 +12,7 @@ rewritten by an escape sequence in a student's message.
 
 from __future__ import annotations
 
+import html
 import re
 
 from lablib.grading.results import Kind, Status
@@ -119,12 +120,20 @@ _INLINE_MARKUP = re.compile(r"([\\`\[\]<>!&|])")
 _CONTROL_SYMBOLS = {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
 _CONTROL_SYMBOLS[0x7F] = "\u2421"
 _CONTROL_SYMBOLS.update(dict.fromkeys(range(0x80, 0xA0), "?"))
+#: Unicode's bidirectional embeddings, overrides and isolates: a text holding them is
+#: shown reordered (a message could show "8 / 8" where "8 / 3" is written), so they are
+#: shown by their code points.
+_CONTROL_SYMBOLS.update(
+    {c: f"[U+{c:04X}]" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+)
 
 
 def visible_controls(text: str) -> str:
     """``text`` with every control character shown as a symbol: C0 controls (but line feed
     and tab) as the U+2400 block draws them (``␛`` for ESC, ``␇`` for BEL), DEL as ``␡``,
-    C1 controls (U+0080-U+009F, which have no symbol) as ``?``. What a submission wrote (an exception's message, what it printed, its notebook's
+    C1 controls (U+0080-U+009F, which have no symbol) as ``?``, and the bidirectional
+    embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, which reorder what a
+    line shows) as ``[U+202E]``. What a submission wrote (an exception's message, what it printed, its notebook's
     metadata) cannot clear a terminal that shows a report, set its title or clipboard
     (escape sequences), ring its bell or overwrite a line (carriage return), and a reader
     still sees that the characters were there. Line feeds and tabs stay; a line break
@@ -132,6 +141,13 @@ def visible_controls(text: str) -> str:
     through it (:func:`md_text`, :func:`md_code_block`, the HTML feedback, ``results.json``);
     the command line's messages go further (one line, ``?`` for anything unprintable)."""
     return str(text).replace("\r\n", "\n").translate(_CONTROL_SYMBOLS)
+
+
+def html_text(text: str) -> str:
+    """``text`` escaped for HTML, its control characters shown as symbols first
+    (:func:`visible_controls`): HTML escaping alone leaves an escape sequence that rewrites
+    a terminal showing the file."""
+    return html.escape(visible_controls(text))
 
 
 def md_text(text: str) -> str:

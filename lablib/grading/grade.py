@@ -56,6 +56,7 @@ from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewStore
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
+from lablib.grading.run.isolation import sandbox_possible
 from lablib.grading.options import GradeOptions
 from lablib.grading.labspec.model import LabSpec
 from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_spec
@@ -63,7 +64,7 @@ from lablib.grading.submissions import Found, LayoutWarning, find_submissions, w
 
 __all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced"]
 
-CACHE_VERSION = "6"
+CACHE_VERSION = "7"
 
 
 #: What the child's environment takes from the grader's and may change a run's outcome
@@ -363,12 +364,12 @@ class _Cache:
     def key(self, found, notes) -> str:
         """The key of graded cells ``found`` (piece -> cell) and what reading noticed."""
         h = hashlib.sha256(self.fingerprint.encode())
-        for piece, cell in found.items():
-            h.update(
-                b"\0cell\0" + piece.encode() + b"\0" + cell.source.encode("utf-8", "surrogatepass")
-            )
-        for note in notes:
-            h.update(b"\0note\0" + note.encode("utf-8", "surrogatepass"))
+        fields = [("cell", piece, cell.source) for piece, cell in found.items()]
+        fields += [("note", "", note) for note in notes]
+        for kind, piece, text in fields:  # each field framed by its length: no two cuts of
+            for part in (kind, piece, text):  # one text (a cell holding "\0cell\0") collide
+                data = part.encode("utf-8", "surrogatepass")
+                h.update(len(data).to_bytes(8, "big") + data)
         return h.hexdigest()
 
     def _path(self, key: str) -> pathlib.Path:
@@ -404,6 +405,11 @@ def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) ->
     sees (a venv inside the submissions folder): hidden tests, a spec given by path, the
     output folder and the submissions' folders."""
     spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
+    package = os.path.realpath(PACKAGE_DIR)
+    for source in spec.source_files:  # where a hidden test or spec file really lies (a link)
+        folder = os.path.dirname(os.path.realpath(source))
+        if not (folder + os.sep).startswith(package + os.sep):
+            spec_dirs.append(folder)
     folders = [
         pathlib.Path(p) if pathlib.Path(p).is_dir() else pathlib.Path(p).parent for p in submissions
     ]
@@ -491,6 +497,7 @@ def grade(
         late_policy = folder.late_policy()
     layout = _layout(options, folder)
     out.mkdir(parents=True, exist_ok=True)
+    folder.check_writable()  # before grading: its rows are written under the lock
     _close_to_others(out)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
@@ -522,7 +529,8 @@ def grade(
         previous = [] if options.fresh else folder.results(spec.name)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
         folder.keep_roster(roster)
-        folder.keep_layout(layout)
+        if options.layout is not None or options.fresh:  # given: kept for later regrades
+            folder.keep_layout(options.layout)
         if late_policy is not None or options.fresh:
             folder.keep_late_policy(late_policy)
         _write(
@@ -554,8 +562,11 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
 def _close_to_others(out: pathlib.Path) -> None:
     """The output folder closed to other users (``o-rwx``): it holds every student's code,
     grades and the hidden tests' messages, and where the sandbox has no private root only
-    the folders' permissions keep a submission's code out of it. Not the owner's: the
-    sandbox stage names the folder when a submission's user can open it."""
+    the folders' permissions keep a submission's code out of it. Only as root (where the
+    submissions run as other users); not the owner's: the sandbox stage names the folder
+    when a submission's user can open it."""
+    if not sandbox_possible():  # no uid drop: the submission runs as this user anyway
+        return
     try:
         mode = out.stat().st_mode
         if mode & 0o007:

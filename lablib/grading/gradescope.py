@@ -28,6 +28,7 @@ from lablib.grading.grade import grade
 from lablib.grading.options import GradeOptions
 from lablib.grading.report import DEFAULT_WRITERS, GradescopeResults, write_reports
 from lablib.grading.report.gradescope import PLAIN_TEXT
+from lablib.grading.report.text import visible_controls
 from lablib.grading.labspec.registry import load_spec
 from lablib.labs import find_lab
 
@@ -71,9 +72,13 @@ def run_autograder(root=None) -> dict:
         grade(lab, books, results_dir, options)
         if len(uploaded) > 1:  # the one named as the lab's: the others said, not graded
             data = json.loads((results_dir / "results.json").read_text())
-            others = [str(b.relative_to(root / "submission")) for b in uploaded if b != books[0]]
+            others = [
+                visible_controls(str(b.relative_to(root / "submission")))
+                for b in uploaded
+                if b != books[0]
+            ]
             data["output"] += (
-                f"\nGraded {books[0].name}, named as the lab's notebook; not graded: "
+                f"\nGraded {visible_controls(books[0].name)}, named as the lab's notebook; not graded: "
                 f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}."
             )
             atomic_write(results_dir / "results.json", json.dumps(data, indent=1) + "\n")
@@ -113,7 +118,7 @@ def chosen_notebook(
     named = [b for b in books if b.name.casefold() == f"{lab}.ipynb".casefold()]
     if len(named) == 1:
         return named, ""
-    shown = ", ".join(str(b.relative_to(submission)) for b in books[:10])
+    shown = ", ".join(visible_controls(str(b.relative_to(submission))) for b in books[:10])
     more = f" and {len(books) - 10} more" if len(books) > 10 else ""
     return [], (
         f"{len(books)} notebooks were uploaded ({shown}{more}) and "

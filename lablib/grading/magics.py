@@ -36,9 +36,9 @@ MAX_WORK = 100_000
 NOTE_LINES = 5
 
 # A line IPython may transform: a magic or shell line, ``x = %magic``/``x = !cmd``, ``name?``.
-_SPECIAL = re.compile(r"^\s*[%!]|=\s*[%!]|\?\s*$", re.M)
+_SPECIAL = re.compile(r"^[ \t]*[%!]|=[ \t]*[%!]|\?[ \t]*$", re.M)
 _CELL_MAGIC = re.compile(r"\s*%%(\S*)[ \t]*(.*)")
-_LINE_MAGIC = re.compile(r"^([ \t]*)(%{1,2}|!{1,2})(\S*)[ \t]?(.*?)\s*$")
+_LINE_MAGIC = re.compile(r"([ \t]*)(%{1,2}|!{1,2})(\S*)[ \t]?(.*)")  # linear: no lazy run
 _CALL = re.compile(r"get_ipython\(\)\.(run_line_magic|run_cell_magic|system|getoutput)\(")
 _NAME = re.compile(r"run_line_magic\((['\"])(%?\w*)\1")
 _TIMEIT_OPTIONS = re.compile(r"\s*(?:-(?:[nrp]\s*\d+(?:\.\d+)?|[tcqov]+)\s+)*")
@@ -108,6 +108,7 @@ def _regex_transform(lines: list[str]) -> list[str]:
             out.append(line)
             continue
         indent, escape, name, rest = match.groups()
+        rest = rest.rstrip()
         if escape.startswith("!"):
             call = f"get_ipython().system({(name + ' ' + rest).strip()!r})"
         else:
@@ -142,9 +143,22 @@ def _runs(line: str) -> bool:
     return name in RUN_LINE or (name.startswith("%") and name[1:] in RUN_CELL)
 
 
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "<graded cell>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def graded_python(source: str) -> GradedPython:
     """The Python the grader runs for a graded cell's ``source``, and the lines it does not
-    run; line ``n`` of the code is line ``n`` of the cell."""
+    run; line ``n`` of the code is line ``n`` of the cell. Code that is Python as it is
+    runs as it is: a line IPython would turn into a call never compiles, and a line that
+    only looks like a magic (``% (a, b))`` continuing a string formatting, a docstring's
+    ``!``) is left alone."""
+    if _compiles(source):
+        return GradedPython(source, ())
     lines = source.splitlines(True)
     lead = _blank_leading(lines)
     first = _CELL_MAGIC.fullmatch(lines[lead].rstrip("\r\n")) if lead < len(lines) else None
@@ -165,6 +179,11 @@ def graded_python(source: str) -> GradedPython:
     return GradedPython("".join(new), not_run)
 
 
+def _short(line: str, most: int = 80) -> str:
+    """A quoted line, at most ``most`` characters (a note is not the place for a long one)."""
+    return line if len(line) <= most else line[: most - 3] + "..."
+
+
 def not_run_note(piece: str, source: str) -> str | None:
     """The note saying which magic and shell lines of graded cell ``piece`` the grader did
     not run, or None where it ran them all."""
@@ -174,12 +193,12 @@ def not_run_note(piece: str, source: str) -> str | None:
         return None
     if graded.whole_cell:
         return (
-            f"graded cell {piece}: its cell magic `{not_run[0][1].strip()}` (line "
+            f"graded cell {piece}: its cell magic `{_short(not_run[0][1].strip())}` (line "
             f"{not_run[0][0]}) and the code under it were not run by the grader (it runs "
             f"graded cells as Python: of the cell magics, %%time, %%timeit and %%capture run "
             f"their code)"
         )
-    said = [f"line {number} `{text.strip()}`" for number, text in not_run[:NOTE_LINES]]
+    said = [f"line {number} `{_short(text.strip())}`" for number, text in not_run[:NOTE_LINES]]
     if len(not_run) > NOTE_LINES:
         said.append(f"{len(not_run) - NOTE_LINES} more")
     listed = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]

@@ -482,25 +482,25 @@ def test_a_kept_row_keeps_its_name_and_a_newcomer_takes_the_next(tmp_path):
 
 
 def test_two_graders_into_one_folder_keep_both_rows(tmp_path):
-    """Two `lablib grade` runs into one output folder at once (a slow student's run
-    started first, a quick one's second, each writing when done): every row and feedback
-    file is kept; without the writers' lock the last writer wrote the gradebook it had
-    read, dropping the other's row."""
+    """Two writers of one output folder: while another command holds the writers' lock
+    (and writes carol's row), a `lablib grade` of bob grades, then waits, and writes
+    bob's row into the gradebook as it is then (alice, carol, bob). Without the lock it
+    wrote the gradebook it had read while the other held it, and the other's write then
+    dropped bob (or bob's dropped carol)."""
     import threading
 
     from lablib.grading.grade import grade
+    from lablib.grading.gradebook import GradebookFolder
 
-    def notebook(name, slow=False):
+    def notebook(name):  # each with its own graded code: its own run and cache entry
         nb = nbformat.read(FIXTURE_SOLUTION, as_version=4)
-        if slow:
-            code = next(c for c in nb.cells if c.cell_type == "code" and "def " in c.source)
-            code.source = "import time\ntime.sleep(4)\n" + code.source
-        path = tmp_path / name / "lab0.ipynb"
-        path.parent.mkdir()
+        code = next(c for c in nb.cells if c.cell_type == "code" and "def " in c.source)
+        code.source += f"\n# {name}\n"
+        path = tmp_path / "subs" / name / "lab0.ipynb"
+        path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
         return path
 
-    out = tmp_path / "out"
     settings = dict(
         hidden_dirs=[str(FIXTURE_HIDDEN)],
         lab_notebook=str(FIXTURE_SOLUTION),
@@ -508,15 +508,60 @@ def test_two_graders_into_one_folder_keep_both_rows(tmp_path):
         progress=False,
         jobs=1,
     )
+    out, other = tmp_path / "out", tmp_path / "other"
     grade(str(FIXTURE_LAB), [notebook("alice")], out, **settings)
-    slow, quick = notebook("slowstudent", slow=True), notebook("quickstudent")
-    first = threading.Thread(target=grade, args=(str(FIXTURE_LAB), [slow], out), kwargs=settings)
-    first.start()
-    time.sleep(1.0)
-    grade(str(FIXTURE_LAB), [quick], out, **settings)
-    first.join()
+    shutil.copytree(out, other)
+    grade(str(FIXTURE_LAB), [notebook("carol")], other, **settings)  # the other writer's work
+    bob = notebook("bob")
+    before = (out / "grades.json").read_bytes()
+    cached = set((out / ".cache").glob("*.json"))
+    with GradebookFolder(out).writing():
+        writer = threading.Thread(
+            target=grade, args=(str(FIXTURE_LAB), [bob], out), kwargs=settings
+        )
+        writer.start()
+        deadline = time.monotonic() + 120
+        while set((out / ".cache").glob("*.json")) == cached:
+            assert time.monotonic() < deadline, "bob's run never ended"
+            time.sleep(0.1)  # bob's run is done (cached) when its result file appears
+        time.sleep(1.0)
+        assert writer.is_alive() and (out / "grades.json").read_bytes() == before
+        shutil.copy(other / "grades.json", out / "grades.json")  # the other writer's write
+        for page in (other / "feedback").glob("*"):
+            shutil.copy(page, out / "feedback" / page.name)
+    writer.join(timeout=120)
     entries = json.loads((out / "grades.json").read_text())["submissions"]
     owners = {pathlib.Path(e["path"]).parent.name for e in entries}
-    assert owners == {"alice", "quickstudent", "slowstudent"}, owners
+    assert owners == {"alice", "carol", "bob"}, owners
     feedback = {p.stem for p in (out / "feedback").glob("*.md")}
     assert feedback == {e["submission"] for e in entries}
+
+
+def test_the_cache_key_frames_each_cell_and_the_mask_follows_links(tmp_path):
+    """One graded cell holding the text that separated two cells in the key took a
+    classmate's key (and poisoned their cached grade); a hidden tests' file that is a link
+    into an open folder left that folder unmasked (and unchecked without a private root)."""
+    import types
+
+    from lablib.grading import grade as grading
+    from lablib.grading.labspec.registry import load_spec
+    from lablib.labs import find_lab
+
+    cache = grading._Cache(tmp_path, "fingerprint")
+
+    def cells(**sources):
+        return {piece: types.SimpleNamespace(source=text) for piece, text in sources.items()}
+
+    victim = cells(normalize="A", softmax="B")
+    forged = cells(normalize="A\0cell\0softmax\0B")
+    assert cache.key(victim, []) != cache.key(forged, [])
+    assert cache.key(cells(a="x"), ["n"]) != cache.key(cells(a="x\0note\0n"), [])
+
+    real = tmp_path / "tests_real"
+    shutil.copytree(FIXTURE_HIDDEN, real)
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "lab0_fixture.py").symlink_to(real / "lab0_fixture.py")
+    spec = load_spec(find_lab(str(FIXTURE_LAB)), [str(hidden)])
+    masked = grading._masked_paths(spec, [str(hidden)], tmp_path / "out", [])
+    assert str(real) in masked and str(hidden) in masked, masked

@@ -356,3 +356,12 @@ def test_one_notebook_of_an_upload_is_graded_never_the_best_of_several(tmp_path)
     assert "Graded Lab0_Fixture.ipynb" in data["output"] and "variant_b.ipynb" in data["output"]
     assert "x.ipynb" not in data["output"] and "link.ipynb" not in data["output"]
     assert (root / "results").stat().st_mode & 0o077 == 0
+
+
+def test_uploaded_names_reach_results_json_without_control_characters(tmp_path):
+    from lablib.grading.gradescope import chosen_notebook
+
+    (tmp_path / "a\x1b[2J\x1b[31mx.ipynb").write_text("{}")
+    (tmp_path / "b.ipynb").write_text("{}")
+    books, why = chosen_notebook(tmp_path, "lab0_fixture")
+    assert books == [] and "\x1b" not in why and "a\u241b[2J\u241b[31mx.ipynb" in why, why

@@ -160,3 +160,37 @@ def test_correct_cells_with_magics_score_full_marks(tmp_path):
         "(<graded cell softmax>, line 3)" in n
         for n in rows["misplaced"]["notes"]
     ), rows["misplaced"]["notes"]
+
+
+def test_python_that_only_looks_like_a_magic_runs_as_it_is():
+    """A long cell (past IPython's budget) whose string formatting continues on a line
+    starting with '%', and a docstring line starting with '!': Python as written, run as
+    written (the fallback rewrote them and the cell raised SyntaxError)."""
+    from lablib.grading.magics import graded_python
+
+    comments = "".join(f"# what is step {i}?\n" for i in range(30))
+    source = (
+        comments
+        + 'def report(epochs):\n    """Print it.\n!important: once.\n    """\n'
+        + '    print("epoch %d loss %.3f"\n          % (epochs, 0.5))\n' * 40
+    )
+    graded = graded_python(source)
+    assert graded.code == source and graded.not_run == ()
+    compile(graded.code, "<cell>", "exec")
+
+
+def test_a_long_magic_line_or_many_blank_lines_cost_linear_time():
+    """The grading process reads every graded cell (with the GIL held): a magic line of
+    120,000 spaces took 71 s and 40,000 blank lines 11 s through two quadratic patterns,
+    stalling every other submission's deadlines. Now each is a fraction of a second (the
+    bound here is ten times the old cost of the shorter case, far above the new one)."""
+    import time
+
+    from lablib.grading.magics import graded_python, not_run_note
+
+    for source in ("%time" + " " * 120_000 + "x\n", "\n" * 40_000 + "%time 1\n"):
+        started = time.monotonic()
+        graded_python(source)
+        note = not_run_note("softmax", source + "!ls" + " " * 50_000 + "\n")
+        assert time.monotonic() - started < 5.0
+        assert note is not None and len(note) < 1_000  # the long line quoted short

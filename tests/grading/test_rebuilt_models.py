@@ -114,3 +114,23 @@ def test_a_model_that_cannot_run_on_the_batch_fails_the_learning_test(
     message = _failed(lab_name, test_id, _learning_reply(_decoy(num_inputs)))
     assert "cannot compute its compiled loss on the test's training batch" in message, message
     assert "(ValueError: " in message and "incompatible" in message, message
+
+
+def test_the_machines_errors_stay_the_graders():
+    """Out of device memory or a failed kernel while running a correct model is the
+    grading machine's failure (a grader-error, graded again), never the student's."""
+    import tensorflow as tf
+
+    from lablib.grading.specs._model_checks import Mistake, students_model
+
+    for error in (
+        tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"),
+        tf.errors.InternalError(None, None, "cuDNN launch failure"),
+    ):
+        with pytest.raises(type(error)), students_model("the model cannot run"):
+            raise error
+    with (
+        pytest.raises(Mistake, match="the model cannot run"),
+        students_model("the model cannot run"),
+    ):
+        raise tf.errors.InvalidArgumentError(None, None, "Incompatible shapes")

@@ -880,3 +880,16 @@ def test_one_students_extra_rows_neither_hide_a_pair_nor_weigh_in_the_headline(t
     page = (tmp_path / "out" / "summary.html").read_text()
     assert "from <b>7</b>\nstudents" in page and "5 notebooks, the best counted" in page
     assert "No pair shares" not in page
+
+
+def test_code_run_through_a_timing_magic_is_compared_and_flagged():
+    """The grader runs `%time stmt` and `%timeit -n 3 stmt` (and %%timeit's set-up): code
+    given to exec through them is compared and flagged as code given as data, not blanked
+    away with the magic lines."""
+    source = ANN.split("\n", 1)[1]
+    for magic in ("%time", "%timeit -n 3 -r 1"):
+        hidden = f"# GRADED: attention\n{magic} exec({source!r})\n"
+        pairs, _ = _pairs({"ann": ANN, "cat": CAT, "eve": hidden})
+        assert [(p.a, p.b) for p in pairs] == [("ann", "eve")], (magic, pairs)
+        flagged = dynamic_code({"attention": hidden})
+        assert len(flagged) == 1 and "exec(" in flagged[0], (magic, flagged)

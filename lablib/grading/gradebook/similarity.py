@@ -1495,9 +1495,19 @@ class _Analysis:
     )
 
 
+#: A magic whose statement the grader runs (``%time stmt``, ``%timeit -n 3 stmt``, the
+#: set-up of ``%%timeit``): the statement is compared and read, as the grader runs it.
+_RUN_MAGIC = re.compile(
+    r"(?m)^([ \t]*)(%%?time(?:it)?(?:[ \t]+-(?:[nrp][ \t]*[\d.]+|[tcqov]+))*)(?=[ \t]|$)"
+)
+
+
 def _blank_magic(code: str) -> str:
-    """``code`` with its IPython magic and shell lines (``%time``, ``!ls``) blanked (spaces:
-    every position stays where it was)."""
+    """``code`` with its IPython magic and shell lines (``!ls``, ``%matplotlib``) blanked
+    (spaces: every position stays where it was), but a ``%time``/``%timeit`` line's
+    statement (and ``%%timeit``'s set-up) kept in its place: the grader runs it, so the
+    comparison and the code-given-as-data check read it (``0;`` stands for the magic)."""
+    code = _RUN_MAGIC.sub(lambda m: m.group(1) + "0;" + " " * (len(m.group(2)) - 2), code)
     return re.sub(r"(?m)^([ \t]*)[%!].*$", lambda m: " " * len(m.group()), code)
 
 

@@ -359,14 +359,21 @@ class GradebookFolder:
         if fcntl is None:
             yield
             return
-        fd = os.open(self.out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._lock_file()
         try:
             deadline = time.monotonic() + wait
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
-                except BlockingIOError:
+                except OSError as exc:
+                    if not isinstance(exc, BlockingIOError):  # ENOLCK: a file system without locks
+                        raise GradebookError(
+                            f"{self.out / LOCK_FILE} cannot be locked ({exc.strerror}): this "
+                            f"file system keeps no locks, so two lablib commands writing the "
+                            f"folder at once could drop each other's rows. Grade into a folder "
+                            f"on a local disk. Nothing was written."
+                        ) from None
                     if time.monotonic() >= deadline:
                         raise GradebookError(
                             f"Another lablib command (lablib grade, lablib report or the review "
@@ -378,6 +385,33 @@ class GradebookFolder:
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the lock
+
+    def _lock_file(self) -> int:
+        """The lock file's descriptor: made with the umask's permissions (a folder shared
+        by a group of graders: each may lock it), opened read-only where it is another's
+        (an exclusive lock needs no write access).
+
+        Raises:
+            GradebookError: it can be neither made nor opened.
+        """
+        path = self.out / LOCK_FILE
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:
+            try:
+                return os.open(path, os.O_RDONLY)
+            except OSError as exc:
+                raise GradebookError(
+                    f"{path} cannot be opened ({exc.strerror}): lablib needs it to write the "
+                    f"folder's gradebook one command at a time. Let this user read it (or the "
+                    f"folder), or grade into another folder. Nothing was written."
+                ) from None
+
+    def check_writable(self) -> None:
+        """Raise :class:`GradebookError` now, before a long grading run, where the writers'
+        lock could not be taken later (the lock file cannot be opened)."""
+        if fcntl is not None and self.out.is_dir():
+            os.close(self._lock_file())
 
     # ------------------------------------------------------------------ the layout
 
@@ -411,8 +445,12 @@ class GradebookFolder:
             )
         return layout
 
-    def keep_layout(self, layout: str) -> None:
-        """Keep ``layout`` (``.options.json``) for later regrades."""
+    def keep_layout(self, layout: str | None) -> None:
+        """Keep ``layout`` (``.options.json``) for later regrades; None forgets the one
+        kept (a fresh gradebook read by the default)."""
+        if layout is None:
+            (self.out / OPTIONS_FILE).unlink(missing_ok=True)
+            return
         if layout not in LAYOUTS:
             raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
         atomic_write(self.out / OPTIONS_FILE, json.dumps({"layout": layout}) + "\n")

@@ -16,7 +16,7 @@ import pathlib
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook
-from lablib.grading.report.text import num, status_text
+from lablib.grading.report.text import visible_controls, num, status_text
 
 __all__ = ["CsvGradebook", "SpreadsheetWriter", "spreadsheet_text"]
 
@@ -24,7 +24,10 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def spreadsheet_text(value: str) -> str:
-    """``value`` made inert for spreadsheets: a leading ``'`` when it could start a formula."""
+    """``value`` made inert for spreadsheets: a leading ``'`` when it could start a formula,
+    its control characters shown as symbols (:func:`~.text.visible_controls`: a CSV file
+    shown in a terminal draws nothing a submission wrote)."""
+    value = visible_controls(value)
     return "'" + value if value.startswith(_FORMULA_STARTS) else value
 
 

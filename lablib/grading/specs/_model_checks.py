@@ -380,8 +380,9 @@ def students_model(failure):
     or another's in their place), so an exception raised while running the model, asking
     its inputs or computing its loss is the student's failed test: a :class:`Mistake`
     saying ``failure`` and the exception's type and first line. A :class:`TestFailure`
-    raised inside goes on as it is, and so does a ``MemoryError`` (the submission's limit,
-    reported as such). Only calls on the rebuilt model belong inside: the grader's own
+    raised inside goes on as it is, and so do a ``MemoryError`` (the submission's limit,
+    reported as such) and TensorFlow's errors of the machine (out of memory, a failed
+    kernel: :data:`_ENVIRONMENT_ERRORS`, a grader-error graded again). Only calls on the rebuilt model belong inside: the grader's own
     code outside stays the grader's error.
     """
     try:
@@ -389,7 +390,21 @@ def students_model(failure):
     except (TestFailure, MemoryError):
         raise
     except Exception as error:  # noqa: BLE001 - the student's model, judged as their failure
+        if _environment_error(error):
+            raise  # the grading machine's (out of device memory, a failed kernel): graded again
         raise Mistake(f"{failure} ({_first_line(error)}).") from None
+
+
+#: TensorFlow's errors that say the machine failed, not the model: out of (device) memory,
+#: a kernel or driver failure, a device that went away.
+_ENVIRONMENT_ERRORS = frozenset(
+    {"ResourceExhaustedError", "InternalError", "UnknownError", "UnavailableError", "DataLossError"}
+)
+
+
+def _environment_error(error: BaseException) -> bool:
+    kind = type(error)
+    return kind.__name__ in _ENVIRONMENT_ERRORS and kind.__module__.startswith("tensorflow")
 
 
 def run_model(model, inputs, training=False):

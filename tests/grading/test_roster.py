@@ -149,25 +149,14 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
         fixture_lab, tmp_path / "lab0", {"erin": 1.0, "S002": 0.5, "frank": 0.25, "zed": 0.0}
     )
     out = tmp_path / "canvas_import.csv"
-    assert (
-        main(
-            [
-                "export",
-                "canvas",
-                str(tmp_path / "lab0"),
-                "--roster",
-                str(canvas_roster),
-                "-o",
-                str(out),
-                "--column",
-                "lab0_fixture=Lab 0 (777)",
-                "--pieces",
-                "--missing",
-                "blank",
-            ]
-        )
-        == 0
-    )
+    args = ["export", "canvas", str(tmp_path / "lab0"), "--roster", str(canvas_roster)]
+    args += ["-o", str(out), "--column", "lab0_fixture=Lab 0 (777)", "--pieces"]
+    args += ["--missing", "blank"]
+    # Frank's two notebooks (S002 and frank): refused, naming them, until allowed
+    assert main(args) == 2 and not out.exists()
+    refused = capsys.readouterr().err
+    assert "several rows in one lab" in refused and "S002, frank" in refused, refused
+    assert main(args + ["--allow-several"]) == 0
     captured = capsys.readouterr()
     # graded without a roster: the export's roster matches the rows; zed matches no one and is still written
     assert "submission zed matched no roster student: exported" in captured.err
@@ -188,7 +177,7 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
     ]
     assert (
         table["Roe, Frank"][5] == f"{fixture_lab.max_score * 0.5:g}"
-    )  # two notebooks: the best counts
+    )  # two notebooks, --allow-several: the best counts
     assert table["Poe, Gina"][5] == ""  # no submission, --missing blank: no grade
     assert (
         table["zed"][5] == "0" and len(rows) == 6
@@ -207,6 +196,7 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
                 str(gradescope_roster),
                 "-o",
                 str(moodle),
+                "--allow-several",
             ]
         )
         == 0

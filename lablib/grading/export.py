@@ -500,12 +500,13 @@ MARKED_LATE = (
 )
 
 
-def _marked_late(entry: dict, book: dict) -> bool:
-    """A row of a gradebook with a late policy whose LMS download marks it late (Canvas's
-    ``LATE``) but whose lateness is null: no time was found, no penalty computed."""
+def _marked_late(entry: dict, policy: bool) -> bool:
+    """A row of a gradebook with a late policy (``policy``) whose LMS download marks it
+    late (Canvas's ``LATE``) but whose lateness is null: no time was found, no penalty
+    computed."""
     identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
     lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
-    return bool(book.get("late_policy")) and entry.get("late") is None and bool(lms.get("late"))
+    return policy and entry.get("late") is None and bool(lms.get("late"))
 
 
 def _refuse_unknown_lateness(books, allow: bool) -> None:
@@ -522,7 +523,7 @@ def _refuse_unknown_lateness(books, allow: bool) -> None:
         ] + [
             (entry["submission"], MARKED_LATE)
             for entry in book["submissions"]
-            if _marked_late(entry, book)
+            if _marked_late(entry, bool(book.get("late_policy")))
         ]
         if unknown:
             names = sorted({name for name, _ in unknown})
@@ -662,16 +663,15 @@ def _best_rows(
             p.notes.append(f"{title}: no submission (left empty)")
     for p in people:
         row = best.get(id(p))
+        unknown = None
         if row is not None and _unknown_late(row.get("late")):
+            unknown = row["late"].get("text", "")
+        elif row is not None and _marked_late(row, policy):
+            unknown = MARKED_LATE
+        if unknown is not None:
             p.notes.append(
                 f"{title}: lateness not computed, exported without a late penalty "
-                f"(--allow-unknown-lateness): {row['late'].get('text', '')}"
-            )
-            report["lateness_unknown"].setdefault(lab, []).append(_key(p))
-        elif row is not None and _marked_late(row, {"late_policy": policy}):
-            p.notes.append(
-                f"{title}: lateness not computed, exported without a late penalty "
-                f"(--allow-unknown-lateness): {MARKED_LATE}"
+                f"(--allow-unknown-lateness): {unknown}"
             )
             report["lateness_unknown"].setdefault(lab, []).append(_key(p))
         if row is not None:

@@ -96,12 +96,19 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits, skip=()) 
     for path in lab.source_files:
         h.update(b"spec\0" + pathlib.Path(path).read_bytes())
     skipped = {os.path.realpath(p) for p in skip}
-    for folder in sorted({pathlib.Path(p).resolve().parent for p in lab.source_files}):
-        if not folder.is_relative_to(PACKAGE_DIR.resolve()):
-            _hash_folder(h, folder, skipped)
+    for folder in _course_folders(lab):
+        _hash_folder(h, pathlib.Path(folder), skipped)
     for source in setup:
         h.update(b"setup\0" + source.encode())
     return h.hexdigest()
+
+
+def _course_folders(lab: LabSpec) -> list[str]:
+    """The real folders (links followed) of the lab's spec and hidden-test files that are
+    not lablib's own: what the cache key reads and the sandbox hides."""
+    package = os.path.realpath(PACKAGE_DIR) + os.sep
+    folders = {os.path.dirname(os.path.realpath(p)) for p in lab.source_files}
+    return sorted(f for f in folders if not (f + os.sep).startswith(package))
 
 
 def _versions() -> str:
@@ -246,10 +253,11 @@ def _merged(
         if old is not None:
             r.submission = old.submission
             _carry_identity(r, old)
+    taken_by_new = {n.submission.casefold() for n in new}
     for r in new:
         if again[id(r)] is None and r.submission.casefold() in taken:
             name, k = r.submission, 2
-            while f"{name}-{k}".casefold() in taken | {n.submission.casefold() for n in new}:
+            while f"{name}-{k}".casefold() in taken or f"{name}-{k}".casefold() in taken_by_new:
                 k += 1
             if suffixed is not None:
                 suffixed[id(r)] = r.submission
@@ -405,11 +413,7 @@ def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) ->
     sees (a venv inside the submissions folder): hidden tests, a spec given by path, the
     output folder and the submissions' folders."""
     spec_dirs = [spec.spec_dir] if spec.spec_dir and spec.spec_dir != PUBLIC_TESTS_DIR else []
-    package = os.path.realpath(PACKAGE_DIR)
-    for source in spec.source_files:  # where a hidden test or spec file really lies (a link)
-        folder = os.path.dirname(os.path.realpath(source))
-        if not (folder + os.sep).startswith(package + os.sep):
-            spec_dirs.append(folder)
+    spec_dirs += _course_folders(spec)  # where a hidden test or spec file really lies (a link)
     folders = [
         pathlib.Path(p) if pathlib.Path(p).is_dir() else pathlib.Path(p).parent for p in submissions
     ]

@@ -27,7 +27,7 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.grade import grade
 from lablib.grading.options import GradeOptions
 from lablib.grading.report import DEFAULT_WRITERS, GradescopeResults, write_reports
-from lablib.grading.report.gradescope import PLAIN_TEXT
+from lablib.grading.report.gradescope import ungraded_results
 from lablib.grading.report.text import visible_controls
 from lablib.grading.labspec.registry import load_spec
 from lablib.labs import find_lab
@@ -130,8 +130,7 @@ def chosen_notebook(
 
 def write_refusal(results_dir: pathlib.Path, why: str) -> dict:
     """``results.json`` of an upload that is not graded: no points, and why."""
-    data = {"score": 0.0, "output": why, "tests": [], "stdout_visibility": "hidden"}
-    data.update(PLAIN_TEXT)
+    data = ungraded_results(why)
     atomic_write(results_dir / "results.json", json.dumps(data, indent=1) + "\n")
     return data
 

@@ -97,6 +97,17 @@ def to_gradescope_json(result: SubmissionResult, chosen_note: str = "", written=
     }
 
 
+def ungraded_results(output: str) -> dict:
+    """``results.json`` of an upload graded no test: no points, and ``output`` saying why."""
+    return {
+        "score": 0.0,
+        "output": output,
+        "tests": [],
+        "stdout_visibility": "hidden",
+        **PLAIN_TEXT,
+    }
+
+
 class GradescopeResults:
     """Writes ``results.json``: the best of the submission's notebooks, for Gradescope."""
 
@@ -104,8 +115,7 @@ class GradescopeResults:
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
         if not book.results:
-            data = {"score": 0.0, "output": NO_NOTEBOOK, "tests": [], "stdout_visibility": "hidden"}
-            data.update(PLAIN_TEXT)
+            data = ungraded_results(NO_NOTEBOOK)
         else:
             best = max(book.results, key=lambda r: r.score)
             note = ""

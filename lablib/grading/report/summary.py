@@ -1011,21 +1011,20 @@ class ClassSummary:
     name = "class summary"
 
     def write(self, out_dir: pathlib.Path, book: Gradebook) -> list[pathlib.Path]:
-        written = {r.submission: book.written(r) for r in book.results} if book.questions else None
+        rows = {r.submission: book.row(r) for r in book.results}  # each computed once
+        written = {name: row.written for name, row in rows.items()} if book.questions else None
         late = (
             None
             if book.late_policy is None
-            else (book.late_policy, {r.submission: book.late(r) for r in book.results})
+            else (book.late_policy, {name: row.late for name, row in rows.items()})
         )
-        totals = {r.submission: book.row(r).total for r in book.results}
+        totals = {name: row.total for name, row in rows.items()}
         lms_late = [r.submission for r in book.results if book.marked_late_without_time(r)]
-        members = {}
-        if book.late_policy is not None:
-            for r in book.results:
-                if (row := book.row(r)).members:
-                    members[r.submission] = [
-                        (str(m.get("name") or m.get("key") or "?"), x) for m, x in row.members
-                    ]
+        members = {
+            name: [(str(m.get("name") or m.get("key") or "?"), x) for m, x in row.members]
+            for name, row in rows.items()
+            if book.late_policy is not None and row.members
+        }
         summary = class_summary(
             book.lab,
             book.results,

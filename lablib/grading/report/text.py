@@ -133,10 +133,10 @@ def visible_controls(text: str) -> str:
     and tab) as the U+2400 block draws them (``␛`` for ESC, ``␇`` for BEL), DEL as ``␡``,
     C1 controls (U+0080-U+009F, which have no symbol) as ``?``, and the bidirectional
     embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, which reorder what a
-    line shows) as ``[U+202E]``. What a submission wrote (an exception's message, what it printed, its notebook's
-    metadata) cannot clear a terminal that shows a report, set its title or clipboard
-    (escape sequences), ring its bell or overwrite a line (carriage return), and a reader
-    still sees that the characters were there. Line feeds and tabs stay; a line break
+    line shows) as ``[U+202E]``. What a submission wrote (an exception's message, what it
+    printed, its notebook's metadata) cannot clear a terminal that shows a report, set its
+    title or clipboard (escape sequences), ring its bell or overwrite a line (carriage
+    return), and a reader still sees that the characters were there. Line feeds and tabs stay; a line break
     written as CR LF is one line feed. Every report writer passes submission text
     through it (:func:`md_text`, :func:`md_code_block`, the HTML feedback, ``results.json``);
     the command line's messages go further (one line, ``?`` for anything unprintable)."""

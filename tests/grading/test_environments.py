@@ -320,14 +320,18 @@ def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
     if reason:
         pytest.fail(f"cannot make the environment here: {reason}")
     os.chmod(tmp_path, 0o755)
-    hidden, subs = tmp_path / "hidden", tmp_path / "subs"
+    hidden, subs, lab = tmp_path / "hidden", tmp_path / "subs", tmp_path / "lab0_fixture"
     shutil.copytree(FIXTURE_HIDDEN, hidden)
+    # the lab folder (a spec given by path: it holds the solutions) closed as the docs ask;
+    # the checkout's own copy may lie anywhere, open or not, so it is not used
+    shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
+    os.chmod(lab, 0o700)
     os.chmod(hidden, 0o755)
-    subs.mkdir(mode=0o700)
-    shutil.copy(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb", subs / "solution.ipynb")
-    command = [sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB), str(subs)]
+    subs.mkdir(mode=0o755)
+    shutil.copy(lab / "solutions" / "lab0_fixture.ipynb", subs / "solution.ipynb")
+    command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(subs)]
     command += ["-o", str(tmp_path / "out"), "--tests", str(hidden), "--quiet"]
-    command += ["--lab-notebook", str(FIXTURE_LAB / "solutions" / "lab0_fixture.ipynb")]
+    command += ["--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb")]
     done = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c"]
         + [_environment_script("docker-capabilities", tmp_path, [command])],
@@ -338,7 +342,11 @@ def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
     entry = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"][0]
     assert entry["status"] == "grader-error" and entry["score"] == 0, (entry, done.stderr[-2000:])
     said = json.dumps(entry)
-    assert f"can open {hidden}" in said and f"chmod o-rwx {hidden}" in said, said
+    # both open folders named in one message, with one command that closes them; the
+    # closed lab folder is not named
+    assert f"can open {hidden}, {subs}," in said, said
+    assert f"chmod o-rwx {hidden} {subs};" in said, said
+    assert str(lab) not in said.replace(f"{lab}/solutions", ""), said
     assert (tmp_path / "out").stat().st_mode & 0o007 == 0
 
 

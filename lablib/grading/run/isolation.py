@@ -33,6 +33,7 @@ import errno
 import ctypes.util
 import json
 import os
+import shlex
 import site
 import struct
 import sys
@@ -365,21 +366,25 @@ def unreachable(paths, private_root: bool = False, access=os.access) -> str | No
 
 def reachable_masks(masked, access=os.access) -> str | None:
     """Why this process (after its uid drop, with no private root) must not run a
-    submission: a folder the grader hides (hidden tests, a spec given by path, the output
-    folder, the submissions' folders: classmates' notebooks) that it may enter or list,
-    or None. Without a private root only the folders' permissions keep the submission's
-    code from reading the hidden tests or copying a classmate's answer at grading time."""
-    for path in masked:
-        if os.path.isdir(path) and (access(path, os.X_OK) or access(path, os.R_OK)):
-            return (
-                f"the submission's user (uid {os.getuid()}) can open {path}, which the grader "
-                f"hides from submissions (hidden tests, the output folder or the submissions' "
-                f"folders), and the sandbox has no private root file system to hide it (a "
-                f"container without CAP_SYS_ADMIN, a chroot): close it to other users "
-                f"(chmod o-rwx {path}; the grader's Python must lie outside it), or let the "
-                f"sandbox make its own root"
-            )
-    return None
+    submission: the folders the grader hides (hidden tests, a spec given by path, the
+    output folder, the submissions' folders: classmates' notebooks) that it may enter or
+    list, all of them named so that one fix closes them, or None. Without a private root
+    only the folders' permissions keep the submission's code from reading the hidden tests
+    or copying a classmate's answer at grading time."""
+    open_ = [p for p in masked if os.path.isdir(p) and (access(p, os.X_OK) or access(p, os.R_OK))]
+    if not open_:
+        return None
+    named = ", ".join(open_)
+    closing = " ".join(shlex.quote(p) for p in open_)
+    return (
+        f"the submission's user (uid {os.getuid()}) can open {named}, which the grader "
+        f"hides from submissions (hidden tests, a spec folder, the output folder or the "
+        f"submissions' folders), and the sandbox has no private root file system to hide "
+        f"{'them' if len(open_) > 1 else 'it'} (a container without CAP_SYS_ADMIN, a "
+        f"chroot): close {'them' if len(open_) > 1 else 'it'} to other users "
+        f"(chmod o-rwx {closing}; the grader's Python must lie outside), or let the "
+        f"sandbox make its own root"
+    )
 
 
 def _write(fd, obj):

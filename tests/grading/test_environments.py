@@ -350,6 +350,50 @@ def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
     assert (tmp_path / "out").stat().st_mode & 0o007 == 0
 
 
+def test_the_work_folder_is_closed_to_other_runs_without_a_private_root(tmp_path):
+    """Without a private root a run's work folder (its home and TMPDIR) is a host folder;
+    the sandbox gives it to the run's uid closed (0700), so that a classmate's run graded
+    beside it under another uid cannot list or read what it writes there (it was 0755)."""
+    reason = _missing_tools()
+    if reason:
+        pytest.fail(f"cannot make the environment here: {reason}")
+    os.chmod(tmp_path, 0o755)
+    hidden, subs, lab = tmp_path / "hidden", tmp_path / "subs", tmp_path / "lab0_fixture"
+    shutil.copytree(FIXTURE_HIDDEN, hidden)
+    shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
+    for folder in (hidden, lab):
+        os.chmod(folder, 0o700)
+    subs.mkdir(mode=0o700)
+    notebook = json.loads((lab / "solutions" / "lab0_fixture.ipynb").read_text())
+    for cell in notebook["cells"]:
+        if "".join(cell["source"]).startswith("# GRADED: normalize"):
+            cell["source"] = (
+                "# GRADED: normalize\n"
+                "import os\n"
+                "_work = os.stat(os.getcwd()).st_mode & 0o777\n"
+                "def normalize(x):\n"
+                "    if _work & 0o077:\n"
+                "        raise RuntimeError(f'the work folder is {oct(_work)}')\n"
+                "    return x / x.sum(axis=-1, keepdims=True)\n"
+            )
+    (subs / "student.ipynb").write_text(json.dumps(notebook))
+    command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(subs)]
+    command += ["-o", str(tmp_path / "out"), "--tests", str(hidden), "--quiet"]
+    command += ["--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb")]
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c"]
+        + [_environment_script("docker-capabilities", tmp_path, [command])],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    entry = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"][0]
+    assert not entry["isolation"]["filesystem"].startswith("new root"), entry["isolation"]
+    normalize = [t for t in entry["tests"] if t["piece"] == "normalize"]
+    assert normalize and all(t["passed"] for t in normalize), (normalize, done.stderr[-2000:])
+    assert entry["score"] == entry["max_score"], entry
+
+
 def test_nothing_outlives_the_batch(graded):
     """No process, and none of the litterer's files or its shared memory segment, on the
     host or in the environment's own /tmp: where the sandbox cannot make them private, the

@@ -494,6 +494,11 @@ def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | No
     except (ValueError, OSError):
         notes.append("RLIMIT_NPROC not set")
     os.chown(workdir, uid, uid)
+    # the run's own: without a private root the work folder is a host folder, which the
+    # grader made 0755 (the isolation stage mounts over it where it can); closed here so
+    # that another submission's run, graded beside this one under its own uid, can
+    # neither list nor read what this one writes there
+    os.chmod(workdir, 0o700)
     os.chdir(workdir)
     os.setgroups([])
     os.setgid(uid)

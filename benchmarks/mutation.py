@@ -26,6 +26,7 @@ Run::
 
     .venv/bin/python benchmarks/mutation.py --output benchmarks/results/mutation.md
     .venv/bin/python benchmarks/mutation.py --labs lab1_attention --limit 20
+    .venv/bin/python benchmarks/mutation.py --labs lab1 --messages  # short names work too
     .venv/bin/python benchmarks/mutation.py --quick       # one lab, a few mutants (CI)
 """
 
@@ -80,10 +81,14 @@ SWAP_NAME = {
 
 
 def parse_args(argv=None):
-    from lablib.labs import lab_names
+    from lablib.labs import UnknownLab, all_labs, lab_names, resolve_lab
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--labs", default=",".join(lab_names()))
+    parser.add_argument(
+        "--labs",
+        default=",".join(lab_names()),
+        help="comma-separated labs, full or short names (lab1_attention or lab1); default: all",
+    )
     parser.add_argument(
         "--limit", type=int, default=80, help="mutants per piece at most (spread over the cell)"
     )
@@ -97,7 +102,16 @@ def parse_args(argv=None):
         help="print each caught mutant's first failing message to stderr (what a student reads)",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    names = []
+    for lab in filter(None, (lab.strip() for lab in args.labs.split(","))):
+        try:  # the full name: each lab's solution is solutions/<full name>.ipynb
+            names.append(resolve_lab(lab).name)
+        except UnknownLab:
+            known = ", ".join(f"{each.short} ({each.name})" for each in all_labs())
+            parser.error(f"--labs: unknown lab {lab!r}; expected one of: {known}")
+    args.labs = ",".join(names)
+    return args
 
 
 # --------------------------------------------------------------------------- mutations

@@ -5,7 +5,7 @@ Examples::
     lablib assign                                  # labs/*.ipynb from solutions/*.ipynb
     lablib assign lab2                             # one lab of the registry (lablib/labs.py)
     lablib grade lab1 submissions/ -o out --tests hidden/ --jobs 4
-    lablib grade lab5_mine subs/ -o out --course ~/course   # ~/course/labs/lab5_mine.ipynb
+    lablib grade ~/course/lab5_mine.py subs/ -o out --course ~/course   # ~/course/labs/lab5_mine.ipynb
     lablib review lab2 grades/lab2 --solution solutions/lab2_transformer_reuters.ipynb
     lablib report grades/lab2                      # the reports again, with the people's grades
     lablib export canvas grades/lab1 grades/lab2 --roster canvas_export.csv -o canvas_import.csv

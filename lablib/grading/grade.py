@@ -297,12 +297,16 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
 
 
 def _replaced(
-    results: list[SubmissionResult], now: set, suffixed: dict | None = None
+    results: list[SubmissionResult],
+    now: set,
+    suffixed: dict | None = None,
+    replacing: set | None = None,
 ) -> list[SubmissionResult]:
     """``results`` less the kept rows (not graded now) of a student whose newer submission
     from the same LMS was graded now, each dropped with a :class:`SubmissionReplaced`
     warning (never silently). A newer row named ``name-<k>`` because the dropped row had
-    its name (``suffixed``: :func:`_merged`'s) takes that name back: the same student's."""
+    its name (``suffixed``: :func:`_merged`'s) takes that name back: the same student's.
+    ``replacing`` (when given) receives the ``id`` of each newer row that replaced one."""
     newer = {}
     for r in results:
         if id(r) in now and (person := _lms_person(r.identity)) is not None:
@@ -323,6 +327,8 @@ def _replaced(
             )
             if (suffixed or {}).get(id(newer[person])) == r.submission:
                 newer[person].submission = r.submission
+            if replacing is not None:
+                replacing.add(id(newer[person]))
             continue
         out.append(r)
     return out
@@ -560,7 +566,39 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
-    return _replaced(_merged(previous, graded, suffixed), {id(r) for r in graded}, suffixed)
+    replacing: set = set()
+    results = _replaced(
+        _merged(previous, graded, suffixed), {id(r) for r in graded}, suffixed, replacing
+    )
+    if options.roster is None:
+        _forget_kept_times([r for r in results if id(r) in replacing])
+    return results
+
+
+#: Why a newer submission that replaced a row has no time (its lateness not computed).
+KEPT_TIME = (
+    "Lateness not computed: this submission replaced the same student's earlier one, and the "
+    "only time known for it ({time}, {source}) came from the roster kept from the earlier "
+    "grading run, which dates the earlier submission; give the LMS's new worksheet or "
+    "roster with --roster (or the times with --times) when grading the new download."
+)
+
+
+def _forget_kept_times(rows) -> None:
+    """A newer submission that replaced the same student's row (:func:`_replaced`) and
+    was graded without a roster given now: a time from the roster kept in the output
+    folder is the earlier submission's (a Moodle worksheet's "Last modified"), so it is
+    dropped and the row's lateness is not computed (``time_unknown`` says why), never
+    counted on time. Times from the download itself (Gradescope's metadata) or from a
+    times file given now stay."""
+    for r in rows:
+        identity = r.identity or {}
+        source = str(identity.get("time_source") or "")
+        if identity.get("submitted_at") and source.startswith("the roster's"):
+            identity["time_unknown"] = KEPT_TIME.format(
+                time=identity["submitted_at"], source=source
+            )
+            identity["submitted_at"], identity["time_source"] = "", ""
 
 
 def _close_to_others(out: pathlib.Path) -> None:

@@ -565,3 +565,51 @@ def test_the_cache_key_frames_each_cell_and_the_mask_follows_links(tmp_path):
     spec = load_spec(find_lab(str(FIXTURE_LAB)), [str(hidden)])
     masked = grading._masked_paths(spec, [str(hidden)], tmp_path / "out", [])
     assert str(real) in masked and str(hidden) in masked, masked
+
+
+def test_a_newer_submission_never_takes_the_kept_worksheets_time(tmp_path, capsys):
+    """A Moodle regrade the way the README shows it (a new download, no new worksheet):
+    Ann's resubmission replaces her row, and the kept worksheet's time is her earlier
+    submission's ("On time" on 1 June). Her new row's lateness is not computed (it said
+    on time, and the export gave 8 instead of the late 5.6), the export refuses it
+    until the new worksheet is given, and with it the penalty is computed."""
+    from lablib.grading.export import export
+    from lablib.grading.gradebook.roster import Roster
+
+    folder = "assignsubmission_file_"
+    header = "Identifier,Full name,Email address,Status,Grade,Maximum Grade,"
+    header += "Grade can be changed,Last modified (submission),Last modified (grade),Feedback\n"
+
+    def worksheet(path, ann_time):
+        path.write_text(
+            header
+            + f'Participant 201,Ann Lee,al@u.edu,Submitted,,8.00,Yes,"{ann_time}",-,\n'
+            + 'Participant 202,Bo Chan,bc@u.edu,Submitted,,8.00,Yes,"Monday, 1 June 2026, 10:00 AM",-,\n'
+        )
+
+    first, second = tmp_path / "subs", tmp_path / "subs2"
+    for subs, who in ((first, ("Ann Lee_201", "Bo Chan_202")), (second, ("Ann Lee_201",))):
+        for name in who:
+            (subs / f"{name}_{folder}").mkdir(parents=True)
+            shutil.copy(FIXTURE_SOLUTION, subs / f"{name}_{folder}" / "lab0.ipynb")
+    worksheet(tmp_path / "w1.csv", "Monday, 1 June 2026, 10:00 AM")
+    worksheet(tmp_path / "w2.csv", "Friday, 5 June 2026, 10:00 AM")
+    out = tmp_path / "out"
+    late = ["--due", "2026-06-02T23:59", "--late-per-day", "10%"]
+    assert (
+        main(_fixture_grade(first, "-o", str(out), "--roster", str(tmp_path / "w1.csv"), *late))
+        == 0
+    )
+    assert main(_fixture_grade(second, "-o", str(out))) == 0  # the README's regrade
+    ann = _rows(out)["Ann Lee"]
+    assert ann["late_penalty"] == "", ann
+    assert "replaced the same student's earlier one" in ann["lateness"], ann
+    assert "--roster" in ann["lateness"], ann
+    roster = Roster.load(tmp_path / "w2.csv")
+    with pytest.raises(Exception, match="--allow-unknown-lateness"):
+        export("moodle", [out], roster, tmp_path / "m.csv")
+    # graded again with the new worksheet: the penalty (3 started days, 10% each) counts
+    assert main(_fixture_grade(second, "-o", str(out), "--roster", str(tmp_path / "w2.csv"))) == 0
+    ann = _rows(out)["Ann Lee"]
+    assert float(ann["late_penalty"]) == pytest.approx(2.4), ann
+    capsys.readouterr()

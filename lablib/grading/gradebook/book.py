@@ -224,6 +224,9 @@ class Gradebook:
             if isinstance(other, dict)
         ]
         submitted = self._submitted(result)
+        if not submitted and identity.get("time_unknown"):  # a time known to be wrong
+            unknown = not_computed("", str(identity["time_unknown"]))
+            return [(member, unknown) for member, _ in members]
         if not submitted:
             return [(member, None) for member, _ in members]
         try:

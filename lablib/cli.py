@@ -286,6 +286,7 @@ def _cmd_export(args) -> int:
         allow_ungraded=args.allow_ungraded,
         allow_unknown_lateness=args.allow_unknown_lateness,
         allow_several=args.allow_several,
+        allow_grader_errors=args.allow_grader_errors,
     )
     for lab in report["labs"]:
         why = report.get("unmatched_reasons", {}).get(lab, {})
@@ -787,6 +788,12 @@ def _parse_export(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="export a student with several notebooks in one lab with the best one's total "
         "(those students noted) instead of refusing",
+    )
+    p.add_argument(
+        "--allow-grader-errors",
+        action="store_true",
+        help="export rows whose status is grader-error (the grader failed on some tests, not the "
+        "student) with their scores as they are (those students noted) instead of refusing",
     )
 
 

@@ -26,7 +26,16 @@ Nothing is lost or under-counted without a word:
   refused unless ``allow_unknown_lateness``; then exported without a penalty, the student
   noted.
 * A student without a submission for a lab gets ``0`` and a note (``missing="zero"``, the
-  default) or an empty cell (``missing="blank"``: no grade in the LMS).
+  default) or an empty cell (``missing="blank"``: no grade in the LMS). A file handed in
+  but not graded (a zip, a ``.ipynb.txt``: the gradebook's ``skipped``) whose LMS names
+  say whose it is (a Canvas file name's user id, a Moodle folder's participant id,
+  resolved as at grading) is that student's: one without a graded row is noted with
+  what they handed in and why it was not graded, not as without a submission.
+* A row whose status is ``grader-error`` (the grader failed on some tests, not the
+  student, who was told the instructor will regrade them) is refused unless
+  ``allow_grader_errors``; then exported as scored. Every exported row whose status is
+  not ``ok`` (``invalid-notebook``, ``timeout``, ``memory``, ``crashed``, a graded cell
+  that raised or is missing) is noted with what it did to the points.
 * A gradebook with written answers still to grade, or graded before the student changed
   them, is refused (:class:`ExportError`) unless ``allow_ungraded``: those answers then
   count 0 (an answer changed since graded: its earlier grade) and each such student gets a
@@ -74,8 +83,9 @@ from lablib.grading.gradebook.identity import STUDENT_FIELDS, RosterIndex, resol
 from lablib.grading.lms import fold
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.text import num
+from lablib.grading.results import PROBLEMS, Kind, Status
 from lablib.grading.review.store import DB_NAME, changes_since
-from lablib.grading.submissions import Found
+from lablib.grading.submissions import Found, skipped_submission
 
 __all__ = ["FORMATS", "MISSING", "export", "ExportError"]
 
@@ -153,6 +163,7 @@ class _Person:
         self.fields = {f: str(fields.get(f, "") or "") for f in STUDENT_FIELDS}
         self.in_roster = in_roster
         self.rows: dict[str, list] = {}  # lab -> gradebook rows
+        self.skipped: dict[str, list] = {}  # lab -> [(path, why)] handed in, not graded
         self.notes: list[str] = []
 
     def joins(self, identity: dict) -> int:
@@ -211,15 +222,22 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
     return people
 
 
-def _place(people: list[_Person], identity: dict, submission: str, lab: str) -> _Person:
-    """The export's student of one identity: the roster student it joins (most shared
-    ids, none clashing), else a student of its own (kept, counted as not in the roster)."""
+def _joined(people: list[_Person], identity: dict) -> _Person | None:
+    """The student of the export ``identity`` joins (most shared ids, none clashing), or
+    None."""
     best = max(
         ((p.joins(identity), i) for i, p in enumerate(people) if not p.clashes(identity)),
         default=(0, -1),
     )
-    if best[0] > 0:
-        return people[best[1]]
+    return people[best[1]] if best[0] > 0 else None
+
+
+def _place(people: list[_Person], identity: dict, submission: str, lab: str) -> _Person:
+    """The export's student of one identity: the roster student it joins (most shared
+    ids, none clashing), else a student of its own (kept, counted as not in the roster)."""
+    joined = _joined(people, identity)
+    if joined is not None:
+        return joined
     for p in people:  # a row of the same unmatched person in another lab
         if (
             not p.in_roster
@@ -247,8 +265,9 @@ def export(
     allow_ungraded: bool = False,
     allow_unknown_lateness: bool = False,
     allow_several: bool = False,
+    allow_grader_errors: bool = False,
 ) -> dict:
-    # Over 80 lines for its signature and docstring; code: 49 lines.
+    # Over 80 lines for its signature and docstring; code: 40 lines.
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
@@ -271,15 +290,25 @@ def export(
             or attachments handed in) with the best one's total, noted, instead of refusing
             them (the best of several would let a student hedge against the hidden tests,
             one variant per notebook).
+        allow_grader_errors: export rows whose status is ``grader-error`` (the grader
+            failed on some tests, not the student) with their scores as they are, each
+            such student noted, instead of refusing them.
 
     Returns:
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
         "lateness_unknown": {lab: [keys]}, "not_in_roster": [keys], "unmatched": {lab:
         [submission names]}, "unmatched_reasons": {lab: {submission name: why}},
         "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why",
-        "grades"}], "matched_by": the Moodle user field or None, "labs", "notes": path or
-        None, "summary"}``: ``left_out`` lists the students not written to a Moodle file
-        (no value in the field its rows are matched by), with their grades.
+        "grades"}], "matched_by": the Moodle user field or None, "statuses": {lab: {key:
+        status}}, "not_graded": {lab: {key: [files]}}, "skipped_unmatched": {lab: [paths]},
+        "labs", "notes": path or None, "summary"}``: ``left_out`` lists the students not
+        written to a Moodle file (no value in the field its rows are matched by), with
+        their grades; ``missing`` the students with neither a graded row nor a file
+        handed in (both get ``missing``'s 0 or blank); ``statuses`` the exported rows whose status is not ``ok``;
+        ``not_graded`` the students without a graded row who handed in files that were
+        not graded (a zip, a ``.ipynb.txt``: the gradebook's ``skipped``, told to them by
+        the LMS's file names), ``skipped_unmatched`` such files told to no student of the
+        export.
 
     Raises:
         ExportError: an unknown format or ``missing`` value, a gradebook that cannot be
@@ -287,30 +316,16 @@ def export(
             no output grades, two columns with one header, written answers still to
             grade without ``allow_ungraded``, lateness not computed without
             ``allow_unknown_lateness``, several rows of one student in one lab without
-            ``allow_several``, or (Moodle) two rows with one e-mail address or
-            ID number, or no row with either.
+            ``allow_several``, a row whose status is ``grader-error`` without
+            ``allow_grader_errors``, or (Moodle) two rows with one e-mail address or ID
+            number, or no row with either.
     """
-    if fmt not in FORMATS:
-        raise ExportError(f"Unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}.")
-    if missing not in MISSING:
-        raise ExportError(
-            f"--missing {missing!r}: expected 'zero' (0 and a note) or 'blank' (no grade)."
-        )
     columns = dict(columns or {})
-    books = [(pathlib.Path(folder), _gradebook(folder)) for folder in outputs]
+    books = _checked_books(fmt, outputs, columns, missing, pieces)
     labs = [b["lab"] for _, b in books]
-    if len(set(labs)) != len(labs):
-        raise ExportError(
-            f"Two of the outputs hold the same lab ({labs}); pass one output per lab."
-        )
-    unknown = set(columns) - set(labs)
-    if unknown:
-        raise ExportError(
-            f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs})."
-        )
-    _refuse_shared_headers(fmt, books, columns, pieces)
     _refuse_ungraded(books, allow_ungraded)
     _refuse_unknown_lateness(books, allow_unknown_lateness)
+    _refuse_grader_errors(books, allow_grader_errors)
     people = [
         _Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
         for s in (roster.students if roster is not None else ())
@@ -318,11 +333,13 @@ def export(
     report = {"students": 0, "labs": labs, "unmatched": {}, "unmatched_reasons": {}}
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
-    _place_rows(people, books, roster, report)
+    report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}}
+    index = _place_rows(people, books, roster, report)
+    _place_skipped(people, books, roster, index, report)
     _refuse_several(people, allow_several)
     header_cells, points, values = _grade_columns(people, books, columns, pieces, missing, report)
     for p in people:
-        if not p.in_roster:
+        if not p.in_roster and roster is not None:
             p.notes.insert(0, "not in the roster given to the export (identity kept at grading)")
     report["not_in_roster"] = [_key(p) for p in people if not p.in_roster]
     report["students"] = len(people)
@@ -341,6 +358,30 @@ def export(
     return report
 
 
+def _checked_books(fmt: str, outputs, columns: dict, missing: str, pieces: bool) -> list:
+    """``[(folder, gradebook)]`` of ``outputs``, once the format, ``missing``, the labs
+    (one output each), ``columns`` and the headers are checked (:class:`ExportError`)."""
+    if fmt not in FORMATS:
+        raise ExportError(f"Unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}.")
+    if missing not in MISSING:
+        raise ExportError(
+            f"--missing {missing!r}: expected 'zero' (0 and a note) or 'blank' (no grade)."
+        )
+    books = [(pathlib.Path(folder), _gradebook(folder)) for folder in outputs]
+    labs = [b["lab"] for _, b in books]
+    if len(set(labs)) != len(labs):
+        raise ExportError(
+            f"Two of the outputs hold the same lab ({labs}); pass one output per lab."
+        )
+    unknown = set(columns) - set(labs)
+    if unknown:
+        raise ExportError(
+            f"--column names {sorted(unknown)}, which none of the outputs grades (they grade {labs})."
+        )
+    _refuse_shared_headers(fmt, books, columns, pieces)
+    return books
+
+
 def _summary(destination, report: dict, missing: str, notes_path) -> str:
     """The export's one line: what was written, what is missing, noted or left out."""
     ungraded = len({k for keys in report["ungraded"].values() for k in keys})
@@ -354,6 +395,7 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
     )
     if unknown:
         line += f"; {unknown} with lateness not computed (no late penalty, noted)"
+    line += _more_summary(report, missing)
     if report["matched_by"]:
         line += f"; in Moodle map {report['matched_by']} to the user field {report['matched_by']}"
     if report["left_out"]:
@@ -362,6 +404,28 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
             f"for Moodle to match (their grades are in the notes: enter them by hand)"
         )
     return line + (f"; notes in {notes_path}" if notes_path else "")
+
+
+def _more_summary(report: dict, missing: str) -> str:
+    """The summary line's parts for statuses and files not graded ("" when there are
+    none)."""
+    line = ""
+    statuses = len({k for keys in report["statuses"].values() for k in keys})
+    if statuses:
+        line += f"; {statuses} with a status other than ok (noted)"
+    not_graded = len({k for keys in report["not_graded"].values() for k in keys})
+    if not_graded:
+        line += (
+            f"; {not_graded} handed in only files that were not graded "
+            f"({'0' if missing == 'zero' else 'left empty'}, noted)"
+        )
+    stray = sum(len(paths) for paths in report["skipped_unmatched"].values())
+    if stray:
+        line += (
+            f"; {stray} file(s) not graded that name no student of the export (listed in the "
+            f"grading summary's Not graded)"
+        )
+    return line
 
 
 def _moodle_rows(
@@ -567,6 +631,89 @@ def _refuse_several(people: list[_Person], allow: bool) -> None:
         )
 
 
+def _status(entry: dict) -> Status:
+    """A gradebook row's status: its ``problems``, ``missing`` and ``raised`` (kept
+    beside the ``status`` text), else read from that text (a gradebook written before
+    they were kept: ``"grader-error; error: f (NameError); missing: g"``)."""
+    known = {kind.value for kind in PROBLEMS}
+    if "problems" in entry:
+        problems = [str(p) for p in entry.get("problems") or () if str(p) in known]
+        return Status.of(problems, entry.get("missing") or (), entry.get("raised") or ())
+    problems, missing, raised = [], [], []
+    for part in str(entry.get("status") or "ok").split("; "):
+        if part.startswith("error: "):
+            raised += part[len("error: ") :].split(", ")
+        elif part.startswith("missing: "):
+            missing += part[len("missing: ") :].split(", ")
+        elif part in known:
+            problems.append(part)
+    return Status.of(problems, missing, raised)
+
+
+#: Each problem of a status in a student's note: what happened, what it did to the points.
+_STATUS_WORDS = {
+    Kind.GRADER_ERROR: "grader error: the grader itself failed on some tests, not the student, "
+    "who was told the instructor will regrade them; exported as the grader scored it "
+    "(--allow-grader-errors)",
+    Kind.INVALID_NOTEBOOK: "invalid notebook: the file could not be read as a Jupyter notebook "
+    "(empty or corrupt), nothing was graded",
+    Kind.MEMORY: "out of memory: some code used more memory than allowed, those tests scored 0",
+    Kind.TIMEOUT: "timeout: some code ran past the time limit, those tests scored 0",
+    Kind.CRASHED: "crashed: some code ended the grader's process (sys.exit, os._exit, a "
+    "crash), those tests scored 0",
+}
+
+
+def _status_note(entry: dict) -> str:
+    """What a row's status other than ``ok`` means, in words, with its points ("" for
+    ``ok``)."""
+    status = _status(entry)
+    if status.ok:
+        return ""
+    said = [_STATUS_WORDS[kind] for kind in status.problems]
+    if status.raised:
+        said.append(
+            f"error: graded cells raised ({', '.join(status.raised)}), their tests saw only "
+            f"the code before the line that failed"
+        )
+    if status.missing:
+        said.append(
+            f"missing: graded cells not found ({', '.join(status.missing)}), their tests scored 0"
+        )
+    top = entry.get("max_total", entry.get("max_score", 0.0))
+    return f"{'; '.join(said)}; scored {num(_total(entry))} of {num(float(top))}"
+
+
+def _refuse_grader_errors(books, allow: bool) -> None:
+    """Raise :class:`ExportError` when a gradebook holds rows whose status is
+    ``grader-error`` (the grader failed on some tests: not the student's doing, and the
+    student was told the instructor will regrade), unless ``allow``."""
+    parts = []
+    for folder, book in books:
+        names = sorted(
+            str(entry["submission"])
+            for entry in book["submissions"]
+            if Kind.GRADER_ERROR in _status(entry).problems
+        )
+        if names:
+            parts.append(
+                f"{folder}: {len(names)} submission(s) ({', '.join(names[:5])}"
+                f"{' ...' if len(names) > 5 else ''}; {folder}/instructor/<submission>.md "
+                f"names the test the grader failed on)"
+            )
+    if parts and not allow:
+        raise ExportError(
+            "Refusing to export scores the grader could not judge: rows with status "
+            "grader-error (the grader failed on some tests, not the student, who was told the "
+            "instructor will regrade them) would reach the LMS without those tests' points. "
+            + "; ".join(parts)
+            + ". Fix the grader (the lab's hidden tests or spec) and grade the folder again with "
+            "the same command (a grader-error result is not cached, so those submissions are "
+            "graded again), or pass --allow-grader-errors to export their scores as they are "
+            "(each such student noted)."
+        )
+
+
 def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:
     """The row each of ``identities`` (:func:`_identities` of ``entry``) gets: a group
     member kept in ``entry["members"]`` gets the entry with their own ``total`` and
@@ -591,9 +738,10 @@ def _member(entry: dict, identity: dict) -> str:
     return f"{entry['submission']} (group member {identity.get('name') or identity.get('key')})"
 
 
-def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
+def _place_rows(people: list[_Person], books, roster, report: dict) -> RosterIndex | None:
     """Every gradebook row placed with its student (``people`` grows by those not in the
-    roster); ``report["unmatched"]`` gets each lab's submissions matched to no one."""
+    roster); ``report["unmatched"]`` gets each lab's submissions matched to no one.
+    Returns the roster's index (None without a roster)."""
     index = RosterIndex(roster) if roster is not None else None
     for _, book in books if index is not None else ():
         # what the whole download says (a group named like Moodle's Default group)
@@ -620,6 +768,34 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> None:
                         why[name] = str(identity["why_unmatched"])
         report["unmatched"][lab] = unmatched
         report["unmatched_reasons"][lab] = why
+    return index
+
+
+def _place_skipped(people: list[_Person], books, roster, index, report: dict) -> None:
+    """Each path handed in but not graded (a gradebook's ``skipped``: a zip, a
+    ``.ipynb.txt``, a Moodle folder without a notebook) whose LMS names say whose it is
+    (:func:`~lablib.grading.submissions.skipped_submission`, resolved as at grading), kept
+    with that student of the export: one without a graded row is then noted with what
+    they handed in, not as without a submission. Those that join no student of the
+    export are listed in ``report["skipped_unmatched"]``; a gradebook graded with
+    ``--layout plain`` names no one by its files."""
+    for folder, book in books:
+        gradebook = GradebookFolder(folder)
+        try:
+            skipped, layout = gradebook.skipped(book), gradebook.layout()
+        except GradebookError as exc:
+            raise ExportError(str(exc)) from None
+        stray = []
+        for path, why in skipped:
+            found = skipped_submission(path, layout or "auto")
+            if found is None:
+                continue
+            person = _joined(people, resolve(found, roster, index=index))
+            if person is None:
+                stray.append(path)
+            else:
+                person.skipped.setdefault(book["lab"], []).append((path, why))
+        report["skipped_unmatched"][book["lab"]] = stray
 
 
 def _grade_columns(
@@ -645,9 +821,10 @@ def _best_rows(
     people: list[_Person], lab: str, title: str, missing: str, report: dict, policy: bool = False
 ) -> dict:
     """``{id(person): the row with the best total}`` of one lab, with the notes of students
-    without a submission, with written answers not graded, or (``policy``: the gradebook
-    has a late policy) with lateness not computed."""
+    without a submission (or with only files that were not graded) and of each row
+    exported (:func:`_row_notes`)."""
     best = {}
+    report["not_graded"][lab] = {}
     for p in people:
         rows = p.rows.get(lab, [])
         if rows:
@@ -657,37 +834,68 @@ def _best_rows(
                     f"{title}: {len(rows)} notebooks handed in, the best counted "
                     f"({best[id(p)].get('submission')}; --allow-several)"
                 )
+        elif p.skipped.get(lab):
+            handed = _handed_in(p.skipped[lab])
+            report["not_graded"][lab][_key(p)] = [name for name, _why in handed]
+            p.notes.append(
+                f"{title}: handed in "
+                + "; ".join(f"{name} ({why})" for name, why in handed)
+                + f", nothing graded ({'0' if missing == 'zero' else 'left empty'})"
+            )
         elif missing == "zero":
             p.notes.append(f"{title}: no submission (0)")
         else:
             p.notes.append(f"{title}: no submission (left empty)")
     for p in people:
-        row = best.get(id(p))
-        unknown = None
-        if row is not None and _unknown_late(row.get("late")):
-            unknown = row["late"].get("text", "")
-        elif row is not None and _marked_late(row, policy):
-            unknown = MARKED_LATE
-        if unknown is not None:
-            p.notes.append(
-                f"{title}: lateness not computed, exported without a late penalty "
-                f"(--allow-unknown-lateness): {unknown}"
-            )
-            report["lateness_unknown"].setdefault(lab, []).append(_key(p))
-        if row is not None:
-            never, stale = _pending(row)
-            if never or stale:
-                said = [f"{never} written answer(s) never graded, counted as 0"] if never else []
-                said += (
-                    [f"{stale} written answer(s) changed since graded, the earlier grade counted"]
-                    if stale
-                    else []
-                )
-                p.notes.append(f"{title}: {'; '.join(said)}")
-                report["ungraded"].setdefault(lab, []).append(_key(p))
-    report["missing"][lab] = [_key(p) for p in people if id(p) not in best]
+        if id(p) in best:
+            _row_notes(p, best[id(p)], lab, title, report, policy)
+    report["missing"][lab] = [
+        _key(p) for p in people if id(p) not in best and not p.skipped.get(lab)
+    ]
     report["without_submission"][lab] = report["missing"][lab]
     return best
+
+
+def _handed_in(skipped) -> list[tuple[str, str]]:
+    """``(name, why not graded)`` of what a student handed in that was not graded: each
+    path's name, a folder left out where a file inside it is listed."""
+    paths = [pathlib.PurePath(path) for path, _why in skipped]
+    return [
+        (paths[i].name, why)
+        for i, (_path, why) in enumerate(skipped)
+        if not any(paths[i] in other.parents for other in paths)
+    ]
+
+
+def _row_notes(p: _Person, row: dict, lab: str, title: str, report: dict, policy: bool) -> None:
+    """The notes of a student's exported row: lateness not computed (``policy``: the
+    gradebook has a late policy), written answers not graded or changed since, and a
+    status other than ``ok``; each listed in ``report``."""
+    unknown = None
+    if _unknown_late(row.get("late")):
+        unknown = row["late"].get("text", "")
+    elif _marked_late(row, policy):
+        unknown = MARKED_LATE
+    if unknown is not None:
+        p.notes.append(
+            f"{title}: lateness not computed, exported without a late penalty "
+            f"(--allow-unknown-lateness): {unknown}"
+        )
+        report["lateness_unknown"].setdefault(lab, []).append(_key(p))
+    never, stale = _pending(row)
+    if never or stale:
+        said = [f"{never} written answer(s) never graded, counted as 0"] if never else []
+        said += (
+            [f"{stale} written answer(s) changed since graded, the earlier grade counted"]
+            if stale
+            else []
+        )
+        p.notes.append(f"{title}: {'; '.join(said)}")
+        report["ungraded"].setdefault(lab, []).append(_key(p))
+    status = _status_note(row)
+    if status:
+        p.notes.append(f"{title}: {status}")
+        report["statuses"].setdefault(lab, {})[_key(p)] = _status(row).text()
 
 
 def _cell(row, piece, missing: str):

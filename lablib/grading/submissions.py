@@ -71,6 +71,7 @@ __all__ = [
     "LayoutWarning",
     "LAYOUTS",
     "NOT_A_NOTEBOOK",
+    "skipped_submission",
 ]
 
 #: How a folder given is read: ``auto`` (LMS downloads by their shapes) or ``plain`` (none).
@@ -620,6 +621,34 @@ def collect_submissions(
     else:
         warn_skipped(skipped, stacklevel=3)
     return [(f.name, f.path) for f in found]
+
+
+def skipped_submission(path, layout: str = "auto") -> Found | None:
+    """A path that was not graded (one of :func:`find_submissions`'s ``refused``, as
+    ``grades.json`` keeps them under ``skipped``: a zip, a ``.ipynb.txt``) as the
+    :class:`Found` a notebook there would have been, where an LMS download's names say
+    whose it is: the Moodle student's folder on its way (the first from the top, as for a
+    notebook), else its own name as Canvas or Moodle names a flat file
+    (``smithjohn_1001_9000001_lab1.zip``). Its ``lms`` then tells the file to its student
+    (:func:`lablib.grading.gradebook.identity.resolve`). None where no such name is on the
+    path, and always with ``layout="plain"`` (the names are the students' own). A
+    Gradescope export's folder is not read: its student is in its metadata, not its name.
+
+    Example::
+
+        skipped_submission("subs/smithjohn_1001_9000001_lab0.zip").lms["user_id"]  # '1001'
+    """
+    if layout == "plain":
+        return None
+    parts = _nfc(pathlib.PurePath(str(path)).parts)
+    for i, part in enumerate(parts):
+        info = _moodle_folder(part)
+        if info is not None:
+            return Found(info["name"], pathlib.Path(path), "/".join(parts[i:]), part, info)
+    flat = _flat_download(parts[-1]) if parts else None
+    if flat is None:
+        return None
+    return Found(flat[0], pathlib.Path(path), parts[-1], "", flat[1])
 
 
 def warn_skipped(skipped, stacklevel: int = 2) -> None:

@@ -770,3 +770,18 @@ def test_several_notebooks_of_one_student_are_refused_unless_allowed(tmp_path, c
     assert totals["Roe, Frank"] == "9"
     notes = (tmp_path / "c.notes.csv").read_text()
     assert "2 notebooks handed in, the best counted (roefrank-2" in notes
+
+
+def test_without_a_roster_no_row_is_noted_as_not_in_it(tmp_path):
+    """Exported without --roster, every row is 'not in the roster': saying so in each
+    student's Moodle Notes cell tells nothing."""
+    _book(
+        tmp_path,
+        tmp_path / "out",
+        {"S001": (10, None), "S002": (4, None)},
+        roster=Roster.load(_write(tmp_path, "ours.csv", OURS)),
+    )
+    done = export("moodle", [tmp_path / "out"], None, tmp_path / "m.csv")
+    rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
+    assert [r["Notes"] for r in rows] == ["", ""] and done["notes"] is None
+    assert done["not_in_roster"] == ["S001", "S002"]

@@ -1,0 +1,196 @@
+"""lablib export says what a row's status did to its points: a grader-error row (the
+grader failed, not the student) is refused unless --allow-grader-errors, and every exported
+row whose status is not ok is noted; a file handed in but not graded (a zip, a
+.ipynb.txt) is told to its student by its LMS name, and noted as such, not as "no
+submission"."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from lablib.cli import main
+from lablib.grading.export import ExportError, export
+from lablib.grading.gradebook import GradebookFolder
+from lablib.grading.gradebook.identity import resolve
+from lablib.grading.gradebook.roster import Roster
+from lablib.grading.report import write_reports
+from lablib.grading.results import PieceScore, Status, SubmissionResult
+from lablib.grading.spec import LabSpec
+from lablib.grading.submissions import NOT_A_NOTEBOOK, Found
+
+CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section
+"Doe, Erin",1001,S001,erin,A
+"Roe, Frank",1002,S002,frank,A
+"Poe, Gina",1003,S003,gina,B
+"Lee, Ivy",1004,S004,ivy,B
+"""
+WORKSHEET = """Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
+Participant 7300001,Erin Doe,erin@uni.edu,Submitted,,10.00,Yes,-,-,
+Participant 7300002,Frank Roe,frank@uni.edu,Submitted,,10.00,Yes,-,-,
+Participant 7300003,Gina Poe,gina@uni.edu,Submitted,,10.00,Yes,-,-,
+"""
+
+
+def _lab():
+    lab = LabSpec("lab9_export", "Lab 9")
+    lab.piece("f", objects=["f"])
+    return lab
+
+
+def _canvas_book(tmp_path, rows, skipped=()):
+    """A gradebook of Canvas files graded with :data:`CANVAS`: ``rows`` is name -> (points,
+    user id, status); ``skipped`` the ``(path, reason)`` of the paths not graded."""
+    roster = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    lab, results = _lab(), []
+    for name, (points, user, status) in rows.items():
+        r = SubmissionResult(
+            name, str(tmp_path / f"{name}.ipynb"), status, points, 10.0,
+            {"f": PieceScore(points, 10.0)}, [],
+        )  # fmt: skip
+        lms = {"lms": "canvas", "name": name, "user_id": user, "late": False}
+        r.identity = resolve(Found(name, tmp_path / f"{name}.ipynb", "", "", lms), roster, lab=lab)
+        results.append(r)
+    write_reports(tmp_path / "out", lab, results, roster=roster, skipped=skipped)
+    return roster
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _notes(path) -> dict:
+    notes: dict = {}
+    for row in csv.DictReader(open(path, encoding="utf-8")):
+        notes.setdefault(row["Student"], []).append(row["Note"])
+    return notes
+
+
+def test_a_grader_error_is_refused_unless_allowed_and_every_status_is_noted(tmp_path, capsys):
+    """Frank's run met a grader error (the grader's fault, he was told it will be
+    regraded): the export is refused, naming him, unless --allow-grader-errors; then
+    he, Gina (an empty notebook) and Ivy (a timeout, a cell that raised) are noted with
+    what their status did; Erin (ok) is not."""
+    roster = _canvas_book(
+        tmp_path,
+        {
+            "doeerin": (10, "1001", Status()),
+            "roefrank": (6, "1002", Status.of(["grader-error"])),
+            "poegina": (0, "1003", Status.of(["invalid-notebook"])),
+            "leeivy": (3, "1004", Status.of(["timeout"], missing=["g"], raised=["f (KeyError)"])),
+        },
+    )
+    out = tmp_path / "out"
+    with pytest.raises(ExportError) as refused:
+        export("canvas", [out], roster, tmp_path / "c.csv")
+    said = str(refused.value)
+    assert "grader-error" in said and "roefrank" in said and "--allow-grader-errors" in said
+    assert "poegina" not in said and not (tmp_path / "c.csv").exists()
+    args = ["export", "canvas", str(out), "--roster", str(tmp_path / "canvas.csv")]
+    assert main([*args, "-o", str(tmp_path / "c.csv")]) == 2
+    assert "grader-error" in capsys.readouterr().err
+    assert main([*args, "-o", str(tmp_path / "c.csv"), "--allow-grader-errors"]) == 0
+    assert "3 with a status other than ok (noted)" in capsys.readouterr().out
+    totals = {r[0]: r[5] for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert [totals[n] for n in ("Doe, Erin", "Roe, Frank", "Poe, Gina", "Lee, Ivy")] == [
+        "10", "6", "0", "3",
+    ]  # fmt: skip
+    notes = _notes(tmp_path / "c.notes.csv")
+    assert "Doe, Erin" not in notes
+    assert notes["Roe, Frank"] == [
+        "Lab 9: grader error: the grader itself failed on some tests, not the student, who was "
+        "told the instructor will regrade them; exported as the grader scored it "
+        "(--allow-grader-errors); scored 6 of 10"
+    ]
+    assert notes["Poe, Gina"] == [
+        "Lab 9: invalid notebook: the file could not be read as a Jupyter notebook (empty or "
+        "corrupt), nothing was graded; scored 0 of 10"
+    ]
+    (ivy,) = notes["Lee, Ivy"]
+    assert ivy.startswith("Lab 9: timeout: some code ran past the time limit")
+    assert "graded cells raised (f (KeyError))" in ivy and "not found (g)" in ivy
+    done = export("moodle", [out], None, tmp_path / "m.csv", allow_grader_errors=True)
+    assert set(done["statuses"]["lab9_export"]) == {"S002", "S003", "S004"}
+    moodle = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
+    assert "invalid notebook" in moodle["Poe, Gina"]["Notes"], "Moodle's Notes column too"
+
+
+def test_a_status_is_read_from_its_text_in_an_older_gradebook():
+    """A gradebook written before the status's parts were kept beside its text."""
+    from lablib.grading.export import _status
+
+    status = _status({"status": "grader-error; timeout; error: f (NameError); missing: g, h"})
+    assert [k.value for k in status.problems] == ["grader-error", "timeout"]
+    assert status.raised == ("f (NameError)",) and status.missing == ("g", "h")
+    assert _status({"status": "ok"}).ok
+
+
+def test_a_file_handed_in_but_not_graded_is_told_to_its_student(tmp_path):
+    """Frank handed in a zip, Gina a .ipynb.txt (Canvas names both after them): neither
+    was graded, and each is noted with what they handed in, not as without a submission;
+    a file of a user the roster lacks names no one; Ivy handed in nothing."""
+    subs = tmp_path / "subs"
+    roster = _canvas_book(
+        tmp_path,
+        {"doeerin": (10, "1001", Status())},
+        skipped=[
+            (subs / "roefrank_1002_9000002_lab9.zip", NOT_A_NOTEBOOK),
+            (subs / "poegina_1003_9000003_lab9.ipynb.txt", NOT_A_NOTEBOOK),
+            (subs / "zedzed_1999_9000009_lab9.zip", NOT_A_NOTEBOOK),
+            (subs / "notes.txt", NOT_A_NOTEBOOK),
+        ],
+    )
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
+    notes = _notes(tmp_path / "c.notes.csv")
+    assert notes["Roe, Frank"] == [
+        "Lab 9: handed in roefrank_1002_9000002_lab9.zip (not a notebook: only .ipynb files "
+        "are graded), nothing graded (0)"
+    ]
+    assert "handed in poegina_1003_9000003_lab9.ipynb.txt" in notes["Poe, Gina"][0]
+    assert notes["Lee, Ivy"] == ["Lab 9: no submission (0)"]
+    assert done["not_graded"]["lab9_export"] == {
+        "S002": ["roefrank_1002_9000002_lab9.zip"],
+        "S003": ["poegina_1003_9000003_lab9.ipynb.txt"],
+    }
+    assert done["missing"]["lab9_export"] == ["S004"]
+    assert done["skipped_unmatched"]["lab9_export"] == [str(subs / "zedzed_1999_9000009_lab9.zip")]
+    assert "2 handed in only files that were not graded (0, noted)" in done["summary"]
+    totals = {r[0]: r[5] for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert totals["Roe, Frank"] == "0" and totals["Doe, Erin"] == "10"
+    # graded with --layout plain, file names are the students' own: they name no one
+    GradebookFolder(tmp_path / "out").keep_layout("plain")
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
+    assert done["not_graded"]["lab9_export"] == {}
+    assert _notes(tmp_path / "c.notes.csv")["Roe, Frank"] == ["Lab 9: no submission (0)"]
+
+
+def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
+    """Moodle's folder of Gina holds only a zip: the zip is named (not the folder too),
+    with the worksheet as the export's roster; without a roster she has no row."""
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET))
+    folder = tmp_path / "subs" / "Gina Poe_7300003_assignsubmission_file_"
+    lab = _lab()
+    r = SubmissionResult(
+        "Erin Doe", str(tmp_path / "e.ipynb"), Status(), 7.0, 10.0, {"f": PieceScore(7.0, 10.0)}, []
+    )
+    lms = {"lms": "moodle", "name": "Erin Doe", "participant_id": "7300001", "plugin": "file",
+           "file": ""}  # fmt: skip
+    r.identity = resolve(Found("Erin Doe", tmp_path / "e.ipynb", "", "", lms), sheet, lab=lab)
+    skipped = [
+        (folder / "lab9.zip", NOT_A_NOTEBOOK),
+        (folder, "a folder without a notebook (.ipynb): no row in the gradebook"),
+    ]
+    write_reports(tmp_path / "out", lab, [r], roster=sheet, skipped=skipped)
+    done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", missing="blank")
+    rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
+    assert rows["Gina Poe"]["Lab 9"] == "" and rows["Gina Poe"]["Notes"] == (
+        "Lab 9: handed in lab9.zip (not a notebook: only .ipynb files are graded), nothing "
+        "graded (left empty)"
+    )
+    assert rows["Frank Roe"]["Notes"] == "Lab 9: no submission (left empty)"
+    assert done["not_graded"]["lab9_export"] == {"gina@uni.edu": ["lab9.zip"]}
+    done = export("moodle", [tmp_path / "out"], None, tmp_path / "m.csv")
+    assert len(done["skipped_unmatched"]["lab9_export"]) == 2

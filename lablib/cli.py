@@ -287,6 +287,7 @@ def _cmd_export(args) -> int:
         allow_unknown_lateness=args.allow_unknown_lateness,
         allow_several=args.allow_several,
         allow_grader_errors=args.allow_grader_errors,
+        scale_to_points_possible=args.scale_to_points_possible,
     )
     for lab in report["labs"]:
         why = report.get("unmatched_reasons", {}).get(lab, {})
@@ -794,6 +795,13 @@ def _parse_export(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="export rows whose status is grader-error (the grader failed on some tests, not the "
         "student) with their scores as they are (those students noted) instead of refusing",
+    )
+    p.add_argument(
+        "--scale-to-points-possible",
+        action="store_true",
+        help="Canvas: scale a column's scores to the points its assignment is out of where the "
+        "roster's Points Possible row says other points than the lab's (rounded to 2 decimals) "
+        "instead of refusing",
     )
 
 

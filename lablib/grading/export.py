@@ -50,7 +50,12 @@ Nothing is lost or under-counted without a word:
   Section`` and the lab columns, with the "Points Possible" row Canvas's own export has.
   Canvas matches students by ``ID`` or ``SIS User ID`` (export the roster from Canvas's
   gradebook to have them) and a column by its name: an existing assignment's
-  ``Name (id)`` (``columns``), else a new assignment is made.
+  ``Name (id)`` (``columns``), else a new assignment is made. A column whose assignment
+  the roster's "Points Possible" row says is out of other points than the lab's is
+  refused unless ``scale_to_points_possible`` (each score scaled to the assignment's
+  points, rounded to 2 decimals). A row without an ``ID``, ``SIS User ID`` or ``SIS Login
+  ID`` is matched by Canvas by its name: refused where another row has that name, noted
+  otherwise.
 * ``moodle``: ``Full name, Email address, ID number``, the lab columns and ``Notes``, for
   Moodle's "Import grades from CSV": map ``Email address`` to the user field of the same
   name (``ID number``, where no student has an e-mail: the summary says which) and each
@@ -75,6 +80,7 @@ Example::
 from __future__ import annotations
 
 import csv
+import math
 import pathlib
 
 from lablib.grading.atomic import atomic_write
@@ -99,6 +105,8 @@ _JOIN = ("student_id", "lms_id", "email", "participant_id", "login")
 _STABLE = ("student_id", "lms_id", "email", "login")
 #: The user fields a Moodle import file's rows can be matched by: person field -> column.
 _MOODLE_KEYS = {"email": "Email address", "student_id": "ID number"}
+#: The fields Canvas's import matches a row by (its ID, SIS User ID and SIS Login ID).
+_CANVAS_IDS = ("lms_id", "student_id", "login")
 
 
 class ExportError(ValueError):
@@ -266,8 +274,9 @@ def export(
     allow_unknown_lateness: bool = False,
     allow_several: bool = False,
     allow_grader_errors: bool = False,
+    scale_to_points_possible: bool = False,
 ) -> dict:
-    # Over 80 lines for its signature and docstring; code: 40 lines.
+    # Over 80 lines for its signature and docstring; code: 42 lines.
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
@@ -293,6 +302,10 @@ def export(
         allow_grader_errors: export rows whose status is ``grader-error`` (the grader
             failed on some tests, not the student) with their scores as they are, each
             such student noted, instead of refusing them.
+        scale_to_points_possible: (Canvas) scale a column's scores to the points its
+            assignment is out of where the roster's "Points Possible" row (Canvas's
+            gradebook export) says other points than the lab's (rounded to 2 decimals),
+            instead of refusing the export.
 
     Returns:
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
@@ -301,6 +314,7 @@ def export(
         "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why",
         "grades"}], "matched_by": the Moodle user field or None, "statuses": {lab: {key:
         status}}, "not_graded": {lab: {key: [files]}}, "skipped_unmatched": {lab: [paths]},
+        "scaled": {header: [lab points, Points Possible]}, "matched_by_name": [keys],
         "labs", "notes": path or None, "summary"}``: ``left_out`` lists the students not
         written to a Moodle file (no value in the field its rows are matched by), with
         their grades; ``missing`` the students with neither a graded row nor a file
@@ -308,7 +322,8 @@ def export(
         ``not_graded`` the students without a graded row who handed in files that were
         not graded (a zip, a ``.ipynb.txt``: the gradebook's ``skipped``, told to them by
         the LMS's file names), ``skipped_unmatched`` such files told to no student of the
-        export.
+        export; ``matched_by_name`` the Canvas rows without an ID, SIS User ID or SIS
+        Login ID (Canvas matches them by name).
 
     Raises:
         ExportError: an unknown format or ``missing`` value, a gradebook that cannot be
@@ -317,12 +332,15 @@ def export(
             grade without ``allow_ungraded``, lateness not computed without
             ``allow_unknown_lateness``, several rows of one student in one lab without
             ``allow_several``, a row whose status is ``grader-error`` without
-            ``allow_grader_errors``, or (Moodle) two rows with one e-mail address or ID
-            number, or no row with either.
+            ``allow_grader_errors``, (Canvas) a column whose roster "Points Possible"
+            differs from the lab's without ``scale_to_points_possible``, or two rows
+            without an id that share a name, or (Moodle) two rows with one e-mail address
+            or ID number, or no row with either.
     """
     columns = dict(columns or {})
     books = _checked_books(fmt, outputs, columns, missing, pieces)
     labs = [b["lab"] for _, b in books]
+    scales = _points_scales(fmt, books, columns, pieces, roster, scale_to_points_possible)
     _refuse_ungraded(books, allow_ungraded)
     _refuse_unknown_lateness(books, allow_unknown_lateness)
     _refuse_grader_errors(books, allow_grader_errors)
@@ -333,11 +351,14 @@ def export(
     report = {"students": 0, "labs": labs, "unmatched": {}, "unmatched_reasons": {}}
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
-    report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}}
+    report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
+    report["scaled"] = {header: list(pair) for header, pair in scales.items()}
     index = _place_rows(people, books, roster, report)
     _place_skipped(people, books, roster, index, report)
     _refuse_several(people, allow_several)
-    header_cells, points, values = _grade_columns(people, books, columns, pieces, missing, report)
+    header_cells, points, values = _grade_columns(
+        people, books, columns, pieces, missing, report, scales
+    )
     for p in people:
         if not p.in_roster and roster is not None:
             p.notes.insert(0, "not in the roster given to the export (identity kept at grading)")
@@ -349,6 +370,8 @@ def export(
     field, rows = None, people
     if fmt == "moodle":
         field, rows = _moodle_rows(people, destination, header_cells, values, report)
+    else:
+        _canvas_names(people, report)
     report["matched_by"] = None if field is None else _MOODLE_KEYS[field]
     destination.parent.mkdir(parents=True, exist_ok=True)
     _write_import_file(fmt, destination, rows, header_cells, points, values)
@@ -407,8 +430,8 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
 
 
 def _more_summary(report: dict, missing: str) -> str:
-    """The summary line's parts for statuses and files not graded ("" when there are
-    none)."""
+    """The summary line's parts for statuses, files not graded, scaled columns and Canvas
+    rows matched by name ("" when there are none)."""
     line = ""
     statuses = len({k for keys in report["statuses"].values() for k in keys})
     if statuses:
@@ -424,6 +447,13 @@ def _more_summary(report: dict, missing: str) -> str:
         line += (
             f"; {stray} file(s) not graded that name no student of the export (listed in the "
             f"grading summary's Not graded)"
+        )
+    for header, (theirs, target) in report["scaled"].items():
+        line += f"; {header} scaled from {num(theirs)} to its Points Possible {num(target)}"
+    if report["matched_by_name"]:
+        line += (
+            f"; {len(report['matched_by_name'])} without an ID, SIS User ID or SIS Login ID "
+            f"(Canvas matches them by name, noted)"
         )
     return line
 
@@ -714,6 +744,49 @@ def _refuse_grader_errors(books, allow: bool) -> None:
         )
 
 
+def _points_scales(fmt: str, books, columns: dict, pieces: bool, roster, scale: bool) -> dict:
+    """(Canvas) ``{header: (the lab's points, the roster's Points Possible)}`` of each
+    column whose assignment the roster (Canvas's gradebook export: its "Points Possible"
+    row) says is out of other points than the lab's. Raise :class:`ExportError` for any
+    unless ``scale`` (then each score of the column is scaled to the assignment's points);
+    a column where either is 0 cannot be scaled and is refused either way. {} for Moodle
+    and for a roster without that row."""
+    given = (getattr(roster, "points_possible", None) or {}) if fmt == "canvas" else {}
+    given = {fold(header): value for header, value in given.items()}
+    scales = {}
+    for _folder, book in books:
+        title = columns.get(book["lab"], book.get("title") or book["lab"])
+        for header, _piece, possible in _lab_columns(book, title, pieces):
+            try:
+                theirs = float(given[fold(header)])
+            except (KeyError, ValueError):
+                continue  # not in the roster, or "(read only)"
+            if math.isfinite(theirs) and abs(theirs - float(possible)) > 1e-9:
+                scales[header] = (float(possible), theirs)
+    shown = "; ".join(
+        f"column {h!r} is out of {num(t)} in the roster's Points Possible row, the lab's "
+        f"scores out of {num(p)}"
+        for h, (p, t) in scales.items()
+    )
+    where = getattr(roster, "source", "") or "the roster"
+    if scales and not scale:
+        raise ExportError(
+            f"Refusing to write scores into Canvas columns whose assignments are out of other "
+            f"points ({where}: {shown}): Canvas would show a full score as out of the "
+            f"assignment's points, or change the assignment's points; nothing was written. "
+            f"Pass --scale-to-points-possible to scale each score to its assignment's points "
+            f"(rounded to 2 decimals), or set the assignment's points in Canvas to the lab's "
+            f"and give its gradebook export again as --roster."
+        )
+    if any(p <= 0 or t <= 0 for p, t in scales.values()):
+        raise ExportError(
+            f"--scale-to-points-possible cannot scale scores from or to 0 points ({where}: "
+            f"{shown}); expected both above 0. Set the assignment's points in Canvas to the "
+            f"lab's and give its gradebook export again as --roster."
+        )
+    return scales
+
+
 def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:
     """The row each of ``identities`` (:func:`_identities` of ``entry``) gets: a group
     member kept in ``entry["members"]`` gets the entry with their own ``total`` and
@@ -799,10 +872,12 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
 
 
 def _grade_columns(
-    people: list[_Person], books, columns: dict, pieces: bool, missing: str, report: dict
+    people: list[_Person], books, columns: dict, pieces: bool, missing: str, report: dict, scales
 ) -> tuple[list, list, dict]:
     """The import file's grade columns: ``(headers, points possible, {id(person): cells})``;
-    each student's notes and ``report``'s ungraded, missing and without-submission lists."""
+    each student's notes and ``report``'s ungraded, missing and without-submission lists.
+    A column of ``scales`` (:func:`_points_scales`) has its scores scaled to its
+    assignment's points."""
     header_cells, points = [], []
     values = {id(p): [] for p in people}
     for _folder, book in books:
@@ -811,9 +886,11 @@ def _grade_columns(
         best = _best_rows(people, lab, title, missing, report, bool(book.get("late_policy")))
         for header, piece, possible in _lab_columns(book, title, pieces):
             header_cells.append(header)
-            points.append(num(possible))
+            ours, theirs = scales.get(header, (None, None))
+            factor = None if ours is None else theirs / ours
+            points.append(num(possible) if factor is None else _two(theirs))
             for p in people:
-                values[id(p)].append(_cell(best.get(id(p)), piece, missing))
+                values[id(p)].append(_cell(best.get(id(p)), piece, missing, factor))
     return header_cells, points, values
 
 
@@ -898,16 +975,57 @@ def _row_notes(p: _Person, row: dict, lab: str, title: str, report: dict, policy
         report["statuses"].setdefault(lab, {})[_key(p)] = _status(row).text()
 
 
-def _cell(row, piece, missing: str):
-    """One grade cell: the total (``piece`` None), a piece's or a written answer's score."""
+def _cell(row, piece, missing: str, factor: float | None = None):
+    """One grade cell: the total (``piece`` None), a piece's or a written answer's score;
+    times ``factor`` (rounded to 2 decimals) where one is given."""
     if row is None:
-        return num(0.0) if missing == "zero" and piece is None else ""
-    if piece is None:
-        return num(_total(row))
-    if piece.startswith("written:"):
+        value = 0.0 if missing == "zero" and piece is None else None
+    elif piece is None:
+        value = _total(row)
+    elif piece.startswith("written:"):
         given = row.get("written", {}).get(piece.split(":", 1)[1], {})
-        return num(given.get("score", 0.0)) if given.get("graded") else ""
-    return num(row["pieces"].get(piece, {}).get("score", 0.0))
+        value = float(given.get("score", 0.0)) if given.get("graded") else None
+    else:
+        value = float(row["pieces"].get(piece, {}).get("score", 0.0))
+    if value is None:
+        return ""
+    return num(value) if factor is None else _two(value * factor)
+
+
+def _two(x: float) -> str:
+    """``x`` rounded to 2 decimals, as people write it: ``66.67``, ``100``."""
+    text = f"{round(x, 2):.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _canvas_names(people: list[_Person], report: dict) -> None:
+    """Canvas's import matches a row without an ID, SIS User ID or SIS Login ID by its
+    Student name: refuse (:class:`ExportError`) such a row whose name another row has (both
+    could reach one student, the second overwriting the first); note the others and list
+    them in ``report["matched_by_name"]``."""
+    names: dict[str, list[_Person]] = {}
+    for p in people:
+        names.setdefault(fold(p.fields["name"].strip()), []).append(p)
+    bare = [p for p in people if not any(p.fields[f].strip() for f in _CANVAS_IDS)]
+    shared = [p for p in bare if len(names[fold(p.fields["name"].strip())]) > 1]
+    if shared:
+        same = names[fold(shared[0].fields["name"].strip())]
+        raise ExportError(
+            f"Refusing to write Canvas rows without an ID, SIS User ID or SIS Login ID whose "
+            f"Student name another row has: {' and '.join(_described(p) for p in same)}"
+            f"{f' ({len(shared)} such rows in all)' if len(shared) > len(same) else ''}. Canvas's "
+            f"import matches a row without an id by its name, so both could reach one student, "
+            f"the second overwriting the first; nothing was written. Give the export Canvas's "
+            f"gradebook export (Grades > Export) as --roster: it has each student's ID."
+        )
+    for p in bare:
+        p.notes.insert(
+            0,
+            "no ID, SIS User ID or SIS Login ID: Canvas's import matches this row by its name "
+            f"{p.fields['name']!r}; check it reached the right student (or export with Canvas's "
+            f"gradebook export as --roster)",
+        )
+    report["matched_by_name"] = [_key(p) for p in bare]
 
 
 def _write_import_file(

@@ -772,6 +772,88 @@ def test_several_notebooks_of_one_student_are_refused_unless_allowed(tmp_path, c
     assert "2 notebooks handed in, the best counted (roefrank-2" in notes
 
 
+def test_a_canvas_column_out_of_other_points_is_refused_unless_scaled(tmp_path, capsys):
+    """Canvas's gradebook export (the roster) says assignment 'Lab 9 (55)' is out of 100;
+    the lab is out of 14 (10 automatic + 4 written): raw points would show 13/100. Refused,
+    naming both, unless --scale-to-points-possible (13/14 -> 92.86 of 100)."""
+    path = _write(
+        tmp_path,
+        "canvas.csv",
+        CANVAS.replace("Section\n", "Section,Lab 9 (55),Lab 8 (54)\n", 1).replace(
+            '"Doe, Erin"', '    Points Possible,,,,,100.00,(read only)\n"Doe, Erin"', 1
+        ),
+    )
+    canvas = Roster.load(path)
+    assert canvas.points_possible == {"Lab 9 (55)": "100.00", "Lab 8 (54)": "(read only)"}
+    assert len(canvas) == 3, "the Points Possible row is no student"
+    _book(tmp_path, tmp_path / "out", {"doeerin": (10, "1001"), "roefrank": (4, "1002")}, canvas)
+    column = {"lab9_export": "Lab 9 (55)"}
+    with pytest.raises(ExportError) as refused:
+        export("canvas", [tmp_path / "out"], canvas, tmp_path / "c.csv", columns=column)
+    said = str(refused.value)
+    assert "'Lab 9 (55)' is out of 100" in said and "out of 14" in said
+    assert "--scale-to-points-possible" in said and not (tmp_path / "c.csv").exists()
+    args = ["export", "canvas", str(tmp_path / "out"), "--roster", str(path), "--column"]
+    args += ["lab9_export=Lab 9 (55)", "-o", str(tmp_path / "c.csv")]
+    assert main(args) == 2 and "Points Possible" in capsys.readouterr().err
+    assert main([*args, "--scale-to-points-possible"]) == 0
+    assert "Lab 9 (55) scaled from 14 to its Points Possible 100" in capsys.readouterr().out
+    header, possible, *rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
+    assert header[5] == "Lab 9 (55)" and possible[5] == "100"
+    assert {r[0]: r[5] for r in rows} == {
+        "Doe, Erin": "92.86",
+        "Roe, Frank": "50",
+        "Poe, Gina": "0",
+    }
+    # a column the roster has no points for (a new assignment), or the same points: as it is
+    done = export("canvas", [tmp_path / "out"], canvas, tmp_path / "c.csv")
+    assert done["scaled"] == {}
+    # and never for Moodle, which has no Points Possible row
+    export("moodle", [tmp_path / "out"], canvas, tmp_path / "m.csv", columns=column)
+
+
+def test_canvas_rows_without_an_id_sharing_a_name_are_refused(tmp_path):
+    """A Canvas row without an ID, SIS User ID or SIS Login ID (here: a Moodle worksheet as
+    the roster) is matched by Canvas by its name: two John Smiths would reach one student.
+    Refused, naming both; a row without an id and a name of its own is noted."""
+    lab = LabSpec("lab9_export", "Lab 9")
+    lab.piece("f", objects=["f"])
+    lab.answer("why", points=4, title="why", rubric=[(4, "Right.")])
+    people = {"John Smith": ("js1@uni.edu", 101), "Ann Lee": ("al@uni.edu", 103)}
+    sheet_text = (
+        _worksheet(people) + "Participant 102,John Smith,js2@uni.edu,Submitted,,14.00,Yes,-,-,\n"
+    )
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", sheet_text))
+    out = _moodle_book(tmp_path, lab, sheet, {"Ann Lee_103_assignsubmission_file": 5.0})
+    with pytest.raises(ExportError) as refused:
+        export("canvas", [out], sheet, tmp_path / "c.csv")
+    said = str(refused.value)
+    assert (
+        "js1@uni.edu" in said
+        and "js2@uni.edu" in said
+        and "matches a row without an id by its name" in said
+    )
+    assert "Canvas's gradebook export (Grades > Export) as --roster" in said
+    assert not (tmp_path / "c.csv").exists()
+    one = Roster.load(_write(tmp_path, "one.csv", _worksheet(people)))
+    done = export(
+        "canvas",
+        [_moodle_book(tmp_path, lab, one, {"Ann Lee_103_assignsubmission_file": 5.0})],
+        one,
+        tmp_path / "c.csv",
+    )
+    assert done["matched_by_name"] == ["js1@uni.edu", "al@uni.edu"]
+    notes = list(csv.DictReader(open(tmp_path / "c.notes.csv", encoding="utf-8")))
+    assert any(
+        n["Student"] == "Ann Lee"
+        and n["Note"].startswith(
+            "no ID, SIS User ID or SIS Login ID: Canvas's import matches this row by its name 'Ann Lee'"
+        )
+        for n in notes
+    )
+    assert "2 without an ID, SIS User ID or SIS Login ID" in done["summary"]
+
+
 def test_without_a_roster_no_row_is_noted_as_not_in_it(tmp_path):
     """Exported without --roster, every row is 'not in the roster': saying so in each
     student's Moodle Notes cell tells nothing."""

@@ -10,8 +10,9 @@ layouts, recognised by its header row (case, spacing and Unicode form ignored):
   column per lab (``submitted_at:lab1``; the lab's short or full name), ``extension``
   (``2d``, ``36h``) and ``due`` (the student's own due date) (:mod:`~lablib.grading.gradebook.late`);
 * Canvas's gradebook export (Grades > Export): ``Student, ID, SIS User ID, SIS Login ID,
-  Section, ...`` (its "Points Possible" row and its test student are skipped; ``ID`` is
-  the user id of Canvas's download names);
+  Section, ...`` (its test student is skipped, its "Points Possible" row is kept apart as
+  :attr:`Roster.points_possible`, each assignment column's points; ``ID`` is the user id
+  of Canvas's download names);
 * Gradescope's roster export: ``First Name, Last Name, SID, Email, Role, ...`` (only the
   rows whose role is Student, when the file has a role column);
 * Moodle's grading worksheet (Assignment > View all submissions > Download grading
@@ -204,11 +205,20 @@ def _read_csv(path, what: str) -> list[list[str]]:
 
 
 class Roster:
-    """The students of a class, read from a CSV file (:meth:`load`)."""
+    """The students of a class, read from a CSV file (:meth:`load`).
 
-    def __init__(self, students, source: str = ""):
+    Attributes:
+        students: the :class:`Student` rows, in the file's order.
+        source: the file read.
+        points_possible: a Canvas gradebook export's "Points Possible" row: column header
+            -> the points its assignment is out of, as written (``{"Lab 1 (5501)":
+            "100.00"}``; only the columns with a value); {} for other layouts.
+    """
+
+    def __init__(self, students, source: str = "", points_possible=None):
         self.students = tuple(students)
         self.source = source
+        self.points_possible = dict(points_possible or {})
 
     def __len__(self) -> int:
         return len(self.students)
@@ -251,7 +261,7 @@ class Roster:
         ]
         if not students:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
-        return cls(students, str(path))
+        return cls(students, str(path), _points_possible(rows, where))
 
     @staticmethod
     def _student(row, where, lab_times) -> Student | None:
@@ -321,6 +331,20 @@ class Roster:
             tuple(s for s in self.students if id(s) not in claimed),
             reasons,
         )
+
+
+def _points_possible(rows, where) -> dict[str, str]:
+    """Canvas's "Points Possible" row (the first row whose student is so named): column
+    header -> value, for the columns with a value ({} when there is no such row)."""
+    name = where["name"]
+    for row in rows[1:]:
+        if name is not None and name < len(row) and "points possible" in fold(row[name]):
+            return {
+                header.strip(): value.strip()
+                for i, (header, value) in enumerate(zip(rows[0], row))
+                if i != name and header.strip() and value.strip()
+            }
+    return {}
 
 
 def _student_key(fields: dict) -> tuple:

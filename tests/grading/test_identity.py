@@ -997,3 +997,84 @@ def test_a_canvas_roster_of_first_and_last_names_matches_multi_word_surnames(tmp
         "garcíamárquezgabrieljosé": "S002",
         "smithjonesmaryann": "S003",
     }, {k: v.get("why_unmatched") for k, v in got.items()}
+
+
+# A roster without the LMS's ids (lablib's own layout): a student with a single name
+# ("Aditi", whom Canvas writes aditi) beside one whose e-mail is aditi@..., and "Kim, Min"
+# (Canvas's kimmin) beside one whose login is kimmin.
+DISPLAY_NAMES = """student_id,name,email,login
+S20,Aditi,aditi.k@uni.edu,akumar
+S21,Aditi Sharma,aditi@uni.edu,asharma
+S22,"Kim, Min",mkim@uni.edu,mkim
+S23,Kimmin Park,kpark@uni.edu,kimmin
+"""
+
+
+def test_a_canvas_name_is_compared_with_the_rosters_names_not_its_logins(tmp_path):
+    """The name Canvas writes in a file is a display name: aditi_1020_... is Aditi's
+    (not Aditi Sharma's, whose e-mail is aditi@...) and kimmin_1022_... is Kim, Min's
+    (not Kimmin Park's, whose login is kimmin); the match says whose identifier the name
+    also is. A plain notebook named by a login is still that login's."""
+    roster = _roster(tmp_path, DISPLAY_NAMES)
+    files = _canvas_files(tmp_path, "aditi_1020_9000020_lab.ipynb", "kimmin_1022_9000022_lab.ipynb")
+    aditi = resolve(files["aditi_1020_9000020_lab.ipynb"], roster)
+    kim = resolve(files["kimmin_1022_9000022_lab.ipynb"], roster)
+    assert aditi["student_id"] == "S20" and aditi["matched_by"].startswith("Canvas name aditi")
+    assert "Aditi Sharma's e-mail address's local part" in aditi["matched_by"]
+    assert "gradebook export" in aditi["matched_by"]
+    assert kim["student_id"] == "S22" and kim["matched_by"].startswith("Canvas name kimmin")
+    assert "Kimmin Park's login" in kim["matched_by"]
+    match = roster.match_of({"aditi": aditi, "kimmin": kim})
+    assert [s.student_id for s in match.without_submission] == ["S21", "S23"]
+    # not an LMS download: a notebook's stem is its student's login (rule 3)
+    plain = resolve(_found("kimmin"), roster)
+    assert plain["student_id"] == "S23" and plain["matched_by"] == "the name 'kimmin'"
+
+
+def test_a_moodle_folders_full_name_is_compared_with_the_rosters_names_only(tmp_path):
+    """Moodle's grade export has no participant ids: the folder Aditi_1020_... is the
+    student named Aditi's, not Aditi Sharma's (e-mail aditi@...)."""
+    from lablib.grading.submissions import find_submissions
+
+    subs = tmp_path / "moodle"
+    (subs / "Aditi_1020_assignsubmission_file_").mkdir(parents=True)
+    (subs / "Aditi_1020_assignsubmission_file_" / "lab.ipynb").write_text("{}")
+    grades = _roster(
+        tmp_path,
+        "First name,Last name,ID number,Email address\nAditi,,S20,aditi.k@uni.edu\n"
+        "Aditi,Sharma,S21,aditi@uni.edu\n",
+    )
+    (found,) = find_submissions([subs], refused=[])
+    got = resolve(found, grades)
+    assert got["student_id"] == "S20" and got["matched_by"].startswith("Moodle name Aditi")
+    assert "Aditi Sharma's e-mail address's local part" in got["matched_by"]
+    assert "grading worksheet" in got["matched_by"]
+
+
+def test_a_display_name_that_is_only_a_login_or_several_names_is_no_ones(tmp_path):
+    """A name the LMS writes that no student of the roster has, but that is a student's
+    login or e-mail's local part, is no one's, with why; so is a name two students have."""
+    from lablib.grading.submissions import find_submissions
+
+    roster = _roster(tmp_path, DISPLAY_NAMES)
+    files = _canvas_files(tmp_path, "asharma_1021_9000021_lab.ipynb")
+    got = resolve(files["asharma_1021_9000021_lab.ipynb"], roster)
+    assert not got["matched"] and got["lms_id"] == "1021"
+    why = got["why_unmatched"]
+    assert "no student of the roster is named 'asharma'" in why and "Aditi Sharma's login" in why
+    assert "gradebook export" in why and "submission column" in why
+    assert roster.match_of({"asharma": got}).reasons["asharma"] == why
+    subs = tmp_path / "moodle"
+    (subs / "kpark_7_assignsubmission_file_").mkdir(parents=True)
+    (subs / "kpark_7_assignsubmission_file_" / "lab.ipynb").write_text("{}")
+    (found,) = find_submissions([subs], refused=[])
+    got = resolve(found, roster)
+    assert (
+        not got["matched"] and "Kimmin Park's e-mail address's local part" in got["why_unmatched"]
+    )
+    assert "'kpark_7'" in got["why_unmatched"]
+    # two students named Aditi: neither, and not the one whose e-mail is aditi@...
+    two = _roster(tmp_path, DISPLAY_NAMES + "S24,Aditi,aditi.r@uni.edu,arao\n", "two.csv")
+    got = resolve(_canvas_files(tmp_path, "aditi_1020_9000020_lab.ipynb").popitem()[1], two)
+    assert not got["matched"] and "'aditi' is the name of 2 students" in got["why_unmatched"]
+    assert "Aditi Sharma's e-mail address's local part" in got["why_unmatched"]

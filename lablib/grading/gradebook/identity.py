@@ -57,14 +57,24 @@ Matching a submission to the roster, first rule that finds exactly one student:
 3. one of the student's identifiers (student id, SIS/Canvas ids, login, e-mail or its part
    before ``@``, Moodle participant id) equals the submission's name, one of its folders
    or its notebook's name. For a notebook of an LMS download (its row carries the LMS's
-   description), only what the LMS wrote may name the student: the name the LMS gives it
-   (Canvas's, Moodle's folder's) and its student's folder with the folders above it,
-   never the student's own file or subfolder names (``frank.ipynb`` in Mallory's Moodle
-   folder, or in a Gradescope ``submission_<id>`` folder, is not Frank's);
+   description), only the folders may name the student: its student's folder (the
+   LMS's) with the folders above it, never the student's own file or subfolder names
+   (``frank.ipynb`` in Mallory's Moodle folder, or in a Gradescope ``submission_<id>``
+   folder, is not Frank's), and never the name the LMS writes (Canvas's, Moodle's
+   folder's full name, a Gradescope submitter's, and the submission's name made of it):
+   that is a display name, compared with the roster's names only (rule 4), never with a
+   login, a student id or an e-mail address (Canvas's ``aditi`` for the student "Aditi"
+   is not the file of "Aditi Sharma", whose e-mail is ``aditi@...``). The LMS's own ids
+   are compared by rule 2;
 4. for an LMS download only, the student's name as the LMS wrote it (Canvas's
    ``andersonemma`` for "Anderson, Emma", Moodle's full name, a Gradescope submitter's
    name), when no other student has that name. A Canvas file found by rule 3 or 4 is
    never a student's whom the roster gives another Canvas user id (no one's, with why).
+   Where the name the LMS wrote is also another student's identifier, the match says so
+   (``matched_by``: whose, and how to give the file to them); where it is no student's
+   name, or several students', the download is no one's, with why
+   (``why_unmatched``: what the name is, whose identifier it also is, and to give the
+   LMS's own roster export, with its ids, or the roster's submission column).
 
 A Gradescope group's other submitters are the identity's ``others``: a roster student,
 or, matched to no one, their name, SID and e-mail with ``why_unmatched`` (listed with
@@ -290,14 +300,15 @@ class RosterIndex:
         return None, ""
 
 
-def _candidates(found, lms: dict | None = None) -> list[str]:
+def _candidates(found, lms: dict | None = None, *, names: bool = True) -> list[str]:
     """What a submission may be named after: its name, its path below the folder given and
     its student's folder, each of their parts, and its notebook's name, without ``.ipynb``.
     A notebook of an LMS download (``lms``, else the submission's own LMS description):
-    only what the LMS wrote (:func:`_lms_candidates`)."""
+    only what the LMS wrote (:func:`_lms_candidates`; ``names=False``: not the display
+    names it wrote, for the identifier rule)."""
     lms = dict(getattr(found, "lms", {}) or {}) if lms is None else lms
     if lms.get("lms"):
-        return _lms_candidates(found, lms)
+        return _lms_candidates(found, lms, names=names)
     name = str(found.name)
     where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
     folder = str(getattr(found, "folder", "") or "")
@@ -313,21 +324,32 @@ def _candidates(found, lms: dict | None = None) -> list[str]:
     return [c for c in dict.fromkeys(out) if c]
 
 
-def _lms_candidates(found, lms: dict) -> list[str]:
+def _lms_candidates(found, lms: dict, *, names: bool = True) -> list[str]:
     """What a notebook of an LMS download may be named after: what the LMS wrote, never the
     student's own file or folder names inside it (``frank.ipynb`` in Mallory's folder is
     Mallory's): the name the LMS gives it (each reading's, for a Canvas file read in
-    several ways), its student's folder (the LMS's, with the folders above it), for a file
-    without one the folders above it, and, for the roster's submission column, the row's
-    full name and path below the folder given."""
+    several ways) and the row's name made of it (:func:`_display_names`; left out with
+    ``names=False``: a display name is never compared with the roster's identifiers), its
+    student's folder (the LMS's, with the folders above it), for a file without one the
+    folders above it, and, for the roster's submission column, the row's path below the
+    folder given."""
     where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
     folder = str(getattr(found, "folder", "") or "")
-    names = [lms.get("name", "")]
+    above = folder.split("/") if folder else where.split("/")[:-1]
+    shown = _display_names(found, lms) if names else []
+    out = [*shown[:1], where, folder, *shown[1:], *above]
+    return [c for c in dict.fromkeys(out) if c]
+
+
+def _display_names(found, lms: dict) -> list[str]:
+    """The display names an LMS download's notebook carries: the row's name (made of the
+    name the LMS wrote: Canvas's, Moodle's full name, a Gradescope export's first
+    submitter's) and the name the LMS wrote (each reading's, for a Canvas file read in
+    several ways)."""
+    names = [str(found.name), lms.get("name", "")]
     if lms.get("lms") == "canvas":
         names += [r.get("name", "") for r in _canvas_readings(lms)]
-    above = folder.split("/") if folder else where.split("/")[:-1]
-    out = [str(found.name), where, folder, *names, *above]
-    return [c for c in dict.fromkeys(out) if c]
+    return [n for n in dict.fromkeys(names) if n]
 
 
 def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]]:
@@ -1006,18 +1028,114 @@ def _match(index: RosterIndex, found, lms: dict) -> tuple:
         student, how = people[0]
     others = _others(people, lms, found)
     by_name = student is None and not decided.final  # rules 3 and 4
-    if by_name and not explicit:
-        student, key = index.one(index.ids, _candidates(found, lms))
-        how = f"the name {key!r}" if student is not None else ""
-    if by_name and student is None and lms:
-        if kind == "canvas":
-            student, how, lms = _canvas_name_match(index, lms)
-        else:
-            student, how = _lms_name_match(index, lms)
+    if by_name:
+        student, how, lms, why = _by_name(index, found, lms)
+        if why:
+            decided = dataclasses.replace(decided, why=why)
     refused = _canvas_refused(student, lms, how) if by_name and kind == "canvas" else ""
     if refused:
         student, decided = None, _LmsMatch(why=refused, final=True, doubted=True)
     return student, how, others, decided, lms
+
+
+def _by_name(index: RosterIndex, found, lms: dict) -> tuple:
+    """Rules 3 and 4 (the module's docstring) for a submission no earlier rule decided:
+    ``(student or None, how, lms, why)``. An LMS download's display name is compared with
+    the roster's names only (rule 4), never with its identifiers (rule 3 compares its
+    folders); ``how`` says when that name is also another student's identifier, ``why``
+    why a download is no one's when its name is no student's, or several students'."""
+    student, key = index.one(index.ids, _candidates(found, lms, names=False))
+    if student is not None or not lms:
+        return student, (f"the name {key!r}" if student is not None else ""), lms, ""
+    if lms.get("lms") == "canvas":
+        student, how, lms = _canvas_name_match(index, lms)
+    else:
+        student, how = _lms_name_match(index, lms)
+    doubt = _display_doubt(index, found, lms, student)
+    if student is not None:
+        return student, how + doubt, lms, ""
+    return None, "", lms, doubt
+
+
+#: Per LMS: its name, and its own roster export, whose ids name each student's download.
+_LMS_EXPORTS = {
+    "canvas": ("Canvas", "the course's gradebook export (its ID column: Canvas user ids)"),
+    "moodle": (
+        "Moodle",
+        "this assignment's grading worksheet (its Identifier column: participant ids)",
+    ),
+    "gradescope": ("Gradescope", "Gradescope's roster export (its SID and Email columns)"),
+}
+
+
+def _display_doubt(index: RosterIndex, found, lms: dict, student: Student | None) -> str:
+    """What rule 4's answer (``student``, or None) leaves in doubt about an LMS download
+    whose display name is also another student's identifier, or (None) several students'
+    name: for a match, a note for its ``matched_by`` (starting "; "); without one, why it
+    is no one's. "" when nothing is in doubt."""
+    names = _display_names(found, lms)
+    owners: dict[int, tuple] = {}  # students whose identifier a display name equals
+    for name in names:
+        for other in index.ids.get(fold(name), []):
+            if other is not student:
+                owners.setdefault(id(other), (other, name))
+    named = {}
+    if student is None:
+        forms = {f for n in names for f in (fold(n), _slug(n))}
+        named = {id(s): s for f in forms for s in index.names.get(f, [])}
+    if not owners and len(named) < 2:
+        return ""
+    kind = lms.get("lms", "")
+    lms_name, export = _LMS_EXPORTS.get(kind, ("the LMS", "the LMS's own roster export"))
+    written = lms.get("name") or str(found.name)
+    also = " and ".join(f"{o.name or o.key}'s {_id_fields(o, key)}" for o, key in owners.values())
+    rule = (
+        f"a name {lms_name} writes is a display name, compared with the roster's names only, "
+        f"never with a login, a student id or an e-mail address"
+    )
+    if student is not None:
+        theirs = " or ".join(o.name or o.key for o, _ in owners.values())
+        return (
+            f"; {written!r} is also {also}, but {rule}. Should the file be {theirs}'s, give "
+            f"{export} as the roster, or name the file in their row of the roster's "
+            f"submission column"
+        )
+    if len(named) > 1:
+        who = ", ".join(f"{s.name} ({s.key})" for s in named.values())
+        said = f"{written!r} is the name of {len(named)} students of the roster ({who})"
+    else:
+        said = f"no student of the roster is named {written!r} as {lms_name} writes names"
+    return (
+        f"{_download_label(found, lms)}: {said}"
+        + (f"; {written!r} is {also}, but {rule}" if owners else "")
+        + f"; it is given to no one. Give {export} as the roster, or name the file in its "
+        f"student's row of the roster's submission column"
+    )
+
+
+def _id_fields(student: Student, key: str) -> str:
+    """Which of ``student``'s identifiers ``key`` is, as a message names them."""
+    fields = (
+        ("student id", student.student_id),
+        ("login", student.login),
+        ("e-mail address", student.email),
+        ("e-mail address's local part", student.email.split("@", 1)[0]),
+        ("Canvas user id", student.lms_id),
+        ("Moodle participant id", student.participant_id),
+    )
+    found = [label for label, value in fields if value.strip() and fold(value) == fold(key)]
+    return " and ".join(found) or "identifier"
+
+
+def _download_label(found, lms: dict) -> str:
+    """An LMS download's file or folder, as the messages name it."""
+    kind = lms.get("lms")
+    if kind == "canvas":
+        return f"Canvas file {_canvas_file(found, lms)!r}"
+    if kind == "moodle":
+        return f"Moodle's folder {_prefix(lms.get('name', ''), lms.get('participant_id', ''))!r}"
+    folder = str(getattr(found, "folder", "") or "") or str(found.name)
+    return f"{_LMS_EXPORTS.get(kind, ('The LMS',))[0]} submission {folder!r}"
 
 
 def _canvas_unread(found, lms: dict) -> str:

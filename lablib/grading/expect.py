@@ -23,6 +23,7 @@ __all__ = [
     "expect_array",
     "expect_number",
     "expect_fields",
+    "expect_finite",
     "describe",
     "real_array",
     "numbers",
@@ -268,8 +269,14 @@ def expect_shape(got: Any, shape, what: str = "value") -> None:
         )
 
 
-def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
-    """Exact equality for plain values (arrays compared element-wise)."""
+def expect_equal(
+    got: Any, expected: Any, what: str = "value", *, nonfinite_ok: bool = False
+) -> None:
+    """Exact equality for plain values (arrays compared element-wise). An expected
+    float or array of floats holding NaN or inf fails as in :func:`expect_close`,
+    unless ``nonfinite_ok``."""
+    if type(expected) is float or (isinstance(expected, np.ndarray) and expected.dtype.kind == "f"):
+        _expect_finite_expected(np.asarray(expected), what, nonfinite_ok)
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         e = np.asarray(expected)
         try:
@@ -311,15 +318,70 @@ def expect_equal(got: Any, expected: Any, what: str = "value") -> None:
         )
 
 
+#: What a message says is the most likely cause when a student's weights or outputs
+#: hold NaN or inf.
+NONFINITE_CAUSE = (
+    "The most likely cause is an initialiser that gives NaN or inf (a Constant of "
+    "float('nan'), say) or a division by zero (a total or a count that can be 0)."
+)
+
+
+def _nonfinite(array: np.ndarray) -> str | None:
+    """Where ``array`` holds NaN or inf, as ``[2, 1], [3, 0] (2 of 12 entries)``
+    (``the value`` for a single number), or None when every entry is finite."""
+    bad = ~np.isfinite(array)
+    if not np.any(bad):
+        return None
+    places = np.argwhere(bad)
+    where = _first(places, _where, ", ") or "the value"
+    return f"{where} ({len(places)} of {array.size} entries)"
+
+
+def expect_finite(got: Any, what: str = "value", cause: str = NONFINITE_CAUSE) -> np.ndarray:
+    """Fail (a :class:`Mistake`) unless ``got`` is an array of real numbers that are all
+    finite; returns it as float64.
+
+    What a judge calls on a student's weights before it computes anything from them:
+    an expected value computed from NaN weights is NaN, and a NaN answer would then
+    match it. ``cause``: the most likely cause, said after where the NaN or inf are.
+    """
+    array = expect_array(got, what=what)
+    where = _nonfinite(array)
+    if where is not None:
+        raise Mistake(f"{what} is not finite: NaN or inf at {where}. {cause}", got=array)
+    return array
+
+
 def expect_close(
-    got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6, what: str = "value"
+    got: Any,
+    expected: Any,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    what: str = "value",
+    nonfinite_ok: bool = False,
 ) -> None:
-    """Numerical closeness for numbers, arrays and (nested) lists/dicts of them."""
+    """Numerical closeness for numbers, arrays and (nested) lists/dicts of them.
+
+    An expected value holding NaN or inf fails (a :class:`Mistake` saying the student's
+    weights or outputs are not finite), unless ``nonfinite_ok``: judges compute their
+    expected values from the student's own weights and outputs, and where those are NaN
+    the expected value is NaN too, which a NaN answer would match. With ``nonfinite_ok``
+    (a reference that holds NaN or inf by design), the answer must hold the same NaN
+    and inf in the same places.
+    """
     if isinstance(expected, dict):
         if not isinstance(got, dict) or set(got) != set(expected):
             raise TestFailure(f"{what}: expected keys {sorted(expected)}, got {_fmt(got)}")
         for key in expected:
-            expect_close(got[key], expected[key], rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
+            expect_close(
+                got[key],
+                expected[key],
+                rtol=rtol,
+                atol=atol,
+                what=f"{what}[{key!r}]",
+                nonfinite_ok=nonfinite_ok,
+            )
         return
     if isinstance(expected, (list, tuple)) and any(
         isinstance(e, dict)
@@ -329,7 +391,7 @@ def expect_close(
         if not isinstance(got, (list, tuple)) or len(got) != len(expected):
             raise TestFailure(f"{what}: expected {len(expected)} items, got {_fmt(got)}")
         for i, (g, e) in enumerate(zip(got, expected)):
-            expect_close(g, e, rtol=rtol, atol=atol, what=f"{what}[{i}]")
+            expect_close(g, e, rtol=rtol, atol=atol, what=f"{what}[{i}]", nonfinite_ok=nonfinite_ok)
         return
     e = np.asarray(expected, dtype=float)
     g = None if isinstance(got, bool) else numbers(got)
@@ -340,6 +402,7 @@ def expect_close(
             f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
         )
     g = real_array(g)
+    _expect_finite_expected(e, what, nonfinite_ok)
     not_finite = ~np.isfinite(g) & np.isfinite(e)
     if np.any(not_finite):
         places = np.argwhere(not_finite)
@@ -351,17 +414,33 @@ def expect_close(
         )
     close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if not bool(np.all(close)):
-        difference = np.where(close, 0.0, np.abs(g - e))
-        worst = np.unravel_index(int(np.argmax(difference)), e.shape)
-        tolerance = f"tolerance rtol={rtol:g}, atol={atol:g}"
-        if e.ndim == 0:
-            detail = (
-                f"expected {_number(e[()])}, got {_number(g[()])} (difference "
-                f"{float(difference):.3g}; {tolerance})"
-            )
-        else:
-            detail = (
-                f"{_mismatch(g, e, ~close)}; largest difference "
-                f"{float(difference[worst]):.3g} at {_where(worst)} ({tolerance})"
-            )
-        raise TestFailure(f"{what}: {detail}", expected=e, got=g)
+        raise TestFailure(f"{what}: {_difference(g, e, close, rtol, atol)}", expected=e, got=g)
+
+
+def _expect_finite_expected(expected: np.ndarray, what: str, nonfinite_ok: bool) -> None:
+    """Fail unless the expected value of a comparison is finite (or may not be)."""
+    where = None if nonfinite_ok else _nonfinite(expected)
+    if where is not None:
+        raise Mistake(
+            f"{what}: the expected value, which the grader computes from your own weights "
+            f"or outputs, holds NaN or inf at {where}, so your weights or outputs are not "
+            f"finite (NaN or inf). {NONFINITE_CAUSE}",
+            expected=expected,
+        )
+
+
+def _difference(g: np.ndarray, e: np.ndarray, close: np.ndarray, rtol, atol) -> str:
+    """Where and by how much ``g`` differs from ``e`` (``close`` marks the entries that
+    agree), and the tolerance."""
+    difference = np.where(close, 0.0, np.abs(g - e))
+    worst = np.unravel_index(int(np.argmax(difference)), e.shape)
+    tolerance = f"tolerance rtol={rtol:g}, atol={atol:g}"
+    if e.ndim == 0:
+        return (
+            f"expected {_number(e[()])}, got {_number(g[()])} (difference "
+            f"{float(difference):.3g}; {tolerance})"
+        )
+    return (
+        f"{_mismatch(g, e, ~close)}; largest difference "
+        f"{float(difference[worst]):.3g} at {_where(worst)} ({tolerance})"
+    )

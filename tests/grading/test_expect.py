@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lablib.grading.expect import TestFailure, expect_close, expect_equal
+from lablib.grading.expect import Mistake, TestFailure, expect_close, expect_equal, expect_finite
 
 
 def _message(call):
@@ -52,3 +52,50 @@ def test_scalars_nan_and_exact_arrays():
         lambda: expect_equal(np.zeros(3), np.zeros(2))
     )
     expect_close(np.ones((2, 2)) + 1e-9, np.ones((2, 2)))  # within tolerance: no failure
+
+
+# ------------------------------------------------- expected values that are NaN or inf
+
+
+def test_a_nan_expected_value_fails_even_against_a_nan_answer():
+    """Judges compute expected values from the student's own weights: a NaN weight makes
+    the expected value NaN, which a NaN answer matched (``equal_nan``) and passed."""
+    expected = np.ones((2, 3))
+    expected[1, 2] = np.nan
+    with pytest.raises(Mistake) as info:
+        expect_close(expected.copy(), expected, what="layer output")
+    message = info.value.message
+    assert message.startswith("layer output: the expected value, which the grader computes")
+    assert "NaN or inf at [1, 2] (1 of 6 entries)" in message
+    assert "your weights or outputs are not finite (NaN or inf)" in message
+    assert "an initialiser" in message and "a division by zero" in message
+    with pytest.raises(Mistake, match="not finite"):
+        expect_close({"a": [np.inf]}, {"a": [np.inf]})  # inside dicts and lists too
+    with pytest.raises(Mistake, match="not finite"):
+        expect_equal(np.array([np.inf]), np.array([np.inf]))  # exact equality as well
+
+
+def test_a_reference_nonfinite_by_design_is_compared_when_the_judge_says_so():
+    logits = np.array([[0.5, -np.inf], [np.nan, 1.0]])
+    expect_close(logits.copy(), logits, nonfinite_ok=True)
+    expect_close([logits.copy()], [logits], nonfinite_ok=True)
+    expect_equal(np.array([-np.inf]), np.array([-np.inf]), nonfinite_ok=True)
+    wrong = logits.copy()
+    wrong[0, 1] = 0.0  # a masked logit that is not -inf
+    assert "1 of 4 entries differ" in _message(
+        lambda: expect_close(wrong, logits, nonfinite_ok=True)
+    )
+
+
+def test_expect_finite_names_the_weights_and_the_likely_cause():
+    expect_finite(np.ones(3), "bias")
+    bias = np.zeros(4, np.float32)
+    bias[[0, 3]] = np.nan
+    with pytest.raises(Mistake) as info:
+        expect_finite(bias, "self.value_dense's bias")
+    assert info.value.message.startswith(
+        "self.value_dense's bias is not finite: NaN or inf at [0], [3] (2 of 4 entries). "
+        "The most likely cause is an initialiser"
+    )
+    with pytest.raises(Mistake, match="expected an array of numbers"):
+        expect_finite("nan", "bias")

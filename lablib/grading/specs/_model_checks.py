@@ -36,7 +36,14 @@ import json
 
 import numpy as np
 
-from lablib.grading.expect import Mistake, describe, expect_fields, is_number
+from lablib.grading.expect import (
+    NONFINITE_CAUSE,
+    Mistake,
+    describe,
+    expect_fields,
+    expect_finite,
+    is_number,
+)
 from lablib.grading.spec import TestFailure, expect, expect_close, get_lab, sandbox_only
 
 #: Largest integer a rebuilt model's config may hold (layer widths, heads, ...), and
@@ -261,6 +268,25 @@ def _foreign_classes(node):
     return found
 
 
+#: The most likely cause of weights that training made NaN or inf.
+_DIVERGED = (
+    "Training made them NaN or inf: the most likely cause is a learning rate so large "
+    "that the loss diverged, or a division by zero (or a log of 0) in a layer or the loss."
+)
+
+
+def _checked_weights(weights, what, cause=NONFINITE_CAUSE):
+    """Fail unless ``weights`` is a list of arrays of finite real numbers (``cause``:
+    what the message gives as the likely cause of NaN or inf)."""
+    if not isinstance(weights, list) or not all(
+        isinstance(w, np.ndarray) and w.dtype.kind in "biuf" for w in weights
+    ):
+        raise TestFailure(f"{what}: the reported weights are not a list of arrays of numbers.")
+    for i, w in enumerate(weights):
+        shape = tuple(w.shape)
+        expect_finite(w, f"{what}: its weight array {i} of {len(weights)} (shape {shape})", cause)
+
+
 def rebuild_model(architecture, weights, what="the model"):
     """Judge side: a Keras model rebuilt from a probe's :func:`describe_model` values.
 
@@ -278,7 +304,7 @@ def rebuild_model(architecture, weights, what="the model"):
 
     Raises:
         TestFailure: the architecture is not a model description, is implausibly large,
-            or the weights do not fit it.
+            or the weights are not finite or do not fit it.
         NeedsSandbox: called by a judge in the grader's own process (the grader then
             runs the judge in a sandboxed process).
     """
@@ -305,10 +331,7 @@ def rebuild_model(architecture, weights, what="the model"):
         raise TestFailure(
             f"{what}: the model has more than {MAX_LAYERS} layers; these tests build small models."
         )
-    if not isinstance(weights, list) or not all(
-        isinstance(w, np.ndarray) and w.dtype.kind in "biuf" for w in weights
-    ):
-        raise TestFailure(f"{what}: the reported weights are not a list of arrays of numbers.")
+    _checked_weights(weights, what)
     import keras
 
     register_lablib_layers()
@@ -544,6 +567,8 @@ def judge_training_weights(got, inputs, targets, data):
         unchanged == 0,
         f"{unchanged} weight arrays did not change during training (is every layer trainable?).",
     )
+    _checked_weights(before, "the model before training")
+    _checked_weights(after, "the model after training", _DIVERGED)
     model = rebuild_model(got["architecture"], before, "the trained model")
     if model is None:
         losses = np.asarray(losses, float)

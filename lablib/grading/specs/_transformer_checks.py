@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.expect import describe, numbers
+from lablib.grading.expect import describe, expect_finite, numbers
 from lablib.grading.spec import TestFailure, expect, expect_close
 
 #: Configuration of tfm's TransformerEncoderBlock that :func:`numpy_encoder_block`
@@ -379,6 +379,7 @@ def verified_logits(trace, batch, ids, weights=None):
     step = trace["batches"][batch]
     ids = np.asarray(ids)
     check_trace_sizes(layers, step, ids, weights, batch)
+    _check_trace_finite(layers, weights)
     table = weights[layers["embedding"]]["embeddings"]  # rows read where the ids say only
     expect(bool(ids.max() < table.shape[0]), "the embedding table is smaller than the vocabulary")
     expect_close(
@@ -390,6 +391,23 @@ def verified_logits(trace, batch, ids, weights=None):
     )
     previous = _verified_blocks(layers, step, ids, weights)
     return _verified_head(layers, step, ids, weights, previous)
+
+
+#: The most likely causes of a traced model's weights that are NaN or inf.
+_NONFINITE_TRACE = (
+    "The most likely cause is an initialiser that gives NaN or inf (a Constant of "
+    "float('nan'), say), a division by zero, or, in the trace after training, a "
+    "learning rate so large that the loss diverged."
+)
+
+
+def _check_trace_finite(layers, weights):
+    """Every weight of the traced layers is finite: the judge recomputes the model from
+    them, and from NaN weights it would recompute NaN predictions, which NaN
+    predictions reported would match."""
+    for layer in (layers["embedding"], *layers["blocks"], layers["head"]):
+        for suffix, array in weights[layer].items():
+            expect_finite(array, f"the weight {layer}/{suffix} of your model", _NONFINITE_TRACE)
 
 
 #: The widest layer a trace may declare (the embedding, heads x key size, the

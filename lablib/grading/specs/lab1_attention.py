@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from lablib.grading.expect import Mistake, describe, expect_array, numbers, real_array
+from lablib.grading.expect import (
+    Mistake,
+    describe,
+    expect_array,
+    expect_finite,
+    numbers,
+    real_array,
+)
 from lablib.grading.specs._attention_checks import attention_stages as _attention_stages
 from lablib.grading.specs._attention_checks import reference_attention as _reference_attention
 from lablib.grading.specs._cases import add_case_tests
@@ -716,6 +723,9 @@ def _checked_projection(name, info):
         kernel, (6, 6), f"self.{name} kernel for num_heads=2, key_dim=3 on width 6"
     )
     bias = expect_array(bias, (6,), f"self.{name} bias")
+    # Every reference below is computed from these weights: NaN there would make it NaN.
+    expect_finite(kernel, f"self.{name}'s kernel")
+    expect_finite(bias, f"self.{name}'s bias")
     expect(
         bool(np.std(kernel) > 1e-3),
         f"self.{name} kernel is constant: a Dense layer's kernel starts random (glorot_uniform).",

@@ -15,7 +15,9 @@ sandboxed judging process runs it): top-level malformed replies for all of them,
 (with the solutions' real replies as templates) each value inside a reply replaced by
 malformed ones, on the real reply and on a wrong but well-formed one (so that the
 judges' diagnoses run too). Each must be an ordinary result (not ``grader-error``) within
-a bounded time; a huge declared size must not move the grader's memory.
+a bounded time; a huge declared size must not move the grader's memory. The one text
+judges parse, a model's architecture (``model.to_json()``), is sent nested 100,000 deep
+and 2 MB long.
 """
 
 import time
@@ -398,3 +400,69 @@ def test_every_value_inside_a_reply_is_checked_before_it_is_used(lab_name, repli
                 problems.append(_problem(test, what, value, huge))
     problems = [p for p in problems if p]
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
+
+
+# ------------------------------------- the graph labs' architecture text: nested, long
+
+
+#: The tests of the graph labs that rebuild the student's model from model.to_json().
+MODEL_TESTS = [
+    ("lab3_gcn_molecules", "build_gcn::gcn_structure"),
+    ("lab3_gcn_molecules", "build_gcn::gcn_learns"),
+    ("lab4_gat", "build_gat::gat_structure"),
+    ("lab4_gat", "build_gat::gat_learns"),
+]
+
+
+def _model_reply(lab_name, architecture):
+    """A reply of the form every test of :data:`MODEL_TESTS` reads (the fields of all of
+    them: a judge reads its own), holding ``architecture`` as model.to_json()'s text."""
+    import importlib
+
+    inputs = importlib.import_module(f"lablib.grading.specs.{lab_name}").structure_inputs()
+    names = [*(inputs[0] if isinstance(inputs, tuple) else inputs), "edge_removed"]
+    reply = {name: np.zeros((6, 1), np.float32) for name in names}
+    reply.update({name: np.zeros((6, 1), np.float32) for name in ("repeat", "training_a")})
+    reply.update(
+        architecture=architecture,
+        weights=[np.zeros(3, np.float32)],
+        weights_before=[np.zeros(3, np.float32)],
+        weights_after=[np.ones(3, np.float32)],
+        losses=[1.0] * 10,
+        compiled=True,
+        num_inputs=3 if lab_name == "lab3_gcn_molecules" else 2,
+        training_b=np.ones((6, 1), np.float32),
+    )
+    return reply
+
+
+@pytest.mark.parametrize("lab_name, test_id", MODEL_TESTS)
+def test_an_architecture_text_nested_or_long_past_the_caps_is_the_students_failure(
+    lab_name, test_id
+):
+    """The red team's build function replaced model.to_json by a lambda returning JSON
+    nested 100,000 deep: json.loads raised RecursionError in the judge, which the grader
+    reported as ``grader-error`` (its own fault, never cached). The text's nesting and
+    length are now checked before it is parsed: a failed test naming the likely mistake."""
+    test = load_lab(lab_name).test_by_id(test_id)
+    deep = 100_000
+    nested = '{"a":' * deep + "1" + "}" * deep
+    long_text = '{"class_name": "Functional", "config": {"name": "' + "m" * 2_000_000 + '"}}'
+    for architecture, words in ((nested, "is 100,000 levels deep"), (long_text, "is 2.0 MB")):
+        result, where, seconds = _judged(test, _model_reply(lab_name, architecture))
+        assert result.kind == Kind.FAILED and result.mistake, (result.kind, result.message)
+        assert f"the model's architecture (model.to_json()) {words}" in result.message
+        assert "Did you override model.to_json" in result.message
+        assert seconds < SANDBOX_SECONDS, (where, seconds)
+
+
+def test_an_architecture_past_the_parsers_recursion_is_the_students_failure(monkeypatch):
+    """Were the depth cap ever raised past what json.loads follows, its RecursionError is
+    still the student's failed test, not the grader's error."""
+    from lablib.grading.expect import Mistake
+    from lablib.grading.specs import _model_checks
+
+    monkeypatch.setattr(_model_checks, "MAX_ARCHITECTURE_DEPTH", 10**6)
+    deep = 100_000
+    with pytest.raises(Mistake, match="nested too deep to read"):
+        _model_checks.rebuild_model("[" * deep + "]" * deep, [np.zeros(3)])

@@ -52,6 +52,14 @@ from lablib.grading.spec import TestFailure, expect, expect_close, get_lab, sand
 MAX_CONFIG_INT = 1024
 MAX_LAYERS = 64
 
+#: The longest architecture text (``model.to_json()``) the grader reads, in characters,
+#: and the deepest nesting of its lists and objects. The tests' models are described in
+#: about 7,000 characters, 10 levels deep; a model nested in another adds a few levels.
+#: The judges walk the parsed text recursively: a text nested 100,000 deep (a to_json
+#: replaced by the student's code) would exhaust Python's recursion.
+MAX_ARCHITECTURE_CHARS = 1_000_000
+MAX_ARCHITECTURE_DEPTH = 50
+
 #: Keras classes that load files or foreign code when rebuilt (a SavedModel from a path,
 #: a pickled torch module, JAX/Flax functions): never rebuilt in the grader.
 REFUSED_CLASSES = ("TFSMLayer", "TorchModuleWrapper", "JaxLayer", "FlaxLayer")
@@ -268,6 +276,62 @@ def _foreign_classes(node):
     return found
 
 
+def _nesting_depth(text: str) -> int:
+    """How deep the lists and objects of a JSON text nest (brackets inside its strings
+    not counted), found in one pass without parsing it: a text far too deep for the
+    parser is measured all the same, in time linear in its length."""
+    if text.count("{") + text.count("[") <= MAX_ARCHITECTURE_DEPTH:
+        return 0  # too few brackets to nest past the limit
+    # UTF-8 keeps the ASCII bytes of quotes, backslashes and brackets for themselves only
+    codes = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    positions = np.arange(codes.size)
+    backslash = codes == ord("\\")
+    # a quote ends or starts a string unless an odd run of backslashes escapes it
+    last_other = np.maximum.accumulate(np.where(backslash, -1, positions))
+    run_before = np.concatenate(([0], positions[:-1] - last_other[:-1]))
+    quote = (codes == ord('"')) & (run_before % 2 == 0)
+    outside = np.cumsum(quote) % 2 == 0  # a bracket's own byte is never a quote
+    step = (np.isin(codes, (ord("{"), ord("["))) & outside).astype(np.int64)
+    step -= np.isin(codes, (ord("}"), ord("]"))) & outside
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _parsed_architecture(architecture, what):
+    """The model description a probe's ``model.to_json()`` text holds, parsed, after
+    its length and nesting are checked: a :class:`Mistake` past
+    :data:`MAX_ARCHITECTURE_CHARS` or :data:`MAX_ARCHITECTURE_DEPTH` (the text is the
+    student's choice: a replaced ``to_json`` can return anything)."""
+    override = (
+        "a Keras model built from Keras or lablib layers is described in a few thousand "
+        "characters, about 10 levels deep. Did you override model.to_json (or "
+        "get_config), or nest models inside models?"
+    )
+    if len(architecture) > MAX_ARCHITECTURE_CHARS:
+        raise Mistake(
+            f"{what}: the model's architecture (model.to_json()) is "
+            f"{len(architecture) / 1e6:.1f} MB of text; the grader reads at most "
+            f"{MAX_ARCHITECTURE_CHARS / 1e6:g} MB: {override}"
+        )
+    depth = _nesting_depth(architecture)
+    if depth > MAX_ARCHITECTURE_DEPTH:
+        raise Mistake(
+            f"{what}: the model's architecture (model.to_json()) is {depth:,} levels deep; "
+            f"the grader reads at most {MAX_ARCHITECTURE_DEPTH}: {override}"
+        )
+    try:
+        config = json.loads(architecture)
+    except ValueError:
+        raise TestFailure(f"{what}: the reported architecture is not JSON.") from None
+    except RecursionError:  # nested past what the parser follows: the text's, not the grader's
+        raise Mistake(
+            f"{what}: the model's architecture (model.to_json()) is nested too deep to "
+            f"read: {override}"
+        ) from None
+    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
+        raise TestFailure(f"{what}: the reported architecture is not a Keras model description.")
+    return config
+
+
 #: The most likely cause of weights that training made NaN or inf.
 _DIVERGED = (
     "Training made them NaN or inf: the most likely cause is a learning rate so large "
@@ -303,8 +367,9 @@ def rebuild_model(architecture, weights, what="the model"):
         properties.
 
     Raises:
-        TestFailure: the architecture is not a model description, is implausibly large,
-            or the weights are not finite or do not fit it.
+        TestFailure: the architecture is not a model description, is implausibly large
+            (its text too long or too deeply nested: :func:`_parsed_architecture`), or
+            the weights are not finite or do not fit it.
         NeedsSandbox: called by a judge in the grader's own process (the grader then
             runs the judge in a sandboxed process).
     """
@@ -314,12 +379,7 @@ def rebuild_model(architecture, weights, what="the model"):
             f"{what}: Keras could not describe the model with model.to_json() "
             f"({str(architecture)[:200]}); build it from Keras or lablib layers."
         )
-    try:
-        config = json.loads(architecture)
-    except ValueError:
-        raise TestFailure(f"{what}: the reported architecture is not JSON.") from None
-    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
-        raise TestFailure(f"{what}: the reported architecture is not a Keras model description.")
+    config = _parsed_architecture(architecture, what)
     _check_sizes(config)
     refused = sorted(set(_class_names(config)) & set(REFUSED_CLASSES))
     if refused:

@@ -253,10 +253,17 @@ class FrameReader:
         (size,) = struct.unpack(">I", self._exact(4))
         if size > _MAX_HEADER_BYTES:
             raise ProtocolError(f"a message header of {size} bytes (at most {_MAX_HEADER_BYTES})")
+        data = self._exact(size)
         try:
-            header = json.loads(self._exact(size))
-        except ValueError as exc:
-            raise ProtocolError(f"a header that is not JSON ({exc})") from None
+            header = json.loads(data)
+        except Exception as exc:  # noqa: BLE001 - whatever the child wrote: not JSON, nested
+            # past the parser's recursion (RecursionError), ...: the child's fault, never
+            # an exception that ends the thread reading the pipe
+            raise ProtocolError(
+                f"a message header that is not JSON ({type(exc).__name__}: "
+                f"{str(exc)[:160]}): the submission broke the result channel, which only "
+                "lablib's own replies may use"
+            ) from None
         if type(header) is not dict or type(header.get("blobs")) is not list:
             raise ProtocolError("a header without its blob sizes")
         sizes = header["blobs"]

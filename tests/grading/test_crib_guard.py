@@ -19,7 +19,7 @@ import pytest
 from notebook_helpers import SOLUTIONS, exec_lab_cells
 from lablib.grading.judge import judge_test
 from lablib.grading.run.child import run_probe
-from lablib.grading.run.guard import BY_HAND, Window, catalogue, fingerprint
+from lablib.grading.run.guard import BY_HAND, Window, catalogue, fingerprint, message
 from lablib.grading.run.protocol import ProbeRequest
 from lablib.grading.spec import load_lab
 
@@ -254,6 +254,66 @@ def attention(query, key, value, mask=None):
     return np.asarray(output), np.asarray(weights)
 """
 
+# Traced into TensorFlow graphs in the cell, and only the ConcreteFunctions kept: no Python
+# function of lablib's is left to find, and running them runs no disarmed code. The graphs'
+# operations record the code they were made from: lablib's own.
+ATTENTION_CONCRETE = """# GRADED: attention
+import numpy as np
+import tensorflow as tf
+from lablib.layers import scaled_dot_product_attention as _sdpa
+
+_spec = tf.TensorSpec(None, tf.float64)
+_plain = tf.function(lambda q, k, v: _sdpa(q, k, v)).get_concrete_function(_spec, _spec, _spec)
+_masked = tf.function(lambda q, k, v, m: _sdpa(q, k, v, m)).get_concrete_function(
+    _spec, _spec, _spec, tf.TensorSpec(None, tf.bool)
+)
+del _sdpa
+
+
+def attention(query, key, value, mask=None):
+    q, k, v = (tf.constant(np.asarray(a, np.float64)) for a in (query, key, value))
+    if mask is None:
+        output, weights = _plain(q, k, v)
+    else:
+        output, weights = _masked(q, k, v, tf.constant(np.asarray(mask, bool)))
+    return output.numpy(), weights.numpy()
+"""
+
+# The same ConcreteFunctions kept in a list and a tuple in a dict in a tf.Module, which
+# only a closure holds.
+ATTENTION_CONCRETE_HELD = """# GRADED: attention
+import numpy as np
+import tensorflow as tf
+from lablib.layers import scaled_dot_product_attention as _sdpa
+
+
+def _make():
+    spec = tf.TensorSpec(None, tf.float64)
+    box = tf.Module()
+    box.traced = {
+        "plain": [tf.function(lambda q, k, v: _sdpa(q, k, v)).get_concrete_function(spec, spec, spec)],
+        "masked": (
+            tf.function(lambda q, k, v, m: _sdpa(q, k, v, m)).get_concrete_function(
+                spec, spec, spec, tf.TensorSpec(None, tf.bool)
+            ),
+        ),
+    }
+
+    def attention(query, key, value, mask=None):
+        q, k, v = (tf.constant(np.asarray(a, np.float64)) for a in (query, key, value))
+        if mask is None:
+            output, weights = box.traced["plain"][0](q, k, v)
+        else:
+            output, weights = box.traced["masked"][0](q, k, v, tf.constant(np.asarray(mask, bool)))
+        return output.numpy(), weights.numpy()
+
+    return attention
+
+
+attention = _make()
+del _make, _sdpa
+"""
+
 ATTENTION_LABLIB_FILENAME = """# GRADED: attention
 import os
 import numpy as np
@@ -326,6 +386,8 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         ("attention", ATTENTION_SOURCE_KEPT, "your code calls lablib.layers.attention,"),
         ("attention", ATTENTION_LABLIB_FILENAME, SDPA),
         ("attention", ATTENTION_TRACED, SDPA),
+        ("attention", ATTENTION_CONCRETE, SDPA + " (traced into a TensorFlow graph)"),
+        ("attention", ATTENTION_CONCRETE_HELD, SDPA + " (traced into a TensorFlow graph)"),
         (
             "multi_head_attention",
             MHA_IN_A_DICT,
@@ -349,6 +411,8 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "source-kept-exec-during-test",
         "lablib-file-name",
         "traced-tf-function",
+        "concrete-function",
+        "concrete-function-held",
         "keras-mha-in-dict",
         "keras-mha-looked-up",
     ],
@@ -360,6 +424,251 @@ def test_each_bypass_scores_nothing_and_is_named(solution_ns, piece, cell, named
     honest = grade_piece(solution_ns, piece)
     assert all(r.passed for r in honest), [(r.id, r.message) for r in honest]
     lablib_still_works()
+
+
+# Written by hand in TensorFlow and compiled with tf.function: its graphs record only the
+# student's code. Traced once in the cell (outside any test) and again inside the tests.
+ATTENTION_HONEST_TRACED = """# GRADED: attention
+import numpy as np
+import tensorflow as tf
+
+
+@tf.function(reduce_retracing=True)
+def _attend(query, key, value, allowed):
+    depth = tf.cast(tf.shape(query)[-1], tf.float64)
+    energies = tf.matmul(query, key, transpose_b=True) / tf.sqrt(depth)
+    energies = tf.where(allowed, energies, tf.constant(-np.inf, tf.float64))
+    row_max = tf.reduce_max(energies, axis=-1, keepdims=True)
+    row_max = tf.where(tf.math.is_finite(row_max), row_max, tf.zeros_like(row_max))
+    exponentials = tf.exp(energies - row_max)
+    totals = tf.reduce_sum(exponentials, axis=-1, keepdims=True)
+    weights = exponentials / tf.where(totals > 0, totals, tf.ones_like(totals))
+    return tf.matmul(weights, value), weights
+
+
+def attention(query, key, value, mask=None):
+    query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
+    shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+    shape += (query.shape[-2], key.shape[-2])
+    allowed = np.broadcast_to(True if mask is None else np.asarray(mask, dtype=bool), shape)
+    output, weights = _attend(*(tf.constant(a) for a in (query, key, value, allowed)))
+    return output.numpy(), weights.numpy()
+
+
+attention(np.eye(3, 4), np.eye(3, 4), np.eye(3, 4))
+"""
+
+
+def test_a_tf_function_written_by_hand_keeps_full_marks(solution_ns):
+    """The graphs of a piece written by hand in TensorFlow (traced in the cell, then in the
+    tests, where the probe's own frames lie outside the trace) are not lablib's: full
+    marks under the guard, twice (the second time its graphs are all traced already)."""
+    ns = with_cell(solution_ns, "attention", ATTENTION_HONEST_TRACED)
+    for _ in range(2):
+        results = grade_piece(ns, "attention")
+        assert results and all(r.passed for r in results), [(r.id, r.message) for r in results]
+    assert ns["_attend"].experimental_get_tracing_count() >= 2
+
+
+GRAPH_PRELUDE = """
+import tempfile
+import numpy as np
+import tensorflow as tf
+import keras
+from lablib.layers.attention import masked_softmax
+
+SPEC = tf.TensorSpec([None, None], tf.float32)
+"""
+
+# Each defines f(x), lablib's masked_softmax (or Keras' attention) run from a TensorFlow
+# graph kept somewhere f reaches; lablib's function is no longer named anywhere.
+GRAPH_ROUTES = {
+    "dict-and-list": """
+_held = {"traced": [tf.function(lambda x: masked_softmax(x)).get_concrete_function(SPEC)]}
+
+
+def f(x):
+    return _held["traced"][0](x)
+""",
+    "closure": """
+def _make():
+    traced = tf.function(lambda x: masked_softmax(x)).get_concrete_function(SPEC)
+    return lambda x: traced(x)
+
+
+f = _make()
+""",
+    "tf-module": """
+_box = tf.Module()
+_box.traced = tf.function(lambda x: masked_softmax(x)).get_concrete_function(SPEC)
+
+
+def f(x):
+    return _box.traced(x)
+""",
+    "keras-lambda-layer": """
+_layer = keras.layers.Lambda(tf.function(lambda x: masked_softmax(x)).get_concrete_function(SPEC))
+
+
+def f(x):
+    return _layer(x)
+""",
+    "keras-model-predict": """
+_model = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda x: masked_softmax(x))])
+_model.predict(np.ones((2, 3), "float32"), verbose=0)
+
+
+def f(x):
+    return _model.predict(x, verbose=0)
+""",
+    "nested-tf-function": """
+_inner = tf.function(lambda x: masked_softmax(x))
+_outer = tf.function(lambda x: _inner(x) + 0.0).get_concrete_function(SPEC)
+del _inner
+
+
+def f(x):
+    return _outer(x)
+""",
+    "saved-model": """
+_box = tf.Module()
+_box.softmax = tf.function(lambda x: masked_softmax(x), input_signature=[SPEC])
+_folder = tempfile.mkdtemp()
+tf.saved_model.save(_box, _folder)
+_loaded = tf.saved_model.load(_folder)
+del _box
+
+
+def f(x):
+    return _loaded.softmax(x)
+""",
+    "imported-graph-def": """
+_definition = tf.function(lambda x: masked_softmax(x)).get_concrete_function(SPEC).graph.as_graph_def()
+
+
+def _imported(x):
+    return tf.graph_util.import_graph_def(
+        _definition, input_map={"x:0": x}, return_elements=["Identity:0"]
+    )[0]
+
+
+_wrapped = tf.compat.v1.wrap_function(_imported, [SPEC])
+del _definition
+
+
+def f(x):
+    return _wrapped(x)
+""",
+    "ready-made-traced": """
+_mha = keras.layers.MultiHeadAttention(num_heads=1, key_dim=3)
+_mha(np.ones((1, 2, 3), "float32"), np.ones((1, 2, 3), "float32"))
+_traced = tf.function(lambda x: _mha(x[None], x[None])[0]).get_concrete_function(
+    tf.TensorSpec([2, 3], tf.float32)
+)
+del _mha
+
+
+def f(x):
+    return _traced(x)
+""",
+}
+
+GRAPH_NAMED = {
+    "saved-model": "rebuilt from a saved or exported definition",
+    "imported-graph-def": "rebuilt from a saved or exported definition",
+    "ready-made-traced": "keras.layers.MultiHeadAttention (traced into a TensorFlow graph), "
+    "a ready-made implementation",
+}
+
+
+def graph_route(source):
+    """The namespace a graded cell ``source`` leaves (after GRAPH_PRELUDE), lablib's
+    masked_softmax removed from it."""
+    ns = {"__name__": "graph_route"}
+    exec(compile(GRAPH_PRELUDE + source, "<graded cell softmax>", "exec"), ns)
+    ns.pop("masked_softmax")
+    return ns
+
+
+@pytest.mark.parametrize("route", list(GRAPH_ROUTES))
+def test_graphs_made_from_lablib_or_ready_made_code_are_cribs(route):
+    """The search looks into what a graded function reaches (containers, closures,
+    tf.Module, Keras layers and models, tf.function caches, nested functions, loaded saved
+    models): a graph whose operations were made while lablib's code (or a ready-made
+    layer's) ran is named; one rebuilt from a definition, which records no code, is a
+    crib too. Each works without the guard."""
+    ns = graph_route(GRAPH_ROUTES[route])
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], "float32")
+    assert np.asarray(ns["f"](x)).shape[-1] == 3
+    with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
+        pass
+    assert window.found is not None, route
+    named = GRAPH_NAMED.get(route, "lablib.layers.attention.masked_softmax")
+    assert named in message(window.found), message(window.found)
+    if route in ("saved-model", "imported-graph-def"):
+        assert window.found.kind == "graph"
+
+
+def test_graphs_written_by_hand_are_not_cribs():
+    """Graphs of the student's own TensorFlow code (a Keras layer, tf.cond, tf.while_loop,
+    gradients, a compiled and trained Keras model) are no crib, nor is a graph of lablib's
+    kept under a global name that the graded code uses only as an attribute's name."""
+    ns = graph_route(
+        """
+w = tf.function(lambda x: masked_softmax(x)).get_concrete_function(SPEC)  # another piece's
+_dense = keras.layers.Dense(3)
+
+
+@tf.function
+def _step(x):
+    with tf.GradientTape() as tape:
+        y = tf.nn.softmax(_dense(x))
+        y = tf.cond(tf.reduce_sum(y) > 0, lambda: y * 2.0, lambda: y)
+        _, y = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y + 1.0), [0, y])
+        loss = tf.reduce_sum(y)
+    return y, tape.gradient(loss, _dense.trainable_variables)
+
+
+_model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3)])
+_model.compile("adam", "mse")
+_model.fit(np.ones((4, 3)), np.ones((4, 3)), verbose=0)
+
+
+class _Scale:
+    w = 2.0
+
+
+def f(x):
+    return _step(x)[0] * _Scale.w, _model.predict(x, verbose=0), _step.get_concrete_function(x)
+
+
+f(np.ones((2, 3), "float32"))
+"""
+    )
+    with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
+        pass
+    assert window.found is None, message(window.found)
+
+
+def test_a_graph_of_the_probes_own_function_is_no_crib():
+    """A graph traced from a function the probe itself uses (here lablib's masked_softmax,
+    named by a hidden test's probe) is no crib in that probe, and is one in another."""
+    import types
+
+    ns = graph_route(GRAPH_ROUTES["closure"])
+    hidden = types.ModuleType("lablib_hidden_tests.graph_probe")
+    exec(
+        "from lablib.layers.attention import masked_softmax\n\n"
+        "def probe(ns):\n"
+        "    return ns['f'](masked_softmax([[1.0, 2.0]]))\n",
+        hidden.__dict__,
+    )
+    with Window(BY_HAND, {"f": ns["f"]}, hidden.probe, ns) as window:
+        pass
+    assert window.found is None, message(window.found)
+    with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
+        pass
+    assert window.found is not None and "masked_softmax" in window.found.name
 
 
 def test_a_swallowed_crib_still_counts(solution_ns):

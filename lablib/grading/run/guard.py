@@ -29,12 +29,24 @@ switched off, dodged from a thread or fooled by a file name):
   function its code back, removing the finder, searching the interpreter's objects
   (``gc``) and new processes.
 * **Copies by value** are compared: before the probe runs, the objects the graded names
-  reach (functions, closures, defaults, the globals their code names, class members,
+  reach (functions, closures, defaults, the globals their code reads, class members,
   containers) are searched for lablib's guarded code or a ready-made class (bound to a
   name, kept in a dict, a base class) and for code copied from lablib's files (the same
   bytecode, names and constants, comments, docstring and local names aside: what
   ``inspect.getsource`` + ``exec`` or ``types.FunctionType(f.__code__, ...)`` give), as a
   copied classmate's code would be found.
+* **TensorFlow graphs**: running a graph runs no Python, so lablib's function traced into
+  one in a cell (``tf.function(f).get_concrete_function(...)`` kept without ``f``, a Keras
+  model's ``predict``) escapes the raisers. TensorFlow records, for each operation, the
+  Python stack that made it; the search also looks into the TensorFlow objects the graded
+  names reach (a ``tf.function`` and its traces, concrete functions, ``tf.Module``, Keras
+  layers and models, each graph's nested functions), and a graph with an operation made
+  while lablib's guarded code or a ready-made class ran is a crib, named by the outermost
+  such function. Only the frames from where the trace began count (not a probe that
+  called a traced function), and not the probe's own functions. Renaming name scopes or
+  the student's objects changes none of it. A graph rebuilt from a definition (a saved
+  model loaded, ``import_graph_def``, a ``FunctionDef`` kept) records no code: it is a
+  crib too (:data:`UNTRACED`).
 * **Threads** the student's code started still meet the raisers; the window waits for
   them briefly, and one still running when the probe ends fails the probe (what it
   computes afterwards could not be judged), as does every later by-hand probe while it runs.
@@ -49,8 +61,9 @@ pieces) are not guarded.
 What it does not cover: the student's graded cells run before the probes, outside any
 window, so values computed with lablib there (a table of answers for the public tests'
 inputs) are not lablib's code when the probe runs; a copy of lablib's function hidden
-where only a dynamic lookup finds it (an attribute of another library's object); code
-that writes the interpreter's memory (``ctypes``) or rebuilds lablib's functions from this
+where only a dynamic lookup finds it (an attribute of another library's object, a
+TensorFlow function registered with its runtime and called by its name); code that
+writes the interpreter's memory (``ctypes``) or rebuilds lablib's functions from this
 module's own state in edited form. Code in the student's process can always reach into
 that process: the guard makes the obvious and the known routes fail and name themselves,
 it is not a sandbox. The judges' hidden tests, whose inputs are not published, are the
@@ -72,6 +85,7 @@ __all__ = [
     "BY_HAND",
     "HANDED_PREFIX",
     "READY_MADE",
+    "UNTRACED",
     "Crib",
     "CribCall",
     "Window",
@@ -184,8 +198,10 @@ class Crib:
             reference or judge), ``ready-made`` (:data:`READY_MADE`), ``copy`` (code copied
             from ``name``), ``file`` (reading a guarded file), ``compiled`` (compiling code
             under a guarded file's name), ``refused`` (an operation a by-hand probe may not
-            do), ``thread`` (a thread left running) or ``tamper`` (the grading code itself
-            changed: :func:`verify`).
+            do), ``graph`` (a TensorFlow graph whose code cannot be told: :data:`UNTRACED`),
+            ``thread`` (a thread left running) or ``tamper`` (the grading code itself
+            changed: :func:`verify`). A graph traced from lablib's code or a ready-made
+            class is ``lablib``, ``reference`` or ``ready-made``, its name saying so.
     """
 
     name: str
@@ -360,6 +376,8 @@ class Catalogue:
         ] = {}  # a module's __file__ -> guarded (paths resolved once)
         self._modules: dict[int, tuple] = {}  # id -> (module, guarded)
         self._unloadable: set[str] = set()
+        self.file_modules: dict[str, str] = {}  # real path -> its module's dotted name
+        self._spans: dict | None = None  # real path -> its functions' lines (code_at)
         for folder in self.folders:
             for directory, subdirs, files in os.walk(folder):
                 subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
@@ -374,6 +392,7 @@ class Catalogue:
         module = os.path.splitext(os.path.relpath(real, real_root))[0].replace(os.sep, ".")
         module = "lablib." + module.removesuffix(".__init__")
         self.module_names.append(module)
+        self.file_modules[real] = module
         with open(real, "rb") as handle:
             source = handle.read()
         for code, qualname in _qualified(compile(source, real, "exec", dont_inherit=True)):
@@ -446,6 +465,17 @@ class Catalogue:
         if known is None:
             known = self._module_files[path] = self.guarded_path(path)
         return known
+
+    def code_at(self, path, line) -> str | None:
+        """The dotted name of the guarded code a frame of a traceback ran, from its file and
+        line (the innermost function whose lines hold it, else the file's module), or None
+        where the file is not guarded."""
+        if not isinstance(path, str) or not self.known_path(path):
+            return None
+        if self._spans is None:
+            self._spans = _spans_by_file(self.names.items())
+        real = _realpath(path)
+        return _innermost(self._spans.get(real, ()), line) or self.file_modules.get(real, real)
 
     def preload(self) -> None:
         """Import the guarded modules not imported yet, so that they are disarmed with the
@@ -538,9 +568,29 @@ def _names_used(code) -> set[str]:
     return names
 
 
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+_GLOBALS_READ: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _global_names(code) -> frozenset:
+    """The names ``code`` (or code nested in it) reads as a global or builtin: an
+    attribute's name (``self.w``) is none of them, whatever global bears it."""
+    known = _GLOBALS_READ.get(code)
+    if known is None:
+        import dis
+
+        known = _GLOBALS_READ[code] = frozenset(
+            i.argval
+            for inner in _codes(code)
+            for i in dis.get_instructions(inner)
+            if i.opname in _GLOBAL_LOADS
+        )
+    return known
+
+
 def _function_links(function, names=None):
     """What a function reaches: its closure, defaults, ``__wrapped__`` and attributes, and
-    the globals (or builtins) its code names, with the attributes of a module it names
+    the globals (or builtins) its code reads, with the attributes of a module it names
     that its code also names (``layers.positional_encoding``)."""
     out = []
     for cell in function.__closure__ or ():
@@ -551,13 +601,14 @@ def _function_links(function, names=None):
     out.extend(function.__defaults__ or ())
     out.extend((function.__kwdefaults__ or {}).values())
     out.extend(getattr(function, "__dict__", {}).values())
+    read = _global_names(function.__code__) if names is None else names
     names = _names_used(function.__code__) if names is None else names
     scopes = [function.__globals__]
     builtins_ = getattr(function, "__builtins__", None)
     if isinstance(builtins_, dict):
         scopes.append(builtins_)
     modules = []
-    for name in names:
+    for name in read:
         for scope in scopes:
             if name in scope:
                 value = scope[name]
@@ -615,10 +666,15 @@ _SKIP = (
 class _Search:
     """One pass over what some objects reach (:func:`_function_links`, class members and
     bases, containers, instances' attributes), noting lablib's guarded code, copies of
-    it and ready-made classes. A hostile object's attributes may raise: such an object is
-    passed over."""
+    it and ready-made classes. Where cribs are flagged, it also looks into TensorFlow's
+    objects (``tf.Module``, Keras layers, ``tf.function``, concrete functions, graphs)
+    for graphs made from that code (:meth:`_graph_crib`). A hostile object's attributes
+    may raise: such an object is passed over.
 
-    def __init__(self, catalogue_: Catalogue, ready: dict, exempt: set):
+    ``probe_reached``: the functions the probe's own code reaches (:func:`probe_functions`):
+    a graph that ran them is not a crib in this probe."""
+
+    def __init__(self, catalogue_: Catalogue, ready: dict, exempt: set, probe_reached=()):
         self.catalogue = catalogue_
         self.ready = ready
         self.exempt = exempt
@@ -627,6 +683,12 @@ class _Search:
         self.classes: list = []  # lablib's classes reached, to disarm
         self.modules: list = []  # modules loaded from guarded files
         self.first: Crib | None = None
+        self.tf = _tf_classes()
+        self.holders = tuple(self.tf[r] for r in ("trackable", "session") if r in self.tf)
+        self.graphs = tuple(self.tf[r] for r in ("graph", "atomic", "trackable") if r in self.tf)
+        self._probe_reached = tuple(probe_reached)
+        self._exempt_names: set | None = None
+        self._ready_spans: dict | None = None
 
     def _found(self, crib: Crib) -> None:
         if self.first is None:
@@ -680,7 +742,7 @@ class _Search:
             if sys.modules.get(getattr(obj, "__name__", None)) is obj:
                 return ()  # an imported module's members count where code names them (_function_links)
             return tuple(vars(obj).values())  # a module loaded privately: what it holds
-        if isinstance(obj, dict):
+        if isinstance(obj, (dict, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
             return (*obj.keys(), *obj.values())
         if isinstance(obj, (list, tuple, set, frozenset)):
             return tuple(obj)
@@ -689,19 +751,100 @@ class _Search:
         kind = type(obj)
         if kind.__module__ in ("numpy",) or hasattr(kind, "__array__"):
             return ()
+        if flag and self.tf:
+            held = self._tensorflow(obj)
+            if held is not None:
+                return held
         out = [kind]
         try:  # the instance's own attributes, never through its class's __getattr__ (no code of its runs)
             state = object.__getattribute__(obj, "__dict__")
         except AttributeError:
             state = None
         if isinstance(state, dict):
-            if kind.__module__.startswith(
-                "tensorflow"
-            ):  # a tf.function: the Python function it traces
-                out.extend(v for v in state.values() if isinstance(v, types.FunctionType))
+            if flag and isinstance(obj, self.holders):  # a tf.Module, Keras layer, tf.function
+                out.extend(state.values())  # what it holds: functions, graphs, layers
+            elif kind.__module__.startswith("tensorflow"):  # the Python function it traces,
+                out.extend(  # and where cribs are flagged, a graph or function it holds
+                    v
+                    for v in state.values()
+                    if isinstance(v, types.FunctionType) or (flag and isinstance(v, self.graphs))
+                )
             elif not _library(obj):
                 out.extend(state.values())
         return out
+
+    def _tensorflow(self, obj):
+        """What a TensorFlow graph, function or graph definition holds (to search next),
+        after noting a crib it is; None for any other object. TensorFlow's own classes'
+        methods are called, never a subclass's."""
+        tf = self.tf
+        kind = type(obj)
+        if (kind.__module__, kind.__name__) in _DEFINITIONS:
+            self._found(Crib(UNTRACED, "graph"))
+            return ()
+        if isinstance(obj, tf.get("graph", ())):
+            crib = self._graph_crib(obj)
+            if crib is not None:
+                self._found(crib)
+                return ()
+            return list(object.__getattribute__(obj, "_functions").values())  # graphs it calls
+        if isinstance(obj, tf.get("atomic", ())):  # what a concrete function runs
+            slots = vars(tf["atomic"])  # its slots, read with the class's own descriptors
+            graphs = [slots[n].__get__(obj) for n in ("_cached_graph", "_generated_graph")]
+            if graphs == [None, None]:
+                self._found(Crib(UNTRACED, "graph"))  # built from a FunctionDef
+                return ()
+            return [*graphs, *slots["_children"].__get__(obj)]
+        if isinstance(obj, tf.get("cache", ())):  # a tf.function's traces
+            return list(tf["cache"].values(obj))
+        return None
+
+    def _graph_crib(self, graph) -> Crib | None:
+        """The crib a TensorFlow graph is: an operation made while lablib's guarded code
+        (or a ready-made class's or function's) ran, as TensorFlow recorded it, named by
+        the outermost such frame (what the traced code called); the probe's own functions,
+        and what they call, do not count. Else operations that record no code
+        (:data:`UNTRACED`)."""
+        stacks, untraced = _graph_record(graph, self.tf["graph"])
+        exempt = self._names_exempt()
+        ready = None  # (row in READY_MADE, name) of the first row met
+        for stack in sorted(stacks, key=repr):
+            for path, line in stack:
+                name = self.catalogue.code_at(path, line)
+                if name in exempt:
+                    break  # the probe's own function: what it calls is the probe's too
+                if name is not None:
+                    return Crib(f"{name} (traced into a TensorFlow graph)", _kind(name))
+                if isinstance(path, str) and isinstance(line, int):
+                    row = _innermost(self._ready_lines().get(_realpath(path), ()), line)
+                    if row is not None:
+                        ready = row if ready is None else min(ready, row)
+                        break
+        if ready is not None:
+            return Crib(f"{ready[1]} (traced into a TensorFlow graph)", "ready-made")
+        return Crib(UNTRACED, "graph") if untraced else None
+
+    def _names_exempt(self) -> set:
+        """The dotted names of lablib's code the probe's own functions hold."""
+        if self._exempt_names is None:
+            names = (
+                self.catalogue.name_of(code)
+                for function in self._probe_reached
+                for code in _codes(function.__code__)
+            )
+            self._exempt_names = {name for name in names if name is not None}
+        return self._exempt_names
+
+    def _ready_lines(self) -> dict:
+        """Real path -> the lines of the ready-made classes' methods and functions."""
+        if self._ready_spans is None:
+            pairs = []
+            for row, (name, obj) in enumerate(self.ready.values()):  # in READY_MADE's order
+                for member in _members(obj) if isinstance(obj, type) else [obj]:
+                    if isinstance(member, types.FunctionType):
+                        pairs.extend((code, (row, name)) for code in _codes(member.__code__))
+            self._ready_spans = _spans_by_file(pairs)
+        return self._ready_spans
 
     def _class(self, klass, flag):
         mro = getattr(klass, "__mro__", (klass,))
@@ -727,11 +870,12 @@ class _Search:
         return [*_members(klass), *(b for b in mro[1:] if not _library(b))]
 
 
-def probe_functions(probe, catalogue_: Catalogue) -> set[int]:
+def probe_functions(probe, catalogue_: Catalogue, functions: list | None = None) -> set[int]:
     """The ids of the functions a probe's own code reaches (its helpers, the functions it
     hands to the student's code), found from its code: they stay callable while it runs.
     Only lablib's code (compared with its files) and hidden-test code (by module) are
-    followed, so a spec's helper that student code replaced is not taken for the probe's."""
+    followed, so a spec's helper that student code replaced is not taken for the probe's.
+    ``functions``, where given, receives the functions themselves."""
     reached: set[int] = set()
     stack = [probe]
     seen: set[int] = set()
@@ -757,6 +901,8 @@ def probe_functions(probe, catalogue_: Catalogue) -> set[int]:
                     ("lablib_hidden_tests", "lablib_lab_files")
                 ):
                     reached.add(id(obj))
+                    if functions is not None:
+                        functions.append(obj)
                     stack.extend(
                         v for v in _function_links(obj) if not isinstance(v, types.ModuleType)
                     )
@@ -771,6 +917,141 @@ def probe_functions(probe, catalogue_: Catalogue) -> set[int]:
         except Exception:  # noqa: BLE001
             continue
     return reached
+
+
+# --------------------------------------------------------------------- TensorFlow graphs
+
+#: The frame from which TensorFlow's tracing calls the Python function it turns into a
+#: graph (``tf.function``, ``get_concrete_function``, ``tf.cond``'s branches,
+#: ``wrap_function``): the frames outside it (a probe that called a traced function among
+#: them) are not what the graph runs.
+_TRACE_ENTRY = ("func_graph_from_py_func", os.sep + os.path.join("framework", "func_graph.py"))
+
+#: Operations a graph rebuilt from a definition holds around what it computes (its inputs,
+#: outputs and no-ops): not counted as untraced.
+_PLUMBING = frozenset({"Placeholder", "Identity", "IdentityN", "NoOp"})
+
+#: What a by-hand piece reaches when it holds a TensorFlow graph or function whose
+#: operations record no code (rebuilt from a ``FunctionDef`` or ``GraphDef``: a saved
+#: model loaded, ``import_graph_def``), or such a definition itself.
+UNTRACED = "a TensorFlow graph rebuilt from a saved or exported definition"
+
+#: TensorFlow's classes the search looks into, by role (``module:attribute``), read from
+#: the modules already imported (none before TensorFlow is).
+_TF_CLASSES = (
+    ("graph", "tensorflow.python.framework.ops:Graph"),
+    ("atomic", "tensorflow.python.eager.polymorphic_function.atomic_function:AtomicFunction"),
+    ("cache", "tensorflow.core.function.polymorphism.function_cache:FunctionCache"),
+    ("trackable", "tensorflow.python.trackable.base:Trackable"),
+    ("session", "tensorflow.python.client.session:BaseSession"),
+)
+
+#: The protocol buffers a graph is rebuilt from: ``(module, class)``.
+_DEFINITIONS = frozenset(
+    {
+        ("tensorflow.core.framework.function_pb2", "FunctionDef"),
+        ("tensorflow.core.framework.function_pb2", "FunctionDefLibrary"),
+        ("tensorflow.core.framework.graph_pb2", "GraphDef"),
+        ("tensorflow.core.protobuf.meta_graph_pb2", "MetaGraphDef"),
+        ("tensorflow.core.protobuf.saved_model_pb2", "SavedModel"),
+    }
+)
+
+_REALPATHS: dict[str, str] = {}
+
+
+def _tf_classes() -> dict:
+    """:data:`_TF_CLASSES` that are loaded: role -> class."""
+    found = {}
+    for role, where in _TF_CLASSES:
+        module, _, attribute = where.partition(":")
+        value = getattr(sys.modules.get(module), "__dict__", {}).get(attribute)
+        if isinstance(value, type):
+            found[role] = value
+    return found
+
+
+def _realpath(path: str) -> str:
+    real = _REALPATHS.get(path)
+    if real is None:
+        real = _REALPATHS[path] = os.path.realpath(path)
+    return real
+
+
+def _spans_by_file(pairs) -> dict:
+    """``(code, name)`` pairs -> real path -> ``[(first line, last line, name)]`` of the
+    functions (a lambda's or comprehension's lines count as the function around them)."""
+    spans: dict = {}
+    for code, name in pairs:
+        if code.co_name in _NOT_FUNCTIONS:
+            continue
+        lines = [line for _, _, line in code.co_lines() if line is not None]
+        first = code.co_firstlineno
+        spans.setdefault(_realpath(code.co_filename), []).append(
+            (first, max(lines, default=first), name)
+        )
+    return spans
+
+
+def _innermost(spans, line) -> str | None:
+    """The name of the innermost span that holds ``line``, or None."""
+    best = None
+    for first, last, name in spans:
+        if first <= line <= last and (best is None or first >= best[0]):
+            best = (first, name)
+    return None if best is None else best[1]
+
+
+def _called_functions(operation) -> set[str]:
+    """The names of the functions an operation calls (its function-valued attributes)."""
+    names = set()
+    for value in operation.node_def.attr.values():
+        if value.HasField("func"):
+            names.add(value.func.name)
+        names.update(f.name for f in value.list.func)
+    return names
+
+
+def _graph_library(graph, graph_class) -> set[str]:
+    """The names of the functions ``graph`` and the graphs around it hold."""
+    names: set[str] = set()
+    for _ in range(64):
+        if not isinstance(graph, graph_class):
+            break
+        names.update(object.__getattribute__(graph, "_functions"))
+        try:
+            graph = object.__getattribute__(graph, "outer_graph")
+        except AttributeError:
+            break
+    return names
+
+
+def _graph_record(graph, graph_class) -> tuple[frozenset, bool]:
+    """What TensorFlow recorded of the code that made ``graph``'s operations: the stacks
+    they were made from, each a tuple of frames ``(file, line)``, outermost first, from the
+    tracing entry on (:data:`_TRACE_ENTRY`: the callers of a traced function, a probe among
+    them, do not count), and whether an operation records no code (rebuilt from a
+    definition) or calls a function that neither the graph nor a graph around it holds.
+    Read anew for each search (a record kept between searches could be edited);
+    ``graph_class``'s own methods are called, never a subclass's."""
+    stacks: set = set()
+    called: set = set()
+    untraced = False
+    for operation in graph_class.get_operations(graph):
+        trace = operation.traceback
+        if trace is None:
+            untraced = untraced or operation.type not in _PLUMBING
+        else:
+            trace = list(trace)
+            start = 0
+            for index in range(len(trace) - 1, -1, -1):
+                frame = trace[index]
+                if frame.name == _TRACE_ENTRY[0] and frame.filename.endswith(_TRACE_ENTRY[1]):
+                    start = index + 1
+                    break
+            stacks.add(tuple((frame.filename, frame.lineno) for frame in trace[start:]))
+        called |= _called_functions(operation)
+    return frozenset(stacks), untraced or bool(called - _graph_library(graph, graph_class))
 
 
 # --------------------------------------------------------------------- disarming
@@ -1196,10 +1477,13 @@ class Window:
         self.catalogue = catalogue(self.guard)
         self.catalogue.preload()
         self._ready = _ready_made()
+        reached: list = []
         self._exempt = (
-            probe_functions(self.probe, self.catalogue) if self.probe is not None else set()
+            probe_functions(self.probe, self.catalogue, reached)
+            if self.probe is not None
+            else set()
         )
-        search = _Search(self.catalogue, self._ready, self._exempt)
+        search = _Search(self.catalogue, self._ready, self._exempt, reached)
         search.run(self.objects.values(), flag=True)
         if search.first is not None:
             self.found = search.first
@@ -1416,6 +1700,11 @@ def message(found) -> str:
         return (
             f"your code changed lablib's grading code ({crib.name}), so this test cannot be judged; "
             f"it gives no points."
+        )
+    if crib.kind == "graph":
+        return (
+            f"your code runs {crib.name}, which records none of the code it was made from, "
+            f"so it cannot be told from lablib's own implementation; {asks}."
         )
     if crib.kind == "thread":
         return (

@@ -297,16 +297,12 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
 
 
 def _replaced(
-    results: list[SubmissionResult],
-    now: set,
-    suffixed: dict | None = None,
-    replacing: set | None = None,
+    results: list[SubmissionResult], now: set, suffixed: dict | None = None
 ) -> list[SubmissionResult]:
     """``results`` less the kept rows (not graded now) of a student whose newer submission
     from the same LMS was graded now, each dropped with a :class:`SubmissionReplaced`
     warning (never silently). A newer row named ``name-<k>`` because the dropped row had
-    its name (``suffixed``: :func:`_merged`'s) takes that name back: the same student's.
-    ``replacing`` (when given) receives the ``id`` of each newer row that replaced one."""
+    its name (``suffixed``: :func:`_merged`'s) takes that name back: the same student's."""
     newer = {}
     for r in results:
         if id(r) in now and (person := _lms_person(r.identity)) is not None:
@@ -327,8 +323,6 @@ def _replaced(
             )
             if (suffixed or {}).get(id(newer[person])) == r.submission:
                 newer[person].submission = r.submission
-            if replacing is not None:
-                replacing.add(id(newer[person]))
             continue
         out.append(r)
     return out
@@ -564,41 +558,91 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
     index = _roster_index(roster, found, previous)
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
+    dated = _dated_before(previous)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
-    replacing: set = set()
-    results = _replaced(
-        _merged(previous, graded, suffixed), {id(r) for r in graded}, suffixed, replacing
-    )
-    if options.roster is None:
-        _forget_kept_times([r for r in results if id(r) in replacing])
+    now = {id(r) for r in graded}
+    results = _replaced(_merged(previous, graded, suffixed), now, suffixed)
+    if options.roster is not None:  # the roster given dates the notebooks in the folder now
+        _date_by_roster(results)
+    else:
+        _check_kept_times([r for r in results if id(r) in now], dated)
     return results
 
 
-#: Why a newer submission that replaced a row has no time (its lateness not computed).
+#: Why a notebook graded without a roster given now has no time (lateness not computed).
 KEPT_TIME = (
-    "Lateness not computed: this submission replaced the same student's earlier one, and the "
-    "only time known for it ({time}, {source}) came from the roster kept from the earlier "
-    "grading run, which dates the earlier submission; give the LMS's new worksheet or "
-    "roster with --roster (or the times with --times) when grading the new download."
+    "Lateness not computed: the only submission time known for this notebook ({time}, "
+    "{source}) comes from the roster kept from an earlier grading run, which dated another "
+    "version of it (or none): a resubmission would count at the earlier time. Grade it "
+    "again with the LMS's new worksheet or roster (lablib grade --roster) or the times "
+    "(--times)."
 )
 
 
-def _forget_kept_times(rows) -> None:
-    """A newer submission that replaced the same student's row (:func:`_replaced`) and
-    was graded without a roster given now: a time from the roster kept in the output
-    folder is the earlier submission's (a Moodle worksheet's "Last modified"), so it is
+def _roster_timed(identity: dict) -> bool:
+    """The row's time is the roster's (a worksheet's "Last modified", a submitted_at
+    column), not the download's own or a times file's."""
+    return bool(identity.get("submitted_at")) and str(identity.get("time_source") or "").startswith(
+        "the roster's"
+    )
+
+
+def _digest(path) -> str:
+    """The notebook file's SHA-256 (hex), or "" where it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return ""
+    return h.hexdigest()
+
+
+def _dated_before(previous) -> set:
+    """``(student key, notebook digest)`` of every kept row whose roster time dated that
+    very notebook (``identity.dated``, written where the roster was given)."""
+    return {
+        (str(r.identity.get("key", "")), r.identity["dated"])
+        for r in previous
+        if r.identity and r.identity.get("dated")
+    }
+
+
+def _date_by_roster(rows) -> None:
+    """A roster given now dates the notebooks in the folder now: each row timed by it
+    records its notebook's digest (``dated``), for later regrades without a roster."""
+    for r in rows:
+        identity = r.identity or {}
+        identity.pop("time_unknown", None)
+        identity.pop("dated", None)
+        if _roster_timed(identity) and (digest := _digest(r.path)):
+            identity["dated"] = digest
+
+
+def _check_kept_times(rows, dated: set) -> None:
+    """Rows graded now without a roster given: a time from the roster kept in the output
+    folder holds only for the notebook it dated (``dated``: the same student's notebook
+    with the same digest). A resubmission (a new file, a file unzipped over the old one,
+    a notebook after a zip) would count at the earlier submission's time, so the time is
     dropped and the row's lateness is not computed (``time_unknown`` says why), never
     counted on time. Times from the download itself (Gradescope's metadata) or from a
     times file given now stay."""
     for r in rows:
         identity = r.identity or {}
-        source = str(identity.get("time_source") or "")
-        if identity.get("submitted_at") and source.startswith("the roster's"):
-            identity["time_unknown"] = KEPT_TIME.format(
-                time=identity["submitted_at"], source=source
-            )
-            identity["submitted_at"], identity["time_source"] = "", ""
+        if not _roster_timed(identity):
+            continue
+        digest = _digest(r.path)
+        if digest and (str(identity.get("key", "")), digest) in dated:
+            identity["dated"] = digest
+            identity.pop("time_unknown", None)
+            continue
+        identity.pop("dated", None)
+        identity["time_unknown"] = KEPT_TIME.format(
+            time=identity["submitted_at"], source=identity["time_source"]
+        )
+        identity["submitted_at"], identity["time_source"] = "", ""
 
 
 def _close_to_others(out: pathlib.Path) -> None:

@@ -568,31 +568,48 @@ def test_the_cache_key_frames_each_cell_and_the_mask_follows_links(tmp_path):
 
 
 def test_a_newer_submission_never_takes_the_kept_worksheets_time(tmp_path, capsys):
-    """A Moodle regrade the way the README shows it (a new download, no new worksheet):
-    Ann's resubmission replaces her row, and the kept worksheet's time is her earlier
-    submission's ("On time" on 1 June). Her new row's lateness is not computed (it said
-    on time, and the export gave 8 instead of the late 5.6), the export refuses it
-    until the new worksheet is given, and with it the penalty is computed."""
+    """Moodle regrades the way the guide shows them (a new download, no new worksheet):
+    the kept worksheet's time dates the notebooks it was given with, not a resubmission.
+    Ann's new file (another folder), Bo's file unzipped over his old one and Cara's
+    notebook after a zip each took the kept time ("On time" on 1 June: Ann's 3-day-late
+    resubmission scored 8, not 5.6); now their lateness is not computed (the same command
+    run again too), the export refuses it until the new worksheet is given, and with it
+    the penalty counts. An unchanged notebook regraded keeps its time."""
     from lablib.grading.export import export
     from lablib.grading.gradebook.roster import Roster
 
     folder = "assignsubmission_file_"
     header = "Identifier,Full name,Email address,Status,Grade,Maximum Grade,"
     header += "Grade can be changed,Last modified (submission),Last modified (grade),Feedback\n"
+    june1 = "Monday, 1 June 2026, 10:00 AM"
 
     def worksheet(path, ann_time):
+        rows = [
+            ("201", "Ann Lee", ann_time),
+            ("202", "Bo Chan", june1),
+            ("203", "Cara Diaz", june1),
+        ]
         path.write_text(
             header
-            + f'Participant 201,Ann Lee,al@u.edu,Submitted,,8.00,Yes,"{ann_time}",-,\n'
-            + 'Participant 202,Bo Chan,bc@u.edu,Submitted,,8.00,Yes,"Monday, 1 June 2026, 10:00 AM",-,\n'
+            + "".join(
+                f'Participant {pid},{name},{pid}@u.edu,Submitted,,8.00,Yes,"{when}",-,\n'
+                for pid, name, when in rows
+            )
         )
 
+    def hand_in(subs, who, name="lab0.ipynb"):
+        (subs / f"{who}_{folder}").mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURE_SOLUTION, subs / f"{who}_{folder}" / name)
+
     first, second = tmp_path / "subs", tmp_path / "subs2"
-    for subs, who in ((first, ("Ann Lee_201", "Bo Chan_202")), (second, ("Ann Lee_201",))):
-        for name in who:
-            (subs / f"{name}_{folder}").mkdir(parents=True)
-            shutil.copy(FIXTURE_SOLUTION, subs / f"{name}_{folder}" / "lab0.ipynb")
-    worksheet(tmp_path / "w1.csv", "Monday, 1 June 2026, 10:00 AM")
+    hand_in(first, "Ann Lee_201")
+    hand_in(first, "Bo Chan_202")
+    hand_in(first, "Cara Diaz_203", "lab0.zip")  # not a notebook: skipped
+    hand_in(second, "Ann Lee_201")
+    hand_in(second, "Cara Diaz_203")
+    ann = second / f"Ann Lee_201_{folder}" / "lab0.ipynb"  # changed since: a resubmission
+    ann.write_text(ann.read_text().replace("Fixture lab", "Fixture lab (resubmitted)"))
+    worksheet(tmp_path / "w1.csv", june1)
     worksheet(tmp_path / "w2.csv", "Friday, 5 June 2026, 10:00 AM")
     out = tmp_path / "out"
     late = ["--due", "2026-06-02T23:59", "--late-per-day", "10%"]
@@ -600,16 +617,29 @@ def test_a_newer_submission_never_takes_the_kept_worksheets_time(tmp_path, capsy
         main(_fixture_grade(first, "-o", str(out), "--roster", str(tmp_path / "w1.csv"), *late))
         == 0
     )
-    assert main(_fixture_grade(second, "-o", str(out))) == 0  # the README's regrade
-    ann = _rows(out)["Ann Lee"]
-    assert ann["late_penalty"] == "", ann
-    assert "replaced the same student's earlier one" in ann["lateness"], ann
-    assert "--roster" in ann["lateness"], ann
+    assert main(_fixture_grade(first, "-o", str(out))) == 0  # unchanged: the times hold
+    assert [_rows(out)[n]["late_penalty"] for n in ("Ann Lee", "Bo Chan")] == ["0", "0"]
+    # Bo's new notebook unzipped over his old one (same path, other content)
+    bo = first / f"Bo Chan_202_{folder}" / "lab0.ipynb"
+    bo.write_text(bo.read_text().replace("Fixture lab", "Fixture lab (resubmitted)"))
+    for _ in range(2):  # the new download, then the same command again
+        assert main(_fixture_grade(second, "-o", str(out))) == 0
+        assert main(_fixture_grade(bo, "-o", str(out))) == 0  # one resubmission by its path
+        rows = _rows(out)
+        for name in ("Ann Lee", "Bo Chan", "Cara Diaz"):
+            assert rows[name]["late_penalty"] == "", (name, rows[name])
+            assert (
+                "comes from the roster kept from an earlier grading run" in rows[name]["lateness"]
+            )
+            assert "--roster" in rows[name]["lateness"], rows[name]
     roster = Roster.load(tmp_path / "w2.csv")
     with pytest.raises(Exception, match="--allow-unknown-lateness"):
         export("moodle", [out], roster, tmp_path / "m.csv")
-    # graded again with the new worksheet: the penalty (3 started days, 10% each) counts
+    # graded again with the new worksheet: Ann's penalty (3 started days, 10% each) counts
     assert main(_fixture_grade(second, "-o", str(out), "--roster", str(tmp_path / "w2.csv"))) == 0
-    ann = _rows(out)["Ann Lee"]
-    assert float(ann["late_penalty"]) == pytest.approx(2.4), ann
+    rows = _rows(out)
+    assert float(rows["Ann Lee"]["late_penalty"]) == pytest.approx(2.4), rows["Ann Lee"]
+    assert [rows[n]["late_penalty"] for n in ("Bo Chan", "Cara Diaz")] == ["0", "0"]
+    assert main(_fixture_grade(second, "-o", str(out))) == 0  # and they hold after
+    assert float(_rows(out)["Ann Lee"]["late_penalty"]) == pytest.approx(2.4)
     capsys.readouterr()

@@ -272,11 +272,17 @@ def expect_shape(got: Any, shape, what: str = "value") -> None:
 def expect_equal(
     got: Any, expected: Any, what: str = "value", *, nonfinite_ok: bool = False
 ) -> None:
-    """Exact equality for plain values (arrays compared element-wise). An expected
-    float or array of floats holding NaN or inf fails as in :func:`expect_close`,
-    unless ``nonfinite_ok``."""
-    if type(expected) is float or (isinstance(expected, np.ndarray) and expected.dtype.kind == "f"):
-        _expect_finite_expected(np.asarray(expected), what, nonfinite_ok)
+    """Exact equality for plain values (arrays compared element-wise). Expected floats
+    (a number, an array, a list) follow the rule of :func:`expect_close`: an expected
+    NaN fails unless ``nonfinite_ok`` (which takes NaN for NaN as equal), and an
+    expected inf or -inf is compared exactly."""
+    floats = _floats(expected)
+    if floats is not None:
+        _expect_finite_expected(floats, what, nonfinite_ok)
+        if nonfinite_ok and np.any(np.isnan(floats)) and not isinstance(expected, np.ndarray):
+            same = _floats(got)
+            if same is not None and same.shape == floats.shape:
+                got, expected = same, floats  # compared as arrays, NaN for NaN
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         e = np.asarray(expected)
         try:
@@ -288,7 +294,8 @@ def expect_equal(
                 f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
             )
         try:
-            differ = not np.array_equal(g, e)
+            nan_ok = nonfinite_ok and e.dtype.kind in "fc" and g.dtype.kind in "fc"
+            differ = not np.array_equal(g, e, equal_nan=nan_ok)
         except (TypeError, ValueError):  # records or text against numbers
             differ = True
             if g.dtype != e.dtype:
@@ -326,15 +333,34 @@ NONFINITE_CAUSE = (
 )
 
 
-def _nonfinite(array: np.ndarray) -> str | None:
-    """Where ``array`` holds NaN or inf, as ``[2, 1], [3, 0] (2 of 12 entries)``
-    (``the value`` for a single number), or None when every entry is finite."""
-    bad = ~np.isfinite(array)
-    if not np.any(bad):
+def _floats(value: Any) -> np.ndarray | None:
+    """``value`` as an array of floats when it is a float or an array or (nested)
+    list of floats, else None."""
+    if isinstance(value, (bool, np.bool_)):
         return None
+    if not isinstance(value, (float, np.floating, list, tuple, np.ndarray)):
+        return None
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):  # a ragged list, say
+        return None
+    return array if array.dtype.kind == "f" else None
+
+
+def _at(bad: np.ndarray) -> str:
+    """Where ``bad`` is true, as ``at [2, 1], [3, 0] (2 of 12 entries)``, or ``in the
+    value`` for a single number (a 0-d array)."""
+    if bad.ndim == 0:
+        return "in the value"
     places = np.argwhere(bad)
-    where = _first(places, _where, ", ") or "the value"
-    return f"{where} ({len(places)} of {array.size} entries)"
+    return f"at {_first(places, _where, ', ')} ({len(places)} of {bad.size} entries)"
+
+
+def _nonfinite(array: np.ndarray) -> str | None:
+    """Where ``array`` holds NaN or inf, as ``at [2, 1], [3, 0] (2 of 12 entries)``
+    (``in the value`` for a single number), or None when every entry is finite."""
+    bad = ~np.isfinite(array)
+    return _at(bad) if np.any(bad) else None
 
 
 def expect_finite(got: Any, what: str = "value", cause: str = NONFINITE_CAUSE) -> np.ndarray:
@@ -348,7 +374,7 @@ def expect_finite(got: Any, what: str = "value", cause: str = NONFINITE_CAUSE) -
     array = expect_array(got, what=what)
     where = _nonfinite(array)
     if where is not None:
-        raise Mistake(f"{what} is not finite: NaN or inf at {where}. {cause}", got=array)
+        raise Mistake(f"{what} is not finite: NaN or inf {where}. {cause}", got=array)
     return array
 
 
@@ -363,12 +389,13 @@ def expect_close(
 ) -> None:
     """Numerical closeness for numbers, arrays and (nested) lists/dicts of them.
 
-    An expected value holding NaN or inf fails (a :class:`Mistake` saying the student's
+    An expected value holding NaN fails (a :class:`Mistake` saying the student's
     weights or outputs are not finite), unless ``nonfinite_ok``: judges compute their
     expected values from the student's own weights and outputs, and where those are NaN
     the expected value is NaN too, which a NaN answer would match. With ``nonfinite_ok``
-    (a reference that holds NaN or inf by design), the answer must hold the same NaN
-    and inf in the same places.
+    (a reference that holds NaN by design), the answer must hold NaN in the same places.
+    An expected inf or -inf (masked logits, the log of a zero probability) is compared
+    exactly: the answer must hold the same infinity in the same place.
     """
     if isinstance(expected, dict):
         if not isinstance(got, dict) or set(got) != set(expected):
@@ -403,14 +430,11 @@ def expect_close(
         )
     g = real_array(g)
     _expect_finite_expected(e, what, nonfinite_ok)
+    _expect_same_infinities(g, e, what)
     not_finite = ~np.isfinite(g) & np.isfinite(e)
     if np.any(not_finite):
-        places = np.argwhere(not_finite)
-        where = _first(places, _where, ", ") or "the value"
         raise TestFailure(
-            f"{what}: got NaN or infinite values at {where} ({len(places)} of {g.size} entries)",
-            expected=e,
-            got=g,
+            f"{what}: got NaN or infinite values {_at(not_finite)}", expected=e, got=g
         )
     close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if not bool(np.all(close)):
@@ -418,21 +442,39 @@ def expect_close(
 
 
 def _expect_finite_expected(expected: np.ndarray, what: str, nonfinite_ok: bool) -> None:
-    """Fail unless the expected value of a comparison is finite (or may not be)."""
-    where = None if nonfinite_ok else _nonfinite(expected)
-    if where is not None:
+    """Fail where the expected value of a comparison holds NaN, unless it may."""
+    nan = np.isnan(expected)
+    if not nonfinite_ok and np.any(nan):
         raise Mistake(
             f"{what}: the expected value, which the grader computes from your own weights "
-            f"or outputs, holds NaN or inf at {where}, so your weights or outputs are not "
+            f"or outputs, holds NaN {_at(nan)}, so your weights or outputs are not "
             f"finite (NaN or inf). {NONFINITE_CAUSE}",
             expected=expected,
         )
 
 
+def _expect_same_infinities(g: np.ndarray, e: np.ndarray, what: str) -> None:
+    """Fail unless ``g`` holds the same inf or -inf wherever ``e`` does."""
+    wrong = np.isinf(e) & (g != e)
+    if not np.any(wrong):
+        return
+    if e.ndim == 0:
+        detail = f"expected {_number(e[()])}, got {_number(g[()])}"
+    else:
+        shown = _first(
+            np.argwhere(wrong),
+            lambda i: f"{_where(i)}: expected {_number(e[tuple(i)])}, got {_number(g[tuple(i)])}",
+            "; ",
+        )
+        detail = f"inf or -inf was expected {_at(wrong)} ({shown})"
+    raise TestFailure(f"{what}: {detail}", expected=e, got=g)
+
+
 def _difference(g: np.ndarray, e: np.ndarray, close: np.ndarray, rtol, atol) -> str:
     """Where and by how much ``g`` differs from ``e`` (``close`` marks the entries that
     agree), and the tolerance."""
-    difference = np.where(close, 0.0, np.abs(g - e))
+    with np.errstate(invalid="ignore"):  # inf - inf where both hold the same inf
+        difference = np.where(close, 0.0, np.abs(g - e))
     worst = np.unravel_index(int(np.argmax(difference)), e.shape)
     tolerance = f"tolerance rtol={rtol:g}, atol={atol:g}"
     if e.ndim == 0:

@@ -66,13 +66,57 @@ def test_a_nan_expected_value_fails_even_against_a_nan_answer():
         expect_close(expected.copy(), expected, what="layer output")
     message = info.value.message
     assert message.startswith("layer output: the expected value, which the grader computes")
-    assert "NaN or inf at [1, 2] (1 of 6 entries)" in message
+    assert "holds NaN at [1, 2] (1 of 6 entries)" in message
     assert "your weights or outputs are not finite (NaN or inf)" in message
     assert "an initialiser" in message and "a division by zero" in message
     with pytest.raises(Mistake, match="not finite"):
-        expect_close({"a": [np.inf]}, {"a": [np.inf]})  # inside dicts and lists too
+        expect_close({"a": [np.nan]}, {"a": [np.nan]})  # inside dicts and lists too
     with pytest.raises(Mistake, match="not finite"):
-        expect_equal(np.array([np.inf]), np.array([np.inf]))  # exact equality as well
+        expect_equal(np.array([np.nan]), np.array([np.nan]))  # exact equality as well
+    with pytest.raises(Mistake, match="not finite"):
+        expect_equal([0.0, np.nan], [0.0, np.nan])  # lists as arrays
+    with pytest.raises(Mistake, match="not finite"):
+        expect_equal(float("nan"), float("nan"))
+
+
+def test_a_single_number_is_named_the_value_not_an_empty_index():
+    with pytest.raises(Mistake) as info:
+        expect_close(np.nan, np.float64(np.nan), what="loss")
+    assert "holds NaN in the value," in info.value.message and "[]" not in info.value.message
+    message = _message(lambda: expect_close(np.nan, 1.0, what="loss"))
+    assert message == "loss: got NaN or infinite values in the value"
+    assert _message(lambda: expect_close(2.0, -np.inf, what="loss")) == (
+        "loss: expected -inf, got 2"
+    )
+
+
+def test_an_expected_infinity_is_compared_exactly():
+    """Masked logits and the log of a zero probability hold -inf by design: an answer
+    with the same infinities passes; a finite or NaN value where inf belongs fails."""
+    mask = np.array([[True, False], [True, True]])
+    scores = np.array([[0.3, 0.7], [0.1, 0.2]])
+    masked = np.where(mask, scores, -np.inf)
+    expect_close(masked.copy(), masked)
+    expect_equal(masked.copy(), masked)
+    expect_equal([0.0, -np.inf], [0.0, -np.inf])  # lists follow the arrays' rule
+    expect_equal(float("inf"), float("inf"))
+    with np.errstate(divide="ignore"):
+        log_p = np.log(np.array([0.5, 0.5, 0.0]))
+    expect_close(log_p.copy(), log_p)
+    expect_close({"a": [np.inf]}, {"a": [np.inf]})
+    padded = np.where(mask, scores, -1e9)  # a large negative number is not -inf
+    message = _message(lambda: expect_close(padded, masked, what="masked"))
+    assert message.startswith(
+        "masked: inf or -inf was expected at [0, 1] (1 of 4 entries) "
+        "([0, 1]: expected -inf, got -1e+09)"
+    )
+    flipped = masked.copy()
+    flipped[0, 1] = np.inf
+    assert "[0, 1]: expected -inf, got inf" in _message(lambda: expect_close(flipped, masked))
+    nan = masked.copy()
+    nan[0, 1] = np.nan
+    assert "[0, 1]: expected -inf, got nan" in _message(lambda: expect_close(nan, masked))
+    assert "1 of 4 entries differ" in _message(lambda: expect_equal(padded, masked))
 
 
 def test_a_reference_nonfinite_by_design_is_compared_when_the_judge_says_so():
@@ -80,11 +124,17 @@ def test_a_reference_nonfinite_by_design_is_compared_when_the_judge_says_so():
     expect_close(logits.copy(), logits, nonfinite_ok=True)
     expect_close([logits.copy()], [logits], nonfinite_ok=True)
     expect_equal(np.array([-np.inf]), np.array([-np.inf]), nonfinite_ok=True)
+    expect_equal(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), nonfinite_ok=True)
+    expect_equal([np.nan, 1.0], [float("nan"), 1.0], nonfinite_ok=True)
+    expect_equal(float("nan"), float("nan"), nonfinite_ok=True)
     wrong = logits.copy()
     wrong[0, 1] = 0.0  # a masked logit that is not -inf
-    assert "1 of 4 entries differ" in _message(
+    assert "inf or -inf was expected at [0, 1]" in _message(
         lambda: expect_close(wrong, logits, nonfinite_ok=True)
     )
+    wrong = logits.copy()
+    wrong[1, 0] = 0.0  # NaN expected, a number given
+    assert "got 0" in _message(lambda: expect_close(wrong, logits, nonfinite_ok=True))
 
 
 def test_expect_finite_names_the_weights_and_the_likely_cause():

@@ -137,3 +137,26 @@ def test_weights_that_training_made_nan_are_named_as_such():
         judge_training_weights(reply([1.0, 2.0], [1.5, NAN]), *batch, "a tiny batch")
     with pytest.raises(Mistake, match="the model before training: .* an initialiser"):
         judge_training_weights(reply([NAN, 2.0], [1.5, 2.5]), *batch, "a tiny batch")
+
+
+def test_a_course_test_compares_expected_infinities_and_may_allow_nan():
+    """``lab.test(expected=...)``: masked logits (-inf by design) pass as they are; an
+    expected NaN fails unless the test says ``nonfinite_ok``."""
+    from lablib.grading.expect import Mistake, TestFailure
+    from lablib.grading.labspec.model import Test
+
+    masked = np.array([[0.3, -np.inf], [0.1, 0.2]])
+    test = Test("labX", "mask_logits", "masked", probe=lambda ns: None, expected=lambda: masked)
+    assert test.run_judge(masked.copy()) == 1.0
+    with pytest.raises(TestFailure, match=r"inf or -inf was expected at \[0, 1\]"):
+        test.run_judge(np.where(np.isinf(masked), -1e9, masked))
+    with_nan = np.array([1.0, np.nan])
+    strict = Test("labX", "p", "strict", probe=lambda ns: None, expected=with_nan)
+    with pytest.raises(Mistake, match="holds NaN at"):
+        strict.run_judge(with_nan.copy())
+    allowed = Test(
+        "labX", "p", "allowed", probe=lambda ns: None, expected=with_nan, nonfinite_ok=True
+    )
+    assert allowed.run_judge(with_nan.copy()) == 1.0
+    with pytest.raises(TestFailure):
+        allowed.run_judge(np.array([1.0, 0.0]))

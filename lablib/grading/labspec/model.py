@@ -126,7 +126,14 @@ class WrittenQuestion:
 
 @dataclasses.dataclass
 class Test:
-    """One test of one graded piece. Create with :meth:`LabSpec.test`."""
+    """One test of one graded piece. Create with :meth:`LabSpec.test`.
+
+    A test without a judge compares the probe's values with ``expected`` (a value, or a
+    function that returns it) by :func:`~lablib.grading.expect.expect_close`, within
+    ``rtol`` and ``atol``. An expected NaN fails there (the grader takes it for NaN
+    weights or outputs) unless ``nonfinite_ok`` is set, for a reference that holds NaN
+    by design; an expected inf or -inf is always compared exactly.
+    """
 
     __test__ = False
 
@@ -144,6 +151,7 @@ class Test:
     judge_fn: Callable[[Any], Any] | None = None
     module: str = ""
     error_hints: tuple[tuple[str, str], ...] = ()
+    nonfinite_ok: bool = False
 
     def judge(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Decorator: set the function that judges the probe's plain values."""
@@ -183,7 +191,14 @@ class Test:
         if self.judge_fn is not None:
             return self.fraction(self.judge_fn(got))
         expected = self.expected() if callable(self.expected) else self.expected
-        expect_close(got, expected, rtol=self.rtol, atol=self.atol, what=self.name)
+        expect_close(
+            got,
+            expected,
+            rtol=self.rtol,
+            atol=self.atol,
+            what=self.name,
+            nonfinite_ok=self.nonfinite_ok,
+        )
         return 1.0
 
     def fraction(self, returned: Any) -> float:
@@ -291,11 +306,13 @@ class LabSpec:
         atol: float = 1e-6,
         timeout: float | None = None,
         hidden: bool | None = None,
+        nonfinite_ok: bool = False,
     ) -> Callable[[Callable], Test]:
         """Decorator: register a probe function as a test of ``piece``.
 
         ``hidden``: None (the default) makes the test hidden when its probe is defined in a
         hidden test module (one :func:`load_lab` imported from ``--tests``).
+        ``nonfinite_ok``: an ``expected`` that holds NaN by design (see :class:`Test`).
         """
         if piece not in self.pieces:
             raise KeyError(
@@ -317,6 +334,7 @@ class LabSpec:
                 expected=expected,
                 rtol=rtol,
                 atol=atol,
+                nonfinite_ok=nonfinite_ok,
                 module=module,
                 error_hints=self.pieces[piece].error_hints,
             )

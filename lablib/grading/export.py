@@ -84,7 +84,7 @@ import math
 import pathlib
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.gradebook import GradebookError, GradebookFolder
+from lablib.grading.gradebook import GradebookError, GradebookFolder, feedback_stems
 from lablib.grading.gradebook.identity import STUDENT_FIELDS, RosterIndex, resolve
 from lablib.grading.lms import fold
 from lablib.grading.report.gradebook_csv import spreadsheet_text
@@ -505,6 +505,14 @@ def _described(person: _Person) -> str:
     return f"{person.fields['name']!r} ({ids or 'no id'}; {where}; {labs or 'no submission'})"
 
 
+def _unnamed(person: _Person) -> str:
+    """A student without a name in words: the ids they have, else their submissions."""
+    ids = ", ".join(f"{f} {person.fields[f]}" for f in _JOIN if person.fields[f].strip())
+    labs = ", ".join(f"{lab}'s {rows[0]['submission']!r}" for lab, rows in person.rows.items())
+    where = "a roster row" if person.in_roster else "a row not in the roster"
+    return f"{where} with {ids or labs or 'nothing to name it by'}"
+
+
 def _leave_out(person: _Person, label: str, destination, header_cells, cells, report) -> None:
     """Note a student left out of a Moodle file (no ``label`` to match them by) with their
     grades, and list them in ``report["left_out"]``."""
@@ -683,8 +691,7 @@ def _status(entry: dict) -> Status:
 #: Each problem of a status in a student's note: what happened, what it did to the points.
 _STATUS_WORDS = {
     Kind.GRADER_ERROR: "grader error: the grader itself failed on some tests, not the student, "
-    "who was told the instructor will regrade them; exported as the grader scored it "
-    "(--allow-grader-errors)",
+    "who was told the instructor will regrade them; exported as the grader scored it",
     Kind.INVALID_NOTEBOOK: "invalid notebook: the file could not be read as a Jupyter notebook "
     "(empty or corrupt), nothing was graded",
     Kind.MEMORY: "out of memory: some code used more memory than allowed, those tests scored 0",
@@ -720,16 +727,18 @@ def _refuse_grader_errors(books, allow: bool) -> None:
     student was told the instructor will regrade), unless ``allow``."""
     parts = []
     for folder, book in books:
-        names = sorted(
-            str(entry["submission"])
+        stems = feedback_stems(str(entry["submission"]) for entry in book["submissions"])
+        failed = sorted(
+            (str(entry["submission"]), _stem(entry, stems))
             for entry in book["submissions"]
             if Kind.GRADER_ERROR in _status(entry).problems
         )
-        if names:
+        if failed:
+            files = ", ".join(f"{folder}/instructor/{stem}.md" for _name, stem in failed[:5])
             parts.append(
-                f"{folder}: {len(names)} submission(s) ({', '.join(names[:5])}"
-                f"{' ...' if len(names) > 5 else ''}; {folder}/instructor/<submission>.md "
-                f"names the test the grader failed on)"
+                f"{folder}: {len(failed)} submission(s) ({', '.join(n for n, _ in failed[:5])}"
+                f"{' ...' if len(failed) > 5 else ''}; {files}"
+                f"{' ...' if len(failed) > 5 else ''} name the test the grader failed on)"
             )
     if parts and not allow:
         raise ExportError(
@@ -742,6 +751,13 @@ def _refuse_grader_errors(books, allow: bool) -> None:
             "graded again), or pass --allow-grader-errors to export their scores as they are "
             "(each such student noted)."
         )
+
+
+def _stem(entry: dict, stems: dict[str, str]) -> str:
+    """The file stem of a gradebook row's feedback and instructor view: what its
+    ``feedback`` path ends with, else the one :func:`feedback_stems` gives its name."""
+    feedback = str(entry.get("feedback") or "")
+    return pathlib.PurePosixPath(feedback).name if feedback else stems[str(entry["submission"])]
 
 
 def _points_scales(fmt: str, books, columns: dict, pieces: bool, roster, scale: bool) -> dict:
@@ -909,7 +925,7 @@ def _best_rows(
             if len(rows) > 1:
                 p.notes.append(
                     f"{title}: {len(rows)} notebooks handed in, the best counted "
-                    f"({best[id(p)].get('submission')}; --allow-several)"
+                    f"({best[id(p)].get('submission')})"
                 )
         elif p.skipped.get(lab):
             handed = _handed_in(p.skipped[lab])
@@ -955,8 +971,7 @@ def _row_notes(p: _Person, row: dict, lab: str, title: str, report: dict, policy
         unknown = MARKED_LATE
     if unknown is not None:
         p.notes.append(
-            f"{title}: lateness not computed, exported without a late penalty "
-            f"(--allow-unknown-lateness): {unknown}"
+            f"{title}: lateness not computed, exported without a late penalty: {unknown}"
         )
         report["lateness_unknown"].setdefault(lab, []).append(_key(p))
     never, stale = _pending(row)
@@ -1007,6 +1022,16 @@ def _canvas_names(people: list[_Person], report: dict) -> None:
     for p in people:
         names.setdefault(fold(p.fields["name"].strip()), []).append(p)
     bare = [p for p in people if not any(p.fields[f].strip() for f in _CANVAS_IDS)]
+    nameless = [p for p in bare if not p.fields["name"].strip()]
+    if nameless:
+        raise ExportError(
+            f"Refusing to write Canvas rows with neither a Student name nor an ID, SIS User ID "
+            f"or SIS Login ID: {', '.join(_unnamed(p) for p in nameless[:5])}"
+            f"{f' and {len(nameless) - 5} more' if len(nameless) > 5 else ''}. Canvas's import "
+            f"matches a row by one of those, so it cannot match these rows to any student; "
+            f"nothing was written. Give the export Canvas's gradebook export (Grades > Export) "
+            f"as --roster: it has each student's ID and name."
+        )
     shared = [p for p in bare if len(names[fold(p.fields["name"].strip())]) > 1]
     if shared:
         same = names[fold(shared[0].fields["name"].strip())]

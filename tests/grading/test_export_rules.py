@@ -769,7 +769,8 @@ def test_several_notebooks_of_one_student_are_refused_unless_allowed(tmp_path, c
     totals = {r[0]: r[header.index("Lab 9: export")] for r in rows}
     assert totals["Roe, Frank"] == "9"
     notes = (tmp_path / "c.notes.csv").read_text()
-    assert "2 notebooks handed in, the best counted (roefrank-2" in notes
+    assert "2 notebooks handed in, the best counted (roefrank-2)" in notes
+    assert "--" not in notes  # a note may reach the student (Moodle's Notes column)
 
 
 def test_a_canvas_column_out_of_other_points_is_refused_unless_scaled(tmp_path, capsys):
@@ -867,3 +868,25 @@ def test_without_a_roster_no_row_is_noted_as_not_in_it(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
     assert [r["Notes"] for r in rows] == ["", ""] and done["notes"] is None
     assert done["not_in_roster"] == ["S001", "S002"]
+
+
+def test_canvas_rows_with_neither_a_name_nor_an_id_are_refused(tmp_path):
+    """A roster of e-mail addresses only: Canvas's import matches a row by its ID, SIS
+    User ID, SIS Login ID or name, so a row with none of them reaches no student. Refused,
+    naming the rows by their e-mail, not as rows sharing the name ''."""
+    lab = LabSpec("lab9_export", "Lab 9")
+    lab.piece("f", objects=["f"])
+    people = {"John Smith": ("js1@uni.edu", 101), "Ann Lee": ("al@uni.edu", 103)}
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", _worksheet(people)))
+    out = _moodle_book(tmp_path, lab, sheet, {"Ann Lee_103_assignsubmission_file": 5.0})
+    emails = Roster.load(_write(tmp_path, "emails.csv", "email\njs1@uni.edu\nal@uni.edu\n"))
+    with pytest.raises(ExportError) as refused:
+        export("canvas", [out], emails, tmp_path / "c.csv")
+    said = str(refused.value)
+    assert said.startswith(
+        "Refusing to write Canvas rows with neither a Student name nor an ID, SIS User ID or "
+        "SIS Login ID: a roster row with email js1@uni.edu, a roster row with email al@uni.edu."
+    )
+    assert "Canvas's gradebook export (Grades > Export) as --roster" in said
+    assert "another row has" not in said and "''" not in said
+    assert not (tmp_path / "c.csv").exists()

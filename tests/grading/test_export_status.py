@@ -7,6 +7,7 @@ submission"."""
 from __future__ import annotations
 
 import csv
+import pathlib
 
 import pytest
 
@@ -89,6 +90,9 @@ def test_a_grader_error_is_refused_unless_allowed_and_every_status_is_noted(tmp_
     said = str(refused.value)
     assert "grader-error" in said and "roefrank" in said and "--allow-grader-errors" in said
     assert "poegina" not in said and not (tmp_path / "c.csv").exists()
+    # the instructor's view of the row, by the file name the report gave it
+    (view,) = [w.rstrip(",") for w in said.split() if "/instructor/" in w]
+    assert view.endswith(".md") and "<submission>" not in view and pathlib.Path(view).is_file()
     args = ["export", "canvas", str(out), "--roster", str(tmp_path / "canvas.csv")]
     assert main([*args, "-o", str(tmp_path / "c.csv")]) == 2
     assert "grader-error" in capsys.readouterr().err
@@ -102,8 +106,7 @@ def test_a_grader_error_is_refused_unless_allowed_and_every_status_is_noted(tmp_
     assert "Doe, Erin" not in notes
     assert notes["Roe, Frank"] == [
         "Lab 9: grader error: the grader itself failed on some tests, not the student, who was "
-        "told the instructor will regrade them; exported as the grader scored it "
-        "(--allow-grader-errors); scored 6 of 10"
+        "told the instructor will regrade them; exported as the grader scored it; scored 6 of 10"
     ]
     assert notes["Poe, Gina"] == [
         "Lab 9: invalid notebook: the file could not be read as a Jupyter notebook (empty or "
@@ -116,6 +119,9 @@ def test_a_grader_error_is_refused_unless_allowed_and_every_status_is_noted(tmp_
     assert set(done["statuses"]["lab9_export"]) == {"S002", "S003", "S004"}
     moodle = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
     assert "invalid notebook" in moodle["Poe, Gina"]["Notes"], "Moodle's Notes column too"
+    # the Notes column is shown to the student: no command-line flag in it
+    assert all("--" not in row["Notes"] for row in moodle.values())
+    assert "exported as the grader scored it; scored 6" in moodle["Roe, Frank"]["Notes"]
 
 
 def test_a_status_is_read_from_its_text_in_an_older_gradebook():

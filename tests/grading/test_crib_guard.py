@@ -650,6 +650,39 @@ f(np.ones((2, 3), "float32"))
     assert window.found is None, message(window.found)
 
 
+def test_a_graph_built_outside_a_trace_is_not_read():
+    """TensorFlow 1's way, a graph built op by op and run in a session: TensorFlow keeps
+    its operations' frames as code objects' addresses without holding them, so a frame of
+    a graded cell that has ended can read as whatever code reuses its memory (a guarded
+    file's, compiled when the window opens): an honest graph was flagged a crib, now and
+    then. Such operations are not read (nor counted as rebuilt), and the honest graph is
+    no crib."""
+    import tensorflow as tf
+
+    from lablib.grading.run.guard import _graph_record
+
+    ns = graph_route(
+        """
+_g = tf.Graph()
+with _g.as_default():
+    _x = tf.compat.v1.placeholder(tf.float32, [None, None])
+    _y = tf.nn.softmax(_x)
+_session = tf.compat.v1.Session(graph=_g)
+
+
+def f(x):
+    return _session.run(_y, {_x: x})
+"""
+    )
+    stacks, untraced = _graph_record(ns["_g"], tf.Graph)
+    assert stacks == frozenset() and not untraced
+    x = np.array([[1.0, 2.0, 3.0]], "float32")
+    assert np.allclose(ns["f"](x).sum(), 1.0)
+    with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
+        pass
+    assert window.found is None, message(window.found)
+
+
 def test_a_graph_of_the_probes_own_function_is_no_crib():
     """A graph traced from a function the probe itself uses (here lablib's masked_softmax,
     named by a hidden test's probe) is no crib in that probe, and is one in another."""

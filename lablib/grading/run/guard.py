@@ -1032,6 +1032,10 @@ def _graph_record(graph, graph_class) -> tuple[frozenset, bool]:
     tracing entry on (:data:`_TRACE_ENTRY`: the callers of a traced function, a probe among
     them, do not count), and whether an operation records no code (rebuilt from a
     definition) or calls a function that neither the graph nor a graph around it holds.
+    An operation made outside a trace (a graph built op by op, TensorFlow 1's way) is not
+    read: TensorFlow keeps its frames' code objects by address without holding them, so a
+    frame of a graded cell that has since ended can read as the code that reuses its
+    memory (a guarded file's, compiled later), which flagged an honest graph as a crib.
     Read anew for each search (a record kept between searches could be edited);
     ``graph_class``'s own methods are called, never a subclass's."""
     stacks: set = set()
@@ -1043,13 +1047,14 @@ def _graph_record(graph, graph_class) -> tuple[frozenset, bool]:
             untraced = untraced or operation.type not in _PLUMBING
         else:
             trace = list(trace)
-            start = 0
+            start = None
             for index in range(len(trace) - 1, -1, -1):
                 frame = trace[index]
                 if frame.name == _TRACE_ENTRY[0] and frame.filename.endswith(_TRACE_ENTRY[1]):
                     start = index + 1
                     break
-            stacks.add(tuple((frame.filename, frame.lineno) for frame in trace[start:]))
+            if start is not None:  # a graph built outside a trace (TF1's): not read
+                stacks.add(tuple((frame.filename, frame.lineno) for frame in trace[start:]))
         called |= _called_functions(operation)
     return frozenset(stacks), untraced or bool(called - _graph_library(graph, graph_class))
 

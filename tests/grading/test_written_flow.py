@@ -201,6 +201,21 @@ def test_written_answers_from_grading_to_the_lms(installed_lablib, tmp_path):
     )
     assert int(rows[student]["ungraded"]) == len(changed)
     assert all(rows[n]["ungraded"] == "0" for n in names if n != student)
+    # the kept roster's time dated s07's earlier notebook, not this one: not computed
+    # until the instructor gives the roster (its times) again
+    assert rows[student]["late_penalty"] == "", rows[student]
+    assert "comes from the roster kept from an earlier grading run" in rows[student]["lateness"]
+    _lablib(
+        "grade",
+        "lab2",
+        f"class/{student}.ipynb",
+        "-o",
+        "out",
+        "--quiet",
+        "--roster",
+        "roster.csv",
+        cwd=tmp_path,
+    )
 
     # 4. the people's grades in every report, then the Canvas export
     _lablib("report", "out", cwd=tmp_path)

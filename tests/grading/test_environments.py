@@ -310,25 +310,29 @@ def test_lab1_solution_scores_full_marks_in_a_chroot(tmp_path):
     assert any(n.startswith("memory measured: the run's processes only") for n in notes), notes
 
 
-def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
-    """Without a private root nothing hides the hidden tests or the classmates' notebooks
-    from a submission's code but the folders' permissions: a hidden tests' folder (and a
-    submissions folder) other users may open is named and the run refused as a
-    grader-error (never graded with the tests readable); the output folder lablib closes
-    itself."""
+def _fixture_course(tmp_path, *, hidden_mode, subs_mode):
+    """The fixture lab's instructor folders under ``tmp_path`` (open to other users, as a
+    course folder may be): its hidden tests (``hidden_mode``), the lab folder (a spec given
+    by path: it holds the solutions) closed as the docs ask, and an empty submissions
+    folder (``subs_mode``). The checkout's own copy may lie anywhere, open or not, so it
+    is not used. Returns ``(hidden, lab, subs)``."""
     reason = _missing_tools()
     if reason:
         pytest.fail(f"cannot make the environment here: {reason}")
     os.chmod(tmp_path, 0o755)
     hidden, subs, lab = tmp_path / "hidden", tmp_path / "subs", tmp_path / "lab0_fixture"
     shutil.copytree(FIXTURE_HIDDEN, hidden)
-    # the lab folder (a spec given by path: it holds the solutions) closed as the docs ask;
-    # the checkout's own copy may lie anywhere, open or not, so it is not used
     shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
     os.chmod(lab, 0o700)
-    os.chmod(hidden, 0o755)
-    subs.mkdir(mode=0o755)
-    shutil.copy(lab / "solutions" / "lab0_fixture.ipynb", subs / "solution.ipynb")
+    os.chmod(hidden, hidden_mode)
+    subs.mkdir(mode=subs_mode)
+    return hidden, lab, subs
+
+
+def _grade_without_private_root(tmp_path, hidden, lab, subs):
+    """``lablib grade`` of the fixture lab in the docker-capabilities environment (no
+    private root: only the folders' permissions hide anything); returns the first row of
+    ``grades.json`` and the finished process."""
     command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(subs)]
     command += ["-o", str(tmp_path / "out"), "--tests", str(hidden), "--quiet"]
     command += ["--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb")]
@@ -340,6 +344,18 @@ def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
         timeout=900,
     )
     entry = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"][0]
+    return entry, done
+
+
+def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
+    """Without a private root nothing hides the hidden tests or the classmates' notebooks
+    from a submission's code but the folders' permissions: a hidden tests' folder (and a
+    submissions folder) other users may open is named and the run refused as a
+    grader-error (never graded with the tests readable); the output folder lablib closes
+    itself."""
+    hidden, lab, subs = _fixture_course(tmp_path, hidden_mode=0o755, subs_mode=0o755)
+    shutil.copy(lab / "solutions" / "lab0_fixture.ipynb", subs / "solution.ipynb")
+    entry, done = _grade_without_private_root(tmp_path, hidden, lab, subs)
     assert entry["status"] == "grader-error" and entry["score"] == 0, (entry, done.stderr[-2000:])
     said = json.dumps(entry)
     # both open folders named in one message, with one command that closes them; the
@@ -354,16 +370,7 @@ def test_the_work_folder_is_closed_to_other_runs_without_a_private_root(tmp_path
     """Without a private root a run's work folder (its home and TMPDIR) is a host folder;
     the sandbox gives it to the run's uid closed (0700), so that a classmate's run graded
     beside it under another uid cannot list or read what it writes there (it was 0755)."""
-    reason = _missing_tools()
-    if reason:
-        pytest.fail(f"cannot make the environment here: {reason}")
-    os.chmod(tmp_path, 0o755)
-    hidden, subs, lab = tmp_path / "hidden", tmp_path / "subs", tmp_path / "lab0_fixture"
-    shutil.copytree(FIXTURE_HIDDEN, hidden)
-    shutil.copytree(FIXTURE_LAB, lab, ignore=shutil.ignore_patterns("hidden"))
-    for folder in (hidden, lab):
-        os.chmod(folder, 0o700)
-    subs.mkdir(mode=0o700)
+    hidden, lab, subs = _fixture_course(tmp_path, hidden_mode=0o700, subs_mode=0o700)
     notebook = json.loads((lab / "solutions" / "lab0_fixture.ipynb").read_text())
     for cell in notebook["cells"]:
         if "".join(cell["source"]).startswith("# GRADED: normalize"):
@@ -377,17 +384,7 @@ def test_the_work_folder_is_closed_to_other_runs_without_a_private_root(tmp_path
                 "    return x / x.sum(axis=-1, keepdims=True)\n"
             )
     (subs / "student.ipynb").write_text(json.dumps(notebook))
-    command = [sys.executable, "-m", "lablib.cli", "grade", str(lab), str(subs)]
-    command += ["-o", str(tmp_path / "out"), "--tests", str(hidden), "--quiet"]
-    command += ["--lab-notebook", str(lab / "solutions" / "lab0_fixture.ipynb")]
-    done = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c"]
-        + [_environment_script("docker-capabilities", tmp_path, [command])],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    entry = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"][0]
+    entry, done = _grade_without_private_root(tmp_path, hidden, lab, subs)
     assert not entry["isolation"]["filesystem"].startswith("new root"), entry["isolation"]
     normalize = [t for t in entry["tests"] if t["piece"] == "normalize"]
     assert normalize and all(t["passed"] for t in normalize), (normalize, done.stderr[-2000:])

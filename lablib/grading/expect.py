@@ -278,7 +278,7 @@ def expect_equal(
     expected inf or -inf is compared exactly."""
     floats = _floats(expected)
     if floats is not None:
-        _expect_finite_expected(floats, what, nonfinite_ok)
+        _expect_no_nan_expected(floats, what, nonfinite_ok)
         if nonfinite_ok and np.any(np.isnan(floats)) and not isinstance(expected, np.ndarray):
             same = _floats(got)
             if same is not None and same.shape == floats.shape:
@@ -429,7 +429,7 @@ def expect_close(
             f"{what}: expected shape {e.shape}, got shape {g.shape}", expected=e, got=g
         )
     g = real_array(g)
-    _expect_finite_expected(e, what, nonfinite_ok)
+    _expect_no_nan_expected(e, what, nonfinite_ok)
     _expect_same_infinities(g, e, what)
     not_finite = ~np.isfinite(g) & np.isfinite(e)
     if np.any(not_finite):
@@ -441,7 +441,7 @@ def expect_close(
         raise TestFailure(f"{what}: {_difference(g, e, close, rtol, atol)}", expected=e, got=g)
 
 
-def _expect_finite_expected(expected: np.ndarray, what: str, nonfinite_ok: bool) -> None:
+def _expect_no_nan_expected(expected: np.ndarray, what: str, nonfinite_ok: bool) -> None:
     """Fail where the expected value of a comparison holds NaN, unless it may."""
     nan = np.isnan(expected)
     if not nonfinite_ok and np.any(nan):

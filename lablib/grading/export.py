@@ -865,26 +865,53 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
     ``.ipynb.txt``, a Moodle folder without a notebook) whose LMS names say whose it is
     (:func:`~lablib.grading.submissions.skipped_submission`, resolved as at grading), kept
     with that student of the export: one without a graded row is then noted with what
-    they handed in, not as without a submission. Those that join no student of the
-    export are listed in ``report["skipped_unmatched"]``; a gradebook graded with
-    ``--layout plain`` names no one by its files."""
+    they handed in, not as without a submission. A student those names give whom the
+    export has no row for (no roster was given, or the roster lacks them) gets a row of
+    their own, as a graded row of an unknown student does (not in the roster, listed in
+    ``report["unmatched"]``): every student of the download reaches the import file.
+    Paths whose names say nothing of a student are listed in
+    ``report["skipped_unmatched"]``; a gradebook graded with ``--layout plain`` names no
+    one by its files."""
     for folder, book in books:
         gradebook = GradebookFolder(folder)
         try:
             skipped, layout = gradebook.skipped(book), gradebook.layout()
         except GradebookError as exc:
             raise ExportError(str(exc)) from None
-        stray = []
+        lab, stray = book["lab"], []
         for path, why in skipped:
             found = skipped_submission(path, layout or "auto")
             if found is None:
                 continue
-            person = _joined(people, resolve(found, roster, index=index))
-            if person is None:
+            identity = resolve(found, roster, index=index)
+            person = _joined(people, identity)
+            if person is None and not _names_a_student(identity, found):
                 stray.append(path)
-            else:
-                person.skipped.setdefault(book["lab"], []).append((path, why))
-        report["skipped_unmatched"][book["lab"]] = stray
+                continue
+            if person is None:
+                person = _place(people, identity, found.name, lab)
+                if lab not in person.skipped and not person.rows.get(lab):
+                    report["unmatched"].setdefault(lab, []).append(found.name)
+                    if identity.get("why_unmatched"):
+                        report["unmatched_reasons"].setdefault(lab, {})[found.name] = str(
+                            identity["why_unmatched"]
+                        )
+            person.skipped.setdefault(lab, []).append((path, why))
+        report["skipped_unmatched"][lab] = stray
+
+
+def _names_a_student(identity: dict, found) -> bool:
+    """Whether an LMS name on a path not graded says whose it is (an id or a display name
+    the download gives), so that its student gets a row of their own."""
+    lms = found.lms or {}
+    return bool(
+        identity.get("lms_id")
+        or identity.get("participant_id")
+        or identity.get("student_id")
+        or lms.get("user_id")
+        or lms.get("participant_id")
+        or lms.get("anonymous_id")
+    )
 
 
 def _grade_columns(

@@ -160,12 +160,22 @@ def test_a_file_handed_in_but_not_graded_is_told_to_its_student(tmp_path):
     assert done["not_graded"]["lab9_export"] == {
         "S002": ["roefrank_1002_9000002_lab9.zip"],
         "S003": ["poegina_1003_9000003_lab9.ipynb.txt"],
+        "1999": ["zedzed_1999_9000009_lab9.zip"],
     }
     assert done["missing"]["lab9_export"] == ["S004"]
-    assert done["skipped_unmatched"]["lab9_export"] == [str(subs / "zedzed_1999_9000009_lab9.zip")]
-    assert "2 handed in only files that were not graded (0, noted)" in done["summary"]
+    # user 1999 is no roster student: a row of their own, as a graded notebook of theirs
+    # would have (not in the roster, noted); notes.txt names no one
+    assert done["skipped_unmatched"]["lab9_export"] == []
+    assert done["not_in_roster"] == ["1999"] and done["unmatched"]["lab9_export"] == ["zedzed"]
+    assert notes["zedzed"] == [
+        "not in the roster given to the export (identity kept at grading)",
+        "Lab 9: handed in zedzed_1999_9000009_lab9.zip (not a notebook: only .ipynb files "
+        "are graded), nothing graded (0)",
+    ]
+    assert "3 handed in only files that were not graded (0, noted)" in done["summary"]
     totals = {r[0]: r[5] for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
     assert totals["Roe, Frank"] == "0" and totals["Doe, Erin"] == "10"
+    assert totals["zedzed"] == "0"
     # graded with --layout plain, file names are the students' own: they name no one
     GradebookFolder(tmp_path / "out").keep_layout("plain")
     done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
@@ -175,7 +185,8 @@ def test_a_file_handed_in_but_not_graded_is_told_to_its_student(tmp_path):
 
 def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
     """Moodle's folder of Gina holds only a zip: the zip is named (not the folder too),
-    with the worksheet as the export's roster; without a roster she has no row."""
+    with the worksheet as the export's roster, and without a roster too: her folder's name
+    gives her a row of her own, as her notebook would have."""
     sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET))
     folder = tmp_path / "subs" / "Gina Poe_7300003_assignsubmission_file_"
     lab = _lab()
@@ -199,4 +210,13 @@ def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
     assert rows["Frank Roe"]["Notes"] == "Lab 9: no submission (left empty)"
     assert done["not_graded"]["lab9_export"] == {"gina@uni.edu": ["lab9.zip"]}
     done = export("moodle", [tmp_path / "out"], None, tmp_path / "m.csv")
-    assert len(done["skipped_unmatched"]["lab9_export"]) == 2
+    assert done["skipped_unmatched"]["lab9_export"] == []
+    assert done["not_graded"]["lab9_export"] == {"7300003": ["lab9.zip"]}
+    assert done["students"] == 2 and done["unmatched"]["lab9_export"] == ["Erin Doe", "Gina Poe"]
+    # her folder gives no e-mail or ID number for Moodle to match: left out of the file
+    # and named with her grade in the notes, as a graded notebook of hers would be
+    assert len(done["left_out"]) == 1 and "1 left out of the file" in done["summary"]
+    notes = list(csv.DictReader(open(tmp_path / "m.notes.csv", encoding="utf-8")))
+    gina = [n["Note"] for n in notes if n["Student"] == "Gina Poe"]
+    assert gina[0].startswith("not written to m.csv") and "grades: Lab 9 0." in gina[0]
+    assert gina[1].startswith("Lab 9: handed in lab9.zip (not a notebook")

@@ -799,9 +799,9 @@ def _parse_export(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scale-to-points-possible",
         action="store_true",
-        help="Canvas: scale a column's scores to the points its assignment is out of where the "
-        "roster's Points Possible row says other points than the lab's (rounded to 2 decimals) "
-        "instead of refusing",
+        help="scale a column's scores to the points its assignment is out of where the roster "
+        "says other points than the lab's (Canvas: its Points Possible row; Moodle: a grading "
+        "worksheet's Maximum Grade, one column exported), rounded to 2 decimals, instead of refusing",
     )
 
 

@@ -62,7 +62,10 @@ Nothing is lost or under-counted without a word:
   lab column to its grade item. Moodle's import keeps the previous row's user for a row
   whose mapped field is blank, and applies rows in order: a student without that field
   is left out of the file and listed (the notes, with their grades, and ``left_out``), and
-  two rows with one e-mail address (or ID number) are refused.
+  two rows with one e-mail address (or ID number) are refused. Moodle caps a grade at its
+  item's maximum: with a grading worksheet as the roster (its "Maximum Grade") and one
+  grade column out of other points, the export is refused unless
+  ``scale_to_points_possible``; with several columns the summary asks to check each item.
 
 Two lab columns with one header (two labs of one title, or ``columns`` giving two labs one
 header) are refused: Canvas's import reads the first column of a name only.
@@ -302,10 +305,11 @@ def export(
         allow_grader_errors: export rows whose status is ``grader-error`` (the grader
             failed on some tests, not the student) with their scores as they are, each
             such student noted, instead of refusing them.
-        scale_to_points_possible: (Canvas) scale a column's scores to the points its
-            assignment is out of where the roster's "Points Possible" row (Canvas's
-            gradebook export) says other points than the lab's (rounded to 2 decimals),
-            instead of refusing the export.
+        scale_to_points_possible: scale a column's scores to the points its assignment
+            is out of where the roster says other points than the lab's (rounded to 2
+            decimals), instead of refusing the export: Canvas's gradebook export by its
+            "Points Possible" row, a Moodle grading worksheet (one column exported) by its
+            "Maximum Grade".
 
     Returns:
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
@@ -314,7 +318,9 @@ def export(
         "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why",
         "grades"}], "matched_by": the Moodle user field or None, "statuses": {lab: {key:
         status}}, "not_graded": {lab: {key: [files]}}, "skipped_unmatched": {lab: [paths]},
-        "scaled": {header: [lab points, Points Possible]}, "matched_by_name": [keys],
+        "scaled": {header: [lab points, Points Possible or Maximum Grade]}, "scaled_to",
+        "maximum_unchecked": None or {"maximum_grade", "columns": {header: points}} (a
+        Moodle worksheet's maximum with several columns), "matched_by_name": [keys],
         "labs", "notes": path or None, "summary"}``: ``left_out`` lists the students not
         written to a Moodle file (no value in the field its rows are matched by), with
         their grades; ``missing`` the students with neither a graded row nor a file
@@ -353,6 +359,14 @@ def export(
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["scaled"] = {header: list(pair) for header, pair in scales.items()}
+    report["scaled_to"] = "Maximum Grade" if fmt == "moodle" else "Points Possible"
+    maximum = _worksheet_maximum(roster) if fmt == "moodle" else None
+    headers = _grade_headers(books, columns, pieces)
+    report["maximum_unchecked"] = (
+        {"maximum_grade": maximum, "columns": {h: p for h, p in headers}}
+        if maximum is not None and len(headers) > 1
+        else None
+    )
     index = _place_rows(people, books, roster, report)
     _place_skipped(people, books, roster, index, report)
     _refuse_several(people, allow_several)
@@ -449,7 +463,16 @@ def _more_summary(report: dict, missing: str) -> str:
             f"grading summary's Not graded)"
         )
     for header, (theirs, target) in report["scaled"].items():
-        line += f"; {header} scaled from {num(theirs)} to its Points Possible {num(target)}"
+        line += f"; {header} scaled from {num(theirs)} to its {report['scaled_to']} {num(target)}"
+    unchecked = report.get("maximum_unchecked")
+    if unchecked:
+        line += (
+            f"; the roster's Maximum Grade ({num(unchecked['maximum_grade'])}) is one "
+            f"assignment's and the file has {len(unchecked['columns'])} grade columns: check "
+            f"that each Moodle grade item is out of its column's points ("
+            + ", ".join(f"{h} {num(p)}" for h, p in unchecked["columns"].items())
+            + "), as Moodle caps a grade at its item's maximum"
+        )
     if report["matched_by_name"]:
         line += (
             f"; {len(report['matched_by_name'])} without an ID, SIS User ID or SIS Login ID "
@@ -765,8 +788,10 @@ def _points_scales(fmt: str, books, columns: dict, pieces: bool, roster, scale: 
     column whose assignment the roster (Canvas's gradebook export: its "Points Possible"
     row) says is out of other points than the lab's. Raise :class:`ExportError` for any
     unless ``scale`` (then each score of the column is scaled to the assignment's points);
-    a column where either is 0 cannot be scaled and is refused either way. {} for Moodle
-    and for a roster without that row."""
+    a column where either is 0 cannot be scaled and is refused either way. For Moodle,
+    :func:`_maximum_scales`. {} for a roster without that row."""
+    if fmt == "moodle":
+        return _maximum_scales(books, columns, pieces, roster, scale)
     given = (getattr(roster, "points_possible", None) or {}) if fmt == "canvas" else {}
     given = {fold(header): value for header, value in given.items()}
     scales = {}
@@ -801,6 +826,59 @@ def _points_scales(fmt: str, books, columns: dict, pieces: bool, roster, scale: 
             f"lab's and give its gradebook export again as --roster."
         )
     return scales
+
+
+def _grade_headers(books, columns: dict, pieces: bool) -> list[tuple[str, float]]:
+    """``(header, points)`` of every grade column of the export, in order."""
+    return [
+        (header, float(possible))
+        for _folder, book in books
+        for header, _piece, possible in _lab_columns(
+            book, columns.get(book["lab"], book.get("title") or book["lab"]), pieces
+        )
+    ]
+
+
+def _worksheet_maximum(roster) -> float | None:
+    """The roster's Moodle worksheet "Maximum Grade" as a number (None without one, or a
+    scale's name)."""
+    try:
+        value = float(str(getattr(roster, "maximum_grade", "") or "").replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _maximum_scales(books, columns: dict, pieces: bool, roster, scale: bool) -> dict:
+    """(Moodle) ``{header: (the lab's points, the worksheet's Maximum Grade)}`` when the
+    roster is a grading worksheet (one assignment's: its "Maximum Grade") and the file has
+    one grade column whose points differ: Moodle's import caps a grade at its item's
+    maximum, so 17 of 17 would become 10 of 10 and 8.5 of 17 read as 8.5 of 10. Refused
+    (:class:`ExportError`) unless ``scale``, as Canvas's Points Possible. With several grade
+    columns the worksheet's maximum is one of their items' and cannot be told to one; the
+    summary then asks to check each item (:func:`_more_summary`)."""
+    maximum = _worksheet_maximum(roster)
+    headers = _grade_headers(books, columns, pieces)
+    if maximum is None or len(headers) != 1 or abs(maximum - headers[0][1]) <= 1e-9:
+        return {}
+    (header, possible), where = headers[0], getattr(roster, "source", "") or "the roster"
+    shown = f"column {header!r} scores out of {num(possible)}; the worksheet's Maximum Grade is {num(maximum)}"
+    if not scale:
+        raise ExportError(
+            f"Refusing to write scores into a Moodle grade item out of other points ({where}: "
+            f"{shown}): Moodle's import caps a grade at the item's maximum, so a full score "
+            f"would be cut and any other read as out of {num(maximum)}; nothing was written. "
+            f"Pass --scale-to-points-possible to scale each score to the Maximum Grade "
+            f"(rounded to 2 decimals), or set the assignment's maximum grade in Moodle to "
+            f"{num(possible)} and download its grading worksheet again as --roster."
+        )
+    if maximum <= 0 or possible <= 0:
+        raise ExportError(
+            f"--scale-to-points-possible cannot scale scores from or to 0 points ({where}: "
+            f"{shown}); expected both above 0. Set the assignment's maximum grade in Moodle "
+            f"to the lab's points and give its grading worksheet again as --roster."
+        )
+    return {header: (possible, maximum)}
 
 
 def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:

@@ -235,10 +235,10 @@ def test_names_stay_text_and_groups_share_the_grade(tmp_path):
 
 
 TEAM_SHEET = """Identifier,Full name,Email address,Status,Group,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
-Participant 7300000,Erin Doe,erin@uni.edu,Submitted for grading,Team_1 ⚡,,23.00,Yes,-,-,
-Participant 7300017,Frank Roe,frank@uni.edu,Submitted for grading,Team_1 ⚡,,23.00,Yes,-,-,
-Participant 7300034,Gina Poe,gina@uni.edu,Submitted for grading,Default group,,23.00,Yes,-,-,
-Participant 42,Ivy Lee,ivy@uni.edu,No submission,Solo,,23.00,Yes,-,-,
+Participant 7300000,Erin Doe,erin@uni.edu,Submitted for grading,Team_1 ⚡,,14.00,Yes,-,-,
+Participant 7300017,Frank Roe,frank@uni.edu,Submitted for grading,Team_1 ⚡,,14.00,Yes,-,-,
+Participant 7300034,Gina Poe,gina@uni.edu,Submitted for grading,Default group,,14.00,Yes,-,-,
+Participant 42,Ivy Lee,ivy@uni.edu,No submission,Solo,,14.00,Yes,-,-,
 """
 #: The download of a team assignment (downloader.php): one folder per group; group 42's
 #: id is Ivy's participant id, and "Lost" is a group the worksheet does not know.

@@ -220,3 +220,62 @@ def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
     gina = [n["Note"] for n in notes if n["Student"] == "Gina Poe"]
     assert gina[0].startswith("not written to m.csv") and "grades: Lab 9 0." in gina[0]
     assert gina[1].startswith("Lab 9: handed in lab9.zip (not a notebook")
+
+
+def _worksheet_book(tmp_path, maximum: str):
+    """Erin's notebook (7 of 10) graded with a Moodle worksheet whose Maximum Grade is
+    ``maximum``; the worksheet is returned as the export's roster."""
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET.replace(",10.00,", f",{maximum},")))
+    lab = _lab()
+    r = SubmissionResult(
+        "Erin Doe", str(tmp_path / "e.ipynb"), Status(), 7.0, 10.0, {"f": PieceScore(7.0, 10.0)}, []
+    )
+    lms = {"lms": "moodle", "name": "Erin Doe", "participant_id": "7300001", "plugin": "file",
+           "file": ""}  # fmt: skip
+    r.identity = resolve(Found("Erin Doe", tmp_path / "e.ipynb", "", "", lms), sheet, lab=lab)
+    write_reports(tmp_path / "out", lab, [r], roster=sheet)
+    return sheet
+
+
+def test_a_moodle_item_out_of_other_points_is_refused_unless_scaled(tmp_path):
+    """The worksheet says the assignment is out of 20, the lab's scores out of 10: Moodle's
+    import would cap or misread them, so the export is refused (nothing written) unless
+    --scale-to-points-possible, which doubles each score; out of 10, nothing changes."""
+    sheet = _worksheet_book(tmp_path, "20.00")
+    assert sheet.maximum_grade == "20.00"
+    with pytest.raises(ExportError) as refused:
+        export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
+    message = str(refused.value)
+    assert "'Lab 9' scores out of 10; the worksheet's Maximum Grade is 20" in message
+    assert "--scale-to-points-possible" in message and "nothing was written" in message
+    assert not (tmp_path / "m.csv").exists()
+    done = export(
+        "moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", scale_to_points_possible=True
+    )
+    rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
+    assert rows["Erin Doe"]["Lab 9"] == "14" and rows["Frank Roe"]["Lab 9"] == "0"
+    assert done["scaled"] == {"Lab 9": [10.0, 20.0]}
+    assert "Lab 9 scaled from 10 to its Maximum Grade 20" in done["summary"]
+    # the CLI refuses too and writes nothing
+    (tmp_path / "m.csv").unlink()
+    code = main(["export", "moodle", str(tmp_path / "out"), "--roster", str(tmp_path / "sheet.csv"),
+                 "-o", str(tmp_path / "m.csv")])  # fmt: skip
+    assert code != 0 and not (tmp_path / "m.csv").exists()
+    # a worksheet out of the lab's points: written as graded
+    other = tmp_path / "ten"
+    other.mkdir()
+    sheet = _worksheet_book(other, "10.00")
+    done = export("moodle", [other / "out"], sheet, other / "m.csv")
+    assert done["scaled"] == {} and done["maximum_unchecked"] is None
+
+
+def test_a_moodle_worksheet_with_several_columns_asks_to_check_each_item(tmp_path):
+    """With a column per piece and a written total, the worksheet's one Maximum Grade
+    cannot be told to a column: the file is written and the summary names each column's
+    points to check against its Moodle grade item."""
+    sheet = _worksheet_book(tmp_path, "10.00")
+    done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", pieces=True)
+    assert done["maximum_unchecked"]["maximum_grade"] == 10.0
+    assert len(done["maximum_unchecked"]["columns"]) >= 2
+    assert "the roster's Maximum Grade (10) is one assignment's" in done["summary"]
+    assert "Moodle caps a grade at its item's maximum" in done["summary"]

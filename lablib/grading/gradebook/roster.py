@@ -213,12 +213,15 @@ class Roster:
         points_possible: a Canvas gradebook export's "Points Possible" row: column header
             -> the points its assignment is out of, as written (``{"Lab 1 (5501)":
             "100.00"}``; only the columns with a value); {} for other layouts.
+        maximum_grade: a Moodle grading worksheet's "Maximum Grade" (its assignment's
+            maximum, as written: ``"10.00"``) where its rows agree on one; "" otherwise.
     """
 
-    def __init__(self, students, source: str = "", points_possible=None):
+    def __init__(self, students, source: str = "", points_possible=None, maximum_grade=""):
         self.students = tuple(students)
         self.source = source
         self.points_possible = dict(points_possible or {})
+        self.maximum_grade = str(maximum_grade or "")
 
     def __len__(self) -> int:
         return len(self.students)
@@ -261,7 +264,7 @@ class Roster:
         ]
         if not students:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
-        return cls(students, str(path), _points_possible(rows, where))
+        return cls(students, str(path), _points_possible(rows, where), _maximum_grade(rows))
 
     @staticmethod
     def _student(row, where, lab_times) -> Student | None:
@@ -345,6 +348,17 @@ def _points_possible(rows, where) -> dict[str, str]:
                 if i != name and header.strip() and value.strip()
             }
     return {}
+
+
+def _maximum_grade(rows) -> str:
+    """A Moodle grading worksheet's "Maximum Grade" where every row that has one gives the
+    same value ("" without that column, or where rows differ)."""
+    header = [fold(h) for h in rows[0]]
+    if "maximum grade" not in header:
+        return ""
+    i = header.index("maximum grade")
+    values = {row[i].strip() for row in rows[1:] if i < len(row) and row[i].strip()}
+    return values.pop() if len(values) == 1 else ""
 
 
 def _student_key(fields: dict) -> tuple:

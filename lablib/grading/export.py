@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import pathlib
 
 from lablib.grading.atomic import atomic_write
@@ -94,7 +95,7 @@ from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.text import num
 from lablib.grading.results import PROBLEMS, Kind, Status
 from lablib.grading.review.store import DB_NAME, changes_since
-from lablib.grading.submissions import Found, skipped_submission
+from lablib.grading.submissions import NOT_A_NOTEBOOK, Found, skipped_submission
 
 __all__ = ["FORMATS", "MISSING", "export", "ExportError"]
 
@@ -249,11 +250,12 @@ def _place(people: list[_Person], identity: dict, submission: str, lab: str) -> 
     joined = _joined(people, identity)
     if joined is not None:
         return joined
+    key = str(identity.get("key") or submission)
     for p in people:  # a row of the same unmatched person in another lab
-        if (
+        if (  # (a person without a name was given their key as one)
             not p.in_roster
-            and fold(p.fields.get("name") or "") == fold(identity.get("name") or "")
-            and p.fields.get("_key") == fold(identity.get("key") or submission)
+            and fold(p.fields.get("name") or "") == fold(identity.get("name") or key)
+            and p.fields.get("_key") == fold(key)
         ):
             return p
     person = _Person(identity, in_roster=False)
@@ -319,8 +321,9 @@ def export(
         "grades"}], "matched_by": the Moodle user field or None, "statuses": {lab: {key:
         status}}, "not_graded": {lab: {key: [files]}}, "skipped_unmatched": {lab: [paths]},
         "scaled": {header: [lab points, Points Possible or Maximum Grade]}, "scaled_to",
-        "maximum_unchecked": None or {"maximum_grade", "columns": {header: points}} (a
-        Moodle worksheet's maximum with several columns), "matched_by_name": [keys],
+        "maximum_unchecked": None or {"maximum_grade", "why", "columns": {header:
+        points}} (a Moodle worksheet's maximum that could not be checked: several
+        columns, or no number), "matched_by_name": [keys],
         "labs", "notes": path or None, "summary"}``: ``left_out`` lists the students not
         written to a Moodle file (no value in the field its rows are matched by), with
         their grades; ``missing`` the students with neither a graded row nor a file
@@ -360,13 +363,7 @@ def export(
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["scaled"] = {header: list(pair) for header, pair in scales.items()}
     report["scaled_to"] = "Maximum Grade" if fmt == "moodle" else "Points Possible"
-    maximum = _worksheet_maximum(roster) if fmt == "moodle" else None
-    headers = _grade_headers(books, columns, pieces)
-    report["maximum_unchecked"] = (
-        {"maximum_grade": maximum, "columns": {h: p for h, p in headers}}
-        if maximum is not None and len(headers) > 1
-        else None
-    )
+    report["maximum_unchecked"] = _maximum_unchecked(fmt, books, columns, pieces, roster)
     index = _place_rows(people, books, roster, report)
     _place_skipped(people, books, roster, index, report)
     _refuse_several(people, allow_several)
@@ -467,9 +464,8 @@ def _more_summary(report: dict, missing: str) -> str:
     unchecked = report.get("maximum_unchecked")
     if unchecked:
         line += (
-            f"; the roster's Maximum Grade ({num(unchecked['maximum_grade'])}) is one "
-            f"assignment's and the file has {len(unchecked['columns'])} grade columns: check "
-            f"that each Moodle grade item is out of its column's points ("
+            f"; the roster's Maximum Grade ({unchecked['maximum_grade']}) {unchecked['why']}: "
+            f"check that each Moodle grade item is out of its column's points ("
             + ", ".join(f"{h} {num(p)}" for h, p in unchecked["columns"].items())
             + "), as Moodle caps a grade at its item's maximum"
         )
@@ -839,14 +835,37 @@ def _grade_headers(books, columns: dict, pieces: bool) -> list[tuple[str, float]
     ]
 
 
-def _worksheet_maximum(roster) -> float | None:
-    """The roster's Moodle worksheet "Maximum Grade" as a number (None without one, or a
-    scale's name)."""
+def _worksheet_maximum(roster) -> tuple[float | None, str]:
+    """The roster's Moodle worksheet "Maximum Grade": ``(its value, as written)``; the value
+    None where there is none (``""``) or it cannot be read as a finite number (a scale's
+    name, rows that differ). Moodle writes a decimal comma on sites set so (``10,00``): a
+    single comma without a dot is read as the decimal point; a comma beside a dot is not
+    guessed at."""
+    raw = str(getattr(roster, "maximum_grade", "") or "").strip()
+    text = raw.replace(",", ".") if raw.count(",") == 1 and "." not in raw else raw
     try:
-        value = float(str(getattr(roster, "maximum_grade", "") or "").replace(",", ""))
+        value = float(text)
     except ValueError:
+        return None, raw
+    return (value if math.isfinite(value) else None), raw
+
+
+def _maximum_unchecked(fmt: str, books, columns: dict, pieces: bool, roster) -> dict | None:
+    """(Moodle) Why a grading worksheet's Maximum Grade could not be checked against the
+    columns (``{"maximum_grade", "why", "columns": {header: points}}``), for the summary:
+    several grade columns (one worksheet is one assignment's), or a value that is no
+    number. None where there is nothing to say."""
+    if fmt != "moodle":
         return None
-    return value if math.isfinite(value) else None
+    maximum, raw = _worksheet_maximum(roster)
+    headers = _grade_headers(books, columns, pieces)
+    if raw and maximum is None:
+        why = "cannot be read as a number (a scale, or rows that differ)"
+    elif maximum is not None and len(headers) > 1:
+        why = f"is one assignment's and the file has {len(headers)} grade columns"
+    else:
+        return None
+    return {"maximum_grade": raw, "why": why, "columns": dict(headers)}
 
 
 def _maximum_scales(books, columns: dict, pieces: bool, roster, scale: bool) -> dict:
@@ -854,29 +873,34 @@ def _maximum_scales(books, columns: dict, pieces: bool, roster, scale: bool) -> 
     roster is a grading worksheet (one assignment's: its "Maximum Grade") and the file has
     one grade column whose points differ: Moodle's import caps a grade at its item's
     maximum, so 17 of 17 would become 10 of 10 and 8.5 of 17 read as 8.5 of 10. Refused
-    (:class:`ExportError`) unless ``scale``, as Canvas's Points Possible. With several grade
-    columns the worksheet's maximum is one of their items' and cannot be told to one; the
-    summary then asks to check each item (:func:`_more_summary`)."""
-    maximum = _worksheet_maximum(roster)
+    (:class:`ExportError`) unless ``scale``, as Canvas's Points Possible; a maximum of 0 or
+    less (an assignment without points) is refused either way. With several grade columns
+    the worksheet's maximum is one of their items' and cannot be told to one; the summary
+    then asks to check each item (:func:`_maximum_unchecked`)."""
+    maximum, raw = _worksheet_maximum(roster)
     headers = _grade_headers(books, columns, pieces)
     if maximum is None or len(headers) != 1 or abs(maximum - headers[0][1]) <= 1e-9:
         return {}
     (header, possible), where = headers[0], getattr(roster, "source", "") or "the roster"
-    shown = f"column {header!r} scores out of {num(possible)}; the worksheet's Maximum Grade is {num(maximum)}"
+    shown = (
+        f"column {header!r} scores out of {num(possible)}; the worksheet's Maximum Grade is {raw}"
+    )
+    if maximum <= 0 or possible <= 0:
+        raise ExportError(
+            f"Cannot write scores into a Moodle grade item out of {raw} points ({where}: "
+            f"{shown}); expected both above 0 (an assignment whose grade type is None or a "
+            f"scale has no points). Give the lab's own assignment's grading worksheet as "
+            f"--roster, after setting its maximum grade in Moodle to {num(possible)}."
+        )
     if not scale:
         raise ExportError(
             f"Refusing to write scores into a Moodle grade item out of other points ({where}: "
             f"{shown}): Moodle's import caps a grade at the item's maximum, so a full score "
-            f"would be cut and any other read as out of {num(maximum)}; nothing was written. "
-            f"Pass --scale-to-points-possible to scale each score to the Maximum Grade "
-            f"(rounded to 2 decimals), or set the assignment's maximum grade in Moodle to "
-            f"{num(possible)} and download its grading worksheet again as --roster."
-        )
-    if maximum <= 0 or possible <= 0:
-        raise ExportError(
-            f"--scale-to-points-possible cannot scale scores from or to 0 points ({where}: "
-            f"{shown}); expected both above 0. Set the assignment's maximum grade in Moodle "
-            f"to the lab's points and give its grading worksheet again as --roster."
+            f"would be cut and any other read as out of {raw}; nothing was written. Check "
+            f"that the worksheet is this lab's assignment's. Pass --scale-to-points-possible "
+            f"to scale each score to the Maximum Grade (rounded to 2 decimals), or set the "
+            f"assignment's maximum grade in Moodle to {num(possible)} and download its "
+            f"grading worksheet again as --roster."
         )
     return {header: (possible, maximum)}
 
@@ -942,12 +966,17 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
     """Each path handed in but not graded (a gradebook's ``skipped``: a zip, a
     ``.ipynb.txt``, a Moodle folder without a notebook) whose LMS names say whose it is
     (:func:`~lablib.grading.submissions.skipped_submission`, resolved as at grading), kept
-    with that student of the export: one without a graded row is then noted with what
-    they handed in, not as without a submission. A student those names give whom the
-    export has no row for (no roster was given, or the roster lacks them) gets a row of
-    their own, as a graded row of an unknown student does (not in the roster, listed in
-    ``report["unmatched"]``): every student of the download reaches the import file.
-    Paths whose names say nothing of a student are listed in
+    with that student of the export (and a Moodle team folder with each member the roster
+    gives it): one without a graded row is then noted with what they handed in, not as
+    without a submission. A file joins the student whose graded row the same LMS user
+    handed in (:func:`_lms_person`) before the roster's fields are compared.
+
+    Only a file or Moodle folder that lies where the download's graded files or folders lie
+    (:func:`_download_folders`; anywhere where nothing was graded) is read so: a name a
+    student gave a file inside their own folder names no one. A student those names give
+    whom the export has no row for (no roster was given, or the roster lacks them) gets a
+    row of their own, as a graded row of an unknown student does (not in the roster,
+    listed in ``report["unmatched"]``). Other paths are listed in
     ``report["skipped_unmatched"]``; a gradebook graded with ``--layout plain`` names no
     one by its files."""
     for folder, book in books:
@@ -957,30 +986,94 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
         except GradebookError as exc:
             raise ExportError(str(exc)) from None
         lab, stray = book["lab"], []
+        by_lms = _lms_people(people, lab)
+        downloads = _download_folders(book)
         for path, why in skipped:
-            found = skipped_submission(path, layout or "auto")
+            found = skipped_submission(path, layout or "auto", folder=why != NOT_A_NOTEBOOK)
             if found is None:
                 continue
+            if book["submissions"] and _item_folder(found) not in downloads:
+                stray.append(path)  # e.g. a name given to a file in a student's own folder
+                continue
             identity = resolve(found, roster, index=index)
-            person = _joined(people, identity)
+            person = by_lms.get(_lms_person(found.lms, lab)) or _joined(people, identity)
             if person is None and not _names_a_student(identity, found):
                 stray.append(path)
                 continue
             if person is None:
                 person = _place(people, identity, found.name, lab)
+                by_lms.setdefault(_lms_person(found.lms, lab), person)
                 if lab not in person.skipped and not person.rows.get(lab):
                     report["unmatched"].setdefault(lab, []).append(found.name)
                     if identity.get("why_unmatched"):
                         report["unmatched_reasons"].setdefault(lab, {})[found.name] = str(
                             identity["why_unmatched"]
                         )
-            person.skipped.setdefault(lab, []).append((path, why))
+            members = [person] + [_joined(people, o) for o in identity.get("others") or []]
+            for member in dict.fromkeys(m for m in members if m is not None):
+                member.skipped.setdefault(lab, []).append((path, why))
         report["skipped_unmatched"][lab] = stray
 
 
+def _lms_person(lms, lab: str) -> tuple | None:
+    """Who handed a file in, as an LMS download names them: a Canvas user (its id, or an
+    anonymous id, with the name Canvas wrote), a Moodle participant of this lab's
+    assignment (Moodle gives a student another id in each); None for anything else."""
+    lms = lms if isinstance(lms, dict) else {}
+    kind = lms.get("lms")
+    if kind == "canvas":
+        user = lms.get("user_id") or (
+            f"anon_{lms['anonymous_id']}" if lms.get("anonymous_id") else ""
+        )
+        return ("canvas", fold(str(user)), fold(str(lms.get("name", "")))) if user else None
+    if kind == "moodle" and lms.get("participant_id"):
+        return ("moodle", lab, fold(str(lms["participant_id"])))
+    return None
+
+
+def _lms_people(people: list[_Person], lab: str) -> dict:
+    """``{_lms_person: person}`` of every graded row placed (a Canvas user's rows of any
+    lab, a Moodle participant's of ``lab``)."""
+    found = {}
+    for p in people:
+        for row_lab, rows in p.rows.items():
+            for row in rows:
+                identity = row.get("identity") if isinstance(row.get("identity"), dict) else {}
+                key = _lms_person(identity.get("lms"), row_lab)
+                if key is not None and (key[0] == "canvas" or row_lab == lab):
+                    found.setdefault(key, p)
+    return found
+
+
+def _download_folders(book: dict) -> set[str]:
+    """The folders that hold a gradebook's graded LMS items (a Canvas file, a Moodle
+    student's folder), as real paths."""
+    folders = set()
+    for entry in book["submissions"]:
+        identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+        lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
+        if lms.get("lms") not in ("canvas", "moodle") or not entry.get("path"):
+            continue
+        path = pathlib.Path(str(entry["path"]))
+        moodle = str(identity.get("folder") or "").split("/")[-1]
+        item = next((a for a in path.parents if moodle and a.name == moodle), path)
+        folders.add(os.path.realpath(item.parent))
+    return folders
+
+
+def _item_folder(found) -> str:
+    """The real path of the folder holding a skipped path's LMS item (its Moodle student
+    folder, else the file itself)."""
+    path = pathlib.Path(found.path)
+    if found.folder:
+        path = next((a for a in (path, *path.parents) if a.name == found.folder), path)
+    return os.path.realpath(path.parent)
+
+
 def _names_a_student(identity: dict, found) -> bool:
-    """Whether an LMS name on a path not graded says whose it is (an id or a display name
-    the download gives), so that its student gets a row of their own."""
+    """Whether an LMS name on a path not graded says whose it is (a Canvas user id or
+    anonymous id, a Moodle participant id, a roster id), so that its student gets a row of
+    their own."""
     lms = found.lms or {}
     return bool(
         identity.get("lms_id")

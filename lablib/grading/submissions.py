@@ -623,7 +623,7 @@ def collect_submissions(
     return [(f.name, f.path) for f in found]
 
 
-def skipped_submission(path, layout: str = "auto") -> Found | None:
+def skipped_submission(path, layout: str = "auto", folder: bool = True) -> Found | None:
     """A path that was not graded (one of :func:`find_submissions`'s ``refused``, as
     ``grades.json`` keeps them under ``skipped``: a zip, a ``.ipynb.txt``) as the
     :class:`Found` a notebook there would have been, where an LMS download's names say
@@ -633,6 +633,8 @@ def skipped_submission(path, layout: str = "auto") -> Found | None:
     (:func:`lablib.grading.gradebook.identity.resolve`). None where no such name is on the
     path, and always with ``layout="plain"`` (the names are the students' own). A
     Gradescope export's folder is not read: its student is in its metadata, not its name.
+    ``folder=False`` says the path is a file: its own name is then never read as a Moodle
+    folder's (a Canvas file a student named ``..._assignsubmission_file_``).
 
     Example::
 
@@ -641,7 +643,7 @@ def skipped_submission(path, layout: str = "auto") -> Found | None:
     if layout == "plain":
         return None
     parts = _nfc(pathlib.PurePath(str(path)).parts)
-    for i, part in enumerate(parts):
+    for i, part in enumerate(parts if folder else parts[:-1]):
         info = _moodle_folder(part)
         if info is not None:
             return Found(info["name"], pathlib.Path(path), "/".join(parts[i:]), part, info)

@@ -46,12 +46,12 @@ def _canvas_book(tmp_path, rows, skipped=()):
     roster = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
     lab, results = _lab(), []
     for name, (points, user, status) in rows.items():
+        path = tmp_path / "subs" / f"{name}_{user}_9000000_lab9.ipynb"  # beside the skipped
         r = SubmissionResult(
-            name, str(tmp_path / f"{name}.ipynb"), status, points, 10.0,
-            {"f": PieceScore(points, 10.0)}, [],
+            name, str(path), status, points, 10.0, {"f": PieceScore(points, 10.0)}, []
         )  # fmt: skip
         lms = {"lms": "canvas", "name": name, "user_id": user, "late": False}
-        r.identity = resolve(Found(name, tmp_path / f"{name}.ipynb", "", "", lms), roster, lab=lab)
+        r.identity = resolve(Found(name, path, path.name, "", lms), roster, lab=lab)
         results.append(r)
     write_reports(tmp_path / "out", lab, results, roster=roster, skipped=skipped)
     return roster
@@ -183,6 +183,21 @@ def test_a_file_handed_in_but_not_graded_is_told_to_its_student(tmp_path):
     assert _notes(tmp_path / "c.notes.csv")["Roe, Frank"] == ["Lab 9: no submission (0)"]
 
 
+def _moodle_erin(tmp_path, sheet, lab):
+    """Erin's notebook (7 of 10) in her folder of a Moodle download (``subs/``), graded with
+    ``sheet``, as ``lablib grade`` keeps its identity."""
+    folder = "Erin Doe_7300001_assignsubmission_file_"
+    path = tmp_path / "subs" / folder / "e.ipynb"
+    r = SubmissionResult(
+        "Erin Doe", str(path), Status(), 7.0, 10.0, {"f": PieceScore(7.0, 10.0)}, []
+    )
+    lms = {"lms": "moodle", "name": "Erin Doe", "participant_id": "7300001", "plugin": "file",
+           "file": ""}  # fmt: skip
+    r.identity = resolve(Found("Erin Doe", path, f"{folder}/e.ipynb", folder, lms), sheet, lab=lab)
+    r.identity["where"], r.identity["folder"] = f"{folder}/e.ipynb", folder
+    return r
+
+
 def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
     """Moodle's folder of Gina holds only a zip: the zip is named (not the folder too),
     with the worksheet as the export's roster, and without a roster too: her folder's name
@@ -190,12 +205,7 @@ def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
     sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET))
     folder = tmp_path / "subs" / "Gina Poe_7300003_assignsubmission_file_"
     lab = _lab()
-    r = SubmissionResult(
-        "Erin Doe", str(tmp_path / "e.ipynb"), Status(), 7.0, 10.0, {"f": PieceScore(7.0, 10.0)}, []
-    )
-    lms = {"lms": "moodle", "name": "Erin Doe", "participant_id": "7300001", "plugin": "file",
-           "file": ""}  # fmt: skip
-    r.identity = resolve(Found("Erin Doe", tmp_path / "e.ipynb", "", "", lms), sheet, lab=lab)
+    r = _moodle_erin(tmp_path, sheet, lab)
     skipped = [
         (folder / "lab9.zip", NOT_A_NOTEBOOK),
         (folder, "a folder without a notebook (.ipynb): no row in the gradebook"),
@@ -225,14 +235,9 @@ def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
 def _worksheet_book(tmp_path, maximum: str):
     """Erin's notebook (7 of 10) graded with a Moodle worksheet whose Maximum Grade is
     ``maximum``; the worksheet is returned as the export's roster."""
-    sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET.replace(",10.00,", f",{maximum},")))
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET.replace(",10.00,", f',"{maximum}",')))
     lab = _lab()
-    r = SubmissionResult(
-        "Erin Doe", str(tmp_path / "e.ipynb"), Status(), 7.0, 10.0, {"f": PieceScore(7.0, 10.0)}, []
-    )
-    lms = {"lms": "moodle", "name": "Erin Doe", "participant_id": "7300001", "plugin": "file",
-           "file": ""}  # fmt: skip
-    r.identity = resolve(Found("Erin Doe", tmp_path / "e.ipynb", "", "", lms), sheet, lab=lab)
+    r = _moodle_erin(tmp_path, sheet, lab)
     write_reports(tmp_path / "out", lab, [r], roster=sheet)
     return sheet
 
@@ -275,7 +280,112 @@ def test_a_moodle_worksheet_with_several_columns_asks_to_check_each_item(tmp_pat
     points to check against its Moodle grade item."""
     sheet = _worksheet_book(tmp_path, "10.00")
     done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", pieces=True)
-    assert done["maximum_unchecked"]["maximum_grade"] == 10.0
+    assert done["maximum_unchecked"]["maximum_grade"] == "10.00"
     assert len(done["maximum_unchecked"]["columns"]) >= 2
-    assert "the roster's Maximum Grade (10) is one assignment's" in done["summary"]
+    assert "the roster's Maximum Grade (10.00) is one assignment's" in done["summary"]
     assert "Moodle caps a grade at its item's maximum" in done["summary"]
+
+
+def _canvas_row(subs, file_name, points, lab, roster=None):
+    """A graded Canvas file of ``subs`` (its LMS name read as at grading)."""
+    from lablib.grading.submissions import skipped_submission
+
+    found = skipped_submission(subs / file_name)
+    r = SubmissionResult(
+        found.name, str(subs / file_name), Status(), points, 10.0,
+        {"f": PieceScore(points, 10.0)}, [],
+    )  # fmt: skip
+    r.identity = resolve(found, roster, lab=lab)
+    return r
+
+
+def test_a_graded_students_other_file_gives_them_no_second_row(tmp_path):
+    """John's notebook was matched by a roster without Canvas ids (by his name) and
+    graded 9; his extra zip carries the same Canvas user: it stays his, not a row of 0
+    that Canvas would give the same student after his 9. The same for an anonymous
+    student's two files (Canvas anonymous grading)."""
+    subs, lab = tmp_path / "subs", _lab()
+    roster = Roster.load(
+        _write(tmp_path, "r.csv", "student_id,name,email\nS001,John Smith,j@u.edu\n")
+    )
+    graded = _canvas_row(subs, "smithjohn_1001_9000001_lab9.ipynb", 9.0, lab, roster)
+    assert graded.identity["matched"] and not graded.identity["lms_id"]
+    skipped = [(subs / "smithjohn_1001_9000002_extra.zip", NOT_A_NOTEBOOK)]
+    write_reports(tmp_path / "out", lab, [graded], roster=roster, skipped=skipped)
+    for given in (None, roster):
+        done = export("canvas", [tmp_path / "out"], given, tmp_path / "c.csv")
+        rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))[2:]
+        assert [(r[0], r[5]) for r in rows] == [("John Smith", "9")], rows
+        assert (
+            done["not_graded"]["lab9_export"] == {}
+            and done["skipped_unmatched"]["lab9_export"] == []
+        )
+    anonymous = tmp_path / "anonymous"
+    graded = _canvas_row(anonymous / "subs", "anon_3kqv8d_9000001_lab9.ipynb", 9.0, lab)
+    skipped = [(anonymous / "subs" / "anon_3kqv8d_9000002_extra.zip", NOT_A_NOTEBOOK)]
+    write_reports(anonymous / "out", lab, [graded], skipped=skipped)
+    export("canvas", [anonymous / "out"], None, anonymous / "c.csv")
+    rows = list(csv.reader(open(anonymous / "c.csv", encoding="utf-8")))[2:]
+    assert [(r[0], r[5]) for r in rows] == [("anon_3kqv8d", "9")]
+
+
+def test_a_name_given_to_a_file_in_a_students_own_folder_names_no_one(tmp_path):
+    """Plain folders (a student's own): jsmith puts a zip named as Erin's Moodle folder in
+    his folder. It is his folder's, not Erin's: no row or note for Erin, listed as naming
+    no one. A Canvas file a student named ``..._assignsubmission_file_`` is read by its
+    Canvas name, not as a Moodle folder."""
+    subs, lab = tmp_path / "subs", _lab()
+    results = []
+    for who in ("jsmith", "edoe"):
+        path = subs / who / "lab9.ipynb"
+        r = SubmissionResult(who, str(path), Status(), 8.0, 10.0, {"f": PieceScore(8.0, 10.0)}, [])
+        r.identity = resolve(Found(who, path, f"{who}/lab9.ipynb", who, {}), None, lab=lab)
+        results.append(r)
+    planted = subs / "jsmith" / "Erin Doe_7300000_assignsubmission_file_lab9.zip"
+    write_reports(tmp_path / "out", lab, results, skipped=[(planted, NOT_A_NOTEBOOK)])
+    roster = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET))
+    for given in (None, roster):
+        done = export("canvas", [tmp_path / "out"], given, tmp_path / "c.csv")
+        assert done["not_graded"]["lab9_export"] == {}
+        assert done["skipped_unmatched"]["lab9_export"] == [str(planted)]
+        notes = [n for ns in _notes(tmp_path / "c.notes.csv").values() for n in ns]
+        assert not any("assignsubmission" in n for n in notes), notes
+    canvas = tmp_path / "canvas"
+    graded = _canvas_row(canvas / "subs", "doeerin_1001_9000001_lab9.ipynb", 9.0, lab)
+    odd = canvas / "subs" / "roefrank_1002_9000002_Gina Poe_7300003_assignsubmission_file_"
+    write_reports(canvas / "out", lab, [graded], skipped=[(odd, NOT_A_NOTEBOOK)])
+    done = export("canvas", [canvas / "out"], None, canvas / "c.csv")
+    assert done["not_graded"]["lab9_export"] == {"1002": [odd.name]}
+    names = [r[0] for r in csv.reader(open(canvas / "c.csv", encoding="utf-8"))][2:]
+    assert sorted(names) == ["doeerin", "roefrank"]
+
+
+def test_a_moodle_maximum_grade_is_read_as_moodle_writes_it(tmp_path):
+    """A decimal comma ("10,00", Moodle on a site set so) is the lab's 10 points: nothing
+    refused; "20,50" is refused naming it as written; 0 (an assignment without points) is
+    refused even with --scale-to-points-possible; a maximum that is no number (rows that
+    differ) is not checked and the summary says so."""
+    out, sheet = _book_of(tmp_path, "a", "10,00")
+    assert export("moodle", [out], sheet, tmp_path / "a.csv")["scaled"] == {}
+    out, sheet = _book_of(tmp_path, "b", "20,50")
+    with pytest.raises(ExportError, match="Maximum Grade is 20,50"):
+        export("moodle", [out], sheet, tmp_path / "b.csv")
+    out, sheet = _book_of(tmp_path, "c", "0.00")
+    with pytest.raises(ExportError, match="out of 0.00 points.*expected both above 0"):
+        export("moodle", [out], sheet, tmp_path / "c.csv", scale_to_points_possible=True)
+    differ = Roster.load(_write(tmp_path, "d.csv", WORKSHEET.replace(",10.00,", ",20.00,", 1)))
+    assert differ.maximum_grade == "20.00; 10.00"
+    out, _ = _book_of(tmp_path, "d", "10.00")
+    done = export("moodle", [out], differ, tmp_path / "d.csv")
+    assert done["scaled"] == {} and "cannot be read as a number" in done["summary"]
+    same = Roster.load(_write(tmp_path, "e.csv", WORKSHEET.replace(",10.00,", ",10,", 1)))
+    assert same.maximum_grade == "10"  # "10" and "10.00" agree
+
+
+def _book_of(tmp_path, name: str, maximum: str):
+    """``(a gradebook folder of Erin's 7 of 10 graded with a worksheet out of ``maximum``,
+    that worksheet)``."""
+    folder = tmp_path / name
+    folder.mkdir()
+    sheet = _worksheet_book(folder, maximum)
+    return folder / "out", sheet

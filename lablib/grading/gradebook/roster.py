@@ -351,14 +351,22 @@ def _points_possible(rows, where) -> dict[str, str]:
 
 
 def _maximum_grade(rows) -> str:
-    """A Moodle grading worksheet's "Maximum Grade" where every row that has one gives the
-    same value ("" without that column, or where rows differ)."""
+    """A Moodle grading worksheet's "Maximum Grade", as its first row with one writes it,
+    where the rows agree ("10" and "10.00" do); the distinct values joined by "; " where
+    they differ (no number: the export says it could not check it); "" without that
+    column."""
     header = [fold(h) for h in rows[0]]
     if "maximum grade" not in header:
         return ""
     i = header.index("maximum grade")
-    values = {row[i].strip() for row in rows[1:] if i < len(row) and row[i].strip()}
-    return values.pop() if len(values) == 1 else ""
+    values = list(dict.fromkeys(r[i].strip() for r in rows[1:] if i < len(r) and r[i].strip()))
+    numbers = set()
+    for value in values:
+        try:
+            numbers.add(float(value.replace(",", ".") if value.count(",") == 1 else value))
+        except ValueError:
+            numbers.add(value)
+    return values[0] if len(numbers) == 1 else "; ".join(values)
 
 
 def _student_key(fields: dict) -> tuple:

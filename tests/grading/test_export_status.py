@@ -235,7 +235,9 @@ def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
 def _worksheet_book(tmp_path, maximum: str):
     """Erin's notebook (7 of 10) graded with a Moodle worksheet whose Maximum Grade is
     ``maximum``; the worksheet is returned as the export's roster."""
-    sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET.replace(",10.00,", f',"{maximum}",')))
+    sheet = Roster.load(
+        _write(tmp_path, "sheet.csv", WORKSHEET.replace(",10.00,", f',"{maximum}",'))
+    )
     lab = _lab()
     r = _moodle_erin(tmp_path, sheet, lab)
     write_reports(tmp_path / "out", lab, [r], roster=sheet)

@@ -26,6 +26,10 @@ at a time to the model alone, so that the table accounts for the lab's step:
   each op on one intra-op thread instead of its pool (``tiny_one_thread``,
   ``now_one_thread``): what handing small ops to the pool costs the host, and what the
   pool gives the lab's matrices;
+* the negligible-width model and the lab now again in a process whose TensorFlow runs
+  without its oneDNN kernels (``TF_ENABLE_ONEDNN_OPTS=0`` before TensorFlow is imported:
+  Eigen's kernels instead; ``tiny_no_onednn``, ``now_no_onednn``): what oneDNN's
+  per-op cost adds to a small op, and what its kernels give the lab's matrices;
 * the same for section 9's Keras 3 twin (``lablib.layers.TransformerEncoderBlock``), in
   a second process (one Keras mode per process).
 
@@ -74,11 +78,17 @@ ROW_KEYS = (
     "tiny",
     "tiny_one_thread",
     "now_one_thread",
+    "tiny_no_onednn",
+    "now_no_onednn",
 )
-# The rows that run in a child process of their own, TensorFlow's intra-op pool at one
-# thread: the negligible-width model, and the lab now (row key "now_one_thread").
-ONE_THREAD_ROW = "tiny_one_thread"
-ONE_THREAD_ROWS = {ONE_THREAD_ROW, "now_one_thread"}
+# The rows that run in a child process of their own, with TensorFlow set up otherwise:
+# (the child's flag, the words its rows' names end with, its negligible-width row key, its
+# lab-now row key). One intra-op thread instead of the pool; oneDNN's kernels off.
+VARIANTS = (
+    ("--one-intra-op-thread", "one intra-op thread", "tiny_one_thread", "now_one_thread"),
+    ("--onednn-off", "oneDNN off", "tiny_no_onednn", "now_no_onednn"),
+)
+VARIANT_ROWS = {key for _flag, _words, *keys in VARIANTS for key in keys}
 
 
 def parse_args(argv=None):
@@ -100,6 +110,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--child", choices=["legacy", "keras3"], help=argparse.SUPPRESS)
     parser.add_argument("--one-intra-op-thread", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--onednn-off", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -401,16 +412,20 @@ def run_child(args):
             ),
         ]
     wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
-    if args.one_intra_op_thread:  # the negligible-width row and/or the lab now, as asked
-        wanted = (wanted & {ONE_THREAD_ROW}) | ({"now"} if "now_one_thread" in wanted else set())
+    variant = _child_variant(args)
+    if variant is not None:  # the negligible-width row and/or the lab now, as asked
+        _flag, words, tiny_key, now_key = variant
+        wanted = ({"tiny_variant"} if tiny_key in wanted else set()) | (
+            {"now"} if now_key in wanted else set()
+        )
     else:
-        wanted -= ONE_THREAD_ROWS
+        wanted -= VARIANT_ROWS
     results = []
     for key, name, options in rows:
         if key not in wanted:
             continue
         data_option = options.pop("data")
-        name += ", one intra-op thread" if args.one_intra_op_thread else ""
+        name += f", {variant[1]}" if variant else ""
         wall, cpu = time_row(keras, tf, build, data_option, **common, **options)
         results.append((name, wall, cpu, time_row.epochs))
         epochs_s = ", ".join(f"{t:.1f}" for t in time_row.epochs)
@@ -420,13 +435,13 @@ def run_child(args):
             flush=True,
         )
     tiny_rows = ((1, False), (32, False), (32, True)) if "tiny" in wanted else ()
-    for spe, jit in tiny_rows + (((32, False),) if ONE_THREAD_ROW in wanted else ()):
+    for spe, jit in tiny_rows + (((32, False),) if "tiny_variant" in wanted else ()):
         wall, cpu = time_row(
             keras, tf, tiny, tiny_data, epochs=epochs, steps=tiny_steps, spe=spe, jit=jit
         )
         name = f"negligible width (d=8, 16 tokens), steps_per_execution={spe}"
         name += ", jit_compile=True" if jit else ""
-        name += ", one intra-op thread" if args.one_intra_op_thread else ""
+        name += f", {variant[1]}" if variant else ""
         results.append((name, wall, cpu, time_row.epochs))
     device = tf.config.list_logical_devices("GPU")
     gpu = (
@@ -449,12 +464,21 @@ def run_child(args):
     }
 
 
+def _child_variant(args):
+    """The :data:`VARIANTS` entry of a child process's flag, or None (the default set-up)."""
+    flags = {"--one-intra-op-thread": args.one_intra_op_thread, "--onednn-off": args.onednn_off}
+    return next((v for v in VARIANTS if flags[v[0]]), None)
+
+
 def child_results(args, argv, mode):
     env = dict(
         os.environ,
         TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
         PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
     )
+    env.pop("TF_ENABLE_ONEDNN_OPTS", None)  # TensorFlow's default (oneDNN on, x86 Linux)
+    if "--onednn-off" in argv:  # read by TensorFlow when it is imported, so set here
+        env["TF_ENABLE_ONEDNN_OPTS"] = "0"
     # The child's rows reach this process's stderr as it measures them, so a run stopped
     # by a deadline (a GPU lent for minutes) keeps what it measured.
     child = subprocess.Popen(
@@ -518,6 +542,7 @@ def tiny_summary(part) -> str:
     for suffix, words in (
         ("jit_compile=True", "with jit_compile=True too"),
         ("one intra-op thread", "with one intra-op thread instead of the pool"),
+        ("oneDNN off", "with oneDNN's kernels off"),
     ):
         wall = tiny.get(f"steps_per_execution=32, {suffix}")
         if wall:
@@ -543,10 +568,10 @@ def main(argv=None):
             f"--rows names {sorted(unknown)}; the rows are: {', '.join(ROW_KEYS)} (or all)"
         )
     parts = [child_results(args, child_argv, mode) for mode in modes]
-    if args.rows == "all" or ONE_THREAD_ROWS & set(args.rows.split(",")):
-        for part, mode in zip(parts, modes):  # the same process's rows, one more child each
-            alone = child_results(args, child_argv + ["--one-intra-op-thread"], mode)
-            part["rows"] += alone["rows"]
+    for flag, _words, *keys in VARIANTS:
+        if args.rows == "all" or set(keys) & set(args.rows.split(",")):
+            for part, mode in zip(parts, modes):  # the same process's rows, one more child each
+                part["rows"] += child_results(args, child_argv + [flag], mode)["rows"]
     first = parts[0]
     summary = []
     overhead = "; ".join(filter(None, (tiny_summary(part) for part in parts)))
@@ -560,6 +585,10 @@ def main(argv=None):
         )
     elif alone and now:
         summary.append(f"The lab's step against the model alone: {now / alone:.2f}.")
+    for _flag, words, _tiny, _now in VARIANTS:  # the lab now in a variant's process
+        other = next((v for k, v in lab_rows.items() if k.endswith(f"the lab now, {words}")), None)
+        if now and other:
+            summary.append(f"The lab now with {words}: {other:.1f} ms/step ({other / now:.2f}).")
     if overhead:
         summary.append(
             f"Host overhead per step (the negligible-width model), steps_per_execution 1 -> 32: {overhead}."

@@ -1054,10 +1054,9 @@ def _download_folders(book: dict) -> set[str]:
         lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
         if lms.get("lms") not in ("canvas", "moodle") or not entry.get("path"):
             continue
-        path = pathlib.Path(str(entry["path"]))
-        moodle = str(identity.get("folder") or "").split("/")[-1]
-        item = next((a for a in path.parents if moodle and a.name == moodle), path)
-        folders.add(os.path.realpath(item.parent))
+        found = skipped_submission(str(entry["path"]))  # its item, read as a skipped path's
+        if found is not None:
+            folders.add(_item_folder(found))
     return folders
 
 

@@ -7,6 +7,7 @@ submission"."""
 from __future__ import annotations
 
 import csv
+import json
 import pathlib
 
 import pytest
@@ -391,3 +392,29 @@ def _book_of(tmp_path, name: str, maximum: str):
     folder.mkdir()
     sheet = _worksheet_book(folder, maximum)
     return folder / "out", sheet
+
+
+def test_a_moodle_team_folder_without_a_notebook_is_noted_for_every_member(tmp_path):
+    """Team 1's Moodle folder holds only a zip: both members the worksheet puts in Team 1
+    are noted with it (not "no submission"); Lost's graded folder lies beside it."""
+    from test_export_rules import TEAM_SHEET, _team_book
+
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", TEAM_SHEET))
+    _team_book(tmp_path, tmp_path / "out", sheet, folders={"Lost_9_assignsubmission_file": 3.0})
+    team = tmp_path / "Team 1 ⚡_42_assignsubmission_file"
+    book = GradebookFolder(tmp_path / "out")
+    data = book.read()
+    data["skipped"] = [
+        {"path": str(team / "lab.zip"), "reason": NOT_A_NOTEBOOK},
+        {
+            "path": str(team),
+            "reason": "a folder without a notebook (.ipynb): no row in the gradebook",
+        },
+    ]
+    (tmp_path / "out" / "grades.json").write_text(json.dumps(data), encoding="utf-8")
+    done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")
+    assert done["not_graded"]["lab9_export"] == {
+        "erin@uni.edu": ["lab.zip"],
+        "frank@uni.edu": ["lab.zip"],
+    }
+    assert "erin@uni.edu" not in done["missing"]["lab9_export"]

@@ -90,7 +90,7 @@ import pathlib
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import GradebookError, GradebookFolder, feedback_stems
 from lablib.grading.gradebook.identity import STUDENT_FIELDS, RosterIndex, resolve
-from lablib.grading.lms import fold
+from lablib.grading.lms import fold, moodle_number
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.text import num
 from lablib.grading.results import PROBLEMS, Kind, Status
@@ -837,17 +837,10 @@ def _grade_headers(books, columns: dict, pieces: bool) -> list[tuple[str, float]
 
 def _worksheet_maximum(roster) -> tuple[float | None, str]:
     """The roster's Moodle worksheet "Maximum Grade": ``(its value, as written)``; the value
-    None where there is none (``""``) or it cannot be read as a finite number (a scale's
-    name, rows that differ). Moodle writes a decimal comma on sites set so (``10,00``): a
-    single comma without a dot is read as the decimal point; a comma beside a dot is not
-    guessed at."""
+    None where there is none (``""``) or it is no number as Moodle writes one (a scale's
+    name, rows that differ: :func:`~lablib.grading.lms.moodle_number`)."""
     raw = str(getattr(roster, "maximum_grade", "") or "").strip()
-    text = raw.replace(",", ".") if raw.count(",") == 1 and "." not in raw else raw
-    try:
-        value = float(text)
-    except ValueError:
-        return None, raw
-    return (value if math.isfinite(value) else None), raw
+    return moodle_number(raw), raw
 
 
 def _maximum_unchecked(fmt: str, books, columns: dict, pieces: bool, roster) -> dict | None:
@@ -971,9 +964,9 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
     without a submission. A file joins the student whose graded row the same LMS user
     handed in (:func:`_lms_person`) before the roster's fields are compared.
 
-    Only a file or Moodle folder that lies where the download's graded files or folders lie
-    (:func:`_download_folders`; anywhere where nothing was graded) is read so: a name a
-    student gave a file inside their own folder names no one. A student those names give
+    A path inside a student's own folder (the folder of a graded row named by its folder,
+    not by an LMS: :func:`_own_folders`) is that student's, whatever its name says: such
+    a name names no one. A student those names give
     whom the export has no row for (no roster was given, or the roster lacks them) gets a
     row of their own, as a graded row of an unknown student does (not in the roster,
     listed in ``report["unmatched"]``). Other paths are listed in
@@ -987,13 +980,14 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
             raise ExportError(str(exc)) from None
         lab, stray = book["lab"], []
         by_lms = _lms_people(people, lab)
-        downloads = _download_folders(book)
+        own = _own_folders(book)
         for path, why in skipped:
             found = skipped_submission(path, layout or "auto", folder=why != NOT_A_NOTEBOOK)
             if found is None:
                 continue
-            if book["submissions"] and _item_folder(found) not in downloads:
-                stray.append(path)  # e.g. a name given to a file in a student's own folder
+            real = pathlib.Path(os.path.realpath(path))
+            if any(str(a) in own for a in (real, *real.parents)):
+                stray.append(path)  # a name a student gave a file in their own folder
                 continue
             identity = resolve(found, roster, index=index)
             person = by_lms.get(_lms_person(found.lms, lab)) or _joined(people, identity)
@@ -1045,28 +1039,23 @@ def _lms_people(people: list[_Person], lab: str) -> dict:
     return found
 
 
-def _download_folders(book: dict) -> set[str]:
-    """The folders that hold a gradebook's graded LMS items (a Canvas file, a Moodle
-    student's folder), as real paths."""
+def _own_folders(book: dict) -> set[str]:
+    """The real paths of the students' own folders of a gradebook: the folder of each graded
+    row that no LMS names (a plain layout's ``jsmith/``), as grading kept its ``where`` and
+    ``folder`` (a row without them gives none)."""
     folders = set()
     for entry in book["submissions"]:
         identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
         lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
-        if lms.get("lms") not in ("canvas", "moodle") or not entry.get("path"):
+        where = [p for p in str(identity.get("where") or "").split("/") if p]
+        folder = [p for p in str(identity.get("folder") or "").split("/") if p]
+        if lms.get("lms") or not folder or len(where) <= len(folder) or not entry.get("path"):
             continue
-        found = skipped_submission(str(entry["path"]))  # its item, read as a skipped path's
-        if found is not None:
-            folders.add(_item_folder(found))
+        path = pathlib.Path(os.path.realpath(str(entry["path"])))
+        depth = len(where) - len(folder) - 1
+        if depth < len(path.parents):
+            folders.add(str(path.parents[depth]))
     return folders
-
-
-def _item_folder(found) -> str:
-    """The real path of the folder holding a skipped path's LMS item (its Moodle student
-    folder, else the file itself)."""
-    path = pathlib.Path(found.path)
-    if found.folder:
-        path = next((a for a in (path, *path.parents) if a.name == found.folder), path)
-    return os.path.realpath(path.parent)
 
 
 def _names_a_student(identity: dict, found) -> bool:

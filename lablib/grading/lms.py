@@ -88,6 +88,7 @@ __all__ = [
     "LmsDownloadError",
     "clean_label",
     "moodle_time",
+    "moodle_number",
     "fold",
 ]
 
@@ -400,6 +401,23 @@ _MOODLE_TIME_FORMATS = (
     "%d %B %Y, %I:%M %p",
     "%d %B %Y, %H:%M",
 )
+
+
+def moodle_number(text: str) -> float | None:
+    """A number as a Moodle worksheet writes it (``"10.00"``; ``"10,00"`` on a site whose
+    decimal separator is a comma): None for anything else (a scale's name, ``"1,000"``, a
+    value with both separators, infinity or NaN), never a guess.
+
+    Example::
+
+        moodle_number("17,50")  # 17.5
+    """
+    text = unicodedata.normalize("NFKC", str(text)).strip()
+    if re.fullmatch(r"[0-9]+,[0-9]{1,2}", text):
+        text = text.replace(",", ".")
+    if not re.fullmatch(r"[+-]?[0-9]+(\.[0-9]*)?", text):
+        return None
+    return float(text)
 
 
 def moodle_time(text: str) -> str:

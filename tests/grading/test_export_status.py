@@ -343,6 +343,7 @@ def test_a_name_given_to_a_file_in_a_students_own_folder_names_no_one(tmp_path):
         path = subs / who / "lab9.ipynb"
         r = SubmissionResult(who, str(path), Status(), 8.0, 10.0, {"f": PieceScore(8.0, 10.0)}, [])
         r.identity = resolve(Found(who, path, f"{who}/lab9.ipynb", who, {}), None, lab=lab)
+        r.identity["where"], r.identity["folder"] = f"{who}/lab9.ipynb", who  # as grading keeps
         results.append(r)
     planted = subs / "jsmith" / "Erin Doe_7300000_assignsubmission_file_lab9.zip"
     write_reports(tmp_path / "out", lab, results, skipped=[(planted, NOT_A_NOTEBOOK)])
@@ -353,6 +354,11 @@ def test_a_name_given_to_a_file_in_a_students_own_folder_names_no_one(tmp_path):
         assert done["skipped_unmatched"]["lab9_export"] == [str(planted)]
         notes = [n for ns in _notes(tmp_path / "c.notes.csv").values() for n in ns]
         assert not any("assignsubmission" in n for n in notes), notes
+    # a Canvas-named notebook of jsmith's own beside it changes nothing: still his folder
+    extra = _canvas_row(subs / "jsmith", "malx_1099_9000001_lab9.ipynb", 8.0, lab)
+    write_reports(tmp_path / "out", lab, [*results, extra], skipped=[(planted, NOT_A_NOTEBOOK)])
+    done = export("canvas", [tmp_path / "out"], None, tmp_path / "c.csv")
+    assert done["skipped_unmatched"]["lab9_export"] == [str(planted)]
     canvas = tmp_path / "canvas"
     graded = _canvas_row(canvas / "subs", "doeerin_1001_9000001_lab9.ipynb", 9.0, lab)
     odd = canvas / "subs" / "roefrank_1002_9000002_Gina Poe_7300003_assignsubmission_file_"
@@ -383,6 +389,16 @@ def test_a_moodle_maximum_grade_is_read_as_moodle_writes_it(tmp_path):
     assert done["scaled"] == {} and "cannot be read as a number" in done["summary"]
     same = Roster.load(_write(tmp_path, "e.csv", WORKSHEET.replace(",10.00,", ",10,", 1)))
     assert same.maximum_grade == "10"  # "10" and "10.00" agree
+    # read as Moodle writes numbers, never guessed: a spreadsheet's thousands separator,
+    # Python's own spellings (1_0, infinity, 1e1) and both separators are no number
+    from lablib.grading.lms import moodle_number
+
+    assert [moodle_number(t) for t in ("10.00 ", "17,5", "１０")] == [10.0, 17.5, 10.0]
+    for text in ("1,000", "10,000", "1_0", "infinity", "nan", "1e1", "1.000,00", "Pass/Fail"):
+        assert moodle_number(text) is None, text
+    out, sheet = _book_of(tmp_path, "f", "1,000")
+    done = export("moodle", [out], sheet, tmp_path / "f.csv")
+    assert "Maximum Grade (1,000) cannot be read as a number" in done["summary"]
 
 
 def _book_of(tmp_path, name: str, maximum: str):
@@ -418,3 +434,25 @@ def test_a_moodle_team_folder_without_a_notebook_is_noted_for_every_member(tmp_p
         "frank@uni.edu": ["lab.zip"],
     }
     assert "erin@uni.edu" not in done["missing"]["lab9_export"]
+
+
+def test_a_zip_in_another_folder_of_the_download_is_still_told_to_its_student(tmp_path):
+    """Canvas downloads kept in one folder per section: Erin's notebook graded in A/,
+    Gina's zip in B/ (no graded row beside it). Gina is noted with her zip (with the
+    roster, and without: a row of her own), as is a student of a gradebook whose rows
+    carry no identity (written by an older lablib)."""
+    subs, lab = tmp_path / "subs", _lab()
+    roster = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    graded = _canvas_row(subs / "A", "doeerin_1001_9000001_lab9.ipynb", 9.0, lab, roster)
+    skipped = [(subs / "B" / "poegina_1003_9000005_lab9.zip", NOT_A_NOTEBOOK)]
+    write_reports(tmp_path / "out", lab, [graded], roster=roster, skipped=skipped)
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
+    assert done["not_graded"]["lab9_export"] == {"S003": ["poegina_1003_9000005_lab9.zip"]}
+    done = export("canvas", [tmp_path / "out"], None, tmp_path / "c.csv")
+    assert done["not_graded"]["lab9_export"] == {"1003": ["poegina_1003_9000005_lab9.zip"]}
+    data = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
+    for entry in data["submissions"]:
+        entry.pop("identity", None)
+    (tmp_path / "out" / "grades.json").write_text(json.dumps(data), encoding="utf-8")
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
+    assert done["not_graded"]["lab9_export"] == {"S003": ["poegina_1003_9000005_lab9.zip"]}

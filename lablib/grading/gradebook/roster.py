@@ -49,7 +49,7 @@ import dataclasses
 import pathlib
 import re
 
-from lablib.grading.lms import fold, moodle_time
+from lablib.grading.lms import fold, moodle_number, moodle_time
 
 __all__ = ["Student", "Roster", "RosterMatch", "RosterError", "SubmissionTimes", "lab_aliases"]
 
@@ -360,12 +360,7 @@ def _maximum_grade(rows) -> str:
         return ""
     i = header.index("maximum grade")
     values = list(dict.fromkeys(r[i].strip() for r in rows[1:] if i < len(r) and r[i].strip()))
-    numbers = set()
-    for value in values:
-        try:
-            numbers.add(float(value.replace(",", ".") if value.count(",") == 1 else value))
-        except ValueError:
-            numbers.add(value)
+    numbers = {moodle_number(v) if moodle_number(v) is not None else v for v in values}
     return values[0] if len(numbers) == 1 else "; ".join(values)
 
 

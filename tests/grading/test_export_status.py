@@ -456,3 +456,48 @@ def test_a_zip_in_another_folder_of_the_download_is_still_told_to_its_student(tm
     (tmp_path / "out" / "grades.json").write_text(json.dumps(data), encoding="utf-8")
     done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
     assert done["not_graded"]["lab9_export"] == {"S003": ["poegina_1003_9000005_lab9.zip"]}
+
+
+def _grade_folder(subs, out):
+    """``lablib grade`` of the fixture lab on ``subs`` into ``out``, without a roster."""
+    from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
+
+    args = ["grade", str(FIXTURE_LAB), str(subs), "-o", str(out), "--tests", str(FIXTURE_HIDDEN)]
+    args += ["--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "20", "--quiet"]
+    assert main(args) == 0
+
+
+@pytest.mark.integration  # grades two notebooks
+def test_from_a_download_to_the_import_file_without_a_roster(tmp_path):
+    """Through ``lablib grade`` and ``lablib export`` as an instructor runs them, no roster:
+    a Canvas download where Gina handed in only a zip gives Gina a row (0, noted); plain
+    folders where jsmith put a zip named as Canvas names Frank's file give Frank none."""
+    import shutil
+
+    from grading_paths import FIXTURE_SOLUTION
+
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, canvas / "doeerin_1001_9000001_lab0.ipynb")
+    (canvas / "poegina_1003_9000003_lab0.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    _grade_folder(canvas, tmp_path / "out_canvas")
+    assert (
+        main(["export", "canvas", str(tmp_path / "out_canvas"), "-o", str(tmp_path / "c.csv")]) == 0
+    )
+    rows = {r[1]: r for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert rows["1001"][5] == "8" and rows["1003"][5] == "0"
+    assert (
+        "handed in poegina_1003_9000003_lab0.zip" in _notes(tmp_path / "c.notes.csv")["poegina"][0]
+    )
+
+    plain = tmp_path / "plain"
+    for who in ("jsmith", "edoe"):
+        (plain / who).mkdir(parents=True)
+        shutil.copy(FIXTURE_SOLUTION, plain / who / "lab0.ipynb")
+    (plain / "jsmith" / "roefrank_1002_9000002_lab0.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    _grade_folder(plain, tmp_path / "out_plain")
+    assert (
+        main(["export", "canvas", str(tmp_path / "out_plain"), "-o", str(tmp_path / "p.csv")]) == 0
+    )
+    names = sorted(r[0] for r in csv.reader(open(tmp_path / "p.csv", encoding="utf-8")))
+    assert names == ["    Points Possible", "Student", "edoe", "jsmith"]

@@ -791,15 +791,13 @@ def _points_scales(fmt: str, books, columns: dict, pieces: bool, roster, scale: 
     given = (getattr(roster, "points_possible", None) or {}) if fmt == "canvas" else {}
     given = {fold(header): value for header, value in given.items()}
     scales = {}
-    for _folder, book in books:
-        title = columns.get(book["lab"], book.get("title") or book["lab"])
-        for header, _piece, possible in _lab_columns(book, title, pieces):
-            try:
-                theirs = float(given[fold(header)])
-            except (KeyError, ValueError):
-                continue  # not in the roster, or "(read only)"
-            if math.isfinite(theirs) and abs(theirs - float(possible)) > 1e-9:
-                scales[header] = (float(possible), theirs)
+    for header, possible in _grade_headers(books, columns, pieces):
+        try:
+            theirs = float(given[fold(header)])
+        except (KeyError, ValueError):
+            continue  # not in the roster, or "(read only)"
+        if math.isfinite(theirs) and abs(theirs - possible) > 1e-9:
+            scales[header] = (possible, theirs)
     shown = "; ".join(
         f"column {h!r} is out of {num(t)} in the roster's Points Possible row, the lab's "
         f"scores out of {num(p)}"
@@ -989,14 +987,15 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
             if any(str(a) in own for a in (real, *real.parents)):
                 stray.append(path)  # a name a student gave a file in their own folder
                 continue
-            identity = resolve(found, roster, index=index)
-            person = by_lms.get(_lms_person(found.lms, lab)) or _joined(people, identity)
-            if person is None and not _names_a_student(identity, found):
+            identity, key = resolve(found, roster, index=index), _lms_person(found.lms, lab)
+            person = (by_lms.get(key) if key else None) or _joined(people, identity)
+            if person is None and not _names_a_student(identity, key):
                 stray.append(path)
                 continue
             if person is None:
                 person = _place(people, identity, found.name, lab)
-                by_lms.setdefault(_lms_person(found.lms, lab), person)
+                if key:
+                    by_lms.setdefault(key, person)
                 if lab not in person.skipped and not person.rows.get(lab):
                     report["unmatched"].setdefault(lab, []).append(found.name)
                     if identity.get("why_unmatched"):
@@ -1058,18 +1057,12 @@ def _own_folders(book: dict) -> set[str]:
     return folders
 
 
-def _names_a_student(identity: dict, found) -> bool:
-    """Whether an LMS name on a path not graded says whose it is (a Canvas user id or
-    anonymous id, a Moodle participant id, a roster id), so that its student gets a row of
-    their own."""
-    lms = found.lms or {}
-    return bool(
-        identity.get("lms_id")
-        or identity.get("participant_id")
-        or identity.get("student_id")
-        or lms.get("user_id")
-        or lms.get("participant_id")
-        or lms.get("anonymous_id")
+def _names_a_student(identity: dict, key) -> bool:
+    """Whether a path not graded says whose it is, so that its student gets a row of their
+    own: its LMS name gives a person (``key``, :func:`_lms_person`: a Canvas user or
+    anonymous id, a Moodle participant id), or its identity an id."""
+    return key is not None or any(
+        identity.get(f) for f in ("lms_id", "participant_id", "student_id")
     )
 
 

@@ -360,7 +360,7 @@ def _maximum_grade(rows) -> str:
         return ""
     i = header.index("maximum grade")
     values = list(dict.fromkeys(r[i].strip() for r in rows[1:] if i < len(r) and r[i].strip()))
-    numbers = {moodle_number(v) if moodle_number(v) is not None else v for v in values}
+    numbers = {v if (n := moodle_number(v)) is None else n for v in values}
     return values[0] if len(numbers) == 1 else "; ".join(values)
 
 

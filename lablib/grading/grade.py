@@ -231,21 +231,42 @@ def _merged(
     its notebook exists; a new notebook whose name a kept row has gets the next free
     ``name-<k>`` (the people's grades of written answers are kept by name: a kept row
     renamed would hand them to the newcomer); rows whose notebook is gone are dropped with
-    a :class:`SubmissionRemoved` warning (never silently). ``suffixed`` gets
-    ``{id(row): the name it had}`` of each new row so named."""
-    by_path = {os.path.realpath(r.path): r for r in previous}
-    again = {id(r): by_path.pop(os.path.realpath(r.path), None) for r in new}
+    a :class:`SubmissionRemoved` warning (never silently). A notebook is one row: where
+    several kept rows have the notebook graded again (a gradebook written while a link to
+    a classmate's notebook was graded as a submission of its own), the new result goes to
+    the row of its name, else to the first, and the others are dropped with the warning.
+    ``suffixed`` gets ``{id(row): the name it had}`` of each new row so named."""
+    by_path: dict[str, list] = {}
+    for r in previous:
+        by_path.setdefault(os.path.realpath(r.path), []).append(r)
+    again, graded_as = {}, {}
+    for r in new:
+        real = os.path.realpath(r.path)
+        rows = by_path.get(real, [])
+        match = next((o for o in rows if o.submission == r.submission), rows[0] if rows else None)
+        if match is not None:
+            rows.remove(match)
+        again[id(r)], graded_as[real] = match, r
     kept = []
-    for old in by_path.values():
-        if os.path.exists(old.path):
-            kept.append(old)
-        else:
-            warnings.warn(
-                f"{old.submission} was in the gradebook but {old.path} no longer exists: "
-                f"its row was dropped.",
-                SubmissionRemoved,
-                stacklevel=3,
-            )
+    for real, rows in by_path.items():
+        for old in rows:
+            if real in graded_as:
+                warnings.warn(
+                    f"{old.submission} was in the gradebook for {old.path}, which is graded "
+                    f"now as another row's notebook (a notebook is graded once): its row was "
+                    f"dropped.",
+                    SubmissionRemoved,
+                    stacklevel=3,
+                )
+            elif os.path.exists(old.path):
+                kept.append(old)
+            else:
+                warnings.warn(
+                    f"{old.submission} was in the gradebook but {old.path} no longer exists: "
+                    f"its row was dropped.",
+                    SubmissionRemoved,
+                    stacklevel=3,
+                )
     taken = {r.submission.casefold() for r in kept}
     taken |= {old.submission.casefold() for old in again.values() if old is not None}
     for r in new:

@@ -42,7 +42,10 @@ instructor whose folders are students' own grades again with ``--layout plain``.
 Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
 characters, and unique in the batch (compared NFC and case-folded; a repeated name gets
 ``-2``, ``-3``...). Symbolic links are followed only while they stay inside the folder
-given.
+given, and a notebook is graded once: a path that reaches through a link a notebook
+graded by a path of its own (a student's repository linking its notebook to a
+classmate's) is not a submission, and a notebook reached only through several links is
+none (which link is its owner's cannot be told).
 
 Example::
 
@@ -128,6 +131,47 @@ def _resolve_inside(entry: pathlib.Path, root: str, refused: list) -> pathlib.Pa
         )
         return None
     return pathlib.Path(real)
+
+
+def _once_each(books, given: pathlib.Path, root: str, refused: list) -> list:
+    """``books`` (``(parts below the folder given, file)``) less every notebook reached
+    again through a symbolic link: a file is graded once, as the submission whose path
+    crosses no link. A link inside the folder (a student's repository links
+    ``lab.ipynb`` to a classmate's) would otherwise grade the classmate's work under the
+    link's name. Where no path to the file is free of links, none is graded (which link
+    is the owner's cannot be told). Each path left out goes to ``refused``."""
+    by_file: dict[str, list] = {}
+    for parts, target in books:
+        by_file.setdefault(os.path.realpath(target), []).append(parts)
+    kept = []
+    for parts, target in books:
+        paths = by_file[os.path.realpath(target)]
+        if len(paths) == 1:
+            kept.append((parts, target))
+            continue
+        direct = [
+            p for p in paths if os.path.realpath(given.joinpath(*p)) == os.path.join(root, *p)
+        ]
+        if direct == [parts]:
+            kept.append((parts, target))
+        elif len(direct) == 1:
+            refused.append(
+                (
+                    given.joinpath(*parts),
+                    f"a symbolic link to {given.joinpath(*direct[0])}, which is graded as "
+                    f"its own submission (a notebook is graded once)",
+                )
+            )
+        else:
+            refused.append(
+                (
+                    given.joinpath(*parts),
+                    f"one of {len(paths)} paths through symbolic links to the same notebook "
+                    f"({os.path.realpath(target)}): none is graded, since which is its "
+                    f"owner's cannot be told; copy the notebook where it belongs",
+                )
+            )
+    return kept
 
 
 def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
@@ -547,7 +591,8 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
 
     Symbolic links are followed only while they stay inside the folder given (for a
     notebook given by path: the folder holding it): a link leading elsewhere, or a broken
-    one, is not graded. Neither is a visible file that is not a notebook, nor a folder
+    one, is not graded; nor is a second path to a notebook already found (a link to a
+    notebook graded by its own path, the same notebook given twice). Neither is a visible file that is not a notebook, nor a folder
     that holds none (hidden entries, starting with ".", are passed over; a Gradescope
     export's ``submission_metadata.yml`` is read, not listed). Each is appended to
     ``refused`` as ``(path, reason)``, or, when ``refused`` is None, reported as a
@@ -588,6 +633,7 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
                     exports.append(((), target))
                 else:
                     skipped.append((entry, NOT_A_NOTEBOOK))
+            books = _once_each(books, path, root, skipped)
             note = _mixed_note(books, exports, str(path)) if layout == "auto" else None
             if note:
                 warnings.warn(note, LayoutWarning, stacklevel=2)
@@ -602,11 +648,29 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
             raise FileNotFoundError(
                 f"Submission {str(path)!r} does not exist; pass .ipynb files or folders."
             )
+    found = _given_once(found, skipped)
     if refused is not None:
         refused.extend(skipped)
     else:
         warn_skipped(skipped, stacklevel=3)
     return _unique(found)
+
+
+def _given_once(found: list[Found], refused: list) -> list[Found]:
+    """``found`` less each notebook found again among the paths given (the same file given
+    twice, or a folder and a notebook in it): graded once, as it was first found."""
+    first: dict[str, Found] = {}
+    kept = []
+    for f in found:
+        real = os.path.realpath(f.path)
+        if real in first:
+            refused.append(
+                (f.path, f"the same notebook as {first[real].path}, given again: graded once")
+            )
+        else:
+            first[real] = f
+            kept.append(f)
+    return kept
 
 
 def collect_submissions(

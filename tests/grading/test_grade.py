@@ -176,8 +176,12 @@ def test_collect_submissions_names(tmp_path):
     (tmp_path / "eve" / "x.ipynb").write_text("{}")
     (tmp_path / "eve" / "y.ipynb").write_text("{}")
     (tmp_path / "notes.txt").write_text("")
-    names = [name for name, _ in collect_submissions([tmp_path, tmp_path / "a.ipynb"])]
-    assert names == ["a", "bob", "eve/x", "eve/y", "a-2"]
+    refused = []
+    found = collect_submissions([tmp_path, tmp_path / "a.ipynb"], refused=refused)
+    assert [name for name, _ in found] == ["a", "bob", "eve/x", "eve/y"]
+    # a.ipynb given again (once in the folder, once by itself): one row, not a and a-2
+    assert [p.name for p, _ in refused] == ["notes.txt", "a.ipynb"]
+    assert refused[1][1] == f"the same notebook as {tmp_path / 'a.ipynb'}, given again: graded once"
 
 
 def test_regrade_one_student_keeps_the_class_and_no_stale_file(batch, tmp_path, capsys):
@@ -479,6 +483,64 @@ def test_a_kept_row_keeps_its_name_and_a_newcomer_takes_the_next(tmp_path):
     with pytest.warns(UserWarning, match="replaced by the newer submission"):
         rows = _replaced(merged, {id(new)}, suffixed)
     assert [(r.submission, r.path) for r in rows] == [("smithalice", new.path)]
+
+
+def test_a_notebook_graded_again_is_one_row(tmp_path):
+    """A gradebook written while a link to a classmate's notebook was graded as a
+    submission of its own has two rows on one notebook: graded again, the notebook's new
+    result goes to the row of its name (its owner's, whose written grades are kept by
+    name), and the link's row is dropped with a warning, never kept with the grade."""
+    from lablib.grading.grade import SubmissionRemoved, _merged
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    path = tmp_path / "repos" / "alice" / "lab.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+
+    def row(name, score):
+        return SubmissionResult(
+            name, str(path), Status(), score, 2.0, {"f": PieceScore(score, 2.0)}, []
+        )
+
+    for previous in (
+        [row("aaron", 2.0), row("alice", 2.0)],
+        [row("alice", 2.0), row("aaron", 2.0)],
+    ):
+        new = row("alice", 1.0)
+        with pytest.warns(SubmissionRemoved, match="aaron was in the gradebook for .* graded once"):
+            merged = _merged(previous, [new])
+        assert [(r.submission, r.score) for r in merged] == [("alice", 1.0)]
+
+
+def test_a_link_to_a_classmates_notebook_takes_nothing_from_them(tmp_path, fixture_lab):
+    """The red-team case end to end: graded, then regraded after aaron's repository
+    links its notebook to alice's. Aaron's link is not graded (listed as skipped), alice
+    keeps her row and its name (her written grades are kept by name) and the gradebook
+    has no row scoring alice's work for aaron."""
+    from lablib.grading.grade import grade
+
+    repos, out = tmp_path / "repos", tmp_path / "out"
+    (repos / "alice").mkdir(parents=True)
+    (repos / "aaron").mkdir()
+    shutil.copy(FIXTURE_SOLUTION, repos / "alice" / "lab0.ipynb")
+    blank = nbformat.read(FIXTURE_SOLUTION, as_version=4)
+    for cell in blank.cells:
+        if cell.cell_type == "code" and "def " in cell.source:
+            cell.source = "raise NotImplementedError"
+    nbformat.write(blank, repos / "aaron" / "lab0.ipynb")
+    options = dict(lab_notebook=FIXTURE_SOLUTION, jobs=1, timeout=20, progress=False)
+    first = {r.submission: r.score for r in grade(fixture_lab, [repos], out, **options)}
+    assert first["alice"] > first["aaron"]
+    os.unlink(repos / "aaron" / "lab0.ipynb")
+    os.symlink("../alice/lab0.ipynb", repos / "aaron" / "lab0.ipynb")
+    with pytest.warns(UserWarning) as caught:
+        again = grade(fixture_lab, [repos], out, **options)
+    said = [str(w.message) for w in caught]
+    assert any("aaron/lab0.ipynb is not graded: a symbolic link to" in m for m in said), said
+    assert {r.submission: r.score for r in again} == {"alice": first["alice"]}
+    book = json.loads((out / "grades.json").read_text())
+    assert [e["submission"] for e in book["submissions"]] == ["alice"]
+    assert any(s["path"].endswith("aaron/lab0.ipynb") for s in book["skipped"])
 
 
 def test_two_graders_into_one_folder_keep_both_rows(tmp_path):

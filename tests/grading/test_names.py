@@ -121,22 +121,63 @@ def test_symlinks_leading_outside_are_refused(tree):
 
 
 def test_symlinks_inside_the_folder_are_resolved(tree):
+    """A link inside the folder is followed, but a notebook is graded once: a link to a
+    notebook that is graded by its own path (carol -> alice's, dave -> bob's folder) is
+    no submission of its own."""
     subs, _ = tree
+    _book(subs / "erin" / "notes" / "lab.ipynb")
     os.symlink(subs / "alice.ipynb", subs / "carol.ipynb")
     os.symlink(subs / "bob", subs / "dave")
     os.symlink(subs, subs / "bob" / "loop")  # a link back up the tree
     os.symlink(subs, subs / "everyone")
+    os.symlink(subs / "erin" / "notes", subs / "frank")  # the only way to frank's notebook...
+    (subs / "erin" / "notes" / "lab.ipynb").rename(subs / "frank.ipynb.real")
+    os.symlink(subs / "frank.ipynb.real", subs / "erin" / "notes" / "lab.ipynb")
     refused = []
     found = dict(collect_submissions([subs], refused=refused))
-    assert found == {
-        "alice": subs / "alice.ipynb",
-        "bob": subs / "bob" / "lab.ipynb",
-        "carol": (subs / "alice.ipynb").resolve(),
-        "dave": (subs / "bob" / "lab.ipynb").resolve(),
-    }
-    assert [(p.name, r) for p, r in refused] == [
-        ("everyone", "a symbolic link to the submissions folder itself")
-    ]
+    assert found == {"alice": subs / "alice.ipynb", "bob": subs / "bob" / "lab.ipynb"}
+    reasons = {str(p.relative_to(subs)): r for p, r in refused}
+    assert reasons["everyone"] == "a symbolic link to the submissions folder itself"
+    assert reasons["carol.ipynb"] == (
+        f"a symbolic link to {subs / 'alice.ipynb'}, which is graded as its own submission "
+        f"(a notebook is graded once)"
+    )
+    assert reasons["dave/lab.ipynb"].startswith(f"a symbolic link to {subs / 'bob' / 'lab.ipynb'}")
+    # ...through links only (erin's and frank's paths both cross one): neither is graded
+    for path in ("erin/notes/lab.ipynb", "frank/lab.ipynb"):
+        assert reasons[path].startswith("one of 2 paths through symbolic links"), reasons
+    assert "frank.ipynb.real" in reasons  # not a notebook by its name
+    # a single link to a notebook nothing else reaches is followed, as before
+    os.unlink(subs / "frank")
+    found = dict(collect_submissions([subs], refused=[]))
+    assert found["notes"] == (subs / "frank.ipynb.real").resolve()  # erin/notes/lab.ipynb
+
+
+def test_a_link_to_a_classmates_notebook_is_not_their_grade(tmp_path):
+    """The red-team case: a student's repository links its notebook to a classmate's
+    (git keeps links); graded, the link would be the classmate's work under the link's
+    name, plain layout or not."""
+    repos = tmp_path / "repos"
+    _book(repos / "alice" / "lab1_attention.ipynb")
+    (repos / "aaron").mkdir()
+    os.symlink("../alice/lab1_attention.ipynb", repos / "aaron" / "lab1_attention.ipynb")
+    for layout in ("plain", "auto"):
+        refused = []
+        found = collect_submissions([repos], refused=refused, layout=layout)
+        assert [name for name, _ in found] == ["alice"], layout
+        assert [str(p.relative_to(repos)) for p, _ in refused] == ["aaron/lab1_attention.ipynb"]
+        assert "graded as its own submission" in refused[0][1]
+
+
+def test_the_same_notebook_given_twice_is_graded_once(tree):
+    subs, _ = tree
+    refused = []
+    found = collect_submissions(
+        [subs, subs / "alice.ipynb", subs / "bob" / "lab.ipynb"], refused=refused
+    )
+    assert [name for name, _ in found] == ["alice", "bob"]
+    assert [p for p, _ in refused] == [subs / "alice.ipynb", subs / "bob" / "lab.ipynb"]
+    assert all("given again: graded once" in r for _, r in refused)
 
 
 def test_symlinked_folder_is_not_graded_end_to_end(tmp_path, fixture_lab):

@@ -175,3 +175,61 @@ def test_bidirectional_overrides_are_shown_by_their_code_points():
     assert visible_controls(forged) == "score [U+202E]8 / 3[U+202C]"
     assert "\u202e" not in md_text(forged) and "\u2067" not in html_text("a\u2067b")
     assert html_text("<b>\x1b[2J") == "&lt;b&gt;\u241b[2J"
+
+
+def test_characters_that_draw_nothing_are_shown_by_their_code_points():
+    """A zero-width space, a direction mark, a byte-order mark, a line separator: each
+    hides or reorders what a reader sees of a message (``al\\u200bice``, ``8 \\u200f/ 3``),
+    so each is shown by its code point; the joiners that shape emoji and Persian stay."""
+    from lablib.grading.report.text import visible_controls
+
+    for c in "\u200b\u200e\u200f\u061c\ufeff\u2028\u2029\u2060\u2064\u180e":
+        assert visible_controls(f"a{c}b") == f"a[U+{ord(c):04X}]b", repr(c)
+    shaped = "\U0001f469\u200d\U0001f4bb \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    assert visible_controls(shaped) == shaped
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_not_a_crash(fixture_lab, tmp_path, capsys):
+    """The bytes of a file name that was not UTF-8 (a Latin-1 ``é`` in a student's
+    repository or a Windows zip) reach the reports as lone surrogates, which no UTF-8
+    file holds: `lablib grade` stopped before the class summary (``surrogates not
+    allowed``), and `lablib export` after the import file, without its notes. Each such
+    byte shows as ``?``: the notebook is graded, the file not graded is listed, and the
+    export writes the import file and the notes naming the file."""
+    import os
+    import shutil
+
+    from grading_paths import FIXTURE_SOLUTION
+    from lablib.cli import main
+    from lablib.grading.grade import grade
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    raw = os.fsencode(subs)
+    shutil.copy(FIXTURE_SOLUTION, os.fsdecode(raw + b"/caf\xe9.ipynb"))
+    with open(os.fsdecode(raw + b"/notes\xe9.txt"), "w") as f:
+        f.write("my notes")
+    with open(os.fsdecode(raw + b"/smithalice_1001_2002_lab\xe9.zip"), "wb") as f:
+        f.write(b"PK")
+    with pytest.warns(UserWarning):
+        results = grade(
+            fixture_lab,
+            [subs],
+            out,
+            lab_notebook=FIXTURE_SOLUTION,
+            jobs=1,
+            timeout=20,
+            progress=False,
+        )
+    assert [r.submission for r in results] == ["caf?"] and results[0].score > 0
+    summary = (out / "summary.html").read_text(encoding="utf-8")
+    assert "notes?.txt" in summary and "smithalice_1001_2002_lab?.zip" in summary
+    assert {p.name for p in (out / "feedback").iterdir()} == {"caf_.md", "caf_.html"}
+    export = tmp_path / "canvas.csv"
+    assert main(["export", "canvas", str(out), "-o", str(export)]) == 0
+    rows = export.read_text(encoding="utf-8").splitlines()
+    assert any(row.startswith("caf?,") for row in rows), rows
+    assert any(row.startswith("smithalice,1001,") for row in rows), rows
+    notes = export.with_name("canvas.notes.csv").read_text(encoding="utf-8")
+    assert "handed in smithalice_1001_2002_lab?.zip" in notes
+    assert "\udce9" not in capsys.readouterr().err

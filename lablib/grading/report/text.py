@@ -126,6 +126,23 @@ _CONTROL_SYMBOLS.update(dict.fromkeys(range(0x80, 0xA0), "?"))
 _CONTROL_SYMBOLS.update(
     {c: f"[U+{c:04X}]" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 )
+#: Characters that draw nothing but can hide or reorder what a reader sees: the
+#: zero-width space, the left-to-right, right-to-left and Arabic letter marks, the
+#: zero-width no-break space (a byte-order mark), the word joiner and invisible
+#: operators, the Mongolian vowel separator, and the line and paragraph separators
+#: (which break a line in some viewers and not in others). Shown by their code points.
+#: The zero-width joiner and non-joiner are left: they shape emoji and Persian words.
+_CONTROL_SYMBOLS.update(
+    {
+        c: f"[U+{c:04X}]"
+        for c in (0x061C, 0x180E, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029, 0xFEFF)
+        + tuple(range(0x2060, 0x2065))
+    }
+)
+#: Lone surrogates: the bytes of a file name that was not UTF-8 (``os.fsdecode`` keeps
+#: them so), which no UTF-8 file can hold: a report naming such a file could not be
+#: written at all. Shown as ``?``, as the submissions' names show them.
+_CONTROL_SYMBOLS.update(dict.fromkeys(range(0xD800, 0xE000), "?"))
 
 
 def visible_controls(text: str) -> str:
@@ -133,7 +150,10 @@ def visible_controls(text: str) -> str:
     and tab) as the U+2400 block draws them (``␛`` for ESC, ``␇`` for BEL), DEL as ``␡``,
     C1 controls (U+0080-U+009F, which have no symbol) as ``?``, and the bidirectional
     embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, which reorder what a
-    line shows) as ``[U+202E]``. What a submission wrote (an exception's message, what it
+    line shows) as ``[U+202E]``, the characters that draw nothing but hide or reorder
+    (zero-width space, the direction marks, the byte-order mark, the line separator) by
+    their code points too, and lone surrogates (the bytes of a file name that was not
+    UTF-8, which no UTF-8 file can hold) as ``?``. What a submission wrote (an exception's message, what it
     printed, its notebook's metadata) cannot clear a terminal that shows a report, set its
     title or clipboard (escape sequences), ring its bell or overwrite a line (carriage
     return), and a reader still sees that the characters were there. Line feeds and tabs stay; a line break

@@ -121,16 +121,11 @@ def _check_fragment(fragment: str) -> None:
     for tag, attrs in parser.found:
         assert tag in TAGS, (tag, fragment[:300])
         for name, value in attrs.items():
-            allowed = (
-                ATTRIBUTES.get(tag, set())
-                | {"class"}
-                | ({"target", "rel"} if tag == "a" else set())
-            )
+            allowed = ATTRIBUTES.get(tag, set()) | {"class"}
             assert name in allowed, (tag, name, value)
-            if name == "href":
-                assert re.match(r"(https?:|mailto:)", value), value
+            assert name != "href", (tag, value)  # nothing to click: a link is text
             if name == "class":
-                assert value in ("tex", "rest", "image", "cut"), value
+                assert value in ("tex", "rest", "image", "link", "cut"), value
 
 
 def test_every_payload_renders_to_allowlisted_html_only():
@@ -142,6 +137,30 @@ def test_every_payload_renders_to_allowlisted_html_only():
     shown = render_markdown(f"$\\text{{{ISSUE_PAYLOADS[0]}}}$")
     assert "&lt;b" in shown and "<b" not in shown, "what \\text{} holds is shown as typed"
     assert "<math" in shown
+
+
+def test_a_link_is_its_text_and_address_never_something_to_click():
+    """The red team's case: a link drawn over an invisible formula made the blank part of
+    an answer open the student's page (a beacon: when, from where, in which browser) when
+    a grader clicked the card to focus it; a title made a tooltip of the student's words;
+    ``http:/api/...`` slipped past "absolute only" as a link to the review server itself.
+    A link is now shown as its text and its address, as text: nothing is clickable."""
+    cases = {
+        "[$\\rule{40em}{10em}$](http://127.0.0.2:9/beacon?who=mallory)": (
+            "http://127.0.0.2:9/beacon?who=mallory"
+        ),
+        '[see](http:/api/questions "Answer 12 of 32: already graded 4 / 4")': "http:/api/questions",
+        "[mail](mailto:ta@example.edu)": "mailto:ta@example.edu",
+        "[x](javascript:alert(1))": "javascript:alert(1)",
+    }
+    for text, address in cases.items():
+        shown = render_markdown(text)
+        _check_fragment(shown)
+        assert "<a" not in shown and "href" not in shown and "title" not in shown, shown
+        assert f'<span class="link">[link: {html.escape(address)}]</span>' in shown, shown
+        assert "already graded" not in shown
+    autolink = render_markdown("see <https://example.org/a>")
+    assert autolink == "<p>see https://example.org/a</p>\n", autolink  # its text is its address
 
 
 def test_the_page_checks_the_same_allowlist_as_the_server():
@@ -219,12 +238,7 @@ def _check_dom(report: dict, origin: str) -> None:
                 "srcdoc",
                 "action",
             ), (tag, name)
-            if name == "href":
-                assert re.match(r"(https?:|mailto:)", value), value
-            if name == "target":
-                assert value == "_blank"
-            if name == "rel":
-                assert value == "noopener noreferrer"
+            assert name not in ("href", "target", "rel"), (tag, name, value)
 
 
 def _record_server(server) -> list[str]:

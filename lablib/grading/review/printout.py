@@ -256,10 +256,10 @@ def _question_order(lab, questions) -> list:
 def _print_cleaner():
     import nh3
 
-    tags = set(TAGS) - {"a"}  # a link prints as its text: nothing to click in a grader's PDF
+    tags = set(TAGS)  # a link is its text and address already (render_markdown)
     return nh3.Cleaner(
         tags=tags,
-        attributes={k: set(v) for k, v in ATTRIBUTES.items() if k in tags},
+        attributes={k: set(v) for k, v in ATTRIBUTES.items()},
         allowed_classes={k: set(v) for k, v in _CLASSES.items()},
         url_schemes=set(),
         clean_content_tags=set(CLEAN_CONTENT_TAGS),
@@ -284,7 +284,7 @@ code.tex[title]::after, pre.tex[title]::after { content: " (" attr(title) ")"; c
   font-family: serif; font-style: italic; font-size: 9pt; }
 pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; font-size: 9.5pt; }
 pre.tex, code.tex { color: #a00; }
-p.cut, span.image, .none { color: #555; font-style: italic; }
+p.cut, span.image, span.link, .none { color: #555; font-style: italic; }
 table { border-collapse: collapse; }
 th, td { border: 1px solid #999; padding: 0.1em 0.4em; }
 blockquote { border-left: 3px solid #bbb; margin-left: 0; padding-left: 0.8em; }

@@ -12,10 +12,13 @@ HTML of each step passes an allowlist sanitiser (nh3, the Python binding of the 
    here with every text escaped (latex2mathml's own ``convert()`` unescapes what
    ``\\text{...}`` holds, so ``$\\text{<b id=x>}$`` would come out as markup). A formula it
    cannot read is shown as its TeX source, flagged. Each formula is sanitised alone.
-3. The whole answer is sanitised once more: only the elements and attributes markdown
-   and MathML need (:data:`TAGS`, :data:`ATTRIBUTES`), no ``id``, ``class`` (other than
-   the page's own ``tex``), ``style`` or event handler, links to ``http``, ``https`` and
-   ``mailto`` only (absolute, opened in a new tab without opener or referrer).
+3. A link is shown as its text and its address (``text [link: https://...]``), never as
+   something to click: a link drawn over an invisible formula
+   (``[$\\rule{40em}{10em}$](https://...)``) made the blank part of an answer open the
+   student's page when a grader clicked the card to focus it. Images are shown so too.
+4. The whole answer is sanitised once more: only the elements and attributes markdown
+   and MathML need (:data:`TAGS`, :data:`ATTRIBUTES`), no ``a``, ``id``, ``class`` (other
+   than the page's own), ``style`` or event handler.
 
 Every browser draws MathML without a script, a font download or a network.
 
@@ -85,7 +88,6 @@ MARKDOWN_TAGS = frozenset(
         "code",
         "em",
         "strong",
-        "a",
         "hr",
         "br",
         "table",
@@ -162,15 +164,14 @@ _MATH_ATTRIBUTES = frozenset(
         "mathsize",
     }
 )
-#: The attributes kept, per element (``href`` further limited to absolute http, https, mailto).
+#: The attributes kept, per element.
 ATTRIBUTES = {
-    "a": {"href", "title"},
     "ol": {"start"},
     "code": {"title"},
     "pre": {"title"},
     **{tag: set(_MATH_ATTRIBUTES) for tag in MATHML_TAGS},
 }
-_CLASSES = {"code": {"tex"}, "pre": {"tex", "rest"}, "span": {"image"}, "p": {"cut"}}
+_CLASSES = {"code": {"tex"}, "pre": {"tex", "rest"}, "span": {"image", "link"}, "p": {"cut"}}
 #: The elements removed with their content (a script's or style's text is no answer's
 #: text): the same for the review page and the graders' printout.
 CLEAN_CONTENT_TAGS = frozenset(
@@ -259,10 +260,9 @@ def _cleaner():
         attributes={k: set(v) for k, v in ATTRIBUTES.items()},
         allowed_classes={k: set(v) for k, v in _CLASSES.items()},
         clean_content_tags=set(CLEAN_CONTENT_TAGS),
-        url_schemes={"http", "https", "mailto"},
+        url_schemes=set(),
         url_relative="deny",
-        link_rel="noopener noreferrer",
-        set_tag_attribute_values={"a": {"target": "_blank"}},
+        link_rel=None,
         strip_comments=True,
     )
 
@@ -384,6 +384,20 @@ def _image(self, tokens, idx, options, env) -> str:
     )
 
 
+def _link_open(self, tokens, idx, options, env) -> str:
+    env.setdefault("links", []).append(tokens[idx])
+    return ""
+
+
+def _link_close(self, tokens, idx, options, env) -> str:
+    """After a link's text: its address, as text (an autolink's text is its address)."""
+    opened = env["links"].pop()
+    if opened.markup == "autolink":
+        return ""
+    address = str(opened.attrGet("href") or "")
+    return f" <span class='link'>[link: {html.escape(address)}]</span>"
+
+
 @functools.lru_cache(maxsize=1)
 def _parser():
     from markdown_it import MarkdownIt
@@ -411,10 +425,9 @@ def _parser():
         "amsmath", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True)
     )
     md.add_render_rule("image", _image)
-    # links keep their text and address but never run script (the sanitiser drops the rest)
-    md.validateLink = lambda url: (
-        not url.strip().lower().startswith(("javascript:", "vbscript:", "data:"))
-    )
+    md.add_render_rule("link_open", _link_open)  # a link: its text, then its address as text
+    md.add_render_rule("link_close", _link_close)
+    md.validateLink = lambda url: True  # any address is shown as text, never followed
     return md
 
 

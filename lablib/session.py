@@ -29,6 +29,7 @@ __all__ = [
     "EXERCISE_MESSAGE",
     "exercise_message",
     "NOT_DONE",
+    "NOT_IMPLEMENTED",
     "unfinished_piece",
     "not_done_text",
     "start",
@@ -48,6 +49,9 @@ _DEFINES = " It defines "
 
 #: How a check and the grader's report begin the message of a piece still a stub.
 NOT_DONE = "not done yet"
+#: How the grader begins the message of a ``NotImplementedError`` the student's own code
+#: raised (not the blank lab's stub): the piece is not finished, not wrong.
+NOT_IMPLEMENTED = "not implemented yet (NotImplementedError"
 
 _STUB_RE = re.compile(r"Write your code for the graded piece '([^']+)' here\.")
 

@@ -29,7 +29,14 @@ __all__ = [
     "WrittenAnswer",
     "PersonScore",
     "SubmissionResult",
+    "cell_failed",
 ]
+
+
+def cell_failed(piece: str) -> str:
+    """How a test's message begins where its graded cell raised: the cell's error (as the
+    grader describes it) follows, then the test's own."""
+    return f"your graded cell `{piece}` failed: "
 
 
 class Kind(str, enum.Enum):

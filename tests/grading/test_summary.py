@@ -241,3 +241,41 @@ def test_summary_headline_is_the_totals_and_mistakes_are_ranked(fixture_lab, tmp
     )
     assert page.index("Named mistakes") < page.index("Graded pieces")
     assert f"total: mean <b>{data['total']['mean']:g}</b>" in page
+
+
+def test_not_attempted_is_read_from_the_grader_words_never_the_students(fixture_lab):
+    """A piece counts as not attempted where the grader says so at the start of a
+    message: the blank lab's stub, the student's own ``NotImplementedError`` (raised by
+    the test's call or by the graded cell). A wrong answer that holds the words
+    (``got 'NotImplementedError'``, an exception whose text quotes them) is a failure:
+    before, any message holding "NotImplementedError" moved a failure out of the
+    failure counts, the pass rates of those who attempted and the named mistakes."""
+    from lablib.grading.results import cell_failed
+    from lablib.grading.run.child import describe_exception
+    from lablib.session import not_done_text
+
+    tests = list(fixture_lab.tests)
+    piece = tests[0].piece
+    first = next(t for t in tests if t.piece == piece)
+    own = describe_exception(NotImplementedError("the masked case"))
+    messages = {
+        "stub": (not_done_text(piece), False),
+        "own": (own, False),
+        "own, in the cell": (f"{cell_failed(piece)}{own}. the test did not run", False),
+        "a returned string": ("expected array([4.]), got 'NotImplementedError'", True),
+        "a quoting exception": ("ValueError: not NotImplementedError, not done yet", True),
+        "a cell quoting it": (f"{cell_failed(piece)}ValueError: NotImplementedError. x", True),
+    }
+    results = []
+    for name, (message, _attempted) in messages.items():
+        out = [
+            TestResult.failed(t, message, "failed")
+            if t is first
+            else TestResult(t.id, t.piece, t.name, t.points, t.points, True, t.hidden)
+            for t in tests
+        ]
+        results.append(summarise(fixture_lab, name, f"/subs/{name}.ipynb", out, Status()))
+    row = next(t for t in class_summary(fixture_lab, results)["tests"] if t["id"] == first.id)
+    attempted = sum(a for _m, a in messages.values())
+    assert row["attempted"] == attempted == 3
+    assert row["failures"] == {"not attempted": 3, "failed": 3}, row["failures"]

@@ -13,7 +13,7 @@ import contextlib
 import threading
 import traceback
 
-from lablib.grading.results import Kind, TestResult
+from lablib.grading.results import Kind, TestResult, cell_failed
 from lablib.grading.expect import Mistake
 from lablib.backend import full_float32
 from lablib.grading.expect import TestFailure
@@ -70,7 +70,7 @@ def judge_test(test: Test, raw, cell_error=None, *, in_grader: bool = False) -> 
         return TestResult.judged(test, fraction)
     prefix = ""
     if cell_error is not None:
-        prefix = f"your graded cell `{test.piece}` failed: {cell_error.text}. "
+        prefix = f"{cell_failed(test.piece)}{cell_error.text}. "
     if raw is None:
         return TestResult.failed(test, prefix + "the test did not run", Kind.ERROR)
     if named is None:

@@ -36,10 +36,10 @@ import numpy as np
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import Gradebook, feedback_stems
 from lablib.grading.report.text import html_text, status_text
-from lablib.grading.results import PROBLEMS, Kind
+from lablib.grading.results import PROBLEMS, Kind, cell_failed
 from lablib.grading.gradebook.identity import owner_of
 from lablib.grading.gradebook.similarity import MAX_PAIRS, THRESHOLD
-from lablib.session import NOT_DONE
+from lablib.session import NOT_DONE, NOT_IMPLEMENTED
 
 #: How the hints are made, in one line (summary.json).
 METHOD = (
@@ -105,11 +105,14 @@ MISTAKES_SHOWN = 20
 
 def _attempted(test) -> bool:
     """Whether a test's run says anything about the student's work on its piece: not when
-    the graded cell is missing, the notebook unreadable, or the piece still the blank
-    lab's stub ("not done yet")."""
+    the graded cell is missing, the notebook unreadable, the piece still the blank lab's
+    stub ("not done yet") or raising ``NotImplementedError`` itself. Read from how the
+    grader begins a message, never from what the message holds: a message quotes the
+    student's values and exceptions (``got 'NotImplementedError'`` is a wrong answer)."""
     if test.kind in (Kind.MISSING, Kind.INVALID_NOTEBOOK):
         return False
-    return not test.message.startswith(NOT_DONE) and "NotImplementedError" not in test.message
+    message = test.message.removeprefix(cell_failed(test.piece))  # the cell's error first
+    return not message.startswith((NOT_DONE, NOT_IMPLEMENTED))
 
 
 def _message_key(message: str) -> str:

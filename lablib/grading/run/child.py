@@ -38,7 +38,7 @@ from lablib.grading.run.protocol import (
     to_plain,
     write_frame,
 )
-from lablib.session import not_done_text, unfinished_piece
+from lablib.session import NOT_IMPLEMENTED, not_done_text, unfinished_piece
 
 __all__ = ["run_probe", "describe_exception", "compile_cell", "child_main"]
 
@@ -51,7 +51,7 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
     if piece is not None:
         return not_done_text(piece)  # the blank lab's stub: where it is, everyone knows
     if isinstance(exc, NotImplementedError):
-        text = f"not implemented yet (NotImplementedError: {exc})"
+        text = f"{NOT_IMPLEMENTED}: {exc})"
     else:
         text = f"{type(exc).__name__}: {exc}"
     places: list[str] = []

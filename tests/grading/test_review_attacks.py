@@ -402,6 +402,42 @@ def test_security_headers_and_token_stay_on_the_page(tmp_path):
         assert response.getheader("X-Frame-Options") == "DENY"
         status, body = request(server, "GET", "/api/question/why")
         assert status == 200 and json.dumps(body).count("student") == 0
+        # what the base class answers itself carries the same headers (it sent an HTML
+        # page without them): methods without a handler, a request line it cannot read
+        import socket
+
+        for method in ("HEAD", "OPTIONS", "PUT", "DELETE"):
+            conn = http.client.HTTPConnection(host, port, timeout=10)
+            conn.request(method, "/?<script>x</script>")
+            response = conn.getresponse()
+            text = response.read().decode()
+            assert response.status == 501, (method, response.status)
+            assert response.getheader("Content-Security-Policy") == csp, method
+            assert response.getheader("X-Content-Type-Options") == "nosniff"
+            assert response.getheader("X-Frame-Options") == "DENY"
+            assert response.getheader("Content-Type").startswith("application/json")
+            if method == "HEAD":
+                assert text == "", text
+            else:
+                assert json.loads(text)["error"].startswith("501 "), text
+
+        def raw_answer(data: bytes) -> str:
+            with socket.create_connection((host, port), timeout=10) as raw:
+                raw.sendall(data)
+                chunks = []
+                while chunk := raw.recv(65536):
+                    chunks.append(chunk)
+            return b"".join(chunks).decode("latin-1")
+
+        # a header line past the limit: the answer names its status with every header
+        answer = raw_answer(b"GET / HTTP/1.1\r\nX-Long: " + b"<" * 70000 + b"\r\n\r\n")
+        head, _, body = answer.partition("\r\n\r\n")
+        assert head.splitlines()[0].startswith("HTTP/1.") and " 431 " in head.splitlines()[0]
+        assert f"Content-Security-Policy: {csp}" in head and json.loads(body)["error"]
+        # a request line too broken to name its version: an answer without headers
+        # (HTTP/0.9), whose JSON quotes the line without markup
+        answer = raw_answer(b"GET /x HTTP/1.1 <script>alert(1)</script>\r\n\r\n")
+        assert "<" not in answer and "400" in json.loads(answer)["error"], answer
 
 
 #: Formulas drawn outside their own line: over the card's header (raised), far above and

@@ -900,8 +900,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if os.environ.get("LABLIB_REVIEW_LOG"):  # the token never reaches a log
             super().log_message("%s", (format % args).replace(self.token, "<token>"))
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
+    def _send(self, status: int, body: bytes, content_type: str, message=None) -> None:
+        self.send_response(status, message)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -911,8 +911,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("X-Frame-Options", "DENY")
         self.send_header("Cross-Origin-Opener-Policy", "same-origin")
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_error(self, code, message=None, explain=None):
+        """What the base class answers itself (a malformed request line, a method this
+        server has no handler for: HEAD, OPTIONS, PUT...) with every header of the other
+        answers (its own HTML page had no Content-Security-Policy, ``nosniff`` or frame
+        rule) and a JSON body saying what was wrong; the connection is closed."""
+        self.close_connection = True
+        short = self.responses.get(code, ("error", ""))[0]
+        text = json.dumps({"error": f"{code} {message or short}"})
+        # the message can quote the request line; a line too broken to name its HTTP
+        # version gets an answer without headers (HTTP/0.9): no markup in it either
+        body = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        body = body.encode()
+        self._send(code, body, "application/json; charset=utf-8", message)
 
     def _json(self, status: int, data) -> None:
         self._send(status, json.dumps(data).encode(), "application/json; charset=utf-8")

@@ -31,6 +31,7 @@ SCRIPTS = (
     "reuters",
     "cora",
     "mutation",
+    "step_profile",
 )
 # The header row each script's table must contain.
 HEADERS = {
@@ -42,6 +43,7 @@ HEADERS = {
     "scaling": "| model | 1 replica (examples/s) | 2 replicas (examples/s) | 2 / 1 |",
     "retracing": "| lab | model | Keras | batches | epoch 1: traces / XLA compilations (their s) / s |",
     "mutation": "| lab | piece | mutants | equivalent | caught |",
+    "step_profile": "| kernel | calls per step | us per call | ms per step | share of traced kernels |",
 }
 
 
@@ -110,7 +112,9 @@ def test_quick_run_prints_a_table(quick_runs, name):
     body = [
         line
         for line in table
-        if not line.startswith(("| model |", "| layer |", "| edges |", "| lab |", "| positions |"))
+        if not line.startswith(
+            ("| model |", "| layer |", "| edges |", "| lab |", "| positions |", "| kernel |")
+        )
     ]
     assert body, f"{name}.py --quick printed a table header but no rows"
     assert "(--quick)" in stdout  # the title says it is not a full measurement
@@ -121,6 +125,16 @@ def test_quick_run_prints_a_table(quick_runs, name):
         for row in rows:
             cells = [c.strip() for c in row.strip("|").split("|")]
             assert all(float(c) > 0 for c in cells[2:]), row
+    if name == "step_profile":
+        # four tables (two Keras modes, two models): kernels' times that add up, and the
+        # attention's einsums among the kernels of each (oneDNN's or Eigen's)
+        totals = [line for line in body if line.startswith("| all traced kernels |")]
+        assert len(totals) == 4, stdout[-3000:]
+        for total in totals:
+            assert float(total.split("|")[4]) > 0, total
+        shares = [float(line.split("|")[5].strip(" %")) for line in body if "%" in line]
+        assert abs(sum(shares) - 100 * len(totals) * 2) < 0.5 * len(totals) + 1, shares
+        assert stdout.count("Einsum` |") >= 4, stdout[-3000:]
 
 
 @pytest.mark.slow

@@ -231,11 +231,11 @@ def _merged(
     its notebook exists; a new notebook whose name a kept row has gets the next free
     ``name-<k>`` (the people's grades of written answers are kept by name: a kept row
     renamed would hand them to the newcomer); rows whose notebook is gone are dropped with
-    a :class:`SubmissionRemoved` warning (never silently). A notebook is one row: where
-    several kept rows have the notebook graded again (a gradebook written while a link to
-    a classmate's notebook was graded as a submission of its own), the new result goes to
-    the row of its name, else to the first, and the others are dropped with the warning.
-    ``suffixed`` gets ``{id(row): the name it had}`` of each new row so named."""
+    a :class:`SubmissionRemoved` warning (never silently). A notebook is one row: the
+    kept rows whose path leads to a notebook graded now are the same notebook's only by
+    :func:`_same_notebook` (a row whose path is now a link to a classmate's notebook is
+    not); the others are dropped with the warning. ``suffixed`` gets ``{id(row): the name
+    it had}`` of each new row so named."""
     by_path: dict[str, list] = {}
     for r in previous:
         by_path.setdefault(os.path.realpath(r.path), []).append(r)
@@ -243,7 +243,7 @@ def _merged(
     for r in new:
         real = os.path.realpath(r.path)
         rows = by_path.get(real, [])
-        match = next((o for o in rows if o.submission == r.submission), rows[0] if rows else None)
+        match = _same_notebook(r, rows)
         if match is not None:
             rows.remove(match)
         again[id(r)], graded_as[real] = match, r
@@ -285,6 +285,30 @@ def _merged(
             r.submission = f"{name}-{k}"
         taken.add(r.submission.casefold())
     return [*new, *kept]
+
+
+def _same_notebook(new: SubmissionResult, rows: list) -> SubmissionResult | None:
+    """Of the kept ``rows`` whose path leads to ``new``'s notebook, the one that is its
+    row: the only one with its path as written, else the only one of its name, else the
+    only one whose path is no link and lies in the notebook's own folder; None where
+    none or several are (``new`` is then a row of its own). A row whose path became a
+    link to a classmate's notebook (``aaron/lab1.ipynb -> ../alice/lab1.ipynb``) is never
+    taken for the classmate's at a regrade of the classmate's folder alone, whatever the
+    rows' order."""
+    real = os.path.realpath(new.path)
+    tests = (
+        lambda o: os.path.abspath(o.path) == os.path.abspath(new.path),
+        lambda o: o.submission == new.submission,
+        lambda o: (
+            not os.path.islink(o.path)
+            and os.path.realpath(os.path.dirname(os.path.abspath(o.path))) == os.path.dirname(real)
+        ),
+    )
+    for same in tests:
+        hits = [o for o in rows if same(o)]
+        if len(hits) == 1:
+            return hits[0]
+    return None
 
 
 class SubmissionReplaced(UserWarning):

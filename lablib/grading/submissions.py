@@ -133,45 +133,61 @@ def _resolve_inside(entry: pathlib.Path, root: str, refused: list) -> pathlib.Pa
     return pathlib.Path(real)
 
 
-def _once_each(books, given: pathlib.Path, root: str, refused: list) -> list:
-    """``books`` (``(parts below the folder given, file)``) less every notebook reached
-    again through a symbolic link: a file is graded once, as the submission whose path
-    crosses no link. A link inside the folder (a student's repository links
-    ``lab.ipynb`` to a classmate's) would otherwise grade the classmate's work under the
-    link's name. Where no path to the file is free of links, none is graded (which link
-    is the owner's cannot be told). Each path left out goes to ``refused``."""
-    by_file: dict[str, list] = {}
-    for parts, target in books:
-        by_file.setdefault(os.path.realpath(target), []).append(parts)
-    kept = []
-    for parts, target in books:
-        paths = by_file[os.path.realpath(target)]
-        if len(paths) == 1:
-            kept.append((parts, target))
+def _graded_once(downloads, plain, given: pathlib.Path, root: str, raw: dict, refused: list):
+    """``(downloads, plain)`` (as :func:`_classify` splits them) less the paths that must
+    not be graded, each noted in ``refused``:
+
+    * a path through a symbolic link out of its student's folder (``aaron/lab1.ipynb ->
+      ../alice/lab1.ipynb``, or into a classmate's hidden checkpoint): a notebook is
+      graded in the student's folder that holds it, never for a folder that links to it;
+    * a second path to a notebook (a link to it inside the same folder, a folder linked
+      twice): a notebook is graded once, by the path that crosses no link where there
+      is one, else by the first.
+
+    ``raw``: each path's parts as NFC (the classification's) -> as on disk (the links are
+    read on disk). Decided after the classification, so the paths left out still shape
+    the student folders that name the others."""
+    folders = _student_folders(plain)
+    entries = [(parts, target, folders[parts]) for parts, target in plain]
+    entries += [(parts, target, folder or ()) for _, folder, parts, target, _ in downloads]
+    dropped: set[tuple] = set()
+    candidates = []  # (parts, real file, crosses no link)
+    for parts, target, folder in entries:
+        disk = raw.get(parts, parts)
+        real = os.path.realpath(target)
+        owner = given.joinpath(*disk[: len(folder)]) if folder else None
+        if owner is not None and not _inside(real, os.path.realpath(owner)):
+            refused.append(
+                (
+                    given.joinpath(*disk),
+                    f"a symbolic link out of the student's folder {owner} (to {real}): a "
+                    f"notebook is graded in the folder that holds it",
+                )
+            )
+            dropped.add(parts)
             continue
-        direct = [
-            p for p in paths if os.path.realpath(given.joinpath(*p)) == os.path.join(root, *p)
-        ]
-        if direct == [parts]:
-            kept.append((parts, target))
-        elif len(direct) == 1:
+        direct = os.path.realpath(given.joinpath(*disk)) == os.path.join(root, *disk)
+        candidates.append((parts, real, direct))
+    best: dict[str, tuple] = {}
+    for parts, real, direct in candidates:
+        if real not in best or (direct and not best[real][1]):
+            best[real] = (parts, direct)
+    for parts, real, _direct in candidates:
+        kept = best[real][0]
+        if kept != parts:
+            dropped.add(parts)
             refused.append(
                 (
-                    given.joinpath(*parts),
-                    f"a symbolic link to {given.joinpath(*direct[0])}, which is graded as "
-                    f"its own submission (a notebook is graded once)",
+                    given.joinpath(*raw.get(parts, parts)),
+                    f"a second path to the notebook {given.joinpath(*raw.get(kept, kept))}, "
+                    f"through a symbolic link: a notebook is graded once",
                 )
             )
-        else:
-            refused.append(
-                (
-                    given.joinpath(*parts),
-                    f"one of {len(paths)} paths through symbolic links to the same notebook "
-                    f"({os.path.realpath(target)}): none is graded, since which is its "
-                    f"owner's cannot be told; copy the notebook where it belongs",
-                )
-            )
-    return kept
+    return (
+        [d for d in downloads if d[2] not in dropped],
+        [(parts, target) for parts, target in plain if parts not in dropped],
+        folders,
+    )
 
 
 def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
@@ -466,10 +482,11 @@ def _student_folders(plain) -> dict[tuple, tuple]:
     }
 
 
-def _named(downloads, plain, given: str) -> list[Found]:
+def _named(downloads, plain, folders: dict, given: str) -> list[Found]:
     """The :class:`Found` of one folder given: every notebook named (see the module's
-    docstring); names not yet unique across folders."""
-    folders = _student_folders(plain)
+    docstring; ``folders``: each plain notebook's student folder, :func:`_student_folders`
+    of every notebook found, those left out included); names not yet unique across
+    folders."""
     items = []  # (label, student folder parts or None, parts, target, lms)
     for parts, target in plain:
         folder = folders[parts]
@@ -609,7 +626,7 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     if layout not in LAYOUTS:
         raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
     skipped: list = []
-    found: list[Found] = []
+    found: list[tuple[Found, pathlib.Path, bool]] = []  # (found, path given, a link given)
     for path in map(pathlib.Path, paths):
         if path.is_dir():
             root = os.path.realpath(path)
@@ -633,15 +650,19 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
                     exports.append(((), target))
                 else:
                     skipped.append((entry, NOT_A_NOTEBOOK))
-            books = _once_each(books, path, root, skipped)
             note = _mixed_note(books, exports, str(path)) if layout == "auto" else None
             if note:
                 warnings.warn(note, LayoutWarning, stacklevel=2)
-            found.extend(_named(*_classify(books, exports, skipped, layout), str(path)))
+            raw = {_nfc(parts): parts for parts, _ in books}
+            downloads, plain = _classify(books, exports, skipped, layout)
+            named = _named(*_graded_once(downloads, plain, path, root, raw, skipped), str(path))
+            found.extend((f, f.path, False) for f in named)
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
-                found.append(_given_notebook(path, target, skipped, layout))
+                found.append(
+                    (_given_notebook(path, target, skipped, layout), path, path.is_symlink())
+                )
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:
@@ -656,20 +677,28 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     return _unique(found)
 
 
-def _given_once(found: list[Found], refused: list) -> list[Found]:
-    """``found`` less each notebook found again among the paths given (the same file given
-    twice, or a folder and a notebook in it): graded once, as it was first found."""
-    first: dict[str, Found] = {}
+def _given_once(found: list[tuple[Found, pathlib.Path, bool]], refused: list) -> list[Found]:
+    """Each notebook once among the paths given (the same file given twice, a folder and
+    a notebook in it, ``subs/*.ipynb`` where one file links to another): as the first
+    path given that is not a symbolic link, else as the first; the other paths given are
+    noted in ``refused``."""
+    best: dict[str, tuple] = {}
+    for entry in found:
+        real = os.path.realpath(entry[0].path)
+        if real not in best or (best[real][2] and not entry[2]):
+            best[real] = entry
     kept = []
-    for f in found:
-        real = os.path.realpath(f.path)
-        if real in first:
-            refused.append(
-                (f.path, f"the same notebook as {first[real].path}, given again: graded once")
-            )
+    for entry in found:
+        chosen = best[os.path.realpath(entry[0].path)]
+        if entry is chosen:
+            kept.append(entry[0])
         else:
-            first[real] = f
-            kept.append(f)
+            refused.append(
+                (
+                    entry[1],
+                    f"the same notebook as {chosen[1]}, given again: graded once",
+                )
+            )
     return kept
 
 

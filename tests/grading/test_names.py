@@ -121,52 +121,112 @@ def test_symlinks_leading_outside_are_refused(tree):
 
 
 def test_symlinks_inside_the_folder_are_resolved(tree):
-    """A link inside the folder is followed, but a notebook is graded once: a link to a
-    notebook that is graded by its own path (carol -> alice's, dave -> bob's folder) is
-    no submission of its own."""
+    """A link inside the folder is followed, but a notebook is graded once and in the
+    student's folder that holds it: a second path to a notebook graded by its own path
+    (carol -> alice's, dave -> bob's folder) is no submission, nor is a link out of a
+    student's folder (erin's link to a file at the top, and frank's folder, which
+    leads to erin's)."""
     subs, _ = tree
-    _book(subs / "erin" / "notes" / "lab.ipynb")
+    (subs / "erin" / "notes").mkdir(parents=True)
+    _book(subs / "shared.ipynb.real")
     os.symlink(subs / "alice.ipynb", subs / "carol.ipynb")
     os.symlink(subs / "bob", subs / "dave")
     os.symlink(subs, subs / "bob" / "loop")  # a link back up the tree
     os.symlink(subs, subs / "everyone")
-    os.symlink(subs / "erin" / "notes", subs / "frank")  # the only way to frank's notebook...
-    (subs / "erin" / "notes" / "lab.ipynb").rename(subs / "frank.ipynb.real")
-    os.symlink(subs / "frank.ipynb.real", subs / "erin" / "notes" / "lab.ipynb")
+    os.symlink(subs / "shared.ipynb.real", subs / "erin" / "notes" / "lab.ipynb")
+    os.symlink(subs / "erin" / "notes", subs / "frank")
     refused = []
     found = dict(collect_submissions([subs], refused=refused))
     assert found == {"alice": subs / "alice.ipynb", "bob": subs / "bob" / "lab.ipynb"}
     reasons = {str(p.relative_to(subs)): r for p, r in refused}
     assert reasons["everyone"] == "a symbolic link to the submissions folder itself"
     assert reasons["carol.ipynb"] == (
-        f"a symbolic link to {subs / 'alice.ipynb'}, which is graded as its own submission "
-        f"(a notebook is graded once)"
+        f"a second path to the notebook {subs / 'alice.ipynb'}, through a symbolic link: "
+        f"a notebook is graded once"
     )
-    assert reasons["dave/lab.ipynb"].startswith(f"a symbolic link to {subs / 'bob' / 'lab.ipynb'}")
-    # ...through links only (erin's and frank's paths both cross one): neither is graded
-    for path in ("erin/notes/lab.ipynb", "frank/lab.ipynb"):
-        assert reasons[path].startswith("one of 2 paths through symbolic links"), reasons
-    assert "frank.ipynb.real" in reasons  # not a notebook by its name
-    # a single link to a notebook nothing else reaches is followed, as before
-    os.unlink(subs / "frank")
-    found = dict(collect_submissions([subs], refused=[]))
-    assert found["notes"] == (subs / "frank.ipynb.real").resolve()  # erin/notes/lab.ipynb
+    assert reasons["dave/lab.ipynb"].startswith(
+        f"a second path to the notebook {subs / 'bob' / 'lab.ipynb'}"
+    )
+    for path, folder in (("erin/notes/lab.ipynb", "erin/notes"), ("frank/lab.ipynb", "frank")):
+        assert reasons[path].startswith(
+            f"a symbolic link out of the student's folder {subs / folder} "
+        ), reasons[path]
+    assert "shared.ipynb.real" in reasons  # not a notebook by its name
 
 
 def test_a_link_to_a_classmates_notebook_is_not_their_grade(tmp_path):
-    """The red-team case: a student's repository links its notebook to a classmate's
-    (git keeps links); graded, the link would be the classmate's work under the link's
-    name, plain layout or not."""
+    """The red-team cases: a student's repository links its notebook to a classmate's
+    (git keeps links), to a classmate's checkpoint or macOS copy (folders never listed),
+    or to another file of theirs; graded, the link would be the classmate's work under
+    the link's name. Also where the instructor's folder holds links to the clones."""
     repos = tmp_path / "repos"
-    _book(repos / "alice" / "lab1_attention.ipynb")
-    (repos / "aaron").mkdir()
-    os.symlink("../alice/lab1_attention.ipynb", repos / "aaron" / "lab1_attention.ipynb")
+    _book(repos / "alice" / "lab1.ipynb")
+    _book(repos / "alice" / ".ipynb_checkpoints" / "lab1-checkpoint.ipynb")
+    _book(repos / "alice" / "__MACOSX" / "lab1.ipynb")
+    _book(repos / "alice" / "backup.json")
+    for name, target in (
+        ("aaron", "../alice/lab1.ipynb"),
+        ("bea", "../alice/.ipynb_checkpoints/lab1-checkpoint.ipynb"),
+        ("cody", "../alice/__MACOSX/lab1.ipynb"),
+        ("dina", "../alice/backup.json"),
+    ):
+        (repos / name).mkdir()
+        os.symlink(target, repos / name / "lab1.ipynb")
     for layout in ("plain", "auto"):
         refused = []
         found = collect_submissions([repos], refused=refused, layout=layout)
         assert [name for name, _ in found] == ["alice"], layout
-        assert [str(p.relative_to(repos)) for p, _ in refused] == ["aaron/lab1_attention.ipynb"]
-        assert "graded as its own submission" in refused[0][1]
+        reasons = {str(p.relative_to(repos)): r for p, r in refused}
+        for name in ("aaron", "bea", "cody", "dina"):
+            reason = reasons[f"{name}/lab1.ipynb"]
+            assert reason.startswith(f"a symbolic link out of the student's folder {repos / name}")
+    # the instructor's folder of links to the clones: a link among them is still refused
+    subs = tmp_path / "subs"
+    clones = subs / ".clones"  # hidden: not listed, reached through the links
+    _book(clones / "alice" / "lab1.ipynb")
+    (clones / "aaron").mkdir()
+    os.symlink(clones / "alice" / "lab1.ipynb", clones / "aaron" / "lab1.ipynb")
+    for name in ("aaron", "alice"):
+        os.symlink(clones / name, subs / name)
+    refused = []
+    found = dict(collect_submissions([subs], refused=refused, layout="plain"))
+    assert found == {"alice": (clones / "alice" / "lab1.ipynb").resolve()}
+    assert [str(p.relative_to(subs)) for p, _ in refused] == ["aaron/lab1.ipynb"]
+
+
+def test_a_students_own_link_keeps_their_folder_and_one_row(tmp_path):
+    """A convenience link inside a student's own folder (``lab1.ipynb ->
+    notebooks/lab1.ipynb``): one row, named by the student's folder as before the link
+    existed (the path left out still makes the folder the student's)."""
+    subs = tmp_path / "subs"
+    _book(subs / "alice" / "notebooks" / "lab1.ipynb")
+    os.symlink("notebooks/lab1.ipynb", subs / "alice" / "lab1.ipynb")
+    _book(subs / "bob" / "lab1.ipynb")
+    refused = []
+    found = dict(collect_submissions([subs], refused=refused))
+    assert found == {
+        "alice": subs / "alice" / "notebooks" / "lab1.ipynb",
+        "bob": subs / "bob" / "lab1.ipynb",
+    }
+    assert [str(p.relative_to(subs)) for p, _ in refused] == ["alice/lab1.ipynb"]
+
+
+def test_a_glob_that_lists_a_link_first_grades_the_notebook_itself(tmp_path):
+    """``lablib grade lab1 subs/*.ipynb`` where ``aaron.ipynb`` links to ``alice.ipynb``:
+    the notebook is graded as alice's (the path given that is no link), not as the
+    first path given."""
+    subs = tmp_path / "subs"
+    _book(subs / "alice.ipynb")
+    os.symlink("alice.ipynb", subs / "aaron.ipynb")
+    refused = []
+    found = collect_submissions(sorted(subs.glob("*.ipynb")), refused=refused)
+    assert [name for name, _ in found] == ["alice"]
+    assert refused == [
+        (
+            subs / "aaron.ipynb",
+            f"the same notebook as {subs / 'alice.ipynb'}, given again: graded once",
+        )
+    ]
 
 
 def test_the_same_notebook_given_twice_is_graded_once(tree):

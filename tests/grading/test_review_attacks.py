@@ -507,3 +507,35 @@ def test_an_answer_draws_only_inside_its_own_box(tmp_path):
         )
         assert scroll["wide"] > 100 and scroll["before"] == 0 and scroll["after"] > 100, scroll
         assert scroll["page"] <= 0, "the page itself is no wider than the window"
+
+
+def test_an_answer_with_a_lone_surrogate_is_shown_and_printed(tmp_path):
+    """A notebook's JSON can hold ``"\\udce9"``, which Python reads as a lone surrogate no
+    UTF-8 text holds: the review page's texts answered 500 for every batch holding that
+    answer (the other students' answers with it) and the PDF printout stopped the class
+    there. It shows as ``?``."""
+    from lablib.grading.review import printout
+
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(
+        out,
+        lab,
+        {
+            "alice": {"why": "because of a", "how": "fix it"},
+            "mallory": {"why": "caf\udce9 $x\udce9$", "how": "fix"},
+        },
+    )
+    with running(out, lab) as (server, app):
+        status, question = request(server, "GET", "/api/question/why")
+        assert status == 200
+        tokens = ",".join(a["token"] for a in question["answers"])
+        status, texts = request(server, "GET", f"/api/texts/why?answers={tokens}")
+        assert status == 200, texts
+        shown = [a["html"] for a in texts["answers"]]
+        assert any("caf?" in h for h in shown) and any("because of a" in h for h in shown)
+    for student in printout.class_students(out, lab):
+        page = printout.printout_html(lab, student, list(lab.answers.values()))
+        page.encode("utf-8")  # a page that can be written
+        if student.stem == "mallory":
+            assert "caf?" in page

@@ -431,9 +431,19 @@ def _parser():
     return md
 
 
+#: Lone surrogates: a notebook's JSON can hold ``"\\udce9"``, which Python reads as is
+#: and no UTF-8 text can hold (the sanitiser, the page and the PDF would all refuse it).
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _readable(text: str | None) -> str:
+    """``text`` with each lone surrogate shown as ``?``."""
+    return _SURROGATES.sub("?", text or "")
+
+
 def render_markdown(text: str) -> str:
     """``text`` (a notebook's markdown) as sanitised HTML, formulas as MathML."""
-    return sanitise(_parser().render(text or ""))
+    return sanitise(_parser().render(_readable(text)))
 
 
 def _cut(text: str, limit: int) -> str:
@@ -449,8 +459,9 @@ def _cut(text: str, limit: int) -> str:
 
 def render_answer(text: str, limit: int | None = None) -> str:
     """An answer as sanitised HTML: its first ``limit`` characters (None: all of it;
-    past :data:`FULL_RENDER_CHARS` the rest is plain text)."""
-    text = text or ""
+    past :data:`FULL_RENDER_CHARS` the rest is plain text); a lone surrogate shows as
+    ``?``."""
+    text = _readable(text)
     if limit is not None and len(text) > limit:
         shown = _cut(text, limit)
         return sanitise(

@@ -233,3 +233,20 @@ def test_a_file_name_that_is_not_utf8_is_reported_not_a_crash(fixture_lab, tmp_p
     notes = export.with_name("canvas.notes.csv").read_text(encoding="utf-8")
     assert "handed in smithalice_1001_2002_lab?.zip" in notes
     assert "\udce9" not in capsys.readouterr().err
+
+
+def test_md_text_makes_no_link_of_a_bare_address():
+    """A student's message quoting an address (``https://...``, ``www....``, an e-mail)
+    became a link where the feedback is shown by a renderer that links bare addresses
+    (GitHub's, an LMS's): escaped, it reads the same and links nowhere."""
+    import mistune
+    from markdown_it import MarkdownIt
+
+    message = (
+        "ValueError: fix it at https://evil.example/fix, www.evil.example or "
+        "WWW.Evil.example; mail help@evil.example (a:b, 3.www.x, ftp://x.example)"
+    )
+    escaped = md_text(message)
+    linking = mistune.create_markdown(plugins=["url"])
+    assert "<a" not in linking(escaped) and "<a" in linking(message)
+    assert MarkdownIt("commonmark").render(escaped) == f"<p>{message}</p>\n"

@@ -170,14 +170,22 @@ def html_text(text: str) -> str:
     return html.escape(visible_controls(text))
 
 
+#: Where a renderer that links bare addresses (GitHub's, an LMS's) would start a link:
+#: the colon of ``https://``, the dot of ``www.``, the ``@`` of an e-mail address.
+_BARE_LINK = re.compile(r":(?=//)|(?:(?<=^www)|(?<=[^\w.]www))\.|(?<=\w)@(?=\w)", re.I)
+
+
 def md_text(text: str) -> str:
     """Text that came from a submission (its name, a message, a note) as literal markdown,
     on one line, placed after other text (never at a line's start): control characters
     are shown as symbols (:func:`visible_controls`), the characters that can start inline
     markup are backslash-escaped (CommonMark allows it for any ASCII punctuation), so
-    nothing becomes a link, an image, HTML, code or a table cell break; line breaks become
-    spaces, so nothing becomes a heading or a list."""
-    return _INLINE_MARKUP.sub(r"\\\1", " ".join(visible_controls(text).splitlines()))
+    nothing becomes a link, an image, HTML, code or a table cell break; so are the colon
+    of ``https://``, the dot of ``www.`` and the ``@`` of an e-mail address, which
+    renderers that link bare addresses would make a link of (the text reads the same);
+    line breaks become spaces, so nothing becomes a heading or a list."""
+    text = _INLINE_MARKUP.sub(r"\\\1", " ".join(visible_controls(text).splitlines()))
+    return _BARE_LINK.sub(lambda m: "\\" + m.group(0), text)
 
 
 def md_code_block(text: str, indent: str = "") -> list[str]:

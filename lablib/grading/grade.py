@@ -232,16 +232,17 @@ def _merged(
     ``name-<k>`` (the people's grades of written answers are kept by name: a kept row
     renamed would hand them to the newcomer); rows whose notebook is gone are dropped with
     a :class:`SubmissionRemoved` warning (never silently). A notebook is one row: the
-    kept rows whose path leads to a notebook graded now are the same notebook's only by
-    :func:`_same_notebook` (a row whose path is now a link to a classmate's notebook is
-    not); the others are dropped with the warning. ``suffixed`` gets ``{id(row): the name
+    kept rows graded on a notebook graded now (:func:`_graded_file`: the real path kept
+    at grading, so a row whose path became a link to a classmate's notebook is not one
+    of them) are its row only by :func:`_same_notebook`; the others are dropped with the
+    warning. ``suffixed`` gets ``{id(row): the name
     it had}`` of each new row so named."""
     by_path: dict[str, list] = {}
     for r in previous:
-        by_path.setdefault(os.path.realpath(r.path), []).append(r)
+        by_path.setdefault(_graded_file(r), []).append(r)
     again, graded_as = {}, {}
     for r in new:
-        real = os.path.realpath(r.path)
+        real = _graded_file(r)
         rows = by_path.get(real, [])
         match = _same_notebook(r, rows)
         if match is not None:
@@ -287,22 +288,33 @@ def _merged(
     return [*new, *kept]
 
 
+def _graded_file(result: SubmissionResult) -> str:
+    """The notebook a row was graded on: the real path its identity kept at grading
+    (``file``), or for a row of a gradebook without it, where its path leads now."""
+    return str((result.identity or {}).get("file") or os.path.realpath(result.path))
+
+
+def _crosses_link(path) -> bool:
+    """Whether ``path`` (made absolute as written) passes through a symbolic link: the
+    file or any folder above it."""
+    absolute = pathlib.Path(os.path.abspath(path))
+    return any(p.is_symlink() for p in (absolute, *absolute.parents))
+
+
 def _same_notebook(new: SubmissionResult, rows: list) -> SubmissionResult | None:
     """Of the kept ``rows`` whose path leads to ``new``'s notebook, the one that is its
     row: the only one with its path as written, else the only one of its name, else the
-    only one whose path is no link and lies in the notebook's own folder; None where
-    none or several are (``new`` is then a row of its own). A row whose path became a
-    link to a classmate's notebook (``aaron/lab1.ipynb -> ../alice/lab1.ipynb``) is never
-    taken for the classmate's at a regrade of the classmate's folder alone, whatever the
-    rows' order."""
-    real = os.path.realpath(new.path)
+    only one known to have been graded on it (its identity's ``file``: a regrade
+    through another path to the same folder) or, of a gradebook without ``file``, whose
+    path crosses no symbolic link; None where none or several are (``new`` is then a row
+    of its own). A row whose path became a link, or passes through
+    a folder that became one, to a classmate's notebook (``aaron/lab1.ipynb ->
+    ../alice/lab1.ipynb``, ``aaron/sub -> ../alice``) is never taken for the classmate's
+    at a regrade, whatever the rows' order."""
     tests = (
         lambda o: os.path.abspath(o.path) == os.path.abspath(new.path),
         lambda o: o.submission == new.submission,
-        lambda o: (
-            not os.path.islink(o.path)
-            and os.path.realpath(os.path.dirname(os.path.abspath(o.path))) == os.path.dirname(real)
-        ),
+        lambda o: bool((o.identity or {}).get("file")) or not _crosses_link(o.path),
     )
     for same in tests:
         hits = [o for o in rows if same(o)]
@@ -338,6 +350,8 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     else:
         carried["submitted_at"] = old.identity.get("submitted_at", "")
         carried["time_source"] = old.identity.get("time_source", "")
+    if new.identity.get("file"):
+        carried["file"] = new.identity["file"]
     new.identity = carried
 
 
@@ -387,8 +401,13 @@ def _found_of(result: SubmissionResult) -> Found:
 
 
 def _identify(found: Found, roster, times, spec, index=None) -> dict:
+    """Who submitted ``found`` (:func:`~lablib.grading.gradebook.identity.resolve`), with
+    where it was found and ``file``: the notebook's real path when it was graded, by
+    which a regrade knows its row (:func:`_merged`) even after a link changed what a
+    path leads to."""
     identity = resolve(found, roster, times=times, lab=spec, index=index)
     identity["where"], identity["folder"] = found.where, found.folder
+    identity["file"] = os.path.realpath(found.path)
     return identity
 
 
@@ -398,6 +417,8 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
     is found now."""
     old = result.identity or {}
     identity = _identify(_found_of(result), roster, times, spec, index)
+    if old.get("file"):  # the notebook it was graded on, not what its path leads to now
+        identity["file"] = old["file"]
     if not identity.get("submitted_at") and old.get("submitted_at"):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
     return identity

@@ -42,10 +42,11 @@ instructor whose folders are students' own grades again with ``--layout plain``.
 Names are Unicode NFC (macOS zips write NFD), without control or bidirectional-override
 characters, and unique in the batch (compared NFC and case-folded; a repeated name gets
 ``-2``, ``-3``...). Symbolic links are followed only while they stay inside the folder
-given, and a notebook is graded once: a path that reaches through a link a notebook
-graded by a path of its own (a student's repository linking its notebook to a
-classmate's) is not a submission, and a notebook reached only through several links is
-none (which link is its owner's cannot be told).
+given and only at its top (the instructor's: a folder of links to the students'
+clones); a link inside a student's folder (a repository keeps them) is not followed, so
+it cannot grade a classmate's notebook as its owner's. A notebook is graded once: a
+second path to it (a top-level link beside it, the same notebook given twice) is not a
+submission.
 
 Example::
 
@@ -112,14 +113,27 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _resolve_inside(entry: pathlib.Path, root: str, refused: list) -> pathlib.Path | None:
+def _resolve_inside(
+    entry: pathlib.Path, root: str, refused: list, follow: bool = True
+) -> pathlib.Path | None:
     """``entry`` resolved, or None (and a note in ``refused``) when it is a link leading
-    outside ``root`` (the submissions folder given) or a broken one."""
+    outside ``root`` (the submissions folder given), a broken one, or any link where
+    ``follow`` is False (below the top of a folder given: inside a student's folder)."""
     if not entry.is_symlink():
         return entry
     real = os.path.realpath(entry)
     if not os.path.exists(real):
         refused.append((entry, "a broken symbolic link"))
+        return None
+    if not follow:
+        refused.append(
+            (
+                entry,
+                f"a symbolic link inside a student's folder (to {real}): not followed, "
+                f"a notebook is graded where it is (links are followed only at the top "
+                f"of the folder given, which are the instructor's)",
+            )
+        )
         return None
     if not _inside(real, root):
         refused.append(
@@ -194,26 +208,29 @@ def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
     return target.is_file() and entry.suffix.lower() == ".ipynb"  # Windows uploads: .IPYNB
 
 
-def _entries(folder: pathlib.Path, root: str, refused: list):
+def _entries(folder: pathlib.Path, root: str, refused: list, follow: bool = True):
     """``(entry, target)`` for each visible entry of ``folder`` (sorted), links resolved
-    while they stay inside ``root``; the others are noted in ``refused``."""
+    while they stay inside ``root`` (and only where ``follow``); the others are noted in
+    ``refused``."""
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or entry.name in (
             "__pycache__",
             "__MACOSX",
         ):  # macOS zips' resource forks
             continue
-        target = _resolve_inside(entry, root, refused)
+        target = _resolve_inside(entry, root, refused, follow)
         if target is not None:
             yield entry, target
 
 
 def _walk(folder: pathlib.Path, root: str, refused: list, seen: set, where: tuple = ()):
     """The notebooks under ``folder`` (sorted) as ``(path parts below the folder, file)``,
-    and the folders (as parts) holding a Gradescope ``submission_metadata.yml``; links
-    followed only while they stay in ``root``."""
+    and the folders (as parts) holding a Gradescope ``submission_metadata.yml``. No link
+    is followed here, below the top of the folder given: what a student's folder holds
+    (a repository keeps links) is theirs, and a link in it to a classmate's notebook or
+    folder would grade the classmate's work as theirs."""
     found, exports = [], []
-    for entry, target in _entries(folder, root, refused):
+    for entry, target in _entries(folder, root, refused, follow=False):
         if target.is_dir():
             real = os.path.realpath(target)
             if real not in seen:  # a link back up the tree is walked once
@@ -606,10 +623,11 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     """A :class:`Found` for each submission among ``paths`` (notebooks and folders; see the
     module's docstring for the names). ``.ipynb`` is matched in any case.
 
-    Symbolic links are followed only while they stay inside the folder given (for a
-    notebook given by path: the folder holding it): a link leading elsewhere, or a broken
-    one, is not graded; nor is a second path to a notebook already found (a link to a
-    notebook graded by its own path, the same notebook given twice). Neither is a visible file that is not a notebook, nor a folder
+    Symbolic links are followed only at the top of a folder given and while they stay
+    inside it (for a notebook given by path: the folder holding it): a link leading
+    elsewhere, a broken one or one inside a student's folder is not graded; nor is a
+    second path to a notebook already found (a link to a notebook graded by its own
+    path, the same notebook given twice). Neither is a visible file that is not a notebook, nor a folder
     that holds none (hidden entries, starting with ".", are passed over; a Gradescope
     export's ``submission_metadata.yml`` is read, not listed). Each is appended to
     ``refused`` as ``(path, reason)``, or, when ``refused`` is None, reported as a

@@ -515,8 +515,9 @@ def test_a_notebook_graded_again_is_one_row(tmp_path):
 def test_a_link_to_a_classmates_notebook_takes_nothing_from_them(tmp_path, fixture_lab):
     """The red-team case end to end: graded, then regraded after aaron's repository
     links its notebook to alice's. Aaron's link is not graded (listed as skipped), alice
-    keeps her row and its name (her written grades are kept by name) and the gradebook
-    has no row scoring alice's work for aaron."""
+    keeps her row and its name (her written grades are kept by name), and aaron's row
+    keeps the result of the notebook it was graded on (its own): no row scores alice's
+    work for aaron, whatever is regraded."""
     from lablib.grading.grade import grade
 
     repos, out = tmp_path / "repos", tmp_path / "out"
@@ -535,17 +536,58 @@ def test_a_link_to_a_classmates_notebook_takes_nothing_from_them(tmp_path, fixtu
     os.symlink("../alice/lab0.ipynb", repos / "aaron" / "lab0.ipynb")
     # alice's folder regraded alone (its row is named lab0 there): aaron's row, whose
     # path now leads to her notebook, never takes her result, whatever the rows' order
-    with pytest.warns(UserWarning, match="aaron was in the gradebook .* graded once"):
-        alone = grade(fixture_lab, [repos / "alice"], out, **options)
-    assert {r.submission: r.score for r in alone} == {"alice": first["alice"]}
+    alone = grade(fixture_lab, [repos / "alice"], out, **options)
+    assert {r.submission: r.score for r in alone} == first
     with pytest.warns(UserWarning) as caught:
         again = grade(fixture_lab, [repos], out, **options)
     said = [str(w.message) for w in caught]
-    assert any("aaron/lab0.ipynb is not graded: a symbolic link out of" in m for m in said), said
-    assert {r.submission: r.score for r in again} == {"alice": first["alice"]}
+    assert any("aaron/lab0.ipynb is not graded: a symbolic link inside" in m for m in said), said
+    assert {r.submission: r.score for r in again} == first
     book = json.loads((out / "grades.json").read_text())
-    assert [e["submission"] for e in book["submissions"]] == ["alice"]
+    assert {e["submission"]: e["path"] for e in book["submissions"]}["alice"] == str(
+        repos / "alice" / "lab0.ipynb"
+    )
     assert any(s["path"].endswith("aaron/lab0.ipynb") for s in book["skipped"])
+
+
+def test_a_folder_turned_into_a_link_takes_no_row_at_any_regrade(tmp_path, fixture_lab):
+    """The second review's regrades: aaron was graded on his own ``sub/lab0.ipynb``, then
+    made ``sub`` a link to alice's folder. Regrading alice's folder through another path
+    to the same place (an alias of a folder above, where her row's path as written no
+    longer matches and the new row's name is the notebook's), alone, or the class:
+    alice keeps her row, its name and her result; aaron's row keeps the result of the
+    notebook it was graded on (its own), never hers."""
+    from lablib.grading.grade import grade
+
+    repos, out = tmp_path / "repos", tmp_path / "out"
+    (repos / "alice").mkdir(parents=True)
+    (repos / "aaron" / "sub").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, repos / "alice" / "lab0.ipynb")
+    blank = nbformat.read(FIXTURE_SOLUTION, as_version=4)
+    for cell in blank.cells:
+        if cell.cell_type == "code" and "def " in cell.source:
+            cell.source = "raise NotImplementedError"
+    nbformat.write(blank, repos / "aaron" / "sub" / "lab0.ipynb")
+    options = dict(
+        lab_notebook=FIXTURE_SOLUTION, jobs=1, timeout=20, progress=False, layout="plain"
+    )
+    first = {r.submission: r.score for r in grade(fixture_lab, [repos], out, **options)}
+    assert first["alice"] > first["aaron"]
+    shutil.rmtree(repos / "aaron" / "sub")
+    os.symlink("../alice", repos / "aaron" / "sub")
+    os.symlink(tmp_path, tmp_path / "alias")
+    import warnings
+
+    said = []
+    for given in (tmp_path / "alias" / "repos" / "alice", repos / "alice", repos):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rows = grade(fixture_lab, [given], out, **options)
+        said.append(" ".join(str(w.message) for w in caught))
+        assert {r.submission: r.score for r in rows} == first, (given, said)
+        book = json.loads((out / "grades.json").read_text())
+        assert sorted(e["submission"] for e in book["submissions"]) == ["aaron", "alice"]
+    assert "sub is not graded: a symbolic link inside a student's folder" in said[2], said
 
 
 def test_two_graders_into_one_folder_keep_both_rows(tmp_path):

@@ -120,12 +120,12 @@ def test_symlinks_leading_outside_are_refused(tree):
     assert refused and refused[0][0] == subs / "mallory.ipynb"
 
 
-def test_symlinks_inside_the_folder_are_resolved(tree):
-    """A link inside the folder is followed, but a notebook is graded once and in the
-    student's folder that holds it: a second path to a notebook graded by its own path
-    (carol -> alice's, dave -> bob's folder) is no submission, nor is a link out of a
-    student's folder (erin's link to a file at the top, and frank's folder, which
-    leads to erin's)."""
+def test_symlinks_at_the_top_are_resolved_and_none_inside_a_students_folder(tree):
+    """A link at the top of the folder given (the instructor's) is followed, but a
+    notebook is graded once: a second path to a notebook graded by its own path (carol ->
+    alice's, dave -> bob's folder) is no submission. A link inside a student's folder (a
+    repository keeps them) is never followed: erin's link to a file at the top, bob's
+    link back up the tree, and what frank's folder (a link to erin's) holds."""
     subs, _ = tree
     (subs / "erin" / "notes").mkdir(parents=True)
     _book(subs / "shared.ipynb.real")
@@ -147,10 +147,18 @@ def test_symlinks_inside_the_folder_are_resolved(tree):
     assert reasons["dave/lab.ipynb"].startswith(
         f"a second path to the notebook {subs / 'bob' / 'lab.ipynb'}"
     )
-    for path, folder in (("erin/notes/lab.ipynb", "erin/notes"), ("frank/lab.ipynb", "frank")):
-        assert reasons[path].startswith(
-            f"a symbolic link out of the student's folder {subs / folder} "
-        ), reasons[path]
+    inside = "a symbolic link inside a student's folder (to "
+    assert reasons["erin/notes/lab.ipynb"].startswith(inside + str(subs / "shared.ipynb.real"))
+    assert reasons["bob/loop"].startswith(inside)
+    # frank's folder is erin's notes (the walk reads it where it is): its link refused
+    # again, and frank, like erin, holds no notebook
+    assert [str(p.relative_to(subs)) for p, r in refused if r.startswith(inside)] == [
+        "bob/loop",
+        "bob/loop",
+        "erin/notes/lab.ipynb",
+        "erin/notes/lab.ipynb",
+    ]
+    assert "no row in the gradebook" in reasons["frank"] and "erin" in reasons
     assert "shared.ipynb.real" in reasons  # not a notebook by its name
 
 
@@ -179,7 +187,7 @@ def test_a_link_to_a_classmates_notebook_is_not_their_grade(tmp_path):
         reasons = {str(p.relative_to(repos)): r for p, r in refused}
         for name in ("aaron", "bea", "cody", "dina"):
             reason = reasons[f"{name}/lab1.ipynb"]
-            assert reason.startswith(f"a symbolic link out of the student's folder {repos / name}")
+            assert reason.startswith("a symbolic link inside a student's folder (to "), reason
     # the instructor's folder of links to the clones: a link among them is still refused
     subs = tmp_path / "subs"
     clones = subs / ".clones"  # hidden: not listed, reached through the links
@@ -191,24 +199,51 @@ def test_a_link_to_a_classmates_notebook_is_not_their_grade(tmp_path):
     refused = []
     found = dict(collect_submissions([subs], refused=refused, layout="plain"))
     assert found == {"alice": (clones / "alice" / "lab1.ipynb").resolve()}
-    assert [str(p.relative_to(subs)) for p, _ in refused] == ["aaron/lab1.ipynb"]
+    assert {str(p.relative_to(subs)): r.split(" (")[0] for p, r in refused} == {
+        ".clones/aaron/lab1.ipynb": "a symbolic link inside a student's folder",
+        "aaron": "a folder without a notebook",
+    }
 
 
-def test_a_students_own_link_keeps_their_folder_and_one_row(tmp_path):
+def test_a_link_a_student_made_is_theirs_to_fix_never_a_second_row(tmp_path):
     """A convenience link inside a student's own folder (``lab1.ipynb ->
-    notebooks/lab1.ipynb``): one row, named by the student's folder as before the link
-    existed (the path left out still makes the folder the student's)."""
+    notebooks/lab1.ipynb``) is not followed either: one row, the notebook itself, named
+    by the student's repository (plain layout)."""
     subs = tmp_path / "subs"
     _book(subs / "alice" / "notebooks" / "lab1.ipynb")
     os.symlink("notebooks/lab1.ipynb", subs / "alice" / "lab1.ipynb")
     _book(subs / "bob" / "lab1.ipynb")
     refused = []
-    found = dict(collect_submissions([subs], refused=refused))
+    found = dict(collect_submissions([subs], refused=refused, layout="plain"))
     assert found == {
         "alice": subs / "alice" / "notebooks" / "lab1.ipynb",
         "bob": subs / "bob" / "lab1.ipynb",
     }
     assert [str(p.relative_to(subs)) for p, _ in refused] == ["alice/lab1.ipynb"]
+
+
+def test_a_link_planted_in_a_section_or_as_a_folder_takes_no_classmate(tmp_path):
+    """The second review's cases (auto layout): a student who keeps no notebook of their
+    own and links a folder to a classmate's (``aaron/aaron -> ../alice``), in a section
+    (where the walk used to claim alice's folder through aaron's link and leave hers
+    unlisted), or to a classmate's checkpoints: no row for aaron, alice graded."""
+    subs = tmp_path / "subs"
+    _book(subs / "Sec-01" / "alice" / "lab1.ipynb")
+    _book(subs / "Sec-01" / "alice" / ".ipynb_checkpoints" / "lab1-checkpoint.ipynb")
+    _book(subs / "Sec-01" / "bob" / "lab1.ipynb")
+    (subs / "Sec-01" / "aaron").mkdir()
+    os.symlink("../alice", subs / "Sec-01" / "aaron" / "aaron")
+    (subs / "Sec-01" / "bea").mkdir()
+    os.symlink("../alice/.ipynb_checkpoints", subs / "Sec-01" / "bea" / "bea")
+    refused = []
+    found = dict(collect_submissions([subs], refused=refused))
+    assert found == {
+        "alice": subs / "Sec-01" / "alice" / "lab1.ipynb",
+        "bob": subs / "Sec-01" / "bob" / "lab1.ipynb",
+    }
+    reasons = {str(p.relative_to(subs)): r for p, r in refused}
+    for link in ("Sec-01/aaron/aaron", "Sec-01/bea/bea"):
+        assert reasons[link].startswith("a symbolic link inside a student's folder"), reasons
 
 
 def test_a_glob_that_lists_a_link_first_grades_the_notebook_itself(tmp_path):

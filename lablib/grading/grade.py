@@ -234,19 +234,24 @@ def _merged(
     a :class:`SubmissionRemoved` warning (never silently). A notebook is one row: the
     kept rows graded on a notebook graded now (:func:`_graded_file`: the real path kept
     at grading, so a row whose path became a link to a classmate's notebook is not one
-    of them) are its row only by :func:`_same_notebook`; the others are dropped with the
-    warning. ``suffixed`` gets ``{id(row): the name
+    of them), and the row of the same path as written (a folder given through a link
+    that now leads to a new download), are its row only by :func:`_same_notebook`; the
+    other rows graded on that notebook are dropped with the warning. ``suffixed`` gets ``{id(row): the name
     it had}`` of each new row so named."""
     by_path: dict[str, list] = {}
     for r in previous:
         by_path.setdefault(_graded_file(r), []).append(r)
+    written = {os.path.abspath(r.path): r for r in previous}
     again, graded_as = {}, {}
     for r in new:
         real = _graded_file(r)
         rows = by_path.get(real, [])
-        match = _same_notebook(r, rows)
+        same_path = written.get(os.path.abspath(r.path))  # a link given that leads elsewhere now
+        match = _same_notebook(
+            r, rows + ([same_path] if same_path and same_path not in rows else [])
+        )
         if match is not None:
-            rows.remove(match)
+            by_path[_graded_file(match)].remove(match)
         again[id(r)], graded_as[real] = match, r
     kept = []
     for real, rows in by_path.items():
@@ -417,8 +422,12 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
     is found now."""
     old = result.identity or {}
     identity = _identify(_found_of(result), roster, times, spec, index)
-    if old.get("file"):  # the notebook it was graded on, not what its path leads to now
+    # the notebook it was graded on, never what its path leads to now (a row of an older
+    # gradebook without it stays without: its path may be a link a student made since)
+    if old.get("file"):
         identity["file"] = old["file"]
+    else:
+        identity.pop("file", None)
     if not identity.get("submitted_at") and old.get("submitted_at"):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
     return identity

@@ -590,6 +590,53 @@ def test_a_folder_turned_into_a_link_takes_no_row_at_any_regrade(tmp_path, fixtu
     assert "sub is not graded: a symbolic link inside a student's folder" in said[2], said
 
 
+def test_a_folder_given_through_a_link_to_a_new_download_keeps_its_rows(tmp_path, fixture_lab):
+    """An honest regrade: ``latest -> download-1`` graded, then ``latest`` pointed at the
+    new download and graded again by the same path: each row takes its student's new
+    result (two rows, not alice, bob, alice-2 and bob-2 with the written grades left on
+    the stale ones), and keeps the notebook it was graded on now."""
+    from lablib.grading.grade import grade
+
+    for download in ("download-1", "download-2"):
+        for student in ("alice", "bob"):
+            (tmp_path / download / student).mkdir(parents=True)
+            shutil.copy(FIXTURE_SOLUTION, tmp_path / download / student / "lab0.ipynb")
+    latest, out = tmp_path / "latest", tmp_path / "out"
+    os.symlink("download-1", latest)
+    options = dict(
+        lab_notebook=FIXTURE_SOLUTION, jobs=1, timeout=20, progress=False, layout="plain"
+    )
+    grade(fixture_lab, [latest], out, **options)
+    os.unlink(latest)
+    os.symlink("download-2", latest)
+    grade(fixture_lab, [latest], out, **options)
+    book = json.loads((out / "grades.json").read_text())
+    assert {e["submission"]: e["identity"]["file"] for e in book["submissions"]} == {
+        name: str((tmp_path / "download-2" / name / "lab0.ipynb").resolve())
+        for name in ("alice", "bob")
+    }
+
+
+def test_a_kept_row_is_never_given_the_notebook_its_path_leads_to_now(tmp_path, fixture_lab):
+    """Resolving a kept row again (a roster given later, `lablib report --roster`) keeps
+    the notebook it was graded on; a row of an older gradebook, which has none, gets
+    none (what its path leads to now may be a link its student made since, to a
+    classmate's notebook, which would make the two rows one notebook's)."""
+    from lablib.grading.grade import _again
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    (tmp_path / "alice").mkdir()
+    shutil.copy(FIXTURE_SOLUTION, tmp_path / "alice" / "lab0.ipynb")
+    (tmp_path / "aaron").mkdir()
+    os.symlink("../alice", tmp_path / "aaron" / "sub")
+    path = str(tmp_path / "aaron" / "sub" / "lab0.ipynb")
+    row = SubmissionResult("aaron", path, Status(), 0.0, 2.0, {"f": PieceScore(0.0, 2.0)}, [])
+    row.identity = {"where": "aaron/sub/lab0.ipynb", "folder": "aaron"}
+    assert "file" not in _again(row, None, None, fixture_lab)
+    row.identity["file"] = str(tmp_path / "aaron-then" / "lab0.ipynb")
+    assert _again(row, None, None, fixture_lab)["file"] == row.identity["file"]
+
+
 def test_two_graders_into_one_folder_keep_both_rows(tmp_path):
     """Two writers of one output folder: while another command holds the writers' lock
     (and writes carol's row), a `lablib grade` of bob grades, then waits, and writes

@@ -148,40 +148,23 @@ def _resolve_inside(
 
 
 def _graded_once(downloads, plain, given: pathlib.Path, root: str, raw: dict, refused: list):
-    """``(downloads, plain)`` (as :func:`_classify` splits them) less the paths that must
-    not be graded, each noted in ``refused``:
-
-    * a path through a symbolic link out of its student's folder (``aaron/lab1.ipynb ->
-      ../alice/lab1.ipynb``, or into a classmate's hidden checkpoint): a notebook is
-      graded in the student's folder that holds it, never for a folder that links to it;
-    * a second path to a notebook (a link to it inside the same folder, a folder linked
-      twice): a notebook is graded once, by the path that crosses no link where there
-      is one, else by the first.
+    """``(downloads, plain)`` (as :func:`_classify` splits them) less each second path to
+    a notebook (a link at the top of the folder given to a notebook or a folder that is
+    also there: links are followed only there), each noted in ``refused``: a notebook is
+    graded once, by the path that crosses no link where there is one, else by the first.
+    Returns them with the student folders of all (:func:`_student_folders`).
 
     ``raw``: each path's parts as NFC (the classification's) -> as on disk (the links are
-    read on disk). Decided after the classification, so the paths left out still shape
-    the student folders that name the others."""
+    read on disk)."""
     folders = _student_folders(plain)
-    entries = [(parts, target, folders[parts]) for parts, target in plain]
-    entries += [(parts, target, folder or ()) for _, folder, parts, target, _ in downloads]
+    entries = list(plain)
+    entries += [(parts, target) for _, _folder, parts, target, _ in downloads]
     dropped: set[tuple] = set()
     candidates = []  # (parts, real file, crosses no link)
-    for parts, target, folder in entries:
+    for parts, target in entries:
         disk = raw.get(parts, parts)
-        real = os.path.realpath(target)
-        owner = given.joinpath(*disk[: len(folder)]) if folder else None
-        if owner is not None and not _inside(real, os.path.realpath(owner)):
-            refused.append(
-                (
-                    given.joinpath(*disk),
-                    f"a symbolic link out of the student's folder {owner} (to {real}): a "
-                    f"notebook is graded in the folder that holds it",
-                )
-            )
-            dropped.add(parts)
-            continue
         direct = os.path.realpath(given.joinpath(*disk)) == os.path.join(root, *disk)
-        candidates.append((parts, real, direct))
+        candidates.append((parts, os.path.realpath(target), direct))
     best: dict[str, tuple] = {}
     for parts, real, direct in candidates:
         if real not in best or (direct and not best[real][1]):

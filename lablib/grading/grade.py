@@ -236,26 +236,33 @@ def _merged(
     at grading, so a row whose path became a link to a classmate's notebook is not one
     of them), and the row of the same path as written (a folder given through a link
     that now leads to a new download), are its row only by :func:`_same_notebook`; the
-    other rows graded on that notebook are dropped with the warning. ``suffixed`` gets ``{id(row): the name
-    it had}`` of each new row so named."""
+    other rows graded on that notebook are dropped with the warning. A kept row is taken
+    by one new row at most. ``suffixed`` gets ``{id(row): the name it had}`` of each new
+    row so named."""
     by_path: dict[str, list] = {}
     for r in previous:
         by_path.setdefault(_graded_file(r), []).append(r)
     written = {os.path.abspath(r.path): r for r in previous}
-    again, graded_as = {}, {}
+    again, graded_as, matched = {}, {}, set()
     for r in new:
         real = _graded_file(r)
-        rows = by_path.get(real, [])
+        candidates = [o for o in by_path.get(real, []) if id(o) not in matched]
         same_path = written.get(os.path.abspath(r.path))  # a link given that leads elsewhere now
-        match = _same_notebook(
-            r, rows + ([same_path] if same_path and same_path not in rows else [])
-        )
+        if (
+            same_path is not None
+            and id(same_path) not in matched
+            and all(same_path is not o for o in candidates)
+        ):
+            candidates.append(same_path)
+        match = _same_notebook(r, candidates)
         if match is not None:
-            by_path[_graded_file(match)].remove(match)
+            matched.add(id(match))
         again[id(r)], graded_as[real] = match, r
     kept = []
     for real, rows in by_path.items():
         for old in rows:
+            if id(old) in matched:
+                continue
             if real in graded_as:
                 warnings.warn(
                     f"{old.submission} was in the gradebook for {old.path}, which is graded "

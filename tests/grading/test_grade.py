@@ -512,6 +512,37 @@ def test_a_notebook_graded_again_is_one_row(tmp_path):
         assert [(r.submission, r.score) for r in merged] == [("alice", 1.0)]
 
 
+def test_a_kept_row_goes_to_one_notebook_graded_again(tmp_path):
+    """Both the notebook a row was graded on and the path it was graded by (a link that
+    leads to a new download now) graded in one run: the row goes to one of them (the
+    notebook it was graded on, by its name), the other is a row of its own; nothing is
+    taken twice."""
+    from lablib.grading.grade import _merged
+    from lablib.grading.results import PieceScore, Status, SubmissionResult
+
+    for download in ("download-1", "download-2"):
+        (tmp_path / download / "alice").mkdir(parents=True)
+        (tmp_path / download / "alice" / "lab.ipynb").write_text("{}")
+    os.symlink("download-2", tmp_path / "latest")
+
+    def row(name, path, file):
+        r = SubmissionResult(name, str(path), Status(), 1.0, 2.0, {"f": PieceScore(1.0, 2.0)}, [])
+        r.identity = {"file": str(file)}
+        return r
+
+    first = tmp_path / "download-1" / "alice" / "lab.ipynb"
+    old = row("alice", tmp_path / "latest" / "alice" / "lab.ipynb", first)
+    direct = row("alice", first, first)
+    through = row(
+        "alice",
+        tmp_path / "latest" / "alice" / "lab.ipynb",
+        tmp_path / "download-2" / "alice" / "lab.ipynb",
+    )
+    merged = _merged([old], [direct, through])
+    assert sorted(r.submission for r in merged) == ["alice", "alice-2"]
+    assert next(r for r in merged if r.submission == "alice") is direct
+
+
 def test_a_link_to_a_classmates_notebook_takes_nothing_from_them(tmp_path, fixture_lab):
     """The red-team case end to end: graded, then regraded after aaron's repository
     links its notebook to alice's. Aaron's link is not graded (listed as skipped), alice

@@ -147,46 +147,6 @@ def _resolve_inside(
     return pathlib.Path(real)
 
 
-def _graded_once(downloads, plain, given: pathlib.Path, root: str, raw: dict, refused: list):
-    """``(downloads, plain)`` (as :func:`_classify` splits them) less each second path to
-    a notebook (a link at the top of the folder given to a notebook or a folder that is
-    also there: links are followed only there), each noted in ``refused``: a notebook is
-    graded once, by the path that crosses no link where there is one, else by the first.
-    Returns them with the student folders of all (:func:`_student_folders`).
-
-    ``raw``: each path's parts as NFC (the classification's) -> as on disk (the links are
-    read on disk)."""
-    folders = _student_folders(plain)
-    entries = list(plain)
-    entries += [(parts, target) for _, _folder, parts, target, _ in downloads]
-    dropped: set[tuple] = set()
-    candidates = []  # (parts, real file, crosses no link)
-    for parts, target in entries:
-        disk = raw.get(parts, parts)
-        direct = os.path.realpath(given.joinpath(*disk)) == os.path.join(root, *disk)
-        candidates.append((parts, os.path.realpath(target), direct))
-    best: dict[str, tuple] = {}
-    for parts, real, direct in candidates:
-        if real not in best or (direct and not best[real][1]):
-            best[real] = (parts, direct)
-    for parts, real, _direct in candidates:
-        kept = best[real][0]
-        if kept != parts:
-            dropped.add(parts)
-            refused.append(
-                (
-                    given.joinpath(*raw.get(parts, parts)),
-                    f"a second path to the notebook {given.joinpath(*raw.get(kept, kept))}, "
-                    f"through a symbolic link: a notebook is graded once",
-                )
-            )
-    return (
-        [d for d in downloads if d[2] not in dropped],
-        [(parts, target) for parts, target in plain if parts not in dropped],
-        folders,
-    )
-
-
 def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
     return target.is_file() and entry.suffix.lower() == ".ipynb"  # Windows uploads: .IPYNB
 
@@ -482,11 +442,10 @@ def _student_folders(plain) -> dict[tuple, tuple]:
     }
 
 
-def _named(downloads, plain, folders: dict, given: str) -> list[Found]:
+def _named(downloads, plain, given: str) -> list[Found]:
     """The :class:`Found` of one folder given: every notebook named (see the module's
-    docstring; ``folders``: each plain notebook's student folder, :func:`_student_folders`
-    of every notebook found, those left out included); names not yet unique across
-    folders."""
+    docstring); names not yet unique across folders."""
+    folders = _student_folders(plain)
     items = []  # (label, student folder parts or None, parts, target, lms)
     for parts, target in plain:
         folder = folders[parts]
@@ -627,7 +586,7 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     if layout not in LAYOUTS:
         raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
     skipped: list = []
-    found: list[tuple[Found, pathlib.Path, bool]] = []  # (found, path given, a link given)
+    found: list[tuple[Found, pathlib.Path, str]] = []  # (found, its path, how it was reached)
     for path in map(pathlib.Path, paths):
         if path.is_dir():
             root = os.path.realpath(path)
@@ -654,16 +613,17 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
             note = _mixed_note(books, exports, str(path)) if layout == "auto" else None
             if note:
                 warnings.warn(note, LayoutWarning, stacklevel=2)
-            raw = {_nfc(parts): parts for parts, _ in books}
-            downloads, plain = _classify(books, exports, skipped, layout)
-            named = _named(*_graded_once(downloads, plain, path, root, raw, skipped), str(path))
-            found.extend((f, f.path, False) for f in named)
+            # a path's parts as named (NFC) -> on disk; only a link at the top is followed
+            raw = {"/".join(_nfc(parts)): parts for parts, _ in books}
+            for f in _named(*_classify(books, exports, skipped, layout), str(path)):
+                parts = raw.get(f.where, f.where.split("/"))
+                linked = (path / parts[0]).is_symlink()
+                found.append((f, path.joinpath(*parts), _LINKED if linked else _FOLDER))
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
-                found.append(
-                    (_given_notebook(path, target, skipped, layout), path, path.is_symlink())
-                )
+                how = _LINKED_GIVEN if path.is_symlink() else _GIVEN
+                found.append((_given_notebook(path, target, skipped, layout), path, how))
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:
@@ -678,27 +638,40 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     return _unique(found)
 
 
-def _given_once(found: list[tuple[Found, pathlib.Path, bool]], refused: list) -> list[Found]:
-    """Each notebook once among the paths given (the same file given twice, a folder and
-    a notebook in it, ``subs/*.ipynb`` where one file links to another): as the first
-    path given that is not a symbolic link, else as the first; the other paths given are
-    noted in ``refused``."""
+# How a notebook was reached (:func:`_given_once`): in a folder given, directly or through
+# a link at its top; given by its path, as a file or as a link.
+_FOLDER, _LINKED, _GIVEN, _LINKED_GIVEN = "folder", "linked", "given", "linked given"
+
+
+def _given_once(found: list[tuple[Found, pathlib.Path, str]], refused: list) -> list[Found]:
+    """Each notebook once among the paths found (a link at the top of a folder given to
+    a notebook or folder also there, the same file given twice, a folder and a notebook
+    in it, ``subs/*.ipynb`` where one file links to another): as the first path that
+    crosses no symbolic link, else as the first; each other path is noted in
+    ``refused``."""
     best: dict[str, tuple] = {}
     for entry in found:
         real = os.path.realpath(entry[0].path)
-        if real not in best or (best[real][2] and not entry[2]):
+        if real not in best or (
+            best[real][2] in (_LINKED, _LINKED_GIVEN) and entry[2] in (_FOLDER, _GIVEN)
+        ):
             best[real] = entry
     kept = []
     for entry in found:
         chosen = best[os.path.realpath(entry[0].path)]
         if entry is chosen:
             kept.append(entry[0])
-        else:
+        elif entry[2] == _LINKED:
             refused.append(
                 (
                     entry[1],
-                    f"the same notebook as {chosen[1]}, given again: graded once",
+                    f"a second path to the notebook {chosen[1]}, through a symbolic link: a "
+                    f"notebook is graded once",
                 )
+            )
+        else:
+            refused.append(
+                (entry[1], f"the same notebook as {chosen[1]}, given again: graded once")
             )
     return kept
 

@@ -470,15 +470,24 @@ def _child_variant(args):
     return next((v for v in VARIANTS if flags[v[0]]), None)
 
 
-def child_results(args, argv, mode):
+def child_env(mode: str, onednn_off: bool = False) -> dict:
+    """The environment of a child process that measures one Keras mode (``legacy`` or
+    ``keras3``), lablib importable from this checkout; oneDNN's kernels TensorFlow's
+    default (on, x86 Linux) or off (read when TensorFlow is imported, so set here).
+    ``step_profile.py`` starts its children with it too."""
     env = dict(
         os.environ,
         TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
         PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
     )
-    env.pop("TF_ENABLE_ONEDNN_OPTS", None)  # TensorFlow's default (oneDNN on, x86 Linux)
-    if "--onednn-off" in argv:  # read by TensorFlow when it is imported, so set here
+    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
+    if onednn_off:
         env["TF_ENABLE_ONEDNN_OPTS"] = "0"
+    return env
+
+
+def child_results(args, argv, mode):
+    env = child_env(mode, onednn_off="--onednn-off" in argv)
     # The child's rows reach this process's stderr as it measures them, so a run stopped
     # by a deadline (a GPU lent for minutes) keeps what it measured.
     child = subprocess.Popen(

@@ -181,14 +181,9 @@ def run_child(args) -> dict:
 
 
 def child_results(args, mode: str, onednn: str) -> dict:
-    env = dict(
-        os.environ,
-        TF_USE_LEGACY_KERAS="1" if mode == "legacy" else "0",
-        PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
-    )
-    env.pop("TF_ENABLE_ONEDNN_OPTS", None)  # read when TensorFlow is imported: set here
-    if onednn == "off":
-        env["TF_ENABLE_ONEDNN_OPTS"] = "0"
+    from lab2_step import child_env
+
+    env = child_env(mode, onednn_off=onednn == "off")
     command = [sys.executable, os.path.abspath(__file__), "--child", mode, "--models", args.models]
     done = subprocess.run(
         command + (["--quick"] if args.quick else []),

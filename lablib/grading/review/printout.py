@@ -49,7 +49,6 @@ import asyncio
 import concurrent.futures
 import csv
 import dataclasses
-import functools
 import html
 import html.parser
 import io
@@ -74,13 +73,7 @@ from lablib.grading.report.gradebook_csv import SpreadsheetWriter
 from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
 from lablib.grading.review.fonts import font_gaps
-from lablib.grading.review.render import (
-    ATTRIBUTES,
-    CLEAN_CONTENT_TAGS,
-    TAGS,
-    _CLASSES,
-    render_answer,
-)
+from lablib.grading.review.render import render_answer
 from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewError, ReviewStore
 
 __all__ = [
@@ -252,21 +245,6 @@ def _question_order(lab, questions) -> list:
     return [lab.answers[q] for q in ids]
 
 
-@functools.lru_cache(maxsize=1)
-def _print_cleaner():
-    import nh3
-
-    tags = set(TAGS)  # a link is its text and address already (render_markdown)
-    return nh3.Cleaner(
-        tags=tags,
-        attributes={k: set(v) for k, v in ATTRIBUTES.items()},
-        allowed_classes={k: set(v) for k, v in _CLASSES.items()},
-        url_schemes=set(),
-        clean_content_tags=set(CLEAN_CONTENT_TAGS),
-        strip_comments=True,
-    )
-
-
 _STYLE = """
 @page { size: A4; margin: 16mm 15mm; }
 body { font-family: "DejaVu Serif", "Noto Serif", serif; font-size: 11pt; line-height: 1.4; color: #000; }
@@ -302,7 +280,6 @@ def printout_html(lab, student: Student, questions) -> str:
     student's own headings are drawn small within it: only lablib's question headers
     (``h2.question-title``, a class no answer can carry) look like one."""
     esc = html.escape
-    clean = _print_cleaner().clean
     rows = [("Name", student.name or student.key), ("ID", student.student_id or student.key)]
     if student.email:
         rows.append(("E-mail", student.email))
@@ -322,7 +299,7 @@ def printout_html(lab, student: Student, questions) -> str:
         elif not answer.text.strip():
             body = "<p class='none'>No answer written.</p>"
         else:
-            body = clean(render_answer(answer.text, None))
+            body = render_answer(answer.text, None)  # sanitised: the review page's allowlist
         sections.append(
             f"<section class='question' data-question='{esc(q.id)}'><h2 class='question-title'>"
             f"Question {k}: {esc(q.id)}: "

@@ -66,6 +66,14 @@ def _cmd_assign(args) -> int:
     # `lablib grade` falls back to (blank labs only, never solutions).
     if not args.output and PACKAGE_LABS_DIR.resolve().parents[2] == root.resolve():
         out_dirs.append(PACKAGE_LABS_DIR)
+    elif not args.output and (root / "lablib" / "grading" / "labs").is_dir():
+        print(
+            f"lablib assign: lablib/grading/labs/ here is NOT updated: the lablib running is "
+            f"installed from {PACKAGE_LABS_DIR.parents[2]}, not from this checkout, and "
+            "`lablib grade` falls back to the released labs in the package. Run "
+            "`pip install -e .` here, then `lablib assign` again.",
+            file=sys.stderr,
+        )
     for source in sources:
         if not source.is_file():
             print(f"lablib assign: {source} does not exist.", file=sys.stderr)
@@ -664,7 +672,12 @@ def _parse_assign(p: argparse.ArgumentParser) -> None:
         help="solution notebooks, or lab names (lab1 -> solutions/lab1_attention.ipynb); "
         "default: solutions/*.ipynb",
     )
-    p.add_argument("-o", "--output", help="output folder (default: labs/)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="output folder (default: labs/, and lablib/grading/labs/ when the lablib "
+        "running is an editable install of this checkout)",
+    )
 
 
 def _parse_grade(p: argparse.ArgumentParser) -> None:

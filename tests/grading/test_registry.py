@@ -108,3 +108,21 @@ def test_a_registered_lab_is_assigned_checked_and_graded(
     )
     assert (rows["bob"]["status"], rows["bob"]["score"]) == ("ok", "0")
     assert "Fixture lab" in (out / "feedback" / "alice.md").read_text()
+
+
+def test_assign_in_a_checkout_that_is_not_the_running_lablib_says_so(tmp_path, monkeypatch, capsys):
+    # A project checkout (it has lablib/grading/labs/) whose lablib is not the one running:
+    # the package copy the grader falls back to is not written, and assign says so.
+    course = tmp_path / "checkout"
+    (course / "solutions").mkdir(parents=True)
+    (course / "lablib" / "grading" / "labs").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, course / "solutions" / "lab0_fixture.ipynb")
+    monkeypatch.chdir(course)
+    assert main(["assign", "solutions/lab0_fixture.ipynb"]) == 0
+    err = capsys.readouterr().err
+    assert "lablib/grading/labs/ here is NOT updated" in err and "pip install -e ." in err
+    assert (course / "labs" / "lab0_fixture.ipynb").is_file()
+    assert not any((course / "lablib" / "grading" / "labs").iterdir())
+    # with -o, only that folder is meant: no warning
+    assert main(["assign", "solutions/lab0_fixture.ipynb", "-o", "elsewhere"]) == 0
+    assert "NOT updated" not in capsys.readouterr().err

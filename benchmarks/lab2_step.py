@@ -22,6 +22,11 @@ at a time to the model alone, so that the table accounts for the lab's step:
   ``steps_per_execution`` 1 and 32, and 32 with ``jit_compile=True``: its step is almost
   pure host overhead (Keras' loop, callbacks, launching the step), the part that compiled
   steps remove;
+* the lab's loop at negligible width (``tiny_lab``): the same model (20,000 words) on the
+  lab's wires cut to 16 tokens, with the lab's recipe as it was before (topic weights,
+  schedule, the two validation passes, one step per execution) and as it is now (one
+  validation pass, ``steps_per_execution=32``): what the lab's own loop costs the host
+  per step, before and now, side by side;
 * the negligible-width model and the lab now again in a process whose TensorFlow runs
   each op on one intra-op thread instead of its pool (``tiny_one_thread``,
   ``now_one_thread``): what handing small ops to the pool costs the host, and what the
@@ -76,6 +81,7 @@ ROW_KEYS = (
     "jit",
     "xla_update",
     "tiny",
+    "tiny_lab",
     "tiny_one_thread",
     "now_one_thread",
     "tiny_no_onednn",
@@ -443,6 +449,8 @@ def run_child(args):
         name += ", jit_compile=True" if jit else ""
         name += f", {variant[1]}" if variant else ""
         results.append((name, wall, cpu, time_row.epochs))
+    if "tiny_lab" in wanted:
+        results += _tiny_lab_rows(keras, tf, args.child, size, common, weights)
     device = tf.config.list_logical_devices("GPU")
     gpu = (
         tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
@@ -462,6 +470,38 @@ def run_child(args):
         "epochs": epochs,
         "rows": results,
     }
+
+
+def _tiny_lab_rows(keras, tf, mode, size, common, weights) -> list:
+    """The lab's loop at negligible width: the negligible-width model with the lab's vocabulary
+    on its wires cut to 16 tokens, the recipe before and now (same weights, schedule and
+    validation wires)."""
+    short = lab_data(dict(size, max_length=16))
+    build = lab_model(keras, tf, mode, size["num_words"], 16, width=8, heads=1, inner=8)
+    recipe = dict(validation=(short["val"], short["y_val"]), class_weight=weights, schedule=True)
+    rows = []
+    for words, options in (
+        (
+            "the lab before (two validation passes, steps_per_execution=1)",
+            dict(old_validation=True),
+        ),
+        ("the lab now (one validation pass, steps_per_execution=32)", dict(one_pass=True, spe=32)),
+    ):
+        wall, cpu = time_row(
+            keras,
+            tf,
+            build,
+            short["train"],
+            **dict(common, steps=len(short["train"])),
+            **recipe,
+            **options,
+        )
+        rows.append((f"{TINY_LAB}, {words}", wall, cpu, time_row.epochs))
+    return rows
+
+
+#: The name of the rows of the lab's loop at negligible width.
+TINY_LAB = "the lab's loop at negligible width (d=8, its wires cut to 16 tokens)"
 
 
 def _child_variant(args):
@@ -529,7 +569,8 @@ def table(parts):
     for part in parts:
         alone = next((row[1] for row in part["rows"] if row[0].startswith("model alone")), None)
         for name, wall, cpu, epochs in part["rows"]:
-            ratio = f"{wall / alone:.2f}" if alone and not name.startswith("negligible") else ""
+            own_model = not name.startswith(("negligible", TINY_LAB))
+            ratio = f"{wall / alone:.2f}" if alone and own_model else ""
             walls = ", ".join(f"{t:.1f}" for t in epochs)
             lines.append(
                 f"| {part['mode']} | {name} | {wall:.1f} | {cpu:.1f} | {ratio} | {walls} |"
@@ -598,6 +639,14 @@ def main(argv=None):
         other = next((v for k, v in lab_rows.items() if k.endswith(f"the lab now, {words}")), None)
         if now and other:
             summary.append(f"The lab now with {words}: {other:.1f} ms/step ({other / now:.2f}).")
+    loop = {k: v for k, v in lab_rows.items() if k.startswith(TINY_LAB)}
+    if len(loop) == 2:
+        loop_before, loop_now = loop.values()
+        summary.append(
+            f"The lab's loop at negligible width (the host overhead per step of its recipe), "
+            f"before -> now: {loop_before:.1f} -> {loop_now:.1f} ms/step "
+            f"({loop_now / loop_before:.2f})."
+        )
     if overhead:
         summary.append(
             f"Host overhead per step (the negligible-width model), steps_per_execution 1 -> 32: {overhead}."

@@ -27,6 +27,7 @@ import os
 import pathlib
 import stat
 import tempfile
+import threading
 
 __all__ = ["atomic_write", "TEMP_SUFFIX"]
 
@@ -36,9 +37,24 @@ TEMP_SUFFIX = ".lablib-tmp"
 
 
 def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
+    """The process's umask, read without changing it where the system says it
+    (``/proc/self/status``, Linux 4.7+): setting it to read it back, as the fallback does,
+    is a moment in which another thread's new file would get no mask at all. The
+    fallback runs under a lock, so two writers never interleave there."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)  # the strictest while it is read back
+        os.umask(mask)
     return mask
+
+
+_UMASK_LOCK = threading.Lock()
 
 
 def _fsync_folder(folder: pathlib.Path) -> None:

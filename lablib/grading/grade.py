@@ -48,6 +48,7 @@ from lablib.grading.notebook import (
     InvalidNotebook,
     graded_cells,
     read_notebook,
+    read_notebook_bytes,
     setup_sources,
     written_answers,
 )
@@ -166,15 +167,20 @@ def grade_one(
     template=None,
     cache=None,
     force: bool = False,
+    expect: tuple = (),
 ) -> SubmissionResult:
     """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
     the answers to the lab's written questions and the graded code (``template``: the
     released notebook, to find answers by cell id and to tell the student's added cells).
+    The file is read once (:func:`~lablib.grading.notebook.read_notebook_bytes`; ``expect``:
+    the file the listing saw), and the SHA-256 of the bytes graded is kept as
+    ``identity["sha256"]``: what later steps compare, never the file read again.
 
     ``cache`` (a ``_Cache``): reuse the judged run of the same graded code unless ``force``;
     the answers and code are always this notebook's."""
     try:
-        nb, notes = read_notebook(path)
+        raw = read_notebook_bytes(path, expect)
+        nb, notes = read_notebook(raw)
     except (InvalidNotebook, OSError) as exc:
         return unreadable(lab, name, str(path), str(exc))
     found, cell_notes = graded_cells(nb)
@@ -216,6 +222,7 @@ def grade_one(
             cache.put(key, result)
     result.answers = written_answers(nb, lab.answers, template=template)
     result.code = {piece: cell.source for piece, cell in found.items()}
+    result.identity = {"sha256": hashlib.sha256(raw).hexdigest()}  # resolved at the merge
     return result
 
 
@@ -362,8 +369,9 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     else:
         carried["submitted_at"] = old.identity.get("submitted_at", "")
         carried["time_source"] = old.identity.get("time_source", "")
-    if new.identity.get("file"):
-        carried["file"] = new.identity["file"]
+    for key in ("file", "sha256"):  # the notebook graded now, and its bytes
+        if new.identity.get(key):
+            carried[key] = new.identity[key]
     new.identity = carried
 
 
@@ -435,6 +443,8 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
         identity["file"] = old["file"]
     else:
         identity.pop("file", None)
+    if old.get("sha256"):  # the bytes it was graded on
+        identity["sha256"] = old["sha256"]
     if not identity.get("submitted_at") and old.get("submitted_at"):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
     return identity
@@ -503,7 +513,7 @@ def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) ->
 
 
 def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[SubmissionResult]:
-    """``work(item)`` for every ``(name, path)`` on ``jobs`` threads; a grader bug costs
+    """``work(item)`` for every ``(name, path, ...)`` on ``jobs`` threads; a grader bug costs
     only its own submission (``grader-error``), never the batch."""
     results: list[SubmissionResult] = []
     bar = None
@@ -514,7 +524,7 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(work, item): item for item in items}
         for future in concurrent.futures.as_completed(futures):
-            name, path = futures[future]
+            name, path = futures[future][:2]
             try:
                 results.append(future.result())
             except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
@@ -595,7 +605,7 @@ def grade(
         importlib.import_module(module)
 
     def work(item):
-        name, path = item
+        name, path, fileid = item
         return grade_one(
             spec,
             name,
@@ -606,10 +616,11 @@ def grade(
             template=template,
             cache=cache,
             force=options.force,
+            expect=fileid,
         )
 
     graded = _in_parallel(
-        spec, [(f.name, f.path) for f in found], work, options.workers, options.progress
+        spec, [(f.name, f.path, f.fileid) for f in found], work, options.workers, options.progress
     )
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
@@ -639,7 +650,10 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
     by_name = {f.name: f for f in found}
     index = _roster_index(roster, found, previous)
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
+        digest = (r.identity or {}).get("sha256")  # of the bytes graded (grade_one)
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
+        if digest:
+            r.identity["sha256"] = digest
     dated = _dated_before(previous)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
@@ -670,16 +684,17 @@ def _roster_timed(identity: dict) -> bool:
     )
 
 
-def _digest(path) -> str:
-    """The notebook file's SHA-256 (hex), or "" where it cannot be read."""
-    h = hashlib.sha256()
+def _digest(row) -> str:
+    """The SHA-256 (hex) of the notebook a row was graded on: kept at grading
+    (``identity.sha256``); for a row of an older gradebook, its file's now (read as a
+    notebook is: a regular file within the size limit), or "" where it cannot be read."""
+    kept = str((row.identity or {}).get("sha256") or "")
+    if kept:
+        return kept
     try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError:
+        return hashlib.sha256(read_notebook_bytes(row.path)).hexdigest()
+    except (InvalidNotebook, OSError):
         return ""
-    return h.hexdigest()
 
 
 def _dated_before(previous) -> set:
@@ -699,7 +714,7 @@ def _date_by_roster(rows) -> None:
         identity = r.identity or {}
         identity.pop("time_unknown", None)
         identity.pop("dated", None)
-        if _roster_timed(identity) and (digest := _digest(r.path)):
+        if _roster_timed(identity) and (digest := _digest(r)):
             identity["dated"] = digest
 
 
@@ -715,7 +730,7 @@ def _check_kept_times(rows, dated: set) -> None:
         identity = r.identity or {}
         if not _roster_timed(identity):
             continue
-        digest = _digest(r.path)
+        digest = _digest(r)
         if digest and (str(identity.get("key", "")), digest) in dated:
             identity["dated"] = digest
             identity.pop("time_unknown", None)
@@ -812,7 +827,10 @@ def _write(
         graded_code(blank) if blank else "",
         owners={r.submission: owner_of(r) for r in results},
     )
-    similarity["identical"] = identical_files({r.submission: r.path for r in results})
+    similarity["identical"] = identical_files(
+        {r.submission: r.path for r in results},
+        digests={r.submission: (r.identity or {}).get("sha256", "") for r in results},
+    )
     similarity["dynamic_code"] = {
         r.submission: found for r in results if r.code and (found := dynamic_code(r.code))
     }

@@ -28,8 +28,10 @@ import copy
 import dataclasses
 import hashlib
 import json
+import os
 import pathlib
 import re
+import stat
 import warnings
 
 import nbformat
@@ -41,6 +43,8 @@ __all__ = [
     "InvalidNotebook",
     "GradedCell",
     "read_notebook",
+    "read_notebook_bytes",
+    "file_id",
     "normalize_notebook",
     "cell_source",
     "first_line",
@@ -238,8 +242,49 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
     return _validated(nb, notes), notes
 
 
-def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:
+def file_id(path) -> tuple[int, int]:
+    """``(device, inode)`` of the file ``path`` leads to now: what a listing saw, for
+    :func:`read_notebook_bytes` to check that it reads that very file."""
+    info = os.stat(path)
+    return info.st_dev, info.st_ino
+
+
+def read_notebook_bytes(path, expect: tuple = ()) -> bytes:
+    """The bytes of the notebook file at ``path``, from one open file: only a regular file
+    (a pipe, a device or a folder is refused before anything is read, and never blocks),
+    at most :data:`MAX_NOTEBOOK_BYTES` (the limit holds while reading: a file that grows
+    after its size was looked at is cut and refused), and, where ``expect`` gives the
+    ``(device, inode)`` a listing saw (:func:`file_id`), that very file: one replaced since
+    (another file renamed over it, a symbolic link to a classmate's notebook put in its
+    place) is refused, never read.
+
+    Raises:
+        InvalidNotebook: not a regular file, too large, or not the file listed.
+        OSError: the file cannot be opened or read.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    with os.fdopen(os.open(path, flags), "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidNotebook(
+                "not a regular file (a pipe, a device or a folder named like a notebook); "
+                "save the notebook as a file and hand it in again"
+            )
+        if expect and (info.st_dev, info.st_ino) != tuple(expect):
+            raise InvalidNotebook(
+                "the file changed between the listing of the submissions and its reading "
+                "(replaced by another file, or by a link): not graded; grade it again"
+            )
+        _check_size(info.st_size)
+        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    _check_size(len(raw))
+    return raw
+
+
+def read_notebook(source, expect: tuple = ()) -> tuple[nbformat.NotebookNode, list[str]]:
     """Read and normalise a notebook from a path, bytes or str.
+
+    A path is read by :func:`read_notebook_bytes` (``expect``: the file a listing saw).
 
     Returns:
         ``(notebook, notes)`` as :func:`normalize_notebook`.
@@ -254,9 +299,7 @@ def read_notebook(source) -> tuple[nbformat.NotebookNode, list[str]]:
     if isinstance(source, pathlib.Path) or (
         isinstance(source, str) and not source.lstrip().startswith("{")
     ):
-        path = pathlib.Path(source)  # a path is never parsed as JSON, whatever its name
-        _check_size(path.stat().st_size)
-        raw = path.read_bytes()
+        raw = read_notebook_bytes(source, expect)  # a path is never parsed as JSON
     else:
         raw = source.encode() if isinstance(source, str) else bytes(source)
         _check_size(len(raw))

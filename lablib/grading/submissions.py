@@ -65,6 +65,7 @@ import unicodedata
 import warnings
 
 from lablib.grading import lms
+from lablib.grading.notebook import file_id
 
 __all__ = [
     "find_submissions",
@@ -203,6 +204,10 @@ class Found:
             there is none (a notebook at the top, a Canvas file).
         lms: what the LMS download says (:mod:`~lablib.grading.lms`: ``{"lms": "canvas",
             "user_id", "late", ...}``), {} for plain files and folders.
+        fileid: ``(device, inode)`` of the notebook when it was listed
+            (:func:`~lablib.grading.notebook.file_id`); the grader reads that very file or
+            none (a file replaced or swapped for a link since is not graded); ``()``
+            where unknown.
     """
 
     name: str
@@ -210,6 +215,7 @@ class Found:
     where: str = ""
     folder: str = ""
     lms: dict = dataclasses.field(default_factory=dict, compare=False)
+    fileid: tuple = dataclasses.field(default=(), compare=False)
 
 
 def _nfc(parts) -> tuple:
@@ -630,12 +636,20 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
             raise FileNotFoundError(
                 f"Submission {str(path)!r} does not exist; pass .ipynb files or folders."
             )
-    found = _given_once(found, skipped)
+    found = [_listed(f) for f in _given_once(found, skipped)]
     if refused is not None:
         refused.extend(skipped)
     else:
         warn_skipped(skipped, stacklevel=3)
     return _unique(found)
+
+
+def _listed(found: Found) -> Found:
+    """``found`` with the identity of the file it leads to now (``fileid``)."""
+    try:
+        return dataclasses.replace(found, fileid=file_id(found.path))
+    except OSError:  # gone already: reading it will say so
+        return found
 
 
 # How a notebook was reached (:func:`_given_once`): in a folder given, directly or through

@@ -71,7 +71,6 @@ import hashlib
 import io
 import keyword
 import lzma
-import os
 import re
 import sys
 import threading
@@ -80,6 +79,8 @@ import types
 import typing
 import unicodedata
 import zlib
+
+from lablib.grading.notebook import InvalidNotebook, read_notebook_bytes
 
 __all__ = [
     "Pair",
@@ -2015,17 +2016,20 @@ def _dynamic_sentences(layout, heads: dict, calls: dict) -> list[str]:
     return out
 
 
-def identical_files(paths: dict) -> list[list[str]]:
+def identical_files(paths: dict, digests: dict | None = None) -> list[list[str]]:
     """Groups of submissions (name -> notebook path) whose files are byte-identical, each
-    sorted, largest group first; files that cannot be read are left out."""
+    sorted, largest group first. ``digests`` (name -> SHA-256 of the bytes graded, kept
+    at grading) are compared where given; a file is read only for a name without one (a
+    row of an older gradebook), as a notebook is read (a regular file within the size
+    limit: a pipe or a device put in its place since is left out, never waited on);
+    files that cannot be read are left out."""
     groups: dict[str, list[str]] = {}
     for name, path in sorted(paths.items()):
-        try:
-            if os.path.getsize(path) > 64 * 2**20:
+        digest = (digests or {}).get(name)
+        if not digest:
+            try:
+                digest = hashlib.sha256(read_notebook_bytes(path)).hexdigest()
+            except (InvalidNotebook, OSError):
                 continue
-            with open(path, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
-            continue
         groups.setdefault(digest, []).append(name)
     return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g))

@@ -94,7 +94,7 @@ from lablib.grading.lms import fold, moodle_number
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.text import num
 from lablib.grading.results import PROBLEMS, Kind, Status
-from lablib.grading.review.store import DB_NAME, changes_since
+from lablib.grading.review.store import DB_NAME, ReviewError, changes_since
 from lablib.grading.submissions import NOT_A_NOTEBOOK, Found, skipped_submission
 
 __all__ = ["FORMATS", "MISSING", "export", "ExportError"]
@@ -127,7 +127,10 @@ def _gradebook(folder) -> dict:
         raise ExportError(
             f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`."
         ) from None
-    newer = changes_since(pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0))
+    try:
+        newer = changes_since(pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0))
+    except ReviewError as exc:
+        raise ExportError(str(exc)) from None
     if newer:
         raise ExportError(
             f"{folder}: the written answers' grades changed {newer} time(s) since grades.json was "

@@ -501,3 +501,21 @@ def test_from_a_download_to_the_import_file_without_a_roster(tmp_path):
     )
     names = sorted(r[0] for r in csv.reader(open(tmp_path / "p.csv", encoding="utf-8")))
     assert names == ["    Points Possible", "Student", "edoe", "jsmith"]
+
+
+def test_a_damaged_review_log_stops_the_export_instead_of_reading_as_no_change(tmp_path):
+    """reviews.sqlite holds the people's grades of written answers; one that cannot be read
+    was taken as "no change since grades.json", so an out-of-date gradebook exported."""
+    from lablib.grading.review.store import DB_NAME, ReviewError, changes_since
+
+    roster = _canvas_book(tmp_path, {"doeerin": (10, "1001", Status())})
+    out = tmp_path / "out"
+    (out / DB_NAME).write_bytes(b"not a database, " * 100)
+    with pytest.raises(ReviewError, match="cannot be read as the written answers' review log"):
+        changes_since(out / DB_NAME, 0)
+    with pytest.raises(ExportError, match="Restore it from a backup"):
+        export("canvas", [out], roster, tmp_path / "c.csv")
+    assert not (tmp_path / "c.csv").exists()
+    (out / DB_NAME).unlink()  # no log at all: nothing was graded by people
+    export("canvas", [out], roster, tmp_path / "c.csv")
+    assert (tmp_path / "c.csv").is_file()

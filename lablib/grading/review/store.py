@@ -930,16 +930,34 @@ class ReviewStore:
 
 def changes_since(path, through: int) -> int:
     """How many changes the review log at ``path`` holds after change ``through`` (0 when
-    there is no log): a gradebook that does not include them is out of date."""
+    there is no log): a gradebook that does not include them is out of date.
+
+    Raises:
+        ReviewError: the file is there but cannot be read as a review log (damaged, or
+            another file under its name): never read as "no changes", which would let
+            a gradebook without the latest written grades pass as current.
+    """
     path = pathlib.Path(path)
     if not path.is_file():
         return 0
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise ReviewError(_unreadable_log(path, exc)) from None
     try:
         return int(
             db.execute("SELECT COUNT(*) FROM event WHERE id > ?", (int(through),)).fetchone()[0]
         )
-    except sqlite3.DatabaseError:
-        return 0
+    except sqlite3.DatabaseError as exc:
+        raise ReviewError(_unreadable_log(path, exc)) from None
     finally:
         db.close()
+
+
+def _unreadable_log(path: pathlib.Path, exc: Exception) -> str:
+    return (
+        f"{path} cannot be read as the written answers' review log (SQLite says: {exc}); "
+        f"the people's grades are in it. Restore it from a backup; or, where grades.json "
+        f"already holds every grade given (its reviews_through), move it away and run the "
+        f"command again."
+    )

@@ -86,16 +86,23 @@ import csv
 import math
 import os
 import pathlib
+import re
+import unicodedata
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.gradebook import GradebookError, GradebookFolder, feedback_stems
 from lablib.grading.gradebook.identity import STUDENT_FIELDS, RosterIndex, resolve
-from lablib.grading.lms import fold, moodle_number
+from lablib.grading.lms import clean_label, fold, moodle_number
 from lablib.grading.report.gradebook_csv import spreadsheet_text
 from lablib.grading.report.text import num
 from lablib.grading.results import PROBLEMS, Kind, Status
 from lablib.grading.review.store import DB_NAME, ReviewError, changes_since
-from lablib.grading.submissions import NOT_A_NOTEBOOK, Found, skipped_submission
+from lablib.grading.submissions import (
+    NO_NOTEBOOK_FOLDER,
+    NOT_A_NOTEBOOK,
+    Found,
+    skipped_submission,
+)
 
 __all__ = ["FORMATS", "MISSING", "export", "ExportError"]
 
@@ -972,7 +979,8 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
     row of their own, as a graded row of an unknown student does (not in the roster,
     listed in ``report["unmatched"]``). Other paths are listed in
     ``report["skipped_unmatched"]``; a gradebook graded with ``--layout plain`` names no
-    one by its files."""
+    one by its files: there a path is its student folder's (:func:`_plain_found`), told
+    to the student the roster gives that folder, else to no one."""
     for folder, book in books:
         gradebook = GradebookFolder(folder)
         try:
@@ -982,8 +990,11 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
         lab, stray = book["lab"], []
         by_lms = _lms_people(people, lab)
         own = _own_folders(book)
+        roots = _given_folders(book) if layout == "plain" else set()
         for path, why in skipped:
             found = skipped_submission(path, layout or "auto", folder=why != NOT_A_NOTEBOOK)
+            if found is None and roots:
+                found = _plain_found(path, why, roots)
             if found is None:
                 continue
             real = pathlib.Path(os.path.realpath(path))
@@ -1039,6 +1050,37 @@ def _lms_people(people: list[_Person], lab: str) -> dict:
                 if key is not None and (key[0] == "canvas" or row_lab == lab):
                     found.setdefault(key, p)
     return found
+
+
+def _given_folders(book: dict) -> set[str]:
+    """The folders given to ``lablib grade`` (absolute paths as written), as its rows tell
+    them: each row's path less its ``where``."""
+    roots = set()
+    for entry in book["submissions"]:
+        identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+        where = [p for p in str(identity.get("where") or "").split("/") if p]
+        path = pathlib.Path(os.path.abspath(str(entry.get("path") or "")))
+        if where and entry.get("path") and len(where) <= len(path.parents):
+            roots.add(str(path.parents[len(where) - 1]))
+    return roots
+
+
+def _plain_found(path: str, why: str, roots: set[str]) -> Found | None:
+    """A path not graded in a plain layout as the :class:`Found` of its student's folder
+    (the first folder below a folder given, which names the student as their graded
+    notebook's row would be named), or None: a file at the top of the folder given is in
+    no student's folder."""
+    absolute = pathlib.Path(os.path.abspath(path))
+    for root in roots:
+        try:
+            parts = absolute.relative_to(root).parts
+        except ValueError:
+            continue
+        if not parts or (len(parts) == 1 and why != NO_NOTEBOOK_FOLDER):
+            return None
+        folder = unicodedata.normalize("NFC", parts[0])
+        return Found(clean_label(folder), pathlib.Path(path), "/".join(parts), folder, {})
+    return None
 
 
 def _own_folders(book: dict) -> set[str]:
@@ -1133,13 +1175,28 @@ def _best_rows(
 
 def _handed_in(skipped) -> list[tuple[str, str]]:
     """``(name, why not graded)`` of what a student handed in that was not graded: each
-    path's name, a folder left out where a file inside it is listed."""
+    path's name, a folder left out where a file inside it is listed; the reason as the
+    student may read it (:func:`_student_reason`)."""
     paths = [pathlib.PurePath(path) for path, _why in skipped]
     return [
-        (paths[i].name, why)
+        (paths[i].name, _student_reason(why))
         for i, (_path, why) in enumerate(skipped)
         if not any(paths[i] in other.parents for other in paths)
     ]
+
+
+#: Where a grader's message names a path: `` (to `` a link's target, or a word with a ``/``.
+_A_PATH = re.compile(r" \(to |\s\S*/")
+
+
+def _student_reason(why: str) -> str:
+    """A reason a path was not graded, without the paths the grader's message names (a
+    link's target, a classmate's notebook, the instructor's folders): the note goes to
+    the student. ``a symbolic link inside a student's folder (to .../alice/lab1.ipynb):
+    not followed, ...`` -> ``a symbolic link inside a student's folder``."""
+    found = _A_PATH.search(why)
+    cut = found.start() if found else len(why)
+    return why[:cut].rstrip(" ,:;") or why
 
 
 def _row_notes(p: _Person, row: dict, lab: str, title: str, report: dict, policy: bool) -> None:

@@ -95,6 +95,8 @@ class LayoutWarning(UserWarning):
 
 #: Why a visible file in a submissions folder is not graded.
 NOT_A_NOTEBOOK = "not a notebook: only .ipynb files are graded"
+#: Why a folder at the top of the folder given is not graded.
+NO_NOTEBOOK_FOLDER = "a folder without a notebook (.ipynb): no row in the gradebook"
 #: Why a ``submission_metadata.yml`` is not read: it lies in a student's submission.
 PLANTED_METADATA = (
     f"a {lms.GRADESCOPE_METADATA} inside a student's submission folder ({{folder}}), "
@@ -607,9 +609,7 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
                         target, root, skipped, {root, os.path.realpath(target)}, (entry.name,)
                     )
                     if not inside:
-                        skipped.append(
-                            (entry, "a folder without a notebook (.ipynb): no row in the gradebook")
-                        )
+                        skipped.append((entry, NO_NOTEBOOK_FOLDER))
                     books.extend(inside)
                     exports.extend(more)
                 elif entry.name == lms.GRADESCOPE_METADATA:

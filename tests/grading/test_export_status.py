@@ -20,7 +20,7 @@ from lablib.grading.gradebook.roster import Roster
 from lablib.grading.report import write_reports
 from lablib.grading.results import PieceScore, Status, SubmissionResult
 from lablib.grading.spec import LabSpec
-from lablib.grading.submissions import NOT_A_NOTEBOOK, Found
+from lablib.grading.submissions import NO_NOTEBOOK_FOLDER, NOT_A_NOTEBOOK, Found
 
 CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section
 "Doe, Erin",1001,S001,erin,A
@@ -519,3 +519,42 @@ def test_a_damaged_review_log_stops_the_export_instead_of_reading_as_no_change(t
     (out / DB_NAME).unlink()  # no log at all: nothing was graded by people
     export("canvas", [out], roster, tmp_path / "c.csv")
     assert (tmp_path / "c.csv").is_file()
+
+
+def test_a_plain_students_folder_without_a_notebook_is_told_to_that_student(tmp_path):
+    """Graded with --layout plain (repositories named by their students' logins): Frank's
+    folder held only a zip and Gina's a link the grader did not follow. Each is noted with
+    what their folder held, not as without a submission, by their folder (as their graded
+    notebook's row would be named), never by a file's name; a file at the top of the
+    folder given is in no student's folder; Ivy handed in nothing."""
+    subs, lab = tmp_path / "subs", _lab()
+    path = subs / "erin" / "lab9.ipynb"
+    erin = SubmissionResult(
+        "erin", str(path), Status(), 9.0, 10.0, {"f": PieceScore(9.0, 10.0)}, []
+    )
+    roster = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    erin.identity = resolve(Found("erin", path, "erin/lab9.ipynb", "erin", {}), roster, lab=lab)
+    erin.identity["where"], erin.identity["folder"] = "erin/lab9.ipynb", "erin"
+    link = f"a symbolic link inside a student's folder (to {subs}/erin/lab9.ipynb): not followed"
+    skipped = [
+        (subs / "frank" / "roefrank_1002_9000002_lab9.zip", NOT_A_NOTEBOOK),
+        (subs / "frank", NO_NOTEBOOK_FOLDER),
+        (subs / "gina" / "lab9.ipynb", link),
+        (subs / "gina", NO_NOTEBOOK_FOLDER),
+        (subs / "poegina_1003_9000003_lab9.zip", NOT_A_NOTEBOOK),  # at the top: no one's
+    ]
+    write_reports(tmp_path / "out", lab, [erin], roster=roster, skipped=skipped)
+    GradebookFolder(tmp_path / "out").keep_layout("plain")
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
+    notes = _notes(tmp_path / "c.notes.csv")
+    (frank,) = notes["Roe, Frank"]
+    assert "roefrank_1002_9000002_lab9.zip" in frank and "nothing graded (0)" in frank
+    (gina,) = notes["Poe, Gina"]
+    assert "lab9.ipynb" in gina and "symbolic link" in gina and "nothing graded (0)" in gina
+    assert "erin" not in gina and str(subs) not in gina  # the note names no classmate, no path
+    assert "poegina_1003_9000003_lab9.zip" not in gina  # a file's name names no one
+    assert notes["Lee, Ivy"] == ["Lab 9: no submission (0)"]
+    assert "Doe, Erin" not in notes
+    assert set(done["not_graded"]["lab9_export"]) == {"S002", "S003"}
+    totals = {r[0]: r[5] for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert totals["Doe, Erin"] == "9" and totals["Roe, Frank"] == "0"

@@ -993,12 +993,15 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
         roots = _given_folders(book) if layout == "plain" else set()
         for path, why in skipped:
             found = skipped_submission(path, layout or "auto", folder=why != NOT_A_NOTEBOOK)
-            if found is None and roots:
+            plain = found is None and bool(roots)
+            if plain:
                 found = _plain_found(path, why, roots)
             if found is None:
                 continue
-            real = pathlib.Path(os.path.realpath(path))
-            if any(str(a) in own for a in (real, *real.parents)):
+            # where the path was found (a link not followed is where it is, not where it
+            # leads: into a classmate's folder), by its folders as given or on disk
+            here = os.path.abspath(path) if plain else os.path.realpath(path)
+            if any(str(a) in own for a in (pathlib.Path(here), *pathlib.Path(here).parents)):
                 stray.append(path)  # a name a student gave a file in their own folder
                 continue
             identity, key = resolve(found, roster, index=index), _lms_person(found.lms, lab)
@@ -1095,10 +1098,13 @@ def _own_folders(book: dict) -> set[str]:
         folder = [p for p in str(identity.get("folder") or "").split("/") if p]
         if lms.get("lms") or not folder or len(where) <= len(folder) or not entry.get("path"):
             continue
-        path = pathlib.Path(os.path.realpath(str(entry["path"])))
         depth = len(where) - len(folder) - 1
-        if depth < len(path.parents):
-            folders.add(str(path.parents[depth]))
+        for path in {
+            pathlib.Path(os.path.realpath(str(entry["path"]))),
+            pathlib.Path(os.path.abspath(str(entry["path"]))),
+        }:  # on disk, and as given (where a path not graded is compared as given)
+            if depth < len(path.parents):
+                folders.add(str(path.parents[depth]))
     return folders
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import pathlib
 
 import pytest
@@ -535,7 +536,11 @@ def test_a_plain_students_folder_without_a_notebook_is_told_to_that_student(tmp_
     roster = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
     erin.identity = resolve(Found("erin", path, "erin/lab9.ipynb", "erin", {}), roster, lab=lab)
     erin.identity["where"], erin.identity["folder"] = "erin/lab9.ipynb", "erin"
-    link = f"a symbolic link inside a student's folder (to {subs}/erin/lab9.ipynb): not followed"
+    (subs / "erin").mkdir(parents=True)
+    (subs / "gina").mkdir()
+    path.write_text("{}")
+    os.symlink("../erin/lab9.ipynb", subs / "gina" / "lab9.ipynb")  # leads into erin's folder
+    link = f"a symbolic link inside a student's folder (to {path}): not followed"
     skipped = [
         (subs / "frank" / "roefrank_1002_9000002_lab9.zip", NOT_A_NOTEBOOK),
         (subs / "frank", NO_NOTEBOOK_FOLDER),

@@ -46,6 +46,7 @@ from lablib.grading.judge import judge_in_sandbox, judge_submission, summarise, 
 from lablib.grading.judge.submission import NOT_CACHED
 from lablib.grading.notebook import (
     InvalidNotebook,
+    NotebookMoved,
     graded_cells,
     read_notebook,
     read_notebook_bytes,
@@ -167,22 +168,26 @@ def grade_one(
     template=None,
     cache=None,
     force: bool = False,
-    expect: tuple = (),
+    expect: str = "",
 ) -> SubmissionResult:
     """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
     the answers to the lab's written questions and the graded code (``template``: the
     released notebook, to find answers by cell id and to tell the student's added cells).
     The file is read once (:func:`~lablib.grading.notebook.read_notebook_bytes`; ``expect``:
-    the file the listing saw), and the SHA-256 of the bytes graded is kept as
-    ``identity["sha256"]``: what later steps compare, never the file read again.
+    the real path the listing saw), and the SHA-256 of the bytes graded is kept as
+    ``identity["sha256"]`` ("" where nothing was read): what later steps compare, never
+    the file read again. A path that led elsewhere when read than when listed is the
+    grader's error (graded again, never scored as the student's).
 
     ``cache`` (a ``_Cache``): reuse the judged run of the same graded code unless ``force``;
     the answers and code are always this notebook's."""
     try:
         raw = read_notebook_bytes(path, expect)
         nb, notes = read_notebook(raw)
+    except NotebookMoved as exc:
+        return _unread(unreadable(lab, name, str(path), str(exc), kind=Kind.GRADER_ERROR))
     except (InvalidNotebook, OSError) as exc:
-        return unreadable(lab, name, str(path), str(exc))
+        return _unread(unreadable(lab, name, str(path), str(exc)))
     found, cell_notes = graded_cells(nb)
     notes = [*notes, *cell_notes]
     key = cache.key(found, notes) if cache is not None else None
@@ -223,6 +228,13 @@ def grade_one(
     result.answers = written_answers(nb, lab.answers, template=template)
     result.code = {piece: cell.source for piece, cell in found.items()}
     result.identity = {"sha256": hashlib.sha256(raw).hexdigest()}  # resolved at the merge
+    return result
+
+
+def _unread(result: SubmissionResult) -> SubmissionResult:
+    """A result of a notebook not read: no bytes graded (``sha256`` ""), so nothing
+    later reads its file to stand for them."""
+    result.identity = {"sha256": ""}
     return result
 
 
@@ -369,9 +381,10 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     else:
         carried["submitted_at"] = old.identity.get("submitted_at", "")
         carried["time_source"] = old.identity.get("time_source", "")
-    for key in ("file", "sha256"):  # the notebook graded now, and its bytes
-        if new.identity.get(key):
-            carried[key] = new.identity[key]
+    if new.identity.get("file"):  # the notebook graded now
+        carried["file"] = new.identity["file"]
+    if "sha256" in new.identity:  # its bytes ("": none read)
+        carried["sha256"] = new.identity["sha256"]
     new.identity = carried
 
 
@@ -427,7 +440,7 @@ def _identify(found: Found, roster, times, spec, index=None) -> dict:
     path leads to."""
     identity = resolve(found, roster, times=times, lab=spec, index=index)
     identity["where"], identity["folder"] = found.where, found.folder
-    identity["file"] = os.path.realpath(found.path)
+    identity["file"] = found.real or os.path.realpath(found.path)
     return identity
 
 
@@ -443,7 +456,7 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
         identity["file"] = old["file"]
     else:
         identity.pop("file", None)
-    if old.get("sha256"):  # the bytes it was graded on
+    if "sha256" in old:  # the bytes it was graded on ("": none read)
         identity["sha256"] = old["sha256"]
     if not identity.get("submitted_at") and old.get("submitted_at"):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
@@ -535,13 +548,15 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
                     for t in spec.tests
                 ]
                 results.append(
-                    summarise(
-                        spec,
-                        name,
-                        str(path),
-                        tests,
-                        Status.of([Kind.GRADER_ERROR]),
-                        notes=[f"grader error: {type(exc).__name__}: {exc}"],
+                    _unread(
+                        summarise(
+                            spec,
+                            name,
+                            str(path),
+                            tests,
+                            Status.of([Kind.GRADER_ERROR]),
+                            notes=[f"grader error: {type(exc).__name__}: {exc}"],
+                        )
                     )
                 )
             if bar is not None:
@@ -605,7 +620,7 @@ def grade(
         importlib.import_module(module)
 
     def work(item):
-        name, path, fileid = item
+        name, path, real = item
         return grade_one(
             spec,
             name,
@@ -616,11 +631,11 @@ def grade(
             template=template,
             cache=cache,
             force=options.force,
-            expect=fileid,
+            expect=real,
         )
 
     graded = _in_parallel(
-        spec, [(f.name, f.path, f.fileid) for f in found], work, options.workers, options.progress
+        spec, [(f.name, f.path, f.real) for f in found], work, options.workers, options.progress
     )
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
@@ -650,16 +665,16 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
     by_name = {f.name: f for f in found}
     index = _roster_index(roster, found, previous)
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
-        digest = (r.identity or {}).get("sha256")  # of the bytes graded (grade_one)
+        digest = (r.identity or {}).get("sha256")  # of the bytes graded ("": none read)
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
-        if digest:
+        if digest is not None:
             r.identity["sha256"] = digest
     dated = _dated_before(previous)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
     now = {id(r) for r in graded}
     results = _replaced(_merged(previous, graded, suffixed), now, suffixed)
-    if options.roster is not None:  # the roster given dates the notebooks in the folder now
+    if options.roster is not None:  # the roster given dates the notebooks as graded
         _date_by_roster(results)
     else:
         _check_kept_times([r for r in results if id(r) in now], dated)
@@ -688,9 +703,9 @@ def _digest(row) -> str:
     """The SHA-256 (hex) of the notebook a row was graded on: kept at grading
     (``identity.sha256``); for a row of an older gradebook, its file's now (read as a
     notebook is: a regular file within the size limit), or "" where it cannot be read."""
-    kept = str((row.identity or {}).get("sha256") or "")
-    if kept:
-        return kept
+    identity = row.identity or {}
+    if "sha256" in identity:  # kept at grading ("": nothing was read, nothing to date)
+        return str(identity["sha256"] or "")
     try:
         return hashlib.sha256(read_notebook_bytes(row.path)).hexdigest()
     except (InvalidNotebook, OSError):
@@ -708,8 +723,10 @@ def _dated_before(previous) -> set:
 
 
 def _date_by_roster(rows) -> None:
-    """A roster given now dates the notebooks in the folder now: each row timed by it
-    records its notebook's digest (``dated``), for later regrades without a roster."""
+    """A roster given now dates the notebooks as graded: each row timed by it records the
+    digest of the bytes it was graded on (``dated``; a row of an older gradebook, without
+    one: its file's now), for later regrades without a roster. A notebook changed since
+    it was graded is dated only when it is graded again with the roster."""
     for r in rows:
         identity = r.identity or {}
         identity.pop("time_unknown", None)
@@ -829,7 +846,7 @@ def _write(
     )
     similarity["identical"] = identical_files(
         {r.submission: r.path for r in results},
-        digests={r.submission: (r.identity or {}).get("sha256", "") for r in results},
+        digests={r.submission: (r.identity or {}).get("sha256") for r in results},
     )
     similarity["dynamic_code"] = {
         r.submission: found for r in results if r.code and (found := dynamic_code(r.code))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -44,7 +45,8 @@ __all__ = [
     "GradedCell",
     "read_notebook",
     "read_notebook_bytes",
-    "file_id",
+    "listed_path",
+    "NotebookMoved",
     "normalize_notebook",
     "cell_source",
     "first_line",
@@ -242,49 +244,91 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
     return _validated(nb, notes), notes
 
 
-def file_id(path) -> tuple[int, int]:
-    """``(device, inode)`` of the file ``path`` leads to now: what a listing saw, for
-    :func:`read_notebook_bytes` to check that it reads that very file."""
-    info = os.stat(path)
-    return info.st_dev, info.st_ino
+class NotebookMoved(InvalidNotebook):
+    """The path of a notebook listed led to another file when it was read (a symbolic
+    link or a folder put in its place while the class was graded): not graded, and not
+    the student's mistake to be scored as such (the grader reports it as its own error,
+    to be graded again)."""
 
 
-def read_notebook_bytes(path, expect: tuple = ()) -> bytes:
-    """The bytes of the notebook file at ``path``, from one open file: only a regular file
-    (a pipe, a device or a folder is refused before anything is read, and never blocks),
-    at most :data:`MAX_NOTEBOOK_BYTES` (the limit holds while reading: a file that grows
-    after its size was looked at is cut and refused), and, where ``expect`` gives the
-    ``(device, inode)`` a listing saw (:func:`file_id`), that very file: one replaced since
-    (another file renamed over it, a symbolic link to a classmate's notebook put in its
-    place) is refused, never read.
+#: What :class:`NotebookMoved` says.
+MOVED = (
+    "not graded: when it was read, this notebook's path led to another file than when the "
+    "submissions were listed (a symbolic link or a folder put in its place while the class "
+    "was graded); the instructor grades it again"
+)
+
+
+def listed_path(path) -> str:
+    """The real path of the notebook file ``path`` names now (every link resolved): what
+    a listing saw, for :func:`read_notebook_bytes` to check that it reads the file there."""
+    return os.path.realpath(path)
+
+
+def read_notebook_bytes(path, expect: str = "") -> bytes:
+    """The bytes of the notebook file at ``path``, from one open file: never through a
+    symbolic link at ``path`` itself (a listing resolves the links it follows), only a
+    regular file (a pipe, a device or a folder is refused, never waited on or read), at
+    most :data:`MAX_NOTEBOOK_BYTES` (the limit holds while reading: a file that grows
+    after its size was looked at is cut and refused), and, where ``expect`` gives the real
+    path a listing saw (:func:`listed_path`), the file opened must be there (as the
+    system names the open file): one reached through a link or folder put in the way
+    since is refused (:class:`NotebookMoved`), while the same path saved again (a new
+    file renamed over the old, as editors and git do) is read.
 
     Raises:
-        InvalidNotebook: not a regular file, too large, or not the file listed.
+        NotebookMoved: the file opened is not at the real path listed, or ``path`` is now
+            a symbolic link.
+        InvalidNotebook: not a regular file, or too large.
         OSError: the file cannot be opened or read.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    with os.fdopen(os.open(path, flags), "rb") as f:
-        info = os.fstat(f.fileno())
+    flags = (
+        os.O_RDONLY
+        | os.O_NONBLOCK
+        | getattr(os, "O_NOCTTY", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symbolic link where a file was listed
+            raise NotebookMoved(MOVED) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidNotebook(
                 "not a regular file (a pipe, a device or a folder named like a notebook); "
                 "save the notebook as a file and hand it in again"
             )
-        if expect and (info.st_dev, info.st_ino) != tuple(expect):
-            raise InvalidNotebook(
-                "the file changed between the listing of the submissions and its reading "
-                "(replaced by another file, or by a link): not graded; grade it again"
-            )
+        if expect and _opened_path(fd, path) != expect:
+            raise NotebookMoved(MOVED)
         _check_size(info.st_size)
-        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+        raw = bytearray()
+        while len(raw) <= MAX_NOTEBOOK_BYTES:  # what is there, never a 64 MB buffer at once
+            block = f.read(min(1 << 20, MAX_NOTEBOOK_BYTES + 1 - len(raw)))
+            if not block:
+                break
+            raw += block
     _check_size(len(raw))
-    return raw
+    return bytes(raw)
 
 
-def read_notebook(source, expect: tuple = ()) -> tuple[nbformat.NotebookNode, list[str]]:
+def _opened_path(fd: int, path) -> str:
+    """The real path of the file open as ``fd``, as the system names it (Linux's
+    ``/proc/self/fd``); elsewhere the real path ``path`` names now."""
+    try:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+    return opened.removesuffix(" (deleted)")  # renamed over since it was opened
+
+
+def read_notebook(source, expect: str = "") -> tuple[nbformat.NotebookNode, list[str]]:
     """Read and normalise a notebook from a path, bytes or str.
 
-    A path is read by :func:`read_notebook_bytes` (``expect``: the file a listing saw).
+    A path is read by :func:`read_notebook_bytes` (``expect``: the real path a listing saw).
 
     Returns:
         ``(notebook, notes)`` as :func:`normalize_notebook`.

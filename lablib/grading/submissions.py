@@ -65,7 +65,7 @@ import unicodedata
 import warnings
 
 from lablib.grading import lms
-from lablib.grading.notebook import file_id
+from lablib.grading.notebook import listed_path
 
 __all__ = [
     "find_submissions",
@@ -206,10 +206,10 @@ class Found:
             there is none (a notebook at the top, a Canvas file).
         lms: what the LMS download says (:mod:`~lablib.grading.lms`: ``{"lms": "canvas",
             "user_id", "late", ...}``), {} for plain files and folders.
-        fileid: ``(device, inode)`` of the notebook when it was listed
-            (:func:`~lablib.grading.notebook.file_id`); the grader reads that very file or
-            none (a file replaced or swapped for a link since is not graded); ``()``
-            where unknown.
+        real: the real path of the notebook when it was listed
+            (:func:`~lablib.grading.notebook.listed_path`); the grader reads the file
+            there or none (a path that leads elsewhere since, through a link or a folder
+            put in its place, is not graded); "" where unknown.
     """
 
     name: str
@@ -217,7 +217,7 @@ class Found:
     where: str = ""
     folder: str = ""
     lms: dict = dataclasses.field(default_factory=dict, compare=False)
-    fileid: tuple = dataclasses.field(default=(), compare=False)
+    real: str = dataclasses.field(default="", compare=False)
 
 
 def _nfc(parts) -> tuple:
@@ -624,19 +624,26 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
             for f in _named(*_classify(books, exports, skipped, layout), str(path)):
                 parts = raw.get(f.where, f.where.split("/"))
                 linked = (path / parts[0]).is_symlink()
-                found.append((f, path.joinpath(*parts), _LINKED if linked else _FOLDER))
+                found.append(
+                    (
+                        _listed(f, _walked_at(f.path, path), skipped),
+                        path.joinpath(*parts),
+                        _LINKED if linked else _FOLDER,
+                    )
+                )
         elif path.is_file():
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
                 how = _LINKED_GIVEN if path.is_symlink() else _GIVEN
-                found.append((_given_notebook(path, target, skipped, layout), path, how))
+                given = _given_notebook(path, target, skipped, layout)
+                found.append((_listed(given, os.path.realpath(target), skipped), path, how))
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:
             raise FileNotFoundError(
                 f"Submission {str(path)!r} does not exist; pass .ipynb files or folders."
             )
-    found = [_listed(f) for f in _given_once(found, skipped)]
+    found = _given_once([entry for entry in found if entry[0] is not None], skipped)
     if refused is not None:
         refused.extend(skipped)
     else:
@@ -644,12 +651,34 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     return _unique(found)
 
 
-def _listed(found: Found) -> Found:
-    """``found`` with the identity of the file it leads to now (``fileid``)."""
+def _walked_at(file: pathlib.Path, folder: pathlib.Path) -> str:
+    """The real path of ``file`` as the walk of ``folder`` found it: the folder given and a
+    link at its top resolved (the instructor's), every folder below as walked (the walk
+    follows no link there), so that a link put below since leads elsewhere."""
     try:
-        return dataclasses.replace(found, fileid=file_id(found.path))
-    except OSError:  # gone already: reading it will say so
-        return found
+        parts = pathlib.Path(file).relative_to(folder).parts
+    except ValueError:  # below a link at the top, resolved by the walk already
+        return str(file)
+    return os.path.join(os.path.realpath(folder / parts[0]), *parts[1:])
+
+
+def _listed(found: Found, at: str, refused: list) -> Found | None:
+    """``found`` with the real path of its notebook (``real``), which must be ``at``,
+    where the listing found it (its folders as walked, a link at the top of the folder
+    given resolved); None, noted in ``refused``, where its path leads elsewhere now (a
+    link or folder put in its way while the listing ran)."""
+    real = listed_path(found.path)
+    if real != at:
+        refused.append((found.path, f"{MOVED_WHILE_LISTED} (to {real})"))
+        return None
+    return dataclasses.replace(found, real=real)
+
+
+#: Why a notebook whose path led elsewhere during the listing is not graded.
+MOVED_WHILE_LISTED = (
+    "its path led to another file while the submissions were listed (a symbolic link or "
+    "a folder put in its place): not graded"
+)
 
 
 # How a notebook was reached (:func:`_given_once`): in a folder given, directly or through

@@ -563,3 +563,19 @@ def test_a_plain_students_folder_without_a_notebook_is_told_to_that_student(tmp_
     assert set(done["not_graded"]["lab9_export"]) == {"S002", "S003"}
     totals = {r[0]: r[5] for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
     assert totals["Doe, Erin"] == "9" and totals["Roe, Frank"] == "0"
+
+
+def test_a_review_log_that_cannot_be_opened_for_another_reason_is_not_called_damaged(tmp_path):
+    """A log in WAL mode in a folder this user may not write ("attempt to write a readonly
+    database") is intact: the message says to fix the folder, not to restore or move it."""
+    import sqlite3
+
+    from lablib.grading.review.store import _unreadable_log
+
+    readonly = sqlite3.OperationalError("attempt to write a readonly database")
+    readonly.sqlite_errorcode = 8  # SQLITE_READONLY
+    said = _unreadable_log(tmp_path / "reviews.sqlite", readonly)
+    assert "may read and write that folder" in said and "Restore" not in said
+    damaged = sqlite3.DatabaseError("file is not a database")
+    damaged.sqlite_errorcode = 26  # SQLITE_NOTADB
+    assert "Restore it from a backup" in _unreadable_log(tmp_path / "reviews.sqlite", damaged)

@@ -7,6 +7,7 @@ row's place, a roster-dated time checked against a second read of the file."""
 import hashlib
 import json
 import os
+import pathlib
 import shutil
 import threading
 
@@ -15,8 +16,13 @@ import pytest
 
 from lablib.grading.atomic import _umask
 from lablib.grading.gradebook.similarity import identical_files
-from lablib.grading.notebook import InvalidNotebook, file_id, read_notebook_bytes
-from lablib.grading.results import SubmissionResult
+from lablib.grading.notebook import (
+    InvalidNotebook,
+    NotebookMoved,
+    listed_path,
+    read_notebook_bytes,
+)
+from lablib.grading.results import Kind, SubmissionResult
 from grading_paths import FIXTURE_SOLUTION
 
 OPTIONS = dict(lab_notebook=FIXTURE_SOLUTION, jobs=1, timeout=20, progress=False)
@@ -40,15 +46,37 @@ def test_a_pipe_or_a_device_is_refused_before_anything_is_read(tmp_path):
 
 
 def test_the_file_listed_is_the_file_read(tmp_path):
-    mine, theirs = tmp_path / "eve.ipynb", tmp_path / "bob.ipynb"
+    (tmp_path / "eve").mkdir()
+    (tmp_path / "bob").mkdir()
+    mine, theirs = tmp_path / "eve" / "lab.ipynb", tmp_path / "bob" / "lab.ipynb"
     mine.write_text("{}")
     theirs.write_text('{"bob": 1}')
-    listed = file_id(mine)
+    listed = listed_path(mine)
     assert read_notebook_bytes(mine, listed) == b"{}"
+    # saved again (a new file renamed over it, as editors, git and rsync do): still hers
+    again = tmp_path / "eve" / "new"
+    again.write_text('{"v": 2}')
+    os.replace(again, mine)
+    assert read_notebook_bytes(mine, listed) == b'{"v": 2}'
     mine.unlink()
     os.symlink(theirs, mine)  # swapped for a link to a classmate's notebook
-    with pytest.raises(InvalidNotebook, match="changed between the listing"):
+    with pytest.raises(NotebookMoved):
         read_notebook_bytes(mine, listed)
+    mine.unlink()
+    os.rename(tmp_path / "eve", tmp_path / "eve-old")
+    os.symlink("bob", tmp_path / "eve")  # her folder swapped for a link to bob's
+    with pytest.raises(NotebookMoved):
+        read_notebook_bytes(mine, listed)
+
+
+def test_a_small_notebook_is_read_without_a_buffer_of_the_limit():
+    import tracemalloc
+
+    tracemalloc.start()
+    read_notebook_bytes(FIXTURE_SOLUTION)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * 2**20, peak  # the 64 MB limit is a limit, not an allocation
 
 
 @pytest.mark.integration
@@ -76,8 +104,70 @@ def test_a_notebook_swapped_for_a_link_after_the_listing_is_not_graded(
     monkeypatch.setattr(grade_module, "find_submissions", listed_then_swapped)
     rows = {r.submission: r for r in grade_module.grade(fixture_lab, [repos], out, **OPTIONS)}
     assert rows["bob"].score == rows["bob"].max_score > 0
-    assert rows["eve"].score == 0
-    assert any("changed between the listing" in n for n in rows["eve"].notes), rows["eve"].notes
+    # the grader's error, not the student's: export refuses it until it is graded again
+    assert rows["eve"].score == 0 and Kind.GRADER_ERROR in rows["eve"].status.problems
+    assert any("led to another file" in n for n in rows["eve"].notes), rows["eve"].notes
+    assert rows["eve"].identity["sha256"] == ""  # nothing read: no file stands for it
+    assert rows["eve"].identity["file"] == os.path.realpath(repos / "eve" / "mine.txt").replace(
+        "mine.txt", "lab0.ipynb"
+    )  # where it was listed, not where the link leads
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["similarity"]["identical_files"] == []  # eve's link is not read for it
+
+
+@pytest.mark.integration
+def test_a_swap_while_the_listing_runs_is_refused_at_the_listing(
+    tmp_path, fixture_lab, monkeypatch
+):
+    """The second review: eve's file swapped for a link to bob's after the walk's link
+    checks but before the listing took its real path; the path now leads to bob's
+    notebook, so it is not listed as eve's."""
+    from lablib.grading import submissions
+    from lablib.grading.grade import grade
+
+    repos, out = tmp_path / "repos", tmp_path / "out"
+    for student in ("bob", "eve"):
+        (repos / student).mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, repos / "bob" / "lab0.ipynb")
+    _blank(repos / "eve" / "lab0.ipynb")
+    real = submissions.listed_path
+
+    def swapped_first(path):
+        if pathlib.Path(path).parent.name == "eve" and not os.path.islink(path):
+            os.rename(path, repos / "eve" / "mine.txt")
+            os.symlink("../bob/lab0.ipynb", path)
+        return real(path)
+
+    monkeypatch.setattr(submissions, "listed_path", swapped_first)
+    with pytest.warns(UserWarning) as caught:
+        rows = {r.submission: r for r in grade(fixture_lab, [repos], out, **OPTIONS)}
+    assert "eve" not in rows and rows["bob"].score == rows["bob"].max_score
+    said = [str(w.message) for w in caught]
+    assert any("led to another file while the submissions were listed" in m for m in said), said
+
+
+@pytest.mark.integration
+def test_a_notebook_saved_again_while_the_class_is_graded_is_graded(
+    tmp_path, fixture_lab, monkeypatch
+):
+    """An honest update after the listing (git pull, rsync: a new file renamed over the
+    old, a new inode) is the same path: graded, not refused."""
+    from lablib.grading import grade as grade_module
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    (subs / "eve").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "eve" / "lab0.ipynb")
+    real = grade_module.find_submissions
+
+    def listed_then_saved(*args, **kwargs):
+        found = real(*args, **kwargs)
+        shutil.copy(FIXTURE_SOLUTION, subs / "eve" / "new.tmp")
+        os.replace(subs / "eve" / "new.tmp", subs / "eve" / "lab0.ipynb")
+        return found
+
+    monkeypatch.setattr(grade_module, "find_submissions", listed_then_saved)
+    (row,) = grade_module.grade(fixture_lab, [subs], out, **OPTIONS)
+    assert row.score == row.max_score > 0 and row.status.problems == ()
 
 
 @pytest.mark.integration

@@ -2019,14 +2019,16 @@ def _dynamic_sentences(layout, heads: dict, calls: dict) -> list[str]:
 def identical_files(paths: dict, digests: dict | None = None) -> list[list[str]]:
     """Groups of submissions (name -> notebook path) whose files are byte-identical, each
     sorted, largest group first. ``digests`` (name -> SHA-256 of the bytes graded, kept
-    at grading) are compared where given; a file is read only for a name without one (a
-    row of an older gradebook), as a notebook is read (a regular file within the size
-    limit: a pipe or a device put in its place since is left out, never waited on);
-    files that cannot be read are left out."""
+    at grading; "" where none were read) are compared where given; a file is read only for
+    a name without one (a row of an older gradebook), as a notebook is read (a regular
+    file within the size limit: a pipe or a device put in its place since is left out,
+    never waited on); files that cannot be read, and rows not read, are left out."""
     groups: dict[str, list[str]] = {}
     for name, path in sorted(paths.items()):
         digest = (digests or {}).get(name)
-        if not digest:
+        if digest == "":  # graded, nothing read: no file stands for it
+            continue
+        if digest is None:
             try:
                 digest = hashlib.sha256(read_notebook_bytes(path)).hexdigest()
             except (InvalidNotebook, OSError):

@@ -41,25 +41,20 @@ def summarise(
     return SubmissionResult(name, path, status, score, max_score, pieces, results, **extra)
 
 
-def unreadable(lab: LabSpec, name: str, path: str, reason: str) -> SubmissionResult:
-    """The result of a notebook that could not be read: every test 0, ``invalid-notebook``,
-    the reason said once (in the notes), not once per test."""
+def unreadable(
+    lab: LabSpec, name: str, path: str, reason: str, kind: Kind = Kind.INVALID_NOTEBOOK
+) -> SubmissionResult:
+    """The result of a notebook that could not be read: every test 0, ``invalid-notebook``
+    (or ``kind``: ``grader-error`` where the grader could not read what it listed), the
+    reason said once (in the notes), not once per test."""
     results = [
         TestResult.failed(
-            t,
-            "not graded: the notebook could not be read (the reason is in the note)",
-            Kind.INVALID_NOTEBOOK,
+            t, "not graded: the notebook could not be read (the reason is in the note)", kind
         )
         for t in lab.tests
     ]
-    return summarise(
-        lab,
-        name,
-        path,
-        results,
-        Status.of([Kind.INVALID_NOTEBOOK]),
-        notes=[f"invalid notebook: {reason}"],
-    )
+    label = "invalid notebook" if kind == Kind.INVALID_NOTEBOOK else "grader error"
+    return summarise(lab, name, path, results, Status.of([kind]), notes=[f"{label}: {reason}"])
 
 
 def _one_reason_for_stubs(results: list[TestResult]) -> None:

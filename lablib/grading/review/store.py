@@ -955,9 +955,25 @@ def changes_since(path, through: int) -> int:
 
 
 def _unreadable_log(path: pathlib.Path, exc: Exception) -> str:
+    """What to do about a review log SQLite cannot read: a damaged file (or another file
+    under its name) is restored or moved away; anything else (a folder this user may
+    not write, where a log in WAL mode keeps its ``-shm`` file; a lock) is fixed where it is."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    damaged = code in (11, 26) or (  # SQLITE_CORRUPT, SQLITE_NOTADB (codes: Python 3.11+)
+        code is None and any(w in str(exc) for w in ("not a database", "malformed"))
+    )
+    if damaged:
+        advice = (
+            "Restore it from a backup; or, where grades.json already holds every grade "
+            "given (its reviews_through), move it away and run the command again."
+        )
+    else:
+        advice = (
+            "Run the command as a user who may read and write that folder (SQLite keeps "
+            "the log's -wal and -shm files beside it), or when no review page is writing "
+            "it, then again."
+        )
     return (
         f"{path} cannot be read as the written answers' review log (SQLite says: {exc}); "
-        f"the people's grades are in it. Restore it from a backup; or, where grades.json "
-        f"already holds every grade given (its reviews_through), move it away and run the "
-        f"command again."
+        f"the people's grades are in it. {advice}"
     )

@@ -327,36 +327,13 @@ def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=1
     return build
 
 
-def run_child(args):
-    import lablib
-
-    (lablib.use_legacy_keras if args.child == "legacy" else lablib.use_keras3)()
-    import tensorflow as tf
-
-    if args.one_intra_op_thread:  # before any op runs: the pool is made at the first one
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-
-    from lablib.backend import get_keras
-    from lablib.training import topic_weights
-
-    keras = get_keras()
-    size = sizes(args)
-    epochs = size["epochs"]
-    data = lab_data(size)
-    train, steps = data["train"], len(data["train"])
-    length = padded_length(train)
-    weights = topic_weights(data["y_train"], NUM_CLASSES, power=0.5)
-    validation = (data["val"], data["y_val"])
-    build = lab_model(keras, tf, args.child, size["num_words"], size["max_length"])
-    fixed = synthetic(tf, size["num_words"], length, steps)
-    tiny_steps = steps
-    tiny_data = synthetic(tf, 100, 16, tiny_steps, seed=1)
-    tiny = lab_model(keras, tf, args.child, 100, 16, width=8, heads=1, inner=8)
-    common = dict(epochs=epochs, steps=steps)
+def _recipe_rows(child: str, length: int, fixed, train, weights, validation) -> list:
+    """The rows of the lab's recipe, part by part: ``(key, name, time_row options)``
+    (tf_keras: the lab's section 5; Keras 3: section 9's twin)."""
     lab_now = dict(
         validation=validation, one_pass=True, class_weight=weights, schedule=True, spe=32
     )
-    if args.child == "legacy":
+    if child == "legacy":
         rows = [
             ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
             ("buckets", "+ the lab's wires in length buckets", dict(data=train)),
@@ -417,6 +394,36 @@ def run_child(args):
                 dict(data=train, **lab_now),
             ),
         ]
+    return rows
+
+
+def run_child(args):
+    import lablib
+
+    (lablib.use_legacy_keras if args.child == "legacy" else lablib.use_keras3)()
+    import tensorflow as tf
+
+    if args.one_intra_op_thread:  # before any op runs: the pool is made at the first one
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+
+    from lablib.backend import get_keras
+    from lablib.training import topic_weights
+
+    keras = get_keras()
+    size = sizes(args)
+    epochs = size["epochs"]
+    data = lab_data(size)
+    train, steps = data["train"], len(data["train"])
+    length = padded_length(train)
+    weights = topic_weights(data["y_train"], NUM_CLASSES, power=0.5)
+    validation = (data["val"], data["y_val"])
+    build = lab_model(keras, tf, args.child, size["num_words"], size["max_length"])
+    fixed = synthetic(tf, size["num_words"], length, steps)
+    tiny_steps = steps
+    tiny_data = synthetic(tf, 100, 16, tiny_steps, seed=1)
+    tiny = lab_model(keras, tf, args.child, 100, 16, width=8, heads=1, inner=8)
+    common = dict(epochs=epochs, steps=steps)
+    rows = _recipe_rows(args.child, length, fixed, train, weights, validation)
     wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
     variant = _child_variant(args)
     if variant is not None:  # the negligible-width row and/or the lab now, as asked

@@ -284,7 +284,7 @@ def read_notebook_bytes(path, expect: str = "") -> bytes:
     """
     flags = (
         os.O_RDONLY
-        | os.O_NONBLOCK
+        | getattr(os, "O_NONBLOCK", 0)
         | getattr(os, "O_NOCTTY", 0)
         | getattr(os, "O_NOFOLLOW", 0)
         | getattr(os, "O_CLOEXEC", 0)

@@ -635,7 +635,7 @@ def _marked_late(entry: dict, policy: bool) -> bool:
     """A row of a gradebook with a late policy (``policy``) whose LMS download marks it
     late (Canvas's ``LATE``) but whose lateness is null: no time was found, no penalty
     computed."""
-    identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+    identity = _kept_identity(entry)
     lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
     return policy and entry.get("late") is None and bool(lms.get("late"))
 
@@ -910,7 +910,7 @@ def _member_rows(entry: dict, identities: list[dict]) -> list[dict]:
     """The row each of ``identities`` (:func:`_identities` of ``entry``) gets: a group
     member kept in ``entry["members"]`` gets the entry with their own ``total`` and
     ``late`` (their own extension or due date); everyone else the entry itself."""
-    kept = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+    kept = _kept_identity(entry)
     members = entry.get("members") or []
     order = [kept, *(kept.get("others") or [])] if kept else []
     rows = []
@@ -1048,11 +1048,22 @@ def _lms_people(people: list[_Person], lab: str) -> dict:
     for p in people:
         for row_lab, rows in p.rows.items():
             for row in rows:
-                identity = row.get("identity") if isinstance(row.get("identity"), dict) else {}
+                identity = _kept_identity(row)
                 key = _lms_person(identity.get("lms"), row_lab)
                 if key is not None and (key[0] == "canvas" or row_lab == lab):
                     found.setdefault(key, p)
     return found
+
+
+def _kept_identity(entry: dict) -> dict:
+    """A gradebook row's ``identity`` as grading kept it ({} where it has none)."""
+    identity = entry.get("identity")
+    return identity if isinstance(identity, dict) else {}
+
+
+def _kept_parts(identity: dict, key: str) -> list[str]:
+    """A path kept in a row's identity (``where``, ``folder``) as its parts."""
+    return [p for p in str(identity.get(key) or "").split("/") if p]
 
 
 def _given_folders(book: dict) -> set[str]:
@@ -1060,8 +1071,8 @@ def _given_folders(book: dict) -> set[str]:
     them: each row's path less its ``where``."""
     roots = set()
     for entry in book["submissions"]:
-        identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
-        where = [p for p in str(identity.get("where") or "").split("/") if p]
+        identity = _kept_identity(entry)
+        where = _kept_parts(identity, "where")
         path = pathlib.Path(os.path.abspath(str(entry.get("path") or "")))
         if where and entry.get("path") and len(where) <= len(path.parents):
             roots.add(str(path.parents[len(where) - 1]))
@@ -1092,10 +1103,9 @@ def _own_folders(book: dict) -> set[str]:
     ``folder`` (a row without them gives none)."""
     folders = set()
     for entry in book["submissions"]:
-        identity = entry.get("identity") if isinstance(entry.get("identity"), dict) else {}
+        identity = _kept_identity(entry)
         lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
-        where = [p for p in str(identity.get("where") or "").split("/") if p]
-        folder = [p for p in str(identity.get("folder") or "").split("/") if p]
+        where, folder = _kept_parts(identity, "where"), _kept_parts(identity, "folder")
         if lms.get("lms") or not folder or len(where) <= len(folder) or not entry.get("path"):
             continue
         depth = len(where) - len(folder) - 1

@@ -635,8 +635,8 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
                 how = _LINKED_GIVEN if path.is_symlink() else _GIVEN
-                given = _given_notebook(path, target, skipped, layout)
-                found.append((_listed(given, os.path.realpath(target), skipped), path, how))
+                given = _given_notebook(path, target, skipped, layout)  # nothing walked
+                found.append((dataclasses.replace(given, real=os.path.realpath(target)), path, how))
         elif path.is_symlink():
             skipped.append((path, "a broken symbolic link"))
         else:

@@ -36,6 +36,22 @@ def _blank(path):
     nbformat.write(blank, path)
 
 
+def _bob_and_eve(tmp_path):
+    """``repos/`` with bob's solution and eve's blank lab, and the output folder."""
+    repos = tmp_path / "repos"
+    for student in ("bob", "eve"):
+        (repos / student).mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, repos / "bob" / "lab0.ipynb")
+    _blank(repos / "eve" / "lab0.ipynb")
+    return repos, tmp_path / "out"
+
+
+def _swap_eves_for_bobs(repos):
+    """Eve's notebook moved aside and a link to bob's put in its place."""
+    os.rename(repos / "eve" / "lab0.ipynb", repos / "eve" / "mine.txt")
+    os.symlink("../bob/lab0.ipynb", repos / "eve" / "lab0.ipynb")
+
+
 def test_a_pipe_or_a_device_is_refused_before_anything_is_read(tmp_path):
     fifo = tmp_path / "eve.ipynb"
     os.mkfifo(fifo)  # opening it to read would wait for a writer for ever
@@ -88,17 +104,12 @@ def test_a_notebook_swapped_for_a_link_after_the_listing_is_not_graded(
     happened and scores nothing, and bob's row is his own."""
     from lablib.grading import grade as grade_module
 
-    repos, out = tmp_path / "repos", tmp_path / "out"
-    for student in ("bob", "eve"):
-        (repos / student).mkdir(parents=True)
-    shutil.copy(FIXTURE_SOLUTION, repos / "bob" / "lab0.ipynb")
-    _blank(repos / "eve" / "lab0.ipynb")
+    repos, out = _bob_and_eve(tmp_path)
     real = grade_module.find_submissions
 
     def listed_then_swapped(*args, **kwargs):
         found = real(*args, **kwargs)
-        os.rename(repos / "eve" / "lab0.ipynb", repos / "eve" / "mine.txt")
-        os.symlink("../bob/lab0.ipynb", repos / "eve" / "lab0.ipynb")
+        _swap_eves_for_bobs(repos)
         return found
 
     monkeypatch.setattr(grade_module, "find_submissions", listed_then_swapped)
@@ -125,17 +136,12 @@ def test_a_swap_while_the_listing_runs_is_refused_at_the_listing(
     from lablib.grading import submissions
     from lablib.grading.grade import grade
 
-    repos, out = tmp_path / "repos", tmp_path / "out"
-    for student in ("bob", "eve"):
-        (repos / student).mkdir(parents=True)
-    shutil.copy(FIXTURE_SOLUTION, repos / "bob" / "lab0.ipynb")
-    _blank(repos / "eve" / "lab0.ipynb")
+    repos, out = _bob_and_eve(tmp_path)
     real = submissions.listed_path
 
     def swapped_first(path):
         if pathlib.Path(path).parent.name == "eve" and not os.path.islink(path):
-            os.rename(path, repos / "eve" / "mine.txt")
-            os.symlink("../bob/lab0.ipynb", path)
+            _swap_eves_for_bobs(repos)
         return real(path)
 
     monkeypatch.setattr(submissions, "listed_path", swapped_first)

@@ -8,11 +8,16 @@ at a time to the model alone, so that the table accounts for the lab's step:
 * ``model alone``: the lab's model on synthetic ids of one fixed shape ``[32, L]``
   (``L``: the average padded length of the lab's buckets), constant learning rate, no
   callback, no validation;
-* then the lab's real wires in length buckets, the topic weights, the warm-up/cosine
-  schedule, the validation of every epoch as the lab did it before (Keras'
-  ``validation_data`` pass plus a second ``predict`` for the macro-F1), the validation
-  as it does it now (one ``predict``: :class:`lablib.training.BestValidationEpoch` with
-  ``validation=``), and ``steps_per_execution=32`` (the lab now);
+* then the lab's real wires in length buckets read through the input pipeline the lab
+  had before (each wire sliced out on its own, then grouped into batches one wire at a
+  time: :func:`wire_by_wire`), the topic weights, the warm-up/cosine schedule, the
+  validation of every epoch as the lab did it before (Keras' ``validation_data`` pass
+  plus a second ``predict`` for the macro-F1), the validation as it does it now (one
+  ``predict``: :class:`lablib.training.BestValidationEpoch` with ``validation=``),
+  ``steps_per_execution=32``, and the pipeline now (``reuters_dataset`` gathers each
+  batch at once; the same batches): the lab now;
+* the model alone on the lab's wires through the pipeline now (what the pipeline costs
+  the step against synthetic ids);
 * the lab now with dropout off and with ``jit_compile=True`` (what those cost or give);
 * the lab now with the optimizer's update compiled by XLA, tf_keras's default on a GPU,
   which the lab turns off (:func:`lablib.training.no_xla_update`: the embedding's sparse
@@ -22,11 +27,12 @@ at a time to the model alone, so that the table accounts for the lab's step:
   ``steps_per_execution`` 1 and 32, and 32 with ``jit_compile=True``: its step is almost
   pure host overhead (Keras' loop, callbacks, launching the step), the part that compiled
   steps remove;
-* the lab's loop at negligible width (``tiny_lab``): the same model (20,000 words) on the
-  lab's wires cut to 16 tokens, with the lab's recipe as it was before (topic weights,
-  schedule, the two validation passes, one step per execution) and as it is now (one
-  validation pass, ``steps_per_execution=32``): what the lab's own loop costs the host
-  per step, before and now, side by side;
+* the lab's loop at negligible width (``tiny_lab``): the same model (100 words) on the
+  lab's wires cut to 16 tokens (words past the first 100 out of vocabulary), with the lab's recipe as it was before (the pipeline
+  before, topic weights, schedule, the two validation passes, one step per execution),
+  the recipe now on the pipeline before (one validation pass, ``steps_per_execution=32``),
+  and the lab now (the pipeline now): what the lab's own loop costs the host per step,
+  side by side;
 * the negligible-width model and the lab now again in a process whose TensorFlow runs
   each op on one intra-op thread instead of its pool (``tiny_one_thread``,
   ``now_one_thread``): what handing small ops to the pool costs the host, and what the
@@ -76,7 +82,9 @@ ROW_KEYS = (
     "schedule",
     "before",
     "one_pass",
+    "spe",
     "now",
+    "gathered",
     "no_dropout",
     "jit",
     "xla_update",
@@ -134,6 +142,8 @@ def lab_data(size):
     import numpy as np
     from sklearn.model_selection import train_test_split
 
+    from _wire_by_wire import wire_by_wire
+
     from lablib.data import load_reuters, reuters_dataset
 
     (x_all, y_all), _ = load_reuters(num_words=size["num_words"])
@@ -145,11 +155,13 @@ def lab_data(size):
     x_train, y_train = [x_all[i] for i in train], y_all[train]
     x_val, y_val = [x_all[i] for i in val], y_all[val]
     maxlen = size["max_length"]
+    train = dict(batch_size=32, maxlen=maxlen, seed=0, bucket=True)
+    val = dict(batch_size=256, maxlen=maxlen, shuffle=False)
     return {
-        "train": reuters_dataset(
-            x_train, y_train, batch_size=32, maxlen=maxlen, seed=0, bucket=True
-        ),
-        "val": reuters_dataset(x_val, y_val, batch_size=256, maxlen=maxlen, shuffle=False),
+        "train": reuters_dataset(x_train, y_train, **train),
+        "val": reuters_dataset(x_val, y_val, **val),
+        "train_before": wire_by_wire(x_train, y_train, **train),
+        "val_before": wire_by_wire(x_val, y_val, **val),
         "y_train": y_train,
         "y_val": y_val,
     }
@@ -327,51 +339,55 @@ def lab_model(keras, tf, mode, num_words, max_length, width=64, heads=2, inner=1
     return build
 
 
-def _recipe_rows(child: str, length: int, fixed, train, weights, validation) -> list:
+def _recipe_rows(child: str, length: int, fixed, data, weights) -> list:
     """The rows of the lab's recipe, part by part: ``(key, name, time_row options)``
-    (tf_keras: the lab's section 5; Keras 3: section 9's twin)."""
+    (tf_keras: the lab's section 5; Keras 3: section 9's twin). The rows up to the lab
+    before read the wires through the pipeline before (:func:`wire_by_wire`); the lab now
+    and the rows built on it through ``reuters_dataset`` as it is now."""
+    train, before = data["train"], data["train_before"]
+    val_before = dict(validation=(data["val_before"], data["y_val"]))
+    recipe = dict(class_weight=weights, schedule=True)
     lab_now = dict(
-        validation=validation, one_pass=True, class_weight=weights, schedule=True, spe=32
+        validation=(data["val"], data["y_val"]), one_pass=True, spe=32, data=train, **recipe
     )
     if child == "legacy":
+        now_on = {key: value for key, value in lab_now.items() if key != "data"}
         rows = [
             ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
-            ("buckets", "+ the lab's wires in length buckets", dict(data=train)),
-            ("weights", "+ topic weights", dict(data=train, class_weight=weights)),
             (
-                "schedule",
-                "+ warm-up/cosine schedule",
-                dict(data=train, class_weight=weights, schedule=True),
+                "buckets",
+                "+ the lab's wires in length buckets, sliced and grouped one wire at a time",
+                dict(data=before),
             ),
+            ("weights", "+ topic weights", dict(data=before, class_weight=weights)),
+            ("schedule", "+ warm-up/cosine schedule", dict(data=before, **recipe)),
             (
                 "before",
                 "+ validation as before (Keras pass + macro-F1 pass): the lab before",
-                dict(
-                    data=train,
-                    class_weight=weights,
-                    schedule=True,
-                    validation=validation,
-                    old_validation=True,
-                ),
+                dict(data=before, old_validation=True, **val_before, **recipe),
             ),
             (
                 "one_pass",
                 "one validation pass instead (BestValidationEpoch(validation=...))",
-                dict(
-                    data=train,
-                    class_weight=weights,
-                    schedule=True,
-                    validation=validation,
-                    one_pass=True,
-                ),
+                dict(data=before, one_pass=True, **val_before, **recipe),
             ),
-            ("now", "+ steps_per_execution=32: the lab now", dict(data=train, **lab_now)),
-            ("no_dropout", "the lab now, dropout 0", dict(data=train, dropout=0.0, **lab_now)),
-            ("jit", "the lab now + jit_compile=True", dict(data=train, jit=True, **lab_now)),
+            (
+                "spe",
+                "+ steps_per_execution=32",
+                dict(data=before, one_pass=True, spe=32, **val_before, **recipe),
+            ),
+            ("now", "+ each batch gathered at once: the lab now", dict(lab_now)),
+            (
+                "gathered",
+                "model alone on the lab's wires in buckets, each batch gathered at once",
+                dict(data=train),
+            ),
+            ("no_dropout", "the lab now, dropout 0", dict(lab_now, dropout=0.0)),
+            ("jit", "the lab now + jit_compile=True", dict(lab_now, jit=True)),
             (
                 "xla_update",
                 "the lab now + the optimizer's update under XLA (tf_keras's default on a GPU)",
-                dict(data=train, xla_update=True, **lab_now),
+                dict(data=train, xla_update=True, **now_on),
             ),
         ]
     else:
@@ -379,19 +395,15 @@ def _recipe_rows(child: str, length: int, fixed, train, weights, validation) -> 
             ("alone", f"model alone: synthetic ids [32, {length}], one shape", dict(data=fixed)),
             (
                 "before",
-                "section 9 before: buckets, weights, schedule, validation_data + predict",
-                dict(
-                    data=train,
-                    class_weight=weights,
-                    schedule=True,
-                    validation=validation,
-                    old_validation=True,
-                ),
+                "section 9 before: buckets one wire at a time, weights, schedule, "
+                "validation_data + predict",
+                dict(data=before, old_validation=True, **val_before, **recipe),
             ),
             (
                 "now",
-                "section 9 now: one validation pass, steps_per_execution=32",
-                dict(data=train, **lab_now),
+                "section 9 now: batches gathered at once, one validation pass, "
+                "steps_per_execution=32",
+                dict(lab_now),
             ),
         ]
     return rows
@@ -416,14 +428,13 @@ def run_child(args):
     train, steps = data["train"], len(data["train"])
     length = padded_length(train)
     weights = topic_weights(data["y_train"], NUM_CLASSES, power=0.5)
-    validation = (data["val"], data["y_val"])
     build = lab_model(keras, tf, args.child, size["num_words"], size["max_length"])
     fixed = synthetic(tf, size["num_words"], length, steps)
     tiny_steps = steps
     tiny_data = synthetic(tf, 100, 16, tiny_steps, seed=1)
     tiny = lab_model(keras, tf, args.child, 100, 16, width=8, heads=1, inner=8)
     common = dict(epochs=epochs, steps=steps)
-    rows = _recipe_rows(args.child, length, fixed, train, weights, validation)
+    rows = _recipe_rows(args.child, length, fixed, data, weights)
     wanted = set(ROW_KEYS if args.rows == "all" else args.rows.split(","))
     variant = _child_variant(args)
     if variant is not None:  # the negligible-width row and/or the lab now, as asked
@@ -480,27 +491,41 @@ def run_child(args):
 
 
 def _tiny_lab_rows(keras, tf, mode, size, common, weights) -> list:
-    """The lab's loop at negligible width: the negligible-width model with the lab's vocabulary
-    on its wires cut to 16 tokens, the recipe before and now (same weights, schedule and
-    validation wires)."""
-    short = lab_data(dict(size, max_length=16))
-    build = lab_model(keras, tf, mode, size["num_words"], 16, width=8, heads=1, inner=8)
-    recipe = dict(validation=(short["val"], short["y_val"]), class_weight=weights, schedule=True)
-    rows = []
-    for words, options in (
+    """The lab's loop at negligible width: the negligible-width model (100 words) on the lab's
+    wires cut to 16 tokens (the words past the first 100 out of vocabulary); the recipe before (the pipeline before, two validation
+    passes, one step per execution), the recipe now on the pipeline before, and the lab now
+    (same weights and schedule)."""
+    # The negligible-width model's 100 words, as in the rows above: with the lab's 20,000
+    # the optimizer's dense pass over the embedding table (Adam decays every row's moments
+    # at every step) is arithmetic of its own, about 1 ms a step at d = 8.
+    short = lab_data(dict(size, max_length=16, num_words=100))
+    build = lab_model(keras, tf, mode, 100, 16, width=8, heads=1, inner=8)
+    y_val, rows = short["y_val"], []
+    for words, data, options in (
         (
-            "the lab before (two validation passes, steps_per_execution=1)",
-            dict(old_validation=True),
+            "the lab before (wires one at a time, two validation passes, steps_per_execution=1)",
+            short["train_before"],
+            dict(validation=(short["val_before"], y_val), old_validation=True),
         ),
-        ("the lab now (one validation pass, steps_per_execution=32)", dict(one_pass=True, spe=32)),
+        (
+            "the recipe now (one validation pass, steps_per_execution=32), wires one at a time",
+            short["train_before"],
+            dict(validation=(short["val_before"], y_val), one_pass=True, spe=32),
+        ),
+        (
+            "the lab now (each batch gathered at once)",
+            short["train"],
+            dict(validation=(short["val"], y_val), one_pass=True, spe=32),
+        ),
     ):
         wall, cpu = time_row(
             keras,
             tf,
             build,
-            short["train"],
+            data,
             **dict(common, steps=len(short["train"])),
-            **recipe,
+            class_weight=weights,
+            schedule=True,
             **options,
         )
         rows.append((f"{TINY_LAB}, {words}", wall, cpu, time_row.epochs))
@@ -508,7 +533,7 @@ def _tiny_lab_rows(keras, tf, mode, size, common, weights) -> list:
 
 
 #: The name of the rows of the lab's loop at negligible width.
-TINY_LAB = "the lab's loop at negligible width (d=8, its wires cut to 16 tokens)"
+TINY_LAB = "the lab's loop at negligible width (d=8, 100 words, its wires cut to 16 tokens)"
 
 
 def _child_variant(args):
@@ -647,8 +672,8 @@ def main(argv=None):
         if now and other:
             summary.append(f"The lab now with {words}: {other:.1f} ms/step ({other / now:.2f}).")
     loop = {k: v for k, v in lab_rows.items() if k.startswith(TINY_LAB)}
-    if len(loop) == 2:
-        loop_before, loop_now = loop.values()
+    if len(loop) == 3:
+        loop_before, _middle, loop_now = loop.values()
         summary.append(
             f"The lab's loop at negligible width (the host overhead per step of its recipe), "
             f"before -> now: {loop_before:.1f} -> {loop_now:.1f} ms/step "

@@ -209,6 +209,69 @@ def test_bucket_lengths_given_and_drop_remainder(default_split):
     assert len(unbucketed) == len(x) // 16 and all(b[0].shape[0] == 16 for b in unbucketed)
 
 
+def _pipeline_before():
+    """benchmarks/_wire_by_wire.py: reuters_dataset's pipeline before it gathered each batch
+    at once (one wire at a time through a map and bucket_by_sequence_length)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_wire_by_wire.py"
+    spec = importlib.util.spec_from_file_location("_wire_by_wire", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.wire_by_wire
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(maxlen=256, bucket=True, seed=0),
+        dict(maxlen=128, bucket=True, seed=3, batch_size=16),
+        dict(maxlen=256, bucket=(64, 128, 256), seed=1, drop_remainder=True),
+        dict(maxlen=256, shuffle=False, bucket=True),
+        dict(bucket=True, seed=5, batch_size=7),
+        dict(maxlen=256, seed=0),
+        dict(maxlen=64, seed=2, drop_remainder=True, batch_size=100),
+        dict(maxlen=256, shuffle=False, batch_size=256),
+    ],
+    ids=lambda options: ",".join(f"{k}={v}" for k, v in options.items()),
+)
+def test_batches_gathered_at_once_are_the_batches_made_one_wire_at_a_time(default_split, options):
+    """reuters_dataset gathers each batch at once from the epoch's order of the wires; it
+    must make exactly the batches the pipeline before made one wire at a time (same wires,
+    same order, same padding, same order of batches, every epoch), so that the lab's
+    figures, measured on the pipeline before, still hold: only the cost changed."""
+    (x_train, y_train), _ = default_split
+    before = _pipeline_before()
+    for x, y in ((x_train[:3000], y_train[:3000]), (x_train[:37], y_train[:37])):
+        old, new = before(x, y, **options), reuters_dataset(x, y, **options)
+        assert len(new) == len(old)
+        for _epoch in range(2):  # the second epoch reshuffles: both must follow the same order
+            old_batches = list(old.as_numpy_iterator())
+            new_batches = list(new.as_numpy_iterator())
+            assert len(new_batches) == len(old_batches) == len(new)
+            for (old_tokens, old_labels), (tokens, labels) in zip(old_batches, new_batches):
+                assert tokens.dtype == old_tokens.dtype and labels.dtype == old_labels.dtype
+                np.testing.assert_array_equal(tokens, old_tokens)
+                np.testing.assert_array_equal(labels, old_labels)
+
+
+def test_short_and_empty_wires_and_no_wires():
+    """Wires of no tokens are padded like the rest; no wires at all is refused, with the fix."""
+    before = _pipeline_before()
+    x, y = [[4, 5], [], [6], [7, 8, 9]] * 5, [0, 1, 2, 3] * 5
+    for options in (
+        dict(bucket=True, seed=0, batch_size=3),
+        dict(bucket=(2, 8), batch_size=4, seed=1),
+    ):
+        old = list(before(x, y, **options).as_numpy_iterator())
+        new = list(reuters_dataset(x, y, **options).as_numpy_iterator())
+        assert [b[0].tolist() for b in new] == [b[0].tolist() for b in old]
+        assert [b[1].tolist() for b in new] == [b[1].tolist() for b in old]
+    with pytest.raises(ValueError, match="x holds no wires: give reuters_dataset at least one"):
+        reuters_dataset([], [])
+
+
 @pytest.mark.parametrize(
     "bucket, message",
     [

@@ -378,8 +378,8 @@ def reuters_dataset(
     (one shuffle), cuts it into batches (with buckets: the batches grouping the wires
     in that order one at a time by bucket would make, full batches in the order their
     last wires come, then each bucket's short one), and gathers each batch's rows in one
-    op. It costs the host about a third of what slicing out every wire and grouping them
-    one at a time did, for the same batches in the same order
+    op. It costs the host a fifth or less of what slicing out every wire and grouping
+    them one at a time did, for the same batches in the same order
     (``benchmarks/lab2_step.py`` measures it in Lab 2's training).
 
     Args:

@@ -13,50 +13,64 @@ from __future__ import annotations
 
 
 def wire_by_wire(
-    x, y, batch_size=32, maxlen=None, shuffle=True, seed=None, bucket=False, drop_remainder=False
+    x,
+    y,
+    batch_size=32,
+    maxlen=None,
+    shuffle=True,
+    seed=None,
+    bucket=False,
+    keep="first",
+    drop_remainder=False,
 ):
-    """``reuters_dataset(x, y, ...)`` as it was built before: see the module's docstring."""
+    """``reuters_dataset(x, y, ...)`` as it was built before (its checks of the arguments
+    left out): see the module's docstring."""
     import numpy as np
     import tensorflow as tf
 
     from lablib.data.reuters import _bucket_lengths, truncate_sequences
 
-    sequences = truncate_sequences(list(x), maxlen) if maxlen else list(x)
-    labels = np.asarray(y).astype(np.int64)
-    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    sequences = list(x)
+    labels = np.asarray(y).reshape(-1).astype(np.int64)
+    if maxlen is not None:
+        sequences = truncate_sequences(sequences, maxlen, keep=keep)
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    flat = np.fromiter((t for s in sequences for t in s), dtype=np.int32, count=int(lengths.sum()))
     with tf.device("/CPU:0"):
-        tokens = tf.constant(np.concatenate([np.asarray(s, np.int32) for s in sequences]))
-        starts = tf.constant(np.cumsum(lengths) - lengths)
-        sizes, targets = tf.constant(lengths), tf.constant(labels)
-    dataset = tf.data.Dataset.range(len(labels))
-    if shuffle:
-        dataset = dataset.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+        tokens = tf.constant(flat)
+        starts = tf.constant(np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64))
+        sizes = tf.constant(lengths)
+        targets = tf.constant(labels)
 
     def one_wire(i):
         return tokens[starts[i] : starts[i] + sizes[i]], targets[i]
 
+    def wire_length(tokens, label):
+        return tf.shape(tokens)[0]
+
+    dataset = tf.data.Dataset.range(len(labels))
+    if shuffle:
+        dataset = dataset.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.map(one_wire, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    shapes, padding = ([None], []), (0, np.int64(0))
-    if not bucket:
-        return dataset.padded_batch(
-            batch_size, shapes, padding, drop_remainder=drop_remainder
-        ).prefetch(tf.data.AUTOTUNE)
-    padded = _bucket_lengths(lengths, bucket)
-
-    def wire_length(wire, label):
-        return tf.shape(wire)[0]
-
-    counts = np.bincount(np.searchsorted(padded, lengths))
-    batches = int((counts // batch_size if drop_remainder else -(-counts // batch_size)).sum())
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=wire_length,
-        bucket_boundaries=[int(n) + 1 for n in padded],
-        bucket_batch_sizes=[batch_size] * (len(padded) + 1),
-        padded_shapes=shapes,
-        padding_values=padding,
-        pad_to_bucket_boundary=True,
-        drop_remainder=drop_remainder,
-    )
-    return dataset.apply(tf.data.experimental.assert_cardinality(batches)).prefetch(
-        tf.data.AUTOTUNE
-    )
+    if bucket is not False and bucket is not None:
+        padded = _bucket_lengths(lengths, bucket)
+        counts = np.bincount(np.searchsorted(padded, lengths), minlength=len(padded))
+        per_bucket = counts // batch_size if drop_remainder else -(-counts // batch_size)
+        dataset = dataset.bucket_by_sequence_length(
+            element_length_func=wire_length,
+            bucket_boundaries=[int(n) + 1 for n in padded],
+            bucket_batch_sizes=[batch_size] * (len(padded) + 1),
+            padded_shapes=([None], []),
+            padding_values=(0, np.int64(0)),
+            pad_to_bucket_boundary=True,
+            drop_remainder=drop_remainder,
+        )
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(int(per_bucket.sum())))
+    else:
+        dataset = dataset.padded_batch(
+            batch_size,
+            padded_shapes=([None], []),
+            padding_values=(0, np.int64(0)),
+            drop_remainder=drop_remainder,
+        )
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -449,6 +449,7 @@ def reuters_dataset(
         if size is not None:  # a bucket's batch: its wires, then padded to the bucket's length
             rows = rows[:size]
         tokens = tf.gather(wires, rows).to_tensor()  # padded to the batch's longest wire
+        tokens.set_shape([rows.shape[0], None])  # [batch_size, None] where known (dropping)
         if length is not None:
             tokens = tf.pad(tokens, [[0, 0], [0, length - tf.shape(tokens, tf.int64)[1]]])
         return tokens, tf.gather(targets, rows)
@@ -460,15 +461,18 @@ def reuters_dataset(
 
 def _bucket_plan(tf, lengths, padded, batch_size: int, drop_remainder: bool):
     """A function from one epoch's order of the wires (int64 ``[n]``) to that epoch's
-    bucketed batches, a dataset of ``(rows, padded length)``: the batches
-    ``Dataset.bucket_by_sequence_length`` makes from the wires in that order, computed at
-    once. A bucket's batch leaves when its last wire comes, so full batches come in the
-    order their last wires do; the short batches come at the end, bucket by bucket (none
-    with ``drop_remainder``). ``plan.batches``: the number of batches per epoch."""
+    bucketed batches, a dataset of ``(rows, padded length, size)`` (``rows``: the batch's
+    wires, filled up to ``batch_size`` with its first one; ``size``: how many are its
+    own): the batches ``Dataset.bucket_by_sequence_length`` makes from the wires in that
+    order, computed at once. A bucket's batch leaves when its last wire comes, so full
+    batches come in the order their last wires do; the short batches come at the end,
+    bucket by bucket in the order of the buckets, as TensorFlow 2's grouping flushes them
+    (none with ``drop_remainder``; ``tests/data/test_reuters.py`` compares the two
+    batch by batch). ``plan.batches``: the number of batches per epoch."""
     keys = np.searchsorted(padded, lengths).astype(np.int64)  # each wire's bucket
     counts = np.bincount(keys, minlength=len(padded)).astype(np.int64)
     full = counts // batch_size
-    n, groups = len(lengths), len(padded) * (len(lengths) // batch_size + 1)
+    n = len(lengths)
     bucket_of, first_of_bucket = tf.constant(keys), tf.constant(np.cumsum(counts) - counts)
     full_batches, bucket_length = tf.constant(full), tf.constant(padded.astype(np.int64))
 
@@ -476,13 +480,14 @@ def _bucket_plan(tf, lengths, padded, batch_size: int, drop_remainder: bool):
         key = tf.gather(bucket_of, order)  # the bucket of the wire at each place in the order
         place = tf.range(n, dtype=tf.int64)
         # rank: how many wires of its bucket come before it in the order
-        grouped = tf.argsort(key, stable=True)
+        grouped = tf.cast(tf.argsort(key, stable=True), tf.int64)
         ranked = place - tf.gather(first_of_bucket, tf.gather(key, grouped))
         rank = tf.scatter_nd(grouped[:, tf.newaxis], ranked, [n])
         batch = rank // batch_size
         is_full = batch < tf.gather(full_batches, key)
-        group = key * (n // batch_size + 1) + batch
-        last = tf.gather(tf.math.unsorted_segment_max(place, group, groups), group)
+        # the place of a full batch's last wire: in `grouped` (places by bucket, in order)
+        closing = tf.gather(first_of_bucket, key) + (batch + 1) * batch_size - 1
+        last = tf.gather(grouped, tf.minimum(closing, n - 1))  # a short batch's: unused
         leaves = tf.where(is_full, last, n + key)  # when the wire's batch leaves
         kept = is_full if drop_remainder else tf.ones_like(is_full)
         leaves, place, order, key = (tf.boolean_mask(t, kept) for t in (leaves, place, order, key))

@@ -33,7 +33,7 @@ from lablib._version import PACKAGE_DIR, __version__
 from lablib.labs import find_lab
 from lablib.grading import report
 from lablib.grading.author import catalog
-from lablib.grading.gradebook import GradebookFolder
+from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.gradebook.identity import RosterIndex, owner_of, resolve
 from lablib.grading.gradebook.identity import lms_person as _lms_person
 from lablib.grading.gradebook.similarity import (
@@ -588,7 +588,8 @@ def grade(
             (``grade(lab, subs, out, jobs=1, timeout=20)``). A roster given resolves
             every row's identity (the kept ones' too; a copy stays in ``out_dir``, so a
             later regrade without one resolves its new rows with it); times are looked
-            up again for every row; a late policy is kept in ``out_dir`` (``late.json``).
+            up again for every row; a late policy is kept in ``out_dir`` (in
+            ``grades.json``, with the layout and the roster's copy).
 
     Returns:
         One :class:`SubmissionResult` per row of the gradebook written (those graded now
@@ -602,7 +603,7 @@ def grade(
     folder = GradebookFolder(out)
     previous = [] if options.fresh else folder.results(spec.name)
     roster, times, late_policy = options.roster, options.times, options.late_policy
-    if roster is None and previous:
+    if roster is None and not options.fresh:
         roster = folder.roster()  # a regrade keeps the class's roster
     if late_policy is None and not options.fresh:
         late_policy = folder.late_policy()
@@ -639,12 +640,15 @@ def grade(
     )
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
+        _check_kept_unchanged(folder, options, roster, late_policy)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
-        folder.keep_roster(roster)
-        if options.layout is not None or options.fresh:  # given: kept for later regrades
-            folder.keep_layout(options.layout)
-        if late_policy is not None or options.fresh:
-            folder.keep_late_policy(late_policy)
+        # Kept for later regrades, in grades.json with the rows (one write: a run stopped
+        # before it leaves the gradebook as it was): the layout given, the roster's copy.
+        given = options.layout is not None or options.fresh
+        kept = {
+            "layout": options.layout if given else folder.layout(),
+            "roster": folder.keep_roster(roster),
+        }
         _write(
             out,
             spec,
@@ -654,8 +658,37 @@ def grade(
             skipped=skipped,
             late_policy=late_policy,
             template=template,
+            kept=kept,
         )
     return sorted(results, key=lambda r: r.submission)
+
+
+def _check_kept_unchanged(folder: GradebookFolder, options: GradeOptions, roster, policy) -> None:
+    """Under the writers' lock: the roster and late policy this run took from the folder
+    (none given) are still the ones it keeps. Another command may have written the folder
+    while this run graded (``lablib report --roster``, a grade run with ``--due``); its
+    rows were resolved with the new ones, this run's with the old.
+
+    Raises:
+        GradebookError: they changed; nothing is written.
+    """
+    if options.fresh:
+        return
+    changed = []
+    if options.roster is None and _roster_bytes(folder.roster()) != _roster_bytes(roster):
+        changed.append("roster")
+    if options.late_policy is None and folder.late_policy() != policy:
+        changed.append("late policy")
+    if changed:
+        raise GradebookError(
+            f"The {' and '.join(changed)} kept in {folder.out} changed while this run graded "
+            f"(another lablib command wrote the folder). Nothing was written: run the command "
+            f"again (the notebooks already graded are not run again)."
+        )
+
+
+def _roster_bytes(roster) -> bytes | None:
+    return None if roster is None else getattr(roster, "raw", None)
 
 
 def _gradebook_after(previous, graded, found, roster, times, spec, options) -> list:
@@ -877,7 +910,7 @@ def rewrite_reports(
         out_dir: a folder ``lablib grade`` wrote.
         lab: the lab (name, spec path or :class:`LabSpec`); default: the one in ``grades.json``.
         roster: a :class:`~lablib.grading.gradebook.roster.Roster`; default: the one the folder was
-            graded with (its copy, ``.roster.csv``), if any.
+            graded with (its copy, named in ``grades.json``), if any.
         hidden_dirs: the hidden tests' folders (their tests' names in the reports).
         late_policy: a :class:`~lablib.grading.gradebook.late.LatePolicy` (then kept); default: the
             one kept in the folder, if any.
@@ -915,12 +948,9 @@ def _rewrite(folder, stored: dict, spec: LabSpec, roster, writers, late_policy) 
     for r in results:  # identities are kept; a roster given now resolves them all again
         if roster_given or not r.identity:
             r.identity = _again(r, roster, None, spec)
-    if roster_given:
-        folder.keep_roster(roster)
-    if late_policy is not None:
-        folder.keep_late_policy(late_policy)
-    else:
+    if late_policy is None:
         late_policy = folder.late_policy()
+    kept = {"roster": folder.keep_roster(roster)}  # the layout kept is carried as it is
     try:
         template = read_notebook(catalog.find_lab_notebook(spec))[0]
     except (catalog.LabNotebookNotFound, InvalidNotebook, OSError):
@@ -934,5 +964,6 @@ def _rewrite(folder, stored: dict, spec: LabSpec, roster, writers, late_policy) 
         skipped=skipped,
         late_policy=late_policy,
         template=template,
+        kept=kept,
     )
     return sorted(results, key=lambda r: r.submission)

@@ -233,6 +233,9 @@ def _pipeline_before():
         dict(maxlen=256, seed=0),
         dict(maxlen=64, seed=2, drop_remainder=True, batch_size=100),
         dict(maxlen=256, shuffle=False, batch_size=256),
+        dict(maxlen=200, keep="last", bucket=True, seed=4, batch_size=1),
+        dict(maxlen=256, bucket=(8, 16, 24, 32, 1000, 2000), seed=6),  # buckets left empty
+        dict(maxlen=256, bucket=True, seed=7, batch_size=5000),  # one short batch per bucket
     ],
     ids=lambda options: ",".join(f"{k}={v}" for k, v in options.items()),
 )
@@ -245,7 +248,7 @@ def test_batches_gathered_at_once_are_the_batches_made_one_wire_at_a_time(defaul
     before = _pipeline_before()
     for x, y in ((x_train[:3000], y_train[:3000]), (x_train[:37], y_train[:37])):
         old, new = before(x, y, **options), reuters_dataset(x, y, **options)
-        assert len(new) == len(old)
+        assert len(new) == len(old) and new.element_spec == old.element_spec
         for _epoch in range(2):  # the second epoch reshuffles: both must follow the same order
             old_batches = list(old.as_numpy_iterator())
             new_batches = list(new.as_numpy_iterator())
@@ -254,6 +257,21 @@ def test_batches_gathered_at_once_are_the_batches_made_one_wire_at_a_time(defaul
                 assert tokens.dtype == old_tokens.dtype and labels.dtype == old_labels.dtype
                 np.testing.assert_array_equal(tokens, old_tokens)
                 np.testing.assert_array_equal(labels, old_labels)
+
+
+def test_without_a_seed_the_global_seed_gives_the_same_order_as_before(default_split):
+    """seed=None under tf.keras.utils.set_random_seed (as the lab seeds): the shuffle's
+    seed comes from the global one, the same way for both pipelines."""
+    import tensorflow as tf
+
+    (x_train, y_train), _ = default_split
+    x, y = x_train[:500], y_train[:500]
+    labels = []
+    for make in (_pipeline_before(), reuters_dataset):
+        tf.keras.utils.set_random_seed(3)
+        dataset = make(x, y, batch_size=32, maxlen=128, bucket=True)
+        labels.append([b[1].tolist() for _ in range(2) for b in dataset.as_numpy_iterator()])
+    assert labels[0] == labels[1]
 
 
 def test_short_and_empty_wires_and_no_wires():

@@ -179,10 +179,17 @@ def test_a_file_handed_in_but_not_graded_is_told_to_its_student(tmp_path):
     assert totals["Roe, Frank"] == "0" and totals["Doe, Erin"] == "10"
     assert totals["zedzed"] == "0"
     # graded with --layout plain, file names are the students' own: they name no one
-    GradebookFolder(tmp_path / "out").keep_layout("plain")
+    _graded_plain(tmp_path / "out")
     done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
     assert done["not_graded"]["lab9_export"] == {}
     assert _notes(tmp_path / "c.notes.csv")["Roe, Frank"] == ["Lab 9: no submission (0)"]
+
+
+def _graded_plain(out):
+    """The gradebook in ``out`` as `lablib grade --layout plain` keeps it (in grades.json)."""
+    data = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    data["kept"]["layout"] = "plain"
+    (out / "grades.json").write_text(json.dumps(data), encoding="utf-8")
 
 
 def _moodle_erin(tmp_path, sheet, lab):
@@ -549,7 +556,7 @@ def test_a_plain_students_folder_without_a_notebook_is_told_to_that_student(tmp_
         (subs / "poegina_1003_9000003_lab9.zip", NOT_A_NOTEBOOK),  # at the top: no one's
     ]
     write_reports(tmp_path / "out", lab, [erin], roster=roster, skipped=skipped)
-    GradebookFolder(tmp_path / "out").keep_layout("plain")
+    _graded_plain(tmp_path / "out")
     done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
     notes = _notes(tmp_path / "c.notes.csv")
     (frank,) = notes["Roe, Frank"]

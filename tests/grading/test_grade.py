@@ -15,6 +15,7 @@ import pytest
 from lablib.cli import main
 from lablib.grading.run.isolation import sandbox_possible
 from lablib.grading.author.assignment import assign_notebook
+from lablib.grading.gradebook import GradebookFolder
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 
 pytestmark = pytest.mark.integration  # grades batches with the sandboxed runner
@@ -382,11 +383,14 @@ def test_a_regrade_reads_new_folders_as_the_gradebook_was_graded(tmp_path, capsy
     assert "each folder given is read as one student's" not in said
     assert "LMS-shaped content in" in said and "trudy" in said, said
     assert sorted(_rows(out)) == ["alice", "jonescarol", "mallory"]
-    (out / ".options.json").write_text('{"layout": "plian"}')
+    data = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    assert data["kept"]["layout"] == "auto"
+    data["kept"]["layout"] = "plian"
+    (out / "grades.json").write_text(json.dumps(data), encoding="utf-8")
     before = (out / "grades.json").read_bytes()
     assert main(args) != 0
     said = capsys.readouterr().err
-    assert ".options.json cannot be read" in said and "'plian'" in said, said
+    assert 'grades.json ("kept") cannot be read' in said and "'plian'" in said, said
     assert (out / "grades.json").read_bytes() == before
 
 
@@ -830,3 +834,106 @@ def test_a_newer_submission_never_takes_the_kept_worksheets_time(tmp_path, capsy
     assert main(_fixture_grade(second, "-o", str(out))) == 0  # and they hold after
     assert float(_rows(out)["Ann Lee"]["late_penalty"]) == pytest.approx(2.4)
     capsys.readouterr()
+
+
+def _kept(out) -> tuple:
+    """What a regrade of ``out`` would keep: (late policy, layout, roster's students)."""
+    folder = GradebookFolder(out)
+    roster = folder.roster()
+    policy = folder.late_policy()
+    return (
+        policy.to_dict() if policy else None,
+        folder.layout(),
+        [s.student_id for s in roster.students] if roster else None,
+    )
+
+
+def test_a_run_stopped_while_writing_leaves_the_gradebook_whole(tmp_path, monkeypatch):
+    """`lablib grade --fresh` with a new late policy, layout and roster, stopped (Ctrl-C)
+    after it wrote the roster's copy but before grades.json: the folder keeps the old
+    gradebook with the old policy, layout and roster, all three, since they live in
+    grades.json with the rows; the next run finishes the change and removes what the
+    stopped one left. Stopped after grades.json, before the tidying: the new state."""
+    from lablib.grading.gradebook import store
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
+    old_roster, new_roster = tmp_path / "old.csv", tmp_path / "new.csv"
+    old_roster.write_text("student_id,name,submission\nS1,Alice A,alice\n", encoding="utf-8")
+    new_roster.write_text("student_id,name,submission\nS9,Alice B,alice\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    first = [
+        "--roster",
+        str(old_roster),
+        "--due",
+        "2026-11-20T23:59+00:00",
+        "--late-per-day",
+        "10%",
+    ]
+    assert main(args + first) == 0
+    before = _kept(out)
+    assert before[1:] == (None, ["S1"]) and before[0]["deduction"] == "10%"
+    gradebook = (out / "grades.json").read_bytes()
+    write = store.atomic_write
+
+    def stopped(path, *a, **k):
+        if pathlib.Path(path).name == "grades.json":
+            raise KeyboardInterrupt
+        return write(path, *a, **k)
+
+    monkeypatch.setattr(store, "atomic_write", stopped)
+    fresh = ["--fresh", "--layout", "plain", "--roster", str(new_roster)]
+    with pytest.raises(KeyboardInterrupt):
+        main(args + fresh + ["--due", "2026-11-27T23:59+00:00"])
+    assert (out / "grades.json").read_bytes() == gradebook
+    assert _kept(out) == before, "the old gradebook with its own policy, layout and roster"
+    assert len(list(out.glob(".roster-*.csv"))) == 2  # the stopped run's copy, named by nothing
+    monkeypatch.setattr(store, "atomic_write", write)
+    monkeypatch.setattr(store.GradebookFolder, "_tidy", lambda self, kept, before: None)
+    assert main(args + fresh) == 0  # stopped after grades.json, before the tidying
+    assert _kept(out) == (None, "plain", ["S9"])
+    monkeypatch.undo()
+    assert main(args) == 0  # a regrade keeps them, and tidies
+    assert _kept(out) == (None, "plain", ["S9"])
+    assert [p.name for p in out.glob(".roster-*.csv")] == [
+        json.loads((out / "grades.json").read_text())["kept"]["roster"]["file"]
+    ]
+    assert main(args + ["--fresh"]) == 0  # a new gradebook: nothing kept
+    assert _kept(out) == (None, None, None) and not list(out.glob(".roster-*.csv"))
+
+
+def test_a_regrade_refuses_a_roster_changed_while_it_graded(tmp_path, monkeypatch, capsys):
+    """A regrade takes the kept roster when it starts; `lablib report --roster` writing the
+    folder meanwhile changes it. The regrade's rows were resolved with the old one, so it
+    writes nothing and says to run it again (the roster kept is the new one)."""
+    from lablib.grading import grade as grading
+    from lablib.grading.gradebook.roster import Roster
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
+    old_roster, new_roster = tmp_path / "old.csv", tmp_path / "new.csv"
+    old_roster.write_text("student_id,name,submission\nS1,Alice A,alice\n", encoding="utf-8")
+    new_roster.write_text("student_id,name,submission\nS9,Alice B,alice\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    assert main(args + ["--roster", str(old_roster)]) == 0
+    graded = grading._in_parallel
+
+    def meanwhile(*a, **k):
+        rows = graded(*a, **k)
+        grading.rewrite_reports(out, lab=FIXTURE_LAB, roster=Roster.load(new_roster))
+        return rows
+
+    monkeypatch.setattr(grading, "_in_parallel", meanwhile)
+    capsys.readouterr()
+    assert main(args) != 0
+    said = capsys.readouterr().err
+    assert "The roster kept in" in said and "changed while this run graded" in said, said
+    assert _kept(out)[2] == ["S9"], "the report's roster, not this run's"
+    assert (
+        json.loads((out / "grades.json").read_text())["submissions"][0]["student"]["student_id"]
+        == "S9"
+    )

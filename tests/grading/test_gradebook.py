@@ -10,6 +10,7 @@ import pytest
 from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
 from lablib.grading.gradebook import Gradebook, GradebookError, GradebookFolder
 from lablib.grading.gradebook.late import LateError, LatePolicy
+from lablib.grading.gradebook.roster import Roster
 from lablib.grading.grade import rewrite_reports
 from lablib.grading.judge import summarise
 from lablib.grading.report import write_reports
@@ -80,18 +81,97 @@ def test_a_stored_gradebook_with_a_broken_skipped_list_is_an_error(lab, tmp_path
         rewrite_reports(out, lab=lab)
 
 
-def test_the_late_policy_is_kept_and_read_back_whole(tmp_path):
-    folder = GradebookFolder(tmp_path)
-    assert folder.late_policy() is None and folder.roster() is None
+def test_what_regrades_keep_is_read_back_from_grades_json(lab, tmp_path):
+    """The late policy, the layout and the roster's copy are kept with the rows in
+    grades.json (one write); the copy is named by its content and checked when read."""
+    roster_file = tmp_path / "class.csv"
+    roster_file.write_text("student_id,name,submission\nS1,Ann A,ann\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    folder = GradebookFolder(out)
+    assert (folder.late_policy(), folder.roster(), folder.layout()) == (None, None, None)
     policy = LatePolicy.parse(due="2026-11-20T23:59+01:00", per_day="10%")
-    folder.keep_late_policy(policy)
-    assert folder.late_policy() == policy
-    assert [p.name for p in tmp_path.iterdir()] == ["late.json"], "written atomically, no leftovers"
-    (tmp_path / "late.json").write_text("{")
-    with pytest.raises(LateError, match="cannot be read as a late policy"):
+    roster = Roster.load(roster_file)
+    kept = {"layout": "plain", "roster": folder.keep_roster(roster)}
+    write_reports(
+        out, lab, [_result(lab, "ann", tmp_path)], late_policy=policy, roster=roster, kept=kept
+    )
+    assert folder.late_policy() == policy and folder.layout() == "plain"
+    assert [s.student_id for s in folder.roster().students] == ["S1"]
+    data = json.loads((out / "grades.json").read_text())
+    copy = out / data["kept"]["roster"]["file"]
+    assert copy.read_bytes() == roster_file.read_bytes() and copy.name.startswith(".roster-")
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp") or "tmp" in p.name]
+    copy.write_text("student_id,name,submission\nS2,Eve E,ann\n", encoding="utf-8")
+    with pytest.raises(GradebookError, match="it was changed since. Give the roster again"):
+        folder.roster()
+    copy.unlink()
+    with pytest.raises(GradebookError, match="cannot be read .* Give the roster again"):
+        folder.roster()
+    (out / "grades.json").write_text(json.dumps(dict(data, late_policy={"due": "soon"})))
+    with pytest.raises(LateError, match="cannot be read as a late policy.*give --due again"):
         folder.late_policy()
-    folder.keep_late_policy(None)
-    assert folder.late_policy() is None
+
+
+DUE2 = "2026-12-01T23:59+01:00"
+
+
+def test_a_gradebook_of_before_keeps_its_files_until_its_next_write(lab, tmp_path):
+    """A grades.json written before it kept its options (no "kept") has them in late.json,
+    .options.json and .roster.csv: read from there, moved into grades.json by the next
+    write (lablib report), and then removed."""
+    out = tmp_path / "out"
+    write_reports(out, lab, [_result(lab, "ann", tmp_path)])
+    data = json.loads((out / "grades.json").read_text())
+    del data["kept"], data["late_policy"]  # lablib 0.2 wrote no late_policy there either
+    (out / "grades.json").write_text(json.dumps(data))
+    policy = LatePolicy.parse(due="2026-11-20T23:59+01:00", per_day="2")
+    (out / "late.json").write_text(json.dumps(policy.to_dict()))
+    (out / ".options.json").write_text('{"layout": "plain"}')
+    (out / ".roster.csv").write_text("student_id,name,submission\nS1,Ann A,ann\n")
+    folder = GradebookFolder(out)
+    assert folder.late_policy() == policy and folder.layout() == "plain"
+    assert [s.student_id for s in folder.roster().students] == ["S1"]
+    (out / "late.json").write_text("{")
+    with pytest.raises(LateError, match="late.json cannot be read as a late policy"):
+        folder.late_policy()
+    (out / "late.json").write_text(json.dumps(policy.to_dict()))
+    rewrite_reports(out, lab=lab)
+    for name in ("late.json", ".options.json", ".roster.csv"):
+        assert not (out / name).exists(), name
+    assert folder.late_policy() == policy and folder.layout() == "plain"
+    assert [s.student_id for s in folder.roster().students] == ["S1"]
+    assert json.loads((out / "grades.json").read_text())["kept"]["layout"] == "plain"
+    # where grades.json of before has its own policy, it wins over late.json (a run of
+    # before stopped between the two left them apart; the rows are grades.json's)
+    data = json.loads((out / "grades.json").read_text())
+    del data["kept"]
+    (out / "grades.json").write_text(json.dumps(data))
+    (out / "late.json").write_text(json.dumps(LatePolicy.parse(due=DUE2, per_day="5").to_dict()))
+    assert GradebookFolder(out).late_policy() == policy
+    mine = out / ".roster-backup.csv"  # not lablib's: left alone
+    mine.write_text("x")
+    rewrite_reports(out, lab=lab)
+    assert mine.exists() and not (out / "late.json").exists()
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"file": ".roster-../../etc.csv", "sha256": "../../../etc"},
+        {"file": ".roster-0123456789abcdef.csv", "sha256": "0123456789abcdef"},
+        {"file": 7, "sha256": None},
+        "class.csv",
+    ],
+)
+def test_a_kept_roster_entry_of_another_shape_is_refused_with_the_fix(lab, tmp_path, entry):
+    out = tmp_path / "out"
+    write_reports(out, lab, [_result(lab, "ann", tmp_path)])
+    data = json.loads((out / "grades.json").read_text())
+    data["kept"]["roster"] = entry
+    (out / "grades.json").write_text(json.dumps(data))
+    with pytest.raises(GradebookError, match=r'"kept.roster" is .*expected .*--roster'):
+        GradebookFolder(out).roster()
 
 
 def test_every_text_cell_of_grades_csv_is_inert(lab, tmp_path):

@@ -172,17 +172,20 @@ def test_the_kept_policy_applies_to_rewrites_and_file_times_work(tmp_path):
         os.utime(r.path, (when, when))
     out = tmp_path / "out"
     report.write_reports(out, lab, results)
-    (out / ".roster.csv").write_text(roster_path.read_text())
     rewrite_reports(
-        out, lab=lab, late_policy=LatePolicy.parse(due=DUE, per_day="2", from_files=True)
+        out,
+        lab=lab,
+        late_policy=LatePolicy.parse(due=DUE, per_day="2", from_files=True),
+        roster=Roster.load(roster_path),
     )
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert rows["eve"]["late_penalty"] == "0" and rows["fay"]["late_penalty"] == "4", (
         "30 h: 2 started days"
     )
-    rewrite_reports(out, lab=lab)  # no policy given: the kept one
+    rewrite_reports(out, lab=lab)  # no policy or roster given: the kept ones
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert rows["fay"]["total"] == "6"
+    assert rows["fay"]["name"] == "Fay", "resolved with the roster's kept copy"
 
 
 GROUP_ROSTER = """First Name,Last Name,SID,Email,Role,extension

@@ -4,8 +4,8 @@
 ``book.py``                :class:`Gradebook` and :class:`Row`: the rows, each row's
                            written scores, lateness and total, computed once
 ``store.py``               :class:`GradebookFolder`: the stored gradebook of an output
-                           folder (``grades.json``, ``late.json``, ``.roster.csv``),
-                           read and written atomically, there only
+                           folder (``grades.json``, with what regrades keep, and the
+                           roster's copy), read and written atomically, there only
 ``roster.py``              the class list (each LMS's export layout) and times files
 ``identity.py``            which submission is whose, resolved once at grading, and
                            when it was submitted

@@ -140,6 +140,11 @@ class Gradebook:
             late penalties).
         similarity: ``{"pairs": [Pair], "identical": [[names]], ...}``: the similarity
             hints (:mod:`lablib.grading.gradebook.similarity`), or None.
+        kept: what the output folder keeps for later regrades, written with the rows in
+            one file (:class:`~lablib.grading.gradebook.store.GradebookFolder`):
+            ``{"layout": "auto" | "plain" | None, "roster": the roster copy's entry
+            (:meth:`~lablib.grading.gradebook.store.GradebookFolder.keep_roster`) or
+            None}``; None: what the folder keeps already.
     """
 
     lab: LabSpec
@@ -151,6 +156,7 @@ class Gradebook:
     reviews_through: int = 0
     late_policy: LatePolicy | None = None
     similarity: dict | None = None
+    kept: dict | None = None
 
     @classmethod
     def of(
@@ -164,6 +170,7 @@ class Gradebook:
         reviews_through: int = 0,
         late_policy: LatePolicy | None = None,
         similarity: dict | None = None,
+        kept: dict | None = None,
     ) -> Gradebook:
         """The gradebook of ``results``; ``roster`` names the students of their identities
         (a result without one, made outside ``lablib grade``, is resolved here);
@@ -186,6 +193,7 @@ class Gradebook:
             reviews_through=reviews_through,
             late_policy=late_policy,
             similarity=similarity,
+            kept=kept,
         )
 
     @property

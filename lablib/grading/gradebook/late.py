@@ -21,7 +21,7 @@ counted and listed apart; ``lablib export`` refuses it unless told to export it 
 Times are ISO 8601 (``2026-11-20T23:59``, ``2026-11-20 23:59:00 -0800``); a time without
 a zone is in the grading machine's local zone. Reports show every time with its offset.
 
-The policy is kept in the output folder (``late.json``,
+The policy is kept in the output folder (in ``grades.json``,
 :class:`~lablib.grading.gradebook.store.GradebookFolder`): ``lablib report`` and later
 regrades apply the same one.
 

@@ -190,10 +190,11 @@ def lab_aliases(lab) -> tuple[str, ...]:
     return tuple(dict.fromkeys(aliases))
 
 
-def _read_csv(path, what: str) -> list[list[str]]:
+def _read_csv(path, what: str, raw: bytes | None = None) -> list[list[str]]:
+    """The rows of the CSV file ``path`` (of its bytes ``raw``, when already read)."""
     path = pathlib.Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = (path.read_bytes() if raw is None else raw).decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise RosterError(
             f"{what} {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8)."
@@ -210,6 +211,8 @@ class Roster:
     Attributes:
         students: the :class:`Student` rows, in the file's order.
         source: the file read.
+        raw: the bytes read from it (the gradebook keeps a copy of exactly these), or None
+            for a roster not read from a file.
         points_possible: a Canvas gradebook export's "Points Possible" row: column header
             -> the points its assignment is out of, as written (``{"Lab 1 (5501)":
             "100.00"}``; only the columns with a value); {} for other layouts.
@@ -217,9 +220,12 @@ class Roster:
             maximum, as written: ``"10.00"``) where its rows agree on one; "" otherwise.
     """
 
-    def __init__(self, students, source: str = "", points_possible=None, maximum_grade=""):
+    def __init__(
+        self, students, source: str = "", points_possible=None, maximum_grade="", raw=None
+    ):
         self.students = tuple(students)
         self.source = source
+        self.raw = raw
         self.points_possible = dict(points_possible or {})
         self.maximum_grade = str(maximum_grade or "")
 
@@ -234,7 +240,13 @@ class Roster:
             RosterError: no header naming a student, or no student in the file.
         """
         path = pathlib.Path(path)
-        rows = _read_csv(path, "Roster")
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise RosterError(
+                f"Roster {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8)."
+            ) from None
+        rows = _read_csv(path, "Roster", raw)
         if not rows:
             raise RosterError(
                 f"Roster {str(path)!r} is empty; expected a header row and one row per student."
@@ -264,7 +276,9 @@ class Roster:
         ]
         if not students:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
-        return cls(students, str(path), _points_possible(rows, where), _maximum_grade(rows))
+        return cls(
+            students, str(path), _points_possible(rows, where), _maximum_grade(rows), raw=raw
+        )
 
     @staticmethod
     def _student(row, where, lab_times) -> Student | None:

@@ -1,20 +1,31 @@
 """The stored gradebook: one grading output folder's state, read and written here only.
 
-A folder that ``lablib grade`` wrote keeps the class gradebook in four files, each
-written whole or not at all (:func:`~lablib.grading.atomic.atomic_write`):
+A folder that ``lablib grade`` wrote keeps the class gradebook in one file,
+``grades.json``, written whole or not at all (:func:`~lablib.grading.atomic.atomic_write`):
+its writing is the one moment a grading run, ``lablib report`` or the review page
+changes the folder's state. Beside it:
 
-==================  ============================================================
-``grades.json``     every row in full (:meth:`GradebookFolder.write`), the paths
-                    not graded (``skipped``), the people's grades included
-                    (``reviews_through``), the late policy and the roster match
-``late.json``       the late policy (:meth:`GradebookFolder.keep_late_policy`)
-``.roster.csv``     a copy of the roster (:meth:`GradebookFolder.keep_roster`)
-``.options.json``   how the submissions were read (``layout``:
-                    :meth:`GradebookFolder.keep_layout`), so that a regrade reads
-                    new downloads the same way
-``.lock``           the writers' lock (:meth:`GradebookFolder.writing`): one
-                    writer at a time reads, merges and writes the gradebook
-==================  ============================================================
+======================  ==========================================================
+``grades.json``         every row in full (:meth:`GradebookFolder.write`), the paths
+                        not graded (``skipped``), the people's grades included
+                        (``reviews_through``), the roster match, and what later
+                        regrades keep: the late policy (``late_policy``), how the
+                        submissions were read (``kept.layout``) and which copy of the
+                        roster the rows were resolved with (``kept.roster``)
+``.roster-<hex>.csv``   that copy of the roster (:meth:`GradebookFolder.keep_roster`),
+                        named by the first 16 hex digits of its SHA-256, which
+                        ``grades.json`` records whole: written before ``grades.json``
+                        and never over another copy, so the copy a ``grades.json``
+                        names is the one its rows were resolved with
+``.lock``               the writers' lock (:meth:`GradebookFolder.writing`): one
+                        writer at a time reads, merges and writes the gradebook
+======================  ==========================================================
+
+A run stopped at any moment (Ctrl-C, a machine gone) leaves the gradebook as it was
+before the run or as the run wrote it, never a gradebook with another run's policy,
+layout or roster. A gradebook written before ``grades.json`` kept these (no ``kept``
+key) had them in files of their own (``late.json``, ``.options.json``, ``.roster.csv``):
+they are read from there, and removed once ``grades.json`` keeps them, at its next write.
 
 A regrade, ``lablib report``, the review page, ``lablib export`` and the printouts read
 them back through :class:`GradebookFolder`, never through a report: the other reports
@@ -52,9 +63,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
+import re
 import time
 
 try:
@@ -74,21 +87,19 @@ __all__ = [
     "GradebookError",
     "result_from_entry",
     "GRADEBOOK_FILE",
-    "POLICY_FILE",
     "ROSTER_COPY",
-    "OPTIONS_FILE",
 ]
 
 #: The gradebook's file in a grading output folder.
 GRADEBOOK_FILE = "grades.json"
-#: The late policy's file: later regrades and ``lablib report`` apply the same one.
-POLICY_FILE = "late.json"
-#: The roster a gradebook was written with: reports written again later (``lablib
-#: report``, the review page) name the same students.
-ROSTER_COPY = ".roster.csv"
-#: The options a regrade keeps (``layout``): a class of students' own folders is read as
-#: one folder per student again, never by LMS shapes a student could plant.
-OPTIONS_FILE = ".options.json"
+#: The copy of the roster a gradebook was written with (``digest``: the first 16 hex
+#: digits of its SHA-256): reports written again later (``lablib report``, the review
+#: page) and regrades name the same students.
+ROSTER_COPY = ".roster-{digest}.csv"
+_COPY_NAME = re.compile(r"\.roster-[0-9a-f]{16}\.csv")
+#: The files a gradebook written before ``grades.json`` kept its options had them in:
+#: read where its ``grades.json`` has no ``kept``, removed at its next write.
+BEFORE_KEPT = {"late_policy": "late.json", "layout": ".options.json", "roster": ".roster.csv"}
 #: The writers' lock (:meth:`GradebookFolder.writing`); empty, never read.
 LOCK_FILE = ".lock"
 #: How long a writer waits for another's write (seconds).
@@ -149,6 +160,7 @@ class GradebookFolder:
 
     def __init__(self, out_dir):
         self.out = pathlib.Path(out_dir)
+        self._read_as = None  # (grades.json's inode, mtime, size), its parsed content
 
     @property
     def path(self) -> pathlib.Path:
@@ -286,6 +298,7 @@ class GradebookFolder:
             "reviews_through": book.reviews_through,
             "late_policy": None if book.late_policy is None else book.late_policy.to_dict(),
             "skipped": [{"path": path, "reason": reason} for path, reason in book.skipped],
+            "kept": self._kept_for(book),
             "submissions": [_entry(book, r) for r in book.results],
         }
         if book.roster is not None:
@@ -296,50 +309,172 @@ class GradebookFolder:
                     dataclasses.asdict(s) for s in book.roster.without_submission
                 ],
             }
-        return atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
+        try:
+            before = self._kept() is None
+        except GradebookError:  # replaced whole (--fresh): its files go with it
+            before = True
+        path = atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
+        self._tidy(data["kept"], before)
+        return path
+
+    def _kept_for(self, book: Gradebook) -> dict:
+        """``kept`` of the gradebook ``book`` is written as: what the book says it keeps
+        (``lablib grade``; a report written again gives the roster only), and for what it
+        does not say, what the folder keeps now, carried as it is."""
+        given = dict(book.kept or {})
+        if {"layout", "roster"} - set(given):
+            now = self._kept()
+            if now is None:  # a gradebook of before: its files' options, kept from now on
+                now = {"layout": self.layout(), "roster": self.keep_roster(self.roster())}
+            given = {**now, **given}
+        return {"layout": given.get("layout"), "roster": given.get("roster")}
+
+    def _tidy(self, kept: dict, before: bool) -> None:
+        """After ``grades.json`` is written: remove the roster copies it does not name and,
+        where it replaced a gradebook of before (``before``), that gradebook's own files
+        (none of them is read again)."""
+        roster = (kept.get("roster") or {}).get("file")
+        old = [self.out / name for name in BEFORE_KEPT.values()] if before else []
+        old += [
+            p
+            for p in self.out.glob(ROSTER_COPY.format(digest="*"))
+            if _COPY_NAME.fullmatch(p.name) and p.name != roster
+        ]
+        for path in old:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+
+    def _stored(self) -> dict | None:
+        """The parsed ``grades.json`` (read again only when it changed), or None where
+        there is none."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if self._read_as is None or self._read_as[0] != stamp:
+            self._read_as = (stamp, self.read())
+        return self._read_as[1]
+
+    def _kept(self) -> dict | None:
+        """``grades.json``'s ``kept``: {} where there is no ``grades.json`` (nothing kept),
+        None where it was written before it kept its options.
+
+        Raises:
+            GradebookError: ``grades.json`` cannot be read, or its ``kept`` is not an object.
+        """
+        data = self._stored()
+        if data is None:
+            return {}
+        if "kept" not in data:
+            return None
+        kept = data["kept"]
+        if not isinstance(kept, dict):
+            raise GradebookError(
+                f'{self.path}: "kept" is not an object ({type(kept).__name__}). {WHAT_TO_DO}'
+            )
+        return kept
 
     # ------------------------------------------------------- the roster and the policy
 
     def roster(self) -> Roster | None:
-        """The roster kept with the gradebook (``.roster.csv``), or None."""
-        kept = self.out / ROSTER_COPY
-        return Roster.load(kept) if kept.is_file() else None
-
-    def keep_roster(self, roster: Roster | None) -> None:
-        """Keep a copy of ``roster``'s file: later regrades and reports use it."""
-        kept = self.out / ROSTER_COPY
-        if (
-            roster is not None
-            and roster.source
-            and os.path.isfile(roster.source)
-            and not (kept.exists() and os.path.samefile(roster.source, kept))
-        ):
-            atomic_write(kept, pathlib.Path(roster.source).read_bytes())
-
-    def late_policy(self) -> LatePolicy | None:
-        """The late policy kept with the gradebook (``late.json``), or None.
+        """The roster the gradebook was written with (its copy, named in ``grades.json``),
+        or None.
 
         Raises:
-            LateError: ``late.json`` exists but cannot be read as a policy.
+            GradebookError: the copy ``grades.json`` names is missing or is not the file it
+                was written with (its SHA-256 differs), or ``grades.json`` cannot be read.
         """
-        path = self.out / POLICY_FILE
-        if not path.is_file():
+        kept = self._kept()
+        if kept is None:  # a gradebook of before: its own copy
+            copy = self.out / BEFORE_KEPT["roster"]
+            return Roster.load(copy) if copy.is_file() else None
+        entry = kept.get("roster")
+        if entry is None:
             return None
+        name = entry.get("file") if isinstance(entry, dict) else None
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        if not (
+            isinstance(digest, str)
+            and re.fullmatch("[0-9a-f]{64}", digest)
+            and name == ROSTER_COPY.format(digest=digest[:16])
+        ):
+            raise GradebookError(
+                f'{self.path}: "kept.roster" is {str(entry)[:200]}; expected {{"file": '
+                f'".roster-<16 hex digits>.csv", "sha256": "<its 64 hex digits>"}}, as lablib '
+                f"writes it. Give the roster again (--roster) to lablib grade or lablib report."
+            )
+        copy = self.out / name
         try:
-            return LatePolicy.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            if not copy.is_file():  # a folder, a pipe: nothing to wait on
+                raise FileNotFoundError(2, "no such file")
+            raw = copy.read_bytes()
+        except OSError as exc:
+            raw, problem = None, f"it cannot be read ({exc.strerror})"
+        if raw is not None and hashlib.sha256(raw).hexdigest() != digest:
+            problem = "it was changed since"
+        elif raw is not None:
+            return Roster.load(copy)
+        raise GradebookError(
+            f"{copy} is the copy of the roster {self.path.name} was written with, and "
+            f"{problem}. Give the roster again (lablib grade or lablib report with --roster): "
+            f"the command keeps a new copy."
+        )
+
+    def keep_roster(self, roster: Roster | None) -> dict | None:
+        """Copy ``roster``'s file into the folder for the gradebook about to be written
+        (``.roster-<digest>.csv``, written once, never over another copy) and return
+        ``grades.json``'s ``kept.roster`` for it; None without a roster (or one not read
+        from a file). The copy holds the bytes the roster was read from
+        (``Roster.raw``), not the file as it is now. The copy counts once ``grades.json``
+        names it."""
+        raw = None if roster is None else getattr(roster, "raw", None)
+        if raw is None:  # made in code: its file, if it has one
+            if roster is None or not roster.source or not os.path.isfile(roster.source):
+                return None
+            raw = pathlib.Path(roster.source).read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        name = ROSTER_COPY.format(digest=digest[:16])
+        copy = self.out / name
+        try:
+            same = copy.read_bytes() == raw
+        except OSError:
+            same = False
+        if not same:
+            atomic_write(copy, raw)
+        return {"file": name, "sha256": digest}
+
+    def late_policy(self) -> LatePolicy | None:
+        """The late policy the gradebook was written with (``grades.json``'s
+        ``late_policy``), or None.
+
+        Raises:
+            LateError: the policy kept cannot be read as one.
+            GradebookError: ``grades.json`` cannot be read.
+        """
+        kept = self._kept()
+        stored = self._stored() or {}
+        if kept is None and "late_policy" not in stored:  # a gradebook of before: its file
+            where = self.out / BEFORE_KEPT["late_policy"]
+            if not where.is_file():
+                return None
+            try:
+                entry = json.loads(where.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                entry = exc
+        else:  # the one its rows were computed with
+            where, entry = f'{self.path} ("late_policy")', stored.get("late_policy")
+            if entry is None:
+                return None
+        try:
+            if isinstance(entry, Exception):
+                raise entry
+            return LatePolicy.from_dict(entry)
         except (ValueError, TypeError) as exc:
             raise LateError(
-                f"{path} cannot be read as a late policy ({exc}); give --due again or delete it."
+                f"{where} cannot be read as a late policy ({exc}); give --due again (the "
+                f"command keeps the new policy), or grade again with --fresh to start without."
             ) from None
-
-    def keep_late_policy(self, policy: LatePolicy | None) -> None:
-        """Keep ``policy`` (``late.json``) for later regrades and reports; None removes
-        the one kept (a fresh gradebook without a policy)."""
-        path = self.out / POLICY_FILE
-        if policy is None:
-            path.unlink(missing_ok=True)
-        else:
-            atomic_write(path, json.dumps(policy.to_dict(), indent=1) + "\n")
 
     # ------------------------------------------------------------------ one writer
 
@@ -421,36 +556,30 @@ class GradebookFolder:
         earlier).
 
         Raises:
-            GradebookError: ``.options.json`` exists but cannot be read, or names another
-                layout (nothing is guessed: a plain class read by LMS shapes would take
-                files a student planted for a classmate's).
+            GradebookError: the layout kept cannot be read, or names another layout
+                (nothing is guessed: a plain class read by LMS shapes would take files a
+                student planted for a classmate's).
         """
-        path = self.out / OPTIONS_FILE
-        if not path.is_file():
-            return None
-        try:
-            layout = json.loads(path.read_text(encoding="utf-8"))["layout"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            layout = exc
-        if layout not in LAYOUTS:
-            problem = (
-                f"{type(layout).__name__}: {layout}"
-                if isinstance(layout, Exception)
-                else (f"the layout {layout!r}")
-            )
-            raise GradebookError(
-                f'{path} cannot be read ({problem}); expected {{"layout": "auto"}} or '
-                f'{{"layout": "plain"}}. Give --layout auto or --layout plain to the '
-                f"command (it writes the file again), or delete the file."
-            )
-        return layout
-
-    def keep_layout(self, layout: str | None) -> None:
-        """Keep ``layout`` (``.options.json``) for later regrades; None forgets the one
-        kept (a fresh gradebook read by the default)."""
-        if layout is None:
-            (self.out / OPTIONS_FILE).unlink(missing_ok=True)
-            return
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
-        atomic_write(self.out / OPTIONS_FILE, json.dumps({"layout": layout}) + "\n")
+        kept = self._kept()
+        if kept is not None:
+            layout, where = kept.get("layout"), f'{self.path} ("kept")'
+        else:  # a gradebook of before: its own file
+            where = self.out / BEFORE_KEPT["layout"]
+            if not where.is_file():
+                return None
+            try:
+                layout = json.loads(where.read_text(encoding="utf-8"))["layout"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                layout = exc
+        if layout is None or layout in LAYOUTS:
+            return layout
+        problem = (
+            f"{type(layout).__name__}: {layout}"
+            if isinstance(layout, Exception)
+            else f"the layout {layout!r}"
+        )
+        delete = "" if kept is not None else ", or delete the file"
+        raise GradebookError(
+            f"{where} cannot be read ({problem}); expected the layout auto or plain. Give "
+            f"--layout auto or --layout plain to lablib grade (it keeps the one given){delete}."
+        )

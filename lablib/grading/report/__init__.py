@@ -100,6 +100,9 @@ def write_reports(out_dir, lab, results, writers=None, **book) -> dict[str, list
               the files).
             * ``similarity``: the similarity hints (``{"pairs", "identical"}``) for the
               summary.
+            * ``kept``: what the output folder keeps for later regrades (the layout, the
+              roster's copy), written in ``grades.json`` with the rows; default: what it
+              keeps already.
 
     Returns:
         Writer name -> the paths it wrote.

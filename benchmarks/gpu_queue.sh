@@ -10,8 +10,9 @@
 #   lab2              Lab 2 in full mode, at most L minutes (default: all that is left)
 #                                                        -> DIR/labs_full_gpu.md
 #   lab2_step         benchmarks/lab2_step.py, the rows that split the lab's epoch
-#                     (model alone, buckets, the lab now, negligible width), each
-#                     epoch's time printed                -> DIR/lab2_step_gpu.md
+#                     (model alone, the wires through the pipeline before and
+#                     now, the lab now, negligible width, the lab's loop at
+#                     negligible width), each epoch's time -> DIR/lab2_step_gpu.md
 #   labs134           Labs 1, 3 and 4 in full mode       -> DIR/labs_full_gpu.md
 #   lab2_study        benchmarks/lab2_study.py            -> DIR/lab2_study_gpu.md
 #   transformer_step  benchmarks/transformer_step.py      -> DIR/transformer_step_gpu.md
@@ -88,7 +89,7 @@ if [ "$LAB2_MINUTES" -gt 0 ] && [ "$LAB2_MINUTES" -lt "$LAB2_BUDGET" ]; then LAB
 step lab2 "" -- "$PY" benchmarks/labs_full.py $LAB_FLAGS --labs lab2_transformer_reuters \
   --budget "$LAB2_BUDGET" --output "$RESULTS/labs_full_gpu.md"
 step lab2_step "" -- "$PY" benchmarks/lab2_step.py $(quick_flag --quick) --epochs 4 \
-  --rows alone,buckets,now,tiny --output "$RESULTS/lab2_step_gpu.md"
+  --rows alone,buckets,now,gathered,tiny,tiny_lab --output "$RESULTS/lab2_step_gpu.md"
 step labs134 "" -- "$PY" benchmarks/labs_full.py $LAB_FLAGS \
   --labs lab1_attention,lab3_gcn_molecules,lab4_gat --budget "$(budget_minutes)" --output "$RESULTS/labs_full_gpu.md"
 step lab2_study "" -- "$PY" benchmarks/lab2_study.py $(quick_flag --quick) --output "$RESULTS/lab2_study_gpu.md"

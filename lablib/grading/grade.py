@@ -640,7 +640,7 @@ def grade(
     )
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
-        _check_kept_unchanged(folder, options, roster, late_policy)
+        _check_kept_unchanged(folder, options, roster, late_policy, layout)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
         # Kept for later regrades, in grades.json with the rows (one write: a run stopped
         # before it leaves the gradebook as it was): the layout given, the roster's copy.
@@ -663,11 +663,14 @@ def grade(
     return sorted(results, key=lambda r: r.submission)
 
 
-def _check_kept_unchanged(folder: GradebookFolder, options: GradeOptions, roster, policy) -> None:
-    """Under the writers' lock: the roster and late policy this run took from the folder
-    (none given) are still the ones it keeps. Another command may have written the folder
-    while this run graded (``lablib report --roster``, a grade run with ``--due``); its
-    rows were resolved with the new ones, this run's with the old.
+def _check_kept_unchanged(
+    folder: GradebookFolder, options: GradeOptions, roster, policy, layout: str
+) -> None:
+    """Under the writers' lock: the roster, late policy and layout this run took from the
+    folder (none given) are still the ones it keeps. Another command may have written the
+    folder while this run graded (``lablib report --roster``, a grade run with ``--due``
+    or ``--layout``); its rows were resolved or read with the new ones, this run's with
+    the old.
 
     Raises:
         GradebookError: they changed; nothing is written.
@@ -679,9 +682,11 @@ def _check_kept_unchanged(folder: GradebookFolder, options: GradeOptions, roster
         changed.append("roster")
     if options.late_policy is None and folder.late_policy() != policy:
         changed.append("late policy")
+    if options.layout is None and (folder.layout() or "auto") != layout:
+        changed.append("layout")
     if changed:
         raise GradebookError(
-            f"The {' and '.join(changed)} kept in {folder.out} changed while this run graded "
+            f"The {', '.join(changed)} kept in {folder.out} changed while this run graded "
             f"(another lablib command wrote the folder). Nothing was written: run the command "
             f"again (the notebooks already graded are not run again)."
         )

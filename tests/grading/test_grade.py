@@ -937,3 +937,33 @@ def test_a_regrade_refuses_a_roster_changed_while_it_graded(tmp_path, monkeypatc
         json.loads((out / "grades.json").read_text())["submissions"][0]["student"]["student_id"]
         == "S9"
     )
+
+
+def test_a_regrade_refuses_a_layout_changed_while_it_graded(tmp_path, monkeypatch, capsys):
+    """A regrade reads new folders by the layout kept when it starts; another run that
+    keeps --layout plain meanwhile would leave rows read by LMS shapes under "plain"."""
+    from lablib.grading import grade as grading
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
+    out = tmp_path / "out"
+    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    assert main(args + ["--layout", "auto"]) == 0
+    graded = grading._in_parallel
+
+    def meanwhile(*a, **k):  # another run commits --layout plain
+        rows = graded(*a, **k)
+        data = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+        data["kept"]["layout"] = "plain"
+        (out / "grades.json").write_text(json.dumps(data), encoding="utf-8")
+        return rows
+
+    monkeypatch.setattr(grading, "_in_parallel", meanwhile)
+    capsys.readouterr()
+    assert main(args) != 0
+    said = capsys.readouterr().err
+    assert "The layout kept in" in said and "changed while this run graded" in said, said
+    assert (
+        json.loads((out / "grades.json").read_text(encoding="utf-8"))["kept"]["layout"] == "plain"
+    )

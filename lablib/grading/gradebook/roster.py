@@ -233,15 +233,16 @@ class Roster:
         return len(self.students)
 
     @classmethod
-    def load(cls, path) -> Roster:
-        """Read ``path`` in any of the module's layouts.
+    def load(cls, path, raw: bytes | None = None) -> Roster:
+        """Read ``path`` in any of the module's layouts (its bytes ``raw``, when already
+        read: the gradebook's copy, checked against its digest).
 
         Raises:
             RosterError: no header naming a student, or no student in the file.
         """
         path = pathlib.Path(path)
         try:
-            raw = path.read_bytes()
+            raw = path.read_bytes() if raw is None else raw
         except OSError as exc:
             raise RosterError(
                 f"Roster {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8)."

@@ -14,16 +14,18 @@ changes the folder's state. Beside it:
                         roster the rows were resolved with (``kept.roster``)
 ``.roster-<hex>.csv``   that copy of the roster (:meth:`GradebookFolder.keep_roster`),
                         named by the first 16 hex digits of its SHA-256, which
-                        ``grades.json`` records whole: written before ``grades.json``
-                        and never over another copy, so the copy a ``grades.json``
-                        names is the one its rows were resolved with
+                        ``grades.json`` records whole: written before ``grades.json``,
+                        and a copy of other bytes is never written over, so the copy a
+                        ``grades.json`` names is the one its rows were resolved with
 ``.lock``               the writers' lock (:meth:`GradebookFolder.writing`): one
                         writer at a time reads, merges and writes the gradebook
 ======================  ==========================================================
 
 A run stopped at any moment (Ctrl-C, a machine gone) leaves the gradebook as it was
 before the run or as the run wrote it, never a gradebook with another run's policy,
-layout or roster. A gradebook written before ``grades.json`` kept these (no ``kept``
+layout or roster. The reports (``grades.csv``, feedback, the summary) are written from
+it, some before and some after it: after a stopped run, ``lablib report`` writes them
+again from the gradebook. A gradebook written before ``grades.json`` kept these (no ``kept``
 key) had them in files of their own (``late.json``, ``.options.json``, ``.roster.csv``):
 they are read from there, and removed once ``grades.json`` keeps them, at its next write.
 
@@ -311,7 +313,7 @@ class GradebookFolder:
             }
         try:
             before = self._kept() is None
-        except GradebookError:  # replaced whole (--fresh): its files go with it
+        except (GradebookError, OSError):  # replaced whole (--fresh): its files go with it
             before = True
         path = atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
         self._tidy(data["kept"], before)
@@ -325,8 +327,11 @@ class GradebookFolder:
         if {"layout", "roster"} - set(given):
             now = self._kept()
             if now is None:  # a gradebook of before: its files' options, kept from now on
-                now = {"layout": self.layout(), "roster": self.keep_roster(self.roster())}
-            given = {**now, **given}
+                if "layout" not in given:
+                    given["layout"] = self.layout()
+                if "roster" not in given:
+                    given["roster"] = self.keep_roster(self.roster())
+            given = {**now, **given} if now is not None else given
         return {"layout": given.get("layout"), "roster": given.get("roster")}
 
     def _tidy(self, kept: dict, before: bool) -> None:
@@ -414,11 +419,12 @@ class GradebookFolder:
         if raw is not None and hashlib.sha256(raw).hexdigest() != digest:
             problem = "it was changed since"
         elif raw is not None:
-            return Roster.load(copy)
+            return Roster.load(copy, raw)  # the bytes checked
         raise GradebookError(
             f"{copy} is the copy of the roster {self.path.name} was written with, and "
-            f"{problem}. Give the roster again (lablib grade or lablib report with --roster): "
-            f"the command keeps a new copy."
+            f"{problem}. If another lablib command was writing the folder at that moment, "
+            f"run this one again; otherwise give the roster again (lablib grade or lablib "
+            f"report with --roster): the command keeps a new copy."
         )
 
     def keep_roster(self, roster: Roster | None) -> dict | None:
@@ -437,7 +443,7 @@ class GradebookFolder:
         name = ROSTER_COPY.format(digest=digest[:16])
         copy = self.out / name
         try:
-            same = copy.read_bytes() == raw
+            same = copy.is_file() and copy.read_bytes() == raw
         except OSError:
             same = False
         if not same:

@@ -60,7 +60,8 @@ def test_queue_runs_every_benchmark_and_writes_its_tables(shared_data, tmp_path)
         text = (results / name).read_text()
         assert header in text, f"{name} lacks its table:\n{text[-1500:]}"
     step = (results / "lab2_step_gpu.md").read_text()
-    assert "steps_per_execution=32: the lab now" in step and "negligible width" in step
+    assert "each batch gathered at once: the lab now" in step and "negligible width" in step
+    assert "the lab's loop at negligible width" in step
     assert "Spearman" in (results / "lab2_study_gpu.md").read_text()
     after = {p.name: p.stat().st_mtime_ns for p in (ROOT / "benchmarks" / "results").glob("*.md")}
     assert after == committed  # the committed measurements are untouched

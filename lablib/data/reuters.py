@@ -480,13 +480,13 @@ def _bucket_plan(tf, lengths, padded, batch_size: int, drop_remainder: bool):
         key = tf.gather(bucket_of, order)  # the bucket of the wire at each place in the order
         place = tf.range(n, dtype=tf.int64)
         # rank: how many wires of its bucket come before it in the order
+        start = tf.gather(first_of_bucket, key)  # its bucket's first place in `grouped`
         grouped = tf.cast(tf.argsort(key, stable=True), tf.int64)
-        ranked = place - tf.gather(first_of_bucket, tf.gather(key, grouped))
-        rank = tf.scatter_nd(grouped[:, tf.newaxis], ranked, [n])
+        rank = tf.scatter_nd(grouped[:, tf.newaxis], place - tf.gather(start, grouped), [n])
         batch = rank // batch_size
         is_full = batch < tf.gather(full_batches, key)
         # the place of a full batch's last wire: in `grouped` (places by bucket, in order)
-        closing = tf.gather(first_of_bucket, key) + (batch + 1) * batch_size - 1
+        closing = start + (batch + 1) * batch_size - 1
         last = tf.gather(grouped, tf.minimum(closing, n - 1))  # a short batch's: unused
         leaves = tf.where(is_full, last, n + key)  # when the wire's batch leaves
         kept = is_full if drop_remainder else tf.ones_like(is_full)
@@ -497,12 +497,13 @@ def _bucket_plan(tf, lengths, padded, batch_size: int, drop_remainder: bool):
         length = tf.gather(bucket_length, tf.gather(tf.gather(key, by_leaving), first))
         # The batches as the rows of one matrix [batches, batch_size], a short one's row
         # filled up with its first wire (one_batch keeps its first `size` entries).
+        wires = tf.gather(order, by_leaving)
         batch_of = tf.repeat(tf.range(tf.size(sizes, tf.int64)), sizes)
         column = tf.range(tf.size(by_leaving, tf.int64)) - tf.gather(first, batch_of)
         rows = tf.tensor_scatter_nd_update(
-            tf.repeat(tf.gather(tf.gather(order, by_leaving), first)[:, tf.newaxis], batch_size, 1),
+            tf.repeat(tf.gather(wires, first)[:, tf.newaxis], batch_size, 1),
             tf.stack([batch_of, column], axis=1),
-            tf.gather(order, by_leaving),
+            wires,
         )
         return tf.data.Dataset.from_tensor_slices((rows, length, sizes))
 

@@ -693,7 +693,7 @@ def _check_kept_unchanged(
 
 
 def _roster_bytes(roster) -> bytes | None:
-    return None if roster is None else getattr(roster, "raw", None)
+    return None if roster is None else roster.raw
 
 
 def _gradebook_after(previous, graded, found, roster, times, spec, options) -> list:

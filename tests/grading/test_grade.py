@@ -848,6 +848,38 @@ def _kept(out) -> tuple:
     )
 
 
+def _alice(tmp_path) -> tuple[list[str], pathlib.Path]:
+    """Alice's notebook in her folder, and `lablib grade` of it into ``out`` (its args)."""
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
+    out = tmp_path / "out"
+    return _fixture_grade(subs, "--no-sandbox", "-o", str(out)), out
+
+
+def _rosters(tmp_path) -> tuple[pathlib.Path, pathlib.Path]:
+    """Two rosters that give alice's folder to two different students (S1, then S9)."""
+    old_roster, new_roster = tmp_path / "old.csv", tmp_path / "new.csv"
+    old_roster.write_text("student_id,name,submission\nS1,Alice A,alice\n", encoding="utf-8")
+    new_roster.write_text("student_id,name,submission\nS9,Alice B,alice\n", encoding="utf-8")
+    return old_roster, new_roster
+
+
+def _meanwhile(monkeypatch, then) -> None:
+    """``then()`` runs after a grading run has graded, before it takes the writers' lock:
+    another command writing the folder meanwhile."""
+    from lablib.grading import grade as grading
+
+    graded = grading._in_parallel
+
+    def meanwhile(*a, **k):
+        rows = graded(*a, **k)
+        then()
+        return rows
+
+    monkeypatch.setattr(grading, "_in_parallel", meanwhile)
+
+
 def test_a_run_stopped_while_writing_leaves_the_gradebook_whole(tmp_path, monkeypatch):
     """`lablib grade --fresh` with a new late policy, layout and roster, stopped (Ctrl-C)
     after it wrote the roster's copy but before grades.json: the folder keeps the old
@@ -856,14 +888,8 @@ def test_a_run_stopped_while_writing_leaves_the_gradebook_whole(tmp_path, monkey
     stopped one left. Stopped after grades.json, before the tidying: the new state."""
     from lablib.grading.gradebook import store
 
-    subs = tmp_path / "subs"
-    (subs / "alice").mkdir(parents=True)
-    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
-    old_roster, new_roster = tmp_path / "old.csv", tmp_path / "new.csv"
-    old_roster.write_text("student_id,name,submission\nS1,Alice A,alice\n", encoding="utf-8")
-    new_roster.write_text("student_id,name,submission\nS9,Alice B,alice\n", encoding="utf-8")
-    out = tmp_path / "out"
-    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    args, out = _alice(tmp_path)
+    old_roster, new_roster = _rosters(tmp_path)
     first = [
         "--roster",
         str(old_roster),
@@ -911,23 +937,13 @@ def test_a_regrade_refuses_a_roster_changed_while_it_graded(tmp_path, monkeypatc
     from lablib.grading import grade as grading
     from lablib.grading.gradebook.roster import Roster
 
-    subs = tmp_path / "subs"
-    (subs / "alice").mkdir(parents=True)
-    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
-    old_roster, new_roster = tmp_path / "old.csv", tmp_path / "new.csv"
-    old_roster.write_text("student_id,name,submission\nS1,Alice A,alice\n", encoding="utf-8")
-    new_roster.write_text("student_id,name,submission\nS9,Alice B,alice\n", encoding="utf-8")
-    out = tmp_path / "out"
-    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    args, out = _alice(tmp_path)
+    old_roster, new_roster = _rosters(tmp_path)
     assert main(args + ["--roster", str(old_roster)]) == 0
-    graded = grading._in_parallel
-
-    def meanwhile(*a, **k):
-        rows = graded(*a, **k)
-        grading.rewrite_reports(out, lab=FIXTURE_LAB, roster=Roster.load(new_roster))
-        return rows
-
-    monkeypatch.setattr(grading, "_in_parallel", meanwhile)
+    _meanwhile(
+        monkeypatch,
+        lambda: grading.rewrite_reports(out, lab=FIXTURE_LAB, roster=Roster.load(new_roster)),
+    )
     capsys.readouterr()
     assert main(args) != 0
     said = capsys.readouterr().err
@@ -942,24 +958,15 @@ def test_a_regrade_refuses_a_roster_changed_while_it_graded(tmp_path, monkeypatc
 def test_a_regrade_refuses_a_layout_changed_while_it_graded(tmp_path, monkeypatch, capsys):
     """A regrade reads new folders by the layout kept when it starts; another run that
     keeps --layout plain meanwhile would leave rows read by LMS shapes under "plain"."""
-    from lablib.grading import grade as grading
-
-    subs = tmp_path / "subs"
-    (subs / "alice").mkdir(parents=True)
-    shutil.copy(FIXTURE_SOLUTION, subs / "alice" / "lab0.ipynb")
-    out = tmp_path / "out"
-    args = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    args, out = _alice(tmp_path)
     assert main(args + ["--layout", "auto"]) == 0
-    graded = grading._in_parallel
 
-    def meanwhile(*a, **k):  # another run commits --layout plain
-        rows = graded(*a, **k)
+    def plain():  # another run commits --layout plain
         data = json.loads((out / "grades.json").read_text(encoding="utf-8"))
         data["kept"]["layout"] = "plain"
         (out / "grades.json").write_text(json.dumps(data), encoding="utf-8")
-        return rows
 
-    monkeypatch.setattr(grading, "_in_parallel", meanwhile)
+    _meanwhile(monkeypatch, plain)
     capsys.readouterr()
     assert main(args) != 0
     said = capsys.readouterr().err

@@ -190,15 +190,24 @@ def lab_aliases(lab) -> tuple[str, ...]:
     return tuple(dict.fromkeys(aliases))
 
 
+def _unreadable(what: str, path, exc: Exception) -> RosterError:
+    return RosterError(f"{what} {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8).")
+
+
+def _read_bytes(path, what: str) -> bytes:
+    try:
+        return pathlib.Path(path).read_bytes()
+    except OSError as exc:
+        raise _unreadable(what, path, exc) from None
+
+
 def _read_csv(path, what: str, raw: bytes | None = None) -> list[list[str]]:
     """The rows of the CSV file ``path`` (of its bytes ``raw``, when already read)."""
     path = pathlib.Path(path)
     try:
-        text = (path.read_bytes() if raw is None else raw).decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RosterError(
-            f"{what} {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8)."
-        ) from None
+        text = (_read_bytes(path, what) if raw is None else raw).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _unreadable(what, path, exc) from None
     try:
         return list(csv.reader(text.splitlines()))
     except csv.Error as exc:
@@ -241,12 +250,7 @@ class Roster:
             RosterError: no header naming a student, or no student in the file.
         """
         path = pathlib.Path(path)
-        try:
-            raw = path.read_bytes() if raw is None else raw
-        except OSError as exc:
-            raise RosterError(
-                f"Roster {str(path)!r} cannot be read ({exc}); pass a CSV file (UTF-8)."
-            ) from None
+        raw = _read_bytes(path, "Roster") if raw is None else raw
         rows = _read_csv(path, "Roster", raw)
         if not rows:
             raise RosterError(

@@ -324,14 +324,16 @@ class GradebookFolder:
         (``lablib grade``; a report written again gives the roster only), and for what it
         does not say, what the folder keeps now, carried as it is."""
         given = dict(book.kept or {})
-        if {"layout", "roster"} - set(given):
+        missing = {"layout", "roster"} - set(given)
+        if missing:
             now = self._kept()
             if now is None:  # a gradebook of before: its files' options, kept from now on
-                if "layout" not in given:
-                    given["layout"] = self.layout()
-                if "roster" not in given:
-                    given["roster"] = self.keep_roster(self.roster())
-            given = {**now, **given} if now is not None else given
+                now = {}
+                if "layout" in missing:
+                    now["layout"] = self.layout()
+                if "roster" in missing:
+                    now["roster"] = self.keep_roster(self.roster())
+            given = {**now, **given}
         return {"layout": given.get("layout"), "roster": given.get("roster")}
 
     def _tidy(self, kept: dict, before: bool) -> None:
@@ -434,7 +436,7 @@ class GradebookFolder:
         from a file). The copy holds the bytes the roster was read from
         (``Roster.raw``), not the file as it is now. The copy counts once ``grades.json``
         names it."""
-        raw = None if roster is None else getattr(roster, "raw", None)
+        raw = None if roster is None else roster.raw
         if raw is None:  # made in code: its file, if it has one
             if roster is None or not roster.source or not os.path.isfile(roster.source):
                 return None

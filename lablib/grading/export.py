@@ -984,7 +984,7 @@ def _place_skipped(people: list[_Person], books, roster, index, report: dict) ->
     for folder, book in books:
         gradebook = GradebookFolder(folder)
         try:
-            skipped, layout = gradebook.skipped(book), gradebook.layout()
+            skipped, layout = gradebook.skipped(book), gradebook.layout(book)
         except GradebookError as exc:
             raise ExportError(str(exc)) from None
         lab, stray = book["lab"], []

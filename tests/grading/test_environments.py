@@ -366,10 +366,13 @@ def test_a_folder_the_submissions_user_could_open_stops_the_run(tmp_path):
     assert (tmp_path / "out").stat().st_mode & 0o007 == 0
 
 
-def test_the_work_folder_is_closed_to_other_runs_without_a_private_root(tmp_path):
-    """Without a private root a run's work folder (its home and TMPDIR) is a host folder;
-    the sandbox gives it to the run's uid closed (0700), so that a classmate's run graded
-    beside it under another uid cannot list or read what it writes there (it was 0755)."""
+def test_what_a_run_writes_is_closed_to_other_runs_without_a_private_root(tmp_path):
+    """Without a private root a run's work folder (its home and TMPDIR) is a host folder,
+    and ``/tmp`` is the host's, shared with a classmate's run graded beside it (``--jobs``)
+    under another uid. The sandbox gives the work folder to the run's uid closed (0700; it
+    was 0755) and runs the child with umask 077: a file or folder the run makes anywhere,
+    the top of ``/tmp`` included, is closed to other users unless its own code opens it
+    (a saved model, a cache: it was 0644, which a classmate's code could read)."""
     hidden, lab, subs = _fixture_course(tmp_path, hidden_mode=0o700, subs_mode=0o700)
     notebook = json.loads((lab / "solutions" / "lab0_fixture.ipynb").read_text())
     for cell in notebook["cells"]:
@@ -377,17 +380,24 @@ def test_the_work_folder_is_closed_to_other_runs_without_a_private_root(tmp_path
             cell["source"] = (
                 "# GRADED: normalize\n"
                 "import os\n"
-                "_work = os.stat(os.getcwd()).st_mode & 0o777\n"
+                "_probe = f'/tmp/lablib-probe-{os.getpid()}'\n"
+                "with open(_probe, 'w') as _f:\n"
+                "    _f.write('an answer')\n"
+                "os.mkdir(_probe + '.d')\n"
+                "_modes = {where: os.stat(where).st_mode & 0o777\n"
+                "          for where in (os.getcwd(), _probe, _probe + '.d')}\n"
                 "def normalize(x):\n"
-                "    if _work & 0o077:\n"
-                "        raise RuntimeError(f'the work folder is {oct(_work)}')\n"
+                "    _open = {w: oct(m) for w, m in _modes.items() if m & 0o077}\n"
+                "    if _open:\n"
+                "        raise RuntimeError(f'open to other users: {_open}')\n"
                 "    return x / x.sum(axis=-1, keepdims=True)\n"
             )
     (subs / "student.ipynb").write_text(json.dumps(notebook))
     entry, done = _grade_without_private_root(tmp_path, hidden, lab, subs)
     assert not entry["isolation"]["filesystem"].startswith("new root"), entry["isolation"]
     normalize = [t for t in entry["tests"] if t["piece"] == "normalize"]
-    assert normalize and all(t["passed"] for t in normalize), (normalize, done.stderr[-2000:])
+    said = [t.get("message") for t in normalize]
+    assert normalize and all(t["passed"] for t in normalize), (said, done.stderr[-2000:])
     assert entry["score"] == entry["max_score"], entry
 
 

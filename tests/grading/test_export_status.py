@@ -185,6 +185,34 @@ def test_a_file_handed_in_but_not_graded_is_told_to_its_student(tmp_path):
     assert _notes(tmp_path / "c.notes.csv")["Roe, Frank"] == ["Lab 9: no submission (0)"]
 
 
+def test_the_layout_is_the_one_of_the_rows_read(tmp_path, monkeypatch):
+    """A grade run writing the folder while the export reads it: the export reads
+    ``grades.json`` once, and the layout its skipped paths are read by is the one kept with
+    the rows it exports (graded plain: a zip's name names no one), not the newer file's."""
+    import lablib.grading.export as export_module
+
+    subs = tmp_path / "subs"
+    roster = _canvas_book(
+        tmp_path,
+        {"doeerin": (10, "1001", Status())},
+        skipped=[(subs / "roefrank_1002_9000002_lab9.zip", NOT_A_NOTEBOOK)],
+    )
+    _graded_plain(tmp_path / "out")
+    read = export_module._gradebook
+
+    def read_then_rewritten(folder):
+        data = read(folder)
+        rewritten = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
+        rewritten["kept"]["layout"] = "auto"  # another run, graded with --layout auto
+        (tmp_path / "out" / "grades.json").write_text(json.dumps(rewritten), encoding="utf-8")
+        return data
+
+    monkeypatch.setattr(export_module, "_gradebook", read_then_rewritten)
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv")
+    assert done["not_graded"]["lab9_export"] == {}  # read auto: S002 handed in the zip
+    assert _notes(tmp_path / "c.notes.csv")["Roe, Frank"] == ["Lab 9: no submission (0)"]
+
+
 def _graded_plain(out):
     """The gradebook in ``out`` as `lablib grade --layout plain` keeps it (in grades.json)."""
     data = json.loads((out / "grades.json").read_text(encoding="utf-8"))

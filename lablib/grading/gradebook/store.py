@@ -363,14 +363,15 @@ class GradebookFolder:
             self._read_as = (stamp, self.read())
         return self._read_as[1]
 
-    def _kept(self) -> dict | None:
-        """``grades.json``'s ``kept``: {} where there is no ``grades.json`` (nothing kept),
-        None where it was written before it kept its options.
+    def _kept(self, data: dict | None = None) -> dict | None:
+        """``grades.json``'s ``kept`` (of ``data``, when already read): {} where there is
+        no ``grades.json`` (nothing kept), None where it was written before it kept its
+        options.
 
         Raises:
             GradebookError: ``grades.json`` cannot be read, or its ``kept`` is not an object.
         """
-        data = self._stored()
+        data = self._stored() if data is None else data
         if data is None:
             return {}
         if "kept" not in data:
@@ -558,17 +559,19 @@ class GradebookFolder:
 
     # ------------------------------------------------------------------ the layout
 
-    def layout(self) -> str | None:
+    def layout(self, data: dict | None = None) -> str | None:
         """How the kept gradebook's submissions were read (``"auto"`` or ``"plain"``), or
         None where no gradebook kept it (a new folder, or one graded by lablib 0.9 or
-        earlier).
+        earlier). ``data``: the gradebook already read (:meth:`read`), whose rows the
+        layout is wanted for; ``grades.json`` is read again otherwise, and a writer may
+        have replaced it since.
 
         Raises:
             GradebookError: the layout kept cannot be read, or names another layout
                 (nothing is guessed: a plain class read by LMS shapes would take files a
                 student planted for a classmate's).
         """
-        kept = self._kept()
+        kept = self._kept(data)
         if kept is not None:
             layout, where = kept.get("layout"), f'{self.path} ("kept")'
         else:  # a gradebook of before: its own file

@@ -484,8 +484,8 @@ def _pivot_into(libc, m: _Mounts, new_root: str, scratch_mb: int, notes: list[st
 
 
 def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | None:
-    """RLIMIT_NPROC, the work folder given to ``uid``, then no groups, gid and uid
-    dropped, and no new user namespaces or keyrings (seccomp); returns why those were
+    """RLIMIT_NPROC, the work folder given to ``uid``, umask 077, then no groups, gid and
+    uid dropped, and no new user namespaces or keyrings (seccomp); returns why those were
     refused, or None."""
     import resource
 
@@ -499,6 +499,10 @@ def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | No
     # that another submission's run, graded beside this one under its own uid, can
     # neither list nor read what this one writes there
     os.chmod(workdir, 0o700)
+    # and what it makes anywhere else: without a private root /tmp is the host's, shared
+    # with that run; a file the run saves there (a model, a cache) is its own, 0600, unless
+    # its code opens it explicitly
+    os.umask(0o077)
     os.chdir(workdir)
     os.setgroups([])
     os.setgid(uid)

@@ -43,7 +43,7 @@ Nothing is lost or under-counted without a word:
   (``reviews.sqlite`` changed since ``grades.json`` was written) is refused: run
   ``lablib report`` first.
 * Notes: Moodle's file has a ``Notes`` column (map it to nothing, or to a feedback
-  field); Canvas makes a new assignment of every column it does not know, so its notes go
+  field; written as HTML text, ``<``, ``>`` and ``&`` escaped, as Moodle shows feedback); Canvas makes a new assignment of every column it does not know, so its notes go
   to a file beside the import, ``<output>.notes.csv``, written for both formats.
 
 * ``canvas``: Canvas's gradebook import layout: ``Student, ID, SIS User ID, SIS Login ID,
@@ -83,6 +83,7 @@ Example::
 from __future__ import annotations
 
 import csv
+import html
 import math
 import os
 import pathlib
@@ -1353,7 +1354,9 @@ def _write_import_file(
                     [
                         *map(spreadsheet_text, (x["name"], x["email"], x["student_id"])),
                         *values[id(p)],
-                        spreadsheet_text("; ".join(p.notes)),
+                        # Moodle shows an imported feedback as HTML: a name a student gave
+                        # a file (<img ...>) is text there
+                        spreadsheet_text(html.escape("; ".join(p.notes), quote=False)),
                     ]
                 )
 

@@ -19,6 +19,9 @@ to it (:func:`~lablib.grading.gradebook.book.feedback_stems`,
   (:data:`SHAPING`): zero-width (non-)joiners in Persian and Indic names and emoji, and
   variation selectors (an emoji's colour form, an ideograph's variant in a Japanese
   name); ``al\\u200dice`` and ``alice\\ufe0f`` get ``_`` too;
+* never one file with another stem where a file system ignores case or Unicode's forms
+  (:func:`same_file`): ``Alice``, ``alice`` and Turkish ``alıce`` (NTFS upper-cases
+  ``ı`` to ``I``) are one name there, so the writers tell such stems apart;
 * not a name Windows keeps for a device (:func:`windows_safe`), since instructors copy
   the output folder there: ``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
   ``LPT0``-``LPT9`` (and the superscript digits), ``CONIN$``, ``CONOUT$``, in any case,
@@ -36,7 +39,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["STEM_BYTES", "SHAPING", "cap_bytes", "shown", "windows_safe"]
+__all__ = ["STEM_BYTES", "SHAPING", "cap_bytes", "same_file", "shown", "windows_safe"]
 
 #: The most UTF-8 bytes of a stem made from a student's name, before its writer adds a
 #: digest or counter (``-1d2c3b4a``, ``-2``), the extension (``.html``) and the temporary
@@ -126,3 +129,13 @@ def windows_safe(stem: str) -> str:
     if _WINDOWS_DEVICE.fullmatch(stem.split(".", 1)[0].rstrip(" ").casefold()):
         return "_" + stem
     return stem
+
+
+def same_file(stem: str) -> str:
+    """The key under which file systems that ignore case or Unicode's canonical forms
+    (macOS, Windows) may take two stems for one file: alike keys, possibly one file.
+    Coarser than any of them (it folds case both ways, ``ı`` and ``İ`` with ``i``): two
+    stems it keeps apart are two files everywhere. ``COM¹`` stays apart from ``COM1``:
+    no file system folds compatibility forms."""
+    folded = unicodedata.normalize("NFC", stem).upper().casefold()
+    return unicodedata.normalize("NFC", folded.replace("i\u0307", "i"))

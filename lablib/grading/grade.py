@@ -127,8 +127,14 @@ def _environment() -> str:
     return json.dumps({k: os.environ.get(k) for k in _KEYED_ENVIRONMENT}, sort_keys=True)
 
 
+#: Folders beside the hidden tests whose files no judge reads: version control's stores
+#: (their working files are keyed), Jupyter's autosaves and byte-code caches. Other hidden
+#: folders are keyed (a ``.data/`` of expected values: changed, the class is graded again).
+_UNKEYED_FOLDERS = frozenset({".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__"})
+
+
 def _hash_folder(h, folder: pathlib.Path, skipped: set) -> None:
-    """Every file in ``folder`` and below (not in hidden folders, byte-code caches or the
+    """Every file in ``folder`` and below (not in :data:`_UNKEYED_FOLDERS` or the
     ``skipped`` folders): its path and its bytes, within ``_KEYED_BYTES`` in all (after
     that: its size and time), the first ``_KEYED_FILES`` files."""
     budget, count = _KEYED_BYTES, 0
@@ -136,9 +142,7 @@ def _hash_folder(h, folder: pathlib.Path, skipped: set) -> None:
         dirs[:] = sorted(
             d
             for d in dirs
-            if not d.startswith(".")
-            and d != "__pycache__"
-            and os.path.realpath(os.path.join(root, d)) not in skipped
+            if d not in _UNKEYED_FOLDERS and os.path.realpath(os.path.join(root, d)) not in skipped
         )
         for name in sorted(files):
             count += 1

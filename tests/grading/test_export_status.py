@@ -446,6 +446,26 @@ def _book_of(tmp_path, name: str, maximum: str):
     return folder / "out", sheet
 
 
+def test_moodles_notes_are_html_text(tmp_path):
+    """Moodle shows an imported feedback as HTML: a file name a student gave (``<img ...>``)
+    is text there, its ``<``, ``>`` and ``&`` escaped; the notes file beside the export,
+    read in a spreadsheet, keeps the name as it is."""
+    sheet = Roster.load(_write(tmp_path, "sheet.csv", WORKSHEET))
+    folder = tmp_path / "subs" / "Gina Poe_7300003_assignsubmission_file_"
+    lab = _lab()
+    r = _moodle_erin(tmp_path, sheet, lab)
+    name = "<img src=x onerror=alert(1)>&co.zip"
+    write_reports(
+        tmp_path / "out", lab, [r], roster=sheet, skipped=[(folder / name, NOT_A_NOTEBOOK)]
+    )
+    export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", missing="blank")
+    rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
+    note = rows["Gina Poe"]["Notes"]
+    assert "handed in &lt;img src=x onerror=alert(1)&gt;&amp;co.zip (not a notebook" in note
+    assert "<" not in note and ">" not in note
+    assert any(name in n for n in _notes(tmp_path / "m.notes.csv")["Gina Poe"])
+
+
 def test_a_moodle_team_folder_without_a_notebook_is_noted_for_every_member(tmp_path):
     """Team 1's Moodle folder holds only a zip: both members the worksheet puts in Team 1
     are noted with it (not "no submission"); Lost's graded folder lies beside it."""

@@ -396,9 +396,10 @@ def test_a_regrade_reads_new_folders_as_the_gradebook_was_graded(tmp_path, capsy
 
 def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     """The cache's key changes with a data file beside the hidden tests (a test that loads
-    its expected values), with a module of lablib outside the grading package (the
-    layers the judges' references use), with the child's LABLIB_FAST and the numerical
-    distributions' versions; not with files in the output folder kept beside the tests."""
+    its expected values), in a hidden folder too (``.data/``), with a module of lablib
+    outside the grading package (the layers the judges' references use), with the
+    child's LABLIB_FAST and the numerical distributions' versions; not with files in the
+    output folder kept beside the tests, nor in version control's store."""
     from lablib.grading import grade as grading
     from lablib.grading.labspec.registry import load_spec
     from lablib.grading.run import Limits
@@ -421,6 +422,18 @@ def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     assert with_data != first
     (course / "hidden" / "secret.json").write_text('{"expected": 2}')
     assert key() != with_data
+    with_data = key()
+    (course / "hidden" / ".data").mkdir()  # a hidden folder of expected values: keyed
+    (course / "hidden" / ".data" / "expected.npy").write_bytes(b"1")
+    assert key() != with_data
+    with_data = key()
+    (course / "hidden" / ".data" / "expected.npy").write_bytes(b"2")
+    assert key() != with_data
+    with_data = key()
+    for unread in (".git", ".ipynb_checkpoints", "__pycache__"):  # no judge reads these
+        (course / "hidden" / unread).mkdir()
+        (course / "hidden" / unread / "x").write_text("changed at every commit")
+    assert key() == with_data
     monkeypatch.setenv("LABLIB_FAST", "0" if os.environ.get("LABLIB_FAST") == "1" else "1")
     assert key() != with_data
     monkeypatch.undo()

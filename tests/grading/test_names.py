@@ -4,10 +4,12 @@ import json
 import os
 import pathlib
 import shutil
+import unicodedata
 
 import pytest
 
 from lablib.grading.submissions import NOT_A_NOTEBOOK, SubmissionSkipped, collect_submissions
+from lablib.grading.filenames import same_file
 from lablib.grading.gradebook import feedback_stems
 from lablib.grading.report import write_reports
 from grading_paths import FIXTURE_SOLUTION
@@ -45,9 +47,15 @@ def test_feedback_stems_never_collide():
         ".hidden",
         "x" * 300,
         "x" * 300 + "y",
+        "alıce",  # Turkish dotless i: NTFS upper-cases it to I, one file with "alice"
+        "alice",
+        "José",
+        "JOSÉ",
     ]
     stems = feedback_stems(names)
-    assert len({s.casefold() for s in stems.values()}) == len(names)
+    assert len({same_file(s) for s in stems.values()}) == len(names)
+    assert same_file("alıce") == same_file("ALICE") == same_file("alice")
+    assert same_file("Jose\u0301") == same_file("josé") != same_file("jose")
     assert stems["carol"] == "carol"  # a safe, unshared name is kept as it is
     assert stems["Smith, John"].startswith("Smith__John-") and stems["Smith_ John"].startswith(
         "Smith__John-"
@@ -81,6 +89,50 @@ def test_write_reports_one_file_per_submission(fixture_lab, tmp_path):
     for entry in data["submissions"]:  # each entry names its own file, which is about it
         text = (tmp_path / (entry["feedback"] + ".md")).read_text()
         assert f"feedback for {entry['submission']}" in text
+
+
+@pytest.mark.parametrize(
+    "name, listed",
+    [
+        ("José", lambda n: unicodedata.normalize("NFD", n)),  # macOS's HFS+
+        ("Alice", str.lower),  # case-insensitive, keeping the case a file had first
+    ],
+)
+def test_a_report_listed_under_another_form_of_its_name_stays(
+    fixture_lab, tmp_path, monkeypatch, name, listed
+):
+    """A file system that opens a name in any of its forms but lists another form than the
+    one written: the feedback just written was listed as another file, about no
+    submission, and removed (José's on an HFS+ drive; a row whose name changed case).
+    Emulated: the folder lists each name in the other form, and either form opens the
+    one file."""
+    from lablib.grading.judge import summarise
+    from lablib.grading.results import Status
+
+    def key(n):
+        return unicodedata.normalize("NFC", n).casefold()
+
+    def on_disk(path):  # the entry the name opens, as such a file system finds it
+        entries = os.listdir(path.parent) if path.parent.is_dir() else []
+        same = [e for e in entries if key(e) == key(path.name)]
+        return path.with_name(same[0]) if same else path
+
+    glob, lstat, unlink = pathlib.Path.glob, pathlib.Path.lstat, pathlib.Path.unlink
+    monkeypatch.setattr(
+        pathlib.Path, "glob", lambda self, p: [q.with_name(listed(q.name)) for q in glob(self, p)]
+    )
+    monkeypatch.setattr(pathlib.Path, "lstat", lambda self: lstat(on_disk(self)))
+    monkeypatch.setattr(
+        pathlib.Path, "unlink", lambda self, missing_ok=False: unlink(on_disk(self), missing_ok)
+    )
+    results = [summarise(fixture_lab, n, f"/subs/{n}.ipynb", [], Status()) for n in (name, "bob")]
+    write_reports(tmp_path, fixture_lab, results)
+    monkeypatch.undo()
+    stems = {r["submission"]: r["feedback"] for r in json.loads(
+        (tmp_path / "grades.json").read_text())["submissions"]}  # fmt: skip
+    for submission, stem in stems.items():
+        assert (tmp_path / f"{stem}.md").is_file(), (submission, os.listdir(tmp_path / "feedback"))
+        assert (tmp_path / f"{stem}.html").is_file()
 
 
 @pytest.fixture()

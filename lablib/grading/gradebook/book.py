@@ -24,7 +24,7 @@ import pathlib
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from lablib.grading.filenames import STEM_BYTES, cap_bytes, shown, windows_safe
+from lablib.grading.filenames import STEM_BYTES, cap_bytes, same_file, shown, windows_safe
 from lablib.grading.gradebook.identity import resolve, student_of
 from lablib.grading.gradebook.late import (
     Late,
@@ -361,7 +361,8 @@ def _safe(name: str) -> str:
 
 
 def feedback_stems(names: Iterable[str]) -> dict[str, str]:
-    """A feedback file stem per submission name, no two alike (also ignoring case).
+    """A feedback file stem per submission name, no two alike (also ignoring case and
+    Unicode's forms, as macOS and Windows do: :func:`~lablib.grading.filenames.same_file`).
 
     Names are made file-safe (``"Smith, John"`` -> ``Smith__John``; a name too long for
     a file name cut to 150 bytes, ``CON`` -> ``_CON``: :mod:`lablib.grading.filenames`);
@@ -374,7 +375,7 @@ def feedback_stems(names: Iterable[str]) -> dict[str, str]:
     safe = {name: _safe(name) for name in names}
     shared: dict[str, int] = {}
     for stem in safe.values():
-        shared[stem.casefold()] = shared.get(stem.casefold(), 0) + 1
+        shared[same_file(stem)] = shared.get(same_file(stem), 0) + 1
 
     def hashed(name: str, digits: int) -> str:
         digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
@@ -383,10 +384,10 @@ def feedback_stems(names: Iterable[str]) -> dict[str, str]:
     stems, used = {}, set()
     for name in names:
         digits = 8
-        stem = hashed(name, digits) if shared[safe[name].casefold()] > 1 else safe[name]
-        while stem.casefold() in used:  # taken by another name's stem: a longer digest
+        stem = hashed(name, digits) if shared[same_file(safe[name])] > 1 else safe[name]
+        while same_file(stem) in used:  # taken by another name's stem: a longer digest
             digits += 4
             stem = hashed(name, digits)
-        used.add(stem.casefold())
+        used.add(same_file(stem))
         stems[name] = stem
     return stems

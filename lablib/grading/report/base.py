@@ -32,18 +32,35 @@ def write_per_submission(
 ) -> list[pathlib.Path]:
     """Write ``render(lab_title, result)`` to ``folder/<stem><suffix>`` for every submission
     (those for which ``only(result)`` is true, when given), and remove every other
-    ``*<suffix>`` file there: no file about a submission that left the gradebook stays."""
+    ``*<suffix>`` file there: no file about a submission that left the gradebook stays.
+
+    A file is another's by what it is, not by its name as listed: a file system that
+    lists a name otherwise than it was written (macOS's HFS+ lists ``José.md``
+    decomposed; a case-insensitive one keeps the case a file had first) shows the file
+    just written under a name of its own, and that file stays."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths, written = [], set()
     for r in book.results:
         if only is None or only(r):
             path = folder / f"{book.stems[r.submission]}{suffix}"
             atomic_write(path, render(book.lab.title, r))
             paths.append(path)
-    for stale in set(folder.glob(f"*{suffix}")) - set(paths):
-        stale.unlink()
+            written.add(_file_id(path))
+    for listed in folder.glob(f"*{suffix}"):
+        if _file_id(listed) not in written:
+            listed.unlink(missing_ok=True)
     return paths
+
+
+def _file_id(path: pathlib.Path):
+    """The file at ``path`` (device and inode; the link itself, not where it leads), or
+    None where there is none now."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class FeedbackWriter:

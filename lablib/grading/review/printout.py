@@ -65,7 +65,7 @@ import unicodedata
 import zipfile
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.filenames import STEM_BYTES, cap_bytes, shown, windows_safe
+from lablib.grading.filenames import STEM_BYTES, cap_bytes, same_file, shown, windows_safe
 from lablib.grading.gradebook import GradebookFolder
 from lablib.grading.gradebook.store import result_from_entry
 from lablib.grading.report.feedback_markdown import cap_note
@@ -212,10 +212,10 @@ def class_students(out_dir, lab) -> list[Student]:
     taken: set[str] = set()
     for student in students:
         stem, k = _file_stem(student.key), 1
-        while stem.casefold() in taken:
+        while same_file(stem) in taken:  # one file where case or forms are ignored
             k += 1
             stem = f"{_file_stem(student.key)}-{k}"
-        taken.add(stem.casefold())
+        taken.add(same_file(stem))
         student.stem = stem
     return students
 
@@ -616,7 +616,10 @@ def write_printouts(
         "students": entries,
         "not_printed": not_printed,
     }
-    atomic_write(dest / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    # every character past ASCII escaped, as in grades.json: names come from the roster and
+    # the submissions, and a C1 control or a bidirectional one is never raw in a file an
+    # instructor may print in a terminal
+    atomic_write(dest / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 

@@ -466,3 +466,28 @@ def test_an_architecture_past_the_parsers_recursion_is_the_students_failure(monk
     deep = 100_000
     with pytest.raises(Mistake, match="nested too deep to read"):
         _model_checks.rebuild_model("[" * deep + "]" * deep, [np.zeros(3)])
+
+
+# ------------------------------------------------ the fixture lab: the template TAs copy
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [[np.zeros(3)] * 3, [10**400, 1.0, 1.0], ["1.0", "1.5", "3.0"], [None, None, None]],
+    ids=["arrays", "a huge int", "text", "None"],
+)
+def test_the_fixture_labs_judge_fails_a_forged_mean_plainly(reply):
+    """The fixture lab is the example a teaching assistant starts a judge from: its running
+    mean's judge computed on each value as it came (an array made its score an array,
+    a huge int overflowed), a grader-error instead of the student's failure."""
+    from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB
+
+    from lablib.grading.labspec.registry import load_spec
+    from lablib.labs import find_lab
+
+    spec = load_spec(find_lab(str(FIXTURE_LAB)), [str(FIXTURE_HIDDEN)])
+    (test,) = [t for t in spec.tests if t.name == "mean_after_updates"]
+    result, _, _ = _judged(test, reply)
+    assert result.kind != Kind.GRADER_ERROR and not result.passed, result.message
+    assert "expected a number" in result.message
+    assert _judged(test, [1.0, 1.5, 3.0])[0].passed

@@ -136,7 +136,9 @@ def _gradebook(folder) -> dict:
             f"{path} cannot be read ({exc}); pass the output folders of `lablib grade`."
         ) from None
     try:
-        newer = changes_since(pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0))
+        newer = changes_since(
+            pathlib.Path(folder) / DB_NAME, data.get("reviews_through", 0), data.get("reviews_log")
+        )
     except ReviewError as exc:
         raise ExportError(str(exc)) from None
     if newer:

@@ -55,7 +55,7 @@ from lablib.grading.notebook import (
 )
 from lablib.grading.atomic import atomic_write
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
-from lablib.grading.review.store import DB_NAME, ReviewStore
+from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore, check_log_kept
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
 from lablib.grading.run.isolation import sandbox_possible
@@ -614,6 +614,8 @@ def grade(
     layout = _layout(options, folder)
     out.mkdir(parents=True, exist_ok=True)
     folder.check_writable()  # before grading: its rows are written under the lock
+    if spec.answers and not options.fresh:  # and again there: the people's grades' log
+        _check_review_log(out)
     _close_to_others(out)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
@@ -893,19 +895,41 @@ def _write(
     similarity["dynamic_code"] = {
         r.submission: found for r in results if r.code and (found := dynamic_code(r.code))
     }
-    person, through = {}, 0
-    if spec.answers and (out / DB_NAME).is_file():
-        person, through = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
+    person, position = {}, None
+    if spec.answers:
+        _check_review_log(out)
+        if (out / DB_NAME).is_file():
+            person, position = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
     report.write_reports(
         out,
         spec,
         results,
         writers,
         person=person,
-        reviews_through=through,
+        reviews_through=position["through"] if position else 0,
+        reviews_log=position,
         similarity=similarity,
         **given,
     )
+
+
+def _check_review_log(out: pathlib.Path) -> None:
+    """Before ``grades.json`` is written again: where the gradebook there includes the
+    people's grades, the review log they came from is still there (not missing, empty,
+    made anew or restored from an older backup). A gradebook that cannot be read is
+    replaced only with ``--fresh``, which the caller checked.
+
+    Raises:
+        GradebookError: it is not; nothing is written.
+    """
+    try:
+        stored = GradebookFolder(out).read()
+    except (FileNotFoundError, GradebookError):
+        return
+    try:
+        check_log_kept(out / DB_NAME, stored.get("reviews_through", 0), stored.get("reviews_log"))
+    except ReviewError as exc:
+        raise GradebookError(str(exc)) from None
 
 
 def rewrite_reports(

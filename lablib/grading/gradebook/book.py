@@ -136,6 +136,10 @@ class Gradebook:
             a question missing there is still to grade.
         reviews_through: the last change of the people's grades this gradebook includes
             (the review log's id; 0: none).
+        reviews_log: which log and which change that is (``{"log", "through",
+            "change"}``: :meth:`~lablib.grading.review.store.ReviewStore.for_gradebook`),
+            so that a log restored from an older backup, or made anew, is never taken for
+            it; None without a log.
         late_policy: the :class:`~lablib.grading.gradebook.late.LatePolicy`, or None (no
             late penalties).
         similarity: ``{"pairs": [Pair], "identical": [[names]], ...}``: the similarity
@@ -154,6 +158,7 @@ class Gradebook:
     skipped: tuple[tuple[str, str], ...] = ()
     person: dict[str, dict[str, PersonScore]] = dataclasses.field(default_factory=dict)
     reviews_through: int = 0
+    reviews_log: dict | None = None
     late_policy: LatePolicy | None = None
     similarity: dict | None = None
     kept: dict | None = None
@@ -168,6 +173,7 @@ class Gradebook:
         skipped: Iterable[tuple[object, object]] = (),
         person: dict[str, dict[str, PersonScore]] | None = None,
         reviews_through: int = 0,
+        reviews_log: dict | None = None,
         late_policy: LatePolicy | None = None,
         similarity: dict | None = None,
         kept: dict | None = None,
@@ -191,6 +197,7 @@ class Gradebook:
             skipped=tuple((str(p), str(why)) for p, why in skipped),
             person=dict(person or {}),
             reviews_through=reviews_through,
+            reviews_log=reviews_log,
             late_policy=late_policy,
             similarity=similarity,
             kept=kept,

@@ -46,8 +46,9 @@ feedback files. Its ``identity`` is who submitted it, resolved once at grading a
 ``questions`` (id -> points and title) and, per entry, ``answers``,
 ``written`` (each question's :class:`~lablib.grading.results.PersonScore`), ``ungraded``,
 ``total`` (automatic + people's points) and ``max_total``; ``reviews_through`` is the
-review log's last change included (``lablib export`` refuses a gradebook older than its
-reviews). With a late policy, ``late_policy`` and per entry ``late``
+review log's last change included, and ``reviews_log`` which log and which change that is
+(``lablib export`` refuses a gradebook older than its reviews, and one whose log is another
+or lost that change; writing it again refuses where its log is gone). With a late policy, ``late_policy`` and per entry ``late``
 (:class:`~lablib.grading.gradebook.late.Late`, null without a submission time; its
 ``computed`` false where the time, or the student's extension, could not be read);
 ``total`` then subtracts the penalty. A group's entry (an identity with ``others``) adds
@@ -298,6 +299,7 @@ class GradebookFolder:
             },
             "questions": {q.id: {"points": q.points, "title": q.title} for q in book.questions},
             "reviews_through": book.reviews_through,
+            "reviews_log": book.reviews_log,
             "late_policy": None if book.late_policy is None else book.late_policy.to_dict(),
             "skipped": [{"path": path, "reason": reason} for path, reason in book.skipped],
             "kept": self._kept_for(book),

@@ -94,7 +94,8 @@ def write_reports(out_dir, lab, results, writers=None, **book) -> dict[str, list
             * ``person``: the people's grades of the written answers (submission ->
               question id -> :class:`~lablib.grading.results.PersonScore`), from
               ``lablib review``.
-            * ``reviews_through``: the review log's last change included in ``person``.
+            * ``reviews_through``: the review log's last change included in ``person``,
+              and ``reviews_log``: which log and which change that is.
             * ``late_policy``: a :class:`~lablib.grading.gradebook.late.LatePolicy`: each
               row's penalty is taken from its total (submission times from the roster or
               the files).

@@ -93,6 +93,7 @@ from lablib.grading.review.store import (
     ReviewConflict,
     ReviewError,
     ReviewStore,
+    check_log_kept,
     compare_texts,
 )
 
@@ -340,6 +341,13 @@ class ReviewApp:
         self._renders = _RenderCache()
         self._diffs = _RenderCache(16 * 1024 * 1024, size=_diff_size)
         self._load()
+        # before a log is made: one that is gone would otherwise start anew, empty, and
+        # the page would show every answer the gradebook holds people's grades of as
+        # ungraded (its write then refused)
+        stored = GradebookFolder(self.out).read()
+        check_log_kept(
+            self.out / DB_NAME, stored.get("reviews_through", 0), stored.get("reviews_log")
+        )
         self.store = ReviewStore(self.out / DB_NAME, lab)
         template_nb = read_notebook(template)[0] if template else None
         prompts = question_prompts(template_nb, lab.answers)

@@ -66,6 +66,7 @@ __all__ = [
     "RubricRow",
     "TextDiff",
     "changes_since",
+    "check_log_kept",
     "compare_texts",
     "text_digest",
     "word_diff",
@@ -348,6 +349,9 @@ class ReviewStore:
                 )
             db.execute("INSERT OR IGNORE INTO meta VALUES ('lab', ?)", (lab.name,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('secret', ?)", (secrets.token_hex(16),))
+            # which log this is (a gradebook records it): one made anew, or another
+            # folder's copied here, is never taken for the log a gradebook was written from
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('log', ?)", (secrets.token_hex(16),))
             for q in self.questions.values():  # a question's rubric starts as the spec says, once
                 started = db.execute(
                     "SELECT 1 FROM meta WHERE key = ?", (f"rubric:{q.id}",)
@@ -914,29 +918,87 @@ class ReviewStore:
         with self._db() as db:
             return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM event").fetchone()[0])
 
-    def for_gradebook(self, results) -> tuple[dict[str, dict[str, PersonScore]], int]:
-        """``(person_scores of the rows, last_change)`` for the writers: a grade given to
-        an answer whose text has changed since is ``stale`` (one graded while the gradebook
-        had no record of the answer too, once it has)."""
+    def for_gradebook(self, results) -> tuple[dict[str, dict[str, PersonScore]], dict]:
+        """``(person_scores of the rows, position)`` for the writers: a grade given to an
+        answer whose text has changed since is ``stale`` (one graded while the gradebook
+        had no record of the answer too, once it has). ``position``: the log's last
+        change, read before the scores (a change committed between the two is counted
+        as not included), as the gradebook records it: ``{"log": this log's id,
+        "through": the change's id (0: none), "change": its digest}``."""
         digests = {
             r.submission: {
                 q: r.answers[q].digest if q in r.answers else MISSING_DIGEST for q in self.questions
             }
             for r in results
         }
-        through = self.last_change()
-        return self.person_scores([r.submission for r in results], digests), through
+        with self._db() as db:
+            position = _position(db)
+        return self.person_scores([r.submission for r in results], digests), position
 
 
-def changes_since(path, through: int) -> int:
-    """How many changes the review log at ``path`` holds after change ``through`` (0 when
-    there is no log): a gradebook that does not include them is out of date.
+def _position(db) -> dict:
+    """The log's id and last change (id and digest), as a gradebook records them."""
+    log = db.execute("SELECT value FROM meta WHERE key = 'log'").fetchone()
+    row = db.execute(f"SELECT {_EVENT_COLUMNS} FROM event ORDER BY id DESC LIMIT 1").fetchone()
+    return {
+        "log": log[0] if log else "",
+        "through": int(row[0]) if row else 0,
+        "change": _change_digest(row) if row else "",
+    }
+
+
+#: A log entry's columns, in the order its digest reads them.
+_EVENT_COLUMNS = "id, at, grader, submission, question, what, detail"
+
+
+def _change_digest(row) -> str:
+    """The digest of one log entry (its id, time, grader and change): another change
+    stored under the same id (a log restored from a backup and written since) has
+    another."""
+    return hashlib.sha256(json.dumps(list(row)).encode()).hexdigest()[:32]
+
+
+#: What to do where the log a gradebook was written from is not there as it was.
+_RESTORE = (
+    "grades.json holds the people's grades as they were when it was written: restore the "
+    "review log it was written from (reviews.sqlite, with its -wal file where there is "
+    "one). Where that log is gone for good{move}, lablib export ships the grades "
+    "grades.json holds, and commands that write grades.json again refuse (they would drop "
+    "them) until you move grades.json away too, keeping it, and grade again."
+)
+_RESTORE_GONE = _RESTORE.format(move="")
+_RESTORE_OTHER = _RESTORE.format(move=" and this one is moved away")
+
+
+def changes_since(path, through: int, position: dict | None = None) -> int:
+    """How many changes to the people's grades the review log at ``path`` holds after
+    change ``through`` (0 when there is no log; revealing a student, which changes no
+    grade, is not counted): a gradebook that does not include them is out of date.
+    ``position``: the gradebook's ``reviews_log`` (:meth:`ReviewStore.for_gradebook`),
+    where it has one: the log must be that log, and still hold that change.
 
     Raises:
-        ReviewError: the file is there but cannot be read as a review log (damaged, or
-            another file under its name): never read as "no changes", which would let
-            a gradebook without the latest written grades pass as current.
+        ReviewError: the file is there but cannot be read as a review log (damaged, empty,
+            or another file under its name): never read as "no changes", which would let
+            a gradebook without the latest written grades pass as current. Or it is
+            another log than the gradebook's (made anew, copied from another folder), or
+            it no longer holds change ``through`` as the gradebook included it (restored
+            from an older backup, its last changes lost with its -wal file): its ids
+            then name other changes, and counting after ``through`` would miss them.
+            Or ``through`` is not a change's number.
     """
+    if isinstance(through, bool) or not isinstance(through, int) or through < 0:
+        raise ReviewError(
+            f"grades.json's reviews_through is {str(through)[:40]!r}; expected the number of "
+            f"the review log's last change it includes (0: none), as lablib writes it. Run "
+            f"`lablib report` on the folder to write grades.json again."
+        )
+    if position is not None and not isinstance(position, dict):
+        raise ReviewError(
+            f"grades.json's reviews_log is {str(position)[:60]!r}; expected an object "
+            f'{{"log", "through", "change"}}, as lablib writes it. Restore grades.json, or '
+            f"run `lablib report` on the folder to write it again."
+        )
     path = pathlib.Path(path)
     if not path.is_file():
         return 0
@@ -945,8 +1007,11 @@ def changes_since(path, through: int) -> int:
     except sqlite3.Error as exc:
         raise ReviewError(_unreadable_log(path, exc)) from None
     try:
+        _check_position(db, path, through, position or {})
         return int(
-            db.execute("SELECT COUNT(*) FROM event WHERE id > ?", (int(through),)).fetchone()[0]
+            db.execute(
+                "SELECT COUNT(*) FROM event WHERE id > ? AND what != 'reveal'", (through,)
+            ).fetchone()[0]
         )
     except sqlite3.DatabaseError as exc:
         raise ReviewError(_unreadable_log(path, exc)) from None
@@ -954,18 +1019,71 @@ def changes_since(path, through: int) -> int:
         db.close()
 
 
+def check_log_kept(path, through, position: dict | None = None) -> None:
+    """Before a gradebook that includes the people's grades up to change ``through`` is
+    written again: the log they came from is at ``path`` (:func:`changes_since`'s checks),
+    not missing or empty. Writing the gradebook from no log, or from a log made anew,
+    would drop every person's grade it holds.
+
+    Raises:
+        ReviewError: it is missing, empty, damaged, another log, or lost that change.
+    """
+    path = pathlib.Path(path)
+    if isinstance(through, int) and not isinstance(through, bool) and through == 0:
+        return
+    if isinstance(through, int) and not isinstance(through, bool) and through > 0:
+        state = "missing" if not path.is_file() else "empty" if path.stat().st_size == 0 else ""
+        if state:
+            raise ReviewError(
+                f"grades.json includes the people's grades up to change {through} of the "
+                f"review log, and {path} is {state}: writing grades.json again now would drop "
+                f"every one of them. Nothing was written. {_RESTORE_GONE}"
+            )
+    changes_since(path, through, position)
+
+
+def _check_position(db, path: pathlib.Path, through: int, position: dict) -> None:
+    """Raise :class:`ReviewError` where the log is not the one ``position`` names, or
+    does not hold change ``through`` as it was."""
+    log = db.execute("SELECT value FROM meta WHERE key = 'log'").fetchone()
+    if position.get("log") and log is not None and log[0] != position["log"]:
+        raise ReviewError(
+            f"{path} is not the review log grades.json was written from (it was made anew, "
+            f"or copied from another folder). {_RESTORE_OTHER}"
+        )
+    if through == 0:
+        return
+    row = db.execute(f"SELECT {_EVENT_COLUMNS} FROM event WHERE id = ?", (through,)).fetchone()
+    if row is None:
+        last = db.execute("SELECT COALESCE(MAX(id), 0) FROM event").fetchone()[0]
+        raise ReviewError(
+            f"{path} holds the people's grades up to change {last}, and grades.json includes "
+            f"change {through}: the log lost its latest changes (restored from an older "
+            f"backup, or its -wal file lost). {_RESTORE_OTHER}"
+        )
+    if position.get("change") and _change_digest(row) != position["change"]:
+        raise ReviewError(
+            f"Change {through} of {path} is not the change grades.json includes under that "
+            f"number: the log was restored from an older backup and written since. {_RESTORE_OTHER}"
+        )
+
+
 def _unreadable_log(path: pathlib.Path, exc: Exception) -> str:
     """What to do about a review log SQLite cannot read: a damaged file (or another file
     under its name) is restored or moved away; anything else (a folder this user may
     not write, where a log in WAL mode keeps its ``-shm`` file; a lock) is fixed where it is."""
     code = getattr(exc, "sqlite_errorcode", None)
-    damaged = code in (11, 26) or (  # SQLITE_CORRUPT, SQLITE_NOTADB (codes: Python 3.11+)
-        code is None and any(w in str(exc) for w in ("not a database", "malformed"))
+    damaged = (
+        code in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (codes: Python 3.11+)
+        or (code is None and any(w in str(exc) for w in ("not a database", "malformed")))
+        or "no such table" in str(exc)  # an empty file, or a database of something else
     )
     if damaged:
         advice = (
-            "Restore it from a backup; or, where grades.json already holds every grade "
-            "given (its reviews_through), move it away and run the command again."
+            "Restore it from a backup; where none is left and grades.json already holds "
+            "every grade given (its reviews_through), move it away: lablib export then "
+            "ships those, and commands that write grades.json again refuse (they would "
+            "drop them) until you also move grades.json away, keeping it, and grade again."
         )
     else:
         advice = (

@@ -95,6 +95,33 @@ def test_times_file(tmp_path):
         SubmissionTimes.load(path)
 
 
+def test_a_times_row_is_the_time_of_the_one_student_it_names(tmp_path):
+    """John's login is ``jsmith``; Jane's address is ``jsmith@gmail.com``. The times file's
+    row for ``jsmith`` (John's late time) was also Jane's, whose latest row it then was:
+    she was penalised for his lateness; and a folder named ``jsmith`` was no one's. The
+    start of an address is a student's key only where no classmate has it as theirs."""
+    roster = _roster(tmp_path, "student_id,name,email,login\nS001,John Smith,john.smith@uni.edu,"
+                     "jsmith\nS002,Jane Smith,jsmith@gmail.com,janes\n")  # fmt: skip
+    path = tmp_path / "times.csv"
+    path.write_text(
+        "student,lab,submitted_at\njsmith,lab1,2026-11-25T10:00+00:00\n"
+        "janes,lab1,2026-11-19T10:00+00:00\nS002,lab2,2026-11-20T10:00+00:00\n"
+    )
+    times = SubmissionTimes.load(path)
+    when = {}
+    for name in ("S001", "janes"):  # their folders
+        got = resolve(_found(name), roster, times=times, lab="lab1")
+        when[got["student_id"]] = got["submitted_at"]
+    assert when == {"S001": "2026-11-25T10:00+00:00", "S002": "2026-11-19T10:00+00:00"}
+    # a folder named by John's login is John's, the start of Jane's address though it is
+    got = resolve(_found("jsmith"), roster, times=times, lab="lab1")
+    assert got["student_id"] == "S001" and got["submitted_at"] == "2026-11-25T10:00+00:00"
+    # a row by the start of an address no one else has is still that student's
+    path.write_text("student,lab,submitted_at\njohn.smith,lab1,2026-11-21T10:00+00:00\n")
+    got = resolve(_found("S001"), roster, times=SubmissionTimes.load(path), lab="lab1")
+    assert got["submitted_at"] == "2026-11-21T10:00+00:00"
+
+
 def test_matching_rules_in_order(tmp_path):
     canvas = _roster(tmp_path, CANVAS)
     # Canvas's user id, with the name Canvas writes for that student
@@ -145,6 +172,25 @@ def test_matching_rules_in_order(tmp_path):
     ours_nfd = _roster(tmp_path, "student_id,name,login\nS9,José,josé.núñez\n", "nfd.csv")
     got = resolve(_found(unicodedata.normalize("NFD", "josé.núñez")), ours_nfd)
     assert got["student_id"] == "S9"
+
+
+def test_a_notebook_in_a_students_folder_is_never_named_by_its_own_file(tmp_path):
+    """A folder per student (GitHub Classroom, a plain layout): ``lab9-erindoe/frank.ipynb``
+    was matched to Frank by its file's name (his login), Frank's own folder to no one, and
+    the export gave Erin's work to Frank. The folder names every notebook in it; the
+    names a student gave a file or a subfolder name no one."""
+    roster = _roster(tmp_path, "student_id,name,email,login\nS1,Erin Doe,e@x.edu,erin\n"
+                     "S2,Frank Roe,f@x.edu,frank\n")  # fmt: skip
+    for where in ("lab9-erindoe/frank.ipynb", "lab9-erindoe/frank/lab9.ipynb"):
+        got = resolve(_found("lab9-erindoe", where=where, folder="lab9-erindoe"), roster)
+        assert not got["matched"], (where, got)
+    # the folder still names its notebooks, whatever their names
+    got = resolve(_found("erin", where="erin/frank.ipynb", folder="erin"), roster)
+    assert got["student_id"] == "S1" and got["matched_by"] == "the name 'erin'"
+    got = resolve(_found("sec-1/erin", where="sec-1/erin/frank.ipynb", folder="sec-1/erin"), roster)
+    assert got["student_id"] == "S1"
+    # a notebook at the top of the folder given is named by its file
+    assert resolve(_found("frank", where="frank.ipynb"), roster)["student_id"] == "S2"
 
 
 def test_moodle_and_gradescope_ids(tmp_path):

@@ -56,8 +56,12 @@ Matching a submission to the roster, first rule that finds exactly one student:
    what was expected, what to do);
 3. one of the student's identifiers (student id, SIS/Canvas ids, login, e-mail or its part
    before ``@``, Moodle participant id) equals the submission's name, one of its folders
-   or its notebook's name. For a notebook of an LMS download (its row carries the LMS's
-   description), only the folders may name the student: its student's folder (the
+   or its notebook's name (a key that is one student's id, login or address and only the
+   part before ``@`` of others' is that student's). A notebook in a student's folder is
+   named by that folder (and the folders above it) only, never by its own file's or
+   subfolders' names (``lab9-erin/frank.ipynb`` is not Frank's); a notebook at the top of
+   the folder given, by its file's name. For a notebook of an LMS download (its row
+   carries the LMS's description), only the folders may name the student: its student's folder (the
    LMS's) with the folders above it, never the student's own file or subfolder names
    (``frank.ipynb`` in Mallory's Moodle folder, or in a Gradescope ``submission_<id>``
    folder, is not Frank's), and never the name the LMS writes (Canvas's, Moodle's
@@ -201,6 +205,13 @@ class RosterIndex:
                     table.setdefault(fold(value), []).append(s)
             for form in _name_forms(s):
                 self.names.setdefault(form, []).append(s)
+        # a key that is one student's id, login or address and only the start of others'
+        # addresses is that student's (``jsmith``: John's login, and the start of Jane's
+        # jsmith@gmail.com)
+        for key, students in self.ids.items():
+            strong = [s for s in students if key in _strong_ids(s)]
+            if len(students) > 1 and len(strong) == 1:
+                self.ids[key] = strong
         # a team assignment's groups (the roster's group column), each by its exact (NFC)
         # name: "Team Red" and "team  red" are two Moodle groups. Members in roster order,
         # and the group folders' names as Moodle 4.1's download writes them (formatted)
@@ -303,6 +314,9 @@ class RosterIndex:
 def _candidates(found, lms: dict | None = None, *, names: bool = True) -> list[str]:
     """What a submission may be named after: its name, its path below the folder given and
     its student's folder, each of their parts, and its notebook's name, without ``.ipynb``.
+    A notebook in a student's folder is that folder's: named after the folder (and the
+    folders above it) only, never after its own file's or subfolders' names, which the
+    student gave (``lab9-erin/frank.ipynb`` is Erin's or no one's, never Frank's).
     A notebook of an LMS download (``lms``, else the submission's own LMS description):
     only what the LMS wrote (:func:`_lms_candidates`; ``names=False``: not the display
     names it wrote, for the identifier rule)."""
@@ -318,9 +332,12 @@ def _candidates(found, lms: dict | None = None, *, names: bool = True) -> list[s
         found.path.name if hasattr(found.path, "name") else str(found.path),
         flags=re.I,
     )
-    out = [name, where, folder, f"{name}/{stem}", stem]
-    for text in (name, where):
-        out += text.split("/")
+    if folder:  # the whole name and path as given (a roster's submission column) too
+        out = [name, where, folder, *folder.split("/")]
+    else:
+        out = [name, where, f"{name}/{stem}", stem]
+        for text in (name, where):
+            out += text.split("/")
     return [c for c in dict.fromkeys(out) if c]
 
 
@@ -1195,7 +1212,7 @@ def _time(identity: dict, found, roster, times, lab) -> tuple[str, str]:
         return lms["submitted_at"], "Gradescope's submission_metadata.yml"
     aliases = lab_aliases(lab) if lab is not None else ()
     if times is not None:
-        keys = identity_keys(identity) | {fold(found.name)}
+        keys = _own_keys(identity_keys(identity) | {fold(found.name)}, identity, roster)
         when, where = times.lookup(keys, aliases)
         if when:
             return when, f"the times file ({where})"
@@ -1204,6 +1221,28 @@ def _time(identity: dict, found, roster, times, lab) -> tuple[str, str]:
         if student is not None:
             return student.time_for(aliases)
     return "", ""
+
+
+def _own_keys(keys: set[str], identity: dict, roster) -> set[str]:
+    """Of ``keys`` (an identity's), those a times file's row may name this student by: none
+    that another roster student has as an id, login or address, and none that another
+    student has at all (the start of their e-mail address) unless it is this student's own
+    id, login or address (``jsmith``, John's login, is also the start of Jane's
+    ``jsmith@gmail.com``: a row for ``jsmith`` is John's, and never Jane's)."""
+    if roster is None:
+        return keys
+    me = student_of(identity, roster)
+    others = [s for s in roster.students if s is not me]
+    theirs = set().union(*(s.identifiers() for s in others))
+    theirs_strong = set().union(*(_strong_ids(s) for s in others))
+    mine = set() if me is None else _strong_ids(me)
+    return {k for k in keys if k not in theirs_strong and (k in mine or k not in theirs)}
+
+
+def _strong_ids(student) -> set[str]:
+    """A roster student's identifiers less the start of their e-mail address (folded)."""
+    values = (student.student_id, student.lms_id, student.login, student.email)
+    return {fold(v) for v in (*values, student.participant_id) if v and v.strip()}
 
 
 def identity_keys(identity: dict) -> set[str]:

@@ -336,7 +336,7 @@ def export(
         "scaled": {header: [lab points, Points Possible or Maximum Grade]}, "scaled_to",
         "maximum_unchecked": None or {"maximum_grade", "why", "columns": {header:
         points}} (a Moodle worksheet's maximum that could not be checked: several
-        columns, or no number), "matched_by_name": [keys],
+        columns, or no number), "matched_by_name": [keys], "held": {lab: [keys]},
         "labs", "notes": path or None, "summary"}``: ``left_out`` lists the students not
         written to a Moodle file (no value in the field its rows are matched by), with
         their grades; ``missing`` the students with neither a graded row nor a file
@@ -345,7 +345,10 @@ def export(
         not graded (a zip, a ``.ipynb.txt``: the gradebook's ``skipped``, told to them by
         the LMS's file names), ``skipped_unmatched`` such files told to no student of the
         export; ``matched_by_name`` the Canvas rows without an ID, SIS User ID or SIS
-        Login ID (Canvas matches them by name).
+        Login ID (Canvas matches them by name); ``held`` the roster's students without a
+        row who are left empty, not given ``missing``'s 0, because a graded row that
+        matched no one may be theirs (a Canvas file under their user id with another
+        name, a Canvas download graded anonymously).
 
     Raises:
         ExportError: an unknown format or ``missing`` value, a gradebook that cannot be
@@ -374,6 +377,7 @@ def export(
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
+    report["held"] = {}
     report["scaled"] = {header: list(pair) for header, pair in scales.items()}
     report["scaled_to"] = "Maximum Grade" if fmt == "moodle" else "Points Possible"
     report["maximum_unchecked"] = _maximum_unchecked(fmt, books, columns, pieces, roster)
@@ -442,6 +446,12 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
     )
     if unknown:
         line += f"; {unknown} with lateness not computed (no late penalty, noted)"
+    held = len({k for keys in report["held"].values() for k in keys})
+    if held:
+        line += (
+            f"; {held} without a submission left empty, not 0: a graded notebook that "
+            f"matched no one may be theirs (noted; unmatched lists them)"
+        )
     line += _more_summary(report, missing)
     if report["matched_by"]:
         line += f"; in Moodle map {report['matched_by']} to the user field {report['matched_by']}"
@@ -1143,13 +1153,15 @@ def _grade_columns(
         lab = book["lab"]
         title = columns.get(lab, book.get("title") or lab)
         best = _best_rows(people, lab, title, missing, report, bool(book.get("late_policy")))
+        held = {id(p) for p in people if _key(p) in report["held"].get(lab, ())}
         for header, piece, possible in _lab_columns(book, title, pieces):
             header_cells.append(header)
             ours, theirs = scales.get(header, (None, None))
             factor = None if ours is None else theirs / ours
             points.append(num(possible) if factor is None else _two(theirs))
             for p in people:
-                values[id(p)].append(_cell(best.get(id(p)), piece, missing, factor))
+                given = "blank" if id(p) in held else missing
+                values[id(p)].append(_cell(best.get(id(p)), piece, given, factor))
     return header_cells, points, values
 
 
@@ -1158,11 +1170,19 @@ def _best_rows(
 ) -> dict:
     """``{id(person): the row with the best total}`` of one lab, with the notes of students
     without a submission (or with only files that were not graded) and of each row
-    exported (:func:`_row_notes`)."""
+    exported (:func:`_row_notes`). A roster student without a row is left empty, not
+    given ``missing``'s 0, where a graded row of the lab that matched no student of the
+    roster may be theirs (:func:`_maybe_theirs`); ``report["held"]`` lists them."""
     best = {}
     report["not_graded"][lab] = {}
+    strays = [r for p in people if not p.in_roster for r in p.rows.get(lab, [])]
+    held = report["held"].setdefault(lab, [])
     for p in people:
         rows = p.rows.get(lab, [])
+        maybe = _maybe_theirs(p, strays) if p.in_roster and missing == "zero" and not rows else ""
+        zero = "left empty" if maybe or missing != "zero" else "0"
+        if maybe:
+            held.append(_key(p))
         if rows:
             best[id(p)] = max(rows, key=_total)
             if len(rows) > 1:
@@ -1176,12 +1196,10 @@ def _best_rows(
             p.notes.append(
                 f"{title}: handed in "
                 + "; ".join(f"{name} ({why})" for name, why in handed)
-                + f", nothing graded ({'0' if missing == 'zero' else 'left empty'})"
+                + f", nothing graded ({zero}{maybe})"
             )
-        elif missing == "zero":
-            p.notes.append(f"{title}: no submission (0)")
         else:
-            p.notes.append(f"{title}: no submission (left empty)")
+            p.notes.append(f"{title}: no submission ({zero}{maybe})")
     for p in people:
         if id(p) in best:
             _row_notes(p, best[id(p)], lab, title, report, policy)
@@ -1190,6 +1208,41 @@ def _best_rows(
     ]
     report["without_submission"][lab] = report["missing"][lab]
     return best
+
+
+def _maybe_theirs(person: _Person, strays: list) -> str:
+    """Why a graded row that matched no student of the roster (``strays``) may be
+    ``person``'s ("" where none may): a Canvas download graded anonymously names no one
+    (any of them may be theirs), and a Canvas file under their own user id whose name is
+    not theirs as the roster has it (a name changed since the roster was exported) is
+    refused at grading, never given to them. (A Moodle folder's number is no such sign:
+    in a team assignment's download it is a group's id, which may be a student's too.)"""
+    theirs = person.fields.get("lms_id", "")
+    lms = [(r.get("identity") or {}).get("lms") or {} for r in strays]
+    canvas = [x for x in lms if x.get("lms") == "canvas"]
+    anonymous = [x for x in canvas if any(r.get("anonymous_id") for r in _readings(x))]
+    own = [x for x in canvas if theirs and theirs in _canvas_user_ids(x)]
+    if own:
+        return (
+            f": a graded notebook of this lab is under your Canvas user id but another name "
+            f"({own[0].get('name') or '?'}); it matched no one"
+        )
+    if anonymous:
+        return (
+            f": {len(anonymous)} graded notebook(s) of this lab were downloaded graded "
+            f"anonymously and match no student; one may be yours"
+        )
+    return ""
+
+
+def _canvas_user_ids(lms: dict) -> set[str]:
+    """The Canvas user ids a Canvas file's name gives (each reading's)."""
+    return {str(r["user_id"]) for r in _readings(lms) if r.get("user_id")}
+
+
+def _readings(lms: dict) -> list[dict]:
+    """A Canvas file's description and each reading of its name kept with it."""
+    return [lms, *(c for c in lms.get("candidates", []) if isinstance(c, dict))]
 
 
 def _handed_in(skipped) -> list[tuple[str, str]]:

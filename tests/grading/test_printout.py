@@ -29,7 +29,7 @@ from lablib.grading.results import Kind, Status
 from lablib.grading.review import printout
 from lablib.grading.review.fonts import FontGaps, parse_charsets
 from lablib.grading.review.render import TAGS
-from lablib.grading.review.store import DB_NAME, ReviewStore
+from lablib.grading.review.store import DB_NAME, ReviewStore, text_digest
 from review_fixtures import result, write_class, written_lab
 
 HOSTILE = (
@@ -488,6 +488,70 @@ def test_gradescopes_evaluations_come_back_into_the_review_store(tmp_path):
         ReviewStore(out / DB_NAME, lab).person_scores(["s02"])["s02"]["why"].grader
         == "prof (Gradescope: TA One)"
     )
+
+
+def test_a_gradescope_row_is_never_matched_by_a_name_its_ids_contradict(tmp_path):
+    """Gradescope's John Smith (SID 9999, another address) shares a name with the
+    gradebook's John Smith (2001): matched by the name, his 0 ("Plagiarised") was given
+    to the other John Smith. A row whose SID or e-mail contradicts the name's student is
+    unmatched; one whose ids agree, or that has none, is matched by the name."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, {"js_2001": {"why": "John's answer", "how": "h"}})
+    _with_roster(out, {"js_2001": ("2001", "John Smith", "jsmith@uni.example")})
+    path = tmp_path / "1_why.csv"
+    items = [("Names the cause.", 2.0)]
+    for sid, email, matched in [
+        ("9999", "other.john@uni.example", False),
+        ("", "other.john@uni.example", False),
+        ("", "", True),
+        ("2001", "", True),
+    ]:
+        row = ("John Smith", sid, email, 0, "", "Plagiarised: 0", {"Names the cause."})
+        path.write_text(_evaluations_csv([row], items), encoding="utf-8")
+        got = printout.import_gradescope(out, lab, path, question_map={"1": "why"}, replace=True)
+        assert (not got["unmatched"]) is matched, (sid, email, got)
+        if not matched:
+            assert "is the row 'js_2001''s, but its" in got["unmatched"][0], got
+
+
+def test_a_gradescope_grade_is_for_the_text_printed_even_under_a_new_row_name(tmp_path):
+    """Alice's answer was printed as row alice_100; she resubmitted, and the regrade named
+    her row alice_300. Her Gradescope grade, given to the printed text, was stored against
+    the text she has now (the row was not in the printout): never stale. It is stored
+    against the printed text, found by her student id; a row the printout has neither
+    under its name nor its student's gets a grade stale at once."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    printed_text = "The original answer, printed."
+    write_class(
+        out,
+        lab,
+        {"alice_300": {"why": "A new answer.", "how": "h"}, "bob": {"why": "b", "how": "h"}},
+    )
+    _with_roster(out, {"alice_300": ("1001", "Alice A", "alice@uni.example"),
+                       "bob": ("1002", "Bob B", "bob@uni.example")})  # fmt: skip
+    printed = tmp_path / "pdfs"
+    printed.mkdir()
+    entry = {"file": "1001.pdf", "key": "1001", "name": "Alice A", "student_id": "1001",
+             "email": "alice@uni.example", "submission": "alice_100",
+             "digests": {"why": text_digest(printed_text)}}  # fmt: skip
+    (printed / "manifest.json").write_text(
+        json.dumps({"lab": lab.name, "students": [entry]}), encoding="utf-8"
+    )
+    rows = [
+        ("Alice A", "1001", "alice@uni.example", 2, "", "", {"Names the cause."}),
+        ("Bob B", "1002", "bob@uni.example", 2, "", "", {"Names the cause."}),
+    ]
+    path = tmp_path / "1_why.csv"
+    path.write_text(_evaluations_csv(rows, [("Names the cause.", 2.0)]), encoding="utf-8")
+    got = printout.import_gradescope(out, lab, path, question_map={"1": "why"}, printout=printed)
+    assert got["imported"] == {"why": 2}, got
+    store = ReviewStore(out / DB_NAME, lab)
+    digests = {"alice_300": {"why": text_digest("A new answer.")}, "bob": {"why": text_digest("b")}}
+    scores = store.person_scores(["alice_300", "bob"], digests)
+    assert scores["alice_300"]["why"].stale, "graded for the text printed, not the new one"
+    assert scores["bob"]["why"].stale, "not in the printout at all: for a person to look again"
 
 
 def test_an_evaluations_file_that_names_no_question_is_refused(tmp_path):

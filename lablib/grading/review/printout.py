@@ -857,12 +857,30 @@ def _match_rows(students: list[Student]):
         for kind, value in tries:
             found = by[kind].get(_norm(value)) if value else None
             if found and len(found) == 1:
-                return next(iter(found)), ""
+                submission = next(iter(found))
+                clash = _clash(row, rows_of[submission], kind)
+                if clash:  # a name shared with another person, never theirs by the name
+                    return None, f"{kind} {value!r} is the row {submission!r}'s, but {clash}"
+                return submission, ""
             if found:
                 return None, f"{kind} {value!r} names {len(found)} rows of the gradebook"
         return None, "no gradebook row has this SID, e-mail or name"
 
+    rows_of = {s.submission: s for s in students}
     return match
+
+
+def _clash(row: dict, student: Student, kind: str) -> str:
+    """What of an evaluations row contradicts the student it was matched to by ``kind``
+    ("" where nothing does): an id both have that differ, stronger than the one matched
+    by (an SID for a match by e-mail; an SID or an e-mail for one by name)."""
+    fields = {"sid": (), "email": ("SID",)}.get(kind, ("SID", "Email"))
+    for field in fields:
+        given = row.get(field, "")
+        theirs = student.student_id if field == "SID" else student.email
+        if given and theirs and _norm(given) != _norm(theirs):
+            return f"its {field} {given!r} is not theirs ({theirs!r})"
+    return ""
 
 
 def name_of(row: dict) -> str:
@@ -942,8 +960,8 @@ def import_gradescope(
                 and not _replaces(question, row, submission, current, wanted, replace, report)
             ):
                 continue
-            digest = printed.get(submission, {}).get(question, now[submission])
             student = by_submission[submission]
+            digest = _printed_digest(printed, student, question, now[submission])
             text = student.answers[question].text if question in student.answers else None
             who = f"{grader} (Gradescope: {row.get('Grader') or 'no grader named'})".strip()
             try:
@@ -980,11 +998,30 @@ def _question_map(lab, question_map) -> dict:
     return mapping
 
 
-def _printed_digests(printout, lab) -> dict:
-    """``{submission: {question: digest}}`` of the answers as printed in ``printout`` (the
-    folder :func:`write_printouts` wrote); ``{}`` when ``printout`` is None."""
+def _printed_digest(printed: dict | None, student: Student, question: str, now: str) -> str:
+    """The digest of the answer a Gradescope grade was given to: as printed in the
+    printout (``printed``: :func:`_printed_digests`), found by the row's submission, else
+    by its student (a resubmission graded since under another name); ``MISSING_DIGEST``
+    (the grade is stale at once, for a person to look again) where the printout has
+    neither; the text now (``now``) where no printout is given."""
+    if printed is None:
+        return now
+    entry = printed["submission"].get(student.submission)
+    if entry is None:
+        for value in (student.key, student.student_id, student.email):
+            found = printed["person"].get(_norm(value)) if value else None
+            if found is not None and len(found) == 1:
+                entry = found[0]
+                break
+    return (entry or {}).get(question, MISSING_DIGEST)
+
+
+def _printed_digests(printout, lab) -> dict | None:
+    """The answers' digests as printed in ``printout`` (the folder :func:`write_printouts`
+    wrote): ``{"submission": {submission: {question: digest}}, "person": {key, student id
+    or e-mail (normalized): [their entries' digests]}}``; None when ``printout`` is None."""
     if printout is None:
-        return {}
+        return None
     manifest_path = pathlib.Path(printout) / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -995,7 +1032,13 @@ def _printed_digests(printout, lab) -> dict:
         ) from None
     if manifest.get("lab") != lab.name:
         raise PrintoutError(f"{manifest_path} is of lab {manifest.get('lab')!r}, not {lab.name!r}.")
-    return {e["submission"]: e.get("digests", {}) for e in manifest.get("students", [])}
+    printed: dict = {"submission": {}, "person": {}}
+    for e in manifest.get("students", []):
+        digests = e.get("digests", {})
+        printed["submission"][e["submission"]] = digests
+        for value in {_norm(e.get(k)) for k in ("key", "student_id", "email") if e.get(k)}:
+            printed["person"].setdefault(value, []).append(digests)
+    return printed
 
 
 def _evaluations_plan(files, lab, order, mapping) -> list[tuple]:

@@ -817,3 +817,34 @@ def test_a_pdf_not_made_in_time_or_pages_is_listed_and_the_class_goes_on(
     assert code == 1 and "wrote 1 PDFs (3 pages" in said.out, said
     assert "lablib written: not printed: bob (bob), no bob.pdf: more than 81 pages" in said.err
     assert "lablib review" in said.err
+
+
+@pytest.mark.parametrize("damage", ["a test record of another shape", "two rows of one name"])
+def test_a_gradebook_row_that_cannot_be_read_is_an_error_not_a_missing_student(tmp_path, damage):
+    """A row of grades.json that cannot be read (a hand edit, a newer lablib's field) was
+    left off the review page, the PDFs and points.csv without a word: the class looked
+    smaller and no one was told. The page, the printouts and the points refuse, naming
+    the row, as lablib report does; and so do two rows of one name (the page kept one)."""
+    from lablib.grading.gradebook import GradebookError, GradebookFolder
+    from lablib.grading.review.server import ReviewApp
+    from lablib.grading.review.store import ReviewError
+
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, {n: {"why": "w", "how": "h"} for n in ("alice", "bob", "carol")})
+    data = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    if damage == "two rows of one name":
+        data["submissions"][2] = dict(data["submissions"][0])
+        said = "several rows named \\['alice'\\]"
+    else:
+        data["submissions"][0]["tests"] = [{"no such field": 1}]
+        said = "submission 1 \\('alice'\\) cannot be read"
+    (out / "grades.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(GradebookError, match=said):
+        GradebookFolder(out).results(lab.name)
+    with pytest.raises(printout.PrintoutError, match=said):
+        printout.class_students(out, lab)
+    with pytest.raises(printout.PrintoutError, match=said):
+        printout.write_points_csv(out, lab, tmp_path / "points.csv")
+    with pytest.raises(ReviewError, match=said):
+        ReviewApp(out, lab)

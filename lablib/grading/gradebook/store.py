@@ -228,7 +228,7 @@ class GradebookFolder:
 
         Raises:
             GradebookError: ``grades.json`` exists but cannot be read (cut short, not
-                JSON, an entry that is not a submission's).
+                JSON, an entry that is not a submission's, two rows of one name).
             OSError: ``grades.json`` exists but cannot be opened.
             ValueError: the folder holds the gradebook of another lab.
         """
@@ -254,6 +254,15 @@ class GradebookFolder:
                     f"{self.path}: submission {number}{named} cannot be read "
                     f"({type(exc).__name__}: {str(exc)[:200]}). {WHAT_TO_DO}"
                 ) from None
+        names = [r.submission for r in results]
+        twice = (
+            sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
+        )
+        if twice:  # a hand edit: lablib writes one row per name
+            raise GradebookError(
+                f"{self.path} has several rows named {[n[:80] for n in twice[:5]]}; a gradebook "
+                f"has one row per submission. {WHAT_TO_DO}"
+            )
         return results
 
     def skipped(self, data: dict) -> tuple[tuple[str, str], ...]:

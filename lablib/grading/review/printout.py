@@ -66,8 +66,7 @@ import zipfile
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.filenames import STEM_BYTES, cap_bytes, same_file, shown, windows_safe
-from lablib.grading.gradebook import GradebookFolder
-from lablib.grading.gradebook.store import result_from_entry
+from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.gradebook_csv import SpreadsheetWriter
 from lablib.grading.report.text import num, person_lines
@@ -197,12 +196,12 @@ def class_students(out_dir, lab) -> list[Student]:
             f"{pathlib.Path(out_dir) / 'grades.json'} is the gradebook of {data.get('lab')!r}, not of "
             f"{lab.name!r}: give the output folder of `lablib grade {lab.name} ...`."
         )
+    try:  # a row that cannot be read is an error, never a student left unprinted unsaid
+        rows = GradebookFolder(out_dir).results(lab.name, data)
+    except GradebookError as exc:
+        raise PrintoutError(str(exc)) from None
     students = []
-    for entry in data["submissions"]:
-        try:
-            row = result_from_entry(entry)
-        except (KeyError, TypeError, ValueError):
-            continue
+    for entry, row in zip(data["submissions"], rows):
         key, name, sid, email = _identity(entry)
         unreadable = row.status.has(Kind.INVALID_NOTEBOOK) or not row.answers
         students.append(

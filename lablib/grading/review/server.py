@@ -75,7 +75,6 @@ import threading
 import urllib.parse
 
 from lablib.grading.gradebook import GradebookError, GradebookFolder
-from lablib.grading.gradebook.store import result_from_entry
 from lablib.grading.notebook import (
     ANSWER_BEGIN_RE,
     answer_tag,
@@ -390,12 +389,12 @@ class ReviewApp:
                 f"{path} is the gradebook of {data.get('lab') if isinstance(data, dict) else '?'!r}, "
                 f"not of {self.lab.name!r}."
             )
+        try:  # a row that cannot be read is an error, never a row left off the page
+            results = GradebookFolder(self.out).results(self.lab.name, data)
+        except GradebookError as exc:
+            raise ReviewError(str(exc)) from None
         rows, students = {}, {}
-        for entry in data.get("submissions", []):
-            try:
-                result = result_from_entry(entry)
-            except (KeyError, TypeError, ValueError):
-                continue
+        for entry, result in zip(data["submissions"], results):
             rows[result.submission] = result
             student = revealed_student(result.identity, entry.get("student"))
             if student:

@@ -84,7 +84,6 @@ from __future__ import annotations
 
 import csv
 import html
-import math
 import os
 import pathlib
 import re
@@ -813,14 +812,23 @@ def _points_scales(fmt: str, books, columns: dict, pieces: bool, roster, scale: 
         return _maximum_scales(books, columns, pieces, roster, scale)
     given = (getattr(roster, "points_possible", None) or {}) if fmt == "canvas" else {}
     given = {fold(header): value for header, value in given.items()}
-    scales = {}
+    scales, unread = {}, []
     for header, possible in _grade_headers(books, columns, pieces):
-        try:
-            theirs = float(given[fold(header)])
-        except (KeyError, ValueError):
-            continue  # not in the roster, or "(read only)"
-        if math.isfinite(theirs) and abs(theirs - possible) > 1e-9:
+        text = given.get(fold(header), "")
+        if not text or fold(text) == "(read only)":
+            continue  # not in the roster, or a column no import writes
+        theirs = moodle_number(text)  # "20.00", or "20,00" where decimals take a comma
+        if theirs is None:
+            unread.append(f"{header!r}: {text[:40]!r}")
+        elif abs(theirs - possible) > 1e-9:
             scales[header] = (possible, theirs)
+    if unread:
+        raise ExportError(
+            f"The roster's Points Possible row gives {'; '.join(unread)}, not a number of "
+            f"points: the export cannot check that those columns are out of the lab's points; "
+            f"nothing was written. Give Canvas's gradebook export as it wrote it (Grades > "
+            f"Export), or a roster without that row."
+        )
     shown = "; ".join(
         f"column {h!r} is out of {num(t)} in the roster's Points Possible row, the lab's "
         f"scores out of {num(p)}"

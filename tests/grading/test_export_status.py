@@ -281,6 +281,45 @@ def _worksheet_book(tmp_path, maximum: str):
     return sheet
 
 
+@pytest.mark.parametrize(
+    "sheet",
+    [
+        'Student,ID,SIS User ID,SIS Login ID,Section,Lab 9 (5501)\n    Points Possible,,,,,"20,00"\n'
+        '"Doe, Erin",1001,S001,erin,A,\n',  # a locale whose decimals take a comma
+        "LastName,FirstName,ID,SIS User ID,SIS Login ID,Section,Lab 9 (5501)\n"
+        "    Points Possible,,,,,,20.00\nDoe,Erin,1001,S001,erin,A,\n",  # names split
+    ],
+    ids=["comma decimals", "split names"],
+)
+def test_canvas_points_possible_as_canvas_writes_it_in_other_settings(tmp_path, sheet):
+    """Canvas writes "20,00" where decimals take a comma, and puts the Points Possible row
+    under LastName where names are split: the check of the assignment's points was
+    skipped without a word, and 7 out of 10 went into a column out of 20."""
+    _canvas_book(tmp_path, {"doeerin": (7, "1001", Status())})
+    roster = Roster.load(_write(tmp_path, "sheet.csv", sheet))
+    columns = {"lab9_export": "Lab 9 (5501)"}
+    with pytest.raises(ExportError, match="'Lab 9 \\(5501\\)' is out of 20 in the roster"):
+        export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv", columns=columns)
+    export(
+        "canvas", [tmp_path / "out"], roster, tmp_path / "c.csv", columns=columns,
+        scale_to_points_possible=True,
+    )  # fmt: skip
+    rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
+    assert rows[2][-1] == "14", rows  # 7 of 10 is 14 of 20
+
+
+def test_a_points_possible_that_is_no_number_is_refused(tmp_path):
+    _canvas_book(tmp_path, {"doeerin": (7, "1001", Status())})
+    sheet = (
+        "Student,ID,SIS User ID,SIS Login ID,Section,Lab 9 (5501)\n"
+        '    Points Possible,,,,,"1,000.00"\n"Doe, Erin",1001,S001,erin,A,\n'
+    )
+    roster = Roster.load(_write(tmp_path, "sheet.csv", sheet))
+    with pytest.raises(ExportError, match="gives 'Lab 9 \\(5501\\)': '1,000.00', not a number"):
+        export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv",
+               columns={"lab9_export": "Lab 9 (5501)"})  # fmt: skip
+
+
 def test_a_moodle_item_out_of_other_points_is_refused_unless_scaled(tmp_path):
     """The worksheet says the assignment is out of 20, the lab's scores out of 10: Moodle's
     import would cap or misread them, so the export is refused (nothing written) unless

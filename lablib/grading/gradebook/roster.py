@@ -356,15 +356,20 @@ class Roster:
 
 
 def _points_possible(rows, where) -> dict[str, str]:
-    """Canvas's "Points Possible" row (the first row whose student is so named): column
-    header -> value, for the columns with a value ({} when there is no such row)."""
-    name = where["name"]
+    """Canvas's "Points Possible" row (the first row whose student is so named, in its
+    name column or, where Canvas splits names into ``LastName, FirstName``, in its first
+    two): column header -> value, for the columns with a value ({} when there is no such
+    row)."""
+    columns = [where["name"]] if where["name"] is not None else [0, 1]
     for row in rows[1:]:
-        if name is not None and name < len(row) and "points possible" in fold(row[name]):
+        label = next(
+            (i for i in columns if i < len(row) and "points possible" in fold(row[i])), None
+        )
+        if label is not None:
             return {
                 header.strip(): value.strip()
                 for i, (header, value) in enumerate(zip(rows[0], row))
-                if i != name and header.strip() and value.strip()
+                if i != label and header.strip() and value.strip()
             }
     return {}
 

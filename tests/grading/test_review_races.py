@@ -413,6 +413,33 @@ def test_two_graders_on_one_rubric_item_never_undo_each_other(tmp_path):
         assert graders == [("ta-a", "edit item"), ("ta-b", "edit item")], graders
 
 
+def test_an_item_another_grader_changed_since_it_was_read_is_not_applied(tmp_path):
+    """TA A reads item 1 as "+2 Names the cause."; TA B changes it to "-2 Wrong cause
+    named"; A presses its key on an answer. The grade was saved with B's meaning, which A
+    never chose. The grade names the item's version as read, and is refused (409) with
+    the rubric as it is now; applied again from that, it is saved."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, CLASS)
+    with running(out, lab, grader="ta-a") as (a, app), running(out, lab, grader="ta-b") as (b, _):
+        page, texts = _read(a)
+        item = page["rubric"][0]
+        edit = {"action": "item", "question": "why", "id": item["id"],
+                "version": item["version"], "points": -2, "comment": "Wrong cause named."}  # fmt: skip
+        assert request(b, "POST", "/api/change", edit)[0] == 200
+        token = page["answers"][0]["token"]
+        status, body = _grade(a, page, texts, token, add=item["id"], item_version=item["version"])
+        assert status == 409 and "changed by someone else since you read it" in body["error"]
+        now = next(r for r in body["rubric"] if r["id"] == item["id"])
+        assert (now["points"], now["comment"]) == (-2, "Wrong cause named.")
+        name = _name_of(app, "why", token)
+        assert not app.store.person_scores([name])[name]["why"].graded, "nothing saved"
+        status, body = _grade(a, page, texts, token, add=item["id"], item_version=now["version"])
+        assert status == 200, body
+        status, body = _grade(a, page, texts, token, add=item["id"], item_version="1")
+        assert status == 400 and "item_version" in body["error"]
+
+
 def test_two_graders_on_one_answer_never_undo_each_other(tmp_path):
     lab = written_lab()
     out = tmp_path / "out"

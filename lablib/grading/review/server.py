@@ -135,6 +135,7 @@ _FIELDS = {
         "items",
         "add",
         "remove",
+        "item_version",
         "adjustment",
         "comment",
     },
@@ -844,6 +845,17 @@ class ReviewApp:
         change = {
             k: body[k] for k in ("items", "add", "remove", "adjustment", "comment") if k in body
         }
+        item_version = body.get("item_version")  # of the item added or removed, as read
+        if item_version is not None and (
+            not isinstance(item_version, int) or isinstance(item_version, bool)
+        ):
+            raise ReviewError(
+                f"item_version is {item_version!r}; expected an int; reload the page."
+            )
+        item = change.get("add", change.get("remove"))
+        item_versions = (
+            {item: item_version} if item is not None and item_version is not None else {}
+        )
         with self._lock:
             names = self._by_token(question, tokens)
             now = {n: self._digests[n][question] for n in names}
@@ -863,6 +875,7 @@ class ReviewApp:
                 versions={n: versions[token_of[n]] for n in names},
                 grader=self.grader,
                 texts=texts,
+                item_versions=item_versions,
             )
         except ReviewConflict as exc:
             with self._lock:

@@ -579,6 +579,7 @@ class ReviewStore:
         versions=None,
         grader: str = "",
         texts=None,
+        item_versions=None,
     ) -> None:
         """Change the grade of one or many answers to ``question`` in one transaction.
 
@@ -590,9 +591,13 @@ class ReviewStore:
         grade yet; a submission left out is not checked).
         ``texts``: digest -> the text of that digest (the text graded, kept for the diff a
         later change of the answer shows; a text whose digest differs is not kept).
+        ``item_versions``: rubric item id -> the version of the item the grader read (its
+        points and words when they chose it; an item left out is not checked).
 
         Raises:
-            ReviewConflict: a grade changed since its version (nothing was changed).
+            ReviewConflict: a grade changed since its version, or an item applied or taken
+                away since the version read (another grader changed what it means; nothing
+                was changed).
         """
         self.question(question)
         digest = digest or {}
@@ -602,26 +607,38 @@ class ReviewStore:
                 f"Unknown change {sorted(unknown)}; expected items, add, remove, adjustment, comment."
             )
         with self._db() as db:
-            self._check_items(db, question, change)
+            self._check_items(db, question, change, item_versions or {})
             self._check_versions(db, submissions, question, versions or {})
             for submission in submissions:
                 graded = digest.get(submission, "")
                 text = (texts or {}).get(graded)
                 self._apply_one(db, submission, question, change, grader, graded, text)
 
-    def _check_items(self, db, question: str, change: dict) -> None:
-        """Every rubric item ``change`` names is a live item of ``question``."""
-        valid = {
-            row[0]
-            for row in db.execute(
-                "SELECT id FROM rubric WHERE question = ? AND deleted = 0", (question,)
-            )
-        }
+    def _check_items(self, db, question: str, change: dict, item_versions: dict) -> None:
+        """Every rubric item ``change`` names is a live item of ``question``, and one whose
+        version the grader read (``item_versions``) has not changed since.
+
+        Raises:
+            ReviewConflict: an item changed since (its points or words).
+        """
+        valid = dict(
+            db.execute(
+                "SELECT id, version FROM rubric WHERE question = ? AND deleted = 0", (question,)
+            ).fetchall()
+        )
         wanted = [change[k] for k in ("add", "remove") if k in change]
         for item in wanted + list(change.get("items", [])):
             if item not in valid:
                 raise ReviewError(
                     f"Rubric item {item!r} is not an item of question {question!r}; reload the page."
+                )
+            if item in item_versions and item_versions[item] != valid[item]:
+                raise ReviewConflict(
+                    f"Rubric item {item} was changed by someone else since you read it (its "
+                    f"points or words): nothing was saved. The page shows it as it is now; "
+                    f"apply it again if you still want to.",
+                    question,
+                    item=item,
                 )
 
     def _check_versions(self, db, submissions, question: str, versions: dict) -> None:

@@ -415,7 +415,9 @@ function toggleItem(item) {
   return inTurn(async () => {
     if (question !== state.current) return;
     const allHave = chosen.every((t) => meta(t) && meta(t).items.includes(item.id));
-    const body = await gradeBody(chosen, allHave ? { remove: item.id } : { add: item.id });
+    // the item as read: another grader's change of its points or words since is a conflict
+    const which = allHave ? { remove: item.id } : { add: item.id };
+    const body = await gradeBody(chosen, Object.assign(which, { item_version: item.version }));
     if (body) await change(body);
   });
 }

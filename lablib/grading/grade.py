@@ -614,7 +614,7 @@ def grade(
     layout = _layout(options, folder)
     out.mkdir(parents=True, exist_ok=True)
     folder.check_writable()  # before grading: its rows are written under the lock
-    if spec.answers and not options.fresh:  # and again there: the people's grades' log
+    if spec.answers:  # and again there: the people's grades' log (--fresh too: see there)
         _check_review_log(out)
     _close_to_others(out)
     skipped: list = []
@@ -916,8 +916,10 @@ def _write(
 def _check_review_log(out: pathlib.Path) -> None:
     """Before ``grades.json`` is written again: where the gradebook there includes the
     people's grades, the review log they came from is still there (not missing, empty,
-    made anew or restored from an older backup). A gradebook that cannot be read is
-    replaced only with ``--fresh``, which the caller checked.
+    made anew or restored from an older backup). ``--fresh`` too: its new gradebook takes
+    the people's grades from the log, and would drop those only the old one holds. A
+    gradebook that cannot be read is replaced only with ``--fresh``, which the caller
+    checked.
 
     Raises:
         GradebookError: it is not; nothing is written.

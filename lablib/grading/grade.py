@@ -128,9 +128,15 @@ def _environment() -> str:
 
 
 #: Folders beside the hidden tests whose files no judge reads: version control's stores
-#: (their working files are keyed), Jupyter's autosaves and byte-code caches. Other hidden
-#: folders are keyed (a ``.data/`` of expected values: changed, the class is graded again).
-_UNKEYED_FOLDERS = frozenset({".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__"})
+#: (their working files are keyed), Jupyter's autosaves, byte-code and tools' caches,
+#: editors' settings, and Python environments (also any folder with a ``pyvenv.cfg``). Other
+#: hidden folders are keyed (a ``.data/`` of expected values: changed, the class is graded
+#: again).
+_UNKEYED_FOLDERS = frozenset(
+    {".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".mypy_cache",
+     ".ruff_cache", ".hypothesis", ".cache", ".tox", ".nox", ".venv", "venv", ".idea", ".vscode",
+     "node_modules", ".Trash"}
+)  # fmt: skip
 
 
 def _hash_folder(h, folder: pathlib.Path, skipped: set) -> None:
@@ -142,7 +148,9 @@ def _hash_folder(h, folder: pathlib.Path, skipped: set) -> None:
         dirs[:] = sorted(
             d
             for d in dirs
-            if d not in _UNKEYED_FOLDERS and os.path.realpath(os.path.join(root, d)) not in skipped
+            if d not in _UNKEYED_FOLDERS
+            and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg"))
+            and os.path.realpath(os.path.join(root, d)) not in skipped
         )
         for name in sorted(files):
             count += 1
@@ -615,7 +623,7 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     folder.check_writable()  # before grading: its rows are written under the lock
     if spec.answers:  # and again there: the people's grades' log (--fresh too: see there)
-        _check_review_log(out)
+        _check_review_log(out, spec.name)
     _close_to_others(out)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
@@ -897,7 +905,7 @@ def _write(
     }
     person, position = {}, None
     if spec.answers:
-        _check_review_log(out)
+        _check_review_log(out, spec.name)
         if (out / DB_NAME).is_file():
             person, position = ReviewStore(out / DB_NAME, spec).for_gradebook(results)
     report.write_reports(
@@ -913,7 +921,7 @@ def _write(
     )
 
 
-def _check_review_log(out: pathlib.Path) -> None:
+def _check_review_log(out: pathlib.Path, lab_name: str) -> None:
     """Before ``grades.json`` is written again: where the gradebook there includes the
     people's grades, the review log they came from is still there (not missing, empty,
     made anew or restored from an older backup). ``--fresh`` too: its new gradebook takes
@@ -928,8 +936,10 @@ def _check_review_log(out: pathlib.Path) -> None:
         stored = GradebookFolder(out).read()
     except (FileNotFoundError, GradebookError):
         return
+    if stored.get("lab") != lab_name:  # another lab's, replaced (--fresh): nothing carries over
+        return
     try:
-        check_log_kept(out / DB_NAME, stored.get("reviews_through", 0), stored.get("reviews_log"))
+        check_log_kept(out / DB_NAME, stored)
     except ReviewError as exc:
         raise GradebookError(str(exc)) from None
 

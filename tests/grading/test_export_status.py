@@ -288,8 +288,10 @@ def _worksheet_book(tmp_path, maximum: str):
         '"Doe, Erin",1001,S001,erin,A,\n',  # a locale whose decimals take a comma
         "LastName,FirstName,ID,SIS User ID,SIS Login ID,Section,Lab 9 (5501)\n"
         "    Points Possible,,,,,,20.00\nDoe,Erin,1001,S001,erin,A,\n",  # names split
+        "ID,SIS User ID,SIS Login ID,FirstName,LastName,Section,Lab 9 (5501)\n"
+        ",,,,    Points Possible,,20.00\n1001,S001,erin,Erin,Doe,A,\n",  # elsewhere
     ],
-    ids=["comma decimals", "split names"],
+    ids=["comma decimals", "split names", "split names elsewhere"],
 )
 def test_canvas_points_possible_as_canvas_writes_it_in_other_settings(tmp_path, sheet):
     """Canvas writes "20,00" where decimals take a comma, and puts the Points Possible row

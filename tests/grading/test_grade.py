@@ -430,10 +430,21 @@ def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     (course / "hidden" / ".data" / "expected.npy").write_bytes(b"2")
     assert key() != with_data
     with_data = key()
-    for unread in (".git", ".ipynb_checkpoints", "__pycache__"):  # no judge reads these
-        (course / "hidden" / unread).mkdir()
-        (course / "hidden" / unread / "x").write_text("changed at every commit")
+    for unread in (".git", ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".venv", "env"):
+        (course / "hidden" / unread).mkdir()  # no judge reads these (env: a venv, by its file)
+        (course / "hidden" / unread / "x").write_text("changed at every commit, or every run")
+    (course / "hidden" / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     assert key() == with_data
+    # a large folder no judge reads spends none of the files keyed: a data file after it
+    # is still read (a .venv of 5,001 files took every one, and a changed expected value
+    # then regraded no one)
+    monkeypatch.setattr(grading, "_KEYED_FILES", 20)
+    for k in range(30):
+        (course / "hidden" / ".venv" / f"f{k}").write_text("")
+    before = key()
+    (course / "hidden" / ".data" / "expected.npy").write_bytes(b"3")
+    assert key() != before
+    monkeypatch.undo()
     monkeypatch.setenv("LABLIB_FAST", "0" if os.environ.get("LABLIB_FAST") == "1" else "1")
     assert key() != with_data
     monkeypatch.undo()

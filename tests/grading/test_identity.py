@@ -184,6 +184,12 @@ def test_a_notebook_in_a_students_folder_is_never_named_by_its_own_file(tmp_path
     for where in ("lab9-erindoe/frank.ipynb", "lab9-erindoe/frank/lab9.ipynb"):
         got = resolve(_found("lab9-erindoe", where=where, folder="lab9-erindoe"), roster)
         assert not got["matched"], (where, got)
+        assert "in the folder 'lab9-erindoe', which names no student" in got["why_unmatched"]
+        assert "'frank' inside it (the name of Frank Roe) names no one" in got["why_unmatched"]
+    # a section's folder given whole (each notebook named after its student) says how to
+    # grade it: each such folder itself
+    got = resolve(_found("Sec-01/erin", where="Sec-01/erin.ipynb", folder="Sec-01"), roster)
+    assert not got["matched"] and "give each such folder itself" in got["why_unmatched"]
     # the folder still names its notebooks, whatever their names
     got = resolve(_found("erin", where="erin/frank.ipynb", folder="erin"), roster)
     assert got["student_id"] == "S1" and got["matched_by"] == "the name 'erin'"

@@ -21,6 +21,7 @@ import pytest
 from lablib.grading.export import ExportError, export
 from lablib.grading.grade import rewrite_reports
 from lablib.grading.gradebook import GradebookError
+from lablib.grading.review import printout
 from lablib.grading.review.server import ReviewApp
 from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore, text_digest
 from review_fixtures import write_class, written_lab
@@ -122,14 +123,18 @@ def test_a_log_gone_never_makes_the_gradebook_drop_the_peoples_grades(tmp_path, 
         (out / DB_NAME).symlink_to(tmp_path / "share-not-mounted" / DB_NAME)
     before = (out / "grades.json").read_bytes()
     state = "empty" if gone == "empty" else "missing"
-    with pytest.raises(
-        GradebookError, match=f"up to change 4 of the review log, and .* is {state}"
-    ):
+    said = (
+        "holds the people's grades of 4 written answer\\(s\\), from the review log's "
+        f"change 4, and .* is {state}"
+    )
+    with pytest.raises(GradebookError, match=said):
         rewrite_reports(out, lab=lab)
     assert (out / "grades.json").read_bytes() == before
     assert _written(out, "alice") == {"why": 2.0, "how": 3.0}
-    with pytest.raises(ReviewError, match=f"is {state}: writing grades.json again now"):
+    with pytest.raises(ReviewError, match=said):
         ReviewApp(out, lab)
+    with pytest.raises(printout.PrintoutError, match=said):  # nor a log made there
+        printout.write_points_csv(out, lab, tmp_path / "points.csv")
     if gone == "empty":
         assert (out / DB_NAME).stat().st_size == 0  # no log made in its place
         with pytest.raises(ExportError, match="cannot be read as the written answers' review"):
@@ -186,3 +191,40 @@ def test_a_gradebook_written_before_it_recorded_its_log_is_still_checked(tmp_pat
     (out / "grades.json").write_text(json.dumps(book), encoding="utf-8")
     with pytest.raises(ExportError, match="up to change 4, and grades.json includes change 9"):
         export("canvas", [out], None, tmp_path / "c.csv")
+
+
+def test_a_backup_that_lost_nothing_is_the_same_log(tmp_path):
+    """A log's id comes from the secret it has held since it was made: a full backup
+    restored (nothing lost), or a log written before gradebooks recorded their log, is
+    the gradebook's own, never "made anew"."""
+    out, lab, store, why = _graded_class(tmp_path)
+    _backup(out, tmp_path / "backup.sqlite")
+    _restore(out, tmp_path / "backup.sqlite")
+    export("canvas", [out], None, tmp_path / "c.csv")
+    rewrite_reports(out, lab=lab)
+    ReviewApp(out, lab)
+
+
+def test_a_gradebook_without_peoples_grades_is_written_again_without_its_log(tmp_path):
+    """A gradebook written after a student was only revealed (a change, no grade) holds no
+    person's grade: with its log gone, nothing would be dropped, and it is written."""
+    out, lab = tmp_path / "out", written_lab()
+    write_class(out, lab, ANSWERS)
+    ReviewStore(out / DB_NAME, lab).log_reveal("alice", "why")
+    rewrite_reports(out, lab=lab)
+    assert _book(out)["reviews_through"] == 1
+    (out / DB_NAME).unlink()
+    rewrite_reports(out, lab=lab)
+
+
+def test_a_grade_run_checks_the_log_of_its_own_labs_gradebook_only(tmp_path):
+    """Before grading (``--fresh`` too): refused where the lab's gradebook holds people's
+    grades and the log is gone; another lab's gradebook, replaced with ``--fresh``, carries
+    nothing over and is not checked."""
+    from lablib.grading import grade as grading
+
+    out, lab, _, _ = _graded_class(tmp_path)
+    (out / DB_NAME).unlink()
+    with pytest.raises(GradebookError, match="is missing"):
+        grading._check_review_log(out, lab.name)
+    grading._check_review_log(out, "lab1_attention")

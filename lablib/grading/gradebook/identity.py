@@ -1189,6 +1189,8 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
             identity = {"why_unmatched": decided.why or _moodle_unmatched(index, lms)}
         elif decided.why:
             identity = {"why_unmatched": decided.why}
+        elif not lms.get("lms") and _named_inside(index, found):
+            identity = {"why_unmatched": _named_inside(index, found)}
     elif lms.get("lms") == "canvas" and "candidates" in lms:
         lms = _canvas_taken(lms, None)
         identity = {"why_unmatched": _canvas_unread(found, lms)}
@@ -1201,18 +1203,45 @@ def resolve(found, roster=None, *, times=None, lab=None, index=None) -> dict:
         others = [_submitter(p) for p in lms.get("submitters", [])[1:]]
     identity["lms"] = lms
     identity["others"] = others
-    identity["submitted_at"], identity["time_source"] = _time(identity, found, roster, times, lab)
+    identity["submitted_at"], identity["time_source"] = _time(
+        identity, found, roster, times, lab, index
+    )
     return identity
 
 
-def _time(identity: dict, found, roster, times, lab) -> tuple[str, str]:
+def _named_inside(index: RosterIndex, found) -> str:
+    """Why a notebook in a folder matched no one though a name inside that folder (its
+    file's, a subfolder's) is a student's identifier ("" where none is): a folder names
+    every notebook in it, a name a student gives a file names no one."""
+    folder = str(getattr(found, "folder", "") or "")
+    where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
+    if not folder or not where.startswith(folder + "/"):
+        return ""
+    inside = [part for part in where[len(folder) + 1 :].split("/") if part]
+    named = [(part, index.ids[fold(part)]) for part in inside if index.ids.get(fold(part))]
+    if not named:
+        return ""
+    part, students = named[0]
+    who = " or ".join(s.name or s.key for s in students)
+    return (
+        f"the notebook is in the folder {folder!r}, which names no student of the roster; a "
+        f"notebook in a folder is that folder's, and {part!r} inside it (the name of {who}) "
+        f"names no one: a student could name a file after a classmate. Where {folder!r} "
+        f"holds several students' notebooks (a section), give each such folder itself to "
+        f"lablib grade; otherwise name the folder in the roster's submission column."
+    )
+
+
+def _time(identity: dict, found, roster, times, lab, index=None) -> tuple[str, str]:
     """The submission time and where it came from (see the module's docstring)."""
     lms = identity.get("lms") or {}
     if lms.get("submitted_at"):
         return lms["submitted_at"], "Gradescope's submission_metadata.yml"
     aliases = lab_aliases(lab) if lab is not None else ()
     if times is not None:
-        keys = _own_keys(identity_keys(identity) | {fold(found.name)}, identity, roster)
+        keys = identity_keys(identity) | {fold(found.name)}
+        if roster is not None:
+            keys = _own_keys(keys, identity, roster, index or RosterIndex(roster))
         when, where = times.lookup(keys, aliases)
         if when:
             return when, f"the times file ({where})"
@@ -1223,20 +1252,14 @@ def _time(identity: dict, found, roster, times, lab) -> tuple[str, str]:
     return "", ""
 
 
-def _own_keys(keys: set[str], identity: dict, roster) -> set[str]:
-    """Of ``keys`` (an identity's), those a times file's row may name this student by: none
-    that another roster student has as an id, login or address, and none that another
-    student has at all (the start of their e-mail address) unless it is this student's own
-    id, login or address (``jsmith``, John's login, is also the start of Jane's
-    ``jsmith@gmail.com``: a row for ``jsmith`` is John's, and never Jane's)."""
-    if roster is None:
-        return keys
+def _own_keys(keys: set[str], identity: dict, roster, index: RosterIndex) -> set[str]:
+    """Of ``keys`` (an identity's), those a times file's row may name this student by: the
+    keys the roster gives this student alone (:class:`RosterIndex`: the start of an e-mail
+    address yields to another student's id, login or address: ``jsmith``, John's login,
+    is also the start of Jane's ``jsmith@gmail.com``, and a row for ``jsmith`` is John's,
+    never Jane's), and those it gives no one."""
     me = student_of(identity, roster)
-    others = [s for s in roster.students if s is not me]
-    theirs = set().union(*(s.identifiers() for s in others))
-    theirs_strong = set().union(*(_strong_ids(s) for s in others))
-    mine = set() if me is None else _strong_ids(me)
-    return {k for k in keys if k not in theirs_strong and (k in mine or k not in theirs)}
+    return {k for k in keys if all(s is me for s in index.ids.get(k, ()))}
 
 
 def _strong_ids(student) -> set[str]:

@@ -357,10 +357,10 @@ class Roster:
 
 def _points_possible(rows, where) -> dict[str, str]:
     """Canvas's "Points Possible" row (the first row whose student is so named, in its
-    name column or, where Canvas splits names into ``LastName, FirstName``, in its first
-    two): column header -> value, for the columns with a value ({} when there is no such
+    name column or, where Canvas splits names into ``LastName, FirstName``, in either):
+    column header -> value, for the columns with a value ({} when there is no such
     row)."""
-    columns = [where["name"]] if where["name"] is not None else [0, 1]
+    columns = [i for i in (where["name"], where["first"], where["last"]) if i is not None]
     for row in rows[1:]:
         label = next(
             (i for i in columns if i < len(row) and "points possible" in fold(row[i])), None

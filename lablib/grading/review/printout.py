@@ -73,7 +73,13 @@ from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
 from lablib.grading.review.fonts import font_gaps
 from lablib.grading.review.render import render_answer
-from lablib.grading.review.store import DB_NAME, MISSING_DIGEST, ReviewError, ReviewStore
+from lablib.grading.review.store import (
+    DB_NAME,
+    MISSING_DIGEST,
+    ReviewError,
+    ReviewStore,
+    check_log_kept,
+)
 
 __all__ = [
     "PrintoutError",
@@ -677,7 +683,7 @@ def write_points_csv(out_dir, lab, path, *, questions=None) -> int:
     student reads, and the cap when one applied)); returns the number of rows."""
     order = _question_order(lab, questions)
     students = class_students(out_dir, lab)
-    store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
+    store = _review_store(out_dir, lab)
     digests = {
         s.submission: {
             q.id: s.answers[q.id].digest if q.id in s.answers else MISSING_DIGEST for q in order
@@ -924,7 +930,7 @@ def import_gradescope(
     students = class_students(out_dir, lab)
     by_submission = {s.submission: s for s in students}
     printed = _printed_digests(printout, lab)
-    store = ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
+    store = _review_store(out_dir, lab)
     match = _match_rows(students)
     report = dict(
         imported={}, unchanged=0, conflicts=[], unmatched=[], ungraded=0, items_added=0, capped=[]
@@ -979,6 +985,21 @@ def import_gradescope(
             count += 1
         report["imported"][question] = report["imported"].get(question, 0) + count
     return report
+
+
+def _review_store(out_dir, lab) -> ReviewStore:
+    """The folder's review log, once it is the one its gradebook was written from (never
+    one made here in place of a log that is gone: its people's grades would read as
+    none, and a grade imported into it would be refused by every other command).
+
+    Raises:
+        PrintoutError: it is not (missing, empty, made anew, restored from an older backup).
+    """
+    try:
+        check_log_kept(pathlib.Path(out_dir) / DB_NAME, GradebookFolder(out_dir).read())
+    except (ReviewError, GradebookError) as exc:
+        raise PrintoutError(str(exc)) from None
+    return ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
 
 
 def _question_map(lab, question_map) -> dict:

@@ -344,10 +344,7 @@ class ReviewApp:
         # before a log is made: one that is gone would otherwise start anew, empty, and
         # the page would show every answer the gradebook holds people's grades of as
         # ungraded (its write then refused)
-        stored = GradebookFolder(self.out).read()
-        check_log_kept(
-            self.out / DB_NAME, stored.get("reviews_through", 0), stored.get("reviews_log")
-        )
+        check_log_kept(self.out / DB_NAME, GradebookFolder(self.out).read())
         self.store = ReviewStore(self.out / DB_NAME, lab)
         template_nb = read_notebook(template)[0] if template else None
         prompts = question_prompts(template_nb, lab.answers)

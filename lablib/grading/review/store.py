@@ -349,9 +349,6 @@ class ReviewStore:
                 )
             db.execute("INSERT OR IGNORE INTO meta VALUES ('lab', ?)", (lab.name,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('secret', ?)", (secrets.token_hex(16),))
-            # which log this is (a gradebook records it): one made anew, or another
-            # folder's copied here, is never taken for the log a gradebook was written from
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('log', ?)", (secrets.token_hex(16),))
             for q in self.questions.values():  # a question's rubric starts as the spec says, once
                 started = db.execute(
                     "SELECT 1 FROM meta WHERE key = ?", (f"rubric:{q.id}",)
@@ -955,13 +952,20 @@ class ReviewStore:
 
 def _position(db) -> dict:
     """The log's id and last change (id and digest), as a gradebook records them."""
-    log = db.execute("SELECT value FROM meta WHERE key = 'log'").fetchone()
     row = db.execute(f"SELECT {_EVENT_COLUMNS} FROM event ORDER BY id DESC LIMIT 1").fetchone()
     return {
-        "log": log[0] if log else "",
+        "log": _log_id(db),
         "through": int(row[0]) if row else 0,
         "change": _change_digest(row) if row else "",
     }
+
+
+def _log_id(db) -> str:
+    """Which log this is (a gradebook records it): derived from the secret every log has
+    held since it was made, so a log made anew, or another folder's, has another, and a
+    log of before (or its backup) has its own already. "" for a log without one."""
+    secret = db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()
+    return hashlib.sha256(f"log:{secret[0]}".encode()).hexdigest()[:32] if secret else ""
 
 
 #: A log entry's columns, in the order its digest reads them.
@@ -977,14 +981,16 @@ def _change_digest(row) -> str:
 
 #: What to do where the log a gradebook was written from is not there as it was.
 _RESTORE = (
-    "grades.json holds the people's grades as they were when it was written: restore the "
-    "review log it was written from (reviews.sqlite, with its -wal file where there is "
-    "one). Where that log is gone for good{move}, lablib export ships the grades "
-    "grades.json holds, and commands that write grades.json again refuse (they would drop "
-    "them) until you move grades.json away too, keeping it, and grade again."
+    "Restore the review log grades.json was written from (reviews.sqlite, with its -wal "
+    "file where there is one). Where that log is gone for good{move}, lablib export ships "
+    "the grades grades.json holds, and commands that write grades.json again refuse (they "
+    "would drop them) until you move grades.json away too, keeping it, and grade again."
 )
 _RESTORE_GONE = _RESTORE.format(move="")
-_RESTORE_OTHER = _RESTORE.format(move=" and this one is moved away")
+_RESTORE_OTHER = (
+    "grades.json holds the people's grades as they were when it was written. "
+    + _RESTORE.format(move=" and this one is moved away")
+)
 
 
 def changes_since(path, through: int, position: dict | None = None) -> int:
@@ -1004,19 +1010,21 @@ def changes_since(path, through: int, position: dict | None = None) -> int:
             then name other changes, and counting after ``through`` would miss them.
             Or ``through`` is not a change's number.
     """
+    path = pathlib.Path(path)
+    book = path.parent / "grades.json"
     if isinstance(through, bool) or not isinstance(through, int) or through < 0:
         raise ReviewError(
-            f"grades.json's reviews_through is {str(through)[:40]!r}; expected the number of "
-            f"the review log's last change it includes (0: none), as lablib writes it. Run "
-            f"`lablib report` on the folder to write grades.json again."
+            f"{book}: reviews_through is {str(through)[:40]!r}; expected the number of the "
+            f"review log's last change it includes (0: none), as lablib writes it. Restore "
+            f"grades.json from a backup, or set it by hand to the number lablib wrote."
         )
     if position is not None and not isinstance(position, dict):
         raise ReviewError(
-            f"grades.json's reviews_log is {str(position)[:60]!r}; expected an object "
-            f'{{"log", "through", "change"}}, as lablib writes it. Restore grades.json, or '
-            f"run `lablib report` on the folder to write it again."
+            f"{book}: reviews_log is {str(position)[:60]!r}; expected an object "
+            f'{{"log", "through", "change"}}, as lablib writes it. Restore grades.json from a '
+            f"backup, or delete that key by hand (the log is then checked by its change "
+            f"number only)."
         )
-    path = pathlib.Path(path)
     if not path.is_file():
         return 0
     try:
@@ -1036,34 +1044,44 @@ def changes_since(path, through: int, position: dict | None = None) -> int:
         db.close()
 
 
-def check_log_kept(path, through, position: dict | None = None) -> None:
-    """Before a gradebook that includes the people's grades up to change ``through`` is
-    written again: the log they came from is at ``path`` (:func:`changes_since`'s checks),
-    not missing or empty. Writing the gradebook from no log, or from a log made anew,
-    would drop every person's grade it holds.
+def check_log_kept(path, stored: dict) -> None:
+    """Before the gradebook ``stored`` (``grades.json`` as read) is written again, or its
+    people's grades are read or added to: where it holds people's grades (a written answer
+    graded), the log they came from is at ``path`` (:func:`changes_since`'s checks), not
+    missing or empty. Writing the gradebook from no log, or from a log made anew, would
+    drop every one of them.
 
     Raises:
         ReviewError: it is missing, empty, damaged, another log, or lost that change.
     """
     path = pathlib.Path(path)
-    if isinstance(through, int) and not isinstance(through, bool) and through == 0:
+    entries = stored.get("submissions") if isinstance(stored.get("submissions"), list) else []
+    graded = sum(
+        1
+        for entry in entries
+        if isinstance(entry, dict) and isinstance(entry.get("written"), dict)
+        for score in entry["written"].values()
+        if isinstance(score, dict) and score.get("graded")
+    )
+    if not graded:  # nothing a person gave would be dropped
         return
-    if isinstance(through, int) and not isinstance(through, bool) and through > 0:
-        state = "missing" if not path.is_file() else "empty" if path.stat().st_size == 0 else ""
-        if state:
-            raise ReviewError(
-                f"grades.json includes the people's grades up to change {through} of the "
-                f"review log, and {path} is {state}: writing grades.json again now would drop "
-                f"every one of them. Nothing was written. {_RESTORE_GONE}"
-            )
-    changes_since(path, through, position)
+    through = stored.get("reviews_through", 0)
+    state = "missing" if not path.is_file() else "empty" if path.stat().st_size == 0 else ""
+    if state:
+        raise ReviewError(
+            f"{path.parent / 'grades.json'} holds the people's grades of {graded} written "
+            f"answer(s), from the review log's change {through}, and {path} is {state}: "
+            f"writing grades.json again now, or grading on from no log, would drop every one "
+            f"of them. Nothing was written. {_RESTORE_GONE}"
+        )
+    changes_since(path, through, stored.get("reviews_log"))
 
 
 def _check_position(db, path: pathlib.Path, through: int, position: dict) -> None:
     """Raise :class:`ReviewError` where the log is not the one ``position`` names, or
     does not hold change ``through`` as it was."""
-    log = db.execute("SELECT value FROM meta WHERE key = 'log'").fetchone()
-    if position.get("log") and log is not None and log[0] != position["log"]:
+    log = _log_id(db)
+    if position.get("log") and log and log != position["log"]:
         raise ReviewError(
             f"{path} is not the review log grades.json was written from (it was made anew, "
             f"or copied from another folder). {_RESTORE_OTHER}"

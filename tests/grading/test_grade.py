@@ -441,8 +441,10 @@ def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     monkeypatch.setattr(grading, "_KEYED_FILES", 20)
     for k in range(30):
         (course / "hidden" / ".venv" / f"f{k}").write_text("")
+    (course / "hidden" / "zdata").mkdir()  # walked after .venv
+    (course / "hidden" / "zdata" / "expected.json").write_text("1")
     before = key()
-    (course / "hidden" / ".data" / "expected.npy").write_bytes(b"3")
+    (course / "hidden" / "zdata" / "expected.json").write_text("2")
     assert key() != before
     monkeypatch.undo()
     monkeypatch.setenv("LABLIB_FAST", "0" if os.environ.get("LABLIB_FAST") == "1" else "1")

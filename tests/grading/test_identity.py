@@ -190,6 +190,11 @@ def test_a_notebook_in_a_students_folder_is_never_named_by_its_own_file(tmp_path
     # grade it: each such folder itself
     got = resolve(_found("Sec-01/erin", where="Sec-01/erin.ipynb", folder="Sec-01"), roster)
     assert not got["matched"] and "give each such folder itself" in got["why_unmatched"]
+    # a folder that names two students is not said to name none
+    two = _roster(tmp_path, "student_id,name,email\nS1,A,jsmith@a.edu\nS2,B,jsmith@b.edu\n"
+                  "S3,Frank,frank@x.edu\n", "two.csv")  # fmt: skip
+    got = resolve(_found("jsmith", where="jsmith/frank.ipynb", folder="jsmith"), two)
+    assert not got["matched"] and "names no student" not in (got.get("why_unmatched") or "")
     # the folder still names its notebooks, whatever their names
     got = resolve(_found("erin", where="erin/frank.ipynb", folder="erin"), roster)
     assert got["student_id"] == "S1" and got["matched_by"] == "the name 'erin'"

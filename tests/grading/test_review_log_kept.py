@@ -135,6 +135,14 @@ def test_a_log_gone_never_makes_the_gradebook_drop_the_peoples_grades(tmp_path, 
         ReviewApp(out, lab)
     with pytest.raises(printout.PrintoutError, match=said):  # nor a log made there
         printout.write_points_csv(out, lab, tmp_path / "points.csv")
+    evaluations = tmp_path / "1_why.csv"
+    evaluations.write_text(
+        "Assignment Submission ID,Question Submission ID,Name,SID,Email,Score,Grader\n"
+        "1,11,alice,,,4,ta\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(printout.PrintoutError, match=said):
+        printout.import_gradescope(out, lab, evaluations, question_map={"1": "why"})
     if gone == "empty":
         assert (out / DB_NAME).stat().st_size == 0  # no log made in its place
         with pytest.raises(ExportError, match="cannot be read as the written answers' review"):
@@ -199,15 +207,21 @@ def test_a_backup_that_lost_nothing_is_the_same_log(tmp_path):
     the gradebook's own, never "made anew"."""
     out, lab, store, why = _graded_class(tmp_path)
     _backup(out, tmp_path / "backup.sqlite")
+    copy = sqlite3.connect(tmp_path / "backup.sqlite")  # as a log of before holds its meta:
+    copy.execute("DELETE FROM meta WHERE key NOT IN ('schema', 'lab', 'secret')")
+    copy.execute("DELETE FROM meta WHERE key = 'schema'")  # no id key of any kind
+    copy.commit()
+    copy.close()
     _restore(out, tmp_path / "backup.sqlite")
+    ReviewApp(out, lab)  # opened first: it writes its own meta again
     export("canvas", [out], None, tmp_path / "c.csv")
     rewrite_reports(out, lab=lab)
-    ReviewApp(out, lab)
 
 
 def test_a_gradebook_without_peoples_grades_is_written_again_without_its_log(tmp_path):
     """A gradebook written after a student was only revealed (a change, no grade) holds no
-    person's grade: with its log gone, nothing would be dropped, and it is written."""
+    person's grade: with its log gone, nothing would be dropped, and it is written. A log
+    there is still checked: another folder's, holding a grade, is refused."""
     out, lab = tmp_path / "out", written_lab()
     write_class(out, lab, ANSWERS)
     ReviewStore(out / DB_NAME, lab).log_reveal("alice", "why")
@@ -215,6 +229,12 @@ def test_a_gradebook_without_peoples_grades_is_written_again_without_its_log(tmp
     assert _book(out)["reviews_through"] == 1
     (out / DB_NAME).unlink()
     rewrite_reports(out, lab=lab)
+    ReviewStore(out / DB_NAME, lab).log_reveal("alice", "why")
+    rewrite_reports(out, lab=lab)
+    other, _, _, _ = _graded_class(tmp_path / "other")
+    _restore(out, other / DB_NAME)
+    with pytest.raises(GradebookError, match="is not the review log grades.json was written"):
+        rewrite_reports(out, lab=lab)
 
 
 def test_a_grade_run_checks_the_log_of_its_own_labs_gradebook_only(tmp_path):

@@ -1217,6 +1217,8 @@ def _named_inside(index: RosterIndex, found) -> str:
     where = re.sub(r"\.ipynb$", "", str(getattr(found, "where", "") or ""), flags=re.I)
     if not folder or not where.startswith(folder + "/"):
         return ""
+    if any(len(index.ids.get(fold(part), ())) > 1 for part in folder.split("/")):
+        return ""  # the folder names several students: not "no student"
     inside = [part for part in where[len(folder) + 1 :].split("/") if part]
     named = [(part, index.ids[fold(part)]) for part in inside if index.ids.get(fold(part))]
     if not named:

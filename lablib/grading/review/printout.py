@@ -193,10 +193,11 @@ def _file_stem(key: str) -> str:
     return windows_safe(stem) or "student"
 
 
-def class_students(out_dir, lab) -> list[Student]:
+def class_students(out_dir, lab, data: dict | None = None) -> list[Student]:
     """The gradebook's rows as :class:`Student` entries, ordered by their key, each with a
-    unique file stem (a key shared by two rows gets ``-2``...)."""
-    data = GradebookFolder(out_dir).read()
+    unique file stem (a key shared by two rows gets ``-2``...); ``data``: ``grades.json``
+    as already read (read here otherwise)."""
+    data = GradebookFolder(out_dir).read() if data is None else data
     if data.get("lab") != lab.name:
         raise PrintoutError(
             f"{pathlib.Path(out_dir) / 'grades.json'} is the gradebook of {data.get('lab')!r}, not of "
@@ -682,8 +683,9 @@ def write_points_csv(out_dir, lab, path, *, questions=None) -> int:
     graded``, ``unreadable``), ``comment`` (the rubric items, adjustment and comment the
     student reads, and the cap when one applied)); returns the number of rows."""
     order = _question_order(lab, questions)
-    students = class_students(out_dir, lab)
-    store = _review_store(out_dir, lab)
+    data = GradebookFolder(out_dir).read()  # once: the rows and the log they were written from
+    students = class_students(out_dir, lab, data)
+    store = _review_store(out_dir, lab, data)
     digests = {
         s.submission: {
             q.id: s.answers[q.id].digest if q.id in s.answers else MISSING_DIGEST for q in order
@@ -927,10 +929,11 @@ def import_gradescope(
     """
     order = _question_order(lab, questions)
     mapping = _question_map(lab, question_map)
-    students = class_students(out_dir, lab)
+    data = GradebookFolder(out_dir).read()  # once: the rows and the log they were written from
+    students = class_students(out_dir, lab, data)
     by_submission = {s.submission: s for s in students}
     printed = _printed_digests(printout, lab)
-    store = _review_store(out_dir, lab)
+    store = _review_store(out_dir, lab, data)
     match = _match_rows(students)
     report = dict(
         imported={}, unchanged=0, conflicts=[], unmatched=[], ungraded=0, items_added=0, capped=[]
@@ -987,8 +990,9 @@ def import_gradescope(
     return report
 
 
-def _review_store(out_dir, lab) -> ReviewStore:
-    """The folder's review log, once it is the one its gradebook was written from (never
+def _review_store(out_dir, lab, stored: dict) -> ReviewStore:
+    """The folder's review log, once it is the one its gradebook (``stored``, as the
+    caller read it) was written from (never
     one made here in place of a log that is gone: its people's grades would read as
     none, and a grade imported into it would be refused by every other command).
 
@@ -996,8 +1000,8 @@ def _review_store(out_dir, lab) -> ReviewStore:
         PrintoutError: it is not (missing, empty, made anew, restored from an older backup).
     """
     try:
-        check_log_kept(pathlib.Path(out_dir) / DB_NAME, GradebookFolder(out_dir).read())
-    except (ReviewError, GradebookError) as exc:
+        check_log_kept(pathlib.Path(out_dir) / DB_NAME, stored)
+    except ReviewError as exc:
         raise PrintoutError(str(exc)) from None
     return ReviewStore(pathlib.Path(out_dir) / DB_NAME, lab)
 

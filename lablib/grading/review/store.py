@@ -1063,25 +1063,26 @@ def check_log_kept(path, stored: dict) -> None:
         for score in entry["written"].values()
         if isinstance(score, dict) and score.get("graded")
     )
-    if not graded:  # nothing a person gave would be dropped
-        return
     through = stored.get("reviews_through", 0)
     state = "missing" if not path.is_file() else "empty" if path.stat().st_size == 0 else ""
+    if state and not graded:  # nothing a person gave would be dropped
+        return
     if state:
         raise ReviewError(
             f"{path.parent / 'grades.json'} holds the people's grades of {graded} written "
             f"answer(s), from the review log's change {through}, and {path} is {state}: "
-            f"writing grades.json again now, or grading on from no log, would drop every one "
-            f"of them. Nothing was written. {_RESTORE_GONE}"
+            f"going on from no log (writing grades.json again, grading, reading or importing "
+            f"the people's grades) would drop every one of them. Nothing was written. "
+            f"{_RESTORE_GONE}"
         )
-    changes_since(path, through, stored.get("reviews_log"))
+    changes_since(path, through, stored.get("reviews_log"))  # the log there is the one
 
 
 def _check_position(db, path: pathlib.Path, through: int, position: dict) -> None:
     """Raise :class:`ReviewError` where the log is not the one ``position`` names, or
     does not hold change ``through`` as it was."""
-    log = _log_id(db)
-    if position.get("log") and log and log != position["log"]:
+    log = _log_id(db)  # "" for a database without a secret: no log lablib made
+    if position.get("log") and log != position["log"]:
         raise ReviewError(
             f"{path} is not the review log grades.json was written from (it was made anew, "
             f"or copied from another folder). {_RESTORE_OTHER}"

@@ -741,10 +741,12 @@ def skipped_submission(path, layout: str = "auto", folder: bool = True) -> Found
     notebook), else its own name as Canvas or Moodle names a flat file
     (``smithjohn_1001_9000001_lab1.zip``). Its ``lms`` then tells the file to its student
     (:func:`lablib.grading.gradebook.identity.resolve`). None where no such name is on the
-    path, and always with ``layout="plain"`` (the names are the students' own). A
-    Gradescope export's folder is not read: its student is in its metadata, not its name.
-    ``folder=False`` says the path is a file: its own name is then never read as a Moodle
-    folder's (a Canvas file a student named ``..._assignsubmission_file_``).
+    path, and always with ``layout="plain"`` (the names are the students' own). A path in
+    a Gradescope export's ``submission_<id>`` folder is its submitters', as the export's
+    metadata beside that folder names them (read as grading reads it: never a metadata
+    file inside another submission). ``folder=False`` says the path is a file: its own
+    name is then never read as a Moodle folder's (a Canvas file a student named
+    ``..._assignsubmission_file_``).
 
     Example::
 
@@ -752,6 +754,9 @@ def skipped_submission(path, layout: str = "auto", folder: bool = True) -> Found
     """
     if layout == "plain":
         return None
+    gradescope = _gradescope_skipped(pathlib.Path(path))
+    if gradescope is not None:
+        return gradescope
     parts = _nfc(pathlib.PurePath(str(path)).parts)
     for i, part in enumerate(parts if folder else parts[:-1]):
         info = _moodle_folder(part)
@@ -761,6 +766,30 @@ def skipped_submission(path, layout: str = "auto", folder: bool = True) -> Found
     if flat is None:
         return None
     return Found(flat[0], pathlib.Path(path), parts[-1], "", flat[1])
+
+
+def _gradescope_skipped(path: pathlib.Path) -> Found | None:
+    """A path not graded inside a Gradescope export's ``submission_<id>`` folder (the
+    folder itself, or a file in it) as the :class:`Found` its submitters' notebook would
+    have been, or None (no such folder with the export's metadata beside it, or a
+    metadata file inside another submission: the student's, not read)."""
+    folders = [f for f in (path, *path.parents) if _SUBMISSION_FOLDER.match(f.name)]
+    for folder in folders[:1]:  # the lowest: a submission folder inside it would be planted
+        metadata = folder.parent / lms.GRADESCOPE_METADATA
+        planted = any((above.parent / lms.GRADESCOPE_METADATA).is_file() for above in folders[1:])
+        if planted or not metadata.is_file():
+            return None
+        try:
+            info = lms.read_gradescope_metadata(metadata).get(folder.name)
+        except lms.LmsDownloadError:  # grading said so already; not a student's file here
+            return None
+        if info is None:
+            return None
+        where = path.relative_to(folder.parent).as_posix()
+        return Found(
+            lms.clean_label(_gradescope_label(info, folder.name)), path, where, folder.name, info
+        )
+    return None
 
 
 def warn_skipped(skipped, stacklevel: int = 2) -> None:

@@ -675,3 +675,80 @@ def test_a_review_log_that_cannot_be_opened_for_another_reason_is_not_called_dam
     damaged = sqlite3.DatabaseError("file is not a database")
     damaged.sqlite_errorcode = 26  # SQLITE_NOTADB
     assert "Restore it from a backup" in _unreadable_log(tmp_path / "reviews.sqlite", damaged)
+
+
+GRADESCOPE_METADATA = """submission_101:
+  :submitters:
+  - :name: Erin Doe
+    :sid: S001
+    :email: erin@uni.edu
+  :created_at: 2026-11-20 10:00:00.000000000 Z
+  :history: []
+submission_102:
+  :submitters:
+  - :name: Frank Roe
+    :sid: S002
+    :email: frank@uni.edu
+  :created_at: 2026-11-20 11:00:00.000000000 Z
+  :history: []
+"""
+
+
+@pytest.mark.parametrize("with_roster", [True, False])
+def test_a_gradescope_submission_without_a_notebook_is_told_to_its_submitter(tmp_path, with_roster):
+    """Frank's Gradescope submission folder holds only a zip: he was told "no submission"
+    (and, without a roster, was not in the file at all), as if the export's metadata did
+    not name him. It is read as grading reads it; a metadata file a student put inside
+    their own submission is not."""
+    from lablib.grading.gradebook.identity import resolve_all
+    from lablib.grading.submissions import find_submissions
+
+    subs = tmp_path / "subs"
+    (subs / "submission_101").mkdir(parents=True)
+    (subs / "submission_102").mkdir()
+    (subs / "submission_metadata.yml").write_text(GRADESCOPE_METADATA, encoding="utf-8")
+    notebook = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (subs / "submission_101" / "lab9.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    (subs / "submission_102" / "lab9.zip").write_bytes(b"PK")
+    roster = None
+    if with_roster:
+        roster = Roster.load(_write(tmp_path, "gs.csv", "First Name,Last Name,SID,Email\n"
+                                    "Erin,Doe,S001,erin@uni.edu\nFrank,Roe,S002,frank@uni.edu\n"))  # fmt: skip
+    skipped: list = []
+    found = find_submissions([subs], refused=skipped)
+    lab, ids = _lab(), resolve_all(found, roster, lab=_lab())
+    results = []
+    for f in found:
+        r = SubmissionResult(
+            f.name, str(f.path), Status(), 7.0, 10.0, {"f": PieceScore(7.0, 10.0)}, []
+        )
+        r.identity = ids[f.name] | {"where": f.where, "folder": f.folder}
+        results.append(r)
+    write_reports(tmp_path / "out", lab, results, roster=roster, skipped=skipped)
+    done = export("moodle", [tmp_path / "out"], roster, tmp_path / "m.csv")
+    rows = {
+        r["Email address"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))
+    }
+    assert rows["frank@uni.edu"]["Notes"] == (
+        "Lab 9: handed in lab9.zip (not a notebook: only .ipynb files are graded), nothing "
+        "graded (0)"
+    ), rows
+    assert rows["erin@uni.edu"]["Lab 9"] == "7"
+    assert list(done["not_graded"]["lab9_export"].values()) == [["lab9.zip"]]
+    # a metadata file inside a submission, naming Gina for a folder of its own: not read
+    planted = subs / "submission_101" / "submission_999"
+    planted.mkdir()
+    (planted / "notes.zip").write_bytes(b"PK")
+    (subs / "submission_101" / "submission_metadata.yml").write_text(
+        GRADESCOPE_METADATA.replace("submission_102", "submission_999").replace(
+            "Frank Roe", "Gina Poe"
+        ),
+        encoding="utf-8",
+    )
+    from lablib.grading.submissions import skipped_submission
+
+    assert skipped_submission(planted / "notes.zip") is None
+    assert (
+        skipped_submission(subs / "submission_102" / "lab9.zip").lms["submitters"][0]["sid"]
+        == "S002"
+    )

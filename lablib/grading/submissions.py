@@ -521,32 +521,43 @@ def _given_notebook(
 
 def _gradescope_given(path, target, name: str, parent: str, refused: list) -> Found | None:
     """A notebook given by its path in a ``submission_<id>`` folder: named by the
-    export's metadata, the file beside that folder. A metadata file inside another
-    export's submission (a ``submission_<id>`` folder above it that has a metadata file
-    beside it) is the student's: not read."""
-    export = path.parent.parent
+    export's metadata, the file beside that folder (:func:`_submission_info`)."""
+    info = _submission_info(path.parent, parent, refused)
+    if info is None:
+        return None
+    return Found(
+        lms.clean_label(_gradescope_label(info, parent)), target, f"{parent}/{name}", parent, info
+    )
+
+
+def _submission_info(folder: pathlib.Path, key: str, refused: list) -> dict | None:
+    """What the metadata beside a Gradescope export's ``submission_<id>`` ``folder`` says
+    of the submission ``key`` (the folder's name, NFC), or None (no metadata there, or none
+    of it). A metadata file inside another export's submission (a ``submission_<id>``
+    folder above it that has a metadata file beside it) is the student's: not read, and
+    appended to ``refused``.
+
+    Raises:
+        lablib.grading.lms.LmsDownloadError: the metadata cannot be read.
+    """
+    export = folder.parent
     metadata = export / lms.GRADESCOPE_METADATA
     if not metadata.is_file():
         return None
     real = export.resolve()
     student = next(
         (
-            folder
-            for folder in (real, *real.parents)
-            if _SUBMISSION_FOLDER.match(folder.name)
-            and (folder.parent / lms.GRADESCOPE_METADATA).is_file()
+            above
+            for above in (real, *real.parents)
+            if _SUBMISSION_FOLDER.match(above.name)
+            and (above.parent / lms.GRADESCOPE_METADATA).is_file()
         ),
         None,
     )
     if student is not None:
         refused.append((metadata, PLANTED_METADATA.format(folder=student.name)))
         return None
-    info = lms.read_gradescope_metadata(metadata).get(parent)
-    if info is None:
-        return None
-    return Found(
-        lms.clean_label(_gradescope_label(info, parent)), target, f"{parent}/{name}", parent, info
-    )
+    return lms.read_gradescope_metadata(metadata).get(key)
 
 
 def _unique(found: list[Found]) -> list[Found]:
@@ -771,25 +782,19 @@ def skipped_submission(path, layout: str = "auto", folder: bool = True) -> Found
 def _gradescope_skipped(path: pathlib.Path) -> Found | None:
     """A path not graded inside a Gradescope export's ``submission_<id>`` folder (the
     folder itself, or a file in it) as the :class:`Found` its submitters' notebook would
-    have been, or None (no such folder with the export's metadata beside it, or a
-    metadata file inside another submission: the student's, not read)."""
-    folders = [f for f in (path, *path.parents) if _SUBMISSION_FOLDER.match(f.name)]
-    for folder in folders[:1]:  # the lowest: a submission folder inside it would be planted
-        metadata = folder.parent / lms.GRADESCOPE_METADATA
-        planted = any((above.parent / lms.GRADESCOPE_METADATA).is_file() for above in folders[1:])
-        if planted or not metadata.is_file():
-            return None
-        try:
-            info = lms.read_gradescope_metadata(metadata).get(folder.name)
-        except lms.LmsDownloadError:  # grading said so already; not a student's file here
-            return None
-        if info is None:
-            return None
-        where = path.relative_to(folder.parent).as_posix()
-        return Found(
-            lms.clean_label(_gradescope_label(info, folder.name)), path, where, folder.name, info
-        )
-    return None
+    have been (:func:`_submission_info`, as grading reads it), or None."""
+    folder = next((f for f in (path, *path.parents) if _SUBMISSION_FOLDER.match(f.name)), None)
+    if folder is None:
+        return None
+    key = unicodedata.normalize("NFC", folder.name)
+    try:
+        info = _submission_info(folder, key, [])
+    except lms.LmsDownloadError:  # grading said so already; not a student's file here
+        return None
+    if info is None:
+        return None
+    where = path.relative_to(folder.parent).as_posix()
+    return Found(lms.clean_label(_gradescope_label(info, key)), path, where, key, info)
 
 
 def warn_skipped(skipped, stacklevel: int = 2) -> None:

@@ -697,6 +697,21 @@ def _graded(tmp_path, out, rows, roster):
     return lab
 
 
+def _canvas_exported(tmp_path, folder: str, files: dict):
+    """``files`` (row name -> (points, its Canvas file name)) graded with :data:`CANVAS` as
+    the roster into ``folder`` and exported: ``(lab, report, rows by Student, notes by
+    Student)``."""
+    from lablib.grading.lms import canvas_name
+
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    rows = {name: (points, canvas_name(file)) for name, (points, file) in files.items()}
+    lab = _graded(tmp_path, tmp_path / folder, rows, canvas)
+    done = export("canvas", [tmp_path / folder], canvas, tmp_path / f"{folder}.csv")
+    table = {r[0]: r for r in csv.reader(open(tmp_path / f"{folder}.csv", encoding="utf-8"))}
+    notes = tmp_path / f"{folder}.notes.csv"
+    return lab, done, table, {r[0]: r[4] for r in csv.reader(open(notes, encoding="utf-8"))}
+
+
 def test_a_notebook_that_may_be_a_students_never_gives_them_0_for_no_submission(tmp_path):
     """Canvas refuses a file under Erin's user id with another name (hers changed since the
     roster was exported): it matches no one, by design. Erin was then given 0 for no
@@ -704,18 +719,15 @@ def test_a_notebook_that_may_be_a_students_never_gives_them_0_for_no_submission(
     anonymously (``anon_<id>``) named no one at all, and the whole class got 0. Such a
     student is left empty, with a note saying why; Frank, whom no such file may be, gets
     his 0."""
-    from lablib.grading.lms import canvas_name
-
-    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
-    renamed = canvas_name("smithdoeerin_1001_9000001_lab.ipynb")
-    gina = canvas_name("poegina_1003_9000003_lab.ipynb")
-    lab = _graded(
-        tmp_path, tmp_path / "out", {"smithdoeerin": (7, renamed), "poegina": (9, gina)}, canvas
+    lab, done, table, notes = _canvas_exported(
+        tmp_path,
+        "out",
+        {
+            "smithdoeerin": (7, "smithdoeerin_1001_9000001_lab.ipynb"),
+            "poegina": (9, "poegina_1003_9000003_lab.ipynb"),
+        },
     )
-    done = export("canvas", [tmp_path / "out"], canvas, tmp_path / "c.csv")
-    table = {r[0]: r for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
     assert (table["Doe, Erin"][5], table["Roe, Frank"][5], table["Poe, Gina"][5]) == ("", "0", "12")
-    notes = {r[0]: r[4] for r in csv.reader(open(tmp_path / "c.notes.csv", encoding="utf-8"))}
     assert notes["Doe, Erin"] == (
         f"{lab.title}: no submission (left empty: a graded notebook of this lab is under your "
         "Canvas user id but another name (smithdoeerin); it matched no one)"
@@ -726,15 +738,12 @@ def test_a_notebook_that_may_be_a_students_never_gives_them_0_for_no_submission(
         and "1 without a submission left empty" in done["summary"]
     )
     anonymous = {
-        "anon_Ab3xY": (7, canvas_name("anon_Ab3xY_9000001_lab.ipynb")),
-        "anon_Qr7zK": (5, canvas_name("LATE_anon_Qr7zK_9000002_lab.ipynb")),
+        "anon_Ab3xY": (7, "anon_Ab3xY_9000001_lab.ipynb"),
+        "anon_Qr7zK": (5, "LATE_anon_Qr7zK_9000002_lab.ipynb"),
     }
-    _graded(tmp_path, tmp_path / "anon", anonymous, canvas)
-    done = export("canvas", [tmp_path / "anon"], canvas, tmp_path / "a.csv")
-    table = {r[0]: r for r in csv.reader(open(tmp_path / "a.csv", encoding="utf-8"))}
+    _, done, table, notes = _canvas_exported(tmp_path, "anon", anonymous)
     assert [table[n][5] for n in ("Doe, Erin", "Roe, Frank", "Poe, Gina")] == ["", "", ""]
     assert sorted(done["held"][lab.name]) == ["S001", "S002", "S003"]
-    notes = {r[0]: r[4] for r in csv.reader(open(tmp_path / "a.notes.csv", encoding="utf-8"))}
     assert "downloaded graded anonymously and match no student" in notes["Roe, Frank"]
 
 
@@ -743,21 +752,18 @@ def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
     without the roster's group column it matches no one (never that member alone, and
     lab_group_3's file is not user 3's); a Gradescope group's member the roster lacks is
     written with the grade and listed with why, as the first member would be."""
-    from lablib.grading.lms import canvas_name
-
-    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
-    team = canvas_name("team7_1001_9000001_lab.ipynb")
-    lab_group = canvas_name("lab_group_3_1003_9000003_lab.ipynb")
-    lab = _graded(
-        tmp_path, tmp_path / "out", {"team7": (10, team), "lab_group": (10, lab_group)}, canvas
+    lab, done, table, notes = _canvas_exported(
+        tmp_path,
+        "out",
+        {
+            "team7": (10, "team7_1001_9000001_lab.ipynb"),
+            "lab_group": (10, "lab_group_3_1003_9000003_lab.ipynb"),
+        },
     )
-    done = export("canvas", [tmp_path / "out"], canvas, tmp_path / "c.csv")
-    table = {r[0]: r for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
     # not credited alone, nor given 0 for no submission: the file under their user id
     # matched no one, and is noted to them (left empty)
     assert table["Doe, Erin"][5] == "" and table["Poe, Gina"][5] == "", "not credited alone"
     assert sorted(done["held"][lab.name]) == ["S001", "S003"]
-    notes = {r[0]: r[4] for r in csv.reader(open(tmp_path / "c.notes.csv", encoding="utf-8"))}
     assert "under your Canvas user id but another name (team7)" in notes["Doe, Erin"]
     assert [table[n][1] for n in ("team7", "lab_group")] == ["", ""], "no user id, not 3"
     assert done["unmatched"][lab.name] == ["lab_group", "team7"]

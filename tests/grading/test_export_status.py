@@ -290,8 +290,10 @@ def _worksheet_book(tmp_path, maximum: str):
         "    Points Possible,,,,,,20.00\nDoe,Erin,1001,S001,erin,A,\n",  # names split
         "ID,SIS User ID,SIS Login ID,FirstName,LastName,Section,Lab 9 (5501)\n"
         ",,,,    Points Possible,,20.00\n1001,S001,erin,Erin,Doe,A,\n",  # elsewhere
+        "Student;ID;SIS User ID;SIS Login ID;Section;Lab 9 (5501)\n    Points Possible;;;;;20,00\n"
+        '"Doe, Erin";1001;S001;erin;A;\n',  # Canvas's "use semicolons to separate fields"
     ],
-    ids=["comma decimals", "split names", "split names elsewhere"],
+    ids=["comma decimals", "split names", "split names elsewhere", "semicolons"],
 )
 def test_canvas_points_possible_as_canvas_writes_it_in_other_settings(tmp_path, sheet):
     """Canvas writes "20,00" where decimals take a comma, and puts the Points Possible row

@@ -65,6 +65,44 @@ def test_the_three_layouts_are_read(tmp_path):
         Roster.load(_write(tmp_path, "empty.csv", "student_id,name\n"))
 
 
+def test_a_canvas_export_with_semicolons_is_read_as_canvas_reads_it_back(tmp_path):
+    """Canvas writes its gradebook with semicolons for a user who chose "Use semicolons to
+    separate fields in CSV files" (where a comma is the decimal mark), and its import reads
+    them: the roster was refused as having no column naming a student."""
+    semicolons = (
+        "Student;ID;SIS User ID;SIS Login ID;Section;Lab 1 (101)\n"
+        "    Points Possible;;;;;20,00\n"
+        '"Doe, Erin";1001;S001;erin;Section A;\n'
+        "Roe, Frank;1002;S002;frank;Section A;\n"
+        '"Poe, Gina";1003;S003;gina;Section B;\n'
+        '"Student, Test";1004;;;Section A;\n'
+    )
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", semicolons))
+    assert [(s.name, s.lms_id, s.student_id) for s in canvas.students] == [
+        ("Doe, Erin", "1001", "S001"),
+        ("Roe, Frank", "1002", "S002"),  # a comma unquoted in a semicolon file
+        ("Poe, Gina", "1003", "S003"),
+    ]
+    assert canvas.points_possible == {"Lab 1 (101)": "20,00"}
+    # a roster of ours whose rows are shorter than its header stays a comma file
+    ragged = Roster.load(_write(tmp_path, "ours.csv", "student_id,name,email\nS001\nS002;x\n"))
+    assert [s.student_id for s in ragged.students] == ["S001", "S002;x"]
+
+
+def test_a_line_break_inside_a_name_ends_no_row(tmp_path):
+    """U+0085 and U+2028 are line breaks to ``str.splitlines`` but not to CSV: a display
+    name holding one split its row in two, leaving the student without an id; a quoted
+    cell's own line break (a custom Notes column) was lost."""
+    text = CANVAS.replace("Roe, Frank", "Roe\u2028, Frank").replace("Poe, Gina", "Poe\x85, Gina")
+    text = text.replace("Section B,", 'Section B,"two\nlines"')
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", text))
+    assert [(s.name, s.lms_id, s.section) for s in canvas.students] == [
+        ("Doe, Erin", "1001", "Section A"),
+        ("Roe\u2028, Frank", "1002", "Section A"),
+        ("Poe\x85, Gina", "1003", "Section B"),
+    ]
+
+
 def test_submissions_match_by_identifier_or_by_the_submission_column(tmp_path):
     canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
     match = match_roster(

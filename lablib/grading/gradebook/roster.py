@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
+import itertools
 import pathlib
 import re
 
@@ -209,9 +211,34 @@ def _read_csv(path, what: str, raw: bytes | None = None) -> list[list[str]]:
     except UnicodeDecodeError as exc:
         raise _unreadable(what, path, exc) from None
     try:
-        return list(csv.reader(text.splitlines()))
+        # newline="": a line break inside a quoted cell is the cell's, and U+0085 or
+        # U+2028 in a name ends no row (str.splitlines would end one there)
+        return list(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)))
     except csv.Error as exc:
         raise RosterError(f"{what} {str(path)!r} is not a CSV file ({exc}).") from None
+
+
+def _delimiter(text: str) -> str:
+    """``";"`` where the file's columns are separated by semicolons, else ``","``.
+
+    Canvas writes its gradebook export with semicolons for a user who chose "Use
+    semicolons to separate fields in CSV files" (common where a comma is the decimal
+    mark: its numbers are then written ``20,00``), and reads either back. As Canvas's
+    own import decides: each separator's field count on the first three rows, counted
+    only where those rows agree; semicolons where they give more than one field and more
+    fields than commas (rows of a comma file that differ in length, as a hand-written
+    roster's may, stay a comma file)."""
+    counts = {}
+    for sep in (",", ";"):
+        try:
+            rows = list(
+                itertools.islice(csv.reader(io.StringIO(text, newline=""), delimiter=sep), 3)
+            )
+        except csv.Error:
+            rows = []
+        sizes = {len(r) for r in rows}
+        counts[sep] = sizes.pop() if len(sizes) == 1 else 0
+    return ";" if counts[";"] > max(counts[","], 1) else ","
 
 
 class Roster:

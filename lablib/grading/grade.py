@@ -181,6 +181,7 @@ def grade_one(
     cache=None,
     force: bool = False,
     expect: str = "",
+    alone: bool = True,
 ) -> SubmissionResult:
     """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
     the answers to the lab's written questions and the graded code (``template``: the
@@ -192,7 +193,9 @@ def grade_one(
     grader's error (graded again, never scored as the student's).
 
     ``cache`` (a ``_Cache``): reuse the judged run of the same graded code unless ``force``;
-    the answers and code are always this notebook's."""
+    the answers and code are always this notebook's. ``alone``: nothing else was graded
+    meanwhile; a run past a time limit beside others is not cached (:func:`grade` runs
+    it again alone)."""
     try:
         raw = read_notebook_bytes(path, expect)
         nb, notes = read_notebook(raw)
@@ -235,12 +238,47 @@ def grade_one(
         )
         # the judges' time (their sandboxed process's included) is the submission's too
         result.seconds = round(outcome.seconds + time.monotonic() - judging, 3)
-        if cache is not None:
+        if cache is not None and (alone or not _timed_out(result)):
             cache.put(key, result)
     result.answers = written_answers(nb, lab.answers, template=template)
     result.code = {piece: cell.source for piece, cell in found.items()}
     result.identity = {"sha256": hashlib.sha256(raw).hexdigest()}  # resolved at the merge
     return result
+
+
+def _timed_out(result: SubmissionResult) -> bool:
+    """Whether the run of ``result`` was stopped by a time limit (a cell's, a test's or
+    the submission's whole budget): what the machine's load can decide."""
+    return result.status.has(Kind.TIMEOUT) and not result.status.has(Kind.GRADER_ERROR)
+
+
+#: Added to the notes of a notebook graded again alone (see :func:`_again_alone`).
+AGAIN_ALONE = (
+    "ran past a time limit while {jobs} notebooks were graded at once; graded again alone, "
+    "and this second run is the one graded"
+)
+
+
+def _again_alone(spec, graded: list, items, work, jobs: int, progress: bool) -> list:
+    """``graded`` with every notebook that ran past a time limit while others were graded
+    beside it (``jobs`` > 1) graded again, one at a time after the rest: a limit is wall
+    time, and a machine busy with the class's other notebooks can make a notebook that
+    fits its limits alone run past them. The second run stands (it is the one a student
+    graded alone would get), noted; a notebook graded from the cache is not run again
+    (only a run alone is cached). ``items``: the ``(name, path, real path)`` graded."""
+    again = {r.submission for r in graded if _timed_out(r) and not r.cached} if jobs > 1 else set()
+    if not again:
+        return graded
+    if progress:
+        print(
+            f"{len(again)} notebook(s) ran past a time limit beside others: graded again alone",
+            file=sys.stderr,
+        )
+    todo = [item for item in items if item[0] in again]
+    redone = {r.submission: r for r in _in_parallel(spec, todo, work, 1, progress)}
+    for r in redone.values():
+        r.notes.append(AGAIN_ALONE.format(jobs=jobs))
+    return [redone.get(r.submission, r) for r in graded]
 
 
 def _unread(result: SubmissionResult) -> SubmissionResult:
@@ -634,7 +672,10 @@ def grade(
     for module in spec.judge_imports:  # before any worker thread exists
         importlib.import_module(module)
 
-    def work(item):
+    items = [(f.name, f.path, f.real) for f in found]
+    jobs = min(options.workers, max(len(items), 1))
+
+    def work(item, alone=jobs == 1):
         name, path, real = item
         return grade_one(
             spec,
@@ -647,10 +688,12 @@ def grade(
             cache=cache,
             force=options.force,
             expect=real,
+            alone=alone,
         )
 
-    graded = _in_parallel(
-        spec, [(f.name, f.path, f.real) for f in found], work, options.workers, options.progress
+    graded = _in_parallel(spec, items, work, jobs, options.progress)
+    graded = _again_alone(
+        spec, graded, items, functools.partial(work, alone=True), jobs, options.progress
     )
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)

@@ -77,6 +77,9 @@ ANSWER_METADATA = "lablib"
 MAX_OUTPUT_CHARS = 100_000
 #: Larger files are not read at all (checked before reading): ``invalid-notebook``.
 MAX_NOTEBOOK_BYTES = 64 * 2**20
+#: A written answer is kept and shown up to this many characters (about 15,000 words,
+#: far beyond any answer a lab asks for), with a note where it was cut.
+MAX_ANSWER_CHARS = 100_000
 #: Most ``{`` and ``[`` a file may hold, counted on its bytes before parsing (strings
 #: included, so an upper bound on its JSON objects and lists). The four solution notebooks
 #: hold 358 to 653; one saved with outputs a few thousand. Parsing millions of tiny
@@ -529,6 +532,13 @@ def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]
             for index, cell in enumerate(cells):
                 if cell.get("id") == template_ids[q] and cell.get("cell_type") != "code":
                     hits[q].append((index, "cell id", _clean(cell_source(cell))))
+    below: dict[int, list[str]] = {}  # each answer cell's added cells, found once
+
+    def added_below(index: int) -> list[str]:
+        if index not in below:
+            below[index] = _added_below(cells, index, template_texts) if template else []
+        return below[index]
+
     answers = {}
     for q in questions:
         if not hits[q]:
@@ -536,29 +546,45 @@ def written_answers(nb, questions, *, template=None) -> dict[str, WrittenAnswer]
             continue
         notes = []
         parts = []
+        by_cell: dict[int, list[str]] = {}  # a cell's regions, then its added cells once
         for index, _how, text in hits[q]:
-            added = []
-            if template is not None:  # markdown cells the student added right below
-                for cell in cells[index + 1 :]:
-                    extra = cell_source(cell).strip()
-                    if (
-                        cell.get("cell_type") != "markdown"
-                        or extra in template_texts
-                        or answer_tag(cell)
-                        or _answer_regions(extra)
-                    ):
-                        break
-                    added.append(extra)
+            by_cell.setdefault(index, []).append(text)
+        for index, texts in by_cell.items():
+            added = added_below(index)
             if added:
                 notes.append(
                     f"{len(added)} markdown cell(s) added below the answer cell are part of the answer"
                 )
-            if text or added:
-                parts.append("\n\n".join(p for p in [text, *added] if p))
-        if len({index for index, _, _ in hits[q]}) > 1:
+            if any(texts) or added:
+                parts.append("\n\n".join(p for p in [*dict.fromkeys(texts), *added] if p))
+        if len(by_cell) > 1:
             notes.append(
                 f"{len(hits[q])} cells hold this answer (cells "
                 f"{', '.join(str(i + 1) for i, _, _ in hits[q])}); their texts are joined"
             )
-        answers[q] = WrittenAnswer("\n\n".join(dict.fromkeys(parts)), hits[q][0][1], tuple(notes))
+        text = "\n\n".join(dict.fromkeys(parts))
+        if len(text) > MAX_ANSWER_CHARS:
+            notes.append(
+                f"the answer holds {len(text):,} characters; only its first "
+                f"{MAX_ANSWER_CHARS:,} are kept and read"
+            )
+            text = text[:MAX_ANSWER_CHARS]
+        answers[q] = WrittenAnswer(text, hits[q][0][1], tuple(notes))
     return answers
+
+
+def _added_below(cells: list, index: int, template_texts: set) -> list[str]:
+    """The markdown cells the student added right below answer cell ``index``: up to the
+    first cell that is code, the released lab's, or another answer's."""
+    added = []
+    for cell in cells[index + 1 :]:
+        extra = cell_source(cell).strip()
+        if (
+            cell.get("cell_type") != "markdown"
+            or extra in template_texts
+            or answer_tag(cell)
+            or _answer_regions(extra)
+        ):
+            break
+        added.append(extra)
+    return added

@@ -122,3 +122,27 @@ def test_assign_refuses_two_answers_in_one_cell():
     )
     with pytest.raises(ValueError, match="its own cell"):
         make_assignment(nb)
+
+
+def test_many_regions_of_one_answer_never_copy_the_cells_below_them():
+    """One markdown cell holding thousands of regions of one question, each a different
+    line, then a large cell the student added: the added cell was copied once per region
+    (a 0.3 MB notebook made a 500 MB answer, in the grader's own process, without a
+    limit). The cell's regions are joined and the cells below follow them once; an answer
+    past ``MAX_ANSWER_CHARS`` is cut, with a note."""
+    from lablib.grading.notebook import MAX_ANSWER_CHARS
+
+    blank = _blank()
+    nb = copy.deepcopy(blank)
+    metric = _cell(nb, "metric")
+    nb.cells[metric].source = "".join(
+        f"<!-- BEGIN ANSWER metric -->\nline {i}\n<!-- END ANSWER -->\n" for i in range(2000)
+    )
+    nb.cells.insert(metric + 1, nbformat.v4.new_markdown_cell("x" * 20_000))
+    found = written_answers(nb, ["metric"], template=blank)["metric"]
+    assert found.text.startswith("line 0\n\nline 1\n\n") and found.text.count("x" * 20_000) == 1
+    assert len(found.text) < 45_000 and "line 1999" in found.text  # 40 MB before
+    nb.cells[metric + 1].source = "y" * (MAX_ANSWER_CHARS + 5)
+    cut = written_answers(nb, ["metric"], template=blank)["metric"]
+    assert len(cut.text) == MAX_ANSWER_CHARS
+    assert any(f"only its first {MAX_ANSWER_CHARS:,} are kept" in n for n in cut.notes), cut.notes

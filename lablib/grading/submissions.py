@@ -157,8 +157,20 @@ def _is_notebook(entry: pathlib.Path, target: pathlib.Path) -> bool:
 def _entries(folder: pathlib.Path, root: str, refused: list, follow: bool = True):
     """``(entry, target)`` for each visible entry of ``folder`` (sorted), links resolved
     while they stay inside ``root`` (and only where ``follow``); the others are noted in
-    ``refused``."""
-    for entry in sorted(folder.iterdir()):
+    ``refused``, and so is a folder that cannot be listed (its entries cannot be known;
+    the rest of the class is listed)."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        refused.append(
+            (
+                folder,
+                f"a folder that cannot be read ({exc.strerror or exc}); give the grading "
+                f"user permission to read and enter it (chmod -R u+rX) and grade again",
+            )
+        )
+        return
+    for entry in entries:
         if entry.name.startswith(".") or entry.name in (
             "__pycache__",
             "__MACOSX",
@@ -169,6 +181,11 @@ def _entries(folder: pathlib.Path, root: str, refused: list, follow: bool = True
             yield entry, target
 
 
+#: Folders below a folder given that are walked; a folder deeper is not graded (listed as
+#: skipped): a chain of folders thousands deep would end the listing of the whole class.
+MAX_DEPTH = 32
+
+
 def _walk(folder: pathlib.Path, root: str, refused: list, seen: set, where: tuple = ()):
     """The notebooks under ``folder`` (sorted) as ``(path parts below the folder, file)``,
     and the folders (as parts) holding a Gradescope ``submission_metadata.yml``. No link
@@ -177,7 +194,15 @@ def _walk(folder: pathlib.Path, root: str, refused: list, seen: set, where: tupl
     folder would grade the classmate's work as theirs."""
     found, exports = [], []
     for entry, target in _entries(folder, root, refused, follow=False):
-        if target.is_dir():
+        if target.is_dir() and len(where) >= MAX_DEPTH:
+            refused.append(
+                (
+                    entry,
+                    f"a folder nested more than {MAX_DEPTH} folders deep; no LMS download "
+                    f"nests so deep: move the notebooks it holds up to grade them",
+                )
+            )
+        elif target.is_dir():
             real = os.path.realpath(target)
             if real not in seen:  # a link back up the tree is walked once
                 seen.add(real)
@@ -597,7 +622,8 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     content is reported as a :class:`LayoutWarning` with ``"auto"``.
 
     Raises:
-        ValueError: ``layout`` is neither.
+        ValueError: ``layout`` is neither, or a folder given cannot be listed (a folder
+            inside one that cannot is skipped, with the reason).
         FileNotFoundError: a path given does not exist.
         lablib.grading.lms.LmsDownloadError: a Gradescope ``submission_metadata.yml``
             cannot be read (never graded as if it were not there).
@@ -608,6 +634,13 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     found: list[tuple[Found, pathlib.Path, str]] = []  # (found, its path, how it was reached)
     for path in map(pathlib.Path, paths):
         if path.is_dir():
+            try:
+                os.listdir(path)
+            except OSError as exc:
+                raise ValueError(
+                    f"The submissions folder {str(path)!r} cannot be read ({exc.strerror or exc}); "
+                    f"give the grading user permission to read and enter it (chmod -R u+rX)."
+                ) from None
             root = os.path.realpath(path)
             books, exports = [], []
             for entry, target in _entries(path, root, skipped):

@@ -185,6 +185,42 @@ def test_collect_submissions_names(tmp_path):
     assert refused[1][1] == f"the same notebook as {tmp_path / 'a.ipynb'}, given again: graded once"
 
 
+def test_a_folder_that_cannot_be_read_or_nests_too_deep_skips_only_itself(tmp_path, monkeypatch):
+    """One student's folder holding a folder that cannot be listed (unzip restores a zip's
+    mode 000) or a chain of folders a thousand deep ended the listing of the whole class
+    (PermissionError, RecursionError). Each is skipped with its reason; the class is
+    listed. The folder given itself cannot be read: a clear error."""
+    from lablib.grading import submissions as listing
+
+    for name in ("alice", "mallory"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "lab.ipynb").write_text("{}")
+    private = tmp_path / "mallory" / "private"
+    private.mkdir()
+    deep = tmp_path / "mallory" / "/".join(["d"] * (listing.MAX_DEPTH + 8))
+    deep.mkdir(parents=True)
+    (deep / "lab.ipynb").write_text("{}")
+    listed = pathlib.Path.iterdir
+
+    def iterdir(self):  # as for a user without the right to list it (root has it)
+        if self == private or self == tmp_path / "gone":
+            raise PermissionError(13, "Permission denied")
+        return listed(self)
+
+    monkeypatch.setattr(pathlib.Path, "iterdir", iterdir)
+    refused = []
+    found = listing.collect_submissions([tmp_path], refused=refused)
+    assert [name for name, _ in found] == ["alice", "mallory"]
+    why = {str(p.relative_to(tmp_path)): reason for p, reason in refused}
+    assert why["mallory/private"].startswith("a folder that cannot be read (Permission denied)")
+    nested = "mallory/" + "/".join(["d"] * (listing.MAX_DEPTH))
+    assert why[nested].startswith(f"a folder nested more than {listing.MAX_DEPTH} folders deep")
+    monkeypatch.setattr(os, "listdir", lambda path: iterdir(pathlib.Path(path)))
+    (tmp_path / "gone").mkdir()
+    with pytest.raises(ValueError, match="'.*gone' cannot be read \\(Permission denied\\)"):
+        listing.collect_submissions([tmp_path / "gone"], refused=[])
+
+
 def test_regrade_one_student_keeps_the_class_and_no_stale_file(batch, tmp_path, capsys):
     out = tmp_path / "out"
     common = [

@@ -254,30 +254,40 @@ def _timed_out(result: SubmissionResult) -> bool:
 
 #: Added to the notes of a notebook graded again alone (see :func:`_again_alone`).
 AGAIN_ALONE = (
-    "ran past a time limit while {jobs} notebooks were graded at once; graded again alone, "
-    "and this second run is the one graded"
+    "{what} while {jobs} notebooks were graded at once; graded again alone, and this second "
+    "run is the one graded"
 )
 
 
 def _again_alone(spec, graded: list, items, work, jobs: int, progress: bool) -> list:
-    """``graded`` with every notebook that ran past a time limit while others were graded
-    beside it (``jobs`` > 1) graded again, one at a time after the rest: a limit is wall
-    time, and a machine busy with the class's other notebooks can make a notebook that
-    fits its limits alone run past them. The second run stands (it is the one a student
-    graded alone would get), noted; a notebook graded from the cache is not run again
-    (only a run alone is cached). ``items``: the ``(name, path, real path)`` graded."""
-    again = {r.submission for r in graded if _timed_out(r) and not r.cached} if jobs > 1 else set()
-    if not again:
+    """``graded`` with every notebook that ran past a time limit, or failed for the
+    grader's own reasons, while others were graded beside it (``jobs`` > 1) graded again,
+    one at a time after the rest. A limit is wall time, and a machine busy with the
+    class's other notebooks can make a notebook that fits its limits alone run past them,
+    or run out of memory as a whole (the kernel then ends a run under its own limit: a
+    grader error). The second run stands (it is the one a student graded alone would
+    get), noted; a notebook graded from the cache is not run again (only a run alone is
+    cached). ``items``: the ``(name, path, real path)`` graded."""
+    why = {}
+    for r in graded if jobs > 1 else ():
+        if r.cached:
+            continue
+        if _timed_out(r):
+            why[r.submission] = "ran past a time limit"
+        elif r.status.has(Kind.GRADER_ERROR):
+            why[r.submission] = "failed for the grader's own reasons (see its diagnostics)"
+    if not why:
         return graded
     if progress:
         print(
-            f"{len(again)} notebook(s) ran past a time limit beside others: graded again alone",
+            f"{len(why)} notebook(s) ran past a time limit or failed for the grader's own "
+            f"reasons beside others: graded again alone",
             file=sys.stderr,
         )
-    todo = [item for item in items if item[0] in again]
+    todo = [item for item in items if item[0] in why]
     redone = {r.submission: r for r in _in_parallel(spec, todo, work, 1, progress)}
     for r in redone.values():
-        r.notes.append(AGAIN_ALONE.format(jobs=jobs))
+        r.notes.append(AGAIN_ALONE.format(what=why[r.submission], jobs=jobs))
     return [redone.get(r.submission, r) for r in graded]
 
 

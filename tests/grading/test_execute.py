@@ -8,6 +8,7 @@ notebook-level ones are in the corpus (test_corpus.py).
 import errno
 import io
 import os
+import queue
 import time
 
 import numpy as np
@@ -843,3 +844,47 @@ def flood():
     assert psutil.Process().memory_info().rss - before < 400 * 2**20
     assert out.isolation.network != "host" and "x" * 1000 not in str(out.isolation)
     assert out.isolation.uid != 0 or not sandbox_possible()
+
+
+@pytest.mark.parametrize(
+    "version, files, cause",
+    [
+        (2, {"memory.events": "low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n"}, "limit"),
+        (2, {"memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 1\n"}, "outside"),
+        (2, {"memory.events": "low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\n"}, ""),
+        (1, {"memory.oom_control": "under_oom 0\noom_kill 1\n", "memory.failcnt": "4"}, "limit"),
+        (1, {"memory.oom_control": "under_oom 0\noom_kill 1\n", "memory.failcnt": "0"}, "outside"),
+        (1, {"memory.oom_control": "under_oom 0\noom_kill 0\n", "memory.failcnt": "4"}, ""),
+        (1, {"memory.oom_control": "under_oom 0\n", "memory.failcnt": "2"}, "limit"),  # old kernel
+        (  # a kernel that keeps no failcnt: the peak reached the limit
+            1,
+            {"memory.oom_control": "oom_kill 1\n", "memory.max_usage_in_bytes": str(400 * 2**20)},
+            "limit",
+        ),
+        (2, {"memory.events": "oom 0\noom_kill 1\n", "memory.peak": str(400 * 2**20)}, "limit"),
+        (2, {"memory.events": "oom 0\noom_kill 1\n", "memory.peak": str(300 * 2**20)}, "outside"),
+    ],
+)
+def test_an_oom_kill_is_the_students_only_where_their_own_limit_was_reached(
+    tmp_path, version, files, cause
+):
+    """The kernel counts a group's processes killed by any OOM killer: the machine's
+    (other processes, the notebooks graded beside it) as well as the group's own limit.
+    A run killed while under its limit was recorded as the student's `memory` and cached;
+    it is the grader's error now (not cached, graded again alone after a --jobs run)."""
+    from lablib.grading.results import Kind
+    from lablib.grading.run import supervisor
+    from lablib.grading.run.cgroups import Cgroup
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    group = Cgroup({"memory": str(tmp_path)}, version, 400 * 2**20)
+    assert group.oom_cause() == cause
+    attempt = supervisor._Attempt.__new__(supervisor._Attempt)
+    attempt.events, attempt.cgroup, attempt.limits = queue.Queue(), group, Limits(memory_mb=400)
+    attempt.events.put(("eof", None, None))
+    kind, detail, _ = attempt.wait(1, 5.0)
+    expected = {"limit": Kind.MEMORY, "outside": Kind.GRADER_ERROR, "": Kind.CRASHED}[cause]
+    assert kind == expected, (kind, detail)
+    if cause == "outside":
+        assert detail == supervisor.OUT_OF_MACHINE_MEMORY

@@ -1043,13 +1043,15 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
     (``--jobs``), a notebook that fits its limits alone can run past them. Such a notebook
     is graded again alone after the rest, and that run stands, noted; only a run alone is
     cached. Here bob's run beside others is made to time out (a limit far too short) and
-    his run alone fits; carol's times out both times and keeps her timeout."""
+    his run alone fits; carol's times out both times and keeps her timeout; dave's run
+    beside others is the grader's error (as the kernel's kill when the machine runs out
+    of memory makes it), graded again alone."""
     from lablib.grading import grade as grading
-    from lablib.grading.results import Kind
+    from lablib.grading.results import Kind, Status
 
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
-    for name in ("alice", "bob", "carol"):  # each its own code: no run shared by the cache
+    for name in ("alice", "bob", "carol", "dave"):  # each its own code: no shared run
         nb = nbformat.read(FIXTURE_SOLUTION, as_version=4)
         for cell in nb.cells:
             if cell.cell_type == "code" and "def " in cell.source:
@@ -1061,21 +1063,28 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
         calls.append((name, kw["alone"]))
         if name == "carol" or (name == "bob" and not kw["alone"]):
             kw["limits"] = grading.Limits(timeout=0.001)  # as a loaded machine would
-        return real(spec, name, path, setup, **kw)
+        result = real(spec, name, path, setup, **kw)
+        if name == "dave" and not kw["alone"]:  # the machine out of memory, say
+            result.status = Status.of([Kind.GRADER_ERROR])
+        return result
 
     monkeypatch.setattr(grading, "grade_one", grade_one)
     options = dict(lab_notebook=FIXTURE_SOLUTION, jobs=3, timeout=20, progress=False)
     first = {r.submission: r for r in grading.grade(str(FIXTURE_LAB), [subs], out, **options)}
     assert sorted(calls) == sorted(
         [("alice", False), ("bob", False), ("bob", True), ("carol", False), ("carol", True)]
+        + [("dave", False), ("dave", True)]
     )
-    again = grading.AGAIN_ALONE.format(jobs=3)
+    again = grading.AGAIN_ALONE.format(what="ran past a time limit", jobs=3)
     assert first["bob"].status.ok and first["bob"].score == first["alice"].score
     assert again in first["bob"].notes and again not in first["alice"].notes
     assert first["carol"].status.has(Kind.TIMEOUT) and again in first["carol"].notes
+    assert first["dave"].status.ok and first["dave"].notes[-1] == grading.AGAIN_ALONE.format(
+        what="failed for the grader's own reasons (see its diagnostics)", jobs=3
+    )
     feedback = (out / "feedback" / "bob.md").read_text()
     assert "graded again alone" in feedback
     calls.clear()  # graded again: bob's and carol's runs alone come from the cache
     second = {r.submission: r for r in grading.grade(str(FIXTURE_LAB), [subs], out, **options)}
-    assert all(r.cached for r in second.values()) and len(calls) == 3
+    assert all(r.cached for r in second.values()) and len(calls) == 4
     assert second["bob"].status.ok and second["carol"].status.has(Kind.TIMEOUT)

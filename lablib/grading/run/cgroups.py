@@ -56,6 +56,11 @@ def _read(path: str) -> str:
         return ""
 
 
+#: A group whose peak usage came this close to its limit reached it (the kernel's own
+#: counters are not kept everywhere: ``memory.failcnt`` stays 0 on some).
+_NEAR_LIMIT = 2**20
+
+
 class Cgroup:
     """The cgroup folders of one attempt (one per v1 controller, or one v2 folder)."""
 
@@ -82,20 +87,47 @@ class Cgroup:
         text = _read(os.path.join(self.folders.get("memory", ""), name)).strip()
         return int(text) if text.isdigit() else 0
 
-    def oom_killed(self) -> bool:
-        """Whether the kernel killed a process of the group for memory."""
+    def oom_cause(self) -> str:
+        """Why the kernel killed a process of the group for memory, if it did: ``"limit"``
+        (the group reached its own limit), ``"outside"`` (an OOM kill while the group
+        stayed under its limit: the machine, or a parent group, ran out of memory,
+        whatever the submission used), or ``""`` (no OOM kill).
+
+        The group's ``oom_kill`` counts its processes killed by any OOM killer; v2's
+        ``oom`` counts the times its own limit was reached, v1's ``memory.failcnt`` (and
+        ``memory.memsw.failcnt``) the times its usage hit the limit. Some kernels keep no
+        such count: a peak usage (``memory.max_usage_in_bytes``, ``memory.peak``) within
+        :data:`_NEAR_LIMIT` of the limit counts as reached too. A kill is the student's
+        wherever their limit may have caused it (on an older kernel without ``oom_kill``,
+        wherever the limit was reached)."""
         folder = self.folders.get("memory", "")
         text = _read(
             os.path.join(folder, "memory.oom_control" if self.version == 1 else "memory.events")
         )
+        counts = {}
         for line in text.splitlines():
             key, _, value = line.partition(" ")
-            if key == "oom_kill" and value.strip().isdigit() and int(value) > 0:
-                return True
-        if self.version == 1:  # older kernels have no oom_kill line: the limit was hit
-            fails = _read(os.path.join(folder, "memory.failcnt")).strip()
-            return fails.isdigit() and int(fails) > 0 and "oom_kill" not in text
-        return False
+            if value.strip().isdigit():
+                counts[key] = int(value)
+        peak = _read(
+            os.path.join(
+                folder, "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
+            )
+        ).strip()
+        reached = peak.isdigit() and int(peak) >= self.memory_bytes - _NEAR_LIMIT
+        if self.version == 1:  # the memory limit, or memory and swap's (set alike)
+            fails = [
+                _read(os.path.join(folder, name)).strip()
+                for name in ("memory.failcnt", "memory.memsw.failcnt")
+            ]
+            reached = reached or any(f.isdigit() and int(f) > 0 for f in fails)
+            if "oom_kill" not in counts:
+                return "limit" if reached else ""
+        else:
+            reached = reached or counts.get("oom", 0) > 0
+        if counts.get("oom_kill", 0) == 0:
+            return ""
+        return "limit" if reached else "outside"
 
     def pids(self) -> set[int]:
         out = set()

@@ -57,6 +57,11 @@ __all__ = ["run_submission", "RunOutcome", "Limits", "CellError", "Problem"]
 
 OUTPUT_HEAD = 8_000
 OUTPUT_TAIL = 8_000
+#: Why a run the kernel ended for memory while under its own limit is the grader's error.
+OUT_OF_MACHINE_MEMORY = (
+    "was ended by the kernel while under its memory limit: the machine ran out of memory "
+    "(its other processes, or the notebooks graded beside this one), not the student's doing"
+)
 STARTUP_TIMEOUT = 120.0
 SETUP_TIMEOUT = 300.0
 MAX_ATTEMPTS = 6
@@ -665,13 +670,16 @@ class _Attempt:
             if kind == "bad":
                 return (Kind.CRASHED, f"sent a malformed message ({_text(header)})", None)
             if kind == "eof":
-                if self.cgroup is not None and self.cgroup.oom_killed():
+                cause = self.cgroup.oom_cause() if self.cgroup is not None else ""
+                if cause == "limit":
                     return (
                         Kind.MEMORY,
                         f"used more than {self.limits.memory_mb:g} MB; the kernel's "
                         f"limit stopped it",
                         None,
                     )
+                if cause == "outside":
+                    return (Kind.GRADER_ERROR, OUT_OF_MACHINE_MEMORY, None)
                 return (Kind.CRASHED, "ended", None)
             if now >= next_poll:
                 next_poll = now + 0.2
@@ -866,6 +874,7 @@ def _record_end(
     what = {
         Kind.TIMEOUT: f"ran past the time limit ({detail})",
         Kind.MEMORY: f"ran out of memory ({detail})",
+        Kind.GRADER_ERROR: f"{detail}",
         "setup": f"failed: {detail}",
         Kind.CRASHED: f"ended the grader's process ({_describe_status(status)})"
         if detail == "ended"

@@ -19,6 +19,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import shutil
@@ -156,12 +157,20 @@ def _cmd_grade(args) -> int:
         late_policy=_late_policy(args),
         layout=args.layout,
     )
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _stopped_by_signals():
         warnings.simplefilter("always", SubmissionSkipped)
         warnings.simplefilter("always", SubmissionRemoved)
         warnings.simplefilter("always", SubmissionReplaced)
         warnings.simplefilter("always", LayoutWarning)
-        results = grade(spec, args.submissions, args.output, options)
+        try:
+            results = grade(spec, args.submissions, args.output, options)
+        except KeyboardInterrupt:
+            print(
+                f"lablib grade: interrupted; nothing was written to {_printable(str(args.output))}. "
+                f"The notebooks judged before are cached: run the same command again to go on.",
+                file=sys.stderr,
+            )
+            return 130
     for warning in caught:
         if issubclass(warning.category, LayoutWarning):
             print(f"lablib grade: layout: {_printable(str(warning.message))}", file=sys.stderr)
@@ -187,6 +196,27 @@ def _cmd_grade(args) -> int:
     _print_unsandboxed(results)
     print(_gradebook_message(args.output, results))
     return 0
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """Within: SIGTERM and SIGHUP (a service manager, a closed terminal or ssh session)
+    stop as Ctrl-C does, so the runs going are ended, never left running unwatched."""
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    kept = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and threading.current_thread() is threading.main_thread():
+            kept[sig] = signal.signal(sig, stop)  # (only the main thread may set them)
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
 
 
 def _print_unsandboxed(results) -> None:
@@ -820,8 +850,13 @@ def _parse_export(p: argparse.ArgumentParser) -> None:
 
 def _parse_gradescope(p: argparse.ArgumentParser) -> None:
     """``lablib gradescope``: a Gradescope autograder zip."""
-    p.add_argument("lab")
-    p.add_argument("-o", "--output", default="autograder.zip")
+    p.add_argument("lab", help="lab name (lab1 or lab1_attention) or path of a spec module")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="autograder.zip",
+        help="the zip to write (default: autograder.zip)",
+    )
     _limit_options(p)
     p.add_argument(
         "--wheel",
@@ -896,10 +931,24 @@ def _parse_data(p: argparse.ArgumentParser) -> None:
     """``lablib data``: list or fetch datasets."""
     dsub = p.add_subparsers(dest="data_command", required=True)
     d = dsub.add_parser("list", help="datasets and whether they are present")
-    d.add_argument("--data-dir", default=None)
+    d.add_argument(
+        "--data-dir",
+        default=None,
+        help="a data folder to search first, then $LABLIB_DATA_DIR, then the cache",
+    )
     d = dsub.add_parser("fetch", help="download (and verify) one dataset")
-    d.add_argument("name")
-    d.add_argument("--data-dir", default=None)
+    d.add_argument(
+        "name",
+        help="the dataset: reuters, esol, freesolv, lipophilicity, mutag or cora "
+        "(`lablib data list` shows them)",
+    )
+    d.add_argument(
+        "--data-dir",
+        default=None,
+        help="the data folder to download into, as DATA_DIR/<the dataset's folder> (default: "
+        "$LABLIB_DATA_DIR when it already holds the verified files, else the cache: "
+        "~/.cache/lablib or $LABLIB_CACHE_DIR)",
+    )
 
 
 #: The commands, in the order of ``lablib --help``: (name, help, the function that adds its

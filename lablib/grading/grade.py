@@ -58,6 +58,7 @@ from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore, check_log_kept
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
+from lablib.grading.run.supervisor import STOPPING
 from lablib.grading.run.isolation import sandbox_possible
 from lablib.grading.options import GradeOptions
 from lablib.grading.labspec.model import LabSpec
@@ -587,43 +588,62 @@ def _masked_paths(spec: LabSpec, hidden_dirs, out: pathlib.Path, submissions) ->
 
 def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[SubmissionResult]:
     """``work(item)`` for every ``(name, path, ...)`` on ``jobs`` threads; a grader bug costs
-    only its own submission (``grader-error``), never the batch."""
+    only its own submission (``grader-error``), never the batch. Interrupted (Ctrl-C,
+    ``KeyboardInterrupt``): no further item starts, the runs going end at once
+    (:data:`~lablib.grading.run.supervisor.STOPPING`), their processes ended, and the
+    interruption goes on up; what was judged before is in the cache."""
     results: list[SubmissionResult] = []
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(items), desc=f"grading {spec.name}", unit="nb", file=sys.stderr)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(work, item): item for item in items}
-        for future in concurrent.futures.as_completed(futures):
-            name, path = futures[future][:2]
-            try:
-                results.append(future.result())
-            except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
-                tests = [
-                    TestResult.failed(
-                        t, f"internal grader error: {type(exc).__name__}: {exc}", Kind.GRADER_ERROR
-                    )
-                    for t in spec.tests
-                ]
-                results.append(
-                    _unread(
-                        summarise(
-                            spec,
-                            name,
-                            str(path),
-                            tests,
-                            Status.of([Kind.GRADER_ERROR]),
-                            notes=[f"grader error: {type(exc).__name__}: {exc}"],
-                        )
-                    )
-                )
-            if bar is not None:
-                bar.update(1)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    try:
+        _collect(spec, pool, items, work, results, bar)
+    except BaseException:  # Ctrl-C: nothing more is started, and the runs going end now
+        pool.shutdown(wait=False, cancel_futures=True)
+        STOPPING.set()
+        try:
+            pool.shutdown(wait=True)
+        finally:
+            STOPPING.clear()
+        raise
+    pool.shutdown(wait=True)
     if bar is not None:
         bar.close()
     return results
+
+
+def _collect(spec: LabSpec, pool, items, work, results: list, bar) -> None:
+    """Submit ``work(item)`` for every item to ``pool`` and add each result to ``results``
+    as it comes (a grader bug: a ``grader-error`` result for its submission)."""
+    futures = {pool.submit(work, item): item for item in items}
+    for future in concurrent.futures.as_completed(futures):
+        name, path = futures[future][:2]
+        try:
+            results.append(future.result())
+        except Exception as exc:  # noqa: BLE001 - a grader bug must not lose the batch
+            tests = [
+                TestResult.failed(
+                    t, f"internal grader error: {type(exc).__name__}: {exc}", Kind.GRADER_ERROR
+                )
+                for t in spec.tests
+            ]
+            results.append(
+                _unread(
+                    summarise(
+                        spec,
+                        name,
+                        str(path),
+                        tests,
+                        Status.of([Kind.GRADER_ERROR]),
+                        notes=[f"grader error: {type(exc).__name__}: {exc}"],
+                    )
+                )
+            )
+        if bar is not None:
+            bar.update(1)
 
 
 def grade(

@@ -888,3 +888,43 @@ def test_an_oom_kill_is_the_students_only_where_their_own_limit_was_reached(
     assert kind == expected, (kind, detail)
     if cause == "outside":
         assert detail == supervisor.OUT_OF_MACHINE_MEMORY
+
+
+def test_cleaning_up_never_recurses_nor_kills_a_pid_given_to_another_process(tmp_path):
+    """Without the sandbox: a scratch folder nested 3,000 deep made the clean-up raise
+    RecursionError (the student's row a grader error, the folder left on disk); a pid seen
+    in the run's tree and since given to another process was killed at the end of the
+    run; and the run's own child, killed but not yet reaped, was "a process that could not
+    be ended" for 2 s of retries."""
+    import subprocess
+    import sys
+
+    from lablib.grading.run import supervisor
+
+    here = os.open(tmp_path, os.O_RDONLY)
+    os.mkdir("top", dir_fd=here)
+    fd = os.open("top", os.O_RDONLY, dir_fd=here)
+    for _ in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        below = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = below
+    os.close(fd)
+    os.close(here)
+    supervisor._remove_tree(str(tmp_path / "top"))
+    assert not (tmp_path / "top").exists()
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        started = supervisor._started(__import__("psutil").Process(other.pid))
+        assert supervisor._sweep(supervisor._by_token("t", {other.pid: started - 5}), rounds=2)
+        assert other.poll() is None, "a pid the run saw earlier, now another process's"
+        zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+        time.sleep(1)  # ended, not reaped: a zombie
+        seen = {zombie.pid: supervisor._started(__import__("psutil").Process(zombie.pid))}
+        began = time.monotonic()
+        assert supervisor._sweep(supervisor._by_token("t", seen)) and time.monotonic() - began < 1
+        zombie.wait()
+    finally:
+        other.kill()
+        other.wait()

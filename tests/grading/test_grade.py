@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -1088,3 +1089,79 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
     second = {r.submission: r for r in grading.grade(str(FIXTURE_LAB), [subs], out, **options)}
     assert all(r.cached for r in second.values()) and len(calls) == 4
     assert second["bob"].status.ok and second["carol"].status.has(Kind.TIMEOUT)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_an_interrupted_grading_run_stops_at_once_and_leaves_nothing_running(tmp_path, sig):
+    """Ctrl-C went on grading the whole queue (hours for a class) before it stopped and
+    wrote nothing; SIGTERM, a closed ssh session or SIGKILL killed the grader and left the
+    students' code running without limits. Each stops now within seconds: no further
+    notebook starts, the runs going are ended, nothing is written, and (where the grader
+    can still say it) the message says that the notebooks judged before are cached; a
+    grader killed outright takes its runs with it (the kernel's parent-death signal)."""
+    import psutil
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for name in ("s1", "s2", "s3"):
+        nb = nbformat.read(FIXTURE_SOLUTION, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.source.startswith("# GRADED:"):
+                cell.source += f"\nimport time as _t\n_t.sleep(30)  # {name}\n"
+                break
+        nbformat.write(nb, subs / f"{name}.ipynb")
+    command = [sys.executable, "-m", "lablib.cli", *_fixture_grade(subs, "-o", str(out))]
+    run = subprocess.Popen(
+        [*command, "--jobs", "1", "--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, running = time.monotonic() + 60, False
+        while time.monotonic() < deadline and not running:  # the first notebook's code runs
+            kids = psutil.Process(run.pid).children(recursive=True)
+            running = any("lablib.grading.run.child" in " ".join(_cmdline(k)) for k in kids)
+            time.sleep(0.2)
+        time.sleep(1)
+        mine = {k.pid: k.create_time() for k in psutil.Process(run.pid).children(recursive=True)}
+        sent = time.monotonic()
+        run.send_signal(getattr(signal, sig))
+        _, err = run.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == (-9 if sig == "SIGKILL" else 130), err[-2000:]
+    assert took < 15, f"stopped {took:.1f} s after {sig}"
+    if sig != "SIGKILL":
+        assert "interrupted; nothing was written" in err and "cached" in err
+    assert not (out / "grades.json").exists()
+    assert running, "the students' code was running when the signal came"
+    for _ in range(50):  # the kernel's signals are sent as each parent goes
+        left = [p for p in psutil.process_iter() if mine.get(p.pid) == _started(p)]
+        if not left:
+            break
+        time.sleep(0.1)
+    said = [(p, _cmdline(p)) for p in left]
+    for p in left:  # never left to the next test
+        p.kill()
+    assert not left, said
+
+
+def _started(process) -> float | None:
+    import psutil
+
+    try:
+        return process.create_time()
+    except psutil.Error:
+        return None
+
+
+def _cmdline(process) -> list[str]:
+    import psutil
+
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []

@@ -166,6 +166,9 @@ def child_main(
     """Serve the grader's commands until ``exit`` or the end of stdin."""
     import cloudpickle  # noqa: F401  (the grader's probes are cloudpickled)
 
+    from lablib.grading.run.isolation import die_with_parent
+
+    die_with_parent()  # the grader gone, this run goes too: its limits were the grader's
     _set_limits(memory_mb)
     protect()  # before any student code: the crib guard's code and names are kept as they are now
 

@@ -483,6 +483,25 @@ def _pivot_into(libc, m: _Mounts, new_root: str, scratch_mb: int, notes: list[st
     return workdir
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(libc=None) -> bool:
+    """Have the kernel SIGKILL this process when the thread that started it ends: the
+    grader killed (SIGKILL, its own out-of-memory kill) never leaves a submission's run
+    going on without the limits only the grader enforces. Linux only; False where it
+    could not be set. Cleared by a change of uid: call it again after one."""
+    import signal
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = libc or _libc()
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | None:
     """RLIMIT_NPROC, the work folder given to ``uid``, umask 077, then no groups, gid and
     uid dropped, and no new user namespaces or keyrings (seccomp); returns why those were
@@ -507,6 +526,8 @@ def _drop_privileges(libc, workdir: str, uid: int, notes: list[str]) -> str | No
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
+    if not die_with_parent(libc):  # again: the change of uid cleared it
+        notes.append("not set to end with the grader (PR_SET_PDEATHSIG refused)")
     refused = _install_syscall_filter(libc)
     if refused:
         notes.append(refused)
@@ -585,8 +606,9 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     process the new root, the uid drop and the exec) run in this order in one process
     tree; each is one function, called here top to bottom, which is how they are reviewed.
     """
-    config = _read_config()
     libc = _libc()
+    die_with_parent(libc)  # the grader gone, this stage goes, and the namespace with it
+    config = _read_config()
     m = _Mounts(libc)
     notes: list[str] = []
     _join_cgroups(config, notes)

@@ -27,6 +27,7 @@ what memory was measured.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
 import os
@@ -57,6 +58,12 @@ __all__ = ["run_submission", "RunOutcome", "Limits", "CellError", "Problem"]
 
 OUTPUT_HEAD = 8_000
 OUTPUT_TAIL = 8_000
+#: Set while grading is being stopped (Ctrl-C, a signal to end): every run still waiting
+#: on its child ends at once as the grader's error (never cached), its processes ended.
+STOPPING = threading.Event()
+#: What a run stopped by :data:`STOPPING` says.
+STOPPED = "was stopped: grading was interrupted (Ctrl-C or a signal to end)"
+
 #: Why a run the kernel ended for memory while under its own limit is the grader's error.
 OUT_OF_MACHINE_MEMORY = (
     "was ended by the kernel while under its memory limit: the machine ran out of memory "
@@ -264,6 +271,33 @@ def _sweep(match, *, rounds: int = 100, pause: float = 0.02) -> bool:
     return False
 
 
+def _remove_tree(path: str) -> None:
+    """Remove the folder ``path`` and all it holds, links never followed, however deep a
+    submission nested its folders (Python's ``shutil.rmtree`` recurses once per level
+    and fails past about a thousand; ``rm`` walks any depth).
+
+    Raises:
+        OSError: something is left."""
+    import shutil
+
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except (RecursionError, OSError):
+        subprocess.run(["rm", "-rf", "--", path], capture_output=True, check=False)
+        if os.path.lexists(path):
+            raise OSError(errno.ENOTEMPTY, f"{path} could not be removed") from None
+
+
+def _started(process) -> float | None:
+    """``process``'s start time, or None where it cannot be read (it ended)."""
+    try:
+        return process.create_time()
+    except Exception:  # noqa: BLE001 - psutil's errors: the process ended or is not ours
+        return None
+
+
 def _by_uid(uid):
     def match(process):
         uids = process.info.get("uids")
@@ -272,14 +306,19 @@ def _by_uid(uid):
     return match
 
 
-def _by_token(token, tree):
+def _by_token(token, tree: dict):
+    """A match of the run's processes without a uid of their own: those seen in its tree
+    (``tree``: pid -> start time; a pid another process has since been given is not the
+    run's) and those carrying its token. A zombie is ended already: its parent reaps it."""
+    import psutil
+
     me = os.getpid()
 
     def match(process):
-        if process.pid == me:
+        if process.pid == me or process.status() == psutil.STATUS_ZOMBIE:
             return False
         if process.pid in tree:
-            return True
+            return _started(process) == tree[process.pid]
         try:
             return process.environ().get("LABLIB_RUN_TOKEN") == token
         except Exception:  # noqa: BLE001 - other users' processes, zombies
@@ -386,7 +425,6 @@ def sweep_leftovers(uid: int, folders=None) -> list[str]:
     (:func:`shared_folders`; links removed, never followed), and its System V IPC
     objects (removed as ``uid`` itself where the grader may not). Run once every process of
     ``uid`` is ended. Returns notes on what could not be removed."""
-    import shutil
 
     notes = []
     for folder in shared_folders() if folders is None else folders:
@@ -399,7 +437,7 @@ def sweep_leftovers(uid: int, folders=None) -> list[str]:
                 if entry.stat(follow_symlinks=False).st_uid != uid:
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
+                    _remove_tree(entry.path)
                 else:
                     os.unlink(entry.path)
             except FileNotFoundError:
@@ -429,7 +467,7 @@ class _Attempt:
     """One child process serving requests (see :func:`run_submission`)."""
 
     def __init__(self, limits: Limits, mask, sandbox: bool):
-        import psutil  # noqa: F401 (imported here, before any worker needs it)
+        import psutil  # imported here, before any worker needs it
 
         self.limits = limits
         self.sandbox = sandbox
@@ -442,7 +480,7 @@ class _Attempt:
         self.result_eof = threading.Event()
         self.outgoing: queue.Queue = queue.Queue()
         self.seq = 0
-        self.tree: set[int] = set()
+        self.tree: dict[int, float | None] = {}  # pid -> start time, of every process seen
         self.uid = None
         self.init_pid = None
         self.scratch_fd = (
@@ -470,7 +508,7 @@ class _Attempt:
             env=env,
             start_new_session=True,
         )
-        self.tree.add(self.proc.pid)
+        self.tree[self.proc.pid] = _started(psutil.Process(self.proc.pid))
         os.close(result_w)
         if control_w is not None:
             os.close(control_w)
@@ -656,12 +694,19 @@ class _Attempt:
         deadline = time.monotonic() + budget
         next_poll = 0.0
         while True:
+            if STOPPING.is_set():
+                return (Kind.GRADER_ERROR, STOPPED, None)
             now = time.monotonic()
-            if now >= deadline:
-                return (Kind.TIMEOUT, f"{budget:g} s", None)
             try:
-                kind, header, blobs = self.events.get(timeout=min(0.05, max(deadline - now, 0.001)))
+                if now >= deadline:  # a reply already queued (the grader was slow) counts
+                    kind, header, blobs = self.events.get_nowait()
+                else:
+                    kind, header, blobs = self.events.get(
+                        timeout=min(0.05, max(deadline - now, 0.001))
+                    )
             except queue.Empty:
+                if now >= deadline:
+                    return (Kind.TIMEOUT, f"{budget:g} s", None)
                 kind = None
             if kind == "reply":
                 if header.get("seq") != seq:
@@ -713,7 +758,8 @@ class _Attempt:
         except psutil.Error:
             return 0
         for process in processes:
-            self.tree.add(process.pid)
+            if process.pid not in self.tree:
+                self.tree[process.pid] = _started(process)
             try:
                 total += process.memory_info().rss
             except psutil.Error:
@@ -766,9 +812,10 @@ class _Attempt:
                     stream.close()
                 except OSError:
                     pass
-        import shutil
-
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        try:
+            _remove_tree(self.scratch)
+        except OSError as exc:
+            notes.append(f"the run's scratch folder could not be removed ({exc.strerror or exc})")
         status = self.control.get("status")
         if status is not None:
             status = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)

@@ -202,8 +202,14 @@ def grade_one(
         nb, notes = read_notebook(raw)
     except NotebookMoved as exc:
         return _unread(unreadable(lab, name, str(path), str(exc), kind=Kind.GRADER_ERROR))
-    except (InvalidNotebook, OSError) as exc:
+    except InvalidNotebook as exc:
         return _unread(unreadable(lab, name, str(path), str(exc)))
+    except OSError as exc:  # the file system's doing (a file moved away, no permission, EIO)
+        said = (
+            f"the file could not be read ({exc.strerror or exc}); not the student's doing: make "
+            f"it readable to the grading user and grade again"
+        )
+        return _unread(unreadable(lab, name, str(path), said, kind=Kind.GRADER_ERROR))
     found, cell_notes = graded_cells(nb)
     notes = [*notes, *cell_notes]
     key = cache.key(found, notes) if cache is not None else None

@@ -339,6 +339,26 @@ def test_judging_time_counts_in_the_submissions_seconds(tmp_path, monkeypatch):
     assert 1.2 <= result.seconds < 5, result.seconds  # the run's 0.25 s and the judge's second
 
 
+def test_a_file_the_system_cannot_read_is_the_graders_error_not_the_students(tmp_path):
+    """A notebook listed and gone when read (the download unzipped again over the folder),
+    or not readable by the grading user, was `invalid-notebook` (exported as the
+    student's 0); the file system's doing is a grader error, graded again."""
+    from lablib.grading import grade as grade_module
+    from lablib.grading.results import Kind
+    from lablib.grading.spec import load_lab
+
+    lab = load_lab(str(FIXTURE_LAB))
+    result = grade_module.grade_one(lab, "alice", tmp_path / "gone.ipynb", [])
+    assert result.status.has(Kind.GRADER_ERROR) and not result.status.has(Kind.INVALID_NOTEBOOK)
+    assert result.notes == [
+        "grader error: the file could not be read (No such file or directory); not the "
+        "student's doing: make it readable to the grading user and grade again"
+    ]
+    (tmp_path / "empty.ipynb").write_text("")  # the student's own: invalid as before
+    empty = grade_module.grade_one(lab, "bob", tmp_path / "empty.ipynb", [])
+    assert empty.status.has(Kind.INVALID_NOTEBOOK)
+
+
 def _fixture_grade(subs, *extra) -> list[str]:
     """``lablib grade`` of the fixture lab over ``subs`` (quiet), with ``extra`` options."""
     return [

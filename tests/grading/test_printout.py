@@ -848,3 +848,42 @@ def test_a_gradebook_row_that_cannot_be_read_is_an_error_not_a_missing_student(t
         printout.write_points_csv(out, lab, tmp_path / "points.csv")
     with pytest.raises(ReviewError, match=said):
         ReviewApp(out, lab)
+
+
+def test_the_cover_rows_stay_where_gradescope_reads_them_and_carry_no_control(tmp_path):
+    """A name a student controls (a file name, an LMS display name) that wrapped pushed
+    the cover's ID row down, and put the digits it holds where the ID region of an honest
+    cover is read; the HTML printout kept escape sequences, clear-screen and bidi
+    overrides byte for byte. Each cover cell is one line now, cut where it does not fit,
+    and the printout shows control characters as symbols."""
+    lab = written_lab()
+    hostile = "_" * 66 + " 1001 mallory\x1b]0;owned\x07\x1b[2J\u202e"
+    for folder, name in (("honest", "mallory"), ("hostile", hostile)):
+        write_class(tmp_path / folder, lab, {name: {"why": "Tall.\x1b[2J\x9b31m", "how": "x"}})
+        printout.write_printouts(
+            tmp_path / folder, lab, tmp_path / f"{folder}-pdfs", engine="playwright", html=True
+        )
+    pages = [
+        p.read_text(encoding="utf-8") for p in (tmp_path / "hostile-pdfs" / "html").glob("*.html")
+    ]
+    assert len(pages) == 1 and not set(pages[0]) & set("\x1b\x07\x9b\u202e"), "no raw control"
+    assert "␛" in pages[0] and "[U+202E]" in pages[0]
+
+    def cover_rows(folder):
+        (pdf,) = (tmp_path / f"{folder}-pdfs").glob("*.pdf")
+        layout = subprocess.run(
+            ["pdftotext", "-bbox", "-f", "1", "-l", "1", str(pdf), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return {
+            text: float(y0)
+            for y0, text in re.findall(
+                r'<word xMin="[\d.]+" yMin="([\d.]+)"[^>]*>([^<]*)</word>', layout
+            )
+        }
+
+    honest, forged = cover_rows("honest"), cover_rows("hostile")
+    assert forged["ID"] == honest["ID"] and forged["Submission"] == honest["Submission"]
+    assert forged.get("1001", forged["Name"]) == forged["Name"], "the name stays in its row"

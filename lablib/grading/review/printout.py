@@ -68,6 +68,7 @@ from lablib.grading.atomic import atomic_write
 from lablib.grading.filenames import STEM_BYTES, cap_bytes, same_file, shown, windows_safe
 from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.report.feedback_markdown import cap_note
+from lablib.grading.report.text import html_text
 from lablib.grading.report.gradebook_csv import SpreadsheetWriter
 from lablib.grading.report.text import num, person_lines
 from lablib.grading.results import Kind
@@ -255,8 +256,10 @@ _STYLE = """
 @page { size: A4; margin: 16mm 15mm; }
 body { font-family: "DejaVu Serif", "Noto Serif", serif; font-size: 11pt; line-height: 1.4; color: #000; }
 .cover h1 { font-size: 16pt; margin: 0 0 0.6em; }
-.cover table { border-collapse: collapse; margin: 1em 0; }
-.cover td, .cover th { border: 1px solid #444; padding: 0.4em 0.8em; text-align: left; min-width: 9em; }
+.cover table { border-collapse: collapse; margin: 1em 0; table-layout: fixed; width: 100%; }
+.cover th { width: 8em; }
+.cover td, .cover th { border: 1px solid #444; padding: 0.4em 0.8em; text-align: left;
+  height: 1.3em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .cover ol { margin-top: 1em; }
 section.question { break-before: page; }
 h2.question-title { font-size: 13pt; border-bottom: 1px solid #888; padding-bottom: 0.2em; }
@@ -285,7 +288,7 @@ def printout_html(lab, student: Student, questions) -> str:
     painted outside, so no formula reaches the cover's ID or another question), and a
     student's own headings are drawn small within it: only lablib's question headers
     (``h2.question-title``, a class no answer can carry) look like one."""
-    esc = html.escape
+    esc = html_text  # control characters shown as symbols: a file an instructor may cat
     rows = [("Name", student.name or student.key), ("ID", student.student_id or student.key)]
     if student.email:
         rows.append(("E-mail", student.email))

@@ -58,6 +58,8 @@ import html
 import re
 import xml.etree.ElementTree as ElementTree
 
+from lablib.grading.report.text import visible_controls
+
 __all__ = [
     "ATTRIBUTES",
     "CLEAN_CONTENT_TAGS",
@@ -437,8 +439,10 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def _readable(text: str | None) -> str:
-    """``text`` with each lone surrogate shown as ``?``."""
-    return _SURROGATES.sub("?", text or "")
+    """``text`` with each lone surrogate shown as ``?`` and each control character as a
+    symbol (:func:`~lablib.grading.report.text.visible_controls`): an escape sequence in
+    an answer reaches no page, printout file or terminal that shows it."""
+    return visible_controls(_SURROGATES.sub("?", text or ""))
 
 
 def render_markdown(text: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import datetime
 import functools
 import hashlib
 import importlib
@@ -249,8 +250,25 @@ def grade_one(
             cache.put(key, result)
     result.answers = written_answers(nb, lab.answers, template=template)
     result.code = {piece: cell.source for piece, cell in found.items()}
-    result.identity = {"sha256": hashlib.sha256(raw).hexdigest()}  # resolved at the merge
+    # resolved at the merge; what was read of the file now is kept with it
+    result.identity = {"sha256": hashlib.sha256(raw).hexdigest(), **_file_time(path)}
     return result
+
+
+#: What a row's identity keeps from the reading of its notebook at grading (never read
+#: again from the file, which may have changed since): the SHA-256 of the bytes graded,
+#: and the file's modification time then (``--late-from-file-times`` dates the row by it).
+_READ_AT_GRADING = ("sha256", "file_time")
+
+
+def _file_time(path) -> dict:
+    """``{"file_time": ISO 8601 with the offset}`` of the file at ``path`` as graded, or {}
+    where it cannot be read (a time out of range)."""
+    try:
+        when = datetime.datetime.fromtimestamp(os.stat(path).st_mtime).astimezone()
+    except (OSError, OverflowError, ValueError):
+        return {}
+    return {"file_time": when.isoformat(timespec="seconds")}
 
 
 def _timed_out(result: SubmissionResult) -> bool:
@@ -523,8 +541,9 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
         identity["file"] = old["file"]
     else:
         identity.pop("file", None)
-    if "sha256" in old:  # the bytes it was graded on ("": none read)
-        identity["sha256"] = old["sha256"]
+    for key in _READ_AT_GRADING:  # of the bytes it was graded on ("" sha256: none read)
+        if key in old:
+            identity[key] = old[key]
     if not identity.get("submitted_at") and old.get("submitted_at"):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
     return identity
@@ -796,10 +815,9 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
     by_name = {f.name: f for f in found}
     index = _roster_index(roster, found, previous)
     for r in graded:  # who submitted it: resolved once, here, and kept in the gradebook
-        digest = (r.identity or {}).get("sha256")  # of the bytes graded ("": none read)
+        read = {k: v for k, v in (r.identity or {}).items() if k in _READ_AT_GRADING}
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
-        if digest is not None:
-            r.identity["sha256"] = digest
+        r.identity.update(read)
     dated = _dated_before(previous)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}

@@ -359,6 +359,32 @@ def test_a_file_the_system_cannot_read_is_the_graders_error_not_the_students(tmp
     assert empty.status.has(Kind.INVALID_NOTEBOOK)
 
 
+def test_a_file_time_is_the_one_read_at_grading_never_read_again(tmp_path):
+    """With --late-from-file-times, every rewrite of the gradebook (lablib report, the
+    review page's write, a regrade of one student) read each notebook's file time again:
+    a folder copied again (cp without -p, a new unzip) or a file merely touched made an
+    on-time row late, without a regrade. The time is read once, when the notebook is
+    graded, and kept with the bytes graded."""
+    from lablib.grading import grade as grading
+    from lablib.grading.gradebook.late import LatePolicy, parse_time
+    from lablib.grading.spec import load_lab
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    due = "2026-11-20T23:59+01:00"
+    on_time = parse_time(due).timestamp() - 3600
+    os.utime(subs / "alice.ipynb", (on_time, on_time))
+    policy = LatePolicy.parse(due=due, per_day="2", from_files=True)
+    options = dict(lab_notebook=FIXTURE_SOLUTION, jobs=1, timeout=20, progress=False)
+    [row] = grading.grade(str(FIXTURE_LAB), [subs], out, late_policy=policy, **options)
+    assert parse_time(row.identity["file_time"]).timestamp() == on_time
+    os.utime(subs / "alice.ipynb")  # touched (copied again): its time is now, days late
+    grading.rewrite_reports(out, lab=load_lab(str(FIXTURE_LAB)))
+    [kept] = _rows(out).values()
+    assert kept["late_penalty"] == "0", kept
+
+
 def _fixture_grade(subs, *extra) -> list[str]:
     """``lablib grade`` of the fixture lab over ``subs`` (quiet), with ``extra`` options."""
     return [

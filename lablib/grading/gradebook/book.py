@@ -263,8 +263,10 @@ class Gradebook:
             student.submitted_at if student and not identity else ""
         )
         if not submitted and self.late_policy.from_files:
-            try:  # a file time out of range (OSError on Windows) is no time either
-                mtime = os.path.getmtime(result.path)
+            if identity.get("file_time"):  # the file's time when it was graded
+                return identity["file_time"]
+            try:  # a row of an older gradebook: the file's time now, as it was read then
+                mtime = os.path.getmtime(result.path)  # (out of range: OSError on Windows)
                 return datetime.datetime.fromtimestamp(mtime).astimezone()
             except (OSError, OverflowError, ValueError):
                 return ""

@@ -131,7 +131,12 @@ def _late_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_grade(args) -> int:
     from lablib.grading.author import catalog
-    from lablib.grading.grade import SubmissionRemoved, SubmissionReplaced, grade
+    from lablib.grading.grade import (
+        ResourcesWarning,
+        SubmissionRemoved,
+        SubmissionReplaced,
+        grade,
+    )
     from lablib.grading.gradebook.roster import Roster, SubmissionTimes
     from lablib.grading.options import GradeOptions
     from lablib.grading.report.text import status_text
@@ -180,6 +185,8 @@ def _cmd_grade(args) -> int:
             print(f"lablib grade: removed: {_printable(str(warning.message))}", file=sys.stderr)
         elif issubclass(warning.category, SubmissionReplaced):
             print(f"lablib grade: replaced: {_printable(str(warning.message))}", file=sys.stderr)
+        elif issubclass(warning.category, ResourcesWarning):
+            print(f"lablib grade: memory: {_printable(str(warning.message))}", file=sys.stderr)
         else:
             warnings.showwarning(
                 _printable(str(warning.message)), warning.category, warning.filename, warning.lineno

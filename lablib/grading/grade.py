@@ -66,17 +66,40 @@ from lablib.grading.labspec.model import LabSpec
 from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_spec
 from lablib.grading.submissions import Found, LayoutWarning, find_submissions, warn_skipped
 
-__all__ = ["grade", "grade_one", "rewrite_reports", "SubmissionRemoved", "SubmissionReplaced"]
+__all__ = [
+    "grade",
+    "grade_one",
+    "rewrite_reports",
+    "ResourcesWarning",
+    "SubmissionRemoved",
+    "SubmissionReplaced",
+]
 
-CACHE_VERSION = "7"
+CACHE_VERSION = "8"
 
 
 #: What the child's environment takes from the grader's and may change a run's outcome
 #: (:func:`lablib.grading.run.supervisor._child_env`): part of the cache's key.
-_KEYED_ENVIRONMENT = ("LABLIB_FAST", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+_KEYED_ENVIRONMENT = (
+    "LABLIB_FAST",
+    "PYTHONPATH",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+)
 #: Distributions whose versions decide what a run computes (the references the judges
-#: compare with run on them too): part of the cache's key.
-_KEYED_DISTRIBUTIONS = ("numpy", "tensorflow", "keras", "tf-keras", "tf-models-official")
+#: compare with run on them too, scikit-learn's macro-F1 among them; cloudpickle carries
+#: the probes): part of the cache's key.
+_KEYED_DISTRIBUTIONS = (
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "cloudpickle",
+    "tensorflow",
+    "keras",
+    "tf-keras",
+    "tf-models-official",
+)
 #: Files beside the spec and hidden tests are read into the key up to this many bytes in
 #: all (then keyed by their size and time), and at most this many files are looked at.
 _KEYED_BYTES = 256 * 2**20
@@ -94,7 +117,9 @@ def _tests_fingerprint(lab: LabSpec, setup: list[str], limits: Limits, skip=()) 
     h.update(
         f"{CACHE_VERSION}|{__version__}|{json.dumps(dataclasses.asdict(limits), sort_keys=True)}".encode()
     )
-    h.update(f"|{sys.version}|{_versions()}|{_environment()}".encode())
+    # and whether the sandbox can run here (its limits differ from the grader's own)
+    sandboxed = limits.isolate and sandbox_possible()
+    h.update(f"|{sys.version}|{_versions()}|{_environment()}|sandbox={sandboxed}".encode())
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes())
     for path in lab.source_files:
@@ -269,6 +294,30 @@ def _file_time(path) -> dict:
     except (OSError, OverflowError, ValueError):
         return {}
     return {"file_time": when.isoformat(timespec="seconds")}
+
+
+class ResourcesWarning(UserWarning):
+    """The limits given ask for more than the machine has (``--jobs`` times ``--memory``
+    beyond its memory): grading goes on, but a run under its own limit may be killed."""
+
+
+def _warn_memory(jobs: int, limits: Limits) -> None:
+    """A :class:`ResourcesWarning` where ``jobs`` runs at their memory limit would need
+    more than the machine's memory."""
+    import psutil
+
+    total = psutil.virtual_memory().total
+    asked = jobs * (limits.memory_mb or 0) * 2**20
+    if jobs > 1 and asked > total:
+        fits = max(1, int(total // (limits.memory_mb * 2**20)))
+        warnings.warn(
+            f"{jobs} notebooks graded at once, each allowed {limits.memory_mb:g} MB, may need "
+            f"{asked / 2**30:.1f} GB; this machine has {total / 2**30:.1f} GB. A notebook under "
+            f"its own limit can then be killed when the machine runs out (a grader error, "
+            f"graded again alone at the end): give --jobs {fits} or a lower --memory.",
+            ResourcesWarning,
+            stacklevel=3,
+        )
 
 
 def _timed_out(result: SubmissionResult) -> bool:
@@ -729,6 +778,7 @@ def grade(
 
     items = [(f.name, f.path, f.real) for f in found]
     jobs = min(options.workers, max(len(items), 1))
+    _warn_memory(jobs, limits)
 
     def work(item, alone=jobs == 1):
         name, path, real = item

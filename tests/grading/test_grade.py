@@ -481,8 +481,9 @@ def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     """The cache's key changes with a data file beside the hidden tests (a test that loads
     its expected values), in a hidden folder too (``.data/``), with a module of lablib
     outside the grading package (the layers the judges' references use), with the
-    child's LABLIB_FAST and the numerical distributions' versions; not with files in the
-    output folder kept beside the tests, nor in version control's store."""
+    child's LABLIB_FAST and the numerical distributions' versions (scikit-learn's too),
+    and with whether the sandbox runs; not with files in the output folder kept beside the
+    tests, nor in version control's store."""
     from lablib.grading import grade as grading
     from lablib.grading.labspec.registry import load_spec
     from lablib.grading.run import Limits
@@ -493,6 +494,7 @@ def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     spec = load_spec(find_lab(str(course)), [str(course / "hidden")])
     out = course / "hidden" / "out"
     out.mkdir()
+    real_versions = grading._versions
 
     def key():
         return grading._tests_fingerprint(spec, [], Limits(), skip=[out])
@@ -542,6 +544,18 @@ def test_the_cache_key_holds_what_decides_a_grade(tmp_path, monkeypatch):
     assert key() != copied
     monkeypatch.setattr(grading, "_versions", lambda: "numpy=0.0")
     assert key() != copied
+    versions = key()
+    real_version = grading.importlib.metadata.version
+    monkeypatch.setattr(grading, "_versions", real_versions)
+    monkeypatch.setattr(
+        grading.importlib.metadata,
+        "version",
+        lambda name: "0.1" if name == "scikit-learn" else real_version(name),
+    )
+    assert key() != versions, "scikit-learn computes the lab's macro-F1 references"
+    sandboxed, possible = key(), grading.sandbox_possible()
+    monkeypatch.setattr(grading, "sandbox_possible", lambda: not possible)
+    assert key() != sandboxed, "a run in the sandbox and one without are not the same run"
 
 
 def test_a_run_stopped_before_the_students_code_is_not_cached(tmp_path):
@@ -1211,3 +1225,26 @@ def _cmdline(process) -> list[str]:
         return process.cmdline()
     except psutil.Error:
         return []
+
+
+def test_more_memory_asked_than_the_machine_has_is_said_before_grading(tmp_path, capsys):
+    """--jobs times --memory beyond the machine's memory: a run under its own limit can be
+    killed when the machine runs out. Said before grading, with the --jobs that fits; a
+    grader's environment gets TensorFlow's memory growth, so notebooks sharing a GPU do
+    not each take the whole card."""
+    import psutil
+
+    from lablib.grading.run.supervisor import _child_env
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("a", "b"):
+        (subs / f"{name}.ipynb").write_text("{}")  # invalid: nothing runs
+    total_mb = psutil.virtual_memory().total / 2**20
+    memory = str(int(total_mb * 0.75))
+    assert main([*_fixture_grade(subs, "-o", str(tmp_path / "out")), "--jobs", "2",
+                 "--memory", memory]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "lablib grade: memory: 2 notebooks graded at once, each allowed" in err
+    assert "give --jobs 1 or a lower --memory" in err
+    assert _child_env("t")["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"

@@ -215,6 +215,9 @@ def _child_env(token: str) -> dict:
         "PYTHONUNBUFFERED": "1",
         "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
         "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        # A GPU shared by the notebooks graded at once (--jobs): each takes the memory it
+        # uses, not the whole card, which would leave the others none (TensorFlow's default).
+        "TF_FORCE_GPU_ALLOW_GROWTH": os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "true"),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         "MPLBACKEND": "Agg",
         "LABLIB_GRADING": "1",

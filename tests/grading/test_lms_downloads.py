@@ -224,6 +224,29 @@ submission_600000002:
 """
 
 
+def test_gradescope_metadata_is_parsed_once_per_content(tmp_path, monkeypatch):
+    """An export lists a student's 3,000 data files, and each was placed by reading the
+    class's metadata again (about 0.1 s each: six minutes for one student). The same
+    bytes are parsed once; what a caller changes in the answer changes no later one; a
+    file rewritten is read anew."""
+    import yaml
+
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text(GRADESCOPE)
+    parsed = []
+    real = yaml.safe_load
+    monkeypatch.setattr(yaml, "safe_load", lambda text: parsed.append(1) or real(text))
+    first = read_gradescope_metadata(path)
+    first["submission_409194023"]["submitters"].clear()
+    again = read_gradescope_metadata(path)
+    assert len(parsed) == 1 and again["submission_409194023"]["submitters"][0]["sid"] == "123456789"
+    path.write_text(GRADESCOPE.replace("123456789", "987654321"))
+    changed = read_gradescope_metadata(path)
+    assert (
+        len(parsed) == 2 and changed["submission_409194023"]["submitters"][0]["sid"] == "987654321"
+    )
+
+
 def test_gradescope_metadata(tmp_path):
     path = tmp_path / "submission_metadata.yml"
     path.write_text(GRADESCOPE)

@@ -334,12 +334,17 @@ def _cmd_export(args) -> int:
         allow_grader_errors=args.allow_grader_errors,
         scale_to_points_possible=args.scale_to_points_possible,
     )
+    left_out = {person["key"] for person in report["left_out"]}
     for lab in report["labs"]:
         why = report.get("unmatched_reasons", {}).get(lab, {})
         for name in report["unmatched"][lab]:
+            what = (
+                "left out of the file (below)"
+                if name in left_out
+                else "exported from the identity kept at grading"
+            )
             print(
-                f"lablib export: {lab}: submission {_printable(name)} matched no roster student: exported from the "
-                f"identity kept at grading"
+                f"lablib export: {lab}: submission {_printable(name)} matched no roster student: {what}"
                 + (f" ({_printable(why[name])})" if why.get(name) else ""),
                 file=sys.stderr,
             )
@@ -369,8 +374,9 @@ def _cmd_export(args) -> int:
         grades = "; ".join(f"{h} {c}" for h, c in person["grades"].items()) or "no grade"
         print(
             f"lablib export: left out: {_printable(person['name'])} ({_printable(person['key'])}): "
-            f"{_printable(person['why'])}; grades: {_printable(grades)}. Enter them in Moodle by "
-            f"hand, or add the student with their {report['matched_by']} to the roster and export again",
+            f"{_printable(person['why'])}; grades: {_printable(grades)}. Enter them in "
+            f"{'Moodle' if report['matched_by'] else 'Canvas'} by hand, or add the student with "
+            f"their {report['matched_by'] or 'ID'} to the roster and export again",
             file=sys.stderr,
         )
     print(_printable(report["summary"]))

@@ -398,7 +398,7 @@ def export(
     if fmt == "moodle":
         field, rows = _moodle_rows(people, destination, header_cells, values, report)
     else:
-        _canvas_names(people, report)
+        rows = _canvas_rows(people, roster is not None, destination, header_cells, values, report)
     report["matched_by"] = None if field is None else _MOODLE_KEYS[field]
     destination.parent.mkdir(parents=True, exist_ok=True)
     _write_import_file(fmt, destination, rows, header_cells, points, values)
@@ -454,10 +454,16 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
     line += _more_summary(report, missing)
     if report["matched_by"]:
         line += f"; in Moodle map {report['matched_by']} to the user field {report['matched_by']}"
-    if report["left_out"]:
+    if report["left_out"] and report["matched_by"]:
         line += (
             f"; {len(report['left_out'])} left out of the file, without an {report['matched_by']} "
             f"for Moodle to match (their grades are in the notes: enter them by hand)"
+        )
+    elif report["left_out"]:
+        line += (
+            f"; {len(report['left_out'])} left out of the file, rows Canvas's import would match "
+            f"by a name alone or read as its points row (their grades are in the notes: enter "
+            f"them by hand)"
         )
     return line + (f"; notes in {notes_path}" if notes_path else "")
 
@@ -554,19 +560,23 @@ def _unnamed(person: _Person) -> str:
     return f"{where} with {ids or labs or 'nothing to name it by'}"
 
 
-def _leave_out(person: _Person, label: str, destination, header_cells, cells, report) -> None:
-    """Note a student left out of a Moodle file (no ``label`` to match them by) with their
-    grades, and list them in ``report["left_out"]``."""
+def _leave_out(
+    person: _Person, label: str, destination, header_cells, cells, report, why: str = ""
+) -> None:
+    """Note a student left out of the import file with their grades, and list them in
+    ``report["left_out"]``: in a Moodle file, no ``label`` to match them by; else ``why``
+    (in a Canvas file)."""
     grades = {h: c for h, c in zip(header_cells, cells) if c != ""}
     said = "; ".join(f"{h} {c}" for h, c in grades.items()) or "no grade"
-    why = (
-        f"not written to {pathlib.Path(destination).name}: no {label} for Moodle to match this "
-        f"student by (Moodle's import would give the grades of a row without one to the student "
-        f"of the row above)"
+    lms = "Canvas" if why else "Moodle"
+    why = f"not written to {pathlib.Path(destination).name}: " + (
+        why
+        or f"no {label} for Moodle to match this student by (Moodle's import would give the "
+        f"grades of a row without one to the student of the row above)"
     )
     person.notes.insert(
         0,
-        f"{why}; grades: {said}. Enter them in Moodle by hand, or add the student with their "
+        f"{why}; grades: {said}. Enter them in {lms} by hand, or add the student with their "
         f"{label} to the roster (--roster) and export again",
     )
     report["left_out"].append(
@@ -1330,6 +1340,46 @@ def _two(x: float) -> str:
     """``x`` rounded to 2 decimals, as people write it: ``66.67``, ``100``."""
     text = f"{round(x, 2):.2f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+#: Canvas's import takes any row whose Student cell holds this for its points row: every
+#: number in it becomes an assignment's points, and that row's student gets no grade.
+_CANVAS_POINTS_ROW = re.compile(r"points\s*possible", re.I)
+
+
+def _canvas_rows(
+    people: list[_Person], roster_given: bool, destination, header_cells, values, report
+) -> list[_Person]:
+    """The people written to a Canvas file. Left out (noted with their grades, listed in
+    ``report["left_out"]``): a row whose Student cell Canvas's import would read as the
+    "Points Possible" row; and, where a roster was given, a row of no student of it
+    (without an ID, SIS User ID or SIS Login ID: Canvas's import would match it by its
+    name alone, to a classmate of that display name, overwriting their grade). The rows
+    without an id of an export without a roster are checked as :func:`_canvas_names`
+    says."""
+    kept = []
+    for p in people:
+        name = p.fields["name"]
+        bare = not any(p.fields[f].strip() for f in _CANVAS_IDS)
+        why = ""
+        if _CANVAS_POINTS_ROW.search(name):
+            why = (
+                f'its Student name {name!r} holds "Points Possible", which Canvas\'s import '
+                f"reads as its points row (each grade in it would become an assignment's points)"
+            )
+        elif bare and roster_given and not p.in_roster:
+            why = (
+                "this student is in no row of the roster and has no ID, SIS User ID or SIS "
+                f"Login ID: Canvas's import would match the row by its name {name!r} alone, to "
+                f"any student of that name (a classmate's grade overwritten)"
+            )
+        if why:
+            cells = values[id(p)]
+            _leave_out(p, "ID", destination, header_cells, cells, report, why=why)
+        else:
+            kept.append(p)
+    _canvas_names(kept, report)
+    return kept
 
 
 def _canvas_names(people: list[_Person], report: dict) -> None:

@@ -750,8 +750,10 @@ def test_a_notebook_that_may_be_a_students_never_gives_them_0_for_no_submission(
 def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
     """Canvas names a group assignment's file after the group, under one member's user id:
     without the roster's group column it matches no one (never that member alone, and
-    lab_group_3's file is not user 3's); a Gradescope group's member the roster lacks is
-    written with the grade and listed with why, as the first member would be."""
+    lab_group_3's file is not user 3's); such a row has no Canvas id, so it is left out of
+    the file (Canvas would match it by its name alone) with its grade in the notes. A
+    Gradescope group's member the roster lacks is written with the grade (their SID is an
+    id Canvas matches) and listed with why, as the first member would be."""
     lab, done, table, notes = _canvas_exported(
         tmp_path,
         "out",
@@ -765,7 +767,9 @@ def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
     assert table["Doe, Erin"][5] == "" and table["Poe, Gina"][5] == "", "not credited alone"
     assert sorted(done["held"][lab.name]) == ["S001", "S003"]
     assert "under your Canvas user id but another name (team7)" in notes["Doe, Erin"]
-    assert [table[n][1] for n in ("team7", "lab_group")] == ["", ""], "no user id, not 3"
+    assert "team7" not in table and "lab_group" not in table, "left out: no Canvas id"
+    assert sorted(x["key"] for x in done["left_out"]) == ["lab_group", "team7"]
+    assert all("by its name" in x["why"] and x["grades"] for x in done["left_out"])
     assert done["unmatched"][lab.name] == ["lab_group", "team7"]
     assert "In a group assignment" in done["unmatched_reasons"][lab.name]["team7"]
     gs = Roster.load(
@@ -942,3 +946,30 @@ def test_canvas_rows_with_neither_a_name_nor_an_id_are_refused(tmp_path):
     assert "Canvas's gradebook export (Grades > Export) as --roster" in said
     assert "another row has" not in said and "''" not in said
     assert not (tmp_path / "c.csv").exists()
+
+
+def test_canvas_rows_its_import_would_misread_are_left_out_with_their_grades(tmp_path):
+    """Canvas's import matches a row without an id by its Student name alone, the display
+    name as well as the sortable one the roster holds: a notebook that matched no roster
+    student, written without an id, could overwrite the grade of a classmate of that
+    name. And it reads any row whose Student cell holds "Points Possible" as its points
+    row. Both are left out of the file, their grades in the notes and the report."""
+    gradescope = {"lms": "gradescope", "submitted_at": ""}
+    who = {
+        "Mallory Stray": {**gradescope, "submitters": [{"name": "Mallory Stray"}]},
+        "pp": {**gradescope, "submitters": [{"name": "Points Possible Pat"}]},
+        "erin": {"lms": "canvas", "name": "doeerin", "user_id": "1001", "late": False},
+    }
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    rows = {name: (7, lms) for name, lms in who.items()}
+    _graded(tmp_path, tmp_path / "out", rows, canvas)
+    done = export("canvas", [tmp_path / "out"], canvas, tmp_path / "c.csv")
+    table = {r[0]: r for r in csv.reader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert set(table) == {"Student", "    Points Possible", "Doe, Erin", "Roe, Frank", "Poe, Gina"}
+    left = {x["name"]: x for x in done["left_out"]}
+    assert set(left) == {"Mallory Stray", "Points Possible Pat"}
+    assert "by its name 'Mallory Stray' alone" in left["Mallory Stray"]["why"]
+    assert "reads as its points row" in left["Points Possible Pat"]["why"]
+    assert all(x["grades"] for x in left.values()) and "2 left out of the file" in done["summary"]
+    alone = export("canvas", [tmp_path / "out"], None, tmp_path / "n.csv")  # without a roster
+    assert [x["name"] for x in alone["left_out"]] == ["Points Possible Pat"]

@@ -196,11 +196,13 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
     assert "several rows in one lab" in refused and "S002, frank" in refused, refused
     assert main(args + ["--allow-several"]) == 0
     captured = capsys.readouterr()
-    # graded without a roster: the export's roster matches the rows; zed matches no one and is still written
-    assert "submission zed matched no roster student: exported" in captured.err
+    # graded without a roster: the export's roster matches the rows; zed matches no one,
+    # has no Canvas id, and is left out (Canvas would match a row by its name alone)
+    assert "submission zed matched no roster student: left out of the file" in captured.err
+    assert "lablib export: left out: zed (zed): not written to canvas_import.csv" in captured.err
     assert "1 students without a submission (left empty): S003" in captured.err
     assert "4 students (3 with a submission for every lab; 1 missing" in captured.out
-    assert "1 not in the roster" in captured.out
+    assert "1 not in the roster" in captured.out and "1 left out of the file" in captured.out
     rows = list(csv.reader(out.open(newline="")))
     assert rows[0][:6] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 0 (777)"]
     assert rows[0][6:] == [f"Lab 0 (777): {p}" for p in fixture_lab.pieces]
@@ -217,11 +219,11 @@ def test_canvas_and_moodle_exports(fixture_lab, tmp_path, capsys):
         table["Roe, Frank"][5] == f"{fixture_lab.max_score * 0.5:g}"
     )  # two notebooks, --allow-several: the best counts
     assert table["Poe, Gina"][5] == ""  # no submission, --missing blank: no grade
-    assert (
-        table["zed"][5] == "0" and len(rows) == 6
-    )  # kept, from its own identity; the test student left out
+    assert "zed" not in table and len(rows) == 5  # zed left out; the test student too
     notes = {r[0]: r[4] for r in csv.reader(open(tmp_path / "canvas_import.notes.csv", newline=""))}
     assert "no submission" in notes["Poe, Gina"] and "not in the roster" in notes["zed"]
+    said = [r[4] for r in csv.reader(open(tmp_path / "canvas_import.notes.csv", newline=""))]
+    assert any("Canvas's import would match the row by its name 'zed' alone" in n for n in said)
     moodle = tmp_path / "moodle.csv"
     gradescope_roster = _write(tmp_path, "gs.csv", GRADESCOPE)
     assert (

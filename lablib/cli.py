@@ -132,6 +132,7 @@ def _late_options(p: argparse.ArgumentParser) -> None:
 def _cmd_grade(args) -> int:
     from lablib.grading.author import catalog
     from lablib.grading.grade import (
+        INTERRUPTED_WRITING,
         ResourcesWarning,
         SubmissionRemoved,
         SubmissionReplaced,
@@ -169,12 +170,15 @@ def _cmd_grade(args) -> int:
         warnings.simplefilter("always", LayoutWarning)
         try:
             results = grade(spec, args.submissions, args.output, options)
-        except KeyboardInterrupt:
-            print(
-                f"lablib grade: interrupted; nothing was written to {_printable(str(args.output))}. "
-                f"The notebooks judged before are cached: run the same command again to go on.",
-                file=sys.stderr,
+        except KeyboardInterrupt as stopped:
+            writing = stopped.args == (INTERRUPTED_WRITING,)
+            said = (
+                "interrupted while writing the gradebook: its files may be partly of this run; "
+                if writing
+                else "interrupted; nothing was written to "
+                f"{_printable(str(args.output))}. The notebooks judged before are cached: "
             )
+            print(f"lablib grade: {said}run the same command again to go on.", file=sys.stderr)
             return 130
     for warning in caught:
         if issubclass(warning.category, LayoutWarning):
@@ -217,8 +221,12 @@ def _stopped_by_signals():
 
     kept = {}
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is not None and threading.current_thread() is threading.main_thread():
-            kept[sig] = signal.signal(sig, stop)  # (only the main thread may set them)
+        if (
+            sig is not None
+            and threading.current_thread() is threading.main_thread()  # (the only one allowed)
+            and signal.getsignal(sig) is signal.SIG_DFL  # never nohup's SIG_IGN, nor a caller's
+        ):
+            kept[sig] = signal.signal(sig, stop)
     try:
         yield
     finally:
@@ -334,7 +342,7 @@ def _cmd_export(args) -> int:
         allow_grader_errors=args.allow_grader_errors,
         scale_to_points_possible=args.scale_to_points_possible,
     )
-    left_out = {person["key"] for person in report["left_out"]}
+    left_out = {name for person in report["left_out"] for name in person["submissions"]}
     for lab in report["labs"]:
         why = report.get("unmatched_reasons", {}).get(lab, {})
         for name in report["unmatched"][lab]:

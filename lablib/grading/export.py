@@ -329,7 +329,7 @@ def export(
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
         "lateness_unknown": {lab: [keys]}, "not_in_roster": [keys], "unmatched": {lab:
         [submission names]}, "unmatched_reasons": {lab: {submission name: why}},
-        "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why",
+        "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why", "submissions",
         "grades"}], "matched_by": the Moodle user field or None, "statuses": {lab: {key:
         status}}, "not_graded": {lab: {key: [files]}}, "skipped_unmatched": {lab: [paths]},
         "scaled": {header: [lab points, Points Possible or Maximum Grade]}, "scaled_to",
@@ -579,8 +579,15 @@ def _leave_out(
         f"{why}; grades: {said}. Enter them in {lms} by hand, or add the student with their "
         f"{label} to the roster (--roster) and export again",
     )
+    handed = sorted({str(r.get("submission")) for rows in person.rows.values() for r in rows})
     report["left_out"].append(
-        {"name": person.fields["name"], "key": _key(person), "why": why, "grades": grades}
+        {
+            "name": person.fields["name"],
+            "key": _key(person),
+            "why": why,
+            "grades": grades,
+            "submissions": handed,
+        }
     )
 
 

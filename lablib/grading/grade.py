@@ -301,23 +301,28 @@ class ResourcesWarning(UserWarning):
     beyond its memory): grading goes on, but a run under its own limit may be killed."""
 
 
-def _warn_memory(jobs: int, limits: Limits) -> None:
+def _warn_memory(jobs: int, limits: Limits, progress: bool) -> None:
     """A :class:`ResourcesWarning` where ``jobs`` runs at their memory limit would need
-    more than the machine's memory."""
+    more than the machine's memory (or the grader's cgroup's, in a container); with
+    ``progress``, said on stderr at once, before grading."""
     import psutil
 
-    total = psutil.virtual_memory().total
+    from lablib.grading.run.cgroups import own_memory_limit
+
+    total = min(filter(None, (psutil.virtual_memory().total, own_memory_limit())))
     asked = jobs * (limits.memory_mb or 0) * 2**20
     if jobs > 1 and asked > total:
         fits = max(1, int(total // (limits.memory_mb * 2**20)))
-        warnings.warn(
+        said = (
             f"{jobs} notebooks graded at once, each allowed {limits.memory_mb:g} MB, may need "
             f"{asked / 2**30:.1f} GB; this machine has {total / 2**30:.1f} GB. A notebook under "
             f"its own limit can then be killed when the machine runs out (a grader error, "
-            f"graded again alone at the end): give --jobs {fits} or a lower --memory.",
-            ResourcesWarning,
-            stacklevel=3,
+            f"graded again alone at the end): give --jobs {fits} or a lower --memory."
         )
+        if progress:
+            print(f"memory: {said}", file=sys.stderr)
+        else:
+            warnings.warn(said, ResourcesWarning, stacklevel=3)
 
 
 def _timed_out(result: SubmissionResult) -> bool:
@@ -335,7 +340,9 @@ AGAIN_ALONE = (
 
 def _again_alone(spec, graded: list, items, work, jobs: int, progress: bool) -> list:
     """``graded`` with every notebook that ran past a time limit, or failed for the
-    grader's own reasons, while others were graded beside it (``jobs`` > 1) graded again,
+    grader's own reasons (a grader error, or a run stopped before the submission's code
+    ran: a start or set-up past its limit on a busy machine), while others were graded
+    beside it (``jobs`` > 1) graded again,
     one at a time after the rest. A limit is wall time, and a machine busy with the
     class's other notebooks can make a notebook that fits its limits alone run past them,
     or run out of memory as a whole (the kernel then ends a run under its own limit: a
@@ -348,7 +355,7 @@ def _again_alone(spec, graded: list, items, work, jobs: int, progress: bool) -> 
             continue
         if _timed_out(r):
             why[r.submission] = "ran past a time limit"
-        elif r.status.has(Kind.GRADER_ERROR):
+        elif r.status.has(Kind.GRADER_ERROR) or any(n.endswith(NOT_CACHED) for n in r.notes):
             why[r.submission] = "failed for the grader's own reasons (see its diagnostics)"
     if not why:
         return graded
@@ -517,8 +524,10 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
         carried["time_source"] = old.identity.get("time_source", "")
     if new.identity.get("file"):  # the notebook graded now
         carried["file"] = new.identity["file"]
-    if "sha256" in new.identity:  # its bytes ("": none read)
-        carried["sha256"] = new.identity["sha256"]
+    for key in _READ_AT_GRADING:  # its bytes ("": none read) and its file time, never the
+        carried.pop(key, None)  # old notebook's
+        if key in new.identity:
+            carried[key] = new.identity[key]
     new.identity = carried
 
 
@@ -672,16 +681,20 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
         from tqdm import tqdm
 
         bar = tqdm(total=len(items), desc=f"grading {spec.name}", unit="nb", file=sys.stderr)
+    STOPPING.clear()  # (left set by a run stopped before, in this process)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
         _collect(spec, pool, items, work, results, bar)
     except BaseException:  # Ctrl-C: nothing more is started, and the runs going end now
-        pool.shutdown(wait=False, cancel_futures=True)
         STOPPING.set()
-        try:
-            pool.shutdown(wait=True)
-        finally:
-            STOPPING.clear()
+        pool.shutdown(wait=False, cancel_futures=True)
+        while True:  # a second Ctrl-C while the runs end changes nothing: they end
+            try:
+                pool.shutdown(wait=True)
+                break
+            except BaseException:  # noqa: BLE001 - KeyboardInterrupt again
+                continue
+        STOPPING.clear()  # every run has ended: a later one in this process may start
         raise
     pool.shutdown(wait=True)
     if bar is not None:
@@ -755,7 +768,8 @@ def grade(
     setup = setup_sources(template)
     out = pathlib.Path(out_dir)
     folder = GradebookFolder(out)
-    previous = [] if options.fresh else folder.results(spec.name)
+    if not options.fresh:  # a gradebook that cannot be read is said before grading
+        folder.results(spec.name)
     roster, times, late_policy = options.roster, options.times, options.late_policy
     if roster is None and not options.fresh:
         roster = folder.roster()  # a regrade keeps the class's roster
@@ -778,7 +792,7 @@ def grade(
 
     items = [(f.name, f.path, f.real) for f in found]
     jobs = min(options.workers, max(len(items), 1))
-    _warn_memory(jobs, limits)
+    _warn_memory(jobs, limits, options.progress)
 
     def work(item, alone=jobs == 1):
         name, path, real = item
@@ -800,6 +814,24 @@ def grade(
     graded = _again_alone(
         spec, graded, items, functools.partial(work, alone=True), jobs, options.progress
     )
+    try:
+        return _write_graded(out, folder, spec, graded, found, roster, times, late_policy,
+                             layout, skipped, template, options)  # fmt: skip
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(INTERRUPTED_WRITING) from None
+
+
+#: What a KeyboardInterrupt raised by :func:`grade` while it wrote says (before that, no
+#: file of the gradebook was touched).
+INTERRUPTED_WRITING = "while writing the gradebook"
+
+
+def _write_graded(
+    out, folder, spec, graded, found, roster, times, late_policy, layout, skipped, template,
+    options,
+) -> list[SubmissionResult]:  # fmt: skip
+    """The gradebook written from ``graded`` and the rows kept (see :func:`grade`); its
+    rows, sorted."""
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
         _check_kept_unchanged(folder, options, roster, late_policy, layout)

@@ -176,7 +176,25 @@ def _entries(folder: pathlib.Path, root: str, refused: list, follow: bool = True
             "__MACOSX",
         ):  # macOS zips' resource forks
             continue
-        target = _resolve_inside(entry, root, refused, follow)
+        try:
+            entry.lstat()  # a folder listed but not entered (mode r--) fails here, once
+        except OSError as exc:
+            refused.append(
+                (
+                    folder,
+                    f"a folder whose files cannot be read ({exc.strerror or exc}); give the "
+                    f"grading user permission to read and enter it (chmod -R u+rX) and grade "
+                    f"again",
+                )
+            )
+            return
+        try:
+            target = _resolve_inside(entry, root, refused, follow)
+            if target is not None:
+                target.stat()  # what the callers ask of it (is_dir, is_file) can be known
+        except OSError as exc:
+            refused.append((entry, f"cannot be read ({exc.strerror or exc})"))
+            continue
         if target is not None:
             yield entry, target
 

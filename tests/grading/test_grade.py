@@ -208,12 +208,24 @@ def test_a_folder_that_cannot_be_read_or_nests_too_deep_skips_only_itself(tmp_pa
             raise PermissionError(13, "Permission denied")
         return listed(self)
 
+    noexec = tmp_path / "mallory" / "noexec"  # mode r--: listed, its files not reached
+    noexec.mkdir()
+    (noexec / "lab.ipynb").write_text("{}")
+    stat = pathlib.Path.lstat
+
+    def lstat(self):
+        if self.parent == noexec:
+            raise PermissionError(13, "Permission denied")
+        return stat(self)
+
     monkeypatch.setattr(pathlib.Path, "iterdir", iterdir)
+    monkeypatch.setattr(pathlib.Path, "lstat", lstat)
     refused = []
     found = listing.collect_submissions([tmp_path], refused=refused)
     assert [name for name, _ in found] == ["alice", "mallory"]
     why = {str(p.relative_to(tmp_path)): reason for p, reason in refused}
     assert why["mallory/private"].startswith("a folder that cannot be read (Permission denied)")
+    assert why["mallory/noexec"].startswith("a folder whose files cannot be read (Permission")
     nested = "mallory/" + "/".join(["d"] * (listing.MAX_DEPTH))
     assert why[nested].startswith(f"a folder nested more than {listing.MAX_DEPTH} folders deep")
     monkeypatch.setattr(os, "listdir", lambda path: iterdir(pathlib.Path(path)))
@@ -383,6 +395,30 @@ def test_a_file_time_is_the_one_read_at_grading_never_read_again(tmp_path):
     grading.rewrite_reports(out, lab=load_lab(str(FIXTURE_LAB)))
     [kept] = _rows(out).values()
     assert kept["late_penalty"] == "0", kept
+
+
+def test_a_row_keeping_its_student_takes_the_new_notebooks_time_not_the_old(tmp_path):
+    """The same path graded again without the roster that matched it keeps its student;
+    it kept the earlier notebook's file time too, with the new notebook's bytes, so a late
+    resubmission dated by --late-from-file-times was on time."""
+    import types
+
+    from lablib.grading.grade import _carry_identity
+
+    old = types.SimpleNamespace(
+        identity={"matched": True, "key": "S1", "name": "Alice", "sha256": "aaa",
+                  "file_time": "2026-03-01T10:00:00+00:00", "file": "/c/alice/lab1.ipynb"}
+    )  # fmt: skip
+    new = types.SimpleNamespace(
+        identity={"key": "lab1", "sha256": "bbb", "file_time": "2026-03-09T23:00:00+00:00",
+                  "file": "/c/alice/lab1.ipynb"}
+    )  # fmt: skip
+    _carry_identity(new, old)
+    assert (new.identity["key"], new.identity["sha256"]) == ("S1", "bbb")
+    assert new.identity["file_time"] == "2026-03-09T23:00:00+00:00"
+    unread = types.SimpleNamespace(identity={"key": "lab1", "sha256": ""})  # none read now
+    _carry_identity(unread, old)
+    assert "file_time" not in unread.identity
 
 
 def _fixture_grade(subs, *extra) -> list[str]:
@@ -1227,7 +1263,9 @@ def _cmdline(process) -> list[str]:
         return []
 
 
-def test_more_memory_asked_than_the_machine_has_is_said_before_grading(tmp_path, capsys):
+def test_more_memory_asked_than_the_machine_has_is_said_before_grading(
+    tmp_path, capsys, monkeypatch
+):
     """--jobs times --memory beyond the machine's memory: a run under its own limit can be
     killed when the machine runs out. Said before grading, with the --jobs that fits; a
     grader's environment gets TensorFlow's memory growth, so notebooks sharing a GPU do
@@ -1248,3 +1286,60 @@ def test_more_memory_asked_than_the_machine_has_is_said_before_grading(tmp_path,
     assert "lablib grade: memory: 2 notebooks graded at once, each allowed" in err
     assert "give --jobs 1 or a lower --memory" in err
     assert _child_env("t")["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+    # a container's limit (the grader's cgroup) counts as the machine's; said at once
+    from lablib.grading import grade as grading
+    from lablib.grading.run import cgroups
+
+    monkeypatch.setattr(cgroups, "own_memory_limit", lambda: 2**30)
+    options = dict(lab_notebook=FIXTURE_SOLUTION, jobs=2, memory_mb=800, progress=True)
+    grading.grade(str(FIXTURE_LAB), [subs], tmp_path / "out2", **options)
+    err = capsys.readouterr().err
+    assert err.index("memory: 2 notebooks graded at once") < err.index("grading lab0_fixture")
+    assert "this machine has 1.0 GB" in err
+
+
+def test_a_second_interrupt_while_stopping_still_ends_every_run(monkeypatch):
+    """A second Ctrl-C while the runs were ending cleared the stop: the runs went on to
+    their time limits and the command hung. Now the runs end however many interrupts
+    come, and the stop is cleared only once they have; a nohup's ignored SIGHUP is kept."""
+    import concurrent.futures
+    import threading
+
+    from lablib.cli import _stopped_by_signals
+    from lablib.grading import grade as grading
+    from lablib.grading.run.supervisor import STOPPING
+
+    ended, started = [], threading.Barrier(3)
+
+    def work(item):
+        started.wait(timeout=10)
+        if item[0] == "boom":
+            raise KeyboardInterrupt
+        stopped = STOPPING.wait(timeout=20)  # a run: ends at once when told to stop
+        ended.append((item[0], stopped))
+        return None
+
+    real = concurrent.futures.ThreadPoolExecutor.shutdown
+    second = []
+
+    def shutdown(self, wait=True, **kw):
+        if wait and not second:  # the second Ctrl-C lands while waiting for the runs
+            second.append(True)
+            raise KeyboardInterrupt
+        return real(self, wait=wait, **kw)
+
+    monkeypatch.setattr(concurrent.futures.ThreadPoolExecutor, "shutdown", shutdown)
+    items = [("a", None), ("b", None), ("boom", None), ("c", None)]
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        grading._in_parallel(None, items, work, 3, False)
+    assert time.monotonic() - began < 10 and second
+    assert sorted(ended) == [("a", True), ("b", True)], "c never started; a and b stopped"
+    assert not STOPPING.is_set()
+    monkeypatch.setattr(signal, "signal", signal.signal)
+    kept = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with _stopped_by_signals():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "nohup is kept"
+    finally:
+        signal.signal(signal.SIGHUP, kept)

@@ -887,3 +887,18 @@ def test_the_cover_rows_stay_where_gradescope_reads_them_and_carry_no_control(tm
     honest, forged = cover_rows("honest"), cover_rows("hostile")
     assert forged["ID"] == honest["ID"] and forged["Submission"] == honest["Submission"]
     assert forged.get("1001", forged["Name"]) == forged["Name"], "the name stays in its row"
+
+
+def test_an_answer_renders_as_written_with_only_its_hostile_characters_shown():
+    """Showing every control as a symbol turned an answer saved with CR line breaks into
+    one heading, and a zero-width space inside a formula into "[U+200B]" in the MathML:
+    line breaks are line feeds, and only escape sequences' characters and bidirectional
+    overrides are shown as symbols; a script's marks and joiners stay."""
+    from lablib.grading.review.render import render_answer
+
+    page = render_answer("# Result\r- first point\r- second point")
+    assert "<h1>Result</h1>" in page and page.count("<li>") == 2
+    assert "U+200B" not in render_answer("$L = \\sum_i\u200b y_i$")
+    assert "\u200f" in render_answer("אב\u200f") and "\u200d" in render_answer("👩\u200d💻")
+    shown = render_answer("x\x1b[2J\x9b y \u202egnp.exe")
+    assert "\x1b" not in shown and "\u202e" not in shown and "␛" in shown and "[U+202E]" in shown

@@ -84,6 +84,9 @@ def test_a_canvas_export_with_semicolons_is_read_as_canvas_reads_it_back(tmp_pat
         ("Poe, Gina", "1003", "S003"),
     ]
     assert canvas.points_possible == {"Lab 1 (101)": "20,00"}
+    # blank lines and Excel's trailing separators on data rows change nothing
+    spaced = semicolons.replace("\n", "\n\n", 1).replace("Section B;\n", "Section B;;\n")
+    assert len(Roster.load(_write(tmp_path, "spaced.csv", spaced)).students) == 3
     # a roster of ours whose rows are shorter than its header stays a comma file
     ragged = Roster.load(_write(tmp_path, "ours.csv", "student_id,name,email\nS001\nS002;x\n"))
     assert [s.student_id for s in ragged.students] == ["S001", "S002;x"]

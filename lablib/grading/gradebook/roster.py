@@ -47,7 +47,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import itertools
 import pathlib
 import re
 
@@ -223,21 +222,17 @@ def _delimiter(text: str) -> str:
 
     Canvas writes its gradebook export with semicolons for a user who chose "Use
     semicolons to separate fields in CSV files" (common where a comma is the decimal
-    mark: its numbers are then written ``20,00``), and reads either back. As Canvas's
-    own import decides: each separator's field count on the first three rows, counted
-    only where those rows agree; semicolons where they give more than one field and more
-    fields than commas (rows of a comma file that differ in length, as a hand-written
-    roster's may, stay a comma file)."""
+    mark: its numbers are then written ``20,00``), and reads either back. Decided on the
+    header, the first row that is not blank (a data row may end in an empty cell or be
+    blank, a header names every column): semicolons where they give it more than one
+    column and more than commas do."""
+    header = next((line for line in io.StringIO(text, newline="") if line.strip()), "")
     counts = {}
     for sep in (",", ";"):
         try:
-            rows = list(
-                itertools.islice(csv.reader(io.StringIO(text, newline=""), delimiter=sep), 3)
-            )
+            counts[sep] = len(next(csv.reader([header], delimiter=sep), []))
         except csv.Error:
-            rows = []
-        sizes = {len(r) for r in rows}
-        counts[sep] = sizes.pop() if len(sizes) == 1 else 0
+            counts[sep] = 0
     return ";" if counts[";"] > max(counts[","], 1) else ","
 
 

@@ -438,11 +438,20 @@ def _parser():
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+#: What an answer may not carry into a page or a printout file as it is: C0 controls but
+#: line feed and tab, DEL, C1 controls (escape sequences that rewrite a terminal showing
+#: the file), and the bidirectional embeddings, overrides and isolates (they reorder what
+#: a line shows). Marks, joiners and the byte-order mark are a script's own: kept.
+_HOSTILE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def _readable(text: str | None) -> str:
-    """``text`` with each lone surrogate shown as ``?`` and each control character as a
-    symbol (:func:`~lablib.grading.report.text.visible_controls`): an escape sequence in
-    an answer reaches no page, printout file or terminal that shows it."""
-    return visible_controls(_SURROGATES.sub("?", text or ""))
+    """``text`` with each lone surrogate shown as ``?``, its line breaks (CR LF, CR) as
+    line feeds, and each character of :data:`_HOSTILE` as a symbol
+    (:func:`~lablib.grading.report.text.visible_controls`): an escape sequence in an answer
+    reaches no page, printout file or terminal that shows it."""
+    text = re.sub("\r\n?", "\n", _SURROGATES.sub("?", text or ""))
+    return _HOSTILE.sub(lambda m: visible_controls(m.group()), text)
 
 
 def render_markdown(text: str) -> str:

@@ -43,6 +43,27 @@ def _own_paths() -> dict[str, str]:
     return out
 
 
+def own_memory_limit() -> int | None:
+    """The memory limit of the cgroup this process runs in, in bytes (a container's, a
+    service's), or None where there is none or it cannot be read (not Linux)."""
+    try:
+        own = _own_paths()
+    except OSError:
+        return None
+    if "memory" in own:
+        text = _read(
+            os.path.join(_V1, "memory", own["memory"].lstrip("/"), "memory.limit_in_bytes")
+        )
+    elif "" in own:
+        text = _read(os.path.join(_V1, own[""].lstrip("/"), "memory.max"))
+    else:
+        return None
+    text = text.strip()
+    if not text.isdigit() or int(text) >= 2**60:  # "max", or v1's "no limit" (near 2**63)
+        return None
+    return int(text)
+
+
 def _write(path: str, value) -> None:
     with open(path, "w", encoding="ascii") as f:
         f.write(str(value))
@@ -95,9 +116,10 @@ class Cgroup:
 
         The group's ``oom_kill`` counts its processes killed by any OOM killer; v2's
         ``oom`` counts the times its own limit was reached, v1's ``memory.failcnt`` (and
-        ``memory.memsw.failcnt``) the times its usage hit the limit. Some kernels keep no
-        such count: a peak usage (``memory.max_usage_in_bytes``, ``memory.peak``) within
-        :data:`_NEAR_LIMIT` of the limit counts as reached too. A kill is the student's
+        ``memory.memsw.failcnt``) the times its usage hit the limit. Some v1 kernels keep
+        no such count: a peak usage (``memory.max_usage_in_bytes``) within
+        :data:`_NEAR_LIMIT` of the limit counts as reached too (not on v2, where the page
+        cache alone brings ``memory.peak`` to the limit and ``oom`` is kept). A kill is the student's
         wherever their limit may have caused it (on an older kernel without ``oom_kill``,
         wherever the limit was reached)."""
         folder = self.folders.get("memory", "")
@@ -109,13 +131,9 @@ class Cgroup:
             key, _, value = line.partition(" ")
             if value.strip().isdigit():
                 counts[key] = int(value)
-        peak = _read(
-            os.path.join(
-                folder, "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
-            )
-        ).strip()
-        reached = peak.isdigit() and int(peak) >= self.memory_bytes - _NEAR_LIMIT
         if self.version == 1:  # the memory limit, or memory and swap's (set alike)
+            peak = _read(os.path.join(folder, "memory.max_usage_in_bytes")).strip()
+            reached = peak.isdigit() and int(peak) >= self.memory_bytes - _NEAR_LIMIT
             fails = [
                 _read(os.path.join(folder, name)).strip()
                 for name in ("memory.failcnt", "memory.memsw.failcnt")
@@ -123,8 +141,8 @@ class Cgroup:
             reached = reached or any(f.isdigit() and int(f) > 0 for f in fails)
             if "oom_kill" not in counts:
                 return "limit" if reached else ""
-        else:
-            reached = reached or counts.get("oom", 0) > 0
+        else:  # v2 counts its own limit's OOMs ("oom") apart from any kill ("oom_kill")
+            reached = counts.get("oom", 0) > 0
         if counts.get("oom_kill", 0) == 0:
             return ""
         return "limit" if reached else "outside"

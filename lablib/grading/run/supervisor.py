@@ -62,7 +62,8 @@ OUTPUT_TAIL = 8_000
 #: on its child ends at once as the grader's error (never cached), its processes ended.
 STOPPING = threading.Event()
 #: What a run stopped by :data:`STOPPING` says.
-STOPPED = "was stopped: grading was interrupted (Ctrl-C or a signal to end)"
+STOPPED_WHY = "grading was interrupted (Ctrl-C or a signal to end)"
+STOPPED = f"was stopped: {STOPPED_WHY}"
 
 #: Why a run the kernel ended for memory while under its own limit is the grader's error.
 OUT_OF_MACHINE_MEMORY = (
@@ -294,7 +295,14 @@ def _remove_tree(path: str) -> None:
 
 
 def _started(process) -> float | None:
-    """``process``'s start time, or None where it cannot be read (it ended)."""
+    """``process``'s start time, or None where it cannot be read (it ended): on Linux the
+    kernel's count of clock ticks since boot (``/proc/<pid>/stat``), which a change of the
+    wall clock leaves as it is; elsewhere psutil's."""
+    try:
+        with open(f"/proc/{process.pid}/stat", "rb") as f:
+            return float(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         return process.create_time()
     except Exception:  # noqa: BLE001 - psutil's errors: the process ended or is not ours
@@ -857,7 +865,7 @@ def run_submission(setup, cells, probes, *, limits: Limits = Limits(), mask=()) 
     remaining = list(probes)
     outputs = []
     while remaining and outcome.attempts < MAX_ATTEMPTS:
-        if outcome.student_seconds >= limits.total_seconds:
+        if outcome.student_seconds >= limits.total_seconds or STOPPING.is_set():
             break
         outcome.attempts += 1
         attempt = _Attempt(limits, mask, sandbox)
@@ -936,7 +944,8 @@ def _record_end(
             if step == "startup"
             else "the lab's set-up cells " + what
         )
-        kind_of = Kind.CRASHED
+        # the grader's own failure stays one (the machine out of memory, grading stopped)
+        kind_of = Kind.GRADER_ERROR if kind == Kind.GRADER_ERROR else Kind.CRASHED
         if step == "startup" and sandbox and attempt.control.get("stage_ok") is False:
             # the sandbox could not start the child: the grader's environment, never the student
             failed = [n for n in outcome.isolation.notes if n.startswith("sandbox failed")]
@@ -961,7 +970,13 @@ def _record_end(
 
 
 def _fail_not_run(outcome: RunOutcome, remaining: list, limits: Limits) -> None:
-    """The probes no attempt ran: the total time budget spent, or too many restarts."""
+    """The probes no attempt ran: grading stopped, the total time budget spent, or too many
+    restarts."""
+    if remaining and STOPPING.is_set():
+        for p in remaining:
+            outcome.results.setdefault(
+                p.id, ProbeResult.failed(Kind.GRADER_ERROR, f"not run: {STOPPED_WHY}")
+            )
     if remaining and outcome.student_seconds >= limits.total_seconds:
         outcome.problems.append(Problem(Kind.TIMEOUT, "the submission's total time"))
         for p in remaining:

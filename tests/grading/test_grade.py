@@ -1039,7 +1039,7 @@ def _meanwhile(monkeypatch, then) -> None:
     monkeypatch.setattr(grading, "_in_parallel", meanwhile)
 
 
-def test_a_run_stopped_while_writing_leaves_the_gradebook_whole(tmp_path, monkeypatch):
+def test_a_run_stopped_while_writing_leaves_the_gradebook_whole(tmp_path, monkeypatch, capsys):
     """`lablib grade --fresh` with a new late policy, layout and roster, stopped (Ctrl-C)
     after it wrote the roster's copy but before grades.json: the folder keeps the old
     gradebook with the old policy, layout and roster, all three, since they live in
@@ -1070,8 +1070,9 @@ def test_a_run_stopped_while_writing_leaves_the_gradebook_whole(tmp_path, monkey
 
     monkeypatch.setattr(store, "atomic_write", stopped)
     fresh = ["--fresh", "--layout", "plain", "--roster", str(new_roster)]
-    with pytest.raises(KeyboardInterrupt):
-        main(args + fresh + ["--due", "2026-11-27T23:59+00:00"])
+    assert main(args + fresh + ["--due", "2026-11-27T23:59+00:00"]) == 130
+    said = capsys.readouterr().err
+    assert "interrupted while writing the gradebook" in said and "again to go on" in said
     assert (out / "grades.json").read_bytes() == gradebook
     assert _kept(out) == before, "the old gradebook with its own policy, layout and roster"
     assert len(list(out.glob(".roster-*.csv"))) == 2  # the stopped run's copy, named by nothing
@@ -1144,11 +1145,12 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
     beside others is the grader's error (as the kernel's kill when the machine runs out
     of memory makes it), graded again alone."""
     from lablib.grading import grade as grading
+    from lablib.grading.judge.submission import NOT_CACHED
     from lablib.grading.results import Kind, Status
 
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
-    for name in ("alice", "bob", "carol", "dave"):  # each its own code: no shared run
+    for name in ("alice", "bob", "carol", "dave", "erin"):  # each its own code: no shared run
         nb = nbformat.read(FIXTURE_SOLUTION, as_version=4)
         for cell in nb.cells:
             if cell.cell_type == "code" and "def " in cell.source:
@@ -1163,6 +1165,9 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
         result = real(spec, name, path, setup, **kw)
         if name == "dave" and not kw["alone"]:  # the machine out of memory, say
             result.status = Status.of([Kind.GRADER_ERROR])
+        if name == "erin" and not kw["alone"]:  # its start past its limit on a busy machine
+            result.status = Status.of([Kind.CRASHED])
+            result.notes.append(f"the run stopped before the submission's code ran; {NOT_CACHED}")
         return result
 
     monkeypatch.setattr(grading, "grade_one", grade_one)
@@ -1170,7 +1175,7 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
     first = {r.submission: r for r in grading.grade(str(FIXTURE_LAB), [subs], out, **options)}
     assert sorted(calls) == sorted(
         [("alice", False), ("bob", False), ("bob", True), ("carol", False), ("carol", True)]
-        + [("dave", False), ("dave", True)]
+        + [("dave", False), ("dave", True), ("erin", False), ("erin", True)]
     )
     again = grading.AGAIN_ALONE.format(what="ran past a time limit", jobs=3)
     assert first["bob"].status.ok and first["bob"].score == first["alice"].score
@@ -1183,7 +1188,8 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
     assert "graded again alone" in feedback
     calls.clear()  # graded again: bob's and carol's runs alone come from the cache
     second = {r.submission: r for r in grading.grade(str(FIXTURE_LAB), [subs], out, **options)}
-    assert all(r.cached for r in second.values()) and len(calls) == 4
+    assert first["erin"].status.ok and any("graded again alone" in n for n in first["erin"].notes)
+    assert all(r.cached for r in second.values()) and len(calls) == 5
     assert second["bob"].status.ok and second["carol"].status.has(Kind.TIMEOUT)
 
 

@@ -1218,6 +1218,9 @@ def test_an_interrupted_grading_run_stops_at_once_and_leaves_nothing_running(tmp
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a job started in the background of a script (CI's) has
+        # SIGINT ignored, which Python and lablib rightly keep
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline, running = time.monotonic() + 60, False

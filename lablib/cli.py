@@ -551,6 +551,7 @@ def _cmd_gradescope(args) -> int:
         course_dir=args.course,
         timeout=args.timeout,
         memory_mb=args.memory,
+        gradescope_minutes=args.gradescope_minutes,
     )
     print(f"wrote {path}")
     return 0
@@ -877,6 +878,15 @@ def _parse_gradescope(p: argparse.ArgumentParser) -> None:
         "--output",
         default="autograder.zip",
         help="the zip to write (default: autograder.zip)",
+    )
+    p.add_argument(
+        "--gradescope-minutes",
+        type=float,
+        default=10.0,
+        metavar="M",
+        help="the assignment's autograder timeout in Gradescope (Autograder settings; default "
+        "10, Gradescope's): the student's code gets half of it, and grading stops in time to "
+        "write the results",
     )
     _limit_options(p)
     p.add_argument(

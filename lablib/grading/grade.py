@@ -59,7 +59,7 @@ from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore, check_log_kept
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
 from lablib.grading.run.guard import BY_HAND
-from lablib.grading.run.supervisor import STOPPING
+from lablib.grading.run.supervisor import STOPPING, stop_all
 from lablib.grading.run.isolation import sandbox_possible
 from lablib.grading.options import GradeOptions
 from lablib.grading.labspec.model import LabSpec
@@ -681,12 +681,12 @@ def _in_parallel(spec: LabSpec, items, work, jobs: int, progress: bool) -> list[
         from tqdm import tqdm
 
         bar = tqdm(total=len(items), desc=f"grading {spec.name}", unit="nb", file=sys.stderr)
-    STOPPING.clear()  # (left set by a run stopped before, in this process)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
         _collect(spec, pool, items, work, results, bar)
     except BaseException:  # Ctrl-C: nothing more is started, and the runs going end now
-        STOPPING.set()
+        if not STOPPING.is_set():
+            stop_all()
         pool.shutdown(wait=False, cancel_futures=True)
         while True:  # a second Ctrl-C while the runs end changes nothing: they end
             try:

@@ -22,6 +22,9 @@ import json
 import os
 import pathlib
 import sys
+import threading
+import time
+import traceback
 
 from lablib.grading.atomic import atomic_write
 from lablib.grading.grade import grade
@@ -35,12 +38,66 @@ from lablib.labs import find_lab
 __all__ = ["run_autograder", "main"]
 
 
+#: Gradescope's own time limit for an autograder run, by default (its settings allow up
+#: to 40 minutes): a run past it is ended and the student gets no results at all.
+GRADESCOPE_SECONDS = 600.0
+#: Before Gradescope's limit, what is left to write the results when grading is stopped
+#: (at most; 15% of a short limit).
+_WRITE_MARGIN = 45.0
+
+
+def _margin(limit: float) -> float:
+    return min(_WRITE_MARGIN, 0.15 * limit)
+
+
+def budget(gradescope_seconds: float) -> float:
+    """Seconds a submission's graded cells and tests may take in all, under Gradescope's
+    limit ``gradescope_seconds``: half of it, the other half for what the grader does
+    outside the student's code (TensorFlow imported by each new process, the judges'
+    sandboxed runs, the reports)."""
+    return max(30.0, gradescope_seconds / 2)
+
+
 def run_autograder(root=None) -> dict:
     """Grade ``ROOT/submission`` and write ``ROOT/results/results.json`` (and the other
-    reports beside it); returns the content of ``results.json``."""
+    reports beside it); returns the content of ``results.json``.
+
+    The student's code has :func:`budget` of Gradescope's time limit (``config.json``'s
+    ``gradescope_seconds``), and a watchdog stops every run :data:`_WRITE_MARGIN` seconds
+    (15% of a short limit) before that limit, whatever is left (a grader error, never the student's), so that the
+    results are written in time: a run Gradescope ends itself gives the student nothing."""
+    from lablib.grading.run.supervisor import STOPPING, stop_all
+
     root = pathlib.Path(root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     source = root / "source"
     config = json.loads((source / "config.json").read_text())
+    limit = float(config.get("gradescope_seconds") or GRADESCOPE_SECONDS)
+    why = (
+        f"Gradescope's time limit for the autograder ({limit / 60:g} min) was near; the "
+        f"instructor can raise it (Autograder settings) and regrade"
+    )
+    watchdog = threading.Timer(max(1.0, limit - _margin(limit) - _started_ago()), stop_all, (why,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return _run(root, source, config, budget(limit))
+    finally:
+        watchdog.cancel()
+        STOPPING.clear()
+
+
+def _started_ago() -> float:
+    """Seconds since this process started (Gradescope's clock starts before Python's)."""
+    try:
+        import psutil
+
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except Exception:  # noqa: BLE001 - psutil's errors: count from now
+        return 0.0
+
+
+def _run(root: pathlib.Path, source: pathlib.Path, config: dict, total: float) -> dict:
+    """:func:`run_autograder`'s grading, the student's code given ``total`` seconds."""
     hidden = [source / "tests"] if (source / "tests" / f"{config['lab']}.py").is_file() else []
     for folder in (source / "tests", source / "spec", root / "submission"):
         if folder.is_dir():  # closed to the submission's uid: no private root on Gradescope
@@ -53,7 +110,7 @@ def run_autograder(root=None) -> dict:
     os.chmod(results_dir, 0o700)  # the cache and the gradebook: never the submission's to read
     uploaded = uploaded_notebooks(root / "submission")
     books, refused = chosen_notebook(root / "submission", config["lab"], uploaded)
-    writers = (*DEFAULT_WRITERS, GradescopeResults())
+    writers = (GradescopeResults(), *DEFAULT_WRITERS)  # what the student sees, first
     if refused:
         write_refusal(results_dir, refused)
     elif not books:
@@ -64,6 +121,7 @@ def run_autograder(root=None) -> dict:
             jobs=1,
             timeout=config["timeout"],
             memory_mb=config["memory_mb"],
+            total=min(total, 10 * float(config["timeout"])),
             lab_notebook=source / "lab.ipynb",
             progress=False,
             writers=writers,
@@ -144,7 +202,21 @@ def main(argv=None) -> int:
         "--root", default=None, help="autograder root (default $AUTOGRADER_ROOT or /autograder)"
     )
     args = parser.parse_args(argv)
-    data = run_autograder(args.root)
+    try:
+        data = run_autograder(args.root)
+    except BaseException as exc:  # noqa: BLE001 - the student gets results whatever failed
+        traceback.print_exc()  # the instructor's log (Gradescope shows it to staff)
+        root = pathlib.Path(args.root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))
+        try:
+            (root / "results").mkdir(parents=True, exist_ok=True)
+            write_refusal(
+                root / "results",
+                f"The grader failed ({type(exc).__name__}), not because of your submission; "
+                f"your instructor has the log and will regrade it.",
+            )
+        except OSError:
+            pass
+        return 1
     print(f"score {data['score']:g}; {len(data['tests'])} tests")
     return 0
 

@@ -45,6 +45,11 @@ class GradeOptions:
     jobs: int | None = _option(None, "submissions graded in parallel (default: CPU cores)")
     timeout: float = _option(60.0, "seconds per graded cell and per test (default 60)")
     memory_mb: float = _option(4096.0, "memory limit per submission in MB (default 4096)")
+    total: float | None = _option(
+        None,
+        "seconds a submission's graded cells and tests may take in all (default: 10 times "
+        "the timeout)",
+    )
     force: bool = _option(False, "grade again even when the submission and the tests are unchanged")
     lab_notebook: str | None = _option(
         None, "the released lab notebook to take # SETUP cells from (searched first)"
@@ -93,6 +98,14 @@ class GradeOptions:
             if (not isinstance(value, numbers.Real) or isinstance(value, bool)) or not value > 0:
                 raise ValueError(f"GradeOptions({name}={value!r}): expected a positive number.")
             object.__setattr__(self, name, float(value))  # NumPy numbers too, as before
+        if self.total is not None:
+            value = self.total
+            if (not isinstance(value, numbers.Real) or isinstance(value, bool)) or not value > 0:
+                raise ValueError(
+                    f"GradeOptions(total={value!r}): expected a positive number of seconds, "
+                    f"or None for 10 times the timeout."
+                )
+            object.__setattr__(self, "total", float(value))
         if self.jobs == 0 and not isinstance(self.jobs, bool):
             object.__setattr__(self, "jobs", None)  # 0, as before: one per CPU core
         if self.jobs is not None and (
@@ -144,7 +157,9 @@ class GradeOptions:
         """The run's :class:`~lablib.grading.run.Limits`."""
         from lablib.grading.run import Limits
 
-        return Limits(timeout=self.timeout, memory_mb=self.memory_mb, isolate=self.isolate)
+        return Limits(
+            timeout=self.timeout, memory_mb=self.memory_mb, isolate=self.isolate, total=self.total
+        )
 
     @property
     def workers(self) -> int:

@@ -928,3 +928,16 @@ def test_cleaning_up_never_recurses_nor_kills_a_pid_given_to_another_process(tmp
     finally:
         other.kill()
         other.wait()
+
+
+def test_out_of_memory_the_kernel_ends_the_submission_never_the_grader():
+    """The machine out of memory (Gradescope's container of 768 MB by default, two
+    TensorFlow processes): the kernel's OOM killer could pick the grader, and then no
+    results were written at all. The student's process asks to be picked first."""
+    cell = "def f():\n    return open('/proc/self/oom_score_adj').read().strip()\n"
+    out = run_submission(
+        [], [("f", cell)], [_t("look", lambda ns: ns["f"]())], limits=Limits(timeout=30)
+    )
+    assert out.results["f::look"].value == "1000", out.results
+    with open("/proc/self/oom_score_adj") as f:
+        assert int(f.read()) < 1000, "the grader keeps its own"

@@ -6,6 +6,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
@@ -365,3 +366,51 @@ def test_uploaded_names_reach_results_json_without_control_characters(tmp_path):
     (tmp_path / "b.ipynb").write_text("{}")
     books, why = chosen_notebook(tmp_path, "lab0_fixture")
     assert books == [] and "\x1b" not in why and "a\u241b[2J\u241b[31mx.ipynb" in why, why
+
+
+def test_results_are_written_before_gradescopes_own_time_limit(tmp_path, monkeypatch):
+    """Gradescope ends a run at its own limit (10 minutes by default) and the student then
+    gets nothing; lablib's budget (10 times --timeout, restarts and TensorFlow's imports
+    outside it) could outlast it. The student's code gets half the limit, and a watchdog
+    stops every run before the limit so that results.json is written, the tests not run
+    said to be the grader's (here the limit is made to come at once)."""
+    from lablib.grading import gradescope
+    from lablib.grading.run.supervisor import STOPPING
+
+    zip_path = tmp_path / "autograder.zip"
+    args = ["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN)]
+    args += ["--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "20"]
+    assert main([*args, "--gradescope-minutes", "0.2"]) == 0
+    root = tmp_path / "autograder"
+    source = _install(zip_path, root)
+    assert json.loads((source / "config.json").read_text())["gradescope_seconds"] == 12
+    assert gradescope.budget(600) == 300 and gradescope.budget(12) == 30
+    shutil.copy(CORPUS / "infinite_loop.ipynb", root / "submission" / "lab.ipynb")
+    monkeypatch.setattr(gradescope, "_started_ago", lambda: 60.0)  # the limit is near
+    began = time.monotonic()
+    data = gradescope.run_autograder(root)
+    assert time.monotonic() - began < 60 and not STOPPING.is_set()
+    stopped = [
+        t for t in data["tests"] if "an error in the grader, not in your code" in t["output"]
+    ]
+    assert stopped and all(t["score"] == 0 for t in stopped), data["tests"]
+    assert "grader-error" in data["output"]  # the student's: the grader's, to be regraded
+    book = (root / "results" / "grades.json").read_text()  # the instructor's: why
+    assert "Gradescope's time limit for the autograder (0.2 min) was near" in book
+
+
+def test_a_grader_that_fails_still_tells_the_student(tmp_path, monkeypatch, capsys):
+    """An exception anywhere in the grader (a report writer, a full disk) left no
+    results.json: Gradescope showed the student only its own "autograder failed". The
+    student is told it is not their submission's doing, and the log has the traceback."""
+    from lablib.grading import gradescope
+
+    def fails(root=None):
+        raise RuntimeError("a report writer failed")
+
+    monkeypatch.setattr(gradescope, "run_autograder", fails)
+    assert gradescope.main(["run", "--root", str(tmp_path)]) == 1
+    data = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert data["score"] == 0 and "The grader failed (RuntimeError)" in data["output"]
+    assert "not because of your submission" in data["output"]
+    assert "a report writer failed" in capsys.readouterr().err

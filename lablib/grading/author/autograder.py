@@ -86,6 +86,7 @@ def build_autograder(
     course_dir=None,
     timeout: float = 60.0,
     memory_mb: float = 4096.0,
+    gradescope_minutes: float = 10.0,
 ) -> pathlib.Path:
     """Write a Gradescope autograder zip for ``lab``.
 
@@ -98,6 +99,10 @@ def build_autograder(
         lab_notebook, course_dir: where the released lab notebook is looked for first (see
             :mod:`~lablib.grading.author.catalog`; default: the labs shipped with lablib).
         timeout, memory_mb: limits used when grading.
+        gradescope_minutes: the assignment's autograder timeout in Gradescope (its
+            Autograder settings; 10 by default there): the student's code gets half of
+            it, and grading stops in time to write the results (a run Gradescope ends
+            itself gives the student nothing).
 
     Returns:
         The zip's path.
@@ -111,7 +116,18 @@ def build_autograder(
         catalog.find_lab_notebook(spec, lab_notebook=lab_notebook, course_dir=course_dir)
     )
     blank = dumps_notebook(make_assignment(nb))  # never ship solutions
-    config = {"lab": spec.name, "timeout": timeout, "memory_mb": memory_mb, "spec": None}
+    if not gradescope_minutes > 0:
+        raise ValueError(
+            f"gradescope_minutes={gradescope_minutes!r}: expected the assignment's autograder "
+            f"timeout in Gradescope, in minutes (10 by default there, 40 at most)."
+        )
+    config = {
+        "lab": spec.name,
+        "timeout": timeout,
+        "memory_mb": memory_mb,
+        "spec": None,
+        "gradescope_seconds": 60.0 * gradescope_minutes,
+    }
     files: dict[str, tuple[bytes, int]] = {}
     public = spec.source_files[0] if spec.source_files else None
     if public is not None and pathlib.Path(public).parent != PUBLIC_TESTS_DIR:

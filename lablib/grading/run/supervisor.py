@@ -61,9 +61,21 @@ OUTPUT_TAIL = 8_000
 #: Set while grading is being stopped (Ctrl-C, a signal to end): every run still waiting
 #: on its child ends at once as the grader's error (never cached), its processes ended.
 STOPPING = threading.Event()
-#: What a run stopped by :data:`STOPPING` says.
+#: Why grading stops, by default (see :func:`stop_all`).
 STOPPED_WHY = "grading was interrupted (Ctrl-C or a signal to end)"
-STOPPED = f"was stopped: {STOPPED_WHY}"
+_why_stopped = [STOPPED_WHY]
+
+
+def stop_all(why: str = STOPPED_WHY) -> None:
+    """Stop every run of this process now (:data:`STOPPING`), each run saying ``why``."""
+    _why_stopped[0] = why
+    STOPPING.set()
+
+
+def stopped_why() -> str:
+    """Why grading was stopped (:func:`stop_all`)."""
+    return _why_stopped[0]
+
 
 #: Why a run the kernel ended for memory while under its own limit is the grader's error.
 OUT_OF_MACHINE_MEMORY = (
@@ -706,7 +718,7 @@ class _Attempt:
         next_poll = 0.0
         while True:
             if STOPPING.is_set():
-                return (Kind.GRADER_ERROR, STOPPED, None)
+                return (Kind.GRADER_ERROR, f"was stopped: {stopped_why()}", None)
             now = time.monotonic()
             try:
                 if now >= deadline:  # a reply already queued (the grader was slow) counts
@@ -975,7 +987,7 @@ def _fail_not_run(outcome: RunOutcome, remaining: list, limits: Limits) -> None:
     if remaining and STOPPING.is_set():
         for p in remaining:
             outcome.results.setdefault(
-                p.id, ProbeResult.failed(Kind.GRADER_ERROR, f"not run: {STOPPED_WHY}")
+                p.id, ProbeResult.failed(Kind.GRADER_ERROR, f"not run: {stopped_why()}")
             )
     if remaining and outcome.student_seconds >= limits.total_seconds:
         outcome.problems.append(Problem(Kind.TIMEOUT, "the submission's total time"))

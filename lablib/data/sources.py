@@ -524,8 +524,17 @@ def _download_into(entry, folder, searched, download) -> pathlib.Path:
         if not (folder / spec["name"]).is_file()
         or (_known(spec) and not _matches(folder / spec["name"], spec)[0])
     ]
-    for file_name in missing:
-        (folder / file_name).unlink(missing_ok=True)
+    try:  # a home or cache that cannot be written (read-only, not a folder) is said so
+        folder.mkdir(parents=True, exist_ok=True)
+        for file_name in missing:
+            (folder / file_name).unlink(missing_ok=True)
+    except OSError as exc:
+        raise _not_found(
+            entry,
+            searched,
+            f"not possible: the folder {folder} cannot be written ({exc.strerror or exc}); set "
+            f"LABLIB_CACHE_DIR to a folder you can write",
+        ) from None
     try:
         _download_files(entry, folder, missing)
     except _DownloadFailed as error:

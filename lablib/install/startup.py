@@ -87,6 +87,12 @@ class RestartRequired(RuntimeError):
     """Packages this process had imported changed on disk: the session must restart."""
 
 
+#: What the last :class:`RestartRequired` of this process said: every later call of
+#: :func:`prepare` in it raises it again (the packages in memory and on disk still
+#: differ: "Run all" again without a restart must not go on); a restart clears it.
+_RESTART_OWED: list[str] = []
+
+
 def lablib_pip(value: str | None = None) -> str:
     """The pip target a lab installs lablib from, given ``LABLIB_PIP``.
 
@@ -164,6 +170,10 @@ def prepare(lab: str, *, run: pip_run.Runner = pip_run.run, out=None, environ=No
     __tracebackhide__ = True  # IPython shows the cell's line and the message, not this frame
     from lablib import session
 
+    if _RESTART_OWED:
+        raise RestartRequired(
+            f"{_RESTART_OWED[-1]}\n(Still owed: this session has not restarted since.)"
+        )
     environ = os.environ if environ is None else environ
     session.start()
     set_tensorflow_environment()
@@ -277,4 +287,5 @@ def _report(
         )
     message = "\n".join(lines) + f"\nNow {pip_run.RESTART_HINT}."
     print("\n".join(summary + [message]), file=out, flush=True)
+    _RESTART_OWED.append(message)
     raise RestartRequired(message)

@@ -367,3 +367,17 @@ def test_loader_downloads_end_to_end(shared_data, env, server, monkeypatch):
     cora = load_cora()
     assert cora.x.shape == (2708, 1433)
     assert (env / "cora" / "ind.cora.graph").is_file()
+
+
+def test_a_cache_that_cannot_be_written_says_what_to_set(env, monkeypatch):
+    """A home or cache folder that cannot be written (a read-only home, a file where the
+    folder would be) ended in a bare FileNotFoundError or NotADirectoryError traceback,
+    without lablib's advice. It is a DataNotFoundError naming the folder and the variable
+    to set; nothing was downloaded."""
+    env.parent.mkdir(parents=True, exist_ok=True)
+    env.write_text("a file, not a folder")
+    with pytest.raises(sources.DataNotFoundError) as refused:
+        sources.dataset_path("cora")
+    said = str(refused.value)
+    assert f"the folder {env / 'cora'} cannot be written" in said
+    assert "set LABLIB_CACHE_DIR to a folder you can write" in said

@@ -382,6 +382,7 @@ def fake_env(monkeypatch):
             lambda: {name.replace("-", "_"): [name] for name in pip.versions},
         )
         monkeypatch.setattr(startup, "_imported_modules", lambda: list(imported))
+        monkeypatch.setattr(startup, "_RESTART_OWED", [])  # each case a fresh session
         return pip
 
     return make
@@ -591,6 +592,11 @@ def test_prepare_stops_when_a_loaded_package_changed(fake_env):
     with pytest.raises(install.RestartRequired, match=r"matplotlib 3\.5\.0 -> 3\.10\.5"):
         install.prepare("lab1", run=pip, out=out)
     assert "Runtime > Restart session" in out.getvalue()
+    # "Run all" again without the restart: the modules in memory still differ from those
+    # on disk, and the cell said nothing and went on; it says the restart is still owed
+    with pytest.raises(install.RestartRequired, match=r"matplotlib 3\.5\.0 -> 3\.10\.5"):
+        install.prepare("lab1", run=pip, out=io.StringIO())
+    assert len([c for c in pip.commands if "install" in c]) == 1, "no second install"
     # Not loaded: no restart needed.
     pip = fake_env(dict(COLAB, matplotlib="3.5.0"), AVAILABLE, imported=["numpy"])
     assert install.prepare("lab1", run=pip, out=io.StringIO()) == ["matplotlib>=3.7"]

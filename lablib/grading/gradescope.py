@@ -58,14 +58,16 @@ def budget(gradescope_seconds: float) -> float:
     return max(30.0, gradescope_seconds / 2)
 
 
-def run_autograder(root=None) -> dict:
+def run_autograder(root=None, *, elapsed: float = 0.0) -> dict:
     """Grade ``ROOT/submission`` and write ``ROOT/results/results.json`` (and the other
     reports beside it); returns the content of ``results.json``.
 
     The student's code has :func:`budget` of Gradescope's time limit (``config.json``'s
     ``gradescope_seconds``), and a watchdog stops every run :data:`_WRITE_MARGIN` seconds
     (15% of a short limit) before that limit, whatever is left (a grader error, never the student's), so that the
-    results are written in time: a run Gradescope ends itself gives the student nothing."""
+    results are written in time: a run Gradescope ends itself gives the student nothing.
+    ``elapsed``: seconds of Gradescope's run already spent (:func:`main` gives the time
+    since its process started)."""
     from lablib.grading.run.supervisor import STOPPING, stop_all
 
     root = pathlib.Path(root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))
@@ -76,7 +78,7 @@ def run_autograder(root=None) -> dict:
         f"Gradescope's time limit for the autograder ({limit / 60:g} min) was near; the "
         f"instructor can raise it (Autograder settings) and regrade"
     )
-    watchdog = threading.Timer(max(1.0, limit - _margin(limit) - _started_ago()), stop_all, (why,))
+    watchdog = threading.Timer(max(1.0, limit - _margin(limit) - elapsed), stop_all, (why,))
     watchdog.daemon = True
     watchdog.start()
     try:
@@ -203,7 +205,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        data = run_autograder(args.root)
+        data = run_autograder(args.root, elapsed=_started_ago())
     except BaseException as exc:  # noqa: BLE001 - the student gets results whatever failed
         traceback.print_exc()  # the instructor's log (Gradescope shows it to staff)
         root = pathlib.Path(args.root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))

@@ -263,8 +263,11 @@ def _say(message: str) -> None:
 
 def _stream_to_temp(url: str, folder: pathlib.Path, name: str) -> pathlib.Path:
     """Download ``url`` into a temporary file in ``folder``; raise on a short read."""
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+    except OSError as error:  # the folder cannot be written: said as a failed download
+        raise _DownloadFailed(f"{folder}: {type(error).__name__}: {error}") from error
     temp = pathlib.Path(temp_name)
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "lablib"})
@@ -526,14 +529,20 @@ def _download_into(entry, folder, searched, download) -> pathlib.Path:
     ]
     try:  # a home or cache that cannot be written (read-only, not a folder) is said so
         folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):  # a folder that exists but is read-only
+            pass
         for file_name in missing:
             (folder / file_name).unlink(missing_ok=True)
     except OSError as exc:
+        where = (
+            f"set {CACHE_DIR_ENV} to a folder you can write"
+            if searched and searched[-1][0] == "cache"
+            else "give a data folder you can write"
+        )
         raise _not_found(
             entry,
             searched,
-            f"not possible: the folder {folder} cannot be written ({exc.strerror or exc}); set "
-            f"LABLIB_CACHE_DIR to a folder you can write",
+            f"not possible: the folder {folder} cannot be written ({exc.strerror or exc}); {where}",
         ) from None
     try:
         _download_files(entry, folder, missing)

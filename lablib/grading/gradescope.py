@@ -27,11 +27,13 @@ import time
 import traceback
 
 from lablib.grading.atomic import atomic_write
+from lablib.grading.author.autograder import gradescope_seconds
 from lablib.grading.grade import grade
 from lablib.grading.options import GradeOptions
 from lablib.grading.report import DEFAULT_WRITERS, GradescopeResults, write_reports
 from lablib.grading.report.gradescope import ungraded_results
 from lablib.grading.report.text import visible_controls
+from lablib.grading.run.supervisor import TOTAL_FACTOR
 from lablib.grading.labspec.registry import load_spec
 from lablib.labs import find_lab
 
@@ -73,11 +75,16 @@ def run_autograder(root=None, *, elapsed: float = 0.0) -> dict:
     root = pathlib.Path(root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     source = root / "source"
     config = json.loads((source / "config.json").read_text())
-    limit = float(config.get("gradescope_seconds") or GRADESCOPE_SECONDS)
+    limit = gradescope_seconds(config.get("gradescope_seconds") or GRADESCOPE_SECONDS)
     why = (
         f"Gradescope's time limit for the autograder ({limit / 60:g} min) was near; the "
         f"instructor can raise it (Autograder settings) and regrade"
     )
+    if not 0 <= elapsed < limit / 2:  # a process clock that cannot be right: from now
+        print(
+            f"lablib: {elapsed:.0f} s said spent of {limit:g}; counting from now", file=sys.stderr
+        )
+        elapsed = 0.0
     watchdog = threading.Timer(max(1.0, limit - _margin(limit) - elapsed), stop_all, (why,))
     watchdog.daemon = True
     watchdog.start()
@@ -85,6 +92,7 @@ def run_autograder(root=None, *, elapsed: float = 0.0) -> dict:
         return _run(root, source, config, budget(limit))
     finally:
         watchdog.cancel()
+        watchdog.join()  # (a callback already under way sets STOPPING before it is cleared)
         STOPPING.clear()
 
 
@@ -123,7 +131,7 @@ def _run(root: pathlib.Path, source: pathlib.Path, config: dict, total: float) -
             jobs=1,
             timeout=config["timeout"],
             memory_mb=config["memory_mb"],
-            total=min(total, 10 * float(config["timeout"])),
+            total=min(total, TOTAL_FACTOR * float(config["timeout"])),
             lab_notebook=source / "lab.ipynb",
             progress=False,
             writers=writers,
@@ -204,15 +212,19 @@ def main(argv=None) -> int:
         "--root", default=None, help="autograder root (default $AUTOGRADER_ROOT or /autograder)"
     )
     args = parser.parse_args(argv)
+    root = pathlib.Path(args.root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))
+    began = time.time()
     try:
-        data = run_autograder(args.root, elapsed=_started_ago())
+        data = run_autograder(root, elapsed=_started_ago())
     except BaseException as exc:  # noqa: BLE001 - the student gets results whatever failed
         traceback.print_exc()  # the instructor's log (Gradescope shows it to staff)
-        root = pathlib.Path(args.root or os.environ.get("AUTOGRADER_ROOT", "/autograder"))
-        try:
-            (root / "results").mkdir(parents=True, exist_ok=True)
+        results = root / "results" / "results.json"
+        try:  # results this run wrote before the failure (a later report's) are kept
+            if results.is_file() and results.stat().st_mtime >= began:
+                return 1
+            results.parent.mkdir(parents=True, exist_ok=True)
             write_refusal(
-                root / "results",
+                results.parent,
                 f"The grader failed ({type(exc).__name__}), not because of your submission; "
                 f"your instructor has the log and will regrade it.",
             )

@@ -381,3 +381,14 @@ def test_a_cache_that_cannot_be_written_says_what_to_set(env, monkeypatch):
     said = str(refused.value)
     assert f"the folder {env / 'cora'} cannot be written" in said
     assert "set LABLIB_CACHE_DIR to a folder you can write" in said
+    env.unlink()
+    env.mkdir()  # a folder that is there but read-only (root writes anywhere: as if not)
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(sources.tempfile, "TemporaryFile", read_only)
+    with pytest.raises(sources.DataNotFoundError, match="cannot be written \\(Permission denied"):
+        sources.dataset_path("cora")
+    with pytest.raises(sources.DataNotFoundError, match="give a data folder you can write"):
+        sources.fetch_dataset("cora", env.parent / "elsewhere")

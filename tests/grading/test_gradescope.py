@@ -368,7 +368,7 @@ def test_uploaded_names_reach_results_json_without_control_characters(tmp_path):
     assert books == [] and "\x1b" not in why and "a\u241b[2J\u241b[31mx.ipynb" in why, why
 
 
-def test_results_are_written_before_gradescopes_own_time_limit(tmp_path, monkeypatch):
+def test_results_are_written_before_gradescopes_own_time_limit(tmp_path, monkeypatch, capsys):
     """Gradescope ends a run at its own limit (10 minutes by default) and the student then
     gets nothing; lablib's budget (10 times --timeout, restarts and TensorFlow's imports
     outside it) could outlast it. The student's code gets half the limit, and a watchdog
@@ -380,14 +380,18 @@ def test_results_are_written_before_gradescopes_own_time_limit(tmp_path, monkeyp
     zip_path = tmp_path / "autograder.zip"
     args = ["gradescope", str(FIXTURE_LAB), "-o", str(zip_path), "--tests", str(FIXTURE_HIDDEN)]
     args += ["--lab-notebook", str(FIXTURE_SOLUTION), "--timeout", "20"]
-    assert main([*args, "--gradescope-minutes", "0.2"]) == 0
+    for wrong in ("inf", "0.01", "nan", "1000"):  # the timer would never start, or at once
+        assert main([*args, "--gradescope-minutes", wrong]) == 2
+        assert "from 1 to 240 minutes" in capsys.readouterr().err
+    assert main([*args, "--gradescope-minutes", "1"]) == 0
     root = tmp_path / "autograder"
     source = _install(zip_path, root)
-    assert json.loads((source / "config.json").read_text())["gradescope_seconds"] == 12
-    assert gradescope.budget(600) == 300 and gradescope.budget(12) == 30
+    assert json.loads((source / "config.json").read_text())["gradescope_seconds"] == 60
+    assert gradescope.budget(600) == 300 and gradescope.budget(60) == 30
     shutil.copy(CORPUS / "infinite_loop.ipynb", root / "submission" / "lab.ipynb")
+    monkeypatch.setattr(gradescope, "_margin", lambda limit: limit - 2)  # the limit is near
     began = time.monotonic()
-    data = gradescope.run_autograder(root, elapsed=60.0)  # the limit is near
+    data = gradescope.run_autograder(root)
     assert time.monotonic() - began < 60 and not STOPPING.is_set()
     stopped = [
         t for t in data["tests"] if "an error in the grader, not in your code" in t["output"]
@@ -395,7 +399,7 @@ def test_results_are_written_before_gradescopes_own_time_limit(tmp_path, monkeyp
     assert stopped and all(t["score"] == 0 for t in stopped), data["tests"]
     assert "grader-error" in data["output"]  # the student's: the grader's, to be regraded
     book = (root / "results" / "grades.json").read_text()  # the instructor's: why
-    assert "Gradescope's time limit for the autograder (0.2 min) was near" in book
+    assert "Gradescope's time limit for the autograder (1 min) was near" in book
 
 
 def test_a_grader_that_fails_still_tells_the_student(tmp_path, monkeypatch, capsys):
@@ -413,3 +417,12 @@ def test_a_grader_that_fails_still_tells_the_student(tmp_path, monkeypatch, caps
     assert data["score"] == 0 and "The grader failed (RuntimeError)" in data["output"]
     assert "not because of your submission" in data["output"]
     assert "a report writer failed" in capsys.readouterr().err
+
+    def fails_after_results(root=None, elapsed=0.0):  # results.json is written first
+        (pathlib.Path(root) / "results" / "results.json").write_text('{"score": 7}')
+        raise RuntimeError("the summary page failed")
+
+    monkeypatch.setattr(gradescope, "run_autograder", fails_after_results)
+    assert gradescope.main(["run", "--root", str(tmp_path)]) == 1
+    kept = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert kept == {"score": 7}, "the student's results, written before the failure, are kept"

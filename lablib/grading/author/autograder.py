@@ -20,6 +20,7 @@ grades the upload with the same pipeline as ``lablib grade``.
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import tempfile
 import zipfile
@@ -76,6 +77,24 @@ def _fixed_zip_write(zf: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o
     zf.writestr(info, data)
 
 
+def gradescope_seconds(value) -> float:
+    """``value`` as Gradescope's time limit in seconds: a number of seconds from 1 to 240
+    minutes.
+
+    Raises:
+        ValueError: anything else (the message says what was given)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 60 <= seconds <= 240 * 60:  # (nan and inf too)
+        raise ValueError(
+            f"Gradescope's autograder timeout {value!r} s: expected the assignment's timeout "
+            f"from its Autograder settings, from 1 to 240 minutes (10 by default there)."
+        )
+    return seconds
+
+
 def build_autograder(
     lab,
     output,
@@ -116,17 +135,20 @@ def build_autograder(
         catalog.find_lab_notebook(spec, lab_notebook=lab_notebook, course_dir=course_dir)
     )
     blank = dumps_notebook(make_assignment(nb))  # never ship solutions
-    if not gradescope_minutes > 0:
+    try:
+        seconds = gradescope_seconds(60.0 * float(gradescope_minutes))
+    except (TypeError, ValueError):
         raise ValueError(
-            f"gradescope_minutes={gradescope_minutes!r}: expected the assignment's autograder "
-            f"timeout in Gradescope, in minutes (10 by default there, 40 at most)."
-        )
+            f"--gradescope-minutes {gradescope_minutes!r}: expected the assignment's autograder "
+            f"timeout from its Gradescope Autograder settings, from 1 to 240 minutes (10 by "
+            f"default there)."
+        ) from None
     config = {
         "lab": spec.name,
         "timeout": timeout,
         "memory_mb": memory_mb,
         "spec": None,
-        "gradescope_seconds": 60.0 * gradescope_minutes,
+        "gradescope_seconds": seconds,
     }
     files: dict[str, tuple[bytes, int]] = {}
     public = spec.source_files[0] if spec.source_files else None

@@ -426,3 +426,33 @@ def test_a_grader_that_fails_still_tells_the_student(tmp_path, monkeypatch, caps
     assert gradescope.main(["run", "--root", str(tmp_path)]) == 1
     kept = json.loads((tmp_path / "results" / "results.json").read_text())
     assert kept == {"score": 7}, "the student's results, written before the failure, are kept"
+
+
+def test_a_file_not_under_version_control_is_not_shipped_in_the_wheel(tmp_path, monkeypatch):
+    """A wheel of a lablib installed from a checkout took every file of its package folder:
+    a hidden test an instructor kept there went to Gradescope inside the wheel, where the
+    students' code can read it. Only the files under version control are shipped, and
+    those left out are named; outside a git checkout every file is the package's."""
+    import types
+    import warnings
+
+    from lablib.grading.author import distwheel
+
+    package = tmp_path / "checkout" / "lablib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "layers.py").write_text("x = 1\n")
+    monkeypatch.setattr(distwheel, "_package_dir", lambda: package)
+    monkeypatch.setattr(distwheel, "_distribution", lambda: types.SimpleNamespace(files=None))
+    files, _ = distwheel.wheel_files()  # not a checkout: everything
+    assert sorted(files) == ["lablib/__init__.py", "lablib/layers.py"]
+    git = ["git", "-C", str(package.parent), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "lablib"], check=True)
+    (package / "lab1_hidden.py").write_text("EXPECTED = [0.25, 0.5]\n")  # not committed
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        files, _ = distwheel.wheel_files()
+    assert sorted(files) == ["lablib/__init__.py", "lablib/layers.py"]
+    said = " ".join(str(w.message) for w in caught)
+    assert "lab1_hidden.py" in said and "not shipped" in said

@@ -27,6 +27,8 @@ import hashlib
 import importlib.metadata
 import pathlib
 import re
+import subprocess
+import warnings
 import zipfile
 
 from lablib._version import PACKAGE_DIR, __version__
@@ -87,11 +89,43 @@ def wheel_files() -> tuple[dict[str, pathlib.Path], str]:
     if recorded.get("lablib/__init__.py") == package / "__init__.py" and complete:
         return recorded, f"the installed files ({dist.locate_file('')})"
     files = {}
+    tracked = _tracked(package)
+    left = []
     for path in sorted(package.rglob("*")):
         relative = path.relative_to(package)
         if path.is_file() and not _skipped(relative):
+            if tracked is not None and path.resolve() not in tracked:
+                left.append(str(relative))
+                continue
             files[str(pathlib.PurePosixPath("lablib", *relative.parts))] = path
+    if left:
+        warnings.warn(
+            f"{len(left)} file(s) of {package} not under version control are not shipped in the "
+            f"wheel: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''}. A hidden test kept "
+            f"there would be readable by the students' code wherever the wheel is installed; "
+            f"commit a file to ship it.",
+            stacklevel=2,
+        )
     return files, f"the package folder {package}"
+
+
+def _tracked(package: pathlib.Path) -> set[pathlib.Path] | None:
+    """The files of ``package`` under version control (git), or None where it is not in a
+    git checkout (or git cannot say): then every file is the package's."""
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(package), "ls-files", "-z", "--", "."],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {
+        (package / name).resolve()
+        for name in listed.decode("utf-8", "surrogateescape").split("\0")
+        if name
+    }
 
 
 def _digest(data: bytes) -> str:

@@ -30,7 +30,8 @@ def _install(zip_path, root):
 
 
 def _run(root):
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHON=sys.executable)
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), LABLIB_PYTHON=sys.executable)
+    env["PYTHON"] = "/nonexistent/python"  # an image's own PYTHON (node-gyp's) changes nothing
     result = subprocess.run(
         ["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=300
     )

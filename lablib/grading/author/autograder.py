@@ -43,7 +43,7 @@ RUN_AUTOGRADER = (
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 cd "$ROOT/source"
-exec "${PYTHON:-${LABLIB_VENV:-%s}/bin/python}" -m lablib.grading.gradescope run --root "$ROOT"
+exec "${LABLIB_PYTHON:-${LABLIB_VENV:-%s}/bin/python}" -m lablib.grading.gradescope run --root "$ROOT"
 """
     % VENV
 )

@@ -902,3 +902,17 @@ def test_an_answer_renders_as_written_with_only_its_hostile_characters_shown():
     assert "\u200f" in render_answer("אב\u200f") and "\u200d" in render_answer("👩\u200d💻")
     shown = render_answer("x\x1b[2J\x9b y \u202egnp.exe")
     assert "\x1b" not in shown and "\u202e" not in shown and "␛" in shown and "[U+202E]" in shown
+
+
+def test_a_matrix_row_ending_in_an_empty_cell_is_drawn_not_dropped():
+    """latex2mathml dropped a whole row that ends in "&" (an empty last cell, as LaTeX
+    allows): the review page and the printout showed a student's matrix without it, and
+    the grader graded what they could not see."""
+    from lablib.grading.review.render import render_answer
+
+    page = render_answer(
+        "$\\begin{pmatrix}1 & 2 \\\\ 3 & 4 & \\end{pmatrix}$ and $\\begin{matrix}a&b&\\end{matrix}$"
+    )
+    assert all(f"<mn>{n}</mn>" in page for n in (1, 2, 3, 4)), page
+    assert "<mi>a</mi>" in page and "<mi>b</mi>" in page, page
+    assert "<mi>&amp;</mi>" in render_answer("$a \\& b \\\\ c$")  # an escaped & stays one

@@ -334,10 +334,17 @@ def _bound(element, scale: float = 1.0) -> None:
         _bound(child, scale)
 
 
+#: An "&" that ends a row of an array or matrix (before ``\\`` or ``\end{...}``).
+_EMPTY_LAST_CELL = re.compile(r"&(?=\s*(?:\\\\|\\end\s*\{))")
+
+
 def _mathml(tex: str, display: bool) -> str:
     """``tex`` as MathML, serialised with every text escaped and its lengths bounded."""
     from latex2mathml.converter import convert_to_element
 
+    # a row that ends in "&" (its last cell empty) is dropped whole by latex2mathml, with
+    # what the row held: the empty cell is written as one ({}), as LaTeX reads it
+    tex = _EMPTY_LAST_CELL.sub("&{}", tex)
     element = convert_to_element(tex, display="block" if display else "inline")
     # latex2mathml writes characters as entity text ("&#x0211D;") and its convert()
     # unescapes the whole serialisation, markup in \text{} included: decode the

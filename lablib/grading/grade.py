@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import datetime
 import functools
 import hashlib
 import importlib
@@ -36,6 +35,7 @@ from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.gradebook.identity import RosterIndex, owner_of, resolve
+from lablib.grading.gradebook.late import file_time
 from lablib.grading.gradebook.identity import lms_person as _lms_person
 from lablib.grading.gradebook.similarity import (
     dynamic_code,
@@ -289,11 +289,8 @@ _READ_AT_GRADING = ("sha256", "file_time")
 def _file_time(path) -> dict:
     """``{"file_time": ISO 8601 with the offset}`` of the file at ``path`` as graded, or {}
     where it cannot be read (a time out of range)."""
-    try:
-        when = datetime.datetime.fromtimestamp(os.stat(path).st_mtime).astimezone()
-    except (OSError, OverflowError, ValueError):
-        return {}
-    return {"file_time": when.isoformat(timespec="seconds")}
+    when = file_time(path)
+    return {"file_time": when} if when else {}
 
 
 class ResourcesWarning(UserWarning):

@@ -93,19 +93,17 @@ class GradeOptions:
             object.__setattr__(self, "lab_notebook", str(self.lab_notebook))
         if self.writers is not None:
             object.__setattr__(self, "writers", tuple(self.writers))
-        for name in ("timeout", "memory_mb"):
+        for name, expected in (
+            ("timeout", "a positive number"),
+            ("memory_mb", "a positive number"),
+            ("total", "a positive number of seconds, or None for 10 times the timeout"),
+        ):
             value = getattr(self, name)
+            if name == "total" and value is None:
+                continue
             if (not isinstance(value, numbers.Real) or isinstance(value, bool)) or not value > 0:
-                raise ValueError(f"GradeOptions({name}={value!r}): expected a positive number.")
+                raise ValueError(f"GradeOptions({name}={value!r}): expected {expected}.")
             object.__setattr__(self, name, float(value))  # NumPy numbers too, as before
-        if self.total is not None:
-            value = self.total
-            if (not isinstance(value, numbers.Real) or isinstance(value, bool)) or not value > 0:
-                raise ValueError(
-                    f"GradeOptions(total={value!r}): expected a positive number of seconds, "
-                    f"or None for 10 times the timeout."
-                )
-            object.__setattr__(self, "total", float(value))
         if self.jobs == 0 and not isinstance(self.jobs, bool):
             object.__setattr__(self, "jobs", None)  # 0, as before: one per CPU core
         if self.jobs is not None and (

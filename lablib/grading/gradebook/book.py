@@ -17,9 +17,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
-import os
 import pathlib
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -30,6 +28,7 @@ from lablib.grading.gradebook.late import (
     Late,
     LateError,
     LatePolicy,
+    file_time,
     not_computed,
     parse_time,
     unread_time,
@@ -263,13 +262,9 @@ class Gradebook:
             student.submitted_at if student and not identity else ""
         )
         if not submitted and self.late_policy.from_files:
-            if identity.get("file_time"):  # the file's time when it was graded
-                return identity["file_time"]
-            try:  # a row of an older gradebook: the file's time now, as it was read then
-                mtime = os.path.getmtime(result.path)  # (out of range: OSError on Windows)
-                return datetime.datetime.fromtimestamp(mtime).astimezone()
-            except (OSError, OverflowError, ValueError):
-                return ""
+            # the file's time when it was graded; a row of an older gradebook: its time now,
+            # as it was read then
+            return identity.get("file_time") or file_time(result.path)
         return submitted
 
     def _lateness(self, identity: dict, when, possible: float, student: Student | None) -> Late:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import os
 import re
 
 __all__ = [
@@ -64,6 +65,16 @@ _DURATION = re.compile(
 class LateError(ValueError):
     """A due date, a duration or an amount that cannot be read (the message says what was
     given and what is expected)."""
+
+
+def file_time(path) -> str:
+    """The modification time of the file at ``path``, ISO 8601 with this machine's offset,
+    or "" where it cannot be read (no file, a time out of range)."""
+    try:
+        when = dt.datetime.fromtimestamp(os.stat(path).st_mtime).astimezone()
+    except (OSError, OverflowError, ValueError):
+        return ""
+    return when.isoformat()
 
 
 def parse_time(text) -> dt.datetime:

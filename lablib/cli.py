@@ -29,31 +29,46 @@ import warnings
 __all__ = ["main", "build_parser"]
 
 
-def _assign_sources(root: pathlib.Path, given) -> list[pathlib.Path]:
+def _assign_sources(root: pathlib.Path, given, shipped: pathlib.Path | None) -> list[pathlib.Path]:
     """The solution notebooks to assign: paths as given, a registered lab's name as
-    ``solutions/<name>.ipynb``, nothing given: every notebook in ``solutions/``."""
+    ``solutions/<name>.ipynb``, nothing given: every notebook in ``solutions/``. Where
+    ``solutions/`` lacks them and ``shipped`` is a folder (``-o`` given), the released labs
+    there: an instructor with the wheel alone writes handouts from them."""
     from lablib.labs import UnknownLab, resolve_lab
 
     if not given:
-        return sorted((root / "solutions").glob("*.ipynb"))
+        found = sorted((root / "solutions").glob("*.ipynb"))
+        return found or (sorted(shipped.glob("*.ipynb")) if shipped else [])
     sources = []
     for item in given:
         path = pathlib.Path(item)
         if path.suffix != ".ipynb" and not path.exists():
             try:
-                path = root / "solutions" / resolve_lab(item).notebook
+                name = resolve_lab(item).notebook
             except UnknownLab as exc:
                 raise FileNotFoundError(f"{item} is neither a notebook nor a lab: {exc}") from None
+            path = root / "solutions" / name
+            if not path.is_file() and shipped is not None and (shipped / name).is_file():
+                path = shipped / name
         sources.append(path)
     return sources
 
 
 def _cmd_assign(args) -> int:
-    from lablib.grading.author.assignment import assign_notebook
+    from lablib.grading.author.assignment import assign_notebook, check_lablib_pip
     from lablib.grading.author.catalog import PACKAGE_LABS_DIR
 
+    if args.lablib_pip is not None:
+        if not args.output:
+            print(
+                "lablib assign: --lablib-pip writes handouts to their own folder; add -o "
+                "(e.g. -o handout), so that labs/ keeps the repository's default.",
+                file=sys.stderr,
+            )
+            return 2
+        check_lablib_pip(args.lablib_pip)
     root = pathlib.Path.cwd()
-    sources = _assign_sources(root, args.notebooks)
+    sources = _assign_sources(root, args.notebooks, PACKAGE_LABS_DIR if args.output else None)
     if not sources:
         print(
             "lablib assign: no solution notebooks given and none in ./solutions; "
@@ -79,7 +94,9 @@ def _cmd_assign(args) -> int:
         if not source.is_file():
             print(f"lablib assign: {source} does not exist.", file=sys.stderr)
             return 2
-        outs = [assign_notebook(source, out_dir) for out_dir in out_dirs]
+        outs = [
+            assign_notebook(source, out_dir, lablib_pip=args.lablib_pip) for out_dir in out_dirs
+        ]
         print(f"{source} -> {', '.join(map(str, outs))}")
     return 0
 
@@ -728,7 +745,15 @@ def _parse_assign(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         help="output folder (default: labs/, and lablib/grading/labs/ when the lablib "
-        "running is an editable install of this checkout)",
+        "running is an editable install of this checkout); with -o, a lab missing from "
+        "solutions/ is taken from the labs shipped with lablib",
+    )
+    p.add_argument(
+        "--lablib-pip",
+        metavar="TARGET",
+        help="handouts for a term: where each lab's first cell installs lablib from when "
+        "LABLIB_PIP is unset, e.g. the release the course grades with "
+        "('lablib @ git+https://github.com/<you>/lablib@v0.3.0' or a lablib wheel); needs -o",
     )
 
 

@@ -811,3 +811,80 @@ def test_install_errors_print_under_the_name_students_import():
     for error in (InstallError("x"), RestartRequired("x")):
         line = traceback.format_exception_only(error)[-1]
         assert line.startswith(f"lablib.install.{type(error).__name__}: x"), line
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "lablib @ git+https://github.com/a-course/lablib@v0.3.0",
+        "/content/lablib-0.3.0-py3-none-any.whl",
+    ],
+)
+def test_a_handout_pinned_by_assign_installs_its_target_unless_the_variable_is_set(
+    target, tmp_path, monkeypatch, capsys
+):
+    """`lablib assign -o handout --lablib-pip TARGET` (from the labs shipped with lablib,
+    as an instructor with the wheel alone has them): the handout's first cell installs
+    TARGET where LABLIB_PIP is unset, and the variable, where set, still wins. Every other
+    line of the notebook is the released lab's."""
+    import lablib
+    from lablib.cli import main
+    from lablib.grading.author.catalog import PACKAGE_LABS_DIR
+
+    monkeypatch.chdir(tmp_path)  # no solutions/ here
+    assert main(["assign", "lab1", "-o", "handout", "--lablib-pip", f"  {target} "]) == 0
+    handout = json.loads((tmp_path / "handout" / "lab1_attention.ipynb").read_text())
+    released = json.loads((PACKAGE_LABS_DIR / "lab1_attention.ipynb").read_text())
+    differ = [
+        (a, b)
+        for x, y in zip(handout["cells"], released["cells"])
+        for a, b in zip(x["source"], y["source"])
+        if a != b
+    ]
+    assert differ == [
+        (
+            f'                  or "{target}")\n',
+            f'                  or "{install.DEFAULT_LABLIB_PIP}")\n',
+        )
+    ]
+    cell = "".join(next(c for c in handout["cells"] if c["cell_type"] == "code")["source"])
+    monkeypatch.setitem(sys.modules, "lablib", None)  # import lablib -> ImportError
+    calls = []
+
+    def fake_run(command, **kwargs):
+        calls.append(command[-1])
+        sys.modules["lablib"] = lablib  # "installed"
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(install, "prepare", lambda lab: None)
+    monkeypatch.setattr(lablib, "use_keras3", lambda: None)
+    monkeypatch.setattr(lablib, "exact_float32", lambda: False)
+    for value in ("", "lablib==9.9"):
+        monkeypatch.setenv("LABLIB_PIP", value)
+        monkeypatch.setitem(sys.modules, "lablib", None)
+        exec(compile(cell, "cell", "exec"), {})
+    assert calls == [target, "lablib==9.9"]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--lablib-pip", "numpy==2.0", "-o", "h"], "is not a requirement naming lablib"),
+        (
+            ["--lablib-pip", "/w/numpy-2.0-py3-none-any.whl", "-o", "h"],
+            "a wheel of another package",
+        ),
+        (["--lablib-pip", "lablib\n==1", "-o", "h"], "expected a requirement naming lablib"),
+        (["--lablib-pip", "lablib==0.3.0"], "add -o"),
+    ],
+)
+def test_assign_refuses_a_lablib_pip_it_cannot_pin_and_writes_nothing(
+    argv, says, tmp_path, monkeypatch, capsys
+):
+    from lablib.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["assign", "lab1", *argv]) == 2
+    assert says in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -23,12 +23,15 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import pathlib
+import re
 
 import nbformat
 
+from lablib.grading.atomic import atomic_write
 from lablib.grading.notebook import (
     ANSWER_BEGIN_RE,
     ANSWER_END,
@@ -51,6 +54,8 @@ __all__ = [
     "dumps_notebook",
     "assign_notebook",
     "expected_assignment_text",
+    "check_lablib_pip",
+    "pin_lablib_pip",
 ]
 
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
@@ -167,6 +172,67 @@ def make_assignment(nb) -> nbformat.NotebookNode:
     return nb
 
 
+#: The first cell's default of ``LABLIB_PIP`` (where lablib is installed from when the
+#: variable is unset): group 2 is the string literal :func:`pin_lablib_pip` replaces.
+_LABLIB_PIP_DEFAULT_RE = re.compile(
+    r'(LABLIB_PIP = \(os\.environ\.get\("LABLIB_PIP", ""\)\.strip\(\)\s+or )'
+    r'("(?:[^"\\\n]|\\.)*")(\))'
+)
+
+
+def check_lablib_pip(target: str) -> str:
+    """``target`` stripped, if a lab's first cell can install lablib from it: a requirement
+    naming lablib (``lablib==0.3.0``, ``lablib @ git+https://.../lablib@v0.3.0``) or a
+    lablib wheel (a path or a URL ending in ``lablib-<version>-...whl``); else ValueError."""
+    from lablib.install.plan import _packaging, normalize
+
+    text = target.strip()
+    example = (
+        "a requirement naming lablib (lablib @ git+https://github.com/<you>/lablib@v0.3.0) "
+        "or a lablib wheel (/content/lablib-0.3.0-py3-none-any.whl)"
+    )
+    if not text or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise ValueError(f"--lablib-pip {target!r}: expected {example}.")
+    if text.endswith(".whl"):
+        if not re.match(r"lablib-[^-/]+-", text.rsplit("/", 1)[-1]):
+            raise ValueError(
+                f"--lablib-pip {target!r} is a wheel of another package; expected {example}."
+            )
+        return text
+    Requirement, _ = _packaging()
+    try:
+        name = normalize(Requirement(text).name)
+    except Exception:  # noqa: BLE001 - packaging's InvalidRequirement, with its reason
+        name = None
+    if name != "lablib":
+        raise ValueError(
+            f"--lablib-pip {target!r} is not a requirement naming lablib; expected {example}."
+        )
+    return text
+
+
+def pin_lablib_pip(nb, target: str) -> None:
+    """Make ``target`` (checked by :func:`check_lablib_pip`) the default ``LABLIB_PIP`` of
+    the lab's first code cell, in place: handouts that install the release the course is
+    graded with, whatever changes on the repository's main branch during the term. The
+    variable, where a student sets it, still wins."""
+    target = check_lablib_pip(target)
+    cell = next((c for c in nb.cells if c.cell_type == "code"), None)
+    source = cell_source(cell) if cell is not None else ""
+    found = _LABLIB_PIP_DEFAULT_RE.findall(source)
+    if len(found) != 1:
+        raise ValueError(
+            f"the notebook's first code cell holds {len(found)} default LABLIB_PIP lines, "
+            'expected one (`LABLIB_PIP = (os.environ.get("LABLIB_PIP", "").strip() or '
+            '"...")`, as lablib\'s labs have); is it a lab of this course?'
+        )
+    literal = json.dumps(target, ensure_ascii=False)
+    assert ast.literal_eval(literal) == target  # a JSON string is a Python literal too
+    cell.source = _LABLIB_PIP_DEFAULT_RE.sub(
+        lambda m: m.group(1) + literal + m.group(3), source, count=1
+    )
+
+
 def dumps_notebook(nb) -> str:
     """Deterministic JSON text of a notebook, as Jupyter writes it (sources as lists of
     lines, sorted keys, indent 1), with a final newline."""
@@ -174,18 +240,24 @@ def dumps_notebook(nb) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def assign_notebook(solution: pathlib.Path | str, out_dir: pathlib.Path | str) -> pathlib.Path:
+def assign_notebook(
+    solution: pathlib.Path | str, out_dir: pathlib.Path | str, *, lablib_pip: str | None = None
+) -> pathlib.Path:
     """Write the blank lab of ``solution`` to ``out_dir/<same name>``; returns its path.
+    ``lablib_pip``: the first cell's default ``LABLIB_PIP`` (:func:`pin_lablib_pip`).
 
     Re-running on an unchanged solution writes identical bytes.
     """
     solution = pathlib.Path(solution)
     nb, _ = read_notebook(solution)
-    text = dumps_notebook(make_assignment(nb))
+    blank = make_assignment(nb)
+    if lablib_pip is not None:
+        pin_lablib_pip(blank, lablib_pip)
+    text = dumps_notebook(blank)
     out = pathlib.Path(out_dir) / solution.name
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.is_file() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
+        atomic_write(out, text, newline="")
     return out
 
 

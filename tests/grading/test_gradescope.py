@@ -207,9 +207,10 @@ def test_setup_sh_installs_into_its_own_venv_never_the_system_python(tmp_path):
     )
     with zipfile.ZipFile(zip_path) as zf:
         setup_sh, run_autograder = zf.read("setup.sh").decode(), zf.read("run_autograder").decode()
-    pip_lines = [line for line in setup_sh.splitlines() if " pip " in line]
-    assert pip_lines and all(
-        line.lstrip().startswith('"$VENV/bin/python" -m pip') for line in pip_lines
+    pip_lines = [line.strip().removeprefix("if ! ") for line in setup_sh.splitlines()]
+    pip_lines = [line for line in pip_lines if " pip " in line and not line.startswith("echo ")]
+    assert len(pip_lines) == 2 and all(
+        line.startswith('"$VENV/bin/python" -m pip') for line in pip_lines
     ), pip_lines
     assert 'python3 -m venv "$VENV"' in setup_sh and "python3-venv" in setup_sh
     assert "${LABLIB_VENV:-/autograder/lablib-venv}/bin/python" in run_autograder
@@ -457,3 +458,51 @@ def test_a_file_not_under_version_control_is_not_shipped_in_the_wheel(tmp_path, 
     assert sorted(files) == ["lablib/__init__.py", "lablib/layers.py"]
     said = " ".join(str(w.message) for w in caught)
     assert "lab1_hidden.py" in said and "not shipped" in said
+
+
+def test_setup_sh_names_the_python_and_what_tensorflow_supports_when_pip_fails(tmp_path):
+    """A base image whose Python TensorFlow has no wheel for: pip's "No matching
+    distribution found for tensorflow" alone does not say what to change. setup.sh stops
+    at once with the image's Python version, what lablib and TensorFlow need, and what to
+    choose; it never goes on to the version check of a lablib that is not there."""
+    import importlib.metadata
+
+    zip_path = tmp_path / "autograder.zip"
+    assert (
+        main(
+            [
+                "gradescope",
+                str(FIXTURE_LAB),
+                "-o",
+                str(zip_path),
+                "--lab-notebook",
+                str(FIXTURE_SOLUTION),
+            ]
+        )
+        == 0
+    )
+    source = tmp_path / "source"
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(source)
+    venv, log = tmp_path / "gs-venv", tmp_path / "log"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(
+        '#!/bin/sh\necho "$*" >> "$LOG"\n'
+        'case "$*" in *sys.version_info*) echo 3.14; exit 0;; esac\n'
+        "case \"$*\" in *'pip install -q --upgrade pip'*) exit 0;; esac\n"
+        "case \"$*\" in *'pip install'*) echo 'ERROR: No matching distribution found for "
+        "tensorflow>=2.19' >&2; exit 1;; esac\nexit 0\n"
+    )
+    (venv / "bin" / "python").chmod(0o755)
+    env = dict(os.environ, LABLIB_VENV=str(venv), LOG=str(log))
+    result = subprocess.run(
+        ["bash", str(source / "setup.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    message = result.stderr.splitlines()[-1]
+    tensorflow = importlib.metadata.version("tensorflow")
+    assert message.startswith("setup.sh: pip could not install wheels/lablib-"), message
+    assert f"into Python 3.14 ({venv})" in message and "lablib needs Python >=3.10" in message
+    assert f"TensorFlow {tensorflow} (this zip's build) has wheels for Python 3." in message
+    assert "3.14" not in message.split("has wheels for")[1]
+    assert not any("import lablib" in line for line in log.read_text().splitlines())

@@ -19,6 +19,7 @@ grades the upload with the same pipeline as ``lablib grade``.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
 import pathlib
@@ -64,9 +65,13 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
   fi
 fi
+PY_VERSION="$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install "$HERE/{wheel}{extras}"
-"$VENV/bin/python" -c "import lablib, sys; sys.exit(lablib.__version__ != '{version}')"
+if ! "$VENV/bin/python" -m pip install "$HERE/{wheel}{extras}"; then
+  echo "setup.sh: pip could not install {wheel} into Python $PY_VERSION ($VENV); pip's reason is above. lablib needs Python {requires}; {tensorflow}. If pip found no TensorFlow for this Python, choose a base image whose python3 is one of those (Ubuntu 22.04's is 3.10, 24.04's 3.12), or set LABLIB_VENV to a venv made with one." >&2
+  exit 1
+fi
+"$VENV/bin/python" -c "import lablib, sys; v = lablib.__version__; sys.exit(None if v == '{version}' else f'setup.sh: {{sys.prefix}} imports lablib {{v}} from {{lablib.__file__}}, not the wheel of this zip ({version}); remove that install or set LABLIB_VENV to a new folder')"
 """
 
 
@@ -75,6 +80,24 @@ def _fixed_zip_write(zf: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o
     info.external_attr = (0o100000 | mode) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     zf.writestr(info, data)
+
+
+def _tensorflow_pythons() -> str:
+    """The Pythons the TensorFlow installed here publishes wheels for, from its
+    classifiers, for setup.sh's message: "TensorFlow 2.20.0 (this zip's build) has wheels
+    for Python 3.9, 3.10, 3.11, 3.12, 3.13"."""
+    try:
+        dist = importlib.metadata.distribution("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        return "TensorFlow publishes wheels for the Pythons pypi.org/project/tensorflow lists"
+    prefix = "Programming Language :: Python :: 3."
+    minors = sorted(
+        int(c[len(prefix) :])
+        for c in dist.metadata.get_all("Classifier") or ()
+        if c.startswith(prefix) and c[len(prefix) :].isdigit()
+    )
+    listed = ", ".join(f"3.{m}" for m in minors) or "the Pythons pypi.org lists"
+    return f"TensorFlow {dist.version} (this zip's build) has wheels for Python {listed}"
 
 
 def gradescope_seconds(value) -> float:
@@ -166,7 +189,12 @@ def build_autograder(
     extras = f"[{','.join(wanted)}]" if wanted else ""
     files["setup.sh"] = (
         SETUP_SH.format(
-            wheel=f"wheels/{wheel.name}", extras=extras, venv=VENV, version=facts["version"]
+            wheel=f"wheels/{wheel.name}",
+            extras=extras,
+            venv=VENV,
+            version=facts["version"],
+            requires=facts["requires_python"] or "3",
+            tensorflow=_tensorflow_pythons(),
         ).encode(),
         0o755,
     )

@@ -181,7 +181,8 @@ def running_wheel(dest_dir) -> pathlib.Path:
 
 
 def check_wheel(path) -> dict:
-    """Check that ``path`` is a lablib wheel; returns ``{"version", "extras"}`` of its metadata.
+    """Check that ``path`` is a lablib wheel; returns ``{"version", "extras", "requires_python"}``
+    of its metadata.
 
     Raises:
         ValueError: not a wheel of lablib (what was found, and how to make a right one).
@@ -217,4 +218,9 @@ def check_wheel(path) -> dict:
             "Name: lablib in its METADATA)."
         )
     extras = re.findall(r"^Provides-Extra:\s*(\S+)", metadata, re.M)
-    return {"version": match.group(1), "extras": extras}
+    requires = re.search(r"^Requires-Python:\s*(\S.*?)\s*$", metadata, re.M)
+    return {
+        "version": match.group(1),
+        "extras": extras,
+        "requires_python": requires.group(1) if requires else "",
+    }

@@ -280,10 +280,26 @@ def grade_one(
     return result
 
 
-#: What a row's identity keeps from the reading of its notebook at grading (never read
-#: again from the file, which may have changed since): the SHA-256 of the bytes graded,
-#: and the file's modification time then (``--late-from-file-times`` dates the row by it).
-_READ_AT_GRADING = ("sha256", "file_time")
+#: What a row's identity keeps from its grading (never read again from the file, which
+#: may have changed since): the SHA-256 of the bytes graded, the file's modification time
+#: then (``--late-from-file-times`` dates the row by it), and the version of the tests it
+#: was graded with (:func:`tests_version`).
+_READ_AT_GRADING = ("sha256", "file_time", "tests")
+
+
+def tests_version(lab: LabSpec) -> str:
+    """A short hash of the tests a row is graded with: every test's piece, name, points
+    and whether it is hidden, each written question's points, and the files that define
+    them (the lab's spec and hidden tests). Rows of one gradebook graded with different
+    versions cannot be added up: :func:`grade` refuses to keep such rows beside new ones."""
+    h = hashlib.sha256()
+    for t in lab.tests:
+        h.update(f"{t.piece}\0{t.name}\0{float(t.points)!r}\0{t.hidden}\n".encode())
+    for q in lab.answers.values():
+        h.update(f"answer\0{q.id}\0{float(q.points)!r}\n".encode())
+    for path in sorted(map(str, lab.source_files)):
+        h.update(b"file\0" + pathlib.Path(path).read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _file_time(path) -> dict:
@@ -428,7 +444,7 @@ def _merged(
                     SubmissionRemoved,
                     stacklevel=3,
                 )
-            elif os.path.exists(old.path):
+            elif _still_there(old):
                 kept.append(old)
             else:
                 warnings.warn(
@@ -444,6 +460,7 @@ def _merged(
         if old is not None:
             r.submission = old.submission
             _carry_identity(r, old)
+            _keep_file_time(r, old)
     taken_by_new = {n.submission.casefold() for n in new}
     for r in new:
         if again[id(r)] is None and r.submission.casefold() in taken:
@@ -455,6 +472,16 @@ def _merged(
             r.submission = f"{name}-{k}"
         taken.add(r.submission.casefold())
     return [*new, *kept]
+
+
+def _still_there(row: SubmissionResult) -> bool:
+    """Whether a kept row's notebook still exists: the file graded (its real path, kept at
+    grading) or its path as written when that is absolute. A relative path is relative to
+    the folder of the run that graded it, not to this one's: a regrade run from another
+    folder dropped every row it did not grade as gone."""
+    return os.path.exists(_graded_file(row)) or (
+        os.path.isabs(row.path) and os.path.exists(row.path)
+    )
 
 
 def _graded_file(result: SubmissionResult) -> str:
@@ -526,6 +553,15 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
         if key in new.identity:
             carried[key] = new.identity[key]
     new.identity = carried
+
+
+def _keep_file_time(new: SubmissionResult, old: SubmissionResult) -> None:
+    """The same bytes graded again keep the file time kept when they were first graded:
+    a copy of the folder (``cp -r`` to another machine) or a ``touch`` gives the file a
+    new time, which ``--late-from-file-times`` would have taken for a late submission."""
+    digest = (new.identity or {}).get("sha256")
+    if digest and digest == (old.identity or {}).get("sha256") and old.identity.get("file_time"):
+        new.identity["file_time"] = old.identity["file_time"]
 
 
 def _replaced(
@@ -781,6 +817,9 @@ def grade(
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
+    version = tests_version(spec)
+    if not options.fresh:  # before grading, and again under the lock (_write_graded)
+        _check_same_tests(folder, _kept_before(folder.results(spec.name), found), version)
     limits = options.limits
     mask = _masked_paths(spec, options.hidden_dirs, out, submissions)
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits, skip=mask))
@@ -811,6 +850,8 @@ def grade(
     graded = _again_alone(
         spec, graded, items, functools.partial(work, alone=True), jobs, options.progress
     )
+    for r in graded:
+        r.identity["tests"] = version
     try:
         return _write_graded(out, folder, spec, graded, found, roster, times, late_policy,
                              layout, skipped, template, options)  # fmt: skip
@@ -833,6 +874,8 @@ def _write_graded(
         previous = [] if options.fresh else folder.results(spec.name)
         _check_kept_unchanged(folder, options, roster, late_policy, layout)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
+        now = {id(r) for r in graded}
+        _check_same_tests(folder, [r for r in results if id(r) not in now], tests_version(spec))
         # Kept for later regrades, in grades.json with the rows (one write: a run stopped
         # before it leaves the gradebook as it was): the layout given, the roster's copy.
         given = options.layout is not None or options.fresh
@@ -881,6 +924,49 @@ def _check_kept_unchanged(
             f"(another lablib command wrote the folder). Nothing was written: run the command "
             f"again (the notebooks already graded are not run again)."
         )
+
+
+def _kept_before(previous: list[SubmissionResult], found) -> list[SubmissionResult]:
+    """The rows of ``previous`` that grading ``found`` would keep as they are: those whose
+    notebook is not among the notebooks found (by the real path graded, or the path as
+    written). :func:`_merged` decides after grading; this is the same test, made first."""
+    listed = {f.real or os.path.realpath(f.path) for f in found}
+    written = {os.path.abspath(f.path) for f in found}
+    return [
+        r
+        for r in previous
+        if _graded_file(r) not in listed and os.path.abspath(r.path) not in written
+    ]
+
+
+def _check_same_tests(folder: GradebookFolder, kept: list, version: str) -> None:
+    """Rows kept beside the new ones must have been graded with the same tests (their
+    ``identity.tests``; a row of an older gradebook, without it, is taken as it is):
+    scores out of other tests, or other points, cannot be added up in one gradebook, nor
+    exported as one column.
+
+    Raises:
+        GradebookError: some were not; nothing is written.
+    """
+    other = [r for r in kept if (r.identity or {}).get("tests") not in (None, "", version)]
+    if not other:
+        return
+    names = ", ".join(_printable_name(r.submission) for r in other[:5])
+    more = f" and {len(other) - 5} more" if len(other) > 5 else ""
+    raise GradebookError(
+        f"{len(other)} row(s) of the gradebook in {folder.out} ({names}{more}) were graded "
+        f"with other tests than this run's (the lab's spec or hidden tests changed since, "
+        f"or --tests differs: give the same --tests as then). Grading only some notebooks "
+        f"would keep their scores beside scores out of these tests. Nothing was written: "
+        f"grade every submission again (the same folders; what did not change is not run "
+        f"again), or start a new gradebook with --fresh."
+    )
+
+
+def _printable_name(name: str) -> str:
+    """A row's name for a message: no control characters, at most 60 characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(name))
+    return repr(text[:60] + ("..." if len(text) > 60 else ""))
 
 
 def _roster_bytes(roster) -> bytes | None:

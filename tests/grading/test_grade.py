@@ -1352,3 +1352,96 @@ def test_a_second_interrupt_while_stopping_still_ends_every_run(monkeypatch):
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "nohup is kept"
     finally:
         signal.signal(signal.SIGHUP, kept)
+
+
+def test_the_same_bytes_graded_again_keep_their_file_time(tmp_path):
+    """--late-from-file-times: a folder copied without its times (cp -r to another
+    machine) or a notebook touched, then graded again (--force, or a fix to the tests),
+    made every row late, though the bytes were those graded on time. The same bytes keep
+    the time kept when they were first graded; changed bytes take their own."""
+    from lablib.grading import grade as grading
+    from lablib.grading.gradebook.late import LatePolicy, parse_time
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for name in ("alice", "bob"):
+        shutil.copy(FIXTURE_SOLUTION, subs / f"{name}.ipynb")
+    due = "2026-11-20T23:59+01:00"
+    on_time = parse_time(due).timestamp() - 3600
+    for name in ("alice", "bob"):
+        os.utime(subs / f"{name}.ipynb", (on_time, on_time))
+    policy = LatePolicy.parse(due=due, per_day="2", from_files=True)
+    options = dict(lab_notebook=FIXTURE_SOLUTION, jobs=1, timeout=20, progress=False)
+    grading.grade(str(FIXTURE_LAB), [subs], out, late_policy=policy, **options)
+    os.utime(subs / "alice.ipynb")  # touched: days after the due date
+    nb = nbformat.read(subs / "bob.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("changed after the due date"))
+    nbformat.write(nb, subs / "bob.ipynb")  # new bytes, written now
+    rows = {
+        r.submission: r for r in grading.grade(str(FIXTURE_LAB), [subs], out, force=True, **options)
+    }
+    assert parse_time(rows["alice"].identity["file_time"]).timestamp() == on_time
+    assert parse_time(rows["bob"].identity["file_time"]).timestamp() > on_time + 86400
+    table = _rows(out)
+    assert table["alice"]["late_penalty"] == "0" and float(table["bob"]["late_penalty"]) > 0
+
+
+def test_a_regrade_from_another_folder_keeps_the_rows_it_does_not_grade(
+    tmp_path, monkeypatch, capsys
+):
+    """Graded from the course folder with relative paths, then one student graded again
+    from another working directory (a new terminal, a cron job): every other row was
+    dropped as gone (their relative paths tested from the new folder), with their
+    feedback, and exported as 0. A row's notebook is the file graded, kept at grading."""
+    course = tmp_path / "course"
+    (course / "subs").mkdir(parents=True)
+    for name in ("alice", "bob"):
+        shutil.copy(FIXTURE_SOLUTION, course / "subs" / f"{name}.ipynb")
+    common = ["--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]
+    monkeypatch.chdir(course)
+    assert main(["grade", str(FIXTURE_LAB), "subs", "-o", "out", *common]) == 0
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    bob = str(course / "subs" / "bob.ipynb")
+    assert main(["grade", str(FIXTURE_LAB), bob, "-o", str(course / "out"), *common]) == 0
+    assert "removed" not in capsys.readouterr().err
+    assert sorted(_rows(course / "out")) == ["alice", "bob"]
+    assert (course / "out" / "feedback" / "alice.md").is_file()
+    os.remove(course / "subs" / "alice.ipynb")  # a notebook really gone is still dropped
+    assert main(["grade", str(FIXTURE_LAB), bob, "-o", str(course / "out"), *common]) == 0
+    assert "alice was in the gradebook" in capsys.readouterr().err
+    assert sorted(_rows(course / "out")) == ["bob"]
+
+
+def test_a_regrade_of_some_notebooks_with_other_tests_is_refused(tmp_path, capsys):
+    """The hidden tests changed (a test re-weighted), then one student graded: the
+    gradebook held rows out of two versions of the tests, the export's points possible
+    was the larger, and the other students lost points without a word. Such a run is
+    refused before grading, nothing written; grading every notebook again (or --fresh)
+    is the way, and the same tests as before go on as ever."""
+    subs, out, lab = tmp_path / "subs", tmp_path / "out", tmp_path / "lab0_fixture"
+    subs.mkdir()
+    shutil.copytree(FIXTURE_LAB, lab)  # the spec and its hidden/ tests
+    for name in ("alice", "bob"):
+        shutil.copy(FIXTURE_SOLUTION, subs / f"{name}.ipynb")
+    tests = ["--tests", str(lab / "hidden")]
+    common = ["-o", str(out), "--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "1",
+              "--timeout", "20", "--quiet"]  # fmt: skip
+    assert main(["grade", str(lab), str(subs), *tests, *common]) == 0
+    shutil.copy(FIXTURE_SOLUTION, subs / "carol.ipynb")
+    carol = str(subs / "carol.ipynb")
+    assert main(["grade", str(lab), carol, *tests, *common]) == 0
+    assert sorted(_rows(out)) == ["alice", "bob", "carol"]  # the same tests: kept
+    before = (out / "grades.json").read_bytes()
+    hidden = lab / "hidden" / "lab0_fixture.py"
+    hidden.write_text(hidden.read_text().replace('"softmax", points=2', '"softmax", points=5'))
+    capsys.readouterr()
+    assert main(["grade", str(lab), carol, *tests, *common]) == 2
+    err = capsys.readouterr().err
+    assert "2 row(s) of the gradebook" in err and "('alice', 'bob')" in err, err
+    assert "other tests than this run's" in err and "--fresh" in err
+    assert (out / "grades.json").read_bytes() == before
+    assert main(["grade", str(lab), str(subs), *tests, *common]) == 0
+    rows = _rows(out)
+    assert sorted(rows) == ["alice", "bob", "carol"]  # every notebook graded with one version
+    assert len({rows[n]["max_score"] for n in rows}) == 1, rows

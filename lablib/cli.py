@@ -1058,10 +1058,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _printable_streams() -> None:
+    """stdout and stderr write what they cannot encode as escapes (an ASCII terminal, a
+    CI log with PYTHONIOENCODING=ascii, a file name that is not UTF-8): a student's name
+    ended the command with a UnicodeEncodeError after the gradebook was written."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream already used in a way that forbids it
+                pass
+
+
+def _utf8_file_names() -> str | None:
+    """Why file names cannot be read as they are here, or None: Python reading them as
+    ASCII (the C locale with PYTHONUTF8=0) makes every non-ASCII name two rows, one per
+    encoding, in a gradebook graded under both."""
+    encoding = sys.getfilesystemencoding().lower().replace("-", "").replace("_", "")
+    if encoding == "utf8":
+        return None
+    return (
+        f"Python reads file names here as {sys.getfilesystemencoding()} (a C or POSIX locale "
+        f"with PYTHONUTF8=0?); students' names would be read as another text than elsewhere. "
+        f"Run with PYTHONUTF8=1 or a UTF-8 locale (LANG=C.UTF-8)."
+    )
+
+
 def main(argv=None) -> int:
     """Run the ``lablib`` command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _printable_streams()
+    why = _utf8_file_names() if args.command in ("grade", "report", "export", "written") else None
+    if why:
+        print(f"lablib {args.command}: error: {why}", file=sys.stderr)
+        return 2
     try:
         return args.func(args)
     except (FileNotFoundError, KeyError, ValueError) as exc:

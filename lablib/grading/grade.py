@@ -322,7 +322,14 @@ def _warn_memory(jobs: int, limits: Limits, progress: bool) -> None:
 
     from lablib.grading.run.cgroups import own_memory_limit
 
-    total = min(filter(None, (psutil.virtual_memory().total, own_memory_limit())))
+    try:
+        machine = psutil.virtual_memory().total
+    except OSError:  # /proc/meminfo hidden (systemd's ProcSubset=pid): advice only, none given
+        machine = None
+    known = [m for m in (machine, own_memory_limit()) if m]
+    if not known:
+        return
+    total = min(known)
     asked = jobs * (limits.memory_mb or 0) * 2**20
     if jobs > 1 and asked > total:
         fits = max(1, int(total // (limits.memory_mb * 2**20)))
@@ -816,6 +823,8 @@ def grade(
     _close_to_others(out)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
+    inside = os.path.realpath(out) + os.sep  # an output folder kept in the submissions' own
+    skipped = [s for s in skipped if not (os.path.realpath(s[0]) + os.sep).startswith(inside)]
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     version = tests_version(spec)
     if not options.fresh:  # before grading, and again under the lock (_write_graded)

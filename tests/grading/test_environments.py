@@ -432,3 +432,46 @@ def test_a_python_the_submissions_user_cannot_reach_is_named():
     assert "CAP_SYS_ADMIN" in message and "/usr/local" in message
     inside = unreachable([python], private_root=True, access=access)
     assert "/root is not in the sandbox's root file system" in inside, inside
+
+
+def test_a_grader_run_under_umask_077_grades_in_the_sandbox(tmp_path):
+    """A hardened image's umask (077, 027): the stage made the folders above the Python it
+    binds in with the grader's umask, closed to the run's uid, and every test of every
+    submission was a grader-error ("No module named '_sysconfigdata...'")."""
+    from lablib.cli import main
+    from grading_paths import FIXTURE_SOLUTION
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    out = tmp_path / "out"
+    kept = os.umask(0o077)
+    try:
+        code = main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(out), "--lab-notebook",
+                     str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "30", "--quiet"])  # fmt: skip
+    finally:
+        os.umask(kept)
+    assert code == 0
+    [row] = json.loads((out / "grades.json").read_text())["submissions"]
+    assert row["score"] == row["max_score"] and row["isolation"]["uid"] != 0, row["isolation"]
+
+
+def test_the_ipc_sweep_says_when_it_cannot_look(monkeypatch):
+    """/proc mounted with subset=pid (systemd's ProcSubset=pid) hides /proc/sysvipc: the
+    sweep found nothing and said nothing, and a segment the run made outlived it."""
+    import builtins
+
+    from lablib.grading.run import supervisor
+
+    real_open = builtins.open
+
+    def hidden(path, *args, **kwargs):
+        if str(path).startswith("/proc/sysvipc/"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", hidden)
+    [note] = supervisor.sweep_leftovers(1234567, folders=[])
+    assert "System V IPC objects (shm, sem, msg)" in note and "were not looked for" in note, note
+    monkeypatch.setattr(builtins, "open", real_open)
+    assert supervisor.sweep_leftovers(1234567, folders=[]) == []

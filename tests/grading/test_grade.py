@@ -1445,3 +1445,63 @@ def test_a_regrade_of_some_notebooks_with_other_tests_is_refused(tmp_path, capsy
     rows = _rows(out)
     assert sorted(rows) == ["alice", "bob", "carol"]  # every notebook graded with one version
     assert len({rows[n]["max_score"] for n in rows}) == 1, rows
+
+
+def test_the_memory_advice_is_skipped_where_the_machine_hides_its_memory(monkeypatch):
+    """/proc/meminfo hidden (systemd's ProcSubset=pid): psutil raised and the whole grade
+    stopped with "No such file or directory: '/proc/meminfo'", for advice."""
+    import psutil
+
+    from lablib.grading import grade as grading
+    from lablib.grading.run.supervisor import Limits
+
+    def hidden():
+        raise FileNotFoundError(2, "No such file or directory", "/proc/meminfo")
+
+    monkeypatch.setattr(psutil, "virtual_memory", hidden)
+    monkeypatch.setattr("lablib.grading.run.cgroups.own_memory_limit", lambda: None)
+    grading._warn_memory(8, Limits(memory_mb=4096), progress=True)  # no error, no advice
+    monkeypatch.setattr("lablib.grading.run.cgroups.own_memory_limit", lambda: 2**30)
+    with pytest.warns(grading.ResourcesWarning, match="give --jobs 1"):
+        grading._warn_memory(2, Limits(memory_mb=1024), progress=False)
+
+
+def test_an_ascii_terminal_and_non_utf8_file_names(tmp_path):
+    """PYTHONIOENCODING=ascii (a CI log): a non-ASCII name ended the command with a
+    UnicodeEncodeError after its files were written; it is printed as escapes. File names
+    read as ASCII (C locale with PYTHONUTF8=0) gave one notebook two rows, one per
+    encoding: the grading commands refuse to run so, saying how to fix it."""
+    folder = tmp_path / "Jös é"
+    folder.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, folder / "lab0_fixture.ipynb")
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    run = subprocess.run(
+        [sys.executable, "-m", "lablib.cli", "assign", str(folder / "lab0_fixture.ipynb"),
+         "-o", str(tmp_path / "out")],
+        env=env, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert b"J\\xf6s \\xe9" in run.stdout and (tmp_path / "out" / "lab0_fixture.ipynb").is_file()
+    env = dict(os.environ, LC_ALL="POSIX", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "lablib.cli", "grade", str(FIXTURE_LAB), str(folder), "-o",
+         str(tmp_path / "graded")],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2 and "PYTHONUTF8=1" in run.stderr, run.stderr
+    assert not (tmp_path / "graded").exists()
+
+
+def test_an_output_folder_inside_the_submissions_is_not_listed_as_skipped(tmp_path, capsys):
+    """-o subs/out: the second run listed the grader's own files as submissions skipped
+    (on stderr, in grades.json and the summary)."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    common = ["-o", str(subs / "out"), "--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "1",
+              "--timeout", "20", "--quiet"]  # fmt: skip
+    for _ in range(2):
+        assert main(["grade", str(FIXTURE_LAB), str(subs), *common]) == 0
+    assert "skipped" not in capsys.readouterr().err
+    assert not json.loads((subs / "out" / "grades.json").read_text()).get("skipped")

@@ -261,8 +261,22 @@ def _install_syscall_filter(libc) -> str | None:
 
 
 def _mkdirs(path, mode=0o755):
-    os.makedirs(path, mode=mode, exist_ok=True)
-    os.chmod(path, mode)
+    """``path`` and the folders above it that do not exist yet, each with ``mode``
+    whatever the umask (``os.makedirs`` gives only the last one its mode: under umask 077
+    the folders above a bound Python were closed to the run's uid)."""
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        os.makedirs(folder, mode=mode, exist_ok=True)
+        os.chmod(folder, mode)
+    if not missing:
+        os.chmod(path, mode)
 
 
 def _build_root(m: _Mounts, config: dict) -> int:
@@ -552,9 +566,11 @@ def _first_process(
         if new_root is not None:
             workdir = _pivot_into(libc, m, new_root, int(config["tmpfs_mb"]), notes)
             private_root = True  # this process's root is now the scratch tmpfs
+        # read as root: sysconfig loads its data lazily, from a folder the uid may not open
+        stdlib = sysconfig.get_path("stdlib")
         refused = _drop_privileges(libc, workdir, int(config["uid"]), notes)
         package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        blocked = unreachable([sys.executable, sysconfig.get_path("stdlib"), package], private_root)
+        blocked = unreachable([sys.executable, stdlib, package], private_root)
         if blocked:
             raise RuntimeError(blocked)
         exposed = None if private_root else reachable_masks(config["mask"])
@@ -608,6 +624,7 @@ def sandbox_main(control_fd: int, result_fd: int, memory_mb: float) -> None:
     """
     libc = _libc()
     die_with_parent(libc)  # the grader gone, this stage goes, and the namespace with it
+    os.umask(0o022)  # the folders it makes are the run's to enter, whatever the grader's umask
     config = _read_config()
     m = _Mounts(libc)
     notes: list[str] = []

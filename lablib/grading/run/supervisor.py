@@ -389,15 +389,18 @@ def shared_folders(roots=_WRITABLE_ROOTS, depth: int = 3, limit: int = 20_000) -
 _IPC = (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid"))  # /proc/sysvipc/<file>: its id column
 
 
-def _ipc_objects(uid: int) -> list[tuple[str, int]]:
+def _ipc_objects(uid: int, unread: list | None = None) -> list[tuple[str, int]]:
     """``(kind, id)`` of the System V shared memory segments, semaphore sets and message
-    queues ``uid`` owns or made, in this IPC namespace."""
+    queues ``uid`` owns or made, in this IPC namespace; ``unread`` gets the kinds whose
+    list could not be read (``/proc/sysvipc`` hidden: systemd's ProcSubset=pid)."""
     found = []
     for kind, id_column in _IPC:
         try:
             with open(f"/proc/sysvipc/{kind}", encoding="ascii") as f:
                 header, *rows = f.read().splitlines()
         except (OSError, ValueError):
+            if unread is not None:
+                unread.append(kind)
             continue
         names = header.split()
         for row in rows:
@@ -469,7 +472,14 @@ def sweep_leftovers(uid: int, folders=None) -> list[str]:
                 notes.append(
                     f"could not remove {entry.path}, left by the submission: {exc.strerror}"
                 )
-    objects = _ipc_objects(uid)
+    unread: list = []
+    objects = _ipc_objects(uid, unread)
+    if unread:
+        notes.append(
+            f"System V IPC objects ({', '.join(unread)}) the submission may have made were not "
+            f"looked for: /proc/sysvipc cannot be read here (a /proc mounted with "
+            f"subset=pid); what it made there outlives the run"
+        )
     if objects:
         try:  # as the owner itself (CAP_SETUID is in Docker's default set; CAP_SYS_ADMIN is not)
             _remove_ipc(objects, uid)

@@ -336,9 +336,12 @@ def export(
         "maximum_unchecked": None or {"maximum_grade", "why", "columns": {header:
         points}} (a Moodle worksheet's maximum that could not be checked: several
         columns, or no number), "matched_by_name": [keys], "held": {lab: [keys]},
-        "labs", "notes": path or None, "summary"}``: ``left_out`` lists the students not
-        written to a Moodle file (no value in the field its rows are matched by), with
-        their grades; ``missing`` the students with neither a graded row nor a file
+        "left_out_empty", "empty_cells", "labs", "notes": path or None, "summary"}``:
+        ``left_out`` lists the students not written to the file (Moodle: no value in the
+        field its rows are matched by, or no grade at all, ``left_out_empty`` of them:
+        Moodle's import clears the grade of an empty cell; Canvas: rows its import would
+        match by a name alone), with their grades; ``empty_cells`` the empty cells of a
+        Moodle file's rows written, each noted; ``missing`` the students with neither a graded row nor a file
         handed in (both get ``missing``'s 0 or blank); ``statuses`` the exported rows whose status is not ``ok``;
         ``not_graded`` the students without a graded row who handed in files that were
         not graded (a zip, a ``.ipynb.txt``: the gradebook's ``skipped``, told to them by
@@ -375,6 +378,7 @@ def export(
     report = {"students": 0, "labs": labs, "unmatched": {}, "unmatched_reasons": {}}
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
+    report |= {"left_out_empty": 0, "empty_cells": 0}
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["held"] = {}
     report["scaled"] = {header: list(pair) for header, pair in scales.items()}
@@ -454,10 +458,22 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
     line += _more_summary(report, missing)
     if report["matched_by"]:
         line += f"; in Moodle map {report['matched_by']} to the user field {report['matched_by']}"
-    if report["left_out"] and report["matched_by"]:
+    nothing = report["left_out_empty"]
+    if len(report["left_out"]) > nothing and report["matched_by"]:
         line += (
-            f"; {len(report['left_out'])} left out of the file, without an {report['matched_by']} "
-            f"for Moodle to match (their grades are in the notes: enter them by hand)"
+            f"; {len(report['left_out']) - nothing} left out of the file, without an "
+            f"{report['matched_by']} for Moodle to match (their grades are in the notes: enter "
+            f"them by hand)"
+        )
+    if nothing:
+        line += (
+            f"; {nothing} without any grade left out of the file (Moodle's import clears the "
+            f"grade of an empty cell)"
+        )
+    if report["empty_cells"]:
+        line += (
+            f"; {report['empty_cells']} empty cell(s) in rows written: Moodle's import clears "
+            f"the grade there (noted)"
         )
     elif report["left_out"]:
         line += (
@@ -540,8 +556,33 @@ def _moodle_rows(
                 f"one person must be one roster row."
             )
         seen[value] = p
+        if not any(values[id(p)]):
+            why = (
+                "no grade to import (every cell empty), and Moodle's import clears the grade "
+                "of an empty cell: a grade entered in Moodle by hand would be lost"
+            )
+            _leave_out(p, label, destination, header_cells, values[id(p)], report, why, "Moodle")
+            report["left_out_empty"] += 1
+            continue
         written.append(p)
+    _empty_cells(written, header_cells, values, report)
     return field, written
+
+
+def _empty_cells(written: list[_Person], header_cells, values: dict, report: dict) -> None:
+    """Notes for the empty cells of a Moodle file's rows written (a lab not submitted
+    with ``--missing blank``, a written answer not graded): Moodle's import clears the
+    grade there, one entered by hand included; the export's summary counts them."""
+    count = 0
+    for p in written:
+        empty = [h for h, c in zip(header_cells, values[id(p)]) if c == ""]
+        if empty:
+            count += len(empty)
+            p.notes.append(
+                f"empty in the Moodle file: {', '.join(empty)}; Moodle's import clears the grade "
+                f"there (enter it after the import)"
+            )
+    report["empty_cells"] = count
 
 
 def _described(person: _Person) -> str:
@@ -561,24 +602,28 @@ def _unnamed(person: _Person) -> str:
 
 
 def _leave_out(
-    person: _Person, label: str, destination, header_cells, cells, report, why: str = ""
-) -> None:
+    person: _Person, label: str, destination, header_cells, cells, report, why: str = "",
+    lms: str = "Canvas",
+) -> None:  # fmt: skip
     """Note a student left out of the import file with their grades, and list them in
-    ``report["left_out"]``: in a Moodle file, no ``label`` to match them by; else ``why``
-    (in a Canvas file)."""
+    ``report["left_out"]``: in a Moodle file (``why`` empty), no ``label`` to match them
+    by; else ``why``. ``lms``: the LMS the file is for."""
     grades = {h: c for h, c in zip(header_cells, cells) if c != ""}
     said = "; ".join(f"{h} {c}" for h, c in grades.items()) or "no grade"
-    lms = "Canvas" if why else "Moodle"
+    if not why:
+        lms = "Moodle"
+    advice = (
+        f"Enter them in {lms} by hand, or add the student with their {label} to the roster "
+        f"(--roster) and export again"
+        if grades or not why
+        else f"Nothing changes in {lms} for them"
+    )
     why = f"not written to {pathlib.Path(destination).name}: " + (
         why
         or f"no {label} for Moodle to match this student by (Moodle's import would give the "
         f"grades of a row without one to the student of the row above)"
     )
-    person.notes.insert(
-        0,
-        f"{why}; grades: {said}. Enter them in {lms} by hand, or add the student with their "
-        f"{label} to the roster (--roster) and export again",
-    )
+    person.notes.insert(0, f"{why}; grades: {said}. {advice}")
     handed = sorted({str(r.get("submission")) for rows in person.rows.values() for r in rows})
     report["left_out"].append(
         {

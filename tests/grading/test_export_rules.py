@@ -169,8 +169,15 @@ def test_missing_rule_summary_line_and_stale_notes(tmp_path, capsys):
         "3 students (1 with a submission for every lab; 2 missing one or more (left empty); 0 with written "
         "answers not graded or changed since (noted); 0 not in the roster)" in out
     )
+    # an empty cell clears a grade in Moodle's import (one entered by hand too): a student
+    # with no grade at all is left out of the file, noted, and nothing changes for them
+    assert "2 without any grade left out of the file (Moodle's import clears" in out
     rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
-    assert rows["Frank Roe"]["Lab 9: export"] == "" and "left empty" in rows["Frank Roe"]["Notes"]
+    assert sorted(rows) == ["Erin Doe"], rows
+    notes = (tmp_path / "m.notes.csv").read_text(encoding="utf-8")
+    left, why = [line for line in notes.splitlines() if line.startswith("Frank Roe,")]
+    assert "no grade to import" in left and "Nothing changes in Moodle for them" in left
+    assert why.endswith("no submission (left empty)")
     # everyone graded later: the notes file of the earlier export does not stay behind
     _book(
         tmp_path,
@@ -973,3 +980,22 @@ def test_canvas_rows_its_import_would_misread_are_left_out_with_their_grades(tmp
     assert all(x["grades"] for x in left.values()) and "2 left out of the file" in done["summary"]
     alone = export("canvas", [tmp_path / "out"], None, tmp_path / "n.csv")  # without a roster
     assert [x["name"] for x in alone["left_out"]] == ["Points Possible Pat"]
+
+
+def test_an_empty_cell_of_a_moodle_row_written_is_noted_and_counted(tmp_path):
+    """Moodle's import clears the grade of an empty cell (one entered by hand too): a
+    written answer not graded yet, exported by piece, is an empty cell in a row written
+    for its other grades; each such cell is noted for its student and counted in the
+    summary."""
+    roster_path = _write(tmp_path, "ours.csv", OURS)
+    roster = Roster.load(roster_path)
+    _book(tmp_path, tmp_path / "out", {"S001": (7, None), "S002": (5, None)}, roster=roster,
+          graded=False)  # fmt: skip
+    done = export("moodle", [tmp_path / "out"], roster, tmp_path / "m.csv", pieces=True,
+                  allow_ungraded=True)  # fmt: skip
+    rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
+    empty = [h for h, v in rows["Erin Doe"].items() if v == ""]
+    assert len(empty) == 1 and "why" in empty[0].lower(), rows["Erin Doe"]
+    assert done["empty_cells"] == 4 and "4 empty cell(s) in rows written" in done["summary"]
+    notes = (tmp_path / "m.notes.csv").read_text(encoding="utf-8")
+    assert f"empty in the Moodle file: {empty[0]}; Moodle's import clears the grade" in notes

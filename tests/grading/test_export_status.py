@@ -250,11 +250,14 @@ def test_a_moodle_folder_without_a_notebook_is_told_to_its_student(tmp_path):
     write_reports(tmp_path / "out", lab, [r], roster=sheet, skipped=skipped)
     done = export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", missing="blank")
     rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
-    assert rows["Gina Poe"]["Lab 9"] == "" and rows["Gina Poe"]["Notes"] == (
+    # no grade to give (--missing blank): left out, as an empty cell clears Moodle's grade
+    assert "Gina Poe" not in rows and "Frank Roe" not in rows and "Erin Doe" in rows
+    notes = _notes(tmp_path / "m.notes.csv")
+    assert notes["Gina Poe"][1] == (
         "Lab 9: handed in lab9.zip (not a notebook: only .ipynb files are graded), nothing "
         "graded (left empty)"
     )
-    assert rows["Frank Roe"]["Notes"] == "Lab 9: no submission (left empty)"
+    assert notes["Frank Roe"][1] == "Lab 9: no submission (left empty)"
     assert done["not_graded"]["lab9_export"] == {"gina@uni.edu": ["lab9.zip"]}
     done = export("moodle", [tmp_path / "out"], None, tmp_path / "m.csv")
     assert done["skipped_unmatched"]["lab9_export"] == []
@@ -501,7 +504,7 @@ def test_moodles_notes_are_html_text(tmp_path):
     write_reports(
         tmp_path / "out", lab, [r], roster=sheet, skipped=[(folder / name, NOT_A_NOTEBOOK)]
     )
-    export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv", missing="blank")
+    export("moodle", [tmp_path / "out"], sheet, tmp_path / "m.csv")  # Gina's 0 and note
     rows = {r["Full name"]: r for r in csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8"))}
     note = rows["Gina Poe"]["Notes"]
     assert "handed in &lt;img src=x onerror=alert(1)&gt;&amp;co.zip (not a notebook" in note

@@ -189,6 +189,7 @@ class _Person:
         self.rows: dict[str, list] = {}  # lab -> gradebook rows
         self.skipped: dict[str, list] = {}  # lab -> [(path, why)] handed in, not graded
         self.notes: list[str] = []
+        self.excused: set[str] = set()  # Canvas columns marked EX in the roster given
 
     def joins(self, identity: dict) -> int:
         """How many join fields ``identity`` shares with this student (0: another student)."""
@@ -336,7 +337,9 @@ def export(
         "maximum_unchecked": None or {"maximum_grade", "why", "columns": {header:
         points}} (a Moodle worksheet's maximum that could not be checked: several
         columns, or no number), "matched_by_name": [keys], "held": {lab: [keys]},
-        "left_out_empty", "empty_cells", "labs", "notes": path or None, "summary"}``:
+        "left_out_empty", "empty_cells", "excused": {lab: [keys]}, "labs", "notes": path or
+        None, "summary"}``: ``excused`` the students whose cell of a Canvas column is
+        ``EX`` in the Canvas roster given (written as ``EX``: any other value un-excuses);
         ``left_out`` lists the students not written to the file (Moodle: no value in the
         field its rows are matched by, or no grade at all, ``left_out_empty`` of them:
         Moodle's import clears the grade of an empty cell; Canvas: rows its import would
@@ -375,10 +378,13 @@ def export(
         _Person({f: getattr(s, f, "") for f in STUDENT_FIELDS}, in_roster=True)
         for s in (roster.students if roster is not None else ())
     ]
+    if fmt == "canvas" and roster is not None:
+        for i, p in enumerate(people):
+            p.excused = set(roster.excused_in(i))
     report = {"students": 0, "labs": labs, "unmatched": {}, "unmatched_reasons": {}}
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
-    report |= {"left_out_empty": 0, "empty_cells": 0}
+    report |= {"left_out_empty": 0, "empty_cells": 0, "excused": {}}
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["held"] = {}
     report["scaled"] = {header: list(pair) for header, pair in scales.items()}
@@ -513,6 +519,9 @@ def _more_summary(report: dict, missing: str) -> str:
             + ", ".join(f"{h} {num(p)}" for h, p in unchecked["columns"].items())
             + "), as Moodle caps a grade at its item's maximum"
         )
+    excused = sum(len(keys) for keys in report["excused"].values())
+    if excused:
+        line += f"; {excused} cell(s) excused in Canvas kept as EX (noted)"
     if report["matched_by_name"]:
         line += (
             f"; {len(report['matched_by_name'])} without an ID, SIS User ID or SIS Login ID "
@@ -1231,7 +1240,16 @@ def _grade_columns(
             points.append(num(possible) if factor is None else _two(theirs))
             for p in people:
                 given = "blank" if id(p) in held else missing
-                values[id(p)].append(_cell(best.get(id(p)), piece, given, factor))
+                cell = _cell(best.get(id(p)), piece, given, factor)
+                if header in p.excused:
+                    p.notes.append(
+                        f"{header}: excused in Canvas (EX in the roster given): written as EX, "
+                        f"so the import keeps the excuse; lablib's grade, not exported: "
+                        f"{cell or 'none'}"
+                    )
+                    report["excused"].setdefault(lab, []).append(_key(p))
+                    cell = "EX"
+                values[id(p)].append(cell)
     return header_cells, points, values
 
 

@@ -999,3 +999,26 @@ def test_an_empty_cell_of_a_moodle_row_written_is_noted_and_counted(tmp_path):
     assert done["empty_cells"] == 4 and "4 empty cell(s) in rows written" in done["summary"]
     notes = (tmp_path / "m.notes.csv").read_text(encoding="utf-8")
     assert f"empty in the Moodle file: {empty[0]}; Moodle's import clears the grade" in notes
+
+
+def test_a_student_excused_in_canvas_stays_excused(tmp_path):
+    """Canvas's gradebook export writes EX where an assignment is excused, and its import
+    takes any other value as a grade: the export wrote 0 (no submission) or a grade over
+    the excuse. The roster's EX is written back, with a note holding lablib's grade."""
+    sheet = CANVAS.replace("Section\n", "Section,Lab 9 (5501)\n")
+    sheet = sheet.replace(",A\n", ",A,\n", 1).replace("frank,A\n", "frank,A,EX\n")
+    sheet = sheet.replace(",B\n", ",B,ex\n")
+    sheet += "    Points Possible,,,,,14\n"
+    roster = Roster.load(_write(tmp_path, "canvas.csv", sheet))
+    _book(tmp_path, tmp_path / "out", {"S001": (7, None), "S002": (5, None)}, roster=roster)
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv",
+                  columns={"lab9_export": "Lab 9 (5501)"})  # fmt: skip
+    rows = {r["Student"]: r for r in csv.DictReader(open(tmp_path / "c.csv", encoding="utf-8"))}
+    assert rows["Doe, Erin"]["Lab 9 (5501)"] == "10"
+    assert rows["Roe, Frank"]["Lab 9 (5501)"] == "EX"  # graded 8, excused in Canvas
+    assert rows["Poe, Gina"]["Lab 9 (5501)"] == "EX"  # no submission: not 0
+    assert done["excused"] == {"lab9_export": ["S002", "S003"]}
+    assert "2 cell(s) excused in Canvas kept as EX" in done["summary"]
+    notes = (tmp_path / "c.notes.csv").read_text(encoding="utf-8")
+    assert "Lab 9 (5501): excused in Canvas (EX in the roster given): written as EX" in notes
+    assert "lablib's grade, not exported: 8" in notes and "not exported: 0" in notes

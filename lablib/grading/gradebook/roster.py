@@ -258,6 +258,8 @@ class Roster:
         self.source = source
         self.raw = raw
         self.points_possible = dict(points_possible or {})
+        #: index in ``students`` -> the headers of the columns whose cell is ``EX``
+        self.excused: dict[int, tuple[str, ...]] = {}
         self.maximum_grade = str(maximum_grade or "")
 
     def __len__(self) -> int:
@@ -298,14 +300,29 @@ class Roster:
             match = _LAB_TIME.match(h)
             if match and h not in _COLUMNS["submitted_at"]:
                 lab_times[i] = match["lab"] or match["lab2"]
-        students = [
-            s for s in (cls._student(row, where, lab_times) for row in rows[1:]) if s is not None
-        ]
+        students, excused = [], {}
+        for row in rows[1:]:
+            student = cls._student(row, where, lab_times)
+            if student is None:
+                continue
+            students.append(student)
+            marked = tuple(h.strip() for h, v in zip(rows[0], row) if v.strip().upper() == "EX")
+            if marked:
+                excused[len(students) - 1] = marked
         if not students:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
-        return cls(
+        roster = cls(
             students, str(path), _points_possible(rows, where), _maximum_grade(rows), raw=raw
         )
+        roster.excused = excused
+        return roster
+
+    def excused_in(self, index: int) -> tuple[str, ...]:
+        """The column headers whose cell is ``EX`` (excused) in the row of the
+        ``index``-th student of :attr:`students`: a Canvas gradebook export marks an
+        excused assignment so, and its import keeps the excuse only where the cell is
+        ``EX`` still (:func:`lablib.grading.export.export` writes it back)."""
+        return self.excused.get(index, ())
 
     @staticmethod
     def _student(row, where, lab_times) -> Student | None:

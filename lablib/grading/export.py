@@ -338,7 +338,11 @@ def export(
         points}} (a Moodle worksheet's maximum that could not be checked: several
         columns, or no number), "matched_by_name": [keys], "held": {lab: [keys]},
         "left_out_empty", "empty_cells", "excused": {lab: [keys]}, "labs", "notes": path or
-        None, "summary"}``: ``excused`` the students whose cell of a Canvas column is
+        None, "summary"}``: ``late_deducted`` ({lab: [keys]}) the students whose total
+        exported has lablib's late penalty deducted (Canvas's own late policy, where on,
+        deducts again); ``group_totals_differ`` ({lab: [submission names]}) a Canvas file's
+        group submissions whose members' totals differ; ``excused`` the students whose
+        cell of a Canvas column is
         ``EX`` in the Canvas roster given (written as ``EX``: any other value un-excuses);
         ``left_out`` lists the students not written to the file (Moodle: no value in the
         field its rows are matched by, or no grade at all, ``left_out_empty`` of them:
@@ -385,6 +389,8 @@ def export(
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
     report |= {"left_out_empty": 0, "empty_cells": 0, "excused": {}}
+    report["late_deducted"] = {}  # lab -> keys whose exported total has lablib's late penalty
+    report["group_totals_differ"] = {}  # lab -> group submissions whose members' totals differ
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["held"] = {}
     report["scaled"] = {header: list(pair) for header, pair in scales.items()}
@@ -409,6 +415,7 @@ def export(
         field, rows = _moodle_rows(people, destination, header_cells, values, report)
     else:
         rows = _canvas_rows(people, roster is not None, destination, header_cells, values, report)
+        _groups_apart(people, books, columns, report)
     report["matched_by"] = None if field is None else _MOODLE_KEYS[field]
     destination.parent.mkdir(parents=True, exist_ok=True)
     _write_import_file(fmt, destination, rows, header_cells, points, values)
@@ -519,6 +526,18 @@ def _more_summary(report: dict, missing: str) -> str:
             + ", ".join(f"{h} {num(p)}" for h, p in unchecked["columns"].items())
             + "), as Moodle caps a grade at its item's maximum"
         )
+    deducted = sum(len(keys) for keys in report["late_deducted"].values())
+    if deducted and report["scaled_to"] == "Points Possible":  # a Canvas file
+        line += (
+            f"; {deducted} total(s) with lablib's late penalty deducted: turn off Canvas's "
+            f"automatic late policy for these assignments, or its import deducts again"
+        )
+    apart = sum(len(names) for names in report["group_totals_differ"].values())
+    if apart:
+        line += (
+            f"; {apart} group submission(s) whose members' totals differ: in Canvas tick 'Assign "
+            f"grades to each student individually' for the assignment (noted)"
+        )
     excused = sum(len(keys) for keys in report["excused"].values())
     if excused:
         line += f"; {excused} cell(s) excused in Canvas kept as EX (noted)"
@@ -592,6 +611,34 @@ def _empty_cells(written: list[_Person], header_cells, values: dict, report: dic
                 f"there (enter it after the import)"
             )
     report["empty_cells"] = count
+
+
+def _groups_apart(people: list[_Person], books, columns: dict, report: dict) -> None:
+    """Group submissions whose members' totals differ (each member's own due date or
+    extension): Canvas's import grades a group assignment not graded individually once
+    per group, each row over the whole group, so the last member's total would be every
+    member's. Each member is noted; ``report["group_totals_differ"]`` lists them."""
+    for _folder, book in books:
+        lab = book["lab"]
+        title = columns.get(lab, book.get("title") or lab)
+        by_submission: dict[str, list] = {}
+        for p in people:
+            rows = p.rows.get(lab) or []
+            if rows:
+                best = max(rows, key=_total)
+                by_submission.setdefault(str(best.get("submission")), []).append((p, best))
+        for name, members in by_submission.items():
+            totals = {num(_total(row)) for _, row in members}
+            if len(members) < 2 or len(totals) < 2:
+                continue
+            report["group_totals_differ"].setdefault(lab, []).append(name)
+            for p, row in members:
+                p.notes.append(
+                    f"{title}: group submission {name!r}, whose members' totals differ (their "
+                    f"own due dates): this member's is {num(_total(row))}. In Canvas, grade "
+                    f"the assignment's groups individually, or its import gives every member "
+                    f"the last row's total"
+                )
 
 
 def _described(person: _Person) -> str:
@@ -1291,6 +1338,8 @@ def _best_rows(
     for p in people:
         if id(p) in best:
             _row_notes(p, best[id(p)], lab, title, report, policy)
+            if float((best[id(p)].get("late") or {}).get("penalty") or 0) > 0:
+                report["late_deducted"].setdefault(lab, []).append(_key(p))
     report["missing"][lab] = [
         _key(p) for p in people if id(p) not in best and not p.skipped.get(lab)
     ]

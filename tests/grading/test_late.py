@@ -153,6 +153,12 @@ def test_penalties_reach_every_report_and_the_export(tmp_path):
         len(done["ungraded"][lab.name]) == 4
         and "4 with written answers not graded" in done["summary"]
     )
+    # Canvas's own late policy, where on, deducts again at the import: the summary says so
+    assert done["late_deducted"] == {lab.name: ["1"]}
+    assert "1 total(s) with lablib's late penalty deducted: turn off Canvas's" in done["summary"]
+    moodle = export("moodle", [out], Roster.load(roster_path), tmp_path / "m.csv",
+                    allow_ungraded=True)  # fmt: skip
+    assert moodle["late_deducted"] == {lab.name: ["1"]} and "Canvas" not in moodle["summary"]
     header, possible, *students = list(csv.reader(open(tmp_path / "canvas.csv", encoding="utf-8")))
     assert possible[header.index(lab.title)] == "20"
     assert {r[0]: r[header.index(lab.title)] for r in students} == {
@@ -249,10 +255,17 @@ def test_each_group_member_has_their_own_late_penalty(tmp_path, first):
     is on time (14 of 20), Frank loses 2 days x 10% (14 - 4 = 10), whoever submitted."""
     out = tmp_path / "out"
     lab, roster = _group_book(tmp_path, out, first)
-    export("canvas", [out], roster, tmp_path / "c.csv")
+    done = export("canvas", [out], roster, tmp_path / "c.csv")
     header, _possible, *rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
     totals = {r[0]: r[header.index(lab.title)] for r in rows}
     assert totals == {"Erin Doe": "14", "Frank Roe": "10", "Gina Poe": "10"}
+    # Canvas's import grades a group assignment once per group unless graded individually:
+    # members' totals that differ are said, with what to set in Canvas
+    assert done["group_totals_differ"] == {lab.name: ["submission_1"]}
+    assert "1 group submission(s) whose members' totals differ" in done["summary"]
+    notes = (tmp_path / "c.notes.csv").read_text(encoding="utf-8")
+    assert "group submission 'submission_1', whose members' totals differ" in notes
+    assert "this member's is 14" in notes and "this member's is 10" in notes
     entry = json.loads((out / "grades.json").read_text())["submissions"][0]
     members = {m["name"]: (m["total"], m["late"]["penalty"]) for m in entry["members"]}
     assert members == {"Erin Doe": (14, 0), "Frank Roe": (10, 4)}
@@ -354,3 +367,30 @@ def test_an_extension_that_cannot_be_read_is_never_on_time(tmp_path):
     )
     with pytest.raises(ExportError, match="submission_1"):
         export("canvas", [out], roster, tmp_path / "c.csv")
+
+
+def test_a_deduction_canvas_does_not_mark_late_says_so(tmp_path):
+    """Canvas names a file LATE_ exactly when it is late by the student's own due date
+    (overrides and extensions given in Canvas): a deduction for a file Canvas does not
+    mark late (an extension the roster lacks) was made without a word. Its text says
+    so; a file Canvas marks late, or one on time, says nothing more."""
+    lab = _lab()
+    times = {"ann": "2026-11-20T22:00+01:00", "bob": "2026-11-21T10:00+01:00",
+             "cat": "2026-11-21T10:00+01:00", "dan": "2026-11-22T10:00+01:00"}  # fmt: skip
+    from lablib.grading.gradebook.identity import resolve
+    from lablib.grading.submissions import Found
+
+    results, roster_path = _class(tmp_path, times)
+    roster = Roster.load(roster_path)
+    for r in results:
+        late = r.submission == "cat"  # bob and cat are both a day late by the time given
+        lms = {"lms": "canvas", "name": r.submission, "user_id": None, "late": late}
+        found = Found(r.submission, tmp_path / f"{r.submission}.ipynb", r.path, "", lms)
+        r.identity = resolve(found, roster, lab=lab)
+    out = tmp_path / "out"
+    policy = LatePolicy.parse(due=DUE, per_day="10%")
+    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
+    said = "Canvas does not mark it late (its file name has no LATE)"
+    assert said in (out / "feedback" / "bob.md").read_text()
+    for other in ("ann", "cat", "dan"):
+        assert said not in (out / "feedback" / f"{other}.md").read_text(), other

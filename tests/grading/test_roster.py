@@ -296,3 +296,28 @@ def test_grade_command_with_a_roster(tmp_path, capsys):
     # rows named by the student's folder, matched by the roster's paths below the folder given
     assert {n: r["student_id"] for n, r in rows.items()} == {"erin": "S001", "frank": "S002"}
     assert "roster:" not in capsys.readouterr().err  # everyone matched
+
+
+def test_a_moodle_extension_is_the_students_due_date(tmp_path):
+    """Moodle writes an extension granted in its worksheet's Status ("Extension granted
+    until: <date>"); it was not read, and the late policy deducted for a submission
+    Moodle counts on time. It is the student's own due date now (a due column, where the
+    roster has one, still wins), and a late policy reads it."""
+    from lablib.grading.gradebook.late import LatePolicy, parse_time
+
+    sheet = tmp_path / "worksheet.csv"
+    sheet.write_text(
+        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Last modified (submission)\n"
+        'Participant 1,Erin Doe,erin@uni.edu,"Submitted for grading - Extension granted until: '
+        'Monday, 23 November 2026, 11:59 PM",,14.00,"Sunday, 22 November 2026, 9:00 PM"\n'
+        "Participant 2,Frank Roe,frank@uni.edu,Submitted for grading,,14.00,"
+        '"Sunday, 22 November 2026, 9:00 PM"\n',
+        encoding="utf-8",
+    )
+    erin, frank = Roster.load(sheet).students
+    assert parse_time(erin.due) == parse_time("2026-11-23T23:59").astimezone()
+    assert frank.due == ""
+    policy = LatePolicy.parse(due="2026-11-20T23:59", per_day="10%")
+    when = parse_time(erin.submitted_at)
+    assert policy.penalty(when, 14, due=erin.due).penalty == 0
+    assert policy.penalty(when, 14, due=frank.due or None).penalty > 0

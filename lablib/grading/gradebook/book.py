@@ -292,6 +292,15 @@ class Gradebook:
                 text=f"{late.text} {who} marks it late: check its due "
                 f"date and this submission time.",
             )
+        elif lms.get("lms") == "canvas" and "late" in lms and not lms["late"] and late.penalty:
+            # Canvas names a file LATE_ exactly when it is late by the student's own due
+            # date (overrides and extensions given in Canvas included)
+            late = dataclasses.replace(
+                late,
+                text=f"{late.text} Canvas does not mark it late (its file name has no LATE): a "
+                f"due date or extension given to this student in Canvas? Check it, and give it "
+                f"in the roster (extension or due column) if so.",
+            )
         return late
 
     def _row_late(self, result: SubmissionResult, lates) -> Late | None:

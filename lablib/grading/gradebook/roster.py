@@ -166,9 +166,13 @@ _COLUMNS = {
     "extension": ("extension", "extensions"),
     "due": ("due", "due date", "due_at", "due at"),
     "participant_id": ("identifier",),
+    "status": ("status",),  # read in a Moodle grading worksheet only (its extensions)
     "group": ("group", "team", "group name"),
 }
 _TEST_STUDENTS = {"student, test", "test student"}
+#: A Moodle grading worksheet's Status where an extension was granted: "Submitted for
+#: grading - Extension granted until: Monday, 23 November 2026, 11:59 PM"
+_MOODLE_EXTENSION = re.compile(r"extension granted until:\s*(.+?)\s*(?:$| - )", re.I)
 # submitted_at:<lab>, "submitted at lab1", "lab1 submitted_at"
 _LAB_TIME = re.compile(
     r"^(?:submitted[_ ]at|submission time)\s*[:/ ]\s*(?P<lab>[\w.-]+)$"
@@ -336,9 +340,12 @@ class Roster:
         if where["role"] is not None and fold(get("role")) not in ("", "student"):
             return None  # Gradescope's instructors and TAs
         participant = re.sub(r"^\D+", "", get("participant_id"))  # Moodle's "Participant 1234567"
-        submitted = get("submitted_at")
+        submitted, due = get("submitted_at"), get("due")
         if where["participant_id"] is not None:
             submitted = moodle_time(submitted)  # the worksheet's "Wednesday, 10 June 2026, 2:14 PM"
+            extended = _MOODLE_EXTENSION.search(get("status"))
+            if extended and not due:  # an extension granted in Moodle: the student's due date
+                due = moodle_time(extended.group(1))
         times = tuple(
             (lab, row[i].strip()) for i, lab in lab_times.items() if i < len(row) and row[i].strip()
         )
@@ -352,7 +359,7 @@ class Roster:
             get("login"),
             submitted,
             get("extension"),
-            get("due"),
+            due,
             participant,
             times,
             get("group"),

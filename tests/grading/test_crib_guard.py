@@ -363,6 +363,83 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 """
 
 # The ready-made layer found only when the layer runs (a string lookup): its methods raise.
+# A red team's routes past the search: a second function object made on the code of the
+# grader's reference or of lablib's function (the same code object, or code.replace of
+# it), kept where the search does not look (a collections.deque; a worker thread's frame),
+# the original then disarmed but not the copy.
+REFERENCE = "lablib.grading.specs._attention_checks.reference_attention"
+ATTENTION_SHARED_CODE_IN_DEQUE = """# GRADED: attention
+import collections
+from lablib.grading.specs._attention_checks import reference_attention as _r
+
+_kept = collections.deque([type(_r)(_r.__code__, _r.__globals__)])
+del _r
+
+
+def attention(query, key, value, mask=None):
+    return _kept[0](query, key, value, mask, None)
+"""
+ATTENTION_REPLACED_CODE_IN_DEQUE = """# GRADED: attention
+import collections, importlib, types
+
+_ref = importlib.import_module("lablib.grading.specs._attention_checks").reference_attention
+_kept = collections.deque(
+    [types.FunctionType(_ref.__code__.replace(co_name="mine"), _ref.__globals__, "mine",
+                        _ref.__defaults__)]
+)
+del _ref
+
+
+def attention(query, key, value, mask=None):
+    return _kept[0](query, key, value, mask)
+"""
+ATTENTION_COPY_IN_A_THREAD = """# GRADED: attention
+import importlib, queue, threading, types
+
+_requests, _answers = queue.Queue(), queue.Queue()
+
+
+def _start_worker():
+    ref = importlib.import_module("lablib.grading.specs._attention_checks").reference_attention
+    private = types.FunctionType(ref.__code__, ref.__globals__, "private", ref.__defaults__)
+    del ref
+
+    def serve(private=private):
+        while True:
+            args = _requests.get()
+            try:
+                _answers.put((True, private(*args)))
+            except BaseException as exc:
+                _answers.put((False, exc))
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+_start_worker()
+del _start_worker
+
+
+def attention(query, key, value, mask=None):
+    _requests.put((query, key, value, mask))
+    ok, result = _answers.get()
+    if not ok:
+        raise result
+    return result
+"""
+POSITIONAL_SHARED_CODE_IN_DEQUE = """# GRADED: positional_encoding
+import collections
+from lablib.layers import positional_encoding as _p
+
+_kept_pe = collections.deque(
+    [type(_p)(_p.__code__, dict(_p.__globals__, check_positive_int=lambda n, v, w: v))]
+)
+del _p
+
+
+def positional_encoding(length, depth):
+    return _kept_pe[0](length, depth)
+"""
+
 MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
     '_READY = {"mha": keras.layers.MultiHeadAttention}\n', ""
 ).replace('_READY["mha"]', 'getattr(keras.layers, "MultiHead" + "Attention")')
@@ -398,6 +475,14 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
             MHA_LOOKED_UP,
             "keras.layers.MultiHeadAttention, a ready-made implementation",
         ),
+        ("attention", ATTENTION_SHARED_CODE_IN_DEQUE, REFERENCE),
+        ("attention", ATTENTION_REPLACED_CODE_IN_DEQUE, REFERENCE),
+        ("attention", ATTENTION_COPY_IN_A_THREAD, REFERENCE),
+        (
+            "positional_encoding",
+            POSITIONAL_SHARED_CODE_IN_DEQUE,
+            "lablib.layers.positional.positional_encoding",
+        ),
     ],
     ids=[
         "partial",
@@ -415,6 +500,10 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "concrete-function-held",
         "keras-mha-in-dict",
         "keras-mha-looked-up",
+        "shared-code-in-a-deque",
+        "replaced-code-in-a-deque",
+        "copy-in-a-thread",
+        "positional-shared-code-in-a-deque",
     ],
 )
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")

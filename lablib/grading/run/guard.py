@@ -1596,7 +1596,10 @@ class Window:
     def _arm(self, search: _Search) -> None:
         cat = self.catalogue
         functions, classes = self._module_targets([*search.modules, *cat.loaded_modules()])
-        targets = self._targets([*search.functions, *functions], [*search.classes, *classes])
+        targets = self._targets(
+            [*search.functions, *functions, *_running_lablib_code(cat)],
+            [*search.classes, *classes],
+        )
         targets.update(self._ready_targets(self._ready.values()))
         self._ready_modules = {
             module: name for name, module, _ in READY_MADE if module not in sys.modules
@@ -1675,6 +1678,40 @@ class Window:
 
         linecache.cache.update(self._lines)
         self._lines = {}
+
+
+def _running_lablib_code(cat: Catalogue) -> list:
+    """Every function object of the process whose code is lablib's guarded code or a copy
+    of it, wherever it is kept: a second function made on a guarded function's code
+    (``type(f)(f.__code__, f.__globals__)``, or on ``code.replace(...)`` of it) and kept
+    where the search does not look (a ``deque``, a ``queue.Queue``, a thread's frame)
+    called lablib's function, the original disarmed, and scored a hidden test. Found by
+    their raw bytecode first (about 0.1 s in a TensorFlow process), then named as
+    :meth:`Window._targets` names them; the probe's own stay exempt. Run by the grader's
+    code before the window opens (the audit hook refuses a search of the interpreter's
+    objects only while it is open)."""
+    import gc
+
+    bytecodes, function, seen = cat.bytecodes, types.FunctionType, _CODE_SEEN
+    found = []
+    for obj in gc.get_objects():
+        if type(obj) is function:
+            code = obj.__code__
+            known = seen.get(id(code))
+            if known is None or known[0] is not code:  # a code object not looked at yet
+                lablib = code.co_code in bytecodes and (
+                    cat.name_of(code) is not None or cat.copied(code) is not None
+                )
+                known = seen[id(code)] = (code, lablib)
+            if known[1]:
+                found.append(obj)
+    return found
+
+
+#: id(code) -> (the code object, whether it is lablib's code or a copy): each code
+#: object is looked at once per process, not once per window (the code object is kept,
+#: so its id is not reused).
+_CODE_SEEN: dict = {}
 
 
 def message(found) -> str:

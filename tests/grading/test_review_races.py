@@ -628,3 +628,41 @@ def test_a_review_database_of_the_previous_schema_is_carried_over(tmp_path):
     assert store.answers("why", {"student01": "abc"})["student01"]["version"] > 0
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "3"
+
+
+def test_a_reload_waits_while_a_comment_is_being_typed(tmp_path):
+    """In Chromium: a regrade (or another grader's write) makes the page's next refresh
+    rebuild every card, and a comment being typed, saved only when its box is left, was
+    thrown away without a word. The reload waits, saying why, until the box is left; the
+    comment is then saved and the changed answer shown."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, CLASS)
+    with running(out, lab, grader="ta-a") as (a, app), chromium() as (browser, expect):
+        page = browser.new_page()
+        page.goto(a.url + "#why")
+        expect(page.locator(".answer[data-text]")).to_have_count(len(CLASS))
+        first, second = page.locator(".answer").nth(0), page.locator(".answer").nth(1)
+        typed = first.get_attribute("data-token")
+        other = _name_of(app, "why", second.get_attribute("data-token"))
+        box = first.locator("textarea")
+        box.click()
+        box.type("Half a comm")
+        write_class(out, lab, dict(CLASS, **{other: {"why": "Rewritten meanwhile.", "how": "x"}}))
+        page.evaluate("refresh()")
+        expect(page.locator("#status")).to_contain_text("they reload when you leave the box")
+        box.type("ent.")
+        assert box.input_value() == "Half a comment."
+        box.blur()  # leaves the box: the comment is saved (in turn), then a refresh reloads
+        rewritten = page.locator(".answer .text").filter(has_text="Rewritten meanwhile.")
+        for _ in range(100):
+            page.evaluate("refresh()")  # returns at once while the save is under way
+            if rewritten.count():
+                break
+            page.wait_for_timeout(100)
+        expect(rewritten).to_have_count(1)
+        expect(page.locator(f'.answer[data-token="{typed}"] textarea')).to_have_value(
+            "Half a comment."
+        )
+    grades = ReviewStore(out / DB_NAME, lab).for_gradebook(rewrite_reports(out, lab=lab))[0]
+    assert grades[_name_of(app, "why", typed)]["why"].comment == "Half a comment."

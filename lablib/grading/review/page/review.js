@@ -825,12 +825,22 @@ ui.filter.addEventListener("change", () => { applyFilter(ui.filter.value); ui.fi
 ui.pagePrev.addEventListener("click", () => goPage(state.page - 1));
 ui.pageNext.addEventListener("click", () => goPage(state.page + 1));
 
+// A card's comment or adjustment being edited (saved only when the box is left).
+function typing() {
+  const field = document.activeElement;
+  return !!(field && field.dataset && field.dataset.field);
+}
+
 // Every 10 s: what changed since the version this page has (nothing: a few bytes).
 async function refresh() {
   if (!state.current || !state.data || state.busy || document.hidden) return;
   const question = state.current;
   const data = await api(`/api/question/${question}/changes?since=${state.version}&generation=${state.generation}`);
   if (question !== state.current || state.busy) return;
+  if (data.reload && typing()) {  // a card rebuilt now would drop what is being typed
+    say("The answers changed (a regrade or another grader's write): they reload when you leave the box.");
+    return;
+  }
   if (data.reload) {  // a regrade: the list itself may have changed
     const focusToken = state.order[state.focus];
     takeQuestion(await api("/api/question/" + question));

@@ -1505,3 +1505,25 @@ def test_an_output_folder_inside_the_submissions_is_not_listed_as_skipped(tmp_pa
         assert main(["grade", str(FIXTURE_LAB), str(subs), *common]) == 0
     assert "skipped" not in capsys.readouterr().err
     assert not json.loads((subs / "out" / "grades.json").read_text()).get("skipped")
+
+
+def test_grades_json_is_written_before_the_other_reports(tmp_path, monkeypatch):
+    """A grade run stopped while writing (kill -9, a full disk) between grades.csv and
+    grades.json left the CSV ahead of the gradebook that export, report and the review
+    page read: the instructor saw grades the LMS file would not carry. grades.json,
+    what every later command reads, is written first."""
+    from lablib.grading.report import CsvGradebook
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+
+    def disk_full(self, out, book):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(CsvGradebook, "write", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        main(["grade", str(FIXTURE_LAB), str(subs), "-o", str(tmp_path / "out"), "--lab-notebook",
+              str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"])  # fmt: skip
+    [row] = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"]
+    assert row["submission"] == "alice" and not (tmp_path / "out" / "grades.csv").exists()

@@ -55,8 +55,8 @@ __all__ = [
 
 #: What ``lablib grade`` writes.
 DEFAULT_WRITERS: tuple[Writer, ...] = (
+    JsonGradebook(),  # first: what later commands read (export, report, review) is never behind
     CsvGradebook(),
-    JsonGradebook(),
     MarkdownFeedback(),
     HtmlFeedback(),
     InstructorViews(),

@@ -817,15 +817,49 @@ def _refuse_several(people: list[_Person], allow: bool) -> None:
     ]
     if several and not allow:
         shown = "; ".join(f"{key} in {lab}: {', '.join(names)}" for key, lab, names in several[:5])
+        strangers = _other_people(people)
         raise ExportError(
             f"Refusing to export {len(several)} student(s) with several rows in one lab "
             f"(several notebooks or attachments handed in: {shown}"
             f"{' ...' if len(several) > 5 else ''}): the best of them would count, and a "
-            f"student could hand in one variant per notebook against the hidden tests. Remove "
-            f"the notebooks that are not the student's answer from the submissions and grade "
-            f"again (their rows are dropped), or pass --allow-several to export the best of "
-            f"each (each such student noted)."
+            f"student could hand in one variant per notebook against the hidden tests. "
+            + (
+                f"Some of these rows name different people ({strangers}): a wrong ID typed in "
+                f"the LMS makes a classmate's notebook this student's, and --allow-several would "
+                f"then leave its author without a grade; fix the ID in the LMS or the roster "
+                f"first. "
+                if strangers
+                else ""
+            )
+            + "Remove the notebooks that are not the student's answer from the submissions and "
+            "grade again (their rows are dropped), or pass --allow-several to export the best "
+            "of each (each such student noted)."
         )
+
+
+def _download_says(row: dict) -> str:
+    """Who the LMS download says handed a row's notebook in (its first submitter's e-mail
+    or name, folded), "" where it says nothing: not the roster's student it matched."""
+    identity = row.get("identity") if isinstance(row.get("identity"), dict) else {}
+    lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
+    submitters = lms.get("submitters") if isinstance(lms.get("submitters"), list) else []
+    first = submitters[0] if submitters and isinstance(submitters[0], dict) else lms
+    return str(first.get("email") or first.get("name") or "").strip().casefold()
+
+
+def _other_people(people: list[_Person]) -> str:
+    """For the students with several rows in one lab that the LMS download says other
+    people handed in (:func:`_download_says`): ``key: name, name`` each,
+    for :func:`_refuse_several`'s message; "" where none do."""
+    said = []
+    for p in people:
+        for rows in p.rows.values():
+            if len(rows) < 2:
+                continue
+            names = {named for named in map(_download_says, rows) if named}
+            if len(names) > 1:
+                said.append(f"{_key(p)}: {', '.join(sorted(names))}")
+    return "; ".join(said[:5])
 
 
 def _status(entry: dict) -> Status:

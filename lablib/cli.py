@@ -1077,10 +1077,14 @@ def _utf8_file_names() -> str | None:
     encoding = sys.getfilesystemencoding().lower().replace("-", "").replace("_", "")
     if encoding == "utf8":
         return None
+    if sys.platform == "win32":
+        fix = "unset PYTHONLEGACYWINDOWSFSENCODING"
+    else:
+        fix = "run with PYTHONUTF8=1 or a UTF-8 locale (LANG=C.UTF-8); PYTHONUTF8=0 in the C locale does this"
     return (
-        f"Python reads file names here as {sys.getfilesystemencoding()} (a C or POSIX locale "
-        f"with PYTHONUTF8=0?); students' names would be read as another text than elsewhere. "
-        f"Run with PYTHONUTF8=1 or a UTF-8 locale (LANG=C.UTF-8)."
+        f"Python reads file names here as {sys.getfilesystemencoding()}, not UTF-8: students' "
+        f"names would be read as another text than elsewhere (one notebook, two rows). To "
+        f"fix it, {fix}."
     )
 
 

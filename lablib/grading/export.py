@@ -189,7 +189,7 @@ class _Person:
         self.rows: dict[str, list] = {}  # lab -> gradebook rows
         self.skipped: dict[str, list] = {}  # lab -> [(path, why)] handed in, not graded
         self.notes: list[str] = []
-        self.excused: set[str] = set()  # Canvas columns marked EX in the roster given
+        self.excused: set[str] = set()  # Canvas columns marked EX in the roster given (folded)
 
     def joins(self, identity: dict) -> int:
         """How many join fields ``identity`` shares with this student (0: another student)."""
@@ -294,7 +294,7 @@ def export(
     allow_grader_errors: bool = False,
     scale_to_points_possible: bool = False,
 ) -> dict:
-    # Over 80 lines for its signature and docstring; code: 42 lines.
+    # Over 80 lines for its signature and docstring; code: 53 lines.
     """Write the LMS import file of the gradebooks in ``outputs``.
 
     Args:
@@ -337,7 +337,7 @@ def export(
         "maximum_unchecked": None or {"maximum_grade", "why", "columns": {header:
         points}} (a Moodle worksheet's maximum that could not be checked: several
         columns, or no number), "matched_by_name": [keys], "held": {lab: [keys]},
-        "left_out_empty", "empty_cells", "excused": {lab: [keys]}, "labs", "notes": path or
+        "left_out_empty", "empty_cells", "excused": {lab: [keys]}, "format", "labs", "notes": path or
         None, "summary"}``: ``late_deducted`` ({lab: [keys]}) the students whose total
         exported has lablib's late penalty deducted (Canvas's own late policy, where on,
         deducts again); ``group_totals_differ`` ({lab: [submission names]}) a Canvas file's
@@ -384,12 +384,13 @@ def export(
     ]
     if fmt == "canvas" and roster is not None:
         for i, p in enumerate(people):
-            p.excused = set(roster.excused_in(i))
+            p.excused = {fold(h) for h in roster.excused_in(i)}
     report = {"students": 0, "labs": labs, "unmatched": {}, "unmatched_reasons": {}}
     report |= {"without_submission": {}, "ungraded": {}, "missing": {}, "lateness_unknown": {}}
     report |= {"not_in_roster": [], "with_totals": 0, "notes": None, "left_out": []}
     report |= {"left_out_empty": 0, "empty_cells": 0, "excused": {}}
     report["late_deducted"] = {}  # lab -> keys whose exported total has lablib's late penalty
+    report["format"] = fmt
     report["group_totals_differ"] = {}  # lab -> group submissions whose members' totals differ
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["held"] = {}
@@ -488,7 +489,7 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
             f"; {report['empty_cells']} empty cell(s) in rows written: Moodle's import clears "
             f"the grade there (noted)"
         )
-    elif report["left_out"]:
+    if report["left_out"] and not report["matched_by"]:  # a Canvas file
         line += (
             f"; {len(report['left_out'])} left out of the file, rows Canvas's import would match "
             f"by a name alone or read as its points row (their grades are in the notes: enter "
@@ -527,7 +528,7 @@ def _more_summary(report: dict, missing: str) -> str:
             + "), as Moodle caps a grade at its item's maximum"
         )
     deducted = sum(len(keys) for keys in report["late_deducted"].values())
-    if deducted and report["scaled_to"] == "Points Possible":  # a Canvas file
+    if deducted and report["format"] == "canvas":
         line += (
             f"; {deducted} total(s) with lablib's late penalty deducted: turn off Canvas's "
             f"automatic late policy for these assignments, or its import deducts again"
@@ -1322,7 +1323,7 @@ def _grade_columns(
             for p in people:
                 given = "blank" if id(p) in held else missing
                 cell = _cell(best.get(id(p)), piece, given, factor)
-                if header in p.excused:
+                if fold(header) in p.excused:
                     p.notes.append(
                         f"{header}: excused in Canvas (EX in the roster given): written as EX, "
                         f"so the import keeps the excuse; lablib's grade, not exported: "

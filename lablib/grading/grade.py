@@ -55,6 +55,7 @@ from lablib.grading.notebook import (
     written_answers,
 )
 from lablib.grading.atomic import atomic_write
+from lablib.grading.filenames import shown
 from lablib.grading.results import Kind, Status, SubmissionResult, TestResult
 from lablib.grading.review.store import DB_NAME, ReviewError, ReviewStore, check_log_kept
 from lablib.grading.run import Limits, ProbeRequest, RunOutcome, run_submission
@@ -297,8 +298,11 @@ def tests_version(lab: LabSpec) -> str:
         h.update(f"{t.piece}\0{t.name}\0{float(t.points)!r}\0{t.hidden}\n".encode())
     for q in lab.answers.values():
         h.update(f"answer\0{q.id}\0{float(q.points)!r}\n".encode())
-    for path in sorted(map(str, lab.source_files)):
-        h.update(b"file\0" + pathlib.Path(path).read_bytes())
+    digests = sorted(
+        hashlib.sha256(pathlib.Path(p).read_bytes()).digest() for p in lab.source_files
+    )
+    for digest in digests:  # by content only: the same files elsewhere are the same tests
+        h.update(b"file\0" + digest)
     return h.hexdigest()[:16]
 
 
@@ -307,6 +311,17 @@ def _file_time(path) -> dict:
     where it cannot be read (a time out of range)."""
     when = file_time(path)
     return {"file_time": when} if when else {}
+
+
+def _without_output_folder(skipped: list, out, submissions) -> list:
+    """``skipped`` less the grader's own files, where the output folder lies inside a
+    submissions folder given (``-o subs/out``: its reports are no student's hand-in). An
+    output folder holding the submissions (``-o .``) hides nothing."""
+    real = os.path.realpath(out)
+    roots = [os.path.realpath(p) for p in submissions if os.path.isdir(p)]
+    if not any(real.startswith(root + os.sep) for root in roots):
+        return skipped
+    return [s for s in skipped if not (os.path.realpath(s[0]) + os.sep).startswith(real + os.sep)]
 
 
 class ResourcesWarning(UserWarning):
@@ -483,12 +498,10 @@ def _merged(
 
 def _still_there(row: SubmissionResult) -> bool:
     """Whether a kept row's notebook still exists: the file graded (its real path, kept at
-    grading) or its path as written when that is absolute. A relative path is relative to
-    the folder of the run that graded it, not to this one's: a regrade run from another
-    folder dropped every row it did not grade as gone."""
-    return os.path.exists(_graded_file(row)) or (
-        os.path.isabs(row.path) and os.path.exists(row.path)
-    )
+    grading: a regrade run from another folder dropped every row graded with a relative
+    path as gone), or its path as written (a course folder moved, graded again from its
+    new place)."""
+    return any(os.path.exists(path) for path in (_graded_file(row), row.path))
 
 
 def _graded_file(result: SubmissionResult) -> str:
@@ -563,9 +576,11 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
 
 
 def _keep_file_time(new: SubmissionResult, old: SubmissionResult) -> None:
-    """The same bytes graded again keep the file time kept when they were first graded:
-    a copy of the folder (``cp -r`` to another machine) or a ``touch`` gives the file a
-    new time, which ``--late-from-file-times`` would have taken for a late submission."""
+    """The same bytes graded again as the same row keep the file time kept when they were
+    first graded: a ``touch``, or the class's folder copied without its times (``cp -r``)
+    and graded where its rows are found again (the same relative paths), gives the file a
+    new time, which ``--late-from-file-times`` would have taken for a late submission. A
+    notebook that becomes a new row (graded under another path) takes its own time."""
     digest = (new.identity or {}).get("sha256")
     if digest and digest == (old.identity or {}).get("sha256") and old.identity.get("file_time"):
         new.identity["file_time"] = old.identity["file_time"]
@@ -823,12 +838,9 @@ def grade(
     _close_to_others(out)
     skipped: list = []
     found = find_submissions(submissions, refused=skipped, layout=layout)
-    inside = os.path.realpath(out) + os.sep  # an output folder kept in the submissions' own
-    skipped = [s for s in skipped if not (os.path.realpath(s[0]) + os.sep).startswith(inside)]
+    skipped = _without_output_folder(skipped, out, submissions)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     version = tests_version(spec)
-    if not options.fresh:  # before grading, and again under the lock (_write_graded)
-        _check_same_tests(folder, _kept_before(folder.results(spec.name), found), version)
     limits = options.limits
     mask = _masked_paths(spec, options.hidden_dirs, out, submissions)
     cache = _Cache(out, _tests_fingerprint(spec, setup, limits, skip=mask))
@@ -935,19 +947,6 @@ def _check_kept_unchanged(
         )
 
 
-def _kept_before(previous: list[SubmissionResult], found) -> list[SubmissionResult]:
-    """The rows of ``previous`` that grading ``found`` would keep as they are: those whose
-    notebook is not among the notebooks found (by the real path graded, or the path as
-    written). :func:`_merged` decides after grading; this is the same test, made first."""
-    listed = {f.real or os.path.realpath(f.path) for f in found}
-    written = {os.path.abspath(f.path) for f in found}
-    return [
-        r
-        for r in previous
-        if _graded_file(r) not in listed and os.path.abspath(r.path) not in written
-    ]
-
-
 def _check_same_tests(folder: GradebookFolder, kept: list, version: str) -> None:
     """Rows kept beside the new ones must have been graded with the same tests (their
     ``identity.tests``; a row of an older gradebook, without it, is taken as it is):
@@ -960,22 +959,16 @@ def _check_same_tests(folder: GradebookFolder, kept: list, version: str) -> None
     other = [r for r in kept if (r.identity or {}).get("tests") not in (None, "", version)]
     if not other:
         return
-    names = ", ".join(_printable_name(r.submission) for r in other[:5])
+    names = ", ".join(repr(shown(r.submission)[:60]) for r in other[:5])
     more = f" and {len(other) - 5} more" if len(other) > 5 else ""
     raise GradebookError(
         f"{len(other)} row(s) of the gradebook in {folder.out} ({names}{more}) were graded "
         f"with other tests than this run's (the lab's spec or hidden tests changed since, "
         f"or --tests differs: give the same --tests as then). Grading only some notebooks "
-        f"would keep their scores beside scores out of these tests. Nothing was written: "
-        f"grade every submission again (the same folders; what did not change is not run "
-        f"again), or start a new gradebook with --fresh."
+        f"would keep their scores beside scores out of these tests. Nothing was written to "
+        f"the gradebook: grade every submission again (the same folders; the notebooks this "
+        f"run graded are not run again), or start a new gradebook with --fresh."
     )
-
-
-def _printable_name(name: str) -> str:
-    """A row's name for a message: no control characters, at most 60 characters."""
-    text = "".join(ch if ch.isprintable() else "?" for ch in str(name))
-    return repr(text[:60] + ("..." if len(text) > 60 else ""))
 
 
 def _roster_bytes(roster) -> bytes | None:

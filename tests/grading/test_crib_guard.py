@@ -426,6 +426,14 @@ def attention(query, key, value, mask=None):
         raise result
     return result
 """
+ATTENTION_SHARED_CODE_FROZEN = (
+    ATTENTION_SHARED_CODE_IN_DEQUE
+    + """
+import gc
+
+gc.freeze()  # gc.get_objects() leaves frozen objects out
+"""
+)
 POSITIONAL_SHARED_CODE_IN_DEQUE = """# GRADED: positional_encoding
 import collections
 from lablib.layers import positional_encoding as _p
@@ -478,6 +486,7 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         ("attention", ATTENTION_SHARED_CODE_IN_DEQUE, REFERENCE),
         ("attention", ATTENTION_REPLACED_CODE_IN_DEQUE, REFERENCE),
         ("attention", ATTENTION_COPY_IN_A_THREAD, REFERENCE),
+        ("attention", ATTENTION_SHARED_CODE_FROZEN, REFERENCE),
         (
             "positional_encoding",
             POSITIONAL_SHARED_CODE_IN_DEQUE,
@@ -503,6 +512,7 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "shared-code-in-a-deque",
         "replaced-code-in-a-deque",
         "copy-in-a-thread",
+        "shared-code-frozen",
         "positional-shared-code-in-a-deque",
     ],
 )

@@ -1023,6 +1023,10 @@ def test_a_student_excused_in_canvas_stays_excused(tmp_path):
     notes = (tmp_path / "c.notes.csv").read_text(encoding="utf-8")
     assert "Lab 9 (5501): excused in Canvas (EX in the roster given): written as EX" in notes
     assert "lablib's grade, not exported: 8" in notes and "not exported: 0" in notes
+    # the column given as Canvas's header matches as the Points Possible row does (folded)
+    done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv",
+                  columns={"lab9_export": "lab 9 (5501)"})  # fmt: skip
+    assert done["excused"] == {"lab9_export": ["S002", "S003"]}
 
 
 def test_two_rows_of_one_student_handed_in_by_two_people_are_said_to_be(tmp_path):
@@ -1045,3 +1049,15 @@ def test_two_rows_of_one_student_handed_in_by_two_people_are_said_to_be(tmp_path
     said = str(refused.value)
     assert "Some of these rows name different people (S002: amara@uni.edu, frank@uni.edu)" in said
     assert "fix the ID in the LMS or the roster first" in said
+
+
+def test_a_moodle_summary_says_nothing_of_canvas(tmp_path):
+    """A Moodle export with students left out (no e-mail to match) and no empty cell
+    ended its summary with Canvas's reason for leaving rows out, counting them twice."""
+    roster = Roster.load(_write(tmp_path, "ours.csv", OURS.replace("frank@uni.edu", "")))
+    _book(tmp_path, tmp_path / "out", {"S001": (7, None), "S002": (5, None), "S003": (6, None)},
+          roster=roster)  # fmt: skip
+    done = export("moodle", [tmp_path / "out"], roster, tmp_path / "m.csv")
+    assert done["matched_by"] == "Email address" and len(done["left_out"]) == 1
+    assert "1 left out of the file, without an Email address" in done["summary"]
+    assert "Canvas" not in done["summary"], done["summary"]

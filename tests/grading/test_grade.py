@@ -1407,6 +1407,15 @@ def test_a_regrade_from_another_folder_keeps_the_rows_it_does_not_grade(
     assert "removed" not in capsys.readouterr().err
     assert sorted(_rows(course / "out")) == ["alice", "bob"]
     assert (course / "out" / "feedback" / "alice.md").is_file()
+    moved = tmp_path / "moved"  # the course folder moved, graded again from its new place
+    course.rename(moved)
+    monkeypatch.chdir(moved)
+    assert main(["grade", str(FIXTURE_LAB), "subs/bob.ipynb", "-o", "out", *common]) == 0
+    err = capsys.readouterr().err  # bob's row, graded above by its absolute path, is new
+    assert "alice was in the gradebook" not in err, err
+    assert sorted(_rows(moved / "out")) == ["alice", "bob"]
+    moved.rename(course)
+    monkeypatch.chdir(tmp_path)
     os.remove(course / "subs" / "alice.ipynb")  # a notebook really gone is still dropped
     assert main(["grade", str(FIXTURE_LAB), bob, "-o", str(course / "out"), *common]) == 0
     assert "alice was in the gradebook" in capsys.readouterr().err
@@ -1441,10 +1450,49 @@ def test_a_regrade_of_some_notebooks_with_other_tests_is_refused(tmp_path, capsy
     assert "2 row(s) of the gradebook" in err and "('alice', 'bob')" in err, err
     assert "other tests than this run's" in err and "--fresh" in err
     assert (out / "grades.json").read_bytes() == before
+    os.remove(subs / "bob.ipynb")  # a notebook gone meanwhile: its row goes, no refusal
     assert main(["grade", str(lab), str(subs), *tests, *common]) == 0
     rows = _rows(out)
-    assert sorted(rows) == ["alice", "bob", "carol"]  # every notebook graded with one version
+    assert sorted(rows) == ["alice", "carol"]  # every notebook graded with one version
     assert len({rows[n]["max_score"] for n in rows}) == 1, rows
+
+
+def test_the_tests_version_is_the_files_contents_not_where_they_lie(tmp_path):
+    """The same spec and hidden tests in other folders (a course folder moved, a venv
+    elsewhere) are the same tests: the version hashed the files in the order of their
+    paths, so a move could make a gradebook's rows "graded with other tests"."""
+    from lablib.grading.grade import tests_version
+    from lablib.grading.labspec.model import LabSpec
+
+    spec, hidden = FIXTURE_LAB / "lab0_fixture.py", FIXTURE_LAB / "hidden" / "lab0_fixture.py"
+    versions = []
+    for first, second in (("a", "z"), ("z", "a")):  # the spec's folder sorts first, then last
+        lab = LabSpec("lab0_fixture")
+        for folder, source in ((first, spec), (second, hidden)):
+            (tmp_path / first / second / folder).mkdir(parents=True, exist_ok=True)
+            copy = tmp_path / first / second / folder / f"{source.parent.name}.py"
+            shutil.copy(source, copy)
+            lab.source_files.append(copy)
+        versions.append(tests_version(lab))
+    assert versions[0] == versions[1]
+    lab = LabSpec("lab0_fixture")
+    lab.source_files = [spec]
+    assert tests_version(lab) != versions[0]  # the hidden tests' file counts
+
+
+def test_an_output_folder_holding_the_submissions_hides_no_hand_in(tmp_path, monkeypatch):
+    """-o . with the submissions in ./subs: every skipped file lies in the output folder,
+    and a student's zip was dropped from the skipped list (the export then said "no
+    submission"). Only an output folder inside a submissions folder given is left out."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(FIXTURE_SOLUTION, subs / "alice.ipynb")
+    (subs / "bob_lab0.zip").write_bytes(b"PK")
+    monkeypatch.chdir(tmp_path)
+    assert main(["grade", str(FIXTURE_LAB), "subs", "-o", ".", "--lab-notebook",
+                 str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]) == 0  # fmt: skip
+    skipped = json.loads((tmp_path / "grades.json").read_text())["skipped"]
+    assert [os.path.basename(s["path"]) for s in skipped] == ["bob_lab0.zip"], skipped
 
 
 def test_the_memory_advice_is_skipped_where_the_machine_hides_its_memory(monkeypatch):

@@ -84,8 +84,8 @@ def _fixed_zip_write(zf: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o
 
 def _tensorflow_pythons() -> str:
     """The Pythons the TensorFlow installed here publishes wheels for, from its
-    classifiers, for setup.sh's message: "TensorFlow 2.20.0 (this zip's build) has wheels
-    for Python 3.9, 3.10, 3.11, 3.12, 3.13"."""
+    classifiers, for setup.sh's message: "the TensorFlow this zip was built beside
+    (2.20.0) has wheels for Python 3.9, 3.10, 3.11, 3.12, 3.13 (...)"."""
     try:
         dist = importlib.metadata.distribution("tensorflow")
     except importlib.metadata.PackageNotFoundError:
@@ -97,7 +97,10 @@ def _tensorflow_pythons() -> str:
         if c.startswith(prefix) and c[len(prefix) :].isdigit()
     )
     listed = ", ".join(f"3.{m}" for m in minors) or "the Pythons pypi.org lists"
-    return f"TensorFlow {dist.version} (this zip's build) has wheels for Python {listed}"
+    return (
+        f"the TensorFlow this zip was built beside ({dist.version}) has wheels for Python "
+        f"{listed} (pip takes the newest that fits, which may support more)"
+    )
 
 
 def gradescope_seconds(value) -> float:
@@ -130,6 +133,7 @@ def build_autograder(
     memory_mb: float = 4096.0,
     gradescope_minutes: float = 10.0,
 ) -> pathlib.Path:
+    # Over 80 lines for its signature and docstring; code: 58 lines.
     """Write a Gradescope autograder zip for ``lab``.
 
     Args:

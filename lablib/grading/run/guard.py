@@ -1693,6 +1693,7 @@ def _running_lablib_code(cat: Catalogue) -> list:
     import gc
 
     bytecodes, function, seen = cat.bytecodes, types.FunctionType, _CODE_SEEN
+    gc.unfreeze()  # gc.get_objects() leaves out what gc.freeze() put aside (no audit event)
     found = []
     for obj in gc.get_objects():
         if type(obj) is function:

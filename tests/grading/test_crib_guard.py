@@ -434,6 +434,80 @@ import gc
 gc.freeze()  # gc.get_objects() leaves frozen objects out
 """
 )
+# A second red team's: the reference's code with one constant moved (other raw bytecode,
+# the same behaviour); the reference's code object held in a student function's
+# constants (MAKE_FUNCTION in the window announces nothing); and kept as a value, made
+# into a function by a helper whose bytecode was rewritten.
+ATTENTION_CONSTANT_MOVED = """# GRADED: attention
+import collections, dis, types
+from lablib.grading.specs._attention_checks import reference_attention as _r
+
+
+def _edited(code):
+    raw = bytearray(code.co_code)
+    consts = list(code.co_consts)
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_CONST":
+            consts.append(consts[ins.arg])
+            raw[ins.offset + 1] = len(consts) - 1
+            break
+    return code.replace(co_code=bytes(raw), co_consts=tuple(consts))
+
+
+_kept = collections.deque(
+    [types.FunctionType(_edited(_r.__code__), _r.__globals__, "mine", _r.__defaults__)]
+)
+del _r, _edited
+
+
+def attention(query, key, value, mask=None):
+    return _kept[0](query, key, value, mask)
+"""
+ATTENTION_CODE_IN_CONSTANTS = """# GRADED: attention
+import collections
+from lablib.grading.specs._attention_checks import reference_attention as _r
+
+
+def _maker():
+    def inner(query, key, value, mask=None, scale=None):
+        pass
+    return inner
+
+
+_c = _maker.__code__
+_maker.__code__ = _c.replace(
+    co_consts=tuple(_r.__code__ if isinstance(k, type(_c)) else k for k in _c.co_consts)
+)
+_kept = collections.deque([_maker])
+del _r, _maker, _c
+
+
+def attention(query, key, value, mask=None):
+    return _kept[0]()(query, key, value, mask)
+"""
+ATTENTION_CODE_KEPT_AS_A_VALUE = """# GRADED: attention
+import dis
+from lablib.grading.specs._attention_checks import reference_attention as _r
+
+_c = _r.__code__
+del _r
+
+
+def _mk(c):
+    x = c
+    return x
+
+
+_op = dis.opmap
+_mk.__code__ = _mk.__code__.replace(co_code=bytes([
+    _op["RESUME"], 0, _op["LOAD_FAST"], 0, _op["MAKE_FUNCTION"], 0, _op["NOP"], 0,
+    _op["RETURN_VALUE"], 0]))
+del _op
+
+
+def attention(query, key, value, mask=None):
+    return _mk(_c)(query, key, value, mask, None)
+"""
 POSITIONAL_SHARED_CODE_IN_DEQUE = """# GRADED: positional_encoding
 import collections
 from lablib.layers import positional_encoding as _p
@@ -487,6 +561,9 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         ("attention", ATTENTION_REPLACED_CODE_IN_DEQUE, REFERENCE),
         ("attention", ATTENTION_COPY_IN_A_THREAD, REFERENCE),
         ("attention", ATTENTION_SHARED_CODE_FROZEN, REFERENCE),
+        ("attention", ATTENTION_CONSTANT_MOVED, "a copy of " + REFERENCE),
+        ("attention", ATTENTION_CODE_IN_CONSTANTS, REFERENCE),
+        ("attention", ATTENTION_CODE_KEPT_AS_A_VALUE, REFERENCE),
         (
             "positional_encoding",
             POSITIONAL_SHARED_CODE_IN_DEQUE,
@@ -513,6 +590,9 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "replaced-code-in-a-deque",
         "copy-in-a-thread",
         "shared-code-frozen",
+        "constant-moved",
+        "code-in-constants",
+        "code-kept-as-a-value",
         "positional-shared-code-in-a-deque",
     ],
 )
@@ -848,10 +928,10 @@ def attention(query, key, value, mask=None):
     "operation, named",
     [
         ("import gc; gc.get_objects()", "gc.get_objects"),
-        ("_original.replace(co_name='mine')", "lablib's own bytecode"),
+        ("_kept[0].replace(co_name='mine')", "lablib's own bytecode"),
         ("import subprocess; subprocess.run(['true'])", "a new process"),
         (
-            "import lablib.layers.attention as m; m.scaled_dot_product_attention.__code__ = _original",
+            "import lablib.layers.attention as m; m.scaled_dot_product_attention.__code__ = _kept[0]",
             "__code__",
         ),
     ],
@@ -862,12 +942,16 @@ def attention(query, key, value, mask=None):
     {operation}
     return _honest(query, key, value, mask)
 """
+    import collections
+
     from lablib.layers.attention import scaled_dot_product_attention
 
+    # lablib's code object kept where the search does not look (a code object the graded
+    # objects reach is a crib before the test), for the window's refusals to be seen
     ns = dict(
         solution_ns,
         _honest=solution_ns["attention"],
-        _original=scaled_dot_product_attention.__code__,
+        _kept=collections.deque([scaled_dot_product_attention.__code__]),
     )
     results = assert_crib(with_cell(ns, "attention", cell), "attention", named)
     assert all("while the test runs" in r.message for r in results)
@@ -1197,13 +1281,14 @@ import lablib.layers.attention as _impl
 def attention(query, key, value, mask=None):
     found = getattr(_impl, "scaled_dot_product_" + "attention")  # no name the search could follow
     _guard._ACTIVE[0] = None
-    found.__code__ = _original
+    found.__code__ = _kept[0]
     output, weights = found(query, key, value, mask=mask)
     return np.asarray(output), np.asarray(weights)
 """
-    ns = with_cell(
-        dict(solution_ns, _original=scaled_dot_product_attention.__code__), "attention", cell
-    )
+    import collections
+
+    kept = collections.deque([scaled_dot_product_attention.__code__])  # unseen by the search
+    ns = with_cell(dict(solution_ns, _kept=kept), "attention", cell)
     results = assert_crib(
         ns, "attention", "your code changed lablib's grading code (the crib guard's state)"
     )

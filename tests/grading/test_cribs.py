@@ -167,6 +167,54 @@ def causal_mask(length):
 """
 
 
+# A process forked in the graded cell, before any window, keeps lablib's code armed and
+# serves the grader's reference over pipes (a red team's route: 19/19 on Lab 1).
+ATTENTION_FORK_SERVER = """# GRADED: attention
+import os, pickle, struct
+from lablib.grading.specs._attention_checks import reference_attention as _r
+
+_to_srv_r, _to_srv_w = os.pipe()
+_from_srv_r, _from_srv_w = os.pipe()
+
+
+def _read(fd, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+def _send(fd, obj):
+    data = pickle.dumps(obj)
+    os.write(fd, struct.pack("<Q", len(data)) + data)
+
+
+def _recv(fd):
+    (n,) = struct.unpack("<Q", _read(fd, 8))
+    return pickle.loads(_read(fd, n))
+
+
+if os.fork() == 0:
+    os.close(_to_srv_w)
+    os.close(_from_srv_r)
+    try:
+        while True:
+            args = _recv(_to_srv_r)
+            _send(_from_srv_w, _r(*args))
+    finally:
+        os._exit(0)
+del _r
+
+
+def attention(query, key, value, mask=None):
+    _send(_to_srv_w, (query, key, value, mask))
+    return _recv(_from_srv_r)
+"""
+
+
 def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
     shared_data, tmp_path, monkeypatch
 ):
@@ -217,6 +265,10 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             },
         ),
         "filename": ({"attention": bypass.ATTENTION_LABLIB_FILENAME}, {"attention": sdpa}),
+        "fork": (
+            {"attention": ATTENTION_FORK_SERVER},
+            {"attention": "a process your code started (pid "},
+        ),
     }
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -239,6 +291,8 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             for t in tests:
                 assert sentence in t.message and "no points" in t.message, (name, t.id, t.message)
         untouched = [t for t in result.tests if t.piece not in cells and not t.hidden]
+        if name == "fork":  # the process could serve any piece: every by-hand piece's tests
+            untouched = [t for t in untouched if "a process your code started" not in t.message]
         assert all(t.passed for t in untouched), (
             name,
             [(t.id, t.message) for t in untouched if not t.passed],

@@ -698,6 +698,16 @@ class _Search:
         stack = list(roots)
         while stack and len(self.seen) < _WALK_LIMIT:
             obj = stack.pop()
+            if flag and type(obj) is types.CodeType and id(obj) not in self.seen:
+                # lablib's code object kept as a value (a global, a default, a container):
+                # a function made from it in the window (MAKE_FUNCTION, ctypes) announces
+                # nothing to the audit hook
+                self.seen.add(id(obj))
+                name = self.catalogue.lablib_code(obj)
+                if name is not None:
+                    own = self.catalogue.name_of(obj) is not None
+                    self._found(Crib(name, _kind(name) if own else "copy"))
+                continue
             if isinstance(obj, _SKIP) or id(obj) in self.seen:
                 continue
             self.seen.add(id(obj))
@@ -1308,6 +1318,8 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
         return  # protected already
     modules = [sys.modules[__name__]]
     child_module = importlib.import_module(child) if child else None
+    if child_module is not None:  # the grader's child: a process left running is a crib
+        _processes_started.__defaults__ = (True,)
     snapshot = _snapshot(modules, child_module)
     verify.__defaults__ = (snapshot, *verify.__defaults__[1:])
     functions, classes = _protected(modules + ([child_module] if child_module else []))
@@ -1497,6 +1509,11 @@ class Window:
         if any(t.is_alive() for t in _LEFT_RUNNING):
             self.found = Crib("a thread your code started in an earlier test", "thread")
             return self
+        forked = _processes_started()
+        if forked:  # a process forked before any window keeps lablib's code armed
+            self.found = Crib(forked, "process")
+            self.seconds["search"] = time.perf_counter() - started
+            return self
         # Where the student's code lives (the cells' names, the graded functions' module
         # globals, builtins): lablib's code kept there is disarmed too (not a crib by
         # itself: other pieces may use lablib's layers).
@@ -1680,6 +1697,34 @@ class Window:
         self._lines = {}
 
 
+def _processes_started(_grading: bool = False) -> str:
+    """"" or, where this process has children still running (not zombies), what they are:
+    "a process your code started (pid 12, python3)". A child forked before any window
+    holds lablib's code as it was, armed, and can serve it over a pipe to a probe (a red
+    team scored 19/19 on Lab 1 so). Read from ``/proc`` (Linux; elsewhere ""). Only in
+    the grader's child (``_grading``, set by :func:`protect`, which then refuses changing
+    it): in a notebook, ``lablib.check`` beside a process the student started for their
+    own reasons (TensorBoard) judges nothing that counts."""
+    if not _grading:
+        return ""
+    me = str(os.getpid())
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit() and e != me]
+    except OSError:
+        return ""
+    for pid in entries:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        name, _, rest = stat.rpartition(")")
+        fields = rest.split()
+        if len(fields) > 1 and fields[1] == me and fields[0] not in ("Z", "X"):
+            return f"a process your code started (pid {pid}, {name.partition('(')[2][:40]})"
+    return ""
+
+
 def _running_lablib_code(cat: Catalogue) -> list:
     """Every function object of the process whose code is lablib's guarded code or a copy
     of it, wherever it is kept: a second function made on a guarded function's code
@@ -1692,7 +1737,7 @@ def _running_lablib_code(cat: Catalogue) -> list:
     objects only while it is open)."""
     import gc
 
-    bytecodes, function, seen = cat.bytecodes, types.FunctionType, _CODE_SEEN
+    function, seen = types.FunctionType, _CODE_SEEN
     gc.unfreeze()  # gc.get_objects() leaves out what gc.freeze() put aside (no audit event)
     found = []
     for obj in gc.get_objects():
@@ -1700,10 +1745,9 @@ def _running_lablib_code(cat: Catalogue) -> list:
             code = obj.__code__
             known = seen.get(id(code))
             if known is None or known[0] is not code:  # a code object not looked at yet
-                lablib = code.co_code in bytecodes and (
-                    cat.name_of(code) is not None or cat.copied(code) is not None
-                )
-                known = seen[id(code)] = (code, lablib)
+                # its own code or code nested in its constants (made into a function by
+                # MAKE_FUNCTION, which no audit event announces), as it is or a copy
+                known = seen[id(code)] = (code, cat.lablib_code(code) is not None)
             if known[1]:
                 found.append(obj)
     return found
@@ -1748,6 +1792,12 @@ def message(found) -> str:
         return (
             f"your code runs {crib.name}, which records none of the code it was made from, "
             f"so it cannot be told from lablib's own implementation; {asks}."
+        )
+    if crib.kind == "process":
+        return (
+            f"{crib.name} is running while the test runs: what it computes for your code cannot "
+            f"be judged as your own, so this test gives no points for it (a piece written by "
+            f"hand has no need of another process)."
         )
     if crib.kind == "thread":
         return (

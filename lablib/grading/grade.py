@@ -35,7 +35,7 @@ from lablib.grading import report
 from lablib.grading.author import catalog
 from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.gradebook.identity import RosterIndex, owner_of, resolve
-from lablib.grading.gradebook.late import file_time
+from lablib.grading.gradebook.late import file_time, parse_time
 from lablib.grading.gradebook.identity import lms_person as _lms_person
 from lablib.grading.gradebook.similarity import (
     dynamic_code,
@@ -482,7 +482,6 @@ def _merged(
         if old is not None:
             r.submission = old.submission
             _carry_identity(r, old)
-            _keep_file_time(r, old)
     taken_by_new = {n.submission.casefold() for n in new}
     for r in new:
         if again[id(r)] is None and r.submission.casefold() in taken:
@@ -575,15 +574,29 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
     new.identity = carried
 
 
-def _keep_file_time(new: SubmissionResult, old: SubmissionResult) -> None:
-    """The same bytes graded again as the same row keep the file time kept when they were
-    first graded: a ``touch``, or the class's folder copied without its times (``cp -r``)
-    and graded where its rows are found again (the same relative paths), gives the file a
-    new time, which ``--late-from-file-times`` would have taken for a late submission. A
-    notebook that becomes a new row (graded under another path) takes its own time."""
-    digest = (new.identity or {}).get("sha256")
-    if digest and digest == (old.identity or {}).get("sha256") and old.identity.get("file_time"):
-        new.identity["file_time"] = old.identity["file_time"]
+def _keep_file_times(previous: list[SubmissionResult], graded: list[SubmissionResult]) -> None:
+    """The same bytes of the same student graded again keep the file time kept when they
+    were first graded (the earliest, where several rows held them): a ``touch``, or the
+    class's folder copied without its times (``cp -r``) and graded again from anywhere,
+    under any path, gives the file a new time, which ``--late-from-file-times`` would
+    have taken for a late submission. By the student resolved at grading (its
+    ``identity.key``) and the SHA-256 of the bytes graded."""
+    first: dict = {}
+    for row in previous:
+        identity = row.identity or {}
+        key, digest, when = identity.get("key"), identity.get("sha256"), identity.get("file_time")
+        if key and digest and when:
+            known = first.get((key, digest))
+            try:
+                if known is None or parse_time(when) < parse_time(known):
+                    first[(key, digest)] = when
+            except ValueError:  # a time no longer readable: the time read now stands
+                continue
+    for row in graded:
+        identity = row.identity or {}
+        when = first.get((identity.get("key"), identity.get("sha256")))
+        if when and identity.get("file_time"):
+            identity["file_time"] = when
 
 
 def _replaced(
@@ -896,7 +909,8 @@ def _write_graded(
         _check_kept_unchanged(folder, options, roster, late_policy, layout)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
         now = {id(r) for r in graded}
-        _check_same_tests(folder, [r for r in results if id(r) not in now], tests_version(spec))
+        kept_rows = [r for r in results if id(r) not in now]
+        _check_same_tests(folder, kept_rows, tests_version(spec), spec)
         # Kept for later regrades, in grades.json with the rows (one write: a run stopped
         # before it leaves the gradebook as it was): the layout given, the roster's copy.
         given = options.layout is not None or options.fresh
@@ -947,24 +961,41 @@ def _check_kept_unchanged(
         )
 
 
-def _check_same_tests(folder: GradebookFolder, kept: list, version: str) -> None:
-    """Rows kept beside the new ones must have been graded with the same tests (their
-    ``identity.tests``; a row of an older gradebook, without it, is taken as it is):
-    scores out of other tests, or other points, cannot be added up in one gradebook, nor
-    exported as one column.
+def _other_tests(row: SubmissionResult, version: str, lab: LabSpec) -> bool:
+    """Whether ``row`` was graded with other tests than ``lab``'s (``version``): by its
+    ``identity.tests``, or for a row of a gradebook graded before that was kept, by its
+    tests' ids and points (a row with no test results, a notebook not read, is taken as
+    it is)."""
+    kept = (row.identity or {}).get("tests")
+    if kept:
+        return kept != version
+    if not row.tests:
+        return False
+    now = {(f"{t.piece}::{t.name}", float(t.points)) for t in lab.tests}
+    return {(t.id, float(t.max_score)) for t in row.tests} != now
+
+
+def _check_same_tests(folder: GradebookFolder, kept: list, version: str, lab: LabSpec) -> None:
+    """Rows kept beside the new ones must have been graded with the same tests
+    (:func:`_other_tests`): scores out of other tests, or other points, cannot be added
+    up in one gradebook, nor exported as one column.
 
     Raises:
         GradebookError: some were not; nothing is written.
     """
-    other = [r for r in kept if (r.identity or {}).get("tests") not in (None, "", version)]
+    other = [r for r in kept if _other_tests(r, version, lab)]
     if not other:
         return
     names = ", ".join(repr(shown(r.submission)[:60]) for r in other[:5])
     more = f" and {len(other) - 5} more" if len(other) > 5 else ""
+    then = sorted({f"{r.max_score:g}" for r in other})
+    hidden = sum(t.hidden for t in lab.tests)
     raise GradebookError(
         f"{len(other)} row(s) of the gradebook in {folder.out} ({names}{more}) were graded "
-        f"with other tests than this run's (the lab's spec or hidden tests changed since, "
-        f"or --tests differs: give the same --tests as then). Grading only some notebooks "
+        f"with other tests than this run's (out of {' or '.join(then)} points then; now "
+        f"{len(lab.tests)} tests out of {lab.max_score:g} points, {hidden} of them hidden: "
+        f"the lab's spec or hidden tests changed since, or --tests differs: give the same "
+        f"--tests as then). Grading only some notebooks "
         f"would keep their scores beside scores out of these tests. Nothing was written to "
         f"the gradebook: grade every submission again (the same folders; the notebooks this "
         f"run graded are not run again), or start a new gradebook with --fresh."
@@ -986,6 +1017,7 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
         r.identity.update(read)
     dated = _dated_before(previous)
+    _keep_file_times(previous, graded)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
     now = {id(r) for r in graded}

@@ -215,6 +215,49 @@ def attention(query, key, value, mask=None):
 """
 
 
+# A thread started in the graded cell runs a function holding the reference's code in its
+# constants and makes a fresh, armed function of it on request (MAKE_FUNCTION is not
+# audited): a frame that began before the window (a third red team's route, 19/19).
+ATTENTION_FRAME_SERVER = """# GRADED: attention
+import threading as _th, types as _types, importlib as _il
+
+_req, _done, _box = _th.Event(), _th.Event(), []
+
+
+def _server():
+    while True:
+        _req.wait()
+        _req.clear()
+
+        def made(query, key, value, mask=None, scale=None):
+            pass
+
+        _box.append(made)
+        made = None
+        _done.set()
+
+
+def _start():
+    checks = _il.import_module("lablib.grading.specs._attention_checks")
+    original = getattr(checks, "reference_" + "attention").__code__
+    placeholder = next(c for c in _server.__code__.co_consts if isinstance(c, _types.CodeType))
+    consts = tuple(original if c is placeholder else c for c in _server.__code__.co_consts)
+    server = _types.FunctionType(_server.__code__.replace(co_consts=consts), globals())
+    _th.Thread(target=server, daemon=True).start()
+
+
+_start()
+
+
+def attention(query, key, value, mask=None):
+    _done.clear()
+    _req.set()
+    _done.wait()
+    fn = _box.pop()
+    return fn(query, key, value, mask)
+"""
+
+
 def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
     shared_data, tmp_path, monkeypatch
 ):
@@ -269,6 +312,10 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             {"attention": ATTENTION_FORK_SERVER},
             {"attention": "a process your code started (pid "},
         ),
+        "frame": (
+            {"attention": ATTENTION_FRAME_SERVER},
+            {"attention": "a thread your code started was running lablib.grading.specs."},
+        ),
     }
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -291,8 +338,13 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             for t in tests:
                 assert sentence in t.message and "no points" in t.message, (name, t.id, t.message)
         untouched = [t for t in result.tests if t.piece not in cells and not t.hidden]
-        if name == "fork":  # the process could serve any piece: every by-hand piece's tests
-            untouched = [t for t in untouched if "a process your code started" not in t.message]
+        if name in ("fork", "frame"):  # it could serve any piece: every by-hand piece's tests
+            untouched = [
+                t
+                for t in untouched
+                if "a process your code started" not in t.message
+                and "a thread your code started was running" not in t.message
+            ]
         assert all(t.passed for t in untouched), (
             name,
             [(t.id, t.message) for t in untouched if not t.passed],

@@ -1384,6 +1384,16 @@ def test_the_same_bytes_graded_again_keep_their_file_time(tmp_path):
     assert parse_time(rows["bob"].identity["file_time"]).timestamp() > on_time + 86400
     table = _rows(out)
     assert table["alice"]["late_penalty"] == "0" and float(table["bob"]["late_penalty"]) > 0
+    # the class copied elsewhere without its times (cp -r) and graded by its new path:
+    # new rows, the same students' same bytes, their first times
+    copy = tmp_path / "elsewhere" / "subs"
+    shutil.copytree(subs, copy, copy_function=shutil.copy)
+    os.utime(copy / "alice.ipynb")
+    rows = grading.grade(str(FIXTURE_LAB), [copy], out, **options)
+    moved = [r for r in rows if r.path.startswith(str(copy)) and r.identity["key"] == "alice"]
+    assert moved and parse_time(moved[0].identity["file_time"]).timestamp() == on_time, [
+        (r.submission, r.path, r.identity.get("key"), r.identity.get("file_time")) for r in rows
+    ]
 
 
 def test_a_regrade_from_another_folder_keeps_the_rows_it_does_not_grade(
@@ -1428,9 +1438,14 @@ def test_a_regrade_of_some_notebooks_with_other_tests_is_refused(tmp_path, capsy
     was the larger, and the other students lost points without a word. Such a run is
     refused before grading, nothing written; grading every notebook again (or --fresh)
     is the way, and the same tests as before go on as ever."""
-    subs, out, lab = tmp_path / "subs", tmp_path / "out", tmp_path / "lab0_fixture"
+    subs, out, lab = tmp_path / "subs", tmp_path / "out", tmp_path / "lab0_regrade"
     subs.mkdir()
-    shutil.copytree(FIXTURE_LAB, lab)  # the spec and its hidden/ tests
+    # the spec and its hidden/ tests, as a lab of another name: a lab's spec is read once
+    # per process, and hidden tests of another folder would join the fixture lab's own
+    for source in (FIXTURE_LAB / "lab0_fixture.py", FIXTURE_LAB / "hidden" / "lab0_fixture.py"):
+        copy = lab / source.relative_to(FIXTURE_LAB).with_name("lab0_regrade.py")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(source.read_text().replace("lab0_fixture", "lab0_regrade"))
     for name in ("alice", "bob"):
         shutil.copy(FIXTURE_SOLUTION, subs / f"{name}.ipynb")
     tests = ["--tests", str(lab / "hidden")]
@@ -1442,13 +1457,28 @@ def test_a_regrade_of_some_notebooks_with_other_tests_is_refused(tmp_path, capsy
     assert main(["grade", str(lab), carol, *tests, *common]) == 0
     assert sorted(_rows(out)) == ["alice", "bob", "carol"]  # the same tests: kept
     before = (out / "grades.json").read_bytes()
-    hidden = lab / "hidden" / "lab0_fixture.py"
+    hidden = lab / "hidden" / "lab0_regrade.py"
     hidden.write_text(hidden.read_text().replace('"softmax", points=2', '"softmax", points=5'))
     capsys.readouterr()
     assert main(["grade", str(lab), carol, *tests, *common]) == 2
     err = capsys.readouterr().err
     assert "2 row(s) of the gradebook" in err and "('alice', 'bob')" in err, err
     assert "other tests than this run's" in err and "--fresh" in err
+    assert "(out of 8 points then; now 5 tests out of " in err, err
+    assert (out / "grades.json").read_bytes() == before
+    # a gradebook graded before rows kept their tests' version: told by their tests and
+    # points (here rows graded when the softmax test was worth 5; this process's spec, read
+    # once, is worth 2 as its first reading)
+    data = json.loads(before)
+    for entry in data["submissions"]:
+        entry["identity"].pop("tests", None)
+        for t in entry["tests"]:
+            if t["id"] == "softmax::large_logits":
+                t["max_score"] = 5.0
+    (out / "grades.json").write_text(json.dumps(data), encoding="utf-8")
+    before = (out / "grades.json").read_bytes()
+    assert main(["grade", str(lab), carol, *tests, *common]) == 2
+    assert "2 row(s) of the gradebook" in capsys.readouterr().err
     assert (out / "grades.json").read_bytes() == before
     os.remove(subs / "bob.ipynb")  # a notebook gone meanwhile: its row goes, no refusal
     assert main(["grade", str(lab), str(subs), *tests, *common]) == 0

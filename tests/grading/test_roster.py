@@ -302,7 +302,8 @@ def test_a_moodle_extension_is_the_students_due_date(tmp_path):
     """Moodle writes an extension granted in its worksheet's Status ("Extension granted
     until: <date>"); it was not read, and the late policy deducted for a submission
     Moodle counts on time. It is the student's own due date now (a due column, where the
-    roster has one, still wins), and a late policy reads it."""
+    roster has one, still moves it), and a late policy reads it, never earlier than the
+    lab's due date."""
     from lablib.grading.gradebook.late import LatePolicy, parse_time
 
     sheet = tmp_path / "worksheet.csv"
@@ -315,9 +316,12 @@ def test_a_moodle_extension_is_the_students_due_date(tmp_path):
         encoding="utf-8",
     )
     erin, frank = Roster.load(sheet).students
-    assert parse_time(erin.due) == parse_time("2026-11-23T23:59").astimezone()
-    assert frank.due == ""
+    assert parse_time(erin.extended_until) == parse_time("2026-11-23T23:59").astimezone()
+    assert frank.extended_until == "" and erin.due == ""
     policy = LatePolicy.parse(due="2026-11-20T23:59", per_day="10%")
     when = parse_time(erin.submitted_at)
-    assert policy.penalty(when, 14, due=erin.due).penalty == 0
-    assert policy.penalty(when, 14, due=frank.due or None).penalty > 0
+    assert policy.penalty(when, 14, extended_until=erin.extended_until).penalty == 0
+    assert policy.penalty(when, 14, extended_until=frank.extended_until or None).penalty > 0
+    # an extension granted in Moodle never makes the due date earlier than the lab's
+    later = LatePolicy.parse(due="2026-11-25T23:59", per_day="10%")
+    assert later.penalty("2026-11-24T12:00", 14, extended_until=erin.extended_until).penalty == 0

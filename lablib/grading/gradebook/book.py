@@ -275,6 +275,7 @@ class Gradebook:
                 possible,
                 extension=student.extension if student else None,
                 due=student.due if student else None,
+                extended_until=getattr(student, "extended_until", "") or None,
             )
         except LateError as exc:
             who = f" of {student.name or student.key}" if student else ""

@@ -229,14 +229,19 @@ class LatePolicy:
             _amount(self.cap, "The cap")
         parse_duration(self.grace)
 
-    def penalty(self, submitted, possible: float, *, extension=None, due=None) -> Late:
+    def penalty(
+        self, submitted, possible: float, *, extension=None, due=None, extended_until=None
+    ) -> Late:
         """The lateness of a submission made at ``submitted`` (a time), for a row with
         ``possible`` points; ``extension`` (a duration) or ``due`` (a time) from the
-        student's roster row move the due date."""
+        student's roster row move the due date; ``extended_until`` (an extension granted
+        in the LMS) moves it only later."""
         when = parse_time(submitted)
         deadline = parse_time(due) if due else parse_time(self.due)
         if extension:
             deadline = deadline + parse_duration(extension)
+        if extended_until:
+            deadline = max(deadline, parse_time(extended_until))
         late = when - deadline
         times = f"submitted {when:%Y-%m-%d %H:%M %z}, due {deadline:%Y-%m-%d %H:%M %z}"
 

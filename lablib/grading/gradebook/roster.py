@@ -79,6 +79,8 @@ class Student:
         times: ``(lab, time)`` pairs of the roster's ``submitted_at:<lab>`` columns.
         group: the student's group (Moodle's worksheet of a team assignment: its
             ``Group`` column), whose submission is the student's.
+        extended_until: an extension granted in the LMS (a Moodle worksheet's "Extension
+            granted until: ..."): the due date is the later of it and the lab's.
     """
 
     student_id: str
@@ -94,6 +96,7 @@ class Student:
     participant_id: str = ""
     times: tuple = ()
     group: str = ""
+    extended_until: str = ""
 
     @property
     def key(self) -> str:
@@ -340,12 +343,12 @@ class Roster:
         if where["role"] is not None and fold(get("role")) not in ("", "student"):
             return None  # Gradescope's instructors and TAs
         participant = re.sub(r"^\D+", "", get("participant_id"))  # Moodle's "Participant 1234567"
-        submitted, due = get("submitted_at"), get("due")
+        submitted, extended_until = get("submitted_at"), ""
         if where["participant_id"] is not None:
             submitted = moodle_time(submitted)  # the worksheet's "Wednesday, 10 June 2026, 2:14 PM"
             extended = _MOODLE_EXTENSION.search(get("status"))
-            if extended and not due:  # an extension granted in Moodle: the student's due date
-                due = moodle_time(extended.group(1))
+            if extended:  # an extension granted in Moodle: never earlier than the lab's due date
+                extended_until = moodle_time(extended.group(1))
         times = tuple(
             (lab, row[i].strip()) for i, lab in lab_times.items() if i < len(row) and row[i].strip()
         )
@@ -359,10 +362,11 @@ class Roster:
             get("login"),
             submitted,
             get("extension"),
-            due,
+            get("due"),
             participant,
             times,
             get("group"),
+            extended_until,
         )
         return student if student.identifiers() or name else None
 

@@ -1320,6 +1320,7 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
     child_module = importlib.import_module(child) if child else None
     if child_module is not None:  # the grader's child: a process left running is a crib
         _processes_started.__defaults__ = (True,)
+        _subreaper()  # orphans of a double fork become this process's children, seen so
     snapshot = _snapshot(modules, child_module)
     verify.__defaults__ = (snapshot, *verify.__defaults__[1:])
     functions, classes = _protected(modules + ([child_module] if child_module else []))
@@ -1514,6 +1515,11 @@ class Window:
             self.found = Crib(forked, "process")
             self.seconds["search"] = time.perf_counter() - started
             return self
+        running = _frames_running_lablib(self.catalogue)
+        if running:
+            self.found = Crib(running, "frame")
+            self.seconds["search"] = time.perf_counter() - started
+            return self
         # Where the student's code lives (the cells' names, the graded functions' module
         # globals, builtins): lablib's code kept there is disarmed too (not a crib by
         # itself: other pieces may use lablib's layers).
@@ -1551,6 +1557,8 @@ class Window:
         cat = self.catalogue
         targets: dict = {}
         for function in functions:
+            if not _gateable(function.__code__):
+                continue  # a generator expression's function (".0"): found as a frame instead
             name = cat.name_of(function.__code__)
             copied = None if name is not None else cat.copied(function.__code__)
             if name is not None or copied is not None:
@@ -1697,8 +1705,49 @@ class Window:
         self._lines = {}
 
 
+def _gateable(code) -> bool:
+    """Whether a gate can take the place of ``code`` (:func:`_gate_code` writes its
+    parameters out): not a comprehension's or generator expression's code, whose hidden
+    parameter ``.0`` is no name."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
+    return all(name.isidentifier() for name in code.co_varnames[:count])
+
+
+def _subreaper() -> None:
+    """Make this process the reaper of its descendants' orphans (Linux's
+    ``PR_SET_CHILD_SUBREAPER``): a process double-forked by the submission (its parent
+    exited) stays this process's child, where :func:`_processes_started` looks. Without
+    the sandbox it was reparented elsewhere and served lablib's code unseen."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _frames_running_lablib(cat: Catalogue) -> str:
+    """ "" or what another thread is running of lablib's code (a frame of it, or of code
+    holding it, anywhere in the thread's stack): a frame that began before the window
+    runs the code it began with, whatever the window swaps (a red team's threads waited
+    inside the reference for the probe's inputs: 19/19)."""
+    me = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        while frame is not None:
+            name = cat.lablib_code(frame.f_code)
+            if name is not None:
+                return name
+            frame = frame.f_back
+    return ""
+
+
 def _processes_started(_grading: bool = False) -> str:
-    """"" or, where this process has children still running (not zombies), what they are:
+    """ "" or, where this process has children still running (not zombies), what they are:
     "a process your code started (pid 12, python3)". A child forked before any window
     holds lablib's code as it was, armed, and can serve it over a pipe to a probe (a red
     team scored 19/19 on Lab 1 so). Read from ``/proc`` (Linux; elsewhere ""). Only in
@@ -1793,11 +1842,18 @@ def message(found) -> str:
             f"your code runs {crib.name}, which records none of the code it was made from, "
             f"so it cannot be told from lablib's own implementation; {asks}."
         )
+    if crib.kind == "frame":
+        return (
+            f"a thread your code started was running {crib.name} when the test began (what "
+            f"runs there is lablib's code as it was, whatever the test does); {asks}."
+        )
     if crib.kind == "process":
         return (
             f"{crib.name} is running while the test runs: what it computes for your code cannot "
             f"be judged as your own, so this test gives no points for it (a piece written by "
-            f"hand has no need of another process)."
+            f"hand has no need of another process; a multiprocessing pool's helper processes, "
+            f"its resource tracker or fork server, outlive the pool: leave multiprocessing out "
+            f"of graded cells)."
         )
     if crib.kind == "thread":
         return (

@@ -399,9 +399,8 @@ def _cmd_export(args) -> int:
         grades = "; ".join(f"{h} {c}" for h, c in person["grades"].items()) or "no grade"
         print(
             f"lablib export: left out: {_printable(person['name'])} ({_printable(person['key'])}): "
-            f"{_printable(person['why'])}; grades: {_printable(grades)}. Enter them in "
-            f"{'Moodle' if report['matched_by'] else 'Canvas'} by hand, or add the student with "
-            f"their {report['matched_by'] or 'ID'} to the roster and export again",
+            f"{_printable(person['why'])}; grades: {_printable(grades)}. "
+            f"{_printable(person['advice'])}",
             file=sys.stderr,
         )
     print(_printable(report["summary"]))

@@ -189,6 +189,7 @@ class _Person:
         self.rows: dict[str, list] = {}  # lab -> gradebook rows
         self.skipped: dict[str, list] = {}  # lab -> [(path, why)] handed in, not graded
         self.notes: list[str] = []
+        self.staff_notes: list[str] = []  # the notes file's only, never the Moodle file's Notes
         self.excused: set[str] = set()  # Canvas columns marked EX in the roster given (folded)
 
     def joins(self, identity: dict) -> int:
@@ -330,7 +331,7 @@ def export(
         ``{"students", "with_totals", "ungraded": {lab: [keys]}, "missing": {lab: [keys]},
         "lateness_unknown": {lab: [keys]}, "not_in_roster": [keys], "unmatched": {lab:
         [submission names]}, "unmatched_reasons": {lab: {submission name: why}},
-        "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why", "submissions",
+        "without_submission": {lab: [keys]}, "left_out": [{"name", "key", "why", "advice", "submissions",
         "grades"}], "matched_by": the Moodle user field or None, "statuses": {lab: {key:
         status}}, "not_graded": {lab: {key: [files]}}, "skipped_unmatched": {lab: [paths]},
         "scaled": {header: [lab points, Points Possible or Maximum Grade]}, "scaled_to",
@@ -607,11 +608,21 @@ def _empty_cells(written: list[_Person], header_cells, values: dict, report: dic
         empty = [h for h, c in zip(header_cells, values[id(p)]) if c == ""]
         if empty:
             count += len(empty)
-            p.notes.append(
+            p.staff_notes.append(
                 f"empty in the Moodle file: {', '.join(empty)}; Moodle's import clears the grade "
                 f"there (enter it after the import)"
             )
     report["empty_cells"] = count
+
+
+def _excused(person: _Person, lab: str, title: str, report: dict) -> None:
+    """A student excused in Canvas for ``lab``: not "without a submission" (no 0 given),
+    nor counted as late."""
+    person.notes = [n for n in person.notes if not n.startswith(f"{title}: no submission")]
+    key = _key(person)
+    for listed in (report["missing"].get(lab), report["late_deducted"].get(lab)):
+        if listed is not None and key in listed:
+            listed.remove(key)
 
 
 def _groups_apart(people: list[_Person], books, columns: dict, report: dict) -> None:
@@ -688,6 +699,7 @@ def _leave_out(
             "key": _key(person),
             "why": why,
             "grades": grades,
+            "advice": advice,
             "submissions": handed,
         }
     )
@@ -825,10 +837,11 @@ def _refuse_several(people: list[_Person], allow: bool) -> None:
             f"{' ...' if len(several) > 5 else ''}): the best of them would count, and a "
             f"student could hand in one variant per notebook against the hidden tests. "
             + (
-                f"Some of these rows name different people ({strangers}): a wrong ID typed in "
-                f"the LMS makes a classmate's notebook this student's, and --allow-several would "
-                f"then leave its author without a grade; fix the ID in the LMS or the roster "
-                f"first. "
+                f"Some of these rows were handed in by someone else, the LMS download says "
+                f"({strangers}): a wrong ID typed in the LMS makes a classmate's notebook this "
+                f"student's, and --allow-several would then leave its author without a grade. "
+                f"Give the author's row their student in the roster's submission column (or "
+                f"fix the ID in the LMS and download again), then grade again. "
                 if strangers
                 else ""
             )
@@ -838,28 +851,52 @@ def _refuse_several(people: list[_Person], allow: bool) -> None:
         )
 
 
-def _download_says(row: dict) -> str:
-    """Who the LMS download says handed a row's notebook in (its first submitter's e-mail
-    or name, folded), "" where it says nothing: not the roster's student it matched."""
+def _handed_in_by(row: dict) -> list[dict]:
+    """Who the LMS download says handed a row's notebook in: its submitters (Gradescope's
+    metadata) or the one person its file names (Canvas, Moodle); [] where it says none."""
     identity = row.get("identity") if isinstance(row.get("identity"), dict) else {}
     lms = identity.get("lms") if isinstance(identity.get("lms"), dict) else {}
-    submitters = lms.get("submitters") if isinstance(lms.get("submitters"), list) else []
-    first = submitters[0] if submitters and isinstance(submitters[0], dict) else lms
-    return str(first.get("email") or first.get("name") or "").strip().casefold()
+    submitters = lms.get("submitters") if isinstance(lms.get("submitters"), list) else None
+    if submitters is not None:
+        return [s for s in submitters if isinstance(s, dict)]
+    return [lms] if lms.get("email") or lms.get("name") else []
+
+
+def _theirs(person: _Person, submitter: dict) -> bool:
+    """Whether the download's ``submitter`` may be ``person``: the first id both have (an
+    e-mail, the LMS's user id, a Moodle participant id, a student id) agrees; with no id
+    to compare (a name only, spelled as the LMS's file names spell it), it may."""
+    pairs = (
+        ("email", "email"),
+        ("user_id", "lms_id"),
+        ("participant_id", "participant_id"),
+        ("sid", "student_id"),
+        ("student_id", "student_id"),
+    )
+    for theirs, ours in pairs:
+        if submitter.get(theirs) and person.fields[ours]:
+            return fold(str(submitter[theirs])) == fold(person.fields[ours])
+    return True
 
 
 def _other_people(people: list[_Person]) -> str:
-    """For the students with several rows in one lab that the LMS download says other
-    people handed in (:func:`_download_says`): ``key: name, name`` each,
-    for :func:`_refuse_several`'s message; "" where none do."""
+    """For the students with several rows in one lab, the rows the LMS download says
+    someone else handed in (no submitter of theirs is the student: a classmate's ID typed
+    by mistake): ``key: who`` each, for :func:`_refuse_several`'s message; "" where none
+    is (a group's submission the student belongs to is theirs)."""
     said = []
     for p in people:
         for rows in p.rows.values():
             if len(rows) < 2:
                 continue
-            names = {named for named in map(_download_says, rows) if named}
-            if len(names) > 1:
-                said.append(f"{_key(p)}: {', '.join(sorted(names))}")
+            others = []
+            for row in rows:
+                handed = _handed_in_by(row)
+                if handed and not any(_theirs(p, s) for s in handed):
+                    first = handed[0]
+                    others.append(str(first.get("email") or first.get("name")))
+            if others:
+                said.append(f"{_key(p)}: {', '.join(sorted(others))}")
     return "; ".join(said[:5])
 
 
@@ -1324,6 +1361,7 @@ def _grade_columns(
                 given = "blank" if id(p) in held else missing
                 cell = _cell(best.get(id(p)), piece, given, factor)
                 if fold(header) in p.excused:
+                    _excused(p, lab, title, report)
                     p.notes.append(
                         f"{header}: excused in Canvas (EX in the roster given): written as EX, "
                         f"so the import keeps the excuse; lablib's grade, not exported: "
@@ -1632,7 +1670,7 @@ def _write_notes(destination: pathlib.Path, people: list[_Person]) -> pathlib.Pa
     """The notes file beside ``destination`` (one row per note), or None when no student
     has a note (an earlier export's notes file is then removed)."""
     notes_path = destination.with_name(destination.stem + ".notes.csv")
-    noted = [p for p in people if p.notes]
+    noted = [p for p in people if p.notes or p.staff_notes]
     if not noted:
         notes_path.unlink(missing_ok=True)  # no note of an earlier export left beside this one
         return None
@@ -1641,7 +1679,7 @@ def _write_notes(destination: pathlib.Path, people: list[_Person]) -> pathlib.Pa
         writer.writerow(["Student", "ID", "SIS User ID", "Email address", "Note"])
         for p in noted:
             x = p.fields
-            for note in p.notes:
+            for note in (*p.notes, *p.staff_notes):
                 writer.writerow(
                     [
                         *map(

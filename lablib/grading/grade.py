@@ -313,15 +313,33 @@ def _file_time(path) -> dict:
     return {"file_time": when} if when else {}
 
 
+#: What ``lablib grade`` and the review page write at the top of an output folder (its
+#: hidden files are never listed): left out of the skipped list where the output folder
+#: is a submissions folder given.
+_OWN_OUTPUTS = frozenset(
+    {"grades.csv", "grades.json", "summary.html", "summary.json", "feedback", "instructor",
+     "reviews.sqlite", "reviews.sqlite-wal", "reviews.sqlite-shm"}
+)  # fmt: skip
+
+
 def _without_output_folder(skipped: list, out, submissions) -> list:
-    """``skipped`` less the grader's own files, where the output folder lies inside a
-    submissions folder given (``-o subs/out``: its reports are no student's hand-in). An
-    output folder holding the submissions (``-o .``) hides nothing."""
+    """``skipped`` less the grader's own files: everything in the output folder where it
+    lies inside a submissions folder given (``-o subs/out``), lablib's own reports where
+    it is one (``cd subs; -o .``). An output folder holding the submissions (``-o .``
+    above them) hides nothing: a student's zip there is still named."""
     real = os.path.realpath(out)
     roots = [os.path.realpath(p) for p in submissions if os.path.isdir(p)]
-    if not any(real.startswith(root + os.sep) for root in roots):
-        return skipped
-    return [s for s in skipped if not (os.path.realpath(s[0]) + os.sep).startswith(real + os.sep)]
+    if any(real.startswith(root + os.sep) for root in roots):
+        return [
+            s for s in skipped if not (os.path.realpath(s[0]) + os.sep).startswith(real + os.sep)
+        ]
+    if real in roots:
+        return [
+            s
+            for s in skipped
+            if os.path.relpath(os.path.realpath(s[0]), real).split(os.sep)[0] not in _OWN_OUTPUTS
+        ]
+    return skipped
 
 
 class ResourcesWarning(UserWarning):

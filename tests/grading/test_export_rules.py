@@ -823,7 +823,7 @@ def test_several_notebooks_of_one_student_are_refused_unless_allowed(tmp_path, c
     with pytest.raises(ExportError, match="several rows in one lab") as refused:
         export("canvas", [out], canvas, tmp_path / "c.csv")
     assert "roefrank, roefrank-2" in str(refused.value) and "--allow-several" in str(refused.value)
-    assert "name different people" not in str(refused.value)  # both Frank's, by the download
+    assert "someone else" not in str(refused.value)  # both Frank's, by the download
     assert not (tmp_path / "c.csv").exists()
     args = ["export", "canvas", str(out), "--roster", str(tmp_path / "canvas.csv")]
     assert main(args + ["-o", str(tmp_path / "c.csv")]) == 2
@@ -1023,6 +1023,8 @@ def test_a_student_excused_in_canvas_stays_excused(tmp_path):
     notes = (tmp_path / "c.notes.csv").read_text(encoding="utf-8")
     assert "Lab 9 (5501): excused in Canvas (EX in the roster given): written as EX" in notes
     assert "lablib's grade, not exported: 8" in notes and "not exported: 0" in notes
+    assert "Poe, Gina" in notes and "no submission" not in notes  # excused, not missing
+    assert done["missing"] == {"lab9_export": []}
     # the column given as Canvas's header matches as the Points Possible row does (folded)
     done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv",
                   columns={"lab9_export": "lab 9 (5501)"})  # fmt: skip
@@ -1037,18 +1039,23 @@ def test_two_rows_of_one_student_handed_in_by_two_people_are_said_to_be(tmp_path
     roster = Roster.load(_write(tmp_path, "ours.csv", OURS))
     lab, results = LabSpec("lab9_export", "Lab 9: export"), []
     lab.piece("f", objects=["f"])
-    for name, email in (("Frank Roe", "frank@uni.edu"), ("Amara Chen", "amara@uni.edu")):
+    erin = {"name": "Erin Doe", "sid": "S001", "email": "erin@uni.edu"}
+    for name, email in (("Frank Roe", "frank@uni.edu"), ("Amara Chen", "amara@uni.edu"),
+                        ("Group", "")):  # fmt: skip
         r = SubmissionResult(name, str(tmp_path / f"{name}.ipynb"), Status(), 5.0, 10.0,
                              {"f": PieceScore(5.0, 10.0)}, [])  # fmt: skip
+        frank = {"name": "Frank Roe", "sid": "S002", "email": "frank@uni.edu"}
         lms = {"lms": "gradescope", "submitters": [{"name": name, "sid": "S002", "email": email}]}
+        if name == "Group":  # Erin's group, Frank a member: his too, no one else's
+            lms["submitters"] = [erin, frank]
         r.identity = resolve(Found(name, tmp_path / f"{name}.ipynb", "", "", lms), roster, lab=lab)
         results.append(r)
     write_reports(tmp_path / "out", lab, results, roster=roster)
     with pytest.raises(ExportError, match="several rows in one lab") as refused:
         export("moodle", [tmp_path / "out"], roster, tmp_path / "m.csv")
     said = str(refused.value)
-    assert "Some of these rows name different people (S002: amara@uni.edu, frank@uni.edu)" in said
-    assert "fix the ID in the LMS or the roster first" in said
+    assert "handed in by someone else, the LMS download says (S002: amara@uni.edu)" in said
+    assert "the roster's submission column" in said and "then grade again" in said
 
 
 def test_a_moodle_summary_says_nothing_of_canvas(tmp_path):

@@ -1523,6 +1523,12 @@ def test_an_output_folder_holding_the_submissions_hides_no_hand_in(tmp_path, mon
                  str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]) == 0  # fmt: skip
     skipped = json.loads((tmp_path / "grades.json").read_text())["skipped"]
     assert [os.path.basename(s["path"]) for s in skipped] == ["bob_lab0.zip"], skipped
+    monkeypatch.chdir(subs)  # the output folder is the submissions folder: graded twice
+    for _ in range(2):
+        assert main(["grade", str(FIXTURE_LAB), ".", "-o", ".", "--lab-notebook",
+                     str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]) == 0  # fmt: skip
+    skipped = json.loads((subs / "grades.json").read_text())["skipped"]
+    assert [os.path.basename(s["path"]) for s in skipped] == ["bob_lab0.zip"], skipped
 
 
 def test_the_memory_advice_is_skipped_where_the_machine_hides_its_memory(monkeypatch):

@@ -293,16 +293,31 @@ class Gradebook:
                 text=f"{late.text} {who} marks it late: check its due "
                 f"date and this submission time.",
             )
-        elif lms.get("lms") == "canvas" and "late" in lms and not lms["late"] and late.penalty:
+        elif (
+            lms.get("lms") == "canvas"
+            and "late" in lms
+            and not lms["late"]
+            and late.penalty
+            and self._canvas_marks_late()
+        ):
             # Canvas names a file LATE_ exactly when it is late by the student's own due
-            # date (overrides and extensions given in Canvas included)
+            # date (overrides and extensions given in Canvas included); a download with no
+            # LATE at all (an assignment without a due date in Canvas) tells nothing
             late = dataclasses.replace(
                 late,
-                text=f"{late.text} Canvas does not mark it late (its file name has no LATE): a "
-                f"due date or extension given to this student in Canvas? Check it, and give it "
-                f"in the roster (extension or due column) if so.",
+                text=f"{late.text} Canvas's download does not mark this file late: an "
+                f"extension given in Canvas and not known here? The instructor can give it "
+                f"in the roster (extension or due column).",
             )
         return late
+
+    def _canvas_marks_late(self) -> bool:
+        """Whether any row of the gradebook is a Canvas file marked LATE."""
+        return any(
+            ((r.identity or {}).get("lms") or {}).get("lms") == "canvas"
+            and ((r.identity or {}).get("lms") or {}).get("late")
+            for r in self.results
+        )
 
     def _row_late(self, result: SubmissionResult, lates) -> Late | None:
         """The first member's :class:`Late`; for a group whose members' lateness differs,

@@ -296,7 +296,9 @@ if os.fork() == 0:
 """
         + nb_source(sol, "running_mean"),
     )
-    items["detached_reforker"] = (nb, {"status": "ok", "score": FULL})
+    # The batch survives it and nothing outlives the batch; its process, still running when
+    # the tests open, could serve lablib's code: every by-hand test gives no points.
+    items["detached_reforker"] = (nb, {"status": "ok", "score": 0.0})
 
     # Red-team: progress messages written to the result pipe to push the deadline back.
     nb = softmax_body("""    import json, os, struct, threading, time

@@ -1756,8 +1756,8 @@ def _processes_started(_grading: bool = False) -> str:
     own reasons (TensorBoard) judges nothing that counts."""
     if not _grading:
         return ""
-    me = str(os.getpid())
-    try:
+    try:  # this process's pid as the /proc mounted here numbers it (a chroot's /proc may be
+        me = os.readlink("/proc/self")  # another PID namespace's: os.getpid() is then 1)
         entries = [e for e in os.listdir("/proc") if e.isdigit() and e != me]
     except OSError:
         return ""

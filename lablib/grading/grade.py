@@ -906,7 +906,7 @@ def grade(
         r.identity["tests"] = version
     try:
         return _write_graded(out, folder, spec, graded, found, roster, times, late_policy,
-                             layout, skipped, template, options)  # fmt: skip
+                             layout, skipped, template, options, version)  # fmt: skip
     except KeyboardInterrupt:
         raise KeyboardInterrupt(INTERRUPTED_WRITING) from None
 
@@ -918,17 +918,17 @@ INTERRUPTED_WRITING = "while writing the gradebook"
 
 def _write_graded(
     out, folder, spec, graded, found, roster, times, late_policy, layout, skipped, template,
-    options,
+    options, version,
 ) -> list[SubmissionResult]:  # fmt: skip
     """The gradebook written from ``graded`` and the rows kept (see :func:`grade`); its
-    rows, sorted."""
+    rows, sorted. ``version``: :func:`tests_version` of ``spec``, as ``graded`` keep it."""
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
         _check_kept_unchanged(folder, options, roster, late_policy, layout)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
         now = {id(r) for r in graded}
         kept_rows = [r for r in results if id(r) not in now]
-        _check_same_tests(folder, kept_rows, tests_version(spec), spec)
+        _check_same_tests(folder, kept_rows, version, spec)
         # Kept for later regrades, in grades.json with the rows (one write: a run stopped
         # before it leaves the gradebook as it was): the layout given, the roster's copy.
         given = options.layout is not None or options.fresh

@@ -191,22 +191,22 @@ def test_results_without_hidden_tests_are_visible_at_once():
     assert to_gradescope_json(result)["visibility"] == "after_published"
 
 
+def _unpacked_autograder(tmp_path):
+    """The fixture lab's autograder zip (no hidden tests), built and unpacked: its folder."""
+    zip_path, source = tmp_path / "autograder.zip", tmp_path / "source"
+    argv = ["gradescope", str(FIXTURE_LAB), "-o", str(zip_path)]
+    assert main([*argv, "--lab-notebook", str(FIXTURE_SOLUTION)]) == 0
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(source)
+    return source
+
+
 def test_setup_sh_installs_into_its_own_venv_never_the_system_python(tmp_path):
     """An externally managed system Python (PEP 668) refuses `pip install`: setup.sh makes
     (or reuses) a venv and every pip command runs that venv's Python; run_autograder uses it."""
-    zip_path = tmp_path / "autograder.zip"
-    main(
-        [
-            "gradescope",
-            str(FIXTURE_LAB),
-            "-o",
-            str(zip_path),
-            "--lab-notebook",
-            str(FIXTURE_SOLUTION),
-        ]
-    )
-    with zipfile.ZipFile(zip_path) as zf:
-        setup_sh, run_autograder = zf.read("setup.sh").decode(), zf.read("run_autograder").decode()
+    source = _unpacked_autograder(tmp_path)
+    setup_sh = (source / "setup.sh").read_text()
+    run_autograder = (source / "run_autograder").read_text()
     pip_lines = [line.strip().removeprefix("if ! ") for line in setup_sh.splitlines()]
     pip_lines = [line for line in pip_lines if " pip " in line and not line.startswith("echo ")]
     assert len(pip_lines) == 2 and all(
@@ -221,9 +221,6 @@ def test_setup_sh_installs_into_its_own_venv_never_the_system_python(tmp_path):
     fake.mkdir()
     (fake / "apt-get").write_text('#!/bin/sh\necho apt-get "$@" >> "$LOG"\n')
     (fake / "apt-get").chmod(0o755)
-    source = tmp_path / "source"
-    with zipfile.ZipFile(zip_path) as zf:
-        zf.extractall(source)
     log = tmp_path / "log"
     stub = (
         '#!/bin/sh\necho "$0 $*" >> "$LOG"\n'
@@ -467,23 +464,7 @@ def test_setup_sh_names_the_python_and_what_tensorflow_supports_when_pip_fails(t
     choose; it never goes on to the version check of a lablib that is not there."""
     import importlib.metadata
 
-    zip_path = tmp_path / "autograder.zip"
-    assert (
-        main(
-            [
-                "gradescope",
-                str(FIXTURE_LAB),
-                "-o",
-                str(zip_path),
-                "--lab-notebook",
-                str(FIXTURE_SOLUTION),
-            ]
-        )
-        == 0
-    )
-    source = tmp_path / "source"
-    with zipfile.ZipFile(zip_path) as zf:
-        zf.extractall(source)
+    source = _unpacked_autograder(tmp_path)
     venv, log = tmp_path / "gs-venv", tmp_path / "log"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text(

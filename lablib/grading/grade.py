@@ -513,6 +513,37 @@ def _merged(
     return [*new, *kept]
 
 
+def _note_from_output(rows: list[SubmissionResult], out: pathlib.Path) -> None:
+    """Each row's notebook as a path from the output folder (``from_output`` in its
+    identity), by which :func:`_relocated` finds it after the course folder (the
+    submissions and the output folder in it) moved."""
+    base = os.path.realpath(out)
+    for r in rows:
+        file = (r.identity or {}).get("file")
+        if file and os.path.exists(file):
+            try:
+                r.identity["from_output"] = os.path.relpath(file, base)
+            except ValueError:  # another drive (Windows): no path from the output folder
+                r.identity.pop("from_output", None)
+
+
+def _relocated(previous: list[SubmissionResult], out: pathlib.Path) -> None:
+    """The kept rows whose notebook is no longer where it was graded but is where it was
+    from the output folder (a course folder moved, graded again from anywhere): their
+    ``file`` and path are that place now. A row graded with a relative path, the course
+    moved and a regrade run from another folder, was dropped as gone and exported 0."""
+    base = os.path.realpath(out)
+    for r in previous:
+        identity = r.identity or {}
+        file, step = identity.get("file"), identity.get("from_output")
+        if not file or not step or os.path.exists(file) or os.path.exists(r.path):
+            continue
+        there = os.path.normpath(os.path.join(base, step))
+        if os.path.isfile(there):
+            identity["file"] = os.path.realpath(there)
+            r.path = there
+
+
 def _still_there(row: SubmissionResult) -> bool:
     """Whether a kept row's notebook still exists: the file graded (its real path, kept at
     grading: a regrade run from another folder dropped every row graded with a relative
@@ -683,6 +714,8 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
     # gradebook without it stays without: its path may be a link a student made since)
     if old.get("file"):
         identity["file"] = old["file"]
+        if old.get("from_output"):
+            identity["from_output"] = old["from_output"]
     else:
         identity.pop("file", None)
     for key in _READ_AT_GRADING:  # of the bytes it was graded on ("" sha256: none read)
@@ -925,7 +958,9 @@ def _write_graded(
     with folder.writing():  # the gradebook as it is now: another writer may have added rows
         previous = [] if options.fresh else folder.results(spec.name)
         _check_kept_unchanged(folder, options, roster, late_policy, layout)
+        _relocated(previous, out)
         results = _gradebook_after(previous, graded, found, roster, times, spec, options)
+        _note_from_output(results, out)
         now = {id(r) for r in graded}
         kept_rows = [r for r in results if id(r) not in now]
         _check_same_tests(folder, kept_rows, version, spec)

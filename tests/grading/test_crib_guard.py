@@ -18,6 +18,7 @@ import pytest
 
 from notebook_helpers import SOLUTIONS, exec_lab_cells
 from lablib.grading.judge import judge_test
+from lablib.grading.run import guard
 from lablib.grading.run.child import run_probe
 from lablib.grading.run.guard import BY_HAND, Window, catalogue, fingerprint, message
 from lablib.grading.run.protocol import ProbeRequest
@@ -41,6 +42,25 @@ def keras_registry_kept():
     object_registration.GLOBAL_CUSTOM_OBJECTS.update(objects)
     object_registration.GLOBAL_CUSTOM_NAMES.clear()
     object_registration.GLOBAL_CUSTOM_NAMES.update(names)
+
+
+@pytest.fixture
+def as_graded(monkeypatch):
+    """The scan of every function object, which runs in the grader's child only
+    (guard.protect() turns it on there; lablib.check in a notebook leaves it out)."""
+    monkeypatch.setattr(guard._running_lablib_code, "__defaults__", (True,))
+
+
+def test_the_scan_of_every_function_runs_where_grades_are_decided_only(as_graded):
+    """A function made on lablib's code and kept in a deque: the scan finds it in the
+    grader's child; in the student's process (lablib.check) the scan is left out."""
+    import collections
+
+    from lablib.layers import scaled_dot_product_attention as sdpa
+
+    kept = collections.deque([type(sdpa)(sdpa.__code__, sdpa.__globals__)])
+    assert any(f is kept[0] for f in guard._running_lablib_code(catalogue()))
+    assert guard._running_lablib_code(catalogue(), False) == []
 
 
 @pytest.fixture(scope="module")
@@ -597,7 +617,7 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
     ],
 )
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_each_bypass_scores_nothing_and_is_named(solution_ns, piece, cell, named):
+def test_each_bypass_scores_nothing_and_is_named(solution_ns, piece, cell, named, as_graded):
     cribbed = with_cell(solution_ns, piece, cell)
     assert_crib(cribbed, piece, named)
     honest = grade_piece(solution_ns, piece)

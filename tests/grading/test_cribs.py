@@ -308,6 +308,14 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             },
         ),
         "filename": ({"attention": bypass.ATTENTION_LABLIB_FILENAME}, {"attention": sdpa}),
+        "deque": (  # the scan of every function object, in the grader's child only
+            {"attention": bypass.ATTENTION_SHARED_CODE_IN_DEQUE},
+            {"attention": f"your code calls {bypass.REFERENCE}"},
+        ),
+        "edited-copy": (
+            {"attention": bypass.ATTENTION_CONSTANT_MOVED},
+            {"attention": f"your code runs a copy of {bypass.REFERENCE}"},
+        ),
         "fork": (
             {"attention": ATTENTION_FORK_SERVER},
             {"attention": "a process your code started (pid "},

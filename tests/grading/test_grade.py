@@ -1424,7 +1424,19 @@ def test_a_regrade_from_another_folder_keeps_the_rows_it_does_not_grade(
     err = capsys.readouterr().err  # bob's row, graded above by its absolute path, is new
     assert "alice was in the gradebook" not in err, err
     assert sorted(_rows(moved / "out")) == ["alice", "bob"]
-    moved.rename(course)
+    assert "removed" not in err, err  # bob's row found where it moved, graded again
+    farther = tmp_path / "farther"  # moved again, graded again from outside it: alice's
+    moved.rename(farther)  # row (a relative path, a file graded in the old place) is
+    monkeypatch.chdir(tmp_path)  # found from the output folder
+    there = str(farther / "subs" / "bob.ipynb")
+    assert main(["grade", str(FIXTURE_LAB), there, "-o", str(farther / "out"), *common]) == 0
+    err = capsys.readouterr().err
+    assert "removed" not in err, err
+    rows = json.loads((farther / "out" / "grades.json").read_text())["submissions"]
+    assert sorted(r["submission"] for r in rows) == ["alice", "bob"]
+    alice = next(r for r in rows if r["submission"] == "alice")
+    assert alice["identity"]["file"] == os.path.realpath(farther / "subs" / "alice.ipynb"), alice
+    farther.rename(course)
     monkeypatch.chdir(tmp_path)
     os.remove(course / "subs" / "alice.ipynb")  # a notebook really gone is still dropped
     assert main(["grade", str(FIXTURE_LAB), bob, "-o", str(course / "out"), *common]) == 0

@@ -1320,6 +1320,7 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
     child_module = importlib.import_module(child) if child else None
     if child_module is not None:  # the grader's child: a process left running is a crib
         _processes_started.__defaults__ = (True,)
+        _running_lablib_code.__defaults__ = (True,)
         _subreaper()  # orphans of a double fork become this process's children, seen so
     snapshot = _snapshot(modules, child_module)
     verify.__defaults__ = (snapshot, *verify.__defaults__[1:])
@@ -1610,7 +1611,7 @@ class Window:
         cat = self.catalogue
         functions, classes = self._module_targets([*search.modules, *cat.loaded_modules()])
         targets = self._targets(
-            [*search.functions, *functions, *_running_lablib_code(cat)],
+            [*search.functions, *functions, *_running_lablib_code(cat)],  # the grader's child
             [*search.classes, *classes],
         )
         targets.update(self._ready_targets(self._ready.values()))
@@ -1776,17 +1777,25 @@ def _processes_started(_grading: bool = False) -> str:
     return ""
 
 
-def _running_lablib_code(cat: Catalogue) -> list:
+def _running_lablib_code(cat: Catalogue, _grading: bool = False) -> list:
     """Every function object of the process whose code is lablib's guarded code or a copy
     of it, wherever it is kept: a second function made on a guarded function's code
     (``type(f)(f.__code__, f.__globals__)``, or on ``code.replace(...)`` of it) and kept
     where the search does not look (a ``deque``, a ``queue.Queue``, a thread's frame)
     called lablib's function, the original disarmed, and scored a hidden test. Each code
-    object is judged once per process by :meth:`Catalogue.lablib_code` (about 0.4 s the
-    first time in a TensorFlow process, 0.05 to 0.1 s a window after), then named as
+    object is judged once per process by :meth:`Catalogue.lablib_code`, then named as
     :meth:`Window._targets` names them; the probe's own stay exempt. Run by the grader's
     code before the window opens (the audit hook refuses a search of the interpreter's
-    objects only while it is open)."""
+    objects only while it is open).
+
+    Only in the grader's child (``_grading``, set by :func:`protect`): the scan reads
+    every object of the process (0.1 to 0.3 s a window in a TensorFlow process of 600,000
+    objects: it doubled the time of ``lablib.check`` on Lab 4), what it finds only
+    deliberate concealment makes, and ``lablib.check`` in a notebook decides no grade.
+    (The interpreter's own loops, ``filter`` and ``map`` over the objects, measured no
+    faster than this loop.)"""
+    if not _grading:
+        return []
     import gc
 
     function, seen = types.FunctionType, _CODE_SEEN

@@ -81,8 +81,9 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def shared_data() -> pathlib.Path:
-    """The real datasets beside the project (../shared/data), or LABLIB_DATA_DIR."""
-    path = pathlib.Path(os.environ.get("LABLIB_DATA_DIR", SHARED_DATA))
+    """The real datasets beside the project (../shared/data), or LABLIB_DATA_DIR, as an
+    absolute path: kernels and child processes given it work in other folders."""
+    path = pathlib.Path(os.path.abspath(os.environ.get("LABLIB_DATA_DIR", SHARED_DATA)))
     if not path.is_dir():
         pytest.fail(
             f"Test data folder {path} not found: put the course's shared/ folder beside "

@@ -101,8 +101,10 @@ def execute_notebook(path, workdir, monkeypatch, *, timeout: float, shared_data=
     monkeypatch.setenv(
         "MPLCONFIGDIR", str(pathlib.Path(workdir) / ".matplotlib")
     )  # a fresh font cache
-    if shared_data is not None:
-        monkeypatch.setenv("LABLIB_DATA_DIR", str(shared_data))
+    # The kernel works in ``workdir``: a relative data folder would point elsewhere there.
+    data_dir = shared_data if shared_data is not None else os.environ.get("LABLIB_DATA_DIR")
+    if data_dir:
+        monkeypatch.setenv("LABLIB_DATA_DIR", os.path.abspath(data_dir))
     monkeypatch.setenv(
         "PYTHONPATH",
         os.pathsep.join(

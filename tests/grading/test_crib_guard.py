@@ -658,6 +658,33 @@ attention(np.eye(3, 4), np.eye(3, 4), np.eye(3, 4))
 """
 
 
+# A class given a method of lablib's (its code lablib's) under a name of its own choosing,
+# escape sequences and HTML included: the message named lablib's module and that name.
+MHA_FORGED_QUALNAME = """# GRADED: multi_head_attention
+import lablib.layers as _ll
+
+
+class _Crib(keras.layers.Layer):
+    call = _ll.TransformerEncoderBlock.call
+
+
+_Crib.__qualname__ = "FAKE\\x1b[2J<img src=x onerror=alert(2)>"
+
+
+class MultiHeadSelfAttention(_Crib, MultiHeadSelfAttention):
+    pass
+"""
+
+
+def test_a_crib_is_named_by_lablibs_code_not_by_a_name_the_submission_chose(solution_ns):
+    cribbed = with_cell(solution_ns, "multi_head_attention", MHA_FORGED_QUALNAME)
+    guarded = grade_piece(cribbed, "multi_head_attention")
+    assert guarded and all(r.score == 0 for r in guarded)
+    for r in guarded:
+        assert "lablib.layers.transformer.TransformerEncoderBlock.call" in r.message, r.message
+        assert "FAKE" not in r.message and "onerror" not in r.message, r.message
+
+
 def test_a_tf_function_written_by_hand_keeps_full_marks(solution_ns):
     """The graphs of a piece written by hand in TensorFlow (traced in the cell, then in the
     tests, where the probe's own frames lie outside the trace) are not lablib's: full

@@ -246,6 +246,42 @@ def test_moodle_and_gradescope_ids(tmp_path):
     assert alone["others"][0]["email"] == "BOB@x.edu"
 
 
+def test_a_gradescope_sid_naming_another_student_than_the_e_mail_matches_no_one(tmp_path):
+    """Mallory's account with Bob's SID typed in Gradescope: her notebook was Bob's (her
+    name and e-mail on it), she got 0 and nothing said so. Ids that name different
+    students leave the row unmatched, saying which; ids that agree, or a name the roster
+    does not have, match as before."""
+    gs = _roster(
+        tmp_path,
+        "First Name,Last Name,SID,Email,Role\nMallory,Evil,111,mallory@uni.edu,Student\n"
+        "Bob,Good,222,bob@uni.edu,Student\nCarol,Sun,333,carol@uni.edu,Student\n",
+        "gs.csv",
+    )
+
+    def one(*people):
+        lms = {
+            "lms": "gradescope",
+            "submitters": [dict(zip(("name", "sid", "email"), p)) for p in people],
+        }
+        return resolve(_found(people[0][0], lms), gs, lab="lab1")
+
+    wrong = one(("Mallory Evil", "222", "mallory@uni.edu"))
+    assert not wrong["matched"] and wrong.get("student_id", "") != "222", wrong
+    why = wrong["why_unmatched"]
+    assert "SID 222 is Bob Good's" in why and "e-mail mallory@uni.edu is Mallory Evil's" in why
+    assert "correct the SID in Gradescope" in why
+    by_name = one(("Carol Sun", "222", ""))  # no e-mail: the name is another student's
+    assert not by_name["matched"] and "name Carol Sun is Carol Sun's" in by_name["why_unmatched"]
+    agree = one(("Bobby", "222", "BOB@uni.edu"))  # a nickname the roster lacks: no conflict
+    assert agree["matched"] and agree["matched_by"] == "Gradescope SID 222"
+    group = one(("Carol Sun", "333", "carol@uni.edu"), ("Mallory Evil", "222", "mallory@uni.edu"))
+    assert group["matched"] and group["student_id"] == "333"
+    (member,) = group["others"]
+    assert not member.get("matched") and "SID 222 is Bob Good's" in member["why_unmatched"]
+    match = gs.match_of({"Carol Sun": group})
+    assert {s.name for s in match.without_submission} == {"Bob Good", "Mallory Evil"}
+
+
 def test_the_time_comes_from_the_first_source_that_has_one(tmp_path):
     ours = _roster(tmp_path, OURS, "ours.csv")
     path = tmp_path / "times.csv"

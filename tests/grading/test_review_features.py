@@ -168,7 +168,7 @@ def test_a_diff_is_computed_once_and_says_when_it_is_shown_whole(tmp_path, monke
         texts={text_digest(text): text for text in graded.values()},
     )
     now = {
-        "s0": "The cause is the batch size.",
+        "s0": "The cause is the batch size \u202e8 / 3\x1b[2J.",
         "s1": "".join(rng.choice(".,") for _ in range(12_000)),
     }
     write_class(out, lab, {name: {"why": text, "how": "x"} for name, text in now.items()})
@@ -178,6 +178,9 @@ def test_a_diff_is_computed_once_and_says_when_it_is_shown_whole(tmp_path, monke
     app = review_server.ReviewApp(out, lab, grader="t")
     honest = app.diff("why", app._token("why", "s0"))
     assert honest["word_by_word"] and not honest["note"] and ["+", "batch"] in honest["segments"]
+    shown = "".join(part for op, part in honest["segments"])  # what the page puts in its nodes
+    assert "\u202e" not in shown and "\x1b" not in shown, shown  # no reordering, no escape
+    assert "[U+202E]" in shown and "\u241b[2J" in shown
     for _ in range(3):
         crafted = app.diff("why", app._token("why", "s1"))
         assert not crafted["word_by_word"] and "too different" in crafted["note"].lower()

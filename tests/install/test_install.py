@@ -868,6 +868,15 @@ def test_a_handout_pinned_by_assign_installs_its_target_unless_the_variable_is_s
     assert calls == [target, "lablib==9.9"]
 
 
+def test_a_windows_path_to_lablibs_wheel_is_a_lablib_wheel():
+    from lablib.grading.author.assignment import check_lablib_pip
+
+    wheel = "C:\\Users\\me\\lablib-0.3.0-py3-none-any.whl"
+    assert check_lablib_pip(f"  {wheel} ") == wheel
+    with pytest.raises(ValueError, match="a wheel of another package"):
+        check_lablib_pip("C:\\lablib-wheels\\numpy-2.0-py3-none-any.whl")
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [
@@ -876,7 +885,17 @@ def test_a_handout_pinned_by_assign_installs_its_target_unless_the_variable_is_s
             ["--lablib-pip", "/w/numpy-2.0-py3-none-any.whl", "-o", "h"],
             "a wheel of another package",
         ),
-        (["--lablib-pip", "lablib\n==1", "-o", "h"], "expected a requirement naming lablib"),
+        (["--lablib-pip", "lablib\n==1", "-o", "h"], "characters that do not print"),
+        (  # a line separator or a bidirectional override: the cell shows another path
+            ["--lablib-pip", "/c/x\u2028y/lablib-0.3.0-py3-none-any.whl", "-o", "h"],
+            "characters that do not print",
+        ),
+        (["--lablib-pip", "/c/\u202e/lablib-0.3.0-py3-none-any.whl", "-o", "h"], "do not print"),
+        (  # pip's options: a requirements file fetched from anywhere, another index
+            ["--lablib-pip=-rhttps://e.example/lablib-0.3.0-py3-none-any.whl", "-o", "h"],
+            "starts with '-'",
+        ),
+        (["--lablib-pip=--index-url=https://e.example/lablib-0-x.whl", "-o", "h"], "option"),
         (["--lablib-pip", "lablib==0.3.0"], "add -o"),
     ],
 )

@@ -191,10 +191,18 @@ def check_lablib_pip(target: str) -> str:
         "a requirement naming lablib (lablib @ git+https://github.com/<you>/lablib@v0.3.0) "
         "or a lablib wheel (/content/lablib-0.3.0-py3-none-any.whl)"
     )
-    if not text or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise ValueError(f"--lablib-pip {target!r}: expected {example}.")
+    if not text or not text.isprintable():  # controls, line separators, bidi overrides
+        raise ValueError(
+            f"--lablib-pip {target!r} holds characters that do not print (or is empty); "
+            f"expected {example}."
+        )
+    if text.startswith("-"):  # pip would take it for an option (-r URL: a requirements file)
+        raise ValueError(
+            f"--lablib-pip {target!r} starts with '-', which pip reads as an option; "
+            f"expected {example}."
+        )
     if text.endswith(".whl"):
-        if not re.match(r"lablib-[^-/]+-", text.rsplit("/", 1)[-1]):
+        if not re.match(r"lablib-[^-/\\]+-", re.split(r"[/\\]", text)[-1]):
             raise ValueError(
                 f"--lablib-pip {target!r} is a wheel of another package; expected {example}."
             )

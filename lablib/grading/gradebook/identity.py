@@ -371,23 +371,37 @@ def _display_names(found, lms: dict) -> list[str]:
 
 def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]]:
     """``(student or None, how)`` per person a Gradescope submission names (a group has
-    several), by the LMS's ids: SID, else e-mail, else name."""
+    several): :func:`_gradescope_person`."""
     if lms.get("lms") == "gradescope":
-        out = []
-        for person in lms.get("submitters", []):
-            student, how = None, ""
-            if person.get("sid"):
-                student, _ = index.one(index.student_ids, [person["sid"]])
-                how = f"Gradescope SID {person['sid']}"
-            if student is None and person.get("email"):
-                student, _ = index.one(index.emails, [person["email"]])
-                how = f"Gradescope e-mail {person['email']}"
-            if student is None and person.get("name"):
-                student, _ = index.one(index.names, [person["name"]])
-                how = f"Gradescope name {person['name']}"
-            out.append((student, how))
-        return out
+        return [_gradescope_person(index, person) for person in lms.get("submitters", [])]
     return []
+
+
+def _gradescope_person(index: RosterIndex, person: dict) -> tuple[Student | None, str]:
+    """``(student, how)`` for one submitter of a Gradescope export, by its SID, else its
+    e-mail, else its name; ``(None, why)`` when they name different students of the
+    roster (a SID typed wrong in Gradescope, Bob's on Mallory's account: her notebook was
+    Bob's, her name and e-mail on it, and she got 0 without a word), ``(None, "")`` when
+    none names anyone."""
+    found = []
+    for key, table, label in (
+        ("sid", index.student_ids, "SID"),
+        ("email", index.emails, "e-mail"),
+        ("name", index.names, "name"),
+    ):
+        value = str(person.get(key) or "")
+        student = index.one(table, [value])[0] if value else None
+        if student is not None and all(student is not s for s, _ in found):
+            found.append((student, f"Gradescope {label} {value}"))
+    if len(found) > 1:
+        said = ", ".join(f"{how} is {s.name or s.key}'s" for s, how in found)
+        return None, (
+            f"Gradescope submitter {person.get('name', '')!r}: {said} in the roster; which "
+            f"student handed it in cannot be told (a SID typed wrong in Gradescope gives a "
+            f"classmate the notebook): correct the SID in Gradescope and download again, or "
+            f"name the student in the roster's submission column, then grade again"
+        )
+    return found[0] if found else (None, "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -971,6 +985,10 @@ def _from_lms(found, lms: dict | None = None, doubted: bool = False) -> dict:
     elif kind == "moodle":
         identity.update(name=lms.get("name", ""), participant_id=lms.get("participant_id", ""))
         key = f"Participant {lms['participant_id']}" if lms.get("participant_id") else ""
+    elif kind == "gradescope" and lms.get("submitters") and doubted:
+        first = lms["submitters"][0]  # ids naming different students: neither kept
+        identity.update(name=first.get("name", ""))
+        key = _prefix(first.get("name", ""), f"SID {first.get('sid')}" if first.get("sid") else "")
     elif kind == "gradescope" and lms.get("submitters"):
         first = lms["submitters"][0]
         identity.update(
@@ -985,9 +1003,19 @@ def _from_lms(found, lms: dict | None = None, doubted: bool = False) -> dict:
     return identity
 
 
-def _submitter(person: dict) -> dict:
+def _submitter(person: dict, doubted: bool = False) -> dict:
     """A Gradescope submitter no roster student matched, as the identity of a group's
-    other member keeps them (their name, SID and e-mail)."""
+    other member keeps them (their name, SID and e-mail; their name alone where their ids
+    name different students: ``doubted``)."""
+    if doubted:
+        sid = f"SID {person.get('sid')}" if person.get("sid") else ""
+        return {
+            "name": person.get("name", ""),
+            "student_id": "",
+            "email": "",
+            "key": _prefix(person.get("name", ""), sid),
+            "matched": False,
+        }
     return {
         "name": person.get("name", ""),
         "student_id": person.get("sid", ""),
@@ -1009,8 +1037,8 @@ def _others(people: list, lms: dict, found) -> list[dict]:
             out.append(_from_student(other) | {"matched": True, "matched_by": how})
             continue
         person = submitters[i] if i < len(submitters) else {}
-        member = _submitter(person) | {"matched_by": ""}
-        member["why_unmatched"] = (
+        member = _submitter(person, doubted=bool(how)) | {"matched_by": ""}
+        member["why_unmatched"] = how or (
             f"Gradescope submitter {person.get('name', '')!r} (SID {person.get('sid') or '-'}, "
             f"e-mail {person.get('email') or '-'}), a member of the group submission "
             f"{found.name!r}, matches no student of the roster by SID, e-mail or name: add them "
@@ -1041,7 +1069,9 @@ def _match(index: RosterIndex, found, lms: dict) -> tuple:
         people = [(s, decided.how) for s in decided.students]
     elif kind == "gradescope":
         people = _lms_match(index, lms)
-    if student is None and people:
+        if people and people[0][0] is None and people[0][1]:  # its ids name different students
+            decided = _LmsMatch(why=people[0][1], final=True, doubted=True)
+    if student is None and people and people[0][0] is not None:
         student, how = people[0]
     others = _others(people, lms, found)
     by_name = student is None and not decided.final  # rules 3 and 4

@@ -12,9 +12,11 @@ rewritten by an escape sequence in a student's message.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
+from lablib.grading.filenames import SHAPING, _shapes, _unshown
 from lablib.grading.results import Kind, Status
 
 __all__ = [
@@ -153,14 +155,38 @@ def visible_controls(text: str) -> str:
     line shows) as ``[U+202E]``, the characters that draw nothing but hide or reorder
     (zero-width space, the direction marks, the byte-order mark, the line separator) by
     their code points too, and lone surrogates (the bytes of a file name that was not
-    UTF-8, which no UTF-8 file can hold) as ``?``. What a submission wrote (an exception's message, what it
+    UTF-8, which no UTF-8 file can hold) as ``?``; so is, by its code point, every other
+    character that draws nothing as the file names' rule judges it (tag characters that
+    spell a hidden sentence, a soft hyphen in "pass\u00aded"), a joiner or variation
+    selector only where it shapes nothing (an emoji's and a Persian name's stay). What a submission wrote (an exception's message, what it
     printed, its notebook's metadata) cannot clear a terminal that shows a report, set its
     title or clipboard (escape sequences), ring its bell or overwrite a line (carriage
     return), and a reader still sees that the characters were there. Line feeds and tabs stay; a line break
     written as CR LF is one line feed. Every report writer passes submission text
     through it (:func:`md_text`, :func:`md_code_block`, the HTML feedback, ``results.json``);
     the command line's messages go further (one line, ``?`` for anything unprintable)."""
-    return str(text).replace("\r\n", "\n").translate(_CONTROL_SYMBOLS)
+    text = str(text).replace("\r\n", "\n")
+    if text.isascii():
+        return text.translate(_CONTROL_SYMBOLS)
+    odd = {c for c in set(text) if ord(c) not in _CONTROL_SYMBOLS and _draws_nothing(c)}
+    if not odd:
+        return text.translate(_CONTROL_SYMBOLS)
+    if any(SHAPING.match(c) for c in odd):  # kept where they shape (an emoji, a Persian name)
+        text = SHAPING.sub(
+            lambda m: m.group() if _shapes(text, m.start()) else f"[U+{ord(m.group()):04X}]",
+            text,
+        )
+    table = {ord(c): f"[U+{ord(c):04X}]" for c in odd if not SHAPING.match(c)}
+    return text.translate(_CONTROL_SYMBOLS | table)
+
+
+@functools.lru_cache(maxsize=4096)
+def _draws_nothing(c: str) -> bool:
+    """Whether ``c`` shows nothing where it stands, as the file names' rule judges it
+    (:mod:`lablib.grading.filenames`: Unicode's default-ignorable characters, format,
+    private-use and unassigned characters, line and paragraph separators): the tag
+    characters that spell a hidden sentence, a soft hyphen inside "pass\u00aded"."""
+    return _unshown(c) or bool(SHAPING.match(c))
 
 
 def html_text(text: str) -> str:

@@ -452,7 +452,7 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _HOSTILE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def _readable(text: str | None) -> str:
+def readable(text: str | None) -> str:
     """``text`` with each lone surrogate shown as ``?``, its line breaks (CR LF, CR) as
     line feeds, and each character of :data:`_HOSTILE` as a symbol
     (:func:`~lablib.grading.report.text.visible_controls`): an escape sequence in an answer
@@ -463,7 +463,7 @@ def _readable(text: str | None) -> str:
 
 def render_markdown(text: str) -> str:
     """``text`` (a notebook's markdown) as sanitised HTML, formulas as MathML."""
-    return sanitise(_parser().render(_readable(text)))
+    return sanitise(_parser().render(readable(text)))
 
 
 def _cut(text: str, limit: int) -> str:
@@ -481,7 +481,7 @@ def render_answer(text: str, limit: int | None = None) -> str:
     """An answer as sanitised HTML: its first ``limit`` characters (None: all of it;
     past :data:`FULL_RENDER_CHARS` the rest is plain text); a lone surrogate shows as
     ``?``."""
-    text = _readable(text)
+    text = readable(text)
     if limit is not None and len(text) > limit:
         shown = _cut(text, limit)
         return sanitise(

@@ -84,7 +84,7 @@ from lablib.grading.notebook import (
 )
 from lablib.grading.report.text import status_text
 from lablib.grading.results import Kind
-from lablib.grading.review.render import render_answer, render_markdown
+from lablib.grading.review.render import readable, render_answer, render_markdown
 from lablib.grading.review.store import (
     DB_NAME,
     MISSING_DIGEST,
@@ -628,7 +628,8 @@ class ReviewApp:
 
     def diff(self, question: str, token: str) -> dict:
         """What changed in one answer since it was graded: ``segments`` of
-        :func:`~.store.compare_texts` (plain text; ``word_by_word`` False and a ``note``
+        :func:`~.store.compare_texts` (plain text, each part :func:`~.render.readable`;
+        ``word_by_word`` False and a ``note``
         where the texts were too different to compare word by word and are shown whole),
         or ``available: False`` with the reason. Each pair of texts is compared once."""
         self.store.question(question)
@@ -654,7 +655,7 @@ class ReviewApp:
             return {
                 "token": token,
                 "available": True,
-                "segments": [["=", text[:200]]] if text else [],
+                "segments": [["=", readable(text[:200])]] if text else [],
                 "unchanged": True,
                 "graded_length": len(graded),
                 "length": len(text),
@@ -663,7 +664,9 @@ class ReviewApp:
         return {
             "token": token,
             "available": True,
-            "segments": compared.segments,
+            # what the page puts into text nodes: a bidirectional override or an escape
+            # sequence the student added is shown as a symbol, as in the answer itself
+            "segments": [[op, readable(part)] for op, part in compared.segments],
             "unchanged": False,
             "word_by_word": compared.word_by_word,
             "note": "" if compared.word_by_word else TOO_DIFFERENT,

@@ -871,8 +871,12 @@ class _Search:
                     module = self.catalogue.owners.get(member.__code__)
                     if module is not None:
                         self.classes.append(base)
-                        if flag:
-                            shown = f"{module}.{base.__qualname__}"
+                        if flag:  # named as lablib's code names it (its class, where
+                            code = member.__code__  # that is this class), never by a name
+                            qual = getattr(code, "co_qualname", code.co_name)  # chosen by
+                            if qual.startswith(f"{base.__qualname__}."):  # the submission
+                                qual = base.__qualname__
+                            shown = f"{module}.{qual}"
                             self._found(Crib(shown, _kind(shown)))
                         return ()
         if _library(klass):

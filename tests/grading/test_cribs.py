@@ -200,6 +200,9 @@ def _recv(fd):
 if os.fork() == 0:
     os.close(_to_srv_w)
     os.close(_from_srv_r)
+    import ctypes  # its name, as the messages show it: a line break and a forged line
+
+    ctypes.CDLL(None).prctl(15, b"srv)\\nok 5/5", 0, 0, 0)  # PR_SET_NAME
     try:
         while True:
             args = _recv(_to_srv_r)
@@ -316,7 +319,7 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             {"attention": bypass.ATTENTION_CONSTANT_MOVED},
             {"attention": f"your code runs a copy of {bypass.REFERENCE}"},
         ),
-        "fork": (
+        "fork": (  # its name chosen by the submission, shown on the message's one line
             {"attention": ATTENTION_FORK_SERVER},
             {"attention": "a process your code started (pid "},
         ),
@@ -345,6 +348,9 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             )
             for t in tests:
                 assert sentence in t.message and "no points" in t.message, (name, t.id, t.message)
+                assert "\n" not in t.message, (name, t.id, t.message)
+        if name == "fork":
+            assert all("srv)?ok 5/5)" in t.message for t in tests if t.piece == "attention")
         untouched = [t for t in result.tests if t.piece not in cells and not t.hidden]
         if name in ("fork", "frame"):  # it could serve any piece: every by-hand piece's tests
             untouched = [

@@ -69,6 +69,13 @@ MISTAKES = [
         "got equal weights 1/3",
     ),
     (
+        "attention without the max shift (scores around 1e3 overflow)",
+        "lab1_attention",
+        "attention",
+        [("exponentials = np.exp(energies - row_max)", "exponentials = np.exp(energies)")],
+        "np.exp overflows",
+    ),
+    (
         "multi-head attention without scaling",
         "lab1_attention",
         "multi_head_attention",
@@ -94,6 +101,31 @@ MISTAKES = [
             )
         ],
         "split with a reshape straight",
+    ),
+    (
+        "multi-head attention masking the scores with 0",
+        "lab1_attention",
+        "multi_head_attention",
+        [
+            (
+                "scores = ops.where(allowed, scores, ops.cast(-1e4, scores.dtype))",
+                "scores = ops.where(allowed, scores, ops.zeros_like(scores))",
+            )
+        ],
+        "The masked scores are set to 0 before the softmax",
+    ),
+    (
+        "multi-head attention with dropout left on at inference",
+        "lab1_attention",
+        "multi_head_attention",
+        [
+            (
+                "        weights = ops.softmax(scores, axis=-1)\n",
+                "        weights = ops.softmax(scores, axis=-1)\n"
+                "        weights = keras.layers.Dropout(0.1)(weights, training=True)\n",
+            )
+        ],
+        "that is dropout",
     ),
     (
         "positional encoding as the slide writes it",
@@ -164,6 +196,25 @@ MISTAKES = [
         "encoder_block",
         [(" / np.sqrt(Q.shape[-1])", "")],
         "The attention scores are not scaled",
+    ),
+    (
+        "encoder block without the max shift (scores around 1e3 overflow)",
+        "lab2_transformer_reuters",
+        "encoder_block",
+        [("    scores = scores - scores.max(axis=-1, keepdims=True)\n", "")],
+        "np.exp overflows",
+    ),
+    (
+        "encoder block's padding mask over the queries",
+        "lab2_transformer_reuters",
+        "encoder_block",
+        [
+            (
+                "np.asarray(mask, dtype=bool)[None, None, :]",
+                "np.asarray(mask, dtype=bool)[None, :, None]",
+            )
+        ],
+        "blocks the padding tokens as queries",
     ),
     (
         "encoder block in pre-norm form",
@@ -335,6 +386,25 @@ MISTAKES = [
         "set to 0 before the maximum",
     ),
     (
+        "max readout of a graph without real nodes left at -inf",
+        "lab3_gcn_molecules",
+        "readout",
+        [
+            (
+                "        return np.where(mask.any(axis=1)[:, None], pooled, 0.0)",
+                "        return pooled",
+            )
+        ],
+        "has no real nodes (its mask is all False) and your max readout",
+    ),
+    (
+        "mean readout of a graph without real nodes left at 0 / 0",
+        "lab3_gcn_molecules",
+        "readout",
+        [("    return total / np.maximum(count, 1)", "    return total / count")],
+        "divided by a count of 0 is 0 / 0, NaN",
+    ),
+    (
         "mean over the padded size",
         "lab3_gcn_molecules",
         "readout",
@@ -368,6 +438,19 @@ MISTAKES = [
         "Every head gives the first head's output",
     ),
     (
+        "an ELU on each head's output",
+        "lab4_gat",
+        "multi_head_gat",
+        [
+            (
+                "[gat_attention(H, A, W, a)[1] for",
+                "[np.where(gat_attention(H, A, W, a)[1] > 0, gat_attention(H, A, W, a)[1], "
+                "np.expm1(gat_attention(H, A, W, a)[1])) for",
+            )
+        ],
+        "went through an ELU",
+    ),
+    (
         "attention without self loops",
         "lab4_gat",
         "gat_attention",
@@ -380,6 +463,13 @@ MISTAKES = [
         "gat_attention",
         [("    scores = np.where(scores > 0, scores, negative_slope * scores)   # (2)\n", "")],
         "skip the LeakyReLU",
+    ),
+    (
+        "LeakyReLU with PyTorch's slope 0.01",
+        "lab4_gat",
+        "gat_attention",
+        [("negative_slope * scores)", "0.01 * scores)")],
+        "slope of 0.01 (PyTorch's LeakyReLU default) where negative_slope=",
     ),
 ]
 

@@ -1777,7 +1777,9 @@ def _processes_started(_grading: bool = False) -> str:
         name, _, rest = stat.rpartition(")")
         fields = rest.split()
         if len(fields) > 1 and fields[1] == me and fields[0] not in ("Z", "X"):
-            return f"a process your code started (pid {pid}, {name.partition('(')[2][:40]})"
+            comm = "".join(c if c.isprintable() else "?" for c in name.partition("(")[2][:40])
+            return f"a process your code started (pid {pid}, {comm})"  # its name is the
+            # submission's to choose (prctl): a line break in it started lines of its own
     return ""
 
 

@@ -126,6 +126,23 @@ def _name_wrong_sublayer(got, x, weights, mask, reference):
         )
 
 
+def _name_mask_over_queries(attention, mask):
+    """Name a padding mask put over the queries: NaN exactly in the padding tokens' rows
+    (every score of a padding query set to -inf), in every head."""
+    if mask is None or attention.ndim != 3 or attention.shape[-1] != np.size(mask):
+        return
+    broken = ~np.isfinite(attention).all(axis=-1)  # [heads, T]: rows with NaN or inf
+    padding = ~np.asarray(mask, dtype=bool).reshape(-1)
+    if padding.any() and np.array_equal(broken, np.broadcast_to(padding, broken.shape)):
+        raise Mistake(
+            "Your mask blocks the padding tokens as queries (rows of the scores), not as keys: "
+            "a padding query's row has no score left but -inf, hence NaN, while the real "
+            "queries still attend to the padding. mask[t] False means no query attends to "
+            "token t: block column t of every row, np.where(mask[None, None, :], scores, "
+            "-np.inf)."
+        )
+
+
 def block_stages(got, x, weights, mask, reference):
     """(Judge side.) Name the first step of the block that went wrong.
 
@@ -138,6 +155,7 @@ def block_stages(got, x, weights, mask, reference):
     """
     attention, output = got["attention"], got["output"]
     if not np.all(np.isfinite(attention)):
+        _name_mask_over_queries(attention, mask)
         raise Mistake(
             "Some attention weights are NaN or infinite: every query has a real key "
             "here, so a softmax over the keys (the last axis) never divides by 0; "

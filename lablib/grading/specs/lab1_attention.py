@@ -151,19 +151,34 @@ def _fully_masked_inputs():
     return (*_rng_arrays(3, (3, 2), (3, 2), (3, 2)), mask)
 
 
-def run_attention(ns, inputs):
+def _large_score_inputs():
+    """(q, k, v, mask): scores of about 500, 1000 and 2000 (one row each, and one more
+    of 1000), a few units apart within a row: np.exp of them overflows, so only a softmax
+    that subtracts each row's own largest score gets them right."""
+    rng = np.random.RandomState(5)
+    direction = rng.normal(size=4)
+    direction /= np.linalg.norm(direction)
+    query = np.array([[0.5], [1.0], [2.0], [1.0]]) * 45 * direction + rng.normal(size=(4, 4))
+    key = 45 * direction + 0.05 * rng.normal(size=(5, 4))
+    return query, key, rng.normal(size=(5, 2)), None
+
+
+def run_attention(ns, inputs, large=None):
     """Probe side: the student's ``attention`` on ``inputs() = (q, k, v, mask)`` (given
-    no mask argument when mask is None), as {"output", "weights"}."""
+    no mask argument when mask is None), as {"output", "weights"}; with ``large`` (inputs
+    of the same form whose scores are around 1e3) also {"large": its output and weights}."""
     query, key, value, mask = inputs()
     if mask is None:
         out, weights = _pair(ns["attention"](query, key, value), "attention(q, k, v)")
     else:
         call = "attention(q, k, v, mask=...)"
         out, weights = _pair(ns["attention"](query, key, value, mask=mask), call)
-    return {"output": out, "weights": weights}
+    if large is None:
+        return {"output": out, "weights": weights}
+    return {"output": out, "weights": weights, "large": run_attention(ns, large)}
 
 
-def judge_attention(got, inputs, checks, whats):
+def judge_attention(got, inputs, large, checks, whats):
     """One attention test's judge on ``inputs() = (q, k, v, mask)``, with ``reference =
     (output, weights)`` of :func:`_reference_attention`: the shapes of both (and that they
     are numbers, :func:`_attention_reply`), the case's first checks
@@ -171,7 +186,9 @@ def judge_attention(got, inputs, checks, whats):
     first), the known mistakes (:func:`_attention_mistakes`) and the first wrong step
     (:func:`_attention_stages`) named, the case's checks of particular values
     (``checks[1]``, same arguments), then the weights and the output against the
-    reference (``whats``: what the messages call them)."""
+    reference (``whats``: what the messages call them). With ``large`` (None or inputs
+    whose scores are around 1e3), the same on those last (:func:`_judge_large_scores`)."""
+    extra = got.get("large") if isinstance(got, dict) else None
     inputs = inputs()
     reference = out, weights = _reference_attention(*inputs)
     got = _attention_reply(got, inputs, reference)
@@ -182,6 +199,28 @@ def judge_attention(got, inputs, checks, whats):
     particular(got, inputs, reference)
     expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what=whats[0])
     expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what=whats[1])
+    if large is not None:
+        _judge_large_scores(extra, large())
+
+
+def _judge_large_scores(got, inputs):
+    """``attention`` on scores around 1e3 (:func:`_large_score_inputs`): NaN or inf there
+    is np.exp overflowing, named before the weights are diagnosed as in any case."""
+    reference = out, weights = _reference_attention(*inputs)
+    got = _attention_reply(got, inputs, reference)
+    for name in ("weights", "output"):
+        if not np.all(np.isfinite(got[name])):
+            raise Mistake(
+                f"With scores around 1e3 ({_attention_call(inputs)}) your {name} are NaN or "
+                "infinite: np.exp overflows to inf beyond a score of about 709, and inf / inf "
+                "is NaN. Subtract each query's largest allowed score (max over axis -1, "
+                "keepdims=True) before np.exp: the softmax stays the same and every "
+                "exponential lies in (0, 1]."
+            )
+    diagnose(got["weights"], _attention_mistakes(*inputs), right=weights)
+    _attention_stages(got, *inputs)
+    expect_close(got["weights"], weights, rtol=1e-5, atol=1e-7, what="weights (scores around 1e3)")
+    expect_close(got["output"], out, rtol=1e-5, atol=1e-6, what="output (scores around 1e3)")
 
 
 def _attention_call(inputs) -> str:
@@ -294,7 +333,7 @@ add_case_tests(
             2,
             "Energies are q.k / sqrt(d_k) = 15, 22.5, 14.5 for the "
             "first query; softmax each row over the keys, then take the weighted sum of values.",
-            [_worked_inputs],
+            [_worked_inputs, None],
             [(_no_check, _worked_first_query), ("all attention weights", "all outputs")],
         ),
         (
@@ -302,7 +341,7 @@ add_case_tests(
             1,
             "Use key.swapaxes(-1, -2) (not .T) and @ so that leading "
             "batch/head axes are kept; scale by the query's last dimension d_k.",
-            [_batch_inputs],
+            [_batch_inputs, None],
             [(_no_check, _rows_sum_to_one), ("attention weights", "attention output")],
         ),
         (
@@ -310,7 +349,7 @@ add_case_tests(
             1,
             "Where the mask is False the weight must be exactly 0: "
             "set those scores to -inf (or drop them) before the softmax, not after.",
-            [_masked_inputs],
+            [_masked_inputs, None],
             [
                 (_no_check, _masked_keys_zero),
                 ("masked attention weights", "masked attention output"),
@@ -321,7 +360,7 @@ add_case_tests(
             1,
             "A query whose every key is masked gets all-zero weights "
             "and a zero output: not NaN (the softmax of all -inf is 0/0) and not equal weights.",
-            [_fully_masked_inputs],
+            [_fully_masked_inputs, _large_score_inputs],
             [
                 (_fully_masked_finite, _no_check),
                 ("weights (row 1 is fully masked)", "output (row 1 is fully masked)"),
@@ -534,6 +573,7 @@ def _mha_score_mistakes(num_heads, key_dim, width, seed, mask=None):
     # A reshape straight to [B, h, T, d_k] mixes positions and heads (no transpose).
     scrambled = [h.reshape(batch, num_heads, length, key_dim) for h in (query, key)]
     return [
+        *_mask_fill_mistakes(heads(query), heads(key), key_dim, mask),
         (
             scores(heads(query), heads(key), 1.0),
             f"The scores are not scaled: divide each head's q.k by sqrt(key_dim) = "
@@ -549,6 +589,30 @@ def _mha_score_mistakes(num_heads, key_dim, width, seed, mask=None):
             "The heads are split with a reshape straight to [B, h, T, d_k], which mixes "
             "positions and heads: reshape to [B, T, h, d_k], then transpose to [B, h, T, d_k].",
         ),
+    ]
+
+
+def _mask_fill_mistakes(query, key, key_dim, mask):
+    """``(weights, sentence)`` of masked scores set to 0 instead of a large negative number,
+    with the masked weights zeroed after the softmax or not (none without a mask)."""
+    if mask is None:
+        return []
+    allowed = np.asarray(mask, dtype=bool)[:, None]
+    scores = np.where(allowed, query @ np.swapaxes(key, -1, -2) / np.sqrt(key_dim), 0.0)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    sentence = (
+        "The masked scores are set to 0 before the softmax: 0 is not small, exp(0) = 1, so "
+        "the masked keys still take a share of each query's total{}. Set them to a large "
+        "negative number instead (ops.where(mask, scores, -1e4) in float32, or -inf), so "
+        "that exp gives 0 there."
+    )
+    return [
+        (
+            np.where(allowed, weights, 0.0),
+            sentence.format(" and the allowed weights no longer sum to 1"),
+        ),
+        (weights, sentence.format(" (they get non-zero weights)")),
     ]
 
 
@@ -617,6 +681,7 @@ def _mha_stages(got, x, weights, num_heads, key_dim, mask=None):
     layer's own projection weights."""
     query, key, value, output_of = _mha_heads(x, weights, num_heads, key_dim)
     allowed = None if mask is None else np.asarray(mask, dtype=bool)[:, None]
+    _name_dropout(got["scores"], query, key, allowed)
     _attention_stages(
         {"weights": np.asarray(got["scores"], np.float64), "output": got["output"]},
         query,
@@ -628,6 +693,27 @@ def _mha_stages(got, x, weights, num_heads, key_dim, mask=None):
         d_k_name="key_dim",
         rtol=1e-4,
     )
+
+
+def _name_dropout(weights, query, key, allowed):
+    """Name dropout left on at inference: the right weights per head with some set to 0
+    and all the others multiplied by one factor above 1 (1 / (1 - rate))."""
+    right = _reference_attention(query, key, key, allowed)[1]
+    weights = real_array(weights) if isinstance(weights, np.ndarray) else None
+    if weights is None or weights.shape != right.shape or not np.all(np.isfinite(weights)):
+        return
+    kept, large = np.abs(weights) > 1e-9, right > 1e-4
+    if not np.any(kept & large):
+        return
+    factor = float(np.median(weights[kept & large] / right[kept & large]))
+    if factor > 1.001 and np.allclose(weights[kept], factor * right[kept], rtol=1e-3, atol=1e-5):
+        raise Mistake(
+            f"Your attention weights are the right ones with {int(np.sum(~kept & large))} of "
+            f"them set to 0 and all the others multiplied by {factor:.4g}: that is dropout "
+            "(it zeroes weights at random and scales the rest by 1 / (1 - rate)), applied "
+            "when the layer is called for inference. This layer's weights are the softmax "
+            "alone: take the dropout out (or apply it only when training)."
+        )
 
 
 def _numpy_mha(x, weights, num_heads, key_dim, scale=None, scrambled=False):

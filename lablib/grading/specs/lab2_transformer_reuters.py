@@ -817,9 +817,23 @@ def block_mistakes(x, weights, mask=None):
     return out
 
 
-def run_block(ns, case):
-    (seed, length, width, heads, key_dim, inner), mask = case
-    x, weights = block_case(seed, length, width, heads, key_dim, inner)
+#: The factor :func:`large_scores` multiplies the query projection by: the WIDER case's
+#: attention scores then reach about 1e3 (up to 1800), where np.exp overflows.
+LARGE = 150.0
+
+
+def large_scores(weights):
+    """A copy of the block's ``weights`` with the query kernel and bias times :data:`LARGE`:
+    every score times 150, so only a softmax that subtracts each row's largest score
+    before np.exp stays finite."""
+    return {
+        k: np.array(v, copy=True) * (LARGE if k in ("query_kernel", "query_bias") else 1.0)
+        for k, v in weights.items()
+    }
+
+
+def _call_block(ns, x, weights, mask):
+    """(Probe side.) The student's block on copies of its arguments, as float arrays."""
     result = ns["encoder_block"](
         x.copy(),
         {k: v.copy() for k, v in weights.items()},
@@ -833,15 +847,51 @@ def run_block(ns, case):
     return {
         "output": np.asarray(result[0], dtype=float),
         "attention": np.asarray(result[1], dtype=float),
-        # the block on weights with a sublayer zeroed, for the judge's diagnosis
-        "ablations": ablation_outputs(ns["encoder_block"], x, weights, mask, EPSILON),
     }
 
 
-def judge_block(got, case, what):
+def run_block(ns, case, large=False):
+    """Probe side: the block on ``case`` (and, with ``large``, on :func:`large_scores`)."""
     (seed, length, width, heads, key_dim, inner), mask = case
     x, weights = block_case(seed, length, width, heads, key_dim, inner)
-    expect_fields(got, ("output", "attention"))
+    got = {
+        **_call_block(ns, x, weights, mask),
+        # the block on weights with a sublayer zeroed, for the judge's diagnosis
+        "ablations": ablation_outputs(ns["encoder_block"], x, weights, mask, EPSILON),
+    }
+    if large:
+        got["large"] = _call_block(ns, x, large_scores(weights), mask)
+    return got
+
+
+def _judge_large_scores(got, x, weights, mask, what):
+    """The block with attention scores around 1e3 (:func:`large_scores`): NaN or inf
+    there is np.exp overflowing."""
+    expect_fields(got, ("output", "attention"), f"the block's (output, attention) {what}")
+    output, attention = reference_block(x, weights, mask)
+    got = {
+        "output": expect_array(got["output"], output.shape, f"output {what}"),
+        "attention": expect_array(
+            got["attention"], attention.shape, f"attention weights {what} [heads, T, T]"
+        ),
+    }
+    for name, words in (("attention", "attention weights hold"), ("output", "output holds")):
+        if not np.all(np.isfinite(got[name])):
+            raise Mistake(
+                f"With attention scores around 1e3 ({what}) your {words} NaN or inf: "
+                "np.exp overflows to inf beyond a score of about 709, and inf / inf is NaN. "
+                "Subtract each query's largest score (scores.max(axis=-1, keepdims=True)) "
+                "before np.exp: the softmax stays the same and every exponential lies in (0, 1]."
+            )
+    block_stages({**got, "ablations": {}}, x, weights, mask, reference_block)
+    expect_close(got["attention"], attention, atol=1e-6, what=f"attention weights {what}")
+    expect_close(got["output"], output, atol=1e-6, what=f"output {what}")
+
+
+def judge_block(got, case, what, large=False):
+    (seed, length, width, heads, key_dim, inner), mask = case
+    x, weights = block_case(seed, length, width, heads, key_dim, inner)
+    expect_fields(got, ("output", "attention", *(("large",) if large else ())))
     output, attention = reference_block(x, weights, mask)
     got = {
         **got,
@@ -854,14 +904,19 @@ def judge_block(got, case, what):
     block_stages(got, x, weights, mask, reference_block)
     expect_close(got["attention"], attention, atol=1e-6, what=f"attention weights {what}")
     expect_close(got["output"], output, atol=1e-6, what=f"output {what}")
+    if large:
+        _judge_large_scores(
+            got["large"], x, large_scores(weights), mask, f"{what}, query projection x{LARGE:g}"
+        )
 
 
-def _block_test(name, points, case, what, hint):
+def _block_test(name, points, case, what, hint, large=False):
     """One ``encoder_block`` test: the student's block on ``case``, judged against
-    :func:`reference_block` (mistakes named first)."""
+    :func:`reference_block` (mistakes named first); with ``large``, then on the same case
+    with scores around 1e3 (:func:`large_scores`)."""
     lab.test("encoder_block", points=points, hint=hint, name=name)(
-        lambda ns: run_block(ns, case)
-    ).judge(lambda got: judge_block(got, case, what))
+        lambda ns: run_block(ns, case, large)
+    ).judge(lambda got: judge_block(got, case, what, large))
 
 
 _block_test(
@@ -889,4 +944,5 @@ _block_test(
     "on 7 tokens of width 8, 4 heads",
     "Loop over the heads or use einsum; every weight shape comes from the weights "
     "dict (4 heads of size 2 on width 8 here, inner size 16).",
+    large=True,
 )

@@ -236,10 +236,24 @@ def padded_batch():
     return features, mask
 
 
-def run_readout(ns, mode):
-    """Probe side: the student's readout of :func:`padded_batch` in ``mode``."""
+#: The graph of :func:`padded_batch` that :func:`run_readout` empties (all its nodes padding).
+EMPTY = 1
+
+
+def run_readout(ns, mode, empty=False):
+    """Probe side: the student's readout of :func:`padded_batch` in ``mode``; with
+    ``empty``, {"readout": that, "empty": the readout of the same batch with graph
+    :data:`EMPTY` made of padding only (or the name and text of what it raised)}."""
     features, mask = padded_batch()
-    return ns["readout"](features, mask, mode)
+    pooled = ns["readout"](features, mask, mode)
+    if not empty:
+        return pooled
+    mask[EMPTY] = False
+    try:
+        without = ns["readout"](features, mask, mode)
+    except Exception as error:  # noqa: BLE001 - the judge names what was raised
+        without = {"error": type(error).__name__, "text": str(error)[:200]}
+    return {"readout": pooled, "empty": without}
 
 
 def reference_readout(features, mask, mode):
@@ -593,9 +607,42 @@ def readout_stages(got, mode):
     )
 
 
-def judge_readout(got, mode, shape_what, what):
+def _judge_empty_graph(got, mode):
+    """The ``mode`` readout of :func:`padded_batch` with graph :data:`EMPTY` emptied: zeros
+    for it (the piece's docstring), the other graphs as before."""
+    case = f"a batch whose graph {EMPTY} has no real nodes (its mask all False)"
+    if isinstance(got, dict) and isinstance(got.get("error"), str):
+        raise Mistake(
+            f"Your {mode} readout of {case} raised {got['error']}: {got.get('text')!s:.200}. "
+            "A graph without real nodes has nothing to pool; give it zeros, as readout's "
+            "docstring says."
+        )
+    got = expect_array(got, (3, 4), f"{mode} readout of {case}")
+    row = got[EMPTY]
+    if not np.allclose(row, 0.0, atol=1e-12):
+        shown = ", ".join(f"{v:.4g}" for v in row[:3]) + (", ..." if row.size > 3 else "")
+        raise Mistake(
+            f"Graph {EMPTY} has no real nodes (its mask is all False) and your {mode} readout "
+            f"gives it [{shown}]; give it zeros, as readout's docstring says"
+            + {
+                "max": " (the maximum of no values is -inf: np.where(mask.any(axis=1)[:, None], "
+                "pooled, 0.0)).",
+                "mean": " (its sum over no nodes divided by a count of 0 is 0 / 0, NaN: divide "
+                "by np.maximum(count, 1)).",
+            }.get(mode, ".")
+        )
+    right = np.array(reference_readout(*padded_batch(), mode))
+    right[EMPTY] = 0.0
+    expect_close(got, right, atol=1e-6, what=f"{mode} readout of {case}")
+
+
+def judge_readout(got, mode, empty, shape_what, what):
     """One readout test's judge: the shape, the known mistakes, the step-by-step diagnosis
-    (:func:`readout_stages`), then the values over the real nodes."""
+    (:func:`readout_stages`), then the values over the real nodes; with ``empty``, the
+    same batch with a graph of padding only last (:func:`_judge_empty_graph`)."""
+    if empty:
+        models.expect_fields(got, ("readout", "empty"), f"the {mode} readouts")
+        got, without = got["readout"], got["empty"]
     features, mask = padded_batch()
     table = real_array(got)
     if table is not None and table.ndim == 2 and table.shape != (3, 4):
@@ -605,6 +652,8 @@ def judge_readout(got, mode, shape_what, what):
     diagnose(got, readout_mistakes(features, mask, mode), right=right)
     readout_stages(got, mode)
     expect_close(got, right, atol=1e-6, what=what)
+    if empty:
+        _judge_empty_graph(without, mode)
 
 
 lab.piece(
@@ -638,7 +687,7 @@ add_case_tests(
             1,
             "Zero the padding rows (mask False) before summing over the node axis "
             "(axis 1): the result has shape [batch, features].",
-            ["sum"],
+            ["sum", False],
             ["sum readout of a batch of 3 graphs with 4 features", "sum over the real nodes"],
         ),
         (
@@ -646,7 +695,7 @@ add_case_tests(
             1,
             "Divide the masked sum by the number of REAL nodes of each graph "
             "(mask.sum(axis=1)), not by the padded size N.",
-            ["mean"],
+            ["mean", True],
             ["mean readout", "mean over the real nodes"],
         ),
         (
@@ -654,7 +703,7 @@ add_case_tests(
             1,
             "Replace padding rows by -inf (not 0: real features may all be negative) "
             "before taking the maximum over the node axis.",
-            ["max"],
+            ["max", True],
             ["max readout", "max over the real nodes (graph 2 has only negative features)"],
         ),
     ],

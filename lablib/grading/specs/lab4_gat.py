@@ -266,14 +266,26 @@ def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
         raw = (z @ a[:f_out])[:, None] + (z @ a[f_out:])[None, :]
         allowed = (adjacency != 0) | np.eye(len(features), dtype=bool)
         usable = allowed & (alpha > 1e-12)
+        # Scores show through the coefficients only in rows with two usable weights or more
+        # (one weight alone is 1 whatever its score): compare those rows, if there are any.
+        usable &= usable.sum(axis=1, keepdims=True) >= 2
         with np.errstate(divide="ignore"):
             logs = centred_rows(np.log(np.where(usable, alpha, 1.0)), usable)
-        for scores, sentence in [
+        slopes = [
             (
-                leaky_relu(raw, 0.2),
-                "Your scores use LeakyReLU's default slope 0.2 where "
+                leaky_relu(raw, slope),
+                f"Your scores use a LeakyReLU slope of {slope:g} ({whose}) where "
                 f"negative_slope={negative_slope:g} was passed: use the argument.",
-            ),
+            )
+            for slope, whose in (
+                (0.2, "gat_attention's default"),
+                (0.01, "PyTorch's LeakyReLU default"),
+                (0.3, "keras.layers.LeakyReLU's default"),
+            )
+            if not np.isclose(slope, negative_slope)
+        ]
+        for scores, sentence in [
+            *slopes,
             (
                 raw.T,
                 "Your scores are transposed: e[i, j] belongs to node i attending to j, "
@@ -290,7 +302,7 @@ def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
                 "coefficients are exp(e_ij) normalised, not exp(-e_ij).",
             ),
         ]:
-            if np.allclose(logs, centred_rows(scores, usable), atol=1e-6):
+            if usable.any() and np.allclose(logs, centred_rows(scores, usable), atol=1e-6):
                 raise Mistake(sentence)
         raise Mistake(
             "Your coefficients are a softmax over each node's neighbourhood N(i) + {i}, but not "
@@ -569,6 +581,7 @@ def multi_head_mistakes(outputs, concat):
             "layer): [N, F'].",
         ),
     ]
+    mistakes += _elu_mistakes(outputs, concat)
     if concat:
         mistakes.append(
             (
@@ -585,6 +598,29 @@ def multi_head_mistakes(outputs, concat):
             )
         )
     return mistakes
+
+
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+
+
+#: What :func:`_elu_mistakes` says: the heads' outputs went through the paper's sigma.
+ELU_SENTENCE = (
+    "Your heads' outputs went through an ELU (the paper's sigma): multi_head_gat combines "
+    "the heads' outputs as gat_attention returns them, with no nonlinearity (the model "
+    "applies its activation after the layer); leave the ELU out."
+)
+
+
+def _elu_mistakes(outputs, concat):
+    """``(result, sentence)`` of an ELU applied to each head's output, or to the result."""
+    elu_each = [_elu(o) for o in outputs]
+    if concat:  # the ELU of each head or of their concatenation: the same
+        return [(np.concatenate(elu_each, axis=1), ELU_SENTENCE)]
+    return [
+        (np.mean(elu_each, axis=0), ELU_SENTENCE),
+        (_elu(np.mean(outputs, axis=0)), ELU_SENTENCE),
+    ]
 
 
 def _multi_head_shape(got, nodes, heads, features, concat):
@@ -709,6 +745,7 @@ def _(got):
     ws, attention_vectors = multi_head_weights(heads=1, seed=30)
     expected = reference_attention(features, adjacency, ws[0], attention_vectors[0])[1]
     for value, concat in zip(got["single"], (True, False)):
+        diagnose(value, _elu_mistakes([expected], concat), right=expected)
         expect_close(value, expected, atol=1e-6, what=f"one head, concat={concat}")
     other = reference_attention(features, adjacency, ws[0], -attention_vectors[0])[1]
     diagnose(

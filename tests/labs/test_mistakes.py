@@ -291,6 +291,34 @@ MISTAKES = [
         "shapes do not fit",
     ),
     (
+        "the lecture's Kipf & Welling normalisation with self-loops",
+        "lab3_gcn_molecules",
+        "gcn_matrix",
+        [
+            (
+                "    return activation(D_inv @ A @ H @ W.T + H @ B.T)",
+                "    A_hat = A + np.eye(len(A))\n"
+                "    D_hat = np.diag(1.0 / np.sqrt(A_hat.sum(axis=1)))\n"
+                "    return activation(D_hat @ A_hat @ D_hat @ H @ W.T + H @ B.T)",
+            )
+        ],
+        "D~^-1/2 (A + I) D~^-1/2 (Kipf & Welling's GCN",
+    ),
+    (
+        "A transposed, the degree of row v kept",
+        "lab3_gcn_molecules",
+        "gcn_matrix",
+        [("D_inv @ A @ H", "D_inv @ A.T @ H")],
+        "taken from column v of A",
+    ),
+    (
+        "each message gathered at the receiving node",
+        "lab3_gcn_molecules",
+        "gcn_edges",
+        [("messages = H[source]", "messages = H[target]")],
+        "Each message is the receiving node's own features",
+    ),
+    (
         "GAT projection the wrong way round",
         "lab4_gat",
         "gat_attention",

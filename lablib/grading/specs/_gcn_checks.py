@@ -161,6 +161,7 @@ def _neighbour_stage(got, features, mean, form):
         )
     degree = a.sum(axis=1)
     inverse_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
+    looped_sqrt = 1.0 / np.sqrt(degree + 1.0)  # the degrees of A~ = A + I
     reversed_sentence = (
         "The messages were summed at the source node (edge_index[0]); edge e goes from "
         "edge_index[0, e] to edge_index[1, e], and each node averages the messages that arrive "
@@ -194,6 +195,20 @@ def _neighbour_stage(got, features, mean, form):
                 inverse_sqrt[:, None] * a * inverse_sqrt[None, :] @ features,
                 "The neighbours are normalised symmetrically (D^-1/2 A D^-1/2, Kipf & Welling's form); "
                 "this layer takes their plain mean, D^-1 A.",
+            ),
+            (
+                looped_sqrt[:, None] * (a + np.eye(5)) * looped_sqrt[None, :] @ features,
+                "The node and its neighbours are normalised symmetrically, D~^-1/2 (A + I) "
+                "D~^-1/2 (Kipf & Welling's GCN, as the lecture writes it); this layer takes "
+                "the plain mean of the neighbours alone, D^-1 A, and adds the node through "
+                "its own weight B.",
+            ),
+            (_mean(a.T, features, degree), reversed_sentence),  # the degree of row v kept
+            (
+                np.where(degree[:, None] > 0, features, 0.0) if form == "edges" else None,
+                "Each message is the receiving node's own features (H[edge_index[1]]): the "
+                "message on edge e is its source's features, H[edge_index[0, e]], summed at "
+                "its target edge_index[1, e].",
             ),
             (
                 features,

@@ -187,6 +187,13 @@ def gcn_mistakes(features, adjacency, w, b, activation=np.tanh):
             "The neighbours' mean is missing: W multiplies the node's own features; it must "
             "multiply the mean of its neighbours' (row v of A).",
         ),
+        (  # the edge-list form's messages gathered at their targets (after the above: on
+            # a graph without isolated nodes the two are one)
+            activation(np.where(degree[:, None] > 0, features, 0.0) @ w.T + features @ b.T),
+            "Each message is the receiving node's own features (H[edge_index[1]]): the "
+            "message on edge e is its source's features, H[edge_index[0, e]], summed at "
+            "its target edge_index[1, e].",
+        ),
     ]
 
 

@@ -291,6 +291,13 @@ MISTAKES = [
         "shapes do not fit",
     ),
     (
+        "an axis the scores do not have",
+        "lab2_transformer_reuters",
+        "encoder_block",
+        [("K.transpose(0, 2, 1)", "K.transpose(0, 2, 3)")],
+        "An axis number is out of range",
+    ),
+    (
         "the lecture's Kipf & Welling normalisation with self-loops",
         "lab3_gcn_molecules",
         "gcn_matrix",

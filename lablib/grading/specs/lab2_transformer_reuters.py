@@ -675,6 +675,12 @@ lab.piece(
             "with K.transpose(0, 2, 1) (each axis once), or np.swapaxes(K, -1, -2).",
         ),
         (
+            r"axis -?\d+ is out of bounds for array of dimension",
+            "An axis number is out of range: Q, K and V per head are [heads, T, d_k] and the "
+            "scores [heads, T, T], 3 axes (0, 1, 2, or -1 for the last); K becomes "
+            "[heads, d_k, T] with K.transpose(0, 2, 1), and the softmax runs over axis -1.",
+        ),
+        (
             r"operands could not be broadcast together",
             "Two arrays do not broadcast: a row's maximum or total must keep its axis "
             "(keepdims=True) to divide the scores [heads, T, T], and a mask over the keys [T] "

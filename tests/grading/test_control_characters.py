@@ -104,6 +104,14 @@ def test_the_terminal_and_the_reports_neutralise_the_same_characters():
     assert visible_controls(f"pass\u00aded{hidden} ok").isascii()
     # ... and a script's own shaping is kept: an emoji's joiner, a Persian name's
     # non-joiner, an emoji's colour form
+    # a run of selectors after one base (bytes hidden one per selector): the first shapes
+    # the base, the others are shown (the run was also walked back once per selector)
+    run = "\u4e00" + "".join(chr(0xE0100 + b) for b in b"secret") + "\ufe0f" * 3000
+    shown = visible_controls(run)
+    assert (
+        shown.startswith("\u4e00\U000e0173[U+E0165][U+E0163]") and shown.count("[U+FE0F]") == 3000
+    )
+    assert _printable(run).count("?") == len(run) - 2
     for kept in (
         "\U0001f468\u200d\U0001f469",
         "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",

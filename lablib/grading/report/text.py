@@ -157,7 +157,7 @@ def visible_controls(text: str) -> str:
     their code points too, and lone surrogates (the bytes of a file name that was not
     UTF-8, which no UTF-8 file can hold) as ``?``; so is, by its code point, every other
     character that draws nothing as the file names' rule judges it (tag characters that
-    spell a hidden sentence, a soft hyphen in "pass\u00aded"), a joiner or variation
+    spell a hidden sentence, a soft hyphen in "pass\\u00aded"), a joiner or variation
     selector only where it shapes nothing (an emoji's and a Persian name's stay). What a submission wrote (an exception's message, what it
     printed, its notebook's metadata) cannot clear a terminal that shows a report, set its
     title or clipboard (escape sequences), ring its bell or overwrite a line (carriage
@@ -185,7 +185,7 @@ def _draws_nothing(c: str) -> bool:
     """Whether ``c`` shows nothing where it stands, as the file names' rule judges it
     (:mod:`lablib.grading.filenames`: Unicode's default-ignorable characters, format,
     private-use and unassigned characters, line and paragraph separators): the tag
-    characters that spell a hidden sentence, a soft hyphen inside "pass\u00aded"."""
+    characters that spell a hidden sentence, a soft hyphen inside "pass\\u00aded"."""
     return _unshown(c) or bool(SHAPING.match(c))
 
 

@@ -515,14 +515,15 @@ def _merged(
 
 def _note_from_output(rows: list[SubmissionResult], out: pathlib.Path) -> None:
     """Each row's notebook as a path from the output folder (``from_output`` in its
-    identity), by which :func:`_relocated` finds it after the course folder (the
+    identity, both as given: an output folder reached through a link moves with the
+    course), by which :func:`_relocated` finds it after the course folder (the
     submissions and the output folder in it) moved."""
-    base = os.path.realpath(out)
+    base = os.path.abspath(out)
     for r in rows:
         file = (r.identity or {}).get("file")
-        if file and os.path.exists(file):
+        if file and os.path.exists(file) and os.path.exists(r.path):
             try:
-                r.identity["from_output"] = os.path.relpath(file, base)
+                r.identity["from_output"] = os.path.relpath(os.path.abspath(r.path), base)
             except ValueError:  # another drive (Windows): no path from the output folder
                 r.identity.pop("from_output", None)
 
@@ -531,17 +532,38 @@ def _relocated(previous: list[SubmissionResult], out: pathlib.Path) -> None:
     """The kept rows whose notebook is no longer where it was graded but is where it was
     from the output folder (a course folder moved, graded again from anywhere): their
     ``file`` and path are that place now. A row graded with a relative path, the course
-    moved and a regrade run from another folder, was dropped as gone and exported 0."""
-    base = os.path.realpath(out)
+    moved and a regrade run from another folder, was dropped as gone and exported 0. Only
+    the bytes the row was graded on, at a file no other row has: a notebook replaced since
+    by a link to a classmate's is no longer the row's."""
+    base = os.path.abspath(out)
+    claimed = {(r.identity or {}).get("file") for r in previous}
     for r in previous:
         identity = r.identity or {}
         file, step = identity.get("file"), identity.get("from_output")
         if not file or not step or os.path.exists(file) or os.path.exists(r.path):
             continue
         there = os.path.normpath(os.path.join(base, step))
-        if os.path.isfile(there):
-            identity["file"] = os.path.realpath(there)
-            r.path = there
+        real = os.path.realpath(there)
+        if real in claimed or not identity.get("sha256") or not _no_link_below(base, step):
+            continue
+        try:
+            digest = hashlib.sha256(read_notebook_bytes(there)).hexdigest()
+        except (OSError, ValueError):
+            continue
+        if digest == identity["sha256"]:
+            identity["file"], r.path = real, there
+            claimed.add(real)
+
+
+def _no_link_below(base: str, step: str) -> bool:
+    """Whether the path ``step`` from the folder ``base`` leads to a regular file through
+    no symbolic link once it goes down (``../subs/aaron/lab1.ipynb``: none at ``subs``,
+    ``aaron`` or the file; the folders above, the course's, may be links)."""
+    parts = pathlib.PurePath(step).parts
+    ups = next((i for i, part in enumerate(parts) if part != ".."), len(parts))
+    anchor = os.path.realpath(os.path.normpath(os.path.join(base, *parts[:ups])))
+    there = os.path.normpath(os.path.join(base, step))
+    return os.path.isfile(there) and os.path.realpath(there) == os.path.join(anchor, *parts[ups:])
 
 
 def _still_there(row: SubmissionResult) -> bool:

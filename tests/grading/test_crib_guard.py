@@ -61,6 +61,14 @@ def test_the_scan_of_every_function_runs_where_grades_are_decided_only(as_graded
     kept = collections.deque([type(sdpa)(sdpa.__code__, sdpa.__globals__)])
     assert any(f is kept[0] for f in guard._running_lablib_code(catalogue()))
     assert guard._running_lablib_code(catalogue(), False) == []
+    import subprocess  # the grader's child turns it on (a fresh process: protect() is final)
+
+    turned_on = subprocess.run(
+        [sys.executable, "-c", "from lablib.grading.run import guard; guard.protect(); "
+         "print(guard._running_lablib_code.__defaults__, guard._processes_started.__defaults__)"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert turned_on.stdout.split() == ["(True,)", "(True,)"], turned_on.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")

@@ -1396,6 +1396,33 @@ def test_the_same_bytes_graded_again_keep_their_file_time(tmp_path):
     ]
 
 
+def test_a_moved_course_s_row_is_never_moved_onto_a_classmates_notebook(
+    tmp_path, monkeypatch, capsys
+):
+    """The course folder moved, and aaron's folder in it made a link to alice's (the same
+    bytes): his row is not found there (it would claim her notebook); hers is."""
+    course = tmp_path / "course"
+    for name in ("alice", "aaron", "bob"):
+        (course / "subs" / name).mkdir(parents=True)
+        shutil.copy(FIXTURE_SOLUTION, course / "subs" / name / "lab.ipynb")
+    common = ["--lab-notebook", str(FIXTURE_SOLUTION), "--jobs", "1", "--timeout", "20", "--quiet"]
+    monkeypatch.chdir(course)
+    assert main(["grade", str(FIXTURE_LAB), "subs", "-o", "out", *common]) == 0
+    moved = tmp_path / "moved"
+    course.rename(moved)
+    shutil.rmtree(moved / "subs" / "aaron")
+    (moved / "subs" / "aaron").symlink_to("alice")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    bob = str(moved / "subs" / "bob" / "lab.ipynb")
+    assert main(["grade", str(FIXTURE_LAB), bob, "-o", str(moved / "out"), *common]) == 0
+    assert "aaron was in the gradebook" in capsys.readouterr().err
+    rows = json.loads((moved / "out" / "grades.json").read_text())["submissions"]
+    files = {r["submission"]: r["identity"]["file"] for r in rows}
+    assert sorted(files) == ["alice", "bob"], files
+    assert files["alice"] == os.path.realpath(moved / "subs" / "alice" / "lab.ipynb")
+
+
 def test_a_regrade_from_another_folder_keeps_the_rows_it_does_not_grade(
     tmp_path, monkeypatch, capsys
 ):

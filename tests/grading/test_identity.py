@@ -9,7 +9,7 @@ import unicodedata
 
 import pytest
 
-from lablib.grading.gradebook.identity import resolve, resolve_all, student_of
+from lablib.grading.gradebook.identity import lms_person, resolve, resolve_all, student_of
 from lablib.grading.gradebook.roster import Roster, RosterError, Student, SubmissionTimes
 from lablib.grading.lms import moodle_name
 from lablib.grading.submissions import Found
@@ -280,6 +280,17 @@ def test_a_gradescope_sid_naming_another_student_than_the_e_mail_matches_no_one(
     assert not member.get("matched") and "SID 222 is Bob Good's" in member["why_unmatched"]
     match = gs.match_of({"Carol Sun": group})
     assert {s.name for s in match.without_submission} == {"Bob Good", "Mallory Evil"}
+    # the group's first submitter the one whose ids conflict: the matched member's row
+    first = one(("Mallory Evil", "222", "mallory@uni.edu"), ("Carol Sun", "333", "carol@uni.edu"))
+    assert first["matched"] and first["student_id"] == "333"
+    assert [(o["name"], o.get("matched")) for o in first["others"]] == [("Mallory Evil", False)]
+    match = gs.match_of({"Mallory Evil": first})
+    assert {s.name for s in match.without_submission} == {"Bob Good", "Mallory Evil"}
+    # the unmatched row is no LMS person of Bob's (a later grade would take it for his
+    # newer submission and drop his row)
+    assert lms_person(wrong) is None and lms_person(one(("Bob Good", "222", ""))) is not None
+    # a SID and an e-mail that agree outweigh a display name that is another student's
+    assert one(("Bob Good", "111", "mallory@uni.edu"))["student_id"] == "111"
 
 
 def test_the_time_comes_from_the_first_source_that_has_one(tmp_path):

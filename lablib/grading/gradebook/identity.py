@@ -380,10 +380,10 @@ def _lms_match(index: RosterIndex, lms: dict) -> list[tuple[Student | None, str]
 def _gradescope_person(index: RosterIndex, person: dict) -> tuple[Student | None, str]:
     """``(student, how)`` for one submitter of a Gradescope export, by its SID, else its
     e-mail, else its name; ``(None, why)`` when they name different students of the
-    roster (a SID typed wrong in Gradescope, Bob's on Mallory's account: her notebook was
-    Bob's, her name and e-mail on it, and she got 0 without a word), ``(None, "")`` when
-    none names anyone."""
-    found = []
+    roster, its name counted only where its e-mail names no one (a SID typed wrong in
+    Gradescope, Bob's on Mallory's account: her notebook was Bob's, her name and e-mail on
+    it, and she got 0 without a word); ``(None, "")`` when none names anyone."""
+    found, by_email = [], None
     for key, table, label in (
         ("sid", index.student_ids, "SID"),
         ("email", index.emails, "e-mail"),
@@ -391,6 +391,10 @@ def _gradescope_person(index: RosterIndex, person: dict) -> tuple[Student | None
     ):
         value = str(person.get(key) or "")
         student = index.one(table, [value])[0] if value else None
+        if key == "email":
+            by_email = student
+        if key == "name" and by_email is not None:  # a display name never outweighs the
+            break  # account's e-mail; it does speak against a SID typed alone
         if student is not None and all(student is not s for s, _ in found):
             found.append((student, f"Gradescope {label} {value}"))
     if len(found) > 1:
@@ -1070,7 +1074,14 @@ def _match(index: RosterIndex, found, lms: dict) -> tuple:
     elif kind == "gradescope":
         people = _lms_match(index, lms)
         if people and people[0][0] is None and people[0][1]:  # its ids name different students
-            decided = _LmsMatch(why=people[0][1], final=True, doubted=True)
+            first = next((i for i, (s, _) in enumerate(people) if s is not None), None)
+            if first is None:
+                decided = _LmsMatch(why=people[0][1], final=True, doubted=True)
+            else:  # a group's: its first matched member is the row's, the other listed
+                order = [first, *(i for i in range(len(people)) if i != first)]
+                submitters = list(lms.get("submitters") or [])
+                people = [people[i] for i in order]
+                lms = lms | {"submitters": [submitters[i] for i in order]}
     if student is None and people and people[0][0] is not None:
         student, how = people[0]
     others = _others(people, lms, found)
@@ -1325,9 +1336,14 @@ def lms_person(identity: dict) -> tuple | None:
     elif kind == "moodle":  # not a number left out as no participant's (identity.resolve)
         doubted = not identity.get("matched") and not identity.get("participant_id")
         who = "" if doubted and identity.get("why_unmatched") else lms.get("participant_id")
-    elif kind == "gradescope":
+    elif kind == "gradescope":  # not a submitter whose ids named different students
         first = (lms.get("submitters") or [{}])[0]
-        who = first.get("sid") or first.get("email")
+        doubted = not identity.get("matched") and not identity.get("student_id")
+        who = (
+            ""
+            if doubted and identity.get("why_unmatched")
+            else first.get("sid") or first.get("email")
+        )
     else:
         return None
     return (kind, str(who)) if who else None

@@ -693,6 +693,60 @@ def test_a_crib_is_named_by_lablibs_code_not_by_a_name_the_submission_chose(solu
         assert "FAKE" not in r.message and "onerror" not in r.message, r.message
 
 
+# torch's attention, a builtin (no Python code to disarm): named where the graded function
+# holds it, and where it is looked up only when the function runs (a red team: 19/19).
+ATTENTION_TORCH = """# GRADED: attention
+import torch
+import torch.nn.functional as F
+
+
+def attention(query, key, value, mask=None):
+    sdpa = {lookup}
+    q, k, v = (torch.as_tensor(np.asarray(m, dtype=np.float64)) for m in (query, key, value))
+    shape = np.broadcast_shapes(q.shape[:-1] + (k.shape[-2],), np.shape(mask) if mask is not None else ())
+    allowed = None if mask is None else torch.as_tensor(np.broadcast_to(np.asarray(mask, bool), shape).copy())
+    eye = torch.eye(k.shape[-2], dtype=torch.float64).expand(*k.shape[:-1], k.shape[-2])
+    output = sdpa(q, k, v, attn_mask=allowed)
+    weights = sdpa(q, k, eye, attn_mask=allowed)
+    return np.nan_to_num(output.numpy()), np.nan_to_num(weights.numpy())
+"""
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    ["F.scaled_dot_product_attention", 'getattr(F, "scaled_dot_" + "product_attention")'],
+    ids=["named", "looked-up-when-run"],
+)
+def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup):
+    cribbed = with_cell(solution_ns, "attention", ATTENTION_TORCH.format(lookup=lookup))
+    assert_crib(
+        cribbed, "attention", "torch.nn.functional.scaled_dot_product_attention, a ready-made"
+    )
+    import torch
+
+    assert (
+        torch.nn.functional.scaled_dot_product_attention
+        is torch._C._nn.scaled_dot_product_attention
+    )
+
+
+def test_every_ready_made_row_names_an_object_where_its_package_is_installed():
+    """A row whose module or attribute is misspelt disarms nothing, silently. Each row of a
+    package installed here (all but keras_hub and keras_nlp in CI) names a class, function
+    or builtin that exists."""
+    import importlib
+    import importlib.util
+
+    checked = 0
+    for name, module_name, attribute in guard.READY_MADE:
+        if importlib.util.find_spec(module_name.partition(".")[0]) is None:
+            continue
+        module = importlib.import_module(module_name)
+        assert callable(vars(module).get(attribute)), (name, module_name, attribute)
+        checked += 1
+    assert checked >= 40, checked
+
+
 def test_a_tf_function_written_by_hand_keeps_full_marks(solution_ns):
     """The graphs of a piece written by hand in TensorFlow (traced in the cell, then in the
     tests, where the probe's own frames lie outside the trace) are not lablib's: full

@@ -135,6 +135,37 @@ keras_nlp.layers.TransformerEncoder              keras_nlp.src.layers.modeling.t
 sklearn.metrics.f1_score                         sklearn.metrics._classification:f1_score
 sklearn.metrics.fbeta_score                      sklearn.metrics._classification:fbeta_score
 sklearn.metrics.precision_recall_fscore_support  sklearn.metrics._classification:precision_recall_fscore_support
+sklearn.metrics.classification_report            sklearn.metrics._classification:classification_report
+sklearn.metrics.jaccard_score                    sklearn.metrics._classification:jaccard_score
+keras.layers.GlobalAveragePooling1D              keras.src.layers.pooling.global_average_pooling1d:GlobalAveragePooling1D
+tf_keras.layers.GlobalAveragePooling1D           tf_keras.src.layers.pooling.global_average_pooling1d:GlobalAveragePooling1D
+tfm.vision.layers.PositionalEncoding             official.vision.modeling.layers.nn_layers:PositionalEncoding
+official.legacy.transformer.model_utils.get_position_encoding  official.legacy.transformer.model_utils:get_position_encoding
+torch.nn.MultiheadAttention                      torch.nn.modules.activation:MultiheadAttention
+torch.nn.TransformerEncoderLayer                 torch.nn.modules.transformer:TransformerEncoderLayer
+torch.nn.functional.multi_head_attention_forward  torch.nn.functional:multi_head_attention_forward
+torch.nn.functional.scaled_dot_product_attention  torch.nn.functional:scaled_dot_product_attention
+torch.nn.functional.scaled_dot_product_attention  torch._C._nn:scaled_dot_product_attention
+torch_geometric.nn.GCNConv                       torch_geometric.nn.conv.gcn_conv:GCNConv
+torch_geometric.utils.gcn_norm                   torch_geometric.nn.conv.gcn_conv:gcn_norm
+torch_geometric.nn.SAGEConv                      torch_geometric.nn.conv.sage_conv:SAGEConv
+torch_geometric.nn.GraphConv                     torch_geometric.nn.conv.graph_conv:GraphConv
+torch_geometric.nn.SimpleConv                    torch_geometric.nn.conv.simple_conv:SimpleConv
+torch_geometric.nn.DenseGCNConv                  torch_geometric.nn.dense.dense_gcn_conv:DenseGCNConv
+torch_geometric.nn.DenseSAGEConv                 torch_geometric.nn.dense.dense_sage_conv:DenseSAGEConv
+torch_geometric.nn.DenseGraphConv                torch_geometric.nn.dense.dense_graph_conv:DenseGraphConv
+torch_geometric.nn.GATConv                       torch_geometric.nn.conv.gat_conv:GATConv
+torch_geometric.nn.GATv2Conv                     torch_geometric.nn.conv.gatv2_conv:GATv2Conv
+torch_geometric.nn.DenseGATConv                  torch_geometric.nn.dense.dense_gat_conv:DenseGATConv
+torch_geometric.nn.global_add_pool               torch_geometric.nn.pool.glob:global_add_pool
+torch_geometric.nn.global_mean_pool              torch_geometric.nn.pool.glob:global_mean_pool
+torch_geometric.nn.global_max_pool               torch_geometric.nn.pool.glob:global_max_pool
+torch_geometric.nn.aggr.SumAggregation           torch_geometric.nn.aggr.basic:SumAggregation
+torch_geometric.nn.aggr.MeanAggregation          torch_geometric.nn.aggr.basic:MeanAggregation
+torch_geometric.nn.aggr.MaxAggregation           torch_geometric.nn.aggr.basic:MaxAggregation
+torch_geometric.utils.softmax                    torch_geometric.utils._softmax:softmax
+torch_geometric.utils.get_laplacian              torch_geometric.utils.laplacian:get_laplacian
+torch_geometric.nn.encoding.PositionalEncoding   torch_geometric.nn.encoding:PositionalEncoding
 """
 
 
@@ -708,7 +739,13 @@ class _Search:
                     own = self.catalogue.name_of(obj) is not None
                     self._found(Crib(name, _kind(name) if own else "copy"))
                 continue
-            if isinstance(obj, _SKIP) or id(obj) in self.seen:
+            if id(obj) in self.seen:
+                continue
+            if isinstance(obj, _SKIP):
+                if id(obj) in self.ready:  # a ready-made builtin (torch's attention)
+                    self.seen.add(id(obj))
+                    if flag:
+                        self._found(Crib(self.ready[id(obj)][0], "ready-made"))
                 continue
             self.seen.add(id(obj))
             try:
@@ -1430,6 +1467,7 @@ class Window:
         self.found: Crib | None = None
         self.seconds: dict[str, float] = {}
         self._saved: list = []
+        self._builtins: list = []  # (module, attribute, builtin) swapped for a gate
         self._lines: dict = {}
         self._threads: set = set()
         self._ready: dict = {}
@@ -1610,6 +1648,25 @@ class Window:
                         else None
                     )
         self._apply(self._ready_targets(ready))
+        self._swap_builtins(module.__name__)
+
+    def _swap_builtins(self, module_name: str | None = None) -> None:
+        """Each ready-made builtin of :data:`READY_MADE` (torch's attention: no Python code
+        to swap) replaced in its module by a gate while the window is open, so that a
+        lookup at call time (``getattr(F, name)``, an import in the function) reaches the
+        gate; a builtin the graded objects hold is the search's to find. ``module_name``:
+        that module's rows only (a module imported in the window)."""
+        for name, row_module, attribute in READY_MADE:
+            if module_name is not None and row_module != module_name:
+                continue
+            module = sys.modules.get(row_module)
+            obj = getattr(module, "__dict__", {}).get(attribute) if module is not None else None
+            if isinstance(obj, types.BuiltinFunctionType):
+                try:
+                    setattr(module, attribute, _builtin_gate(Crib(name, "ready-made")))
+                except (AttributeError, TypeError):  # a module that refuses: the search's
+                    continue
+                self._builtins.append((module, attribute, obj))
 
     def _arm(self, search: _Search) -> None:
         cat = self.catalogue
@@ -1623,6 +1680,7 @@ class Window:
             module: name for name, module, _ in READY_MADE if module not in sys.modules
         }
         self._apply(targets)
+        self._swap_builtins()
         import linecache
 
         for file in list(linecache.cache):
@@ -1666,6 +1724,10 @@ class Window:
                 if function.__code__ is not _GATES.get(function):
                     self.note(Crib(f"{function.__qualname__}.__code__", "tamper"))
                     break
+            for module, attribute, builtin in self._builtins:
+                if getattr(module, "__dict__", {}).get(attribute) is builtin:  # put back
+                    self.note(Crib(f"{getattr(module, '__name__', '?')}.{attribute}", "tamper"))
+                    break
 
     def _wait_for_threads(self) -> None:
         deadline = time.monotonic() + THREAD_WAIT
@@ -1686,6 +1748,12 @@ class Window:
     def _restore(self) -> None:
         while self._gate in sys.meta_path:
             sys.meta_path.remove(self._gate)
+        while self._builtins:
+            module, attribute, builtin = self._builtins.pop()
+            try:
+                setattr(module, attribute, builtin)
+            except BaseException:  # noqa: BLE001 - nothing else to do
+                pass
         while self._saved:
             function, code = self._saved.pop()
             try:
@@ -1710,6 +1778,15 @@ def _running_beside(cat: Catalogue) -> Crib | None:
         return Crib(forked, "process")
     running = _frames_running_lablib(cat)
     return Crib(running, "frame") if running else None
+
+
+def _builtin_gate(crib: Crib):
+    """What takes a ready-made builtin's place in its module while a window is open."""
+
+    def ready_made(*args, **kwargs):
+        raise CribCall(crib)
+
+    return ready_made
 
 
 def _gateable(code) -> bool:

@@ -730,6 +730,32 @@ def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup):
     )
 
 
+# A library that formats the stack (torch's first import inside a function does, through
+# traceback.format_stack) has linecache open every file in it, the probe's spec file
+# included: that was taken for the student reading lablib's file (0 points, and the import
+# left half done).
+ATTENTION_FORMATS_THE_STACK = """# GRADED: attention
+import traceback
+import warnings
+
+_honest = attention
+
+
+def attention(query, key, value, mask=None):
+    traceback.format_stack()
+    warnings.warn("a library's warning pointing at its caller's caller", UserWarning, stacklevel=3)
+    return _honest(query, key, value, mask)
+"""
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_library_formatting_the_stack_is_no_crib(solution_ns):
+    honest = grade_piece(
+        with_cell(solution_ns, "attention", ATTENTION_FORMATS_THE_STACK), "attention"
+    )
+    assert honest and all(r.passed for r in honest), [(r.id, r.message) for r in honest]
+
+
 def test_every_ready_made_row_names_an_object_where_its_package_is_installed():
     """A row whose module or attribute is misspelt disarms nothing, silently. Each row of a
     package installed here (all but keras_hub and keras_nlp in CI) names a class, function

@@ -73,7 +73,9 @@ answer to the first; :func:`message` names what was found.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
+import linecache
 import os
 import sys
 import threading
@@ -1221,8 +1223,36 @@ def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
         crib = window.refused(event, args)
     except Exception:  # noqa: BLE001 - the guard's own failure never breaks a student's call
         return
+    if crib is _UNREAD:  # linecache takes it for a file it cannot read: no lines
+        raise PermissionError(errno.EACCES, "not read while a by-hand test runs", args[0])
     if crib is not None:
         raise CribCall(crib)
+
+
+#: What :meth:`Window.refused` gives for linecache opening a guarded file: a library
+#: formatting a stack or a warning (``import torch`` inside a graded function calls
+#: ``traceback.format_stack``) reaches the probe's spec file in the stack; that was taken
+#: for the student reading it, and the import was left half done. The open fails (no
+#: line of lablib's read), and nothing is noted.
+_UNREAD = Crib("", "unread")
+_LINECACHE_READ = linecache.updatecache.__code__
+
+
+def _by_linecache() -> bool:
+    """Whether the open being audited is linecache's (reading a file's lines for a stack
+    or a warning), a few frames up, and not for ``inspect`` (``getsource``: the source
+    read to be run, a crib named as such)."""
+    frame, found = sys._getframe(3), False
+    inspect = getattr(sys.modules.get("inspect"), "__file__", None)
+    for _ in range(12):
+        if frame is None:
+            break
+        if frame.f_code is _LINECACHE_READ:
+            found = True
+        elif found and inspect is not None and frame.f_code.co_filename == inspect:
+            return False
+        frame = frame.f_back
+    return found
 
 
 # --------------------------------------------------------------------- tampering
@@ -1490,6 +1520,8 @@ class Window:
             return Crib("sys.meta_path (removing the guard from the import system)", "refused")
         if event == "open":
             if self._reading != threading.get_ident() and cat.guarded_path(args[0]):
+                if _by_linecache():
+                    return _UNREAD
                 return Crib(os.fsdecode(os.fspath(args[0])), "file")
             return None
         if event == "compile":

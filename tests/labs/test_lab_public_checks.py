@@ -175,6 +175,46 @@ def test_lab1_two_workers_in_a_fresh_grader_keep_full_marks(tmp_path):
     assert rows["blank"]["score"] == 0
 
 
+# The edge-list layer through a dense N x N matrix built in TensorFlow: tracemalloc sees
+# NumPy's allocations only, so the size test passed it; on a graph of 150,000 nodes the
+# grader's child cannot allocate the matrix (its data limit).
+GCN_EDGES_DENSE_IN_TF = """# GRADED: gcn_edges
+import tensorflow as tf
+
+
+def gcn_layer_edges(H, edge_index, W, B, activation=np.tanh):
+    H, W, B = (np.asarray(m, dtype=float) for m in (H, W, B))
+    edge_index = np.asarray(edge_index, dtype=np.int64)
+    n = H.shape[0]
+    A = tf.scatter_nd(tf.stack([edge_index[1], edge_index[0]], 1),
+                      tf.ones(edge_index.shape[1], tf.float64), (n, n))
+    degree = tf.reduce_sum(A, axis=1, keepdims=True)
+    mean = tf.math.divide_no_nan(A @ tf.constant(H), degree).numpy()
+    return activation(mean @ W.T + H @ B.T)
+"""
+
+
+@pytest.mark.slow
+def test_a_dense_matrix_built_in_tensorflow_fails_the_edge_list_size_test(tmp_path, monkeypatch):
+    from notebook_helpers import with_graded_cells
+
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    solution = ROOT / "solutions" / "lab3_gcn_molecules.ipynb"
+    blank = assign_notebook(solution, tmp_path / "labs")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    dense, replaced = with_graded_cells(solution, {"gcn_edges": GCN_EDGES_DENSE_IN_TF})
+    assert replaced == 1
+    (subs / "dense.ipynb").write_bytes(dense)
+    (result,) = grade("lab3_gcn_molecules", [subs], tmp_path / "out", jobs=1, progress=False,
+                      lab_notebook=blank)  # fmt: skip
+    edges = {t.name: t for t in result.tests if t.piece == "gcn_edges"}
+    size = edges["edges_directed_no_dense"]
+    assert size.score == 0 and "an N x N matrix of it needs 90 GB" in size.message, size.message
+    others = [t for t in result.tests if t.name != "edges_directed_no_dense" and not t.hidden]
+    assert all(t.passed for t in others), [(t.id, t.message) for t in others if not t.passed]
+
+
 @pytest.mark.parametrize(
     "name", ["lab1_attention", "lab2_transformer_reuters", "lab3_gcn_molecules", "lab4_gat"]
 )

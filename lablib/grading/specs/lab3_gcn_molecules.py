@@ -9,7 +9,8 @@ Graded pieces (the notebook cells marked ``# GRADED: <piece>``):
 * ``gcn_edges``: ``gcn_layer_edges(H, edge_index, W, B, activation=np.tanh)``, the same
   layer as message passing on an edge list (gather, scatter-add, divide by the
   in-degree), with no ``N x N`` matrix: its size test runs it on 3,000 nodes under
-  ``tracemalloc`` and refuses a peak above 8 MB.
+  ``tracemalloc`` and refuses a peak above 8 MB, and on 150,000 nodes, where no N x N
+  matrix can be allocated (one built in TensorFlow or torch, unseen by tracemalloc).
 * ``readout``: ``readout(H, mask, mode)``, sum / mean / max over the real nodes of a
   padded batch.
 * ``build_gcn``: ``build_gcn_regressor(num_features, hidden_units, num_layers)``, a
@@ -429,6 +430,13 @@ SPARSE_NODES, SPARSE_EDGES = 3000, 6000
 #: What an edge-list layer may allocate on that graph (it needs well under 1 MB; one
 #: float64 N x N matrix is 72 MB, an int8 one 9 MB).
 SPARSE_PEAK_BYTES = 8 * 2**20
+#: The graph the same test runs the layer on besides, where any N x N matrix cannot be
+#: allocated (90 GB in float32): tracemalloc sees NumPy's allocations only, and a dense
+#: matrix built in TensorFlow or torch passed the size test. The grader's child refuses
+#: such an allocation at once (its data limit), as a machine without 40 GB does.
+HUGE_NODES, HUGE_EDGES = 150_000, 300_000
+#: The rows of the huge graph's output the probe sends back (with the column sums).
+HUGE_ROWS = np.arange(0, HUGE_NODES, 997)
 
 
 def to_edge_index(adjacency):
@@ -438,15 +446,54 @@ def to_edge_index(adjacency):
     return np.stack([source, target]).astype(np.int64)
 
 
-def sparse_case():
+def sparse_case(nodes=SPARSE_NODES, edges=SPARSE_EDGES):
     """(H, edge_index, W, B) of the size test: random edges, no N x N matrix anywhere."""
     rng = np.random.default_rng(11)
-    source = rng.integers(0, SPARSE_NODES, SPARSE_EDGES)
-    target = (source + rng.integers(1, SPARSE_NODES, SPARSE_EDGES)) % SPARSE_NODES  # no self loops
+    source = rng.integers(0, nodes, edges)
+    target = (source + rng.integers(1, nodes, edges)) % nodes  # no self loops
     pairs = np.unique(np.stack([source, target], axis=1), axis=0)  # no repeated edge
-    features = rng.normal(size=(SPARSE_NODES, 3))
+    features = rng.normal(size=(nodes, 3))
     w, b = layer_weights(3, 2, 5)
     return features, pairs.T.copy(), w, b
+
+
+def run_huge(ns):
+    """Probe side: the layer on the graph of :data:`HUGE_NODES` nodes, as {"rows": its
+    output's :data:`HUGE_ROWS`, "sums": its column sums}, or {"error": the name and text
+    of what it raised} (an N x N matrix cannot be allocated there)."""
+    features, edge_index, w, b = sparse_case(HUGE_NODES, HUGE_EDGES)
+    try:
+        out = np.asarray(ns["gcn_layer_edges"](features, edge_index, w, b), dtype=float)
+    except Exception as error:  # noqa: BLE001 - the judge names what was raised
+        return {"error": f"{type(error).__name__}: {str(error)[:200]}"}
+    if out.ndim != 2 or out.shape[0] != HUGE_NODES:
+        return {"shape": list(out.shape)}
+    return {"rows": out[HUGE_ROWS], "sums": out.sum(axis=0)}
+
+
+def judge_huge(got) -> None:
+    """The layer on the huge graph: it ran (no N x N matrix) and gave the reference's rows."""
+    what = f"a graph of {HUGE_NODES:,} nodes and about {HUGE_EDGES:,} edges"
+    if isinstance(got, dict) and isinstance(got.get("error"), str):
+        raise Mistake(
+            f"Your layer failed on {what} ({got['error'][:200]}): an N x N matrix of it "
+            f"needs {HUGE_NODES**2 * 4 / 1e9:.0f} GB even in float32, whether NumPy, "
+            "TensorFlow or torch builds it. Work on the edges only: gather "
+            "H[edge_index[0]], add the messages at edge_index[1] (np.add.at, or "
+            "tf.math.unsorted_segment_sum), count each node's in-degree (np.bincount)."
+        )
+    if isinstance(got, dict) and "shape" in got:
+        raise Mistake(
+            f"On {what} your layer returned an array of shape {str(got['shape'])[:100]}: one "
+            f"row per node ({HUGE_NODES:,}), one column per output feature."
+        )
+    models.expect_fields(got, ("rows", "sums"), f"the layer's output on {what}")
+    features, edge_index, w, b = sparse_case(HUGE_NODES, HUGE_EDGES)
+    right = reference_gcn_edges(features, edge_index, w, b)
+    rows = expect_array(got["rows"], right[HUGE_ROWS].shape, f"rows of the output on {what}")
+    sums = expect_array(got["sums"], (right.shape[1],), f"column sums of the output on {what}")
+    expect_close(rows, right[HUGE_ROWS], atol=1e-6, what=f"rows of the output on {what}")
+    expect_close(sums, right.sum(axis=0), rtol=1e-6, atol=1e-5, what=f"column sums on {what}")
 
 
 def reference_gcn_edges(features, edge_index, w, b, activation=np.tanh):
@@ -517,12 +564,12 @@ def edges_directed_no_dense(ns):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return {"directed": directed, "large": large, "peak": peak}
+    return {"directed": directed, "large": large, "peak": peak, "huge": run_huge(ns)}
 
 
 @edges_directed_no_dense.judge
 def _(got):
-    models.expect_fields(got, ("directed", "large", "peak"))
+    models.expect_fields(got, ("directed", "large", "peak", "huge"))
     features, adjacency, w, b, _ = case_inputs(DIRECTED)
     directed = expect_array(got["directed"], (4, 2), "output on a directed graph")
     peak = expect_number(got["peak"], "the peak memory of the call on the large graph")
@@ -552,6 +599,7 @@ def _(got):
             f"H[edge_index[0]], np.add.at at edge_index[1], np.bincount for the counts (an "
             f"edge-list layer needs under 1 MB here)."
         )
+    judge_huge(got["huge"])
 
 
 # --------------------------------------------------------------------------- readout

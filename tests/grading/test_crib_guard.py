@@ -633,6 +633,87 @@ def test_each_bypass_scores_nothing_and_is_named(solution_ns, piece, cell, named
     lablib_still_works()
 
 
+# A fourth red team's: the guard's own check made to raise, so that the open went through
+# (its frame lookup broken, a thread with no Python frames, a finders' list whose `in`
+# raises); each read lablib's file in the window and scored 5/5.
+ATTENTION_READ_FRAMES_BROKEN = """# GRADED: attention
+import sys
+import lablib.layers.attention as _la
+
+_honest = attention
+READ = []
+
+
+def attention(query, key, value, mask=None):
+    g = sys._getframe
+    sys._getframe = None
+    try:
+        READ.append(open(_la.__file__).read())
+    finally:
+        sys._getframe = g
+    return _honest(query, key, value, mask)
+"""
+ATTENTION_READ_IN_A_C_THREAD = """# GRADED: attention
+import _thread, operator, time
+import lablib.layers.attention as _la
+
+_honest = attention
+READ = []
+
+
+def attention(query, key, value, mask=None):
+    _thread.start_new_thread(READ.extend, (map(operator.methodcaller("read"), map(open, [_la.__file__])),))
+    for _ in range(200):
+        if READ:
+            break
+        time.sleep(0.01)
+    return _honest(query, key, value, mask)
+"""
+ATTENTION_FINDERS_THAT_RAISE = """# GRADED: attention
+import sys
+import numpy as np
+import lablib.layers.attention as _la
+
+
+class _Finders(list):
+    def __contains__(self, x):
+        raise ValueError("no")
+
+
+def attention(query, key, value, mask=None):
+    saved = sys.meta_path
+    sys.meta_path = _Finders(saved)
+    try:
+        g = {"__name__": "lablib.layers.attention"}
+        exec(compile(open(_la.__file__).read(), _la.__file__, "exec"), g)
+    finally:
+        sys.meta_path = saved
+    out, w = g["scaled_dot_product_attention"](
+        np.asarray(query, "float32"), np.asarray(key, "float32"), np.asarray(value, "float32"),
+        mask=None if mask is None else np.asarray(mask),
+    )
+    return np.asarray(out, float), np.asarray(w, float)
+"""
+
+
+@pytest.mark.parametrize(
+    "cell, named",
+    [
+        (ATTENTION_READ_FRAMES_BROKEN, "your code reads lablib's file"),
+        (ATTENTION_READ_IN_A_C_THREAD, "your code reads lablib's file"),
+        (ATTENTION_FINDERS_THAT_RAISE, "sys.meta_path"),
+    ],
+    ids=["frame-lookup-broken", "thread-without-frames", "finders-that-raise"],
+)
+def test_the_guard_s_own_checks_made_to_fail_let_nothing_through(solution_ns, cell, named):
+    cribbed = with_cell(solution_ns, "attention", cell)
+    guarded = grade_piece(cribbed, "attention")
+    assert guarded and all(r.score == 0 for r in guarded), [(r.id, r.message) for r in guarded]
+    assert all(named in r.message for r in guarded), [r.message for r in guarded]
+    assert cribbed.get("READ", []) == [], "no line of lablib's file was read"
+    lablib_still_works()
+
+
 # Written by hand in TensorFlow and compiled with tf.function: its graphs record only the
 # student's code. Traced once in the cell (outside any test) and again inside the tests.
 ATTENTION_HONEST_TRACED = """# GRADED: attention
@@ -713,15 +794,23 @@ def attention(query, key, value, mask=None):
 
 
 @pytest.mark.parametrize(
-    "lookup",
-    ["F.scaled_dot_product_attention", 'getattr(F, "scaled_dot_" + "product_attention")'],
-    ids=["named", "looked-up-when-run"],
+    "lookup, named",
+    [
+        ("F.scaled_dot_product_attention", "torch.nn.functional.scaled_dot_product_attention"),
+        (
+            'getattr(F, "scaled_dot_" + "product_attention")',
+            "torch.nn.functional.scaled_dot_product_attention",
+        ),
+        (  # the same kernel as an operator (a red team: 5/5)
+            'getattr(torch.ops.aten, "scaled_dot_" + "product_attention")',
+            "torch.ops.aten.",  # this operator, or the math kernel it calls
+        ),
+    ],
+    ids=["named", "looked-up-when-run", "aten-operator"],
 )
-def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup):
+def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup, named):
     cribbed = with_cell(solution_ns, "attention", ATTENTION_TORCH.format(lookup=lookup))
-    assert_crib(
-        cribbed, "attention", "torch.nn.functional.scaled_dot_product_attention, a ready-made"
-    )
+    assert_crib(cribbed, "attention", named)
     import torch
 
     assert (
@@ -735,6 +824,7 @@ def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup):
 # included: that was taken for the student reading lablib's file (0 points, and the import
 # left half done).
 ATTENTION_FORMATS_THE_STACK = """# GRADED: attention
+import inspect
 import traceback
 import warnings
 
@@ -743,6 +833,7 @@ _honest = attention
 
 def attention(query, key, value, mask=None):
     traceback.format_stack()
+    inspect.stack()  # reads every frame's lines, the probe's spec file's included
     warnings.warn("a library's warning pointing at its caller's caller", UserWarning, stacklevel=3)
     return _honest(query, key, value, mask)
 """

@@ -583,8 +583,12 @@ def _library(obj) -> bool:
 
 def _ready_made() -> dict:
     """id -> (name, object) of the ready-made classes and functions that are loaded now
-    (a function's wrapped originals included)."""
+    (a function's wrapped originals included), and torch's attention operators."""
     found = {}
+    for namespace, op in _aten_ops():
+        obj = vars(namespace).get(op)
+        if obj is not None:
+            found[id(obj)] = (f"torch.ops.aten.{op}", obj)
     for name, module_name, attribute in READY_MADE:
         module = sys.modules.get(module_name)
         obj = getattr(module, "__dict__", {}).get(attribute) if module is not None else None
@@ -1221,8 +1225,8 @@ def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
         return
     try:
         crib = window.refused(event, args)
-    except Exception:  # noqa: BLE001 - the guard's own failure never breaks a student's call
-        return
+    except Exception:  # noqa: BLE001 - made to fail (a sys.meta_path whose `in` raises):
+        crib = Crib("the crib guard's state", "tamper")  # nothing goes through unjudged
     if crib is _UNREAD:  # linecache takes it for a file it cannot read: no lines
         raise PermissionError(errno.EACCES, "not read while a by-hand test runs", args[0])
     if crib is not None:
@@ -1238,18 +1242,23 @@ _UNREAD = Crib("", "unread")
 _LINECACHE_READ = linecache.updatecache.__code__
 
 
-def _by_linecache() -> bool:
-    """Whether the open being audited is linecache's (reading a file's lines for a stack
-    or a warning), a few frames up, and not for ``inspect`` (``getsource``: the source
-    read to be run, a crib named as such)."""
-    frame, found = sys._getframe(3), False
-    inspect = getattr(sys.modules.get("inspect"), "__file__", None)
+def _by_linecache(_getframe=sys._getframe) -> bool:
+    """Whether the open being audited is linecache's (reading a file's lines for a stack,
+    a warning or ``inspect.stack()``), a few frames up, and not for ``inspect.getsource``
+    (the source read to be run: a crib named as such). ``sys._getframe`` is bound here (a
+    submission set it to None so that this raised and the open went through)."""
+    try:
+        frame = _getframe(3)
+    except ValueError:  # a thread with no Python frames (_thread.start_new_thread(C, ...))
+        return False
+    found = False
     for _ in range(12):
         if frame is None:
             break
-        if frame.f_code is _LINECACHE_READ:
+        code = frame.f_code
+        if code is _LINECACHE_READ:
             found = True
-        elif found and inspect is not None and frame.f_code.co_filename == inspect:
+        elif found and code.co_name in ("getsource", "getsourcelines"):
             return False
         frame = frame.f_back
     return found
@@ -1516,7 +1525,7 @@ class Window:
 
     def refused(self, event: str, args) -> Crib | None:
         cat = self.catalogue
-        if event in ("open", "compile", "import", "exec") and self._gate not in sys.meta_path:
+        if event in ("open", "compile", "import", "exec") and not _first_finder(self._gate):
             return Crib("sys.meta_path (removing the guard from the import system)", "refused")
         if event == "open":
             if self._reading != threading.get_ident() and cat.guarded_path(args[0]):
@@ -1680,7 +1689,8 @@ class Window:
                         else None
                     )
         self._apply(self._ready_targets(ready))
-        self._swap_builtins(module.__name__)
+        self._swap_builtins()  # all rows: torch's first import in a window registers
+        # torch._C._nn from C, never through the import gate
 
     def _swap_builtins(self, module_name: str | None = None) -> None:
         """Each ready-made builtin of :data:`READY_MADE` (torch's attention: no Python code
@@ -1688,12 +1698,15 @@ class Window:
         lookup at call time (``getattr(F, name)``, an import in the function) reaches the
         gate; a builtin the graded objects hold is the search's to find. ``module_name``:
         that module's rows only (a module imported in the window)."""
-        for name, row_module, attribute in READY_MADE:
-            if module_name is not None and row_module != module_name:
-                continue
-            module = sys.modules.get(row_module)
+        places = [
+            (name, sys.modules.get(row_module), attribute)
+            for name, row_module, attribute in READY_MADE
+            if module_name is None or row_module == module_name
+        ]
+        places += [(f"torch.ops.aten.{op}", namespace, op) for namespace, op in _aten_ops()]
+        for name, module, attribute in places:
             obj = getattr(module, "__dict__", {}).get(attribute) if module is not None else None
-            if isinstance(obj, types.BuiltinFunctionType):
+            if isinstance(obj, types.BuiltinFunctionType) or _is_aten(module, obj):
                 try:
                     setattr(module, attribute, _builtin_gate(Crib(name, "ready-made")))
                 except (AttributeError, TypeError):  # a module that refuses: the search's
@@ -1738,9 +1751,11 @@ class Window:
             self._open = False
             self.seconds["threads"] = time.perf_counter() - started
             started = time.perf_counter()
-            self._restore()
-            self.seconds["restore"] = time.perf_counter() - started
-            _LOCK.release()
+            try:
+                self._restore()
+            finally:
+                self.seconds["restore"] = time.perf_counter() - started
+                _LOCK.release()
         return False
 
     def _still_armed(self) -> None:
@@ -1749,7 +1764,7 @@ class Window:
         guard off in between and on again is beyond this check."""
         if _ACTIVE[0] is not self:
             self.note(Crib("the crib guard's state", "tamper"))
-        elif self._gate not in sys.meta_path:
+        elif not _first_finder(self._gate):
             self.note(Crib("sys.meta_path", "tamper"))
         else:
             for function, _ in self._saved:
@@ -1778,20 +1793,24 @@ class Window:
             self.note(Crib("a thread your code started", "thread"))
 
     def _restore(self) -> None:
-        while self._gate in sys.meta_path:
-            sys.meta_path.remove(self._gate)
-        while self._builtins:
-            module, attribute, builtin = self._builtins.pop()
+        try:  # a finders' list whose own methods raise cannot keep the rest from being put back
+            sys.meta_path[:] = [f for f in list.__iter__(sys.meta_path) if f is not self._gate]
+        except BaseException:  # noqa: BLE001 - nothing else to do
+            pass
+        while self._builtins:  # each put back before it is forgotten (an interrupt in
+            module, attribute, builtin = self._builtins[-1]  # between left the gate there)
             try:
                 setattr(module, attribute, builtin)
             except BaseException:  # noqa: BLE001 - nothing else to do
                 pass
+            self._builtins.pop()
         while self._saved:
-            function, code = self._saved.pop()
+            function, code = self._saved[-1]
             try:
                 function.__code__ = code
             except BaseException:  # noqa: BLE001 - a student's audit hook: nothing else to do
                 pass
+            self._saved.pop()
         import linecache
 
         linecache.cache.update(self._lines)
@@ -1810,6 +1829,53 @@ def _running_beside(cat: Catalogue) -> Crib | None:
         return Crib(forked, "process")
     running = _frames_running_lablib(cat)
     return Crib(running, "frame") if running else None
+
+
+#: torch's attention kernels as operators (``torch.ops.aten.<name>``), each reaching the
+#: same computation as ``scaled_dot_product_attention`` (a red team: 5/5 through
+#: ``getattr(torch.ops.aten, ...)``): replaced while a by-hand window is open.
+_ATEN_ATTENTION = (
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_native_multi_head_attention",
+    "_transformer_encoder_layer_fwd",
+)
+
+
+def _aten_ops() -> list:
+    """``(torch.ops.aten, name)`` of :data:`_ATEN_ATTENTION`, where torch is loaded."""
+    torch = sys.modules.get("torch")
+    try:
+        namespace = torch.ops.aten if torch is not None else None
+    except Exception:  # noqa: BLE001 - a torch half imported or without ops
+        return []
+    if namespace is None:
+        return []
+    out = []
+    for op in _ATEN_ATTENTION:
+        try:
+            getattr(namespace, op)  # loaded into its __dict__ (torch makes them lazily)
+        except Exception:  # noqa: BLE001 - not in this torch
+            continue
+        out.append((namespace, op))
+    return out
+
+
+def _is_aten(namespace, obj) -> bool:
+    """Whether ``obj`` is an operator of torch's ``aten`` namespace (not yet replaced)."""
+    return (
+        obj is not None
+        and type(obj).__name__ == "OpOverloadPacket"
+        and (type(namespace).__name__ == "_OpNamespace")
+    )
+
+
+def _first_finder(gate) -> bool:
+    """Whether ``gate`` is in ``sys.meta_path``, judged without the list's own methods (a
+    list subclass whose ``in`` raised switched every check of the window off)."""
+    finders = sys.meta_path
+    return type(finders) is list and any(f is gate for f in list.__iter__(finders))
 
 
 def _builtin_gate(crib: Crib):

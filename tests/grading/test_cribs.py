@@ -363,3 +363,220 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             name,
             [(t.id, t.message) for t in untouched if not t.passed],
         )
+
+
+# Code a submission leaves running that acts between a by-hand probe's window and its reply
+# (or before the next window): it ran the probe again on lablib's reference and rewrote the
+# reply in place, hidden tests included (a blank Lab 1: 16 of 24 points). The grader's child
+# seals lablib's code before the first by-hand probe (guard.seal): nothing is put back.
+_REWRITE = """
+import sys as _s, types as _t, importlib as _il, importlib.util as _ilu, numpy as _np
+
+
+def attention(query, key, value, mask=None):  # the work not done
+    return 0.0, 0.0
+
+
+_done = set()
+_tries = [0]
+
+
+def _reference():
+    if {clear}:
+        _s.modules["lablib.grading.run.guard"]._ACTIVE[0] = None
+    if {fresh}:
+        base = _il.import_module("lablib").__path__[0]
+        spec = _ilu.spec_from_file_location("_x", base + "/grading/specs/_attention_checks.py")
+        module = _ilu.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.reference_attention
+    return _il.import_module("lablib.grading.specs._attention_checks").reference_attention
+
+
+def _rewrite(frame):
+    try:
+        while frame is not None and frame.f_code.co_name != "run_probe":
+            frame = frame.f_back
+        if frame is None:
+            return
+        local = frame.f_locals
+        plain, request, window = local.get("plain"), local.get("request"), local.get("window")
+        if type(plain) is not dict or request is None or window is None or window._open:
+            return
+        if tuple(request.objects) != ("attention",) or id(plain) in _done:
+            return
+        _tries[0] += 1
+        if _tries[0] > 2000:  # tried at every collection while the window was put back
+            return
+        reference = _reference()
+        protocol = _s.modules["lablib.grading.run.protocol"]
+        ns = dict(local["ns"])
+        ns["attention"] = lambda q, k, v, mask=None: tuple(
+            map(_np.asarray, reference(q, k, v, mask))
+        )
+        new = protocol.to_plain(request.probe(_t.MappingProxyType(ns)))
+        plain.clear()
+        plain.update(new)
+        _done.add(id(plain))
+    except BaseException:
+        pass
+"""
+
+_TRIGGERS = {
+    "gc-callback": """
+import gc as _gc
+_gc.callbacks.append(lambda phase, info: phase == "stop" and _rewrite(_s._getframe(1)))
+_gc.set_threshold(1, 10**6, 10**6)
+""",
+    "tensorflow-patched": """
+import tensorflow as _tf
+_config = _tf.config.experimental
+_tf32 = _config.enable_tensor_float_32_execution
+
+
+def _after_the_window(enabled):  # called as full_float32() ends, after the window
+    _tf32(enabled)
+    _rewrite(_s._getframe(1))
+
+
+_config.enable_tensor_float_32_execution = _after_the_window
+""",
+    "signal-timer": """
+import signal as _signal
+_signal.signal(_signal.SIGALRM, lambda signum, frame: _rewrite(frame))
+_signal.setitimer(_signal.ITIMER_REAL, 0.001, 0.001)
+""",
+    "watcher-thread": """
+import threading as _threading, time as _time
+_main = _threading.main_thread().ident
+
+
+def _watch():
+    while True:
+        _rewrite(_s._current_frames().get(_main))
+        _time.sleep(0.0005)
+
+
+_s.setswitchinterval(1e-4)
+_threading.Thread(target=_watch, daemon=True).start()
+""",
+}
+
+# the reply rewritten where the child sends it, computed with lablib's implementations
+_PROFILE_HOOK = """
+import sys as _s, types as _t, importlib as _il, numpy as _np
+
+
+def _hook(frame, event, arg):
+    if event != "call" or frame.f_code.co_name != "write_frame":
+        return
+    up = frame.f_back
+    command = up.f_locals.get("command") if up is not None else None
+    if command is None or command.op != "probe" or tuple(command.probe.objects) != ("attention",):
+        return
+    try:
+        reference = _il.import_module("lablib.grading.specs._attention_checks").reference_attention
+        protocol = _il.import_module("lablib.grading.run.protocol")
+        ns = dict(up.f_locals["ns"])
+        ns["attention"] = lambda q, k, v, mask=None: tuple(
+            map(_np.asarray, reference(q, k, v, mask))
+        )
+        tree, blobs = protocol.encode_value(
+            protocol.to_plain(command.probe.probe(_t.MappingProxyType(ns)))
+        )
+    except BaseException:
+        return
+    header = frame.f_locals["header"]
+    seq = header["seq"]
+    header.clear()
+    header.update(seq=seq, event="result", ok=True, value=tree)
+    frame.f_locals["blobs"][:] = blobs
+
+
+_s.setprofile(_hook)
+"""
+
+_SECRET_TEST = """
+import numpy as np
+from lablib.grading.spec import expect_close, get_lab
+
+lab = get_lab("lab1_attention")
+
+
+def _secret():
+    rng = np.random.RandomState(987654)
+    q, k, v = rng.normal(size=(3, 5, 6)), rng.normal(size=(3, 7, 6)), rng.normal(size=(3, 7, 4))
+    return q, k, v
+
+
+@lab.test("attention", points=3)
+def secret_attention(ns):
+    out, weights = ns["attention"](*_secret())
+    return {"output": np.asarray(out, float), "weights": np.asarray(weights, float)}
+
+
+@secret_attention.judge
+def _(got):
+    q, k, v = _secret()
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    expect_close(got["weights"], weights, atol=1e-6, what="secret weights")
+    expect_close(got["output"], weights @ v, atol=1e-6, what="secret output")
+"""
+
+
+def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, monkeypatch):
+    """A blank Lab 1 whose graded cell leaves code behind that runs between the by-hand
+    probes' windows (a gc callback, a TensorFlow function replaced, a signal timer, a
+    watcher thread, a profile hook rewriting the reply as it is sent; one clears the
+    guard's state first, one loads lablib's file afresh): every test of the piece scores 0,
+    hidden test included, and the deterministic ones are named. The solution graded beside
+    them keeps full marks with the hidden test."""
+    monkeypatch.setenv("LABLIB_FAST", "1")
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    lab = "lab1_attention"
+    blank_path = ROOT / "labs" / f"{lab}.ipynb"
+    blank = assign_notebook(ROOT / "solutions" / f"{lab}.ipynb", tmp_path / "labs")
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / f"{lab}.py").write_text(_SECRET_TEST, encoding="utf-8")
+    cases = {
+        name: _REWRITE.format(clear=False, fresh=False) + trigger
+        for name, trigger in _TRIGGERS.items()
+    }
+    cases["gc-fresh-file"] = _REWRITE.format(clear=False, fresh=True) + _TRIGGERS["gc-callback"]
+    cases["gc-state-cleared"] = _REWRITE.format(clear=True, fresh=True) + _TRIGGERS["gc-callback"]
+    cases["profile-hook"] = _PROFILE_HOOK
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, code in cases.items():
+        cell = "# GRADED: attention\n" + code
+        notebook, replaced = with_graded_cells(blank_path, {"attention": cell})
+        assert replaced == 1
+        (subs / f"{name}.ipynb").write_bytes(notebook)
+    (subs / "honest.ipynb").write_bytes((ROOT / "solutions" / f"{lab}.ipynb").read_bytes())
+    results = {
+        r.submission: r
+        for r in grade(
+            lab,
+            [subs],
+            tmp_path / "out",
+            jobs=1,
+            progress=False,
+            lab_notebook=blank,
+            hidden_dirs=[str(hidden)],
+        )
+    }
+    honest = results["honest"]
+    assert honest.score == honest.max_score, [(t.id, t.message) for t in honest.tests]
+    assert any(t.hidden and t.passed for t in honest.tests)
+    for name in cases:
+        tests = [t for t in results[name].tests if t.piece == "attention"]
+        assert any(t.hidden for t in tests)
+        assert all(t.score == 0 for t in tests), (name, [(t.id, t.message) for t in tests])
+        if name in ("gc-callback", "tensorflow-patched", "gc-fresh-file", "profile-hook"):
+            named = [t.message for t in results[name].tests if "no points" in t.message]
+            assert named, (name, [(t.id, t.message) for t in results[name].tests])
+    cleared = [t.message for t in results["gc-state-cleared"].tests]
+    assert any("changed lablib's grading code" in m for m in cleared), cleared

@@ -31,6 +31,7 @@ from lablib.backend import full_float32
 from lablib.grading.magics import get_ipython, graded_python
 from lablib.grading.results import Kind
 from lablib.grading.run.guard import Crib, Window, message as crib_message, protect, verify
+from lablib.grading.run.guard import read_command, seal
 from lablib.grading.run.protocol import (
     ProbeRequest,
     ProbeResult,
@@ -162,6 +163,8 @@ def child_main(
     _run_probe=run_probe,
     _describe=describe_exception,
     _kind_of=_kind,
+    _read_command=read_command,
+    _seal=seal,
 ) -> None:
     """Serve the grader's commands until ``exit`` or the end of stdin."""
     import cloudpickle  # noqa: F401  (the grader's probes are cloudpickled)
@@ -195,7 +198,7 @@ def child_main(
     _send(result_fd, {"event": "ready", "seq": 0})
     while True:
         (size,) = _unpack(">Q", read_exact(8))
-        command = _loads(read_exact(size))  # from the grader, never from the student
+        command = _read_command(_loads, read_exact(size))  # from the grader, never the student
         reply: dict[str, Any] = {"seq": command.seq}
         blobs: list[bytes] = []
         if command.op == "setup":
@@ -217,6 +220,12 @@ def child_main(
                 )
             except BaseException as exc:  # noqa: BLE001
                 reply.update(error=_describe(exc), kind=_kind_of(exc), exception=type(exc).__name__)
+        elif command.op == "seal":  # before the first by-hand probe (guard.seal)
+            reply["event"] = "sealed"
+            try:
+                _seal(ns)
+            except BaseException as exc:  # noqa: BLE001 - reported to the grader
+                reply.update(event="seal_error", error=_describe(exc))
         elif command.op == "probe":
             result = _run_probe(command.probe, ns)
             reply.update(event="result", ok=result.ok)

@@ -58,6 +58,10 @@ run outside the window (in the grader, or after it in ``lablib.check``), so a ju
 call any reference. Pieces that build models with lablib's layers (the labs' ``build_*``
 pieces) are not guarded.
 
+In the grader's child the window is not the only time the probe's inputs and reply are
+reachable: before the first by-hand probe the child seals (:func:`seal`), and lablib's
+code stays disarmed until the process ends; each window then opens over the seal.
+
 What it does not cover: the student's graded cells run before the probes, outside any
 window, so values computed with lablib there (a table of answers for the public tests'
 inputs) are not lablib's code when the probe runs; a copy of lablib's function hidden
@@ -93,6 +97,8 @@ __all__ = [
     "Window",
     "message",
     "protect",
+    "read_command",
+    "seal",
     "verify",
 ]
 
@@ -437,7 +443,12 @@ class Catalogue:
                 self.bytecodes.add(code.co_code)
 
     def name_of(self, code) -> str | None:
-        """The dotted name of lablib's code object ``code`` (compared by value), or None."""
+        """The dotted name of lablib's code object ``code`` (compared by value), or None.
+        A gate put in place of lablib's code (:func:`_disarm`) is named as the code it
+        replaced: a function disarmed by the seal (:func:`seal`) is still lablib's."""
+        gated = _GATED.get(id(code))
+        if gated is not None and gated[0] is code:
+            code = gated[1]
         try:
             return self.names.get(code)
         except TypeError:
@@ -625,6 +636,14 @@ def _global_names(code) -> frozenset:
     return known
 
 
+def _code_of(function):
+    """A function's code, or where a gate took its place (:func:`_disarm`), the code the
+    gate replaced: what the function reaches is read from it (a probe's helpers, sealed)."""
+    code = function.__code__
+    gated = _GATED.get(id(code))
+    return gated[1] if gated is not None and gated[0] is code else code
+
+
 def _function_links(function, names=None):
     """What a function reaches: its closure, defaults, ``__wrapped__`` and attributes, and
     the globals (or builtins) its code reads, with the attributes of a module it names
@@ -638,8 +657,9 @@ def _function_links(function, names=None):
     out.extend(function.__defaults__ or ())
     out.extend((function.__kwdefaults__ or {}).values())
     out.extend(getattr(function, "__dict__", {}).values())
-    read = _global_names(function.__code__) if names is None else names
-    names = _names_used(function.__code__) if names is None else names
+    code = _code_of(function)
+    read = _global_names(code) if names is None else names
+    names = _names_used(code) if names is None else names
     scopes = [function.__globals__]
     builtins_ = getattr(function, "__builtins__", None)
     if isinstance(builtins_, dict):
@@ -1177,6 +1197,10 @@ def _gate_code(function, crib: Crib):
 
 _GATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+#: id(gate) -> (the gate, the code it replaced, its Crib): what a gate stands for
+#: (:meth:`Catalogue.name_of`) and what a sealed probe's own functions get back for it.
+_GATED: dict = {}
+
 
 def _disarm(function, crib: Crib, saved: list) -> None:
     if not isinstance(function, types.FunctionType) or function.__code__ is _GATES.get(function):
@@ -1184,6 +1208,7 @@ def _disarm(function, crib: Crib, saved: list) -> None:
     gate = _GATES.get(function)
     if gate is None or gate.co_name != function.__code__.co_name or crib not in gate.co_consts:
         gate = _GATES[function] = _gate_code(function, crib)
+    _GATED[id(gate)] = (gate, function.__code__, crib)
     saved.append((function, function.__code__))
     function.__code__ = gate
 
@@ -1194,6 +1219,9 @@ _ACTIVE: list = [None]  # the open Window (one per process at a time)
 _LOCK = threading.Lock()
 _HOOKED: list = [False]
 _LEFT_RUNNING: weakref.WeakSet = weakref.WeakSet()  # threads a probe left running
+_SEAL: list = [None]  # the grader's child's seal (seal()): never lifted once made
+_SCANNING: list = [None]  # the thread whose scan of the process's objects is the guard's own
+_UNPICKLING: list = [None]  # the thread reading the grader's command (its probes by value)
 
 _GC = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
 _PROCESSES = frozenset(
@@ -1412,6 +1440,74 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
         _HOOKED[0] = True
 
 
+def seal(namespace) -> None:
+    """Called by the grader's child once, after the graded cells and the probes of pieces
+    not written by hand, before the first by-hand probe is read: from then on lablib's
+    guarded code and the ready-made implementations stay disarmed, and the audit hook
+    refuses what would fetch them again, until the process ends.
+
+    A :class:`Window` alone covers its probe's call. Before and after it (reading the
+    command, the value encoded and sent) the probe's inputs, hidden tests' included, and
+    its reply are reachable from the stack, and code the submission left behind runs
+    there too: a profile hook, a signal handler, a ``gc`` callback, a thread, a function
+    of TensorFlow's replaced. With lablib's code put back after each window, such code ran
+    the probe again on lablib's reference and rewrote the reply (a blank Lab 1, 16 of 24
+    points with hidden tests). Sealed, each by-hand probe's window opens over the seal:
+    its own functions are lifted for it and disarmed again when it ends, and nothing else
+    is ever put back. A crib noted between windows fails every later by-hand probe.
+    ``namespace``: the cells' names (searched for lablib's code to disarm)."""
+    if _SEAL[0] is not None:
+        return
+    window = Window(BY_HAND, {}, None, namespace)
+    window.catalogue = cat = catalogue(window.guard)
+    cat.preload()
+    window._ready = _ready_made()
+    search = _Search(cat, window._ready, set())
+    search.run([namespace, sys.modules["builtins"].__dict__], flag=False)
+    found = _running_beside(cat)
+    if not _LOCK.acquire(blocking=False):
+        raise RuntimeError("a crib guard window is open: the seal comes between probes")
+    try:
+        window._arm(search)
+    finally:
+        _LOCK.release()
+    if found is not None:
+        window.note(found)
+    _SEAL[0] = window
+    # a second hook, bound to the seal (a method's __self__ cannot be rebound): the seal
+    # judges even where the guard's state was cleared
+    sys.addaudithook(types.MethodType(_sealed_audit, window))
+
+
+def _sealed_audit(sealed, event: str, args) -> None:
+    """The seal's own audit hook: :func:`_audit` judges while a window (the seal or a
+    probe's) is the active one; with none active, the guard's state was cleared by the
+    submission, which is noted, and the seal refuses as it would."""
+    if _ACTIVE[0] is not None:
+        return
+    sealed.note(Crib("the crib guard's state", "tamper"))
+    try:
+        crib = sealed.refused(event, args)
+    except Exception:  # noqa: BLE001 - made to fail: nothing goes through unjudged
+        crib = Crib("the crib guard's state", "tamper")
+    if crib is _UNREAD:
+        raise PermissionError(errno.EACCES, "not read while by-hand tests run", args[0])
+    if crib is not None:
+        sealed.note(crib)
+        raise CribCall(crib)
+
+
+def read_command(loads, data):
+    """``loads(data)``: the grader's command as the child reads it. Its probes travel by
+    value (code objects and functions made as it is read), which the seal lets through on
+    this thread while this runs only."""
+    _UNPICKLING[0] = threading.get_ident()
+    try:
+        return loads(data)
+    finally:
+        _UNPICKLING[0] = None
+
+
 class _ImportGate:
     """The window's first ``sys.meta_path`` finder: a guarded lablib module or a ready-made
     one (:data:`READY_MADE`) imported while the window is open (``lablib.layers`` imports
@@ -1517,6 +1613,8 @@ class Window:
         self._running = None  # the code object of a guarded module being imported
         self._arming = None  # the thread disarming a module imported in the window
         self._open = False
+        self._seal: Window | None = None  # the seal this window opens over (seal())
+        self._lifted: list = []  # (function, Crib): the probe's own, lifted from the seal
 
     # -- what the audit hook refuses
     def note(self, crib: Crib) -> None:
@@ -1541,6 +1639,10 @@ class Window:
             ):
                 return Crib(os.fsdecode(os.fspath(args[1])), "compiled")
             return None
+        if event in ("code.__new__", "function.__new__") and _UNPICKLING[0] == (
+            threading.get_ident()
+        ):  # the grader's command, its probes by value (sealed: read_command())
+            return None
         if event in ("exec", "function.__new__"):
             code = args[0] if args else None
             if isinstance(code, types.CodeType) and code is not self._running:
@@ -1562,6 +1664,8 @@ class Window:
                 return Crib("a function's __code__ (replacing the code of a function)", "refused")
             return None
         if event in _GC:
+            if _SCANNING[0] == threading.get_ident():  # the guard's own scan, sealed
+                return None
             return Crib(f"{event} (a search of the interpreter's objects)", "refused")
         if event == "code.__new__":  # lablib's bytecode under other names (code.replace)
             if args and isinstance(args[0], bytes) and args[0] in cat.bytecodes:
@@ -1576,6 +1680,13 @@ class Window:
         if not self.guard:
             return self
         started = time.perf_counter()
+        self._seal = _SEAL[0]
+        if self._seal is not None:  # the grader's child, sealed: what it noted or broke
+            self._seal.note_tampering()
+            if self._seal.found is not None:
+                self.found = self._seal.found
+                self.seconds["search"] = time.perf_counter() - started
+                return self
         self.catalogue = catalogue(self.guard)
         self.catalogue.preload()
         self._ready = _ready_made()
@@ -1615,13 +1726,59 @@ class Window:
             )
         started = time.perf_counter()
         try:
+            if self._seal is not None:
+                self._lift(reached)
             self._arm(search)
         except BaseException:
-            self._restore()
+            self._leave()
             _LOCK.release()
             raise
         self.seconds["arm"] = time.perf_counter() - started
         return self
+
+    def _lift(self, reached) -> None:
+        """Sealed: the probe's own functions the seal disarmed get their code back for
+        this probe (:meth:`_hand_over` disarms them again)."""
+        seal = self._seal
+        for function in reached:
+            gated = _GATED.get(id(function.__code__))
+            if gated is None or gated[0] is not function.__code__:
+                continue
+            seal._arming = threading.get_ident()
+            try:
+                function.__code__ = gated[1]
+            finally:
+                seal._arming = None
+            self._lifted.append((function, gated[2]))
+
+    def _leave(self) -> None:
+        """What the window disarmed put back (:meth:`_restore`), or, sealed, handed to the
+        seal (:meth:`_hand_over`)."""
+        if self._seal is None:
+            self._restore()
+        else:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Sealed: nothing is put back. The probe's lifted functions are disarmed again and
+        what this window disarmed (modules imported while it ran, copies found) stays so,
+        kept by the seal; only this window's finder leaves ``sys.meta_path``."""
+        seal = self._seal
+        self._arming = seal._arming = threading.get_ident()
+        try:
+            while self._lifted:
+                function, crib = self._lifted.pop()
+                _disarm(function, crib, seal._saved)
+        finally:
+            self._arming = seal._arming = None
+        seal._saved.extend(self._saved)
+        seal._builtins.extend(self._builtins)
+        seal._lines.update(self._lines)
+        self._saved, self._builtins, self._lines = [], [], {}
+        try:
+            sys.meta_path[:] = [f for f in list.__iter__(sys.meta_path) if f is not self._gate]
+        except BaseException:  # noqa: BLE001 - the seal's own finder stays: nothing else to do
+            pass
 
     def _targets(self, functions, classes) -> dict:
         """id -> (function, the Crib its call is) for lablib's functions (or copies) and
@@ -1663,15 +1820,18 @@ class Window:
         return targets
 
     def _apply(self, targets: dict) -> None:
-        self._arming = (
-            threading.get_ident()
-        )  # the window's own __code__ swaps (imports in the window)
+        # the window's own __code__ swaps (imports in the window); sealed, the seal judges
+        # them until the window is the active one
+        arming = [self] if self._seal is None else [self, self._seal]
+        for window in arming:
+            window._arming = threading.get_ident()
         try:
             for key, (function, crib) in targets.items():
                 if key not in self._exempt:
                     _disarm(function, crib, self._saved)
         finally:
-            self._arming = None
+            for window in arming:
+                window._arming = None
 
     def _disarm_module(self, module) -> None:
         """A module imported while the window is open: disarmed like those loaded before."""
@@ -1747,13 +1907,15 @@ class Window:
             self._wait_for_threads()
             self._still_armed()
         finally:
-            _ACTIVE[0] = None
+            if self._seal is None:
+                _ACTIVE[0] = None
             self._open = False
             self.seconds["threads"] = time.perf_counter() - started
             started = time.perf_counter()
             try:
-                self._restore()
+                self._leave()
             finally:
+                _ACTIVE[0] = self._seal  # sealed: the seal judges again, never nobody
                 self.seconds["restore"] = time.perf_counter() - started
                 _LOCK.release()
         return False
@@ -1762,19 +1924,27 @@ class Window:
         """The window's own state as it left it: still the open window, its finder first in
         line, every disarmed function still disarmed. Code under test that switched the
         guard off in between and on again is beyond this check."""
+        changed = self._tampered()
+        if changed is not None:
+            self.note(changed)
+
+    def note_tampering(self) -> None:
+        """The seal's check before each probe (:meth:`_still_armed` for the seal)."""
+        if self.found is None:
+            self._still_armed()
+
+    def _tampered(self) -> Crib | None:
         if _ACTIVE[0] is not self:
-            self.note(Crib("the crib guard's state", "tamper"))
-        elif not _first_finder(self._gate):
-            self.note(Crib("sys.meta_path", "tamper"))
-        else:
-            for function, _ in self._saved:
-                if function.__code__ is not _GATES.get(function):
-                    self.note(Crib(f"{function.__qualname__}.__code__", "tamper"))
-                    break
-            for module, attribute, builtin in self._builtins:
-                if getattr(module, "__dict__", {}).get(attribute) is builtin:  # put back
-                    self.note(Crib(f"{getattr(module, '__name__', '?')}.{attribute}", "tamper"))
-                    break
+            return Crib("the crib guard's state", "tamper")
+        if not _first_finder(self._gate):
+            return Crib("sys.meta_path", "tamper")
+        for function, _ in self._saved:
+            if function.__code__ is not _GATES.get(function):
+                return Crib(f"{function.__qualname__}.__code__", "tamper")
+        for module, attribute, builtin in self._builtins:
+            if getattr(module, "__dict__", {}).get(attribute) is builtin:  # put back
+                return Crib(f"{getattr(module, '__name__', '?')}.{attribute}", "tamper")
+        return None
 
     def _wait_for_threads(self) -> None:
         deadline = time.monotonic() + THREAD_WAIT
@@ -1993,7 +2163,12 @@ def _running_lablib_code(cat: Catalogue, _grading: bool = False) -> list:
     function, seen = types.FunctionType, _CODE_SEEN
     gc.unfreeze()  # gc.get_objects() leaves out what gc.freeze() put aside (no audit event)
     found = []
-    for obj in gc.get_objects():
+    _SCANNING[0] = threading.get_ident()  # sealed, the seal lets this one search through
+    try:
+        objects = gc.get_objects()
+    finally:
+        _SCANNING[0] = None
+    for obj in objects:
         if type(obj) is function:
             code = obj.__code__
             known = seen.get(id(code))

@@ -99,7 +99,7 @@ class Command:
     """One request from the grader to the child; the child answers with ``seq``."""
 
     seq: int
-    op: str  # "setup" | "cell" | "probe" | "exit"
+    op: str  # "setup" | "cell" | "seal" | "probe" | "exit"
     sources: tuple[str, ...] = ()
     piece: str = ""
     source: str = ""

@@ -1075,7 +1075,27 @@ def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: Run
             )
             if error_kind != Kind.ERROR:
                 outcome.problems.append(Problem(error_kind, f"graded cell {piece}"))
-    for request in probes:
+    # the probes of pieces not written by hand first (they may use lablib's layers), then
+    # the seal (guard.seal: lablib's code disarmed until the process ends), then the rest
+    sealed = False
+    for request in sorted(probes, key=lambda r: bool(r.guard)):
+        if request.guard and not sealed:
+            sealed = True
+            seq = attempt.next_seq()
+            attempt.send(Command(seq, "seal"))
+            kind, header, _ = _student_wait(attempt, seq, limits.timeout, limits, outcome)
+            if kind != "reply":
+                return (kind, header, f"test {request.id}")
+            if header.get("event") != "sealed":
+                why = _text(header.get("error") or "no reply")
+                for p in probes:
+                    if p.guard:
+                        outcome.results[p.id] = ProbeResult.failed(
+                            Kind.ERROR,
+                            f"not run: the crib guard of the pieces written by hand could "
+                            f"not be set up ({why})",
+                        )
+                break
         seq = attempt.next_seq()
         attempt.send(Command(seq, "probe", probe=request))
         kind, header, blobs = _student_wait(

@@ -14,7 +14,13 @@ import numpy as np
 
 from lablib.grading.expect import Mistake
 
-__all__ = ["OUTPUT_NOT_WEIGHTED_SUM", "attention_stages", "centred_rows", "reference_attention"]
+__all__ = [
+    "OUTPUT_NOT_WEIGHTED_SUM",
+    "attention_stages",
+    "centred_rows",
+    "large_score_mistakes",
+    "reference_attention",
+]
 
 
 def reference_attention(query, key, value, mask=None, scale=None):
@@ -31,6 +37,45 @@ def reference_attention(query, key, value, mask=None, scale=None):
     total = exp.sum(axis=-1, keepdims=True)
     weights = exp / np.where(total > 0, total, 1.0)
     return weights @ value, weights
+
+
+def large_score_mistakes(weights, output, allowed, where, lead=()):
+    """The numerics of a student's attention on scores around 1e3, where a softmax without
+    each row's own maximum subtracted overflows (or underflows): ``weights`` and ``output``
+    (the student's, already checked for shape) must be finite and each query's weights over
+    its ``allowed`` keys (bool over the last axis, or None for all) must sum to 1. ``where``
+    names the call in the messages; ``lead`` names the weights' axes before the queries
+    (Lab 2's ``("head",)``). Raises :class:`Mistake` naming the first that fails. Shared by
+    Lab 1's ``attention`` and Lab 2's ``encoder_block``, which then compare with the
+    reference loosely enough for float32."""
+    shift = (
+        "Subtract each query's own largest allowed score (max over axis -1, keepdims=True) "
+        "before np.exp: the softmax stays the same and every row's largest exponential is 1."
+    )
+    for values, name in ((weights, "weights"), (output, "output")):
+        if not np.all(np.isfinite(values)):
+            raise Mistake(
+                f"With scores around 1e3 ({where}) your {name} hold NaN or inf: np.exp "
+                "overflows to inf beyond a score of about 709 (inf / inf is NaN), or, with one "
+                "maximum subtracted for the whole array, a row far below it underflows to 0 "
+                f"(0 / 0 is NaN). {shift}"
+            )
+    weights = np.asarray(weights, dtype=np.float64)
+    keys = np.ones(weights.shape[-1], bool) if allowed is None else np.asarray(allowed, bool)
+    totals = np.where(keys, weights, 0.0).sum(axis=-1)
+    # a query with no allowed key has weights 0 (checked elsewhere), not a sum of 1
+    off = np.where(np.broadcast_to(keys, weights.shape).any(axis=-1), np.abs(totals - 1.0), 0.0)
+    if np.any(off > 1e-3):
+        index = np.unravel_index(int(np.argmax(off)), totals.shape)
+        names = (*lead, "query")[-len(index) :] if index else ()
+        if len(names) < len(index):
+            names = (*("axis",) * (len(index) - len(names)), *names)
+        row = ", ".join(f"{n} {int(i)}" for n, i in zip(names, index))
+        raise Mistake(
+            f"With scores around 1e3 ({where}) the weights of {row} sum to "
+            f"{totals[index]:.4g}, not 1: its exponentials underflowed to 0 (a maximum "
+            f"subtracted that is not its own, far above its scores). {shift}"
+        )
 
 
 def centred_rows(values, usable):

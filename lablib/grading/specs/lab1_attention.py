@@ -19,6 +19,7 @@ from lablib.grading.expect import (
     real_array,
 )
 from lablib.grading.specs._attention_checks import attention_stages as _attention_stages
+from lablib.grading.specs._attention_checks import large_score_mistakes
 from lablib.grading.specs._attention_checks import reference_attention as _reference_attention
 from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.spec import diagnose, expect, expect_close, expect_equal, expect_shape, get_lab
@@ -211,26 +212,9 @@ def _judge_large_scores(got, inputs):
     reference = out, weights = _reference_attention(*inputs)
     got = _attention_reply(got, inputs, reference)
     call = _attention_call(inputs)
-    shift = (
-        "Subtract each query's own largest allowed score (max over axis -1, keepdims=True) "
-        "before np.exp: the softmax stays the same and every row's largest exponential is 1."
-    )
-    for name in ("weights", "output"):
-        if not np.all(np.isfinite(got[name])):
-            raise Mistake(
-                f"With scores around 1e3 ({call}) your {name} are NaN or infinite: np.exp "
-                "overflows to inf beyond a score of about 709 (inf / inf is NaN), or, with one "
-                "maximum subtracted for the whole array, a row far below it underflows to 0 "
-                f"(0 / 0 is NaN). {shift}"
-            )
-    totals = got["weights"].sum(axis=-1)
-    if np.any(np.abs(totals - 1.0) > 1e-3):
-        row = int(np.argmax(np.abs(totals - 1.0)))
-        raise Mistake(
-            f"With scores around 1e3 ({call}) the weights of query {row} sum to "
-            f"{totals.flat[row]:.4g}, not 1: its exponentials underflowed to 0 (a maximum "
-            f"subtracted that is not its own, far above its scores). {shift}"
-        )
+    mask = inputs[3]
+    allowed = None if mask is None else np.broadcast_to(np.asarray(mask, bool), weights.shape)
+    large_score_mistakes(got["weights"], got["output"], allowed, call)
     expect_close(got["weights"], weights, rtol=1e-3, atol=1e-6, what=f"weights of {call}")
     expect_close(got["output"], out, rtol=1e-3, atol=1e-5, what=f"output of {call}")
 

@@ -17,6 +17,7 @@ from lablib.grading.specs._model_checks import add_model_piece
 from lablib.grading.specs._positional_checks import add_encoding_piece
 from lablib.grading.expect import Mistake, describe, expect_array, expect_fields
 from lablib.grading.expect import expect_number, is_number, numbers
+from lablib.grading.specs._attention_checks import large_score_mistakes
 from lablib.grading.specs._block_checks import ablation_outputs, block_stages
 from lablib.grading.specs._cases import add_case_tests
 from lablib.grading.specs._metric_checks import battery, metric_stages
@@ -881,27 +882,8 @@ def _judge_large_scores(got, x, weights, mask, what):
             got["attention"], attention.shape, f"attention weights {what} [heads, T, T]"
         ),
     }
-    shift = (
-        "Subtract each query's own largest score (scores.max(axis=-1, keepdims=True)) "
-        "before np.exp: the softmax stays the same and every row's largest exponential is 1."
-    )
-    for name, words in (("attention", "attention weights hold"), ("output", "output holds")):
-        if not np.all(np.isfinite(got[name])):
-            raise Mistake(
-                f"With attention scores around 1e3 ({what}) your {words} NaN or inf: np.exp "
-                "overflows to inf beyond a score of about 709 (inf / inf is NaN), or, with one "
-                "maximum subtracted for the whole array, a row far below it underflows to 0 "
-                f"(0 / 0 is NaN). {shift}"
-            )
-    allowed = np.ones(attention.shape[-1], bool) if mask is None else np.asarray(mask, bool)
-    totals = got["attention"][..., allowed].sum(axis=-1)
-    if np.any(np.abs(totals - 1.0) > 1e-3):
-        head, row = np.unravel_index(int(np.argmax(np.abs(totals - 1.0))), totals.shape)
-        raise Mistake(
-            f"With attention scores around 1e3 ({what}) the weights of head {head}, query "
-            f"{row} sum to {totals[head, row]:.4g}, not 1: its exponentials underflowed to 0 "
-            f"(a maximum subtracted that is not its own, far above its scores). {shift}"
-        )
+    allowed = None if mask is None else np.asarray(mask, bool)
+    large_score_mistakes(got["attention"], got["output"], allowed, what, lead=("head",))
     # the numerics alone (the other cases judge the steps), loosely enough for float32
     expect_close(
         got["attention"], attention, rtol=1e-3, atol=1e-6, what=f"attention weights {what}"

@@ -94,7 +94,7 @@ from lablib.grading.gradebook import GradebookError, GradebookFolder, feedback_s
 from lablib.grading.gradebook.identity import STUDENT_FIELDS, RosterIndex, resolve
 from lablib.grading.lms import clean_label, fold, moodle_number
 from lablib.grading.report.gradebook_csv import spreadsheet_text
-from lablib.grading.report.text import num
+from lablib.grading.report.text import num, visible_controls
 from lablib.grading.results import PROBLEMS, Kind, Status
 from lablib.grading.review.store import DB_NAME, ReviewError, changes_since
 from lablib.grading.submissions import (
@@ -339,7 +339,11 @@ def export(
         points}} (a Moodle worksheet's maximum that could not be checked: several
         columns, or no number), "matched_by_name": [keys], "held": {lab: [keys]},
         "left_out_empty", "empty_cells", "excused": {lab: [keys]}, "format", "labs", "notes": path or
-        None, "summary"}``: ``late_deducted`` ({lab: [keys]}) the students whose total
+        None, "summary", "roster_given", "identifiers_as_given": [keys]}``: ``unmatched``
+        with a roster its rows joined to none of its students, without one the rows
+        matched to no one at grading; ``identifiers_as_given`` the students written with an
+        id or e-mail the LMS matches by that starts as a formula may (written as given,
+        noted); ``late_deducted`` ({lab: [keys]}) the students whose total
         exported has lablib's late penalty deducted (Canvas's own late policy, where on,
         deducts again); ``group_totals_differ`` ({lab: [submission names]}) a Canvas file's
         group submissions whose members' totals differ; ``excused`` the students whose
@@ -392,6 +396,7 @@ def export(
     report |= {"left_out_empty": 0, "empty_cells": 0, "excused": {}}
     report["late_deducted"] = {}  # lab -> keys whose exported total has lablib's late penalty
     report["format"] = fmt
+    report["roster_given"] = roster is not None
     report["group_totals_differ"] = {}  # lab -> group submissions whose members' totals differ
     report |= {"statuses": {}, "not_graded": {}, "skipped_unmatched": {}, "matched_by_name": []}
     report["held"] = {}
@@ -419,6 +424,7 @@ def export(
         rows = _canvas_rows(people, roster is not None, destination, header_cells, values, report)
         _groups_apart(people, books, columns, report)
     report["matched_by"] = None if field is None else _MOODLE_KEYS[field]
+    _identifiers_as_given(fmt, rows, destination, report)
     destination.parent.mkdir(parents=True, exist_ok=True)
     _write_import_file(fmt, destination, rows, header_cells, points, values)
     notes_path = _write_notes(destination, people)
@@ -459,8 +465,8 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
     line = (
         f"wrote {destination}: {report['students']} students ({report['with_totals']} with a submission for every "
         f"lab; {missing_any} missing one or more ({'0, noted' if missing == 'zero' else 'left empty'}); "
-        f"{ungraded} with written answers not graded or changed since (noted); {len(report['not_in_roster'])} not in "
-        f"the roster), labs {', '.join(report['labs'])}"
+        f"{ungraded} with written answers not graded or changed since (noted); {_outside(report)}), "
+        f"labs {', '.join(report['labs'])}"
     )
     if unknown:
         line += f"; {unknown} with lateness not computed (no late penalty, noted)"
@@ -497,6 +503,14 @@ def _summary(destination, report: dict, missing: str, notes_path) -> str:
             f"them by hand)"
         )
     return line + (f"; notes in {notes_path}" if notes_path else "")
+
+
+def _outside(report: dict) -> str:
+    """The summary's count of the students not in the roster; without a roster given,
+    that none was (every student is then from the gradebooks' identities)."""
+    if not report.get("roster_given", True):
+        return "no roster given: each student as identified at grading"
+    return f"{len(report['not_in_roster'])} not in the roster"
 
 
 def _more_summary(report: dict, missing: str) -> str:
@@ -547,6 +561,12 @@ def _more_summary(report: dict, missing: str) -> str:
         line += (
             f"; {len(report['matched_by_name'])} without an ID, SIS User ID or SIS Login ID "
             f"(Canvas matches them by name, noted)"
+        )
+    if report.get("identifiers_as_given"):
+        line += (
+            f"; {len(report['identifiers_as_given'])} with an id or e-mail starting with "
+            f"= + - or @, written as the LMS gave it for its import to match (noted): do not "
+            f"open the file in a spreadsheet"
         )
     return line
 
@@ -1143,8 +1163,9 @@ def _member(entry: dict, identity: dict) -> str:
 
 def _place_rows(people: list[_Person], books, roster, report: dict) -> RosterIndex | None:
     """Every gradebook row placed with its student (``people`` grows by those not in the
-    roster); ``report["unmatched"]`` gets each lab's submissions matched to no one.
-    Returns the roster's index (None without a roster)."""
+    roster); ``report["unmatched"]`` gets each lab's submissions matched to no one (with
+    a roster: to none of its students; without: to no one at grading). Returns the
+    roster's index (None without a roster)."""
     index = RosterIndex(roster) if roster is not None else None
     for _, book in books if index is not None else ():
         # what the whole download says (a group named like Moodle's Default group)
@@ -1164,7 +1185,9 @@ def _place_rows(people: list[_Person], books, roster, report: dict) -> RosterInd
             for i, (identity, row) in enumerate(zip(identities, _member_rows(entry, identities))):
                 person = _place(people, identity, entry["submission"], lab)
                 person.rows.setdefault(lab, []).append(row)
-                if not person.in_roster:  # a group's other member too, as roster.match_of
+                # a group's other member too, as roster.match_of; without a roster, only
+                # what matched no one at grading (a student matched then is no stray)
+                if not person.in_roster and (roster is not None or not identity.get("matched")):
                     name = entry["submission"] if i == 0 else _member(entry, identity)
                     unmatched.append(name)
                     if identity.get("why_unmatched"):
@@ -1614,6 +1637,49 @@ def _canvas_names(people: list[_Person], report: dict) -> None:
     report["matched_by_name"] = [_key(p) for p in bare]
 
 
+#: The import file's columns the LMS matches a row to its student by, per format: field
+#: -> header. Written as the LMS gave them (:func:`_identifier_cell`).
+_IDENTIFIER_COLUMNS = {
+    "canvas": {"lms_id": "ID", "student_id": "SIS User ID", "login": "SIS Login ID"},
+    "moodle": {"email": "Email address", "student_id": "ID number"},
+}
+#: How a cell starts that a spreadsheet may run as a formula (what
+#: :func:`~lablib.grading.report.gradebook_csv.spreadsheet_text` makes inert).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _identifier_cell(value: str) -> str:
+    """A cell of a column the LMS's import matches students by (:data:`_IDENTIFIER_COLUMNS`):
+    written as the LMS gave it, its control characters shown (no LMS has them in an id),
+    never with the leading ``'`` that keeps other text inert in a spreadsheet: the import
+    would look for a user whose e-mail is ``'-ann@x.org`` and find none."""
+    return visible_controls(value)
+
+
+def _identifiers_as_given(fmt: str, people: list[_Person], destination, report: dict) -> None:
+    """Note each student written whose identifier cell (:data:`_IDENTIFIER_COLUMNS`) starts
+    as a formula may (``=``, ``+``, ``-``, ``@``): written as the LMS gave it, for the
+    import to match it, it is not made inert, so the file is for the LMS's import, not a
+    spreadsheet. Listed in ``report["identifiers_as_given"]``; the note is the notes
+    file's only."""
+    report["identifiers_as_given"] = []
+    for p in people:
+        cells = [
+            (header, p.fields[field])
+            for field, header in _IDENTIFIER_COLUMNS[fmt].items()
+            if p.fields[field].startswith(_FORMULA_STARTS)
+        ]
+        for header, value in cells:
+            p.staff_notes.append(
+                f"{header} {value!r} starts with {value[0]!r}, which a spreadsheet may read as "
+                f"a formula: written as the LMS gave it, for its import to match the student "
+                f"(a leading ' would match no one); give {destination.name} to the LMS's "
+                f"import without opening it in a spreadsheet"
+            )
+        if cells:
+            report["identifiers_as_given"].append(_key(p))
+
+
 def _write_import_file(
     fmt: str, destination: pathlib.Path, people: list[_Person], header_cells, points, values: dict
 ) -> None:
@@ -1636,10 +1702,9 @@ def _write_import_file(
                 x = p.fields
                 writer.writerow(
                     [
-                        *map(
-                            spreadsheet_text,
-                            (x["name"], x["lms_id"], x["student_id"], x["login"], x["section"]),
-                        ),
+                        spreadsheet_text(x["name"]),
+                        *map(_identifier_cell, (x["lms_id"], x["student_id"], x["login"])),
+                        spreadsheet_text(x["section"]),
                         *values[id(p)],
                     ]
                 )
@@ -1657,7 +1722,8 @@ def _write_import_file(
                 x = p.fields
                 writer.writerow(
                     [
-                        *map(spreadsheet_text, (x["name"], x["email"], x["student_id"])),
+                        spreadsheet_text(x["name"]),
+                        *map(_identifier_cell, (x["email"], x["student_id"])),
                         *values[id(p)],
                         # Moodle shows an imported feedback as HTML: a name a student gave
                         # a file (<img ...>) is text there

@@ -743,7 +743,11 @@ def _again(result: SubmissionResult, roster, times, spec, index=None) -> dict:
     for key in _READ_AT_GRADING:  # of the bytes it was graded on ("" sha256: none read)
         if key in old:
             identity[key] = old[key]
-    if not identity.get("submitted_at") and old.get("submitted_at"):
+    timed_by_file = str(old.get("time_source") or "").startswith(TIMES_FILE_SOURCE)
+    outranked = timed_by_file and not str(identity.get("time_source") or "").startswith(
+        (TIMES_FILE_SOURCE, "Gradescope")
+    )  # a times file's time outranks the roster's (the same bytes: the row is not regraded)
+    if old.get("submitted_at") and (not identity.get("submitted_at") or outranked):
         identity.update(submitted_at=old["submitted_at"], time_source=old.get("time_source", ""))
     return identity
 
@@ -1092,6 +1096,7 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
         r.identity = _identify(by_name[r.submission], roster, times, spec, index)
         r.identity.update(read)
     dated = _dated_before(previous)
+    from_times = _times_file_times(previous) if times is None else None
     _keep_file_times(previous, graded)
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
@@ -1101,7 +1106,75 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
         _date_by_roster(results)
     else:
         _check_kept_times([r for r in results if id(r) in now], dated)
+    if from_times is not None:  # no times file given now: the times of the ones given before
+        _keep_times_file_times([r for r in results if id(r) in now], from_times)
     return results
+
+
+#: Where a time read from a ``--times`` file came from (``identity.time_source``).
+TIMES_FILE_SOURCE = "the times file"
+
+#: Why a notebook graded without ``--times`` has no time, though a times file given to an
+#: earlier grading run timed another version of it (lateness not computed).
+KEPT_TIMES_FILE = (
+    "Lateness not computed: this notebook was graded without --times, and the only "
+    "submission time known for this student ({time}, {source}) was given for another "
+    "version of their notebook (a times file given to an earlier grading run): a "
+    "resubmission would count at the earlier time. Grade it again with its time "
+    "(lablib grade --times FILE, the new time in FILE)."
+)
+
+
+def _times_file_times(previous) -> dict:
+    """The times a ``--times`` file gave the kept rows, for a regrade without one: by
+    ``("file", real path, sha256)`` and ``("key", student key, sha256)`` of the bytes
+    they timed, ``(time, source)``; and by ``("file", real path)`` and
+    ``("key", student key)`` alone, the same, to say that another version was timed."""
+    timed: dict = {}
+    for r in previous:
+        identity = r.identity or {}
+        if isinstance(earlier := identity.get("times_file_time"), list) and len(earlier) == 2:
+            for kind in ("file", "key"):  # a resubmission's row: still not dated by it
+                if value := str(identity.get(kind) or ""):
+                    timed.setdefault((kind, value), (str(earlier[0]), str(earlier[1])))
+        when, source = identity.get("submitted_at"), str(identity.get("time_source") or "")
+        if not when or not source.startswith(TIMES_FILE_SOURCE):
+            continue
+        digest = str(identity.get("sha256") or "")
+        for kind in ("file", "key"):
+            if value := str(identity.get(kind) or ""):
+                timed.setdefault((kind, value), (when, source))
+                if digest:
+                    timed[(kind, value, digest)] = (when, source)
+    return timed
+
+
+def _keep_times_file_times(rows, timed: dict) -> None:
+    """Rows graded now without ``--times``: a time a times file gave the same bytes of the
+    same notebook or student at an earlier run (``timed``: :func:`_times_file_times`) is
+    kept, with its source (a times file outranks the roster; the download's own time,
+    Gradescope's, stands). A row of that notebook or student with other bytes, and no
+    time now, is a resubmission the earlier time does not date: its lateness is not
+    computed (``time_unknown`` says why, ``times_file_time`` keeps the earlier time for the
+    regrades after), never counted on time."""
+    for r in rows:
+        identity = r.identity or {}
+        if str(identity.get("time_source") or "").startswith("Gradescope"):
+            continue
+        digest = str(identity.get("sha256") or "")
+        places = [
+            (kind, str(identity.get(kind) or "")) for kind in ("file", "key") if identity.get(kind)
+        ]
+        same = [timed[(*place, digest)] for place in places if digest and (*place, digest) in timed]
+        if same:
+            identity["submitted_at"], identity["time_source"] = same[0]
+            identity.pop("time_unknown", None)
+            identity.pop("dated", None)
+            continue
+        other = [timed[place] for place in places if place in timed]
+        if other and not identity.get("submitted_at"):
+            identity["time_unknown"] = KEPT_TIMES_FILE.format(time=other[0][0], source=other[0][1])
+            identity["times_file_time"] = list(other[0])  # for the regrades after this one
 
 
 #: Why a notebook graded without a roster given now has no time (lateness not computed).

@@ -69,7 +69,9 @@ class GradeOptions:
         None, "the class list: each row's student is resolved now and kept in the gradebook"
     )
     times: SubmissionTimes | None = _option(
-        None, "submission times for the rows whose LMS download carries none"
+        None,
+        "submission times for the rows whose LMS download carries none (a regrade without "
+        "it keeps the time an earlier one gave each notebook, while its bytes are the same)",
     )
     late_policy: LatePolicy | None = _option(
         None, "the late policy (kept in the output folder: later regrades and reports apply it)"

@@ -1,6 +1,7 @@
 """Finding the submissions to grade: notebooks and folders -> named submissions.
 
-A path given is a notebook (its name: the stem), or a folder. In a folder, each notebook
+A path given is a notebook (its name: the stem), or a folder (an archive given, the LMS's
+download zip, is refused: unzip it and give the folder). In a folder, each notebook
 is named by the student it belongs to:
 
 * a notebook at the top of the folder: its stem (``w03.ipynb`` -> ``w03``);
@@ -624,6 +625,8 @@ def _unique(found: list[Found]) -> list[Found]:
 
 
 def find_submissions(paths, refused: list | None = None, layout: str = "auto") -> list[Found]:
+    # Over 80 lines for its docstring (every rule and error); code: 66 lines, one loop over
+    # the paths given whose three kinds (folder, file, link) fill the same two lists.
     """A :class:`Found` for each submission among ``paths`` (notebooks and folders; see the
     module's docstring for the names). ``.ipynb`` is matched in any case.
 
@@ -640,8 +643,9 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     content is reported as a :class:`LayoutWarning` with ``"auto"``.
 
     Raises:
-        ValueError: ``layout`` is neither, or a folder given cannot be listed (a folder
-            inside one that cannot is skipped, with the reason).
+        ValueError: ``layout`` is neither, a folder given cannot be listed (a folder
+            inside one that cannot is skipped, with the reason), or a file given is an
+            archive (the LMS's download zip: :func:`_refuse_archive`).
         FileNotFoundError: a path given does not exist.
         lablib.grading.lms.LmsDownloadError: a Gradescope ``submission_metadata.yml``
             cannot be read (never graded as if it were not there).
@@ -694,6 +698,7 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
                     )
                 )
         elif path.is_file():
+            _refuse_archive(path)
             target = _resolve_inside(path, os.path.realpath(path.parent), skipped)
             if target is not None:
                 how = _LINKED_GIVEN if path.is_symlink() else _GIVEN
@@ -711,6 +716,42 @@ def find_submissions(paths, refused: list | None = None, layout: str = "auto") -
     else:
         warn_skipped(skipped, stacklevel=3)
     return _unique(found)
+
+
+#: The names of archives (an LMS's download, a folder compressed), in lower case.
+_ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".gz", ".7z", ".rar")
+
+
+def _refuse_archive(path: pathlib.Path) -> None:
+    """A file given by its path that is an archive (named so, or a zip archive by its
+    first bytes, unless it is named ``.ipynb``: a student's notebook that is no notebook
+    is graded as unreadable, never refused) would be graded as one unreadable notebook:
+    refused, saying what to do. lablib reads no archive: the LMS's download is unzipped
+    first, and its folder given.
+
+    Raises:
+        ValueError: ``path`` is an archive.
+    """
+    name = path.name.lower()
+    if name.endswith(".ipynb"):
+        return
+    suffix = next((a for a in _ARCHIVES if name.endswith(a)), "")
+    if not suffix:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError:
+            return  # read as a notebook, which says why it cannot be
+        if head not in (b"PK\x03\x04", b"PK\x05\x06"):
+            return
+        suffix = ".zip"
+    stem = path.name[: len(path.name) - len(suffix)] or "submissions"
+    unpack = f"unzip {path.name} -d {stem}" if suffix == ".zip" else "extract it"
+    raise ValueError(
+        f"{str(path)!r} is a{' zip' if suffix == '.zip' else 'n'} archive, not a notebook: "
+        f"lablib grades .ipynb files and folders of them, and reads no archive. Unzip the "
+        f"LMS's download ({unpack}) and give the folder: lablib grade LAB {stem}/ -o OUT."
+    )
 
 
 def _walked_at(file: pathlib.Path, folder: pathlib.Path) -> str:

@@ -241,6 +241,34 @@ def test_names_stay_text_and_groups_share_the_grade(tmp_path):
     assert table["333"][0] == "'=cmd|' /C calc'!A0 X" and table["333"][5] == "6"
 
 
+def test_the_ids_the_lms_matches_by_are_written_as_it_gave_them(tmp_path):
+    """A leading ' (a formula made inert) in the column the import matches students by made
+    the row no one's: Moodle found no user '-ann@x.org. The identifier columns (Moodle's
+    Email address and ID number, Canvas's ID, SIS User ID and SIS Login ID) are written as
+    the LMS gave them, each such cell noted in the notes file and counted in the summary;
+    names and the other cells stay inert."""
+    ours = "student_id,name,email,submission\n+S1,=Ann One,-ann@x.org,ann\nS2,Bo Two,bo@x.org,\n"
+    roster = Roster.load(_write(tmp_path, "ours.csv", ours))
+    _book(tmp_path, tmp_path / "out", {"ann": (7, None), "S2": (5, None)}, roster=roster)
+    done = export("moodle", [tmp_path / "out"], roster, tmp_path / "m.csv")
+    rows = list(csv.reader(open(tmp_path / "m.csv", encoding="utf-8")))
+    assert rows[1][:4] == ["'=Ann One", "-ann@x.org", "+S1", "10"], rows
+    assert done["identifiers_as_given"] == ["+S1"]
+    assert "1 with an id or e-mail starting with = + - or @" in done["summary"]
+    notes = (tmp_path / "m.notes.csv").read_text(encoding="utf-8")
+    assert "Email address '-ann@x.org' starts with '-'" in notes, notes
+    assert "ID number '+S1' starts with '+'" in notes and "written as the LMS gave it" in notes
+    assert "starts with" not in rows[1][-1], "the Moodle file's Notes (feedback) say nothing"
+    canvas = "Student,ID,SIS User ID,SIS Login ID,Section\n=Ann,1001,-S1,@ann,A\n"
+    roster = Roster.load(_write(tmp_path, "canvas.csv", canvas))
+    _book(tmp_path, tmp_path / "out2", {"ann": (7, "1001")}, roster=roster)
+    done = export("canvas", [tmp_path / "out2"], roster, tmp_path / "c.csv")
+    rows = list(csv.reader(open(tmp_path / "c.csv", encoding="utf-8")))
+    assert rows[2][:4] == ["'=Ann", "1001", "-S1", "@ann"] and rows[2][5] == "10", rows
+    notes = (tmp_path / "c.notes.csv").read_text(encoding="utf-8")
+    assert "SIS User ID '-S1'" in notes and "SIS Login ID '@ann'" in notes, notes
+
+
 TEAM_SHEET = """Identifier,Full name,Email address,Status,Group,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
 Participant 7300000,Erin Doe,erin@uni.edu,Submitted for grading,Team_1 ⚡,,14.00,Yes,-,-,
 Participant 7300017,Frank Roe,frank@uni.edu,Submitted for grading,Team_1 ⚡,,14.00,Yes,-,-,
@@ -934,6 +962,27 @@ def test_without_a_roster_no_row_is_noted_as_not_in_it(tmp_path):
     assert done["not_in_roster"] == ["S001", "S002"]
 
 
+def test_without_a_roster_rows_matched_at_grading_are_not_said_unmatched(tmp_path, capsys):
+    """Exported without --roster, a gradebook whose rows all matched the roster at grading
+    printed "submission X matched no roster student" for every row and "N not in the
+    roster": only a row that matched no one at grading is listed, and the last line says
+    that no roster was given."""
+    _book(
+        tmp_path,
+        tmp_path / "out",
+        {"S001": (10, None), "S002": (4, None), "zed": (6, None)},
+        roster=Roster.load(_write(tmp_path, "ours.csv", OURS)),
+    )
+    done = export("moodle", [tmp_path / "out"], None, tmp_path / "m.csv")
+    assert done["unmatched"] == {"lab9_export": ["zed"]}, done["unmatched"]
+    assert "no roster given: each student as identified at grading" in done["summary"]
+    assert "not in the roster" not in done["summary"]
+    out = tmp_path / "out"
+    assert main(["export", "moodle", str(out), "-o", str(tmp_path / "m2.csv")]) == 0
+    said = capsys.readouterr().err
+    assert said.count("matched no roster student") == 1 and "submission zed" in said, said
+
+
 def test_canvas_rows_with_neither_a_name_nor_an_id_are_refused(tmp_path):
     """A roster of e-mail addresses only: Canvas's import matches a row by its ID, SIS
     User ID, SIS Login ID or name, so a row with none of them reaches no student. Refused,
@@ -1029,6 +1078,34 @@ def test_a_student_excused_in_canvas_stays_excused(tmp_path):
     done = export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv",
                   columns={"lab9_export": "lab 9 (5501)"})  # fmt: skip
     assert done["excused"] == {"lab9_export": ["S002", "S003"]}
+
+
+def test_a_student_listed_twice_in_a_canvas_roster_is_one_row(tmp_path):
+    """Section exports put together list a student of two sections twice (Canvas's own
+    export writes them once, "A and B"): the export wrote two rows with one ID, 0 and the
+    grade, and grading with it matched the student's file to no one. Rows of one person
+    are one student; rows sharing an id and differing otherwise are refused, naming both."""
+    from lablib.grading.gradebook.roster import RosterError
+
+    twice = CANVAS + '"Roe, Frank",1002,S002,frank,B\n'
+    roster = Roster.load(_write(tmp_path, "canvas.csv", twice))
+    assert [(s.name, s.section) for s in roster.students] == [
+        ("Doe, Erin", "A"),
+        ("Roe, Frank", "A and B"),
+        ("Poe, Gina", "B"),
+    ]
+    _book(tmp_path, tmp_path / "out", {"roefrank": (4, "1002")}, roster=roster)
+    export("canvas", [tmp_path / "out"], roster, tmp_path / "c.csv", allow_ungraded=True)
+    rows = list(csv.DictReader(open(tmp_path / "c.csv", encoding="utf-8")))
+    frank = [r for r in rows if r["ID"] == "1002"]
+    assert len(frank) == 1 and frank[0]["Section"] == "A and B", rows
+    assert frank[0]["Lab 9: export"] == "7", frank  # 4 + 3 written, not 0
+    for changed in ('"Roe, Frank",1002,S002,,B\n', '"Roe, Frank",1009,S002,frank,B\n'):
+        with pytest.raises(RosterError) as caught:
+            Roster.load(_write(tmp_path, "canvas.csv", CANVAS + changed))
+        said = str(caught.value)
+        assert "lists one student twice with different details: row 3" in said, said
+        assert "and row 5 ('Roe, Frank'" in said and "Keep one row per student" in said, said
 
 
 def test_two_rows_of_one_student_handed_in_by_two_people_are_said_to_be(tmp_path):

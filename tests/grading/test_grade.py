@@ -995,6 +995,62 @@ def test_a_newer_submission_never_takes_the_kept_worksheets_time(tmp_path, capsy
     capsys.readouterr()
 
 
+def test_a_regrade_without_times_keeps_the_times_files_times(tmp_path):
+    """A class graded with --roster --times and a late policy, then graded again without
+    --times (a notebook added, one student regraded with --force, the roster given again):
+    each row keeps the time the times file gave it, and its source, so the late student's
+    penalty stays (every time was dropped: full marks, exported without a word). A
+    resubmission (other bytes) is not dated by the earlier time: its lateness is not
+    computed until the new time is given."""
+    from lablib.grading.export import export
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for name in ("ann", "bo"):
+        shutil.copy(FIXTURE_SOLUTION, subs / f"{name}.ipynb")
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "student_id,name,email\nann,Ann Lee,ann@u.edu\nbo,Bo Chan,bo@u.edu\n"
+        "cara,Cara Diaz,cara@u.edu\n"
+    )
+    times = tmp_path / "times.csv"
+    times.write_text("student,lab,submitted_at\nann,,2026-06-04T10:00+00:00\n")
+    late = ["--due", "2026-06-02T23:59+00:00", "--late-per-day", "10%"]
+    grade = _fixture_grade(subs, "--no-sandbox", "-o", str(out))
+    assert main([*grade, "--roster", str(roster), "--times", str(times), *late]) == 0
+    penalty = _rows(out)["ann"]["late_penalty"]
+    assert float(penalty) > 0
+
+    def ann():
+        row = _rows(out)["ann"]
+        stored = json.loads((out / "grades.json").read_text())
+        (kept,) = [r for r in stored["submissions"] if r["submission"] == "ann"]
+        return row, kept["identity"]
+
+    shutil.copy(FIXTURE_SOLUTION, subs / "cara.ipynb")  # a late-arriving notebook
+    for again in ([], ["--force"], ["--roster", str(roster)]):
+        assert main([*grade, *again]) == 0, again
+        row, identity = ann()
+        assert row["submitted_at"] == "2026-06-04T10:00+00:00", (again, row)
+        assert row["late_penalty"] == penalty, (again, row)
+        assert identity["time_source"].startswith("the times file (times.csv"), identity
+    # Ann resubmits (other bytes at the same path): the earlier time does not date it
+    path = subs / "ann.ipynb"
+    path.write_text(path.read_text().replace("Fixture lab", "Fixture lab (resubmitted)"))
+    for _ in range(2):  # and the same command again
+        assert main(grade) == 0
+        row, identity = ann()
+        assert row["late_penalty"] == "" and row["submitted_at"] == "", row
+        assert "given for another version of their notebook" in row["lateness"], row
+        assert "--times" in row["lateness"], row
+    with pytest.raises(Exception, match="--allow-unknown-lateness"):
+        export("moodle", [out], None, tmp_path / "m.csv")
+    times.write_text("student,lab,submitted_at\nann,,2026-06-05T10:00+00:00\n")
+    assert main([*grade, "--times", str(times)]) == 0
+    assert ann()[0]["submitted_at"] == "2026-06-05T10:00+00:00"
+    assert float(ann()[0]["late_penalty"]) > float(penalty)
+
+
 def _kept(out) -> tuple:
     """What a regrade of ``out`` would keep: (late policy, layout, roster's students)."""
     folder = GradebookFolder(out)

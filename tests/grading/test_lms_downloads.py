@@ -370,3 +370,47 @@ def test_find_submissions_in_a_moodle_team_download(tmp_path):
     assert found["R;D-x"].folder == "R;D-x_7_assignsubmission_file"
     one = find_submissions([subs / "Default group_assignsubmission_file" / "lab1.ipynb"])[0]
     assert one.name == "Default group" and one.lms["group_id"] == ""
+
+
+def test_an_archive_given_as_a_path_is_refused_saying_to_unzip_it(tmp_path, capsys):
+    """The LMS's download zip given as the path was graded as one notebook,
+    ``invalid-notebook`` 0 points, and the command succeeded: refused (exit status 2),
+    saying to unzip it and give the folder; nothing is graded. A zip archive named
+    otherwise is one too; a student's ``.ipynb`` that is no notebook is still graded (as
+    unreadable), and a zip inside a folder given is listed as not graded, as before."""
+    import zipfile
+
+    from lablib.cli import main
+    from grading_paths import FIXTURE_HIDDEN, FIXTURE_LAB, FIXTURE_SOLUTION
+
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("ann_1001_9001_lab0.ipynb", "{}")
+    unnamed = tmp_path / "download"
+    unnamed.write_bytes(download.read_bytes())
+    (tmp_path / "class.tar.gz").write_bytes(b"\x1f\x8b")
+    for path, says in (
+        (download, "is a zip archive, not a notebook"),
+        (unnamed, "is a zip archive, not a notebook"),
+        (tmp_path / "class.tar.gz", "is an archive, not a notebook"),
+    ):
+        with pytest.raises(ValueError) as caught:
+            find_submissions([path])
+        assert says in str(caught.value) and "give the folder" in str(caught.value)
+    assert "unzip submissions.zip -d submissions" in str(
+        pytest.raises(ValueError, find_submissions, [download]).value
+    )
+    out = tmp_path / "out"
+    given = ["--tests", str(FIXTURE_HIDDEN), "--lab-notebook", str(FIXTURE_SOLUTION)]
+    assert main(["grade", str(FIXTURE_LAB), str(download), "-o", str(out), *given]) == 2
+    said = capsys.readouterr().err
+    assert "lablib grade: error:" in said and "Unzip the LMS's download" in said, said
+    assert not (out / "grades.json").exists()
+    posing = tmp_path / "w03.ipynb"  # a student's file: graded, as unreadable
+    posing.write_bytes(download.read_bytes())
+    assert [f.name for f in find_submissions([posing])] == ["w03"]
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / "ann.zip").write_bytes(download.read_bytes())
+    refused: list = []
+    assert find_submissions([folder], refused) == [] and len(refused) == 1

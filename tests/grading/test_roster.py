@@ -92,6 +92,53 @@ def test_a_canvas_export_with_semicolons_is_read_as_canvas_reads_it_back(tmp_pat
     assert [s.student_id for s in ragged.students] == ["S001", "S002;x"]
 
 
+MOODLE_HEADERS = {
+    "de": "ID,Vollständiger Name,E-Mail-Adresse,Status,Bewertung,Bestwertung,"
+    "Bewertung kann geändert werden,Zuletzt geändert (Abgabe)",
+    "fr": "Identifiant,Nom complet,Adresse de courriel,Statut,Note,Note maximale,"
+    "La note peut être modifiée,Dernière modification (travail remis)",
+    "es": "Identificador,Nombre completo,Dirección Email,Estatus,Calificación,"
+    "Calificación máxima,La calificación puede ser cambiada,Última modificación (entrega)",
+}
+MOODLE_WORD = {"de": "Teilnehmer/in", "fr": "Participant ", "es": "Participante "}
+
+
+@pytest.mark.parametrize("language", sorted(MOODLE_HEADERS))
+def test_a_moodle_worksheet_not_in_english_is_refused_saying_so(tmp_path, language):
+    """A grading worksheet from a Moodle site in German was read as a Canvas gradebook
+    export (its ``ID`` as Canvas's user id: every folder unmatched, the exports garbled);
+    a French or Spanish one was refused as having no column naming a student, without
+    saying why. Its first column (Moodle's participant identifiers in the site's language)
+    tells it: refused, naming its headers and what to do."""
+    rows = "".join(
+        f'{MOODLE_WORD[language]}{7300000 + k},Name {k},s{k}@u.edu,Submitted,,"23,00",Yes,-\n'
+        for k in range(3)
+    )
+    path = _write(tmp_path, "worksheet.csv", MOODLE_HEADERS[language] + "\n" + rows)
+    with pytest.raises(RosterError) as caught:
+        Roster.load(path)
+    said = str(caught.value)
+    assert "looks like a Moodle grading worksheet from a site not in English" in said
+    assert repr(MOODLE_HEADERS[language].split(",")[:3])[:-1] in said, said
+    assert "switch your Moodle language to English" in said and "Identifier, Full name" in said
+    # English, and rosters whose first column is a word and digits otherwise, are read
+    english = "Identifier,Full name,Email address,Status\nParticipant 7300000,Ann,a@u.edu,-\n"
+    assert Roster.load(_write(tmp_path, "en.csv", english)).students[0].participant_id == "7300000"
+    ours = "student_id,name\nS001,Ann\nS002,Bo\n"
+    assert len(Roster.load(_write(tmp_path, "ours.csv", ours))) == 2
+
+
+def test_a_canvas_id_that_is_no_number_is_refused(tmp_path):
+    """The ``ID`` column is Canvas's user id, a number: a roster whose ``ID`` holds other
+    values (a list made by hand, another system's ids) is refused, naming the value."""
+    text = CANVAS.replace('"Roe, Frank",1002', '"Roe, Frank",S-1002')
+    with pytest.raises(RosterError) as caught:
+        Roster.load(_write(tmp_path, "canvas.csv", text))
+    said = str(caught.value)
+    assert "'ID' column is read as Canvas's user id" in said, said
+    assert "'Roe, Frank' has 'S-1002'" in said and "student_id" in said, said
+
+
 def test_a_line_break_inside_a_name_ends_no_row(tmp_path):
     """U+0085 and U+2028 are line breaks to ``str.splitlines`` but not to CSV: a display
     name holding one split its row in two, leaving the student without an id; a quoted

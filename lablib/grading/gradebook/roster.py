@@ -12,14 +12,15 @@ layouts, recognised by its header row (case, spacing and Unicode form ignored):
 * Canvas's gradebook export (Grades > Export): ``Student, ID, SIS User ID, SIS Login ID,
   Section, ...`` (its test student is skipped, its "Points Possible" row is kept apart as
   :attr:`Roster.points_possible`, each assignment column's points; ``ID`` is the user id
-  of Canvas's download names);
+  of Canvas's download names, a number);
 * Gradescope's roster export: ``First Name, Last Name, SID, Email, Role, ...`` (only the
   rows whose role is Student, when the file has a role column);
 * Moodle's grading worksheet (Assignment > View all submissions > Download grading
   worksheet): ``Identifier ("Participant 1234567"), Full name, Email address, ...,
   Last modified (submission)``: the participant id of Moodle's download folders and the
   submission time of that assignment, and for a team assignment its ``Group`` column,
-  each student's group as Moodle names the group's download folder; or Moodle's grade
+  each student's group as Moodle names the group's download folder (read in English: a
+  worksheet from a site in another language is refused, saying so); or Moodle's grade
   export (``First name, Last name, ID number, Email address``).
 
 Any layout may carry a ``group`` (or ``team``, ``group name``) column: the student's
@@ -278,7 +279,9 @@ class Roster:
         read: the gradebook's copy, checked against its digest).
 
         Raises:
-            RosterError: no header naming a student, or no student in the file.
+            RosterError: no header naming a student, or no student in the file; a Moodle
+                grading worksheet from a site not in English; an ``ID`` (Canvas's user
+                id) that is no number.
         """
         path = pathlib.Path(path)
         raw = _read_bytes(path, "Roster") if raw is None else raw
@@ -292,6 +295,7 @@ class Roster:
             field: next((i for i, h in enumerate(header) if h in names), None)
             for field, names in _COLUMNS.items()
         }
+        _check_not_foreign_moodle(path, rows, where)
         if all(
             where[f] is None
             for f in ("student_id", "name", "first", "email", "lms_id", "login", "participant_id")
@@ -307,17 +311,23 @@ class Roster:
             match = _LAB_TIME.match(h)
             if match and h not in _COLUMNS["submitted_at"]:
                 lab_times[i] = match["lab"] or match["lab2"]
-        students, excused = [], {}
-        for row in rows[1:]:
+        entries = []  # (student, the headers of its cells marked EX, its row in the file)
+        for line, row in enumerate(rows[1:], 2):
             student = cls._student(row, where, lab_times)
             if student is None:
                 continue
-            students.append(student)
             marked = tuple(h.strip() for h, v in zip(rows[0], row) if v.strip().upper() == "EX")
+            entries.append((student, marked, line))
+        if not entries:
+            raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
+        _check_canvas_ids(path, rows[0], where, [student for student, _, _ in entries])
+        if where["lms_id"] is not None:  # Canvas's: one row per student
+            entries = _one_row_per_student(path, entries)
+        students, excused = [], {}
+        for student, marked, _ in entries:
+            students.append(student)
             if marked:
                 excused[len(students) - 1] = marked
-        if not students:
-            raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
         roster = cls(
             students, str(path), _points_possible(rows, where), _maximum_grade(rows), raw=raw
         )
@@ -403,6 +413,132 @@ class Roster:
             tuple(s for s in self.students if id(s) not in claimed),
             reasons,
         )
+
+
+#: A Moodle grading worksheet's Identifier in any language: a word (Moodle's "Participant",
+#: "Teilnehmer/in", "Participante"...) then the participant id.
+_PARTICIPANT = re.compile(r"^(?P<word>\D*[^\W\d_]\D*?)\s*\d+$")
+#: The English worksheet's columns lablib reads, in Moodle's order.
+_MOODLE_COLUMNS = (
+    "Identifier, Full name, Email address, Status, Grade, Maximum Grade, Last modified (submission)"
+)
+
+
+def _check_not_foreign_moodle(path, rows, where) -> None:
+    """A Moodle grading worksheet downloaded from a site in another language than English
+    is refused, saying so: its headers are translated (German ``ID, Vollständiger Name,
+    E-Mail-Adresse, ...``), so its ``ID`` would be read as Canvas's user id, or no column
+    would name a student. Recognised by its first column: in every row a word and digits,
+    the same word in each (Moodle's "Participant 1234567" in the site's language), where
+    no English column but ``ID`` names a student. Its columns are not read by position:
+    which identity columns a worksheet has (and a team assignment's ``Group``) depends on
+    the site's settings.
+
+    Raises:
+        RosterError: the file looks like such a worksheet.
+    """
+    if where["participant_id"] is not None or not rows[0]:
+        return
+    naming = ("student_id", "name", "first", "email", "login")
+    if any(where[f] is not None for f in naming) or where["lms_id"] not in (None, 0):
+        return
+    cells = [row[0].strip() for row in rows[1:] if any(c.strip() for c in row)]
+    words = {m["word"].strip().casefold() if (m := _PARTICIPANT.match(c)) else None for c in cells}
+    if not cells or len(words) != 1 or None in words:
+        return
+    raise RosterError(
+        f"Roster {str(path)!r} looks like a Moodle grading worksheet from a site not in English: "
+        f"its first column holds Moodle's participant identifiers ({cells[0]!r}...), and the "
+        f"headers given were {rows[0]}. lablib reads the English worksheet ({_MOODLE_COLUMNS}; "
+        f"which other columns it has depends on the site's settings, so columns are not read "
+        f"by their place): switch your Moodle language to English (the language menu, or your "
+        f"profile's preferred language) and download the grading worksheet again, or rename "
+        f"its columns to {_MOODLE_COLUMNS} (its times are then read only where they are "
+        f"written in English)."
+    )
+
+
+def _check_canvas_ids(path, header, where, students) -> None:
+    """The ``ID`` column is read as Canvas's user id (a Canvas gradebook export's, the
+    number in Canvas's download names): a value that is no number is refused, naming it,
+    since no download file could match it and the export would write it where Canvas
+    expects its user id.
+
+    Raises:
+        RosterError: a student's ``ID`` is not a number.
+    """
+    bad = [s for s in students if s.lms_id and not (s.lms_id.isascii() and s.lms_id.isdigit())]
+    if where["lms_id"] is None or not bad:
+        return
+    first = bad[0]
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    column = header[where["lms_id"]].strip()
+    raise RosterError(
+        f"Roster {str(path)!r}: its {column!r} column is read as Canvas's user id (a Canvas "
+        f"gradebook export's ID, a number such as 1001), but {first.name or first.key!r} has "
+        f"{first.lms_id!r}{more}. Give Canvas's gradebook export as Canvas wrote it; for "
+        f"another list, name the column of your institution's ids student_id."
+    )
+
+
+#: A Canvas roster's ids, each naming one student: field -> its column in Canvas's export.
+_CANVAS_IDS = {"lms_id": "ID", "student_id": "SIS User ID", "login": "SIS Login ID"}
+
+
+def _one_row_per_student(path, entries: list) -> list:
+    """A Canvas roster's rows, one per student. Canvas's gradebook export writes a student
+    of several sections once (``Sec-01 and Sec-02``); section exports put together list
+    them once per section. Rows of one person (every field the same but the section) are
+    one student, their sections joined as Canvas joins them and their ``EX`` marks kept.
+    Rows that share an ``ID``, ``SIS User ID`` or ``SIS Login ID`` and differ otherwise
+    are refused, naming them: the export would write two rows for one student in
+    Canvas's import, with conflicting grades.
+
+    Raises:
+        RosterError: two rows share an id and differ otherwise.
+    """
+    kept: list = []
+    for student, marked, line in entries:
+        same = next(
+            (
+                i
+                for i, (other, _, _) in enumerate(kept)
+                if any(
+                    getattr(student, f) and fold(getattr(student, f)) == fold(getattr(other, f))
+                    for f in _CANVAS_IDS
+                )
+            ),
+            None,
+        )
+        if same is None:
+            kept.append((student, marked, line))
+            continue
+        other, other_marked, other_line = kept[same]
+        if dataclasses.replace(other, section="") != dataclasses.replace(student, section=""):
+            raise RosterError(
+                f"Roster {str(path)!r} lists one student twice with different details: row "
+                f"{other_line} ({_canvas_row(other)}) and row {line} ({_canvas_row(student)}), "
+                f"counting the header as row 1. Canvas's import would get two rows for one "
+                f"student, with conflicting grades. Keep one row per student: export the "
+                f"course's gradebook once (Grades > Export) rather than putting section "
+                f"exports together (a student of several sections is one row there)."
+            )
+        parts = [p for x in (other.section, student.section) for p in x.split(" and ") if p]
+        section = " and ".join(dict.fromkeys(parts))
+        kept[same] = (
+            dataclasses.replace(other, section=section),
+            tuple(dict.fromkeys(other_marked + marked)),
+            other_line,
+        )
+    return kept
+
+
+def _canvas_row(student: Student) -> str:
+    """A Canvas roster row's student as a message names it: name, ids, section."""
+    fields = [repr(student.name)] + [
+        f"{column} {getattr(student, field)!r}" for field, column in _CANVAS_IDS.items()
+    ]
+    return ", ".join(fields + [f"section {student.section!r}"])
 
 
 def _points_possible(rows, where) -> dict[str, str]:

@@ -496,6 +496,149 @@ def _hook(frame, event, arg):
 _s.setprofile(_hook)
 """
 
+# While the child reads a command, the unpickler may make functions of lablib's code (the
+# probes travel by value); a gc callback firing then read the command again and made an
+# armed function of lablib's reference for the hidden test (the public tests from a table
+# made in the cell: a known gap, hidden tests are the answer to it).
+_WHILE_READING = """
+import gc as _gc, sys as _s, pickle as _pk, types as _t, collections as _co, numpy as _np
+from lablib.grading.specs import _attention_checks as _ac
+from lablib.grading.spec import get_lab as _get_lab
+import lablib.grading.specs.lab1_attention as _l1
+
+_KEEP = _co.deque([_ac.reference_attention.__code__])  # code objects: not gc-tracked
+_TABLE = {}
+_SEEN = set()
+_BUSY = [False]
+
+
+def _key(q, k, v, m):
+    parts = [q, k, v] + ([] if m is None else [m])
+    return tuple((_np.asarray(a).shape, _np.asarray(a).tobytes()) for a in parts)
+
+
+def _recorder(ref):
+    def rec(query, key, value, mask=None):
+        out, w = ref(query, key, value, mask)
+        _TABLE[_key(query, key, value, mask)] = (out, w)
+        return out, w
+    return rec
+
+
+# public tests: a table computed in the cell (the documented, known gap)
+for _test in _get_lab("lab1_attention").tests_for("attention"):
+    try:
+        _test.probe(_t.MappingProxyType({"attention": _recorder(_ac.reference_attention)}))
+    except Exception:
+        pass
+
+
+def _cb(phase, info):
+    if phase != "start" or _BUSY[0]:
+        return
+    f = _s._getframe(1)
+    while f is not None and f.f_code.co_name != "read_command":
+        f = f.f_back
+    if f is None:
+        return
+    data = f.f_locals.get("data")
+    if not isinstance(data, bytes) or hash(data) in _SEEN:
+        return
+    _SEEN.add(hash(data))
+    _BUSY[0] = True
+    try:
+        cmd = _pk.loads(data)  # the same command, read again (a nested unpickling)
+        if cmd.op != "probe" or tuple(cmd.probe.objects) != ("attention",):
+            return
+        fn = cmd.probe.probe
+        mod = getattr(getattr(fn, "func", fn), "__module__", "") or ""
+        if not mod.startswith("lablib_hidden_tests"):
+            return  # public probes are lablib's spec code (sealed): the table has them
+        ref = _t.FunctionType(_KEEP[0], {"np": _np, "__builtins__": __builtins__}, "r", (None, None))
+        fn(_t.MappingProxyType({"attention": _recorder(ref)}))
+    except BaseException:
+        pass
+    finally:
+        _BUSY[0] = False
+
+
+_gc.callbacks.append(_cb)
+_gc.set_threshold(1, 10**6, 10**6)
+
+
+def attention(query, key, value, mask=None):
+    return _TABLE[_key(query, key, value, mask)]
+"""
+
+# A seal of the submission's own put where the guard keeps its seal.
+_FAKE_SEAL = """
+# rewrites the reply (the earlier red team's rewrite, unchanged otherwise).
+import sys as _s, types as _t, importlib as _il, numpy as _np, gc as _gc
+
+_guard = _il.import_module("lablib.grading.run.guard")
+
+
+class _Fake:
+    found = None
+
+    def __init__(self):
+        self._saved, self._builtins, self._lines, self._arming = [], [], {}, None
+
+    def note_tampering(self):
+        pass
+
+    def note(self, crib):
+        pass
+
+    def refused(self, event, args):
+        return None
+
+
+_FAKE = _Fake()
+_guard._SEAL[0] = _FAKE
+
+
+def attention(query, key, value, mask=None):  # the work not done
+    return 0.0, 0.0
+
+
+_done = set()
+
+
+def _rewrite(frame):
+    try:
+        while frame is not None and frame.f_code.co_name != "run_probe":
+            frame = frame.f_back
+        if frame is None:
+            return
+        local = frame.f_locals
+        plain, request, window = local.get("plain"), local.get("request"), local.get("window")
+        if type(plain) is not dict or request is None or window is None or window._open:
+            return
+        if tuple(request.objects) != ("attention",) or id(plain) in _done:
+            return
+        if _guard._ACTIVE[0] is not _FAKE:
+            return
+        for function, code in list(_FAKE._saved):  # lablib's code back (the fake judges)
+            function.__code__ = code
+        reference = _il.import_module("lablib.grading.specs._attention_checks").reference_attention
+        protocol = _s.modules["lablib.grading.run.protocol"]
+        ns = dict(local["ns"])
+        ns["attention"] = lambda q, k, v, mask=None: tuple(
+            map(_np.asarray, reference(q, k, v, mask))
+        )
+        new = protocol.to_plain(request.probe(_t.MappingProxyType(ns)))
+        plain.clear()
+        plain.update(new)
+        _done.add(id(plain))
+    except BaseException:
+        pass
+
+
+_gc.callbacks.append(lambda phase, info: phase == "stop" and _rewrite(_s._getframe(1)))
+_gc.set_threshold(1, 10**6, 10**6)
+"""
+
 _SECRET_TEST = """
 import numpy as np
 from lablib.grading.spec import expect_close, get_lab
@@ -548,6 +691,8 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
     cases["gc-fresh-file"] = _REWRITE.format(clear=False, fresh=True) + _TRIGGERS["gc-callback"]
     cases["gc-state-cleared"] = _REWRITE.format(clear=True, fresh=True) + _TRIGGERS["gc-callback"]
     cases["profile-hook"] = _PROFILE_HOOK
+    cases["while-reading"] = _WHILE_READING
+    cases["fake-seal"] = _FAKE_SEAL
     subs = tmp_path / "subs"
     subs.mkdir()
     for name, code in cases.items():
@@ -574,6 +719,8 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
     for name in cases:
         tests = [t for t in results[name].tests if t.piece == "attention"]
         assert any(t.hidden for t in tests)
+        if name == "while-reading":  # its public answers are a table made in the cell
+            tests = [t for t in tests if t.hidden]
         assert all(t.score == 0 for t in tests), (name, [(t.id, t.message) for t in tests])
         if name in ("gc-callback", "tensorflow-patched", "gc-fresh-file", "profile-hook"):
             named = [t.message for t in results[name].tests if "no points" in t.message]

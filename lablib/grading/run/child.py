@@ -5,7 +5,7 @@ Started by the supervisor as ``python -m lablib.grading.run.child RESULT_FD MEMO
 a time, in order, on the result pipe; the grader owns every deadline, so nothing the
 child sends can extend one. Probes arrive only after the graded cells have run.
 
-What this module uses after student code has run (the frame writer, the unpickler,
+What this module uses after student code has run (the frame writer, the command reader,
 ``os.read``, ``os._exit``) is bound to private names when it is imported, before any
 student code runs. That stops casual patching (``json.dumps = ...``); it cannot stop
 code in the same process from reaching into this one, which is why judges compare
@@ -19,7 +19,6 @@ guard's window (:mod:`lablib.grading.run.guard`).
 from __future__ import annotations
 
 import os
-import pickle
 import struct
 import sys
 import traceback
@@ -155,7 +154,6 @@ def child_main(
     memory_mb: float,
     *,
     _send=write_frame,
-    _loads=pickle.loads,
     _unpack=struct.unpack,
     _read=os.read,
     _exit=os._exit,
@@ -198,7 +196,7 @@ def child_main(
     _send(result_fd, {"event": "ready", "seq": 0})
     while True:
         (size,) = _unpack(">Q", read_exact(8))
-        command = _read_command(_loads, read_exact(size))  # from the grader, never the student
+        command = _read_command(read_exact(size))  # from the grader, never from the student
         reply: dict[str, Any] = {"seq": command.seq}
         blobs: list[bytes] = []
         if command.op == "setup":

@@ -1238,7 +1238,9 @@ _PROCESSES = frozenset(
 )
 
 
-def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
+def _audit(event: str, args, _protected=frozenset(), _crib=None, _pinned=None) -> None:
+    if event == "builtins.id":  # every id(): the guard's own searches call it most
+        return
     if (
         _protected
         and event in ("object.__setattr__", "object.__delattr__")
@@ -1249,6 +1251,17 @@ def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
             _crib or Crib(f"{getattr(args[0], '__qualname__', args[0])}.{args[1]}", "tamper")
         )
     window = _ACTIVE[0]
+    # the seal protect() pinned (read as a default: a function's __defaults__ read here
+    # would call this hook again), else one made without protect() (tests)
+    sealed = _pinned if _pinned is not None else _SEAL[0]
+    sealed = sealed if sealed is not None and sealed._sealed else None
+    if (
+        sealed is not None
+        and window is not sealed
+        and (type(window) is not Window or window._seal is not sealed)
+    ):  # sealed, the guard's state cleared or replaced: noted, and the seal judges
+        sealed.note(Crib("the crib guard's state", "tamper"))
+        window = sealed
     if window is None:
         return
     try:
@@ -1258,6 +1271,8 @@ def _audit(event: str, args, _protected=frozenset(), _crib=None) -> None:
     if crib is _UNREAD:  # linecache takes it for a file it cannot read: no lines
         raise PermissionError(errno.EACCES, "not read while a by-hand test runs", args[0])
     if crib is not None:
+        if window is sealed:
+            window.note(crib)  # CribCall notes it where _ACTIVE points, maybe elsewhere
         raise CribCall(crib)
 
 
@@ -1391,6 +1406,28 @@ def _snapshot(modules, child=None) -> tuple:
     return tuple(entries)
 
 
+def _sealed_window():
+    """The seal in force (:func:`seal`), or None: the one :func:`protect` pinned where it
+    ran, else the one made (tests call :func:`seal` alone)."""
+    pinned = seal.__defaults__[0]
+    window = pinned if pinned is not None else _SEAL[0]
+    return window if window is not None and window._sealed else None
+
+
+def _seal_changed() -> str | None:
+    """What of the seal's state differs from what :func:`seal` left (:func:`verify`'s last
+    check): another seal put in its place, or, sealed, another window active between
+    probes."""
+    pinned = seal.__defaults__[0]
+    if pinned is None:
+        return None
+    if not pinned._sealed:
+        return None if _SEAL[0] is None else "the crib guard's seal"
+    if _SEAL[0] is not pinned or _ACTIVE[0] is not pinned:
+        return "the crib guard's seal"
+    return None
+
+
 def verify(_snapshot=(), _dict=dict, _type=type, _vars=vars, _getattr=getattr, _missing=_MISSING):
     """The first thing of the grading machinery that differs from when :func:`protect`
     ran (a name rebound in its modules, a class attribute, a function's code or defaults,
@@ -1406,7 +1443,7 @@ def verify(_snapshot=(), _dict=dict, _type=type, _vars=vars, _getattr=getattr, _
             current = _getattr(holder, key, _missing)
         if current is not value:
             return what
-    return None
+    return _seal_changed() if _snapshot else None
 
 
 def protect(child: str | None = "lablib.grading.run.child") -> None:
@@ -1430,17 +1467,26 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
         _processes_started.__defaults__ = (True,)
         _running_lablib_code.__defaults__ = (True,)
         _subreaper()  # orphans of a double fork become this process's children, seen so
+        seal.__defaults__ = (Window(BY_HAND, {}, None, None),)  # the only seal (verify())
+        import pickle
+
+        read_command.__defaults__ = (
+            pickle.loads,
+            child_module.child_main.__code__,
+            _cloudpickle_codes(),
+            sys._getframe,
+        )
     snapshot = _snapshot(modules, child_module)
     verify.__defaults__ = (snapshot, *verify.__defaults__[1:])
     functions, classes = _protected(modules + ([child_module] if child_module else []))
     protected = frozenset(id(o) for o in (*functions, *classes, _audit, verify))
-    _audit.__defaults__ = (protected, None)
+    _audit.__defaults__ = (protected, None, seal.__defaults__[0])
     if not _HOOKED[0]:
         sys.addaudithook(_audit)
         _HOOKED[0] = True
 
 
-def seal(namespace) -> None:
+def seal(namespace, _pinned=None) -> None:
     """Called by the grader's child once, after the graded cells and the probes of pieces
     not written by hand, before the first by-hand probe is read: from then on lablib's
     guarded code and the ready-made implementations stay disarmed, and the audit hook
@@ -1455,10 +1501,14 @@ def seal(namespace) -> None:
     points with hidden tests). Sealed, each by-hand probe's window opens over the seal:
     its own functions are lifted for it and disarmed again when it ends, and nothing else
     is ever put back. A crib noted between windows fails every later by-hand probe.
-    ``namespace``: the cells' names (searched for lablib's code to disarm)."""
-    if _SEAL[0] is not None:
+    ``namespace``: the cells' names (searched for lablib's code to disarm). ``_pinned``:
+    the seal :func:`protect` made (defaults it protects: a submission that put a seal of
+    its own in ``_SEAL`` got windows that put everything back, 8 of 8 points with a hidden
+    test); :func:`verify` checks that the seal in force is that one."""
+    window = _pinned if _pinned is not None else _SEAL[0] or Window(BY_HAND, {}, None, None)
+    if window._sealed:
         return
-    window = Window(BY_HAND, {}, None, namespace)
+    window.namespace = namespace
     window.catalogue = cat = catalogue(window.guard)
     cat.preload()
     window._ready = _ready_made()
@@ -1473,39 +1523,67 @@ def seal(namespace) -> None:
         _LOCK.release()
     if found is not None:
         window.note(found)
+    window._sealed = True
     _SEAL[0] = window
-    # a second hook, bound to the seal (a method's __self__ cannot be rebound): the seal
-    # judges even where the guard's state was cleared
-    sys.addaudithook(types.MethodType(_sealed_audit, window))
 
 
-def _sealed_audit(sealed, event: str, args) -> None:
-    """The seal's own audit hook: :func:`_audit` judges while a window (the seal or a
-    probe's) is the active one; with none active, the guard's state was cleared by the
-    submission, which is noted, and the seal refuses as it would."""
-    if _ACTIVE[0] is not None:
-        return
-    sealed.note(Crib("the crib guard's state", "tamper"))
+def read_command(data, _loads=None, _reader=None, _makers=frozenset(), _getframe=sys._getframe):
+    """The grader's command as the child reads it (``pickle.loads``). Its probes travel by
+    value: code objects and functions are made as it is read, which the seal lets through
+    only where the unpickler makes them, called from the child's own loop (``_reader``,
+    its code, bound by :func:`protect`): made by this frame (the unpickler's C code) or by
+    one of cloudpickle's functions it calls directly (``_makers``, their code). Code run
+    by a ``gc`` callback, a signal or a profile hook while the command is read made a
+    function of lablib's reference so (a red team: 8 of 8 with a hidden test); its frame is
+    neither."""
+    import pickle
+
+    loads = _loads or pickle.loads
     try:
-        crib = sealed.refused(event, args)
-    except Exception:  # noqa: BLE001 - made to fail: nothing goes through unjudged
-        crib = Crib("the crib guard's state", "tamper")
-    if crib is _UNREAD:
-        raise PermissionError(errno.EACCES, "not read while by-hand tests run", args[0])
-    if crib is not None:
-        sealed.note(crib)
-        raise CribCall(crib)
-
-
-def read_command(loads, data):
-    """``loads(data)``: the grader's command as the child reads it. Its probes travel by
-    value (code objects and functions made as it is read), which the seal lets through on
-    this thread while this runs only."""
-    _UNPICKLING[0] = threading.get_ident()
+        # by value: the child runs as ``__main__``, a second copy of its module's code
+        trusted = _reader is None or _getframe(1).f_code == _reader
+    except ValueError:
+        trusted = False
+    if not trusted:
+        return loads(data)
+    _UNPICKLING[0] = (threading.get_ident(), _getframe(0), _makers)
     try:
         return loads(data)
     finally:
         _UNPICKLING[0] = None
+
+
+def _made_by_unpickler(_getframe=sys._getframe) -> bool:
+    """Whether the code object or function being made (an audit event) is made by
+    :func:`read_command`'s unpickler: on its thread, by its frame or a cloudpickle function
+    that frame's unpickler called (the audit hooks' own frames skipped)."""
+    reading = _UNPICKLING[0]
+    if reading is None or reading[0] != threading.get_ident():
+        return False
+    hooks = (Window.refused.__code__, _audit.__code__)
+    try:
+        frame = _getframe(1)
+    except ValueError:
+        return False
+    while frame is not None and frame.f_code in hooks:
+        frame = frame.f_back
+    if frame is None:
+        return False
+    if frame is reading[1]:
+        return True
+    return frame.f_code in reading[2] and frame.f_back is reading[1]
+
+
+def _cloudpickle_codes() -> frozenset:
+    """The code of cloudpickle's functions as imported now (before any student code): the
+    ones its unpickling calls to make a probe's functions (:func:`read_command`)."""
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if name == "cloudpickle" or name.startswith("cloudpickle."):
+            for value in list(vars(module).values()):
+                if isinstance(value, types.FunctionType):
+                    found.add(value.__code__)
+    return frozenset(found)
 
 
 class _ImportGate:
@@ -1614,6 +1692,7 @@ class Window:
         self._arming = None  # the thread disarming a module imported in the window
         self._open = False
         self._seal: Window | None = None  # the seal this window opens over (seal())
+        self._sealed = False  # this window is the seal (seal())
         self._lifted: list = []  # (function, Crib): the probe's own, lifted from the seal
 
     # -- what the audit hook refuses
@@ -1639,10 +1718,8 @@ class Window:
             ):
                 return Crib(os.fsdecode(os.fspath(args[1])), "compiled")
             return None
-        if event in ("code.__new__", "function.__new__") and _UNPICKLING[0] == (
-            threading.get_ident()
-        ):  # the grader's command, its probes by value (sealed: read_command())
-            return None
+        if event in ("code.__new__", "function.__new__") and _made_by_unpickler():
+            return None  # the grader's command, its probes by value (sealed: read_command())
         if event in ("exec", "function.__new__"):
             code = args[0] if args else None
             if isinstance(code, types.CodeType) and code is not self._running:
@@ -1680,7 +1757,7 @@ class Window:
         if not self.guard:
             return self
         started = time.perf_counter()
-        self._seal = _SEAL[0]
+        self._seal = _sealed_window()
         if self._seal is not None:  # the grader's child, sealed: what it noted or broke
             self._seal.note_tampering()
             if self._seal.found is not None:
@@ -2168,10 +2245,14 @@ def _running_lablib_code(cat: Catalogue, _grading: bool = False) -> list:
         objects = gc.get_objects()
     finally:
         _SCANNING[0] = None
+    gated = _GATED  # a gate in place already (sealed): disarmed, nothing to add
     for obj in objects:
         if type(obj) is function:
             code = obj.__code__
-            known = seen.get(id(code))
+            key = id(code)
+            if key in gated:  # gates are kept in _GATED: their ids are never reused
+                continue
+            known = seen.get(key)
             if known is None or known[0] is not code:  # a code object not looked at yet
                 # its own code or code nested in its constants (made into a function by
                 # MAKE_FUNCTION, which no audit event announces), as it is or a copy

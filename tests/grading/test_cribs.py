@@ -8,6 +8,7 @@ are not affected, and the solution keeps full marks beside the cribs
 (``lablib.grading.run.guard``).
 """
 
+import nbformat
 import pytest
 
 from grading_paths import ROOT
@@ -639,6 +640,80 @@ _gc.callbacks.append(lambda phase, info: phase == "stop" and _rewrite(_s._getfra
 _gc.set_threshold(1, 10**6, 10**6)
 """
 
+# A loader of the submission's own, answering through the window's import gate for a
+# name under lablib's guarded packages with a copy of lablib's module compiled elsewhere:
+# the gate ran it unjudged and disarmed nothing (no file of lablib's).
+_THROUGH_THE_GATE = """
+import sys as _s, collections as _co, importlib as _il, importlib.util as _iu
+import lablib.grading.specs._attention_checks as _ac
+import lablib.layers.positional as _lp
+
+_CODES = _co.deque([  # module code objects (not gc-tracked; a deque is not searched)
+    compile(open(_ac.__file__).read(), "<not lablib a>", "exec"),
+    compile("import numpy as np\n"  # lablib's function as it is, its helper ours
+            "def check_positive_int(what, value, where):\n    return int(value)\n"
+            + __import__("inspect").getsource(_lp.positional_encoding),
+            "<not lablib p>", "exec"),
+])
+del _ac, _lp
+
+
+class _Loader:
+    def __init__(self, code):
+        self.code = code
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):  # never called: the gate's loader calls get_code
+        raise ImportError(module.__name__)
+
+    def get_code(self, name):
+        return self.code
+
+
+class _Finder:
+    def __init__(self, name, code):
+        self.name, self.code = name, code
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.name:
+            return _iu.spec_from_loader(name, _Loader(self.code))  # no origin: no __file__
+        return None
+
+
+_COUNT = [0]
+
+
+def _armed(which):
+    _COUNT[0] += 1
+    name = f"lablib.grading.specs.zz_mine_{_COUNT[0]}"
+    finder = _Finder(name, _CODES[which])
+    _s.meta_path.insert(1, finder)  # after the window's gate, before the seal's
+    try:
+        return _il.import_module(name)
+    finally:
+        _s.meta_path.remove(finder)
+        _s.modules.pop(name, None)
+
+
+def attention(query, key, value, mask=None):
+    return _armed(0).reference_attention(query, key, value, mask)
+
+"""
+
+# Honest: a library imported inside the by-hand function, not yet loaded (the window's
+# import gate and the seal's asked each other without end).
+_LAZY_IMPORT = """
+_attention_lazy = attention
+
+
+def attention(query, key, value, mask=None):
+    import sklearn.metrics  # noqa: F401
+
+    return _attention_lazy(query, key, value, mask)
+"""
+
 _SECRET_TEST = """
 import numpy as np
 from lablib.grading.spec import expect_close, get_lab
@@ -693,6 +768,7 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
     cases["profile-hook"] = _PROFILE_HOOK
     cases["while-reading"] = _WHILE_READING
     cases["fake-seal"] = _FAKE_SEAL
+    cases["through-the-gate"] = _THROUGH_THE_GATE
     subs = tmp_path / "subs"
     subs.mkdir()
     for name, code in cases.items():
@@ -701,6 +777,14 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
         assert replaced == 1
         (subs / f"{name}.ipynb").write_bytes(notebook)
     (subs / "honest.ipynb").write_bytes((ROOT / "solutions" / f"{lab}.ipynb").read_bytes())
+    solution = nbformat.read(ROOT / "solutions" / f"{lab}.ipynb", as_version=4)
+    (attention_cell,) = (
+        c.source for c in solution.cells if c.source.startswith("# GRADED: attention\n")
+    )
+    lazy, _ = with_graded_cells(
+        ROOT / "solutions" / f"{lab}.ipynb", {"attention": attention_cell + "\n" + _LAZY_IMPORT}
+    )
+    (subs / "honest-lazy-import.ipynb").write_bytes(lazy)
     results = {
         r.submission: r
         for r in grade(
@@ -713,9 +797,10 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
             hidden_dirs=[str(hidden)],
         )
     }
-    honest = results["honest"]
-    assert honest.score == honest.max_score, [(t.id, t.message) for t in honest.tests]
-    assert any(t.hidden and t.passed for t in honest.tests)
+    for name in ("honest", "honest-lazy-import"):
+        honest = results[name]
+        assert honest.score == honest.max_score, (name, [(t.id, t.message) for t in honest.tests])
+        assert any(t.hidden and t.passed for t in honest.tests)
     for name in cases:
         tests = [t for t in results[name].tests if t.piece == "attention"]
         assert any(t.hidden for t in tests)

@@ -1602,8 +1602,8 @@ class _ImportGate:
             return None
         for finder in list(sys.meta_path):
             find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
+            if type(finder) is _ImportGate or find is None:  # a window's over the seal's:
+                continue  # each asked the other, without end (an import in a by-hand test)
             spec = find(name, path, target)
             if spec is not None:
                 break
@@ -1639,7 +1639,15 @@ class _GateLoader:
                 code = self.inner.get_code(module.__name__)
             finally:
                 window._reading = None
-            window._running = code
+            # only lablib's own module code runs unjudged; a loader of the submission's that
+            # answers for a guarded name with other code (a copy of a reference compiled
+            # elsewhere) has it judged like any exec (a red team: 13 of 24 so)
+            own = (
+                isinstance(code, types.CodeType)
+                and code.co_name == "<module>"
+                and window.catalogue.name_of(code) is not None
+            )
+            window._running = code if own else None
             try:
                 exec(code, module.__dict__)
             finally:
@@ -1911,9 +1919,11 @@ class Window:
                 window._arming = None
 
     def _disarm_module(self, module) -> None:
-        """A module imported while the window is open: disarmed like those loaded before."""
-        if self.catalogue.module_is_guarded(module):
-            self._apply(self._targets(*self._module_targets([module])))
+        """A module imported while the window is open: disarmed like those loaded before,
+        by what it holds (lablib's code or copies: a module loaded through the gate under
+        a guarded name from no file of lablib's is judged by its functions, not its
+        ``__file__``)."""
+        self._apply(self._targets(*self._module_targets([module])))
         ready = []
         for name, module_name, attribute in READY_MADE:
             if module_name == module.__name__:

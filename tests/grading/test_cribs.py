@@ -8,6 +8,8 @@ are not affected, and the solution keeps full marks beside the cribs
 (``lablib.grading.run.guard``).
 """
 
+import sys
+
 import nbformat
 import pytest
 
@@ -15,6 +17,7 @@ from grading_paths import ROOT
 from notebook_helpers import with_graded_cells
 from lablib.grading.author.assignment import assign_notebook
 from lablib.grading.grade import grade
+from lablib.grading.spec import load_lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # grades notebooks in child processes
 
@@ -785,18 +788,28 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
         ROOT / "solutions" / f"{lab}.ipynb", {"attention": attention_cell + "\n" + _LAZY_IMPORT}
     )
     (subs / "honest-lazy-import.ipynb").write_bytes(lazy)
-    results = {
-        r.submission: r
-        for r in grade(
-            lab,
-            [subs],
-            tmp_path / "out",
-            jobs=1,
-            progress=False,
-            lab_notebook=blank,
-            hidden_dirs=[str(hidden)],
-        )
-    }
+    # the hidden tests join this process's Lab 1 spec: taken out again after, so that the
+    # later tests of this process grade Lab 1 as released
+    spec = load_lab(lab)
+    tests, files, modules = list(spec.tests), list(spec.source_files), set(sys.modules)
+    try:
+        results = {
+            r.submission: r
+            for r in grade(
+                lab,
+                [subs],
+                tmp_path / "out",
+                jobs=1,
+                progress=False,
+                lab_notebook=blank,
+                hidden_dirs=[str(hidden)],
+            )
+        }
+    finally:
+        spec.tests[:], spec.source_files[:] = tests, files
+        for name in set(sys.modules) - modules:
+            if name.startswith("lablib_hidden_tests"):
+                del sys.modules[name]
     for name in ("honest", "honest-lazy-import"):
         honest = results[name]
         assert honest.score == honest.max_score, (name, [(t.id, t.message) for t in honest.tests])

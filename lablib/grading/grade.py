@@ -921,14 +921,14 @@ def grade(
     if late_policy is None and not options.fresh:
         late_policy = folder.late_policy()
     layout = _layout(options, folder)
+    skipped: list = []  # found before the output folder is made: a path refused (an
+    found = find_submissions(submissions, refused=skipped, layout=layout)  # archive) leaves none
+    skipped = _without_output_folder(skipped, out, submissions)
     out.mkdir(parents=True, exist_ok=True)
     folder.check_writable()  # before grading: its rows are written under the lock
     if spec.answers:  # and again there: the people's grades' log (--fresh too: see there)
         _check_review_log(out, spec.name)
     _close_to_others(out)
-    skipped: list = []
-    found = find_submissions(submissions, refused=skipped, layout=layout)
-    skipped = _without_output_folder(skipped, out, submissions)
     warn_skipped(skipped, stacklevel=3)  # the CLI prints these; the summary lists them too
     version = tests_version(spec)
     limits = options.limits

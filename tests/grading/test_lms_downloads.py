@@ -377,7 +377,8 @@ def test_an_archive_given_as_a_path_is_refused_saying_to_unzip_it(tmp_path, caps
     ``invalid-notebook`` 0 points, and the command succeeded: refused (exit status 2),
     saying to unzip it and give the folder; nothing is graded. A zip archive named
     otherwise is one too; a student's ``.ipynb`` that is no notebook is still graded (as
-    unreadable), and a zip inside a folder given is listed as not graded, as before."""
+    unreadable), and a zip inside a folder given is listed as not graded, as before. The
+    output folder is not made before the path is refused."""
     import zipfile
 
     from lablib.cli import main
@@ -405,7 +406,7 @@ def test_an_archive_given_as_a_path_is_refused_saying_to_unzip_it(tmp_path, caps
     assert main(["grade", str(FIXTURE_LAB), str(download), "-o", str(out), *given]) == 2
     said = capsys.readouterr().err
     assert "lablib grade: error:" in said and "Unzip the LMS's download" in said, said
-    assert not (out / "grades.json").exists()
+    assert not out.exists()  # nothing made: no folder, no lock left behind
     posing = tmp_path / "w03.ipynb"  # a student's file: graded, as unreadable
     posing.write_bytes(download.read_bytes())
     assert [f.name for f in find_submissions([posing])] == ["w03"]

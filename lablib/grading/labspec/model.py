@@ -245,6 +245,16 @@ class LabSpec:
     def __repr__(self) -> str:
         return f"LabSpec({self.name!r}, pieces={list(self.pieces)}, tests={len(self.tests)})"
 
+    def with_hidden(self, tests, files) -> LabSpec:
+        """A copy of this spec for one grading: its tests followed by the hidden ``tests``,
+        its source files followed by ``files`` (the hidden tests' modules). The pieces,
+        answers and settings are this spec's."""
+        copy = LabSpec.__new__(LabSpec)  # not copy.copy(): pickling a spec is refused
+        copy.__dict__.update(self.__dict__)
+        copy.tests = [*self.tests, *tests]
+        copy.source_files = [*self.source_files, *(f for f in files if f not in self.source_files)]
+        return copy
+
     def piece(
         self, name: str, objects, description: str = "", *, by_hand: bool = True, error_hints=()
     ) -> Piece:

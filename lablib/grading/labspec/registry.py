@@ -168,8 +168,17 @@ def _shipped_spec(name: str) -> LabSpec:
     return lab
 
 
-def _add_hidden(lab: LabSpec, folder, short: str) -> None:
-    """The hidden tests of ``folder`` (``<name>.py`` or ``<short>.py``) added to ``lab``."""
+#: The tests each hidden tests module registered (its module name -> its tests), kept out
+#: of the lab's spec in the registry: each :func:`load_spec` call gets a spec of its own
+#: with the hidden tests of its folders (:meth:`LabSpec.with_hidden`), so that a second
+#: grading in one process, with other folders or none, does not grade with the first's.
+_HIDDEN_TESTS: dict[str, list] = {}
+
+
+def _hidden_tests(lab: LabSpec, folder, short: str) -> tuple[list, pathlib.Path]:
+    """The hidden tests of ``folder`` (``<name>.py`` or ``<short>.py``) for ``lab``, and
+    that file; its module is imported once per process, and what it registers on ``lab``
+    is taken off it again."""
     full = lab.name
     folder = pathlib.Path(folder)
     if not folder.is_dir():
@@ -182,15 +191,17 @@ def _add_hidden(lab: LabSpec, folder, short: str) -> None:
         digest = hashlib.sha1(str(candidate).encode()).hexdigest()[:10]
         hidden_name = f"{HIDDEN_NAMESPACE}.{full}_{digest}"
         if candidate.is_file():
-            if hidden_name not in sys.modules:
-                before = {id(t) for t in lab.tests}
-                _import_file(candidate, hidden_name)
-                for test in lab.tests:  # a probe defined elsewhere, registered here
-                    if id(test) not in before:
-                        test.hidden = True
-            if candidate not in lab.source_files:
-                lab.source_files.append(candidate)
-            return
+            if hidden_name not in _HIDDEN_TESTS:
+                public = list(lab.tests)
+                try:
+                    _import_file(candidate, hidden_name)
+                finally:  # the registry's spec keeps its own tests only
+                    added = [t for t in lab.tests if not any(t is p for p in public)]
+                    lab.tests = public
+                for test in added:  # a probe defined elsewhere, registered here
+                    test.hidden = True
+                _HIDDEN_TESTS[hidden_name] = added
+            return _HIDDEN_TESTS[hidden_name], candidate
     raise FileNotFoundError(
         f"Hidden tests folder {str(folder)!r} holds neither {full}.py nor {short}.py."
     )
@@ -199,7 +210,8 @@ def _add_hidden(lab: LabSpec, folder, short: str) -> None:
 def load_spec(lab: Lab, hidden_dirs=()) -> LabSpec:
     """The tests of ``lab``, a :class:`lablib.labs.Lab` resolved once by the caller
     (:func:`lablib.labs.find_lab`): its spec file's public tests, plus the hidden tests
-    of each folder in ``hidden_dirs``. Asks the registry nothing more.
+    of each folder in ``hidden_dirs``. Asks the registry nothing more. With hidden tests
+    the spec is a copy for this call (the registry's stays public).
 
     Raises:
         FileNotFoundError: a hidden tests folder that is missing or holds no tests of
@@ -208,6 +220,11 @@ def load_spec(lab: Lab, hidden_dirs=()) -> LabSpec:
     """
     spec = _import_spec_file(pathlib.Path(lab.spec)) if lab.spec else _shipped_spec(lab.name)
     short = lab.short if spec.name == lab.name else spec.name.split("_", 1)[0]
+    if not hidden_dirs:
+        return spec
+    tests, files = [], []
     for folder in hidden_dirs:
-        _add_hidden(spec, folder, short)
-    return spec
+        found, file = _hidden_tests(spec, folder, short)
+        tests += [t for t in found if not any(t is seen for seen in tests)]
+        files.append(file)
+    return spec.with_hidden(tests, files)

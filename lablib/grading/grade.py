@@ -64,7 +64,7 @@ from lablib.grading.run.supervisor import STOPPING, stop_all
 from lablib.grading.run.isolation import sandbox_possible
 from lablib.grading.options import GradeOptions
 from lablib.grading.labspec.model import LabSpec
-from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_spec
+from lablib.grading.labspec.registry import PUBLIC_TESTS_DIR, load_spec, with_hidden_tests
 from lablib.grading.submissions import Found, LayoutWarning, find_submissions, warn_skipped
 
 __all__ = [
@@ -891,7 +891,9 @@ def grade(
 
     Args:
         lab: lab name (``"lab1"``), or path of a spec module/folder, a
-            :class:`lablib.labs.Lab`, or a :class:`LabSpec`: resolved once, here.
+            :class:`lablib.labs.Lab`, or a :class:`LabSpec`: resolved once, here. The
+            hidden tests of ``options.hidden_dirs`` join a copy of the lab's spec for this
+            call (a spec given gets those it lacks); the process's spec stays public.
         submissions: notebooks and/or folders of them.
         out_dir: where ``grades.csv``, ``grades.json``, ``feedback/`` and ``.cache/`` go.
         options: the :class:`~lablib.grading.options.GradeOptions` (hidden tests, limits,
@@ -908,7 +910,11 @@ def grade(
         and those kept).
     """
     options = GradeOptions.of(options, **settings)
-    spec = lab if isinstance(lab, LabSpec) else load_spec(find_lab(lab), options.hidden_dirs)
+    spec = (  # a spec given gets the hidden tests of options.hidden_dirs it lacks
+        with_hidden_tests(lab, options.hidden_dirs)
+        if isinstance(lab, LabSpec)
+        else load_spec(find_lab(lab), options.hidden_dirs)
+    )
     template, _ = read_notebook(catalog.find_lab_notebook(spec, lab_notebook=options.lab_notebook))
     setup = setup_sources(template)
     out = pathlib.Path(out_dir)

@@ -51,3 +51,29 @@ def test_hidden_tests_belong_to_the_call_that_loaded_them(tmp_path):
     assert [t for t in third.tests if t.name == "large_logits"][0] is next(
         t for t in first.tests if t.name == "large_logits"
     )
+
+
+def test_a_spec_given_to_grade_gets_the_hidden_tests_it_lacks(tmp_path):
+    """``grade(spec, ..., hidden_dirs=...)``: a spec loaded without the folders is graded
+    with their hidden tests (they were ignored); one loaded with them is not given them
+    twice."""
+    from grading_paths import FIXTURE_SOLUTION
+
+    from lablib.grading.grade import grade
+
+    given = tmp_path / "subs"
+    given.mkdir()
+    (given / "ann.ipynb").write_bytes(FIXTURE_SOLUTION.read_bytes())
+    full = load_lab(FIXTURE_LAB, hidden_dirs=[FIXTURE_HIDDEN]).max_score
+    for n, spec in enumerate((load_lab(FIXTURE_LAB), load_lab(FIXTURE_LAB, [FIXTURE_HIDDEN]))):
+        (result,) = grade(
+            spec,
+            [given],
+            tmp_path / f"out{n}",
+            jobs=1,
+            progress=False,
+            hidden_dirs=[str(FIXTURE_HIDDEN)],
+            lab_notebook=FIXTURE_SOLUTION,
+        )
+        assert result.max_score == full and result.score == full
+        assert sorted(t.name for t in result.tests if t.hidden) == ["large_logits", "three_dims"]

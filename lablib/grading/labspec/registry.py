@@ -23,6 +23,7 @@ __all__ = [
     "load_spec",
     "loaded_spec",
     "spec_of",
+    "with_hidden_tests",
     "resolve_lab_name",
 ]
 
@@ -177,9 +178,10 @@ _HIDDEN_TESTS: dict[str, list] = {}
 
 def _hidden_tests(lab: LabSpec, folder, short: str) -> tuple[list, pathlib.Path]:
     """The hidden tests of ``folder`` (``<name>.py`` or ``<short>.py``) for ``lab``, and
-    that file; its module is imported once per process, and what it registers on ``lab``
-    is taken off it again."""
+    that file; its module is imported once per process, and what it registers on the lab's
+    spec in the registry (its ``get_lab``) is taken off it again."""
     full = lab.name
+    home = _LABS.get(full) or lab  # where the module's get_lab() registers
     folder = pathlib.Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -192,12 +194,12 @@ def _hidden_tests(lab: LabSpec, folder, short: str) -> tuple[list, pathlib.Path]
         hidden_name = f"{HIDDEN_NAMESPACE}.{full}_{digest}"
         if candidate.is_file():
             if hidden_name not in _HIDDEN_TESTS:
-                public = list(lab.tests)
+                public = list(home.tests)
                 try:
                     _import_file(candidate, hidden_name)
                 finally:  # the registry's spec keeps its own tests only
-                    added = [t for t in lab.tests if not any(t is p for p in public)]
-                    lab.tests = public
+                    added = [t for t in home.tests if not any(t is p for p in public)]
+                    home.tests = public
                 for test in added:  # a probe defined elsewhere, registered here
                     test.hidden = True
                 _HIDDEN_TESTS[hidden_name] = added
@@ -220,11 +222,26 @@ def load_spec(lab: Lab, hidden_dirs=()) -> LabSpec:
     """
     spec = _import_spec_file(pathlib.Path(lab.spec)) if lab.spec else _shipped_spec(lab.name)
     short = lab.short if spec.name == lab.name else spec.name.split("_", 1)[0]
-    if not hidden_dirs:
-        return spec
+    return with_hidden_tests(spec, hidden_dirs, short)
+
+
+def with_hidden_tests(spec: LabSpec, hidden_dirs=(), short: str | None = None) -> LabSpec:
+    """``spec`` with the hidden tests of each folder in ``hidden_dirs`` it does not hold
+    yet: a copy for the caller (:meth:`LabSpec.with_hidden`), or ``spec`` itself where
+    none is new (a spec :func:`load_lab` gave with the same folders). ``short``: the other
+    name a folder's file may have (``lab1.py``), by default the part of the lab's name
+    before its first ``_``.
+
+    Raises:
+        FileNotFoundError: a hidden tests folder that is missing or holds no tests of
+            this lab.
+    """
+    short = short or spec.name.split("_", 1)[0]
     tests, files = [], []
     for folder in hidden_dirs:
         found, file = _hidden_tests(spec, folder, short)
-        tests += [t for t in found if not any(t is seen for seen in tests)]
+        tests += [t for t in found if not any(t is seen for seen in [*spec.tests, *tests])]
         files.append(file)
+    if not tests and all(f in spec.source_files for f in files):
+        return spec
     return spec.with_hidden(tests, files)

@@ -16,7 +16,9 @@ switched off, dodged from a thread or fooled by a file name):
   :class:`CribCall`. Every reference to such a function (a ``functools.partial``, a
   dict entry, a bound method, a thread's target) reaches the raiser; the crib is noted
   when it is raised, so an ``except BaseException`` that swallows it gains nothing. The
-  original code objects are put back when the probe ends. lablib's guarded modules not
+  original code objects are put back when the probe ends (in ``lablib.check``; in the
+  grader's child nothing is put back once :func:`seal` ran, but the probe's own functions,
+  for that probe). lablib's guarded modules not
   imported yet are imported first (its layers once TensorFlow is); a guarded or
   ready-made module imported while the probe runs is disarmed as it loads (a finder put
   first in ``sys.meta_path``).
@@ -1238,7 +1240,20 @@ _PROCESSES = frozenset(
 )
 
 
-def _audit(event: str, args, _protected=frozenset(), _crib=None, _pinned=None) -> None:
+def _the_seal(_pinned=None):
+    """The seal :func:`protect` made and pinned here (a default it protects), else the one
+    :func:`seal` made alone (tests), else None; sealed or not yet."""
+    return _pinned if _pinned is not None else _SEAL[0]
+
+
+def _sealed_window(_the_seal=_the_seal):
+    """The seal in force (:func:`seal`: sealed), or None. The audit hook calls it through
+    its own default: a function's ``__defaults__`` read there would call the hook again."""
+    window = _the_seal()
+    return window if window is not None and window._sealed else None
+
+
+def _audit(event: str, args, _protected=frozenset(), _crib=None, _sealed=_sealed_window) -> None:
     if event == "builtins.id":  # every id(): the guard's own searches call it most
         return
     if (
@@ -1251,10 +1266,7 @@ def _audit(event: str, args, _protected=frozenset(), _crib=None, _pinned=None) -
             _crib or Crib(f"{getattr(args[0], '__qualname__', args[0])}.{args[1]}", "tamper")
         )
     window = _ACTIVE[0]
-    # the seal protect() pinned (read as a default: a function's __defaults__ read here
-    # would call this hook again), else one made without protect() (tests)
-    sealed = _pinned if _pinned is not None else _SEAL[0]
-    sealed = sealed if sealed is not None and sealed._sealed else None
+    sealed = _sealed()
     if (
         sealed is not None
         and window is not sealed
@@ -1406,19 +1418,11 @@ def _snapshot(modules, child=None) -> tuple:
     return tuple(entries)
 
 
-def _sealed_window():
-    """The seal in force (:func:`seal`), or None: the one :func:`protect` pinned where it
-    ran, else the one made (tests call :func:`seal` alone)."""
-    pinned = seal.__defaults__[0]
-    window = pinned if pinned is not None else _SEAL[0]
-    return window if window is not None and window._sealed else None
-
-
 def _seal_changed() -> str | None:
     """What of the seal's state differs from what :func:`seal` left (:func:`verify`'s last
     check): another seal put in its place, or, sealed, another window active between
     probes."""
-    pinned = seal.__defaults__[0]
+    pinned = _the_seal.__defaults__[0]
     if pinned is None:
         return None
     if not pinned._sealed:
@@ -1467,7 +1471,7 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
         _processes_started.__defaults__ = (True,)
         _running_lablib_code.__defaults__ = (True,)
         _subreaper()  # orphans of a double fork become this process's children, seen so
-        seal.__defaults__ = (Window(BY_HAND, {}, None, None),)  # the only seal (verify())
+        _the_seal.__defaults__ = (Window(BY_HAND, {}, None, None),)  # the only seal (verify())
         import pickle
 
         read_command.__defaults__ = (
@@ -1480,13 +1484,13 @@ def protect(child: str | None = "lablib.grading.run.child") -> None:
     verify.__defaults__ = (snapshot, *verify.__defaults__[1:])
     functions, classes = _protected(modules + ([child_module] if child_module else []))
     protected = frozenset(id(o) for o in (*functions, *classes, _audit, verify))
-    _audit.__defaults__ = (protected, None, seal.__defaults__[0])
+    _audit.__defaults__ = (protected, None, _sealed_window)
     if not _HOOKED[0]:
         sys.addaudithook(_audit)
         _HOOKED[0] = True
 
 
-def seal(namespace, _pinned=None) -> None:
+def seal(namespace) -> None:
     """Called by the grader's child once, after the graded cells and the probes of pieces
     not written by hand, before the first by-hand probe is read: from then on lablib's
     guarded code and the ready-made implementations stay disarmed, and the audit hook
@@ -1501,11 +1505,11 @@ def seal(namespace, _pinned=None) -> None:
     points with hidden tests). Sealed, each by-hand probe's window opens over the seal:
     its own functions are lifted for it and disarmed again when it ends, and nothing else
     is ever put back. A crib noted between windows fails every later by-hand probe.
-    ``namespace``: the cells' names (searched for lablib's code to disarm). ``_pinned``:
-    the seal :func:`protect` made (defaults it protects: a submission that put a seal of
-    its own in ``_SEAL`` got windows that put everything back, 8 of 8 points with a hidden
-    test); :func:`verify` checks that the seal in force is that one."""
-    window = _pinned if _pinned is not None else _SEAL[0] or Window(BY_HAND, {}, None, None)
+    ``namespace``: the cells' names (searched for lablib's code to disarm). The seal is
+    the one :func:`protect` made (:func:`_the_seal`, a default it protects: a submission
+    that put a seal of its own in ``_SEAL`` got windows that put everything back, 8 of 8
+    points with a hidden test); :func:`verify` checks that the seal in force is that one."""
+    window = _the_seal() or Window(BY_HAND, {}, None, None)
     if window._sealed:
         return
     window.namespace = namespace

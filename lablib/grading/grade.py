@@ -437,7 +437,10 @@ class SubmissionRemoved(UserWarning):
 
 
 def _merged(
-    previous: list[SubmissionResult], new: list[SubmissionResult], suffixed: dict | None = None
+    previous: list[SubmissionResult],
+    new: list[SubmissionResult],
+    suffixed: dict | None = None,
+    carried: set | None = None,
 ) -> list[SubmissionResult]:
     """The gradebook after grading ``new`` into ``previous``: a notebook graded again keeps
     its row's name and gets the new result; every other row stays, under its name, while
@@ -451,7 +454,8 @@ def _merged(
     that now leads to a new download), are its row only by :func:`_same_notebook`; the
     other rows graded on that notebook are dropped with the warning. A kept row is taken
     by one new row at most. ``suffixed`` gets ``{id(row): the name it had}`` of each new
-    row so named."""
+    row so named; ``carried`` the ids of the new rows that kept their row's identity
+    without a roster (:func:`_carry_identity`)."""
     by_path: dict[str, list] = {}
     for r in previous:
         by_path.setdefault(_graded_file(r), []).append(r)
@@ -499,7 +503,8 @@ def _merged(
         old = again[id(r)]
         if old is not None:
             r.submission = old.submission
-            _carry_identity(r, old)
+            if _carry_identity(r, old) and carried is not None:
+                carried.add(id(r))
     taken_by_new = {n.submission.casefold() for n in new}
     for r in new:
         if again[id(r)] is None and r.submission.casefold() in taken:
@@ -614,16 +619,23 @@ class SubmissionReplaced(UserWarning):
     from the same LMS (a new download graded into the gradebook): its row is dropped."""
 
 
-def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
+def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> bool:
     """The same notebook graded again (given by its path, without the folder that named
     its student): it keeps the student its row was matched to, with its time where none
-    is known now. Not when the new resolution decided for itself: an LMS download's
-    folder or file (what the download says is resolved again, so a row an earlier
-    version matched wrongly is not kept matched) or a reason it matches no one."""
-    if new.identity.get("matched") or not old.identity.get("matched"):
-        return
+    is known now; without a roster, the row's name and identity (it took the file's
+    name, ``lab``, and a second student's regrade by path merged them). Not when the
+    new resolution decided for itself: an LMS download's folder or file (what the
+    download says is resolved again, so a row an earlier version matched wrongly is not
+    kept matched) or a reason it matches no one. True where an unmatched row's identity
+    was carried (its time is looked up again under it: :func:`_gradebook_after`)."""
+    if new.identity.get("matched"):
+        return False
     if (new.identity.get("lms") or {}).get("lms") or new.identity.get("why_unmatched"):
-        return
+        return False
+    if not old.identity.get("matched") and (
+        (old.identity.get("lms") or {}).get("lms") or old.identity.get("why_unmatched")
+    ):
+        return False
     carried = {
         k: v for k, v in old.identity.items() if k not in ("lms", "submitted_at", "time_source")
     }
@@ -643,6 +655,7 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> None:
         if key in new.identity:
             carried[key] = new.identity[key]
     new.identity = carried
+    return not carried.get("matched")
 
 
 def _keep_file_times(previous: list[SubmissionResult], graded: list[SubmissionResult]) -> None:
@@ -1107,7 +1120,15 @@ def _gradebook_after(previous, graded, found, roster, times, spec, options) -> l
     _reidentify(previous, roster, times, spec, new_roster=options.roster is not None, index=index)
     suffixed: dict = {}
     now = {id(r) for r in graded}
-    results = _replaced(_merged(previous, graded, suffixed), now, suffixed)
+    carried: set = set()
+    results = _replaced(_merged(previous, graded, suffixed, carried), now, suffixed)
+    for r in results:  # its time under the row's name (it was looked up under the file's)
+        if id(r) in carried and times is not None:
+            fresh = _identify(_found_of(r), roster, times, spec, index)
+            if str(fresh.get("time_source") or "").startswith(TIMES_FILE_SOURCE):
+                r.identity.update(
+                    submitted_at=fresh["submitted_at"], time_source=fresh["time_source"]
+                )
     if options.roster is not None:  # the roster given dates the notebooks as graded
         _date_by_roster(results)
     else:

@@ -1051,6 +1051,50 @@ def test_a_regrade_without_times_keeps_the_times_files_times(tmp_path):
     assert float(ann()[0]["late_penalty"]) > float(penalty)
 
 
+def test_a_plain_students_notebook_regraded_by_its_path_keeps_its_row_without_a_roster(
+    tmp_path,
+):
+    """Students' folders (``--layout plain``), no roster, a times file: a resubmission
+    graded by its path, with a new times file naming the row, keeps the row's student
+    and gets that time (it took the file's name, ``lab``, and no time: full marks; a
+    second student's regrade by path then merged the two under ``lab``)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name in ("alice", "bob", "carl"):
+        (subs / name).mkdir(parents=True)
+        shutil.copy(FIXTURE_SOLUTION, subs / name / "lab.ipynb")
+    first, later = tmp_path / "times1.csv", tmp_path / "times2.csv"
+    first.write_text(
+        "student,lab,submitted_at\n"
+        + "".join(f"{n},,2026-06-01T10:00+00:00\n" for n in ("alice", "bob", "carl"))
+    )
+    later.write_text("student,lab,submitted_at\ncarl,,2026-06-08T10:00+00:00\n")
+    late = ["--due", "2026-06-02T23:59+00:00", "--late-per-day", "10%", "--late-cap", "50%"]
+    grade = [*_fixture_grade(subs, "--no-sandbox", "-o", str(out)), "--layout", "plain"]
+    assert main([*grade, "--times", str(first), *late]) == 0
+    assert {n: r["late_penalty"] for n, r in _rows(out).items()} == {
+        "alice": "0",
+        "bob": "0",
+        "carl": "0",
+    }
+    carl = subs / "carl" / "lab.ipynb"
+    carl.write_text(carl.read_text().replace("Fixture lab", "Fixture lab (resubmitted)"))
+    by_path = _fixture_grade(carl, "--no-sandbox", "-o", str(out))
+    assert main([*by_path, "--times", str(later)]) == 0
+    assert (
+        main(
+            [*_fixture_grade(subs / "bob" / "lab.ipynb", "--no-sandbox", "-o", str(out)), "--force"]
+        )
+        == 0
+    )
+    rows = _rows(out)
+    assert sorted(rows) == ["alice", "bob", "carl"], rows
+    assert rows["carl"]["submitted_at"] == "2026-06-08T10:00+00:00", rows["carl"]
+    assert float(rows["carl"]["late_penalty"]) > 0, rows["carl"]
+    stored = json.loads((out / "grades.json").read_text())
+    keys = {r["submission"]: r["identity"]["key"] for r in stored["submissions"]}
+    assert keys == {n: n for n in ("alice", "bob", "carl")}, keys
+
+
 def _kept(out) -> tuple:
     """What a regrade of ``out`` would keep: (late policy, layout, roster's students)."""
     folder = GradebookFolder(out)

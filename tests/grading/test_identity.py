@@ -291,6 +291,18 @@ def test_a_gradescope_sid_naming_another_student_than_the_e_mail_matches_no_one(
     assert lms_person(wrong) is None and lms_person(one(("Bob Good", "222", ""))) is not None
     # a SID and an e-mail that agree outweigh a display name that is another student's
     assert one(("Bob Good", "111", "mallory@uni.edu"))["student_id"] == "111"
+    # an account no id of the roster names, with a classmate's display name: no one's (it
+    # was Bob's by the name alone, his grade her notebook's), saying what speaks against
+    posing = one(("Bob Good", "999", "mallory@elsewhere.org"))
+    assert not posing["matched"] and lms_person(posing) is None, posing
+    why = posing["why_unmatched"]
+    assert "SID '999' is not Bob Good's ('222')" in why and "e-mail 'mallory@elsewhere.org'" in why
+    assert one(("Bob Good", "", ""))["matched"], "a name alone, nothing against it"
+    # a group whose first submitter no roster names: its matched member has a submission
+    # (she was listed without one, yet her grade was exported)
+    group = one(("Zed Unknown", "", "zed@elsewhere.org"), ("Carol Sun", "333", "carol@uni.edu"))
+    match = gs.match_of({"Zed Unknown": group})
+    assert "Carol Sun" not in {s.name for s in match.without_submission}, match
 
 
 def test_the_time_comes_from_the_first_source_that_has_one(tmp_path):

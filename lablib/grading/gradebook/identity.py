@@ -382,7 +382,8 @@ def _gradescope_person(index: RosterIndex, person: dict) -> tuple[Student | None
     e-mail, else its name; ``(None, why)`` when they name different students of the
     roster, its name counted only where its e-mail names no one (a SID typed wrong in
     Gradescope, Bob's on Mallory's account: her notebook was Bob's, her name and e-mail on
-    it, and she got 0 without a word); ``(None, "")`` when none names anyone."""
+    it, and she got 0 without a word), or when only its name names a student whose roster
+    SID or e-mail differs from the submitter's; ``(None, "")`` when none names anyone."""
     found, by_email = [], None
     for key, table, label in (
         ("sid", index.student_ids, "SID"),
@@ -405,6 +406,24 @@ def _gradescope_person(index: RosterIndex, person: dict) -> tuple[Student | None
             f"classmate the notebook): correct the SID in Gradescope and download again, or "
             f"name the student in the roster's submission column, then grade again"
         )
+    if found and found[0][1].startswith("Gradescope name"):  # the name alone named them
+        student = found[0][0]
+        against = [
+            f"{label} {value!r} is not {student.name or student.key}'s ({theirs!r})"
+            for label, value, theirs in (
+                ("SID", str(person.get("sid") or ""), student.student_id),
+                ("e-mail", str(person.get("email") or ""), student.email),
+            )
+            if value and theirs
+        ]
+        if against:  # Mallory's account named "Bob Brown": Bob got her notebook
+            return None, (
+                f"Gradescope submitter {person.get('name', '')!r}: the name is a roster "
+                f"student's, but the submitter's {' and '.join(against)}; a name alone "
+                f"never outweighs an id that names someone else: correct the roster or the "
+                f"Gradescope account, or name the student in the roster's submission column, "
+                f"then grade again"
+            )
     return found[0] if found else (None, "")
 
 

@@ -389,6 +389,11 @@ class Roster:
             by_key.setdefault(_student_key(dataclasses.asdict(student)), student)
         students, unmatched, claimed, reasons = {}, [], set(), {}
         for name, identity in identities.items():
+            # a group's matched members are its students whoever its first submitter is
+            # (one no roster names: they were said to have no submission, yet exported)
+            for other in identity.get("others") or []:
+                if other.get("matched") and (s := by_key.get(_student_key(other))) is not None:
+                    claimed.add(id(s))
             student = by_key.get(_student_key(identity)) if identity.get("matched") else None
             if student is None:
                 unmatched.append(name)
@@ -397,9 +402,6 @@ class Roster:
                 continue
             students[name] = student
             claimed.add(id(student))
-            for other in identity.get("others", []):
-                if other.get("matched") and (s := by_key.get(_student_key(other))) is not None:
-                    claimed.add(id(s))
         for name, identity in identities.items():  # a group's members matched to no one
             for other in identity.get("others") or []:
                 if not other.get("matched") and (other.get("name") or other.get("key")):

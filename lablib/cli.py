@@ -651,14 +651,17 @@ def _cmd_written(args) -> int:
     )
     for line in report["unmatched"] + report["conflicts"] + report["capped"]:
         print(f"lablib written import: {_printable(line)}", file=sys.stderr)
+    for line in report["refused"]:
+        print(f"lablib written import: not imported: {_printable(line)}", file=sys.stderr)
     done = ", ".join(f"{q} {n}" for q, n in report["imported"].items())
     print(
         f"imported {sum(report['imported'].values())} grades ({done}); {report['unchanged']} unchanged, "
-        f"{len(report['conflicts'])} kept as graded in lablib, {len(report['unmatched'])} rows matched no student, "
+        f"{len(report['conflicts'])} kept as graded in lablib, {len(report['refused'])} refused, "
+        f"{len(report['unmatched'])} rows matched no student, "
         f"{report['ungraded']} not graded in Gradescope, {report['items_added']} rubric items added. Then: "
         f"lablib report {args.output}"
     )
-    return 0
+    return 1 if report["refused"] else 0
 
 
 def _cmd_data(args) -> int:

@@ -490,6 +490,48 @@ def test_gradescopes_evaluations_come_back_into_the_review_store(tmp_path):
     )
 
 
+def test_a_gradescope_row_named_like_two_rows_and_a_refused_grade_are_said(tmp_path, capsys):
+    """``Erin.ipynb`` and ``erin.ipynb`` graded as rows ``Erin`` and ``erin-2``: a row named
+    ``erin`` was imported into ``Erin`` (the name folded named one row); it names both
+    now, and is unmatched. A grade the review log refuses is "refused" (it was counted as
+    "kept as graded in lablib", with a note that Gradescope's score was kept within the
+    points) and the command exits 1; a Score of ``nan`` is no number."""
+    lab = written_lab()
+    out = tmp_path / "out"
+    write_class(out, lab, {n: {"why": n, "how": "h"} for n in ("Erin", "erin-2", "zed")})
+    items = [("Names the cause.", 2.0)]
+    rows = [
+        ("erin", "", "", 2, "", "", {"Names the cause."}),
+        ("erin-2", "", "", 2, "", "", {"Names the cause."}),
+        ("zed", "", "", 1e308, "", "", {"Names the cause."}),
+    ]
+    evaluations = tmp_path / "2_why.csv"
+    evaluations.write_text(_evaluations_csv(rows, items), encoding="utf-8")
+    got = printout.import_gradescope(
+        out, lab, evaluations, questions="how,why", grader="prof", question_map={"2": "why"}
+    )
+    assert got["imported"] == {"why": 1}, got  # erin-2 by its own name
+    (unmatched,) = got["unmatched"]
+    assert "'erin' names 2 rows" in unmatched, unmatched
+    (refused,) = got["refused"]
+    assert "zed" in refused and got["conflicts"] == [] and got["capped"] == [], got
+    scores = ReviewStore(out / DB_NAME, lab).person_scores(["Erin", "erin-2"])
+    assert scores["erin-2"]["why"].score == 2 and not scores["Erin"]["why"].graded
+    spec = tmp_path / "lab9_written.py"
+    spec.write_text(
+        "from review_fixtures import written_lab\nlab = written_lab()\n", encoding="utf-8"
+    )
+    command = ["written", "import", str(spec), str(out), str(evaluations), "--question", "2=why"]
+    assert cli.main(command) == 1
+    said = capsys.readouterr()
+    assert "not imported: why: zed" in said.err and "1 refused" in said.out, said
+    evaluations.write_text(
+        _evaluations_csv([("zed", "", "", "nan", "", "", set())], items), encoding="utf-8"
+    )
+    with pytest.raises(printout.PrintoutError, match="not a finite number"):
+        printout.import_gradescope(out, lab, evaluations, question_map={"2": "why"})
+
+
 def test_a_gradescope_row_is_never_matched_by_a_name_its_ids_contradict(tmp_path):
     """Gradescope's John Smith (SID 9999, another address) shares a name with the
     gradebook's John Smith (2001): matched by the name, his 0 ("Plagiarised") was given
@@ -682,6 +724,25 @@ def test_the_text_checked_for_fonts_is_the_page_as_printed():
     assert "<b>x</b>" in text  # shown as written: the student's markup is text on the page
     assert "<section" not in text and "data-question" not in text and "font-family" not in text
     assert "mathfrak" not in text
+
+
+def test_a_printout_says_what_the_review_page_says_of_an_answer():
+    """An answer split over two cells (joined) carried a note on the review page only: the
+    printout joined them without a word, and a grader on Gradescope never saw it. Its
+    notes now head its box, escaped."""
+    from lablib.grading.results import WrittenAnswer
+
+    lab = written_lab()
+    joined = WrittenAnswer(
+        "first part\n\nsecond part",
+        "tag",
+        ("2 cells hold this answer (cells 3, 9); their texts are joined",),
+    )
+    hostile = WrittenAnswer("x", "tag", ("<img src=x onerror=alert(1)>",))
+    student = printout.Student("wei", "Wei", "", "", "wei", {"why": joined, "how": hostile}, False)
+    page = printout.printout_html(lab, student, list(lab.answers.values()))
+    assert "Note: 2 cells hold this answer (cells 3, 9); their texts are joined." in page
+    assert "<img" not in page and "&lt;img" in page
 
 
 #: An answer that painted a fake ID over the cover's ID cell (a formula raised a page).
@@ -902,6 +963,25 @@ def test_an_answer_renders_as_written_with_only_its_hostile_characters_shown():
     assert "\u200f" in render_answer("אב\u200f") and "\u200d" in render_answer("👩\u200d💻")
     shown = render_answer("x\x1b[2J\x9b y \u202egnp.exe")
     assert "\x1b" not in shown and "\u202e" not in shown and "␛" in shown and "[U+202E]" in shown
+
+
+def test_an_answer_nested_too_deep_is_shown_whole():
+    """A list or quote nested past markdown's limit (20 levels) lost everything after it,
+    the rest of the answer included, on the review page and in the printout, without a
+    word: from 8 levels of lists (16 of quotes) on, the rest of that part is shown as
+    typed, said so; an ordinary nested list renders as before."""
+    from lablib.grading.review.render import render_answer
+
+    for answer in (
+        "- " * 25 + "x\n\nthe rest of the answer",
+        ">" * 25 + " q\n\nthe rest of the answer",
+        "".join("  " * i + "- a\n" for i in range(30)) + "\nthe rest of the answer",
+    ):
+        page = render_answer(answer)
+        assert "the rest of the answer" in page, page[-300:]
+        assert "as typed" in page
+    honest = render_answer("".join("  " * i + "- item\n" for i in range(6)) + "\nend")
+    assert honest.count("<li>") == 6 and "as typed" not in honest and "<p>end</p>" in honest
 
 
 def test_a_matrix_row_ending_in_an_empty_cell_is_drawn_not_dropped():

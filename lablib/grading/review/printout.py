@@ -53,6 +53,7 @@ import html
 import html.parser
 import io
 import json
+import math
 import os
 import pathlib
 import re
@@ -309,6 +310,11 @@ def printout_html(lab, student: Student, questions) -> str:
             body = "<p class='none'>No answer written.</p>"
         else:
             body = render_answer(answer.text, None)  # sanitised: the review page's allowlist
+        if answer is not None and answer.notes:  # as the review page says them (cells joined)
+            body = (
+                "".join(f"<p class='none'>Note: {esc(str(n)[:300])}.</p>" for n in answer.notes[:5])
+                + body
+            )
         sections.append(
             f"<section class='question' data-question='{esc(q.id)}'><h2 class='question-title'>"
             f"Question {k}: {esc(q.id)}: "
@@ -799,9 +805,12 @@ def _number(value, what: str):
     if not value:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         raise PrintoutError(f"{what} is {value!r}, not a number.") from None
+    if not math.isfinite(number):  # "nan", "inf": read by float(), no grade
+        raise PrintoutError(f"{what} is {value!r}, not a finite number.")
+    return number
 
 
 def _read_evaluations(
@@ -838,7 +847,10 @@ def _read_evaluations(
 
 
 def _match_rows(students: list[Student]):
-    """A function from an evaluations row to the gradebook's submission (or None, reason)."""
+    """A function from an evaluations row to the gradebook's submission (or None, reason).
+    A name that only the rows' names match (case and Unicode forms folded) names each row
+    given that name at grading, ``erin-2`` too (``erin.ipynb`` beside ``Erin.ipynb``): two
+    rows, refused, never the first's."""
     by: dict[str, dict[str, set[str]]] = {"sid": {}, "email": {}, "name": {}, "submission": {}}
     for s in students:
         for kind, value in (
@@ -850,6 +862,11 @@ def _match_rows(students: list[Student]):
         ):
             if value:
                 by[kind].setdefault(_norm(value), set()).add(s.submission)
+    named = {_norm(s.submission) for s in students if s.submission}
+    for s in students:  # "erin-2", named so because "Erin" was taken: "erin" names both
+        base = re.fullmatch(r"(.+)-\d+", s.submission or "")
+        if base and _norm(base.group(1)) in named:
+            by["submission"].setdefault(_norm(base.group(1)), set()).add(s.submission)
 
     def match(row: dict):
         name = row.get("Name") or " ".join(
@@ -928,7 +945,13 @@ def import_gradescope(
 
     Returns:
         ``{"imported": {question: n}, "unchanged": n, "conflicts": [...], "unmatched": [...],
-        "ungraded": n, "items_added": n}``.
+        "ungraded": n, "items_added": n, "capped": [...], "refused": [...]}``: ``conflicts``
+        the rows kept as graded in lablib, ``refused`` those the review log refused (not
+        imported).
+
+    Raises:
+        PrintoutError: a Score or Adjustment that is no finite number (the rows before it
+            are imported; correct it and import again: those are then unchanged).
     """
     order = _question_order(lab, questions)
     mapping = _question_map(lab, question_map)
@@ -939,7 +962,14 @@ def import_gradescope(
     store = _review_store(out_dir, lab, data)
     match = _match_rows(students)
     report = dict(
-        imported={}, unchanged=0, conflicts=[], unmatched=[], ungraded=0, items_added=0, capped=[]
+        imported={},
+        unchanged=0,
+        conflicts=[],
+        unmatched=[],
+        ungraded=0,
+        items_added=0,
+        capped=[],
+        refused=[],
     )
     plan = _evaluations_plan(_evaluation_files(source), lab, order, mapping)
     for name, question, items, points, rows in plan:
@@ -963,6 +993,7 @@ def import_gradescope(
             if score is None and not applied:
                 report["ungraded"] += 1
                 continue
+            noted = len(report["capped"])
             wanted = _wanted_grade(name, row, q, score, applied, item_ids, points, report)
             current = state.get(submission)
             if (
@@ -985,8 +1016,9 @@ def import_gradescope(
                     grader=who,
                     texts={now[submission]: text} if text is not None else None,
                 )
-            except ReviewError as exc:
-                report["conflicts"].append(f"{question}: {name_of(row)} ({submission}): {exc}")
+            except ReviewError as exc:  # not imported: never "kept as graded in lablib"
+                report["refused"].append(f"{question}: {name_of(row)} ({submission}): {exc}")
+                del report["capped"][noted:]  # nothing was kept within the points
                 continue
             count += 1
         report["imported"][question] = report["imported"].get(question, 0) + count

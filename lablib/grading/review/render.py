@@ -407,6 +407,33 @@ def _link_close(self, tokens, idx, options, env) -> str:
     return f" <span class='link'>[link: {html.escape(address)}]</span>"
 
 
+#: How deep blocks (lists, quotes) nest before the rest of a nested block is shown as typed:
+#: markdown-it drops everything past its own limit (20 levels), the rest of the answer
+#: included, without a word.
+_DEEPEST = 16
+
+
+def _too_deep(state, start: int, end: int, silent: bool) -> bool:
+    """A block rule tried first: at :data:`_DEEPEST` levels of nesting, the rest of the
+    nested block (to ``end``, where the block that holds it ends) becomes one ``too_deep``
+    token, shown as typed; shallower, other rules decide."""
+    if state.level < _DEEPEST:
+        return False
+    if not silent:
+        token = state.push("too_deep", "pre", 0)
+        token.content = state.getLines(start, end, state.blkIndent, False)
+        token.map = [start, end]
+    state.line = end
+    return True
+
+
+def _too_deep_html(self, tokens, idx, options, env) -> str:
+    return (
+        f"<p class='cut'>Nested more than {_DEEPEST // 2} levels deep: the rest of this "
+        f"part, as typed:</p><pre class='rest'>{html.escape(tokens[idx].content)}</pre>"
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def _parser():
     from markdown_it import MarkdownIt
@@ -417,6 +444,8 @@ def _parser():
     md.enable(["table", "strikethrough"])
     md.use(dollarmath_plugin, allow_space=True, allow_digits=True, double_inline=True)
     md.use(amsmath_plugin)
+    md.block.ruler.before(md.block.ruler.get_all_rules()[0], "too_deep", _too_deep)
+    md.add_render_rule("too_deep", _too_deep_html)
     md.add_render_rule(
         "math_inline", lambda self, tokens, idx, options, env: _math(tokens[idx].content, False)
     )

@@ -643,7 +643,8 @@ def _code_of(function):
     gate replaced: what the function reaches is read from it (a probe's helpers, sealed)."""
     code = function.__code__
     gated = _GATED.get(id(code))
-    return gated[1] if gated is not None and gated[0] is code else code
+    # a ready-made function disarmed by the seal keeps no original: its gate is read
+    return gated[1] if gated is not None and gated[0] is code and gated[1] is not None else code
 
 
 def _function_links(function, names=None):
@@ -1204,14 +1205,20 @@ _GATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _GATED: dict = {}
 
 
-def _disarm(function, crib: Crib, saved: list) -> None:
+def _disarm(function, crib: Crib, saved: list, keep: bool = True) -> None:
+    """``function``'s code swapped for a gate raising ``CribCall(crib)``; its original
+    kept (in ``saved`` and :data:`_GATED`) only where ``keep``: what the seal never gives
+    back, it does not keep (a ready-made function's original read from the seal's list
+    was made into a working function: its code is no code of lablib's that the audit
+    hook knows)."""
     if not isinstance(function, types.FunctionType) or function.__code__ is _GATES.get(function):
         return
     gate = _GATES.get(function)
     if gate is None or gate.co_name != function.__code__.co_name or crib not in gate.co_consts:
         gate = _GATES[function] = _gate_code(function, crib)
-    _GATED[id(gate)] = (gate, function.__code__, crib)
-    saved.append((function, function.__code__))
+    original = function.__code__ if keep else None
+    _GATED[id(gate)] = (gate, original, crib)
+    saved.append((function, original))
     function.__code__ = gate
 
 
@@ -1513,6 +1520,7 @@ def seal(namespace) -> None:
     if window._sealed:
         return
     window.namespace = namespace
+    window._forgets = True
     window.catalogue = cat = catalogue(window.guard)
     cat.preload()
     window._ready = _ready_made()
@@ -1692,7 +1700,7 @@ class Window:
         self.found: Crib | None = None
         self.seconds: dict[str, float] = {}
         self._saved: list = []
-        self._builtins: list = []  # (module, attribute, builtin) swapped for a gate
+        self._builtins: list = []  # (module, attribute, builtin or None, gate) swapped
         self._lines: dict = {}
         self._threads: set = set()
         self._ready: dict = {}
@@ -1705,6 +1713,7 @@ class Window:
         self._open = False
         self._seal: Window | None = None  # the seal this window opens over (seal())
         self._sealed = False  # this window is the seal (seal())
+        self._forgets = False  # the seal being made: keeps nothing it never gives back
         self._lifted: list = []  # (function, Crib): the probe's own, lifted from the seal
 
     # -- what the audit hook refuses
@@ -1831,7 +1840,7 @@ class Window:
         seal = self._seal
         for function in reached:
             gated = _GATED.get(id(function.__code__))
-            if gated is None or gated[0] is not function.__code__:
+            if gated is None or gated[0] is not function.__code__ or gated[1] is None:
                 continue
             seal._arming = threading.get_ident()
             try:
@@ -1908,6 +1917,12 @@ class Window:
                     targets.setdefault(id(member), (member, Crib(name, "ready-made")))
         return targets
 
+    def _keeps(self, crib: Crib) -> bool:
+        """Whether the original of what is disarmed for ``crib`` is kept: always where it
+        is put back (a window of ``lablib.check``); sealed, lablib's own only (a probe's
+        own functions get theirs back for it, and the audit hook knows lablib's code)."""
+        return not (self._forgets or self._seal is not None) or crib.kind != "ready-made"
+
     def _apply(self, targets: dict) -> None:
         # the window's own __code__ swaps (imports in the window); sealed, the seal judges
         # them until the window is the active one
@@ -1917,7 +1932,7 @@ class Window:
         try:
             for key, (function, crib) in targets.items():
                 if key not in self._exempt:
-                    _disarm(function, crib, self._saved)
+                    _disarm(function, crib, self._saved, self._keeps(crib))
         finally:
             for window in arming:
                 window._arming = None
@@ -1958,11 +1973,15 @@ class Window:
         for name, module, attribute in places:
             obj = getattr(module, "__dict__", {}).get(attribute) if module is not None else None
             if isinstance(obj, types.BuiltinFunctionType) or _is_aten(module, obj):
+                crib = Crib(name, "ready-made")
+                gate = _builtin_gate(crib)
                 try:
-                    setattr(module, attribute, _builtin_gate(Crib(name, "ready-made")))
+                    setattr(module, attribute, gate)
                 except (AttributeError, TypeError):  # a module that refuses: the search's
                     continue
-                self._builtins.append((module, attribute, obj))
+                # sealed, the builtin is never put back: not kept (read from the seal's
+                # list, it ran as it is)
+                self._builtins.append((module, attribute, obj if self._keeps(crib) else None, gate))
 
     def _arm(self, search: _Search) -> None:
         cat = self.catalogue
@@ -1981,7 +2000,9 @@ class Window:
 
         for file in list(linecache.cache):
             if isinstance(file, str) and cat.known_path(file):
-                self._lines[file] = linecache.cache.pop(file)
+                lines = linecache.cache.pop(file)
+                if not (self._forgets or self._seal is not None):  # sealed: never put back
+                    self._lines[file] = lines
         if not _HOOKED[0]:
             sys.addaudithook(_audit)
             _HOOKED[0] = True
@@ -2032,8 +2053,8 @@ class Window:
         for function, _ in self._saved:
             if function.__code__ is not _GATES.get(function):
                 return Crib(f"{function.__qualname__}.__code__", "tamper")
-        for module, attribute, builtin in self._builtins:
-            if getattr(module, "__dict__", {}).get(attribute) is builtin:  # put back
+        for module, attribute, _, gate in self._builtins:
+            if getattr(module, "__dict__", {}).get(attribute) is not gate:  # put back, replaced
                 return Crib(f"{getattr(module, '__name__', '?')}.{attribute}", "tamper")
         return None
 
@@ -2059,7 +2080,7 @@ class Window:
         except BaseException:  # noqa: BLE001 - nothing else to do
             pass
         while self._builtins:  # each put back before it is forgotten (an interrupt in
-            module, attribute, builtin = self._builtins[-1]  # between left the gate there)
+            module, attribute, builtin, _ = self._builtins[-1]  # between left the gate there)
             try:
                 setattr(module, attribute, builtin)
             except BaseException:  # noqa: BLE001 - nothing else to do

@@ -310,11 +310,17 @@ def _print_roster_lists(out) -> None:
 
 def _print_unknown_lateness(data: dict) -> None:
     """A line per row (or group member) whose lateness could not be computed: no
-    penalty, never on time (a time or an extension that cannot be read)."""
+    penalty, never on time (a time or an extension that cannot be read); then one line
+    naming those with no submission time at all (no penalty either: summary.html lists
+    them, the terminal said nothing)."""
+    untimed = []
     for entry in data.get("submissions", []):
         members = entry.get("members") or [{"name": "", "late": entry.get("late")}]
         for member in members:
             late = member.get("late")
+            if late is None:
+                who = f" ({member['name']})" if len(members) > 1 and member.get("name") else ""
+                untimed.append(entry["submission"] + who)
             if isinstance(late, dict) and (late.get("computed") is False or not late.get("due")):
                 who = f" ({member['name']})" if len(members) > 1 and member.get("name") else ""
                 print(
@@ -322,6 +328,15 @@ def _print_unknown_lateness(data: dict) -> None:
                     f"{_printable(str(late.get('text', '')))}",
                     file=sys.stderr,
                 )
+    if untimed:
+        shown = ", ".join(_printable(u) for u in untimed[:10]) + (
+            " ..." if len(untimed) > 10 else ""
+        )
+        print(
+            f"lablib grade: late: no submission time for {len(untimed)}: {shown} (no late penalty "
+            f"applied; give their times with --times FILE: student,lab,submitted_at)",
+            file=sys.stderr,
+        )
 
 
 def _width(text: str) -> int:

@@ -399,3 +399,33 @@ def test_a_deduction_canvas_does_not_mark_late_says_so(tmp_path):
         r.identity["lms"]["late"] = False
     report.write_reports(out, lab, results, roster=roster, late_policy=policy)
     assert said not in (out / "feedback" / "bob.md").read_text()
+
+
+def test_grade_names_the_rows_with_no_submission_time(tmp_path, capsys):
+    """With a late policy, rows with no submission time get no penalty: summary.html
+    listed them, the terminal said nothing (a regrade by path without the row's time gave
+    full marks without a word). One line names them and says how to give their times."""
+    from lablib.cli import _print_roster_lists
+
+    lab = _lab()
+    results = [
+        SubmissionResult(
+            n, str(tmp_path / f"{n}.ipynb"), Status(), 10.0, 15.0, {"f": PieceScore(10.0, 15.0)}, []
+        )
+        for n in ("erin", "frank", "gus")
+    ]
+    roster_path = tmp_path / "roster.csv"
+    roster_path.write_text(
+        "student_id,name,email,submission,submitted_at\n"
+        "S001,Erin Doe,erin@uni.edu,erin,2026-11-21T10:00+01:00\n"
+        "S002,Frank Roe,frank@uni.edu,frank,\n"
+        "S003,Gus Poe,gus@uni.edu,gus,\n"
+    )
+    out = tmp_path / "out"
+    policy = LatePolicy.parse(due=DUE, per_day="10%")
+    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
+    assert json.loads((out / "summary.json").read_text())["late"]["no_time"] == ["frank", "gus"]
+    _print_roster_lists(out)  # what `lablib grade` prints after grading
+    err = capsys.readouterr().err
+    assert "lablib grade: late: no submission time for 2: frank, gus (no late penalty" in err, err
+    assert "--times FILE" in err and "erin" not in err.split("no submission time")[1]

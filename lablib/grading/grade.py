@@ -633,7 +633,9 @@ def _carry_identity(new: SubmissionResult, old: SubmissionResult) -> bool:
     if (new.identity.get("lms") or {}).get("lms") or new.identity.get("why_unmatched"):
         return False
     if not old.identity.get("matched") and (
-        (old.identity.get("lms") or {}).get("lms") or old.identity.get("why_unmatched")
+        (old.identity.get("lms") or {}).get("lms")
+        or old.identity.get("why_unmatched")
+        or new.identity.get("folder")  # found in a student's folder now: that names it
     ):
         return False
     carried = {

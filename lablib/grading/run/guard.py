@@ -126,10 +126,20 @@ keras.layers.AdditiveAttention                   keras.src.layers.attention.addi
 keras.ops.dot_product_attention                  keras.src.ops.nn:dot_product_attention
 keras.ops.dot_product_attention                  keras.src.ops.nn:DotProductAttention
 keras.ops.dot_product_attention                  keras.src.backend.tensorflow.nn:dot_product_attention
+keras.ops.dot_product_attention                  keras.src.backend.tensorflow.nn:_dot_product_attention_xla
+keras.ops.dot_product_attention                  keras.src.backend.tensorflow.nn:_apply_masks
+keras.ops.dot_product_attention                  keras.src.backend.numpy.nn:dot_product_attention
+keras.ops.dot_product_attention                  keras.src.backend.numpy.nn:_dot_product_attention_xla
+keras.ops.dot_product_attention                  keras.src.backend.numpy.nn:_apply_masks
+keras.ops.dot_product_attention                  keras.src.backend.jax.nn:dot_product_attention
+keras.ops.dot_product_attention                  keras.src.backend.jax.nn:_dot_product_attention_core
+keras.ops.dot_product_attention                  keras.src.backend.jax.nn:_apply_masks
+keras.ops.dot_product_attention                  keras.src.backend.torch.nn:dot_product_attention
 keras.metrics.F1Score                            keras.src.metrics.f_score_metrics:FBetaScore
 keras.metrics.F1Score                            keras.src.metrics.f_score_metrics:F1Score
 tf_keras.layers.MultiHeadAttention               tf_keras.src.layers.attention.multi_head_attention:MultiHeadAttention
 tf_keras.layers.Attention                        tf_keras.src.layers.attention.attention:Attention
+tf_keras.layers.Attention                        tf_keras.src.layers.attention.base_dense_attention:BaseDenseAttention
 tf_keras.layers.AdditiveAttention                tf_keras.src.layers.attention.additive_attention:AdditiveAttention
 tf_keras.metrics.F1Score                         tf_keras.src.metrics.f_score_metrics:FBetaScore
 tf_keras.metrics.F1Score                         tf_keras.src.metrics.f_score_metrics:F1Score
@@ -152,6 +162,7 @@ tf_keras.layers.GlobalAveragePooling1D           tf_keras.src.layers.pooling.glo
 tfm.vision.layers.PositionalEncoding             official.vision.modeling.layers.nn_layers:PositionalEncoding
 official.legacy.transformer.model_utils.get_position_encoding  official.legacy.transformer.model_utils:get_position_encoding
 torch.nn.MultiheadAttention                      torch.nn.modules.activation:MultiheadAttention
+torch.nn.MultiheadAttention                      torch.ao.nn.quantizable.modules.activation:MultiheadAttention
 torch.nn.TransformerEncoderLayer                 torch.nn.modules.transformer:TransformerEncoderLayer
 torch.nn.functional.multi_head_attention_forward  torch.nn.functional:multi_head_attention_forward
 torch.nn.functional.scaled_dot_product_attention  torch.nn.functional:scaled_dot_product_attention
@@ -174,6 +185,9 @@ torch_geometric.nn.aggr.SumAggregation           torch_geometric.nn.aggr.basic:S
 torch_geometric.nn.aggr.MeanAggregation          torch_geometric.nn.aggr.basic:MeanAggregation
 torch_geometric.nn.aggr.MaxAggregation           torch_geometric.nn.aggr.basic:MaxAggregation
 torch_geometric.utils.softmax                    torch_geometric.utils._softmax:softmax
+lablib.graphs.segment_softmax                    lablib.graphs:segment_softmax
+lablib.graphs.gcn_norm                           lablib.graphs:gcn_norm
+lablib.graphs.gcn_norm_dense                     lablib.graphs:gcn_norm_dense
 torch_geometric.utils.get_laplacian              torch_geometric.utils.laplacian:get_laplacian
 torch_geometric.nn.encoding.PositionalEncoding   torch_geometric.nn.encoding:PositionalEncoding
 """
@@ -611,6 +625,70 @@ def _ready_made() -> dict:
     return found
 
 
+def _code_key(code) -> tuple:
+    """What tells a code object apart, without the object (a table of them holds none:
+    read from the guard's state, a ready-made original was made into a working function):
+    its bytecode, names and place."""
+    return (
+        code.co_code,
+        code.co_name,
+        getattr(code, "co_qualname", code.co_name),
+        code.co_filename,
+        code.co_firstlineno,
+    )
+
+
+def _copy_keys(code) -> tuple:
+    """Keys that find a copy of ``code`` made with ``code.replace`` (another name, file or
+    line): its instructions, the names it uses and its constants, and its raw bytecode
+    (what ``code.__new__`` is given); none for code shorter than :data:`_COPY_MIN_STEPS`
+    instructions, which anyone's one-liner may match."""
+    if len(code.co_code) // 2 < _COPY_MIN_STEPS:
+        return ()
+    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
+    return (("copy", code.co_code, code.co_names, consts), ("bytes", code.co_code))
+
+
+def _ready_code_names(pairs, table: dict | None = None) -> dict:
+    """``table`` (a new one by default) with the :func:`_code_key` of the code of every
+    function of the ready-made ``(name, object)`` pairs (a class's methods; their nested
+    code too) -> its name. Read before they are disarmed: a function made on that code (a
+    clone made in a graded cell, a code object kept there) is a ready-made crib."""
+    table = {} if table is None else table
+    for name, obj in pairs:
+        # only code written in the row's own module: a decorator's wrapper (Keras's
+        # traceback filter, sklearn's parameter check) shares its code with every function
+        # it wraps, and a function on that code is no crib
+        home = getattr(sys.modules.get(getattr(obj, "__module__", None) or ""), "__file__", None)
+        if not isinstance(home, str):
+            continue
+        home = _realpath(home)
+        for member in _members(obj) if isinstance(obj, type) else [obj]:
+            if isinstance(member, types.FunctionType):
+                gated = _GATED.get(id(member.__code__))
+                if gated is not None and gated[0] is member.__code__:
+                    continue  # disarmed already: its code was read when it was
+                for inner in _codes(member.__code__):
+                    if _realpath(inner.co_filename) != home:
+                        continue
+                    for key in (_code_key(inner), *_copy_keys(inner)):
+                        table.setdefault(key, name)
+    return table
+
+
+def _ready_name(table: dict, code) -> str | None:
+    """The ready-made name of ``code`` or code nested in it (:func:`_ready_code_names`)."""
+    if not table:
+        return None
+    for inner in _codes(code):
+        name = table.get(_code_key(inner))
+        if name is None and ("bytes", inner.co_code) in table:  # its bytecode: a copy?
+            name = table.get(_copy_keys(inner)[0])
+        if name is not None:
+            return name
+    return None
+
+
 def _names_used(code) -> set[str]:
     names = set()
     for inner in _codes(code):
@@ -734,9 +812,12 @@ class _Search:
     ``probe_reached``: the functions the probe's own code reaches (:func:`probe_functions`):
     a graph that ran them is not a crib in this probe."""
 
-    def __init__(self, catalogue_: Catalogue, ready: dict, exempt: set, probe_reached=()):
+    def __init__(
+        self, catalogue_: Catalogue, ready: dict, exempt: set, probe_reached=(), ready_codes=None
+    ):
         self.catalogue = catalogue_
         self.ready = ready
+        self.ready_codes = ready_codes or {}  # _ready_code_names: clones of ready-made code
         self.exempt = exempt
         self.seen: set[int] = set()
         self.functions: list = []  # lablib's code (or copies) reached, to disarm
@@ -767,6 +848,8 @@ class _Search:
                 if name is not None:
                     own = self.catalogue.name_of(obj) is not None
                     self._found(Crib(name, _kind(name) if own else "copy"))
+                elif (ready := _ready_name(self.ready_codes, obj)) is not None:
+                    self._found(Crib(ready, "ready-made"))
                 continue
             if id(obj) in self.seen:
                 continue
@@ -799,6 +882,12 @@ class _Search:
                     self._found(
                         Crib(name, _kind(name)) if name is not None else Crib(copied, "copy")
                     )
+                return ()
+            ready = _ready_name(self.ready_codes, obj.__code__)
+            if ready is not None:  # a function made on a ready-made function's code
+                self.functions.append(obj)
+                if flag:
+                    self._found(Crib(ready, "ready-made"))
                 return ()
             return () if _library(obj) else _function_links(obj)
         if isinstance(obj, types.MethodType):
@@ -1524,7 +1613,8 @@ def seal(namespace) -> None:
     window.catalogue = cat = catalogue(window.guard)
     cat.preload()
     window._ready = _ready_made()
-    search = _Search(cat, window._ready, set())
+    window._ready_codes = _ready_code_names(window._ready.values())
+    search = _Search(cat, window._ready, set(), ready_codes=window._ready_codes)
     search.run([namespace, sys.modules["builtins"].__dict__], flag=False)
     found = _running_beside(cat)
     if not _LOCK.acquire(blocking=False):
@@ -1704,6 +1794,7 @@ class Window:
         self._lines: dict = {}
         self._threads: set = set()
         self._ready: dict = {}
+        self._ready_codes: dict = {}  # _ready_code_names: the ready-made code, by key
         self._ready_modules: dict = {}
         self._exempt: set = set()
         self._gate = _ImportGate(self)
@@ -1747,6 +1838,9 @@ class Window:
                 name = cat.lablib_code(code)
                 if name is not None:
                     return Crib(name, _kind(name) if cat.name_of(code) else "copy")
+                ready = _ready_name(self._judged_ready(), code)
+                if ready is not None:  # a ready-made function's code, made into a function
+                    return Crib(ready, "ready-made")
             return None
         if event == "object.__setattr__":  # a disarmed function given its code back
             if (
@@ -1756,7 +1850,10 @@ class Window:
                 and (
                     any(args[0] is function for function, _ in self._saved)
                     or isinstance(args[2], types.CodeType)
-                    and cat.lablib_code(args[2]) is not None
+                    and (
+                        cat.lablib_code(args[2]) is not None
+                        or _ready_name(self._judged_ready(), args[2]) is not None
+                    )
                 )
             ):
                 return Crib("a function's __code__ (replacing the code of a function)", "refused")
@@ -1768,10 +1865,19 @@ class Window:
         if event == "code.__new__":  # lablib's bytecode under other names (code.replace)
             if args and isinstance(args[0], bytes) and args[0] in cat.bytecodes:
                 return Crib("a new code object made from lablib's own bytecode", "refused")
+            if args and isinstance(args[0], bytes):
+                ready = self._judged_ready().get(("bytes", args[0]))
+                if ready is not None:  # a ready-made function's, under other names
+                    return Crib(ready, "ready-made")
             return None
         if event in _PROCESSES:
             return Crib(f"{event} (a new process)", "refused")
         return None
+
+    def _judged_ready(self) -> dict:
+        """The ready-made code table the audit hook judges by: the seal's, where this
+        window opens over it (it grows as ready-made modules are imported)."""
+        return self._seal._ready_codes if self._seal is not None else self._ready_codes
 
     # -- entering and leaving
     def __enter__(self):
@@ -1788,13 +1894,21 @@ class Window:
         self.catalogue = catalogue(self.guard)
         self.catalogue.preload()
         self._ready = _ready_made()
+        # sealed, the seal's table (its rows were read before it disarmed them); else read now
+        self._ready_codes = (
+            self._seal._ready_codes
+            if self._seal is not None
+            else _ready_code_names(self._ready.values())
+        )
         reached: list = []
         self._exempt = (
             probe_functions(self.probe, self.catalogue, reached)
             if self.probe is not None
             else set()
         )
-        search = _Search(self.catalogue, self._ready, self._exempt, reached)
+        search = _Search(
+            self.catalogue, self._ready, self._exempt, reached, ready_codes=self._ready_codes
+        )
         search.run(self.objects.values(), flag=True)
         found = search.first or _running_beside(self.catalogue)
         if found is not None:
@@ -1891,6 +2005,8 @@ class Window:
             if name is not None or copied is not None:
                 crib = Crib(name, _kind(name)) if name is not None else Crib(copied, "copy")
                 targets.setdefault(id(function), (function, crib))
+            elif (ready := _ready_name(self._ready_codes, function.__code__)) is not None:
+                targets.setdefault(id(function), (function, Crib(ready, "ready-made")))
         for klass in classes:
             for member in _members(klass):
                 if isinstance(member, types.FunctionType):
@@ -1942,7 +2058,6 @@ class Window:
         by what it holds (lablib's code or copies: a module loaded through the gate under
         a guarded name from no file of lablib's is judged by its functions, not its
         ``__file__``)."""
-        self._apply(self._targets(*self._module_targets([module])))
         ready = []
         for name, module_name, attribute in READY_MADE:
             if module_name == module.__name__:
@@ -1954,6 +2069,8 @@ class Window:
                         if isinstance(obj, types.FunctionType)
                         else None
                     )
+        _ready_code_names(ready, self._ready_codes)  # read before they are disarmed
+        self._apply(self._targets(*self._module_targets([module])))
         self._apply(self._ready_targets(ready))
         self._swap_builtins()  # all rows: torch's first import in a window registers
         # torch._C._nn from C, never through the import gate
@@ -1987,7 +2104,12 @@ class Window:
         cat = self.catalogue
         functions, classes = self._module_targets([*search.modules, *cat.loaded_modules()])
         targets = self._targets(
-            [*search.functions, *functions, *_running_lablib_code(cat)],  # the grader's child
+            # the grader's child: every function object on lablib's or ready-made code
+            [
+                *search.functions,
+                *functions,
+                *_running_lablib_code(cat, ready_codes=self._ready_codes),
+            ],
             [*search.classes, *classes],
         )
         targets.update(self._ready_targets(self._ready.values()))
@@ -2251,7 +2373,7 @@ def _processes_started(_grading: bool = False) -> str:
     return ""
 
 
-def _running_lablib_code(cat: Catalogue, _grading: bool = False) -> list:
+def _running_lablib_code(cat: Catalogue, _grading: bool = False, *, ready_codes=None) -> list:
     """Every function object of the process whose code is lablib's guarded code or a copy
     of it, wherever it is kept: a second function made on a guarded function's code
     (``type(f)(f.__code__, f.__globals__)``, or on ``code.replace(...)`` of it) and kept
@@ -2267,12 +2389,16 @@ def _running_lablib_code(cat: Catalogue, _grading: bool = False) -> list:
     objects: it doubled the time of ``lablib.check`` on Lab 4), what it finds only
     deliberate concealment makes, and ``lablib.check`` in a notebook decides no grade.
     (The interpreter's own loops, ``filter`` and ``map`` over the objects, measured no
-    faster than this loop.)"""
+    faster than this loop.) ``ready_codes`` (:func:`_ready_code_names`): a function made
+    on a ready-made function's code is found too, the ready-made originals disarmed or not.
+    The cache holds no code object (a weak reference): read from it, Keras's attention's
+    original was made into a working function."""
     if not _grading:
         return []
     import gc
 
-    function, seen = types.FunctionType, _CODE_SEEN
+    function, seen, ready = types.FunctionType, _CODE_SEEN, ready_codes or {}
+    size, ref = len(ready), weakref.ref
     gc.unfreeze()  # gc.get_objects() leaves out what gc.freeze() put aside (no audit event)
     found = []
     _SCANNING[0] = threading.get_ident()  # sealed, the seal lets this one search through
@@ -2288,18 +2414,21 @@ def _running_lablib_code(cat: Catalogue, _grading: bool = False) -> list:
             if key in gated:  # gates are kept in _GATED: their ids are never reused
                 continue
             known = seen.get(key)
-            if known is None or known[0] is not code:  # a code object not looked at yet
+            if known is None or known[0]() is not code:  # a code object not looked at yet
                 # its own code or code nested in its constants (made into a function by
                 # MAKE_FUNCTION, which no audit event announces), as it is or a copy
-                known = seen[id(code)] = (code, cat.lablib_code(code) is not None)
-            if known[1]:
+                known = seen[key] = (ref(code), cat.lablib_code(code) is not None, None, -1)
+            if known[3] != size:  # ready-made rows added since (a module imported)
+                known = seen[key] = (*known[:2], _ready_name(ready, code) is not None, size)
+            if known[1] or known[2]:
                 found.append(obj)
     return found
 
 
-#: id(code) -> (the code object, whether it is lablib's code or a copy): each code
-#: object is looked at once per process, not once per window (the code object is kept,
-#: so its id is not reused).
+#: id(code) -> (a weak reference to the code object, whether it is lablib's code or a
+#: copy, whether it is a ready-made function's, the size of the ready-made table then):
+#: each code object is looked at once per process, not once per window; a dead
+#: reference says its id was reused.
 _CODE_SEEN: dict = {}
 
 

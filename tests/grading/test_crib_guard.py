@@ -73,10 +73,11 @@ def test_the_scan_of_every_function_runs_where_grades_are_decided_only(as_graded
 
 
 _KEPT_BY_THE_SEAL = """
-import sys, types
+import sys, types, weakref
 import numpy as np
 import keras
 import keras.src.backend.tensorflow.nn as knn
+import tf_keras  # Lab 2's Keras: its Dropout's lambda is written like Attention's
 from lablib.grading.run import guard
 
 guard._running_lablib_code.__defaults__ = (True,)  # the grader's child's scan
@@ -116,7 +117,20 @@ with guard.Window(guard.BY_HAND, {"f": attempts}, None, {}) as window:
             refused += 1
         except (IndexError, TypeError):
             pass
-print("RAN", ran, refused, len([c for f, c in guard._SEAL[0]._saved if c is None]))
+# honest code in the window: tf_keras's Dropout, and a function of the student's written
+# like a ready-made one's (instructions and names alike, not its code)
+def compute_output_shape(shapes):
+    q = shapes[0]
+    v = shapes[1]
+    return (*q[:-1], v[-1])
+
+
+x = np.ones((2, 3), "float32")
+with guard.Window(guard.BY_HAND, {"compute_output_shape": compute_output_shape}, None, {}) as w:
+    dropped = np.asarray(tf_keras.layers.Dropout(0.5)(x, training=False))
+assert w.found is None and (dropped == x).all(), w.found
+strong = sum(not isinstance(v[0], weakref.ref) for v in guard._CODE_SEEN.values())
+print("RAN", ran, refused, len([c for f, c in guard._SEAL[0]._saved if c is None]), strong)
 """
 
 
@@ -127,7 +141,9 @@ def test_the_seal_keeps_no_ready_made_original():
     so the audit hook let it be made), the scan's cache holds code weakly (it held
     Keras's), a function made on a ready-made function's code or a code object kept in a
     graded cell is disarmed or refused like lablib's, and Keras's helper that computes the
-    whole attention is a ready-made row. A fresh process: protect() and seal() are final."""
+    whole attention is a ready-made row; tf_keras's Dropout (a lambda written like
+    Attention's) and a student's function written like a ready-made one's still run. A
+    fresh process: protect() and seal() are final."""
     import subprocess
 
     done = subprocess.run(
@@ -135,8 +151,11 @@ def test_the_seal_keeps_no_ready_made_original():
     )
     line = [x for x in done.stdout.splitlines() if x.startswith("RAN ")]
     assert line, done.stderr[-3000:]
-    ran, refused, forgotten = re.fullmatch(r"RAN (\[.*\]) (\d+) (\d+)", line[0]).groups()
+    ran, refused, forgotten, strong = re.fullmatch(
+        r"RAN (\[.*\]) (\d+) (\d+) (\d+)", line[0]
+    ).groups()
     assert ran == "[]", line  # nothing of Keras's ran
+    assert strong == "0", line  # the scan's cache holds no code object
     assert int(refused) >= 3, line  # the clone, the helper, the kept code: each refused
     assert int(forgotten) > 0, line  # the seal disarmed Keras's rows, keeping no original
 

@@ -968,18 +968,22 @@ def test_an_answer_renders_as_written_with_only_its_hostile_characters_shown():
 def test_an_answer_nested_too_deep_is_shown_whole():
     """A list or quote nested past markdown's limit (20 levels) lost everything after it,
     the rest of the answer included, on the review page and in the printout, without a
-    word: from 8 levels of lists (16 of quotes) on, the rest of that part is shown as
-    typed, said so; an ordinary nested list renders as before."""
+    word: from 8 lists (16 quotes) deep, that nested part is shown as typed, said so, and
+    what follows it renders as before (a paragraph, its formula drawn); an ordinary nested
+    list renders as before."""
     from lablib.grading.review.render import render_answer
 
     for answer in (
-        "- " * 25 + "x\n\nthe rest of the answer",
-        ">" * 25 + " q\n\nthe rest of the answer",
-        "".join("  " * i + "- a\n" for i in range(30)) + "\nthe rest of the answer",
+        "- " * 25 + "x\n\nthe rest of the answer, $x^2$",
+        ">" * 25 + " q\n\nthe rest of the answer, $x^2$",
+        "".join("  " * i + f"- item {i}\n" for i in range(30)) + "\nthe rest of the answer, $x^2$",
     ):
         page = render_answer(answer)
-        assert "the rest of the answer" in page, page[-300:]
-        assert "as typed" in page
+        assert "as typed" in page, page[-300:]
+        assert "<p>the rest of the answer, <math" in page, page[-300:]  # not in the <pre>
+        assert page.index("<pre") < page.index("<p>the rest")
+    listed = render_answer("".join("  " * i + f"- item {i}\n" for i in range(30)))
+    assert all(f"item {i}" in listed for i in range(30)), "every item shown, as typed or drawn"
     honest = render_answer("".join("  " * i + "- item\n" for i in range(6)) + "\nend")
     assert honest.count("<li>") == 6 and "as typed" not in honest and "<p>end</p>" in honest
 

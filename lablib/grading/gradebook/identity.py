@@ -414,7 +414,7 @@ def _gradescope_person(index: RosterIndex, person: dict) -> tuple[Student | None
                 ("SID", str(person.get("sid") or ""), student.student_id),
                 ("e-mail", str(person.get("email") or ""), student.email),
             )
-            if value and theirs
+            if value and theirs and fold(value) != fold(theirs)
         ]
         if against:  # Mallory's account named "Bob Brown": Bob got her notebook
             return None, (

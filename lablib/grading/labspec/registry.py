@@ -229,14 +229,18 @@ def with_hidden_tests(spec: LabSpec, hidden_dirs=(), short: str | None = None) -
     """``spec`` with the hidden tests of each folder in ``hidden_dirs`` it does not hold
     yet: a copy for the caller (:meth:`LabSpec.with_hidden`), or ``spec`` itself where
     none is new (a spec :func:`load_lab` gave with the same folders). ``short``: the other
-    name a folder's file may have (``lab1.py``), by default the part of the lab's name
-    before its first ``_``.
+    name a folder's file may have (``lab1.py``), by default the registry's short name of
+    the lab, else the part of its name before the first ``_``.
 
     Raises:
         FileNotFoundError: a hidden tests folder that is missing or holds no tests of
             this lab.
     """
-    short = short or spec.name.split("_", 1)[0]
+    if short is None:  # the registry's short name, where it knows the lab (lab1.py)
+        try:
+            short = resolve_lab(spec.name).short
+        except UnknownLab:
+            short = spec.name.split("_", 1)[0]
     tests, files = [], []
     for folder in hidden_dirs:
         found, file = _hidden_tests(spec, folder, short)

@@ -415,22 +415,28 @@ _DEEPEST = 16
 
 def _too_deep(state, start: int, end: int, silent: bool) -> bool:
     """A block rule tried first: at :data:`_DEEPEST` levels of nesting, the rest of the
-    nested block (to ``end``, where the block that holds it ends) becomes one ``too_deep``
-    token, shown as typed; shallower, other rules decide."""
+    nested block (its lines up to the first one indented less than it, blank lines
+    aside: a list item's ``end`` is the answer's end) becomes one ``too_deep`` token,
+    shown as typed; shallower, other rules decide."""
     if state.level < _DEEPEST:
         return False
+    last = start + 1
+    while last < end and (state.isEmpty(last) or state.sCount[last] >= state.blkIndent):
+        last += 1
+    while last > start + 1 and state.isEmpty(last - 1):  # its trailing blank lines
+        last -= 1
     if not silent:
         token = state.push("too_deep", "pre", 0)
-        token.content = state.getLines(start, end, state.blkIndent, False)
-        token.map = [start, end]
-    state.line = end
+        token.content = state.getLines(start, last, state.blkIndent, False)
+        token.map = [start, last]
+    state.line = last
     return True
 
 
 def _too_deep_html(self, tokens, idx, options, env) -> str:
     return (
-        f"<p class='cut'>Nested more than {_DEEPEST // 2} levels deep: the rest of this "
-        f"part, as typed:</p><pre class='rest'>{html.escape(tokens[idx].content)}</pre>"
+        "<p class='cut'>Nested too deep to draw (lists in lists, or quotes in quotes): "
+        f"this part as typed:</p><pre class='rest'>{html.escape(tokens[idx].content)}</pre>"
     )
 
 

@@ -106,7 +106,9 @@ __all__ = [
 
 #: What a by-hand piece's code may not reach, relative to lablib's package folder: its
 #: layers and the labs' specs (the judges' references). lablib's graph utilities
-#: (``lablib.graphs``) and the grading machinery stay allowed: they implement no graded piece.
+#: (``lablib.graphs``) and the grading machinery stay allowed, but for the three graph
+#: helpers that compute what Lab 3's and Lab 4's pieces ask (``gcn_norm``,
+#: ``gcn_norm_dense``, ``segment_softmax``: rows of :data:`READY_MADE`).
 BY_HAND = ("layers" + os.sep, os.path.join("grading", "specs") + os.sep)
 
 #: The name that marks a spec's function the probes hand to the student's code as an
@@ -628,7 +630,10 @@ def _ready_made() -> dict:
 def _code_key(code) -> tuple:
     """What tells a code object apart, without the object (a table of them holds none:
     read from the guard's state, a ready-made original was made into a working function):
-    its bytecode, names and place."""
+    its bytecode, names and place. Only the same source's code has it; a copy made with
+    ``code.replace`` under another name or place does not (matched by instructions and
+    names alone, a tf_keras ``Dropout``'s ``lambda: tf.identity(x)`` and a student's
+    ``compute_output_shape`` were taken for ``Attention``'s)."""
     return (
         code.co_code,
         code.co_name,
@@ -636,17 +641,6 @@ def _code_key(code) -> tuple:
         code.co_filename,
         code.co_firstlineno,
     )
-
-
-def _copy_keys(code) -> tuple:
-    """Keys that find a copy of ``code`` made with ``code.replace`` (another name, file or
-    line): its instructions, the names it uses and its constants, and its raw bytecode
-    (what ``code.__new__`` is given); none for code shorter than :data:`_COPY_MIN_STEPS`
-    instructions, which anyone's one-liner may match."""
-    if len(code.co_code) // 2 < _COPY_MIN_STEPS:
-        return ()
-    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
-    return (("copy", code.co_code, code.co_names, consts), ("bytes", code.co_code))
 
 
 def _ready_code_names(pairs, table: dict | None = None) -> dict:
@@ -669,10 +663,8 @@ def _ready_code_names(pairs, table: dict | None = None) -> dict:
                 if gated is not None and gated[0] is member.__code__:
                     continue  # disarmed already: its code was read when it was
                 for inner in _codes(member.__code__):
-                    if _realpath(inner.co_filename) != home:
-                        continue
-                    for key in (_code_key(inner), *_copy_keys(inner)):
-                        table.setdefault(key, name)
+                    if _realpath(inner.co_filename) == home:
+                        table.setdefault(_code_key(inner), name)
     return table
 
 
@@ -682,8 +674,6 @@ def _ready_name(table: dict, code) -> str | None:
         return None
     for inner in _codes(code):
         name = table.get(_code_key(inner))
-        if name is None and ("bytes", inner.co_code) in table:  # its bytecode: a copy?
-            name = table.get(_copy_keys(inner)[0])
         if name is not None:
             return name
     return None
@@ -1865,10 +1855,6 @@ class Window:
         if event == "code.__new__":  # lablib's bytecode under other names (code.replace)
             if args and isinstance(args[0], bytes) and args[0] in cat.bytecodes:
                 return Crib("a new code object made from lablib's own bytecode", "refused")
-            if args and isinstance(args[0], bytes):
-                ready = self._judged_ready().get(("bytes", args[0]))
-                if ready is not None:  # a ready-made function's, under other names
-                    return Crib(ready, "ready-made")
             return None
         if event in _PROCESSES:
             return Crib(f"{event} (a new process)", "refused")

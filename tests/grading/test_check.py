@@ -228,7 +228,12 @@ def test_spec_of_resolves_a_lab_once_in_any_form(fixture_lab):
     lab1 = load_lab("lab1")
     assert spec_of("lab1") is spec_of("lab1_attention") is spec_of(find_lab("lab1")) is lab1
     assert spec_of(lab1) is lab1
-    assert spec_of("lab0_fixture") is fixture_lab  # loaded by path, unknown to the registry
+    # loaded by path, unknown to the registry: the process's spec, with its public tests
+    # (the hidden tests fixture_lab was loaded with belong to that call's copy)
+    assert spec_of("lab0_fixture") is load_lab(fixture_lab.source_files[0])
+    assert [t.id for t in spec_of("lab0_fixture").tests] == [
+        t.id for t in fixture_lab.tests if not t.hidden
+    ]
     with pytest.raises(UnknownLab, match="lab9"):
         spec_of("lab9")
 

@@ -287,6 +287,24 @@ def test_each_group_member_has_their_own_late_penalty(tmp_path, first):
     assert "2 late, 1 on time" in (out / "summary.html").read_text()
 
 
+def _graded_with_roster(tmp_path, lab, rows: str):
+    """The reports of a class graded 10/15 each, one student per roster row (``rows``:
+    student_id,name,email,submission,submitted_at), under a 10%-a-day late policy."""
+    submissions = [line.split(",")[3] for line in rows.splitlines()]
+    results = [
+        SubmissionResult(
+            n, str(tmp_path / f"{n}.ipynb"), Status(), 10.0, 15.0, {"f": PieceScore(10.0, 15.0)}, []
+        )
+        for n in submissions
+    ]
+    roster_path = tmp_path / "roster.csv"
+    roster_path.write_text("student_id,name,email,submission,submitted_at\n" + rows)
+    out = tmp_path / "out"
+    policy = LatePolicy.parse(due=DUE, per_day="10%")
+    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
+    return out
+
+
 def test_a_time_that_cannot_be_read_is_never_on_time(tmp_path, capsys):
     """A German Moodle worksheet's time: the row's lateness is not computed (no penalty,
     never "on time"): grades.csv leaves the penalty empty and says why, the summary counts
@@ -295,21 +313,13 @@ def test_a_time_that_cannot_be_read_is_never_on_time(tmp_path, capsys):
     from lablib.cli import _print_roster_lists, main
 
     lab = _lab()
-    results = [
-        SubmissionResult(
-            n, str(tmp_path / f"{n}.ipynb"), Status(), 10.0, 15.0, {"f": PieceScore(10.0, 15.0)}, []
-        )
-        for n in ("erin", "frank")
-    ]
-    roster_path = tmp_path / "roster.csv"
-    roster_path.write_text(
-        "student_id,name,email,submission,submitted_at\n"
+    out = _graded_with_roster(
+        tmp_path,
+        lab,
         'S001,Erin Doe,erin@uni.edu,erin,"Freitag, 27. November 2026, 14:14"\n'
-        "S002,Frank Roe,frank@uni.edu,frank,2026-11-21T10:00+01:00\n"
+        "S002,Frank Roe,frank@uni.edu,frank,2026-11-21T10:00+01:00\n",
     )
-    out = tmp_path / "out"
-    policy = LatePolicy.parse(due=DUE, per_day="10%")
-    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
+    roster_path = tmp_path / "roster.csv"
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     erin = rows["erin"]
     assert erin["late_penalty"] == "" and erin["late_hours"] == "", "never 0: on time"
@@ -407,23 +417,13 @@ def test_grade_names_the_rows_with_no_submission_time(tmp_path, capsys):
     full marks without a word). One line names them and says how to give their times."""
     from lablib.cli import _print_roster_lists
 
-    lab = _lab()
-    results = [
-        SubmissionResult(
-            n, str(tmp_path / f"{n}.ipynb"), Status(), 10.0, 15.0, {"f": PieceScore(10.0, 15.0)}, []
-        )
-        for n in ("erin", "frank", "gus")
-    ]
-    roster_path = tmp_path / "roster.csv"
-    roster_path.write_text(
-        "student_id,name,email,submission,submitted_at\n"
+    out = _graded_with_roster(
+        tmp_path,
+        _lab(),
         "S001,Erin Doe,erin@uni.edu,erin,2026-11-21T10:00+01:00\n"
         "S002,Frank Roe,frank@uni.edu,frank,\n"
-        "S003,Gus Poe,gus@uni.edu,gus,\n"
+        "S003,Gus Poe,gus@uni.edu,gus,\n",
     )
-    out = tmp_path / "out"
-    policy = LatePolicy.parse(due=DUE, per_day="10%")
-    report.write_reports(out, lab, results, roster=Roster.load(roster_path), late_policy=policy)
     assert json.loads((out / "summary.json").read_text())["late"]["no_time"] == ["frank", "gus"]
     _print_roster_lists(out)  # what `lablib grade` prints after grading
     err = capsys.readouterr().err

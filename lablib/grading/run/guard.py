@@ -1828,7 +1828,7 @@ class Window:
                 name = cat.lablib_code(code)
                 if name is not None:
                     return Crib(name, _kind(name) if cat.name_of(code) else "copy")
-                ready = _ready_name(self._judged_ready(), code)
+                ready = _ready_name(self._ready_codes, code)
                 if ready is not None:  # a ready-made function's code, made into a function
                     return Crib(ready, "ready-made")
             return None
@@ -1842,7 +1842,7 @@ class Window:
                     or isinstance(args[2], types.CodeType)
                     and (
                         cat.lablib_code(args[2]) is not None
-                        or _ready_name(self._judged_ready(), args[2]) is not None
+                        or _ready_name(self._ready_codes, args[2]) is not None
                     )
                 )
             ):
@@ -1859,11 +1859,6 @@ class Window:
         if event in _PROCESSES:
             return Crib(f"{event} (a new process)", "refused")
         return None
-
-    def _judged_ready(self) -> dict:
-        """The ready-made code table the audit hook judges by: the seal's, where this
-        window opens over it (it grows as ready-made modules are imported)."""
-        return self._seal._ready_codes if self._seal is not None else self._ready_codes
 
     # -- entering and leaving
     def __enter__(self):

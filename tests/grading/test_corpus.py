@@ -17,7 +17,10 @@ import pytest
 from lablib.grading.run.isolation import sandbox_possible as _sandbox_possible
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT, batch_leftovers
 
-pytestmark = pytest.mark.integration  # grades the hostile corpus as one batch
+pytestmark = [
+    pytest.mark.integration,  # grades the hostile corpus as one batch
+    pytest.mark.serial,  # time limits: run alone (.ci/run's serial pass)
+]
 
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 

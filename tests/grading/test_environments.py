@@ -40,7 +40,10 @@ import pytest
 from grading_paths import CORPUS, FIXTURE_HIDDEN, FIXTURE_LAB, ROOT, batch_leftovers
 from lablib._version import PACKAGE_DIR
 
-pytestmark = pytest.mark.integration  # grades the hostile corpus once per environment
+pytestmark = [
+    pytest.mark.integration,  # grades the hostile corpus once per environment
+    pytest.mark.serial,  # time limits: run alone (.ci/run's serial pass)
+]
 
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 DOCKER_CAPABILITIES = (

@@ -19,7 +19,10 @@ from lablib.grading.run import protocol
 from lablib.grading.run.isolation import sandbox_possible
 from grading_paths import batch_leftovers
 
-pytestmark = pytest.mark.integration  # runs submissions in sandboxed child processes
+pytestmark = [
+    pytest.mark.integration,  # runs submissions in sandboxed child processes
+    pytest.mark.serial,  # time limits: run alone (.ci/run's serial pass)
+]
 
 needs_root = pytest.mark.skipif(
     not sandbox_possible(), reason="the sandbox stage needs root on Linux"

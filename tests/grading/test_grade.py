@@ -1293,6 +1293,7 @@ def test_a_notebook_past_a_time_limit_beside_others_is_graded_again_alone(tmp_pa
     assert second["bob"].status.ok and second["carol"].status.has(Kind.TIMEOUT)
 
 
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_an_interrupted_grading_run_stops_at_once_and_leaves_nothing_running(tmp_path, sig):
     """Ctrl-C went on grading the whole queue (hours for a class) before it stopped and

@@ -231,6 +231,7 @@ def test_a_trace_of_numpy_blocks_passes(lab2_shapes):
     assert result.passed, result.message
 
 
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 @pytest.mark.parametrize("tokens", [6000, 60000])
 def test_a_first_block_input_of_another_length_is_refused_before_any_work(lab2_shapes, tokens):
     """The red team's reply: 1 x 1 x 1 kernels, the first block's input (1, T, 1) whatever
@@ -258,6 +259,7 @@ def test_a_first_block_input_of_another_length_is_refused_before_any_work(lab2_s
         ((16, 1024, 1, 32, 1), "1024 attention heads"),
     ],
 )
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 def test_sizes_past_the_bounds_are_refused_before_any_work(sizes, words):
     """Traces of the right form whose sizes go past what the grader recomputes (the
     training test's batch: 48 sequences of 12 tokens): a plain failure that says so,
@@ -281,6 +283,7 @@ def test_sizes_past_the_bounds_are_refused_before_any_work(sizes, words):
     assert seconds < 1.0 and peak < HUGE_BYTES, (seconds, peak)
 
 
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 def test_the_largest_trace_allowed_is_judged_in_bounded_time_and_memory(lab2_shapes):
     """A trace as wide as the work bound allows on the test's batches, every block right:
     recomputed in full, within a second and a few MB of the grader's."""
@@ -436,6 +439,7 @@ def _model_reply(lab_name, architecture):
     return reply
 
 
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 @pytest.mark.parametrize("lab_name, test_id", MODEL_TESTS)
 def test_an_architecture_text_nested_or_long_past_the_caps_is_the_students_failure(
     lab_name, test_id

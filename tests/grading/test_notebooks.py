@@ -157,6 +157,7 @@ def test_reading_is_bounded_and_a_path_is_never_json(tmp_path, monkeypatch):
         nbt.read_notebook(good)
 
 
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 def test_a_notebook_of_millions_of_tiny_objects_is_refused_before_parsing():
     """The red team's 12 MB of tiny objects cost 47.6 s and 0.93 GB to read: the count of
     '{' and '[' is checked on the bytes first, and the file is an invalid notebook."""

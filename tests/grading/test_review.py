@@ -217,6 +217,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.serial  # timed: run alone (.ci/run's serial pass)
 def test_a_formula_that_defines_macros_is_shown_as_typed():
     """latex2mathml expands \\def, \\newcommand, \\newenvironment with no bound but a
     depth of 100: each is shown as typed, never expanded (in a process of its own,

@@ -15,6 +15,8 @@ import random
 import re
 import time
 
+import pytest
+
 from lablib.grading.atomic import atomic_write
 from lablib.grading import report
 from lablib.grading.review import server as review_server
@@ -24,6 +26,9 @@ from lablib.grading.review.server import revealed_student
 from lablib.grading.review.store import DB_NAME, ReviewStore, text_digest, word_diff
 from lablib.grading.spec import LabSpec
 from review_fixtures import chromium, request, result, running, write_class, written_lab
+
+# the diff's bounded work is timed against honest text: run alone (.ci/run's serial pass)
+pytestmark = pytest.mark.serial
 
 CLASS = {
     f"student{k:02d}": {"why": f"The cause is the learning rate, answer {k}.", "how": f"Fix {k}."}

@@ -19,6 +19,9 @@ from lablib.grading.review.render import MAX_SHOWN_CHARS
 from lablib.grading.review.server import PAGE_SIZE, PREVIEW_CHARS
 from review_fixtures import chromium, request, running, write_class, written_lab
 
+# a class of 300 timed per click: run alone (.ci/run's serial pass)
+pytestmark = pytest.mark.serial
+
 STUDENTS = 300
 BOUND_S = 2.0
 

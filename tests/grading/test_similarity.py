@@ -20,6 +20,8 @@ import tracemalloc
 import types
 import zlib
 
+import pytest
+
 from lablib.grading import report
 from lablib.grading.gradebook.identity import owner_of
 from lablib.grading.results import PieceScore, Status, SubmissionResult
@@ -34,6 +36,9 @@ from lablib.grading.gradebook.similarity import (
     similarity_hints,
 )
 from lablib.grading.spec import LabSpec
+
+# its bounded-time tests time the analysis: run alone (.ci/run's serial pass)
+pytestmark = pytest.mark.serial
 
 TEMPLATE = '''# GRADED: attention
 def attention(query, key, value, mask=None):

@@ -305,6 +305,31 @@ def test_a_gradescope_sid_naming_another_student_than_the_e_mail_matches_no_one(
     assert "Carol Sun" not in {s.name for s in match.without_submission}, match
 
 
+def test_a_gradescope_name_with_its_own_shared_sid_is_that_students(tmp_path):
+    """The name-only rule's other side: the roster gives two students one SID (a typo in
+    the roster), so the SID names no one, and the name names Bob; the submitter's SID is
+    Bob's own (written otherwise: spaces, case), so nothing speaks against the name and
+    the row is Bob's. A SID that is not his still refuses it."""
+    gs = _roster(
+        tmp_path,
+        "First Name,Last Name,SID,Email,Role\nBob,Good,A222,bob@uni.edu,Student\n"
+        "Dan,Twin,A222,dan@uni.edu,Student\n",
+        "gs.csv",
+    )
+
+    def one(name, sid, email):
+        lms = {"lms": "gradescope", "submitters": [{"name": name, "sid": sid, "email": email}]}
+        return resolve(_found(name, lms), gs, lab="lab1")
+
+    same = one("Bob Good", " a222 ", "")
+    assert same["matched"] and same["email"] == "bob@uni.edu", same
+    assert same["matched_by"].startswith("Gradescope name"), same
+    other = one("Bob Good", "B999", "")
+    assert (
+        not other["matched"] and "SID 'B999' is not Bob Good's ('A222')" in other["why_unmatched"]
+    )
+
+
 def test_the_time_comes_from_the_first_source_that_has_one(tmp_path):
     ours = _roster(tmp_path, OURS, "ours.csv")
     path = tmp_path / "times.csv"

@@ -875,8 +875,10 @@ def test_a_crib_is_named_by_lablibs_code_not_by_a_name_the_submission_chose(solu
 # torch's attention, a builtin (no Python code to disarm): named where the graded function
 # holds it, and where it is looked up only when the function runs (a red team: 19/19).
 ATTENTION_TORCH = """# GRADED: attention
+import collections
 import torch
 import torch.nn.functional as F
+{prefix}
 
 
 def attention(query, key, value, mask=None):
@@ -891,23 +893,53 @@ def attention(query, key, value, mask=None):
 """
 
 
+# Where no module attribute holds the builtin (a red team: 8/8 each before torch's kernels
+# were gated in its dispatcher): the operator registry asked by name, torch's cache of
+# overridable functions filled in the cell, the builtin kept in a container the search
+# does not open (a deque) before any window.
+REGISTRY = 'torch._C._jit_get_operation("aten::scaled_dot_" + "product_attention")'
+CACHE = "torch.overrides.get_overridable_functions()"
+
+
 @pytest.mark.parametrize(
-    "lookup, named",
+    "prefix, lookup, named",
     [
-        ("F.scaled_dot_product_attention", "torch.nn.functional.scaled_dot_product_attention"),
+        ("", "F.scaled_dot_product_attention", "torch.nn.functional.scaled_dot_product_attention"),
         (
+            "",
             'getattr(F, "scaled_dot_" + "product_attention")',
             "torch.nn.functional.scaled_dot_product_attention",
         ),
         (  # the same kernel as an operator (a red team: 5/5)
+            "",
             'getattr(torch.ops.aten, "scaled_dot_" + "product_attention")',
             "torch.ops.aten.",  # this operator, or the math kernel it calls
         ),
+        ("", f"(lambda op: op[0] if isinstance(op, tuple) else op)({REGISTRY})", "torch.ops.aten."),
+        (
+            f"{CACHE}  # filled before any window",
+            f'next(f for f in {CACHE}[F] if f.__name__ == "scaled_dot_" + "product_attention")',
+            "torch.ops.aten.",
+        ),
+        (
+            "_kept = collections.deque([F.scaled_dot_product_attention])",
+            "_kept[0]",
+            "torch.ops.aten.",
+        ),
+        (  # the gates removed in the window (read from the guard's state): torch's kernel
+            # ran, and the change is named
+            "_kept = collections.deque([F.scaled_dot_product_attention])",
+            "(lambda removed: _kept[0])([gates._destroy() for gates, _ in getattr("
+            "__import__('sys').modules['lablib.grading.run.guard']._ACTIVE[0], '_kernels', ())])",
+            "torch.ops.aten.scaled_dot_product_attention (its kernel)",
+        ),
     ],
-    ids=["named", "looked-up-when-run", "aten-operator"],
+    ids=["named", "looked-up-when-run", "aten-operator", "registry", "cache", "deque", "ungated"],
 )
-def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup, named):
-    cribbed = with_cell(solution_ns, "attention", ATTENTION_TORCH.format(lookup=lookup))
+def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, prefix, lookup, named):
+    cribbed = with_cell(
+        solution_ns, "attention", ATTENTION_TORCH.format(prefix=prefix, lookup=lookup)
+    )
     assert_crib(cribbed, "attention", named)
     import torch
 
@@ -915,6 +947,12 @@ def test_torchs_attention_a_builtin_is_a_ready_made_crib(solution_ns, lookup, na
         torch.nn.functional.scaled_dot_product_attention
         is torch._C._nn.scaled_dot_product_attention
     )
+    # torch's own kernels are back after the windows: an honest use computes
+    q = torch.eye(3, dtype=torch.float64)[None]
+    out = torch.nn.functional.scaled_dot_product_attention(q, q, torch.ones_like(q))
+    assert torch.allclose(out, torch.ones_like(q))
+    table = torch._C._dispatch_dump_table("aten::scaled_dot_product_attention")
+    assert "guard.py" not in table, table
 
 
 # A library that formats the stack (torch's first import inside a function does, through

@@ -1781,6 +1781,7 @@ class Window:
         self.seconds: dict[str, float] = {}
         self._saved: list = []
         self._builtins: list = []  # (module, attribute, builtin or None, gate) swapped
+        self._kernels: list = []  # [(library, [(operator, key, its line)])]: _gate_kernels
         self._lines: dict = {}
         self._threads: set = set()
         self._ready: dict = {}
@@ -1966,8 +1967,9 @@ class Window:
             self._arming = seal._arming = None
         seal._saved.extend(self._saved)
         seal._builtins.extend(self._builtins)
+        seal._kernels.extend(self._kernels)  # sealed: torch's kernels stay gated
         seal._lines.update(self._lines)
-        self._saved, self._builtins, self._lines = [], [], {}
+        self._saved, self._builtins, self._kernels, self._lines = [], [], [], {}
         try:
             sys.meta_path[:] = [f for f in list.__iter__(sys.meta_path) if f is not self._gate]
         except BaseException:  # noqa: BLE001 - the seal's own finder stays: nothing else to do
@@ -2080,6 +2082,10 @@ class Window:
                 # sealed, the builtin is never put back: not kept (read from the seal's
                 # list, it ran as it is)
                 self._builtins.append((module, attribute, obj if self._keeps(crib) else None, gate))
+        if not self._kernels and not (self._seal is not None and self._seal._kernels):
+            gated = _gate_kernels()
+            if gated is not None:
+                self._kernels.append(gated)
 
     def _arm(self, search: _Search) -> None:
         cat = self.catalogue
@@ -2097,6 +2103,8 @@ class Window:
         self._ready_modules = {
             module: name for name, module, _ in READY_MADE if module not in sys.modules
         }
+        if "torch.library" not in sys.modules:  # torch imported in the window: its kernels
+            self._ready_modules["torch.library"] = "torch.library"  # are gated then
         self._apply(targets)
         self._swap_builtins()
         import linecache
@@ -2159,6 +2167,10 @@ class Window:
         for module, attribute, _, gate in self._builtins:
             if getattr(module, "__dict__", {}).get(attribute) is not gate:  # put back, replaced
                 return Crib(f"{getattr(module, '__name__', '?')}.{attribute}", "tamper")
+        for _, registered in self._kernels:
+            changed = _kernel_changed(registered)
+            if changed is not None:  # torch's kernel given back (the library destroyed)
+                return Crib(f"torch.ops.aten.{changed} (its kernel)", "tamper")
         return None
 
     def _wait_for_threads(self) -> None:
@@ -2182,6 +2194,13 @@ class Window:
             sys.meta_path[:] = [f for f in list.__iter__(sys.meta_path) if f is not self._gate]
         except BaseException:  # noqa: BLE001 - nothing else to do
             pass
+        while self._kernels:  # torch's own kernels back (the registrations removed)
+            library, _ = self._kernels[-1]
+            try:
+                library._destroy()
+            except BaseException:  # noqa: BLE001 - nothing else to do
+                pass
+            self._kernels.pop()
         while self._builtins:  # each put back before it is forgotten (an interrupt in
             module, attribute, builtin, _ = self._builtins[-1]  # between left the gate there)
             try:
@@ -2254,6 +2273,95 @@ def _is_aten(namespace, obj) -> bool:
         and type(obj).__name__ == "OpOverloadPacket"
         and (type(namespace).__name__ == "_OpNamespace")
     )
+
+
+#: Every kernel computing attention in torch, as the operators of its dispatcher
+#: (``aten::<name>``): :data:`_ATEN_ATTENTION` and the GPU kernels they choose between.
+_ATEN_KERNELS = _ATEN_ATTENTION + (
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_attention_math_for_mps",
+    "_efficient_attention_forward",
+    "_flash_attention_forward",
+)
+#: The dispatch keys whose kernels compute (not ``Meta``: shapes only; not ``Autograd``,
+#: which calls on to these).
+_KERNEL_KEYS = (
+    "CompositeImplicitAutograd",
+    "CompositeExplicitAutograd",
+    "CompositeImplicitAutogradNestedTensor",
+    "CPU",
+    "CUDA",
+    "MPS",
+    "XPU",
+    "NestedTensorCPU",
+    "NestedTensorCUDA",
+)
+
+
+def _kernel_line(operator: str, key: str) -> str | None:
+    """The line of ``key``'s kernel in force among the dispatcher's registrations for
+    ``aten::<operator>`` (where it was registered: an alias key's, such as
+    ``CompositeImplicitAutograd``, included)."""
+    import torch
+
+    dump = torch._C._dispatch_dump(f"aten::{operator}")
+    heads = (f"{key}: ", f"{key}[alias]: ")
+    return next((line for line in dump.splitlines() if line.startswith(heads)), None)
+
+
+def _gate_kernels():
+    """torch's attention kernels replaced in its dispatcher by gates (each a ready-made
+    crib named ``torch.ops.aten.<operator>``), where torch is loaded: every way to reach
+    them runs a gate, the operator registry asked by name
+    (``torch._C._jit_get_operation``), a cache filled in a cell
+    (``torch.overrides.get_overridable_functions()``) and a builtin kept before any window
+    included. ``(library, [(operator, key, registration line)])``, or None where torch is not
+    (yet) loaded or has no such dispatcher; the library's ``_destroy`` gives torch's
+    kernels back."""
+    torch, library = sys.modules.get("torch"), sys.modules.get("torch.library")
+    if torch is None or getattr(library, "Library", None) is None:
+        return None
+    import warnings
+
+    registered: list = []
+    gates = None
+    try:
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        gates = library.Library("aten", "IMPL")
+        with warnings.catch_warnings():  # torch warns once that a kernel is overridden
+            warnings.simplefilter("ignore")
+            for operator in _ATEN_KERNELS:
+                crib = Crib(f"torch.ops.aten.{operator}", "ready-made")
+                for key in _KERNEL_KEYS:
+                    try:
+                        if not has(f"aten::{operator}", key):
+                            continue
+                    except RuntimeError:  # no such operator or key in this torch
+                        continue
+                    gates.impl(operator, _builtin_gate(crib), key)
+                    registered.append((operator, key, _kernel_line(operator, key)))
+    except Exception:  # noqa: BLE001 - a torch half imported or without a dispatcher: the
+        if gates is not None:  # module-level gates (_swap_builtins) and the search hold
+            try:
+                gates._destroy()  # none left half made
+            except Exception:  # noqa: BLE001 - nothing else to do
+                pass
+        return None
+    return gates, registered
+
+
+def _kernel_changed(registered) -> str | None:
+    """The operator of ``registered`` (:func:`_gate_kernels`) whose gate is no longer the
+    kernel its dispatcher runs, or None."""
+    for operator, key, line in registered:
+        try:
+            if _kernel_line(operator, key) != line:
+                return operator
+        except Exception:  # noqa: BLE001 - the table unreadable: judged changed
+            return operator
+    return None
 
 
 def _first_finder(gate) -> bool:

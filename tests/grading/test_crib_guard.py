@@ -874,14 +874,11 @@ def test_a_crib_is_named_by_lablibs_code_not_by_a_name_the_submission_chose(solu
 
 # torch's attention, a builtin (no Python code to disarm): named where the graded function
 # holds it, and where it is looked up only when the function runs (a red team: 19/19).
-ATTENTION_TORCH = """# GRADED: attention
-import collections
-import torch
-import torch.nn.functional as F
-{prefix}
+# ATTENTION_TORCH_DEF: the graded function alone, ``{lookup}`` finding torch's attention
+# (with no cell imports above it, torch's first import is the function's, in a window).
+ATTENTION_TORCH_DEF = """def attention(query, key, value, mask=None):
+    import torch
 
-
-def attention(query, key, value, mask=None):
     sdpa = {lookup}
     q, k, v = (torch.as_tensor(np.asarray(m, dtype=np.float64)) for m in (query, key, value))
     shape = np.broadcast_shapes(q.shape[:-1] + (k.shape[-2],), np.shape(mask) if mask is not None else ())
@@ -891,13 +888,27 @@ def attention(query, key, value, mask=None):
     weights = sdpa(q, k, eye, attn_mask=allowed)
     return np.nan_to_num(output.numpy()), np.nan_to_num(weights.numpy())
 """
+ATTENTION_TORCH = (
+    """# GRADED: attention
+import collections
+import torch
+import torch.nn.functional as F
+{prefix}
+
+
+"""
+    + ATTENTION_TORCH_DEF
+)
 
 
 # Where no module attribute holds the builtin (a red team: 8/8 each before torch's kernels
 # were gated in its dispatcher): the operator registry asked by name, torch's cache of
 # overridable functions filled in the cell, the builtin kept in a container the search
 # does not open (a deque) before any window.
-REGISTRY = 'torch._C._jit_get_operation("aten::scaled_dot_" + "product_attention")'
+REGISTRY = (  # torch 2.13 answers (operator, overload names)
+    "(lambda op: op[0] if isinstance(op, tuple) else op)("
+    'torch._C._jit_get_operation("aten::scaled_dot_" + "product_attention"))'
+)
 CACHE = "torch.overrides.get_overridable_functions()"
 
 
@@ -915,7 +926,7 @@ CACHE = "torch.overrides.get_overridable_functions()"
             'getattr(torch.ops.aten, "scaled_dot_" + "product_attention")',
             "torch.ops.aten.",  # this operator, or the math kernel it calls
         ),
-        ("", f"(lambda op: op[0] if isinstance(op, tuple) else op)({REGISTRY})", "torch.ops.aten."),
+        ("", REGISTRY, "torch.ops.aten."),
         (
             f"{CACHE}  # filled before any window",
             f'next(f for f in {CACHE}[F] if f.__name__ == "scaled_dot_" + "product_attention")',

@@ -265,25 +265,6 @@ def attention(query, key, value, mask=None):
 """
 
 
-# torch's attention reached where no module attribute holds it, in the grader's child
-# (sealed): the operator registry asked by name, torch imported for the first time inside
-# the window (its kernels are gated as torch.library loads), or kept in a deque before it.
-ATTENTION_TORCH_FIRST_IMPORT = """# GRADED: attention
-def attention(query, key, value, mask=None):
-    import torch  # torch's first import in the grader's child: inside a window
-
-    op = torch._C._jit_get_operation("aten::scaled_dot_" + "product_attention")
-    sdpa = op[0] if isinstance(op, tuple) else op
-    q, k, v = (torch.as_tensor(np.asarray(m, dtype=np.float64)) for m in (query, key, value))
-    shape = np.broadcast_shapes(q.shape[:-1] + (k.shape[-2],), np.shape(mask) if mask is not None else ())
-    allowed = None if mask is None else torch.as_tensor(np.broadcast_to(np.asarray(mask, bool), shape).copy())
-    eye = torch.eye(k.shape[-2], dtype=torch.float64).expand(*k.shape[:-1], k.shape[-2])
-    output = sdpa(q, k, v, attn_mask=allowed)
-    weights = sdpa(q, k, eye, attn_mask=allowed)
-    return np.nan_to_num(output.numpy()), np.nan_to_num(weights.numpy())
-"""
-
-
 def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
     shared_data, tmp_path, monkeypatch
 ):
@@ -350,8 +331,14 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
             {"attention": ATTENTION_FRAME_SERVER},
             {"attention": "a thread your code started was running lablib.grading.specs."},
         ),
+        # torch's attention where no module attribute holds it, the child sealed: the
+        # registry asked by name with torch first imported inside the window (its kernels
+        # are gated as torch.library loads), and kept in a deque before any window
         "torch-first-import": (
-            {"attention": ATTENTION_TORCH_FIRST_IMPORT},
+            {
+                "attention": "# GRADED: attention\n"
+                + bypass.ATTENTION_TORCH_DEF.format(lookup=bypass.REGISTRY)
+            },
             {"attention": "your code calls torch.ops.aten."},
         ),
         "torch-deque": (

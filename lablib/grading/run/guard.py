@@ -2063,7 +2063,9 @@ class Window:
         to swap) replaced in its module by a gate while the window is open, so that a
         lookup at call time (``getattr(F, name)``, an import in the function) reaches the
         gate; a builtin the graded objects hold is the search's to find. ``module_name``:
-        that module's rows only (a module imported in the window)."""
+        that module's rows only (a module imported in the window). torch's attention
+        kernels are gated in its dispatcher too, once per window (:func:`_gate_kernels`),
+        which reaches a builtin held anywhere."""
         places = [
             (name, sys.modules.get(row_module), attribute)
             for name, row_module, attribute in READY_MADE

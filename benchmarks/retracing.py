@@ -4,8 +4,9 @@
 XLA (``jit_compile=True``, which Keras 3 switches on by itself on a GPU), every new
 input *shape* compiles a new executable (seconds each for a transformer step). A loop
 whose batch shapes keep changing pays that during every epoch. This script trains each
-row below for a few epochs in its own child process (a fresh XLA cache) and counts, per
-epoch:
+row below for a few epochs in its own child process (a fresh XLA cache; with ``--quick``,
+which only checks that the script runs, the rows of one Keras mode share one) and counts,
+per epoch:
 
 * traces of ``train_step`` and ``test_step`` (Python calls of them: each one is a trace)
   and of the loop functions ``fit`` runs them in (``experimental_get_tracing_count``);
@@ -36,6 +37,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -161,9 +163,14 @@ def reuters_data(args, bucket):
 
 
 def child(args) -> None:
+    """Train the rows of ``args.child`` (comma-separated, one Keras mode) one after another."""
     import lablib
 
-    if args.row.startswith("reuters-tfm"):
+    rows = args.child.split(",")
+    modes = {ROWS[row][2] for row in rows}
+    if len(modes) != 1:
+        raise SystemExit(f"--child {args.child}: rows of one Keras mode only, got {sorted(modes)}")
+    if modes == {"legacy"}:
         lablib.use_legacy_keras()
     else:
         lablib.use_keras3()
@@ -172,9 +179,14 @@ def child(args) -> None:
     from lablib.backend import keras
 
     tf.config.threading.set_inter_op_parallelism_threads(1)
+    for row in rows:
+        mark("row", row)
+        train_row(row, args, keras, tf)
+
+
+def train_row(row: str, args, keras, tf) -> None:  # Over 80 lines: one branch per dataset
     keras.utils.set_random_seed(0)
     counts = {"train_step": 0, "test_step": 0}
-    row = args.row
     if row.startswith("reuters"):
         import reuters  # benchmarks/reuters.py: the Lab 2 classifier
 
@@ -305,8 +317,9 @@ def child(args) -> None:
 
 
 def parse(stderr: str) -> dict:
-    """Per epoch: seconds, traces, XLA compilations and their seconds, from a child's stderr."""
-    epochs, compiled, compile_seconds, current, meta = [], 0, 0.0, None, {}
+    """Per row, per epoch: seconds, traces, XLA compilations and their seconds, from a
+    child's stderr (its rows one after another, each begun by a ``row`` mark)."""
+    rows, result, compiled, compile_seconds, current = {}, None, 0, 0.0, None
     units = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
     for line in stderr.splitlines():
         if COMPILED in line:
@@ -317,10 +330,12 @@ def parse(stderr: str) -> dict:
         if not line.startswith(MARK):
             continue
         fields = line.split(" ", 3)
-        if fields[1] == "begin":
+        if fields[1] == "row":
+            result = rows[fields[2]] = {"row": fields[2], "epochs": []}
+        elif fields[1] == "begin":
             compiled, compile_seconds, current = 0, 0.0, int(fields[2])
         elif fields[1] == "end":
-            epochs.append(
+            result["epochs"].append(
                 {
                     "epoch": current,
                     "xla_compilations": compiled,
@@ -330,11 +345,12 @@ def parse(stderr: str) -> dict:
             )
             compiled, compile_seconds = 0, 0.0
         elif fields[1] == "done":
-            meta = json.loads(line.split(" ", 2)[2])
-    return {"epochs": epochs, **meta}
+            result.update(json.loads(line.split(" ", 2)[2]))
+    return rows
 
 
-def run_row(row: str, args) -> dict:
+def run_rows(rows: list, args) -> list:
+    """The rows in one child process (one Keras mode): their results, in order."""
     env = dict(
         os.environ,
         TF_CPP_VMODULE="device_compiler=1",
@@ -348,21 +364,32 @@ def run_row(row: str, args) -> dict:
         sys.executable,
         os.path.abspath(__file__),
         "--child",
-        row,
+        ",".join(rows),
         "--epochs",
         str(args.epochs),
         "--wires",
         str(args.wires),
     ] + (["--quick"] if args.quick else [])
     done = subprocess.run(command, capture_output=True, text=True, env=env)
-    result = parse(done.stderr)
-    if done.returncode != 0 or len(result["epochs"]) != args.epochs:
+    parsed = parse(done.stderr)
+    finished = [r for r in rows if len(parsed.get(r, {}).get("epochs", ())) == args.epochs]
+    if done.returncode != 0 or finished != rows:
         raise RuntimeError(
-            f"row {row} failed (exit code {done.returncode}):\n{done.stderr[-3000:]}"
+            f"rows {', '.join(rows)} failed (exit code {done.returncode}; finished: "
+            f"{', '.join(finished) or 'none'}):\n{done.stderr[-3000:]}"
         )
-    result["row"] = row
-    print(json.dumps(result), file=sys.stderr, flush=True)
-    return result
+    for row in rows:
+        print(json.dumps(parsed[row]), file=sys.stderr, flush=True)
+    return [parsed[row] for row in rows]
+
+
+def child_groups(rows: list, quick: bool) -> list:
+    """The rows each child process trains: one row each (a fresh process, a fresh XLA
+    cache, for the measurement); with ``--quick``, every row of a Keras mode in one child,
+    in the order given (a check that the script runs, without a TensorFlow start-up per row)."""
+    if not quick:
+        return [[row] for row in rows]
+    return [list(group) for _, group in itertools.groupby(rows, key=lambda row: ROWS[row][2])]
 
 
 def render(results, args) -> str:
@@ -388,8 +415,13 @@ def render(results, args) -> str:
     versions = sorted(
         {f"TensorFlow {r['tensorflow']}" for r in results} | {r["device"] for r in results}
     )
+    where = (
+        "(--quick: the rows of each Keras mode in one process)"
+        if args.quick
+        else "in a fresh process"
+    )
     return (
-        f"Each row trains {epochs} epochs with `jit_compile=True` in a fresh process "
+        f"Each row trains {epochs} epochs with `jit_compile=True` {where} "
         f"({', '.join(versions)}). traces: calls of `train_step` + `test_step` (each is a trace) + "
         "traces of the loop functions `fit` runs them in (train and validation); "
         "XLA compilations: TensorFlow's `Compilation of XLA executable` log lines "
@@ -430,14 +462,15 @@ def main(argv=None):
     args.epochs = args.epochs or (2 if args.quick else 3)
     args.wires = args.wires or (300 if args.quick else 3000)
     if args.child:
-        args.row = args.child
         child(args)
         return 0
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {unknown}; choose from {', '.join(ROWS)}")
-    results = [run_row(row, args) for row in rows]
+    results = [
+        result for group in child_groups(rows, args.quick) for result in run_rows(group, args)
+    ]
     output = (
         None
         if args.quick

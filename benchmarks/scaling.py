@@ -13,7 +13,8 @@ Training examples per second of ``model.fit`` for
 
 The global batch is the same for 1 and 2 replicas (each replica gets half). Every
 configuration runs in its own process (TensorFlow takes its logical devices at start);
-configurations are interleaved over ``--rounds`` and the table reports medians.
+configurations are interleaved over ``--rounds`` and the table reports medians. ``--quick``
+(a check that the script runs) runs each once, a model's replica counts in one process.
 
 On a CPU the replicas are *logical* devices that share the same cores: this shows that
 the multi-replica path runs (and what it costs), not a speed-up; on several GPUs the
@@ -54,10 +55,12 @@ def child(
 ) -> dict:
     import tensorflow as tf
 
-    if devices == "cpu":
-        # Two logical CPU devices in every run, so 1 and 2 replicas see the same set-up.
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    if devices == "cpu" and tf.config.get_logical_device_configuration(cpu) is None:
+        # Two logical CPU devices in every run, so 1 and 2 replicas see the same set-up
+        # (set once per process: a later run of --quick's one process finds them).
         tf.config.set_logical_device_configuration(
-            tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
         )
     names = [d.name for d in tf.config.list_logical_devices(devices.upper())][:replicas]
     if len(names) < replicas:
@@ -172,12 +175,13 @@ def main(argv=None):
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    if args.child:
-        model_name, replicas = args.child.split(":")
-        result = child(
-            model_name, int(replicas), args.devices, args.batch_size, args.epochs, args.quick
-        )
-        print("RESULT " + json.dumps(result), flush=True)
+    if args.child:  # one run per model:replicas, one after another
+        for spec in args.child.split(","):
+            model_name, replicas = spec.split(":")
+            result = child(
+                model_name, int(replicas), args.devices, args.batch_size, args.epochs, args.quick
+            )
+            print("RESULT " + json.dumps(result), flush=True)
         return
 
     models = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -186,30 +190,38 @@ def main(argv=None):
     replica_counts = [int(r) for r in args.replicas.split(",")]
     rounds = 1 if args.quick else args.rounds
     epochs = 1 if args.quick else args.epochs
+    # Each run in a process of its own. --quick (a check that the script runs) runs each
+    # model's replica counts in one process, without a TensorFlow start-up per run; not every
+    # model in one: a second MirroredStrategy over two devices in a process fails in its
+    # collectives ("Shape mismatch in the collective instance"; TensorFlow 2.20).
+    groups = [[f"{m}:{r}" for r in replica_counts] for m in models]
+    if not args.quick:
+        groups = [[spec] for group in groups for spec in group]
     runs = {}
     for round_ in range(rounds):
-        for model_name in models:
-            for replicas in replica_counts:
-                command = [
-                    sys.executable,
-                    os.path.abspath(__file__),
-                    "--child",
-                    f"{model_name}:{replicas}",
-                    "--devices",
-                    args.devices,
-                    "--batch-size",
-                    str(args.batch_size),
-                    "--epochs",
-                    str(epochs),
-                ] + (["--quick"] if args.quick else [])
-                done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-                lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-                if done.returncode != 0 or not lines:
-                    raise SystemExit(
-                        f"{model_name} with {replicas} replicas failed:\n{done.stderr[-4000:]}"
-                    )
-                result = json.loads(lines[-1][len("RESULT ") :])
-                runs.setdefault((model_name, replicas), []).append(result)
+        for group in groups:
+            command = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--child",
+                ",".join(group),
+                "--devices",
+                args.devices,
+                "--batch-size",
+                str(args.batch_size),
+                "--epochs",
+                str(epochs),
+            ] + (["--quick"] if args.quick else [])
+            done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+            if done.returncode != 0 or len(lines) != len(group):
+                raise SystemExit(
+                    f"{', '.join(group)} (model:replicas) failed after {len(lines)} of "
+                    f"{len(group)} runs:\n{done.stderr[-4000:]}"
+                )
+            for line in lines:
+                result = json.loads(line[len("RESULT ") :])
+                runs.setdefault((result["model"], result["replicas"]), []).append(result)
                 print(f"round {round_}: {result}", file=sys.stderr, flush=True)
 
     labels = {
@@ -225,7 +237,12 @@ def main(argv=None):
     lines = [
         f"`tf.distribute.MirroredStrategy` over {where}. Global batch {args.batch_size} (split over the "
         f"replicas); training examples per second of `model.fit`, median of {rounds} interleaved runs of "
-        f"{epochs} epochs after one warm-up epoch, each run in its own process.",
+        f"{epochs} epochs after one warm-up epoch, "
+        + (
+            "each model's runs in one process (--quick)."
+            if args.quick
+            else "each run in its own process."
+        ),
         "",
         "| model | "
         + " | ".join(f"{r} replica{'s' if r > 1 else ''} (examples/s)" for r in replica_counts)

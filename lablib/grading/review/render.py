@@ -480,20 +480,25 @@ def _parser():
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-#: What an answer may not carry into a page or a printout file as it is: C0 controls but
-#: line feed and tab, DEL, C1 controls (escape sequences that rewrite a terminal showing
-#: the file), and the bidirectional embeddings, overrides and isolates (they reorder what
-#: a line shows). Marks, joiners and the byte-order mark are a script's own: kept.
-_HOSTILE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Characters a page keeps as they are although they show nothing: the direction marks of
+#: right-to-left writing (left-to-right, right-to-left and Arabic letter marks), which a
+#: Hebrew or Arabic answer holds by right.
+_SCRIPT_MARKS = "\u200e\u200f\u061c"
 
 
 def readable(text: str | None) -> str:
     """``text`` with each lone surrogate shown as ``?``, its line breaks (CR LF, CR) as
-    line feeds, and each character of :data:`_HOSTILE` as a symbol
-    (:func:`~lablib.grading.report.text.visible_controls`): an escape sequence in an answer
-    reaches no page, printout file or terminal that shows it."""
+    line feeds, and each control character, bidirectional override and character that
+    shows nothing (a zero-width space inside a word, a soft hyphen, a byte-order mark, a
+    joiner or selector that shapes nothing) shown as a symbol or by its code point, a run
+    of tag characters spelled out
+    (:func:`~lablib.grading.report.text.visible_controls`, as in the reports; the direction
+    marks of :data:`_SCRIPT_MARKS` kept): an escape sequence in an answer reaches no page,
+    printout file or terminal that shows it, and a grader sees every character a program
+    reading the answer would see (a hidden sentence addressed to an AI assistant, a word
+    split so that a classmate's answer does not look the same)."""
     text = re.sub("\r\n?", "\n", _SURROGATES.sub("?", text or ""))
-    return _HOSTILE.sub(lambda m: visible_controls(m.group()), text)
+    return visible_controls(text, keep=_SCRIPT_MARKS)
 
 
 def render_markdown(text: str) -> str:

@@ -480,25 +480,27 @@ def _parser():
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-#: Characters a page keeps as they are although they show nothing: the direction marks of
-#: right-to-left writing (left-to-right, right-to-left and Arabic letter marks), which a
-#: Hebrew or Arabic answer holds by right.
-_SCRIPT_MARKS = "\u200e\u200f\u061c"
+#: Characters the page keeps as written although they show nothing, because honest text
+#: holds them: the direction marks of right-to-left writing; and what copying from a web
+#: page, a PDF or a formula editor brings along, a zero-width space or word joiner, a soft
+#: hyphen, a byte-order mark, the invisible operators of MathML, a line or paragraph
+#: separator (shown as "[U+200B]", a formula pasted with one would not be drawn). None of
+#: them hides a word from a reader.
+_KEPT_ON_PAGE = "\u200e\u200f\u061c\u200b\u2060\u00ad\ufeff\u2061\u2062\u2063\u2064\u2028\u2029"
 
 
 def readable(text: str | None) -> str:
     """``text`` with each lone surrogate shown as ``?``, its line breaks (CR LF, CR) as
-    line feeds, and each control character, bidirectional override and character that
-    shows nothing (a zero-width space inside a word, a soft hyphen, a byte-order mark, a
-    joiner or selector that shapes nothing) shown as a symbol or by its code point, a run
-    of tag characters spelled out
-    (:func:`~lablib.grading.report.text.visible_controls`, as in the reports; the direction
-    marks of :data:`_SCRIPT_MARKS` kept): an escape sequence in an answer reaches no page,
-    printout file or terminal that shows it, and a grader sees every character a program
-    reading the answer would see (a hidden sentence addressed to an AI assistant, a word
-    split so that a classmate's answer does not look the same)."""
+    line feeds, and, as in the reports
+    (:func:`~lablib.grading.report.text.visible_controls`), each control character and
+    bidirectional override shown as a symbol, a sentence hidden in tag characters spelled
+    out, and each other character that shows nothing by its code point (a lone tag
+    character, a run of variation selectors or a joiner that shapes nothing, which can
+    carry bytes), but those of :data:`_KEPT_ON_PAGE`: an escape sequence in an answer
+    reaches no page, printout file or terminal that shows it, and text that an AI
+    assistant given the answer would read is in front of the grader too."""
     text = re.sub("\r\n?", "\n", _SURROGATES.sub("?", text or ""))
-    return visible_controls(text, keep=_SCRIPT_MARKS)
+    return visible_controls(text, keep=_KEPT_ON_PAGE)
 
 
 def render_markdown(text: str) -> str:

@@ -1,9 +1,11 @@
 """Notebook transforms: normalise, extract graded/set-up cells, make the blank lab."""
 
 import json
+import pathlib
+import subprocess
+import sys
 
 import nbformat
-import pathlib
 
 import pytest
 
@@ -207,3 +209,37 @@ def test_released_labs_describe_the_cells_students_get():
         assert "`# YOUR CODE HERE`" in header and "`raise NotImplementedError" in header, lab.name
         graded = [c.source for c in nb.cells if c.source.startswith("# GRADED:")]
         assert graded and all("# YOUR CODE HERE" in source for source in graded), lab.name
+
+
+def test_reading_a_notebook_does_not_build_the_iri_grammars():
+    """nbformat imports jsonschema, whose format checkers import rfc3987_syntax where it is
+    installed (Jupyter brings it), and that module built 39 parsers as it was imported:
+    about 2.5 s of CPU in every grading, export or review process. lablib.grading defers
+    it to its first use; the IRI checks still give jsonschema's answers once used."""
+    import importlib.util
+
+    assert importlib.util.find_spec("rfc3987_syntax"), "the dev environment has Jupyter's"
+    code = (
+        "import sys\n"
+        "from lablib.grading.notebook import read_notebook\n"
+        f"read_notebook({str(CORPUS / 'solution.ipynb')!r})\n"
+        "import jsonschema\n"
+        "assert 'lark' not in sys.modules and 'rfc3987_syntax.syntax_helpers' not in sys.modules\n"
+        "check = jsonschema.Draft7Validator.FORMAT_CHECKER\n"
+        "assert check.conforms('https://example.org/\\u00e4', 'iri')\n"
+        "assert not check.conforms('not an iri', 'iri')\n"
+        "assert check.conforms('a/b', 'iri-reference')\n"
+        "assert 'rfc3987_syntax.syntax_helpers' in sys.modules  # built once used\n"
+        "import rfc3987_syntax\n"
+        "assert rfc3987_syntax.is_valid_syntax_iri('https://example.org/')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_defer_import_leaves_a_module_imported_or_missing_alone():
+    from lablib._lazy import defer_import
+
+    assert defer_import("json") is False and type(sys.modules["json"]).__name__ == "module"
+    assert defer_import("lablib_no_such_module_anywhere") is False
+    assert "lablib_no_such_module_anywhere" not in sys.modules

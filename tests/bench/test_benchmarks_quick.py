@@ -20,8 +20,9 @@ import pytest
 pytestmark = pytest.mark.integration  # runs the benchmark scripts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# Longest first (seconds each on 2 cores beside another job, 2026-11-26: 150, 85, 65, 65, 40,
-# 40, 35), so that two at a time finish close together.
+# Longest first (seconds each on 2 cores, two at a time, 2026-11-29: retracing 135, scaling
+# 64, esol 59, graph_speed 56, positions 48, reuters 51, cora 34, mutation 15, step_profile
+# 51), so that two at a time finish close together.
 SCRIPTS = (
     "retracing",
     "scaling",

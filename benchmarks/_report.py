@@ -1,8 +1,10 @@
-"""Shared by the benchmark scripts: the header of every results table."""
+"""Shared by the benchmark scripts: the header of every results table, and how their runs
+are split over child processes."""
 
 from __future__ import annotations
 
 import datetime
+import itertools
 import os
 import sys
 
@@ -53,3 +55,13 @@ def write_report(path: str | None, title: str, body: str) -> str:
         with open(path, "w") as handle:
             handle.write(text)
     return text
+
+
+def process_groups(runs: list, key, quick: bool) -> list:
+    """The runs each child process makes, in the order given: one each (a fresh process for
+    each measurement); with ``--quick``, which only checks that the script runs, the
+    consecutive runs with the same ``key(run)`` in one (a TensorFlow start-up per group,
+    not per run)."""
+    if not quick:
+        return [[run] for run in runs]
+    return [list(group) for _, group in itertools.groupby(runs, key=key)]

@@ -37,7 +37,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import re
@@ -49,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
-from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
+from _report import process_groups, write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 
 ROWS = {
     # name: (lab, model, Keras mode, batches)
@@ -383,15 +382,6 @@ def run_rows(rows: list, args) -> list:
     return [parsed[row] for row in rows]
 
 
-def child_groups(rows: list, quick: bool) -> list:
-    """The rows each child process trains: one row each (a fresh process, a fresh XLA
-    cache, for the measurement); with ``--quick``, every row of a Keras mode in one child,
-    in the order given (a check that the script runs, without a TensorFlow start-up per row)."""
-    if not quick:
-        return [[row] for row in rows]
-    return [list(group) for _, group in itertools.groupby(rows, key=lambda row: ROWS[row][2])]
-
-
 def render(results, args) -> str:
     epochs = args.epochs
     head = (
@@ -468,9 +458,10 @@ def main(argv=None):
     unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         parser.error(f"--rows: unknown {unknown}; choose from {', '.join(ROWS)}")
-    results = [
-        result for group in child_groups(rows, args.quick) for result in run_rows(group, args)
-    ]
+    # with --quick, the rows of a Keras mode in one child (the measurement: a fresh process,
+    # a fresh XLA cache, per row)
+    groups = process_groups(rows, lambda row: ROWS[row][2], args.quick)
+    results = [result for group in groups for result in run_rows(group, args)]
     output = (
         None
         if args.quick

@@ -42,7 +42,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("LABLIB_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
 import numpy as np  # noqa: E402
-from _report import write_report  # noqa: E402  (benchmarks/ is sys.path[0])
+from _report import process_groups, write_report  # noqa: E402  (benchmarks/ is sys.path[0])
 
 MODELS = ("transformer", "gnn-disjoint", "gnn-dense")
 
@@ -194,9 +194,8 @@ def main(argv=None):
     # model's replica counts in one process, without a TensorFlow start-up per run; not every
     # model in one: a second MirroredStrategy over two devices in a process fails in its
     # collectives ("Shape mismatch in the collective instance"; TensorFlow 2.20).
-    groups = [[f"{m}:{r}" for r in replica_counts] for m in models]
-    if not args.quick:
-        groups = [[spec] for group in groups for spec in group]
+    specs = [f"{m}:{r}" for m in models for r in replica_counts]
+    groups = process_groups(specs, lambda spec: spec.split(":")[0], args.quick)
     runs = {}
     for round_ in range(rounds):
         for group in groups:

@@ -9,10 +9,12 @@ honest solution beside it keeps full marks, and lablib's functions work again af
 labs' solutions under the guard are ``test_crib_guard_labs.py``.)
 """
 
+import _thread
 import os
 import re
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -798,9 +800,23 @@ def attention(query, key, value, mask=None):
     ],
     ids=["frame-lookup-broken", "thread-without-frames", "finders-that-raise"],
 )
-def test_the_guard_s_own_checks_made_to_fail_let_nothing_through(solution_ns, cell, named):
+def test_the_guard_s_own_checks_made_to_fail_let_nothing_through(
+    solution_ns, cell, named, monkeypatch
+):
+    # What ends the student's own threads (a thread's exception goes to sys.unraisablehook):
+    # each must be the guard's refusal, and the C thread's read must meet one.
+    ended = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: ended.append((u.exc_type, u.exc_value)))
+    threads = _thread._count()
     cribbed = with_cell(solution_ns, "attention", cell)
     guarded = grade_piece(cribbed, "attention")
+    waited = time.monotonic() + 30
+    while _thread._count() > threads and time.monotonic() < waited:
+        time.sleep(0.01)
+    assert _thread._count() <= threads, "the student's threads still run"
+    assert all(kind is guard.CribCall for kind, _ in ended), ended
+    if cell is ATTENTION_READ_IN_A_C_THREAD:
+        assert ended, "the guard refused the C thread's read of lablib's file"
     assert guarded and all(r.score == 0 for r in guarded), [(r.id, r.message) for r in guarded]
     assert cribbed["READ"] == [], "no line of lablib's file was read"
     # each a crib's message (which crib is noted first can vary: in CI's long process a

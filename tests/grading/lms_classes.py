@@ -330,7 +330,10 @@ def make_moodle(folder, n: int = 33, seed: int = 1) -> dict:
 TEAMS = (
     ("Team_Α ⚡", (0, 1, 2)),
     ("R&D-Emma Anderson", (3, 4, 5)),
-    ("<i>Les</i> Bleus", (7, 6)),  # its first member is 30 hours late
+    # its first member is 30 hours late; a name a student chose (Moodle's group
+    # self-selection lets them): markup, a bidi override, a terminal escape and a formula,
+    # all kept in the worksheet's Group column
+    ("<i>Les</i> Bleus \u202e\x1b[2J=1+1", (7, 6)),
     ("O'Neil's", (8, 9)),
 )
 DEFAULT_GROUP = "Default group"

@@ -382,10 +382,13 @@ def moodle_teams(tmp_path_factory, seed):
         store.apply([entry["submission"]], QUESTION, {"items": [rubric[n - 1].id for n in chosen]})
         first = _person(made, entry["identity"])["group_of"]
         written[first] = sum(rubric[n - 1].points for n in chosen)
-    assert _cli("report", out)[0] == 0
+    reported = _cli("report", out)
+    assert reported[0] == 0, reported[2]
     exported = _cli("export", "moodle", out, "--roster", made["roster"], "-o", tmp / "export.csv")
     assert exported[0] == 0, exported[2]
     return {
+        "out": out,
+        "terminal": [*graded[1:], *reported[1:], *exported[1:]],
         "made": made,
         "auto": auto,
         "written": written,
@@ -434,6 +437,30 @@ def test_a_moodle_team_submission_reaches_every_member(moodle_teams):
         f"{len(people)} students" in flow["exported"][1]
         and "0 not in the roster" in (flow["exported"][1])
     )
+
+
+def test_a_group_name_s_hidden_characters_reach_no_output(moodle_teams):
+    """The hostile group name (a bidi override, a terminal escape, a formula) matched its
+    folder, and neither the terminal nor any file written for people or the LMS holds its
+    control characters; no exported cell starts a formula."""
+    flow = moodle_teams
+    assert any(
+        "Les<_i> Bleus ?" in e["identity"]["matched_by"] for e in flow["book"]["submissions"]
+    )
+    written = [  # not lablib's own records (the roster's copy kept as given: ".roster-*")
+        p
+        for p in flow["out"].rglob("*")
+        if p.is_file() and p.suffix in {".md", ".csv", ".html"} and not p.name.startswith(".")
+    ]
+    exported = sorted(flow["export"].parent.glob("export*.csv"))  # with its notes file
+    assert written and len(exported) == 2, (written, exported)
+    for where, text in [
+        *((f"terminal {n}", t) for n, t in enumerate(flow["terminal"])),
+        *((str(p), p.read_text(encoding="utf-8")) for p in [*written, *exported]),
+    ]:
+        assert "\u202e" not in text and "\x1b" not in text, where
+    for row in csv.reader(open(flow["export"], encoding="utf-8")):
+        assert not [c for c in row if c[:1] in ("=", "+", "@")], row
 
 
 def test_canvas_late_markers_without_a_time_are_listed(canvas):

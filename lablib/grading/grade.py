@@ -211,6 +211,8 @@ def grade_one(
     expect: str = "",
     alone: bool = True,
 ) -> SubmissionResult:
+    # Over 80 lines for its signature and docstring: the read, the cache and the run's
+    # outcomes in one place, each failure a result of its own; code: about 45 lines.
     """Grade one notebook (read, run, judge) and return its :class:`SubmissionResult`, with
     the answers to the lab's written questions and the graded code (``template``: the
     released notebook, to find answers by cell id and to tell the student's added cells).

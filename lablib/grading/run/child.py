@@ -164,6 +164,8 @@ def child_main(
     _read_command=read_command,
     _seal=seal,
 ) -> None:
+    # Over 80 lines for its signature: the private references, bound before any student
+    # code runs (run/ISOLATION.md); code: about 75 lines, the command loop.
     """Serve the grader's commands until ``exit`` or the end of stdin."""
     import cloudpickle  # noqa: F401  (the grader's probes are cloudpickled)
 

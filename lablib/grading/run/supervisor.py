@@ -1046,6 +1046,8 @@ def _student_wait(attempt: _Attempt, seq: int, budget: float, limits: Limits, ou
 
 
 def _serve(attempt: _Attempt, setup, cells, probes, limits: Limits, outcome: RunOutcome):
+    # Over 80 lines: the protocol's order (ready, setup, cells, probes, seal, by-hand
+    # probes) in one place, each step's failure returned where it happens.
     """Drive one attempt; returns None when every probe was answered, else
     ``(kind, detail, step)`` for the request that failed."""
     kind, header, _ = attempt.wait(0, STARTUP_TIMEOUT)

@@ -253,6 +253,8 @@ def _check_alpha(alpha, adjacency, what):
 
 
 def _gat_stages(got, features, adjacency, w, a, negative_slope=0.2):
+    # Over 80 lines: the stages of a head in the order they are computed, each diagnosis
+    # by the one before it, which reads best in one piece.
     """Name what is wrong in a head whose coefficients are finite, masked and normalised
     (:func:`_check_alpha`): the scores before the softmax (their LeakyReLU, the halves of
     ``a``, or otherwise), or the output given right coefficients. Quiet when right."""

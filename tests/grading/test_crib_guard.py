@@ -512,6 +512,41 @@ del _ref
 def attention(query, key, value, mask=None):
     return _kept[0](query, key, value, mask)
 """
+# A ready-made method's code copied under another name and place (code.replace), so that
+# it is not the code the seal read: Keras's Attention._apply_scores (the mask, the softmax
+# and the weighted sum), the scores written by hand. Made into a function in the cell and
+# kept in a deque, or kept as code and made into a function while the test runs.
+READY_MADE_SCORES = "keras.layers.Attention, a ready-made implementation"
+_READY_MADE_REPLACED = """# GRADED: attention
+import collections, types
+import numpy as np
+from keras.src.layers.attention.attention import Attention as _A
+
+_code = _A._apply_scores.__code__.replace(
+    co_name="weigh", co_qualname="weigh", co_filename="<graded cell attention>", co_firstlineno=3
+)
+_globals = _A._apply_scores.__globals__
+_kept = collections.deque([{kept}])
+del _A, _code, _globals
+
+
+class _Layer:
+    dropout = 0.0
+
+
+def attention(query, key, value, mask=None):
+    q, k, v = (np.asarray(a, "float32") for a in (query, key, value))
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    allowed = None if mask is None else np.broadcast_to(np.asarray(mask, bool), scores.shape)
+    output, weights = {weigh}(_Layer(), scores, v, allowed, False)
+    return np.asarray(output, float), np.asarray(weights, float)
+"""
+ATTENTION_READY_MADE_REPLACED = _READY_MADE_REPLACED.format(
+    kept='types.FunctionType(_code, _globals, "weigh")', weigh="_kept[0]"
+)
+ATTENTION_READY_MADE_REPLACED_KEPT = _READY_MADE_REPLACED.format(
+    kept="_code, _globals", weigh='types.FunctionType(_kept[0], _kept[1], "weigh")'
+)
 ATTENTION_COPY_IN_A_THREAD = """# GRADED: attention
 import importlib, queue, threading, types
 
@@ -678,6 +713,8 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         ),
         ("attention", ATTENTION_SHARED_CODE_IN_DEQUE, REFERENCE),
         ("attention", ATTENTION_REPLACED_CODE_IN_DEQUE, REFERENCE),
+        ("attention", ATTENTION_READY_MADE_REPLACED, READY_MADE_SCORES),
+        ("attention", ATTENTION_READY_MADE_REPLACED_KEPT, READY_MADE_SCORES),
         ("attention", ATTENTION_COPY_IN_A_THREAD, REFERENCE),
         ("attention", ATTENTION_SHARED_CODE_FROZEN, REFERENCE),
         ("attention", ATTENTION_CONSTANT_MOVED, "a copy of " + REFERENCE),
@@ -707,6 +744,8 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "keras-mha-looked-up",
         "shared-code-in-a-deque",
         "replaced-code-in-a-deque",
+        "ready-made-replaced-in-a-deque",
+        "ready-made-replaced-code-made-in-the-test",
         "copy-in-a-thread",
         "shared-code-frozen",
         "constant-moved",

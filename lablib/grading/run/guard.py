@@ -631,9 +631,11 @@ def _code_key(code) -> tuple:
     """What tells a code object apart, without the object (a table of them holds none:
     read from the guard's state, a ready-made original was made into a working function):
     its bytecode, names and place. Only the same source's code has it; a copy made with
-    ``code.replace`` under another name or place does not (matched by instructions and
-    names alone, a tf_keras ``Dropout``'s ``lambda: tf.identity(x)`` and a student's
-    ``compute_output_shape`` were taken for ``Attention``'s)."""
+    ``code.replace`` under another name or place does not, and is found by its fingerprint
+    (:func:`_ready_code_names`) where it is long enough and computes (matched by
+    instructions and names alone, whatever their length, a tf_keras ``Dropout``'s
+    ``lambda: tf.identity(x)`` and a student's ``compute_output_shape`` were taken for
+    ``Attention``'s)."""
     return (
         code.co_code,
         code.co_name,
@@ -643,11 +645,40 @@ def _code_key(code) -> tuple:
     )
 
 
+#: The methods of a ready-made class whose copies are not looked for (:func:`_ready_code_names`):
+#: what sets a layer or metric up and describes it, which honest code copies (a layer's
+#: ``get_config``; Keras's ``Metric.reset_state`` has ``FBetaScore.reset_state``'s very
+#: instructions and names). Their own code is still recognised.
+_SET_UP_ONLY = frozenset(
+    {
+        "__init__",
+        "build",
+        "_build",
+        "_build_attention",
+        "_build_from_signature",
+        "_get_common_kwargs_for_sublayer",
+        "_make_output_dense",
+        "_validate_call_args",
+        "_validate_inputs",
+        "compute_mask",
+        "compute_output_shape",
+        "compute_output_spec",
+        "from_config",
+        "get_config",
+        "reset_state",
+    }
+)
+
+
 def _ready_code_names(pairs, table: dict | None = None) -> dict:
     """``table`` (a new one by default) with the :func:`_code_key` of the code of every
     function of the ready-made ``(name, object)`` pairs (a class's methods; their nested
     code too) -> its name. Read before they are disarmed: a function made on that code (a
-    clone made in a graded cell, a code object kept there) is a ready-made crib."""
+    clone made in a graded cell, a code object kept there) is a ready-made crib. And for
+    copies (``code.replace`` under another name or place, the source copied and renamed):
+    ``("copy", sketch)`` -> ``[(fingerprint, name)]`` of each function long enough to be
+    compared (:func:`_comparable`) and not :data:`_SET_UP_ONLY`, as lablib's own are
+    (:meth:`Catalogue.copied`). Fingerprints, never the code objects."""
     table = {} if table is None else table
     for name, obj in pairs:
         # only code written in the row's own module: a decorator's wrapper (Keras's
@@ -665,17 +696,30 @@ def _ready_code_names(pairs, table: dict | None = None) -> dict:
                 for inner in _codes(member.__code__):
                     if _realpath(inner.co_filename) == home:
                         table.setdefault(_code_key(inner), name)
+                        if member.__name__ not in _SET_UP_ONLY and _comparable(inner):
+                            copies = table.setdefault(("copy", _sketch(inner)), [])
+                            if (fingerprint(inner), name) not in copies:
+                                copies.append((fingerprint(inner), name))
     return table
 
 
 def _ready_name(table: dict, code) -> str | None:
-    """The ready-made name of ``code`` or code nested in it (:func:`_ready_code_names`)."""
+    """The ready-made name of ``code`` or code nested in it, the code itself or a copy
+    (:func:`_ready_code_names`)."""
     if not table:
         return None
     for inner in _codes(code):
         name = table.get(_code_key(inner))
         if name is not None:
             return name
+    for inner in _codes(code):
+        if inner.co_name in _NOT_FUNCTIONS:
+            continue
+        copies = table.get(("copy", _sketch(inner)))
+        if copies and _comparable(inner):
+            for printed, name in copies:
+                if printed == fingerprint(inner):
+                    return name
     return None
 
 

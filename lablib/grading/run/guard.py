@@ -646,12 +646,18 @@ def _code_key(code) -> tuple:
 
 
 #: The methods of a ready-made class whose copies are not looked for (:func:`_ready_code_names`):
-#: what sets a layer or metric up and describes it, which honest code copies (a layer's
-#: ``get_config``; Keras's ``Metric.reset_state`` has ``FBetaScore.reset_state``'s very
-#: instructions and names). Their own code is still recognised.
+#: what sets a layer, module or metric up, converts or describes it, which honest code
+#: copies (a layer's ``get_config``, a module's ``reset_parameters``; Keras's
+#: ``Metric.reset_state`` has ``FBetaScore.reset_state``'s very instructions and names).
+#: Their own code is still recognised.
 _SET_UP_ONLY = frozenset(
     {
         "__init__",
+        "__setstate__",
+        "_reset_parameters",
+        "dequantize",
+        "from_float",
+        "reset_parameters",
         "build",
         "_build",
         "_build_attention",

@@ -10,15 +10,17 @@ WHY = "# Over 80 lines"
 
 def long_functions_without_a_reason(source: str) -> list[tuple[str, int, int]]:
     """``(name, first line, lines)`` of each function longer than :data:`LONGEST` lines
-    without the ``# Over 80 lines ...`` comment between its ``def`` and its body's
-    first statement's end (under the signature, before or after the docstring)."""
+    without the ``# Over 80 lines ...`` comment between its ``def`` and its first
+    statement after the docstring (under the signature, before or after the docstring)."""
     lines = source.splitlines()
     found = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         length = node.end_lineno - node.lineno + 1
-        head = "\n".join(lines[node.lineno - 1 : node.body[0].end_lineno + 3])
+        code = node.body[1:] if ast.get_docstring(node, clean=False) is not None else node.body
+        end = code[0].lineno - 1 if code else node.end_lineno
+        head = "\n".join(lines[node.lineno - 1 : end])
         if length > LONGEST and WHY not in head:
             found.append((node.name, node.lineno, length))
     return found

@@ -197,8 +197,9 @@ def visible_controls(text: str, keep: str = "") -> str:
     selector only where it shapes nothing (an emoji's and a Persian name's stay); a run of
     two or more tag characters is spelled out (``[hidden text in tag characters: "..."]``).
     ``keep``: characters left as they are (the review page keeps right-to-left direction
-    marks and what honest copied text holds: ``render.py``'s ``_KEPT_ON_PAGE``). What a submission wrote (an exception's message, what it
-    printed, its notebook's metadata) cannot clear a terminal that shows a report, set its
+    marks and what honest copied text holds: ``render.py``'s ``_KEPT_ON_PAGE``). What a
+    submission wrote (an exception's message, what it printed, its notebook's metadata)
+    cannot clear a terminal that shows a report, set its
     title or clipboard (escape sequences), ring its bell or overwrite a line (carriage
     return), and a reader still sees that the characters were there. Line feeds and tabs stay; a line break
     written as CR LF is one line feed. Every report writer passes submission text

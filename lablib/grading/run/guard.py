@@ -401,6 +401,26 @@ def _comparable(code) -> bool:
     return code.co_name not in _NOT_FUNCTIONS and len(fingerprint(code)[0]) >= _COPY_MIN_STEPS
 
 
+def _copy_name(code, candidates) -> str | None:
+    """The name of the function ``code`` (or code nested in it) copies, or None:
+    ``candidates(sketch)`` gives the ``(fingerprint, name)`` of the originals with that
+    :func:`_sketch`; only code with candidates and long enough (:func:`_comparable`) is
+    fingerprinted. lablib's copies (:meth:`Catalogue.copied`) and the ready-made ones
+    (:func:`_ready_name`)."""
+    for inner in _codes(code):
+        if inner.co_name in _NOT_FUNCTIONS:
+            continue
+        printed = None
+        for original, name in candidates(_sketch(inner)):
+            if printed is None:
+                if not _comparable(inner):
+                    break
+                printed = fingerprint(inner)
+            if original == printed:
+                return name
+    return None
+
+
 def _sketch(code) -> tuple:
     """What a copy shares with its original and costs nothing to read (the names it uses,
     its signature's and locals' counts): only code with the same sketch is fingerprinted."""
@@ -475,16 +495,10 @@ class Catalogue:
     def copied(self, code) -> str | None:
         """The dotted name of the lablib function ``code`` (or code nested in it) copies,
         or None; lablib's own code is :meth:`name_of`'s."""
-        for inner in _codes(code):
-            candidates = (
-                self.sketches.get(_sketch(inner)) if inner.co_name not in _NOT_FUNCTIONS else None
-            )
-            if not candidates or not _comparable(inner):
-                continue
-            for original, name in candidates:
-                if fingerprint(original) == fingerprint(inner):
-                    return name
-        return None
+        sketches = self.sketches
+        return _copy_name(
+            code, lambda sketch: ((fingerprint(c), n) for c, n in sketches.get(sketch, ()))
+        )
 
     def lablib_code(self, code) -> str | None:
         """``code`` or code nested in it is lablib's guarded code or a copy of it: its name."""
@@ -704,8 +718,8 @@ def _ready_code_names(pairs, table: dict | None = None) -> dict:
                         table.setdefault(_code_key(inner), name)
                         if member.__name__ not in _SET_UP_ONLY and _comparable(inner):
                             copies = table.setdefault(("copy", _sketch(inner)), [])
-                            if (fingerprint(inner), name) not in copies:
-                                copies.append((fingerprint(inner), name))
+                            if (original := (fingerprint(inner), name)) not in copies:
+                                copies.append(original)
     return table
 
 
@@ -718,15 +732,7 @@ def _ready_name(table: dict, code) -> str | None:
         name = table.get(_code_key(inner))
         if name is not None:
             return name
-    for inner in _codes(code):
-        if inner.co_name in _NOT_FUNCTIONS:
-            continue
-        copies = table.get(("copy", _sketch(inner)))
-        if copies and _comparable(inner):
-            for printed, name in copies:
-                if printed == fingerprint(inner):
-                    return name
-    return None
+    return _copy_name(code, lambda sketch: table.get(("copy", sketch), ()))
 
 
 def _names_used(code) -> set[str]:

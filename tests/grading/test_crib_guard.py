@@ -445,6 +445,28 @@ exec(compile("def attention(query, key, value, mask=None):\\n"
              "    return np.asarray(output), np.asarray(weights)\\n", _file, "exec"), globals())
 """
 
+# lablib's package held only by a closure: no global name reaches it. The gate on lablib's
+# function scored it 0 at call time before the search followed such a module too
+# (test_a_module_the_function_holds_is_followed_like_a_global): kept here end to end.
+ATTENTION_MODULE_IN_A_CLOSURE = """# GRADED: attention
+import importlib
+import numpy as np
+
+
+def _make():
+    m = importlib.import_module("lablib.layers")
+
+    def attention(query, key, value, mask=None):
+        output, weights = m.scaled_dot_product_attention(query, key, value, mask=mask)
+        return np.asarray(output), np.asarray(weights)
+
+    return attention
+
+
+attention = _make()
+del _make
+"""
+
 MHA_IN_A_DICT = """# GRADED: multi_head_attention
 _READY = {"mha": keras.layers.MultiHeadAttention}
 
@@ -701,6 +723,7 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         ("attention", ATTENTION_TRACED, SDPA),
         ("attention", ATTENTION_CONCRETE, SDPA + " (traced into a TensorFlow graph)"),
         ("attention", ATTENTION_CONCRETE_HELD, SDPA + " (traced into a TensorFlow graph)"),
+        ("attention", ATTENTION_MODULE_IN_A_CLOSURE, SDPA),
         (
             "multi_head_attention",
             MHA_IN_A_DICT,
@@ -740,6 +763,7 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "traced-tf-function",
         "concrete-function",
         "concrete-function-held",
+        "module-in-a-closure",
         "keras-mha-in-dict",
         "keras-mha-looked-up",
         "shared-code-in-a-deque",
@@ -1286,6 +1310,76 @@ def f(x):
 
 
 f(np.ones((2, 3), "float32"))
+"""
+    )
+    with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
+        pass
+    assert window.found is None, message(window.found)
+
+
+# lablib's module held where no global name reaches it: the code names its function as
+# an attribute of a free variable, a default or the function's own attribute. Before,
+# the search followed a module's attributes only from globals: none of these was named
+# before the call (the gate caught the call itself).
+MODULE_HELD = {
+    "closure": """
+def _make():
+    m = importlib.import_module("lablib.layers.attention")
+    return lambda x: m.masked_softmax(x)
+
+
+f = _make()
+""",
+    "default": """
+def f(x, m=importlib.import_module("lablib.layers.attention")):
+    return m.masked_softmax(x)
+""",
+    "attribute": """
+def f(x):
+    return f.m.masked_softmax(x)
+
+
+f.m = importlib.import_module("lablib.layers.attention")
+""",
+    "package-in-a-closure": """
+def _make():
+    m = importlib.import_module("lablib.layers")
+    return lambda x: m.attention.masked_softmax(x)
+
+
+f = _make()
+""",
+}
+
+
+def _module_held(source):
+    ns = {"__name__": "module_held"}
+    exec(compile("import importlib\nimport numpy as np\n" + source, "<graded cell>", "exec"), ns)
+    return ns
+
+
+@pytest.mark.parametrize("route", list(MODULE_HELD))
+def test_a_module_the_function_holds_is_followed_like_a_global(route):
+    ns = _module_held(MODULE_HELD[route])
+    assert np.asarray(ns["f"](np.array([[1.0, 2.0, 3.0]], "float32"))).shape == (1, 3)
+    with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
+        pass
+    assert window.found is not None, route
+    assert "lablib.layers.attention.masked_softmax" in message(window.found)
+
+
+def test_a_module_held_for_other_names_is_no_crib():
+    """NumPy in a closure, and lablib's module held but only its name read: the module's
+    attributes are followed by the names the code uses, as for a global."""
+    ns = _module_held(
+        """
+def _make():
+    n = np
+    m = importlib.import_module("lablib.layers.attention")
+    return lambda x: (n.exp(x) / n.exp(x).sum(-1, keepdims=True), m.__name__)
+
+
+f = _make()
 """
     )
     with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:

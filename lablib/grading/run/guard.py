@@ -774,7 +774,9 @@ def _code_of(function):
 def _function_links(function, names=None):
     """What a function reaches: its closure, defaults, ``__wrapped__`` and attributes, and
     the globals (or builtins) its code reads, with the attributes of a module it names
-    that its code also names (``layers.positional_encoding``)."""
+    that its code also names (``layers.positional_encoding``). A module held in a closure
+    cell, a default or an attribute of the function is followed the same way: the code
+    reaches it under a name that is no global (``m.masked_softmax``, ``m`` a free variable)."""
     out = []
     for cell in function.__closure__ or ():
         try:
@@ -784,6 +786,7 @@ def _function_links(function, names=None):
     out.extend(function.__defaults__ or ())
     out.extend((function.__kwdefaults__ or {}).values())
     out.extend(getattr(function, "__dict__", {}).values())
+    modules = [value for value in out if isinstance(value, types.ModuleType)]
     code = _code_of(function)
     read = _global_names(code) if names is None else names
     names = _names_used(code) if names is None else names
@@ -791,7 +794,6 @@ def _function_links(function, names=None):
     builtins_ = getattr(function, "__builtins__", None)
     if isinstance(builtins_, dict):
         scopes.append(builtins_)
-    modules = []
     for name in read:
         for scope in scopes:
             if name in scope:

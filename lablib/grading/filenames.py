@@ -25,13 +25,15 @@ to it (:func:`~lablib.grading.gradebook.book.feedback_stems`,
 * not a name Windows keeps for a device (:func:`windows_safe`), since instructors copy
   the output folder there: ``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
   ``LPT0``-``LPT9`` (and the superscript digits), ``CONIN$``, ``CONOUT$``, in any case,
-  with or without an extension, get ``_`` in front.
+  with or without an extension, get ``_`` in front;
+* never a leading ``-`` (:func:`shell_safe`): ``-rf.md`` in a feedback folder is an
+  option to ``ls *``, ``wc -c *`` or ``rm *``; the dash becomes ``_``.
 
 A stem already within these rules (``alice``, ``Smith__John``) is kept as it is.
 
 Example::
 
-    windows_safe(cap_bytes(shown(name), STEM_BYTES))
+    windows_safe(shell_safe(cap_bytes(shown(name), STEM_BYTES)))
 """
 
 from __future__ import annotations
@@ -39,7 +41,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["STEM_BYTES", "SHAPING", "cap_bytes", "same_file", "shown", "windows_safe"]
+__all__ = [
+    "STEM_BYTES",
+    "SHAPING",
+    "cap_bytes",
+    "same_file",
+    "shell_safe",
+    "shown",
+    "windows_safe",
+]
 
 #: The most UTF-8 bytes of a stem made from a student's name, before its writer adds a
 #: digest or counter (``-1d2c3b4a``, ``-2``), the extension (``.html``) and the temporary
@@ -136,6 +146,12 @@ def windows_safe(stem: str) -> str:
     if _WINDOWS_DEVICE.fullmatch(stem.split(".", 1)[0].rstrip(" ").casefold()):
         return "_" + stem
     return stem
+
+
+def shell_safe(stem: str) -> str:
+    """``stem`` with ``_`` for a leading ``-``, which a command given the folder's files
+    (``ls *``, ``rm *``) reads as an option."""
+    return "_" + stem[1:] if stem.startswith("-") else stem
 
 
 def same_file(stem: str) -> str:

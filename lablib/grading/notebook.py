@@ -33,6 +33,7 @@ import os
 import pathlib
 import re
 import stat
+import sys
 import warnings
 
 import nbformat
@@ -133,6 +134,30 @@ def _marker_line(source: str) -> str:
     return lines[0] if lines else ""
 
 
+#: The most characters of a value from the notebook that a note quotes (the rest is
+#: counted): a note is read in the terminal, the reports and every feedback file.
+QUOTED_CHARS = 80
+
+
+def _quoted(value) -> str:
+    """``repr(value)``, cut to :data:`QUOTED_CHARS` characters with how many were left out."""
+    text = repr(value)
+    if len(text) <= QUOTED_CHARS:
+        return text
+    return f"{text[:QUOTED_CHARS]}... ({len(text) - QUOTED_CHARS:,} more characters)"
+
+
+def _first_line(exc) -> str:
+    """The first line of a schema error, which quotes the offending value: a long one keeps
+    its start and its end (``... is not of type 'array'``), the middle counted."""
+    text = str(exc)
+    line = text.splitlines()[0] if text else type(exc).__name__
+    if len(line) <= 3 * QUOTED_CHARS:
+        return line
+    cut = len(line) - 2 * QUOTED_CHARS
+    return f"{line[:QUOTED_CHARS]}... ({cut:,} characters left out) ...{line[-QUOTED_CHARS:]}"
+
+
 def _as_v4(data, notes: list) -> dict:
     """``data`` as an nbformat 4 dict (version 3 converted), or :class:`InvalidNotebook`."""
     if not isinstance(data, dict):
@@ -148,7 +173,7 @@ def _as_v4(data, notes: list) -> dict:
         notes.append("converted from nbformat 3")
     elif major != 4:
         raise InvalidNotebook(
-            f"unsupported nbformat {major!r}; expected 4 (or 3). Save the notebook again "
+            f"unsupported nbformat {_quoted(major)}; expected the number 4 (or 3). Save the notebook again "
             f"from Jupyter or Colab (File > Download > .ipynb)."
         )
     if not isinstance(data.get("cells"), list):
@@ -164,7 +189,7 @@ def _normal_cell(index: int, cell, notes: list) -> dict | None:
         return None
     cell_type = cell.get("cell_type")
     if cell_type not in ("code", "markdown", "raw"):
-        notes.append(f"cell {index}: unknown cell_type {cell_type!r} read as raw")
+        notes.append(f"cell {index}: unknown cell_type {_quoted(cell_type)} read as raw")
         cell_type = "raw"
     meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
     for key in ("executionInfo", "outputId", "colab", "id"):
@@ -203,9 +228,9 @@ def _validated(nb, notes: list):
                 cell.outputs = []
         try:
             nbformat.validate(nb)
-            notes.append(f"dropped outputs that failed validation ({str(exc).splitlines()[0]})")
+            notes.append(f"dropped outputs that failed validation ({_first_line(exc)})")
         except nbformat.ValidationError as exc2:
-            notes.append(f"schema warning: {str(exc2).splitlines()[0]}")
+            notes.append(f"schema warning: {_first_line(exc2)}")
     return nb
 
 
@@ -240,7 +265,9 @@ def normalize_notebook(data: dict) -> tuple[nbformat.NotebookNode, list[str]]:
             cell["id"] = f"cell-{index}"
     minor = data.get("nbformat_minor")
     if minor != 5:
-        notes.append(f"upgraded nbformat 4.{minor} to 4.5")
+        notes.append(
+            f"upgraded nbformat 4.{_quoted(minor) if type(minor) is not int else minor} to 4.5"
+        )
     nb = nbformat.from_dict(
         {"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells}
     )
@@ -353,15 +380,24 @@ def read_notebook(source, expect: str = "") -> tuple[nbformat.NotebookNode, list
     _check_containers(raw)
     try:
         data = json.loads(raw.decode("utf-8-sig"))
-        return normalize_notebook(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidNotebook(
             f"not valid JSON ({exc}); the file is damaged or not a notebook"
         ) from None
-    except RecursionError:
+    except ValueError:  # Python's own limit on an integer's digits (sys.get_int_max_str_digits)
         raise InvalidNotebook(
-            "its JSON is nested too deeply to be a notebook; the file is damaged or not a notebook"
+            f"a number in it has more than {sys.get_int_max_str_digits():,} digits, which no "
+            "notebook holds; the file is damaged or not a notebook"
         ) from None
+    except RecursionError:
+        raise InvalidNotebook(_TOO_DEEP) from None
+    try:
+        return normalize_notebook(data)
+    except RecursionError:
+        raise InvalidNotebook(_TOO_DEEP) from None
+
+
+_TOO_DEEP = "its JSON is nested too deeply to be a notebook; the file is damaged or not a notebook"
 
 
 def _check_size(size: int) -> None:

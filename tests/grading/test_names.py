@@ -527,6 +527,14 @@ def test_feedback_stems_are_no_windows_device_and_show_every_character():
     assert all(stems[n] != "alice" for n in names if n != "alice")
 
 
+def test_no_feedback_file_starts_with_a_dash():
+    """``-rf.md`` in a feedback folder is an option to ``ls *`` or ``rm *``."""
+    stems = feedback_stems(["-rf", "--help", " -2+3", "a-b", "_rf"])
+    assert not any(stem.startswith("-") for stem in stems.values()), stems
+    assert stems["a-b"] == "a-b" and stems["--help"] == "_-help"
+    assert len(set(map(same_file, stems.values()))) == 5, stems  # "-rf" is not "_rf"'s file
+
+
 def test_error_messages_reach_the_terminal_printable(tmp_path, capsys):
     """A folder named with escape sequences (clear the screen, set the window title) and a
     line break reached the terminal raw through the command's error message."""

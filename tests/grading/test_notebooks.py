@@ -35,6 +35,44 @@ def test_invalid_json_raises_invalid_notebook():
         nbt.read_notebook(b"[1, 2]")
 
 
+def test_a_number_past_pythons_digit_limit_is_an_invalid_notebook():
+    """json.loads raises a plain ValueError for an integer longer than Python's limit
+    (4,300 digits): it read as the grader's own failure (grader-error, "not your doing",
+    the class's export refused) where the file is what is wrong."""
+    raw = json.dumps(_nb("x = 1")).replace('"execution_count": null', '"execution_count": 7')
+    assert '"execution_count": 7' in raw
+    digits = sys.get_int_max_str_digits() + 1
+    with pytest.raises(nbt.InvalidNotebook, match=f"more than {digits - 1:,} digits"):
+        nbt.read_notebook(raw.replace('"execution_count": 7', '"execution_count": ' + "9" * digits))
+    nb, _ = nbt.read_notebook(raw.replace('"execution_count": 7', '"execution_count": ' + "9" * 40))
+    assert nb.cells[0].execution_count == int("9" * 40)
+
+
+def test_a_note_quotes_a_long_value_short_and_keeps_what_it_says():
+    """A note quotes what the notebook holds: 5 MB of nbformat_minor made 5 MB notes in
+    the terminal, grades.json and every feedback file."""
+    nb = json.loads(json.dumps(_nb("x = 1", "y = 2")))
+    nb["nbformat_minor"] = "A" * 5_000_000
+    nb["cells"][0]["cell_type"] = "<b>" + "C" * 3_000_000
+    nb["cells"][1]["metadata"]["tags"] = "<b>" + "T" * 3_000_000
+    _, notes = nbt.read_notebook(json.dumps(nb))
+    assert len(notes) == 3 and all(len(n) < 400 for n in notes), [n[:200] for n in notes]
+    unknown, upgraded, schema = notes
+    assert (
+        upgraded.startswith("upgraded nbformat 4.'AAA") and "4,999,922 more characters" in upgraded
+    )
+    assert upgraded.endswith(" to 4.5")
+    assert unknown.startswith("cell 0: unknown cell_type '<b>CCC") and unknown.endswith(
+        "read as raw"
+    )
+    assert "'<b>TTT" in schema and schema.endswith("is not of type 'array'")
+    assert "characters left out" in schema
+    with pytest.raises(
+        nbt.InvalidNotebook, match="unsupported nbformat '4'; expected the number 4"
+    ):
+        nbt.read_notebook(json.dumps({**nb, "nbformat": "4"}))
+
+
 def test_colab_notebook_is_upgraded_and_valid():
     nb, notes = nbt.read_notebook(CORPUS / "colab.ipynb")
     assert nb.nbformat_minor == 5 and "widgets" not in nb.metadata

@@ -277,11 +277,13 @@ def test_file_names_fit_every_file_system(tmp_path):
     out = tmp_path / "out"
     keys = ["alice", "学" * 84, "学" * 84 + "x", "CON", "nul.txt", "al\u200bice", "alice\U000e0020"]
     keys += ["alıce", "ALİCE"]  # one file with alice where case is ignored (NTFS, macOS)
+    keys += ["-rf", " -2+3"]  # an option to `ls *` or `rm *` in the folder of PDFs
     write_class(out, lab, {key: {"why": "w", "how": "h"} for key in keys})
     stems = {s.submission: s.stem for s in printout.class_students(out, lab)}
     assert stems["alice"] == "alice" and stems["学" * 84] == "学" * 50
     assert stems["学" * 84 + "x"] == "学" * 50 + "-2"
     assert stems["CON"] == "_CON" and stems["nul.txt"] == "_nul.txt"
+    assert stems["-rf"] == "_rf" and stems[" -2+3"] == "_2+3"
     assert len({same_file(s) for s in stems.values()}) == len(keys)
     assert all(s.isprintable() for s in stems.values()) and "alice" not in (
         stems["al\u200bice"],

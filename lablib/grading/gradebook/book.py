@@ -22,7 +22,14 @@ import pathlib
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from lablib.grading.filenames import STEM_BYTES, cap_bytes, same_file, shown, windows_safe
+from lablib.grading.filenames import (
+    STEM_BYTES,
+    cap_bytes,
+    same_file,
+    shell_safe,
+    shown,
+    windows_safe,
+)
 from lablib.grading.gradebook.identity import resolve, student_of
 from lablib.grading.gradebook.late import (
     Late,
@@ -382,11 +389,11 @@ class Gradebook:
 def _safe(name: str) -> str:
     """``name`` as a file stem: letters, digits and ``-_.@`` kept (nothing that shows
     nothing), no leading dot, at most 120 characters and :data:`STEM_BYTES` bytes, never
-    a Windows device name (:mod:`lablib.grading.filenames`)."""
+    a Windows device name nor a leading dash (:mod:`lablib.grading.filenames`)."""
     name = shown(unicodedata.normalize("NFC", name))
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
     safe = ("_" + safe[1:] if safe.startswith(".") else safe)[:120]
-    return windows_safe(cap_bytes(safe, STEM_BYTES)) or "submission"
+    return windows_safe(shell_safe(cap_bytes(safe, STEM_BYTES))) or "submission"
 
 
 def feedback_stems(names: Iterable[str]) -> dict[str, str]:

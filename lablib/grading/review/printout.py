@@ -66,7 +66,14 @@ import unicodedata
 import zipfile
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.filenames import STEM_BYTES, cap_bytes, same_file, shown, windows_safe
+from lablib.grading.filenames import (
+    STEM_BYTES,
+    cap_bytes,
+    same_file,
+    shell_safe,
+    shown,
+    windows_safe,
+)
 from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.text import html_text
@@ -189,10 +196,11 @@ _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
 def _file_stem(key: str) -> str:
     """``key`` as a file name on every system: NFC, no separators, control or reserved
     characters, nothing that shows nothing, no leading dot, at most 120 characters and
-    :data:`~lablib.grading.filenames.STEM_BYTES` bytes, never a Windows device name."""
+    :data:`~lablib.grading.filenames.STEM_BYTES` bytes, never a Windows device name nor a
+    leading dash."""
     stem = shown(_UNSAFE.sub("_", unicodedata.normalize("NFC", key))).strip().lstrip(".")
     stem = cap_bytes(re.sub(r"\s+", " ", stem)[:120], STEM_BYTES).rstrip(" .")
-    return windows_safe(stem) or "student"
+    return windows_safe(shell_safe(stem)) or "student"
 
 
 def class_students(out_dir, lab, data: dict | None = None) -> list[Student]:

@@ -388,19 +388,53 @@ def test_the_red_teams_bypasses_get_nothing_from_the_real_grader(
         )
 
 
+# What the rewriting cribs below share: the by-hand probe's reply to `attention`, found
+# from a frame inside the probe once its window has closed and before the reply is sent,
+# and made again from lablib's reference in its place.
+_REPLY_IN_FLIGHT = """
+import sys as _s, types as _t, numpy as _np
+
+_done = set()
+
+
+def _reply_in_flight(frame):
+    while frame is not None and frame.f_code.co_name != "run_probe":
+        frame = frame.f_back
+    if frame is None:
+        return None
+    local = frame.f_locals
+    plain, request, window = local.get("plain"), local.get("request"), local.get("window")
+    if type(plain) is not dict or request is None or window is None or window._open:
+        return None
+    if tuple(request.objects) != ("attention",) or id(plain) in _done:
+        return None
+    return local
+
+
+def _send_instead(local, reference):
+    protocol = _s.modules["lablib.grading.run.protocol"]
+    ns = dict(local["ns"])
+    ns["attention"] = lambda q, k, v, mask=None: tuple(
+        map(_np.asarray, reference(q, k, v, mask))
+    )
+    new = protocol.to_plain(local["request"].probe(_t.MappingProxyType(ns)))
+    local["plain"].clear()
+    local["plain"].update(new)
+    _done.add(id(local["plain"]))
+"""
+
 # Code a submission leaves running that acts between a by-hand probe's window and its reply
 # (or before the next window): it ran the probe again on lablib's reference and rewrote the
 # reply in place, hidden tests included (a blank Lab 1: 16 of 24 points). The grader's child
 # seals lablib's code before the first by-hand probe (guard.seal): nothing is put back.
 _REWRITE = """
-import sys as _s, types as _t, importlib as _il, importlib.util as _ilu, numpy as _np
+import sys as _s, importlib as _il, importlib.util as _ilu
 
 
 def attention(query, key, value, mask=None):  # the work not done
     return 0.0, 0.0
 
 
-_done = set()
 _tries = [0]
 
 
@@ -418,29 +452,13 @@ def _reference():
 
 def _rewrite(frame):
     try:
-        while frame is not None and frame.f_code.co_name != "run_probe":
-            frame = frame.f_back
-        if frame is None:
-            return
-        local = frame.f_locals
-        plain, request, window = local.get("plain"), local.get("request"), local.get("window")
-        if type(plain) is not dict or request is None or window is None or window._open:
-            return
-        if tuple(request.objects) != ("attention",) or id(plain) in _done:
+        local = _reply_in_flight(frame)
+        if local is None:
             return
         _tries[0] += 1
         if _tries[0] > 2000:  # tried at every collection while the window was put back
             return
-        reference = _reference()
-        protocol = _s.modules["lablib.grading.run.protocol"]
-        ns = dict(local["ns"])
-        ns["attention"] = lambda q, k, v, mask=None: tuple(
-            map(_np.asarray, reference(q, k, v, mask))
-        )
-        new = protocol.to_plain(request.probe(_t.MappingProxyType(ns)))
-        plain.clear()
-        plain.update(new)
-        _done.add(id(plain))
+        _send_instead(local, _reference())
     except BaseException:
         pass
 """
@@ -595,8 +613,8 @@ def attention(query, key, value, mask=None):
 
 # A seal of the submission's own put where the guard keeps its seal.
 _FAKE_SEAL = """
-# rewrites the reply (the earlier red team's rewrite, unchanged otherwise).
-import sys as _s, types as _t, importlib as _il, numpy as _np, gc as _gc
+# rewrites the reply (the earlier red team's rewrite: _REPLY_IN_FLIGHT).
+import sys as _s, importlib as _il, gc as _gc
 
 _guard = _il.import_module("lablib.grading.run.guard")
 
@@ -625,35 +643,15 @@ def attention(query, key, value, mask=None):  # the work not done
     return 0.0, 0.0
 
 
-_done = set()
-
-
 def _rewrite(frame):
     try:
-        while frame is not None and frame.f_code.co_name != "run_probe":
-            frame = frame.f_back
-        if frame is None:
-            return
-        local = frame.f_locals
-        plain, request, window = local.get("plain"), local.get("request"), local.get("window")
-        if type(plain) is not dict or request is None or window is None or window._open:
-            return
-        if tuple(request.objects) != ("attention",) or id(plain) in _done:
-            return
-        if _guard._ACTIVE[0] is not _FAKE:
+        local = _reply_in_flight(frame)
+        if local is None or _guard._ACTIVE[0] is not _FAKE:
             return
         for function, code in list(_FAKE._saved):  # lablib's code back (the fake judges)
             function.__code__ = code
-        reference = _il.import_module("lablib.grading.specs._attention_checks").reference_attention
-        protocol = _s.modules["lablib.grading.run.protocol"]
-        ns = dict(local["ns"])
-        ns["attention"] = lambda q, k, v, mask=None: tuple(
-            map(_np.asarray, reference(q, k, v, mask))
-        )
-        new = protocol.to_plain(request.probe(_t.MappingProxyType(ns)))
-        plain.clear()
-        plain.update(new)
-        _done.add(id(plain))
+        checks = _il.import_module("lablib.grading.specs._attention_checks")
+        _send_instead(local, checks.reference_attention)
     except BaseException:
         pass
 
@@ -781,15 +779,16 @@ def test_code_left_running_between_windows_gets_nothing(shared_data, tmp_path, m
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     (hidden / f"{lab}.py").write_text(_SECRET_TEST, encoding="utf-8")
+    rewrite = _REPLY_IN_FLIGHT + _REWRITE
     cases = {
-        name: _REWRITE.format(clear=False, fresh=False) + trigger
+        name: rewrite.format(clear=False, fresh=False) + trigger
         for name, trigger in _TRIGGERS.items()
     }
-    cases["gc-fresh-file"] = _REWRITE.format(clear=False, fresh=True) + _TRIGGERS["gc-callback"]
-    cases["gc-state-cleared"] = _REWRITE.format(clear=True, fresh=True) + _TRIGGERS["gc-callback"]
+    cases["gc-fresh-file"] = rewrite.format(clear=False, fresh=True) + _TRIGGERS["gc-callback"]
+    cases["gc-state-cleared"] = rewrite.format(clear=True, fresh=True) + _TRIGGERS["gc-callback"]
     cases["profile-hook"] = _PROFILE_HOOK
     cases["while-reading"] = _WHILE_READING
-    cases["fake-seal"] = _FAKE_SEAL
+    cases["fake-seal"] = _REPLY_IN_FLIGHT + _FAKE_SEAL
     cases["through-the-gate"] = _THROUGH_THE_GATE
     subs = tmp_path / "subs"
     subs.mkdir()

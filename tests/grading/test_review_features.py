@@ -330,31 +330,36 @@ def test_unreadable_notebooks_are_counted_apart_and_never_graded_in_the_page(tmp
     rows = [result(name, given) for name, given in CLASS.items()]
     broken = result("kq7-corrupt", {})
     broken.status = Status.of([Kind.INVALID_NOTEBOOK])
-    rows += [broken, result("zx3-legacy", {})]  # no record: an older lablib
+    failed = result("gx5-failed", {})  # the grader failed before reading the answers
+    failed.status = Status.of([Kind.GRADER_ERROR])
+    rows += [broken, failed, result("zx3-legacy", {})]  # no record: an older lablib
     report.write_reports(out, lab, rows)
     with running(out, lab) as (server, app), chromium() as (browser, expect):
         page, errors = _open(browser, server)
         expect(page.locator(".answer")).to_have_count(len(CLASS))
         box = page.locator("#unreadable")
         expect(box).to_be_visible()
-        expect(box.locator("li")).to_have_count(2)
+        expect(box.locator("li")).to_have_count(3)
         expect(box).to_contain_text("could not be read (status: invalid-notebook)")
+        expect(box).to_contain_text("the grader itself failed on this notebook")
         expect(box).to_contain_text("no record of this answer")
-        assert "kq7" not in box.inner_text() and "zx3" not in box.inner_text(), "anonymised"
-        expect(page.locator("#progress-text")).to_have_text(f"0/{len(CLASS)} graded · 2 unreadable")
+        assert box.inner_text().count("older lablib") == 1, box.inner_text()
+        text = box.inner_text()
+        assert "kq7" not in text and "zx3" not in text and "gx5" not in text, "anonymised"
+        expect(page.locator("#progress-text")).to_have_text(f"0/{len(CLASS)} graded · 3 unreadable")
         page.locator("#filter").select_option("todo")
         expect(page.locator(".answer")).to_have_count(len(CLASS))
         page.keyboard.press("u")  # select every answer still to grade, then one item to all
         page.keyboard.press("3")  # "No answer." (0 points)
         expect(page.locator(".badge.done")).to_have_count(len(CLASS))
         expect(page.locator("#progress-text")).to_have_text(
-            f"{len(CLASS)}/{len(CLASS)} graded · 2 unreadable"
+            f"{len(CLASS)}/{len(CLASS)} graded · 3 unreadable"
         )
         assert not errors
     scores = ReviewStore(out / DB_NAME, lab).person_scores(
-        list(CLASS) + ["kq7-corrupt", "zx3-legacy"]
+        list(CLASS) + ["kq7-corrupt", "gx5-failed", "zx3-legacy"]
     )
-    assert not scores["kq7-corrupt"]["why"].graded and not scores["zx3-legacy"]["why"].graded
+    assert not any(scores[n]["why"].graded for n in ("kq7-corrupt", "gx5-failed", "zx3-legacy"))
 
 
 # --------------------------------------------------------------------------- many rubric items

@@ -534,6 +534,12 @@ class ReviewApp:
             row = self._rows[name]
             if row.status.has(Kind.INVALID_NOTEBOOK):
                 reason = f"the notebook could not be read (status: {status_text(row.status)[:200]})"
+            elif row.status.has(Kind.GRADER_ERROR):
+                reason = (
+                    "the grader itself failed on this notebook before its answers were read "
+                    f"(status: {status_text(row.status)[:200]}): see the instructor report, "
+                    "then grade the folder again"
+                )
             else:
                 reason = "grades.json holds no record of this answer (graded by an older lablib: grade it again)"
             out.append({"number": k, "reason": reason})

@@ -39,7 +39,17 @@ its text (:func:`_math`):
   (``\\rule{1pt}{2000000pt}`` printed 2,664 pages; ``\\raise{728pt}`` drew over the
   page above).
 
-A formula shown as typed says why in its ``title``.
+A formula shown as typed says why in its ``title``. No part of a formula is drawn out of
+sight or over another: a part moves up or down at most :data:`MAX_SHIFT_EM` em
+(``\\raise``, ``\\lower``), and a box is never given less room than its content
+(``\\rlap``, ``\\smash``, a negative ``\\kern``: :data:`_SHRUNK`).
+
+What markdown and TeX leave out of what they draw (a reference definition, the
+``[//]: # "..."`` comment idiom, a link's or image's title, a fence's info string past its
+language, a table's cells past its header's, a formula's label or ``%`` comment, a TeX
+link's address, ``\\phantom``) is shown after the answer as typed, with its line numbers
+(:func:`_undrawn`): text an AI assistant given the answer would read is in front of the
+grader too. Direction marks are kept only in an answer that writes right to left.
 
 Long answers are bounded: :func:`render_answer` shows the first ``limit`` characters
 (the page's preview; "show all" asks for the rest), renders at most
@@ -56,6 +66,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import unicodedata
 import xml.etree.ElementTree as ElementTree
 
 from lablib.grading.report.text import visible_controls
@@ -214,8 +225,11 @@ MAX_MATHML_CHARS = 200_000
 #: How far a length may reach across (``width``, ``lspace``, ``rspace``), in em:
 #: ``\rule{10cm}{0.4pt}`` fits, a page's width does not.
 MAX_ACROSS_EM = 40.0
-#: How far a length may reach up or down (``height``, ``depth``, ``voffset``), in em.
+#: How far a length may reach up or down (``height``, ``depth``), in em.
 MAX_UPDOWN_EM = 10.0
+#: How far a formula's part may be moved up or down (``\raise``, ``\lower``: ``voffset``),
+#: in em: a superscript's height; farther, it is drawn over the line above or below.
+MAX_SHIFT_EM = 1.0
 #: The largest a formula's text may be drawn, in times the text around it (``\Huge``: 2.49).
 MAX_SCALE = 2.5
 #: The smallest (``\tiny`` in ``\tiny``...).
@@ -312,13 +326,32 @@ def _bounded_scale(value: str, scale: float) -> tuple[str | None, float]:
     return f"{kept / scale:.4g}em", kept
 
 
+def _shrinks(value: str) -> bool:
+    """Whether a length is zero or negative (``0px``, ``-1width``, ``-0.17em``)."""
+    match = _LENGTH.fullmatch(value.strip())
+    return match is None or match.group(1) == "-" or float(match.group(2)) == 0
+
+
+#: The sizes that, made zero or negative, draw a box's content over its neighbours or
+#: outside its line: ``\rlap``/``\llap`` (a box of no width: "OVER" drawn over "XXXX"),
+#: ``\smash`` (no height: ``\smash{\lower{10em}{...}}`` drawn below the card, out of
+#: sight), a negative ``\kern``. Dropped, so the content takes its own room.
+_SHRUNK = {"mpadded": ("width", "height", "depth", "lspace"), "mspace": ("width",)}
+
+
 def _bound(element, scale: float = 1.0) -> None:
     """Every length of ``element`` and its descendants within bounds (see the module's
-    docstring), every ``scriptlevel`` an absolute 0, 1 or 2 (a relative one compounds)."""
+    docstring), every ``scriptlevel`` an absolute 0, 1 or 2 (a relative one compounds);
+    no box made to take less room than its content (:data:`_SHRUNK`), none moved up or
+    down more than :data:`MAX_SHIFT_EM`."""
+    for name in _SHRUNK.get(element.tag, ()):
+        if name in element.attrib and _shrinks(element.attrib[name]):
+            del element.attrib[name]
     for name in list(element.attrib):
         value = element.attrib[name]
         if name in _ACROSS or name in _UPDOWN or name == "linethickness":
             limit = MAX_ACROSS_EM if name in _ACROSS else MAX_UPDOWN_EM
+            limit = MAX_SHIFT_EM if name == "voffset" else limit
             kept = _bounded_length(value, 1.0 if name == "linethickness" else limit)
         elif name == "mathsize":
             kept, scale = _bounded_scale(value, scale)
@@ -468,6 +501,12 @@ def _parser():
     md.add_render_rule(
         "amsmath", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True)
     )
+    md.add_render_rule(  # a fence's language would be a class the sanitiser empties
+        "fence",
+        lambda self, tokens, idx, options, env: (
+            f"<pre><code>{html.escape(tokens[idx].content)}</code></pre>\n"
+        ),
+    )
     md.add_render_rule("image", _image)
     md.add_render_rule("link_open", _link_open)  # a link: its text, then its address as text
     md.add_render_rule("link_close", _link_close)
@@ -485,7 +524,8 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 #: page, a PDF or a formula editor brings along, a zero-width space or word joiner, a soft
 #: hyphen, a byte-order mark, the invisible operators of MathML, a line or paragraph
 #: separator (shown as "[U+200B]", a formula pasted with one would not be drawn). None of
-#: them hides a word from a reader.
+#: them hides a word from a reader; the direction marks can reorder one, and are kept
+#: only where the answer writes right to left (:data:`_MARKS`).
 _KEPT_ON_PAGE = "\u200e\u200f\u061c\u200b\u2060\u00ad\ufeff\u2061\u2062\u2063\u2064\u2028\u2029"
 
 
@@ -500,12 +540,125 @@ def readable(text: str | None) -> str:
     reaches no page, printout file or terminal that shows it, and text that an AI
     assistant given the answer would read is in front of the grader too."""
     text = re.sub("\r\n?", "\n", _SURROGATES.sub("?", text or ""))
-    return visible_controls(text, keep=_KEPT_ON_PAGE)
+    keep = _KEPT_ON_PAGE if _right_to_left(text) else _KEPT_ON_PAGE.translate(_NO_MARKS)
+    return visible_controls(text, keep=keep)
+
+
+#: The direction marks (left-to-right, right-to-left, Arabic letter mark): kept on the
+#: page only in an answer that holds right-to-left letters, where they are honest; in
+#: one that holds none they only reorder ("Answer \u200f1\u200f - \u200f2\u200f" read
+#: "Answer 2 - 1") and are shown by their code points.
+_MARKS = "\u200e\u200f\u061c"
+_NO_MARKS = str.maketrans("", "", _MARKS)
+
+
+def _right_to_left(text: str) -> bool:
+    """Whether ``text`` holds a letter of a right-to-left script (Hebrew, Arabic, ...)."""
+    if text.isascii():
+        return False
+    return any(c.isalpha() and unicodedata.bidirectional(c) in ("R", "AL") for c in set(text))
 
 
 def render_markdown(text: str) -> str:
     """``text`` (a notebook's markdown) as sanitised HTML, formulas as MathML."""
     return sanitise(_parser().render(readable(text)))
+
+
+# ----------------------------------------------------------------- text not drawn
+
+#: The most characters of the lines :func:`_undrawn` shows as typed (each line at most
+#: :data:`UNDRAWN_LINE_CHARS`, around its first word not drawn).
+MAX_UNDRAWN_CHARS = 4_000
+UNDRAWN_LINE_CHARS = 600
+#: TeX that names no text: a command's name, an environment's, a colour, a length.
+_TEX_NAMES = re.compile(
+    r"\\(?:begin|end|color|textcolor|mathcolor|colorbox|fcolorbox|rule|hspace|vspace|"
+    r"kern|mkern|hskip|mskip|raise|lower|raisebox)\s*(?:\{[^{}]*\}\s*)*|\\[A-Za-z]+"
+)
+#: A fence's language (```python): the rest of its info string is text not drawn.
+_FENCE = re.compile(r"^( {0,3}(?:`{3,}|~{3,})\s*)[^\s`~]*", re.M)
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def _letters(text: str) -> str:
+    """``text``'s letters alone, as compared (NFKC: a formula's 𝓛 is an L; case folded)."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalpha())
+
+
+class _Drawn:
+    """The text an answer's HTML draws: every text node, but what ``mphantom`` holds
+    (room kept, nothing drawn)."""
+
+    def __init__(self, fragment: str):
+        from html.parser import HTMLParser
+
+        parts: list[str] = []
+        depth = [0]
+
+        class Parser(HTMLParser):
+            def handle_starttag(self, tag, attrs):
+                depth[0] += tag == "mphantom" or bool(depth[0])
+
+            def handle_endtag(self, tag):
+                depth[0] = max(depth[0] - 1, 0) if depth[0] else 0
+
+            def handle_data(self, data):
+                if not depth[0]:
+                    parts.append(data)
+
+        parser = Parser(convert_charrefs=True)
+        parser.feed(fragment)
+        parser.close()
+        self.letters = _letters("".join(parts))
+
+
+def _undrawn(text: str, fragment: str) -> str:
+    """HTML showing, as typed, the lines of ``text`` (an answer, made :func:`readable`)
+    holding a word that ``fragment`` (its rendering) does not draw, or "". Markdown and
+    TeX leave text out of what they draw: a reference definition (``[//]: # "..."``), a
+    link's or image's title, a fence's info string past its language, a table's cells
+    past its header's, a formula's label or comment (``% ...``), a link's address in TeX
+    (``\\href``), ``\\phantom``. Text an AI assistant given the answer would read is in
+    front of the grader too: each word of three letters or more is counted in the text
+    (its TeX commands, environments, colours and lengths aside) and in what is drawn; a
+    word the text holds more often than the drawing is not drawn somewhere."""
+    source = _FENCE.sub(r"\1", _TEX_NAMES.sub(" ", html.unescape(text)))
+    drawn = _Drawn(fragment).letters
+    written = _letters(source)
+    missing = {
+        word
+        for word in {w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", source))}
+        if written.count(_letters(word)) > drawn.count(_letters(word))
+    }
+    if not missing:
+        return ""
+    lines, size = [], 0
+    source_lines = text.split("\n")
+    for number, line in enumerate(source_lines, 1):
+        cleaned = _FENCE.sub(r"\1", _TEX_NAMES.sub(" ", html.unescape(line)))
+        words = {w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", cleaned))}
+        if not words & missing:
+            continue
+        if len(line) > UNDRAWN_LINE_CHARS:
+            first = min((line.casefold().find(w) for w in words & missing), default=-1)
+            start = max(first - UNDRAWN_LINE_CHARS // 4, 0)
+            line = ("…" if start else "") + line[start : start + UNDRAWN_LINE_CHARS] + "…"
+        entry = f"line {number}: {line}"
+        if size + len(entry) > MAX_UNDRAWN_CHARS:
+            left = sum(
+                1
+                for other in source_lines[number - 1 :]
+                if {w.casefold() for w in _WORD.findall(other)} & missing
+            )
+            lines.append(f"… and {left:,} more such lines: the student's notebook holds them.")
+            break
+        lines.append(entry)
+        size += len(entry)
+    return (
+        "<p class='cut'>Not drawn above (a comment, a link's title, a definition, a hidden "
+        "formula part...), as typed:</p>"
+        f"<pre class='rest'>{html.escape(chr(10).join(lines))}</pre>"
+    )
 
 
 def _cut(text: str, limit: int) -> str:
@@ -526,13 +679,17 @@ def render_answer(text: str, limit: int | None = None) -> str:
     text = readable(text)
     if limit is not None and len(text) > limit:
         shown = _cut(text, limit)
+        drawn = sanitise(_parser().render(shown))
         return sanitise(
-            _parser().render(shown)
+            drawn
+            + _undrawn(shown, drawn)
             + f"<p class='cut'>… {len(text) - len(shown):,} more characters: “show all”.</p>"
         )
     if len(text) <= FULL_RENDER_CHARS:
-        return render_markdown(text)
+        drawn = sanitise(_parser().render(text))
+        return sanitise(drawn + _undrawn(text, drawn))
     shown = _cut(text, FULL_RENDER_CHARS)
+    drawn = sanitise(_parser().render(shown))
     rest = text[len(shown) : MAX_SHOWN_CHARS]
     unshown = len(text) - len(shown) - len(rest)
     more = (
@@ -542,6 +699,8 @@ def render_answer(text: str, limit: int | None = None) -> str:
         else ""
     )
     return sanitise(
-        _parser().render(shown) + f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
+        drawn
+        + _undrawn(shown, drawn)
+        + f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
         f"<pre class='rest'>{html.escape(rest)}</pre>" + more
     )

@@ -129,7 +129,8 @@ function putText(root, html) {
 // The host draws nothing outside its own box (a formula raised or lowered past its line,
 // \smash{\raise{30pt}{...}}, would cover the card's header or its neighbours): its
 // painting is contained and clipped, and what honestly overflows (a formula wider than the
-// card) scrolls within it.
+// card) scrolls within it. An answer's headings are the size of its text: "### Answer 3 of
+// 4  5 / 5" in an answer was drawn larger than the card's own header.
 const TEXT_STYLE = `
 :host { display: block; overflow-wrap: anywhere; overflow: auto; contain: paint; position: relative;
         isolation: isolate; }
@@ -138,6 +139,7 @@ pre { white-space: pre-wrap; background: #f4f4f4; padding: 0.3em; }
 pre.tex, code.tex { color: #a00; }
 math[display="block"] { margin: 0.5em 0; }
 p.cut { color: #666; font-style: italic; }
+h1, h2, h3, h4, h5, h6 { font-size: 1em; margin: 0.5em 0 0.2em; }
 span.image, span.link { color: #666; font-style: italic; }
 table { border-collapse: collapse; }
 th, td { border: 1px solid #ccc; padding: 0.1em 0.4em; }

@@ -118,6 +118,13 @@ _STABLE = ("student_id", "lms_id", "email", "login")
 _MOODLE_KEYS = {"email": "Email address", "student_id": "ID number"}
 #: The fields Canvas's import matches a row by (its ID, SIS User ID and SIS Login ID).
 _CANVAS_IDS = ("lms_id", "student_id", "login")
+#: How the notes name a person field.
+_FIELD_NAMES = {
+    "student_id": "student id",
+    "lms_id": "LMS user id",
+    "email": "e-mail",
+    "login": "login",
+}
 
 
 class ExportError(ValueError):
@@ -249,8 +256,31 @@ def _identities(entry: dict, roster=None, index=None) -> list[dict]:
 
 
 def _joined(people: list[_Person], identity: dict) -> _Person | None:
-    """The student of the export ``identity`` joins (most shared ids, none clashing), or
-    None."""
+    """The student of the export ``identity`` joins: the one with its LMS user id (Canvas's
+    ID: the LMS's own key, which no student chooses and no spreadsheet reshapes), whatever
+    else differs (a SIS Login ID renamed since grading, a SIS User ID whose leading zeros
+    a spreadsheet dropped: noted); else the one sharing most ids, none clashing; or None."""
+    lms_id = fold(str(identity.get("lms_id") or "").strip())
+    if lms_id:
+        same = [p for p in people if fold(p.fields["lms_id"].strip()) == lms_id]
+        if len(same) == 1:
+            person = same[0]
+            differ = [
+                f"{_FIELD_NAMES.get(f, f)} {identity[f]!r} at grading, {person.fields[f]!r} now"
+                for f in _STABLE
+                if f != "lms_id"
+                and identity.get(f)
+                and person.fields[f]
+                and fold(str(identity[f])) != fold(person.fields[f])
+            ]
+            if differ:
+                note = (
+                    f"matched by the LMS user id {person.fields['lms_id']!r} although "
+                    f"{'; '.join(differ)}: check the roster given is this class's"
+                )
+                if note not in person.staff_notes:
+                    person.staff_notes.append(note)
+            return person
     best = max(
         ((p.joins(identity), i) for i, p in enumerate(people) if not p.clashes(identity)),
         default=(0, -1),
@@ -378,6 +408,7 @@ def export(
     """
     columns = dict(columns or {})
     books = _checked_books(fmt, outputs, columns, missing, pieces)
+    _check_destination(fmt, pathlib.Path(destination), outputs, roster)
     labs = [b["lab"] for _, b in books]
     scales = _points_scales(fmt, books, columns, pieces, roster, scale_to_points_possible)
     _refuse_ungraded(books, allow_ungraded)
@@ -431,6 +462,35 @@ def export(
     report["notes"] = None if notes_path is None else str(notes_path)
     report["summary"] = _summary(destination, report, missing, notes_path)
     return report
+
+
+def _check_destination(fmt: str, destination: pathlib.Path, outputs, roster) -> None:
+    """Refuse (:class:`ExportError`) an import file that would replace what the export
+    reads: a folder (an ``IsADirectoryError`` traceback before), the roster given (``-o``
+    and ``--roster`` one file: the roster was silently replaced), or a file in a grading
+    output folder, which lablib writes and reads (``-o out/grades.json`` replaced the
+    gradebook). Its notes file (``<name>.notes.csv`` beside it) is held to the same."""
+    notes = destination.with_name(destination.stem + ".notes.csv")
+    if destination.is_dir():
+        raise ExportError(
+            f"-o {str(destination)!r} is a folder; give the import file to write (a CSV "
+            f"file), e.g. -o {fmt}_import.csv. Nothing was written."
+        )
+    kept = {os.path.realpath(destination), os.path.realpath(notes)}
+    source = getattr(roster, "source", "") if roster is not None else ""
+    if source and os.path.realpath(source) in kept:
+        raise ExportError(
+            f"-o {str(destination)!r} would replace the roster given ({source!r}), which the "
+            f"export reads; write the import file under another name. Nothing was written."
+        )
+    for folder in outputs:
+        inside = os.path.realpath(folder) + os.sep
+        if any(path.startswith(inside) for path in kept):
+            raise ExportError(
+                f"-o {str(destination)!r} is inside the grading output folder {str(folder)!r}, "
+                f"whose files lablib writes and reads (grades.json, the reports, the reviews); "
+                f"write the import file outside it, e.g. beside it. Nothing was written."
+            )
 
 
 def _checked_books(fmt: str, outputs, columns: dict, missing: str, pieces: bool) -> list:
@@ -1594,7 +1654,32 @@ def _canvas_rows(
         else:
             kept.append(p)
     _canvas_names(kept, report)
+    _refuse_shared_ids(kept, _IDENTIFIER_COLUMNS["canvas"], "Canvas")
     return kept
+
+
+def _refuse_shared_ids(people: list[_Person], columns: dict, lms: str) -> None:
+    """Refuse (:class:`ExportError`) to write two rows that share a value in a column the
+    LMS's import matches a student by (``columns``: field -> header): the import would
+    give both rows' grades to one student, the second overwriting the first."""
+    for field, header in columns.items():
+        seen: dict[str, _Person] = {}
+        for p in people:
+            value = fold(p.fields[field].strip())
+            if not value:
+                continue
+            if value in seen:
+                first = seen[value]
+                raise ExportError(
+                    f"Refusing to write two {lms} rows with one {header} "
+                    f"{p.fields[field]!r}: {_described(first)} and {_described(p)}. "
+                    f"{lms}'s import would give both rows' grades to one student, the second "
+                    f"overwriting the first; nothing was written. One of them is a gradebook "
+                    f"row the roster given does not hold as it was graded (its other ids "
+                    f"differ): give the export the roster the class was graded with, or grade "
+                    f"the folder again with this one (lablib grade ... --roster)."
+                )
+            seen[value] = p
 
 
 def _canvas_names(people: list[_Person], report: dict) -> None:

@@ -15,7 +15,7 @@ from lablib.grading.export import ExportError, export
 from lablib.grading.gradebook.identity import resolve, resolve_all
 from lablib.grading.report import write_reports
 from lablib.grading.results import PersonScore, PieceScore, Status, SubmissionResult, WrittenAnswer
-from lablib.grading.gradebook.roster import Roster
+from lablib.grading.gradebook.roster import Roster, RosterError
 from lablib.grading.spec import LabSpec
 from lablib.grading.submissions import Found
 
@@ -825,8 +825,8 @@ def test_group_files_and_members_no_roster_names_are_listed_not_lost(tmp_path):
     lab = _graded(tmp_path, tmp_path / "gs-out", {"Erin Doe": (10, pair)}, gs)
     book = json.loads((tmp_path / "gs-out" / "grades.json").read_text(encoding="utf-8"))
     assert book["roster"]["unmatched_submissions"] == ["Erin Doe (group member Zed Late)"]
-    done = export("canvas", [tmp_path / "gs-out"], gs, tmp_path / "gs.csv")
-    table = {r[0]: r for r in csv.reader(open(tmp_path / "gs.csv", encoding="utf-8"))}
+    done = export("canvas", [tmp_path / "gs-out"], gs, tmp_path / "gs_import.csv")
+    table = {r[0]: r for r in csv.reader(open(tmp_path / "gs_import.csv", encoding="utf-8"))}
     assert table["Zed Late"][2] == "S009" and table["Zed Late"][5] == "13"
     assert done["unmatched"][lab.name] == ["Erin Doe (group member Zed Late)"]
     assert "S009" in done["unmatched_reasons"][lab.name]["Erin Doe (group member Zed Late)"]
@@ -1145,3 +1145,104 @@ def test_a_moodle_summary_says_nothing_of_canvas(tmp_path):
     assert done["matched_by"] == "Email address" and len(done["left_out"]) == 1
     assert "1 left out of the file, without an Email address" in done["summary"]
     assert "Canvas" not in done["summary"], done["summary"]
+
+
+# --------------------------------------------------------------------------- a red team's
+# Canvas user ids, rosters that changed since grading, and -o naming an input
+
+
+def test_canvas_s_user_id_keeps_one_row_when_other_ids_changed_since_grading(tmp_path):
+    """Erin graded with the roster's SIS Login ID ``erin``, exported with a roster where it
+    is ``erin.doe`` (renamed in the SIS) or where a spreadsheet dropped her SIS User ID's
+    leading zeros: the file had two rows of Canvas user 1001, one empty and one with her
+    grade (Canvas's import applies both). Her Canvas ID is Canvas's own key: one row,
+    the difference noted for the instructor."""
+    from lablib.grading.lms import canvas_name
+
+    graded_with = CANVAS.replace("1001,S001,erin", "1001,00123,erin")
+    canvas = Roster.load(_write(tmp_path, "canvas.csv", graded_with))
+    erin = canvas_name("doeerin_1001_9000001_lab.ipynb")
+    lab = _graded(tmp_path, tmp_path / "out", {"doeerin": (10, erin)}, canvas)
+    for name, text in {
+        "renamed": graded_with.replace("00123,erin,", "00123,erin.doe,"),
+        "spreadsheet": graded_with.replace(",00123,", ",123,"),
+    }.items():
+        roster = Roster.load(_write(tmp_path, f"{name}.csv", text))
+        done = export("canvas", [tmp_path / "out"], roster, tmp_path / f"{name}_import.csv")
+        rows = list(csv.reader(open(tmp_path / f"{name}_import.csv", encoding="utf-8")))
+        erins = [r for r in rows if r[1] == "1001"]
+        assert len(erins) == 1 and erins[0][5] == "13", (name, rows)
+        assert done["not_in_roster"] == [], (name, done["not_in_roster"])
+        notes = open(tmp_path / f"{name}_import.notes.csv", encoding="utf-8").read()
+        assert "matched by the LMS user id '1001' although" in notes, (name, notes)
+    assert lab.name in done["labs"]
+
+
+def test_two_canvas_rows_with_one_id_are_refused(tmp_path):
+    """The last guard before the file: a gradebook row kept as graded (another Canvas user
+    id, Erin's SIS Login ID) next to the roster's Erin would be two rows that Canvas's
+    import both gives to ``erin``."""
+    from lablib.grading.lms import canvas_name
+
+    graded_with = CANVAS.replace("1001,S001,erin", "1009,S009,erin")
+    lab_roster = Roster.load(_write(tmp_path, "graded.csv", graded_with))
+    erin = canvas_name("doeerin_1009_9000001_lab.ipynb")
+    _graded(tmp_path, tmp_path / "out", {"doeerin": (10, erin)}, lab_roster)
+    roster = Roster.load(_write(tmp_path, "canvas.csv", CANVAS))
+    with pytest.raises(ExportError, match="two Canvas rows with one SIS Login ID 'erin'"):
+        export("canvas", [tmp_path / "out"], roster, tmp_path / "import.csv")
+    assert not (tmp_path / "import.csv").exists()
+
+
+def test_a_roster_row_twice_is_one_student_and_a_repeated_header_is_refused(tmp_path):
+    """A lablib list with one row twice left its student matched to no one and wrote two
+    rows of 0; a Moodle worksheet with its header pasted again read the header as a
+    student (and its Maximum Grade as "10.00; Maximum Grade", unchecked); people named
+    "Points Possible" or "Test Student" in a Moodle worksheet were dropped as if they were
+    Canvas's points row and test student."""
+    twice = Roster.load(_write(tmp_path, "twice.csv", OURS + "S001,Erin Doe,erin@uni.edu,A\n"))
+    assert [s.student_id for s in twice.students] == ["S001", "S002", "S003"]
+    assert resolve(Found("S001", tmp_path / "S001.ipynb", "S001.ipynb", ""), twice)["matched"]
+    sheet = (
+        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
+        "Last modified (submission),Last modified (grade),Feedback comments\n"
+        "Participant 7300001,Erin Doe,erin@uni.edu,Submitted,,10.00,Yes,,,\n"
+        "Participant 7300006,Points Possible,pp@uni.edu,Submitted,,10.00,Yes,,,\n"
+        "Participant 7300007,Test Student,ts@uni.edu,Submitted,,10.00,Yes,,,\n"
+    )
+    people = Roster.load(_write(tmp_path, "sheet.csv", sheet))
+    assert [s.name for s in people.students] == ["Erin Doe", "Points Possible", "Test Student"]
+    header = sheet.splitlines()[0] + "\n"
+    pasted = sheet.replace("Participant 7300006", header + "Participant 7300006", 1)
+    with pytest.raises(RosterError, match="row 3 repeats the header"):
+        Roster.load(_write(tmp_path, "pasted.csv", pasted))
+    canvas_test = CANVAS + '"Student, Test",999999,,,A\n    Points Possible,,,,\n'
+    assert len(Roster.load(_write(tmp_path, "c.csv", canvas_test)).students) == 3
+
+
+def test_the_import_file_never_replaces_what_the_export_reads(tmp_path, capsys):
+    """``-o`` naming the roster replaced it; a file in the grading output folder
+    (``grades.json``) replaced the gradebook; a folder ended in a traceback."""
+    from lablib.grading.lms import canvas_name
+
+    canvas_path = _write(tmp_path, "canvas.csv", CANVAS)
+    canvas = Roster.load(canvas_path)
+    erin = canvas_name("doeerin_1001_9000001_lab.ipynb")
+    _graded(tmp_path, tmp_path / "out", {"doeerin": (10, erin)}, canvas)
+    book = (tmp_path / "out" / "grades.json").read_bytes()
+    for destination, said in {
+        canvas_path: "would replace the roster given",
+        tmp_path / "canvas.notes.csv": None,  # its notes file is another name: allowed
+        tmp_path / "out" / "grades.json": "inside the grading output folder",
+        tmp_path / "out": "is a folder",
+    }.items():
+        args = ["export", "canvas", str(tmp_path / "out"), "--roster", str(canvas_path)]
+        code = main([*args, "-o", str(destination)])
+        err = capsys.readouterr().err
+        if said is None:
+            assert code == 0, err
+            continue
+        assert code == 2 and said in err and "Nothing was written" in err, err
+        assert "Traceback" not in err
+    assert canvas_path.read_text(encoding="utf-8") == CANVAS
+    assert (tmp_path / "out" / "grades.json").read_bytes() == book

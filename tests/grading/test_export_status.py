@@ -468,7 +468,7 @@ def test_a_moodle_maximum_grade_is_read_as_moodle_writes_it(tmp_path):
     differ = Roster.load(_write(tmp_path, "d.csv", WORKSHEET.replace(",10.00,", ",20.00,", 1)))
     assert differ.maximum_grade == "20.00; 10.00"
     out, _ = _book_of(tmp_path, "d", "10.00")
-    done = export("moodle", [out], differ, tmp_path / "d.csv")
+    done = export("moodle", [out], differ, tmp_path / "d_import.csv")
     assert done["scaled"] == {} and "cannot be read as a number" in done["summary"]
     same = Roster.load(_write(tmp_path, "e.csv", WORKSHEET.replace(",10.00,", ",10,", 1)))
     assert same.maximum_grade == "10"  # "10" and "10.00" agree

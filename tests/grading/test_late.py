@@ -429,3 +429,20 @@ def test_grade_names_the_rows_with_no_submission_time(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "lablib grade: late: no submission time for 2: frank, gus (no late penalty" in err, err
     assert "--times FILE" in err and "erin" not in err.split("no submission time")[1]
+
+
+def test_a_deadline_says_its_time_and_a_zone_that_exists():
+    """``--due 2026-11-20`` was read as that day's 00:00: students who handed in at 21:00
+    on the 20th lost 2.3 points each. A date alone is refused, for the policy's due date
+    and a roster's per-student one (that student's lateness is then not computed); so is
+    an offset no zone has."""
+    with pytest.raises(LateError, match="'2026-11-20' has no time.*2026-11-20T23:59"):
+        LatePolicy.parse(due="2026-11-20", per_day="10%")
+    policy = LatePolicy.parse(due="2026-11-20T23:59+05:45", per_day="10%")  # Nepal: exists
+    assert policy.due == "2026-11-20T23:59+05:45"
+    with pytest.raises(LateError, match="roster's due date '2026-11-22' has no time"):
+        policy.penalty("2026-11-21T10:00+00:00", 10.0, due="2026-11-22")
+    for odd in ("2026-11-20T23:59+14:30", "2026-11-20T23:59-23:59", "2026-11-20T23:59+01:07"):
+        with pytest.raises(LateError, match="which no time zone has"):
+            LatePolicy.parse(due=odd, per_day="10%")
+    assert parse_time("2026-11-20T23:59+14:00").utcoffset().total_seconds() == 14 * 3600

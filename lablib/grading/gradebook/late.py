@@ -46,6 +46,7 @@ __all__ = [
     "TIME_FORMS",
     "not_computed",
     "unread_time",
+    "parse_deadline",
     "parse_time",
     "parse_duration",
 ]
@@ -91,7 +92,33 @@ def parse_time(text) -> dt.datetime:
                 f"{raw!r} is not a time: use ISO 8601, e.g. 2026-11-20T23:59 or "
                 f"2026-11-20 23:59:00 -0800 (a time without a zone is in this machine's zone)."
             ) from None
-    return value if value.tzinfo else value.astimezone()
+    value = value if value.tzinfo else value.astimezone()
+    offset = value.utcoffset() or dt.timedelta(0)
+    if not -_LONGEST_BEHIND <= offset <= _LONGEST_AHEAD or offset.total_seconds() % 900:
+        raise LateError(
+            f"{text!r} has the offset {value:%z}, which no time zone has (they run from -12:00 "
+            f"to +14:00, in quarter hours): check the time's zone."
+        )
+    return value
+
+
+#: How far the time zones in use run from UTC (Baker Island, the Line Islands).
+_LONGEST_BEHIND = dt.timedelta(hours=12)
+_LONGEST_AHEAD = dt.timedelta(hours=14)
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_deadline(text, what: str = "The due date") -> dt.datetime:
+    """:func:`parse_time` for a deadline, which must say its time: a date alone would be
+    read as its first minute, where most deadlines mean its last (students who handed in
+    at 21:00 on the day lost 2.3 points each)."""
+    if not isinstance(text, dt.datetime) and _DATE_ONLY.fullmatch(str(text).strip()):
+        raise LateError(
+            f"{what} {str(text).strip()!r} has no time: a date alone would be read as its "
+            f"first minute (00:00 in this machine's zone), not its last. Write the time too, "
+            f"e.g. {str(text).strip()}T23:59 (or with its zone, {str(text).strip()}T23:59-08:00)."
+        )
+    return parse_time(text)
 
 
 def parse_duration(text) -> dt.timedelta:
@@ -210,7 +237,7 @@ class LatePolicy:
             raise LateError("Give either a deduction per day or per hour, not both.")
         per, deduction = ("hour", per_hour) if per_hour is not None else ("day", per_day or "0")
         policy = cls(
-            parse_time(due).isoformat(timespec="minutes"),
+            parse_deadline(due).isoformat(timespec="minutes"),
             per,
             str(deduction),
             str(cap or ""),
@@ -237,7 +264,7 @@ class LatePolicy:
         student's roster row move the due date; ``extended_until`` (an extension granted
         in the LMS) moves it only later."""
         when = parse_time(submitted)
-        deadline = parse_time(due) if due else parse_time(self.due)
+        deadline = parse_deadline(due, "The roster's due date") if due else parse_time(self.due)
         if extension:
             deadline = deadline + parse_duration(extension)
         if extended_until:

@@ -312,7 +312,16 @@ class Roster:
             if match and h not in _COLUMNS["submitted_at"]:
                 lab_times[i] = match["lab"] or match["lab2"]
         entries = []  # (student, the headers of its cells marked EX, its row in the file)
+        naming = [i for f in _NAMING if (i := where[f]) is not None]
         for line, row in enumerate(rows[1:], 2):
+            if naming and all(i < len(row) and fold(row[i]) == header[i] for i in naming):
+                raise RosterError(
+                    f"Roster {str(path)!r}: row {line} repeats the header "
+                    f"({', '.join(row[i].strip() for i in naming)}), counting the header as "
+                    f"row 1: two files put together, or a header pasted "
+                    f"again. A row below the header is a student; nothing was read. Remove the "
+                    f"repeated header (and check the rows around it are this class's)."
+                )
             student = cls._student(row, where, lab_times)
             if student is None:
                 continue
@@ -321,8 +330,7 @@ class Roster:
         if not entries:
             raise RosterError(f"Roster {str(path)!r} lists no student below its header.")
         _check_canvas_ids(path, rows[0], where, [student for student, _, _ in entries])
-        if where["lms_id"] is not None:  # Canvas's: one row per student
-            entries = _one_row_per_student(path, entries)
+        entries = _one_row_per_student(path, entries, canvas=where["lms_id"] is not None)
         students, excused = [], {}
         for student, marked, _ in entries:
             students.append(student)
@@ -348,8 +356,11 @@ class Roster:
             return row[i].strip() if i is not None and i < len(row) else ""
 
         name = get("name") or " ".join(p for p in (get("first"), get("last")) if p)
-        if not any(row) or "points possible" in fold(name) or fold(name) in _TEST_STUDENTS:
-            return None  # Canvas's points row and test student
+        if not any(row):
+            return None
+        canvas = where["lms_id"] is not None
+        if canvas and ("points possible" in fold(name) or fold(name) in _TEST_STUDENTS):
+            return None  # Canvas's points row and test student (never another list's people)
         if where["role"] is not None and fold(get("role")) not in ("", "student"):
             return None  # Gradescope's instructors and TAs
         participant = re.sub(r"^\D+", "", get("participant_id"))  # Moodle's "Participant 1234567"
@@ -485,29 +496,40 @@ def _check_canvas_ids(path, header, where, students) -> None:
 
 #: A Canvas roster's ids, each naming one student: field -> its column in Canvas's export.
 _CANVAS_IDS = {"lms_id": "ID", "student_id": "SIS User ID", "login": "SIS Login ID"}
+#: The columns that name a student: a row whose cells there are the header's repeats it.
+_NAMING = ("student_id", "name", "first", "email", "lms_id", "login", "participant_id")
 
 
-def _one_row_per_student(path, entries: list) -> list:
-    """A Canvas roster's rows, one per student. Canvas's gradebook export writes a student
-    of several sections once (``Sec-01 and Sec-02``); section exports put together list
-    them once per section. Rows of one person (every field the same but the section) are
-    one student, their sections joined as Canvas joins them and their ``EX`` marks kept.
-    Rows that share an ``ID``, ``SIS User ID`` or ``SIS Login ID`` and differ otherwise
-    are refused, naming them: the export would write two rows for one student in
-    Canvas's import, with conflicting grades.
+def _one_row_per_student(path, entries: list, canvas: bool) -> list:
+    """A roster's rows, one per student. Canvas's gradebook export writes a student of
+    several sections once (``Sec-01 and Sec-02``); section exports put together list them
+    once per section, and a list pasted together may hold a row twice (a lablib list with
+    one row twice left that student's notebook matched to no one, and two rows of 0 in
+    the export). Rows of one person (every field the same but the section) are one
+    student, their sections joined as Canvas joins them and their ``EX`` marks kept. In a
+    Canvas roster (``canvas``), rows that share an ``ID``, ``SIS User ID`` or ``SIS Login
+    ID`` and differ otherwise are refused, naming them: the export would write two rows
+    for one student in Canvas's import, with conflicting grades. In another list, an id
+    two different rows share names neither student when matching (a typo in the roster,
+    said at grading), and the export refuses two rows it would match by one id.
 
     Raises:
-        RosterError: two rows share an id and differ otherwise.
+        RosterError: two rows of a Canvas roster share an id and differ otherwise.
     """
     kept: list = []
     for student, marked, line in entries:
+        alike = dataclasses.replace(student, section="")
         same = next(
             (
                 i
                 for i, (other, _, _) in enumerate(kept)
-                if any(
-                    getattr(student, f) and fold(getattr(student, f)) == fold(getattr(other, f))
-                    for f in _CANVAS_IDS
+                if (
+                    any(
+                        getattr(student, f) and fold(getattr(student, f)) == fold(getattr(other, f))
+                        for f in _CANVAS_IDS
+                    )
+                    if canvas
+                    else dataclasses.replace(other, section="") == alike
                 )
             ),
             None,
@@ -516,7 +538,7 @@ def _one_row_per_student(path, entries: list) -> list:
             kept.append((student, marked, line))
             continue
         other, other_marked, other_line = kept[same]
-        if dataclasses.replace(other, section="") != dataclasses.replace(student, section=""):
+        if dataclasses.replace(other, section="") != alike:
             raise RosterError(
                 f"Roster {str(path)!r} lists one student twice with different details: row "
                 f"{other_line} ({_canvas_row(other)}) and row {line} ({_canvas_row(student)}), "

@@ -33,7 +33,7 @@ A stem already within these rules (``alice``, ``Smith__John``) is kept as it is.
 
 Example::
 
-    windows_safe(shell_safe(cap_bytes(shown(name), STEM_BYTES)))
+    portable(cap_bytes(shown(name), STEM_BYTES))
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ __all__ = [
     "STEM_BYTES",
     "SHAPING",
     "cap_bytes",
+    "portable",
     "same_file",
     "shell_safe",
     "shown",
@@ -146,6 +147,12 @@ def windows_safe(stem: str) -> str:
     if _WINDOWS_DEVICE.fullmatch(stem.split(".", 1)[0].rstrip(" ").casefold()):
         return "_" + stem
     return stem
+
+
+def portable(stem: str) -> str:
+    """``stem`` made a name every system and shell takes (:func:`windows_safe`,
+    :func:`shell_safe`): the last step of every stem made from a student's name."""
+    return windows_safe(shell_safe(stem))
 
 
 def shell_safe(stem: str) -> str:

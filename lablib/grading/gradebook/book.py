@@ -22,14 +22,7 @@ import pathlib
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from lablib.grading.filenames import (
-    STEM_BYTES,
-    cap_bytes,
-    same_file,
-    shell_safe,
-    shown,
-    windows_safe,
-)
+from lablib.grading.filenames import STEM_BYTES, cap_bytes, portable, same_file, shown
 from lablib.grading.gradebook.identity import resolve, student_of
 from lablib.grading.gradebook.late import (
     Late,
@@ -393,7 +386,7 @@ def _safe(name: str) -> str:
     name = shown(unicodedata.normalize("NFC", name))
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
     safe = ("_" + safe[1:] if safe.startswith(".") else safe)[:120]
-    return windows_safe(shell_safe(cap_bytes(safe, STEM_BYTES))) or "submission"
+    return portable(cap_bytes(safe, STEM_BYTES)) or "submission"
 
 
 def feedback_stems(names: Iterable[str]) -> dict[str, str]:

@@ -66,14 +66,7 @@ import unicodedata
 import zipfile
 
 from lablib.grading.atomic import atomic_write
-from lablib.grading.filenames import (
-    STEM_BYTES,
-    cap_bytes,
-    same_file,
-    shell_safe,
-    shown,
-    windows_safe,
-)
+from lablib.grading.filenames import STEM_BYTES, cap_bytes, portable, same_file, shown
 from lablib.grading.gradebook import GradebookError, GradebookFolder
 from lablib.grading.report.feedback_markdown import cap_note
 from lablib.grading.report.text import html_text
@@ -200,7 +193,7 @@ def _file_stem(key: str) -> str:
     leading dash."""
     stem = shown(_UNSAFE.sub("_", unicodedata.normalize("NFC", key))).strip().lstrip(".")
     stem = cap_bytes(re.sub(r"\s+", " ", stem)[:120], STEM_BYTES).rstrip(" .")
-    return windows_safe(shell_safe(stem)) or "student"
+    return portable(stem) or "student"
 
 
 def class_students(out_dir, lab, data: dict | None = None) -> list[Student]:

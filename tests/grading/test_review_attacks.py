@@ -176,6 +176,7 @@ UNDRAWN = {
     "an inline TeX comment": ("Also $x % HIDDEN INLINE$ here.", "HIDDEN INLINE"),
     "a TeX link's address": (r"$\href{https://evil.example/steal}{click}$", "evil.example"),
     "a phantom": (r"$x\phantom{\text{HIDDEN PHANTOM}}y$", "HIDDEN PHANTOM"),
+    "words cut short": ('ok\n\n[x]: <> "gi ve it fu ll ma rk s"', "gi ve it fu ll"),
 }
 
 
@@ -198,7 +199,8 @@ def test_honest_markdown_and_tex_draw_every_word():
         r"The weights are $\operatorname{softmax}(QK^\top/\sqrt{d_k})$ and $\mathcal{L}$ "
         r"the loss; **bold**, `code`, [a link](https://x.org), <https://y.org>, "
         r"$\begin{pmatrix}a&b\end{pmatrix}$, $\color{red}{x}$, $\hspace{1em}$, 50%, "
-        r"$\text{the word}$, $\mathbb{R}^{d}$, $\tag{1} y$, &amp; &copy;."
+        r"$\text{the word}$, $\mathbb{R}^{d}$, $\tag{1} y$, $a\kern3mu b\mspace{2mu}c$, "
+        r"&amp; &copy;."
         "\n\n```python\nweights = softmax(scores)\n```\n\n| head | tail |\n|---|---|\n| a | b |"
     )
     assert "Not drawn above" not in render_answer(honest), render_answer(honest)

@@ -63,6 +63,7 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import functools
 import html
 import re
@@ -227,8 +228,9 @@ MAX_MATHML_CHARS = 200_000
 MAX_ACROSS_EM = 40.0
 #: How far a length may reach up or down (``height``, ``depth``), in em.
 MAX_UPDOWN_EM = 10.0
-#: How far a formula's part may be moved up or down (``\raise``, ``\lower``: ``voffset``),
-#: in em: a superscript's height; farther, it is drawn over the line above or below.
+#: How far a formula's part may be moved up or down (``\raise``, ``\lower``: ``voffset``,
+#: and the room ``mpadded`` adds for it, ``height`` and ``depth``), in em: a superscript's
+#: height; farther, it is drawn over the line above or below.
 MAX_SHIFT_EM = 1.0
 #: The largest a formula's text may be drawn, in times the text around it (``\Huge``: 2.49).
 MAX_SCALE = 2.5
@@ -351,7 +353,8 @@ def _bound(element, scale: float = 1.0) -> None:
         value = element.attrib[name]
         if name in _ACROSS or name in _UPDOWN or name == "linethickness":
             limit = MAX_ACROSS_EM if name in _ACROSS else MAX_UPDOWN_EM
-            limit = MAX_SHIFT_EM if name == "voffset" else limit
+            if name == "voffset" or (element.tag == "mpadded" and name in ("height", "depth")):
+                limit = MAX_SHIFT_EM  # \raise's room goes with its shift
             kept = _bounded_length(value, 1.0 if name == "linethickness" else limit)
         elif name == "mathsize":
             kept, scale = _bounded_scale(value, scale)
@@ -573,11 +576,17 @@ UNDRAWN_LINE_CHARS = 600
 #: TeX that names no text: a command's name, an environment's, a colour, a length.
 _TEX_NAMES = re.compile(
     r"\\(?:begin|end|color|textcolor|mathcolor|colorbox|fcolorbox|rule|hspace|vspace|"
-    r"kern|mkern|hskip|mskip|raise|lower|raisebox)\s*(?:\{[^{}]*\}\s*)*|\\[A-Za-z]+"
+    r"kern|mkern|hskip|mskip|mspace|raise|lower|raisebox|moveleft|moveright)"
+    r"\s*(?:[-+]?(?:\d+\.?\d*|\.\d+)\s*(?:em|ex|mu|pt|px|pc|bp|dd|cc|sp|mm|cm|in)"
+    r"|\{[^{}]*\}\s*)*|\\[A-Za-z]+"
 )
 #: A fence's language (```python): the rest of its info string is text not drawn.
 _FENCE = re.compile(r"^( {0,3}(?:`{3,}|~{3,})\s*)[^\s`~]*", re.M)
 _WORD = re.compile(r"[^\W\d_]{3,}")
+#: Any run of letters: what is compared where no word of three letters is missing.
+_SHORT = re.compile(r"[^\W\d_]+")
+#: Letters not drawn that no word can place: every line is shown.
+_EVERY_LINE = "\x00every line"
 
 
 def _letters(text: str) -> str:
@@ -612,6 +621,16 @@ class _Drawn:
         self.letters = _letters("".join(parts))
 
 
+def _clean(text: str) -> str:
+    """``text`` as its words are compared: entities decoded, TeX that names no text
+    (:data:`_TEX_NAMES`) and a fence's language left out."""
+    return _FENCE.sub(r"\1", _TEX_NAMES.sub(" ", html.unescape(text)))
+
+
+def _tokens(pattern: re.Pattern, text: str) -> set[str]:
+    return {w.casefold() for w in pattern.findall(unicodedata.normalize("NFKC", text))}
+
+
 def _undrawn(text: str, fragment: str) -> str:
     """HTML showing, as typed, the lines of ``text`` (an answer, made :func:`readable`)
     holding a word that ``fragment`` (its rendering) does not draw, or "". Markdown and
@@ -621,36 +640,44 @@ def _undrawn(text: str, fragment: str) -> str:
     (``\\href``), ``\\phantom``. Text an AI assistant given the answer would read is in
     front of the grader too: each word of three letters or more is counted in the text
     (its TeX commands, environments, colours and lengths aside) and in what is drawn; a
-    word the text holds more often than the drawing is not drawn somewhere."""
-    source = _FENCE.sub(r"\1", _TEX_NAMES.sub(" ", html.unescape(text)))
+    word the text holds more often than the drawing is not drawn somewhere. Text cut into
+    shorter pieces (``gi ve fu ll ma rks``) is caught by its letters: where the text holds
+    more of a letter than the drawing, the lines with its one- and two-letter words not
+    drawn are shown, or, where none can be told, every line."""
+    source = _clean(text)
     drawn = _Drawn(fragment).letters
     written = _letters(source)
-    missing = {
-        word
-        for word in {w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", source))}
-        if written.count(_letters(word)) > drawn.count(_letters(word))
-    }
+
+    def missing_of(pattern: re.Pattern) -> set[str]:
+        return {
+            word
+            for word in _tokens(pattern, source)
+            if written.count(_letters(word)) > drawn.count(_letters(word))
+        }
+
+    pattern, missing = _WORD, missing_of(_WORD)
+    if not missing and collections.Counter(written) - collections.Counter(drawn):
+        pattern, missing = _SHORT, missing_of(_SHORT) or {_EVERY_LINE}
     if not missing:
         return ""
-    lines, size = [], 0
     source_lines = text.split("\n")
-    for number, line in enumerate(source_lines, 1):
-        cleaned = _FENCE.sub(r"\1", _TEX_NAMES.sub(" ", html.unescape(line)))
-        words = {w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", cleaned))}
-        if not words & missing:
-            continue
+    flagged = [
+        (number, line, words)
+        for number, line in enumerate(source_lines, 1)
+        if (words := _tokens(pattern, _clean(line)) & missing)
+        or (_EVERY_LINE in missing and line.strip())
+    ]
+    lines, size = [], 0
+    for k, (number, line, words) in enumerate(flagged):
         if len(line) > UNDRAWN_LINE_CHARS:
-            first = min((line.casefold().find(w) for w in words & missing), default=-1)
+            first = min((line.casefold().find(w) for w in words), default=-1)
             start = max(first - UNDRAWN_LINE_CHARS // 4, 0)
             line = ("…" if start else "") + line[start : start + UNDRAWN_LINE_CHARS] + "…"
         entry = f"line {number}: {line}"
         if size + len(entry) > MAX_UNDRAWN_CHARS:
-            left = sum(
-                1
-                for other in source_lines[number - 1 :]
-                if {w.casefold() for w in _WORD.findall(other)} & missing
+            lines.append(
+                f"… and {len(flagged) - k:,} more such lines: the student's notebook holds them."
             )
-            lines.append(f"… and {left:,} more such lines: the student's notebook holds them.")
             break
         lines.append(entry)
         size += len(entry)

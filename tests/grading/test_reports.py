@@ -105,3 +105,18 @@ def test_the_childs_exception_name_enters_the_status_only_as_a_plain_identifier(
         "E" * 101,
     ]:
         assert _identifier(forged) == "", forged
+
+
+def test_a_long_line_of_a_message_wraps_in_the_feedback_page(fixture_lab):
+    """A 5,000-character line of an exception's message drew the student's feedback page
+    10,419 px wide (its Details column a <pre> that never wrapped)."""
+    from lablib.grading.report.feedback_html import feedback_html
+    from review_fixtures import chromium
+
+    tests = [TestResult.failed(t, "x" * 5_000, Kind.ERROR) for t in fixture_lab.tests]
+    result = summarise(fixture_lab, "carol", "/subs/carol.ipynb", tests, Status())
+    with chromium() as (browser, _):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_content(feedback_html(fixture_lab.title, result))
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        assert "x" * 5_000 in page.inner_text("body").replace("\n", "")

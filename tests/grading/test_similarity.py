@@ -898,3 +898,33 @@ def test_code_run_through_a_timing_magic_is_compared_and_flagged():
         assert [(p.a, p.b) for p in pairs] == [("ann", "eve")], (magic, pairs)
         flagged = dynamic_code({"attention": hidden})
         assert len(flagged) == 1 and "exec(" in flagged[0], (magic, flagged)
+
+
+def test_a_help_request_or_a_shell_value_does_not_take_a_copy_out_of_the_comparison():
+    """``np.mean?`` or ``_u = !true`` appended to a copied cell made the whole code
+    unparsable, compared as raw text, and the copy was never paired with its original:
+    the grader runs such lines as nothing, and the comparison now blanks them as it
+    blanks ``!ls``."""
+    for line in ("np.mean?", "?np.mean", "np.mean??", "_unused = !true", "_who = %who_ls"):
+        copied = BOB + line + "\n"
+        pairs, _ = _pairs({"ann": ANN, "cat": CAT, "pia": copied})
+        assert [(p.a, p.b) for p in pairs] == [("ann", "pia")], (line, pairs)
+        assert pairs[0].similarity > 0.8, (line, pairs[0].similarity)
+
+
+def test_the_marks_fall_on_the_shared_code_whatever_breaks_a_comment_holds():
+    """``str.splitlines`` breaks lines at U+2028, form feeds and ``\\x1c``, which Python's
+    own line numbers do not: a comment of them moved every mark of the copy onto stray
+    characters of its signature, and off the code it shares."""
+    hiding = BOB.replace(
+        "# GRADED: attention\n", "# GRADED: attention\n# note" + "\u2028" * 25 + "\x1c" * 5 + "\n"
+    )
+    honest_pairs, _ = _pairs({"ann": ANN, "cat": CAT, "bob": BOB})
+    pairs, _ = _pairs({"ann": ANN, "cat": CAT, "bob": hiding})
+    assert [(p.a, p.b) for p in pairs] == [("ann", "bob")]
+
+    def marked(code, marks):
+        return "".join(code[start:end] for start, end in marks)
+
+    assert marked(hiding, pairs[0].marks_b) == marked(BOB, honest_pairs[0].marks_b)
+    assert "return alpha @ value, alpha" in marked(hiding, pairs[0].marks_b)

@@ -1350,7 +1350,9 @@ class _Offsets:
     def __init__(self, code: str):
         self.code = code
         self.align_work = [MAX_ALIGN_WORK]  # what aligning this code's tokens may still take
-        self.lines = code.splitlines(keepends=True)
+        # lines as ast numbers them (line feed, CR LF, CR): str.splitlines also breaks at
+        # U+2028, form feeds, \x1c...: a comment of them moved every mark onto other text
+        self.lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", code)
         self.starts = [0]
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line))
@@ -1503,13 +1505,25 @@ _RUN_MAGIC = re.compile(
 )
 
 
+#: The other lines IPython turns into calls (:mod:`lablib.grading.magics`), which the
+#: grader runs as nothing: a magic's or shell line's value assigned (``x = !ls``,
+#: ``y = %who_ls``) and a help request (``np.mean?``, ``?np.mean``, ``np.mean??``). Blanked
+#: only where the code does not parse as it is (a string's ``"a=%s"`` is left alone then).
+_IPYTHON_LINE = re.compile(
+    r"(?m)^[^\n\r]*?=[ \t]*[%!][^\n\r]*$|^[ \t]*\?[^\n\r]*$|^[^\n\r]*\?[ \t]*$"
+)
+
+
 def _blank_magic(code: str) -> str:
-    """``code`` with its IPython magic and shell lines (``!ls``, ``%matplotlib``) blanked
-    (spaces: every position stays where it was), but a ``%time``/``%timeit`` line's
-    statement (and ``%%timeit``'s set-up) kept in its place: the grader runs it, so the
-    comparison and the code-given-as-data check read it (``0;`` stands for the magic)."""
+    """``code`` with its IPython magic and shell lines (``!ls``, ``%matplotlib``, ``x =
+    !ls``, ``np.mean?``) blanked (spaces: every position stays where it was), but a
+    ``%time``/``%timeit`` line's statement (and ``%%timeit``'s set-up) kept in its place:
+    the grader runs it, so the comparison and the code-given-as-data check read it (``0;``
+    stands for the magic). One such line (``np.mean?`` in a copied notebook) made the
+    whole code unparsable, compared as raw text with no classmate's."""
     code = _RUN_MAGIC.sub(lambda m: m.group(1) + "0;" + " " * (len(m.group(2)) - 2), code)
-    return re.sub(r"(?m)^([ \t]*)[%!].*$", lambda m: " " * len(m.group()), code)
+    code = re.sub(r"(?m)^([ \t]*)[%!].*$", lambda m: " " * len(m.group()), code)
+    return _IPYTHON_LINE.sub(lambda m: " " * len(m.group()), code)
 
 
 def _parse(code: str) -> ast.Module | None:

@@ -82,7 +82,7 @@ def feedback_html(lab_title: str, result: SubmissionResult, row=None) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(lab_title)}: {esc(result.submission)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}}
-table{{border-collapse:collapse}}.passed td:nth-child(4){{color:#080}}.failed td:nth-child(4){{color:#b00}}.note{{color:#555}}</style>
+table{{border-collapse:collapse}}pre{{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}}.passed td:nth-child(4){{color:#080}}.failed td:nth-child(4){{color:#b00}}.note{{color:#555}}</style>
 </head><body>
 <h1>{esc(lab_title)}: feedback for {esc(result.submission)}</h1>
 {total}<p><b>Tests: {num(result.score)} / {num(result.max_score)}</b>.{written_line} Status: <code>{esc(status_text(result.status))}</code></p>

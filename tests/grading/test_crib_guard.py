@@ -467,6 +467,36 @@ attention = _make()
 del _make
 """
 
+# lablib's function traced and saved as a SavedModel in the cell, loaded only inside the
+# graded function, while the test runs (a red team: Lab 3's gcn_edges 4/4 and Lab 4's
+# gat_attention 6/6 so; the search saw nothing held, and the graph records no code).
+ATTENTION_SAVED_LOADED_IN_THE_TEST = """# GRADED: attention
+import tempfile
+import numpy as np
+import tensorflow as tf
+from lablib.layers import scaled_dot_product_attention as _sdpa
+
+_spec = tf.TensorSpec(None, tf.float64)
+_box = tf.Module()
+_box.plain = tf.function(lambda q, k, v: _sdpa(q, k, v), input_signature=[_spec] * 3)
+_box.masked = tf.function(
+    lambda q, k, v, m: _sdpa(q, k, v, m), input_signature=[_spec] * 3 + [tf.TensorSpec(None, tf.bool)]
+)
+_DIR = tempfile.mkdtemp()
+tf.saved_model.save(_box, _DIR)
+del _box, _sdpa
+
+
+def attention(query, key, value, mask=None):
+    loaded = tf.saved_model.load(_DIR)
+    q, k, v = (tf.constant(np.asarray(a, np.float64)) for a in (query, key, value))
+    if mask is None:
+        output, weights = loaded.plain(q, k, v)
+    else:
+        output, weights = loaded.masked(q, k, v, tf.constant(np.asarray(mask, bool)))
+    return output.numpy(), weights.numpy()
+"""
+
 MHA_IN_A_DICT = """# GRADED: multi_head_attention
 _READY = {"mha": keras.layers.MultiHeadAttention}
 
@@ -725,6 +755,11 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         ("attention", ATTENTION_CONCRETE_HELD, SDPA + " (traced into a TensorFlow graph)"),
         ("attention", ATTENTION_MODULE_IN_A_CLOSURE, SDPA),
         (
+            "attention",
+            ATTENTION_SAVED_LOADED_IN_THE_TEST,
+            "tf.saved_model.load while the test runs",
+        ),
+        (
             "multi_head_attention",
             MHA_IN_A_DICT,
             "keras.layers.MultiHeadAttention, a ready-made implementation",
@@ -764,6 +799,7 @@ MHA_LOOKED_UP = MHA_IN_A_DICT.replace(
         "concrete-function",
         "concrete-function-held",
         "module-in-a-closure",
+        "saved-model-loaded-in-the-test",
         "keras-mha-in-dict",
         "keras-mha-looked-up",
         "shared-code-in-a-deque",
@@ -1385,6 +1421,29 @@ f = _make()
     with Window(BY_HAND, {"f": ns["f"]}, None, ns) as window:
         pass
     assert window.found is None, message(window.found)
+
+
+def test_a_library_s_module_like_object_is_not_searched_whole():
+    """An honest mean of neighbours using PyG's ``degree`` was named a crib of torch's
+    attention: the search went from ``degree`` through PyG's ``EdgeIndex`` to
+    ``torch.ops.aten``, a module-like object that caches every operator asked of it (the
+    guard's own gates on torch's attention included), and read all it held. Such an
+    object of a library is followed by the names code uses, as an imported module is."""
+    import torch
+    import torch_geometric.utils as pyg_utils
+
+    def mean_of_neighbours(h, src, dst):
+        h = torch.as_tensor(h)
+        src, dst = torch.as_tensor(src), torch.as_tensor(dst)
+        sums = torch.zeros_like(h).index_add_(0, dst, h[src])
+        count = pyg_utils.degree(dst, h.shape[0], dtype=h.dtype)
+        return (sums / count.clamp(min=1)[:, None]).numpy()
+
+    h = np.arange(6.0).reshape(3, 2)
+    with Window(BY_HAND, {"f": mean_of_neighbours}, None, {"pyg_utils": pyg_utils}) as window:
+        mean = mean_of_neighbours(h, [0, 1], [1, 2])
+    assert window.found is None, message(window.found)
+    assert np.allclose(mean, [[0, 0], [0, 1], [2, 3]])
 
 
 def test_a_graph_built_outside_a_trace_is_not_read():

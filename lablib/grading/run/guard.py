@@ -192,7 +192,20 @@ lablib.graphs.gcn_norm                           lablib.graphs:gcn_norm
 lablib.graphs.gcn_norm_dense                     lablib.graphs:gcn_norm_dense
 torch_geometric.utils.get_laplacian              torch_geometric.utils.laplacian:get_laplacian
 torch_geometric.nn.encoding.PositionalEncoding   torch_geometric.nn.encoding:PositionalEncoding
+tf.saved_model.load                              tensorflow.python.saved_model.load:load
+tf.saved_model.load                              tensorflow.python.saved_model.load:load_partial
+tf_keras.models.load_model                       tf_keras.src.saving.saving_api:load_model
+tf.lite.Interpreter                              tensorflow.lite.python.interpreter:Interpreter
 """
+#: The rows of :data:`_READY_MADE_ROWS` that load a saved or exported TensorFlow definition:
+#: lablib's function traced and saved in a graded cell, loaded only when the test calls
+#: the student's function, ran as a graph that records none of its code (a red team: Lab
+#: 3's gcn_edges 4/4 and Lab 4's gat_attention 6/6). A piece written by hand loads none.
+#: Not rows: ``tf.graph_util.import_graph_def`` and ``tf.compat.v1.saved_model.load``,
+#: which TensorFlow wraps in its deprecation decorator, whose code every deprecated
+#: function shares (an honest graph's operations made under any of them were named a
+#: crib); a graph definition held is a crib all the same (:data:`_DEFINITIONS`).
+_LOADERS = frozenset({"tf.saved_model.load", "tf_keras.models.load_model", "tf.lite.Interpreter"})
 
 
 def _name_module_attribute(rows: str) -> tuple[tuple[str, str, str], ...]:
@@ -954,6 +967,11 @@ class _Search:
                 return ()
             if sys.modules.get(getattr(obj, "__name__", None)) is obj:
                 return ()  # an imported module's members count where code names them (_function_links)
+            if type(obj) is not types.ModuleType and _library(obj):
+                # a library's module-like object (torch.ops.aten, which caches every operator
+                # asked of it, the guard's own included: PyG's degree reached it and named
+                # torch's attention): its members count where code names them, as above
+                return ()
             return tuple(vars(obj).values())  # a module loaded privately: what it holds
         if isinstance(obj, (dict, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
             return (*obj.keys(), *obj.values())
@@ -2587,6 +2605,12 @@ def message(found) -> str:
     asks = "this piece asks you to write it yourself (NumPy or Keras operations), so this test gives no points for it"
     if crib.kind == "reference":
         return f"your code calls {crib.name}, the grader's own reference; {asks}."
+    if crib.kind == "ready-made" and crib.name in _LOADERS:
+        return (
+            f"your code calls {crib.name} while the test runs: a saved or exported TensorFlow "
+            f"definition records none of the code it was made from, so what it runs cannot be "
+            f"told from lablib's own implementation; {asks}."
+        )
     if crib.kind == "ready-made":
         return f"your code calls {crib.name}, a ready-made implementation; {asks}."
     if crib.kind == "copy":

@@ -594,31 +594,20 @@ def _letters(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalpha())
 
 
-class _Drawn:
-    """The text an answer's HTML draws: every text node, but what ``mphantom`` holds
-    (room kept, nothing drawn)."""
+_PHANTOM = re.compile(r"<mphantom\b[^>]*>(?:(?!<mphantom\b).)*?</mphantom>", re.S)
+_TAG = re.compile(r"<[^>]*>")
 
-    def __init__(self, fragment: str):
-        from html.parser import HTMLParser
 
-        parts: list[str] = []
-        depth = [0]
-
-        class Parser(HTMLParser):
-            def handle_starttag(self, tag, attrs):
-                depth[0] += tag == "mphantom" or bool(depth[0])
-
-            def handle_endtag(self, tag):
-                depth[0] = max(depth[0] - 1, 0) if depth[0] else 0
-
-            def handle_data(self, data):
-                if not depth[0]:
-                    parts.append(data)
-
-        parser = Parser(convert_charrefs=True)
-        parser.feed(fragment)
-        parser.close()
-        self.letters = _letters("".join(parts))
+def _drawn_letters(fragment: str) -> str:
+    """The letters (:func:`_letters`) of the text a sanitised fragment draws: every text
+    node but what ``mphantom`` holds (room kept, nothing drawn). The sanitiser's output is
+    well formed and escapes ``>`` in attributes, so its tags are read by pattern (a
+    parser took as long as the rendering itself)."""
+    while "<mphantom" in fragment:
+        fragment, count = _PHANTOM.subn("", fragment)
+        if not count:
+            break
+    return _letters(html.unescape(_TAG.sub("", fragment)))
 
 
 def _clean(text: str) -> str:
@@ -645,7 +634,7 @@ def _undrawn(text: str, fragment: str) -> str:
     more of a letter than the drawing, the lines with its one- and two-letter words not
     drawn are shown, or, where none can be told, every line."""
     source = _clean(text)
-    drawn = _Drawn(fragment).letters
+    drawn = _drawn_letters(fragment)
     written = _letters(source)
 
     def missing_of(pattern: re.Pattern) -> set[str]:
@@ -702,19 +691,19 @@ def _cut(text: str, limit: int) -> str:
 def render_answer(text: str, limit: int | None = None) -> str:
     """An answer as sanitised HTML: its first ``limit`` characters (None: all of it;
     past :data:`FULL_RENDER_CHARS` the rest is plain text); a lone surrogate shows as
-    ``?``."""
+    ``?``. What follows the rendering (the lines not drawn, the notes on what is cut) is
+    lablib's own, escaped, and sanitised apart: the rendering is sanitised once."""
     text = readable(text)
     if limit is not None and len(text) > limit:
         shown = _cut(text, limit)
         drawn = sanitise(_parser().render(shown))
-        return sanitise(
-            drawn
-            + _undrawn(shown, drawn)
+        return drawn + sanitise(
+            _undrawn(shown, drawn)
             + f"<p class='cut'>… {len(text) - len(shown):,} more characters: “show all”.</p>"
         )
     if len(text) <= FULL_RENDER_CHARS:
         drawn = sanitise(_parser().render(text))
-        return sanitise(drawn + _undrawn(text, drawn))
+        return drawn + sanitise(_undrawn(text, drawn))
     shown = _cut(text, FULL_RENDER_CHARS)
     drawn = sanitise(_parser().render(shown))
     rest = text[len(shown) : MAX_SHOWN_CHARS]
@@ -725,9 +714,7 @@ def render_answer(text: str, limit: int | None = None) -> str:
         if unshown
         else ""
     )
-    return sanitise(
-        drawn
-        + _undrawn(shown, drawn)
-        + f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
+    return drawn + sanitise(
+        _undrawn(shown, drawn) + f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
         f"<pre class='rest'>{html.escape(rest)}</pre>" + more
     )

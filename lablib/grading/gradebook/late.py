@@ -112,11 +112,12 @@ def parse_deadline(text, what: str = "The due date") -> dt.datetime:
     """:func:`parse_time` for a deadline, which must say its time: a date alone would be
     read as its first minute, where most deadlines mean its last (students who handed in
     at 21:00 on the day lost 2.3 points each)."""
-    if not isinstance(text, dt.datetime) and _DATE_ONLY.fullmatch(str(text).strip()):
+    date = "" if isinstance(text, dt.datetime) else str(text).strip()
+    if _DATE_ONLY.fullmatch(date):
         raise LateError(
-            f"{what} {str(text).strip()!r} has no time: a date alone would be read as its "
-            f"first minute (00:00 in this machine's zone), not its last. Write the time too, "
-            f"e.g. {str(text).strip()}T23:59 (or with its zone, {str(text).strip()}T23:59-08:00)."
+            f"{what} {date!r} has no time: a date alone would be read as its first minute "
+            f"(00:00 in this machine's zone), not its last. Write the time too, e.g. "
+            f"{date}T23:59 (or with its zone, {date}T23:59-08:00)."
         )
     return parse_time(text)
 

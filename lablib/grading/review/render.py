@@ -688,24 +688,26 @@ def _cut(text: str, limit: int) -> str:
     return head
 
 
+def _rendered(text: str, after: str = "") -> str:
+    """``text`` rendered and sanitised once, then what it leaves undrawn (:func:`_undrawn`)
+    and ``after`` (lablib's own note on what is cut, escaped), sanitised apart."""
+    drawn = sanitise(_parser().render(text))
+    return drawn + sanitise(_undrawn(text, drawn) + after)
+
+
 def render_answer(text: str, limit: int | None = None) -> str:
     """An answer as sanitised HTML: its first ``limit`` characters (None: all of it;
     past :data:`FULL_RENDER_CHARS` the rest is plain text); a lone surrogate shows as
-    ``?``. What follows the rendering (the lines not drawn, the notes on what is cut) is
-    lablib's own, escaped, and sanitised apart: the rendering is sanitised once."""
+    ``?``; what markdown and TeX leave undrawn is listed after it (:func:`_rendered`)."""
     text = readable(text)
     if limit is not None and len(text) > limit:
         shown = _cut(text, limit)
-        drawn = sanitise(_parser().render(shown))
-        return drawn + sanitise(
-            _undrawn(shown, drawn)
-            + f"<p class='cut'>… {len(text) - len(shown):,} more characters: “show all”.</p>"
+        return _rendered(
+            shown, f"<p class='cut'>… {len(text) - len(shown):,} more characters: “show all”.</p>"
         )
     if len(text) <= FULL_RENDER_CHARS:
-        drawn = sanitise(_parser().render(text))
-        return drawn + sanitise(_undrawn(text, drawn))
+        return _rendered(text)
     shown = _cut(text, FULL_RENDER_CHARS)
-    drawn = sanitise(_parser().render(shown))
     rest = text[len(shown) : MAX_SHOWN_CHARS]
     unshown = len(text) - len(shown) - len(rest)
     more = (
@@ -714,7 +716,8 @@ def render_answer(text: str, limit: int | None = None) -> str:
         if unshown
         else ""
     )
-    return drawn + sanitise(
-        _undrawn(shown, drawn) + f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
-        f"<pre class='rest'>{html.escape(rest)}</pre>" + more
+    return _rendered(
+        shown,
+        f"<p class='cut'>The next {len(rest):,} characters, as typed:</p>"
+        f"<pre class='rest'>{html.escape(rest)}</pre>" + more,
     )

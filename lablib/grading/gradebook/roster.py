@@ -517,24 +517,18 @@ def _one_row_per_student(path, entries: list, canvas: bool) -> list:
         RosterError: two rows of a Canvas roster share an id and differ otherwise.
     """
     kept: list = []
+    index: dict = {}  # (field, folded id) on Canvas, else the row but its section -> kept's
     for student, marked, line in entries:
         alike = dataclasses.replace(student, section="")
-        same = next(
-            (
-                i
-                for i, (other, _, _) in enumerate(kept)
-                if (
-                    any(
-                        getattr(student, f) and fold(getattr(student, f)) == fold(getattr(other, f))
-                        for f in _CANVAS_IDS
-                    )
-                    if canvas
-                    else dataclasses.replace(other, section="") == alike
-                )
-            ),
-            None,
+        keys = (
+            [(f, fold(getattr(student, f))) for f in _CANVAS_IDS if getattr(student, f)]
+            if canvas
+            else [alike]
         )
+        same = min((index[k] for k in keys if k in index), default=None)
         if same is None:
+            for k in keys:
+                index.setdefault(k, len(kept))
             kept.append((student, marked, line))
             continue
         other, other_marked, other_line = kept[same]

@@ -1507,8 +1507,9 @@ _RUN_MAGIC = re.compile(
 
 #: The other lines IPython turns into calls (:mod:`lablib.grading.magics`), which the
 #: grader runs as nothing: a magic's or shell line's value assigned (``x = !ls``,
-#: ``y = %who_ls``) and a help request (``np.mean?``, ``?np.mean``, ``np.mean??``). Blanked
-#: only where the code does not parse as it is (a string's ``"a=%s"`` is left alone then).
+#: ``y = %who_ls``) and a help request (``np.mean?``, ``?np.mean``, ``np.mean??``). Used
+#: only where the code does not parse as it is: there, a line with a string's ``"a=%s"``
+#: is blanked too (it is then not compared).
 _IPYTHON_LINE = re.compile(
     r"(?m)^[^\n\r]*?=[ \t]*[%!][^\n\r]*$|^[ \t]*\?[^\n\r]*$|^[^\n\r]*\?[ \t]*$"
 )
